@@ -1,0 +1,22 @@
+/*
+ * clock.h - wall and monotonic time, and the one timestamp format awooop stores
+ * and prints: RFC 3339 UTC with milliseconds, "2026-11-29T09:54:27.123Z"
+ * (fixed width, so it also sorts as text in SQLite).
+ */
+#ifndef AWOOOP_CLOCK_H
+#define AWOOOP_CLOCK_H
+
+#include <stdint.h>
+
+#define AW_TS_LEN 24 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" without the NUL */
+
+int64_t aw_clock_wall_ms(void);  /* Unix epoch milliseconds */
+int64_t aw_clock_mono_ns(void);  /* monotonic nanoseconds, for durations */
+/* Formats epoch ms into out[AW_TS_LEN + 1]. */
+void aw_clock_format(int64_t epoch_ms, char *out);
+/* Current time formatted. */
+void aw_clock_now(char *out);
+/* Parses the stored format back; -1 on a malformed string. */
+int aw_clock_parse(const char *s, int64_t *epoch_ms);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * crypto.h - the few primitives awooop needs, all through OpenSSL libcrypto:
+ * SHA-256, HMAC-SHA256, a CSPRNG, constant-time compare and base64url.
+ * Output buffers are caller-owned; nothing here allocates.
+ */
+#ifndef AWOOOP_CRYPTO_H
+#define AWOOOP_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "awooop/err.h"
+
+#define AW_SHA256_LEN 32
+#define AW_SHA256_HEX_LEN 64 /* without the NUL */
+
+void aw_sha256(const void *data, size_t len, uint8_t out[AW_SHA256_LEN]);
+/* out must hold AW_SHA256_HEX_LEN + 1 bytes; lowercase hex. */
+void aw_sha256_hex(const void *data, size_t len, char *out);
+void aw_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
+		    uint8_t out[AW_SHA256_LEN]);
+/* Fills buf with len bytes from the OS CSPRNG; AW_E_INTERNAL if it cannot. */
+aw_err aw_random_bytes(void *buf, size_t len);
+/* 1 if equal; time depends only on len. */
+int aw_ct_equal(const void *a, const void *b, size_t len);
+/* Lowercase hex of len bytes into out (2*len + 1 bytes). */
+void aw_hex(const uint8_t *in, size_t len, char *out);
+/* Unpadded base64url; out must hold aw_base64url_len(len) + 1 bytes. */
+size_t aw_base64url_len(size_t len);
+void aw_base64url(const uint8_t *in, size_t len, char *out);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * ctx.h - the request context passed explicitly to every service and store call.
+ *
+ * There are no ambient tenant globals: whoever calls into a service says for
+ * which project, as which principal, under which trace and until when. The store
+ * scopes every transaction to ctx->project (PostgreSQL: set_config per
+ * transaction, checked by row-level security). A ctx is a plain value: copy it,
+ * keep it on the stack, nothing to free.
+ */
+#ifndef AWOOOP_CTX_H
+#define AWOOOP_CTX_H
+
+#include <stdint.h>
+
+#include "awooop/trace.h"
+#include "awooop/uuid.h"
+
+#define AW_PROJECT_MAX 63
+#define AW_PLATFORM_PROJECT "__platform__"
+
+typedef enum {
+	AW_SCOPE_NONE = 0,
+	AW_SCOPE_READER,
+	AW_SCOPE_WORKER,
+	AW_SCOPE_OPERATOR,
+	AW_SCOPE_PROJECT_ADMIN,
+	AW_SCOPE_PLATFORM_ADMIN,
+} aw_scope;
+
+typedef struct aw_ctx {
+	char project[AW_PROJECT_MAX + 1];   /* "" = no project: sees no tenant rows */
+	char principal[AW_PROJECT_MAX + 1]; /* key name, or "system" */
+	char key_id[AW_UUID_STR_LEN + 1];   /* the API key acting, "" for system */
+	aw_scope scope;
+	aw_trace trace;
+	char request_id[AW_UUID_STR_LEN + 1];
+	int64_t deadline_ns; /* aw_clock_mono_ns() deadline; 0 = none */
+} aw_ctx;
+
+/* A system context (principal "system", platform-admin, new trace and request
+ * id) for background work and the CLI; project may be NULL. */
+void aw_ctx_system(aw_ctx *ctx, const char *project);
+/* Copies ctx with another project (same principal, trace and deadline). */
+void aw_ctx_with_project(const aw_ctx *ctx, const char *project, aw_ctx *out);
+
+const char *aw_scope_name(aw_scope s);
+/* 0 and *out on a known scope name ("platform-admin", "operator", ...). */
+int aw_scope_parse(const char *name, aw_scope *out);
+
+#endif

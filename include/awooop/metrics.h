@@ -1,0 +1,21 @@
+/*
+ * metrics.h - process-wide counters and histograms rendered in the Prometheus
+ * text exposition format (version 0.0.4) at GET /metrics.
+ * Thread-safe; label values must be bounded sets (route templates, not paths).
+ */
+#ifndef AWOOOP_METRICS_H
+#define AWOOOP_METRICS_H
+
+#include "awooop/err.h"
+
+void aw_metrics_http_observe(const char *method, const char *route, int status,
+			     double seconds);
+void aw_metrics_store_observe(const char *backend, double seconds, aw_err result);
+/* Seconds since the epoch of a background loop's last successful tick. */
+void aw_metrics_loop_tick(const char *loop);
+/* Returns a malloc'd text document; caller frees. NULL on out of memory. */
+char *aw_metrics_render(void);
+/* Forgets every series (tests). */
+void aw_metrics_reset(void);
+
+#endif

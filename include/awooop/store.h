@@ -1,0 +1,99 @@
+/*
+ * store.h - the source of truth, behind one interface with two backends:
+ *   "sqlite:PATH"                 embedded default (WAL, one file)
+ *   "postgresql://..." / "postgres://..."  cluster shape (RLS per tenant)
+ *
+ * Every tenant operation runs in a transaction opened for ctx->project; on
+ * PostgreSQL the database itself refuses rows of any other project. Functions
+ * named *_platform_* are the explicit cross-tenant path (key lookup by hash,
+ * project listing) and are the only ones that do not need a project.
+ *
+ * Ownership: aw_store_open returns a handle freed by aw_store_close. A txn from
+ * aw_store_begin is ended exactly once by aw_store_commit or aw_store_rollback
+ * (both free it). Arrays returned through `out` pointers are malloc'd: free().
+ * All functions are thread-safe on one aw_store; a txn belongs to one thread.
+ */
+#ifndef AWOOOP_STORE_H
+#define AWOOOP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "awooop/clock.h"
+#include "awooop/ctx.h"
+#include "awooop/err.h"
+
+typedef struct aw_store aw_store;
+typedef struct aw_txn aw_txn;
+
+typedef struct {
+	int pool_size;          /* connections; default 8 */
+	int acquire_timeout_ms; /* wait for a free connection; default 5000 */
+	int auto_migrate;       /* apply migrations on open (SQLite default shape) */
+} aw_store_opts;
+
+aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
+		     aw_error *err);
+void aw_store_close(aw_store *s);
+const char *aw_store_backend(const aw_store *s); /* "sqlite" | "postgres" */
+
+/* Applies pending migrations. On PostgreSQL, run as the schema owner: creates
+ * the NOLOGIN role awooop_platform and app_role (LOGIN, no superuser, no
+ * BYPASSRLS) when missing, refuses an app_role that could bypass RLS, and grants
+ * it exactly what the service needs (audit_events: SELECT, INSERT only). */
+aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err);
+/* AW_E_STORE_SCHEMA unless the schema is at the version this binary expects. */
+aw_err aw_store_check_schema(aw_store *s, aw_error *err);
+int aw_store_schema_target(const aw_store *s);
+/* One round trip to the store; for /readyz. */
+aw_err aw_store_ping(aw_store *s, aw_error *err);
+
+typedef enum { AW_TXN_READ = 0, AW_TXN_WRITE = 1 } aw_txn_mode;
+aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn **out,
+		      aw_error *err);
+aw_err aw_store_commit(aw_txn *t, aw_error *err);
+void aw_store_rollback(aw_txn *t);
+
+/* ---- projects ---- */
+typedef struct {
+	char project_id[AW_PROJECT_MAX + 1];
+	char created_at[AW_TS_LEN + 1];
+	char created_by[AW_PROJECT_MAX + 1];
+} aw_project;
+
+/* The txn's project must be p->project_id. AW_E_TENANT_EXISTS if present. */
+aw_err aw_store_project_insert(aw_txn *t, const aw_project *p, aw_error *err);
+/* The txn's project; AW_E_TENANT_NOT_FOUND when it does not exist. */
+aw_err aw_store_project_get(aw_txn *t, aw_project *out, aw_error *err);
+/* Platform path: projects with id > after (NULL = from the start), by id. */
+aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const char *after,
+				       int limit, aw_project **out, int *n, aw_error *err);
+
+/* ---- API keys (only the SHA-256 of a key is ever stored) ---- */
+typedef struct {
+	char key_id[AW_UUID_STR_LEN + 1];
+	char project_id[AW_PROJECT_MAX + 1];
+	char name[AW_PROJECT_MAX + 1];
+	aw_scope scope;
+	char key_hash[65];
+	char key_prefix[16];
+	char created_at[AW_TS_LEN + 1];
+	char created_by[AW_PROJECT_MAX + 1];
+	char revoked_at[AW_TS_LEN + 1]; /* "" while active */
+} aw_apikey;
+
+/* AW_E_KEY_EXISTS when an active key of that name exists in the project. */
+aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err);
+aw_err aw_store_key_list(aw_txn *t, aw_apikey **out, int *n, aw_error *err);
+/* AW_E_KEY_NOT_FOUND if absent in the txn's project, AW_E_KEY_REVOKED if already. */
+aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_error *err);
+/* Revokes the active key of that name, if any (bootstrap rotation). */
+aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when,
+				aw_error *err);
+/* Active keys of a scope in the txn's project. */
+aw_err aw_store_key_count_scope(aw_txn *t, aw_scope scope, int *n, aw_error *err);
+/* Platform path: finds a key by hash across projects. AW_E_AUTH_INVALID if none. */
+aw_err aw_store_platform_lookup_key(aw_store *s, const aw_ctx *ctx, const char *key_hash,
+				    aw_apikey *out, aw_error *err);
+
+#endif

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages awooop needs to build, run and test.
+# Idempotent: calls apt-get only when a package is missing. Safe to run often.
+set -euo pipefail
+
+BUILD_PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
+  libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev
+  libhiredis-dev libssl-dev libjwt-dev libpcre2-dev)
+TEST_PKGS=(libcmocka-dev postgresql-15 redis-server curl jq)
+
+want=("${BUILD_PKGS[@]}")
+if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# Do not let the Debian packages start system-wide servers on their default ports;
+# tests start their own throwaway instances.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

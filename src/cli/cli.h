@@ -1,0 +1,48 @@
+/*
+ * cli.h - shared pieces of the `awooop` command line: option parsing over
+ * flags and AWOOOP_* environment variables, the exit-code convention and the
+ * HTTP client used by commands that talk to a running server.
+ *
+ * Exit codes: 0 success; 1 the operation failed (the server or store said no);
+ * 2 usage or configuration error; 3 the server or store could not be reached.
+ */
+#ifndef AW_CLI_H
+#define AW_CLI_H
+
+#include <jansson.h>
+
+#include "awooop/err.h"
+
+enum { AW_EXIT_OK = 0, AW_EXIT_FAIL = 1, AW_EXIT_USAGE = 2, AW_EXIT_UNREACHABLE = 3 };
+
+/* One option of a command: --name VALUE (or --name=VALUE), or a switch. */
+typedef struct {
+	const char *name;  /* without dashes */
+	const char *env;   /* AWOOOP_* fallback, or NULL */
+	const char *def;   /* default, or NULL */
+	int is_switch;     /* takes no value */
+	const char *help;
+	const char *value; /* filled by aw_cli_parse */
+} aw_opt;
+
+/* Parses argv into opts (flags beat environment beat defaults) and collects up
+ * to *npos positionals. Prints the error and returns AW_EXIT_USAGE on bad input;
+ * returns -1 when --help was asked for (usage already printed). */
+int aw_cli_parse(int argc, char **argv, aw_opt *opts, const char **pos, int *npos,
+		 const char *usage);
+const char *aw_cli_get(const aw_opt *opts, const char *name);
+void aw_cli_usage(const char *usage, const aw_opt *opts);
+/* Prints "awooop: E-CODE: message" to stderr and returns the exit code for e. */
+int aw_cli_fail(aw_err e, const char *msg);
+
+/* HTTP client against AWOOOP_URL with AWOOOP_KEY. body may be NULL. On a 2xx
+ * answer, *out gets the decoded JSON (NULL for 204) and 0 is returned; else the
+ * problem is printed and the exit code returned. */
+int aw_client_call(const char *method, const char *path, json_t *body, json_t **out);
+
+int aw_cmd_serve(int argc, char **argv);
+int aw_cmd_migrate(int argc, char **argv);
+int aw_cmd_project(int argc, char **argv);
+int aw_cmd_key(int argc, char **argv);
+
+#endif

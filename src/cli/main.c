@@ -1,0 +1,59 @@
+/*
+ * main.c - the `awooop` binary: dispatches to a subcommand. Each subcommand
+ * parses its own options and answers --help.
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef AWOOOP_VERSION
+#define AWOOOP_VERSION "0.1.0"
+#endif
+
+static void usage(void)
+{
+	printf("awooop %s - multi-tenant control plane for AI agent operations\n\n"
+	       "usage: awooop COMMAND [options]\n\n"
+	       "Commands:\n"
+	       "  serve      run the control plane (embedded SQLite by default)\n"
+	       "  migrate    apply schema migrations (PostgreSQL: as the owner)\n"
+	       "  project    create or list projects (tenants)\n"
+	       "  key        create, list, revoke or generate API keys\n"
+	       "  version    print the version\n\n"
+	       "Run `awooop COMMAND --help` for a command's options.\n"
+	       "Client commands use AWOOOP_URL (default http://127.0.0.1:8080) and AWOOOP_KEY.\n"
+	       "Exit codes: 0 ok, 1 failed, 2 usage or configuration error, 3 unreachable.\n",
+	       AWOOOP_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage();
+		return argc < 2 ? AW_EXIT_USAGE : 0;
+	}
+	const char *cmd = argv[1];
+	int rc;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (strcmp(cmd, "serve") == 0)
+		rc = aw_cmd_serve(argc - 2, argv + 2);
+	else if (strcmp(cmd, "migrate") == 0)
+		rc = aw_cmd_migrate(argc - 2, argv + 2);
+	else if (strcmp(cmd, "project") == 0)
+		rc = aw_cmd_project(argc - 2, argv + 2);
+	else if (strcmp(cmd, "key") == 0)
+		rc = aw_cmd_key(argc - 2, argv + 2);
+	else if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		printf("awooop %s\n", AWOOOP_VERSION);
+		rc = 0;
+	} else {
+		fprintf(stderr, "awooop: E-CLI-001: unknown command '%s' (see awooop --help)\n",
+			cmd);
+		rc = AW_EXIT_USAGE;
+	}
+	curl_global_cleanup();
+	return rc;
+}

@@ -1,0 +1,176 @@
+/*
+ * serve.c - `awooop serve` and `awooop migrate`.
+ *
+ * serve opens the store (the SQLite default migrates itself; PostgreSQL must
+ * have been migrated by its owner), bootstraps the platform project and its
+ * first platform-admin key, starts the HTTP API, and waits for SIGINT/SIGTERM
+ * to stop in order. Background loops (relay, workers) join here as they land.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "awooop/http.h"
+#include "awooop/log.h"
+#include "awooop/tenancy.h"
+#include "cli.h"
+
+/* For sqlite:PATH, creates PATH's directory (one level) if missing. */
+static void ensure_sqlite_dir(const char *url)
+{
+	if (strncmp(url, "sqlite:", 7) != 0)
+		return;
+	char dir[1024];
+	snprintf(dir, sizeof dir, "%s", url + 7);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return;
+	*slash = '\0';
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		fprintf(stderr, "awooop: cannot create %s: %s\n", dir, strerror(errno));
+}
+
+static int set_log_level(const char *lvl)
+{
+	aw_log_level l;
+	if (aw_log_parse_level(lvl, &l) != 0)
+		return aw_cli_fail(AW_E_CONFIG, "--log-level must be debug, info, warn or error");
+	aw_log_set_level(l);
+	return 0;
+}
+
+int aw_cmd_serve(int argc, char **argv)
+{
+	aw_opt opts[] = {
+		{"db", "AWOOOP_DB", "sqlite:./var/awooop.db", 0, "store URL: sqlite:PATH or postgresql://...", NULL},
+		{"listen", "AWOOOP_LISTEN", "127.0.0.1:8080", 0, "HTTP listen address IPv4:PORT", NULL},
+		{"redis", "AWOOOP_REDIS", NULL, 0, "redis://HOST:PORT (cluster shape; optional)", NULL},
+		{"role", "AWOOOP_ROLE", "all", 0, "all|api|relay|worker", NULL},
+		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
+		{"pool-size", "AWOOOP_POOL_SIZE", "8", 0, "store connections", NULL},
+		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
+		{NULL, NULL, NULL, 0, NULL, NULL},
+	};
+	const char *pos[1];
+	int npos = 0;
+	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
+			      "usage: awooop serve [options]\n\n"
+			      "Runs the control plane. The default is the embedded shape: one\n"
+			      "process, SQLite at ./var/awooop.db, HTTP on 127.0.0.1:8080. On first\n"
+			      "start it prints a platform-admin API key once (or installs\n"
+			      "AWOOOP_BOOTSTRAP_KEY).");
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if ((rc = set_log_level(aw_cli_get(opts, "log-level"))))
+		return rc;
+	const char *role = aw_cli_get(opts, "role");
+	if (strcmp(role, "all") && strcmp(role, "api") && strcmp(role, "relay") &&
+	    strcmp(role, "worker"))
+		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay or worker");
+	char *end = NULL;
+	long long body_limit = strtoll(aw_cli_get(opts, "body-limit"), &end, 10);
+	if (*end || body_limit < 1024 || body_limit > (64LL << 20))
+		return aw_cli_fail(AW_E_CONFIG, "--body-limit must be 1024..67108864");
+	long pool = strtol(aw_cli_get(opts, "pool-size"), &end, 10);
+	if (*end || pool < 1 || pool > 256)
+		return aw_cli_fail(AW_E_CONFIG, "--pool-size must be 1..256");
+
+	/* Block the stop signals in every thread; the main thread waits for them. */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	const char *db = aw_cli_get(opts, "db");
+	ensure_sqlite_dir(db);
+	aw_error err = {0};
+	aw_store *store = NULL;
+	aw_store_opts so = {.pool_size = (int)pool,
+			    .auto_migrate = strncmp(db, "sqlite:", 7) == 0};
+	aw_err e = aw_store_open(db, &so, &store, &err);
+	if (!e)
+		e = aw_store_check_schema(store, &err);
+	if (e) {
+		aw_store_close(store);
+		return aw_cli_fail(e, err.msg);
+	}
+	char printed[AW_KEY_SECRET_LEN + 1];
+	if ((e = aw_tenancy_bootstrap(store, getenv("AWOOOP_BOOTSTRAP_KEY"), printed, &err))) {
+		aw_store_close(store);
+		return aw_cli_fail(e, err.msg);
+	}
+	if (printed[0]) {
+		printf("awooop: bootstrap platform-admin API key (shown once, store it now):\n%s\n",
+		       printed);
+		fflush(stdout);
+		memset(printed, 0, sizeof printed);
+	}
+
+	aw_http *http = NULL;
+	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
+		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
+				   .body_limit = (size_t)body_limit,
+				   .redis_url = aw_cli_get(opts, "redis")};
+		if ((e = aw_http_start(&ho, store, &http, &err))) {
+			aw_store_close(store);
+			return aw_cli_fail(e, err.msg);
+		}
+	}
+	char port[16];
+	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
+	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store",
+	       aw_store_backend(store), "listen", aw_cli_get(opts, "listen"), "port", port,
+	       NULL);
+
+	int sig = 0;
+	sigwait(&stop, &sig);
+	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
+	       NULL);
+	aw_http_stop(http);
+	aw_store_close(store);
+	return 0;
+}
+
+int aw_cmd_migrate(int argc, char **argv)
+{
+	aw_opt opts[] = {
+		{"db", "AWOOOP_DB", NULL, 0, "store URL, connecting as the schema owner", NULL},
+		{"app-role", "AWOOOP_APP_ROLE", "awooop_app", 0,
+		 "PostgreSQL role `serve` connects as (created if missing)", NULL},
+		{NULL, NULL, NULL, 0, NULL, NULL},
+	};
+	const char *pos[1];
+	int npos = 0;
+	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
+			      "usage: awooop migrate --db URL [--app-role NAME]\n\n"
+			      "Applies pending schema migrations in one transaction. On PostgreSQL\n"
+			      "run it as the schema owner (superuser, or CREATEROLE with membership\n"
+			      "in the roles it creates); it creates the NOLOGIN role awooop_platform\n"
+			      "and the app role, and grants the app role what `serve` needs.");
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	const char *db = aw_cli_get(opts, "db");
+	if (!db)
+		return aw_cli_fail(AW_E_USAGE, "--db is required");
+	ensure_sqlite_dir(db);
+	aw_error err = {0};
+	aw_store *store = NULL;
+	aw_store_opts so = {.pool_size = 1};
+	aw_err e = aw_store_open(db, &so, &store, &err);
+	if (!e)
+		e = aw_store_migrate(store, aw_cli_get(opts, "app-role"), &err);
+	if (e) {
+		aw_store_close(store);
+		return aw_cli_fail(e, err.msg);
+	}
+	printf("schema at version %d (%s)\n", aw_store_schema_target(store),
+	       aw_store_backend(store));
+	aw_store_close(store);
+	return 0;
+}

@@ -1,0 +1,79 @@
+/*
+ * crypto.c - thin wrappers over OpenSSL libcrypto so no other file includes it.
+ */
+#include "awooop/crypto.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+void aw_sha256(const void *data, size_t len, uint8_t out[AW_SHA256_LEN])
+{
+	unsigned int n = AW_SHA256_LEN;
+	EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
+}
+
+void aw_hex(const uint8_t *in, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+void aw_sha256_hex(const void *data, size_t len, char *out)
+{
+	uint8_t d[AW_SHA256_LEN];
+	aw_sha256(data, len, d);
+	aw_hex(d, sizeof d, out);
+}
+
+void aw_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
+		    uint8_t out[AW_SHA256_LEN])
+{
+	unsigned int n = AW_SHA256_LEN;
+	HMAC(EVP_sha256(), key, (int)keylen, data, len, out, &n);
+}
+
+aw_err aw_random_bytes(void *buf, size_t len)
+{
+	return RAND_bytes(buf, (int)len) == 1 ? AW_OK : AW_E_INTERNAL;
+}
+
+int aw_ct_equal(const void *a, const void *b, size_t len)
+{
+	return CRYPTO_memcmp(a, b, len) == 0;
+}
+
+size_t aw_base64url_len(size_t len)
+{
+	return (len * 4 + 2) / 3;
+}
+
+void aw_base64url(const uint8_t *in, size_t len, char *out)
+{
+	static const char tbl[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t o = 0, i = 0;
+	for (; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		out[o++] = tbl[v >> 18 & 63];
+		out[o++] = tbl[v >> 12 & 63];
+		out[o++] = tbl[v >> 6 & 63];
+		out[o++] = tbl[v & 63];
+	}
+	if (len - i == 1) {
+		uint32_t v = (uint32_t)in[i] << 16;
+		out[o++] = tbl[v >> 18 & 63];
+		out[o++] = tbl[v >> 12 & 63];
+	} else if (len - i == 2) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+		out[o++] = tbl[v >> 18 & 63];
+		out[o++] = tbl[v >> 12 & 63];
+		out[o++] = tbl[v >> 6 & 63];
+	}
+	out[o] = '\0';
+}

@@ -1,0 +1,195 @@
+/*
+ * metrics.c - a deliberately small metrics registry (see metrics.h).
+ *
+ * Series are kept in a linked list under one mutex, keyed by family + label
+ * string. Cardinality is bounded by construction: callers pass route templates
+ * and backend names, never user input. Histograms use fixed latency buckets.
+ */
+#include "awooop/metrics.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/clock.h"
+
+static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+				  0.05,   0.1,   0.25,   0.5,   1,    2.5};
+#define NB (sizeof buckets / sizeof buckets[0])
+
+enum kind { COUNTER, HISTOGRAM, GAUGE };
+
+typedef struct series {
+	struct series *next;
+	const char *family; /* static */
+	enum kind kind;
+	char labels[160];
+	double value; /* counter total, gauge value, or histogram sum */
+	unsigned long long count, bucket[NB];
+} series;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static series *head;
+
+static const struct {
+	const char *family, *help, *type;
+} families[] = {
+	{"awooop_http_requests_total", "HTTP requests by route, method and status.",
+	 "counter"},
+	{"awooop_http_request_duration_seconds", "HTTP request latency by route.",
+	 "histogram"},
+	{"awooop_store_query_duration_seconds", "Store statement latency by backend.",
+	 "histogram"},
+	{"awooop_store_errors_total", "Store statements that failed, by backend and code.",
+	 "counter"},
+	{"awooop_loop_last_tick_seconds",
+	 "Unix time of each background loop's last successful tick.", "gauge"},
+};
+
+/* Caller holds mu. */
+static series *get(const char *family, enum kind kind, const char *labels)
+{
+	for (series *s = head; s; s = s->next)
+		if (s->family == family && strcmp(s->labels, labels) == 0)
+			return s;
+	series *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->family = family;
+	s->kind = kind;
+	snprintf(s->labels, sizeof s->labels, "%s", labels);
+	s->next = head;
+	head = s;
+	return s;
+}
+
+static void observe(series *s, double v)
+{
+	if (!s)
+		return;
+	s->value += v;
+	s->count++;
+	for (size_t i = 0; i < NB; i++)
+		if (v <= buckets[i])
+			s->bucket[i]++;
+}
+
+void aw_metrics_http_observe(const char *method, const char *route, int status,
+			     double seconds)
+{
+	char l[160];
+	pthread_mutex_lock(&mu);
+	snprintf(l, sizeof l, "route=\"%s\",method=\"%s\",status=\"%d\"", route, method,
+		 status);
+	series *c = get(families[0].family, COUNTER, l);
+	if (c)
+		c->value += 1;
+	snprintf(l, sizeof l, "route=\"%s\"", route);
+	observe(get(families[1].family, HISTOGRAM, l), seconds);
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_store_observe(const char *backend, double seconds, aw_err result)
+{
+	char l[160];
+	pthread_mutex_lock(&mu);
+	snprintf(l, sizeof l, "backend=\"%s\"", backend);
+	observe(get(families[2].family, HISTOGRAM, l), seconds);
+	if (result != AW_OK) {
+		snprintf(l, sizeof l, "backend=\"%s\",code=\"%s\"", backend,
+			 aw_err_code(result));
+		series *c = get(families[3].family, COUNTER, l);
+		if (c)
+			c->value += 1;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_loop_tick(const char *loop)
+{
+	char l[160];
+	pthread_mutex_lock(&mu);
+	snprintf(l, sizeof l, "loop=\"%s\"", loop);
+	series *g = get(families[4].family, GAUGE, l);
+	if (g)
+		g->value = (double)aw_clock_wall_ms() / 1000.0;
+	pthread_mutex_unlock(&mu);
+}
+
+typedef struct {
+	char *buf;
+	size_t len, cap;
+	int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void put(sbuf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->buf + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t ncap = b->cap * 2 + (size_t)(n > 0 ? n : 0) + 64;
+		char *nb = realloc(b->buf, ncap);
+		if (!nb) {
+			b->oom = 1;
+			return;
+		}
+		b->buf = nb;
+		b->cap = ncap;
+	}
+}
+
+char *aw_metrics_render(void)
+{
+	sbuf b = {malloc(4096), 0, 4096, 0};
+	if (!b.buf)
+		return NULL;
+	b.buf[0] = '\0';
+	pthread_mutex_lock(&mu);
+	for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+		put(&b, "# HELP %s %s\n# TYPE %s %s\n", families[f].family, families[f].help,
+		    families[f].family, families[f].type);
+		for (series *s = head; s; s = s->next) {
+			if (s->family != families[f].family)
+				continue;
+			if (s->kind != HISTOGRAM) {
+				put(&b, "%s{%s} %.17g\n", s->family, s->labels, s->value);
+				continue;
+			}
+			for (size_t i = 0; i < NB; i++)
+				put(&b, "%s_bucket{%s,le=\"%g\"} %llu\n", s->family, s->labels,
+				    buckets[i], s->bucket[i]);
+			put(&b, "%s_bucket{%s,le=\"+Inf\"} %llu\n", s->family, s->labels,
+			    s->count);
+			put(&b, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", s->family, s->labels,
+			    s->value, s->family, s->labels, s->count);
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	if (b.oom) {
+		free(b.buf);
+		return NULL;
+	}
+	return b.buf;
+}
+
+void aw_metrics_reset(void)
+{
+	pthread_mutex_lock(&mu);
+	while (head) {
+		series *n = head->next;
+		free(head);
+		head = n;
+	}
+	pthread_mutex_unlock(&mu);
+}

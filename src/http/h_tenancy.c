@@ -1,0 +1,183 @@
+/*
+ * h_tenancy.c - /v1/projects and /v1/projects/{project}/keys. Each handler:
+ * authenticate, authorise for the URL's project (another tenant's project is a
+ * 404 like a missing one), decode, call the tenancy service, reply.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/ident.h"
+#include "awooop/tenancy.h"
+#include "internal.h"
+
+static json_t *project_json(const aw_project *p)
+{
+	return json_pack("{s:s, s:s, s:s}", "id", p->project_id, "created_at", p->created_at,
+			 "created_by", p->created_by);
+}
+
+static json_t *key_json(const aw_apikey *k)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "key_id", k->key_id,
+			      "project", k->project_id, "name", k->name, "scope",
+			      aw_scope_name(k->scope), "prefix", k->key_prefix, "created_at",
+			      k->created_at, "created_by", k->created_by);
+	if (o)
+		json_object_set_new(o, "revoked_at",
+				    k->revoked_at[0] ? json_string(k->revoked_at) : json_null());
+	return o;
+}
+
+/* The URL's {project} segment: a slug, or __platform__ for platform admins. */
+static int project_segment_or_reply(aw_req *r, const char *seg)
+{
+	if (aw_ident_project_ok(seg) || strcmp(seg, AW_PLATFORM_PROJECT) == 0)
+		return 0;
+	aw_error err;
+	aw_fail(&err, AW_E_TENANT_SLUG, "project id must match [a-z0-9][a-z0-9_-]{1,62}");
+	aw_reply_problem(r, err.err, &err);
+	return -1;
+}
+
+static int limit_or_reply(aw_req *r, int *limit)
+{
+	const char *l = aw_query(r, "limit");
+	*limit = 100;
+	if (!l)
+		return 0;
+	char *end = NULL;
+	long v = strtol(l, &end, 10);
+	if (!*l || *end || v < 1 || v > 1000) {
+		aw_error err;
+		aw_fail_at(&err, AW_E_REQ_INVALID, "limit", "limit must be 1..1000");
+		aw_reply_problem(r, err.err, &err);
+		return -1;
+	}
+	*limit = (int)v;
+	return 0;
+}
+
+void aw_h_projects_create(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (aw_project_or_reply(r, AW_PLATFORM_PROJECT, AW_SCOPE_PLATFORM_ADMIN, &scoped))
+		return;
+	if (aw_json_body_or_reply(r))
+		return;
+	aw_project_create_req req;
+	aw_err e = aw_decode_project_create(r->body ? r->body : "", r->body_len, &req, &err);
+	aw_project p;
+	if (!e)
+		e = aw_project_create(r->store, &r->ctx, req.id, &p, &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	aw_reply_json(r, 201, project_json(&p));
+}
+
+void aw_h_projects_list(aw_req *r)
+{
+	aw_error err = {0};
+	int limit;
+	if (aw_auth_or_reply(r) || limit_or_reply(r, &limit))
+		return;
+	const char *after = aw_query(r, "cursor");
+	aw_project *items = NULL;
+	int n = 0;
+	aw_err e = aw_project_list(r->store, &r->ctx, after, limit, &items, &n, &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	json_t *arr = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(arr, project_json(&items[i]));
+	json_t *body = json_pack("{s:o}", "items", arr);
+	if (body)
+		json_object_set_new(body, "next_cursor",
+				    n == limit ? json_string(items[n - 1].project_id)
+					       : json_null());
+	free(items);
+	aw_reply_json(r, 200, body);
+}
+
+void aw_h_project_get(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (project_segment_or_reply(r, r->segs[2]) ||
+	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_READER, &scoped))
+		return;
+	aw_project p;
+	aw_err e = aw_project_get(r->store, &scoped, &p, &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	aw_reply_json(r, 200, project_json(&p));
+}
+
+void aw_h_keys_create(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (project_segment_or_reply(r, r->segs[2]) ||
+	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
+		return;
+	if (aw_json_body_or_reply(r))
+		return;
+	aw_key_create_req req;
+	aw_err e = aw_decode_key_create(r->body ? r->body : "", r->body_len, &req, &err);
+	aw_apikey k;
+	char secret[AW_KEY_SECRET_LEN + 1];
+	if (!e)
+		e = aw_key_create(r->store, &scoped, req.name, req.scope, &k, secret, &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	json_t *body = key_json(&k);
+	if (body)
+		json_object_set_new(body, "key", json_string(secret));
+	memset(secret, 0, sizeof secret);
+	aw_reply_json(r, 201, body);
+}
+
+void aw_h_keys_list(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (project_segment_or_reply(r, r->segs[2]) ||
+	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
+		return;
+	aw_apikey *items = NULL;
+	int n = 0;
+	aw_err e = aw_key_list(r->store, &scoped, &items, &n, &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	json_t *arr = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(arr, key_json(&items[i]));
+	free(items);
+	aw_reply_json(r, 200, json_pack("{s:o}", "items", arr));
+}
+
+void aw_h_key_revoke(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (project_segment_or_reply(r, r->segs[2]) ||
+	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
+		return;
+	aw_err e = aw_key_revoke(r->store, &scoped, r->segs[4], &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	aw_reply_empty(r, 204);
+}

@@ -1,0 +1,83 @@
+/*
+ * internal.h - what the files of src/http/ share: the per-request state, the
+ * reply helpers and the route table. Handlers parse and authenticate, call one
+ * service function, and reply; no domain logic lives here.
+ */
+#ifndef AW_HTTP_INTERNAL_H
+#define AW_HTTP_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "awooop/ctx.h"
+#include "awooop/http.h"
+
+#define AW_HTTP_MAX_SEGS 8
+
+typedef struct aw_req {
+	struct MHD_Connection *conn;
+	aw_store *store;
+	const aw_http_opts *opts;
+	const char *method;
+	char path[512];
+	char *segs[AW_HTTP_MAX_SEGS]; /* pointers into segbuf */
+	int nsegs;
+	char segbuf[512];
+	char *body;
+	size_t body_len, body_cap;
+	int too_big, responded;
+	int status;
+	const char *route; /* template, for metrics and logs */
+	int64_t t0_ns;
+	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
+	int authenticated;
+} aw_req;
+
+typedef void (*aw_handler)(aw_req *r);
+
+/* ---- replies (each returns after queueing exactly one response) ---- */
+void aw_reply_json(aw_req *r, int status, json_t *body); /* steals body */
+void aw_reply_text(aw_req *r, int status, const char *ctype, const char *text);
+void aw_reply_empty(aw_req *r, int status);
+void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err);
+
+/* ---- request helpers that answer the client themselves on failure ---- */
+/* Authenticates the bearer key; 0 on success, else replied. */
+int aw_auth_or_reply(aw_req *r);
+/* Authenticates and authorises for project (URL segment) with scope need; fills
+ * *scoped. 0 on success, else replied. */
+int aw_project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped);
+/* Checks the request declares a JSON body (Content-Type: application/json);
+ * 0 or replied. The decoders below then parse it strictly. */
+int aw_json_body_or_reply(aw_req *r);
+const char *aw_query(aw_req *r, const char *name);
+
+/* ---- request decoders (pure; fuzzed by fuzz/fuzz_body.c) ---- */
+typedef struct {
+	char id[AW_PROJECT_MAX + 1];
+} aw_project_create_req;
+typedef struct {
+	char name[AW_PROJECT_MAX + 1];
+	aw_scope scope;
+} aw_key_create_req;
+aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
+				aw_error *err);
+aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out,
+			    aw_error *err);
+
+/* ---- handlers ---- */
+void aw_h_healthz(aw_req *r);
+void aw_h_readyz(aw_req *r);
+void aw_h_metrics(aw_req *r);
+void aw_h_projects_create(aw_req *r);
+void aw_h_projects_list(aw_req *r);
+void aw_h_project_get(aw_req *r);
+void aw_h_keys_create(aw_req *r);
+void aw_h_keys_list(aw_req *r);
+void aw_h_key_revoke(aw_req *r);
+
+/* Finds the handler for method + r->segs; sets r->route. NULL with *err set to
+ * AW_E_REQ_ROUTE or AW_E_REQ_METHOD when none. */
+aw_handler aw_route(aw_req *r, aw_err *err);
+
+#endif

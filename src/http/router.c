@@ -1,0 +1,59 @@
+/*
+ * router.c - the route table: method + path template -> handler. Templates use
+ * {name} for one path segment; handlers read the segment by position. The
+ * template string is also the metrics/log label, so label cardinality is fixed.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static const struct {
+	const char *method, *tmpl;
+	aw_handler h;
+} routes[] = {
+	{"GET", "/healthz", aw_h_healthz},
+	{"GET", "/readyz", aw_h_readyz},
+	{"GET", "/metrics", aw_h_metrics},
+	{"POST", "/v1/projects", aw_h_projects_create},
+	{"GET", "/v1/projects", aw_h_projects_list},
+	{"GET", "/v1/projects/{project}", aw_h_project_get},
+	{"POST", "/v1/projects/{project}/keys", aw_h_keys_create},
+	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list},
+	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke},
+};
+
+static int match(const char *tmpl, aw_req *r)
+{
+	int i = 0;
+	const char *p = tmpl;
+	while (*p) {
+		if (*p != '/' || i >= r->nsegs)
+			return 0;
+		p++;
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (!(p[0] == '{' && p[n - 1] == '}') &&
+		    (strlen(r->segs[i]) != n || strncmp(p, r->segs[i], n) != 0))
+			return 0;
+		i++;
+		p += n;
+	}
+	return i == r->nsegs;
+}
+
+aw_handler aw_route(aw_req *r, aw_err *err)
+{
+	int path_matched = 0;
+	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+		if (!match(routes[i].tmpl, r))
+			continue;
+		path_matched = 1;
+		r->route = routes[i].tmpl;
+		if (strcmp(routes[i].method, r->method) == 0)
+			return routes[i].h;
+	}
+	*err = path_matched ? AW_E_REQ_METHOD : AW_E_REQ_ROUTE;
+	if (!path_matched)
+		r->route = "unmatched";
+	return NULL;
+}

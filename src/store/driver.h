@@ -1,0 +1,63 @@
+/*
+ * driver.h - what a store backend provides (internal to src/store/).
+ *
+ * A driver runs SQL on one connection and hands back fully materialised text
+ * rows. Domain queries in the src/store/ query files are written once in portable SQL with
+ * $1..$n placeholders; where the dialects really differ, a query branches on
+ * aw_dialect. Timestamps come back in the aw_clock format on both backends
+ * (the PostgreSQL driver normalises timestamptz), ids as lowercase UUID text.
+ */
+#ifndef AW_STORE_DRIVER_H
+#define AW_STORE_DRIVER_H
+
+#include <stdint.h>
+
+#include "awooop/err.h"
+
+typedef enum { AW_DIALECT_SQLITE, AW_DIALECT_PG } aw_dialect;
+
+typedef struct {
+	enum { AW_V_NULL, AW_V_TEXT, AW_V_INT } t;
+	const char *s;
+	int64_t i;
+} aw_val;
+
+#define AW_TEXT(x) ((aw_val){.t = (x) ? AW_V_TEXT : AW_V_NULL, .s = (x)})
+#define AW_INT(x) ((aw_val){.t = AW_V_INT, .i = (x)})
+
+/* A materialised result; owned by the caller, freed with aw_rows_free. */
+typedef struct aw_rows {
+	int nrows, ncols;
+	int64_t affected; /* rows changed by INSERT/UPDATE/DELETE */
+	char **cells;     /* nrows * ncols; NULL is SQL NULL */
+} aw_rows;
+
+const char *aw_rows_get(const aw_rows *r, int row, int col);
+void aw_rows_free(aw_rows *r);
+
+typedef struct aw_conn aw_conn;
+
+typedef struct aw_driver {
+	const char *name;
+	aw_dialect dialect;
+	aw_err (*connect)(const char *url, aw_conn **out, aw_error *err);
+	void (*disconnect)(aw_conn *c);
+	/* 0 when the connection is broken and must be replaced */
+	int (*healthy)(aw_conn *c);
+	/* out may be NULL when no rows are wanted */
+	aw_err (*exec)(aw_conn *c, const char *sql, int n, const aw_val *params,
+		       aw_rows **out, aw_error *err);
+	/* Several statements, no parameters (migrations). */
+	aw_err (*script)(aw_conn *c, const char *sql, aw_error *err);
+	/* Opens a transaction scoped to project ("" = none); write asks SQLite for
+	 * the write lock up front. */
+	aw_err (*begin)(aw_conn *c, const char *project, int write, aw_error *err);
+} aw_driver;
+
+extern const aw_driver aw_driver_sqlite;
+extern const aw_driver aw_driver_pg;
+
+/* Builds rows from a flat cell array; takes ownership of cells. */
+aw_rows *aw_rows_new(int nrows, int ncols, char **cells, int64_t affected);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * internal.h - what the query files of src/store/ share: the store and txn
+ * structs and helpers to run one statement inside a txn.
+ */
+#ifndef AW_STORE_INTERNAL_H
+#define AW_STORE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "awooop/store.h"
+#include "driver.h"
+
+struct aw_store {
+	const aw_driver *drv;
+	char *url;
+	int pool_size, acquire_timeout_ms;
+	aw_conn **idle; /* stack of idle connections */
+	int nidle, nopen;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+struct aw_txn {
+	aw_store *s;
+	aw_conn *c;
+	aw_ctx ctx;
+};
+
+aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error *err);
+void aw_store_release(aw_store *s, aw_conn *c);
+
+/* Runs one statement in t; records store latency. out may be NULL. */
+aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out,
+		   aw_error *err);
+/* Runs one statement on a pooled connection outside any tenant txn. */
+aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n,
+		      const aw_val *p, aw_rows **out, aw_error *err);
+aw_dialect aw_txn_dialect(const aw_txn *t);
+
+/* Copies a cell into a fixed buffer ("" for NULL). */
+void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col);
+
+typedef struct {
+	int version;
+	const char *name;
+	const char *sql;
+} aw_migration;
+
+/* Generated from src/store/migrations/<dialect>/NNNN_name.sql at build time. */
+extern const aw_migration aw_migrations_sqlite[];
+extern const int aw_migrations_sqlite_count;
+extern const aw_migration aw_migrations_pg[];
+extern const int aw_migrations_pg_count;
+
+#endif

@@ -1,0 +1,240 @@
+/*
+ * store.c - opening a store, the connection pool and transactions.
+ *
+ * The pool is a stack of idle connections under one mutex; connections are
+ * opened lazily up to pool_size and a caller waits (bounded by its ctx deadline
+ * and acquire_timeout_ms) for one to come back. A connection that comes back
+ * broken, or inside a transaction, is closed rather than reused.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "awooop/log.h"
+#include "awooop/metrics.h"
+#include "internal.h"
+
+static const aw_driver *driver_for(const char *url)
+{
+	if (strncmp(url, "sqlite:", 7) == 0)
+		return &aw_driver_sqlite;
+	if (strncmp(url, "postgresql://", 13) == 0 || strncmp(url, "postgres://", 11) == 0)
+		return &aw_driver_pg;
+	return NULL;
+}
+
+aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
+		     aw_error *err)
+{
+	const aw_driver *drv = url ? driver_for(url) : NULL;
+	if (!drv)
+		return aw_fail(err, AW_E_CONFIG,
+			       "--db must be sqlite:PATH or postgresql://...");
+	aw_store *s = calloc(1, sizeof *s);
+	if (!s)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	s->drv = drv;
+	s->pool_size = opts && opts->pool_size > 0 ? opts->pool_size : 8;
+	s->acquire_timeout_ms =
+		opts && opts->acquire_timeout_ms > 0 ? opts->acquire_timeout_ms : 5000;
+	s->url = strdup(url);
+	s->idle = calloc((size_t)s->pool_size, sizeof *s->idle);
+	if (!s->url || !s->idle) {
+		aw_store_close(s);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+
+	/* Open one connection now so a bad URL fails at start, not first request. */
+	aw_conn *c = NULL;
+	aw_ctx sys;
+	aw_ctx_system(&sys, NULL);
+	aw_err e = aw_store_acquire(s, &sys, &c, err);
+	if (e) {
+		aw_store_close(s);
+		return e;
+	}
+	aw_store_release(s, c);
+	if (opts && opts->auto_migrate && (e = aw_store_migrate(s, NULL, err))) {
+		aw_store_close(s);
+		return e;
+	}
+	*out = s;
+	return AW_OK;
+}
+
+void aw_store_close(aw_store *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nidle; i++)
+		s->drv->disconnect(s->idle[i]);
+	if (s->idle) {
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
+	}
+	free(s->idle);
+	free(s->url);
+	free(s);
+}
+
+const char *aw_store_backend(const aw_store *s)
+{
+	return s->drv->name;
+}
+
+aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error *err)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	int64_t wait_ms = s->acquire_timeout_ms;
+	if (ctx && ctx->deadline_ns) {
+		int64_t left = (ctx->deadline_ns - aw_clock_mono_ns()) / 1000000;
+		if (left < wait_ms)
+			wait_ms = left > 0 ? left : 0;
+	}
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+
+	pthread_mutex_lock(&s->mu);
+	while (s->nidle == 0 && s->nopen >= s->pool_size) {
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
+			pthread_mutex_unlock(&s->mu);
+			return aw_fail(err, AW_E_STORE_BUSY, "no store connection free in time");
+		}
+	}
+	if (s->nidle > 0) {
+		*out = s->idle[--s->nidle];
+		pthread_mutex_unlock(&s->mu);
+		return AW_OK;
+	}
+	s->nopen++;
+	pthread_mutex_unlock(&s->mu);
+
+	aw_err e = s->drv->connect(s->url, out, err);
+	if (e) {
+		pthread_mutex_lock(&s->mu);
+		s->nopen--;
+		pthread_cond_signal(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+	return e;
+}
+
+void aw_store_release(aw_store *s, aw_conn *c)
+{
+	if (!c)
+		return;
+	int keep = s->drv->healthy(c);
+	pthread_mutex_lock(&s->mu);
+	if (keep) {
+		s->idle[s->nidle++] = c;
+	} else {
+		s->nopen--;
+	}
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (!keep)
+		s->drv->disconnect(c);
+}
+
+static aw_err timed_exec(aw_store *s, aw_conn *c, const char *sql, int n,
+			 const aw_val *p, aw_rows **out, aw_error *err)
+{
+	int64_t t0 = aw_clock_mono_ns();
+	aw_err e = s->drv->exec(c, sql, n, p, out, err);
+	aw_metrics_store_observe(s->drv->name, (double)(aw_clock_mono_ns() - t0) / 1e9, e);
+	return e;
+}
+
+aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn **out,
+		      aw_error *err)
+{
+	aw_txn *t = calloc(1, sizeof *t);
+	if (!t)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	t->s = s;
+	t->ctx = *ctx;
+	aw_err e = aw_store_acquire(s, ctx, &t->c, err);
+	if (e) {
+		free(t);
+		return e;
+	}
+	int64_t t0 = aw_clock_mono_ns();
+	e = s->drv->begin(t->c, ctx->project, mode == AW_TXN_WRITE, err);
+	aw_metrics_store_observe(s->drv->name, (double)(aw_clock_mono_ns() - t0) / 1e9, e);
+	if (e) {
+		aw_store_release(s, t->c);
+		free(t);
+		return e;
+	}
+	*out = t;
+	return AW_OK;
+}
+
+aw_err aw_store_commit(aw_txn *t, aw_error *err)
+{
+	aw_err e = t->s->drv->script(t->c, "COMMIT", err);
+	if (e)
+		t->s->drv->script(t->c, "ROLLBACK", NULL);
+	aw_store_release(t->s, t->c);
+	free(t);
+	return e;
+}
+
+void aw_store_rollback(aw_txn *t)
+{
+	if (!t)
+		return;
+	t->s->drv->script(t->c, "ROLLBACK", NULL);
+	aw_store_release(t->s, t->c);
+	free(t);
+}
+
+aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out,
+		   aw_error *err)
+{
+	return timed_exec(t->s, t->c, sql, n, p, out, err);
+}
+
+aw_dialect aw_txn_dialect(const aw_txn *t)
+{
+	return t->s->drv->dialect;
+}
+
+aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n,
+		      const aw_val *p, aw_rows **out, aw_error *err)
+{
+	aw_conn *c = NULL;
+	aw_err e = aw_store_acquire(s, ctx, &c, err);
+	if (e)
+		return e;
+	e = timed_exec(s, c, sql, n, p, out, err);
+	aw_store_release(s, c);
+	return e;
+}
+
+aw_err aw_store_ping(aw_store *s, aw_error *err)
+{
+	aw_ctx sys;
+	aw_ctx_system(&sys, NULL);
+	sys.deadline_ns = aw_clock_mono_ns() + 2000000000LL;
+	return aw_store_exec1(s, &sys, "SELECT 1", 0, NULL, NULL, err);
+}
+
+void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
+{
+	const char *v = aw_rows_get(r, row, col);
+	size_t n = v ? strlen(v) : 0;
+	if (n >= cap)
+		n = cap - 1;
+	if (n)
+		memcpy(dst, v, n);
+	dst[n] = '\0';
+}
