@@ -61,9 +61,13 @@ static int limit_or_reply(aw_req *r, int *limit)
 void aw_h_projects_create(aw_req *r)
 {
 	aw_error err = {0};
-	aw_ctx scoped;
-	if (aw_project_or_reply(r, AW_PLATFORM_PROJECT, AW_SCOPE_PLATFORM_ADMIN, &scoped))
+	if (aw_auth_or_reply(r))
 		return;
+	if (r->ctx.scope != AW_SCOPE_PLATFORM_ADMIN) {
+		aw_fail(&err, AW_E_AUTH_SCOPE, "creating projects needs a platform-admin key");
+		aw_reply_problem(r, err.err, &err);
+		return;
+	}
 	if (aw_json_body_or_reply(r))
 		return;
 	aw_project_create_req req;

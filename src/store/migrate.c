@@ -52,12 +52,17 @@ static aw_err pg_roles(aw_store *s, aw_conn *c, const char *app, aw_error *err)
 	char sql[1024];
 	snprintf(sql, sizeof sql,
 		 "CREATE SCHEMA IF NOT EXISTS awooop;"
+		 /* roles are cluster-wide: another database's migrate may create
+		    them concurrently, so a duplicate is not an error */
 		 "DO $$ BEGIN"
 		 " IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'awooop_platform')"
 		 " THEN CREATE ROLE awooop_platform NOLOGIN NOSUPERUSER NOBYPASSRLS; END IF;"
+		 " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;"
+		 "DO $$ BEGIN"
 		 " IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '%s')"
 		 " THEN CREATE ROLE %s LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;"
-		 " END IF; END $$;",
+		 " END IF; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;"
+		 " END $$;",
 		 app, app);
 	aw_err e = s->drv->script(c, sql, err);
 	if (e)

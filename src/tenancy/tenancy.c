@@ -273,8 +273,13 @@ aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed,
 		aw_ctx probe;
 		aw_ctx_system(&probe, NULL);
 		aw_error ignore;
-		if (aw_tenancy_authenticate(s, env_key, &probe, &ignore) == AW_OK)
-			return AW_OK; /* already installed and active */
+		if (aw_tenancy_authenticate(s, env_key, &probe, &ignore) == AW_OK) {
+			if (probe.scope == AW_SCOPE_PLATFORM_ADMIN &&
+			    strcmp(probe.project, AW_PLATFORM_PROJECT) == 0)
+				return AW_OK; /* already installed and active */
+			return aw_fail(err, AW_E_CONFIG,
+				       "AWOOOP_BOOTSTRAP_KEY is already a key of lower scope");
+		}
 		return insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, env_key, 1,
 				  NULL, err);
 	}

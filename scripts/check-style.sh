@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Style and layering checks that run in the test suite:
+#  - no raw SQL outside src/store/ (services talk to the store interface);
+#  - no Redis commands outside src/bus/ and (later) src/keys/;
+#  - every .c file starts with a comment saying what it is for.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+sql=$(grep -rnE '"(SELECT|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM) ' src --include=*.c | grep -v '^src/store/' || true)
+if [ -n "$sql" ]; then echo "raw SQL outside src/store/:"; echo "$sql"; fail=1; fi
+redis=$(grep -rn 'redisCommand' src --include=*.c | grep -vE '^src/(bus|keys)/' || true)
+if [ -n "$redis" ]; then echo "Redis commands outside src/bus|keys/:"; echo "$redis"; fail=1; fi
+for f in $(find src tests fuzz -name '*.c'); do
+  head -1 "$f" | grep -q '^/\*' || { echo "$f: missing top-of-file comment"; fail=1; }
+done
+[ $fail -eq 0 ] && echo "style: ok"
+exit $fail

@@ -1,0 +1,248 @@
+/*
+ * test_core.c - unit tests of src/core: error catalogue (and its doc), UUIDv7,
+ * traceparent, crypto vectors, clock format, identifier grammars, strict JSON
+ * decoding, metrics rendering.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "awooop/clock.h"
+#include "awooop/crypto.h"
+#include "awooop/ident.h"
+#include "awooop/json.h"
+#include "awooop/metrics.h"
+#include "awooop/trace.h"
+#include "awooop/uuid.h"
+#include "http/internal.h"
+
+static void test_error_catalogue(void **state)
+{
+	/* codes are unique and well-formed, statuses are HTTP statuses */
+	for (int i = 1; i < AW_ERR__COUNT; i++) {
+		const char *c = aw_err_code((aw_err)i);
+		assert_true(strncmp(c, "E-", 2) == 0);
+		int st = aw_err_http_status((aw_err)i);
+		assert_true(st >= 400 && st <= 599);
+		for (int j = i + 1; j < AW_ERR__COUNT; j++)
+			assert_string_not_equal(c, aw_err_code((aw_err)j));
+		aw_err back;
+		assert_int_equal(aw_err_from_code(c, &back), 0);
+		assert_int_equal(back, i);
+	}
+	aw_error err;
+	assert_int_equal(aw_fail_at(&err, AW_E_REQ_INVALID, "/x", "bad %d", 7), AW_E_REQ_INVALID);
+	assert_string_equal(err.msg, "bad 7");
+	assert_string_equal(err.where, "/x");
+}
+
+static void test_errors_doc_lists_every_code(void **state)
+{
+	FILE *f = fopen(AWOOOP_SOURCE_DIR "/docs/errors.md", "r");
+	assert_non_null(f);
+	static char doc[1 << 16];
+	size_t n = fread(doc, 1, sizeof doc - 1, f);
+	doc[n] = '\0';
+	fclose(f);
+	for (int i = 1; i < AW_ERR__COUNT; i++) {
+		char needle[64];
+		snprintf(needle, sizeof needle, "`%s`", aw_err_code((aw_err)i));
+		if (!strstr(doc, needle))
+			fail_msg("docs/errors.md does not document %s", needle);
+	}
+}
+
+static void test_uuid7_layout_and_order(void **state)
+{
+	char prev[AW_UUID_STR_LEN + 1] = "";
+	int64_t before = aw_clock_wall_ms();
+	for (int i = 0; i < 100000; i++) {
+		aw_uuid u;
+		aw_uuid7(&u);
+		assert_int_equal(u.b[6] >> 4, 7);      /* version */
+		assert_int_equal(u.b[8] >> 6, 2);      /* variant 10 */
+		char s[AW_UUID_STR_LEN + 1];
+		aw_uuid_format(&u, s);
+		assert_true(aw_uuid_valid(s));
+		assert_true(strcmp(prev, s) < 0); /* strictly increasing */
+		strcpy(prev, s);
+		if (i == 0) {
+			uint64_t ms = aw_uuid7_ms(&u);
+			assert_true(ms >= (uint64_t)before && ms <= (uint64_t)before + 1000);
+		}
+	}
+	assert_false(aw_uuid_valid("01a226c4-e9a2-74b7-930b-5aecf7f19c7"));
+	assert_false(aw_uuid_valid("01a226c4-e9a2-74b7-930b_5aecf7f19c7d"));
+	assert_false(aw_uuid_valid("' OR 1=1 --"));
+	assert_true(aw_uuid_valid("01A226C4-E9A2-74B7-930B-5AECF7F19C7D"));
+}
+
+static void test_traceparent(void **state)
+{
+	aw_trace t;
+	const char *ok = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	assert_int_equal(aw_trace_parse(ok, strlen(ok), &t), 0);
+	assert_string_equal(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+	assert_string_equal(t.span_id, "00f067aa0ba902b7");
+	assert_int_equal(t.flags, 1);
+	char out[AW_TRACEPARENT_LEN + 1];
+	aw_trace_format(&t, out);
+	assert_string_equal(out, ok);
+
+	const char *bad[] = {
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", /* version ff */
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01", /* zero trace */
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", /* zero parent */
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", /* uppercase */
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", /* v00 + extra */
+		"00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",  /* dash moved */
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+		"0-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_not_equal(aw_trace_parse(bad[i], strlen(bad[i]), &t), 0);
+	/* a future version may carry more fields after a dash */
+	const char *future = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more";
+	assert_int_equal(aw_trace_parse(future, strlen(future), &t), 0);
+
+	aw_trace child;
+	assert_int_equal(aw_trace_parse(ok, strlen(ok), &t), 0);
+	aw_trace_child(&t, &child);
+	assert_string_equal(child.trace_id, t.trace_id);
+	assert_string_not_equal(child.span_id, t.span_id);
+	aw_trace fresh;
+	aw_trace_new(&fresh);
+	assert_int_equal(strlen(fresh.trace_id), 32);
+	assert_string_not_equal(fresh.trace_id, t.trace_id);
+}
+
+static void test_crypto_vectors(void **state)
+{
+	char hex[65];
+	aw_sha256_hex("abc", 3, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	/* RFC 4231 test case 2 */
+	uint8_t mac[32];
+	aw_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, mac);
+	aw_hex(mac, 32, hex);
+	assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	char b64[16];
+	aw_base64url((const uint8_t *)"\xfb\xff", 2, b64);
+	assert_string_equal(b64, "-_8");
+	aw_base64url((const uint8_t *)"foobar", 6, b64);
+	assert_string_equal(b64, "Zm9vYmFy");
+	assert_int_equal(aw_base64url_len(32), 43);
+	assert_true(aw_ct_equal("abc", "abc", 3));
+	assert_false(aw_ct_equal("abc", "abd", 3));
+}
+
+static void test_clock_format(void **state)
+{
+	char s[AW_TS_LEN + 1];
+	aw_clock_format(0, s);
+	assert_string_equal(s, "1970-01-01T00:00:00.000Z");
+	aw_clock_format(1795946067123LL, s);
+	int64_t back;
+	assert_int_equal(aw_clock_parse(s, &back), 0);
+	assert_int_equal(back, 1795946067123LL);
+	assert_int_equal(aw_clock_parse("2026-11-29 09:54:27", &back), -1);
+}
+
+static void test_identifiers(void **state)
+{
+	assert_true(aw_ident_project_ok("alpha"));
+	assert_true(aw_ident_project_ok("a1_b-c"));
+	assert_false(aw_ident_project_ok("a"));          /* too short */
+	assert_false(aw_ident_project_ok("Alpha"));      /* upper case */
+	assert_false(aw_ident_project_ok("-alpha"));
+	assert_false(aw_ident_project_ok("__platform__"));
+	assert_false(aw_ident_project_ok("a:b"));
+	assert_false(aw_ident_project_ok("a'; drop table projects;--"));
+	char long64[65];
+	memset(long64, 'a', 64);
+	long64[64] = '\0';
+	assert_false(aw_ident_project_ok(long64));
+	long64[63] = '\0';
+	assert_true(aw_ident_project_ok(long64));
+	assert_true(aw_ident_project_reserved("__platform__"));
+	assert_true(aw_ident_name_ok("alice@example.com"));
+	assert_false(aw_ident_name_ok(".alice"));
+	assert_false(aw_ident_name_ok("al ice"));
+	assert_false(aw_ident_name_ok(""));
+}
+
+static void test_strict_json(void **state)
+{
+	aw_error err = {0};
+	aw_project_create_req p;
+	const char *good = "{\"id\":\"alpha\"}";
+	assert_int_equal(aw_decode_project_create(good, strlen(good), &p, &err), AW_OK);
+	assert_string_equal(p.id, "alpha");
+	const char *unknown = "{\"id\":\"alpha\",\"a/b~\":1}";
+	assert_int_equal(aw_decode_project_create(unknown, strlen(unknown), &p, &err),
+			 AW_E_REQ_UNKNOWN_FIELD);
+	assert_string_equal(err.where, "/a~1b~0");
+	const char *dup = "{\"id\":\"alpha\",\"id\":\"beta\"}";
+	assert_int_equal(aw_decode_project_create(dup, strlen(dup), &p, &err), AW_E_REQ_JSON);
+	assert_int_equal(aw_decode_project_create("[]", 2, &p, &err), AW_E_REQ_JSON);
+	assert_int_equal(aw_decode_project_create("{", 1, &p, &err), AW_E_REQ_JSON);
+	assert_int_equal(aw_decode_project_create("", 0, &p, &err), AW_E_REQ_JSON);
+	const char *num = "{\"id\":5}";
+	assert_int_equal(aw_decode_project_create(num, strlen(num), &p, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/id");
+	const char *slug = "{\"id\":\"Bad Slug\"}";
+	assert_int_equal(aw_decode_project_create(slug, strlen(slug), &p, &err), AW_E_TENANT_SLUG);
+	const char *nul = "{\"id\":\"al\\u0000pha\"}";
+	assert_int_not_equal(aw_decode_project_create(nul, strlen(nul), &p, &err), AW_OK);
+
+	aw_key_create_req k;
+	const char *key = "{\"name\":\"alice\",\"scope\":\"operator\"}";
+	assert_int_equal(aw_decode_key_create(key, strlen(key), &k, &err), AW_OK);
+	assert_int_equal(k.scope, AW_SCOPE_OPERATOR);
+	const char *scope = "{\"name\":\"alice\",\"scope\":\"root\"}";
+	assert_int_equal(aw_decode_key_create(scope, strlen(scope), &k, &err), AW_E_KEY_SCOPE);
+	const char *missing = "{\"scope\":\"reader\"}";
+	assert_int_equal(aw_decode_key_create(missing, strlen(missing), &k, &err), AW_E_REQ_INVALID);
+}
+
+static void test_metrics_render(void **state)
+{
+	aw_metrics_reset();
+	aw_metrics_http_observe("GET", "/healthz", 200, 0.003);
+	aw_metrics_http_observe("GET", "/healthz", 200, 0.2);
+	aw_metrics_store_observe("sqlite", 0.0001, AW_OK);
+	aw_metrics_store_observe("sqlite", 0.0001, AW_E_STORE_BUSY);
+	char *m = aw_metrics_render();
+	assert_non_null(m);
+	assert_non_null(strstr(m, "awooop_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2\n"));
+	assert_non_null(strstr(m, "awooop_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.005\"} 1\n"));
+	assert_non_null(strstr(m, "awooop_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 2\n"));
+	assert_non_null(strstr(m, "awooop_store_query_duration_seconds_count{backend=\"sqlite\"} 2\n"));
+	assert_non_null(strstr(m, "awooop_store_errors_total{backend=\"sqlite\",code=\"E-STORE-003\"} 1\n"));
+	assert_non_null(strstr(m, "# TYPE awooop_http_request_duration_seconds histogram\n"));
+	free(m);
+	aw_metrics_reset();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_catalogue),
+		cmocka_unit_test(test_errors_doc_lists_every_code),
+		cmocka_unit_test(test_uuid7_layout_and_order),
+		cmocka_unit_test(test_traceparent),
+		cmocka_unit_test(test_crypto_vectors),
+		cmocka_unit_test(test_clock_format),
+		cmocka_unit_test(test_identifiers),
+		cmocka_unit_test(test_strict_json),
+		cmocka_unit_test(test_metrics_render),
+	};
+	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}

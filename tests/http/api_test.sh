@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Black-box test of the HTTP API and the CLI against a real `awooop serve`.
+#   api_test.sh AWOOOP_BINARY sqlite|postgres
+# postgres: a fresh database, migrated by the superuser, served as the app role
+# with Redis configured (needs AWOOOP_TEST_PG_HOST/PORT, AWOOOP_TEST_REDIS_URL).
+set -uo pipefail
+BIN=$1
+BACKEND=$2
+TMP=$(mktemp -d /tmp/aw-api.XXXXXX)
+PASS=0
+FAIL=0
+SERVER_PID=
+PGDB=
+
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  if [ -n "$PGDB" ]; then
+    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+check() { # check DESCRIPTION ACTUAL EXPECTED
+  if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
+}
+
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 30000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+
+# req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body, headers in $TMP/hdr
+req() {
+  local method=$1 path=$2 key=$3 body=${4:-}
+  shift 4 2>/dev/null || shift $#
+  local args=(-s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$method")
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
+  if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
+  STATUS=$(curl "${args[@]}" "$@" "$URL$path")
+}
+jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
+expect() { # expect DESCRIPTION STATUS [CODE]
+  check "$1 status" "$STATUS" "$2"
+  if [ -n "${3:-}" ]; then
+    check "$1 code" "$(jbody .code)" "$3"
+    check "$1 content-type" "$(grep -i '^content-type:' "$TMP/hdr" | tr -d '\r' | cut -d' ' -f2)" \
+      "application/problem+json"
+  fi
+}
+
+start_server() {
+  PORT=$(free_port)
+  URL="http://127.0.0.1:$PORT"
+  "$BIN" serve --db "$DB" --listen "127.0.0.1:$PORT" $EXTRA >"$TMP/stdout" 2>>"$TMP/log" &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    curl -sf "$URL/healthz" >/dev/null 2>&1 && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "server did not start:" >&2; cat "$TMP/log" >&2; exit 1
+}
+
+stop_server() {
+  kill -TERM "$SERVER_PID"
+  wait "$SERVER_PID"
+  local rc=$?
+  SERVER_PID=
+  return $rc
+}
+
+EXTRA=""
+if [ "$BACKEND" = postgres ]; then
+  PGDB="aw_api_$$_$RANDOM"
+  psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+    -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
+  "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
+    >/dev/null || exit 1
+  DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
+  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+else
+  DB="sqlite:$TMP/awooop.db"
+fi
+
+ADMIN=$("$BIN" key generate)
+export AWOOOP_BOOTSTRAP_KEY=$ADMIN
+start_server
+unset AWOOOP_BOOTSTRAP_KEY
+check "bootstrap with env key prints nothing" "$(cat "$TMP/stdout")" ""
+
+# --- operations endpoints
+req GET /healthz "" ""; expect "healthz" 200
+req GET /readyz "" ""; expect "readyz" 200
+check "readyz store" "$(jbody .store)" "$( [ "$BACKEND" = postgres ] && echo postgres || echo sqlite)"
+[ "$BACKEND" = postgres ] && check "readyz redis" "$(jbody .redis)" "ok"
+
+# --- authentication
+req GET /v1/projects "" ""; expect "no key" 401 E-AUTH-001
+req GET /v1/projects "awk_nope" ""; expect "malformed key" 401 E-AUTH-002
+req GET /v1/projects "$("$BIN" key generate)" ""; expect "unknown key" 401 E-AUTH-002
+req GET /v1/projects "" "" -H "Authorization: Basic Zm9vOmJhcg=="; expect "basic auth" 401 E-AUTH-001
+
+# --- projects
+req POST /v1/projects "$ADMIN" '{"id":"alpha"}'; expect "create alpha" 201
+check "alpha id" "$(jbody .id)" alpha
+req POST /v1/projects "$ADMIN" '{"id":"beta"}'; expect "create beta" 201
+req POST /v1/projects "$ADMIN" '{"id":"alpha"}'; expect "duplicate project" 409 E-TENANT-003
+
+# --- bad input changes nothing
+req POST /v1/projects "$ADMIN" '{"id":'; expect "malformed json" 400 E-REQ-001
+req POST /v1/projects "$ADMIN" '[]'; expect "array body" 400 E-REQ-001
+req POST /v1/projects "$ADMIN" '{"id":"gamma","extra":1}'; expect "unknown field" 400 E-REQ-004
+check "unknown field pointer" "$(jbody .pointer)" "/extra"
+req POST /v1/projects "$ADMIN" '{"id":"gamma","id":"delta"}'; expect "duplicate member" 400 E-REQ-001
+req POST /v1/projects "$ADMIN" '{"id":"Alpha!"}'; expect "bad slug" 400 E-TENANT-002
+req POST /v1/projects "$ADMIN" "{\"id\":\"x'; DROP TABLE projects;--\"}"; expect "injection id" 400 E-TENANT-002
+req POST /v1/projects "$ADMIN" '{"id":"__platform__"}'; expect "reserved id" 400 E-TENANT-002
+req POST /v1/projects "$ADMIN" '{"id":7}'; expect "id not a string" 400 E-REQ-005
+req POST /v1/projects "$ADMIN" '' -H 'Content-Type: text/plain' --data-binary '{"id":"gamma"}'
+expect "wrong content type" 415 E-REQ-003
+head -c 2000000 /dev/zero | tr '\0' 'a' >"$TMP/big"
+req POST /v1/projects "$ADMIN" '' -H 'Content-Type: application/json' --data-binary @"$TMP/big"
+expect "oversized body" 413 E-REQ-002
+req GET /v1/projects "$ADMIN" ""; expect "list projects" 200
+check "bad input wrote nothing" "$(jbody '[.items[].id] | join(",")')" "__platform__,alpha,beta"
+
+# --- keys
+req POST /v1/projects/alpha/keys "$ADMIN" '{"name":"alice","scope":"operator"}'; expect "alice" 201
+ALICE=$(jbody .key); ALICE_ID=$(jbody .key_id)
+check "alice key shape" "$(echo "$ALICE" | grep -cE '^awk_[A-Za-z0-9_-]{43}$')" 1
+check "alice project" "$(jbody .project)" alpha
+req POST /v1/projects/alpha/keys "$ADMIN" '{"name":"aadmin","scope":"project-admin"}'; expect "aadmin" 201
+AADMIN=$(jbody .key)
+req POST /v1/projects/beta/keys "$ADMIN" '{"name":"bob","scope":"operator"}'; expect "bob" 201
+BOB=$(jbody .key); BOB_ID=$(jbody .key_id)
+req POST /v1/projects/alpha/keys "$ADMIN" '{"name":"alice","scope":"reader"}'; expect "dup key name" 409 E-KEY-003
+req POST /v1/projects/alpha/keys "$ADMIN" '{"name":"x","scope":"root"}'; expect "bad scope" 400 E-KEY-002
+req POST /v1/projects/alpha/keys "$AADMIN" '{"name":"p","scope":"platform-admin"}'; expect "escalation" 400 E-KEY-002
+req GET /v1/projects/alpha/keys "$AADMIN" ""; expect "list keys" 200
+check "no secret in key list" "$(grep -c "$ALICE" "$TMP/body")" 0
+check "alpha keys" "$(jbody '[.items[].name] | join(",")')" "alice,aadmin"
+
+# --- tenant isolation through the API: another tenant's resource == a missing one
+req GET /v1/projects/beta "$AADMIN" ""; expect "alpha admin reads beta" 404 E-TENANT-001
+OTHER=$(jq -c '{code,status,title,detail}' "$TMP/body")
+req GET /v1/projects/nosuch "$AADMIN" ""; expect "alpha admin reads missing" 404 E-TENANT-001
+check "beta looks like missing" "$(jq -c '{code,status,title,detail}' "$TMP/body")" "$OTHER"
+req GET /v1/projects/beta/keys "$AADMIN" ""; expect "alpha admin lists beta keys" 404 E-TENANT-001
+req DELETE "/v1/projects/alpha/keys/$BOB_ID" "$AADMIN" ""; expect "revoke beta key via alpha" 404 E-KEY-001
+OTHER=$(jq -c '{code,status,title,detail}' "$TMP/body")
+req DELETE /v1/projects/alpha/keys/01a226c4-e9a2-74b7-930b-5aecf7f19c7d "$AADMIN" ""
+expect "revoke missing key" 404 E-KEY-001
+check "beta key looks like missing" "$(jq -c '{code,status,title,detail}' "$TMP/body")" "$OTHER"
+req GET /v1/projects/beta "$BOB" ""; expect "bob still works" 200
+req DELETE "/v1/projects/alpha/keys/1%27%20OR%201=1" "$AADMIN" ""; expect "injection key id" 400 E-REQ-008
+req GET "/v1/projects/alpha%27%20OR%201=1/keys" "$AADMIN" ""; expect "injection project" 400 E-TENANT-002
+
+# --- scopes
+req GET /v1/projects/alpha "$ALICE" ""; expect "operator reads project" 200
+req GET /v1/projects/alpha/keys "$ALICE" ""; expect "operator lists keys" 403 E-AUTH-003
+req POST /v1/projects "$ALICE" '{"id":"zeta"}'; expect "operator creates project" 403 E-AUTH-003
+req GET /v1/projects "$ALICE" ""; expect "operator lists projects" 200
+check "operator sees own project" "$(jbody '[.items[].id] | join(",")')" "alpha"
+
+# --- revocation
+req DELETE "/v1/projects/alpha/keys/$ALICE_ID" "$AADMIN" ""; expect "revoke alice" 204
+req GET /v1/projects/alpha "$ALICE" ""; expect "revoked key" 401 E-AUTH-002
+req DELETE "/v1/projects/alpha/keys/$ALICE_ID" "$AADMIN" ""; expect "revoke twice" 409 E-KEY-004
+
+# --- routing
+req GET /v1/nothing "$ADMIN" ""; expect "unknown route" 404 E-REQ-007
+req PUT /v1/projects "$ADMIN" ""; expect "wrong method" 405 E-REQ-006
+
+# --- trace context
+TP=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+req GET /v1/projects/nosuch "$ADMIN" "" -H "traceparent: $TP"
+RTP=$(grep -i '^traceparent:' "$TMP/hdr" | tr -d '\r' | cut -d' ' -f2)
+check "trace continued" "$(echo "$RTP" | cut -d- -f2)" 4bf92f3577b34da6a3ce929d0e0e4736
+check "new parent id" "$( [ "$(echo "$RTP" | cut -d- -f3)" != 00f067aa0ba902b7 ] && echo yes)" yes
+check "problem trace id" "$(jbody .trace_id)" 4bf92f3577b34da6a3ce929d0e0e4736
+req GET /healthz "" "" -H "traceparent: ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+RTP=$(grep -i '^traceparent:' "$TMP/hdr" | tr -d '\r' | cut -d' ' -f2)
+check "invalid traceparent starts a new trace" \
+  "$(echo "$RTP" | grep -cE '^00-[0-9a-f]{32}-[0-9a-f]{16}-01$')$( [ "$(echo "$RTP" | cut -d- -f2)" != 4bf92f3577b34da6a3ce929d0e0e4736 ] && echo new)" "1new"
+
+# --- metrics
+req GET /metrics "" ""; expect "metrics" 200
+check "metrics requests" "$(grep -c '^awooop_http_requests_total{route="/v1/projects",method="POST",status="201"}' "$TMP/body")" 1
+check "metrics store latency" "$(grep -c '^awooop_store_query_duration_seconds_count' "$TMP/body")" 1
+
+# --- CLI against the server
+export AWOOOP_URL=$URL AWOOOP_KEY=$ADMIN
+"$BIN" project create gamma >/dev/null 2>&1; check "cli project create" $? 0
+"$BIN" project create gamma >/dev/null 2>"$TMP/err"; check "cli duplicate exit" $? 1
+check "cli duplicate code" "$(grep -c E-TENANT-003 "$TMP/err")" 1
+check "cli project list" "$("$BIN" project list --json | jq -r '[.items[].id] | join(",")')" \
+  "__platform__,alpha,beta,gamma"
+"$BIN" key create --project gamma --name carol --scope reader --json >"$TMP/k.json"
+check "cli key create" $? 0
+CAROL_ID=$(jq -r .key_id "$TMP/k.json")
+check "cli key list" "$("$BIN" key list --project gamma | grep -c carol)" 1
+"$BIN" key revoke --project gamma "$CAROL_ID" >/dev/null; check "cli key revoke" $? 0
+AWOOOP_KEY=$BOB "$BIN" project create delta >/dev/null 2>&1; check "cli forbidden exit" $? 1
+AWOOOP_URL=http://127.0.0.1:1 "$BIN" project list >/dev/null 2>&1; check "cli unreachable exit" $? 3
+"$BIN" serve --role bogus >/dev/null 2>&1; check "cli bad role exit" $? 2
+"$BIN" project frobnicate >/dev/null 2>&1; check "cli bad subcommand exit" $? 2
+"$BIN" key --help >/dev/null; check "cli help exit" $? 0
+"$BIN" --nonsense >/dev/null 2>&1; check "cli unknown command exit" $? 2
+unset AWOOOP_URL AWOOOP_KEY
+
+# --- secrets never reach the log; restart is durable and prints no new key
+for s in "$ADMIN" "$ALICE" "$AADMIN" "$BOB"; do
+  check "secret absent from log" "$(grep -c -- "$s" "$TMP/log")" 0
+done
+check "log is JSON lines" "$(jq -c . "$TMP/log" >/dev/null 2>&1 && echo yes)" yes
+stop_server; check "graceful stop exit" $? 0
+start_server
+check "restart prints no key" "$(cat "$TMP/stdout")" ""
+req GET /v1/projects/beta "$BOB" ""; expect "data survives restart" 200
+stop_server
+
+echo "api ($BACKEND): $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

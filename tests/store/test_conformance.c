@@ -1,0 +1,343 @@
+/*
+ * test_conformance.c - the store conformance suite. The same tests run against
+ * every backend (argv[1]: sqlite | postgres); a backend passes only if it
+ * behaves identically, including tenant scoping, conflicts and timestamps.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "awooop/crypto.h"
+#include "support.h"
+
+static const char *backend = "sqlite";
+static aw_test_db db;
+static aw_store *S;
+
+static int setup(void **state)
+{
+	aw_test_db_create(backend, &db);
+	S = aw_test_store_open(&db);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	aw_store_close(S);
+	aw_test_db_drop(&db);
+	return 0;
+}
+
+static void make_project(const char *id)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, id, AW_SCOPE_PLATFORM_ADMIN, "tester");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	aw_project p = {0};
+	snprintf(p.project_id, sizeof p.project_id, "%s", id);
+	aw_clock_now(p.created_at);
+	snprintf(p.created_by, sizeof p.created_by, "tester");
+	assert_int_equal(aw_store_project_insert(t, &p, &err), AW_OK);
+	assert_int_equal(aw_store_commit(t, &err), AW_OK);
+}
+
+static void make_key(const char *project, const char *name, aw_scope scope, char *key_id,
+		     char *hash)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, project, AW_SCOPE_PLATFORM_ADMIN, "tester");
+	aw_apikey k = {0};
+	aw_uuid7_str(k.key_id);
+	snprintf(k.name, sizeof k.name, "%s", name);
+	k.scope = scope;
+	uint8_t rnd[16];
+	aw_random_bytes(rnd, sizeof rnd);
+	aw_sha256_hex(rnd, sizeof rnd, k.key_hash);
+	snprintf(k.key_prefix, sizeof k.key_prefix, "awk_test");
+	aw_clock_now(k.created_at);
+	snprintf(k.created_by, sizeof k.created_by, "tester");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_insert(t, &k, &err), AW_OK);
+	assert_int_equal(aw_store_commit(t, &err), AW_OK);
+	if (key_id)
+		strcpy(key_id, k.key_id);
+	if (hash)
+		strcpy(hash, k.key_hash);
+}
+
+static void test_schema_current_and_migrate_idempotent(void **state)
+{
+	aw_error err = {0};
+	assert_int_equal(aw_store_check_schema(S, &err), AW_OK);
+	assert_true(aw_store_schema_target(S) >= 1);
+	assert_int_equal(aw_store_ping(S, &err), AW_OK);
+	if (!db.pg) /* on postgres the app role may not migrate; see pg_isolation */
+		assert_int_equal(aw_store_migrate(S, NULL, &err), AW_OK);
+}
+
+static void test_project_insert_get_conflict(void **state)
+{
+	make_project("conf-p1");
+	aw_ctx c;
+	aw_test_ctx(&c, "conf-p1", AW_SCOPE_READER, "r");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_project p;
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_project_get(t, &p, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_string_equal(p.project_id, "conf-p1");
+	assert_string_equal(p.created_by, "tester");
+	int64_t ms;
+	assert_int_equal(aw_clock_parse(p.created_at, &ms), 0); /* canonical format */
+	assert_true(ms > 1700000000000LL);
+
+	/* duplicate */
+	aw_test_ctx(&c, "conf-p1", AW_SCOPE_PLATFORM_ADMIN, "tester");
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_store_project_insert(t, &p, &err), AW_E_TENANT_EXISTS);
+	aw_store_rollback(t);
+
+	/* missing */
+	aw_test_ctx(&c, "conf-missing", AW_SCOPE_READER, "r");
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_project_get(t, &p, &err), AW_E_TENANT_NOT_FOUND);
+	aw_store_rollback(t);
+}
+
+static void test_project_insert_needs_own_txn(void **state)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, "conf-other", AW_SCOPE_PLATFORM_ADMIN, "tester");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_project p = {.project_id = "conf-sneaky", .created_by = "x"};
+	aw_clock_now(p.created_at);
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_not_equal(aw_store_project_insert(t, &p, &err), AW_OK);
+	aw_store_rollback(t);
+}
+
+static void test_rollback_discards(void **state)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, "conf-rb", AW_SCOPE_PLATFORM_ADMIN, "tester");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_project p = {.project_id = "conf-rb", .created_by = "x"};
+	aw_clock_now(p.created_at);
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_store_project_insert(t, &p, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_project_get(t, &p, &err), AW_E_TENANT_NOT_FOUND);
+	aw_store_rollback(t);
+}
+
+static void test_keys_lifecycle(void **state)
+{
+	make_project("conf-k");
+	char id1[40], hash1[65];
+	make_key("conf-k", "alice", AW_SCOPE_OPERATOR, id1, hash1);
+	aw_ctx c;
+	aw_test_ctx(&c, "conf-k", AW_SCOPE_PROJECT_ADMIN, "admin");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+
+	/* a second active key with the same name is refused */
+	aw_apikey dup = {0};
+	aw_uuid7_str(dup.key_id);
+	strcpy(dup.name, "alice");
+	dup.scope = AW_SCOPE_READER;
+	strcpy(dup.key_hash, "0000000000000000000000000000000000000000000000000000000000000001");
+	strcpy(dup.key_prefix, "awk_x");
+	aw_clock_now(dup.created_at);
+	strcpy(dup.created_by, "admin");
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_insert(t, &dup, &err), AW_E_KEY_EXISTS);
+	aw_store_rollback(t);
+
+	/* revoke, then the name is free again; revoking twice says so */
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_revoke(t, id1, now, &err), AW_OK);
+	assert_int_equal(aw_store_key_revoke(t, id1, now, &err), AW_E_KEY_REVOKED);
+	assert_int_equal(aw_store_key_insert(t, &dup, &err), AW_OK);
+	assert_int_equal(aw_store_commit(t, &err), AW_OK);
+
+	aw_apikey *list = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_list(t, &list, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0].key_id, id1);
+	assert_string_equal(list[0].revoked_at, now);
+	assert_int_equal(list[0].scope, AW_SCOPE_OPERATOR);
+	assert_string_equal(list[1].revoked_at, "");
+	free(list);
+
+	/* lookup by hash across projects, revoked_at visible to the caller */
+	aw_apikey k;
+	aw_ctx sys;
+	aw_ctx_system(&sys, NULL);
+	assert_int_equal(aw_store_platform_lookup_key(S, &sys, hash1, &k, &err), AW_OK);
+	assert_string_equal(k.project_id, "conf-k");
+	assert_string_equal(k.name, "alice");
+	assert_string_equal(k.revoked_at, now);
+	assert_int_equal(aw_store_platform_lookup_key(S, &sys,
+						      "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+						      &k, &err),
+			 AW_E_AUTH_INVALID);
+
+	/* unknown key id */
+	char other[40];
+	aw_uuid7_str(other);
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_revoke(t, other, now, &err), AW_E_KEY_NOT_FOUND);
+	aw_store_rollback(t);
+}
+
+static void test_tenant_scoping(void **state)
+{
+	make_project("conf-ta");
+	make_project("conf-tb");
+	char ida[40], idb[40];
+	make_key("conf-ta", "a1", AW_SCOPE_READER, ida, NULL);
+	make_key("conf-tb", "b1", AW_SCOPE_READER, idb, NULL);
+	aw_ctx a;
+	aw_test_ctx(&a, "conf-ta", AW_SCOPE_PROJECT_ADMIN, "a");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_apikey *list = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &a, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_list(t, &list, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0].key_id, ida);
+	free(list);
+
+	/* B's key is not found from A, exactly like a missing one, and stays active */
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	assert_int_equal(aw_store_begin(S, &a, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_revoke(t, idb, now, &err), AW_E_KEY_NOT_FOUND);
+	aw_store_rollback(t);
+	aw_ctx b;
+	aw_test_ctx(&b, "conf-tb", AW_SCOPE_PROJECT_ADMIN, "b");
+	assert_int_equal(aw_store_begin(S, &b, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_list(t, &list, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0].revoked_at, "");
+	free(list);
+
+	/* a transaction without a project sees no tenant rows */
+	aw_ctx none;
+	aw_test_ctx(&none, NULL, AW_SCOPE_PLATFORM_ADMIN, "x");
+	assert_int_equal(aw_store_begin(S, &none, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_list(t, &list, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 0);
+	free(list);
+}
+
+static void test_platform_list_paginates(void **state)
+{
+	make_project("conf-l1");
+	make_project("conf-l2");
+	make_project("conf-l3");
+	aw_ctx sys;
+	aw_ctx_system(&sys, NULL);
+	aw_error err = {0};
+	aw_project *p = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_platform_list_projects(S, &sys, "conf-l0", 2, &p, &n, &err),
+			 AW_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(p[0].project_id, "conf-l1");
+	assert_string_equal(p[1].project_id, "conf-l2");
+	free(p);
+	assert_int_equal(aw_store_platform_list_projects(S, &sys, "conf-l2", 1, &p, &n, &err),
+			 AW_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(p[0].project_id, "conf-l3");
+	free(p);
+}
+
+#define NTHREADS 8
+#define PER_THREAD 20
+
+static void *writer(void *arg)
+{
+	long id = (long)arg;
+	for (int i = 0; i < PER_THREAD; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "w%ld-%d", id, i);
+		make_key("conf-conc", name, AW_SCOPE_WORKER, NULL, NULL);
+	}
+	return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+	make_project("conf-conc");
+	pthread_t th[NTHREADS];
+	for (long i = 0; i < NTHREADS; i++)
+		pthread_create(&th[i], NULL, writer, (void *)i);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	aw_ctx c;
+	aw_test_ctx(&c, "conf-conc", AW_SCOPE_PROJECT_ADMIN, "a");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_count_scope(t, AW_SCOPE_WORKER, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, NTHREADS * PER_THREAD);
+}
+
+static void test_bad_url(void **state)
+{
+	aw_store *s = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_store_open("mysql://x", NULL, &s, &err), AW_E_CONFIG);
+	assert_int_equal(aw_store_open("sqlite:", NULL, &s, &err), AW_E_CONFIG);
+	assert_int_equal(aw_store_open("sqlite:/nonexistent-dir/x/y.db", NULL, &s, &err),
+			 AW_E_STORE_UNAVAILABLE);
+	assert_null(s);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		backend = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_schema_current_and_migrate_idempotent),
+		cmocka_unit_test(test_project_insert_get_conflict),
+		cmocka_unit_test(test_project_insert_needs_own_txn),
+		cmocka_unit_test(test_rollback_discards),
+		cmocka_unit_test(test_keys_lifecycle),
+		cmocka_unit_test(test_tenant_scoping),
+		cmocka_unit_test(test_platform_list_paginates),
+		cmocka_unit_test(test_concurrent_writers),
+		cmocka_unit_test(test_bad_url),
+	};
+	char name[64];
+	snprintf(name, sizeof name, "store conformance (%s)", backend);
+	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+}

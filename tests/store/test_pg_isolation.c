@@ -1,0 +1,322 @@
+/*
+ * test_pg_isolation.c - tenant isolation inside PostgreSQL itself, checked
+ * through the application role `serve` uses (not superuser, no BYPASSRLS):
+ *  - every table but schema_migrations has ENABLE + FORCE row-level security;
+ *  - with project A set, every tenant table shows only A's rows, and writing a
+ *    B row (INSERT or UPDATE) fails with 42501;
+ *  - with no project set, every tenant table shows 0 rows (fail closed);
+ *  - the app role cannot switch RLS off, rewrite audit rows or migrations;
+ *  - the platform path works only through the SECURITY DEFINER functions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+
+static aw_test_db db;
+static PGconn *owner, *app;
+
+static PGresult *q(PGconn *c, const char *sql)
+{
+	return PQexec(c, sql);
+}
+
+static void ok(PGconn *c, const char *sql)
+{
+	PGresult *r = q(c, sql);
+	ExecStatusType st = PQresultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+}
+
+static const char *sqlstate_of(PGconn *c, const char *sql, char *buf)
+{
+	PGresult *r = q(c, sql);
+	const char *s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	snprintf(buf, 8, "%s", s ? s : "00000");
+	PQclear(r);
+	return buf;
+}
+
+static long scalar(PGconn *c, const char *sql)
+{
+	PGresult *r = q(c, sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	long v = atol(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+/* Tenant tables from the catalogue: everything in schema awooop but migrations. */
+static int tenant_tables(char names[][64], int max)
+{
+	PGresult *r = q(owner, "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON"
+			       " n.oid = c.relnamespace WHERE n.nspname = 'awooop' AND"
+			       " c.relkind = 'r' AND c.relname <> 'schema_migrations'"
+			       " ORDER BY 1");
+	int n = PQntuples(r);
+	assert_true(n <= max);
+	for (int i = 0; i < n; i++)
+		snprintf(names[i], 64, "%s", PQgetvalue(r, i, 0));
+	PQclear(r);
+	return n;
+}
+
+static void seed(const char *p)
+{
+	char sql[4096];
+	snprintf(sql, sizeof sql,
+		 "BEGIN; SET LOCAL awooop.project_id = '%1$s';"
+		 "INSERT INTO projects (project_id, created_at, created_by) VALUES ('%1$s', now(), 's');"
+		 "INSERT INTO api_keys (key_id, project_id, name, scope, key_hash, key_prefix, created_at, created_by)"
+		 " VALUES (gen_random_uuid(), '%1$s', 'k', 'reader', md5('%1$s') || md5('x%1$s'), 'awk_', now(), 's');"
+		 "INSERT INTO contract_revisions (project_id, revision_id, family, contract_id, state, body, body_hash, created_at, created_by, updated_at)"
+		 " VALUES ('%1$s', gen_random_uuid(), 'budget', 'c1', 'published', '{}', 'h', now(), 's', now());"
+		 "INSERT INTO active_revisions (project_id, family, contract_id, revision_id, activated_at, activated_by)"
+		 " SELECT project_id, family, contract_id, revision_id, now(), 's' FROM contract_revisions WHERE project_id = '%1$s';"
+		 "INSERT INTO contract_outbox (event_id, event_type, project_id, contract_family, contract_id, new_revision_id, created_at)"
+		 " SELECT gen_random_uuid(), 'revision_activated', project_id, family, contract_id, revision_id, now() FROM contract_revisions WHERE project_id = '%1$s';"
+		 "INSERT INTO contract_approvals (project_id, revision_id, principal, approved_at, expires_at)"
+		 " SELECT project_id, revision_id, 'bob', now(), now() + interval '1 hour' FROM contract_revisions WHERE project_id = '%1$s';"
+		 "INSERT INTO runs (project_id, run_id, state, mode, workflow, trace_id, run_after, created_at, updated_at)"
+		 " VALUES ('%1$s', gen_random_uuid(), 'queued', 'live', '[]', 't', now(), now(), now());"
+		 "INSERT INTO run_steps (project_id, run_id, step_no, kind, state, idempotency_key)"
+		 " SELECT project_id, run_id, 0, 'noop', 'succeeded', 'k' FROM runs WHERE project_id = '%1$s';"
+		 "INSERT INTO idempotency_keys (project_id, scope, idem_key, request_hash, resource_id, created_at, expires_at)"
+		 " VALUES ('%1$s', 'runs', 'k1', 'h', 'r', now(), now());"
+		 "INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action, payload, prev_hash, hash)"
+		 " VALUES ('%1$s', gen_random_uuid(), 1, now(), 'a', 'x', '{}', '0', '1');"
+		 "COMMIT;",
+		 p);
+	ok(app, sql);
+}
+
+static int setup(void **state)
+{
+	aw_test_db_create("postgres", &db);
+	owner = aw_test_pg_owner(&db);
+	app = PQconnectdb(db.url);
+	if (PQstatus(app) != CONNECTION_OK) {
+		fprintf(stderr, "app connect: %s\n", PQerrorMessage(app));
+		return -1;
+	}
+	ok(app, "SET search_path = awooop");
+	ok(owner, "SET search_path = awooop");
+	seed("iso-a");
+	seed("iso-b");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	PQfinish(app);
+	PQfinish(owner);
+	aw_test_db_drop(&db);
+	return 0;
+}
+
+static void test_every_tenant_table_forces_rls(void **state)
+{
+	char t[32][64];
+	int n = tenant_tables(t, 32);
+	assert_true(n >= 10);
+	for (int i = 0; i < n; i++) {
+		char sql[512];
+		snprintf(sql, sizeof sql,
+			 "SELECT (c.relrowsecurity AND c.relforcerowsecurity)::int FROM pg_class c"
+			 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+			 " WHERE n.nspname = 'awooop' AND c.relname = '%s'",
+			 t[i]);
+		if (scalar(owner, sql) != 1)
+			fail_msg("table %s lacks ENABLE + FORCE ROW LEVEL SECURITY", t[i]);
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) FROM information_schema.columns WHERE table_schema ="
+			 " 'awooop' AND table_name = '%s' AND column_name = 'project_id'",
+			 t[i]);
+		if (scalar(owner, sql) != 1)
+			fail_msg("table %s has no project_id column", t[i]);
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) FROM pg_policies WHERE schemaname = 'awooop' AND"
+			 " tablename = '%s' AND policyname = 'tenant_isolation'",
+			 t[i]);
+		if (scalar(owner, sql) != 1)
+			fail_msg("table %s has no tenant_isolation policy", t[i]);
+	}
+}
+
+static void test_project_sees_only_own_rows(void **state)
+{
+	char t[32][64];
+	int n = tenant_tables(t, 32);
+	for (int i = 0; i < n; i++) {
+		char sql[512];
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE project_id = 'iso-b'", t[i]);
+		if (scalar(owner, sql) < 1) /* the superuser sees B's seed row */
+			fail_msg("seed missing in %s", t[i]);
+		ok(app, "BEGIN");
+		ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", t[i]);
+		long all = scalar(app, sql);
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE project_id <> 'iso-a'", t[i]);
+		long other = scalar(app, sql);
+		ok(app, "COMMIT");
+		if (all < 1 || other != 0)
+			fail_msg("%s as iso-a: %ld rows, %ld of other projects", t[i], all, other);
+	}
+}
+
+static void test_writing_other_project_fails(void **state)
+{
+	char t[32][64];
+	int n = tenant_tables(t, 32);
+	for (int i = 0; i < n; i++) {
+		char sql[1024], st[8];
+		snprintf(sql, sizeof sql,
+			 "SELECT row_to_json(x)::text FROM %s x WHERE project_id = 'iso-b' LIMIT 1", t[i]);
+		PGresult *r = q(owner, sql);
+		assert_int_equal(PQntuples(r), 1);
+		char *row = PQescapeLiteral(app, PQgetvalue(r, 0, 0), strlen(PQgetvalue(r, 0, 0)));
+		PQclear(r);
+		ok(app, "BEGIN");
+		ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO %s SELECT * FROM json_populate_record(NULL::%s, %s)", t[i], t[i], row);
+		sqlstate_of(app, sql, st);
+		ok(app, "ROLLBACK");
+		PQfreemem(row);
+		if (strcmp(st, "42501") != 0)
+			fail_msg("INSERT of a B row into %s as iso-a: SQLSTATE %s, want 42501", t[i], st);
+	}
+	/* moving an own row to another project is refused too */
+	char st[8];
+	ok(app, "BEGIN");
+	ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+	assert_string_equal(sqlstate_of(app, "UPDATE api_keys SET project_id = 'iso-b'", st), "42501");
+	ok(app, "ROLLBACK");
+}
+
+static void test_no_project_sees_nothing(void **state)
+{
+	char t[32][64];
+	int n = tenant_tables(t, 32);
+	for (int i = 0; i < n; i++) {
+		char sql[256];
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", t[i]);
+		if (scalar(app, sql) != 0) /* outside any transaction */
+			fail_msg("%s visible with no project set", t[i]);
+		ok(app, "BEGIN");
+		long in_txn = scalar(app, sql);
+		ok(app, "COMMIT");
+		if (in_txn != 0)
+			fail_msg("%s visible in a transaction with no project", t[i]);
+	}
+	/* a project set with SET LOCAL ends with its transaction */
+	ok(app, "BEGIN");
+	ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+	assert_true(scalar(app, "SELECT count(*) FROM api_keys") > 0);
+	ok(app, "COMMIT");
+	assert_int_equal(scalar(app, "SELECT count(*) FROM api_keys"), 0);
+}
+
+static void test_app_role_cannot_bypass(void **state)
+{
+	char st[8];
+	assert_int_equal(scalar(owner, "SELECT (rolsuper OR rolbypassrls)::int FROM pg_roles"
+				       " WHERE rolname = 'awooop_app'"),
+			 0);
+	assert_string_equal(sqlstate_of(app, "ALTER TABLE api_keys NO FORCE ROW LEVEL SECURITY", st),
+			    "42501");
+	assert_string_equal(sqlstate_of(app, "ALTER TABLE api_keys DISABLE ROW LEVEL SECURITY", st),
+			    "42501");
+	assert_string_equal(sqlstate_of(app, "SET ROLE awooop_platform", st), "42501");
+	ok(app, "BEGIN");
+	ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+	assert_string_equal(sqlstate_of(app, "UPDATE audit_events SET actor = 'x'", st), "42501");
+	ok(app, "ROLLBACK");
+	ok(app, "BEGIN");
+	ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+	assert_string_equal(sqlstate_of(app, "DELETE FROM audit_events", st), "42501");
+	ok(app, "ROLLBACK");
+	assert_string_equal(sqlstate_of(app, "DELETE FROM schema_migrations", st), "42501");
+
+	/* migrate refuses an app role that could bypass RLS */
+	aw_store *s = NULL;
+	aw_error err = {0};
+	aw_store_opts o = {.pool_size = 1};
+	assert_int_equal(aw_store_open(db.owner_url, &o, &s, &err), AW_OK);
+	assert_int_equal(aw_store_migrate(s, "postgres", &err), AW_E_MIGRATE_ROLE);
+	assert_int_equal(aw_store_migrate(s, "bad-role;", &err), AW_E_CONFIG);
+	assert_int_equal(aw_store_migrate(s, "awooop_app", &err), AW_OK); /* idempotent */
+	aw_store_close(s);
+}
+
+static void test_platform_path_is_definer_functions(void **state)
+{
+	/* the functions are owned by the NOLOGIN platform role */
+	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON"
+				       " r.oid = p.proowner WHERE p.proname LIKE 'platform_%'"
+				       " AND p.prosecdef AND r.rolname = 'awooop_platform'"),
+			 2);
+	assert_int_equal(scalar(owner, "SELECT rolcanlogin::int FROM pg_roles WHERE rolname ="
+				       " 'awooop_platform'"),
+			 0);
+	/* key lookup by hash works with no project set and returns one row */
+	char sql[256];
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM platform_lookup_key(md5('iso-b') || md5('xiso-b'))");
+	assert_int_equal(scalar(app, sql), 1);
+	assert_int_equal(scalar(app, "SELECT count(*) FROM platform_list_projects(NULL, 100)"), 2);
+	/* and exposes no key hash */
+	PGresult *r = q(app, "SELECT * FROM platform_lookup_key('x')");
+	for (int i = 0; i < PQnfields(r); i++)
+		assert_string_not_equal(PQfname(r, i), "key_hash");
+	PQclear(r);
+}
+
+static void test_service_store_through_app_role(void **state)
+{
+	/* the real store code, as the app role: B's rows are invisible from A */
+	aw_store *s = aw_test_store_open(&db);
+	aw_ctx a;
+	aw_test_ctx(&a, "iso-a", AW_SCOPE_PROJECT_ADMIN, "t");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_apikey *keys = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(s, &a, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_key_list(t, &keys, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 1);
+	assert_string_equal(keys[0].project_id, "iso-a");
+	free(keys);
+	/* a project insert for B from A's transaction is refused by the database */
+	aw_project p = {.project_id = "iso-c", .created_by = "t"};
+	aw_clock_now(p.created_at);
+	assert_int_equal(aw_store_begin(s, &a, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_not_equal(aw_store_project_insert(t, &p, &err), AW_OK);
+	aw_store_rollback(t);
+	aw_store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_tenant_table_forces_rls),
+		cmocka_unit_test(test_project_sees_only_own_rows),
+		cmocka_unit_test(test_writing_other_project_fails),
+		cmocka_unit_test(test_no_project_sees_nothing),
+		cmocka_unit_test(test_app_role_cannot_bypass),
+		cmocka_unit_test(test_platform_path_is_definer_functions),
+		cmocka_unit_test(test_service_store_through_app_role),
+	};
+	return cmocka_run_group_tests_name("postgres isolation", tests, setup, teardown);
+}

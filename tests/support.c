@@ -1,0 +1,114 @@
+/*
+ * support.c - see support.h.
+ */
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "awooop/crypto.h"
+
+static void die(const char *what, const char *why)
+{
+	fprintf(stderr, "test setup failed: %s: %s\n", what, why ? why : "");
+	exit(1);
+}
+
+static void pg_admin_exec(const char *sql)
+{
+	const char *host = getenv("AWOOOP_TEST_PG_HOST");
+	const char *port = getenv("AWOOOP_TEST_PG_PORT");
+	if (!host || !port)
+		die("postgres", "AWOOOP_TEST_PG_HOST/PORT not set; run `make test`");
+	char url[256];
+	snprintf(url, sizeof url, "postgresql://postgres@%s:%s/postgres", host, port);
+	PGconn *c = PQconnectdb(url);
+	if (PQstatus(c) != CONNECTION_OK)
+		die("connect", PQerrorMessage(c));
+	PGresult *r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		die(sql, PQerrorMessage(c));
+	PQclear(r);
+	PQfinish(c);
+}
+
+void aw_test_db_create(const char *backend, aw_test_db *db)
+{
+	memset(db, 0, sizeof *db);
+	uint8_t rnd[6];
+	char hex[13];
+	aw_random_bytes(rnd, sizeof rnd);
+	aw_hex(rnd, sizeof rnd, hex);
+	aw_error err = {0};
+	aw_store *s = NULL;
+	if (strcmp(backend, "postgres") == 0) {
+		db->pg = 1;
+		snprintf(db->dbname, sizeof db->dbname, "aw_t_%s", hex);
+		char sql[128];
+		snprintf(sql, sizeof sql, "CREATE DATABASE %s", db->dbname);
+		pg_admin_exec(sql);
+		const char *host = getenv("AWOOOP_TEST_PG_HOST");
+		const char *port = getenv("AWOOOP_TEST_PG_PORT");
+		snprintf(db->owner_url, sizeof db->owner_url, "postgresql://postgres@%s:%s/%s",
+			 host, port, db->dbname);
+		snprintf(db->url, sizeof db->url, "postgresql://awooop_app@%s:%s/%s", host, port,
+			 db->dbname);
+		aw_store_opts o = {.pool_size = 1};
+		if (aw_store_open(db->owner_url, &o, &s, &err) ||
+		    aw_store_migrate(s, "awooop_app", &err))
+			die("migrate", err.msg);
+		aw_store_close(s);
+	} else if (strcmp(backend, "sqlite") == 0) {
+		snprintf(db->path, sizeof db->path, "/tmp/aw-test-%s.db", hex);
+		snprintf(db->url, sizeof db->url, "sqlite:%s", db->path);
+		aw_store_opts o = {.pool_size = 1, .auto_migrate = 1};
+		if (aw_store_open(db->url, &o, &s, &err))
+			die("sqlite open", err.msg);
+		aw_store_close(s);
+	} else {
+		die("backend", "must be sqlite or postgres");
+	}
+}
+
+aw_store *aw_test_store_open(const aw_test_db *db)
+{
+	aw_error err = {0};
+	aw_store *s = NULL;
+	aw_store_opts o = {.pool_size = 8};
+	if (aw_store_open(db->url, &o, &s, &err))
+		die("store open", err.msg);
+	return s;
+}
+
+void aw_test_db_drop(aw_test_db *db)
+{
+	if (db->pg) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db->dbname);
+		pg_admin_exec(sql);
+	} else if (db->path[0]) {
+		char p[300];
+		unlink(db->path);
+		snprintf(p, sizeof p, "%s-wal", db->path);
+		unlink(p);
+		snprintf(p, sizeof p, "%s-shm", db->path);
+		unlink(p);
+	}
+}
+
+PGconn *aw_test_pg_owner(const aw_test_db *db)
+{
+	PGconn *c = PQconnectdb(db->owner_url);
+	if (PQstatus(c) != CONNECTION_OK)
+		die("owner connect", PQerrorMessage(c));
+	return c;
+}
+
+void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *principal)
+{
+	aw_ctx_system(ctx, project);
+	ctx->scope = scope;
+	snprintf(ctx->principal, sizeof ctx->principal, "%s", principal);
+}

@@ -1,0 +1,31 @@
+/*
+ * support.h - test helpers: a fresh store of either backend, each in its own
+ * SQLite file or PostgreSQL database (so tests can run in parallel), and a
+ * superuser libpq connection for tests that inspect PostgreSQL directly.
+ */
+#ifndef AW_TEST_SUPPORT_H
+#define AW_TEST_SUPPORT_H
+
+#include <libpq-fe.h>
+
+#include "awooop/store.h"
+
+typedef struct {
+	int pg;             /* 1 = postgres, 0 = sqlite */
+	char dbname[64];    /* postgres database (fresh per call) */
+	char url[512];      /* URL the service uses (postgres: the app role) */
+	char owner_url[512];/* postgres: superuser URL to the same database */
+	char path[256];     /* sqlite file */
+} aw_test_db;
+
+/* backend: "sqlite" or "postgres". Creates and migrates a fresh store; aborts
+ * the test binary on failure (with the reason). */
+void aw_test_db_create(const char *backend, aw_test_db *db);
+aw_store *aw_test_store_open(const aw_test_db *db);
+void aw_test_db_drop(aw_test_db *db);
+/* Superuser connection to db (postgres only). */
+PGconn *aw_test_pg_owner(const aw_test_db *db);
+/* A platform-admin ctx and a plain system ctx for project p. */
+void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *principal);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * test_tenancy.c - the tenancy service on a real store (argv[1]: sqlite |
+ * postgres): bootstrap, authentication, authorisation, scope escalation,
+ * project and key lifecycle.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "awooop/tenancy.h"
+#include "support.h"
+
+static const char *backend = "sqlite";
+static aw_test_db db;
+static aw_store *S;
+static char admin_secret[AW_KEY_SECRET_LEN + 1];
+
+static int setup(void **state)
+{
+	aw_test_db_create(backend, &db);
+	S = aw_test_store_open(&db);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	aw_store_close(S);
+	aw_test_db_drop(&db);
+	return 0;
+}
+
+static void auth_ok(const char *secret, aw_ctx *out)
+{
+	aw_error err = {0};
+	aw_ctx_system(out, NULL);
+	assert_int_equal(aw_tenancy_authenticate(S, secret, out, &err), AW_OK);
+}
+
+static void test_bootstrap_once(void **state)
+{
+	aw_error err = {0};
+	assert_int_equal(aw_tenancy_bootstrap(S, NULL, admin_secret, &err), AW_OK);
+	assert_int_equal(strlen(admin_secret), AW_KEY_SECRET_LEN);
+	assert_memory_equal(admin_secret, "awk_", 4);
+	char again[AW_KEY_SECRET_LEN + 1];
+	assert_int_equal(aw_tenancy_bootstrap(S, NULL, again, &err), AW_OK);
+	assert_string_equal(again, ""); /* nothing new printed on restart */
+	aw_ctx c;
+	auth_ok(admin_secret, &c);
+	assert_string_equal(c.project, AW_PLATFORM_PROJECT);
+	assert_int_equal(c.scope, AW_SCOPE_PLATFORM_ADMIN);
+	assert_string_equal(c.principal, "bootstrap");
+}
+
+static void test_bootstrap_env_key_installs_and_rotates(void **state)
+{
+	aw_error err = {0};
+	char printed[AW_KEY_SECRET_LEN + 1];
+	const char *k1 = "awk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+	const char *k2 = "awk_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
+	assert_int_equal(aw_tenancy_bootstrap(S, "short", printed, &err), AW_E_CONFIG);
+	assert_int_equal(aw_tenancy_bootstrap(S, k1, printed, &err), AW_OK);
+	assert_string_equal(printed, "");
+	aw_ctx c;
+	auth_ok(k1, &c);
+	assert_int_equal(c.scope, AW_SCOPE_PLATFORM_ADMIN);
+	assert_int_equal(aw_tenancy_bootstrap(S, k1, printed, &err), AW_OK); /* idempotent */
+	assert_int_equal(aw_tenancy_bootstrap(S, k2, printed, &err), AW_OK);
+	auth_ok(k2, &c);
+	/* the older bootstrap keys are revoked by the rotation */
+	aw_ctx_system(&c, NULL);
+	assert_int_equal(aw_tenancy_authenticate(S, k1, &c, &err), AW_E_AUTH_INVALID);
+	assert_int_equal(aw_tenancy_authenticate(S, admin_secret, &c, &err), AW_E_AUTH_INVALID);
+	memcpy(admin_secret, k2, sizeof admin_secret);
+}
+
+static void test_authenticate_rejects(void **state)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	aw_ctx_system(&c, NULL);
+	const char *bad[] = {"", "awk_", "Bearer x", "awk_CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC",
+			     "awk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'",
+			     "awk_' OR '1'='1' --AAAAAAAAAAAAAAAAAAAAAAAAAAA"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(aw_tenancy_authenticate(S, bad[i], &c, &err), AW_E_AUTH_INVALID);
+	assert_int_equal(c.scope, AW_SCOPE_PLATFORM_ADMIN); /* untouched: still the probe */
+	assert_string_equal(c.project, "");
+}
+
+static void test_projects_and_authorization(void **state)
+{
+	aw_error err = {0};
+	aw_ctx admin;
+	auth_ok(admin_secret, &admin);
+	aw_project p;
+	assert_int_equal(aw_project_create(S, &admin, "tn-alpha", &p, &err), AW_OK);
+	assert_string_equal(p.created_by, "bootstrap");
+	assert_int_equal(aw_project_create(S, &admin, "tn-beta", &p, &err), AW_OK);
+	assert_int_equal(aw_project_create(S, &admin, "tn-alpha", &p, &err), AW_E_TENANT_EXISTS);
+	assert_int_equal(aw_project_create(S, &admin, "Bad", &p, &err), AW_E_TENANT_SLUG);
+	assert_int_equal(aw_project_create(S, &admin, "__platform__", &p, &err), AW_E_TENANT_SLUG);
+
+	/* a project-admin of alpha */
+	aw_ctx in_alpha, scoped;
+	assert_int_equal(aw_tenancy_authorize(&admin, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &in_alpha,
+					      &err),
+			 AW_OK);
+	aw_apikey k;
+	char secret[AW_KEY_SECRET_LEN + 1];
+	assert_int_equal(aw_key_create(S, &in_alpha, "alpha-admin", AW_SCOPE_PROJECT_ADMIN, &k,
+				       secret, &err),
+			 AW_OK);
+	aw_ctx aa;
+	auth_ok(secret, &aa);
+	assert_string_equal(aa.project, "tn-alpha");
+	assert_int_equal(aw_tenancy_authorize(&aa, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &scoped, &err),
+			 AW_OK);
+	/* another tenant answers exactly like a missing one */
+	assert_int_equal(aw_tenancy_authorize(&aa, "tn-beta", AW_SCOPE_READER, &scoped, &err),
+			 AW_E_TENANT_NOT_FOUND);
+	assert_int_equal(aw_tenancy_authorize(&aa, "tn-nosuch", AW_SCOPE_READER, &scoped, &err),
+			 AW_E_TENANT_NOT_FOUND);
+	/* no escalation: project-admin cannot mint platform-admin, reader cannot admin */
+	assert_int_equal(aw_key_create(S, &aa, "x", AW_SCOPE_PLATFORM_ADMIN, &k, secret, &err),
+			 AW_E_KEY_SCOPE);
+	assert_int_equal(aw_key_create(S, &aa, "reader1", AW_SCOPE_READER, &k, secret, &err), AW_OK);
+	aw_ctx rd;
+	auth_ok(secret, &rd);
+	assert_int_equal(aw_tenancy_authorize(&rd, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &scoped, &err),
+			 AW_E_AUTH_SCOPE);
+	assert_int_equal(aw_key_create(S, &rd, "op", AW_SCOPE_OPERATOR, &k, secret, &err),
+			 AW_E_AUTH_SCOPE);
+	assert_int_equal(aw_key_create(S, &aa, "bad name", AW_SCOPE_READER, &k, secret, &err),
+			 AW_E_REQ_INVALID);
+
+	/* non-platform callers list only their own project */
+	aw_project *list = NULL;
+	int n = 0;
+	assert_int_equal(aw_project_list(S, &aa, NULL, 100, &list, &n, &err), AW_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0].project_id, "tn-alpha");
+	free(list);
+	assert_int_equal(aw_project_list(S, &admin, NULL, 100, &list, &n, &err), AW_OK);
+	assert_int_equal(n, 3); /* __platform__, tn-alpha, tn-beta */
+	free(list);
+}
+
+static void test_key_revoke_cuts_access(void **state)
+{
+	aw_error err = {0};
+	aw_ctx admin, alpha;
+	auth_ok(admin_secret, &admin);
+	assert_int_equal(aw_tenancy_authorize(&admin, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &alpha, &err),
+			 AW_OK);
+	aw_apikey k;
+	char secret[AW_KEY_SECRET_LEN + 1];
+	assert_int_equal(aw_key_create(S, &alpha, "temp", AW_SCOPE_OPERATOR, &k, secret, &err), AW_OK);
+	aw_ctx c;
+	auth_ok(secret, &c);
+	/* beta cannot revoke alpha's key, and it keeps working */
+	aw_ctx beta;
+	assert_int_equal(aw_tenancy_authorize(&admin, "tn-beta", AW_SCOPE_PROJECT_ADMIN, &beta, &err),
+			 AW_OK);
+	assert_int_equal(aw_key_revoke(S, &beta, k.key_id, &err), AW_E_KEY_NOT_FOUND);
+	auth_ok(secret, &c);
+	assert_int_equal(aw_key_revoke(S, &alpha, "not-a-uuid", &err), AW_E_REQ_ID);
+	assert_int_equal(aw_key_revoke(S, &alpha, k.key_id, &err), AW_OK);
+	aw_ctx_system(&c, NULL);
+	assert_int_equal(aw_tenancy_authenticate(S, secret, &c, &err), AW_E_AUTH_INVALID);
+	assert_int_equal(aw_key_revoke(S, &alpha, k.key_id, &err), AW_E_KEY_REVOKED);
+	/* the stored record never holds the secret */
+	aw_apikey *keys = NULL;
+	int n = 0;
+	assert_int_equal(aw_key_list(S, &alpha, &keys, &n, &err), AW_OK);
+	for (int i = 0; i < n; i++)
+		assert_null(strstr(keys[i].key_prefix, secret + 12));
+	free(keys);
+	/* keys of a missing project: not found */
+	aw_ctx ghost;
+	aw_ctx_with_project(&admin, "tn-ghost", &ghost);
+	assert_int_equal(aw_key_list(S, &ghost, &keys, &n, &err), AW_E_TENANT_NOT_FOUND);
+	assert_int_equal(aw_key_create(S, &ghost, "x", AW_SCOPE_READER, &k, secret, &err),
+			 AW_E_TENANT_NOT_FOUND);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		backend = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bootstrap_once),
+		cmocka_unit_test(test_bootstrap_env_key_installs_and_rotates),
+		cmocka_unit_test(test_authenticate_rejects),
+		cmocka_unit_test(test_projects_and_authorization),
+		cmocka_unit_test(test_key_revoke_cuts_access),
+	};
+	char name[64];
+	snprintf(name, sizeof name, "tenancy (%s)", backend);
+	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+}
