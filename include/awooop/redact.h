@@ -1,0 +1,93 @@
+/*
+ * redact.h - PII and secret redaction for everything awooop stores, logs or
+ * returns: "[REDACTED:<class>]" replaces each finding.
+ *
+ * One pass finds every class at once (Hyperscan multi-pattern scan), each
+ * candidate is confirmed by its exact PCRE2-JIT pattern and validator (Luhn for
+ * cards, inet_pton for IPv6), and only the secret part is replaced where a
+ * pattern names one (the value of "password=...", the user:pass of a URL).
+ * docs/internals/redact.md says why this design and how it was measured.
+ *
+ * Thread-safe: the compiled engine is immutable and shared; per-thread scratch
+ * is kept internally. Returned buffers are malloc'd; the caller frees them.
+ */
+#ifndef AWOOOP_REDACT_H
+#define AWOOOP_REDACT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "awooop/err.h"
+
+/* X(enum, label) - the label appears in the replacement text. */
+#define AW_REDACT_CLASSES(X)                  \
+	X(AW_RC_EMAIL, "email")                   \
+	X(AW_RC_PHONE, "phone")                   \
+	X(AW_RC_CARD, "card")                     \
+	X(AW_RC_IPV4, "ipv4")                     \
+	X(AW_RC_IPV6, "ipv6")                     \
+	X(AW_RC_AWS_KEY_ID, "aws_access_key_id")  \
+	X(AW_RC_AWS_SECRET, "aws_secret_key")     \
+	X(AW_RC_GITHUB, "github_token")           \
+	X(AW_RC_SLACK, "slack_token")             \
+	X(AW_RC_SLACK_WEBHOOK, "slack_webhook")   \
+	X(AW_RC_JWT, "jwt")                       \
+	X(AW_RC_PEM, "private_key")               \
+	X(AW_RC_AUTH_HEADER, "authorization")     \
+	X(AW_RC_URL_CREDS, "url_credentials")     \
+	X(AW_RC_ASSIGNMENT, "secret_assignment")  \
+	X(AW_RC_AWOOOP_KEY, "awooop_key")         \
+	X(AW_RC_SENSITIVE_FIELD, "sensitive_field")
+
+typedef enum {
+#define AW_X_RC(e, label) e,
+	AW_REDACT_CLASSES(AW_X_RC)
+#undef AW_X_RC
+	AW_RC__COUNT
+} aw_redact_class;
+
+typedef struct {
+	uint64_t count[AW_RC__COUNT];
+} aw_redact_stats;
+
+const char *aw_redact_class_label(aw_redact_class c);
+
+/* Compiles the engine once per process (thread-safe); later calls are free.
+ * AW_E_INTERNAL if the patterns cannot be compiled (a build defect). */
+aw_err aw_redact_init(aw_error *err);
+
+/* Redacts len bytes of text. *out is malloc'd and NUL-terminated (*outlen
+ * excludes the NUL). stats may be NULL (counts are added to it). */
+aw_err aw_redact_text(const char *in, size_t len, char **out, size_t *outlen,
+		      aw_redact_stats *stats);
+/* Convenience for small strings: a malloc'd redacted copy, or NULL on OOM. */
+char *aw_redact_str(const char *in);
+
+/* Redacts a JSON document in place: string values (and keys) are redacted as
+ * text; the whole value under a sensitive key name (password, secret, token,
+ * authorization, api_key, credential, cookie, ...) becomes the string
+ * "[REDACTED:sensitive_field]". The result is always valid JSON. */
+aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats);
+/* 1 if a JSON member name is one whose value is always redacted. */
+int aw_redact_sensitive_key(const char *key);
+
+/* Streaming: feed chunks of any size; redacted output goes to sink in order.
+ * A secret split across chunks is still found (up to AW_REDACT_MAX_HOLD bytes
+ * of one private-key block; beyond that the rest of the block is redacted). */
+#define AW_REDACT_MAX_HOLD (1u << 20)
+typedef int (*aw_redact_sink)(void *ud, const char *data, size_t len);
+typedef struct aw_redact_stream aw_redact_stream;
+aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_stats *stats);
+aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len);
+/* Flushes the rest and frees s. */
+aw_err aw_redact_stream_finish(aw_redact_stream *s);
+
+/* For the benchmark: the per-class PCRE2 patterns (exact forms), to build the
+ * naive baseline from the same definitions. */
+const char *aw_redact_pcre_pattern(aw_redact_class c);
+/* 1 if the part a pcre pattern matched passes the class validator (Luhn, ...). */
+int aw_redact_validate(aw_redact_class c, const char *s, size_t len);
+const char *aw_redact_hs_pattern(aw_redact_class c);
+
+#endif

@@ -1,0 +1,735 @@
+/*
+ * redact.c - the redaction engine (see redact.h and docs/internals/redact.md).
+ *
+ * Pipeline per buffer:
+ *   1. Hyperscan scans once for the prefilter pattern of every class;
+ *   2. each report (class, end offset) not already covered is confirmed by the
+ *      class's exact PCRE2-JIT pattern searched in a window around it, then by
+ *      the class validator (Luhn, inet_pton, digit counts);
+ *   3. findings are sorted and the non-overlapping ones replaced, keeping the
+ *      text around a named secret part (group 1) intact.
+ * Clean text costs one Hyperscan pass; PCRE2 runs only near candidates.
+ */
+#include "awooop/redact.h"
+
+#include <arpa/inet.h>
+#include <hs/hs.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+typedef struct finding {
+	size_t start, end;   /* whole match */
+	size_t rstart, rend; /* the part replaced */
+	aw_redact_class cls;
+} finding;
+
+typedef int (*validator)(const char *s, size_t len);
+
+static int luhn_ok(const char *s, size_t n);
+static int digits_phone_ok(const char *s, size_t n);
+static int ipv6_ok(const char *s, size_t n);
+
+static const struct cls_def {
+	const char *hs;   /* prefilter: cheap, may be broader than pcre */
+	const char *pcre; /* exact; group 1 (if any) is the part replaced */
+	size_t back;      /* max distance from match start to a prefilter end */
+	size_t fwd;       /* max distance a match extends past a prefilter end */
+	validator ok;     /* on the replaced part */
+} defs[AW_RC__COUNT] = {
+	[AW_RC_EMAIL] = {"[A-Za-z0-9._%+-]@[A-Za-z0-9]",
+			 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
+			 72, 300, NULL},
+	/* phone, card, ipv4 and ipv6 have no Hyperscan prefilter: they are found
+	   by the shape scanner below (Hyperscan is slow on the character-class
+	   runs and one-byte literals they are made of, in digit-rich log text) */
+	[AW_RC_PHONE] = {NULL,
+			 "(?<![\\w+.-])(?:\\+[1-9][0-9 ().-]{6,20}[0-9]|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\d{3}[.-]\\d{3}[.-]\\d{4}|0\\d{1,4}[ -]\\d{3,4}[ -]\\d{3,4})(?![\\w.-]?\\d)",
+			 32, 32, digits_phone_ok},
+	[AW_RC_CARD] = {NULL,
+			"(?<![\\d-])[2-6](?:[ -]?\\d){12,18}(?![\\d])", 40, 40, luhn_ok},
+	[AW_RC_IPV4] = {NULL,
+			"(?<![\\d.])(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(?:\\.(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}(?!\\.?\\d)",
+			16, 16, NULL},
+	[AW_RC_IPV6] = {NULL,
+			"(?<![\\w:.])[0-9A-Fa-f:.]{1,44}[0-9A-Fa-f:](?![\\w:])", 48, 48, ipv6_ok},
+	[AW_RC_AWS_KEY_ID] = {"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}",
+			      "(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])",
+			      20, 4, NULL},
+	[AW_RC_AWS_SECRET] = {"(?i)aws[A-Za-z0-9_ .-]{0,20}(?:secret|sk|key)[A-Za-z0-9_ .-]{0,20}[\"']?\\s*[:=]\\s*[\"']?[A-Za-z0-9/+=]{40}",
+			      "(?i:aws)[A-Za-z0-9_ .-]{0,20}(?i:secret|sk|key)[A-Za-z0-9_ .-]{0,20}[\"']?\\s*[:=]\\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+			      140, 4, NULL},
+	[AW_RC_GITHUB] = {"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22}",
+			  "(?<![A-Za-z0-9_])(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,244})(?![A-Za-z0-9_])",
+			  40, 260, NULL},
+	[AW_RC_SLACK] = {"xox[bpeasr]-[A-Za-z0-9-]{10}|xapp-\\d-[A-Za-z0-9-]{10}",
+			 "(?<![A-Za-z0-9-])(?:xox[bpeasr]-[A-Za-z0-9-]{10,250}|xapp-\\d-[A-Za-z0-9-]{10,250})",
+			 20, 260, NULL},
+	[AW_RC_SLACK_WEBHOOK] = {"hooks\\.slack\\.com/services/",
+				 "https?://hooks\\.slack\\.com/services/[A-Za-z0-9_/-]{8,200}", 40, 210,
+				 NULL},
+	[AW_RC_JWT] = {"eyJ[A-Za-z0-9_-]{4,}\\.eyJ",
+		       "(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,1024}\\.eyJ[A-Za-z0-9_-]{2,8192}\\.[A-Za-z0-9_-]{0,1024}(?![A-Za-z0-9_-])",
+		       1040, 9300, NULL},
+	[AW_RC_PEM] = {"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----",
+		       "-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\\z)",
+		       64, AW_REDACT_MAX_HOLD, NULL},
+	[AW_RC_AUTH_HEADER] = {"(?i)authorization[\"']?\\s*[:=]|bearer\\s+[A-Za-z0-9._~+/-]{8}",
+			       "(?i)(?:\\bauthorization\\b[\"']?\\s*[:=]\\s*[\"']?(?:(?:bearer|basic|token|digest|apikey)\\s+)?|\\bbearer\\s+)(?!\\[REDACTED:)([A-Za-z0-9._~+/=-]{8,4096})",
+			       80, 4200, NULL},
+	[AW_RC_URL_CREDS] = {"://[^\\s:/?#@\"'<>]+:[^\\s/?#@\"'<>]+@",
+			     "\\b[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\\s:/?#@\"'<>]{1,256}:[^\\s/?#@\"'<>]{1,256})@",
+			     540, 4, NULL},
+	[AW_RC_ASSIGNMENT] = {"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[\"']?\\s*(?:=|:|=>)",
+			      "(?i)\\b(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[\"']?\\s*(?:=>|=|:)\\s*[\"']?(?!\\[REDACTED:)([^\\s\"',;&<>]{3,512})",
+			      80, 530, NULL},
+	[AW_RC_AWOOOP_KEY] = {"awk_[A-Za-z0-9_-]{43}",
+			      "(?<![A-Za-z0-9_-])awk_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", 48, 4, NULL},
+	[AW_RC_SENSITIVE_FIELD] = {NULL, NULL, 0, 0, NULL},
+};
+
+static const char *const labels[AW_RC__COUNT] = {
+#define AW_X_LBL(e, label) [e] = label,
+	AW_REDACT_CLASSES(AW_X_LBL)
+#undef AW_X_LBL
+};
+
+const char *aw_redact_class_label(aw_redact_class c)
+{
+	return (unsigned)c < AW_RC__COUNT ? labels[c] : "unknown";
+}
+
+const char *aw_redact_pcre_pattern(aw_redact_class c)
+{
+	return (unsigned)c < AW_RC__COUNT ? defs[c].pcre : NULL;
+}
+
+int aw_redact_validate(aw_redact_class c, const char *s, size_t len)
+{
+	return (unsigned)c < AW_RC__COUNT && (!defs[c].ok || defs[c].ok(s, len));
+}
+
+const char *aw_redact_hs_pattern(aw_redact_class c)
+{
+	return (unsigned)c < AW_RC__COUNT ? defs[c].hs : NULL;
+}
+
+/* ------------------------------------------------------------- validators */
+
+static int luhn_ok(const char *s, size_t n)
+{
+	int sum = 0, nd = 0, dbl = 0;
+	for (size_t i = n; i-- > 0;) {
+		if (s[i] < '0' || s[i] > '9')
+			continue;
+		int d = s[i] - '0';
+		if (dbl && (d *= 2) > 9)
+			d -= 9;
+		sum += d;
+		dbl = !dbl;
+		nd++;
+	}
+	return nd >= 13 && nd <= 19 && sum % 10 == 0;
+}
+
+static int digits_phone_ok(const char *s, size_t n)
+{
+	int nd = 0;
+	for (size_t i = 0; i < n; i++)
+		nd += s[i] >= '0' && s[i] <= '9';
+	return nd >= 7 && nd <= 15;
+}
+
+static int ipv6_ok(const char *s, size_t n)
+{
+	char buf[64];
+	struct in6_addr a;
+	int colons = 0;
+	if (n >= sizeof buf)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		colons += s[i] == ':';
+	if (colons < 2)
+		return 0;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return inet_pton(AF_INET6, buf, &a) == 1;
+}
+
+/* ----------------------------------------------------------------- engine */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static hs_database_t *hs_db;
+static pcre2_code *pcre[AW_RC__COUNT];
+static char init_error[256];
+static pthread_key_t tls_key;
+
+typedef struct {
+	hs_scratch_t *scratch;
+	pcre2_match_data *md;
+} tls_state;
+
+static void tls_free(void *p)
+{
+	tls_state *t = p;
+	if (!t)
+		return;
+	hs_free_scratch(t->scratch);
+	pcre2_match_data_free(t->md);
+	free(t);
+}
+
+static void compile_all(void)
+{
+	const char *pats[AW_RC__COUNT];
+	unsigned flags[AW_RC__COUNT], ids[AW_RC__COUNT];
+	unsigned n = 0;
+	for (int c = 0; c < AW_RC__COUNT; c++) {
+		if (!defs[c].pcre)
+			continue;
+		int ec;
+		PCRE2_SIZE eo;
+		pcre[c] = pcre2_compile((PCRE2_SPTR)defs[c].pcre, PCRE2_ZERO_TERMINATED, 0, &ec, &eo,
+					NULL);
+		if (!pcre[c]) {
+			PCRE2_UCHAR msg[128];
+			pcre2_get_error_message(ec, msg, sizeof msg);
+			snprintf(init_error, sizeof init_error, "pcre2 %s at %zu: %s", labels[c],
+				 (size_t)eo, (char *)msg);
+			return;
+		}
+		pcre2_jit_compile(pcre[c], PCRE2_JIT_COMPLETE);
+		if (!defs[c].hs)
+			continue;
+		pats[n] = defs[c].hs;
+		flags[n] = 0;
+		ids[n] = (unsigned)c;
+		n++;
+	}
+	hs_compile_error_t *ce = NULL;
+	if (hs_compile_multi(pats, flags, ids, n, HS_MODE_BLOCK, NULL, &hs_db, &ce) != HS_SUCCESS) {
+		snprintf(init_error, sizeof init_error, "hyperscan: %s (pattern %d)",
+			 ce ? ce->message : "?", ce ? ce->expression : -1);
+		hs_free_compile_error(ce);
+		hs_db = NULL;
+		return;
+	}
+	pthread_key_create(&tls_key, tls_free);
+}
+
+aw_err aw_redact_init(aw_error *err)
+{
+	pthread_once(&once, compile_all);
+	if (!hs_db)
+		return aw_fail(err, AW_E_INTERNAL, "redaction engine: %s", init_error);
+	return AW_OK;
+}
+
+static tls_state *tls_get(void)
+{
+	tls_state *t = pthread_getspecific(tls_key);
+	if (t)
+		return t;
+	t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	if (hs_alloc_scratch(hs_db, &t->scratch) != HS_SUCCESS ||
+	    !(t->md = pcre2_match_data_create(4, NULL))) {
+		tls_free(t);
+		return NULL;
+	}
+	pthread_setspecific(tls_key, t);
+	return t;
+}
+
+typedef struct {
+	const char *buf;
+	size_t len, base; /* base: offset of the slice being scanned */
+	tls_state *tls;
+	size_t covered[AW_RC__COUNT];
+	finding *f;
+	size_t nf, capf;
+	int oom;
+} scan_ctx;
+
+static void add_finding(scan_ctx *sc, finding fd)
+{
+	if (sc->nf == sc->capf) {
+		size_t cap = sc->capf ? sc->capf * 2 : 64;
+		finding *nf = realloc(sc->f, cap * sizeof *nf);
+		if (!nf) {
+			sc->oom = 1;
+			return;
+		}
+		sc->f = nf;
+		sc->capf = cap;
+	}
+	sc->f[sc->nf++] = fd;
+}
+
+/* Confirms a prefilter report of class c ending at `to`. */
+static void confirm(scan_ctx *sc, aw_redact_class c, size_t to)
+{
+	const struct cls_def *d = &defs[c];
+	size_t from = to > d->back ? to - d->back : 0;
+	if (from < sc->covered[c])
+		from = sc->covered[c];
+	size_t lim = sc->len - to > d->fwd ? to + d->fwd : sc->len;
+	/* The subject ends at lim; a match touching an artificial end is not
+	 * trusted (a lookahead could not see past it) unless lim is the real end. */
+	while (from < lim) {
+		int rc = pcre2_match(pcre[c], (PCRE2_SPTR)sc->buf, lim, from, 0, sc->tls->md, NULL);
+		if (rc < 0)
+			break;
+		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(sc->tls->md);
+		size_t ms = ov[0], me = ov[1];
+		if (me == ms) {
+			from = ms + 1;
+			continue;
+		}
+		if (me >= lim && lim < sc->len)
+			break;
+		size_t rs = ms, re = me;
+		if (rc >= 2 && ov[2] != PCRE2_UNSET) {
+			rs = ov[2];
+			re = ov[3];
+		}
+		sc->covered[c] = me;
+		if (!d->ok || d->ok(sc->buf + rs, re - rs))
+			add_finding(sc, (finding){ms, me, rs, re, c});
+		if (me >= to)
+			return;
+		from = me;
+	}
+	if (sc->covered[c] < to)
+		sc->covered[c] = to;
+}
+
+static int on_hs(unsigned int id, unsigned long long from, unsigned long long to,
+		 unsigned int flags, void *ud)
+{
+	(void)from;
+	(void)flags;
+	scan_ctx *sc = ud;
+	size_t end = sc->base + (size_t)to;
+	if (end > sc->covered[id])
+		confirm(sc, (aw_redact_class)id, end);
+	return sc->oom ? 1 : 0;
+}
+
+/*
+ * The shape scanner: the prefilter for classes made of digits, dots, colons and
+ * a few separators (card, phone, ipv4, ipv6). Log text is full of digits and
+ * colons, which keeps any regex automaton busy; bit masks over 64-byte windows
+ * (SSE2) find the rare places worth a PCRE2 look:
+ *   - two runs of 3+ digits, each starting after a non-alphanumeric, within
+ *     6 bytes ("4111 1111", "415-555"; not "req=123ab456"), a run of 7+
+ *     digits, or '+' before a digit                   -> card, phone, ipv4
+ *   - three digit-dot-digit within a few bytes ("10.1.2.3")    -> ipv4
+ *   - "::", or four colons each 2-5 bytes after the last: every full-form
+ *     address has such a chain starting at its first colon      -> ipv6
+ * Timestamps ("2026-11-29T10:53:02.715Z") pass none of these.
+ */
+#include <emmintrin.h>
+
+typedef struct {
+	uint64_t digit, alpha, dot, colon, plus;
+} shape_masks;
+
+static inline uint64_t movemask4(__m128i a, __m128i b, __m128i c, __m128i d)
+{
+	return (uint64_t)(uint16_t)_mm_movemask_epi8(a) |
+	       (uint64_t)(uint16_t)_mm_movemask_epi8(b) << 16 |
+	       (uint64_t)(uint16_t)_mm_movemask_epi8(c) << 32 |
+	       (uint64_t)(uint16_t)_mm_movemask_epi8(d) << 48;
+}
+
+static void shape_load(const char *p, shape_masks *m)
+{
+	__m128i x[4], dg[4], al[4], dt[4], cl[4], pl[4];
+	const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
+	const __m128i alo = _mm_set1_epi8('a' - 1), ahi = _mm_set1_epi8('z' + 1);
+	for (int k = 0; k < 4; k++) {
+		x[k] = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+		dg[k] = _mm_and_si128(_mm_cmpgt_epi8(x[k], lo), _mm_cmplt_epi8(x[k], hi));
+		__m128i lower = _mm_or_si128(x[k], _mm_set1_epi8(0x20));
+		al[k] = _mm_and_si128(_mm_cmpgt_epi8(lower, alo), _mm_cmplt_epi8(lower, ahi));
+		dt[k] = _mm_cmpeq_epi8(x[k], _mm_set1_epi8('.'));
+		cl[k] = _mm_cmpeq_epi8(x[k], _mm_set1_epi8(':'));
+		pl[k] = _mm_cmpeq_epi8(x[k], _mm_set1_epi8('+'));
+	}
+	m->digit = movemask4(dg[0], dg[1], dg[2], dg[3]);
+	m->alpha = movemask4(al[0], al[1], al[2], al[3]);
+	m->dot = movemask4(dt[0], dt[1], dt[2], dt[3]);
+	m->colon = movemask4(cl[0], cl[1], cl[2], cl[3]);
+	m->plus = movemask4(pl[0], pl[1], pl[2], pl[3]);
+}
+
+/* bit i: some bit of x is 2..5 bits after i */
+static inline uint64_t near25(uint64_t x)
+{
+	return (x >> 2) | (x >> 3) | (x >> 4) | (x >> 5);
+}
+
+static void shape_confirm(scan_ctx *sc, size_t base, uint64_t bits, const aw_redact_class *cls,
+			  int ncls)
+{
+	while (bits) {
+		size_t to = base + (size_t)__builtin_ctzll(bits) + 1;
+		bits &= bits - 1;
+		for (int k = 0; k < ncls; k++)
+			if (to > sc->covered[cls[k]])
+				confirm(sc, cls[k], to);
+	}
+}
+
+static void scan_shapes(scan_ctx *sc)
+{
+	static const aw_redact_class numeric[] = {AW_RC_CARD, AW_RC_PHONE, AW_RC_IPV4};
+	static const aw_redact_class v4[] = {AW_RC_IPV4}, v6[] = {AW_RC_IPV6};
+	/* Window covers bytes [i - 1, i + 63): bit 0 is look-behind, bits 1..48
+	 * are the bytes judged in this step, the rest is look-ahead (<= 15). */
+	const size_t step = 48;
+	const uint64_t keep = ((1ULL << step) - 1) << 1;
+	char tmp[64];
+	for (size_t i = 0; i < sc->len && !sc->oom; i += step) {
+		const char *p;
+		if (i >= 1 && sc->len - (i - 1) >= 64) {
+			p = sc->buf + i - 1;
+		} else { /* first or last window: pad with spaces */
+			memset(tmp, ' ', sizeof tmp);
+			size_t from = i ? i - 1 : 0, at = i ? 0 : 1;
+			size_t n = sc->len - from < 64 - at ? sc->len - from : 64 - at;
+			memcpy(tmp + at, sc->buf + from, n);
+			p = tmp;
+		}
+		shape_masks m;
+		shape_load(p, &m);
+		uint64_t d = m.digit;
+		size_t base = i - 1; /* wraps for i == 0; bit 0 is never set in keep */
+		if (d & keep) {
+			uint64_t r3 = d & (d >> 1) & (d >> 2);
+			/* starts of 3+ digit runs, not glued to a word before them */
+			uint64_t s3 = r3 & ~(d << 1) & ~(m.alpha << 1);
+			uint64_t pair = s3 & ((s3 >> 1) | (s3 >> 2) | (s3 >> 3) | (s3 >> 4) |
+					      (s3 >> 5) | (s3 >> 6));
+			uint64_t r7 = s3 & (r3 >> 2) & (r3 >> 4);
+			uint64_t plus = m.plus & (d >> 1);
+			uint64_t dd = m.dot & (d << 1) & (d >> 1); /* digit.digit */
+			uint64_t next = (dd >> 2) | (dd >> 3) | (dd >> 4);
+			uint64_t ip = dd & next & ((next >> 2) | (next >> 3) | (next >> 4));
+			uint64_t num = (pair | r7 | plus) & keep;
+			if (num)
+				shape_confirm(sc, base, num, numeric, 3);
+			if (ip & keep)
+				shape_confirm(sc, base, ip & keep, v4, 1);
+		}
+		uint64_t c = m.colon;
+		if (c & keep) {
+			uint64_t v6bits = c & (c >> 1); /* "::" */
+			uint64_t three = c & (c - 1);
+			three &= three - 1;
+			if (three & (three - 1)) /* at least four colons */
+				v6bits |= c & near25(c & near25(c & near25(c)));
+			if (v6bits & keep)
+				shape_confirm(sc, base, v6bits & keep, v6, 1);
+		}
+	}
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+	const finding *x = a, *y = b;
+	if (x->rstart != y->rstart)
+		return x->rstart < y->rstart ? -1 : 1;
+	if (x->rend != y->rend)
+		return x->rend > y->rend ? -1 : 1;
+	return (int)x->cls - (int)y->cls;
+}
+
+/* Finds and orders the non-overlapping findings of buf. */
+static aw_err scan(const char *buf, size_t len, scan_ctx *sc)
+{
+	memset(sc, 0, sizeof *sc);
+	sc->buf = buf;
+	sc->len = len;
+	if (aw_redact_init(NULL))
+		return AW_E_INTERNAL;
+	if (!(sc->tls = tls_get()))
+		return AW_E_NOMEM;
+	if (len == 0)
+		return AW_OK;
+	/* hs_scan takes an unsigned int length: scan huge buffers in slices that
+	 * overlap by the longest prefilter reach. */
+	const size_t slice = 1u << 30;
+	for (size_t off = 0; off < len;) {
+		size_t n = len - off > slice ? slice : len - off;
+		sc->base = off;
+		hs_error_t rc = hs_scan(hs_db, buf + off, (unsigned)n, 0, sc->tls->scratch, on_hs, sc);
+		if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED)
+			return AW_E_INTERNAL;
+		if (sc->oom)
+			return AW_E_NOMEM;
+		if (off + n >= len)
+			break;
+		off += n - 4096;
+	}
+	scan_shapes(sc);
+	if (sc->oom)
+		return AW_E_NOMEM;
+	qsort(sc->f, sc->nf, sizeof *sc->f, cmp_finding);
+	size_t keep = 0, end = 0;
+	for (size_t i = 0; i < sc->nf; i++) {
+		if (keep && sc->f[i].rstart < end)
+			continue;
+		sc->f[keep++] = sc->f[i];
+		end = sc->f[i].rend;
+	}
+	sc->nf = keep;
+	return AW_OK;
+}
+
+/* Writes buf[0, upto) with the findings wholly inside it replaced. */
+static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_stats *st)
+{
+	size_t extra = 0;
+	for (size_t i = 0; i < sc->nf && sc->f[i].rend <= upto; i++)
+		extra += 40;
+	char *out = malloc(upto + extra + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0, pos = 0;
+	for (size_t i = 0; i < sc->nf && sc->f[i].rend <= upto; i++) {
+		const finding *f = &sc->f[i];
+		memcpy(out + o, sc->buf + pos, f->rstart - pos);
+		o += f->rstart - pos;
+		o += (size_t)sprintf(out + o, "[REDACTED:%s]", labels[f->cls]);
+		pos = f->rend;
+		if (st)
+			st->count[f->cls]++;
+	}
+	memcpy(out + o, sc->buf + pos, upto - pos);
+	o += upto - pos;
+	out[o] = '\0';
+	*outlen = o;
+	return out;
+}
+
+aw_err aw_redact_text(const char *in, size_t len, char **out, size_t *outlen,
+		      aw_redact_stats *stats)
+{
+	scan_ctx sc;
+	aw_err e = scan(in, len, &sc);
+	if (!e) {
+		size_t n = 0;
+		*out = render(&sc, len, &n, stats);
+		if (!*out)
+			e = AW_E_NOMEM;
+		else if (outlen)
+			*outlen = n;
+	}
+	free(sc.f);
+	return e;
+}
+
+char *aw_redact_str(const char *in)
+{
+	char *out = NULL;
+	if (!in || aw_redact_text(in, strlen(in), &out, NULL, NULL) != AW_OK)
+		return NULL;
+	return out;
+}
+
+/* ------------------------------------------------------------------- JSON */
+
+int aw_redact_sensitive_key(const char *key)
+{
+	static const char *const exact[] = {"authorization", "cookie", "setcookie", "sessionid",
+					    "passphrase", "credential", "credentials", NULL};
+	static const char *const suffix[] = {"password", "passwd", "secret", "token", "apikey",
+					     "privatekey", "accesskey", "secretkey", "credential",
+					     "credentials", "signingkey", NULL};
+	char norm[128];
+	size_t n = 0;
+	for (const char *p = key; *p && n < sizeof norm - 1; p++) {
+		char c = *p;
+		if (c == '_' || c == '-' || c == ' ' || c == '.')
+			continue;
+		norm[n++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+	}
+	norm[n] = '\0';
+	for (int i = 0; exact[i]; i++)
+		if (strcmp(norm, exact[i]) == 0)
+			return 1;
+	for (int i = 0; suffix[i]; i++) {
+		size_t k = strlen(suffix[i]);
+		if (n >= k && strcmp(norm + n - k, suffix[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static aw_err redact_json_string(json_t *s, aw_redact_stats *st)
+{
+	char *out = NULL;
+	size_t n = 0;
+	aw_err e = aw_redact_text(json_string_value(s), json_string_length(s), &out, &n, st);
+	if (e)
+		return e;
+	if (n != json_string_length(s) || memcmp(out, json_string_value(s), n) != 0)
+		json_string_setn_nocheck(s, out, n);
+	free(out);
+	return AW_OK;
+}
+
+static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
+{
+	if (depth > 512)
+		return AW_E_REQ_JSON;
+	if (json_is_string(v))
+		return redact_json_string(v, st);
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(v, i, x) {
+			aw_err e = walk(x, st, depth + 1);
+			if (e)
+				return e;
+		}
+		return AW_OK;
+	}
+	if (!json_is_object(v))
+		return AW_OK;
+	/* Collect renamed keys first: a key itself may hold a secret. */
+	const char *key;
+	json_t *x;
+	void *tmp;
+	json_t *renamed = NULL;
+	json_object_foreach_safe(v, tmp, key, x) {
+		if (aw_redact_sensitive_key(key)) {
+			if (!json_is_null(x)) {
+				json_object_set_new(v, key, json_string("[REDACTED:sensitive_field]"));
+				if (st)
+					st->count[AW_RC_SENSITIVE_FIELD]++;
+			}
+			continue;
+		}
+		aw_err e = walk(x, st, depth + 1);
+		if (e) {
+			json_decref(renamed);
+			return e;
+		}
+		char *rk = NULL;
+		size_t rn = 0;
+		if ((e = aw_redact_text(key, strlen(key), &rk, &rn, st))) {
+			json_decref(renamed);
+			return e;
+		}
+		if (strcmp(rk, key) != 0) {
+			if (!renamed)
+				renamed = json_object();
+			json_object_set(renamed, rk, x);
+			json_object_del(v, key);
+		}
+		free(rk);
+	}
+	if (renamed) {
+		json_object_update(v, renamed);
+		json_decref(renamed);
+	}
+	return AW_OK;
+}
+
+aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats)
+{
+	aw_err e = aw_redact_init(NULL);
+	return e ? e : walk(doc, stats, 0);
+}
+
+/* -------------------------------------------------------------- streaming */
+
+/* Bytes held back at the end of each feed so a secret split across chunks is
+ * seen whole: the longest match of any class but private-key blocks (which are
+ * held until their END line, up to AW_REDACT_MAX_HOLD). */
+#define HOLD 10240
+
+struct aw_redact_stream {
+	aw_redact_sink sink;
+	void *ud;
+	aw_redact_stats *stats;
+	char *buf;
+	size_t len, cap;
+};
+
+aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_stats *stats)
+{
+	aw_redact_stream *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->sink = sink;
+	s->ud = ud;
+	s->stats = stats;
+	return s;
+}
+
+/* Emits the redacted prefix that no later byte can change. */
+static aw_err flush(aw_redact_stream *s, int final)
+{
+	scan_ctx sc;
+	aw_err e = scan(s->buf, s->len, &sc);
+	if (e) {
+		free(sc.f);
+		return e;
+	}
+	size_t safe = s->len;
+	if (!final) {
+		safe = s->len > HOLD ? s->len - HOLD : 0;
+		for (size_t i = 0; i < sc.nf; i++)
+			if (sc.f[i].end > safe && sc.f[i].start < safe)
+				safe = sc.f[i].start;
+		/* an unterminated private key: hold it, but not without bound */
+		if (safe == 0 && s->len >= AW_REDACT_MAX_HOLD)
+			safe = s->len;
+	}
+	size_t n = 0;
+	char *out = render(&sc, safe, &n, s->stats);
+	free(sc.f);
+	if (!out)
+		return AW_E_NOMEM;
+	int rc = n ? s->sink(s->ud, out, n) : 0;
+	free(out);
+	if (rc)
+		return AW_E_INTERNAL;
+	memmove(s->buf, s->buf + safe, s->len - safe);
+	s->len -= safe;
+	return AW_OK;
+}
+
+aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
+{
+	if (s->len + len > s->cap) {
+		size_t cap = s->cap ? s->cap : 65536;
+		while (cap < s->len + len)
+			cap *= 2;
+		char *nb = realloc(s->buf, cap);
+		if (!nb)
+			return AW_E_NOMEM;
+		s->buf = nb;
+		s->cap = cap;
+	}
+	memcpy(s->buf + s->len, data, len);
+	s->len += len;
+	return s->len >= 2 * HOLD ? flush(s, 0) : AW_OK;
+}
+
+aw_err aw_redact_stream_finish(aw_redact_stream *s)
+{
+	aw_err e = flush(s, 1);
+	free(s->buf);
+	free(s);
+	return e;
+}
