@@ -481,7 +481,8 @@ static aw_err scan(const char *buf, size_t len, scan_ctx *sc)
 	scan_shapes(sc);
 	if (sc->oom)
 		return AW_E_NOMEM;
-	qsort(sc->f, sc->nf, sizeof *sc->f, cmp_finding);
+	if (sc->nf > 1)
+		qsort(sc->f, sc->nf, sizeof *sc->f, cmp_finding);
 	size_t keep = 0, end = 0;
 	for (size_t i = 0; i < sc->nf; i++) {
 		if (keep && sc->f[i].rstart < end)
@@ -604,30 +605,29 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
 	}
 	if (!json_is_object(v))
 		return AW_OK;
-	/* Collect renamed keys first: a key itself may hold a secret. */
+	/* A key may itself hold a secret: it is redacted too, and a value is
+	 * replaced when either the key or its redacted form names a secret.
+	 * Renamed members are collected and put back after the walk. */
 	const char *key;
 	json_t *x;
 	void *tmp;
 	json_t *renamed = NULL;
+	aw_err e = AW_OK;
 	json_object_foreach_safe(v, tmp, key, x) {
-		if (aw_redact_sensitive_key(key)) {
+		char *rk = NULL;
+		size_t rn = 0;
+		if ((e = aw_redact_text(key, strlen(key), &rk, &rn, st)))
+			break;
+		if (aw_redact_sensitive_key(key) || aw_redact_sensitive_key(rk)) {
 			if (!json_is_null(x)) {
 				json_object_set_new(v, key, json_string("[REDACTED:sensitive_field]"));
+				x = json_object_get(v, key);
 				if (st)
 					st->count[AW_RC_SENSITIVE_FIELD]++;
 			}
-			continue;
-		}
-		aw_err e = walk(x, st, depth + 1);
-		if (e) {
-			json_decref(renamed);
-			return e;
-		}
-		char *rk = NULL;
-		size_t rn = 0;
-		if ((e = aw_redact_text(key, strlen(key), &rk, &rn, st))) {
-			json_decref(renamed);
-			return e;
+		} else if ((e = walk(x, st, depth + 1))) {
+			free(rk);
+			break;
 		}
 		if (strcmp(rk, key) != 0) {
 			if (!renamed)
@@ -636,6 +636,10 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
 			json_object_del(v, key);
 		}
 		free(rk);
+	}
+	if (e) {
+		json_decref(renamed);
+		return e;
 	}
 	if (renamed) {
 		json_object_update(v, renamed);
@@ -679,6 +683,8 @@ aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_
 /* Emits the redacted prefix that no later byte can change. */
 static aw_err flush(aw_redact_stream *s, int final)
 {
+	if (s->len == 0)
+		return AW_OK;
 	scan_ctx sc;
 	aw_err e = scan(s->buf, s->len, &sc);
 	if (e) {
@@ -711,6 +717,8 @@ static aw_err flush(aw_redact_stream *s, int final)
 
 aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
 {
+	if (len == 0)
+		return AW_OK;
 	if (s->len + len > s->cap) {
 		size_t cap = s->cap ? s->cap : 65536;
 		while (cap < s->len + len)
