@@ -9,7 +9,9 @@
 int aw_ident_project_ok(const char *s);
 /* 1 for ids no client may create ("__platform__"). */
 int aw_ident_project_reserved(const char *s);
-/* Principal / key name: [A-Za-z0-9][A-Za-z0-9._@-]{0,62}. */
+/* Principal / key name: [A-Za-z0-9][A-Za-z0-9._-]{0,62}. No '@': a name is
+ * an identifier that appears as the actor of every log line and audit record,
+ * so it must not be an email address (PII). */
 int aw_ident_name_ok(const char *s);
 
 #endif

@@ -96,4 +96,32 @@ aw_err aw_store_key_count_scope(aw_txn *t, aw_scope scope, int *n, aw_error *err
 aw_err aw_store_platform_lookup_key(aw_store *s, const aw_ctx *ctx, const char *key_hash,
 				    aw_apikey *out, aw_error *err);
 
+/* ---- audit trail (append-only, hash-chained per project) ---- */
+typedef struct {
+	char event_id[AW_UUID_STR_LEN + 1];
+	char project_id[AW_PROJECT_MAX + 1];
+	int64_t seq;
+	char ts[AW_TS_LEN + 1];
+	char actor[AW_PROJECT_MAX + 1];
+	char action[64];
+	char *target;  /* malloc'd, may be "" */
+	char trace_id[33];
+	char *payload; /* malloc'd JSON text, exactly as hashed */
+	char prev_hash[65];
+	char hash[65];
+} aw_audit_row;
+
+void aw_audit_rows_free(aw_audit_row *rows, int n);
+/* Locks the txn project's chain head (PostgreSQL: FOR UPDATE) and returns it;
+ * seq 0 and the genesis hash ("0" x 64) for an empty chain. */
+aw_err aw_store_audit_head_lock(aw_txn *t, int64_t *seq, char *hash, aw_error *err);
+/* Inserts the row and moves the head to it. */
+aw_err aw_store_audit_insert(aw_txn *t, const aw_audit_row *row, aw_error *err);
+/* Rows of the txn project with seq > after_seq, ascending, at most limit;
+ * action and since ("" = any) filter. */
+aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
+			   int limit, aw_audit_row **out, int *n, aw_error *err);
+/* The chain head without locking (for verification). */
+aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err);
+
 #endif

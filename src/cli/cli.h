@@ -44,5 +44,7 @@ int aw_cmd_serve(int argc, char **argv);
 int aw_cmd_migrate(int argc, char **argv);
 int aw_cmd_project(int argc, char **argv);
 int aw_cmd_key(int argc, char **argv);
+int aw_cmd_redact(int argc, char **argv);
+int aw_cmd_audit(int argc, char **argv);
 
 #endif

@@ -42,7 +42,7 @@ int aw_ident_name_ok(const char *s)
 		char c = s[i];
 		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 			    (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '@' && c != '-')))
+		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
 			return 0;
 	}
 	return 1;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "awooop/clock.h"
+#include "awooop/redact.h"
 
 static aw_log_level min_level = AW_LOG_INFO;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +64,11 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 		json_object_set_new(o, k, v ? json_string(v) : json_null());
 	}
 	va_end(ap);
+	/* every log line passes the redaction engine, whatever a caller passed */
+	if (aw_redact_json(o, NULL) != AW_OK) {
+		json_decref(o);
+		return;
+	}
 	char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(o);
 	if (!line)

@@ -47,7 +47,7 @@ aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out
 		goto out;
 	if (!aw_ident_name_ok(name)) {
 		e = aw_fail_at(err, AW_E_REQ_INVALID, "/name",
-			       "name must match [A-Za-z0-9][A-Za-z0-9._@-]{0,62}");
+			       "name must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
 		goto out;
 	}
 	if (aw_scope_parse(scope, &out->scope) != 0) {

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/audit.h"
+#include "awooop/clock.h"
 #include "awooop/ident.h"
 #include "awooop/tenancy.h"
 #include "internal.h"
@@ -184,4 +186,60 @@ void aw_h_key_revoke(aw_req *r)
 		return;
 	}
 	aw_reply_empty(r, 204);
+}
+
+/* GET /v1/projects/{project}/audit?action=&since=&cursor=&limit= */
+void aw_h_audit_list(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	int limit;
+	if (project_segment_or_reply(r, r->segs[2]) ||
+	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped) ||
+	    limit_or_reply(r, &limit))
+		return;
+	const char *action = aw_query(r, "action"), *since = aw_query(r, "since");
+	const char *cursor = aw_query(r, "cursor");
+	int64_t after = 0, since_ms;
+	char *end = NULL;
+	if (cursor && (!*cursor || (after = strtoll(cursor, &end, 10)) < 0 || *end)) {
+		aw_fail_at(&err, AW_E_REQ_INVALID, "cursor", "cursor must be a record number");
+		aw_reply_problem(r, err.err, &err);
+		return;
+	}
+	if (since && aw_clock_parse(since, &since_ms) != 0) {
+		aw_fail_at(&err, AW_E_REQ_INVALID, "since",
+			   "since must be a timestamp like 2026-11-29T09:54:27.000Z");
+		aw_reply_problem(r, err.err, &err);
+		return;
+	}
+	if (action && strlen(action) > 63) {
+		aw_fail_at(&err, AW_E_REQ_INVALID, "action", "action is at most 63 bytes");
+		aw_reply_problem(r, err.err, &err);
+		return;
+	}
+	aw_txn *t = NULL;
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	aw_project p;
+	aw_err e = aw_store_begin(r->store, &scoped, AW_TXN_READ, &t, &err);
+	if (!e && !(e = aw_store_project_get(t, &p, &err)))
+		e = aw_store_audit_list(t, after, action, since, limit, &rows, &n, &err);
+	if (t)
+		aw_store_rollback(t);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	json_t *items = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(items, aw_audit_row_json(&rows[i]));
+	json_t *body = json_pack("{s:o}", "items", items);
+	if (body) {
+		char next[24];
+		snprintf(next, sizeof next, "%lld", n ? (long long)rows[n - 1].seq : 0LL);
+		json_object_set_new(body, "next_cursor", n == limit ? json_string(next) : json_null());
+	}
+	aw_audit_rows_free(rows, n);
+	aw_reply_json(r, 200, body);
 }

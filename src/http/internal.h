@@ -75,6 +75,7 @@ void aw_h_project_get(aw_req *r);
 void aw_h_keys_create(aw_req *r);
 void aw_h_keys_list(aw_req *r);
 void aw_h_key_revoke(aw_req *r);
+void aw_h_audit_list(aw_req *r);
 
 /* Finds the handler for method + r->segs; sets r->route. NULL with *err set to
  * AW_E_REQ_ROUTE or AW_E_REQ_METHOD when none. */

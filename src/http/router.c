@@ -20,6 +20,7 @@ static const struct {
 	{"POST", "/v1/projects/{project}/keys", aw_h_keys_create},
 	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list},
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke},
+	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list},
 };
 
 static int match(const char *tmpl, aw_req *r)

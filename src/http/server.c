@@ -12,6 +12,7 @@
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/redact.h"
 #include "awooop/tenancy.h"
 #include "internal.h"
 
@@ -90,10 +91,18 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 			      aw_err_title(e), "status", status, "code", aw_err_code(e),
 			      "request_id", r->ctx.request_id, "trace_id",
 			      r->ctx.trace.trace_id);
-	if (p && err && err->err == e && err->msg[0])
-		json_object_set_new(p, "detail", json_string(err->msg));
-	if (p && err && err->err == e && err->where[0])
-		json_object_set_new(p, "pointer", json_string(err->where));
+	/* details can quote the request (a parser's "near '...'", an unknown
+	 * field's name): they pass the redaction engine like everything returned */
+	if (p && err && err->err == e && err->msg[0]) {
+		char *d = aw_redact_str(err->msg);
+		json_object_set_new(p, "detail", json_string(d ? d : aw_err_title(e)));
+		free(d);
+	}
+	if (p && err && err->err == e && err->where[0]) {
+		char *w = aw_redact_str(err->where);
+		json_object_set_new(p, "pointer", json_string(w ? w : ""));
+		free(w);
+	}
 	if (status >= 500)
 		aw_log(AW_LOG_ERROR, &r->ctx, "request failed", "code", aw_err_code(e),
 		       "detail", err ? err->msg : "", NULL);

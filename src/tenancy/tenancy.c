@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/audit.h"
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
 #include "awooop/log.h"
@@ -77,10 +78,14 @@ aw_err aw_project_create(aw_store *s, const aw_ctx *ctx, const char *id, aw_proj
 	aw_err e = aw_store_begin(s, &pc, AW_TXN_WRITE, &t, err);
 	if (e)
 		return e;
-	if ((e = aw_store_project_insert(t, &p, err))) {
+	json_t *payload = json_pack("{s:s}", "id", id);
+	if ((e = aw_store_project_insert(t, &p, err)) ||
+	    (e = aw_audit_record(t, &pc, "project.create", id, payload, err))) {
+		json_decref(payload);
 		aw_store_rollback(t);
 		return e;
 	}
+	json_decref(payload);
 	if ((e = aw_store_commit(t, err)))
 		return e;
 	aw_log(AW_LOG_INFO, &pc, "project created", "principal", ctx->principal, NULL);
@@ -161,6 +166,12 @@ static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name,
 		goto fail;
 	if ((e = aw_store_key_insert(t, &k, err)))
 		goto fail;
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s}", "key_id", k.key_id, "name", k.name,
+				    "scope", aw_scope_name(scope), "prefix", k.key_prefix);
+	e = aw_audit_record(t, ctx, "key.create", k.key_id, payload, err);
+	json_decref(payload);
+	if (e)
+		goto fail;
 	if ((e = aw_store_commit(t, err)))
 		return e;
 	aw_log(AW_LOG_INFO, ctx, "api key created", "key_id", k.key_id, "name", k.name,
@@ -178,7 +189,7 @@ aw_err aw_key_create(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope 
 {
 	if (!aw_ident_name_ok(name))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "/name",
-				  "name must match [A-Za-z0-9][A-Za-z0-9._@-]{0,62}");
+				  "name must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
 	if (scope == AW_SCOPE_NONE)
 		return aw_fail_at(err, AW_E_KEY_SCOPE, "/scope", "unknown scope");
 	int platform = strcmp(ctx->project, AW_PLATFORM_PROJECT) == 0;
@@ -223,7 +234,8 @@ aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_erro
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
 	if (e)
 		return e;
-	if ((e = aw_store_key_revoke(t, id, now, err))) {
+	if ((e = aw_store_key_revoke(t, id, now, err)) ||
+	    (e = aw_audit_record(t, ctx, "key.revoke", id, NULL, err))) {
 		aw_store_rollback(t);
 		return e;
 	}
@@ -256,8 +268,8 @@ aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed,
 		return e;
 	aw_project have;
 	e = aw_store_project_get(t, &have, err);
-	if (e == AW_E_TENANT_NOT_FOUND)
-		e = aw_store_project_insert(t, &p, err);
+	if (e == AW_E_TENANT_NOT_FOUND && !(e = aw_store_project_insert(t, &p, err)))
+		e = aw_audit_record(t, &sys, "project.create", AW_PLATFORM_PROJECT, NULL, err);
 	int admins = 0;
 	if (!e)
 		e = aw_store_key_count_scope(t, AW_SCOPE_PLATFORM_ADMIN, &admins, err);

@@ -172,7 +172,8 @@ static void test_identifiers(void **state)
 	long64[63] = '\0';
 	assert_true(aw_ident_project_ok(long64));
 	assert_true(aw_ident_project_reserved("__platform__"));
-	assert_true(aw_ident_name_ok("alice@example.com"));
+	assert_true(aw_ident_name_ok("alice.smith-2"));
+	assert_false(aw_ident_name_ok("alice@example.com")); /* no PII as principal */
 	assert_false(aw_ident_name_ok(".alice"));
 	assert_false(aw_ident_name_ok("al ice"));
 	assert_false(aw_ident_name_ok(""));

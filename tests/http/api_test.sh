@@ -44,6 +44,7 @@ req() {
   [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
   STATUS=$(curl "${args[@]}" "$@" "$URL$path")
+  cat "$TMP/hdr" "$TMP/body" >>"$TMP/responses" 2>/dev/null
 }
 jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
 expect() { # expect DESCRIPTION STATUS [CODE]
@@ -194,6 +195,66 @@ check "invalid traceparent starts a new trace" \
 req GET /metrics "" ""; expect "metrics" 200
 check "metrics requests" "$(grep -c '^awooop_http_requests_total{route="/v1/projects",method="POST",status="201"}' "$TMP/body")" 1
 check "metrics store latency" "$(grep -c '^awooop_store_query_duration_seconds_count' "$TMP/body")" 1
+
+
+# --- audit trail through the API and the CLI
+req GET /v1/projects/alpha/audit "$AADMIN" ""; expect "audit list" 200
+check "audit actions" "$(jbody '[.items[].action] | join(",")')" \
+  "project.create,key.create,key.create,key.revoke"
+check "audit actor" "$(jbody '.items[1].actor')" "bootstrap"
+check "audit chain links" "$(jbody '.items[1].prev_hash == .items[0].hash')" "true"
+req GET "/v1/projects/alpha/audit?action=key.revoke" "$AADMIN" ""; expect "audit filter" 200
+check "audit filter count" "$(jbody '.items | length')" 1
+req GET "/v1/projects/alpha/audit?limit=2" "$AADMIN" ""; expect "audit page 1" 200
+CUR=$(jbody .next_cursor)
+req GET "/v1/projects/alpha/audit?limit=2&cursor=$CUR" "$AADMIN" ""; expect "audit page 2" 200
+check "audit page 2 starts at 3" "$(jbody '.items[0].seq')" 3
+req GET /v1/projects/beta/audit "$AADMIN" ""; expect "audit other tenant" 404 E-TENANT-001
+req GET "/v1/projects/alpha/audit?since=yesterday" "$AADMIN" ""; expect "audit bad since" 400 E-REQ-005
+req GET /v1/projects/beta/audit "$BOB" ""; expect "bob reads beta audit" 200
+"$BIN" audit verify --db "$DB" --project alpha >"$TMP/verify" 2>&1; check "audit verify exit" $? 0
+check "audit verify says intact" "$(grep -c intact "$TMP/verify")" 1
+check "audit export lines" "$("$BIN" audit export --db "$DB" --project alpha | jq -s length)" 4
+
+# --- canaries: secrets planted everywhere a client can put them never come back
+CAN_AWS=AKIAQWERTYUIOPASDFGH
+CAN_GH=ghp_CanaryCanaryCanaryCanaryCanaryCana01
+CAN_MAIL=canary.leak@example.org
+CAN_PW=CanaryPassw0rdValue
+: >"$TMP/responses"
+req GET /v1/projects "$AADMIN" "" -H "X-Canary: $CAN_AWS" -A "$CAN_GH" -H "traceparent: $CAN_MAIL"
+req GET /v1/projects "$CAN_GH" ""
+req GET /v1/projects "" "" -H "Authorization: Bearer $CAN_AWS"
+req POST /v1/projects "$ADMIN" "{\"id\":\"gamma\",\"$CAN_AWS\":1}"; expect "canary field name" 400 E-REQ-004
+req POST /v1/projects "$ADMIN" "{\"id\":\"$CAN_MAIL\"}"; expect "canary slug" 400 E-TENANT-002
+req POST /v1/projects "$ADMIN" "{\"id\": $CAN_GH}"; expect "canary in broken json" 400 E-REQ-001
+req POST /v1/projects "$ADMIN" "{\"id\":\"x\",\"password\":\"$CAN_PW\"}"; expect "canary password field" 400 E-REQ-004
+req POST /v1/projects/alpha/keys "$AADMIN" "{\"name\":\"n1\",\"scope\":\"$CAN_AWS\"}"; expect "canary scope" 400 E-KEY-002
+req POST /v1/projects/alpha/keys "$AADMIN" "{\"name\":\"$CAN_MAIL\",\"scope\":\"reader\"}"; expect "canary name" 400 E-REQ-005
+req POST /v1/projects/alpha/keys "$AADMIN" "{\"name\":\"canary-ok\",\"scope\":\"reader\",\"note\":\"password=$CAN_PW\"}"
+expect "canary note" 400 E-REQ-004
+req GET "/v1/projects?limit=$CAN_AWS" "$ADMIN" ""; expect "canary limit" 400 E-REQ-005
+req GET "/v1/projects/alpha/audit?since=$CAN_MAIL&action=$CAN_GH" "$AADMIN" ""; expect "canary since" 400 E-REQ-005
+req GET "/v1/projects/alpha/audit?cursor=$CAN_AWS" "$AADMIN" ""; expect "canary cursor" 400 E-REQ-005
+req GET "/v1/projects/$CAN_MAIL" "$ADMIN" ""; expect "canary path" 400 E-TENANT-002
+req DELETE "/v1/projects/alpha/keys/$CAN_GH" "$AADMIN" ""; expect "canary key id" 400 E-REQ-008
+for c in "$CAN_AWS" "$CAN_GH" "$CAN_MAIL" "$CAN_PW"; do
+  check "canary absent from responses" "$(grep -c -- "$c" "$TMP/responses")" 0
+  check "canary absent from log" "$(grep -c -- "$c" "$TMP/log")" 0
+done
+for p in __platform__ alpha beta; do
+  "$BIN" audit export --db "$DB" --project "$p" >>"$TMP/audit_dump"
+done
+if [ "$BACKEND" = postgres ]; then
+  psql -qAt -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d "$PGDB" \
+    -c "SELECT row_to_json(a) FROM awooop.audit_events a" >>"$TMP/audit_dump"
+else
+  sqlite3 "${DB#sqlite:}" "SELECT * FROM audit_events" >>"$TMP/audit_dump"
+fi
+check "audit dump not empty" "$( [ -s "$TMP/audit_dump" ] && echo yes)" yes
+for c in "$CAN_AWS" "$CAN_GH" "$CAN_MAIL" "$CAN_PW" "$ADMIN" "$ALICE" "$AADMIN" "$BOB"; do
+  check "secret absent from audit table" "$(grep -c -- "$c" "$TMP/audit_dump")" 0
+done
 
 # --- CLI against the server
 export AWOOOP_URL=$URL AWOOOP_KEY=$ADMIN

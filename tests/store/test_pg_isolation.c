@@ -95,6 +95,7 @@ static void seed(const char *p)
 		 " VALUES ('%1$s', 'runs', 'k1', 'h', 'r', now(), now());"
 		 "INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action, payload, prev_hash, hash)"
 		 " VALUES ('%1$s', gen_random_uuid(), 1, now(), 'a', 'x', '{}', '0', '1');"
+		 "INSERT INTO audit_heads (project_id, seq, hash) VALUES ('%1$s', 1, '1');"
 		 "COMMIT;",
 		 p);
 	ok(app, sql);

@@ -1,0 +1,132 @@
+/*
+ * audit.c - store queries for the audit trail. The chain logic (hashing,
+ * redaction, verification) is in src/audit/; this file only reads and writes
+ * rows of the txn's project. The head row serialises appends per project: on
+ * PostgreSQL with SELECT ... FOR UPDATE, on SQLite by its single writer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
+
+void aw_audit_rows_free(aw_audit_row *rows, int n)
+{
+	if (!rows)
+		return;
+	for (int i = 0; i < n; i++) {
+		free(rows[i].target);
+		free(rows[i].payload);
+	}
+	free(rows);
+}
+
+static aw_err head(aw_txn *t, int lock, int64_t *seq, char *hash, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project)};
+	const char *sql = lock && aw_txn_dialect(t) == AW_DIALECT_PG
+				  ? "SELECT seq, hash FROM audit_heads WHERE project_id = $1 FOR UPDATE"
+				  : "SELECT seq, hash FROM audit_heads WHERE project_id = $1";
+	aw_err e = aw_txn_exec(t, sql, 1, v, &r, err);
+	if (!e) {
+		if (r->nrows == 0) {
+			*seq = 0;
+			strcpy(hash, GENESIS);
+		} else {
+			*seq = atoll(aw_rows_get(r, 0, 0));
+			aw_cell_copy(hash, 65, r, 0, 1);
+		}
+	}
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_audit_head_lock(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
+{
+	return head(t, 1, seq, hash, err);
+}
+
+aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
+{
+	return head(t, 0, seq, hash, err);
+}
+
+aw_err aw_store_audit_insert(aw_txn *t, const aw_audit_row *a, aw_error *err)
+{
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(a->event_id), AW_INT(a->seq),
+		      AW_TEXT(a->ts),          AW_TEXT(a->actor),    AW_TEXT(a->action),
+		      AW_TEXT(a->target),      AW_TEXT(a->trace_id), AW_TEXT(a->payload),
+		      AW_TEXT(a->prev_hash),   AW_TEXT(a->hash)};
+	aw_err e = aw_txn_exec(t,
+			       "INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action,"
+			       " target, trace_id, payload, prev_hash, hash)"
+			       " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+			       11, v, NULL, err);
+	if (e)
+		return e;
+	aw_val h[] = {AW_TEXT(t->ctx.project), AW_INT(a->seq), AW_TEXT(a->hash)};
+	return aw_txn_exec(t,
+			   "INSERT INTO audit_heads (project_id, seq, hash) VALUES ($1, $2, $3)"
+			   " ON CONFLICT (project_id) DO UPDATE SET seq = excluded.seq,"
+			   " hash = excluded.hash",
+			   3, h, NULL, err);
+}
+
+aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
+			   int limit, aw_audit_row **out, int *n, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[5] = {AW_TEXT(t->ctx.project), AW_INT(after_seq), AW_INT(limit)};
+	int n_params = 3;
+	char sql[512];
+	int o = snprintf(sql, sizeof sql,
+			 "SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
+			 " payload, prev_hash, hash FROM audit_events WHERE project_id = $1"
+			 " AND seq > $2");
+	/* only the filters asked for, so every parameter has a type on postgres */
+	if (action && *action) {
+		v[n_params++] = AW_TEXT(action);
+		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND action = $%d", n_params);
+	}
+	if (since && *since) {
+		v[n_params++] = AW_TEXT(since);
+		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND ts >= $%d", n_params);
+	}
+	snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY seq LIMIT $3");
+	aw_err e = aw_txn_exec(t, sql, n_params, v, &r, err);
+	if (e) {
+		aw_rows_free(r);
+		return e;
+	}
+	aw_audit_row *rows = calloc((size_t)r->nrows + 1, sizeof *rows);
+	if (!rows) {
+		aw_rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < r->nrows; i++) {
+		aw_audit_row *a = &rows[i];
+		aw_cell_copy(a->event_id, sizeof a->event_id, r, i, 0);
+		aw_cell_copy(a->project_id, sizeof a->project_id, r, i, 1);
+		a->seq = atoll(aw_rows_get(r, i, 2));
+		aw_cell_copy(a->ts, sizeof a->ts, r, i, 3);
+		aw_cell_copy(a->actor, sizeof a->actor, r, i, 4);
+		aw_cell_copy(a->action, sizeof a->action, r, i, 5);
+		a->target = strdup(aw_rows_get(r, i, 6) ? aw_rows_get(r, i, 6) : "");
+		aw_cell_copy(a->trace_id, sizeof a->trace_id, r, i, 7);
+		a->payload = strdup(aw_rows_get(r, i, 8) ? aw_rows_get(r, i, 8) : "");
+		aw_cell_copy(a->prev_hash, sizeof a->prev_hash, r, i, 9);
+		aw_cell_copy(a->hash, sizeof a->hash, r, i, 10);
+		if (!a->target || !a->payload) {
+			aw_audit_rows_free(rows, r->nrows);
+			aw_rows_free(r);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+	}
+	*out = rows;
+	*n = r->nrows;
+	aw_rows_free(r);
+	return AW_OK;
+}
