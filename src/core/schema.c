@@ -1,0 +1,673 @@
+/*
+ * schema.c - the JSON Schema validator (see schema.h).
+ *
+ * compile: walks every schema position of the document, refuses unknown
+ * keywords, checks keyword value types, and compiles each pattern with PCRE2
+ * (UTF mode). validate: a recursive walk over (instance, schema) pairs carrying
+ * the instance JSON pointer; subschemas of anyOf/oneOf/not are evaluated in
+ * "count only" mode. Depth is bounded so a self-referencing schema cannot
+ * recurse forever on deep input.
+ */
+#include "awooop/schema.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#define MAX_DEPTH 128
+
+typedef struct {
+	const char *src; /* borrowed from the schema document */
+	pcre2_code *re;
+} regex_entry;
+
+struct aw_schema {
+	json_t *root;
+	regex_entry *re;
+	size_t nre, capre;
+};
+
+/* ------------------------------------------------------------ compile */
+
+static const char *const annotations[] = {"$schema", "$id", "$comment", "title", "description",
+					  "default", "examples", "readOnly", "writeOnly",
+					  "definitions", NULL};
+
+static int is_annotation(const char *k)
+{
+	for (int i = 0; annotations[i]; i++)
+		if (strcmp(k, annotations[i]) == 0)
+			return 1;
+	return 0;
+}
+
+typedef struct {
+	aw_schema *s; /* NULL: only check support */
+	char *why;
+	size_t whylen;
+} walk_ctx;
+
+static int fail_walk(walk_ctx *w, const char *ptr, const char *fmt, const char *what)
+{
+	if (w->why)
+		snprintf(w->why, w->whylen, "%s: %s %s", ptr[0] ? ptr : "#", fmt, what);
+	return -1;
+}
+
+static int add_regex(walk_ctx *w, const char *src, const char *ptr)
+{
+	int ec;
+	PCRE2_SIZE eo;
+	pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &eo,
+				       NULL);
+	if (!re)
+		return fail_walk(w, ptr, "invalid regular expression", src);
+	if (!w->s) {
+		pcre2_code_free(re);
+		return 0;
+	}
+	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+	aw_schema *s = w->s;
+	if (s->nre == s->capre) {
+		size_t cap = s->capre ? s->capre * 2 : 8;
+		regex_entry *n = realloc(s->re, cap * sizeof *n);
+		if (!n) {
+			pcre2_code_free(re);
+			return fail_walk(w, ptr, "out of memory", "");
+		}
+		s->re = n;
+		s->capre = cap;
+	}
+	s->re[s->nre++] = (regex_entry){src, re};
+	return 0;
+}
+
+static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int depth);
+
+static int walk_map(walk_ctx *w, const json_t *m, const char *ptr, const char *kw, int depth,
+		    int keys_are_regex)
+{
+	if (!json_is_object(m))
+		return fail_walk(w, ptr, kw, "must be an object");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)m, k, v) {
+		char p[512];
+		snprintf(p, sizeof p, "%s/%s/%s", ptr, kw, k);
+		if (keys_are_regex && add_regex(w, k, p))
+			return -1;
+		if (walk_schema(w, v, p, depth + 1))
+			return -1;
+	}
+	return 0;
+}
+
+static int walk_list(walk_ctx *w, const json_t *a, const char *ptr, const char *kw, int depth)
+{
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return fail_walk(w, ptr, kw, "must be a non-empty array");
+	size_t i;
+	json_t *v;
+	json_array_foreach((json_t *)a, i, v) {
+		char p[512];
+		snprintf(p, sizeof p, "%s/%s/%zu", ptr, kw, i);
+		if (walk_schema(w, v, p, depth + 1))
+			return -1;
+	}
+	return 0;
+}
+
+static int nonneg_int(const json_t *v)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v) >= 0;
+	return json_is_real(v) && json_real_value(v) >= 0 &&
+	       json_real_value(v) == floor(json_real_value(v));
+}
+
+static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int depth)
+{
+	if (depth > MAX_DEPTH)
+		return fail_walk(w, ptr, "schema nested too deep", "");
+	if (json_is_boolean(sch))
+		return 0;
+	if (!json_is_object(sch))
+		return fail_walk(w, ptr, "a schema must be an object or a boolean", "");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)sch, k, v) {
+		char p[512];
+		snprintf(p, sizeof p, "%s/%s", ptr, k);
+		if (is_annotation(k)) {
+			if (strcmp(k, "definitions") == 0 &&
+			    walk_map(w, v, ptr, "definitions", depth, 0))
+				return -1;
+			continue;
+		}
+		if (!strcmp(k, "properties")) {
+			if (walk_map(w, v, ptr, k, depth, 0))
+				return -1;
+		} else if (!strcmp(k, "patternProperties")) {
+			if (walk_map(w, v, ptr, k, depth, 1))
+				return -1;
+		} else if (!strcmp(k, "additionalProperties") || !strcmp(k, "additionalItems") ||
+			   !strcmp(k, "not")) {
+			if (walk_schema(w, v, p, depth + 1))
+				return -1;
+		} else if (!strcmp(k, "items")) {
+			if (json_is_array(v) ? (json_array_size(v) && walk_list(w, v, ptr, k, depth))
+					     : walk_schema(w, v, p, depth + 1))
+				return -1;
+		} else if (!strcmp(k, "allOf") || !strcmp(k, "anyOf") || !strcmp(k, "oneOf")) {
+			if (walk_list(w, v, ptr, k, depth))
+				return -1;
+		} else if (!strcmp(k, "type")) {
+			if (!json_is_string(v) && !json_is_array(v))
+				return fail_walk(w, p, "type", "must be a string or an array");
+		} else if (!strcmp(k, "enum")) {
+			if (!json_is_array(v))
+				return fail_walk(w, p, "enum", "must be an array");
+		} else if (!strcmp(k, "const")) {
+			/* any value */
+		} else if (!strcmp(k, "minimum") || !strcmp(k, "maximum") ||
+			   !strcmp(k, "exclusiveMinimum") || !strcmp(k, "exclusiveMaximum")) {
+			if (!json_is_number(v))
+				return fail_walk(w, p, k, "must be a number");
+		} else if (!strcmp(k, "multipleOf")) {
+			if (!json_is_number(v) || json_number_value(v) <= 0)
+				return fail_walk(w, p, k, "must be a number > 0");
+		} else if (!strcmp(k, "minLength") || !strcmp(k, "maxLength") ||
+			   !strcmp(k, "minItems") || !strcmp(k, "maxItems") ||
+			   !strcmp(k, "minProperties") || !strcmp(k, "maxProperties")) {
+			if (!nonneg_int(v))
+				return fail_walk(w, p, k, "must be a non-negative integer");
+		} else if (!strcmp(k, "uniqueItems")) {
+			if (!json_is_boolean(v))
+				return fail_walk(w, p, k, "must be a boolean");
+		} else if (!strcmp(k, "required")) {
+			size_t i;
+			json_t *x;
+			if (!json_is_array(v))
+				return fail_walk(w, p, k, "must be an array of strings");
+			json_array_foreach(v, i, x) if (!json_is_string(x)) return fail_walk(
+				w, p, k, "must be an array of strings");
+		} else if (!strcmp(k, "pattern")) {
+			if (!json_is_string(v))
+				return fail_walk(w, p, k, "must be a string");
+			if (add_regex(w, json_string_value(v), p))
+				return -1;
+		} else if (!strcmp(k, "$ref")) {
+			const char *r = json_string_value(v);
+			if (!r || r[0] != '#')
+				return fail_walk(w, p, "unsupported $ref (only local '#...')", r ? r : "");
+		} else {
+			return fail_walk(w, p, "unsupported keyword", k);
+		}
+	}
+	return 0;
+}
+
+int aw_schema_supported(const json_t *schema, char *why, size_t whylen)
+{
+	walk_ctx w = {NULL, why, whylen};
+	return walk_schema(&w, schema, "", 0) == 0;
+}
+
+void aw_schema_free(aw_schema *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nre; i++)
+		pcre2_code_free(s->re[i].re);
+	free(s->re);
+	json_decref(s->root);
+	free(s);
+}
+
+aw_err aw_schema_compile(json_t *schema, aw_schema **out, aw_error *err)
+{
+	aw_schema *s = calloc(1, sizeof *s);
+	if (!s)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	s->root = json_incref(schema);
+	char why[256] = "";
+	walk_ctx w = {s, why, sizeof why};
+	if (walk_schema(&w, schema, "", 0)) {
+		aw_schema_free(s);
+		return aw_fail_at(err, AW_E_REQ_INVALID, "", "invalid schema: %s", why);
+	}
+	*out = s;
+	return AW_OK;
+}
+
+/* ------------------------------------------------------------ validate */
+
+typedef struct {
+	const aw_schema *s;
+	aw_schema_error *errs;
+	int max, n;
+	int quick; /* stop at the first error (count-only evaluation) */
+} vctx;
+
+static int report(vctx *c, const char *ptr, const char *kw, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#include <stdarg.h>
+static int report(vctx *c, const char *ptr, const char *kw, const char *fmt, ...)
+{
+	if (c->errs && c->n < c->max) {
+		aw_schema_error *e = &c->errs[c->n];
+		snprintf(e->pointer, sizeof e->pointer, "%s", ptr);
+		snprintf(e->keyword, sizeof e->keyword, "%s", kw);
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(e->message, sizeof e->message, fmt, ap);
+		va_end(ap);
+	}
+	c->n++;
+	return 1;
+}
+
+static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *ptr, int depth);
+
+/* JSON Schema equality: numbers by value (1 == 1.0), objects by members. */
+static int jequal(const json_t *a, const json_t *b)
+{
+	if (json_is_number(a) && json_is_number(b)) {
+		if (json_is_integer(a) && json_is_integer(b))
+			return json_integer_value(a) == json_integer_value(b);
+		return json_number_value(a) == json_number_value(b);
+	}
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	if (json_is_array(a)) {
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			if (!jequal(json_array_get(a, i), json_array_get(b, i)))
+				return 0;
+		return 1;
+	}
+	if (json_is_object(a)) {
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		const char *k;
+		json_t *v;
+		json_object_foreach((json_t *)a, k, v) {
+			json_t *o = json_object_get(b, k);
+			if (!o || !jequal(v, o))
+				return 0;
+		}
+		return 1;
+	}
+	return json_equal((json_t *)a, (json_t *)b);
+}
+
+static int is_integer_value(const json_t *v)
+{
+	if (json_is_integer(v))
+		return 1;
+	if (!json_is_real(v))
+		return 0;
+	double d = json_real_value(v);
+	return isfinite(d) && d == floor(d);
+}
+
+static int type_matches(const json_t *v, const char *t)
+{
+	if (!strcmp(t, "object"))
+		return json_is_object(v);
+	if (!strcmp(t, "array"))
+		return json_is_array(v);
+	if (!strcmp(t, "string"))
+		return json_is_string(v);
+	if (!strcmp(t, "boolean"))
+		return json_is_boolean(v);
+	if (!strcmp(t, "null"))
+		return json_is_null(v);
+	if (!strcmp(t, "number"))
+		return json_is_number(v);
+	if (!strcmp(t, "integer"))
+		return is_integer_value(v);
+	return 0;
+}
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "object";
+	case JSON_ARRAY: return "array";
+	case JSON_STRING: return "string";
+	case JSON_INTEGER: return "integer";
+	case JSON_REAL: return "number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "boolean";
+	default: return "null";
+	}
+}
+
+static size_t utf8_len(const char *s, size_t n)
+{
+	size_t cps = 0;
+	for (size_t i = 0; i < n; i++)
+		cps += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return cps;
+}
+
+static const pcre2_code *regex_for(const aw_schema *s, const char *src)
+{
+	for (size_t i = 0; i < s->nre; i++)
+		if (s->re[i].src == src || strcmp(s->re[i].src, src) == 0)
+			return s->re[i].re;
+	return NULL;
+}
+
+static int re_match(const aw_schema *s, const char *src, const char *subject, size_t len)
+{
+	const pcre2_code *re = regex_for(s, src);
+	if (!re)
+		return 0;
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+	int rc = md ? pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, md, NULL) : -1;
+	pcre2_match_data_free(md);
+	return rc >= 0;
+}
+
+/* Appends a JSON pointer token (escaped) to base. */
+static void ptr_join(char *out, size_t cap, const char *base, const char *tok)
+{
+	size_t o = (size_t)snprintf(out, cap, "%s/", base);
+	for (const char *t = tok; *t && o + 3 < cap; t++) {
+		if (*t == '~' || *t == '/') {
+			out[o++] = '~';
+			out[o++] = *t == '~' ? '0' : '1';
+		} else {
+			out[o++] = *t;
+		}
+	}
+	out[o < cap ? o : cap - 1] = '\0';
+}
+
+/* Resolves "#/a/b" against the root document. */
+static const json_t *resolve_ref(const aw_schema *s, const char *ref)
+{
+	if (strcmp(ref, "#") == 0)
+		return s->root;
+	if (strncmp(ref, "#/", 2) != 0)
+		return NULL;
+	const json_t *cur = s->root;
+	const char *p = ref + 2;
+	char tok[256];
+	while (cur) {
+		size_t n = 0;
+		while (*p && *p != '/' && n < sizeof tok - 1) {
+			if (*p == '~' && (p[1] == '0' || p[1] == '1')) {
+				tok[n++] = p[1] == '0' ? '~' : '/';
+				p += 2;
+			} else if (*p == '%' && p[1] && p[2]) {
+				char hex[3] = {p[1], p[2], 0};
+				tok[n++] = (char)strtol(hex, NULL, 16);
+				p += 3;
+			} else {
+				tok[n++] = *p++;
+			}
+		}
+		tok[n] = '\0';
+		if (json_is_object(cur)) {
+			cur = json_object_get(cur, tok);
+		} else if (json_is_array(cur)) {
+			char *end;
+			long idx = strtol(tok, &end, 10);
+			cur = (*end || idx < 0) ? NULL : json_array_get(cur, (size_t)idx);
+		} else {
+			cur = NULL;
+		}
+		if (*p != '/')
+			break;
+		p++;
+	}
+	return cur;
+}
+
+#define FAIL_OR_CONTINUE()            \
+	do {                          \
+		if (c->quick && c->n) \
+			return c->n;  \
+	} while (0)
+
+static int count_sub(vctx *c, const json_t *inst, const json_t *sch, const char *ptr, int depth)
+{
+	vctx sub = {c->s, NULL, 0, 0, 1};
+	return validate(&sub, inst, sch, ptr, depth);
+}
+
+static void validate_numeric(vctx *c, const json_t *inst, const json_t *sch, const char *ptr)
+{
+	double x = json_number_value(inst);
+	json_t *v;
+	if ((v = json_object_get(sch, "minimum")) && x < json_number_value(v))
+		report(c, ptr, "minimum", "must be >= %g", json_number_value(v));
+	if ((v = json_object_get(sch, "maximum")) && x > json_number_value(v))
+		report(c, ptr, "maximum", "must be <= %g", json_number_value(v));
+	if ((v = json_object_get(sch, "exclusiveMinimum")) && x <= json_number_value(v))
+		report(c, ptr, "exclusiveMinimum", "must be > %g", json_number_value(v));
+	if ((v = json_object_get(sch, "exclusiveMaximum")) && x >= json_number_value(v))
+		report(c, ptr, "exclusiveMaximum", "must be < %g", json_number_value(v));
+	if ((v = json_object_get(sch, "multipleOf"))) {
+		int ok;
+		if (json_is_integer(inst) && json_is_integer(v)) {
+			ok = json_integer_value(inst) % json_integer_value(v) == 0;
+		} else {
+			double q = x / json_number_value(v);
+			ok = isfinite(q) && fabs(q - nearbyint(q)) < 1e-9 * (fabs(q) > 1 ? fabs(q) : 1);
+		}
+		if (!ok)
+			report(c, ptr, "multipleOf", "must be a multiple of %g", json_number_value(v));
+	}
+}
+
+static void validate_string(vctx *c, const json_t *inst, const json_t *sch, const char *ptr)
+{
+	const char *s = json_string_value(inst);
+	size_t bytes = json_string_length(inst), cps = utf8_len(s, bytes);
+	json_t *v;
+	if ((v = json_object_get(sch, "minLength")) && cps < (size_t)json_number_value(v))
+		report(c, ptr, "minLength", "must be at least %g characters", json_number_value(v));
+	if ((v = json_object_get(sch, "maxLength")) && cps > (size_t)json_number_value(v))
+		report(c, ptr, "maxLength", "must be at most %g characters", json_number_value(v));
+	if ((v = json_object_get(sch, "pattern")) &&
+	    !re_match(c->s, json_string_value(v), s, bytes))
+		report(c, ptr, "pattern", "must match the pattern %.120s", json_string_value(v));
+}
+
+static void validate_array(vctx *c, const json_t *inst, const json_t *sch, const char *ptr,
+			   int depth)
+{
+	size_t n = json_array_size(inst);
+	json_t *v;
+	if ((v = json_object_get(sch, "minItems")) && n < (size_t)json_number_value(v))
+		report(c, ptr, "minItems", "must have at least %g items", json_number_value(v));
+	if ((v = json_object_get(sch, "maxItems")) && n > (size_t)json_number_value(v))
+		report(c, ptr, "maxItems", "must have at most %g items", json_number_value(v));
+	if ((v = json_object_get(sch, "uniqueItems")) && json_is_true(v)) {
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = i + 1; j < n; j++)
+				if (jequal(json_array_get(inst, i), json_array_get(inst, j))) {
+					report(c, ptr, "uniqueItems", "items %zu and %zu are equal", i, j);
+					i = j = n;
+				}
+	}
+	json_t *items = json_object_get(sch, "items");
+	if (!items)
+		return;
+	char p[512];
+	if (json_is_array(items)) {
+		size_t k = json_array_size(items);
+		json_t *add = json_object_get(sch, "additionalItems");
+		for (size_t i = 0; i < n; i++) {
+			snprintf(p, sizeof p, "%s/%zu", ptr, i);
+			if (i < k)
+				validate(c, json_array_get(inst, i), json_array_get(items, i), p, depth + 1);
+			else if (add)
+				validate(c, json_array_get(inst, i), add, p, depth + 1);
+
+			if (c->quick && c->n)
+				return;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			snprintf(p, sizeof p, "%s/%zu", ptr, i);
+			validate(c, json_array_get(inst, i), items, p, depth + 1);
+			if (c->quick && c->n)
+				return;
+		}
+	}
+}
+
+static void validate_object(vctx *c, const json_t *inst, const json_t *sch, const char *ptr,
+			    int depth)
+{
+	size_t n = json_object_size(inst);
+	json_t *v;
+	if ((v = json_object_get(sch, "minProperties")) && n < (size_t)json_number_value(v))
+		report(c, ptr, "minProperties", "must have at least %g members", json_number_value(v));
+	if ((v = json_object_get(sch, "maxProperties")) && n > (size_t)json_number_value(v))
+		report(c, ptr, "maxProperties", "must have at most %g members", json_number_value(v));
+	if ((v = json_object_get(sch, "required"))) {
+		size_t i;
+		json_t *r;
+		json_array_foreach(v, i, r) {
+			if (!json_object_get(inst, json_string_value(r))) {
+				char p[512];
+				ptr_join(p, sizeof p, ptr, json_string_value(r));
+				report(c, p, "required", "is required");
+			}
+		}
+	}
+	json_t *props = json_object_get(sch, "properties");
+	json_t *pprops = json_object_get(sch, "patternProperties");
+	json_t *add = json_object_get(sch, "additionalProperties");
+	const char *k;
+	json_t *x;
+	json_object_foreach((json_t *)inst, k, x) {
+		char p[512];
+		ptr_join(p, sizeof p, ptr, k);
+		int matched = 0;
+		json_t *ps = props ? json_object_get(props, k) : NULL;
+		if (ps) {
+			matched = 1;
+			validate(c, x, ps, p, depth + 1);
+		}
+		if (pprops) {
+			const char *pk;
+			json_t *psch;
+			json_object_foreach(pprops, pk, psch) {
+				if (re_match(c->s, pk, k, strlen(k))) {
+					matched = 1;
+					validate(c, x, psch, p, depth + 1);
+				}
+			}
+		}
+		if (!matched && add) {
+			if (json_is_false(add))
+				report(c, p, "additionalProperties", "is not allowed (unknown field)");
+			else
+				validate(c, x, add, p, depth + 1);
+		}
+		if (c->quick && c->n)
+			return;
+	}
+}
+
+static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *ptr, int depth)
+{
+	int before = c->n;
+	if (depth > MAX_DEPTH)
+		return report(c, ptr, "$ref", "schema recursion too deep");
+	if (json_is_true(sch))
+		return 0;
+	if (json_is_false(sch))
+		return report(c, ptr, "false", "no value is allowed here");
+	json_t *ref = json_object_get(sch, "$ref");
+	if (ref) { /* draft-07: $ref replaces its siblings */
+		const json_t *target = resolve_ref(c->s, json_string_value(ref));
+		if (!target)
+			return report(c, ptr, "$ref", "unresolvable reference %.100s",
+				      json_string_value(ref));
+		return validate(c, inst, target, ptr, depth + 1);
+	}
+	json_t *v;
+	if ((v = json_object_get(sch, "type"))) {
+		int ok = 0;
+		if (json_is_string(v)) {
+			ok = type_matches(inst, json_string_value(v));
+		} else {
+			size_t i;
+			json_t *t;
+			json_array_foreach(v, i, t) ok |= type_matches(inst, json_string_value(t));
+		}
+		if (!ok) {
+			char want[96];
+			snprintf(want, sizeof want, "%s",
+				 json_is_string(v) ? json_string_value(v) : "one of the listed types");
+			report(c, ptr, "type", "must be %s, not %s", want, type_name(inst));
+			return c->n - before; /* the rest would only repeat it */
+		}
+	}
+	if ((v = json_object_get(sch, "enum"))) {
+		int ok = 0;
+		for (size_t i = 0; i < json_array_size(v) && !ok; i++)
+			ok = jequal(inst, json_array_get(v, i));
+		if (!ok)
+			report(c, ptr, "enum", "must be one of the allowed values");
+	}
+	if ((v = json_object_get(sch, "const")) && !jequal(inst, v))
+		report(c, ptr, "const", "must equal the constant value");
+	FAIL_OR_CONTINUE();
+	if (json_is_number(inst))
+		validate_numeric(c, inst, sch, ptr);
+	else if (json_is_string(inst))
+		validate_string(c, inst, sch, ptr);
+	else if (json_is_array(inst))
+		validate_array(c, inst, sch, ptr, depth);
+	else if (json_is_object(inst))
+		validate_object(c, inst, sch, ptr, depth);
+	FAIL_OR_CONTINUE();
+	if ((v = json_object_get(sch, "allOf"))) {
+		size_t i;
+		json_t *sub;
+		json_array_foreach(v, i, sub) {
+			validate(c, inst, sub, ptr, depth + 1);
+			FAIL_OR_CONTINUE();
+		}
+	}
+	if ((v = json_object_get(sch, "anyOf"))) {
+		int ok = 0;
+		for (size_t i = 0; i < json_array_size(v) && !ok; i++)
+			ok = count_sub(c, inst, json_array_get(v, i), ptr, depth + 1) == 0;
+		if (!ok)
+			report(c, ptr, "anyOf", "must match at least one of the alternatives");
+	}
+	if ((v = json_object_get(sch, "oneOf"))) {
+		int matches = 0;
+		for (size_t i = 0; i < json_array_size(v); i++)
+			matches += count_sub(c, inst, json_array_get(v, i), ptr, depth + 1) == 0;
+		if (matches != 1)
+			report(c, ptr, "oneOf", "must match exactly one alternative, matches %d",
+			       matches);
+	}
+	if ((v = json_object_get(sch, "not")) && count_sub(c, inst, v, ptr, depth + 1) == 0)
+		report(c, ptr, "not", "must not match the schema under not");
+	return c->n - before;
+}
+
+int aw_schema_validate(const aw_schema *s, const json_t *instance, aw_schema_error *errs,
+		       int max)
+{
+	vctx c = {s, errs, max, 0, 0};
+	validate(&c, instance, s->root, "", 0);
+	return c.n;
+}
