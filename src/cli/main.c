@@ -23,6 +23,7 @@ static void usage(void)
 	       "  key        create, list, revoke or generate API keys\n"
 	       "  audit      verify or export a project's audit trail (reads the store)\n"
 	       "  redact     redact PII and secrets from stdin (--json for documents)\n"
+	       "  schema     validate a JSON document against a JSON Schema\n"
 	       "  version    print the version\n\n"
 	       "Run `awooop COMMAND --help` for a command's options.\n"
 	       "Client commands use AWOOOP_URL (default http://127.0.0.1:8080) and AWOOOP_KEY.\n"
@@ -50,6 +51,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_key(argc - 2, argv + 2);
 	else if (strcmp(cmd, "audit") == 0)
 		rc = aw_cmd_audit(argc - 2, argv + 2);
+	else if (strcmp(cmd, "schema") == 0)
+		rc = aw_cmd_schema(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redact") == 0)
 		rc = aw_cmd_redact(argc - 2, argv + 2);
 	else if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -19,6 +19,9 @@
 #include <pcre2.h>
 
 #define MAX_DEPTH 128
+/* Evaluation steps per validation: self-referencing anyOf/oneOf can otherwise
+ * branch exponentially on deep input. Real contracts use a few thousand. */
+#define MAX_STEPS 1000000
 
 typedef struct {
 	const char *src; /* borrowed from the schema document */
@@ -250,7 +253,8 @@ typedef struct {
 	const aw_schema *s;
 	aw_schema_error *errs;
 	int max, n;
-	int quick; /* stop at the first error (count-only evaluation) */
+	int quick;   /* stop at the first error (count-only evaluation) */
+	long *steps; /* shared with sub-evaluations */
 } vctx;
 
 static int report(vctx *c, const char *ptr, const char *kw, const char *fmt, ...)
@@ -440,7 +444,7 @@ static const json_t *resolve_ref(const aw_schema *s, const char *ref)
 
 static int count_sub(vctx *c, const json_t *inst, const json_t *sch, const char *ptr, int depth)
 {
-	vctx sub = {c->s, NULL, 0, 0, 1};
+	vctx sub = {c->s, NULL, 0, 0, 1, c->steps};
 	return validate(&sub, inst, sch, ptr, depth);
 }
 
@@ -587,6 +591,8 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *
 	int before = c->n;
 	if (depth > MAX_DEPTH)
 		return report(c, ptr, "$ref", "schema recursion too deep");
+	if (++*c->steps > MAX_STEPS)
+		return report(c, ptr, "$ref", "schema evaluation too expensive");
 	if (json_is_true(sch))
 		return 0;
 	if (json_is_false(sch))
@@ -667,7 +673,8 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *
 int aw_schema_validate(const aw_schema *s, const json_t *instance, aw_schema_error *errs,
 		       int max)
 {
-	vctx c = {s, errs, max, 0, 0};
+	long steps = 0;
+	vctx c = {s, errs, max, 0, 0, &steps};
 	validate(&c, instance, s->root, "", 0);
 	return c.n;
 }

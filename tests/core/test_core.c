@@ -16,6 +16,7 @@
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
+#include "awooop/jcs.h"
 #include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/trace.h"
@@ -232,6 +233,42 @@ static void test_metrics_render(void **state)
 	aw_metrics_reset();
 }
 
+static void jcs_is(const char *in, const char *want)
+{
+	json_error_t je;
+	json_t *v = json_loads(in, JSON_DECODE_ANY, &je);
+	if (!v)
+		fail_msg("unparsable test input %s: %s", in, je.text);
+	char *got = aw_jcs(v);
+	if (strcmp(got, want) != 0)
+		fail_msg("jcs(%s) = %s, want %s", in, got, want);
+	free(got);
+	json_decref(v);
+}
+
+static void test_jcs(void **state)
+{
+	/* RFC 8785 examples and number rules */
+	jcs_is("{\"b\": 2, \"a\": 1}", "{\"a\":1,\"b\":2}");
+	jcs_is("[1.0, 1e2, -0.0, 0.5, 1e21, 1e-7, 123456789012345680000.0, 4.5e-7]",
+	       "[1,100,0,0.5,1e+21,1e-7,123456789012345680000,4.5e-7]");
+	jcs_is("[333333333.33333329, 1E30, 4.50, 2e-3, 0.000001]",
+	       "[333333333.3333333,1e+30,4.5,0.002,0.000001]");
+	/* strings: only " \\ and control characters are escaped; \u20ac stays UTF-8 */
+	jcs_is("\"\\u20ac\\u000f\\n/\\\"\"", "\"\xe2\x82\xac\\u000f\\n/\\\"\"");
+	/* keys sorted by UTF-16 code units: U+1F600 (surrogates D83D..) before U+FB33 */
+	jcs_is("{\"\\ufb33\": 1, \"\\ud83d\\ude00\": 2, \"a\": 0}",
+	       "{\"a\":0,\"\xf0\x9f\x98\x80\":2,\"\xef\xac\xb3\":1}");
+	json_t *a = json_loads("{\"x\":[1,{\"z\":1,\"y\":2.0}]}", 0, NULL);
+	json_t *b = json_loads("{ \"x\" : [ 1.0 , { \"y\":2, \"z\":1 } ] }", 0, NULL);
+	char ha[65], hb[65];
+	assert_int_equal(aw_jcs_sha256(a, ha), 0);
+	assert_int_equal(aw_jcs_sha256(b, hb), 0);
+	assert_string_equal(ha, hb);
+	json_decref(a);
+	json_decref(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_identifiers),
 		cmocka_unit_test(test_strict_json),
 		cmocka_unit_test(test_metrics_render),
+		cmocka_unit_test(test_jcs),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
