@@ -40,6 +40,17 @@
 	X(AW_E_STORE_CONFLICT, "E-STORE-004", 409, "Conflicting write")               \
 	X(AW_E_STORE_QUERY, "E-STORE-005", 500, "Store query failed")                 \
 	X(AW_E_STORE_DENIED, "E-STORE-006", 403, "Row-level security refused write") \
+	X(AW_E_CONTRACT_SCHEMA, "E-CONTRACT-001", 422, "Contract body is invalid")      \
+	X(AW_E_CONTRACT_NOT_FOUND, "E-CONTRACT-002", 404, "Contract revision not found") \
+	X(AW_E_CONTRACT_STATE, "E-CONTRACT-003", 409, "Illegal lifecycle transition")    \
+	X(AW_E_CONTRACT_FAMILY, "E-CONTRACT-004", 404, "Unknown contract family")        \
+	X(AW_E_CONTRACT_APPROVALS, "E-CONTRACT-005", 409, "Not enough approvals")        \
+	X(AW_E_CONTRACT_SELF_APPROVAL, "E-CONTRACT-006", 403, "Publisher cannot approve") \
+	X(AW_E_CONTRACT_DUP_APPROVAL, "E-CONTRACT-007", 409, "Already approved")          \
+	X(AW_E_CONTRACT_APPROVER, "E-CONTRACT-008", 403, "Not an allowed approver")      \
+	X(AW_E_CONTRACT_ID, "E-CONTRACT-009", 400, "Invalid contract id")                \
+	X(AW_E_CONTRACT_NO_KEY, "E-CONTRACT-010", 503, "No publish key configured")      \
+	X(AW_E_CONTRACT_SIG, "E-CONTRACT-SIG", 409, "Signature or body hash mismatch")   \
 	X(AW_E_MIGRATE_ROLE, "E-MIGRATE-001", 500, "Unsafe application role")         \
 	X(AW_E_CONFIG, "E-CONFIG-001", 400, "Invalid configuration")                  \
 	X(AW_E_USAGE, "E-CLI-001", 400, "Invalid command line")                       \

@@ -22,7 +22,11 @@ typedef struct {
 	int64_t i;
 } aw_val;
 
-#define AW_TEXT(x) ((aw_val){.t = (x) ? AW_V_TEXT : AW_V_NULL, .s = (x)})
+static inline aw_val aw_text(const char *s)
+{
+	return (aw_val){.t = s ? AW_V_TEXT : AW_V_NULL, .s = s};
+}
+#define AW_TEXT(x) aw_text(x)
 #define AW_INT(x) ((aw_val){.t = AW_V_INT, .i = (x)})
 
 /* A materialised result; owned by the caller, freed with aw_rows_free. */

@@ -87,8 +87,9 @@ static aw_err pg_grants(aw_store *s, aw_conn *c, const char *app, aw_error *err)
 		 "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA awooop TO %s;"
 		 "REVOKE INSERT, UPDATE, DELETE ON schema_migrations FROM %s;"
 		 "REVOKE UPDATE, DELETE ON audit_events FROM %s;"
-		 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA awooop TO %s;",
-		 app, app, app, app, app);
+		 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA awooop TO %s;"
+		 "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA awooop TO %s;",
+		 app, app, app, app, app, app);
 	return s->drv->script(c, sql, err);
 }
 

@@ -1,0 +1,18 @@
+# Generates a C file holding text files as {name, text} pairs, sorted by name.
+# cmake -DOUT=file.c -DVAR=name -DSRC_DIR=dir -DSUFFIX=.schema.json -P embed_files.cmake
+file(GLOB files "${SRC_DIR}/*${SUFFIX}")
+list(SORT files)
+set(body "/* generated from ${SRC_DIR} - do not edit */\n#include <stddef.h>\n\n")
+string(APPEND body "const struct { const char *name; const char *text; } ${VAR}[] = {\n")
+foreach(f ${files})
+  get_filename_component(fname "${f}" NAME)
+  string(REPLACE "${SUFFIX}" "" name "${fname}")
+  file(READ "${f}" text)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  string(REPLACE "\n" "\\n\"\n\"" text "${text}")
+  string(APPEND body "\t{\"${name}\",\n\"${text}\"},\n")
+endforeach()
+string(APPEND body "\t{NULL, NULL}\n};\n")
+file(WRITE "${OUT}.tmp" "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

@@ -1,0 +1,90 @@
+/*
+ * contract.h - the contract registry: six families of versioned policy
+ * documents, strictly validated, signed on publish, activated only with enough
+ * approvals, and switched atomically with an ADR-113 outbox event.
+ *
+ * Lifecycle (the one transition table is in contract.c):
+ *   draft -> published -> active -> superseded (another revision activates)
+ *                \-> revoked   \-> revoked (the pointer is removed: workers fail
+ *                                           closed until a revision activates)
+ * Every change is audited in the transaction that makes it.
+ *
+ * Ownership: aw_revision bodies from these calls are freed with
+ * aw_revision_clear(); patches and JSON are new references.
+ */
+#ifndef AWOOOP_CONTRACT_H
+#define AWOOOP_CONTRACT_H
+
+#include <jansson.h>
+
+#include "awooop/keyring.h"
+#include "awooop/store.h"
+
+typedef struct aw_contracts aw_contracts;
+
+#define AW_APPROVAL_CONTRACT "default" /* contract id of a project's approval policy */
+#define AW_TOPOLOGY_CONTRACT "ollama_topology"
+
+/* Compiles the family schemas. The keyring is borrowed (may be NULL: publish
+ * then answers AW_E_CONTRACT_NO_KEY). */
+aw_err aw_contracts_new(const aw_keyring *kr, aw_contracts **out, aw_error *err);
+void aw_contracts_free(aw_contracts *c);
+int aw_contract_family_ok(const char *family);
+void aw_revision_clear(aw_revision *r);
+
+/* Schema and semantic checks; err->where is the JSON pointer of the problem. */
+aw_err aw_contract_validate(const aw_contracts *c, const char *project, const char *family,
+			    const char *contract_id, const json_t *body, aw_error *err);
+
+aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, const json_t *body,
+			  aw_revision *out, aw_error *err);
+aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, const char *rev,
+			  const json_t *body, aw_revision *out, aw_error *err);
+aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+		       const char *family, const char *contract_id, const char *rev,
+		       aw_revision *out, aw_error *err);
+aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family,
+			const char *contract_id, aw_revision **out, int *n, aw_error *err);
+aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			   const char *family, const char *contract_id, const char *rev,
+			   aw_revision *out, aw_error *err);
+aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			   const char *family, const char *contract_id, const char *rev,
+			   aw_approval *out, aw_error *err);
+
+typedef struct {
+	int activated;  /* 1: the pointer now names the revision */
+	int suggested;  /* 1: suggest mode, below threshold: recorded, nothing changed */
+	int approvals;  /* valid approvals counted */
+	int threshold;
+	char old_revision_id[AW_UUID_STR_LEN + 1];
+	char event_id[AW_UUID_STR_LEN + 1];
+} aw_activation;
+
+aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			    const char *family, const char *contract_id, const char *rev,
+			    aw_activation *out, aw_error *err);
+aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, const char *rev,
+			  aw_error *err);
+/* The active revision, its body hash and signature verified (AW_E_CONTRACT_SIG
+ * and an audit record when they do not match). AW_E_CONTRACT_NOT_FOUND when
+ * the contract has no active revision. */
+aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, aw_revision *out,
+			  aw_error *err);
+/* 0 when r's stored body hashes to its body_hash and its signature verifies. */
+int aw_contract_verify(const aw_contracts *c, const aw_revision *r);
+/* RFC 6902 JSON Patch turning revision a's body into b's. */
+aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family,
+			const char *contract_id, const char *a, const char *b, json_t **patch,
+			aw_error *err);
+json_t *aw_json_patch_diff(const json_t *from, const json_t *to);
+
+/* Test hook: called at named points of an activation ("after_pointer"); a
+ * non-zero return aborts the activation there (fault injection). */
+extern int (*aw_contract_fault_hook)(const char *point);
+
+#endif

@@ -1,0 +1,687 @@
+/*
+ * contract.c - the contract registry service (see contract.h).
+ *
+ * Signatures: HMAC-SHA256 (keyring's current key) over the RFC 8785 form of
+ * [project_id, family, contract_id, revision_id, body_hash]; body_hash is the
+ * SHA-256 of the body's RFC 8785 form. Both are checked again on activation and
+ * whenever the active revision is read for use.
+ *
+ * Approvals: the project's active approval contract "default" sets approvers,
+ * threshold, window and mode; without one the platform default applies (any
+ * operator-or-higher principal but the publisher, threshold 1, 24 h, enforce).
+ */
+#include "awooop/contract.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/audit.h"
+#include "awooop/ident.h"
+#include "awooop/jcs.h"
+#include "awooop/log.h"
+#include "awooop/schema.h"
+
+extern const struct {
+	const char *name;
+	const char *text;
+} aw_contract_schema_texts[];
+
+static const char *const families[] = {"policy_routing", "channel_event", "mcp_tool",
+				       "budget",         "approval",      "platform_resource"};
+#define NFAM 6
+
+struct aw_contracts {
+	aw_schema *schema[NFAM];
+	const aw_keyring *kr;
+};
+
+int (*aw_contract_fault_hook)(const char *point);
+
+/* ---------------------------------------------------------- transitions */
+
+static const struct {
+	const char *from, *to, *via;
+} transitions[] = {
+	{"draft", "published", "publish"},   {"published", "active", "activate"},
+	{"active", "superseded", "activate"}, {"published", "revoked", "revoke"},
+	{"active", "revoked", "revoke"},
+};
+
+static int transition_ok(const char *from, const char *to)
+{
+	for (size_t i = 0; i < sizeof transitions / sizeof transitions[0]; i++)
+		if (!strcmp(transitions[i].from, from) && !strcmp(transitions[i].to, to))
+			return 1;
+	return 0;
+}
+
+static aw_err illegal(aw_error *err, const char *from, const char *action)
+{
+	return aw_fail(err, AW_E_CONTRACT_STATE, "cannot %s a revision that is %s", action, from);
+}
+
+/* ---------------------------------------------------------- registry */
+
+static int family_index(const char *f)
+{
+	for (int i = 0; i < NFAM; i++)
+		if (f && strcmp(f, families[i]) == 0)
+			return i;
+	return -1;
+}
+
+int aw_contract_family_ok(const char *family)
+{
+	return family_index(family) >= 0;
+}
+
+aw_err aw_contracts_new(const aw_keyring *kr, aw_contracts **out, aw_error *err)
+{
+	aw_contracts *c = calloc(1, sizeof *c);
+	if (!c)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	c->kr = kr;
+	for (int i = 0; i < NFAM; i++) {
+		const char *text = NULL;
+		for (int k = 0; aw_contract_schema_texts[k].name; k++)
+			if (!strcmp(aw_contract_schema_texts[k].name, families[i]))
+				text = aw_contract_schema_texts[k].text;
+		json_error_t je;
+		json_t *doc = text ? json_loads(text, 0, &je) : NULL;
+		aw_err e = doc ? aw_schema_compile(doc, &c->schema[i], err)
+			       : aw_fail(err, AW_E_INTERNAL, "schema for %s missing", families[i]);
+		json_decref(doc);
+		if (e) {
+			aw_contracts_free(c);
+			return e;
+		}
+	}
+	*out = c;
+	return AW_OK;
+}
+
+void aw_contracts_free(aw_contracts *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < NFAM; i++)
+		aw_schema_free(c->schema[i]);
+	free(c);
+}
+
+void aw_revision_clear(aw_revision *r)
+{
+	if (r) {
+		free(r->body);
+		r->body = NULL;
+	}
+}
+
+static int contract_id_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n < 1 || n > 63 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '-' || s[i] == '.'))
+			return 0;
+	return 1;
+}
+
+static aw_err check_target(const aw_ctx *ctx, const char *family, const char *contract_id,
+			   aw_error *err)
+{
+	if (!aw_contract_family_ok(family))
+		return aw_fail(err, AW_E_CONTRACT_FAMILY,
+			       "family must be policy_routing, channel_event, mcp_tool, budget,"
+			       " approval or platform_resource");
+	if (!contract_id_ok(contract_id))
+		return aw_fail(err, AW_E_CONTRACT_ID, "contract id must match [a-z0-9][a-z0-9_.-]{0,62}");
+	int platform = strcmp(ctx->project, AW_PLATFORM_PROJECT) == 0;
+	if (!strcmp(family, "platform_resource") &&
+	    (!platform || strcmp(contract_id, AW_TOPOLOGY_CONTRACT) != 0))
+		return aw_fail(err, AW_E_CONTRACT_ID,
+			       "platform_resource exists only in __platform__, as ollama_topology");
+	return AW_OK;
+}
+
+aw_err aw_contract_validate(const aw_contracts *c, const char *project, const char *family,
+			    const char *contract_id, const json_t *body, aw_error *err)
+{
+	(void)project;
+	(void)contract_id;
+	int fi = family_index(family);
+	if (fi < 0)
+		return aw_fail(err, AW_E_CONTRACT_FAMILY, "unknown family");
+	aw_schema_error se[1];
+	if (aw_schema_validate(c->schema[fi], body, se, 1) > 0)
+		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, se[0].pointer, "%s %s (%s)",
+				  se[0].pointer[0] ? se[0].pointer : "the body", se[0].message,
+				  se[0].keyword);
+	/* what a JSON Schema cannot say */
+	if (!strcmp(family, "approval") &&
+	    json_integer_value(json_object_get(body, "threshold")) >
+		    (json_int_t)json_array_size(json_object_get(body, "approvers")))
+		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/threshold",
+				  "/threshold is larger than the number of approvers");
+	if (!strcmp(family, "mcp_tool")) {
+		json_t *tools = json_object_get(body, "tools");
+		for (size_t i = 0; i < json_array_size(tools); i++) {
+			json_t *t = json_array_get(tools, i);
+			json_t *as = json_object_get(t, "args_schema");
+			char ptr[64], why[160];
+			snprintf(ptr, sizeof ptr, "/tools/%zu/args_schema", i);
+			if (as && !aw_schema_supported(as, why, sizeof why))
+				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, ptr, "%s: %s", ptr, why);
+			for (size_t j = 0; j < i; j++) {
+				json_t *u = json_array_get(tools, j);
+				if (json_equal(json_object_get(t, "name"), json_object_get(u, "name")) &&
+				    json_equal(json_object_get(t, "provider"),
+					       json_object_get(u, "provider"))) {
+					snprintf(ptr, sizeof ptr, "/tools/%zu/name", i);
+					return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, ptr,
+							  "%s: tool__provider declared twice", ptr);
+				}
+			}
+		}
+	}
+	return AW_OK;
+}
+
+/* ---------------------------------------------------------- signing */
+
+static char *signed_tuple(const char *project, const aw_revision *r, const char *body_hash)
+{
+	json_t *t = json_pack("[s,s,s,s,s]", project, r->family, r->contract_id, r->revision_id,
+			      body_hash);
+	char *s = t ? aw_jcs(t) : NULL;
+	json_decref(t);
+	return s;
+}
+
+int aw_contract_verify(const aw_contracts *c, const aw_revision *r)
+{
+	json_error_t je;
+	json_t *body = json_loads(r->body, JSON_DECODE_ANY, &je);
+	char hash[65];
+	int bad = !body || aw_jcs_sha256(body, hash) || strcmp(hash, r->body_hash) != 0;
+	json_decref(body);
+	if (bad)
+		return -1;
+	char *tuple = signed_tuple(r->project_id, r, r->body_hash);
+	int ok = tuple && aw_keyring_verify(c->kr, r->sign_key_id, tuple, strlen(tuple),
+					    r->signature);
+	free(tuple);
+	return ok ? 0 : -1;
+}
+
+/* Records a detected tamper in its own transaction (the caller's rolled back). */
+static void audit_tamper(aw_store *s, const aw_ctx *ctx, const aw_revision *r)
+{
+	aw_txn *t = NULL;
+	aw_error ignore;
+	json_t *p = json_pack("{s:s, s:s, s:s}", "family", r->family, "contract_id",
+			      r->contract_id, "stored_body_hash", r->body_hash);
+	if (aw_store_begin(s, ctx, AW_TXN_WRITE, &t, &ignore) == AW_OK) {
+		if (aw_audit_record(t, ctx, "contract.tamper_detected", r->revision_id, p, &ignore))
+			aw_store_rollback(t);
+		else
+			aw_store_commit(t, &ignore);
+	}
+	json_decref(p);
+	aw_log(AW_LOG_ERROR, ctx, "contract revision failed verification", "revision_id",
+	       r->revision_id, "family", r->family, "contract_id", r->contract_id, NULL);
+}
+
+/* ---------------------------------------------------------- helpers */
+
+static json_t *audit_payload(const aw_revision *r)
+{
+	return json_pack("{s:s, s:s, s:s}", "family", r->family, "contract_id", r->contract_id,
+			 "state", r->state);
+}
+
+/* Opens a write txn, locks the contract, loads the revision. */
+static aw_err begin_on(aw_store *s, const aw_ctx *ctx, const char *family,
+		       const char *contract_id, const char *rev, aw_txn **t, aw_revision *r,
+		       aw_error *err)
+{
+	aw_err e = check_target(ctx, family, contract_id, err);
+	if (e)
+		return e;
+	if (!aw_uuid_valid(rev))
+		return aw_fail(err, AW_E_REQ_ID, "revision id must be a UUID");
+	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, t, err)))
+		return e;
+	if ((e = aw_store_contract_lock(*t, family, contract_id, err)) ||
+	    (e = aw_store_rev_get(*t, family, contract_id, rev, r, err))) {
+		aw_store_rollback(*t);
+		*t = NULL;
+	}
+	return e;
+}
+
+static aw_err finish(aw_txn *t, aw_err e, aw_error *err)
+{
+	if (e) {
+		aw_store_rollback(t);
+		return e;
+	}
+	return aw_store_commit(t, err);
+}
+
+/* ---------------------------------------------------------- operations */
+
+aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, const json_t *body,
+			  aw_revision *out, aw_error *err)
+{
+	aw_err e = check_target(ctx, family, contract_id, err);
+	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
+		return e;
+	aw_revision r = {0};
+	aw_uuid7_str(r.revision_id);
+	snprintf(r.project_id, sizeof r.project_id, "%s", ctx->project);
+	snprintf(r.family, sizeof r.family, "%s", family);
+	snprintf(r.contract_id, sizeof r.contract_id, "%s", contract_id);
+	snprintf(r.state, sizeof r.state, "draft");
+	aw_clock_now(r.created_at);
+	memcpy(r.updated_at, r.created_at, sizeof r.updated_at);
+	snprintf(r.created_by, sizeof r.created_by, "%s", ctx->principal);
+	r.body = aw_jcs(body);
+	if (!r.body)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_txn *t = NULL;
+	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err))) {
+		free(r.body);
+		return e;
+	}
+	aw_project p;
+	json_t *ap = audit_payload(&r);
+	if (!(e = aw_store_project_get(t, &p, err)) && !(e = aw_store_rev_insert(t, &r, err)))
+		e = aw_audit_record(t, ctx, "contract.draft", r.revision_id, ap, err);
+	json_decref(ap);
+	if ((e = finish(t, e, err)) || !out)
+		free(r.body);
+	else
+		*out = r;
+	return e;
+}
+
+aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, const char *rev,
+			  const json_t *body, aw_revision *out, aw_error *err)
+{
+	aw_err e = check_target(ctx, family, contract_id, err);
+	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
+		return e;
+	aw_txn *t = NULL;
+	aw_revision r = {0};
+	if ((e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err)))
+		return e;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	char *text = aw_jcs(body);
+	if (!text)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	else if (strcmp(r.state, "draft") != 0)
+		e = illegal(err, r.state, "edit");
+	else if (!(e = aw_store_rev_set_body(t, rev, text, now, err))) {
+		json_t *ap = audit_payload(&r);
+		e = aw_audit_record(t, ctx, "contract.update", rev, ap, err);
+		json_decref(ap);
+	}
+	if (!(e = finish(t, e, err)) && out) {
+		free(r.body);
+		r.body = text;
+		text = NULL;
+		memcpy(r.updated_at, now, sizeof now);
+		*out = r;
+		r.body = NULL;
+	}
+	free(text);
+	aw_revision_clear(&r);
+	return e;
+}
+
+aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+		       const char *family, const char *contract_id, const char *rev,
+		       aw_revision *out, aw_error *err)
+{
+	(void)c;
+	aw_err e = check_target(ctx, family, contract_id, err);
+	if (e)
+		return e;
+	if (!aw_uuid_valid(rev))
+		return aw_fail(err, AW_E_REQ_ID, "revision id must be a UUID");
+	aw_txn *t = NULL;
+	if ((e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)))
+		return e;
+	e = aw_store_rev_get(t, family, contract_id, rev, out, err);
+	aw_store_rollback(t);
+	return e;
+}
+
+aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family,
+			const char *contract_id, aw_revision **out, int *n, aw_error *err)
+{
+	aw_err e = check_target(ctx, family, contract_id, err);
+	if (e)
+		return e;
+	aw_txn *t = NULL;
+	if ((e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)))
+		return e;
+	aw_project p;
+	if (!(e = aw_store_project_get(t, &p, err)))
+		e = aw_store_rev_list(t, family, contract_id, out, n, err);
+	aw_store_rollback(t);
+	return e;
+}
+
+aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			   const char *family, const char *contract_id, const char *rev,
+			   aw_revision *out, aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_revision r = {0};
+	aw_err e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err);
+	if (e)
+		return e;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	json_error_t je;
+	json_t *body = json_loads(r.body, JSON_DECODE_ANY, &je);
+	char *tuple = NULL;
+	if (!transition_ok(r.state, "published")) {
+		e = illegal(err, r.state, "publish");
+	} else if (!body || aw_jcs_sha256(body, r.body_hash) ||
+		   !(tuple = signed_tuple(ctx->project, &r, r.body_hash))) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	} else if (!(e = aw_keyring_sign(c->kr, tuple, strlen(tuple), r.sign_key_id,
+					 sizeof r.sign_key_id, r.signature, err)) &&
+		   !(e = aw_store_rev_publish(t, rev, r.body_hash, r.signature, r.sign_key_id,
+					      ctx->principal, now, err))) {
+		snprintf(r.state, sizeof r.state, "published");
+		json_t *ap = audit_payload(&r);
+		json_object_set_new(ap, "body_hash", json_string(r.body_hash));
+		json_object_set_new(ap, "key_id", json_string(r.sign_key_id));
+		e = aw_audit_record(t, ctx, "contract.publish", rev, ap, err);
+		json_decref(ap);
+	}
+	free(tuple);
+	json_decref(body);
+	if (!(e = finish(t, e, err)) && out) {
+		memcpy(r.published_at, now, sizeof now);
+		memcpy(r.updated_at, now, sizeof now);
+		snprintf(r.published_by, sizeof r.published_by, "%s", ctx->principal);
+		*out = r;
+		return e;
+	}
+	aw_revision_clear(&r);
+	return e;
+}
+
+typedef struct {
+	json_t *approvers; /* NULL: any principal */
+	int threshold, window_s, suggest;
+} approval_policy;
+
+/* The project's active approval policy, verified, or the platform default. */
+static aw_err load_policy(const aw_contracts *c, aw_txn *t, const aw_ctx *ctx,
+			  approval_policy *p, aw_error *err)
+{
+	*p = (approval_policy){NULL, 1, 86400, 0};
+	char rev[AW_UUID_STR_LEN + 1];
+	aw_err e = aw_store_active_get(t, "approval", AW_APPROVAL_CONTRACT, rev, err);
+	if (e || !rev[0])
+		return e;
+	aw_revision r = {0};
+	if ((e = aw_store_rev_get(t, "approval", AW_APPROVAL_CONTRACT, rev, &r, err)))
+		return e;
+	if (aw_contract_verify(c, &r)) {
+		aw_revision_clear(&r);
+		return aw_fail(err, AW_E_CONTRACT_SIG,
+			       "the active approval policy fails verification");
+	}
+	json_t *b = json_loads(r.body, 0, NULL);
+	aw_revision_clear(&r);
+	if (!b)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	p->approvers = json_incref(json_object_get(b, "approvers"));
+	p->threshold = (int)json_integer_value(json_object_get(b, "threshold"));
+	p->window_s = (int)json_integer_value(json_object_get(b, "window_s"));
+	p->suggest = !strcmp(json_string_value(json_object_get(b, "mode")), "suggest");
+	json_decref(b);
+	(void)ctx;
+	return AW_OK;
+}
+
+static int allowed(const approval_policy *p, const char *principal)
+{
+	if (!p->approvers)
+		return 1;
+	for (size_t i = 0; i < json_array_size(p->approvers); i++)
+		if (!strcmp(json_string_value(json_array_get(p->approvers, i)), principal))
+			return 1;
+	return 0;
+}
+
+aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			   const char *family, const char *contract_id, const char *rev,
+			   aw_approval *out, aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_revision r = {0};
+	aw_err e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err);
+	if (e)
+		return e;
+	approval_policy p = {0};
+	aw_approval a = {0};
+	if (strcmp(r.state, "published") != 0)
+		e = illegal(err, r.state, "approve");
+	else if (!strcmp(r.published_by, ctx->principal))
+		e = aw_fail(err, AW_E_CONTRACT_SELF_APPROVAL, "the publisher cannot approve");
+	else if (!(e = load_policy(c, t, ctx, &p, err)) && !allowed(&p, ctx->principal))
+		e = aw_fail(err, AW_E_CONTRACT_APPROVER, "not an approver in the approval policy");
+	if (!e) {
+		snprintf(a.principal, sizeof a.principal, "%s", ctx->principal);
+		int64_t now = aw_clock_wall_ms();
+		aw_clock_format(now, a.approved_at);
+		aw_clock_format(now + (int64_t)p.window_s * 1000, a.expires_at);
+		if (!(e = aw_store_approval_insert(t, rev, &a, err))) {
+			json_t *ap = audit_payload(&r);
+			json_object_set_new(ap, "expires_at", json_string(a.expires_at));
+			e = aw_audit_record(t, ctx, "contract.approve", rev, ap, err);
+			json_decref(ap);
+		}
+	}
+	json_decref(p.approvers);
+	aw_revision_clear(&r);
+	if (!(e = finish(t, e, err)) && out)
+		*out = a;
+	return e;
+}
+
+aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			    const char *family, const char *contract_id, const char *rev,
+			    aw_activation *out, aw_error *err)
+{
+	aw_activation act = {0};
+	aw_txn *t = NULL;
+	aw_revision r = {0};
+	aw_err e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err);
+	if (e)
+		return e;
+	approval_policy p = {0};
+	aw_approval *ap = NULL;
+	int nap = 0;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	if (!transition_ok(r.state, "active")) {
+		e = illegal(err, r.state, "activate");
+		goto done;
+	}
+	if (aw_contract_verify(c, &r)) {
+		aw_store_rollback(t);
+		t = NULL;
+		audit_tamper(s, ctx, &r);
+		e = aw_fail(err, AW_E_CONTRACT_SIG, "stored body or signature does not verify");
+		goto done;
+	}
+	if ((e = load_policy(c, t, ctx, &p, err)) ||
+	    (e = aw_store_approval_list(t, rev, &ap, &nap, err)))
+		goto done;
+	act.threshold = p.threshold;
+	for (int i = 0; i < nap; i++)
+		act.approvals += strcmp(ap[i].expires_at, now) > 0 && allowed(&p, ap[i].principal) &&
+				 strcmp(ap[i].principal, r.published_by) != 0;
+	if (act.approvals < act.threshold) {
+		if (p.suggest) { /* record what would have happened, change nothing */
+			act.suggested = 1;
+			json_t *pl = audit_payload(&r);
+			json_object_set_new(pl, "approvals", json_integer(act.approvals));
+			json_object_set_new(pl, "threshold", json_integer(act.threshold));
+			e = aw_audit_record(t, ctx, "contract.activate_suggested", rev, pl, err);
+			json_decref(pl);
+		} else {
+			e = aw_fail(err, AW_E_CONTRACT_APPROVALS,
+				    "%d valid approval(s), the policy needs %d", act.approvals,
+				    act.threshold);
+		}
+		goto done;
+	}
+	if ((e = aw_store_active_get(t, family, contract_id, act.old_revision_id, err)))
+		goto done;
+	if (act.old_revision_id[0] &&
+	    (e = aw_store_rev_transition(t, act.old_revision_id, "active", "superseded", now, err)))
+		goto done;
+	if ((e = aw_store_rev_transition(t, rev, "published", "active", now, err)) ||
+	    (e = aw_store_active_set(t, family, contract_id, rev, ctx->principal, now, err)))
+		goto done;
+	if (aw_contract_fault_hook && aw_contract_fault_hook("after_pointer")) {
+		e = aw_fail(err, AW_E_INTERNAL, "fault injected after the pointer update");
+		goto done;
+	}
+	aw_outbox_event ev = {0};
+	aw_uuid7_str(ev.event_id);
+	snprintf(ev.event_type, sizeof ev.event_type, "revision_activated");
+	snprintf(ev.family, sizeof ev.family, "%s", family);
+	snprintf(ev.contract_id, sizeof ev.contract_id, "%s", contract_id);
+	memcpy(ev.old_revision_id, act.old_revision_id, sizeof ev.old_revision_id);
+	snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
+	memcpy(ev.created_at, now, sizeof now);
+	if ((e = aw_store_outbox_insert(t, &ev, err)))
+		goto done;
+	memcpy(act.event_id, ev.event_id, sizeof act.event_id);
+	json_t *pl = audit_payload(&r);
+	json_object_set_new(pl, "old_revision_id",
+			    act.old_revision_id[0] ? json_string(act.old_revision_id) : json_null());
+	json_object_set_new(pl, "approvals", json_integer(act.approvals));
+	json_object_set_new(pl, "event_id", json_string(ev.event_id));
+	e = aw_audit_record(t, ctx, "contract.activate", rev, pl, err);
+	json_decref(pl);
+	act.activated = !e;
+done:
+	free(ap);
+	json_decref(p.approvers);
+	aw_revision_clear(&r);
+	if (t)
+		e = finish(t, e, err);
+	if (e)
+		act.activated = act.suggested = 0;
+	if (out)
+		*out = act;
+	return e;
+}
+
+aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, const char *rev,
+			  aw_error *err)
+{
+	(void)c;
+	aw_txn *t = NULL;
+	aw_revision r = {0};
+	aw_err e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err);
+	if (e)
+		return e;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	int was_active = !strcmp(r.state, "active");
+	if (!transition_ok(r.state, "revoked"))
+		e = illegal(err, r.state, "revoke");
+	else
+		e = aw_store_rev_transition(t, rev, r.state, "revoked", now, err);
+	if (!e && was_active) {
+		/* emergency stop: no active revision until another one activates */
+		aw_outbox_event ev = {0};
+		aw_uuid7_str(ev.event_id);
+		snprintf(ev.event_type, sizeof ev.event_type, "revision_revoked");
+		snprintf(ev.family, sizeof ev.family, "%s", family);
+		snprintf(ev.contract_id, sizeof ev.contract_id, "%s", contract_id);
+		snprintf(ev.old_revision_id, sizeof ev.old_revision_id, "%s", rev);
+		snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
+		memcpy(ev.created_at, now, sizeof now);
+		if (!(e = aw_store_active_clear(t, family, contract_id, err)))
+			e = aw_store_outbox_insert(t, &ev, err);
+	}
+	if (!e) {
+		json_t *ap = audit_payload(&r);
+		json_object_set_new(ap, "was_active", json_boolean(was_active));
+		e = aw_audit_record(t, ctx, "contract.revoke", rev, ap, err);
+		json_decref(ap);
+	}
+	aw_revision_clear(&r);
+	return finish(t, e, err);
+}
+
+aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			  const char *family, const char *contract_id, aw_revision *out,
+			  aw_error *err)
+{
+	aw_err e = check_target(ctx, family, contract_id, err);
+	if (e)
+		return e;
+	aw_txn *t = NULL;
+	char rev[AW_UUID_STR_LEN + 1];
+	if ((e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)))
+		return e;
+	if (!(e = aw_store_active_get(t, family, contract_id, rev, err))) {
+		if (!rev[0])
+			e = aw_fail(err, AW_E_CONTRACT_NOT_FOUND, "the contract has no active revision");
+		else
+			e = aw_store_rev_get(t, family, contract_id, rev, out, err);
+	}
+	aw_store_rollback(t);
+	if (e)
+		return e;
+	if (aw_contract_verify(c, out)) {
+		audit_tamper(s, ctx, out);
+		aw_revision_clear(out);
+		return aw_fail(err, AW_E_CONTRACT_SIG, "the active revision fails verification");
+	}
+	return AW_OK;
+}
+
+aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family,
+			const char *contract_id, const char *a, const char *b, json_t **patch,
+			aw_error *err)
+{
+	aw_revision ra = {0}, rb = {0};
+	aw_err e = aw_contract_get(NULL, s, ctx, family, contract_id, a, &ra, err);
+	if (!e)
+		e = aw_contract_get(NULL, s, ctx, family, contract_id, b, &rb, err);
+	if (!e) {
+		json_t *ja = json_loads(ra.body, JSON_DECODE_ANY, NULL);
+		json_t *jb = json_loads(rb.body, JSON_DECODE_ANY, NULL);
+		*patch = ja && jb ? aw_json_patch_diff(ja, jb) : NULL;
+		if (!*patch)
+			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		json_decref(ja);
+		json_decref(jb);
+	}
+	aw_revision_clear(&ra);
+	aw_revision_clear(&rb);
+	return e;
+}

@@ -1,0 +1,556 @@
+/*
+ * test_contract.c - the contract registry on a real store (argv[1]: sqlite |
+ * postgres): golden fixtures of all six families, lifecycle and illegal
+ * transitions, signatures and key rotation, tampering in the database,
+ * approval rules, fault injection inside activation, and 8 threads activating
+ * revisions of one contract.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "awooop/audit.h"
+#include "awooop/contract.h"
+#include "awooop/tenancy.h"
+#include "support.h"
+
+#define K1 "k1:1111111111111111111111111111111111111111111111111111111111111111"
+#define K2 "k2:2222222222222222222222222222222222222222222222222222222222222222"
+
+static const char *backend = "sqlite";
+static aw_test_db db;
+static aw_store *S;
+static aw_keyring *KR;
+static aw_contracts *C;
+
+static int setup(void **state)
+{
+	aw_test_db_create(backend, &db);
+	S = aw_test_store_open(&db);
+	aw_error err = {0};
+	if (aw_keyring_from_env(K1, &KR, &err) || aw_contracts_new(KR, &C, &err))
+		return -1;
+	aw_ctx admin;
+	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
+	const char *projects[] = {"ct-main", "ct-appr", "ct-conc", "ct-tamp", "ct-other"};
+	for (size_t i = 0; i < 5; i++)
+		if (aw_project_create(S, &admin, projects[i], NULL, &err))
+			return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	aw_contracts_free(C);
+	aw_keyring_free(KR);
+	aw_store_close(S);
+	aw_test_db_drop(&db);
+	return 0;
+}
+
+static void as(aw_ctx *c, const char *project, const char *who)
+{
+	aw_test_ctx(c, project, AW_SCOPE_OPERATOR, who);
+}
+
+static json_t *budget(int tokens)
+{
+	return json_pack("{s:s, s:i, s:s}", "period", "day", "token_limit", tokens,
+			 "action_on_exceed", "kill");
+}
+
+static void raw(const char *sql)
+{
+	if (db.pg) {
+		PGconn *c = aw_test_pg_owner(&db);
+		PGresult *r = PQexec(c, sql);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			fail_msg("%s: %s", sql, PQerrorMessage(c));
+		PQclear(r);
+		PQfinish(c);
+	} else {
+		sqlite3 *h = NULL;
+		char *msg = NULL;
+		sqlite3_open(db.path, &h);
+		if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK)
+			fail_msg("%s: %s", sql, msg);
+		sqlite3_close(h);
+	}
+}
+
+/* A published revision of (project, family, contract) with the given body. */
+static void published(const char *project, const char *family, const char *cid, json_t *body,
+		      char *rev)
+{
+	aw_ctx pub;
+	as(&pub, project, "publisher");
+	aw_error err = {0};
+	aw_revision r = {0};
+	aw_err e = aw_contract_create(C, S, &pub, family, cid, body, &r, &err);
+	if (e)
+		fail_msg("create: %s %s", aw_err_code(e), err.msg);
+	strcpy(rev, r.revision_id);
+	aw_revision_clear(&r);
+	assert_int_equal(aw_contract_publish(C, S, &pub, family, cid, rev, &r, &err), AW_OK);
+	assert_string_equal(r.state, "published");
+	assert_string_equal(r.sign_key_id, "k1");
+	assert_int_equal(strlen(r.signature), 64);
+	aw_revision_clear(&r);
+	json_decref(body);
+}
+
+static void approve(const char *project, const char *family, const char *cid, const char *rev,
+		    const char *who, aw_err want)
+{
+	aw_ctx c;
+	as(&c, project, who);
+	aw_error err = {0};
+	aw_err e = aw_contract_approve(C, S, &c, family, cid, rev, NULL, &err);
+	if (e != want)
+		fail_msg("approve by %s: got %s (%s), want %s", who, aw_err_code(e), err.msg,
+			 aw_err_code(want));
+}
+
+static aw_err activate(const char *project, const char *family, const char *cid,
+		       const char *rev, aw_activation *act)
+{
+	aw_ctx c;
+	as(&c, project, "operator");
+	aw_error err = {0};
+	return aw_contract_activate(C, S, &c, family, cid, rev, act, &err);
+}
+
+/* ---- fixtures: every file under contracts/fixtures/<family>/{valid,invalid} */
+
+static int walk_dir(const char *family, const char *kind)
+{
+	char dir[512];
+	snprintf(dir, sizeof dir, AWOOOP_SOURCE_DIR "/contracts/fixtures/%s/%s", family, kind);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *e;
+	const char *project = strcmp(family, "platform_resource") ? "ct-main" : AW_PLATFORM_PROJECT;
+	const char *cid = strcmp(family, "platform_resource") ? "fixture" : AW_TOPOLOGY_CONTRACT;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[1024];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		json_error_t je;
+		json_t *doc = json_load_file(path, 0, &je);
+		if (!doc)
+			fail_msg("%s: %s", path, je.text);
+		aw_error err = {0};
+		json_t *body = strcmp(kind, "valid") ? json_object_get(doc, "body") : doc;
+		aw_err got = aw_contract_validate(C, project, family, cid, body, &err);
+		if (!strcmp(kind, "valid")) {
+			if (got)
+				fail_msg("%s should be valid: %s", path, err.msg);
+		} else {
+			json_t *x = json_object_get(doc, "expect");
+			aw_err want;
+			aw_err_from_code(json_string_value(json_object_get(x, "code")), &want);
+			if (got != want || strcmp(err.where, json_string_value(json_object_get(x, "pointer"))))
+				fail_msg("%s: got %s at '%s' (%s), want %s at '%s'", path,
+					 aw_err_code(got), err.where, err.msg,
+					 json_string_value(json_object_get(x, "code")),
+					 json_string_value(json_object_get(x, "pointer")));
+		}
+		json_decref(doc);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void test_fixtures_all_families(void **state)
+{
+	const char *fams[] = {"policy_routing", "channel_event", "mcp_tool", "budget", "approval",
+			      "platform_resource"};
+	for (int i = 0; i < 6; i++) {
+		assert_true(walk_dir(fams[i], "valid") >= 2);
+		assert_true(walk_dir(fams[i], "invalid") >= 3);
+	}
+	/* an unknown field anywhere is refused with its pointer */
+	aw_error err = {0};
+	json_t *b = json_loads("{\"routes\":[{\"name\":\"r\",\"match\":{\"task\":\"t\",\"x\":1},"
+			       "\"candidates\":[{\"provider\":\"ollama\",\"model\":\"m\"}]}]}",
+			       0, NULL);
+	assert_int_equal(aw_contract_validate(C, "ct-main", "policy_routing", "p", b, &err),
+			 AW_E_CONTRACT_SCHEMA);
+	assert_string_equal(err.where, "/routes/0/match/x");
+	json_decref(b);
+}
+
+static void test_lifecycle_and_illegal_transitions(void **state)
+{
+	aw_ctx op;
+	as(&op, "ct-main", "publisher");
+	aw_error err = {0};
+	aw_revision r = {0};
+	assert_int_equal(aw_contract_create(C, S, &op, "budget", "daily", budget(100), &r, &err), AW_OK);
+	char rev[40];
+	strcpy(rev, r.revision_id);
+	aw_revision_clear(&r);
+	/* drafts are editable, invalid edits are refused and change nothing */
+	json_t *bad = json_pack("{s:s}", "period", "day");
+	assert_int_equal(aw_contract_update(C, S, &op, "budget", "daily", rev, bad, NULL, &err),
+			 AW_E_CONTRACT_SCHEMA);
+	json_decref(bad);
+	json_t *b2 = budget(200);
+	assert_int_equal(aw_contract_update(C, S, &op, "budget", "daily", rev, b2, &r, &err), AW_OK);
+	json_decref(b2);
+	assert_non_null(strstr(r.body, "200"));
+	aw_revision_clear(&r);
+	/* cannot activate or revoke a draft */
+	aw_activation act;
+	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act), AW_E_CONTRACT_STATE);
+	assert_int_equal(aw_contract_revoke(C, S, &op, "budget", "daily", rev, &err), AW_E_CONTRACT_STATE);
+	assert_int_equal(aw_contract_publish(C, S, &op, "budget", "daily", rev, &r, &err), AW_OK);
+	aw_revision_clear(&r);
+	/* published is immutable and cannot be published twice */
+	b2 = budget(300);
+	assert_int_equal(aw_contract_update(C, S, &op, "budget", "daily", rev, b2, NULL, &err),
+			 AW_E_CONTRACT_STATE);
+	json_decref(b2);
+	assert_int_equal(aw_contract_publish(C, S, &op, "budget", "daily", rev, NULL, &err),
+			 AW_E_CONTRACT_STATE);
+	/* activation needs an approval (platform default: 1, not the publisher) */
+	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act), AW_E_CONTRACT_APPROVALS);
+	approve("ct-main", "budget", "daily", rev, "alice", AW_OK);
+	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act), AW_OK);
+	assert_true(act.activated);
+	assert_string_equal(act.old_revision_id, "");
+	aw_ctx rd;
+	as(&rd, "ct-main", "reader");
+	assert_int_equal(aw_contract_active(C, S, &rd, "budget", "daily", &r, &err), AW_OK);
+	assert_string_equal(r.revision_id, rev);
+	assert_string_equal(r.state, "active");
+	aw_revision_clear(&r);
+	/* a second revision supersedes the first */
+	char rev2[40];
+	published("ct-main", "budget", "daily", budget(400), rev2);
+	approve("ct-main", "budget", "daily", rev2, "alice", AW_OK);
+	assert_int_equal(activate("ct-main", "budget", "daily", rev2, &act), AW_OK);
+	assert_string_equal(act.old_revision_id, rev);
+	assert_int_equal(aw_contract_get(C, S, &rd, "budget", "daily", rev, &r, &err), AW_OK);
+	assert_string_equal(r.state, "superseded");
+	aw_revision_clear(&r);
+	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act), AW_E_CONTRACT_STATE);
+	/* revoking the active one removes the pointer (fail closed) with an event */
+	assert_int_equal(aw_contract_revoke(C, S, &op, "budget", "daily", rev2, &err), AW_OK);
+	assert_int_equal(aw_contract_active(C, S, &rd, "budget", "daily", &r, &err),
+			 AW_E_CONTRACT_NOT_FOUND);
+	aw_txn *t = NULL;
+	aw_outbox_event *ev = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &rd, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_outbox_list(t, "budget", "daily", &ev, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 3);
+	assert_string_equal(ev[0].event_type, "revision_activated");
+	assert_string_equal(ev[1].old_revision_id, rev);
+	assert_string_equal(ev[1].new_revision_id, rev2);
+	assert_string_equal(ev[2].event_type, "revision_revoked");
+	free(ev);
+	/* every change is in the audit trail */
+	aw_audit_report rep;
+	assert_int_equal(aw_audit_verify(S, &rd, &rep, &err), AW_OK);
+	assert_true(rep.ok);
+	/* another project sees none of it */
+	aw_ctx other;
+	as(&other, "ct-other", "publisher");
+	assert_int_equal(aw_contract_get(C, S, &other, "budget", "daily", rev, &r, &err),
+			 AW_E_CONTRACT_NOT_FOUND);
+	/* platform_resource only in __platform__ */
+	json_t *topo = json_loads("{\"kind\":\"ollama_topology\",\"primary\":{\"url\":\"http://a\"}}", 0, NULL);
+	assert_int_equal(aw_contract_create(C, S, &op, "platform_resource", "ollama_topology", topo,
+					    NULL, &err),
+			 AW_E_CONTRACT_ID);
+	json_decref(topo);
+	assert_int_equal(aw_contract_create(C, S, &op, "nonsense", "x", NULL, NULL, &err),
+			 AW_E_CONTRACT_FAMILY);
+}
+
+static void test_approval_rules(void **state)
+{
+	/* policy: alice, bob, carol; 2 of them; 1 hour */
+	char prev[40];
+	json_t *pol = json_loads("{\"approvers\":[\"alice\",\"bob\",\"carol\"],\"threshold\":2,"
+				 "\"window_s\":3600,\"mode\":\"enforce\"}",
+				 0, NULL);
+	published("ct-appr", "approval", AW_APPROVAL_CONTRACT, pol, prev);
+	approve("ct-appr", "approval", AW_APPROVAL_CONTRACT, prev, "dave", AW_OK); /* default policy */
+	aw_activation act;
+	assert_int_equal(activate("ct-appr", "approval", AW_APPROVAL_CONTRACT, prev, &act), AW_OK);
+
+	char rev[40];
+	published("ct-appr", "budget", "b", budget(5), rev);
+	approve("ct-appr", "budget", "b", rev, "publisher", AW_E_CONTRACT_SELF_APPROVAL);
+	approve("ct-appr", "budget", "b", rev, "mallory", AW_E_CONTRACT_APPROVER);
+	approve("ct-appr", "budget", "b", rev, "alice", AW_OK);
+	approve("ct-appr", "budget", "b", rev, "alice", AW_E_CONTRACT_DUP_APPROVAL);
+	assert_int_equal(activate("ct-appr", "budget", "b", rev, &act), AW_E_CONTRACT_APPROVALS);
+	/* an expired approval does not count */
+	approve("ct-appr", "budget", "b", rev, "bob", AW_OK);
+	char sql[512];
+	snprintf(sql, sizeof sql,
+		 "UPDATE %scontract_approvals SET expires_at = '2020-01-01T00:00:00.000Z'"
+		 " WHERE principal = 'bob' AND revision_id = '%s'",
+		 db.pg ? "awooop." : "", rev);
+	raw(sql);
+	assert_int_equal(activate("ct-appr", "budget", "b", rev, &act), AW_E_CONTRACT_APPROVALS);
+	assert_int_equal(act.approvals, 1);
+	assert_int_equal(act.threshold, 2);
+	approve("ct-appr", "budget", "b", rev, "carol", AW_OK);
+	assert_int_equal(activate("ct-appr", "budget", "b", rev, &act), AW_OK);
+	assert_int_equal(act.approvals, 2);
+
+	/* suggest mode: below threshold records and changes nothing */
+	char p2[40], rev2[40];
+	pol = json_loads("{\"approvers\":[\"alice\",\"bob\"],\"threshold\":2,\"window_s\":3600,"
+			 "\"mode\":\"suggest\"}",
+			 0, NULL);
+	published("ct-appr", "approval", AW_APPROVAL_CONTRACT, pol, p2);
+	approve("ct-appr", "approval", AW_APPROVAL_CONTRACT, p2, "alice", AW_OK);
+	approve("ct-appr", "approval", AW_APPROVAL_CONTRACT, p2, "bob", AW_OK);
+	assert_int_equal(activate("ct-appr", "approval", AW_APPROVAL_CONTRACT, p2, &act), AW_OK);
+	published("ct-appr", "budget", "b", budget(6), rev2);
+	approve("ct-appr", "budget", "b", rev2, "alice", AW_OK);
+	assert_int_equal(activate("ct-appr", "budget", "b", rev2, &act), AW_OK);
+	assert_true(act.suggested);
+	assert_false(act.activated);
+	aw_ctx rd;
+	as(&rd, "ct-appr", "reader");
+	aw_revision r = {0};
+	aw_error err = {0};
+	assert_int_equal(aw_contract_active(C, S, &rd, "budget", "b", &r, &err), AW_OK);
+	assert_string_equal(r.revision_id, rev); /* unchanged */
+	aw_revision_clear(&r);
+}
+
+static void test_signature_rotation_and_tamper(void **state)
+{
+	char rev[40];
+	published("ct-tamp", "budget", "t", budget(7), rev);
+	approve("ct-tamp", "budget", "t", rev, "alice", AW_OK);
+	/* rotate: k2 current, k1 retired but still verifies */
+	aw_keyring *kr2 = NULL;
+	aw_contracts *c2 = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_keyring_from_env(K2 "," K1, &kr2, &err), AW_OK);
+	assert_int_equal(aw_contracts_new(kr2, &c2, &err), AW_OK);
+	aw_ctx op;
+	as(&op, "ct-tamp", "operator");
+	aw_activation act;
+	assert_int_equal(aw_contract_activate(c2, S, &op, "budget", "t", rev, &act, &err), AW_OK);
+	aw_revision r = {0};
+	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err), AW_OK);
+	assert_string_equal(r.sign_key_id, "k1");
+	aw_revision_clear(&r);
+	/* new publishes are signed with k2 */
+	aw_revision nr = {0};
+	json_t *b = budget(8);
+	assert_int_equal(aw_contract_create(c2, S, &op, "budget", "t2", b, &nr, &err), AW_OK);
+	json_decref(b);
+	char rev2[40];
+	strcpy(rev2, nr.revision_id);
+	aw_revision_clear(&nr);
+	assert_int_equal(aw_contract_publish(c2, S, &op, "budget", "t2", rev2, &nr, &err), AW_OK);
+	assert_string_equal(nr.sign_key_id, "k2");
+	aw_revision_clear(&nr);
+	/* a ring without the signing key refuses to load it */
+	aw_keyring *only2 = NULL;
+	aw_contracts *c3 = NULL;
+	assert_int_equal(aw_keyring_from_env(K2, &only2, &err), AW_OK);
+	assert_int_equal(aw_contracts_new(only2, &c3, &err), AW_OK);
+	assert_int_equal(aw_contract_active(c3, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
+
+	/* tamper with the stored body, then with the stored hash: both refused */
+	char sql[512];
+	snprintf(sql, sizeof sql,
+		 "UPDATE %scontract_revisions SET body = '{\"period\":\"day\",\"token_limit\":999999,"
+		 "\"action_on_exceed\":\"kill\"}' WHERE revision_id = '%s'",
+		 db.pg ? "awooop." : "", rev);
+	raw(sql);
+	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
+	snprintf(sql, sizeof sql,
+		 "UPDATE %scontract_revisions SET body_hash = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'"
+		 " WHERE revision_id = '%s'",
+		 db.pg ? "awooop." : "", rev);
+	raw(sql);
+	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
+	/* the detection is audited */
+	aw_txn *t = NULL;
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &op, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_audit_list(t, 0, "contract.tamper_detected", "", 10, &rows, &n, &err),
+			 AW_OK);
+	aw_store_rollback(t);
+	assert_true(n >= 2);
+	aw_audit_rows_free(rows, n);
+	aw_contracts_free(c3);
+	aw_keyring_free(only2);
+	aw_contracts_free(c2);
+	aw_keyring_free(kr2);
+}
+
+static int fail_after_pointer(const char *point)
+{
+	return strcmp(point, "after_pointer") == 0;
+}
+
+static void test_fault_after_pointer_rolls_back(void **state)
+{
+	char rev[40];
+	published("ct-main", "budget", "fault", budget(9), rev);
+	approve("ct-main", "budget", "fault", rev, "alice", AW_OK);
+	aw_contract_fault_hook = fail_after_pointer;
+	aw_activation act;
+	assert_int_equal(activate("ct-main", "budget", "fault", rev, &act), AW_E_INTERNAL);
+	aw_contract_fault_hook = NULL;
+	aw_ctx rd;
+	as(&rd, "ct-main", "reader");
+	aw_error err = {0};
+	aw_revision r = {0};
+	/* neither the pointer nor the event exists, the revision is still published */
+	assert_int_equal(aw_contract_active(C, S, &rd, "budget", "fault", &r, &err),
+			 AW_E_CONTRACT_NOT_FOUND);
+	aw_txn *t = NULL;
+	aw_outbox_event *ev = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &rd, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_outbox_list(t, "budget", "fault", &ev, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 0);
+	free(ev);
+	assert_int_equal(aw_contract_get(C, S, &rd, "budget", "fault", rev, &r, &err), AW_OK);
+	assert_string_equal(r.state, "published");
+	aw_revision_clear(&r);
+	assert_int_equal(activate("ct-main", "budget", "fault", rev, &act), AW_OK);
+}
+
+#define NT 8
+static char conc_revs[NT][40];
+
+static void *activator(void *arg)
+{
+	int i = (int)(long)arg;
+	aw_activation act;
+	for (int attempt = 0; attempt < 50; attempt++) {
+		aw_err e = activate("ct-conc", "budget", "shared", conc_revs[i], &act);
+		if (e != AW_E_STORE_BUSY)
+			return (void *)(long)e;
+	}
+	return (void *)(long)AW_E_STORE_BUSY;
+}
+
+static void test_concurrent_activations(void **state)
+{
+	for (int i = 0; i < NT; i++) {
+		published("ct-conc", "budget", "shared", budget(1000 + i), conc_revs[i]);
+		approve("ct-conc", "budget", "shared", conc_revs[i], "alice", AW_OK);
+	}
+	pthread_t th[NT];
+	for (long i = 0; i < NT; i++)
+		pthread_create(&th[i], NULL, activator, (void *)i);
+	for (int i = 0; i < NT; i++) {
+		void *rc;
+		pthread_join(th[i], &rc);
+		assert_int_equal((long)rc, AW_OK);
+	}
+	/* the outbox is one chain: each event's old revision is the previous new */
+	aw_ctx rd;
+	as(&rd, "ct-conc", "reader");
+	aw_error err = {0};
+	aw_txn *t = NULL;
+	aw_outbox_event *ev = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &rd, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_outbox_list(t, "budget", "shared", &ev, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, NT);
+	assert_string_equal(ev[0].old_revision_id, "");
+	int seen[NT] = {0};
+	for (int i = 0; i < n; i++) {
+		if (i)
+			assert_string_equal(ev[i].old_revision_id, ev[i - 1].new_revision_id);
+		for (int k = 0; k < NT; k++)
+			seen[k] += !strcmp(ev[i].new_revision_id, conc_revs[k]);
+	}
+	for (int k = 0; k < NT; k++)
+		assert_int_equal(seen[k], 1); /* none lost, none duplicated */
+	aw_revision r = {0};
+	assert_int_equal(aw_contract_active(C, S, &rd, "budget", "shared", &r, &err), AW_OK);
+	assert_string_equal(r.revision_id, ev[n - 1].new_revision_id);
+	aw_revision_clear(&r);
+	/* exactly one active revision, the others superseded */
+	aw_revision *all = NULL;
+	int na = 0, active = 0, superseded = 0;
+	assert_int_equal(aw_contract_list(S, &rd, "budget", "shared", &all, &na, &err), AW_OK);
+	for (int i = 0; i < na; i++) {
+		active += !strcmp(all[i].state, "active");
+		superseded += !strcmp(all[i].state, "superseded");
+	}
+	aw_revisions_free(all, na);
+	assert_int_equal(active, 1);
+	assert_int_equal(superseded, NT - 1);
+	free(ev);
+}
+
+static void test_diff(void **state)
+{
+	aw_ctx op;
+	as(&op, "ct-main", "publisher");
+	aw_error err = {0};
+	aw_revision a = {0}, b = {0};
+	json_t *ba = json_loads("{\"period\":\"day\",\"token_limit\":1,\"action_on_exceed\":\"kill\","
+				"\"alert_at_percent\":[50,80]}", 0, NULL);
+	json_t *bb = json_loads("{\"period\":\"month\",\"token_limit\":1,\"action_on_exceed\":\"kill\","
+				"\"alert_at_percent\":[50],\"cost_limit_usd\":3}", 0, NULL);
+	assert_int_equal(aw_contract_create(C, S, &op, "budget", "d", ba, &a, &err), AW_OK);
+	assert_int_equal(aw_contract_create(C, S, &op, "budget", "d", bb, &b, &err), AW_OK);
+	json_t *patch = NULL;
+	assert_int_equal(aw_contract_diff(S, &op, "budget", "d", a.revision_id, b.revision_id, &patch,
+					  &err),
+			 AW_OK);
+	char *s = json_dumps(patch, JSON_COMPACT);
+	assert_string_equal(s, "[{\"op\":\"remove\",\"path\":\"/alert_at_percent/1\"},"
+			       "{\"op\":\"replace\",\"path\":\"/period\",\"value\":\"month\"},"
+			       "{\"op\":\"add\",\"path\":\"/cost_limit_usd\",\"value\":3}]");
+	free(s);
+	json_decref(patch);
+	json_decref(ba);
+	json_decref(bb);
+	aw_revision_clear(&a);
+	aw_revision_clear(&b);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		backend = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixtures_all_families),
+		cmocka_unit_test(test_lifecycle_and_illegal_transitions),
+		cmocka_unit_test(test_approval_rules),
+		cmocka_unit_test(test_signature_rotation_and_tamper),
+		cmocka_unit_test(test_fault_after_pointer_rolls_back),
+		cmocka_unit_test(test_concurrent_activations),
+		cmocka_unit_test(test_diff),
+	};
+	char name[64];
+	snprintf(name, sizeof name, "contracts (%s)", backend);
+	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+}
