@@ -21,5 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (aw_decode_key_create((const char *)data, size, &k, &err) == AW_OK &&
 	    (!aw_ident_name_ok(k.name) || k.scope == AW_SCOPE_NONE))
 		abort();
+	json_t *body = NULL;
+	if (aw_decode_contract_body((const char *)data, size, &body, &err) == AW_OK) {
+		if (!json_is_object(body))
+			abort();
+		json_decref(body);
+	}
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "awooop/contract.h"
 #include "awooop/store.h"
 
 typedef struct aw_http aw_http;
@@ -21,6 +22,7 @@ typedef struct {
 	int max_connections;  /* default 256 */
 	int request_timeout_s; /* default 30 */
 	const char *redis_url; /* checked by /readyz when set */
+	aw_contracts *contracts; /* borrowed; the contract registry */
 } aw_http_opts;
 
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out,

@@ -47,5 +47,6 @@ int aw_cmd_key(int argc, char **argv);
 int aw_cmd_redact(int argc, char **argv);
 int aw_cmd_audit(int argc, char **argv);
 int aw_cmd_schema(int argc, char **argv);
+int aw_cmd_contract(int argc, char **argv);
 
 #endif

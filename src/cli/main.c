@@ -21,6 +21,7 @@ static void usage(void)
 	       "  migrate    apply schema migrations (PostgreSQL: as the owner)\n"
 	       "  project    create or list projects (tenants)\n"
 	       "  key        create, list, revoke or generate API keys\n"
+	       "  contract   draft, publish, approve, activate, revoke, diff contracts\n"
 	       "  audit      verify or export a project's audit trail (reads the store)\n"
 	       "  redact     redact PII and secrets from stdin (--json for documents)\n"
 	       "  schema     validate a JSON document against a JSON Schema\n"
@@ -51,6 +52,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_key(argc - 2, argv + 2);
 	else if (strcmp(cmd, "audit") == 0)
 		rc = aw_cmd_audit(argc - 2, argv + 2);
+	else if (strcmp(cmd, "contract") == 0)
+		rc = aw_cmd_contract(argc - 2, argv + 2);
 	else if (strcmp(cmd, "schema") == 0)
 		rc = aw_cmd_schema(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redact") == 0)

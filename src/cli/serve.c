@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "awooop/contract.h"
 #include "awooop/http.h"
 #include "awooop/log.h"
 #include "awooop/tenancy.h"
@@ -32,6 +34,41 @@ static void ensure_sqlite_dir(const char *url)
 	*slash = '\0';
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		fprintf(stderr, "awooop: cannot create %s: %s\n", dir, strerror(errno));
+}
+
+/*
+ * Publish keys, in order: AWOOOP_PUBLISH_KEYS (inline), --publish-keys FILE, and
+ * for the embedded SQLite shape a key file next to the database, created on
+ * first start. The cluster shape must be given keys (every api process signs
+ * and verifies with the same ring); without them publishing answers
+ * E-CONTRACT-010 and nothing is signed with a key that only one process has.
+ */
+static aw_err load_publish_keys(const char *db, const char *file, aw_keyring **out,
+				aw_error *err)
+{
+	const char *inline_keys = getenv("AWOOOP_PUBLISH_KEYS");
+	*out = NULL;
+	if (inline_keys && *inline_keys)
+		return aw_keyring_from_env(inline_keys, out, err);
+	if (file)
+		return aw_keyring_from_file(file, out, err);
+	if (strncmp(db, "sqlite:", 7) != 0) {
+		aw_log(AW_LOG_WARN, NULL, "no contract publish keys: set AWOOOP_PUBLISH_KEYS or"
+					  " --publish-keys; publishing is disabled", NULL);
+		return AW_OK;
+	}
+	char path[1024];
+	snprintf(path, sizeof path, "%s", db + 7);
+	char *slash = strrchr(path, '/');
+	snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+		 "publish-keys.json");
+	if (access(path, F_OK) != 0) {
+		aw_err e = aw_keyring_create_file(path, err);
+		if (e)
+			return e;
+		aw_log(AW_LOG_INFO, NULL, "created contract publish key file", "path", path, NULL);
+	}
+	return aw_keyring_from_file(path, out, err);
 }
 
 static int set_log_level(const char *lvl)
@@ -53,6 +90,8 @@ int aw_cmd_serve(int argc, char **argv)
 		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
 		{"pool-size", "AWOOOP_POOL_SIZE", "8", 0, "store connections", NULL},
 		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
+		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
+		 "contract publish key file (embedded default: var/publish-keys.json)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -112,12 +151,23 @@ int aw_cmd_serve(int argc, char **argv)
 		memset(printed, 0, sizeof printed);
 	}
 
+	aw_keyring *keys = NULL;
+	aw_contracts *contracts = NULL;
+	if ((e = load_publish_keys(db, aw_cli_get(opts, "publish-keys"), &keys, &err)) ||
+	    (e = aw_contracts_new(keys, &contracts, &err))) {
+		aw_keyring_free(keys);
+		aw_store_close(store);
+		return aw_cli_fail(e, err.msg);
+	}
 	aw_http *http = NULL;
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
 				   .body_limit = (size_t)body_limit,
-				   .redis_url = aw_cli_get(opts, "redis")};
+				   .redis_url = aw_cli_get(opts, "redis"),
+				   .contracts = contracts};
 		if ((e = aw_http_start(&ho, store, &http, &err))) {
+			aw_contracts_free(contracts);
+			aw_keyring_free(keys);
 			aw_store_close(store);
 			return aw_cli_fail(e, err.msg);
 		}
@@ -133,6 +183,8 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
 	aw_http_stop(http);
+	aw_contracts_free(contracts);
+	aw_keyring_free(keys);
 	aw_store_close(store);
 	return 0;
 }

@@ -61,3 +61,21 @@ out:
 	json_decref(o);
 	return e;
 }
+
+aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err)
+{
+	static const char *const allowed[] = {"body", NULL};
+	json_t *o = NULL;
+	aw_err e = aw_json_parse_object(body, len, &o, err);
+	if (e)
+		return e;
+	if (!(e = aw_json_only(o, allowed, err))) {
+		json_t *b = json_object_get(o, "body");
+		if (!json_is_object(b))
+			e = aw_fail_at(err, AW_E_REQ_INVALID, "/body", "/body must be an object");
+		else
+			*out = json_incref(b);
+	}
+	json_decref(o);
+	return e;
+}

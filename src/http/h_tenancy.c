@@ -32,7 +32,7 @@ static json_t *key_json(const aw_apikey *k)
 }
 
 /* The URL's {project} segment: a slug, or __platform__ for platform admins. */
-static int project_segment_or_reply(aw_req *r, const char *seg)
+int aw_project_segment_or_reply(aw_req *r, const char *seg)
 {
 	if (aw_ident_project_ok(seg) || strcmp(seg, AW_PLATFORM_PROJECT) == 0)
 		return 0;
@@ -114,7 +114,7 @@ void aw_h_project_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (project_segment_or_reply(r, r->segs[2]) ||
+	if (aw_project_segment_or_reply(r, r->segs[2]) ||
 	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_READER, &scoped))
 		return;
 	aw_project p;
@@ -130,7 +130,7 @@ void aw_h_keys_create(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (project_segment_or_reply(r, r->segs[2]) ||
+	if (aw_project_segment_or_reply(r, r->segs[2]) ||
 	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	if (aw_json_body_or_reply(r))
@@ -156,7 +156,7 @@ void aw_h_keys_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (project_segment_or_reply(r, r->segs[2]) ||
+	if (aw_project_segment_or_reply(r, r->segs[2]) ||
 	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	aw_apikey *items = NULL;
@@ -177,7 +177,7 @@ void aw_h_key_revoke(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (project_segment_or_reply(r, r->segs[2]) ||
+	if (aw_project_segment_or_reply(r, r->segs[2]) ||
 	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	aw_err e = aw_key_revoke(r->store, &scoped, r->segs[4], &err);
@@ -194,7 +194,7 @@ void aw_h_audit_list(aw_req *r)
 	aw_error err = {0};
 	aw_ctx scoped;
 	int limit;
-	if (project_segment_or_reply(r, r->segs[2]) ||
+	if (aw_project_segment_or_reply(r, r->segs[2]) ||
 	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped) ||
 	    limit_or_reply(r, &limit))
 		return;

@@ -12,7 +12,7 @@
 #include "awooop/ctx.h"
 #include "awooop/http.h"
 
-#define AW_HTTP_MAX_SEGS 8
+#define AW_HTTP_MAX_SEGS 12
 
 typedef struct aw_req {
 	struct MHD_Connection *conn;
@@ -76,6 +76,17 @@ void aw_h_keys_create(aw_req *r);
 void aw_h_keys_list(aw_req *r);
 void aw_h_key_revoke(aw_req *r);
 void aw_h_audit_list(aw_req *r);
+void aw_h_contract_create(aw_req *r);
+void aw_h_contract_list(aw_req *r);
+void aw_h_contract_get(aw_req *r);
+void aw_h_contract_update(aw_req *r);
+void aw_h_contract_diff(aw_req *r);
+void aw_h_contract_action(aw_req *r);
+void aw_h_contract_active(aw_req *r);
+/* the body of a contract revision request: {"body": {...}} */
+aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err);
+/* The URL's {project} segment: a slug, or __platform__; 0 or replied. */
+int aw_project_segment_or_reply(aw_req *r, const char *seg);
 
 /* Finds the handler for method + r->segs; sets r->route. NULL with *err set to
  * AW_E_REQ_ROUTE or AW_E_REQ_METHOD when none. */

@@ -198,7 +198,9 @@ static void test_lifecycle_and_illegal_transitions(void **state)
 	as(&op, "ct-main", "publisher");
 	aw_error err = {0};
 	aw_revision r = {0};
-	assert_int_equal(aw_contract_create(C, S, &op, "budget", "daily", budget(100), &r, &err), AW_OK);
+	json_t *b1 = budget(100);
+	assert_int_equal(aw_contract_create(C, S, &op, "budget", "daily", b1, &r, &err), AW_OK);
+	json_decref(b1);
 	char rev[40];
 	strcpy(rev, r.revision_id);
 	aw_revision_clear(&r);

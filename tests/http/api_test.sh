@@ -86,6 +86,8 @@ if [ "$BACKEND" = postgres ]; then
     >/dev/null || exit 1
   DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
   EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+  # the cluster shape is given its publish keys; the embedded one makes its own
+  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 else
   DB="sqlite:$TMP/awooop.db"
 fi
@@ -255,6 +257,57 @@ check "audit dump not empty" "$( [ -s "$TMP/audit_dump" ] && echo yes)" yes
 for c in "$CAN_AWS" "$CAN_GH" "$CAN_MAIL" "$CAN_PW" "$ADMIN" "$ALICE" "$AADMIN" "$BOB"; do
   check "secret absent from audit table" "$(grep -c -- "$c" "$TMP/audit_dump")" 0
 done
+
+# --- contract registry: draft, validate, publish, approve, activate
+req POST /v1/projects/alpha/keys "$AADMIN" '{"name":"op1","scope":"operator"}'; OP1=$(jbody .key)
+req POST /v1/projects/alpha/keys "$AADMIN" '{"name":"op2","scope":"operator"}'; OP2=$(jbody .key)
+CB=/v1/projects/alpha/contracts/budget/daily
+req POST $CB/revisions "$OP1" '{"body":{"period":"day","token_limit":1000,"action_on_exceed":"kill"}}'
+expect "contract draft" 201
+REV1=$(jbody .revision_id)
+check "draft state" "$(jbody .state)" draft
+req POST $CB/revisions "$OP1" '{"body":{"period":"day","token_limit":1000,"action_on_exceed":"kill","oops":1}}'
+expect "contract unknown field" 422 E-CONTRACT-001
+check "contract error pointer" "$(jbody .pointer)" "/oops"
+req POST $CB/revisions "$OP1" '{"bodyx":{}}'; expect "contract request unknown field" 400 E-REQ-004
+req POST /v1/projects/alpha/contracts/nonsense/x/revisions "$OP1" '{"body":{}}'; expect "unknown family" 404 E-CONTRACT-004
+req POST "/v1/projects/alpha/contracts/budget/Bad%20Id/revisions" "$OP1" '{"body":{}}'; expect "bad contract id" 400 E-CONTRACT-009
+req POST "$CB/revisions/$REV1/activate" "$OP1" ""; expect "activate draft" 409 E-CONTRACT-003
+req POST "$CB/revisions/$REV1/publish" "$OP1" ""; expect "publish" 200
+check "published" "$(jbody .state)" published
+check "signed" "$(jbody '.signature | length')" 64
+req POST "$CB/revisions/$REV1/approve" "$OP1" ""; expect "self approval" 403 E-CONTRACT-006
+req POST "$CB/revisions/$REV1/activate" "$OP1" ""; expect "activate unapproved" 409 E-CONTRACT-005
+req POST "$CB/revisions/$REV1/approve" "$OP2" ""; expect "approve" 201
+req POST "$CB/revisions/$REV1/approve" "$OP2" ""; expect "approve twice" 409 E-CONTRACT-007
+req POST "$CB/revisions/$REV1/activate" "$OP1" ""; expect "activate" 200
+check "activated" "$(jbody .activated)" true
+req GET $CB/active "$OP2" ""; expect "active" 200
+check "active revision" "$(jbody .revision_id)" "$REV1"
+check "active body" "$(jbody .body.token_limit)" 1000
+req GET "$CB/revisions/$REV1" "$OP2" ""; expect "get revision" 200
+check "verified" "$(jbody .verified)" true
+req GET $CB/active "$BOB" ""; expect "other tenant contract" 404 E-TENANT-001
+req POST "$CB/revisions/$REV1/revoke" "$OP1" ""; expect "operator revoke" 403 E-AUTH-003
+req POST "$CB/revisions/$REV1/frobnicate" "$OP1" ""; expect "unknown action" 404 E-REQ-007
+# the same through the CLI, with a second revision and a diff
+printf '{"period":"day","token_limit":2000,"action_on_exceed":"alert"}' >"$TMP/b2.json"
+REV2=$(AWOOOP_URL=$URL AWOOOP_KEY=$OP1 "$BIN" contract create --project alpha --family budget \
+  --contract daily --file "$TMP/b2.json" --json | jq -r .revision_id)
+check "cli contract create" "$(echo "$REV2" | grep -cE '^[0-9a-f-]{36}$')" 1
+AWOOOP_URL=$URL AWOOOP_KEY=$OP1 "$BIN" contract publish --project alpha --family budget --contract daily --rev "$REV2" >/dev/null
+check "cli publish" $? 0
+AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract approve --project alpha --family budget --contract daily --rev "$REV2" >/dev/null
+check "cli approve" $? 0
+AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract activate --project alpha --family budget --contract daily --rev "$REV2" >"$TMP/act"
+check "cli activate" "$(grep -c activated "$TMP/act")" 1
+check "cli diff" "$(AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract diff --project alpha --family budget \
+  --contract daily --rev "$REV1" --to "$REV2" | jq -c '[.[].path]')" '["/action_on_exceed","/token_limit"]'
+check "cli list" "$(AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract list --project alpha --family budget \
+  --contract daily | awk '{print $2}' | sort | tr '\n' ,)" "active,superseded,"
+req POST "$CB/revisions/$REV2/revoke" "$AADMIN" ""; expect "admin revoke active" 200
+req GET $CB/active "$OP2" ""; expect "no active after revoke" 404 E-CONTRACT-002
+"$BIN" audit verify --db "$DB" --project alpha >/dev/null; check "audit chain after contracts" $? 0
 
 # --- CLI against the server
 export AWOOOP_URL=$URL AWOOOP_KEY=$ADMIN

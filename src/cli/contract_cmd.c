@@ -1,0 +1,135 @@
+/*
+ * contract_cmd.c - `awooop contract ...`: the contract registry through the
+ * HTTP API (AWOOOP_URL, AWOOOP_KEY). Bodies come from --file (JSON).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/uuid.h"
+#include "cli.h"
+
+static int ident_ok(const char *s)
+{
+	if (!s || !*s || strlen(s) > 63)
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
+		      *p == '.'))
+			return 0;
+	return 1;
+}
+
+static void print_revision_row(json_t *r)
+{
+	printf("%-36s %-10s %-24s %s\n", json_string_value(json_object_get(r, "revision_id")),
+	       json_string_value(json_object_get(r, "state")),
+	       json_string_value(json_object_get(r, "updated_at")),
+	       json_string_value(json_object_get(r, "created_by")));
+}
+
+int aw_cmd_contract(int argc, char **argv)
+{
+	aw_opt opts[] = {
+		{"project", "AWOOOP_PROJECT", NULL, 0, "project", NULL},
+		{"family", NULL, NULL, 0,
+		 "policy_routing|channel_event|mcp_tool|budget|approval|platform_resource", NULL},
+		{"contract", NULL, NULL, 0, "contract id", NULL},
+		{"rev", NULL, NULL, 0, "revision id", NULL},
+		{"to", NULL, NULL, 0, "diff: the other revision", NULL},
+		{"file", NULL, NULL, 0, "create/update: JSON file with the contract body", NULL},
+		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
+		{NULL, NULL, NULL, 0, NULL, NULL},
+	};
+	const char *usage =
+		"usage: awooop contract VERB --project P --family F --contract C [options]\n\n"
+		"Verbs:\n"
+		"  create --file BODY.json          new draft revision\n"
+		"  update --rev R --file BODY.json  replace a draft's body\n"
+		"  list | get --rev R | active\n"
+		"  diff --rev A --to B              RFC 6902 patch from A to B\n"
+		"  publish | approve | activate | revoke --rev R\n\n"
+		"Talks to AWOOOP_URL with AWOOOP_KEY. docs/contracts.md documents the fields.";
+	const char *pos[1];
+	int npos = 1;
+	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	const char *verb = npos ? pos[0] : NULL;
+	const char *project = aw_cli_get(opts, "project"), *family = aw_cli_get(opts, "family");
+	const char *cid = aw_cli_get(opts, "contract"), *rev = aw_cli_get(opts, "rev");
+	int project_ok = ident_ok(project) || (project && !strcmp(project, "__platform__"));
+	if (!verb || !project_ok || !ident_ok(family) || !ident_ok(cid)) {
+		aw_cli_usage(usage, opts);
+		return AW_EXIT_USAGE;
+	}
+	int needs_rev = strcmp(verb, "create") && strcmp(verb, "list") && strcmp(verb, "active");
+	if (needs_rev && !aw_uuid_valid(rev))
+		return aw_cli_fail(AW_E_USAGE, "--rev must be a revision id (UUID)");
+	char base[512], path[700];
+	snprintf(base, sizeof base, "/v1/projects/%s/contracts/%s/%s", project, family, cid);
+	json_t *body = NULL, *doc = NULL;
+	const char *method = "GET";
+	if (!strcmp(verb, "create") || !strcmp(verb, "update")) {
+		const char *file = aw_cli_get(opts, "file");
+		json_error_t je;
+		json_t *b = file ? json_load_file(file, 0, &je) : NULL;
+		if (!b) {
+			char msg[300];
+			snprintf(msg, sizeof msg, "--file: %s", file ? je.text : "required");
+			return aw_cli_fail(AW_E_USAGE, msg);
+		}
+		body = json_pack("{s:o}", "body", b);
+		method = strcmp(verb, "create") ? "PUT" : "POST";
+		if (!strcmp(verb, "create"))
+			snprintf(path, sizeof path, "%s/revisions", base);
+		else
+			snprintf(path, sizeof path, "%s/revisions/%s", base, rev);
+	} else if (!strcmp(verb, "list")) {
+		snprintf(path, sizeof path, "%s/revisions", base);
+	} else if (!strcmp(verb, "active")) {
+		snprintf(path, sizeof path, "%s/active", base);
+	} else if (!strcmp(verb, "get")) {
+		snprintf(path, sizeof path, "%s/revisions/%s", base, rev);
+	} else if (!strcmp(verb, "diff")) {
+		if (!aw_uuid_valid(aw_cli_get(opts, "to")))
+			return aw_cli_fail(AW_E_USAGE, "--to must be a revision id (UUID)");
+		snprintf(path, sizeof path, "%s/revisions/%s/diff/%s", base, rev,
+			 aw_cli_get(opts, "to"));
+	} else if (!strcmp(verb, "publish") || !strcmp(verb, "approve") ||
+		   !strcmp(verb, "activate") || !strcmp(verb, "revoke")) {
+		method = "POST";
+		snprintf(path, sizeof path, "%s/revisions/%s/%s", base, rev, verb);
+	} else {
+		aw_cli_usage(usage, opts);
+		return AW_EXIT_USAGE;
+	}
+	rc = aw_client_call(method, path, body, &doc);
+	json_decref(body);
+	if (rc)
+		return rc;
+	if (aw_cli_get(opts, "json") || !strcmp(verb, "diff") || !strcmp(verb, "get") ||
+	    !strcmp(verb, "active")) {
+		char *s = json_dumps(doc, JSON_INDENT(2));
+		if (s)
+			puts(s);
+		free(s);
+	} else if (!strcmp(verb, "list")) {
+		size_t i;
+		json_t *r;
+		json_array_foreach(json_object_get(doc, "items"), i, r) print_revision_row(r);
+	} else if (!strcmp(verb, "activate")) {
+		printf("%s %s (approvals %lld of %lld)\n", rev,
+		       json_is_true(json_object_get(doc, "activated")) ? "activated"
+								      : "not activated: suggested only",
+		       (long long)json_integer_value(json_object_get(doc, "approvals")),
+		       (long long)json_integer_value(json_object_get(doc, "threshold")));
+	} else if (!strcmp(verb, "approve")) {
+		printf("approved %s until %s\n", rev,
+		       json_string_value(json_object_get(doc, "expires_at")));
+	} else {
+		print_revision_row(doc);
+	}
+	json_decref(doc);
+	return 0;
+}

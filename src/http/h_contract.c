@@ -1,0 +1,197 @@
+/*
+ * h_contract.c - /v1/projects/{project}/contracts/{family}/{contract}/...
+ * Reads need reader, changes operator, revoking project-admin. Segments:
+ * 2 project, 4 family, 5 contract, 7 revision, 8 action, 9 other revision.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/contract.h"
+#include "internal.h"
+
+static json_t *revision_json(const aw_revision *r)
+{
+	json_t *body = json_loads(r->body ? r->body : "null", JSON_DECODE_ANY, NULL);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:s, s:s}", "revision_id",
+			      r->revision_id, "project", r->project_id, "family", r->family,
+			      "contract_id", r->contract_id, "state", r->state, "body",
+			      body ? body : json_null(), "created_at", r->created_at, "created_by",
+			      r->created_by, "updated_at", r->updated_at);
+	if (!o)
+		return NULL;
+	const struct {
+		const char *k, *v;
+	} opt[] = {{"body_hash", r->body_hash},       {"signature", r->signature},
+		   {"key_id", r->sign_key_id},        {"published_at", r->published_at},
+		   {"published_by", r->published_by}};
+	for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
+		json_object_set_new(o, opt[i].k, opt[i].v[0] ? json_string(opt[i].v) : json_null());
+	return o;
+}
+
+/* Authorises for the URL's project with scope need; 0 or replied. */
+static int scope_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
+{
+	return aw_project_segment_or_reply(r, r->segs[2]) ||
+	       aw_project_or_reply(r, r->segs[2], need, scoped);
+}
+
+static void reply_err(aw_req *r, aw_err e, aw_error *err)
+{
+	aw_reply_problem(r, e, err);
+}
+
+void aw_h_contract_create(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	json_t *body = NULL;
+	if (scope_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
+		return;
+	aw_err e = aw_decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
+	aw_revision rev = {0};
+	if (!e)
+		e = aw_contract_create(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5], body,
+				       &rev, &err);
+	json_decref(body);
+	if (e)
+		return reply_err(r, e, &err);
+	aw_reply_json(r, 201, revision_json(&rev));
+	aw_revision_clear(&rev);
+}
+
+void aw_h_contract_update(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	json_t *body = NULL;
+	if (scope_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
+		return;
+	aw_err e = aw_decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
+	aw_revision rev = {0};
+	if (!e)
+		e = aw_contract_update(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
+				       r->segs[7], body, &rev, &err);
+	json_decref(body);
+	if (e)
+		return reply_err(r, e, &err);
+	aw_reply_json(r, 200, revision_json(&rev));
+	aw_revision_clear(&rev);
+}
+
+void aw_h_contract_list(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+		return;
+	aw_revision *revs = NULL;
+	int n = 0;
+	aw_err e = aw_contract_list(r->store, &c, r->segs[4], r->segs[5], &revs, &n, &err);
+	if (e)
+		return reply_err(r, e, &err);
+	json_t *items = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(items, revision_json(&revs[i]));
+	aw_revisions_free(revs, n);
+	aw_reply_json(r, 200, json_pack("{s:o}", "items", items));
+}
+
+void aw_h_contract_get(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+		return;
+	aw_revision rev = {0};
+	aw_err e = aw_contract_get(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
+				   r->segs[7], &rev, &err);
+	if (e)
+		return reply_err(r, e, &err);
+	json_t *o = revision_json(&rev);
+	if (o && rev.signature[0]) /* inspection shows, use refuses */
+		json_object_set_new(o, "verified",
+				    json_boolean(aw_contract_verify(r->opts->contracts, &rev) == 0));
+	aw_revision_clear(&rev);
+	aw_reply_json(r, 200, o);
+}
+
+void aw_h_contract_diff(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+		return;
+	if (strcmp(r->segs[8], "diff") != 0) {
+		aw_reply_problem(r, AW_E_REQ_ROUTE, NULL);
+		return;
+	}
+	json_t *patch = NULL;
+	aw_err e = aw_contract_diff(r->store, &c, r->segs[4], r->segs[5], r->segs[7], r->segs[9],
+				    &patch, &err);
+	if (e)
+		return reply_err(r, e, &err);
+	aw_reply_json(r, 200, patch);
+}
+
+void aw_h_contract_action(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	const char *action = r->segs[8];
+	int revoke = !strcmp(action, "revoke");
+	if (!revoke && strcmp(action, "publish") && strcmp(action, "approve") &&
+	    strcmp(action, "activate")) {
+		aw_reply_problem(r, AW_E_REQ_ROUTE, NULL);
+		return;
+	}
+	if (scope_or_reply(r, revoke ? AW_SCOPE_PROJECT_ADMIN : AW_SCOPE_OPERATOR, &c))
+		return;
+	const aw_contracts *reg = r->opts->contracts;
+	const char *fam = r->segs[4], *cid = r->segs[5], *rev = r->segs[7];
+	aw_err e;
+	if (!strcmp(action, "publish")) {
+		aw_revision out = {0};
+		if ((e = aw_contract_publish(reg, r->store, &c, fam, cid, rev, &out, &err)))
+			return reply_err(r, e, &err);
+		aw_reply_json(r, 200, revision_json(&out));
+		aw_revision_clear(&out);
+	} else if (!strcmp(action, "approve")) {
+		aw_approval a;
+		if ((e = aw_contract_approve(reg, r->store, &c, fam, cid, rev, &a, &err)))
+			return reply_err(r, e, &err);
+		aw_reply_json(r, 201, json_pack("{s:s, s:s, s:s, s:s}", "revision_id", rev, "principal",
+						 a.principal, "approved_at", a.approved_at,
+						 "expires_at", a.expires_at));
+	} else if (!strcmp(action, "activate")) {
+		aw_activation act;
+		if ((e = aw_contract_activate(reg, r->store, &c, fam, cid, rev, &act, &err)))
+			return reply_err(r, e, &err);
+		json_t *o = json_pack("{s:s, s:b, s:b, s:i, s:i}", "revision_id", rev, "activated",
+				      act.activated, "suggested", act.suggested, "approvals",
+				      act.approvals, "threshold", act.threshold);
+		json_object_set_new(o, "old_revision_id",
+				    act.old_revision_id[0] ? json_string(act.old_revision_id) : json_null());
+		json_object_set_new(o, "event_id", act.event_id[0] ? json_string(act.event_id) : json_null());
+		aw_reply_json(r, act.activated ? 200 : 202, o);
+	} else {
+		if ((e = aw_contract_revoke(reg, r->store, &c, fam, cid, rev, &err)))
+			return reply_err(r, e, &err);
+		aw_reply_json(r, 200, json_pack("{s:s, s:s}", "revision_id", rev, "state", "revoked"));
+	}
+}
+
+void aw_h_contract_active(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+		return;
+	aw_revision rev = {0};
+	aw_err e = aw_contract_active(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5], &rev,
+				      &err);
+	if (e)
+		return reply_err(r, e, &err);
+	aw_reply_json(r, 200, revision_json(&rev));
+	aw_revision_clear(&rev);
+}
