@@ -169,6 +169,34 @@ aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a
 aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int *n,
 			      aw_error *err);
 
+/* ---- outbox relay (platform path: all projects) ---- */
+/* Opens the relay's write transaction (no project). */
+aw_err aw_store_relay_begin(aw_store *s, aw_txn **out, aw_error *err);
+/* Undelivered events in commit order, locked for this txn (PostgreSQL: SKIP
+ * LOCKED, so concurrent relays take different events). */
+aw_err aw_store_relay_claim(aw_txn *t, int limit, aw_outbox_event **out, int *n,
+			    aw_error *err);
+/* delivered=1 sets delivered_at; 0 counts a failed attempt. */
+aw_err aw_store_relay_done(aw_txn *t, const char *event_id, int delivered, aw_error *err);
+/* Deletes events delivered before `before`; *n gets how many. */
+aw_err aw_store_relay_prune(aw_store *s, const char *before, int64_t *n, aw_error *err);
+/* oldest: the created_at of the oldest undelivered event, "" when none. */
+aw_err aw_store_relay_stats(aw_store *s, int64_t *undelivered, char *oldest, aw_error *err);
+/* All active pointers of the txn's project (one query). */
+typedef struct {
+	char family[32];
+	char contract_id[AW_PROJECT_MAX + 1];
+	char revision_id[AW_UUID_STR_LEN + 1];
+} aw_active_pointer;
+aw_err aw_store_active_list(aw_txn *t, aw_active_pointer **out, int *n, aw_error *err);
+
+/* A connection waiting for NOTIFY on channel (PostgreSQL); NULL on SQLite. */
+typedef struct aw_store_listener aw_store_listener;
+aw_store_listener *aw_store_listen(aw_store *s, const char *channel);
+/* 1 notified, 0 timed out; reconnects by itself after a broken connection. */
+int aw_store_listener_wait(aw_store_listener *l, int timeout_ms);
+void aw_store_listener_close(aw_store_listener *l);
+
 /* ---- audit trail (append-only, hash-chained per project) ---- */
 typedef struct {
 	char event_id[AW_UUID_STR_LEN + 1];

@@ -17,6 +17,7 @@
 
 #include "awooop/contract.h"
 #include "awooop/http.h"
+#include "awooop/relay.h"
 #include "awooop/log.h"
 #include "awooop/tenancy.h"
 #include "cli.h"
@@ -90,6 +91,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
 		{"pool-size", "AWOOOP_POOL_SIZE", "8", 0, "store connections", NULL},
 		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
+		{"relay-poll-ms", "AWOOOP_RELAY_POLL_MS", "1000", 0, "outbox relay safety-net poll", NULL},
 		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
 		 "contract publish key file (embedded default: var/publish-keys.json)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
@@ -101,7 +103,9 @@ int aw_cmd_serve(int argc, char **argv)
 			      "Runs the control plane. The default is the embedded shape: one\n"
 			      "process, SQLite at ./var/awooop.db, HTTP on 127.0.0.1:8080. On first\n"
 			      "start it prints a platform-admin API key once (or installs\n"
-			      "AWOOOP_BOOTSTRAP_KEY).");
+			      "AWOOOP_BOOTSTRAP_KEY).\n\n"
+			      "Roles: all (default: API + outbox relay), api, relay (outbox relay\n"
+			      "only), worker (reserved for the run runtime).");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if ((rc = set_log_level(aw_cli_get(opts, "log-level"))))
@@ -172,6 +176,23 @@ int aw_cmd_serve(int argc, char **argv)
 			return aw_cli_fail(e, err.msg);
 		}
 	}
+	/* The outbox relay (roles all and relay) publishes to Redis in the cluster
+	 * shape, to the in-process bus in the embedded one. */
+	aw_bus *bus = NULL;
+	aw_relay *relay = NULL;
+	if (strcmp(role, "all") == 0 || strcmp(role, "relay") == 0) {
+		const char *redis = aw_cli_get(opts, "redis");
+		aw_relay_opts ro = {.poll_ms = atoi(aw_cli_get(opts, "relay-poll-ms"))};
+		if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)) ||
+		    (e = aw_relay_start(store, bus, &ro, &relay, &err))) {
+			aw_bus_close(bus);
+			aw_http_stop(http);
+			aw_contracts_free(contracts);
+			aw_keyring_free(keys);
+			aw_store_close(store);
+			return aw_cli_fail(e, err.msg);
+		}
+	}
 	char port[16];
 	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
 	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store",
@@ -183,6 +204,8 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
 	aw_http_stop(http);
+	aw_relay_stop(relay);
+	aw_bus_close(bus);
 	aw_contracts_free(contracts);
 	aw_keyring_free(keys);
 	aw_store_close(store);

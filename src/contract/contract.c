@@ -20,6 +20,7 @@
 #include "awooop/ident.h"
 #include "awooop/jcs.h"
 #include "awooop/log.h"
+#include "awooop/relay.h"
 #include "awooop/schema.h"
 
 extern const struct {
@@ -591,6 +592,8 @@ done:
 		e = finish(t, e, err);
 	if (e)
 		act.activated = act.suggested = 0;
+	if (act.activated)
+		aw_outbox_kick(); /* the relay of this process delivers at once */
 	if (out)
 		*out = act;
 	return e;
@@ -633,7 +636,10 @@ aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 		json_decref(ap);
 	}
 	aw_revision_clear(&r);
-	return finish(t, e, err);
+	e = finish(t, e, err);
+	if (!e && was_active)
+		aw_outbox_kick();
+	return e;
 }
 
 aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,

@@ -45,6 +45,11 @@ static const struct {
 	 "counter"},
 	{"awooop_loop_last_tick_seconds",
 	 "Unix time of each background loop's last successful tick.", "gauge"},
+	{"awooop_relay_publish_duration_seconds", "Outbox relay publish latency.", "histogram"},
+	{"awooop_relay_publish_failures_total", "Outbox events whose publish failed.", "counter"},
+	{"awooop_outbox_undelivered", "Outbox events not yet delivered.", "gauge"},
+	{"awooop_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered event.",
+	 "gauge"},
 };
 
 /* Caller holds mu. */
@@ -106,6 +111,30 @@ void aw_metrics_store_observe(const char *backend, double seconds, aw_err result
 	pthread_mutex_unlock(&mu);
 }
 
+void aw_metrics_relay_publish(double seconds, int ok)
+{
+	pthread_mutex_lock(&mu);
+	observe(get(families[5].family, HISTOGRAM, ""), seconds);
+	if (!ok) {
+		series *c = get(families[6].family, COUNTER, "");
+		if (c)
+			c->value += 1;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_outbox_backlog(double undelivered, double oldest_age_s)
+{
+	pthread_mutex_lock(&mu);
+	series *g = get(families[7].family, GAUGE, "");
+	if (g)
+		g->value = undelivered;
+	g = get(families[8].family, GAUGE, "");
+	if (g)
+		g->value = oldest_age_s;
+	pthread_mutex_unlock(&mu);
+}
+
 void aw_metrics_loop_tick(const char *loop)
 {
 	char l[160];
@@ -162,17 +191,24 @@ char *aw_metrics_render(void)
 		for (series *s = head; s; s = s->next) {
 			if (s->family != families[f].family)
 				continue;
+			const char *l = s->labels, *sep = l[0] ? "," : "";
 			if (s->kind != HISTOGRAM) {
-				put(&b, "%s{%s} %.17g\n", s->family, s->labels, s->value);
+				if (l[0])
+					put(&b, "%s{%s} %.17g\n", s->family, l, s->value);
+				else
+					put(&b, "%s %.17g\n", s->family, s->value);
 				continue;
 			}
 			for (size_t i = 0; i < NB; i++)
-				put(&b, "%s_bucket{%s,le=\"%g\"} %llu\n", s->family, s->labels,
+				put(&b, "%s_bucket{%s%sle=\"%g\"} %llu\n", s->family, l, sep,
 				    buckets[i], s->bucket[i]);
-			put(&b, "%s_bucket{%s,le=\"+Inf\"} %llu\n", s->family, s->labels,
-			    s->count);
-			put(&b, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", s->family, s->labels,
-			    s->value, s->family, s->labels, s->count);
+			put(&b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", s->family, l, sep, s->count);
+			if (l[0])
+				put(&b, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", s->family, l,
+				    s->value, s->family, l, s->count);
+			else
+				put(&b, "%s_sum %.9f\n%s_count %llu\n", s->family, s->value,
+				    s->family, s->count);
 		}
 	}
 	pthread_mutex_unlock(&mu);

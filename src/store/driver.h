@@ -56,6 +56,10 @@ typedef struct aw_driver {
 	/* Opens a transaction scoped to project ("" = none); write asks SQLite for
 	 * the write lock up front. */
 	aw_err (*begin)(aw_conn *c, const char *project, int write, aw_error *err);
+	/* LISTEN support (NULL when the backend has none): wait returns 1 on a
+	 * notification, 0 on timeout, -1 when the connection broke. */
+	aw_err (*listen)(aw_conn *c, const char *channel, aw_error *err);
+	int (*wait)(aw_conn *c, int timeout_ms);
 } aw_driver;
 
 extern const aw_driver aw_driver_sqlite;

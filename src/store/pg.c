@@ -10,6 +10,7 @@
  * created by the migrations, never by switching RLS off.
  */
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +202,46 @@ static aw_err pg_begin(aw_conn *c, const char *project, int write, aw_error *err
 	return pg_script(c, sql, err);
 }
 
+static aw_err pg_listen(aw_conn *c, const char *channel, aw_error *err)
+{
+	char *id = PQescapeIdentifier(c->pg, channel, strlen(channel));
+	if (!id)
+		return aw_fail(err, AW_E_STORE_UNAVAILABLE, "postgres connection lost");
+	char sql[256];
+	snprintf(sql, sizeof sql, "LISTEN %s", id);
+	PQfreemem(id);
+	return pg_script(c, sql, err);
+}
+
+static int pg_wait(aw_conn *c, int timeout_ms)
+{
+	int got = 0;
+	PGnotify *n;
+	PQconsumeInput(c->pg);
+	while ((n = PQnotifies(c->pg))) {
+		got = 1;
+		PQfreemem(n);
+	}
+	if (got)
+		return 1;
+	struct pollfd p = {.fd = PQsocket(c->pg), .events = POLLIN};
+	if (p.fd < 0)
+		return -1;
+	int rc = poll(&p, 1, timeout_ms);
+	if (rc <= 0)
+		return rc < 0 ? -1 : 0;
+	if (!PQconsumeInput(c->pg))
+		return -1;
+	while ((n = PQnotifies(c->pg))) {
+		got = 1;
+		PQfreemem(n);
+	}
+	return got;
+}
+
 const aw_driver aw_driver_pg = {
+	.listen = pg_listen,
+	.wait = pg_wait,
 	.name = "postgres",
 	.dialect = AW_DIALECT_PG,
 	.connect = pg_connect,

@@ -1,0 +1,34 @@
+/*
+ * internal.h - the bus struct shared by bus.c (local backend, dispatch) and
+ * redis.c (Redis backend).
+ */
+#ifndef AW_BUS_INTERNAL_H
+#define AW_BUS_INTERNAL_H
+
+#include <pthread.h>
+
+#include "awooop/bus.h"
+
+struct aw_bus {
+	int redis;
+	pthread_mutex_t mu;
+	char pattern[128];
+	aw_bus_handler handler;
+	aw_bus_resync resync;
+	void *ud;
+	int subscribed;
+	/* redis */
+	char host[256];
+	int port, db;
+	void *pub; /* redisContext *, guarded by mu */
+	pthread_t sub_thread;
+	int sub_started;
+	volatile int stop, connected;
+};
+
+int aw_bus_pattern_match(const char *pattern, const char *channel);
+aw_err aw_bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err);
+aw_err aw_bus_redis_start(aw_bus *b, aw_error *err);
+void aw_bus_redis_stop(aw_bus *b);
+
+#endif

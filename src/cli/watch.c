@@ -1,0 +1,164 @@
+/*
+ * watch.c - `awooop watch`: runs a worker revision cache against the store
+ * (and Redis when given) and prints one JSON line per revision change it
+ * observes: {"ts_ns", "revision_id", "source": bus|fallback|guard|resync}.
+ * It makes guarded calls at --calls-per-sec, like a worker before each LLM
+ * call; --call-log records (start_ns, revision used) of every call, which the
+ * convergence benchmark checks for guard violations.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "awooop/log.h"
+#include "awooop/policy.h"
+#include "cli.h"
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+typedef struct {
+	const char *family, *cid;
+} watch_key;
+
+static void on_change(void *ud, const char *project, const char *family, const char *cid,
+		      const char *rev, const char *source)
+{
+	const watch_key *k = ud;
+	(void)project;
+	if (strcmp(family, k->family) || strcmp(cid, k->cid))
+		return;
+	printf("{\"ts_ns\":%lld,\"revision_id\":\"%s\",\"source\":\"%s\"}\n", (long long)wall_ns(),
+	       rev, source);
+	fflush(stdout);
+}
+
+int aw_cmd_watch(int argc, char **argv)
+{
+	aw_opt opts[] = {
+		{"project", "AWOOOP_PROJECT", NULL, 0, "project", NULL},
+		{"family", NULL, "policy_routing", 0, "contract family", NULL},
+		{"contract", NULL, NULL, 0, "contract id", NULL},
+		{"db", "AWOOOP_DB", "sqlite:./var/awooop.db", 0, "store URL", NULL},
+		{"redis", "AWOOOP_REDIS", NULL, 0, "redis://HOST:PORT for invalidations", NULL},
+		{"mode", NULL, "bounded", 0, "strict|bounded", NULL},
+		{"max-staleness-ms", NULL, "1000", 0, "bounded guard staleness", NULL},
+		{"interval-ms", NULL, "30000", 0, "fallback re-check (families but channel_event)", NULL},
+		{"calls-per-sec", NULL, "50", 0, "guarded calls per second", NULL},
+		{"duration-s", NULL, "0", 0, "stop after this many seconds (0: on SIGINT/SIGTERM)", NULL},
+		{"call-log", NULL, NULL, 0, "file for (call start ns, revision) lines", NULL},
+		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0, "key file to verify signatures", NULL},
+		{NULL, NULL, NULL, 0, NULL, NULL},
+	};
+	const char *pos[1];
+	int npos = 0;
+	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
+			      "usage: awooop watch --project P --family F --contract C [--db URL]\n"
+			      "                    [--redis URL] [--mode strict|bounded] [options]\n\n"
+			      "Prints {\"ts_ns\",\"revision_id\",\"source\"} whenever the active revision\n"
+			      "it observes changes. Verifies signatures with AWOOOP_PUBLISH_KEYS or\n"
+			      "--publish-keys (the embedded default reads var/publish-keys.json).");
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	const char *project = aw_cli_get(opts, "project"), *cid = aw_cli_get(opts, "contract");
+	const char *mode = aw_cli_get(opts, "mode");
+	if (!project || !cid || (strcmp(mode, "strict") && strcmp(mode, "bounded")))
+		return aw_cli_fail(AW_E_USAGE, "--project and --contract are required; --mode is"
+					       " strict or bounded");
+	aw_log_set_level(AW_LOG_WARN);
+	aw_error err = {0};
+	aw_store *s = NULL;
+	aw_keyring *kr = NULL;
+	aw_contracts *c = NULL;
+	aw_bus *bus = NULL;
+	aw_policy_cache *pc = NULL;
+	aw_store_opts so = {.pool_size = 2};
+	const char *db = aw_cli_get(opts, "db");
+	const char *kf = aw_cli_get(opts, "publish-keys");
+	char kpath[1024];
+	if (!getenv("AWOOOP_PUBLISH_KEYS") && !kf && strncmp(db, "sqlite:", 7) == 0) {
+		snprintf(kpath, sizeof kpath, "%s", db + 7);
+		char *slash = strrchr(kpath, '/');
+		snprintf(slash ? slash + 1 : kpath, sizeof kpath - (size_t)(slash ? slash + 1 - kpath : 0),
+			 "publish-keys.json");
+		kf = kpath;
+	}
+	aw_err e = aw_store_open(db, &so, &s, &err);
+	if (!e)
+		e = getenv("AWOOOP_PUBLISH_KEYS") ? aw_keyring_from_env(getenv("AWOOOP_PUBLISH_KEYS"), &kr, &err)
+						  : aw_keyring_from_file(kf, &kr, &err);
+	if (!e)
+		e = aw_contracts_new(kr, &c, &err);
+	if (!e && aw_cli_get(opts, "redis"))
+		e = aw_bus_open(aw_cli_get(opts, "redis"), &bus, &err);
+	aw_policy_opts po = {.mode = strcmp(mode, "strict") ? AW_GUARD_BOUNDED : AW_GUARD_STRICT,
+			     .max_staleness_ms = atoi(aw_cli_get(opts, "max-staleness-ms")),
+			     .interval_ms = atoi(aw_cli_get(opts, "interval-ms"))};
+	if (!e)
+		e = aw_policy_cache_new(s, c, bus, &po, &pc, &err);
+	watch_key key = {aw_cli_get(opts, "family"), cid};
+	FILE *log = NULL;
+	if (!e && aw_cli_get(opts, "call-log") && !(log = fopen(aw_cli_get(opts, "call-log"), "w")))
+		e = aw_fail(&err, AW_E_CONFIG, "cannot write --call-log");
+	if (e)
+		goto out;
+	aw_policy_on_change(pc, on_change, &key);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	double cps = atof(aw_cli_get(opts, "calls-per-sec"));
+	int64_t gap = cps > 0 ? (int64_t)(1e9 / cps) : 20000000LL;
+	int64_t end = atoi(aw_cli_get(opts, "duration-s")) * 1000000000LL;
+	int64_t t0 = wall_ns(), next = t0;
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, project);
+	snprintf(ctx.principal, sizeof ctx.principal, "watch");
+	while (!stopping && (!end || wall_ns() - t0 < end)) {
+		int64_t start = wall_ns();
+		aw_policy pol;
+		aw_error cerr;
+		aw_err ce = aw_policy_effective(pc, &ctx, key.family, cid, &pol, &cerr);
+		if (log)
+			fprintf(log, "%lld %s\n", (long long)start, ce ? "-" : pol.revision_id);
+		if (!ce)
+			aw_policy_release(&pol);
+		next += gap;
+		int64_t sl = next - wall_ns();
+		if (sl > 0) {
+			struct timespec ts = {sl / 1000000000LL, sl % 1000000000LL};
+			nanosleep(&ts, NULL);
+		} else {
+			next = wall_ns();
+		}
+	}
+	aw_policy_stats st;
+	aw_policy_get_stats(pc, &st);
+	fprintf(stderr,
+		"{\"calls\":%llu,\"store_reads\":%llu,\"reloads\":%llu,\"bus_events\":%llu,"
+		"\"fallback_checks\":%llu,\"resyncs\":%llu}\n",
+		(unsigned long long)st.calls, (unsigned long long)st.store_reads,
+		(unsigned long long)st.reloads, (unsigned long long)st.bus_events,
+		(unsigned long long)st.fallback_checks, (unsigned long long)st.resyncs);
+out:
+	if (log)
+		fclose(log);
+	aw_policy_cache_free(pc);
+	aw_bus_close(bus);
+	aw_contracts_free(c);
+	aw_keyring_free(kr);
+	aw_store_close(s);
+	return e ? aw_cli_fail(e, err.msg) : 0;
+}
