@@ -28,6 +28,9 @@ aw_err aw_bus_publish(aw_bus *b, const char *channel, const char *payload, aw_er
  * is called once subscribed and after every reconnect (may be NULL). */
 aw_err aw_bus_subscribe(aw_bus *b, const char *pattern, aw_bus_handler h, aw_bus_resync resync,
 			void *ud, aw_error *err);
+/* Ends the subscription; when it returns the handler is not running and will
+ * not be called again (the Redis thread has stopped). */
+void aw_bus_unsubscribe(aw_bus *b);
 /* 1 while the subscription is connected (local: always). */
 int aw_bus_connected(aw_bus *b);
 const char *aw_bus_kind(const aw_bus *b);

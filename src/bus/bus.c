@@ -61,14 +61,26 @@ aw_err aw_bus_publish(aw_bus *b, const char *channel, const char *payload, aw_er
 {
 	if (b->redis)
 		return aw_bus_redis_publish(b, channel, payload, err);
+	/* local: deliver under the lock, so unsubscribe waits for a running handler */
 	pthread_mutex_lock(&b->mu);
-	aw_bus_handler h = b->subscribed && aw_bus_pattern_match(b->pattern, channel) ? b->handler
-										       : NULL;
-	void *ud = b->ud;
+	if (b->subscribed && aw_bus_pattern_match(b->pattern, channel))
+		b->handler(b->ud, channel, payload, strlen(payload));
 	pthread_mutex_unlock(&b->mu);
-	if (h)
-		h(ud, channel, payload, strlen(payload));
 	return AW_OK;
+}
+
+void aw_bus_unsubscribe(aw_bus *b)
+{
+	if (!b)
+		return;
+	if (b->redis)
+		aw_bus_redis_stop_subscriber(b);
+	pthread_mutex_lock(&b->mu);
+	b->subscribed = 0;
+	b->handler = NULL;
+	b->resync = NULL;
+	b->ud = NULL;
+	pthread_mutex_unlock(&b->mu);
 }
 
 aw_err aw_bus_subscribe(aw_bus *b, const char *pattern, aw_bus_handler h, aw_bus_resync resync,

@@ -30,5 +30,6 @@ int aw_bus_pattern_match(const char *pattern, const char *channel);
 aw_err aw_bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err);
 aw_err aw_bus_redis_start(aw_bus *b, aw_error *err);
 void aw_bus_redis_stop(aw_bus *b);
+void aw_bus_redis_stop_subscriber(aw_bus *b);
 
 #endif

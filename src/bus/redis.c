@@ -189,12 +189,18 @@ aw_err aw_bus_redis_start(aw_bus *b, aw_error *err)
 	return AW_OK;
 }
 
-void aw_bus_redis_stop(aw_bus *b)
+void aw_bus_redis_stop_subscriber(aw_bus *b)
 {
 	b->stop = 1;
 	if (b->sub_started)
 		pthread_join(b->sub_thread, NULL);
 	b->sub_started = 0;
+	b->connected = 0;
+}
+
+void aw_bus_redis_stop(aw_bus *b)
+{
+	aw_bus_redis_stop_subscriber(b);
 	if (b->pub)
 		redisFree(b->pub);
 	b->pub = NULL;

@@ -435,6 +435,7 @@ void aw_policy_cache_free(aw_policy_cache *p)
 {
 	if (!p)
 		return;
+	aw_bus_unsubscribe(p->bus); /* no handler runs after this */
 	pthread_mutex_lock(&p->mu);
 	p->stop = 1;
 	pthread_cond_broadcast(&p->checker_cv);
