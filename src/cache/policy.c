@@ -312,15 +312,26 @@ static void on_message(void *ud, const char *channel, const char *payload, size_
 	pthread_mutex_lock(&p->mu);
 	p->st.bus_events++;
 	pstate *ps = find_project(p, project, 0);
-	if (ps)
-		ps->refreshed_ns = 0; /* the next guarded call re-reads the store */
 	entry *e = find_entry(p, project, fam, cid, 0);
+	/* An event that continues what we know is the truth as of its commit:
+	 * put it in the snapshot. Anything else (a late redelivery, a gap) makes
+	 * the next guarded call re-read the store. The announced revision never
+	 * rolls back. */
+	int in_order = e && e->announced &&
+		       (!strcmp(e->known, oldr ? oldr : "") || !strcmp(type, "revision_revoked"));
+	int patched = 0;
+	for (int i = 0; ps && in_order && i < ps->nptrs; i++) {
+		if (!strcmp(ps->ptrs[i].family, fam) && !strcmp(ps->ptrs[i].contract_id, cid)) {
+			snprintf(ps->ptrs[i].revision_id, sizeof ps->ptrs[i].revision_id, "%s", active);
+			patched = 1;
+		}
+	}
+	if (ps && !patched)
+		ps->refreshed_ns = 0;
 	if (e) {
 		if (e->valid && strcmp(e->rev, active) != 0)
 			e->valid = 0;
-		/* announce only events that continue what we know (a late event
-		 * must not roll the announced revision back) */
-		if (!e->announced || !strcmp(e->known, oldr ? oldr : "") || !strcmp(type, "revision_revoked"))
+		if (!e->announced || in_order)
 			announce(p, e, active, "bus");
 	}
 	if (!strcmp(project, AW_PLATFORM_PROJECT) && !strcmp(fam, "platform_resource"))

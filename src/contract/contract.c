@@ -572,7 +572,7 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	snprintf(ev.contract_id, sizeof ev.contract_id, "%s", contract_id);
 	memcpy(ev.old_revision_id, act.old_revision_id, sizeof ev.old_revision_id);
 	snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
-	memcpy(ev.created_at, now, sizeof now);
+	aw_clock_now(ev.created_at); /* as late as possible: the commit follows */
 	if ((e = aw_store_outbox_insert(t, &ev, err)))
 		goto done;
 	memcpy(act.event_id, ev.event_id, sizeof act.event_id);

@@ -246,8 +246,25 @@ aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_erro
 	return AW_OK;
 }
 
+static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw_error *err);
+
+/* Several processes of one cluster may start at once: whoever loses the race
+ * to create the platform project or the bootstrap key tries again and then
+ * finds the winner's. */
 aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed,
 			    aw_error *err)
+{
+	aw_err e = AW_OK;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		e = bootstrap_once(s, env_key, printed, err);
+		if (e != AW_E_KEY_EXISTS && e != AW_E_TENANT_EXISTS && e != AW_E_STORE_BUSY &&
+		    e != AW_E_STORE_CONFLICT)
+			return e;
+	}
+	return e;
+}
+
+static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw_error *err)
 {
 	aw_ctx sys;
 	aw_ctx_system(&sys, AW_PLATFORM_PROJECT);
@@ -275,8 +292,7 @@ aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed,
 		e = aw_store_key_count_scope(t, AW_SCOPE_PLATFORM_ADMIN, &admins, err);
 	if (e) {
 		aw_store_rollback(t);
-		return e == AW_E_TENANT_EXISTS ? aw_tenancy_bootstrap(s, env_key, printed, err)
-					       : e;
+		return e;
 	}
 	if ((e = aw_store_commit(t, err)))
 		return e;

@@ -80,6 +80,41 @@ static void test_bootstrap_env_key_installs_and_rotates(void **state)
 	memcpy(admin_secret, k2, sizeof admin_secret);
 }
 
+#include <pthread.h>
+
+static const char *race_key = "awk_RRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRR";
+static void *bootstrapper(void *arg)
+{
+	aw_error err = {0};
+	char printed[AW_KEY_SECRET_LEN + 1];
+	return (void *)(long)aw_tenancy_bootstrap(S, arg ? race_key : NULL, printed, &err);
+}
+
+static void test_concurrent_bootstrap(void **state)
+{
+	/* several processes of a cluster start at once: all must succeed */
+	aw_test_db fresh;
+	aw_store *saved = S;
+	aw_test_db_create(backend, &fresh);
+	S = aw_test_store_open(&fresh);
+	for (int with_env = 0; with_env < 2; with_env++) {
+		pthread_t th[6];
+		for (int i = 0; i < 6; i++)
+			pthread_create(&th[i], NULL, bootstrapper, with_env ? (void *)1 : NULL);
+		for (int i = 0; i < 6; i++) {
+			void *rc;
+			pthread_join(th[i], &rc);
+			assert_int_equal((long)rc, AW_OK);
+		}
+	}
+	aw_ctx c;
+	auth_ok(race_key, &c);
+	assert_int_equal(c.scope, AW_SCOPE_PLATFORM_ADMIN);
+	aw_store_close(S);
+	aw_test_db_drop(&fresh);
+	S = saved;
+}
+
 static void test_authenticate_rejects(void **state)
 {
 	aw_error err = {0};
@@ -198,6 +233,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bootstrap_once),
 		cmocka_unit_test(test_bootstrap_env_key_installs_and_rotates),
 		cmocka_unit_test(test_authenticate_rejects),
+		cmocka_unit_test(test_concurrent_bootstrap),
 		cmocka_unit_test(test_projects_and_authorization),
 		cmocka_unit_test(test_key_revoke_cuts_access),
 	};
