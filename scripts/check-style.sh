@@ -10,6 +10,12 @@ sql=$(grep -rnE '"(SELECT|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM) ' src --in
 if [ -n "$sql" ]; then echo "raw SQL outside src/store/:"; echo "$sql"; fail=1; fi
 redis=$(grep -rn 'redisCommand' src --include=*.c | grep -vE '^src/(bus|keys)/' || true)
 if [ -n "$redis" ]; then echo "Redis commands outside src/bus|keys/:"; echo "$redis"; fail=1; fi
+# Redis key names are built only in src/keys/ (INV-1): no key-like literal of a
+# registry prefix, and no SCAN/KEYS command, anywhere else in src/.
+keylit=$(grep -rnE '"(incident|anomaly|hermes|playbook|consensus|session|tg_sent|telegram|telegram_silence|ai_rate|ollama|km|approval|platform):' src --include=*.c | grep -v '^src/keys/' || true)
+if [ -n "$keylit" ]; then echo "Redis key literal outside src/keys/:"; echo "$keylit"; fail=1; fi
+scan=$(grep -rnE '"(SCAN|KEYS) ' src --include=*.c | grep -v '^src/keys/' || true)
+if [ -n "$scan" ]; then echo "SCAN/KEYS outside src/keys/:"; echo "$scan"; fail=1; fi
 for f in $(find src tests fuzz -name '*.c'); do
   head -1 "$f" | grep -q '^/\*' || { echo "$f: missing top-of-file comment"; fail=1; }
 done

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include "awooop/bus.h"
 
 #include "awooop/crypto.h"
 
@@ -111,4 +114,58 @@ void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *p
 	aw_ctx_system(ctx, project);
 	ctx->scope = scope;
 	snprintf(ctx->principal, sizeof ctx->principal, "%s", principal);
+}
+
+void aw_test_redis_init(aw_test_redis *r)
+{
+	uint8_t rnd[2];
+	aw_random_bytes(rnd, sizeof rnd);
+	r->port = 30000 + (rnd[0] << 8 | rnd[1]) % 20000;
+	snprintf(r->url, sizeof r->url, "redis://127.0.0.1:%d", r->port);
+	snprintf(r->dir, sizeof r->dir, "/tmp/aw-test-redis-%d", r->port);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "mkdir -p %s", r->dir);
+	if (system(cmd) != 0)
+		die("redis dir", r->dir);
+}
+
+void aw_test_redis_start(aw_test_redis *r)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd,
+		 "redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no --daemonize yes"
+		 " --dir %s --pidfile %s/redis.pid --logfile %s/log",
+		 r->port, r->dir, r->dir, r->dir);
+	if (system(cmd) != 0)
+		die("redis-server", "did not start");
+	for (int i = 0; i < 100; i++) {
+		aw_error err;
+		if (aw_bus_redis_ping(r->url, 200, &err) == AW_OK)
+			return;
+		usleep(20000);
+	}
+	die("redis-server", "not answering");
+}
+
+void aw_test_redis_kill(aw_test_redis *r)
+{
+	char path[128], buf[32] = "";
+	snprintf(path, sizeof path, "%s/redis.pid", r->dir);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, sizeof buf, f))
+		kill(atoi(buf), SIGKILL);
+	fclose(f);
+	unlink(path);
+	usleep(100000);
+}
+
+void aw_test_redis_cleanup(aw_test_redis *r)
+{
+	aw_test_redis_kill(r);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", r->dir);
 }

@@ -28,4 +28,15 @@ PGconn *aw_test_pg_owner(const aw_test_db *db);
 /* A platform-admin ctx and a plain system ctx for project p. */
 void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *principal);
 
+/* A private redis-server on a random port, for tests that kill it. */
+typedef struct {
+	int port;
+	char url[64], dir[64];
+} aw_test_redis;
+void aw_test_redis_init(aw_test_redis *r);
+void aw_test_redis_start(aw_test_redis *r);
+void aw_test_redis_kill(aw_test_redis *r);
+/* Kills it if running and removes its directory. */
+void aw_test_redis_cleanup(aw_test_redis *r);
+
 #endif

@@ -56,6 +56,10 @@
 	X(AW_E_USAGE, "E-CLI-001", 400, "Invalid command line")                       \
 	X(AW_E_CLIENT, "E-CLI-002", 502, "Server unreachable")                        \
 	X(AW_E_BUS_UNAVAILABLE, "E-BUS-001", 503, "Bus unavailable")                  \
+	X(AW_E_KEYS_COMPONENT, "E-KEYS-001", 400, "Invalid key component")           \
+	X(AW_E_KEYS_PATTERN, "E-KEYS-002", 404, "Unknown key pattern")                \
+	X(AW_E_KEYS_GATE, "E-KEYS-003", 409, "Migration gate not met")                \
+	X(AW_E_KEYS_PHASE, "E-KEYS-004", 409, "Illegal migration phase change")       \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                         \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

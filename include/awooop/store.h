@@ -197,6 +197,13 @@ aw_store_listener *aw_store_listen(aw_store *s, const char *channel);
 int aw_store_listener_wait(aw_store_listener *l, int timeout_ms);
 void aw_store_listener_close(aw_store_listener *l);
 
+/* ---- Redis key migration phases (INV-1) ---- */
+/* phase "none" and since "" when the pattern was never migrated. */
+aw_err aw_store_keymig_get(aw_txn *t, const char *pattern, char *phase, size_t cap,
+			   char *since, aw_error *err);
+aw_err aw_store_keymig_set(aw_txn *t, const char *pattern, const char *phase, const char *since,
+			   const char *by, aw_error *err);
+
 /* ---- audit trail (append-only, hash-chained per project) ---- */
 typedef struct {
 	char event_id[AW_UUID_STR_LEN + 1];

@@ -49,5 +49,6 @@ int aw_cmd_audit(int argc, char **argv);
 int aw_cmd_schema(int argc, char **argv);
 int aw_cmd_contract(int argc, char **argv);
 int aw_cmd_watch(int argc, char **argv);
+int aw_cmd_keys(int argc, char **argv);
 
 #endif

@@ -28,7 +28,9 @@ int aw_ident_project_ok(const char *s)
 
 int aw_ident_project_reserved(const char *s)
 {
-	return s && (strcmp(s, AW_PLATFORM_PROJECT) == 0 || strncmp(s, "__", 2) == 0);
+	/* "platform" would share the Redis namespace of the platform resources */
+	return s && (strcmp(s, AW_PLATFORM_PROJECT) == 0 || strncmp(s, "__", 2) == 0 ||
+		     strcmp(s, "platform") == 0);
 }
 
 int aw_ident_name_ok(const char *s)

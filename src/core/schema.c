@@ -169,8 +169,20 @@ static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int dept
 			if (walk_list(w, v, ptr, k, depth))
 				return -1;
 		} else if (!strcmp(k, "type")) {
-			if (!json_is_string(v) && !json_is_array(v))
-				return fail_walk(w, p, "type", "must be a string or an array");
+			static const char *const names[] = {"object", "array",  "string", "boolean",
+							    "null",   "number", "integer", NULL};
+			json_t *one = json_is_string(v) ? v : NULL;
+			size_t n = json_is_array(v) ? json_array_size(v) : one ? 1 : 0;
+			if (!n)
+				return fail_walk(w, p, "type", "must be a type name or an array of them");
+			for (size_t i = 0; i < n; i++) {
+				const char *t = json_string_value(one ? one : json_array_get(v, i));
+				int known = 0;
+				for (int j = 0; t && names[j]; j++)
+					known |= !strcmp(t, names[j]);
+				if (!known)
+					return fail_walk(w, p, "type", "names an unknown type");
+			}
 		} else if (!strcmp(k, "enum")) {
 			if (!json_is_array(v))
 				return fail_walk(w, p, "enum", "must be an array");

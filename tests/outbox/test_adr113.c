@@ -39,39 +39,10 @@ static aw_store *S;
 static aw_keyring *KR;
 static aw_contracts *C;
 
-/* ---- a private Redis the tests may kill */
-static int redis_port;
-static char redis_url[64], redis_dir[64];
-
-static void redis_start(void)
-{
-	char cmd[512];
-	snprintf(cmd, sizeof cmd,
-		 "redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no --daemonize yes"
-		 " --dir %s --pidfile %s/redis.pid --logfile %s/log",
-		 redis_port, redis_dir, redis_dir, redis_dir);
-	assert_int_equal(system(cmd), 0);
-	for (int i = 0; i < 100; i++) {
-		aw_error err;
-		if (aw_bus_redis_ping(redis_url, 200, &err) == AW_OK)
-			return;
-		usleep(20000);
-	}
-	fail_msg("redis did not start");
-}
-
-static void redis_kill(void)
-{
-	char path[128], buf[32] = "";
-	snprintf(path, sizeof path, "%s/redis.pid", redis_dir);
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(buf, sizeof buf, f));
-	fclose(f);
-	kill(atoi(buf), SIGKILL);
-	unlink(path);
-	usleep(100000);
-}
+static aw_test_redis R;
+#define redis_url R.url
+#define redis_start() aw_test_redis_start(&R)
+#define redis_kill() aw_test_redis_kill(&R)
 
 static int setup(void **state)
 {
@@ -89,27 +60,13 @@ static int setup(void **state)
 	char ignore[AW_KEY_SECRET_LEN + 1];
 	if (aw_tenancy_bootstrap(S, NULL, ignore, &err))
 		return -1;
-	srand((unsigned)getpid());
-	redis_port = 30000 + rand() % 20000;
-	snprintf(redis_url, sizeof redis_url, "redis://127.0.0.1:%d", redis_port);
-	snprintf(redis_dir, sizeof redis_dir, "/tmp/aw-adr-redis-%d", redis_port);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "mkdir -p %s", redis_dir);
-	if (system(cmd))
-		return -1;
+	aw_test_redis_init(&R);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char path[128];
-	snprintf(path, sizeof path, "%s/redis.pid", redis_dir);
-	if (access(path, F_OK) == 0)
-		redis_kill();
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", redis_dir);
-	if (system(cmd)) {
-	}
+	aw_test_redis_cleanup(&R);
 	aw_contracts_free(C);
 	aw_keyring_free(KR);
 	aw_store_close(S);

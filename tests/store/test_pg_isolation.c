@@ -96,6 +96,8 @@ static void seed(const char *p)
 		 "INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action, payload, prev_hash, hash)"
 		 " VALUES ('%1$s', gen_random_uuid(), 1, now(), 'a', 'x', '{}', '0', '1');"
 		 "INSERT INTO audit_heads (project_id, seq, hash) VALUES ('%1$s', 1, '1');"
+		 "INSERT INTO key_migrations (project_id, pattern, phase, phase_since, updated_by)"
+		 " VALUES ('%1$s', 'incident', 'A', now(), 's');"
 		 "COMMIT;",
 		 p);
 	ok(app, sql);

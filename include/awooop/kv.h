@@ -1,0 +1,94 @@
+/*
+ * kv.h - Redis data access through the key registry, with the INV-1 legacy
+ * migration applied underneath. Services call aw_kv_* with (ctx, pattern,
+ * components) and never branch on the phase:
+ *
+ *   none  reads and writes the legacy key
+ *   A     writes both keys; reads the legacy key; counts new-key hits
+ *   B     writes both; reads the new key, on a miss reads the legacy key,
+ *         backfills the new one with the legacy key's remaining TTL, counts it
+ *   C     writes the new key only; a miss that the legacy key still answers is
+ *         backfilled and counted as an old-key read
+ *   done  new key only
+ * Legacy keys belong to one project (default "awoooi"; platform patterns to
+ * __platform__); for every other project only new keys exist.
+ *
+ * Gates (aw_kv_migrate): A->B once A has run its window (default 30 days);
+ * B->C once B has run its window (14 days) with a fallback rate below 1% of
+ * reads; C->done once C has run its window (7 days) with zero old-key reads.
+ * --force skips a gate and is audited. Counters live in Redis and restart at
+ * each phase change; phases live in the store and are audited.
+ */
+#ifndef AWOOOP_KV_H
+#define AWOOOP_KV_H
+
+#include <stdint.h>
+
+#include "awooop/keys.h"
+#include "awooop/store.h"
+
+typedef struct aw_kv aw_kv;
+
+typedef struct {
+	const char *legacy_project; /* default "awoooi" */
+	int window_a_s, window_b_s, window_c_s;
+	int phase_cache_ms; /* how long a read phase is trusted; default 1000 */
+} aw_kv_opts;
+
+aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv **out,
+		  aw_error *err);
+void aw_kv_close(aw_kv *kv);
+
+/* *out is malloc'd, NULL when the key does not exist. */
+aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		 int n, char **out, aw_error *err);
+/* ttl_s 0: no expiry. */
+aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		 int n, const char *value, int ttl_s, aw_error *err);
+aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		 int n, aw_error *err);
+aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		  int n, long long by, long long *out, aw_error *err);
+aw_err aw_kv_expire(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		    int n, int ttl_s, aw_error *err);
+aw_err aw_kv_hset(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		  int n, const char *field, const char *value, aw_error *err);
+aw_err aw_kv_hget(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		  int n, const char *field, char **out, aw_error *err);
+aw_err aw_kv_rpush(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		   int n, const char *value, aw_error *err);
+/* Items as a malloc'd array of malloc'd strings. */
+aw_err aw_kv_lrange(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		    int n, long start, long stop, char ***items, int *nitems, aw_error *err);
+
+typedef struct {
+	char phase[8];
+	char since[32];
+	long long reads, new_hits, fallbacks, old_reads;
+} aw_kv_status;
+
+aw_err aw_kv_status_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, aw_kv_status *st,
+			aw_error *err);
+/* Moves one step (none->A->B->C->done); AW_E_KEYS_GATE with the counters in
+ * err->msg when a gate is not met and force is 0. st gets the counters that
+ * decided. */
+aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *to,
+		     int force, aw_kv_status *st, aw_error *err);
+
+typedef struct {
+	long long legacy, modern, missing_ttl;
+} aw_kv_inv_row;
+typedef void (*aw_kv_progress)(void *ud, long long done);
+/* SCANs the whole keyspace (the one full scan, for the inventory) and
+ * classifies every key; rows is indexed like the registry. */
+aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *unknown,
+		       long long *total, char unknown_sample[5][128], aw_kv_progress progress,
+		       void *ud, aw_error *err);
+/* Copies legacy keys of one pattern to their new keys (DUMP/RESTORE with the
+ * remaining TTL; existing new keys are kept). Resumable: the SCAN cursor is
+ * kept in Redis. rate: keys per second (0 = unlimited). */
+aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rate,
+		      long long *copied, long long *skipped, aw_kv_progress progress, void *ud,
+		      aw_error *err);
+
+#endif
