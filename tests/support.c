@@ -11,6 +11,8 @@
 
 #include "awooop/bus.h"
 
+#include <sqlite3.h>
+
 #include "awooop/crypto.h"
 
 static void die(const char *what, const char *why)
@@ -168,4 +170,37 @@ void aw_test_redis_cleanup(aw_test_redis *r)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", r->dir);
+}
+
+void aw_test_raw_sql(const aw_test_db *db, const char *sql)
+{
+	char buf[4096];
+	size_t o = 0;
+	for (const char *p = sql; *p && o < sizeof buf - 16; p++) {
+		if (p[0] == '%' && p[1] == 'T') {
+			if (db->pg) {
+				memcpy(buf + o, "awooop.", 7);
+				o += 7;
+			}
+			p++;
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o] = '\0';
+	if (db->pg) {
+		PGconn *c = aw_test_pg_owner(db);
+		PGresult *r = PQexec(c, buf);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			die(buf, PQerrorMessage(c));
+		PQclear(r);
+		PQfinish(c);
+	} else {
+		sqlite3 *h = NULL;
+		char *msg = NULL;
+		if (sqlite3_open(db->path, &h) != SQLITE_OK ||
+		    sqlite3_exec(h, buf, NULL, NULL, &msg) != SQLITE_OK)
+			die(buf, msg);
+		sqlite3_close(h);
+	}
 }

@@ -25,6 +25,10 @@ aw_store *aw_test_store_open(const aw_test_db *db);
 void aw_test_db_drop(aw_test_db *db);
 /* Superuser connection to db (postgres only). */
 PGconn *aw_test_pg_owner(const aw_test_db *db);
+/* Runs SQL directly in db's database (postgres as the superuser, sqlite on the
+ * file), as someone with direct access would; fails the test on error. %T in
+ * sql becomes the schema prefix ("awooop." on postgres, "" on sqlite). */
+void aw_test_raw_sql(const aw_test_db *db, const char *sql);
 /* A platform-admin ctx and a plain system ctx for project p. */
 void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *principal);
 

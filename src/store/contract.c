@@ -218,6 +218,25 @@ aw_err aw_store_outbox_insert(aw_txn *t, const aw_outbox_event *ev, aw_error *er
 	return aw_txn_exec(t, sql, 8, p, NULL, err);
 }
 
+void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_attempts_col,
+			int delivered_col)
+{
+	memset(v, 0, sizeof *v);
+	aw_cell_copy(v->event_id, sizeof v->event_id, r, i, 0);
+	v->seq = atoll(aw_rows_get(r, i, 1) ? aw_rows_get(r, i, 1) : "0");
+	aw_cell_copy(v->event_type, sizeof v->event_type, r, i, 2);
+	aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 3);
+	aw_cell_copy(v->family, sizeof v->family, r, i, 4);
+	aw_cell_copy(v->contract_id, sizeof v->contract_id, r, i, 5);
+	aw_cell_copy(v->old_revision_id, sizeof v->old_revision_id, r, i, 6);
+	aw_cell_copy(v->new_revision_id, sizeof v->new_revision_id, r, i, 7);
+	aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 8);
+	if (delivered_col >= 0)
+		aw_cell_copy(v->delivered_at, sizeof v->delivered_at, r, i, delivered_col);
+	const char *att = aw_rows_get(r, i, relay_attempts_col);
+	v->relay_attempts = att ? atoi(att) : 0;
+}
+
 aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_id,
 			    aw_outbox_event **out, int *n, aw_error *err)
 {
@@ -237,20 +256,8 @@ aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
-	for (int i = 0; i < r->nrows; i++) {
-		aw_outbox_event *v = &arr[i];
-		aw_cell_copy(v->event_id, sizeof v->event_id, r, i, 0);
-		v->seq = atoll(aw_rows_get(r, i, 1) ? aw_rows_get(r, i, 1) : "0");
-		aw_cell_copy(v->event_type, sizeof v->event_type, r, i, 2);
-		aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 3);
-		aw_cell_copy(v->family, sizeof v->family, r, i, 4);
-		aw_cell_copy(v->contract_id, sizeof v->contract_id, r, i, 5);
-		aw_cell_copy(v->old_revision_id, sizeof v->old_revision_id, r, i, 6);
-		aw_cell_copy(v->new_revision_id, sizeof v->new_revision_id, r, i, 7);
-		aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 8);
-		aw_cell_copy(v->delivered_at, sizeof v->delivered_at, r, i, 9);
-		v->relay_attempts = atoi(aw_rows_get(r, i, 10) ? aw_rows_get(r, i, 10) : "0");
-	}
+	for (int i = 0; i < r->nrows; i++)
+		aw_outbox_from_row(&arr[i], r, i, 10, 9);
 	*out = arr;
 	*n = r->nrows;
 	aw_rows_free(r);

@@ -37,6 +37,12 @@ aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n,
 		      const aw_val *p, aw_rows **out, aw_error *err);
 aw_dialect aw_txn_dialect(const aw_txn *t);
 
+/* Fills an outbox event from row i of r with the columns event_id, seq,
+ * event_type, project_id, contract_family, contract_id, old_revision_id,
+ * new_revision_id, created_at (and, when present, delivered_at). */
+void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_attempts_col,
+			int delivered_col);
+
 /* Copies a cell into a fixed buffer ("" for NULL). */
 void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col);
 

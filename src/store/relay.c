@@ -38,19 +38,8 @@ aw_err aw_store_relay_claim(aw_txn *t, int limit, aw_outbox_event **out, int *n,
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
-	for (int i = 0; i < r->nrows; i++) {
-		aw_outbox_event *v = &arr[i];
-		aw_cell_copy(v->event_id, sizeof v->event_id, r, i, 0);
-		v->seq = atoll(aw_rows_get(r, i, 1) ? aw_rows_get(r, i, 1) : "0");
-		aw_cell_copy(v->event_type, sizeof v->event_type, r, i, 2);
-		aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 3);
-		aw_cell_copy(v->family, sizeof v->family, r, i, 4);
-		aw_cell_copy(v->contract_id, sizeof v->contract_id, r, i, 5);
-		aw_cell_copy(v->old_revision_id, sizeof v->old_revision_id, r, i, 6);
-		aw_cell_copy(v->new_revision_id, sizeof v->new_revision_id, r, i, 7);
-		aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 8);
-		v->relay_attempts = atoi(aw_rows_get(r, i, 9) ? aw_rows_get(r, i, 9) : "0");
-	}
+	for (int i = 0; i < r->nrows; i++)
+		aw_outbox_from_row(&arr[i], r, i, 9, -1);
 	*out = arr;
 	*n = r->nrows;
 	aw_rows_free(r);

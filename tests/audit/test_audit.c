@@ -6,7 +6,6 @@
  */
 #include <pthread.h>
 #include <setjmp.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,26 +35,6 @@ static int teardown(void **state)
 	aw_store_close(S);
 	aw_test_db_drop(&db);
 	return 0;
-}
-
-/* Runs SQL directly in the database, as an attacker with file or owner access. */
-static void raw(const char *sql)
-{
-	if (db.pg) {
-		PGconn *c = aw_test_pg_owner(&db);
-		PGresult *r = PQexec(c, sql);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			fail_msg("%s: %s", sql, PQerrorMessage(c));
-		PQclear(r);
-		PQfinish(c);
-	} else {
-		sqlite3 *h = NULL;
-		char *msg = NULL;
-		assert_int_equal(sqlite3_open(db.path, &h), SQLITE_OK);
-		if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK)
-			fail_msg("%s: %s", sql, msg);
-		sqlite3_close(h);
-	}
 }
 
 static void project(const char *id)
@@ -169,39 +148,38 @@ static void expect_break(const char *p, int64_t seq, const char *word)
 			 rep.ok, (long long)rep.break_seq, rep.reason);
 }
 
-/* SQL against the audit table of the backend ("awooop." schema on postgres). */
+/* SQL against the audit table, as someone with direct database access. */
 static void rawf(const char *fmt, const char *project)
 {
-	char sql[1024], tbl[32];
-	snprintf(tbl, sizeof tbl, "%saudit_events", db.pg ? "awooop." : "");
-	snprintf(sql, sizeof sql, fmt, tbl, project, tbl, project, tbl, project);
-	raw(sql);
+	char sql[1024];
+	snprintf(sql, sizeof sql, fmt, project, project, project);
+	aw_test_raw_sql(&db, sql);
 }
 
 static void test_tamper_delete(void **state)
 {
 	fresh_chain("au-del", 6);
-	rawf("DELETE FROM %s WHERE project_id = '%s' AND seq = 3", "au-del");
+	rawf("DELETE FROM %%Taudit_events WHERE project_id = '%s' AND seq = 3", "au-del");
 	expect_break("au-del", 3, "deleted");
 }
 
 static void test_tamper_alter(void **state)
 {
 	fresh_chain("au-alt", 6);
-	rawf("UPDATE %s SET payload = '{\"i\":999}' WHERE project_id = '%s' AND seq = 4", "au-alt");
+	rawf("UPDATE %%Taudit_events SET payload = '{\"i\":999}' WHERE project_id = '%s' AND seq = 4", "au-alt");
 	expect_break("au-alt", 4, "altered");
 	/* altering the actor alone is caught too */
 	fresh_chain("au-alt2", 3);
-	rawf("UPDATE %s SET actor = 'someone-else' WHERE project_id = '%s' AND seq = 2", "au-alt2");
+	rawf("UPDATE %%Taudit_events SET actor = 'someone-else' WHERE project_id = '%s' AND seq = 2", "au-alt2");
 	expect_break("au-alt2", 2, "altered");
 }
 
 static void test_tamper_reorder(void **state)
 {
 	fresh_chain("au-ord", 6);
-	rawf("UPDATE %s SET seq = -2 WHERE project_id = '%s' AND seq = 2;"
-	     "UPDATE %s SET seq = 2 WHERE project_id = '%s' AND seq = 3;"
-	     "UPDATE %s SET seq = 3 WHERE project_id = '%s' AND seq = -2",
+	rawf("UPDATE %%Taudit_events SET seq = -2 WHERE project_id = '%s' AND seq = 2;"
+	     "UPDATE %%Taudit_events SET seq = 2 WHERE project_id = '%s' AND seq = 3;"
+	     "UPDATE %%Taudit_events SET seq = 3 WHERE project_id = '%s' AND seq = -2",
 	     "au-ord");
 	expect_break("au-ord", 2, "reordered");
 }
@@ -209,7 +187,7 @@ static void test_tamper_reorder(void **state)
 static void test_tamper_truncate_tail(void **state)
 {
 	fresh_chain("au-tail", 5);
-	rawf("DELETE FROM %s WHERE project_id = '%s' AND seq = 5", "au-tail");
+	rawf("DELETE FROM %%Taudit_events WHERE project_id = '%s' AND seq = 5", "au-tail");
 	expect_break("au-tail", 5, "deleted from the end");
 }
 

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,21 +69,7 @@ static json_t *budget(int tokens)
 
 static void raw(const char *sql)
 {
-	if (db.pg) {
-		PGconn *c = aw_test_pg_owner(&db);
-		PGresult *r = PQexec(c, sql);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			fail_msg("%s: %s", sql, PQerrorMessage(c));
-		PQclear(r);
-		PQfinish(c);
-	} else {
-		sqlite3 *h = NULL;
-		char *msg = NULL;
-		sqlite3_open(db.path, &h);
-		if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK)
-			fail_msg("%s: %s", sql, msg);
-		sqlite3_close(h);
-	}
+	aw_test_raw_sql(&db, sql);
 }
 
 /* A published revision of (project, family, contract) with the given body. */
@@ -307,9 +292,9 @@ static void test_approval_rules(void **state)
 	approve("ct-appr", "budget", "b", rev, "bob", AW_OK);
 	char sql[512];
 	snprintf(sql, sizeof sql,
-		 "UPDATE %scontract_approvals SET expires_at = '2020-01-01T00:00:00.000Z'"
+		 "UPDATE %%Tcontract_approvals SET expires_at = '2020-01-01T00:00:00.000Z'"
 		 " WHERE principal = 'bob' AND revision_id = '%s'",
-		 db.pg ? "awooop." : "", rev);
+		 rev);
 	raw(sql);
 	assert_int_equal(activate("ct-appr", "budget", "b", rev, &act), AW_E_CONTRACT_APPROVALS);
 	assert_int_equal(act.approvals, 1);
@@ -381,15 +366,15 @@ static void test_signature_rotation_and_tamper(void **state)
 	/* tamper with the stored body, then with the stored hash: both refused */
 	char sql[512];
 	snprintf(sql, sizeof sql,
-		 "UPDATE %scontract_revisions SET body = '{\"period\":\"day\",\"token_limit\":999999,"
+		 "UPDATE %%Tcontract_revisions SET body = '{\"period\":\"day\",\"token_limit\":999999,"
 		 "\"action_on_exceed\":\"kill\"}' WHERE revision_id = '%s'",
-		 db.pg ? "awooop." : "", rev);
+		 rev);
 	raw(sql);
 	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
 	snprintf(sql, sizeof sql,
-		 "UPDATE %scontract_revisions SET body_hash = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'"
+		 "UPDATE %%Tcontract_revisions SET body_hash = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'"
 		 " WHERE revision_id = '%s'",
-		 db.pg ? "awooop." : "", rev);
+		 rev);
 	raw(sql);
 	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
 	/* the detection is audited */
