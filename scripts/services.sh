@@ -55,8 +55,18 @@ aw_services_stop() {
     aw__as_pg "$AW_PGBIN/pg_ctl" -D "$AW_SVC_DIR/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
   if [ -f "$AW_SVC_DIR/redis/redis.pid" ]; then
-    kill "$(cat "$AW_SVC_DIR/redis/redis.pid")" 2>/dev/null || true
+    local pid i
+    pid=$(cat "$AW_SVC_DIR/redis/redis.pid" 2>/dev/null || true)
+    if [ -n "$pid" ]; then
+      kill "$pid" 2>/dev/null || true
+      for i in $(seq 1 50); do   # wait until it has exited: it may still write files
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
   fi
-  rm -rf "$AW_SVC_DIR"
+  rm -rf "$AW_SVC_DIR" 2>/dev/null || rm -rf "$AW_SVC_DIR" 2>/dev/null || true
   AW_SVC_DIR=
+  return 0
 }

@@ -17,7 +17,9 @@ cmake --build build-asan -j"$JOBS"
 
 # shellcheck source=scripts/services.sh
 . scripts/services.sh
-trap aw_services_stop EXIT INT TERM
+# Stopping the services must never change the verdict of the tests.
+cleanup() { local rc=$?; aw_services_stop || true; exit "$rc"; }
+trap cleanup EXIT INT TERM
 aw_services_start
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}

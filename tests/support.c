@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "awooop/bus.h"
@@ -118,11 +121,25 @@ void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *p
 	snprintf(ctx->principal, sizeof ctx->principal, "%s", principal);
 }
 
+static int port_in_use(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int used = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return used;
+}
+
 void aw_test_redis_init(aw_test_redis *r)
 {
-	uint8_t rnd[2];
-	aw_random_bytes(rnd, sizeof rnd);
-	r->port = 30000 + (rnd[0] << 8 | rnd[1]) % 20000;
+	for (int tries = 0; tries < 100; tries++) {
+		uint8_t rnd[2];
+		aw_random_bytes(rnd, sizeof rnd);
+		r->port = 30000 + (rnd[0] << 8 | rnd[1]) % 20000;
+		if (!port_in_use(r->port))
+			break;
+	}
 	snprintf(r->url, sizeof r->url, "redis://127.0.0.1:%d", r->port);
 	snprintf(r->dir, sizeof r->dir, "/tmp/aw-test-redis-%d", r->port);
 	char cmd[128];
