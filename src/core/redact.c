@@ -183,8 +183,6 @@ static void tls_free(void *p)
 	free(t);
 }
 
-static void shape_select(void);
-
 static void compile_all(void)
 {
 	const char *pats[AW_RC__COUNT];
@@ -221,7 +219,6 @@ static void compile_all(void)
 		return;
 	}
 	pthread_key_create(&tls_key, tls_free);
-	shape_select();
 }
 
 aw_err aw_redact_init(aw_error *err)
@@ -351,50 +348,7 @@ static inline uint64_t movemask4(__m128i a, __m128i b, __m128i c, __m128i d)
 	       (uint64_t)(uint16_t)_mm_movemask_epi8(d) << 48;
 }
 
-/* AVX2 variant: two 32-byte loads instead of four 16-byte ones; chosen at run
- * time, SSE2 (every x86-64) is the fallback. */
-#include <immintrin.h>
-__attribute__((target("avx2"))) static void shape_load_avx2(const char *p, shape_masks *m)
-{
-	const __m256i lo = _mm256_set1_epi8('0' - 1), hi = _mm256_set1_epi8('9' + 1);
-	const __m256i alo = _mm256_set1_epi8('a' - 1), ahi = _mm256_set1_epi8('z' + 1);
-	uint64_t dg = 0, al = 0, dt = 0, cl = 0, pl = 0;
-	for (int k = 0; k < 2; k++) {
-		__m256i x = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
-		__m256i lower = _mm256_or_si256(x, _mm256_set1_epi8(0x20));
-		int sh = 32 * k;
-		dg |= (uint64_t)(uint32_t)_mm256_movemask_epi8(
-			      _mm256_and_si256(_mm256_cmpgt_epi8(x, lo), _mm256_cmpgt_epi8(hi, x)))
-		      << sh;
-		al |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
-			      _mm256_cmpgt_epi8(lower, alo), _mm256_cmpgt_epi8(ahi, lower)))
-		      << sh;
-		dt |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('.')))
-		      << sh;
-		cl |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(':')))
-		      << sh;
-		pl |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('+')))
-		      << sh;
-	}
-	m->digit = dg;
-	m->alpha = al;
-	m->dot = dt;
-	m->colon = cl;
-	m->plus = pl;
-}
-
-static void shape_load_sse2(const char *p, shape_masks *m);
-static void (*shape_load)(const char *p, shape_masks *m) = shape_load_sse2;
-
-/* Called once, from compile_all (under pthread_once). */
-static void shape_select(void)
-{
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2"))
-		shape_load = shape_load_avx2;
-}
-
-static void shape_load_sse2(const char *p, shape_masks *m)
+static void shape_load(const char *p, shape_masks *m)
 {
 	__m128i x[4], dg[4], al[4], dt[4], cl[4], pl[4];
 	const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
