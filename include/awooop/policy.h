@@ -54,6 +54,17 @@ typedef void (*aw_policy_listener)(void *ud, const char *project, const char *fa
 				   const char *contract_id, const char *revision_id,
 				   const char *source);
 
+/* A decoded invalidation message (ADR-113 payload). */
+typedef struct {
+	char event_type[32];
+	char family[32];
+	char contract_id[AW_PROJECT_MAX + 1];
+	char old_revision_id[AW_UUID_STR_LEN + 1]; /* "" when none */
+	char new_revision_id[AW_UUID_STR_LEN + 1];
+} aw_invalidation;
+/* 0 when payload is a well-formed invalidation message with valid ids. */
+int aw_invalidation_decode(const char *payload, size_t len, aw_invalidation *out);
+
 /* bus may be NULL (no invalidations: guard and fallback only). Borrowed. */
 aw_err aw_policy_cache_new(aw_store *s, const aw_contracts *c, aw_bus *bus,
 			   const aw_policy_opts *o, aw_policy_cache **out, aw_error *err);

@@ -292,23 +292,42 @@ void aw_policy_release(aw_policy *pol)
 
 /* ---- bus */
 
+int aw_invalidation_decode(const char *payload, size_t len, aw_invalidation *out)
+{
+	memset(out, 0, sizeof *out);
+	json_t *m = json_loadb(payload, len, JSON_REJECT_DUPLICATES, NULL);
+	const char *type = json_string_value(json_object_get(m, "event_type"));
+	const char *fam = json_string_value(json_object_get(m, "contract_family"));
+	const char *cid = json_string_value(json_object_get(m, "contract_id"));
+	const char *newr = json_string_value(json_object_get(m, "new_revision_id"));
+	json_t *oldj = json_object_get(m, "old_revision_id");
+	const char *oldr = json_string_value(oldj);
+	int ok = type && fam && cid && newr && aw_uuid_valid(newr) &&
+		 (!oldj || json_is_null(oldj) || (oldr && aw_uuid_valid(oldr))) &&
+		 (!strcmp(type, "revision_activated") || !strcmp(type, "revision_revoked")) &&
+		 strlen(fam) < sizeof out->family && strlen(cid) < sizeof out->contract_id;
+	if (ok) {
+		snprintf(out->event_type, sizeof out->event_type, "%s", type);
+		snprintf(out->family, sizeof out->family, "%s", fam);
+		snprintf(out->contract_id, sizeof out->contract_id, "%s", cid);
+		snprintf(out->new_revision_id, sizeof out->new_revision_id, "%s", newr);
+		snprintf(out->old_revision_id, sizeof out->old_revision_id, "%s", oldr ? oldr : "");
+	}
+	json_decref(m);
+	return ok ? 0 : -1;
+}
+
 static void on_message(void *ud, const char *channel, const char *payload, size_t len)
 {
 	aw_policy_cache *p = ud;
 	char project[AW_PROJECT_MAX + 1];
-	if (aw_keys_invalidate_project(channel, project, sizeof project))
-		return;
-	json_t *m = json_loadb(payload, len, 0, NULL);
-	const char *fam = json_string_value(json_object_get(m, "contract_family"));
-	const char *cid = json_string_value(json_object_get(m, "contract_id"));
-	const char *type = json_string_value(json_object_get(m, "event_type"));
-	const char *newr = json_string_value(json_object_get(m, "new_revision_id"));
-	const char *oldr = json_string_value(json_object_get(m, "old_revision_id"));
-	if (!fam || !cid || !type || !newr) {
-		json_decref(m);
-		return;
-	}
-	const char *active = strcmp(type, "revision_revoked") == 0 ? "" : newr;
+	aw_invalidation m;
+	if (aw_keys_invalidate_project(channel, project, sizeof project) ||
+	    aw_invalidation_decode(payload, len, &m))
+		return; /* not ours, or malformed: the fallback checker still converges */
+	const char *fam = m.family, *cid = m.contract_id, *type = m.event_type;
+	const char *oldr = m.old_revision_id;
+	const char *active = strcmp(type, "revision_revoked") == 0 ? "" : m.new_revision_id;
 	pthread_mutex_lock(&p->mu);
 	p->st.bus_events++;
 	pstate *ps = find_project(p, project, 0);
@@ -318,7 +337,7 @@ static void on_message(void *ud, const char *channel, const char *payload, size_
 	 * the next guarded call re-read the store. The announced revision never
 	 * rolls back. */
 	int in_order = e && e->announced &&
-		       (!strcmp(e->known, oldr ? oldr : "") || !strcmp(type, "revision_revoked"));
+		       (!strcmp(e->known, oldr) || !strcmp(type, "revision_revoked"));
 	int patched = 0;
 	for (int i = 0; ps && in_order && i < ps->nptrs; i++) {
 		if (!strcmp(ps->ptrs[i].family, fam) && !strcmp(ps->ptrs[i].contract_id, cid)) {
@@ -338,7 +357,6 @@ static void on_message(void *ud, const char *channel, const char *payload, size_
 		for (int i = 0; i < p->n_platform; i++)
 			p->on_platform[i].fn(p->on_platform[i].ud, project, fam, cid, active, "bus");
 	pthread_mutex_unlock(&p->mu);
-	json_decref(m);
 }
 
 static void on_resync(void *ud)
