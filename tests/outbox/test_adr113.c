@@ -403,6 +403,83 @@ static void test_relay_thread_wakes_on_activation(void **state)
 	aw_bus_close(bus);
 }
 
+/* ---- several relays at once */
+static int delivered_msgs;
+static pthread_mutex_t count_mu = PTHREAD_MUTEX_INITIALIZER;
+static char seen_events[64][40];
+
+static void count_msg(void *ud, const char *channel, const char *payload, size_t len)
+{
+	(void)ud, (void)channel;
+	json_t *m = json_loadb(payload, len, 0, NULL);
+	const char *id = json_string_value(json_object_get(m, "event_id"));
+	pthread_mutex_lock(&count_mu);
+	for (int i = 0; id && i < delivered_msgs; i++)
+		if (!strcmp(seen_events[i], id))
+			fail_msg("event %s delivered twice", id);
+	if (id && delivered_msgs < 64)
+		snprintf(seen_events[delivered_msgs], sizeof seen_events[0], "%s", id);
+	delivered_msgs++;
+	pthread_mutex_unlock(&count_mu);
+	json_decref(m);
+}
+
+static aw_bus *shared_bus;
+static void *relay_worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200; i++) {
+		int d = 0;
+		aw_error err = {0};
+		aw_err e = aw_relay_round(S, shared_bus, 3, &d, &err);
+		if (e && e != AW_E_STORE_BUSY)
+			return (void *)(long)e;
+		if (!e && d == 0)
+			break;
+	}
+	return NULL;
+}
+
+static void test_concurrent_relays_and_prune(void **state)
+{
+	aw_error err = {0};
+	int d = 0;
+	assert_int_equal(aw_bus_open("local", &shared_bus, &err), AW_OK);
+	assert_int_equal(aw_relay_round(S, shared_bus, 1000, &d, &err), AW_OK); /* drain */
+	assert_int_equal(aw_bus_subscribe(shared_bus, "platform:contract:invalidate:*", count_msg, NULL,
+					  NULL, &err),
+			 AW_OK);
+	char rev[40];
+	for (int i = 0; i < 30; i++) {
+		ready_revision("adr", "policy_routing", "many", routing(100 + i), rev);
+		activate("adr", "policy_routing", "many", rev);
+	}
+	pthread_t th[4];
+	for (long i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, relay_worker, (void *)i);
+	for (int i = 0; i < 4; i++) {
+		void *rc;
+		pthread_join(th[i], &rc);
+		assert_null(rc);
+	}
+	assert_int_equal(delivered_msgs, 30); /* each event exactly once */
+	int64_t undelivered = -1;
+	char oldest[32];
+	assert_int_equal(aw_store_relay_stats(S, &undelivered, oldest, &err), AW_OK);
+	assert_int_equal(undelivered, 0);
+	/* delivered rows older than the retention are pruned, pending ones never */
+	ready_revision("adr", "policy_routing", "many", routing(200), rev);
+	activate("adr", "policy_routing", "many", rev); /* stays pending */
+	char before[AW_TS_LEN + 1];
+	aw_clock_format(aw_clock_wall_ms() + 5000, before);
+	int64_t pruned = 0;
+	assert_int_equal(aw_store_relay_prune(S, before, &pruned, &err), AW_OK);
+	assert_true(pruned >= 30);
+	assert_int_equal(aw_store_relay_stats(S, &undelivered, oldest, &err), AW_OK);
+	assert_int_equal(undelivered, 1);
+	aw_bus_close(shared_bus);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -413,6 +490,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_guard_modes_and_read_budget),
 		cmocka_unit_test(test_platform_resource_listeners),
 		cmocka_unit_test(test_relay_thread_wakes_on_activation),
+		cmocka_unit_test(test_concurrent_relays_and_prune),
 	};
 	char name[64];
 	snprintf(name, sizeof name, "adr-113 (%s)", backend);
