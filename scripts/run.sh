@@ -6,5 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
-mkdir -p var
-exec ./build/awooop serve "$@"
+exec ./build/awooop serve "$@"   # creates ./var (mode 0700) on first start

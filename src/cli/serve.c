@@ -131,6 +131,8 @@ int aw_cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	const char *db = aw_cli_get(opts, "db");
+	/* the database holds every tenant's data and key hashes: private files */
+	umask(077);
 	ensure_sqlite_dir(db);
 	aw_error err = {0};
 	aw_store *store = NULL;
