@@ -10,7 +10,7 @@ AW_PGBIN=${AW_PGBIN:-/usr/lib/postgresql/15/bin}
 aw__free_port() {
   local p i
   for i in $(seq 1 100); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((20000 + RANDOM % 12000))   # below the ephemeral range (32768+)
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   echo "no free port found" >&2; return 1

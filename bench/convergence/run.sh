@@ -50,7 +50,7 @@ ADMIN=$AWOOOP_BOOTSTRAP_KEY
 free_port() {
   local p
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((20000 + RANDOM % 12000))   # below the ephemeral range (32768+)
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }

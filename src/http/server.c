@@ -368,7 +368,8 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out,
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 			MHD_USE_ERROR_LOG,
 		0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_LISTENING_ADDRESS_REUSE,
+		(unsigned)1,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)h->opts.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)h->opts.request_timeout_s, MHD_OPTION_END);

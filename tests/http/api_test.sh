@@ -28,14 +28,6 @@ check() { # check DESCRIPTION ACTUAL EXPECTED
   if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
 }
 
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
-
 # req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body, headers in $TMP/hdr
 req() {
   local method=$1 path=$2 key=$3 body=${4:-}
@@ -57,12 +49,18 @@ expect() { # expect DESCRIPTION STATUS [CODE]
 }
 
 start_server() {
-  PORT=$(free_port)
-  URL="http://127.0.0.1:$PORT"
-  "$BIN" serve --db "$DB" --listen "127.0.0.1:$PORT" $EXTRA >"$TMP/stdout" 2>>"$TMP/log" &
+  # port 0: the kernel picks a free port (no probe-then-bind race); read it back
+  # from the server's "awooop serving" log line
+  local before
+  before=$(grep -c '"awooop serving"' "$TMP/log" 2>/dev/null || true)
+  "$BIN" serve --db "$DB" --listen "127.0.0.1:0" $EXTRA >"$TMP/stdout" 2>>"$TMP/log" &
   SERVER_PID=$!
   for _ in $(seq 1 100); do
-    curl -sf "$URL/healthz" >/dev/null 2>&1 && return 0
+    if [ "$(grep -c '"awooop serving"' "$TMP/log")" -gt "${before:-0}" ]; then
+      PORT=$(grep '"awooop serving"' "$TMP/log" | tail -1 | jq -r .port)
+      URL="http://127.0.0.1:$PORT"
+      curl -sf "$URL/healthz" >/dev/null 2>&1 && return 0
+    fi
     kill -0 "$SERVER_PID" 2>/dev/null || break
     sleep 0.1
   done
