@@ -15,6 +15,9 @@
 #define AW_KEY_PREFIX "awk_"
 #define AW_KEY_SECRET_LEN 47 /* without the NUL */
 
+/* Fills secret (AW_KEY_SECRET_LEN + 1 bytes) with a fresh random API key. */
+aw_err aw_key_generate(char *secret);
+
 /* Resolves a bearer secret into ctx (project, principal, key id, scope).
  * AW_E_AUTH_INVALID for unknown, malformed or revoked keys. */
 aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx,

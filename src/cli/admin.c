@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "awooop/crypto.h"
 #include "awooop/tenancy.h"
 #include "cli.h"
 
@@ -122,12 +121,9 @@ int aw_cmd_key(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (npos == 1 && strcmp(pos[0], "generate") == 0) {
-		uint8_t raw[32];
 		char secret[AW_KEY_SECRET_LEN + 1];
-		if (aw_random_bytes(raw, sizeof raw))
+		if (aw_key_generate(secret))
 			return aw_cli_fail(AW_E_INTERNAL, "no randomness available");
-		memcpy(secret, AW_KEY_PREFIX, 4);
-		aw_base64url(raw, sizeof raw, secret + 4);
 		puts(secret);
 		return 0;
 	}

@@ -129,15 +129,13 @@ aw_err aw_project_list(aw_store *s, const aw_ctx *ctx, const char *after, int li
 	return aw_store_platform_list_projects(s, ctx, after, limit, out, n, err);
 }
 
-static aw_err new_secret(char *secret, char *hash, char *prefix, size_t prefix_cap)
+aw_err aw_key_generate(char *secret)
 {
 	uint8_t raw[32];
 	if (aw_random_bytes(raw, sizeof raw))
 		return AW_E_INTERNAL;
 	memcpy(secret, AW_KEY_PREFIX, 4);
 	aw_base64url(raw, sizeof raw, secret + 4);
-	aw_sha256_hex(secret, strlen(secret), hash);
-	snprintf(prefix, prefix_cap, "%.12s", secret);
 	return AW_OK;
 }
 
@@ -199,8 +197,7 @@ aw_err aw_key_create(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope 
 				  " only they do");
 	if (scope > ctx->scope)
 		return aw_fail(err, AW_E_AUTH_SCOPE, "cannot grant a scope above your own");
-	char hash[AW_SHA256_HEX_LEN + 1], prefix[16];
-	if (new_secret(secret, hash, prefix, sizeof prefix))
+	if (aw_key_generate(secret))
 		return aw_fail(err, AW_E_INTERNAL, "no randomness available");
 	aw_err e = insert_key(s, ctx, name, scope, secret, 0, out, err);
 	if (e)
@@ -313,8 +310,7 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 	}
 	if (admins > 0)
 		return AW_OK;
-	char hash[AW_SHA256_HEX_LEN + 1], prefix[16];
-	if (new_secret(printed, hash, prefix, sizeof prefix))
+	if (aw_key_generate(printed))
 		return aw_fail(err, AW_E_INTERNAL, "no randomness available");
 	e = insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, printed, 1, NULL, err);
 	if (e)
