@@ -660,6 +660,7 @@ aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats)
  * seen whole: the longest match of any class but private-key blocks (which are
  * held until their END line, up to AW_REDACT_MAX_HOLD). */
 #define HOLD 10240
+#define FLUSH_AT (128u << 10)
 
 struct aw_redact_stream {
 	aw_redact_sink sink;
@@ -701,13 +702,25 @@ static aw_err flush(aw_redact_stream *s, int final)
 		if (safe == 0 && s->len >= AW_REDACT_MAX_HOLD)
 			safe = s->len;
 	}
-	size_t n = 0;
-	char *out = render(&sc, safe, &n, s->stats);
+	/* hand the sink the unchanged spans directly and only the markers as
+	 * new text: no copy of the (mostly clean) input */
+	int rc = 0;
+	size_t pos = 0;
+	for (size_t i = 0; !rc && i < sc.nf && sc.f[i].rend <= safe; i++) {
+		const finding *f = &sc.f[i];
+		char marker[64];
+		int mn = snprintf(marker, sizeof marker, "[REDACTED:%s]", labels[f->cls]);
+		if (f->rstart > pos)
+			rc = s->sink(s->ud, s->buf + pos, f->rstart - pos);
+		if (!rc)
+			rc = s->sink(s->ud, marker, (size_t)mn);
+		if (s->stats)
+			s->stats->count[f->cls]++;
+		pos = f->rend;
+	}
+	if (!rc && safe > pos)
+		rc = s->sink(s->ud, s->buf + pos, safe - pos);
 	free(sc.f);
-	if (!out)
-		return AW_E_NOMEM;
-	int rc = n ? s->sink(s->ud, out, n) : 0;
-	free(out);
 	if (rc)
 		return AW_E_INTERNAL;
 	memmove(s->buf, s->buf + safe, s->len - safe);
@@ -731,7 +744,9 @@ aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
 	}
 	memcpy(s->buf + s->len, data, len);
 	s->len += len;
-	return s->len >= 2 * HOLD ? flush(s, 0) : AW_OK;
+	/* flush once 128 KiB are buffered: the held tail (HOLD) is scanned again
+	 * by the next flush, so rarer flushes rescan less; 128 KiB stays in cache */
+	return s->len >= FLUSH_AT ? flush(s, 0) : AW_OK;
 }
 
 aw_err aw_redact_stream_finish(aw_redact_stream *s)

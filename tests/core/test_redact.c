@@ -146,39 +146,45 @@ static void test_stream_split_secrets(void **state)
 	const char *secrets[] = {"AKIAIOSFODNN7EXAMPLE", "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",
 				 "jane@example.com", "4111 1111 1111 1111",
 				 "awk_HZpoKRzdLSXUjhp3JiTUc66JzdXmJiHlaCOpJqXZw14"};
-	char filler[30000];
-	memset(filler, 'x', sizeof filler);
+	/* Documents longer than the stream's flush threshold (128 KiB). A flush
+	 * emits all but the last 10 KiB (HOLD), so cutting the first chunk HOLD
+	 * bytes after a point inside the secret puts the flush boundary there;
+	 * also cut around the secret itself. */
+	static char doc[200000];
+	const size_t hold = 10240, pre = 140000;
 	for (size_t si = 0; si < sizeof secrets / sizeof secrets[0]; si++) {
 		const char *sec = secrets[si];
 		size_t sl = strlen(sec);
-		char doc[40000];
-		size_t pre = 25000;
-		memcpy(doc, filler, pre);
+		memset(doc, 'x', sizeof doc);
 		doc[pre] = ' ';
 		memcpy(doc + pre + 1, sec, sl);
 		doc[pre + 1 + sl] = ' ';
-		size_t total = pre + sl + 2;
-		for (size_t cut = pre - 2; cut <= pre + sl + 2; cut++) {
-			sinkbuf out = {0};
-			aw_redact_stream *s = aw_redact_stream_new(sink, &out, NULL);
-			assert_int_equal(aw_redact_stream_feed(s, doc, cut), AW_OK);
-			assert_int_equal(aw_redact_stream_feed(s, doc + cut, total - cut), AW_OK);
-			assert_int_equal(aw_redact_stream_finish(s), AW_OK);
-			if (memmem(out.buf, out.len, sec, sl) || !strstr(out.buf, "[REDACTED:"))
-				fail_msg("split at %zu leaked %s", cut, sec);
-			free(out.buf);
+		size_t total = pre + sl + 2 + 30000;
+		for (int variant = 0; variant < 2; variant++) {
+			for (size_t j = 0; j <= sl + 2; j++) {
+				size_t cut = pre + j + (variant ? 0 : hold);
+				sinkbuf out = {0};
+				aw_redact_stream *s = aw_redact_stream_new(sink, &out, NULL);
+				assert_int_equal(aw_redact_stream_feed(s, doc, cut), AW_OK);
+				assert_int_equal(aw_redact_stream_feed(s, doc + cut, total - cut), AW_OK);
+				assert_int_equal(aw_redact_stream_finish(s), AW_OK);
+				/* no piece of the secret (its first 8 bytes) may survive */
+				if (memmem(out.buf, out.len, sec, 8) || !strstr(out.buf, "[REDACTED:"))
+					fail_msg("cut %zu (variant %d) leaked %s", cut, variant, sec);
+				free(out.buf);
+			}
 		}
 	}
 	/* byte-at-a-time feeding, with a private key block far larger than a chunk */
-	char doc[8192];
-	int n = snprintf(doc, sizeof doc, "start %s end\n-----BEGIN PRIVATE KEY-----\n", secrets[0]);
+	char kdoc[8192];
+	int n = snprintf(kdoc, sizeof kdoc, "start %s end\n-----BEGIN PRIVATE KEY-----\n", secrets[0]);
 	for (int i = 0; i < 60; i++)
-		n += snprintf(doc + n, sizeof doc - (size_t)n, "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo%02d\n", i);
-	n += snprintf(doc + n, sizeof doc - (size_t)n, "-----END PRIVATE KEY-----\ntail");
+		n += snprintf(kdoc + n, sizeof kdoc - (size_t)n, "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo%02d\n", i);
+	n += snprintf(kdoc + n, sizeof kdoc - (size_t)n, "-----END PRIVATE KEY-----\ntail");
 	sinkbuf out = {0};
 	aw_redact_stream *s = aw_redact_stream_new(sink, &out, NULL);
 	for (int i = 0; i < n; i++)
-		assert_int_equal(aw_redact_stream_feed(s, doc + i, 1), AW_OK);
+		assert_int_equal(aw_redact_stream_feed(s, kdoc + i, 1), AW_OK);
 	assert_int_equal(aw_redact_stream_finish(s), AW_OK);
 	assert_null(strstr(out.buf, "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo"));
 	assert_null(strstr(out.buf, secrets[0]));
