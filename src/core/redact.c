@@ -22,6 +22,13 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+/* Streaming: bytes held back at the end of each flush so a secret split across
+ * chunks is seen whole (the longest match of any class but private-key blocks,
+ * which are held until their END line, up to AW_REDACT_MAX_HOLD), and the
+ * buffered size that triggers a flush (cache-sized). */
+#define HOLD 10240
+#define FLUSH_AT (128u << 10)
+
 typedef struct finding {
 	size_t start, end;   /* whole match */
 	size_t rstart, rend; /* the part replaced */
@@ -656,11 +663,6 @@ aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats)
 
 /* -------------------------------------------------------------- streaming */
 
-/* Bytes held back at the end of each feed so a secret split across chunks is
- * seen whole: the longest match of any class but private-key blocks (which are
- * held until their END line, up to AW_REDACT_MAX_HOLD). */
-#define HOLD 10240
-#define FLUSH_AT (128u << 10)
 
 struct aw_redact_stream {
 	aw_redact_sink sink;
