@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char built[512];
 	aw_error err;
 	if (aw_keys_build(q, 1, "awoooi", vals, nv, built, sizeof built, &err) == AW_OK) {
-		const aw_key_pattern *back = aw_keys_classify(built, &modern, project, sizeof project);
+		const aw_key_pattern *back =
+			aw_keys_classify(built, &modern, project, sizeof project);
 		if (!back || !modern)
 			abort();
 		if (q->scope == AW_KEY_TENANT && strcmp(project, "awoooi") != 0)

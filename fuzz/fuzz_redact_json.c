@@ -15,7 +15,7 @@ static void check(json_t *v)
 	json_t *x;
 	size_t i;
 	if (json_is_object(v)) {
-		json_object_foreach(v, k, x) {
+		json_object_foreach (v, k, x) {
 			if (aw_redact_sensitive_key(k) && !json_is_null(x) &&
 			    strcmp(json_string_value(x) ? json_string_value(x) : "",
 				   "[REDACTED:sensitive_field]") != 0)
@@ -23,7 +23,8 @@ static void check(json_t *v)
 			check(x);
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, x) check(x);
+		json_array_foreach (v, i, x)
+			check(x);
 	}
 }
 

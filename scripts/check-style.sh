@@ -19,5 +19,16 @@ if [ -n "$scan" ]; then echo "SCAN/KEYS outside src/keys/:"; echo "$scan"; fail=
 for f in $(find src tests fuzz -name '*.c'); do
   head -1 "$f" | grep -q '^/\*' || { echo "$f: missing top-of-file comment"; fail=1; }
 done
+# formatting is .clang-format's, checked not argued about
+if command -v clang-format >/dev/null; then
+  files=$(find include src tests fuzz bench -name '*.[ch]')
+  if ! clang-format --dry-run -Werror $files 2>/tmp/aw-format.$$; then
+    echo "not clang-formatted (run: clang-format -i FILES):"; grep -E '^[^ ].*error' /tmp/aw-format.$$ | cut -d: -f1 | sort -u
+    fail=1
+  fi
+  rm -f /tmp/aw-format.$$
+else
+  echo "clang-format missing (scripts/deps.sh --test installs it)"; fail=1
+fi
 [ $fail -eq 0 ] && echo "style: ok"
 exit $fail

@@ -11,11 +11,11 @@
 #include "awooop/store.h"
 
 typedef struct {
-	int pg;             /* 1 = postgres, 0 = sqlite */
-	char dbname[64];    /* postgres database (fresh per call) */
-	char url[512];      /* URL the service uses (postgres: the app role) */
-	char owner_url[512];/* postgres: superuser URL to the same database */
-	char path[256];     /* sqlite file */
+	int pg;		     /* 1 = postgres, 0 = sqlite */
+	char dbname[64];     /* postgres database (fresh per call) */
+	char url[512];	     /* URL the service uses (postgres: the app role) */
+	char owner_url[512]; /* postgres: superuser URL to the same database */
+	char path[256];	     /* sqlite file */
 } aw_test_db;
 
 /* backend: "sqlite" or "postgres". Creates and migrates a fresh store; aborts

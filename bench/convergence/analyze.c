@@ -50,7 +50,8 @@ int main(int argc, char **argv)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return perror(path), 1;
-	while (na < MAXA && fscanf(f, "%39s %lld %lld", rev[na], &commit_ns[na], &acked_ns[na]) == 3)
+	while (na < MAXA &&
+	       fscanf(f, "%39s %lld %lld", rev[na], &commit_ns[na], &acked_ns[na]) == 3)
 		na++;
 	fclose(f);
 	long long *lat = malloc(sizeof *lat * (size_t)(na * workers + 1));
@@ -65,10 +66,12 @@ int main(int argc, char **argv)
 			while (fgets(line, sizeof line, f)) {
 				long long ts;
 				char r[64];
-				if (sscanf(line, "{\"ts_ns\":%lld,\"revision_id\":\"%39[^\"]\"", &ts, r) != 2)
+				if (sscanf(line, "{\"ts_ns\":%lld,\"revision_id\":\"%39[^\"]\"",
+					   &ts, r) != 2)
 					continue;
 				int k = index_of(r);
-				for (int j = 0; j <= k; j++) /* seeing k means 0..k are superseded */
+				for (int j = 0; j <= k;
+				     j++) /* seeing k means 0..k are superseded */
 					if (!first_seen[j])
 						first_seen[j] = ts;
 			}
@@ -104,7 +107,8 @@ int main(int argc, char **argv)
 		if ((f = fopen(path, "r"))) { /* the counters are the last line */
 			unsigned long long c = 0, rd = 0;
 			while (fgets(line, sizeof line, f))
-				if (sscanf(line, "{\"calls\":%llu,\"store_reads\":%llu", &c, &rd) == 2) {
+				if (sscanf(line, "{\"calls\":%llu,\"store_reads\":%llu", &c, &rd) ==
+				    2) {
 					tot_calls += c;
 					tot_reads += rd;
 				}
@@ -112,12 +116,14 @@ int main(int argc, char **argv)
 		}
 	}
 	qsort(lat, (size_t)nlat, sizeof *lat, cmp_ll);
-	double p50 = nlat ? lat[nlat / 2] / 1e6 : -1, p99 = nlat ? lat[(nlat * 99) / 100] / 1e6 : -1;
+	double p50 = nlat ? lat[nlat / 2] / 1e6 : -1,
+	       p99 = nlat ? lat[(nlat * 99) / 100] / 1e6 : -1;
 	double mx = nlat ? lat[nlat - 1] / 1e6 : -1;
-	printf("  pairs %ld (workers %d x activations %d), not observed %ld\n", nlat + missing, workers,
-	       na, missing);
+	printf("  pairs %ld (workers %d x activations %d), not observed %ld\n", nlat + missing,
+	       workers, na, missing);
 	printf("  commit -> observed: p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", p50, p99, mx);
-	printf("  guarded calls %ld, errors %ld, guard violations %ld\n", calls, errors, violations);
+	printf("  guarded calls %ld, errors %ld, guard violations %ld\n", calls, errors,
+	       violations);
 	printf("  store reads per 1000 guarded calls: %.1f\n",
 	       tot_calls ? 1000.0 * (double)tot_reads / (double)tot_calls : 0);
 	free(lat);

@@ -37,22 +37,27 @@ static double now(void)
 }
 
 static const char *const secrets[] = {
-	"jane.doe@example.com", "+14155552671", "4111 1111 1111 1111", "10.20.30.40",
-	"2001:db8::8a2e:370:7334", "AKIAIOSFODNN7EXAMPLE",
+	"jane.doe@example.com",
+	"+14155552671",
+	"4111 1111 1111 1111",
+	"10.20.30.40",
+	"2001:db8::8a2e:370:7334",
+	"AKIAIOSFODNN7EXAMPLE",
 	"aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 	"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",
 	"xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
 	"https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
 	"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 	"Authorization: Bearer c2VjcmV0LXRva2VuLXZhbHVlLTEyMw",
-	"postgres://alice:s3cr3t@db.internal/app", "password=hunter2hunter2",
+	"postgres://alice:s3cr3t@db.internal/app",
+	"password=hunter2hunter2",
 	"awk_HZpoKRzdLSXUjhp3JiTUc66JzdXmJiHlaCOpJqXZw14",
 };
 #define NSECRETS (sizeof secrets / sizeof secrets[0])
 
-static const char *const words[] = {"request", "handled", "cache", "miss", "upstream",
-				    "retry", "scheduled", "worker", "lease", "renewed",
-				    "policy", "revision", "loaded", "tool", "call"};
+static const char *const words[] = {"request", "handled",   "cache",  "miss",  "upstream",
+				    "retry",   "scheduled", "worker", "lease", "renewed",
+				    "policy",  "revision",  "loaded", "tool",  "call"};
 
 static char *gen(size_t size, int dense, size_t *nsecrets)
 {
@@ -61,12 +66,13 @@ static char *gen(size_t size, int dense, size_t *nsecrets)
 	*nsecrets = 0;
 	while (o < size) {
 		char line[512];
-		int n = snprintf(line, sizeof line,
-				 "2026-11-29T10:%02u:%02u.%03uZ INFO svc=%s req=%08x method=GET "
-				 "path=/v1/projects/p%u/runs status=%u dur_ms=%u msg=\"%s %s %s\"\n",
-				 rnd() % 60, rnd() % 60, rnd() % 1000, words[rnd() % 15], rnd(),
-				 rnd() % 100, 200 + rnd() % 5, rnd() % 900, words[rnd() % 15],
-				 words[rnd() % 15], words[rnd() % 15]);
+		int n = snprintf(
+			line, sizeof line,
+			"2026-11-29T10:%02u:%02u.%03uZ INFO svc=%s req=%08x method=GET "
+			"path=/v1/projects/p%u/runs status=%u dur_ms=%u msg=\"%s %s %s\"\n",
+			rnd() % 60, rnd() % 60, rnd() % 1000, words[rnd() % 15], rnd(), rnd() % 100,
+			200 + rnd() % 5, rnd() % 900, words[rnd() % 15], words[rnd() % 15],
+			words[rnd() % 15]);
 		if (dense && o >= next_secret) {
 			n--; /* drop the newline, append a secret */
 			n += snprintf(line + n, sizeof line - (size_t)n, " extra=%s\n",
@@ -119,7 +125,8 @@ static size_t baseline(const char *in, size_t len, double *secs)
 				continue;
 			memcpy(next + o, cur + pos, rs - pos);
 			o += rs - pos;
-			o += (size_t)sprintf(next + o, "[REDACTED:%s]", aw_redact_class_label((aw_redact_class)c));
+			o += (size_t)sprintf(next + o, "[REDACTED:%s]",
+					     aw_redact_class_label((aw_redact_class)c));
 			pos = re_;
 			total++;
 		}

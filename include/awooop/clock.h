@@ -10,8 +10,8 @@
 
 #define AW_TS_LEN 24 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" without the NUL */
 
-int64_t aw_clock_wall_ms(void);  /* Unix epoch milliseconds */
-int64_t aw_clock_mono_ns(void);  /* monotonic nanoseconds, for durations */
+int64_t aw_clock_wall_ms(void); /* Unix epoch milliseconds */
+int64_t aw_clock_mono_ns(void); /* monotonic nanoseconds, for durations */
 /* Formats epoch ms into out[AW_TS_LEN + 1]. */
 void aw_clock_format(int64_t epoch_ms, char *out);
 /* Current time formatted. */

@@ -36,17 +36,16 @@ void aw_revision_clear(aw_revision *r);
 aw_err aw_contract_validate(const aw_contracts *c, const char *project, const char *family,
 			    const char *contract_id, const json_t *body, aw_error *err);
 
-aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, const json_t *body,
+aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, const json_t *body, aw_revision *out,
+			  aw_error *err);
+aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, const char *rev, const json_t *body,
 			  aw_revision *out, aw_error *err);
-aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, const char *rev,
-			  const json_t *body, aw_revision *out, aw_error *err);
-aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-		       const char *family, const char *contract_id, const char *rev,
-		       aw_revision *out, aw_error *err);
-aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family,
-			const char *contract_id, aw_revision **out, int *n, aw_error *err);
+aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+		       const char *contract_id, const char *rev, aw_revision *out, aw_error *err);
+aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
+			aw_revision **out, int *n, aw_error *err);
 aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 			   const char *family, const char *contract_id, const char *rev,
 			   aw_revision *out, aw_error *err);
@@ -55,9 +54,9 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 			   aw_approval *out, aw_error *err);
 
 typedef struct {
-	int activated;  /* 1: the pointer now names the revision */
-	int suggested;  /* 1: suggest mode, below threshold: recorded, nothing changed */
-	int approvals;  /* valid approvals counted */
+	int activated; /* 1: the pointer now names the revision */
+	int suggested; /* 1: suggest mode, below threshold: recorded, nothing changed */
+	int approvals; /* valid approvals counted */
 	int threshold;
 	char old_revision_id[AW_UUID_STR_LEN + 1];
 	char event_id[AW_UUID_STR_LEN + 1];
@@ -66,21 +65,18 @@ typedef struct {
 aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 			    const char *family, const char *contract_id, const char *rev,
 			    aw_activation *out, aw_error *err);
-aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, const char *rev,
-			  aw_error *err);
+aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, const char *rev, aw_error *err);
 /* The active revision, its body hash and signature verified (AW_E_CONTRACT_SIG
  * and an audit record when they do not match). AW_E_CONTRACT_NOT_FOUND when
  * the contract has no active revision. */
-aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, aw_revision *out,
-			  aw_error *err);
+aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, aw_revision *out, aw_error *err);
 /* 0 when r's stored body hashes to its body_hash and its signature verifies. */
 int aw_contract_verify(const aw_contracts *c, const aw_revision *r);
 /* RFC 6902 JSON Patch turning revision a's body into b's. */
-aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family,
-			const char *contract_id, const char *a, const char *b, json_t **patch,
-			aw_error *err);
+aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
+			const char *a, const char *b, json_t **patch, aw_error *err);
 json_t *aw_json_patch_diff(const json_t *from, const json_t *to);
 
 /* Test hook: called at named points of an activation ("after_pointer"); a

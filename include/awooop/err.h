@@ -13,79 +13,78 @@
 #include <stddef.h>
 
 /* X(enum name, stable code, HTTP status, title) */
-#define AW_ERROR_LIST(X)                                                         \
-	X(AW_OK, "OK", 200, "OK")                                                    \
-	X(AW_E_REQ_JSON, "E-REQ-001", 400, "Malformed JSON body")                   \
-	X(AW_E_REQ_TOO_BIG, "E-REQ-002", 413, "Request body too large")              \
-	X(AW_E_REQ_MEDIA, "E-REQ-003", 415, "Unsupported media type")                \
-	X(AW_E_REQ_UNKNOWN_FIELD, "E-REQ-004", 400, "Unknown field")                  \
-	X(AW_E_REQ_INVALID, "E-REQ-005", 400, "Invalid field value")                  \
-	X(AW_E_REQ_METHOD, "E-REQ-006", 405, "Method not allowed")                    \
-	X(AW_E_REQ_ROUTE, "E-REQ-007", 404, "No such route")                          \
-	X(AW_E_REQ_ID, "E-REQ-008", 400, "Malformed identifier")                      \
-	X(AW_E_AUTH_MISSING, "E-AUTH-001", 401, "Missing credentials")                \
-	X(AW_E_AUTH_INVALID, "E-AUTH-002", 401, "Invalid or revoked API key")         \
-	X(AW_E_AUTH_SCOPE, "E-AUTH-003", 403, "Insufficient scope")                   \
-	X(AW_E_TENANT_NOT_FOUND, "E-TENANT-001", 404, "Project not found")            \
-	X(AW_E_TENANT_SLUG, "E-TENANT-002", 400, "Invalid project id")                \
-	X(AW_E_TENANT_EXISTS, "E-TENANT-003", 409, "Project already exists")          \
-	X(AW_E_TENANT_RESERVED, "E-TENANT-004", 400, "Reserved project id")           \
-	X(AW_E_KEY_NOT_FOUND, "E-KEY-001", 404, "API key not found")                  \
-	X(AW_E_KEY_SCOPE, "E-KEY-002", 400, "Invalid key scope")                      \
-	X(AW_E_KEY_EXISTS, "E-KEY-003", 409, "Active key with this name exists")      \
-	X(AW_E_KEY_REVOKED, "E-KEY-004", 409, "API key already revoked")              \
-	X(AW_E_STORE_UNAVAILABLE, "E-STORE-001", 503, "Store unavailable")            \
-	X(AW_E_STORE_SCHEMA, "E-STORE-002", 503, "Store schema out of date")          \
-	X(AW_E_STORE_BUSY, "E-STORE-003", 503, "Store busy")                          \
-	X(AW_E_STORE_CONFLICT, "E-STORE-004", 409, "Conflicting write")               \
-	X(AW_E_STORE_QUERY, "E-STORE-005", 500, "Store query failed")                 \
-	X(AW_E_STORE_DENIED, "E-STORE-006", 403, "Row-level security refused write") \
-	X(AW_E_CONTRACT_SCHEMA, "E-CONTRACT-001", 422, "Contract body is invalid")      \
-	X(AW_E_CONTRACT_NOT_FOUND, "E-CONTRACT-002", 404, "Contract revision not found") \
-	X(AW_E_CONTRACT_STATE, "E-CONTRACT-003", 409, "Illegal lifecycle transition")    \
-	X(AW_E_CONTRACT_FAMILY, "E-CONTRACT-004", 404, "Unknown contract family")        \
-	X(AW_E_CONTRACT_APPROVALS, "E-CONTRACT-005", 409, "Not enough approvals")        \
+#define AW_ERROR_LIST(X)                                                                  \
+	X(AW_OK, "OK", 200, "OK")                                                         \
+	X(AW_E_REQ_JSON, "E-REQ-001", 400, "Malformed JSON body")                         \
+	X(AW_E_REQ_TOO_BIG, "E-REQ-002", 413, "Request body too large")                   \
+	X(AW_E_REQ_MEDIA, "E-REQ-003", 415, "Unsupported media type")                     \
+	X(AW_E_REQ_UNKNOWN_FIELD, "E-REQ-004", 400, "Unknown field")                      \
+	X(AW_E_REQ_INVALID, "E-REQ-005", 400, "Invalid field value")                      \
+	X(AW_E_REQ_METHOD, "E-REQ-006", 405, "Method not allowed")                        \
+	X(AW_E_REQ_ROUTE, "E-REQ-007", 404, "No such route")                              \
+	X(AW_E_REQ_ID, "E-REQ-008", 400, "Malformed identifier")                          \
+	X(AW_E_AUTH_MISSING, "E-AUTH-001", 401, "Missing credentials")                    \
+	X(AW_E_AUTH_INVALID, "E-AUTH-002", 401, "Invalid or revoked API key")             \
+	X(AW_E_AUTH_SCOPE, "E-AUTH-003", 403, "Insufficient scope")                       \
+	X(AW_E_TENANT_NOT_FOUND, "E-TENANT-001", 404, "Project not found")                \
+	X(AW_E_TENANT_SLUG, "E-TENANT-002", 400, "Invalid project id")                    \
+	X(AW_E_TENANT_EXISTS, "E-TENANT-003", 409, "Project already exists")              \
+	X(AW_E_TENANT_RESERVED, "E-TENANT-004", 400, "Reserved project id")               \
+	X(AW_E_KEY_NOT_FOUND, "E-KEY-001", 404, "API key not found")                      \
+	X(AW_E_KEY_SCOPE, "E-KEY-002", 400, "Invalid key scope")                          \
+	X(AW_E_KEY_EXISTS, "E-KEY-003", 409, "Active key with this name exists")          \
+	X(AW_E_KEY_REVOKED, "E-KEY-004", 409, "API key already revoked")                  \
+	X(AW_E_STORE_UNAVAILABLE, "E-STORE-001", 503, "Store unavailable")                \
+	X(AW_E_STORE_SCHEMA, "E-STORE-002", 503, "Store schema out of date")              \
+	X(AW_E_STORE_BUSY, "E-STORE-003", 503, "Store busy")                              \
+	X(AW_E_STORE_CONFLICT, "E-STORE-004", 409, "Conflicting write")                   \
+	X(AW_E_STORE_QUERY, "E-STORE-005", 500, "Store query failed")                     \
+	X(AW_E_STORE_DENIED, "E-STORE-006", 403, "Row-level security refused write")      \
+	X(AW_E_CONTRACT_SCHEMA, "E-CONTRACT-001", 422, "Contract body is invalid")        \
+	X(AW_E_CONTRACT_NOT_FOUND, "E-CONTRACT-002", 404, "Contract revision not found")  \
+	X(AW_E_CONTRACT_STATE, "E-CONTRACT-003", 409, "Illegal lifecycle transition")     \
+	X(AW_E_CONTRACT_FAMILY, "E-CONTRACT-004", 404, "Unknown contract family")         \
+	X(AW_E_CONTRACT_APPROVALS, "E-CONTRACT-005", 409, "Not enough approvals")         \
 	X(AW_E_CONTRACT_SELF_APPROVAL, "E-CONTRACT-006", 403, "Publisher cannot approve") \
 	X(AW_E_CONTRACT_DUP_APPROVAL, "E-CONTRACT-007", 409, "Already approved")          \
-	X(AW_E_CONTRACT_APPROVER, "E-CONTRACT-008", 403, "Not an allowed approver")      \
-	X(AW_E_CONTRACT_ID, "E-CONTRACT-009", 400, "Invalid contract id")                \
-	X(AW_E_CONTRACT_NO_KEY, "E-CONTRACT-010", 503, "No publish key configured")      \
-	X(AW_E_CONTRACT_SIG, "E-CONTRACT-SIG", 409, "Signature or body hash mismatch")   \
-	X(AW_E_MIGRATE_ROLE, "E-MIGRATE-001", 500, "Unsafe application role")         \
-	X(AW_E_CONFIG, "E-CONFIG-001", 400, "Invalid configuration")                  \
-	X(AW_E_USAGE, "E-CLI-001", 400, "Invalid command line")                       \
-	X(AW_E_CLIENT, "E-CLI-002", 502, "Server unreachable")                        \
-	X(AW_E_BUS_UNAVAILABLE, "E-BUS-001", 503, "Bus unavailable")                  \
-	X(AW_E_KEYS_COMPONENT, "E-KEYS-001", 400, "Invalid key component")           \
-	X(AW_E_KEYS_PATTERN, "E-KEYS-002", 404, "Unknown key pattern")                \
-	X(AW_E_KEYS_GATE, "E-KEYS-003", 409, "Migration gate not met")                \
-	X(AW_E_KEYS_PHASE, "E-KEYS-004", 409, "Illegal migration phase change")       \
-	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                         \
+	X(AW_E_CONTRACT_APPROVER, "E-CONTRACT-008", 403, "Not an allowed approver")       \
+	X(AW_E_CONTRACT_ID, "E-CONTRACT-009", 400, "Invalid contract id")                 \
+	X(AW_E_CONTRACT_NO_KEY, "E-CONTRACT-010", 503, "No publish key configured")       \
+	X(AW_E_CONTRACT_SIG, "E-CONTRACT-SIG", 409, "Signature or body hash mismatch")    \
+	X(AW_E_MIGRATE_ROLE, "E-MIGRATE-001", 500, "Unsafe application role")             \
+	X(AW_E_CONFIG, "E-CONFIG-001", 400, "Invalid configuration")                      \
+	X(AW_E_USAGE, "E-CLI-001", 400, "Invalid command line")                           \
+	X(AW_E_CLIENT, "E-CLI-002", 502, "Server unreachable")                            \
+	X(AW_E_BUS_UNAVAILABLE, "E-BUS-001", 503, "Bus unavailable")                      \
+	X(AW_E_KEYS_COMPONENT, "E-KEYS-001", 400, "Invalid key component")                \
+	X(AW_E_KEYS_PATTERN, "E-KEYS-002", 404, "Unknown key pattern")                    \
+	X(AW_E_KEYS_GATE, "E-KEYS-003", 409, "Migration gate not met")                    \
+	X(AW_E_KEYS_PHASE, "E-KEYS-004", 409, "Illegal migration phase change")           \
+	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                             \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 
 typedef enum {
 #define AW_X_ENUM(name, code, status, title) name,
 	AW_ERROR_LIST(AW_X_ENUM)
 #undef AW_X_ENUM
-	AW_ERR__COUNT
+		AW_ERR__COUNT
 } aw_err;
 
 /* Details of a failure. Fixed-size, caller-owned, never needs freeing. */
 typedef struct aw_error {
 	aw_err err;
-	char msg[256]; /* human text; never contains secrets or other tenants' data */
+	char msg[256];	 /* human text; never contains secrets or other tenants' data */
 	char where[128]; /* optional: JSON pointer or field name the error is about */
 } aw_error;
 
-const char *aw_err_code(aw_err e);   /* "E-TENANT-001"; static storage */
-const char *aw_err_title(aw_err e);  /* static storage */
+const char *aw_err_code(aw_err e);  /* "E-TENANT-001"; static storage */
+const char *aw_err_title(aw_err e); /* static storage */
 int aw_err_http_status(aw_err e);
 /* Returns AW_E_INTERNAL for an unknown string. */
 int aw_err_from_code(const char *code, aw_err *out);
 
 /* Sets err (if non-NULL) and returns e, so callers can `return aw_fail(...)`. */
-aw_err aw_fail(aw_error *err, aw_err e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+aw_err aw_fail(aw_error *err, aw_err e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 aw_err aw_fail_at(aw_error *err, aw_err e, const char *where, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

@@ -30,10 +30,10 @@ typedef struct {
 	const char *name;     /* registry name, e.g. "incident" */
 	const char *priority; /* P0..P3, as in the inventory */
 	const char *type;     /* Redis type: string, hash, list, set */
-	int ttl_s;            /* expected TTL; 0 = none, -1 = varies/configured */
+	int ttl_s;	      /* expected TTL; 0 = none, -1 = varies/configured */
 	aw_key_scope scope;
-	const char *legacy;   /* "incident:{incident_id}" */
-	const char *modern;   /* "{project_id}:incident:{incident_id}" */
+	const char *legacy; /* "incident:{incident_id}" */
+	const char *modern; /* "{project_id}:incident:{incident_id}" */
 } aw_key_pattern;
 
 int aw_keys_count(void);

@@ -40,21 +40,21 @@ aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv
 void aw_kv_close(aw_kv *kv);
 
 /* *out is malloc'd, NULL when the key does not exist. */
-aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		 int n, char **out, aw_error *err);
+aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		 char **out, aw_error *err);
 /* ttl_s 0: no expiry. */
-aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		 int n, const char *value, int ttl_s, aw_error *err);
-aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		 int n, aw_error *err);
-aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		  int n, long long by, long long *out, aw_error *err);
+aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		 const char *value, int ttl_s, aw_error *err);
+aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		 aw_error *err);
+aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		  long long by, long long *out, aw_error *err);
 aw_err aw_kv_expire(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
 		    int n, int ttl_s, aw_error *err);
-aw_err aw_kv_hset(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		  int n, const char *field, const char *value, aw_error *err);
-aw_err aw_kv_hget(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		  int n, const char *field, char **out, aw_error *err);
+aw_err aw_kv_hset(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		  const char *field, const char *value, aw_error *err);
+aw_err aw_kv_hget(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		  const char *field, char **out, aw_error *err);
 aw_err aw_kv_rpush(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
 		   int n, const char *value, aw_error *err);
 /* Items as a malloc'd array of malloc'd strings. */
@@ -72,8 +72,8 @@ aw_err aw_kv_status_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, aw_kv
 /* Moves one step (none->A->B->C->done); AW_E_KEYS_GATE with the counters in
  * err->msg when a gate is not met and force is 0. st gets the counters that
  * decided. */
-aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *to,
-		     int force, aw_kv_status *st, aw_error *err);
+aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *to, int force,
+		     aw_kv_status *st, aw_error *err);
 
 typedef struct {
 	long long legacy, modern, missing_ttl;

@@ -17,7 +17,6 @@ typedef enum { AW_LOG_DEBUG, AW_LOG_INFO, AW_LOG_WARN, AW_LOG_ERROR } aw_log_lev
 void aw_log_set_level(aw_log_level lvl);
 /* 0 on "debug|info|warn|error". */
 int aw_log_parse_level(const char *s, aw_log_level *out);
-void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
-	__attribute__((sentinel));
+void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...) __attribute__((sentinel));
 
 #endif

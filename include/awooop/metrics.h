@@ -8,8 +8,7 @@
 
 #include "awooop/err.h"
 
-void aw_metrics_http_observe(const char *method, const char *route, int status,
-			     double seconds);
+void aw_metrics_http_observe(const char *method, const char *route, int status, double seconds);
 void aw_metrics_store_observe(const char *backend, double seconds, aw_err result);
 /* The outbox relay: one publish's latency; backlog size and age. */
 void aw_metrics_relay_publish(double seconds, int ok);

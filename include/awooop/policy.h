@@ -33,10 +33,10 @@ typedef enum { AW_GUARD_BOUNDED = 0, AW_GUARD_STRICT } aw_guard_mode;
 
 typedef struct {
 	aw_guard_mode mode;
-	int max_staleness_ms;  /* bounded mode; default 1000 */
-	int interval_ms;       /* fallback re-check, all families but channel_event; 30000 */
+	int max_staleness_ms;	 /* bounded mode; default 1000 */
+	int interval_ms;	 /* fallback re-check, all families but channel_event; 30000 */
 	int channel_interval_ms; /* fallback re-check of channel_event; 300000 */
-	int jitter_pct;        /* +-% on intervals; default 10 */
+	int jitter_pct;		 /* +-% on intervals; default 10 */
 } aw_policy_opts;
 
 typedef struct {
@@ -66,8 +66,8 @@ typedef struct {
 int aw_invalidation_decode(const char *payload, size_t len, aw_invalidation *out);
 
 /* bus may be NULL (no invalidations: guard and fallback only). Borrowed. */
-aw_err aw_policy_cache_new(aw_store *s, const aw_contracts *c, aw_bus *bus,
-			   const aw_policy_opts *o, aw_policy_cache **out, aw_error *err);
+aw_err aw_policy_cache_new(aw_store *s, const aw_contracts *c, aw_bus *bus, const aw_policy_opts *o,
+			   aw_policy_cache **out, aw_error *err);
 void aw_policy_cache_free(aw_policy_cache *p);
 
 aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *family,

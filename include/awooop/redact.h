@@ -21,30 +21,30 @@
 #include "awooop/err.h"
 
 /* X(enum, label) - the label appears in the replacement text. */
-#define AW_REDACT_CLASSES(X)                  \
-	X(AW_RC_EMAIL, "email")                   \
-	X(AW_RC_PHONE, "phone")                   \
-	X(AW_RC_CARD, "card")                     \
-	X(AW_RC_IPV4, "ipv4")                     \
-	X(AW_RC_IPV6, "ipv6")                     \
-	X(AW_RC_AWS_KEY_ID, "aws_access_key_id")  \
-	X(AW_RC_AWS_SECRET, "aws_secret_key")     \
-	X(AW_RC_GITHUB, "github_token")           \
-	X(AW_RC_SLACK, "slack_token")             \
-	X(AW_RC_SLACK_WEBHOOK, "slack_webhook")   \
-	X(AW_RC_JWT, "jwt")                       \
-	X(AW_RC_PEM, "private_key")               \
-	X(AW_RC_AUTH_HEADER, "authorization")     \
-	X(AW_RC_URL_CREDS, "url_credentials")     \
-	X(AW_RC_ASSIGNMENT, "secret_assignment")  \
-	X(AW_RC_AWOOOP_KEY, "awooop_key")         \
+#define AW_REDACT_CLASSES(X)                     \
+	X(AW_RC_EMAIL, "email")                  \
+	X(AW_RC_PHONE, "phone")                  \
+	X(AW_RC_CARD, "card")                    \
+	X(AW_RC_IPV4, "ipv4")                    \
+	X(AW_RC_IPV6, "ipv6")                    \
+	X(AW_RC_AWS_KEY_ID, "aws_access_key_id") \
+	X(AW_RC_AWS_SECRET, "aws_secret_key")    \
+	X(AW_RC_GITHUB, "github_token")          \
+	X(AW_RC_SLACK, "slack_token")            \
+	X(AW_RC_SLACK_WEBHOOK, "slack_webhook")  \
+	X(AW_RC_JWT, "jwt")                      \
+	X(AW_RC_PEM, "private_key")              \
+	X(AW_RC_AUTH_HEADER, "authorization")    \
+	X(AW_RC_URL_CREDS, "url_credentials")    \
+	X(AW_RC_ASSIGNMENT, "secret_assignment") \
+	X(AW_RC_AWOOOP_KEY, "awooop_key")        \
 	X(AW_RC_SENSITIVE_FIELD, "sensitive_field")
 
 typedef enum {
 #define AW_X_RC(e, label) e,
 	AW_REDACT_CLASSES(AW_X_RC)
 #undef AW_X_RC
-	AW_RC__COUNT
+		AW_RC__COUNT
 } aw_redact_class;
 
 typedef struct {

@@ -18,8 +18,8 @@
 typedef struct aw_relay aw_relay;
 
 typedef struct {
-	int batch;          /* events per claim; default 100 */
-	int poll_ms;        /* safety-net poll; default 1000 */
+	int batch;	    /* events per claim; default 100 */
+	int poll_ms;	    /* safety-net poll; default 1000 */
 	int retention_s;    /* keep delivered events this long; default 7 days */
 	int backoff_max_ms; /* cap of the retry backoff; default 5000 */
 } aw_relay_opts;

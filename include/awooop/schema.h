@@ -31,8 +31,7 @@ typedef struct {
 aw_err aw_schema_compile(json_t *schema, aw_schema **out, aw_error *err);
 void aw_schema_free(aw_schema *s);
 /* Number of errors (0 = valid); up to max are written to errs (may be NULL). */
-int aw_schema_validate(const aw_schema *s, const json_t *instance, aw_schema_error *errs,
-		       int max);
+int aw_schema_validate(const aw_schema *s, const json_t *instance, aw_schema_error *errs, int max);
 /* 1 if the schema (compiled or not) uses only supported keywords. */
 int aw_schema_supported(const json_t *schema, char *why, size_t whylen);
 

@@ -27,13 +27,12 @@ typedef struct aw_store aw_store;
 typedef struct aw_txn aw_txn;
 
 typedef struct {
-	int pool_size;          /* connections; default 8 */
+	int pool_size;		/* connections; default 8 */
 	int acquire_timeout_ms; /* wait for a free connection; default 5000 */
-	int auto_migrate;       /* apply migrations on open (SQLite default shape) */
+	int auto_migrate;	/* apply migrations on open (SQLite default shape) */
 } aw_store_opts;
 
-aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
-		     aw_error *err);
+aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out, aw_error *err);
 void aw_store_close(aw_store *s);
 const char *aw_store_backend(const aw_store *s); /* "sqlite" | "postgres" */
 
@@ -66,8 +65,8 @@ aw_err aw_store_project_insert(aw_txn *t, const aw_project *p, aw_error *err);
 /* The txn's project; AW_E_TENANT_NOT_FOUND when it does not exist. */
 aw_err aw_store_project_get(aw_txn *t, aw_project *out, aw_error *err);
 /* Platform path: projects with id > after (NULL = from the start), by id. */
-aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const char *after,
-				       int limit, aw_project **out, int *n, aw_error *err);
+aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const char *after, int limit,
+				       aw_project **out, int *n, aw_error *err);
 
 /* ---- API keys (only the SHA-256 of a key is ever stored) ---- */
 typedef struct {
@@ -88,8 +87,7 @@ aw_err aw_store_key_list(aw_txn *t, aw_apikey **out, int *n, aw_error *err);
 /* AW_E_KEY_NOT_FOUND if absent in the txn's project, AW_E_KEY_REVOKED if already. */
 aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_error *err);
 /* Revokes the active key of that name, if any (bootstrap rotation). */
-aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when,
-				aw_error *err);
+aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when, aw_error *err);
 /* Active keys of a scope in the txn's project. */
 aw_err aw_store_key_count_scope(aw_txn *t, aw_scope scope, int *n, aw_error *err);
 /* Platform path: finds a key by hash across projects. AW_E_AUTH_INVALID if none. */
@@ -103,7 +101,7 @@ typedef struct {
 	char family[32];
 	char contract_id[AW_PROJECT_MAX + 1];
 	char state[16]; /* draft|published|active|superseded|revoked */
-	char *body;     /* malloc'd JSON text */
+	char *body;	/* malloc'd JSON text */
 	char body_hash[65];
 	char signature[65];
 	char sign_key_id[AW_PROJECT_MAX + 1];
@@ -135,10 +133,10 @@ typedef struct {
 void aw_revisions_free(aw_revision *r, int n);
 aw_err aw_store_rev_insert(aw_txn *t, const aw_revision *r, aw_error *err);
 /* AW_E_CONTRACT_NOT_FOUND unless the revision belongs to this contract. */
-aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id,
-			const char *rev, aw_revision *out, aw_error *err);
-aw_err aw_store_rev_list(aw_txn *t, const char *family, const char *contract_id,
-			 aw_revision **out, int *n, aw_error *err);
+aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id, const char *rev,
+			aw_revision *out, aw_error *err);
+aw_err aw_store_rev_list(aw_txn *t, const char *family, const char *contract_id, aw_revision **out,
+			 int *n, aw_error *err);
 /* Compare-and-set: only when the revision is still in state `from`, else
  * AW_E_CONTRACT_STATE. */
 aw_err aw_store_rev_set_body(aw_txn *t, const char *rev, const char *body, const char *now,
@@ -153,29 +151,25 @@ aw_err aw_store_rev_publish(aw_txn *t, const char *rev, const char *body_hash,
 aw_err aw_store_contract_lock(aw_txn *t, const char *family, const char *contract_id,
 			      aw_error *err);
 /* rev_out "" when the contract has no active revision. */
-aw_err aw_store_active_get(aw_txn *t, const char *family, const char *contract_id,
-			   char *rev_out, aw_error *err);
-aw_err aw_store_active_set(aw_txn *t, const char *family, const char *contract_id,
-			   const char *rev, const char *by, const char *now, aw_error *err);
-aw_err aw_store_active_clear(aw_txn *t, const char *family, const char *contract_id,
-			     aw_error *err);
+aw_err aw_store_active_get(aw_txn *t, const char *family, const char *contract_id, char *rev_out,
+			   aw_error *err);
+aw_err aw_store_active_set(aw_txn *t, const char *family, const char *contract_id, const char *rev,
+			   const char *by, const char *now, aw_error *err);
+aw_err aw_store_active_clear(aw_txn *t, const char *family, const char *contract_id, aw_error *err);
 aw_err aw_store_outbox_insert(aw_txn *t, const aw_outbox_event *ev, aw_error *err);
 /* Events of one contract in commit (seq) order. */
 aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_id,
 			    aw_outbox_event **out, int *n, aw_error *err);
 /* AW_E_CONTRACT_DUP_APPROVAL if the principal approved this revision already. */
-aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a,
-				aw_error *err);
-aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int *n,
-			      aw_error *err);
+aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a, aw_error *err);
+aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int *n, aw_error *err);
 
 /* ---- outbox relay (platform path: all projects) ---- */
 /* Opens the relay's write transaction (no project). */
 aw_err aw_store_relay_begin(aw_store *s, aw_txn **out, aw_error *err);
 /* Undelivered events in commit order, locked for this txn (PostgreSQL: SKIP
  * LOCKED, so concurrent relays take different events). */
-aw_err aw_store_relay_claim(aw_txn *t, int limit, aw_outbox_event **out, int *n,
-			    aw_error *err);
+aw_err aw_store_relay_claim(aw_txn *t, int limit, aw_outbox_event **out, int *n, aw_error *err);
 /* delivered=1 sets delivered_at; 0 counts a failed attempt. */
 aw_err aw_store_relay_done(aw_txn *t, const char *event_id, int delivered, aw_error *err);
 /* Deletes events delivered before `before`; *n gets how many. */
@@ -199,8 +193,8 @@ void aw_store_listener_close(aw_store_listener *l);
 
 /* ---- Redis key migration phases (INV-1) ---- */
 /* phase "none" and since "" when the pattern was never migrated. */
-aw_err aw_store_keymig_get(aw_txn *t, const char *pattern, char *phase, size_t cap,
-			   char *since, aw_error *err);
+aw_err aw_store_keymig_get(aw_txn *t, const char *pattern, char *phase, size_t cap, char *since,
+			   aw_error *err);
 aw_err aw_store_keymig_set(aw_txn *t, const char *pattern, const char *phase, const char *since,
 			   const char *by, aw_error *err);
 
@@ -212,7 +206,7 @@ typedef struct {
 	char ts[AW_TS_LEN + 1];
 	char actor[AW_PROJECT_MAX + 1];
 	char action[64];
-	char *target;  /* malloc'd, may be "" */
+	char *target; /* malloc'd, may be "" */
 	char trace_id[33];
 	char *payload; /* malloc'd JSON text, exactly as hashed */
 	char prev_hash[65];

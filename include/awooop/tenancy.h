@@ -20,12 +20,11 @@ aw_err aw_key_generate(char *secret);
 
 /* Resolves a bearer secret into ctx (project, principal, key id, scope).
  * AW_E_AUTH_INVALID for unknown, malformed or revoked keys. */
-aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx,
-			       aw_error *err);
+aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx, aw_error *err);
 /* May the authenticated ctx act on project with at least scope `need`? On
  * success *scoped is ctx re-targeted at project. */
-aw_err aw_tenancy_authorize(const aw_ctx *ctx, const char *project, aw_scope need,
-			    aw_ctx *scoped, aw_error *err);
+aw_err aw_tenancy_authorize(const aw_ctx *ctx, const char *project, aw_scope need, aw_ctx *scoped,
+			    aw_error *err);
 
 aw_err aw_project_create(aw_store *s, const aw_ctx *ctx, const char *id, aw_project *out,
 			 aw_error *err);
@@ -44,7 +43,6 @@ aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_erro
  * With env_key (AWOOOP_BOOTSTRAP_KEY) that key is installed (replacing an older
  * bootstrap key); otherwise a key is generated only when none exists, and then
  * written to *printed (AW_KEY_SECRET_LEN + 1 bytes; "" when nothing new). */
-aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed,
-			    aw_error *err);
+aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed, aw_error *err);
 
 #endif

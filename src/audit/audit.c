@@ -25,9 +25,11 @@ void aw_audit_hash(const aw_audit_row *a, char *out)
 {
 	char seq[24];
 	snprintf(seq, sizeof seq, "%lld", (long long)a->seq);
-	const char *f[] = {a->prev_hash, a->project_id, seq,         a->event_id,
-			   a->ts,        a->actor,      a->action,   a->target ? a->target : "",
-			   a->trace_id,  a->payload ? a->payload : ""};
+	const char *f[] = {a->prev_hash, a->project_id,
+			   seq,		 a->event_id,
+			   a->ts,	 a->actor,
+			   a->action,	 a->target ? a->target : "",
+			   a->trace_id,	 a->payload ? a->payload : ""};
 	size_t total = 0;
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		total += strlen(f[i]) + 24;
@@ -148,8 +150,8 @@ json_t *aw_audit_row_json(const aw_audit_row *a)
 	json_error_t je;
 	json_t *payload = json_loads(a->payload ? a->payload : "{}", JSON_DECODE_ANY, &je);
 	json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "event_id",
-			      a->event_id, "project", a->project_id, "seq", (json_int_t)a->seq, "ts",
-			      a->ts, "actor", a->actor, "action", a->action, "target",
+			      a->event_id, "project", a->project_id, "seq", (json_int_t)a->seq,
+			      "ts", a->ts, "actor", a->actor, "action", a->action, "target",
 			      a->target ? a->target : "", "trace_id", a->trace_id, "prev_hash",
 			      a->prev_hash, "hash", a->hash);
 	if (o)

@@ -23,7 +23,8 @@ aw_err aw_bus_open(const char *url, aw_bus **out, aw_error *err)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	pthread_mutex_init(&b->mu, NULL);
 	if (url && strncmp(url, "redis://", 8) == 0) {
-		aw_err e = aw_bus_redis_parse_url(url, b->host, sizeof b->host, &b->port, &b->db, err);
+		aw_err e =
+			aw_bus_redis_parse_url(url, b->host, sizeof b->host, &b->port, &b->db, err);
 		if (e) {
 			aw_bus_close(b);
 			return e;

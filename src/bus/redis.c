@@ -20,8 +20,8 @@
 #include "awooop/metrics.h"
 #include "internal.h"
 
-aw_err aw_bus_redis_parse_url(const char *url, char *host, size_t hostcap, int *port,
-			      int *db, aw_error *err)
+aw_err aw_bus_redis_parse_url(const char *url, char *host, size_t hostcap, int *port, int *db,
+			      aw_error *err)
 {
 	const char *p = url && strncmp(url, "redis://", 8) == 0 ? url + 8 : NULL;
 	if (!p || strchr(p, '@'))
@@ -123,7 +123,8 @@ static void sleep_ms(int ms)
 
 static void dispatch(aw_bus *b, redisReply *r)
 {
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || r->element[0]->type != REDIS_REPLY_STRING)
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+	    r->element[0]->type != REDIS_REPLY_STRING)
 		return;
 	const char *kind = r->element[0]->str;
 	if (!strcmp(kind, "psubscribe")) {

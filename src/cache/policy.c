@@ -91,7 +91,8 @@ static entry *find_entry(aw_policy_cache *p, const char *project, const char *fa
 			 const char *cid, int create)
 {
 	for (entry *e = p->entries; e; e = e->next)
-		if (!strcmp(e->project, project) && !strcmp(e->family, family) && !strcmp(e->cid, cid))
+		if (!strcmp(e->project, project) && !strcmp(e->family, family) &&
+		    !strcmp(e->cid, cid))
 			return e;
 	if (!create)
 		return NULL;
@@ -229,7 +230,8 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 			if (en->announced || en->valid)
 				announce(p, en, ptr, "guard");
 		} else {
-			if (now_ns() - ps->refreshed_ns > (int64_t)p->o.max_staleness_ms * 1000000LL &&
+			if (now_ns() - ps->refreshed_ns >
+				    (int64_t)p->o.max_staleness_ms * 1000000LL &&
 			    (e = refresh(p, ps, -1, "guard", err)))
 				break;
 			snprintf(ptr, sizeof ptr, "%s", snapshot_rev(ps, family, contract_id));
@@ -237,7 +239,8 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 		if (!ptr[0]) {
 			en->valid = 0;
 			announce(p, en, "", "guard");
-			e = aw_fail(err, AW_E_CONTRACT_NOT_FOUND, "the contract has no active revision");
+			e = aw_fail(err, AW_E_CONTRACT_NOT_FOUND,
+				    "the contract has no active revision");
 			break;
 		}
 		if (en->valid && !strcmp(en->rev, ptr)) {
@@ -336,12 +339,13 @@ static void on_message(void *ud, const char *channel, const char *payload, size_
 	 * put it in the snapshot. Anything else (a late redelivery, a gap) makes
 	 * the next guarded call re-read the store. The announced revision never
 	 * rolls back. */
-	int in_order = e && e->announced &&
-		       (!strcmp(e->known, oldr) || !strcmp(type, "revision_revoked"));
+	int in_order =
+		e && e->announced && (!strcmp(e->known, oldr) || !strcmp(type, "revision_revoked"));
 	int patched = 0;
 	for (int i = 0; ps && in_order && i < ps->nptrs; i++) {
 		if (!strcmp(ps->ptrs[i].family, fam) && !strcmp(ps->ptrs[i].contract_id, cid)) {
-			snprintf(ps->ptrs[i].revision_id, sizeof ps->ptrs[i].revision_id, "%s", active);
+			snprintf(ps->ptrs[i].revision_id, sizeof ps->ptrs[i].revision_id, "%s",
+				 active);
 			patched = 1;
 		}
 	}
@@ -355,7 +359,8 @@ static void on_message(void *ud, const char *channel, const char *payload, size_
 	}
 	if (!strcmp(project, AW_PLATFORM_PROJECT) && !strcmp(fam, "platform_resource"))
 		for (int i = 0; i < p->n_platform; i++)
-			p->on_platform[i].fn(p->on_platform[i].ud, project, fam, cid, active, "bus");
+			p->on_platform[i].fn(p->on_platform[i].ud, project, fam, cid, active,
+					     "bus");
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -395,7 +400,8 @@ static void *checker_main(void *arg)
 				if (due_d)
 					s->due_default_ns = t + jittered(p, p->o.interval_ms);
 				if (due_c)
-					s->due_channel_ns = t + jittered(p, p->o.channel_interval_ms);
+					s->due_channel_ns =
+						t + jittered(p, p->o.channel_interval_ms);
 			}
 			if (s->due_default_ns < next)
 				next = s->due_default_ns;
@@ -423,8 +429,8 @@ static void *checker_main(void *arg)
 
 /* ---- lifecycle */
 
-aw_err aw_policy_cache_new(aw_store *s, const aw_contracts *c, aw_bus *bus,
-			   const aw_policy_opts *o, aw_policy_cache **out, aw_error *err)
+aw_err aw_policy_cache_new(aw_store *s, const aw_contracts *c, aw_bus *bus, const aw_policy_opts *o,
+			   aw_policy_cache **out, aw_error *err)
 {
 	aw_policy_cache *p = calloc(1, sizeof *p);
 	if (!p)

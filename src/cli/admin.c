@@ -44,13 +44,14 @@ static void project_table(json_t *doc)
 	}
 	size_t i;
 	json_t *p;
-	json_array_foreach(items, i, p) project_row(p);
+	json_array_foreach (items, i, p)
+		project_row(p);
 }
 
 static void key_row(json_t *k)
 {
-	printf("%-36s %-16s %-14s %-14s %s\n", str(k, "key_id"), str(k, "name"),
-	       str(k, "scope"), str(k, "prefix"),
+	printf("%-36s %-16s %-14s %-14s %s\n", str(k, "key_id"), str(k, "name"), str(k, "scope"),
+	       str(k, "prefix"),
 	       json_is_string(json_object_get(k, "revoked_at")) ? "revoked" : "active");
 }
 
@@ -65,7 +66,8 @@ static void key_table(json_t *doc)
 	}
 	size_t i;
 	json_t *k;
-	json_array_foreach(items, i, k) key_row(k);
+	json_array_foreach (items, i, k)
+		key_row(k);
 }
 
 int aw_cmd_project(int argc, char **argv)

@@ -17,10 +17,10 @@ enum { AW_EXIT_OK = 0, AW_EXIT_FAIL = 1, AW_EXIT_USAGE = 2, AW_EXIT_UNREACHABLE 
 
 /* One option of a command: --name VALUE (or --name=VALUE), or a switch. */
 typedef struct {
-	const char *name;  /* without dashes */
-	const char *env;   /* AWOOOP_* fallback, or NULL */
-	const char *def;   /* default, or NULL */
-	int is_switch;     /* takes no value */
+	const char *name; /* without dashes */
+	const char *env;  /* AWOOOP_* fallback, or NULL */
+	const char *def;  /* default, or NULL */
+	int is_switch;	  /* takes no value */
 	const char *help;
 	const char *value; /* filled by aw_cli_parse */
 } aw_opt;

@@ -14,8 +14,8 @@ static int ident_ok(const char *s)
 	if (!s || !*s || strlen(s) > 63)
 		return 0;
 	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
-		      *p == '.'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+		      *p == '-' || *p == '.'))
 			return 0;
 	return 1;
 }
@@ -117,11 +117,13 @@ int aw_cmd_contract(int argc, char **argv)
 	} else if (!strcmp(verb, "list")) {
 		size_t i;
 		json_t *r;
-		json_array_foreach(json_object_get(doc, "items"), i, r) print_revision_row(r);
+		json_array_foreach (json_object_get(doc, "items"), i, r)
+			print_revision_row(r);
 	} else if (!strcmp(verb, "activate")) {
 		printf("%s %s (approvals %lld of %lld)\n", rev,
-		       json_is_true(json_object_get(doc, "activated")) ? "activated"
-								      : "not activated: suggested only",
+		       json_is_true(json_object_get(doc, "activated"))
+			       ? "activated"
+			       : "not activated: suggested only",
 		       (long long)json_integer_value(json_object_get(doc, "approvals")),
 		       (long long)json_integer_value(json_object_get(doc, "threshold")));
 	} else if (!strcmp(verb, "approve")) {

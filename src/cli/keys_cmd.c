@@ -34,9 +34,15 @@ static int kv_from_opts(aw_opt *opts, aw_store **s, aw_kv **kv, aw_error *err)
 {
 	aw_store_opts so = {.pool_size = 2};
 	aw_kv_opts ko = {.legacy_project = getenv("AWOOOP_LEGACY_PROJECT"),
-			 .window_a_s = getenv("AWOOOP_KEYS_WINDOW_A_S") ? atoi(getenv("AWOOOP_KEYS_WINDOW_A_S")) : 0,
-			 .window_b_s = getenv("AWOOOP_KEYS_WINDOW_B_S") ? atoi(getenv("AWOOOP_KEYS_WINDOW_B_S")) : 0,
-			 .window_c_s = getenv("AWOOOP_KEYS_WINDOW_C_S") ? atoi(getenv("AWOOOP_KEYS_WINDOW_C_S")) : 0};
+			 .window_a_s = getenv("AWOOOP_KEYS_WINDOW_A_S")
+					       ? atoi(getenv("AWOOOP_KEYS_WINDOW_A_S"))
+					       : 0,
+			 .window_b_s = getenv("AWOOOP_KEYS_WINDOW_B_S")
+					       ? atoi(getenv("AWOOOP_KEYS_WINDOW_B_S"))
+					       : 0,
+			 .window_c_s = getenv("AWOOOP_KEYS_WINDOW_C_S")
+					       ? atoi(getenv("AWOOOP_KEYS_WINDOW_C_S"))
+					       : 0};
 	aw_err e = aw_store_open(aw_cli_get(opts, "db"), &so, s, err);
 	if (!e)
 		e = aw_kv_open(aw_cli_get(opts, "redis"), *s, &ko, kv, err);
@@ -83,21 +89,24 @@ int aw_cmd_keys(int argc, char **argv)
 	if (!strcmp(verb, "list")) {
 		json_t *arr = json_array();
 		if (!as_json)
-			printf("%-26s %-3s %-8s %-6s %-9s %-40s %s\n", "NAME", "PRI", "SCOPE", "TYPE",
-			       "TTL", "LEGACY", "NEW");
+			printf("%-26s %-3s %-8s %-6s %-9s %-40s %s\n", "NAME", "PRI", "SCOPE",
+			       "TYPE", "TTL", "LEGACY", "NEW");
 		for (int i = 0; i < aw_keys_count(); i++) {
 			const aw_key_pattern *p = aw_keys_at(i);
 			const char *scope = p->scope == AW_KEY_PLATFORM ? "platform" : "tenant";
 			if (as_json) {
-				json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", p->name,
-						      "priority", p->priority, "scope", scope, "type",
-						      p->type, "legacy", p->legacy, "new", p->modern);
-				json_object_set_new(o, "ttl_s", p->ttl_s > 0 ? json_integer(p->ttl_s)
-									     : json_null());
+				json_t *o =
+					json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", p->name,
+						  "priority", p->priority, "scope", scope, "type",
+						  p->type, "legacy", p->legacy, "new", p->modern);
+				json_object_set_new(o, "ttl_s",
+						    p->ttl_s > 0 ? json_integer(p->ttl_s)
+								 : json_null());
 				json_array_append_new(arr, o);
 			} else {
-				printf("%-26s %-3s %-8s %-6s %-9s %-40s %s\n", p->name, p->priority, scope,
-				       p->type, ttl_text(p->ttl_s, tb, sizeof tb), p->legacy, p->modern);
+				printf("%-26s %-3s %-8s %-6s %-9s %-40s %s\n", p->name, p->priority,
+				       scope, p->type, ttl_text(p->ttl_s, tb, sizeof tb), p->legacy,
+				       p->modern);
 			}
 		}
 		if (as_json) {
@@ -113,7 +122,8 @@ int aw_cmd_keys(int argc, char **argv)
 			return aw_cli_fail(AW_E_USAGE, "show needs a PATTERN");
 		const aw_key_pattern *p = aw_keys_find(pos[1]);
 		if (!p)
-			return aw_cli_fail(AW_E_KEYS_PATTERN, "unknown pattern (see awooop keys list)");
+			return aw_cli_fail(AW_E_KEYS_PATTERN,
+					   "unknown pattern (see awooop keys list)");
 		/* name=value pairs, placed in template order */
 		const char *vals[8];
 		int nv = 0;
@@ -131,15 +141,17 @@ int aw_cmd_keys(int argc, char **argv)
 			}
 			if (!vals[nv]) {
 				char msg[96];
-				snprintf(msg, sizeof msg, "missing %.*s=VALUE", (int)(end - t - 1), t + 1);
+				snprintf(msg, sizeof msg, "missing %.*s=VALUE", (int)(end - t - 1),
+					 t + 1);
 				return aw_cli_fail(AW_E_KEYS_COMPONENT, msg), AW_EXIT_USAGE;
 			}
 			nv++;
 		}
 		char key[512];
 		aw_error err = {0};
-		aw_err e = aw_keys_build(p, !aw_cli_get(opts, "legacy"), aw_cli_get(opts, "project"), vals,
-					 nv, key, sizeof key, &err);
+		aw_err e =
+			aw_keys_build(p, !aw_cli_get(opts, "legacy"), aw_cli_get(opts, "project"),
+				      vals, nv, key, sizeof key, &err);
 		if (e)
 			return aw_cli_fail(e, err.msg), AW_EXIT_USAGE;
 		puts(key);
@@ -154,8 +166,8 @@ int aw_cmd_keys(int argc, char **argv)
 		char sample[5][128] = {{0}};
 		aw_error err = {0};
 		int64_t t0 = aw_clock_mono_ns();
-		aw_err e = aw_kv_inventory(aw_cli_get(opts, "redis"), rows, &unknown, &total, sample,
-					   progress, "inventory", &err);
+		aw_err e = aw_kv_inventory(aw_cli_get(opts, "redis"), rows, &unknown, &total,
+					   sample, progress, "inventory", &err);
 		double secs = (double)(aw_clock_mono_ns() - t0) / 1e9;
 		if (isatty(2))
 			fputc('\n', stderr);
@@ -164,15 +176,16 @@ int aw_cmd_keys(int argc, char **argv)
 			return aw_cli_fail(e, err.msg);
 		}
 		if (as_json) {
-			json_t *o = json_pack("{s:I, s:I, s:f}", "total", (json_int_t)total, "unknown",
-					      (json_int_t)unknown, "seconds", secs);
+			json_t *o = json_pack("{s:I, s:I, s:f}", "total", (json_int_t)total,
+					      "unknown", (json_int_t)unknown, "seconds", secs);
 			json_t *pats = json_object();
 			for (int i = 0; i < n; i++)
-				json_object_set_new(pats, aw_keys_at(i)->name,
-						    json_pack("{s:I, s:I, s:I}", "legacy",
-							      (json_int_t)rows[i].legacy, "prefixed",
-							      (json_int_t)rows[i].modern, "missing_ttl",
-							      (json_int_t)rows[i].missing_ttl));
+				json_object_set_new(
+					pats, aw_keys_at(i)->name,
+					json_pack("{s:I, s:I, s:I}", "legacy",
+						  (json_int_t)rows[i].legacy, "prefixed",
+						  (json_int_t)rows[i].modern, "missing_ttl",
+						  (json_int_t)rows[i].missing_ttl));
 			json_object_set_new(o, "patterns", pats);
 			json_t *us = json_array();
 			for (int i = 0; i < 5 && i < unknown; i++)
@@ -183,7 +196,8 @@ int aw_cmd_keys(int argc, char **argv)
 			free(s);
 			json_decref(o);
 		} else {
-			printf("%-26s %10s %10s %12s\n", "PATTERN", "LEGACY", "PREFIXED", "MISSING_TTL");
+			printf("%-26s %10s %10s %12s\n", "PATTERN", "LEGACY", "PREFIXED",
+			       "MISSING_TTL");
 			for (int i = 0; i < n; i++)
 				if (rows[i].legacy || rows[i].modern)
 					printf("%-26s %10lld %10lld %12lld\n", aw_keys_at(i)->name,
@@ -200,7 +214,8 @@ int aw_cmd_keys(int argc, char **argv)
 		aw_cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
-	if (!aw_cli_get(opts, "redis") || !aw_cli_get(opts, "project") || !aw_cli_get(opts, "pattern"))
+	if (!aw_cli_get(opts, "redis") || !aw_cli_get(opts, "project") ||
+	    !aw_cli_get(opts, "pattern"))
 		return aw_cli_fail(AW_E_USAGE, "--redis, --project and --pattern are required");
 	aw_store *s = NULL;
 	aw_kv *kv = NULL;
@@ -220,13 +235,14 @@ int aw_cmd_keys(int argc, char **argv)
 	} else if (!e) {
 		long long copied = 0, skipped = 0;
 		int64_t t0 = aw_clock_mono_ns();
-		e = aw_kv_backfill(kv, &ctx, aw_cli_get(opts, "pattern"), atoi(aw_cli_get(opts, "rate")),
-				   &copied, &skipped, progress, "backfill", &err);
+		e = aw_kv_backfill(kv, &ctx, aw_cli_get(opts, "pattern"),
+				   atoi(aw_cli_get(opts, "rate")), &copied, &skipped, progress,
+				   "backfill", &err);
 		double secs = (double)(aw_clock_mono_ns() - t0) / 1e9;
 		if (isatty(2))
 			fputc('\n', stderr);
-		printf("backfill: %lld copied, %lld already present, %.2f s (%.0f keys/s)\n", copied,
-		       skipped, secs, secs > 0 ? (double)(copied + skipped) / secs : 0);
+		printf("backfill: %lld copied, %lld already present, %.2f s (%.0f keys/s)\n",
+		       copied, skipped, secs, secs > 0 ? (double)(copied + skipped) / secs : 0);
 	}
 	aw_kv_close(kv);
 	aw_store_close(s);

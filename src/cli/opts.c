@@ -16,7 +16,8 @@ void aw_cli_usage(const char *usage, const aw_opt *opts)
 		printf("\nOptions:\n");
 		for (const aw_opt *o = opts; o->name; o++) {
 			char left[64];
-			snprintf(left, sizeof left, "--%s%s", o->name, o->is_switch ? "" : " VALUE");
+			snprintf(left, sizeof left, "--%s%s", o->name,
+				 o->is_switch ? "" : " VALUE");
 			printf("  %-24s %s", left, o->help);
 			if (o->env)
 				printf(" [env %s]", o->env);
@@ -62,7 +63,8 @@ int aw_cli_parse(int argc, char **argv, aw_opt *opts, const char **pos, int *npo
 		}
 		if (o->is_switch) {
 			if (eq) {
-				fprintf(stderr, "awooop: E-CLI-001: --%s takes no value\n", o->name);
+				fprintf(stderr, "awooop: E-CLI-001: --%s takes no value\n",
+					o->name);
 				return AW_EXIT_USAGE;
 			}
 			o->value = "1";
@@ -97,13 +99,10 @@ int aw_cli_fail(aw_err e, const char *msg)
 	fprintf(stderr, "awooop: %s: %s\n", aw_err_code(e), msg && *msg ? msg : aw_err_title(e));
 	switch (e) {
 	case AW_E_CONFIG:
-	case AW_E_USAGE:
-		return AW_EXIT_USAGE;
+	case AW_E_USAGE: return AW_EXIT_USAGE;
 	case AW_E_STORE_UNAVAILABLE:
 	case AW_E_BUS_UNAVAILABLE:
-	case AW_E_CLIENT:
-		return AW_EXIT_UNREACHABLE;
-	default:
-		return AW_EXIT_FAIL;
+	case AW_E_CLIENT: return AW_EXIT_UNREACHABLE;
+	default: return AW_EXIT_FAIL;
 	}
 }

@@ -44,8 +44,7 @@ static void ensure_sqlite_dir(const char *url)
  * and verifies with the same ring); without them publishing answers
  * E-CONTRACT-010 and nothing is signed with a key that only one process has.
  */
-static aw_err load_publish_keys(const char *db, const char *file, aw_keyring **out,
-				aw_error *err)
+static aw_err load_publish_keys(const char *db, const char *file, aw_keyring **out, aw_error *err)
 {
 	const char *inline_keys = getenv("AWOOOP_PUBLISH_KEYS");
 	*out = NULL;
@@ -54,8 +53,10 @@ static aw_err load_publish_keys(const char *db, const char *file, aw_keyring **o
 	if (file)
 		return aw_keyring_from_file(file, out, err);
 	if (strncmp(db, "sqlite:", 7) != 0) {
-		aw_log(AW_LOG_WARN, NULL, "no contract publish keys: set AWOOOP_PUBLISH_KEYS or"
-					  " --publish-keys; publishing is disabled", NULL);
+		aw_log(AW_LOG_WARN, NULL,
+		       "no contract publish keys: set AWOOOP_PUBLISH_KEYS or"
+		       " --publish-keys; publishing is disabled",
+		       NULL);
 		return AW_OK;
 	}
 	char path[1024];
@@ -84,28 +85,33 @@ static int set_log_level(const char *lvl)
 int aw_cmd_serve(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"db", "AWOOOP_DB", "sqlite:./var/awooop.db", 0, "store URL: sqlite:PATH or postgresql://...", NULL},
-		{"listen", "AWOOOP_LISTEN", "127.0.0.1:8080", 0, "HTTP listen address IPv4:PORT", NULL},
-		{"redis", "AWOOOP_REDIS", NULL, 0, "redis://HOST:PORT (cluster shape; optional)", NULL},
+		{"db", "AWOOOP_DB", "sqlite:./var/awooop.db", 0,
+		 "store URL: sqlite:PATH or postgresql://...", NULL},
+		{"listen", "AWOOOP_LISTEN", "127.0.0.1:8080", 0, "HTTP listen address IPv4:PORT",
+		 NULL},
+		{"redis", "AWOOOP_REDIS", NULL, 0, "redis://HOST:PORT (cluster shape; optional)",
+		 NULL},
 		{"role", "AWOOOP_ROLE", "all", 0, "all|api|relay|worker", NULL},
 		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
 		{"pool-size", "AWOOOP_POOL_SIZE", "8", 0, "store connections", NULL},
 		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
-		{"relay-poll-ms", "AWOOOP_RELAY_POLL_MS", "1000", 0, "outbox relay safety-net poll", NULL},
+		{"relay-poll-ms", "AWOOOP_RELAY_POLL_MS", "1000", 0, "outbox relay safety-net poll",
+		 NULL},
 		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
 		 "contract publish key file (embedded default: var/publish-keys.json)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
-			      "usage: awooop serve [options]\n\n"
-			      "Runs the control plane. The default is the embedded shape: one\n"
-			      "process, SQLite at ./var/awooop.db, HTTP on 127.0.0.1:8080. On first\n"
-			      "start it prints a platform-admin API key once (or installs\n"
-			      "AWOOOP_BOOTSTRAP_KEY).\n\n"
-			      "Roles: all (default: API + outbox relay), api, relay (outbox relay\n"
-			      "only), worker (reserved for the run runtime).");
+	int rc = aw_cli_parse(
+		argc, argv, opts, pos, &npos,
+		"usage: awooop serve [options]\n\n"
+		"Runs the control plane. The default is the embedded shape: one\n"
+		"process, SQLite at ./var/awooop.db, HTTP on 127.0.0.1:8080. On first\n"
+		"start it prints a platform-admin API key once (or installs\n"
+		"AWOOOP_BOOTSTRAP_KEY).\n\n"
+		"Roles: all (default: API + outbox relay), api, relay (outbox relay\n"
+		"only), worker (reserved for the run runtime).");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if ((rc = set_log_level(aw_cli_get(opts, "log-level"))))
@@ -136,8 +142,7 @@ int aw_cmd_serve(int argc, char **argv)
 	ensure_sqlite_dir(db);
 	aw_error err = {0};
 	aw_store *store = NULL;
-	aw_store_opts so = {.pool_size = (int)pool,
-			    .auto_migrate = strncmp(db, "sqlite:", 7) == 0};
+	aw_store_opts so = {.pool_size = (int)pool, .auto_migrate = strncmp(db, "sqlite:", 7) == 0};
 	aw_err e = aw_store_open(db, &so, &store, &err);
 	if (!e)
 		e = aw_store_check_schema(store, &err);
@@ -197,9 +202,8 @@ int aw_cmd_serve(int argc, char **argv)
 	}
 	char port[16];
 	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
-	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store",
-	       aw_store_backend(store), "listen", aw_cli_get(opts, "listen"), "port", port,
-	       NULL);
+	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store", aw_store_backend(store),
+	       "listen", aw_cli_get(opts, "listen"), "port", port, NULL);
 
 	int sig = 0;
 	sigwait(&stop, &sig);
@@ -224,12 +228,13 @@ int aw_cmd_migrate(int argc, char **argv)
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
-			      "usage: awooop migrate --db URL [--app-role NAME]\n\n"
-			      "Applies pending schema migrations in one transaction. On PostgreSQL\n"
-			      "run it as the schema owner (superuser, or CREATEROLE with membership\n"
-			      "in the roles it creates); it creates the NOLOGIN role awooop_platform\n"
-			      "and the app role, and grants the app role what `serve` needs.");
+	int rc = aw_cli_parse(
+		argc, argv, opts, pos, &npos,
+		"usage: awooop migrate --db URL [--app-role NAME]\n\n"
+		"Applies pending schema migrations in one transaction. On PostgreSQL\n"
+		"run it as the schema owner (superuser, or CREATEROLE with membership\n"
+		"in the roles it creates); it creates the NOLOGIN role awooop_platform\n"
+		"and the app role, and grants the app role what `serve` needs.");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *db = aw_cli_get(opts, "db");

@@ -30,17 +30,19 @@ static void print_stats(const aw_redact_stats *st)
 int aw_cmd_redact(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"json", NULL, NULL, 1, "input is one JSON document; output stays valid JSON", NULL},
+		{"json", NULL, NULL, 1, "input is one JSON document; output stays valid JSON",
+		 NULL},
 		{"stats", NULL, NULL, 1, "print per-class counts to stderr", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
-			      "usage: awooop redact [--json] [--stats] < IN > OUT\n\n"
-			      "Replaces PII and secrets with [REDACTED:<class>]. Text is streamed,\n"
-			      "so input of any size works and a secret split across reads is\n"
-			      "still caught.");
+	int rc =
+		aw_cli_parse(argc, argv, opts, pos, &npos,
+			     "usage: awooop redact [--json] [--stats] < IN > OUT\n\n"
+			     "Replaces PII and secrets with [REDACTED:<class>]. Text is streamed,\n"
+			     "so input of any size works and a secret split across reads is\n"
+			     "still caught.");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	aw_error err = {0};
@@ -88,11 +90,12 @@ int aw_cmd_audit(int argc, char **argv)
 		{"json", NULL, NULL, 1, "verify: print the report as JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
-	const char *usage = "usage: awooop audit verify --project P [--db URL] [--json]\n"
-			    "       awooop audit export --project P [--db URL] [--action A] [--since TS]\n\n"
-			    "Reads the store directly. verify walks the project's hash chain and\n"
-			    "names the first deleted, altered or reordered record (exit 1 when the\n"
-			    "chain is broken). export prints the trail as JSON lines.";
+	const char *usage =
+		"usage: awooop audit verify --project P [--db URL] [--json]\n"
+		"       awooop audit export --project P [--db URL] [--action A] [--since TS]\n\n"
+		"Reads the store directly. verify walks the project's hash chain and\n"
+		"names the first deleted, altered or reordered record (exit 1 when the\n"
+		"chain is broken). export prints the trail as JSON lines.";
 	const char *pos[1];
 	int npos = 1;
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
@@ -121,9 +124,10 @@ int aw_cmd_audit(int argc, char **argv)
 		if (e)
 			return aw_cli_fail(e, err.msg);
 		if (aw_cli_get(opts, "json")) {
-			json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", project, "ok",
-					      rep.ok, "records", (json_int_t)rep.records, "break_seq",
-					      (json_int_t)rep.break_seq, "reason", rep.reason);
+			json_t *o =
+				json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", project, "ok",
+					  rep.ok, "records", (json_int_t)rep.records, "break_seq",
+					  (json_int_t)rep.break_seq, "reason", rep.reason);
 			json_dumpf(o, stdout, JSON_COMPACT);
 			fputc('\n', stdout);
 			json_decref(o);

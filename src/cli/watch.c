@@ -57,21 +57,25 @@ int aw_cmd_watch(int argc, char **argv)
 		{"redis", "AWOOOP_REDIS", NULL, 0, "redis://HOST:PORT for invalidations", NULL},
 		{"mode", NULL, "bounded", 0, "strict|bounded", NULL},
 		{"max-staleness-ms", NULL, "1000", 0, "bounded guard staleness", NULL},
-		{"interval-ms", NULL, "30000", 0, "fallback re-check (families but channel_event)", NULL},
+		{"interval-ms", NULL, "30000", 0, "fallback re-check (families but channel_event)",
+		 NULL},
 		{"calls-per-sec", NULL, "50", 0, "guarded calls per second", NULL},
-		{"duration-s", NULL, "0", 0, "stop after this many seconds (0: on SIGINT/SIGTERM)", NULL},
+		{"duration-s", NULL, "0", 0, "stop after this many seconds (0: on SIGINT/SIGTERM)",
+		 NULL},
 		{"call-log", NULL, NULL, 0, "file for (call start ns, revision) lines", NULL},
-		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0, "key file to verify signatures", NULL},
+		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
+		 "key file to verify signatures", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
-			      "usage: awooop watch --project P --family F --contract C [--db URL]\n"
-			      "                    [--redis URL] [--mode strict|bounded] [options]\n\n"
-			      "Prints {\"ts_ns\",\"revision_id\",\"source\"} whenever the active revision\n"
-			      "it observes changes. Verifies signatures with AWOOOP_PUBLISH_KEYS or\n"
-			      "--publish-keys (the embedded default reads var/publish-keys.json).");
+	int rc = aw_cli_parse(
+		argc, argv, opts, pos, &npos,
+		"usage: awooop watch --project P --family F --contract C [--db URL]\n"
+		"                    [--redis URL] [--mode strict|bounded] [options]\n\n"
+		"Prints {\"ts_ns\",\"revision_id\",\"source\"} whenever the active revision\n"
+		"it observes changes. Verifies signatures with AWOOOP_PUBLISH_KEYS or\n"
+		"--publish-keys (the embedded default reads var/publish-keys.json).");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *project = aw_cli_get(opts, "project"), *cid = aw_cli_get(opts, "contract");
@@ -93,14 +97,16 @@ int aw_cmd_watch(int argc, char **argv)
 	if (!getenv("AWOOOP_PUBLISH_KEYS") && !kf && strncmp(db, "sqlite:", 7) == 0) {
 		snprintf(kpath, sizeof kpath, "%s", db + 7);
 		char *slash = strrchr(kpath, '/');
-		snprintf(slash ? slash + 1 : kpath, sizeof kpath - (size_t)(slash ? slash + 1 - kpath : 0),
+		snprintf(slash ? slash + 1 : kpath,
+			 sizeof kpath - (size_t)(slash ? slash + 1 - kpath : 0),
 			 "publish-keys.json");
 		kf = kpath;
 	}
 	aw_err e = aw_store_open(db, &so, &s, &err);
 	if (!e)
-		e = getenv("AWOOOP_PUBLISH_KEYS") ? aw_keyring_from_env(getenv("AWOOOP_PUBLISH_KEYS"), &kr, &err)
-						  : aw_keyring_from_file(kf, &kr, &err);
+		e = getenv("AWOOOP_PUBLISH_KEYS")
+			    ? aw_keyring_from_env(getenv("AWOOOP_PUBLISH_KEYS"), &kr, &err)
+			    : aw_keyring_from_file(kf, &kr, &err);
 	if (!e)
 		e = aw_contracts_new(kr, &c, &err);
 	if (!e && aw_cli_get(opts, "redis"))

@@ -29,7 +29,7 @@ extern const struct {
 } aw_contract_schema_texts[];
 
 static const char *const families[] = {"policy_routing", "channel_event", "mcp_tool",
-				       "budget",         "approval",      "platform_resource"};
+				       "budget",	 "approval",	  "platform_resource"};
 #define NFAM 6
 
 struct aw_contracts {
@@ -44,7 +44,7 @@ int (*aw_contract_fault_hook)(const char *point);
 static const struct {
 	const char *from, *to, *via;
 } transitions[] = {
-	{"draft", "published", "publish"},   {"published", "active", "activate"},
+	{"draft", "published", "publish"},    {"published", "active", "activate"},
 	{"active", "superseded", "activate"}, {"published", "revoked", "revoke"},
 	{"active", "revoked", "revoke"},
 };
@@ -139,7 +139,8 @@ static aw_err check_target(const aw_ctx *ctx, const char *family, const char *co
 			       "family must be policy_routing, channel_event, mcp_tool, budget,"
 			       " approval or platform_resource");
 	if (!contract_id_ok(contract_id))
-		return aw_fail(err, AW_E_CONTRACT_ID, "contract id must match [a-z0-9][a-z0-9_.-]{0,62}");
+		return aw_fail(err, AW_E_CONTRACT_ID,
+			       "contract id must match [a-z0-9][a-z0-9_.-]{0,62}");
 	int platform = strcmp(ctx->project, AW_PLATFORM_PROJECT) == 0;
 	if (!strcmp(family, "platform_resource") &&
 	    (!platform || strcmp(contract_id, AW_TOPOLOGY_CONTRACT) != 0))
@@ -175,10 +176,12 @@ aw_err aw_contract_validate(const aw_contracts *c, const char *project, const ch
 			char ptr[64], why[160];
 			snprintf(ptr, sizeof ptr, "/tools/%zu/args_schema", i);
 			if (as && !aw_schema_supported(as, why, sizeof why))
-				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, ptr, "%s: %s", ptr, why);
+				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, ptr, "%s: %s", ptr,
+						  why);
 			for (size_t j = 0; j < i; j++) {
 				json_t *u = json_array_get(tools, j);
-				if (json_equal(json_object_get(t, "name"), json_object_get(u, "name")) &&
+				if (json_equal(json_object_get(t, "name"),
+					       json_object_get(u, "name")) &&
 				    json_equal(json_object_get(t, "provider"),
 					       json_object_get(u, "provider"))) {
 					snprintf(ptr, sizeof ptr, "/tools/%zu/name", i);
@@ -212,8 +215,8 @@ int aw_contract_verify(const aw_contracts *c, const aw_revision *r)
 	if (bad)
 		return -1;
 	char *tuple = signed_tuple(r->project_id, r, r->body_hash);
-	int ok = tuple && aw_keyring_verify(c->kr, r->sign_key_id, tuple, strlen(tuple),
-					    r->signature);
+	int ok = tuple &&
+		 aw_keyring_verify(c->kr, r->sign_key_id, tuple, strlen(tuple), r->signature);
 	free(tuple);
 	return ok ? 0 : -1;
 }
@@ -223,8 +226,8 @@ static void audit_tamper(aw_store *s, const aw_ctx *ctx, const aw_revision *r)
 {
 	aw_txn *t = NULL;
 	aw_error ignore;
-	json_t *p = json_pack("{s:s, s:s, s:s}", "family", r->family, "contract_id",
-			      r->contract_id, "stored_body_hash", r->body_hash);
+	json_t *p = json_pack("{s:s, s:s, s:s}", "family", r->family, "contract_id", r->contract_id,
+			      "stored_body_hash", r->body_hash);
 	if (aw_store_begin(s, ctx, AW_TXN_WRITE, &t, &ignore) == AW_OK) {
 		if (aw_audit_record(t, ctx, "contract.tamper_detected", r->revision_id, p, &ignore))
 			aw_store_rollback(t);
@@ -245,9 +248,8 @@ static json_t *audit_payload(const aw_revision *r)
 }
 
 /* Opens a write txn, locks the contract, loads the revision. */
-static aw_err begin_on(aw_store *s, const aw_ctx *ctx, const char *family,
-		       const char *contract_id, const char *rev, aw_txn **t, aw_revision *r,
-		       aw_error *err)
+static aw_err begin_on(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
+		       const char *rev, aw_txn **t, aw_revision *r, aw_error *err)
 {
 	aw_err e = check_target(ctx, family, contract_id, err);
 	if (e)
@@ -275,9 +277,9 @@ static aw_err finish(aw_txn *t, aw_err e, aw_error *err)
 
 /* ---------------------------------------------------------- operations */
 
-aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, const json_t *body,
-			  aw_revision *out, aw_error *err)
+aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, const json_t *body, aw_revision *out,
+			  aw_error *err)
 {
 	aw_err e = check_target(ctx, family, contract_id, err);
 	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
@@ -311,9 +313,9 @@ aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	return e;
 }
 
-aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, const char *rev,
-			  const json_t *body, aw_revision *out, aw_error *err)
+aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, const char *rev, const json_t *body,
+			  aw_revision *out, aw_error *err)
 {
 	aw_err e = check_target(ctx, family, contract_id, err);
 	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
@@ -347,9 +349,8 @@ aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	return e;
 }
 
-aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-		       const char *family, const char *contract_id, const char *rev,
-		       aw_revision *out, aw_error *err)
+aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+		       const char *contract_id, const char *rev, aw_revision *out, aw_error *err)
 {
 	(void)c;
 	aw_err e = check_target(ctx, family, contract_id, err);
@@ -365,8 +366,8 @@ aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	return e;
 }
 
-aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family,
-			const char *contract_id, aw_revision **out, int *n, aw_error *err)
+aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
+			aw_revision **out, int *n, aw_error *err)
 {
 	aw_err e = check_target(ctx, family, contract_id, err);
 	if (e)
@@ -430,8 +431,8 @@ typedef struct {
 } approval_policy;
 
 /* The project's active approval policy, verified, or the platform default. */
-static aw_err load_policy(const aw_contracts *c, aw_txn *t, const aw_ctx *ctx,
-			  approval_policy *p, aw_error *err)
+static aw_err load_policy(const aw_contracts *c, aw_txn *t, const aw_ctx *ctx, approval_policy *p,
+			  aw_error *err)
 {
 	*p = (approval_policy){NULL, 1, 86400, 0};
 	char rev[AW_UUID_STR_LEN + 1];
@@ -536,7 +537,8 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		goto done;
 	act.threshold = p.threshold;
 	for (int i = 0; i < nap; i++)
-		act.approvals += strcmp(ap[i].expires_at, now) > 0 && allowed(&p, ap[i].principal) &&
+		act.approvals += strcmp(ap[i].expires_at, now) > 0 &&
+				 allowed(&p, ap[i].principal) &&
 				 strcmp(ap[i].principal, r.published_by) != 0;
 	if (act.approvals < act.threshold) {
 		if (p.suggest) { /* record what would have happened, change nothing */
@@ -578,7 +580,8 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	memcpy(act.event_id, ev.event_id, sizeof act.event_id);
 	json_t *pl = audit_payload(&r);
 	json_object_set_new(pl, "old_revision_id",
-			    act.old_revision_id[0] ? json_string(act.old_revision_id) : json_null());
+			    act.old_revision_id[0] ? json_string(act.old_revision_id)
+						   : json_null());
 	json_object_set_new(pl, "approvals", json_integer(act.approvals));
 	json_object_set_new(pl, "event_id", json_string(ev.event_id));
 	e = aw_audit_record(t, ctx, "contract.activate", rev, pl, err);
@@ -599,9 +602,8 @@ done:
 	return e;
 }
 
-aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, const char *rev,
-			  aw_error *err)
+aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, const char *rev, aw_error *err)
 {
 	(void)c;
 	aw_txn *t = NULL;
@@ -642,9 +644,8 @@ aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	return e;
 }
 
-aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			  const char *family, const char *contract_id, aw_revision *out,
-			  aw_error *err)
+aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
+			  const char *contract_id, aw_revision *out, aw_error *err)
 {
 	aw_err e = check_target(ctx, family, contract_id, err);
 	if (e)
@@ -655,7 +656,8 @@ aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 		return e;
 	if (!(e = aw_store_active_get(t, family, contract_id, rev, err))) {
 		if (!rev[0])
-			e = aw_fail(err, AW_E_CONTRACT_NOT_FOUND, "the contract has no active revision");
+			e = aw_fail(err, AW_E_CONTRACT_NOT_FOUND,
+				    "the contract has no active revision");
 		else
 			e = aw_store_rev_get(t, family, contract_id, rev, out, err);
 	}
@@ -670,9 +672,8 @@ aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	return AW_OK;
 }
 
-aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family,
-			const char *contract_id, const char *a, const char *b, json_t **patch,
-			aw_error *err)
+aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
+			const char *a, const char *b, json_t **patch, aw_error *err)
 {
 	aw_revision ra = {0}, rb = {0};
 	aw_err e = aw_contract_get(NULL, s, ctx, family, contract_id, a, &ra, err);

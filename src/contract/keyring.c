@@ -124,7 +124,7 @@ aw_err aw_keyring_from_file(const char *path, aw_keyring **out, aw_error *err)
 	const char *id;
 	json_t *v;
 	if (!e) {
-		json_object_foreach(keys, id, v) {
+		json_object_foreach (keys, id, v) {
 			if (strcmp(id, cur) == 0)
 				continue;
 			if (!json_is_string(v)) {
@@ -185,8 +185,9 @@ aw_err aw_keyring_sign(const aw_keyring *k, const char *msg, size_t len, char *k
 		       size_t kid_cap, char *sig, aw_error *err)
 {
 	if (!k || !k->n)
-		return aw_fail(err, AW_E_CONTRACT_NO_KEY,
-			       "no publish key: set AWOOOP_PUBLISH_KEYS or AWOOOP_PUBLISH_KEYS_FILE");
+		return aw_fail(
+			err, AW_E_CONTRACT_NO_KEY,
+			"no publish key: set AWOOOP_PUBLISH_KEYS or AWOOOP_PUBLISH_KEYS_FILE");
 	uint8_t mac[AW_SHA256_LEN];
 	aw_hmac_sha256(k->keys[0].secret, k->keys[0].len, msg, len, mac);
 	aw_hex(mac, sizeof mac, sig);

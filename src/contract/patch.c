@@ -48,7 +48,8 @@ static const char **sorted_keys(const json_t *o, size_t *n)
 	json_t *v;
 	if (!keys)
 		return NULL;
-	json_object_foreach((json_t *)o, k, v) keys[i++] = k;
+	json_object_foreach ((json_t *)o, k, v)
+		keys[i++] = k;
 	qsort(keys, *n, sizeof *keys, cmp_str);
 	return keys;
 }

@@ -33,8 +33,8 @@ void aw_clock_format(int64_t epoch_ms, char *out)
 	gmtime_r(&secs, &tm);
 	char buf[64]; /* roomy: the compiler cannot see tm's fields are small */
 	snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-		 (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, ms);
+		 (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		 tm.tm_sec, ms);
 	memcpy(out, buf, AW_TS_LEN);
 	out[AW_TS_LEN] = '\0';
 }
@@ -50,11 +50,15 @@ int aw_clock_parse(const char *s, int64_t *epoch_ms)
 	char z;
 	if (strlen(s) != AW_TS_LEN)
 		return -1;
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &y, &mo, &d, &h, &mi, &sec, &ms,
-		   &z) != 8 || z != 'Z')
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &y, &mo, &d, &h, &mi, &sec, &ms, &z) != 8 ||
+	    z != 'Z')
 		return -1;
-	struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-			.tm_hour = h, .tm_min = mi, .tm_sec = sec};
+	struct tm tm = {.tm_year = y - 1900,
+			.tm_mon = mo - 1,
+			.tm_mday = d,
+			.tm_hour = h,
+			.tm_min = mi,
+			.tm_sec = sec};
 	time_t t = timegm(&tm);
 	*epoch_ms = (int64_t)t * 1000 + ms;
 	return 0;

@@ -46,8 +46,7 @@ int aw_err_from_code(const char *code, aw_err *out)
 	return -1;
 }
 
-static aw_err vfail(aw_error *err, aw_err e, const char *where, const char *fmt,
-		    va_list ap)
+static aw_err vfail(aw_error *err, aw_err e, const char *where, const char *fmt, va_list ap)
 {
 	if (!err)
 		return e;

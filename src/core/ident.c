@@ -42,8 +42,8 @@ int aw_ident_name_ok(const char *s)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			    (c >= '0' && c <= '9');
+		int alnum =
+			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
 			return 0;
 	}

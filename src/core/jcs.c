@@ -151,10 +151,19 @@ static int utf16_cmp(const char *a, const char *b)
 				*ns[w] = 0;
 				continue;
 			}
-			if (*s < 0x80) { cp = *s; len = 1; }
-			else if ((*s & 0xE0) == 0xC0) { cp = *s & 0x1F; len = 2; }
-			else if ((*s & 0xF0) == 0xE0) { cp = *s & 0x0F; len = 3; }
-			else { cp = *s & 0x07; len = 4; }
+			if (*s < 0x80) {
+				cp = *s;
+				len = 1;
+			} else if ((*s & 0xE0) == 0xC0) {
+				cp = *s & 0x1F;
+				len = 2;
+			} else if ((*s & 0xF0) == 0xE0) {
+				cp = *s & 0x0F;
+				len = 3;
+			} else {
+				cp = *s & 0x07;
+				len = 4;
+			}
 			for (int i = 1; i < len && s[i]; i++)
 				cp = cp << 6 | (s[i] & 0x3F);
 			*ps[w] = s + len;
@@ -221,7 +230,8 @@ static void emit(sb *b, const json_t *v)
 		}
 		const char *k;
 		json_t *x;
-		json_object_foreach((json_t *)v, k, x) keys[i++] = k;
+		json_object_foreach ((json_t *)v, k, x)
+			keys[i++] = k;
 		qsort(keys, n, sizeof *keys, key_cmp);
 		put(b, "{", 1);
 		for (i = 0; i < n; i++) {

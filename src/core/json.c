@@ -27,7 +27,7 @@ aw_err aw_json_only(const json_t *obj, const char *const *allowed, aw_error *err
 {
 	const char *key;
 	json_t *val;
-	json_object_foreach((json_t *)obj, key, val) {
+	json_object_foreach ((json_t *)obj, key, val) {
 		int ok = 0;
 		for (const char *const *a = allowed; *a; a++)
 			if (strcmp(*a, key) == 0)

@@ -15,7 +15,7 @@
 #include "awooop/clock.h"
 
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-				  0.05,   0.1,   0.25,   0.5,   1,    2.5};
+				 0.05,	 0.1,	0.25,	0.5,   1,    2.5};
 #define NB (sizeof buckets / sizeof buckets[0])
 
 enum kind { COUNTER, HISTOGRAM, GAUGE };
@@ -35,12 +35,9 @@ static series *head;
 static const struct {
 	const char *family, *help, *type;
 } families[] = {
-	{"awooop_http_requests_total", "HTTP requests by route, method and status.",
-	 "counter"},
-	{"awooop_http_request_duration_seconds", "HTTP request latency by route.",
-	 "histogram"},
-	{"awooop_store_query_duration_seconds", "Store statement latency by backend.",
-	 "histogram"},
+	{"awooop_http_requests_total", "HTTP requests by route, method and status.", "counter"},
+	{"awooop_http_request_duration_seconds", "HTTP request latency by route.", "histogram"},
+	{"awooop_store_query_duration_seconds", "Store statement latency by backend.", "histogram"},
 	{"awooop_store_errors_total", "Store statements that failed, by backend and code.",
 	 "counter"},
 	{"awooop_loop_last_tick_seconds",
@@ -80,13 +77,11 @@ static void observe(series *s, double v)
 			s->bucket[i]++;
 }
 
-void aw_metrics_http_observe(const char *method, const char *route, int status,
-			     double seconds)
+void aw_metrics_http_observe(const char *method, const char *route, int status, double seconds)
 {
 	char l[160];
 	pthread_mutex_lock(&mu);
-	snprintf(l, sizeof l, "route=\"%s\",method=\"%s\",status=\"%d\"", route, method,
-		 status);
+	snprintf(l, sizeof l, "route=\"%s\",method=\"%s\",status=\"%d\"", route, method, status);
 	series *c = get(families[0].family, COUNTER, l);
 	if (c)
 		c->value += 1;
@@ -102,8 +97,7 @@ void aw_metrics_store_observe(const char *backend, double seconds, aw_err result
 	snprintf(l, sizeof l, "backend=\"%s\"", backend);
 	observe(get(families[2].family, HISTOGRAM, l), seconds);
 	if (result != AW_OK) {
-		snprintf(l, sizeof l, "backend=\"%s\",code=\"%s\"", backend,
-			 aw_err_code(result));
+		snprintf(l, sizeof l, "backend=\"%s\",code=\"%s\"", backend, aw_err_code(result));
 		series *c = get(families[3].family, COUNTER, l);
 		if (c)
 			c->value += 1;

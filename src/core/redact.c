@@ -42,60 +42,72 @@ static int digits_phone_ok(const char *s, size_t n);
 static int ipv6_ok(const char *s, size_t n);
 
 static const struct cls_def {
-	const char *hs;   /* prefilter: cheap, may be broader than pcre */
+	const char *hs;	  /* prefilter: cheap, may be broader than pcre */
 	const char *pcre; /* exact; group 1 (if any) is the part replaced */
-	size_t back;      /* max distance from match start to a prefilter end */
-	size_t fwd;       /* max distance a match extends past a prefilter end */
-	validator ok;     /* on the replaced part */
+	size_t back;	  /* max distance from match start to a prefilter end */
+	size_t fwd;	  /* max distance a match extends past a prefilter end */
+	validator ok;	  /* on the replaced part */
 } defs[AW_RC__COUNT] = {
-	[AW_RC_EMAIL] = {"[A-Za-z0-9._%+-]@[A-Za-z0-9]",
-			 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
-			 72, 300, NULL},
+	[AW_RC_EMAIL] =
+		{"[A-Za-z0-9._%+-]@[A-Za-z0-9]",
+		 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
+		 72, 300, NULL},
 	/* phone, card, ipv4 and ipv6 have no Hyperscan prefilter: they are found
 	   by the shape scanner below (Hyperscan is slow on the character-class
 	   runs and one-byte literals they are made of, in digit-rich log text) */
-	[AW_RC_PHONE] = {NULL,
-			 "(?<![\\w+.-])(?:\\+[1-9][0-9 ().-]{6,20}[0-9]|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\d{3}[.-]\\d{3}[.-]\\d{4}|0\\d{1,4}[ -]\\d{3,4}[ -]\\d{3,4})(?![\\w.-]?\\d)",
-			 32, 32, digits_phone_ok},
-	[AW_RC_CARD] = {NULL,
-			"(?<![\\d-])[2-6](?:[ -]?\\d){12,18}(?![\\d])", 40, 40, luhn_ok},
-	[AW_RC_IPV4] = {NULL,
-			"(?<![\\d.])(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(?:\\.(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}(?!\\.?\\d)",
-			16, 16, NULL},
-	[AW_RC_IPV6] = {NULL,
-			"(?<![\\w:.])[0-9A-Fa-f:.]{1,44}[0-9A-Fa-f:](?![\\w:])", 48, 48, ipv6_ok},
-	[AW_RC_AWS_KEY_ID] = {"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}",
-			      "(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])",
-			      20, 4, NULL},
-	[AW_RC_AWS_SECRET] = {"(?i)aws[A-Za-z0-9_ .-]{0,20}(?:secret|sk|key)[A-Za-z0-9_ .-]{0,20}[\"']?\\s*[:=]\\s*[\"']?[A-Za-z0-9/+=]{40}",
-			      "(?i:aws)[A-Za-z0-9_ .-]{0,20}(?i:secret|sk|key)[A-Za-z0-9_ .-]{0,20}[\"']?\\s*[:=]\\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
-			      140, 4, NULL},
-	[AW_RC_GITHUB] = {"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22}",
-			  "(?<![A-Za-z0-9_])(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,244})(?![A-Za-z0-9_])",
-			  40, 260, NULL},
-	[AW_RC_SLACK] = {"xox[bpeasr]-[A-Za-z0-9-]{10}|xapp-\\d-[A-Za-z0-9-]{10}",
-			 "(?<![A-Za-z0-9-])(?:xox[bpeasr]-[A-Za-z0-9-]{10,250}|xapp-\\d-[A-Za-z0-9-]{10,250})",
-			 20, 260, NULL},
+	[AW_RC_PHONE] =
+		{NULL,
+		 "(?<![\\w+.-])(?:\\+[1-9][0-9 ().-]{6,20}[0-9]|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\d{3}[.-]\\d{3}[.-]\\d{4}|0\\d{1,4}[ -]\\d{3,4}[ -]\\d{3,4})(?![\\w.-]?\\d)",
+		 32, 32, digits_phone_ok},
+	[AW_RC_CARD] = {NULL, "(?<![\\d-])[2-6](?:[ -]?\\d){12,18}(?![\\d])", 40, 40, luhn_ok},
+	[AW_RC_IPV4] =
+		{NULL,
+		 "(?<![\\d.])(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(?:\\.(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}(?!\\.?\\d)",
+		 16, 16, NULL},
+	[AW_RC_IPV6] = {NULL, "(?<![\\w:.])[0-9A-Fa-f:.]{1,44}[0-9A-Fa-f:](?![\\w:])", 48, 48,
+			ipv6_ok},
+	[AW_RC_AWS_KEY_ID] =
+		{"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}",
+		 "(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])", 20, 4,
+		 NULL},
+	[AW_RC_AWS_SECRET] =
+		{"(?i)aws[A-Za-z0-9_ .-]{0,20}(?:secret|sk|key)[A-Za-z0-9_ .-]{0,20}[\"']?\\s*[:=]\\s*[\"']?[A-Za-z0-9/+=]{40}",
+		 "(?i:aws)[A-Za-z0-9_ .-]{0,20}(?i:secret|sk|key)[A-Za-z0-9_ .-]{0,20}[\"']?\\s*[:=]\\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+		 140, 4, NULL},
+	[AW_RC_GITHUB] =
+		{"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22}",
+		 "(?<![A-Za-z0-9_])(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,244})(?![A-Za-z0-9_])",
+		 40, 260, NULL},
+	[AW_RC_SLACK] =
+		{"xox[bpeasr]-[A-Za-z0-9-]{10}|xapp-\\d-[A-Za-z0-9-]{10}",
+		 "(?<![A-Za-z0-9-])(?:xox[bpeasr]-[A-Za-z0-9-]{10,250}|xapp-\\d-[A-Za-z0-9-]{10,250})",
+		 20, 260, NULL},
 	[AW_RC_SLACK_WEBHOOK] = {"hooks\\.slack\\.com/services/",
-				 "https?://hooks\\.slack\\.com/services/[A-Za-z0-9_/-]{8,200}", 40, 210,
-				 NULL},
-	[AW_RC_JWT] = {"eyJ[A-Za-z0-9_-]{4,}\\.eyJ",
-		       "(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,1024}\\.eyJ[A-Za-z0-9_-]{2,8192}\\.[A-Za-z0-9_-]{0,1024}(?![A-Za-z0-9_-])",
-		       1040, 9300, NULL},
-	[AW_RC_PEM] = {"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----",
-		       "-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\\z)",
-		       64, AW_REDACT_MAX_HOLD, NULL},
-	[AW_RC_AUTH_HEADER] = {"(?i)authorization[\"']?\\s*[:=]|bearer\\s+[A-Za-z0-9._~+/-]{8}",
-			       "(?i)(?:\\bauthorization\\b[\"']?\\s*[:=]\\s*[\"']?(?:(?:bearer|basic|token|digest|apikey)\\s+)?|\\bbearer\\s+)(?!\\[REDACTED:)([A-Za-z0-9._~+/=-]{8,4096})",
-			       80, 4200, NULL},
-	[AW_RC_URL_CREDS] = {"://[^\\s:/?#@\"'<>]+:[^\\s/?#@\"'<>]+@",
-			     "\\b[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\\s:/?#@\"'<>]{1,256}:[^\\s/?#@\"'<>]{1,256})@",
-			     540, 4, NULL},
-	[AW_RC_ASSIGNMENT] = {"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[\"']?\\s*(?:=|:|=>)",
-			      "(?i)\\b(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[\"']?\\s*(?:=>|=|:)\\s*[\"']?(?!\\[REDACTED:)([^\\s\"',;&<>]{3,512})",
-			      80, 530, NULL},
+				 "https?://hooks\\.slack\\.com/services/[A-Za-z0-9_/-]{8,200}", 40,
+				 210, NULL},
+	[AW_RC_JWT] =
+		{"eyJ[A-Za-z0-9_-]{4,}\\.eyJ",
+		 "(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,1024}\\.eyJ[A-Za-z0-9_-]{2,8192}\\.[A-Za-z0-9_-]{0,1024}(?![A-Za-z0-9_-])",
+		 1040, 9300, NULL},
+	[AW_RC_PEM] =
+		{"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----",
+		 "-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\\z)",
+		 64, AW_REDACT_MAX_HOLD, NULL},
+	[AW_RC_AUTH_HEADER] =
+		{"(?i)authorization[\"']?\\s*[:=]|bearer\\s+[A-Za-z0-9._~+/-]{8}",
+		 "(?i)(?:\\bauthorization\\b[\"']?\\s*[:=]\\s*[\"']?(?:(?:bearer|basic|token|digest|apikey)\\s+)?|\\bbearer\\s+)(?!\\[REDACTED:)([A-Za-z0-9._~+/=-]{8,4096})",
+		 80, 4200, NULL},
+	[AW_RC_URL_CREDS] =
+		{"://[^\\s:/?#@\"'<>]+:[^\\s/?#@\"'<>]+@",
+		 "\\b[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\\s:/?#@\"'<>]{1,256}:[^\\s/?#@\"'<>]{1,256})@",
+		 540, 4, NULL},
+	[AW_RC_ASSIGNMENT] =
+		{"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[\"']?\\s*(?:=|:|=>)",
+		 "(?i)\\b(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[\"']?\\s*(?:=>|=|:)\\s*[\"']?(?!\\[REDACTED:)([^\\s\"',;&<>]{3,512})",
+		 80, 530, NULL},
 	[AW_RC_AWOOOP_KEY] = {"awk_[A-Za-z0-9_-]{43}",
-			      "(?<![A-Za-z0-9_-])awk_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", 48, 4, NULL},
+			      "(?<![A-Za-z0-9_-])awk_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", 48, 4,
+			      NULL},
 	[AW_RC_SENSITIVE_FIELD] = {NULL, NULL, 0, 0, NULL},
 };
 
@@ -200,8 +212,8 @@ static void compile_all(void)
 			continue;
 		int ec;
 		PCRE2_SIZE eo;
-		pcre[c] = pcre2_compile((PCRE2_SPTR)defs[c].pcre, PCRE2_ZERO_TERMINATED, 0, &ec, &eo,
-					NULL);
+		pcre[c] = pcre2_compile((PCRE2_SPTR)defs[c].pcre, PCRE2_ZERO_TERMINATED, 0, &ec,
+					&eo, NULL);
 		if (!pcre[c]) {
 			PCRE2_UCHAR msg[128];
 			pcre2_get_error_message(ec, msg, sizeof msg);
@@ -476,7 +488,8 @@ static aw_err scan(const char *buf, size_t len, scan_ctx *sc)
 	for (size_t off = 0; off < len;) {
 		size_t n = len - off > slice ? slice : len - off;
 		sc->base = off;
-		hs_error_t rc = hs_scan(hs_db, buf + off, (unsigned)n, 0, sc->tls->scratch, on_hs, sc);
+		hs_error_t rc =
+			hs_scan(hs_db, buf + off, (unsigned)n, 0, sc->tls->scratch, on_hs, sc);
 		if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED)
 			return AW_E_INTERNAL;
 		if (sc->oom)
@@ -556,11 +569,12 @@ char *aw_redact_str(const char *in)
 
 int aw_redact_sensitive_key(const char *key)
 {
-	static const char *const exact[] = {"authorization", "cookie", "setcookie", "sessionid",
-					    "passphrase", "credential", "credentials", NULL};
-	static const char *const suffix[] = {"password", "passwd", "secret", "token", "apikey",
-					     "privatekey", "accesskey", "secretkey", "credential",
-					     "credentials", "signingkey", NULL};
+	static const char *const exact[] = {"authorization", "cookie",	   "setcookie",
+					    "sessionid",     "passphrase", "credential",
+					    "credentials",   NULL};
+	static const char *const suffix[] = {"password",   "passwd",	  "secret",	"token",
+					     "apikey",	   "privatekey",  "accesskey",	"secretkey",
+					     "credential", "credentials", "signingkey", NULL};
 	char norm[128];
 	size_t n = 0;
 	for (const char *p = key; *p && n < sizeof norm - 1; p++) {
@@ -603,7 +617,7 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
 	if (json_is_array(v)) {
 		size_t i;
 		json_t *x;
-		json_array_foreach(v, i, x) {
+		json_array_foreach (v, i, x) {
 			aw_err e = walk(x, st, depth + 1);
 			if (e)
 				return e;
@@ -620,14 +634,15 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
 	void *tmp;
 	json_t *renamed = NULL;
 	aw_err e = AW_OK;
-	json_object_foreach_safe(v, tmp, key, x) {
+	json_object_foreach_safe (v, tmp, key, x) {
 		char *rk = NULL;
 		size_t rn = 0;
 		if ((e = aw_redact_text(key, strlen(key), &rk, &rn, st)))
 			break;
 		if (aw_redact_sensitive_key(key) || aw_redact_sensitive_key(rk)) {
 			if (!json_is_null(x)) {
-				json_object_set_new(v, key, json_string("[REDACTED:sensitive_field]"));
+				json_object_set_new(v, key,
+						    json_string("[REDACTED:sensitive_field]"));
 				x = json_object_get(v, key);
 				if (st)
 					st->count[AW_RC_SENSITIVE_FIELD]++;
@@ -662,7 +677,6 @@ aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats)
 }
 
 /* -------------------------------------------------------------- streaming */
-
 
 struct aw_redact_stream {
 	aw_redact_sink sink;

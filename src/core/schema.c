@@ -36,9 +36,9 @@ struct aw_schema {
 
 /* ------------------------------------------------------------ compile */
 
-static const char *const annotations[] = {"$schema", "$id", "$comment", "title", "description",
-					  "default", "examples", "readOnly", "writeOnly",
-					  "definitions", NULL};
+static const char *const annotations[] = {"$schema",	 "$id",		"$comment", "title",
+					  "description", "default",	"examples", "readOnly",
+					  "writeOnly",	 "definitions", NULL};
 
 static int is_annotation(const char *k)
 {
@@ -65,8 +65,8 @@ static int add_regex(walk_ctx *w, const char *src, const char *ptr)
 {
 	int ec;
 	PCRE2_SIZE eo;
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &eo,
-				       NULL);
+	pcre2_code *re =
+		pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &eo, NULL);
 	if (!re)
 		return fail_walk(w, ptr, "invalid regular expression", src);
 	if (!w->s) {
@@ -98,7 +98,7 @@ static int walk_map(walk_ctx *w, const json_t *m, const char *ptr, const char *k
 		return fail_walk(w, ptr, kw, "must be an object");
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)m, k, v) {
+	json_object_foreach ((json_t *)m, k, v) {
 		char p[512];
 		snprintf(p, sizeof p, "%s/%s/%s", ptr, kw, k);
 		if (keys_are_regex && add_regex(w, k, p))
@@ -115,7 +115,7 @@ static int walk_list(walk_ctx *w, const json_t *a, const char *ptr, const char *
 		return fail_walk(w, ptr, kw, "must be a non-empty array");
 	size_t i;
 	json_t *v;
-	json_array_foreach((json_t *)a, i, v) {
+	json_array_foreach ((json_t *)a, i, v) {
 		char p[512];
 		snprintf(p, sizeof p, "%s/%s/%zu", ptr, kw, i);
 		if (walk_schema(w, v, p, depth + 1))
@@ -142,7 +142,7 @@ static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int dept
 		return fail_walk(w, ptr, "a schema must be an object or a boolean", "");
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)sch, k, v) {
+	json_object_foreach ((json_t *)sch, k, v) {
 		char p[512];
 		snprintf(p, sizeof p, "%s/%s", ptr, k);
 		if (is_annotation(k)) {
@@ -162,19 +162,22 @@ static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int dept
 			if (walk_schema(w, v, p, depth + 1))
 				return -1;
 		} else if (!strcmp(k, "items")) {
-			if (json_is_array(v) ? (json_array_size(v) && walk_list(w, v, ptr, k, depth))
-					     : walk_schema(w, v, p, depth + 1))
+			if (json_is_array(v)
+				    ? (json_array_size(v) && walk_list(w, v, ptr, k, depth))
+				    : walk_schema(w, v, p, depth + 1))
 				return -1;
 		} else if (!strcmp(k, "allOf") || !strcmp(k, "anyOf") || !strcmp(k, "oneOf")) {
 			if (walk_list(w, v, ptr, k, depth))
 				return -1;
 		} else if (!strcmp(k, "type")) {
-			static const char *const names[] = {"object", "array",  "string", "boolean",
-							    "null",   "number", "integer", NULL};
+			static const char *const names[] = {"object",  "array", "string",
+							    "boolean", "null",	"number",
+							    "integer", NULL};
 			json_t *one = json_is_string(v) ? v : NULL;
 			size_t n = json_is_array(v) ? json_array_size(v) : one ? 1 : 0;
 			if (!n)
-				return fail_walk(w, p, "type", "must be a type name or an array of them");
+				return fail_walk(w, p, "type",
+						 "must be a type name or an array of them");
 			for (size_t i = 0; i < n; i++) {
 				const char *t = json_string_value(one ? one : json_array_get(v, i));
 				int known = 0;
@@ -208,8 +211,9 @@ static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int dept
 			json_t *x;
 			if (!json_is_array(v))
 				return fail_walk(w, p, k, "must be an array of strings");
-			json_array_foreach(v, i, x) if (!json_is_string(x)) return fail_walk(
-				w, p, k, "must be an array of strings");
+			json_array_foreach (v, i, x)
+				if (!json_is_string(x))
+					return fail_walk(w, p, k, "must be an array of strings");
 		} else if (!strcmp(k, "pattern")) {
 			if (!json_is_string(v))
 				return fail_walk(w, p, k, "must be a string");
@@ -218,7 +222,8 @@ static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int dept
 		} else if (!strcmp(k, "$ref")) {
 			const char *r = json_string_value(v);
 			if (!r || r[0] != '#')
-				return fail_walk(w, p, "unsupported $ref (only local '#...')", r ? r : "");
+				return fail_walk(w, p, "unsupported $ref (only local '#...')",
+						 r ? r : "");
 		} else {
 			return fail_walk(w, p, "unsupported keyword", k);
 		}
@@ -312,7 +317,7 @@ static int jequal(const json_t *a, const json_t *b)
 			return 0;
 		const char *k;
 		json_t *v;
-		json_object_foreach((json_t *)a, k, v) {
+		json_object_foreach ((json_t *)a, k, v) {
 			json_t *o = json_object_get(b, k);
 			if (!o || !jequal(v, o))
 				return 0;
@@ -478,10 +483,12 @@ static void validate_numeric(vctx *c, const json_t *inst, const json_t *sch, con
 			ok = json_integer_value(inst) % json_integer_value(v) == 0;
 		} else {
 			double q = x / json_number_value(v);
-			ok = isfinite(q) && fabs(q - nearbyint(q)) < 1e-9 * (fabs(q) > 1 ? fabs(q) : 1);
+			ok = isfinite(q) &&
+			     fabs(q - nearbyint(q)) < 1e-9 * (fabs(q) > 1 ? fabs(q) : 1);
 		}
 		if (!ok)
-			report(c, ptr, "multipleOf", "must be a multiple of %g", json_number_value(v));
+			report(c, ptr, "multipleOf", "must be a multiple of %g",
+			       json_number_value(v));
 	}
 }
 
@@ -512,7 +519,8 @@ static void validate_array(vctx *c, const json_t *inst, const json_t *sch, const
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = i + 1; j < n; j++)
 				if (jequal(json_array_get(inst, i), json_array_get(inst, j))) {
-					report(c, ptr, "uniqueItems", "items %zu and %zu are equal", i, j);
+					report(c, ptr, "uniqueItems", "items %zu and %zu are equal",
+					       i, j);
 					i = j = n;
 				}
 	}
@@ -526,7 +534,8 @@ static void validate_array(vctx *c, const json_t *inst, const json_t *sch, const
 		for (size_t i = 0; i < n; i++) {
 			snprintf(p, sizeof p, "%s/%zu", ptr, i);
 			if (i < k)
-				validate(c, json_array_get(inst, i), json_array_get(items, i), p, depth + 1);
+				validate(c, json_array_get(inst, i), json_array_get(items, i), p,
+					 depth + 1);
 			else if (add)
 				validate(c, json_array_get(inst, i), add, p, depth + 1);
 
@@ -549,13 +558,15 @@ static void validate_object(vctx *c, const json_t *inst, const json_t *sch, cons
 	size_t n = json_object_size(inst);
 	json_t *v;
 	if ((v = json_object_get(sch, "minProperties")) && n < (size_t)json_number_value(v))
-		report(c, ptr, "minProperties", "must have at least %g members", json_number_value(v));
+		report(c, ptr, "minProperties", "must have at least %g members",
+		       json_number_value(v));
 	if ((v = json_object_get(sch, "maxProperties")) && n > (size_t)json_number_value(v))
-		report(c, ptr, "maxProperties", "must have at most %g members", json_number_value(v));
+		report(c, ptr, "maxProperties", "must have at most %g members",
+		       json_number_value(v));
 	if ((v = json_object_get(sch, "required"))) {
 		size_t i;
 		json_t *r;
-		json_array_foreach(v, i, r) {
+		json_array_foreach (v, i, r) {
 			if (!json_object_get(inst, json_string_value(r))) {
 				char p[512];
 				ptr_join(p, sizeof p, ptr, json_string_value(r));
@@ -568,7 +579,7 @@ static void validate_object(vctx *c, const json_t *inst, const json_t *sch, cons
 	json_t *add = json_object_get(sch, "additionalProperties");
 	const char *k;
 	json_t *x;
-	json_object_foreach((json_t *)inst, k, x) {
+	json_object_foreach ((json_t *)inst, k, x) {
 		char p[512];
 		ptr_join(p, sizeof p, ptr, k);
 		int matched = 0;
@@ -580,7 +591,7 @@ static void validate_object(vctx *c, const json_t *inst, const json_t *sch, cons
 		if (pprops) {
 			const char *pk;
 			json_t *psch;
-			json_object_foreach(pprops, pk, psch) {
+			json_object_foreach (pprops, pk, psch) {
 				if (re_match(c->s, pk, k, strlen(k))) {
 					matched = 1;
 					validate(c, x, psch, p, depth + 1);
@@ -589,7 +600,8 @@ static void validate_object(vctx *c, const json_t *inst, const json_t *sch, cons
 		}
 		if (!matched && add) {
 			if (json_is_false(add))
-				report(c, p, "additionalProperties", "is not allowed (unknown field)");
+				report(c, p, "additionalProperties",
+				       "is not allowed (unknown field)");
 			else
 				validate(c, x, add, p, depth + 1);
 		}
@@ -625,12 +637,14 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *
 		} else {
 			size_t i;
 			json_t *t;
-			json_array_foreach(v, i, t) ok |= type_matches(inst, json_string_value(t));
+			json_array_foreach (v, i, t)
+				ok |= type_matches(inst, json_string_value(t));
 		}
 		if (!ok) {
 			char want[96];
 			snprintf(want, sizeof want, "%s",
-				 json_is_string(v) ? json_string_value(v) : "one of the listed types");
+				 json_is_string(v) ? json_string_value(v)
+						   : "one of the listed types");
 			report(c, ptr, "type", "must be %s, not %s", want, type_name(inst));
 			return c->n - before; /* the rest would only repeat it */
 		}
@@ -657,7 +671,7 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *
 	if ((v = json_object_get(sch, "allOf"))) {
 		size_t i;
 		json_t *sub;
-		json_array_foreach(v, i, sub) {
+		json_array_foreach (v, i, sub) {
 			validate(c, inst, sub, ptr, depth + 1);
 			FAIL_OR_CONTINUE();
 		}
@@ -682,8 +696,7 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *
 	return c->n - before;
 }
 
-int aw_schema_validate(const aw_schema *s, const json_t *instance, aw_schema_error *errs,
-		       int max)
+int aw_schema_validate(const aw_schema *s, const json_t *instance, aw_schema_error *errs, int max)
 {
 	long steps = 0;
 	vctx c = {s, errs, max, 0, 0, &steps};

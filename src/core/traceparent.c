@@ -89,6 +89,5 @@ void aw_trace_child(const aw_trace *in, aw_trace *out)
 
 void aw_trace_format(const aw_trace *t, char *out)
 {
-	snprintf(out, AW_TRACEPARENT_LEN + 1, "00-%s-%s-%02x", t->trace_id, t->span_id,
-		 t->flags);
+	snprintf(out, AW_TRACEPARENT_LEN + 1, "00-%s-%s-%02x", t->trace_id, t->span_id, t->flags);
 }

@@ -48,8 +48,8 @@ void aw_uuid_format(const aw_uuid *u, char *out)
 {
 	char hex[33];
 	aw_hex(u->b, 16, hex);
-	snprintf(out, AW_UUID_STR_LEN + 1, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8,
-		 hex + 12, hex + 16, hex + 20);
+	snprintf(out, AW_UUID_STR_LEN + 1, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12,
+		 hex + 16, hex + 20);
 }
 
 void aw_uuid7_str(char *out)

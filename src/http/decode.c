@@ -33,8 +33,7 @@ out:
 	return e;
 }
 
-aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out,
-			    aw_error *err)
+aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err)
 {
 	static const char *const allowed[] = {"name", "scope", NULL};
 	json_t *o = NULL;

@@ -21,8 +21,10 @@ static json_t *revision_json(const aw_revision *r)
 		return NULL;
 	const struct {
 		const char *k, *v;
-	} opt[] = {{"body_hash", r->body_hash},       {"signature", r->signature},
-		   {"key_id", r->sign_key_id},        {"published_at", r->published_at},
+	} opt[] = {{"body_hash", r->body_hash},
+		   {"signature", r->signature},
+		   {"key_id", r->sign_key_id},
+		   {"published_at", r->published_at},
 		   {"published_by", r->published_by}};
 	for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
 		json_object_set_new(o, opt[i].k, opt[i].v[0] ? json_string(opt[i].v) : json_null());
@@ -51,8 +53,8 @@ void aw_h_contract_create(aw_req *r)
 	aw_err e = aw_decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
 	aw_revision rev = {0};
 	if (!e)
-		e = aw_contract_create(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5], body,
-				       &rev, &err);
+		e = aw_contract_create(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
+				       body, &rev, &err);
 	json_decref(body);
 	if (e)
 		return reply_err(r, e, &err);
@@ -110,8 +112,9 @@ void aw_h_contract_get(aw_req *r)
 		return reply_err(r, e, &err);
 	json_t *o = revision_json(&rev);
 	if (o && rev.signature[0]) /* inspection shows, use refuses */
-		json_object_set_new(o, "verified",
-				    json_boolean(aw_contract_verify(r->opts->contracts, &rev) == 0));
+		json_object_set_new(
+			o, "verified",
+			json_boolean(aw_contract_verify(r->opts->contracts, &rev) == 0));
 	aw_revision_clear(&rev);
 	aw_reply_json(r, 200, o);
 }
@@ -160,9 +163,10 @@ void aw_h_contract_action(aw_req *r)
 		aw_approval a;
 		if ((e = aw_contract_approve(reg, r->store, &c, fam, cid, rev, &a, &err)))
 			return reply_err(r, e, &err);
-		aw_reply_json(r, 201, json_pack("{s:s, s:s, s:s, s:s}", "revision_id", rev, "principal",
-						 a.principal, "approved_at", a.approved_at,
-						 "expires_at", a.expires_at));
+		aw_reply_json(r, 201,
+			      json_pack("{s:s, s:s, s:s, s:s}", "revision_id", rev, "principal",
+					a.principal, "approved_at", a.approved_at, "expires_at",
+					a.expires_at));
 	} else if (!strcmp(action, "activate")) {
 		aw_activation act;
 		if ((e = aw_contract_activate(reg, r->store, &c, fam, cid, rev, &act, &err)))
@@ -171,13 +175,16 @@ void aw_h_contract_action(aw_req *r)
 				      act.activated, "suggested", act.suggested, "approvals",
 				      act.approvals, "threshold", act.threshold);
 		json_object_set_new(o, "old_revision_id",
-				    act.old_revision_id[0] ? json_string(act.old_revision_id) : json_null());
-		json_object_set_new(o, "event_id", act.event_id[0] ? json_string(act.event_id) : json_null());
+				    act.old_revision_id[0] ? json_string(act.old_revision_id)
+							   : json_null());
+		json_object_set_new(o, "event_id",
+				    act.event_id[0] ? json_string(act.event_id) : json_null());
 		aw_reply_json(r, act.activated ? 200 : 202, o);
 	} else {
 		if ((e = aw_contract_revoke(reg, r->store, &c, fam, cid, rev, &err)))
 			return reply_err(r, e, &err);
-		aw_reply_json(r, 200, json_pack("{s:s, s:s}", "revision_id", rev, "state", "revoked"));
+		aw_reply_json(r, 200,
+			      json_pack("{s:s, s:s}", "revision_id", rev, "state", "revoked"));
 	}
 }
 
@@ -188,8 +195,8 @@ void aw_h_contract_active(aw_req *r)
 	if (scope_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	aw_revision rev = {0};
-	aw_err e = aw_contract_active(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5], &rev,
-				      &err);
+	aw_err e = aw_contract_active(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
+				      &rev, &err);
 	if (e)
 		return reply_err(r, e, &err);
 	aw_reply_json(r, 200, revision_json(&rev));

@@ -21,10 +21,10 @@ static json_t *project_json(const aw_project *p)
 
 static json_t *key_json(const aw_apikey *k)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "key_id", k->key_id,
-			      "project", k->project_id, "name", k->name, "scope",
-			      aw_scope_name(k->scope), "prefix", k->key_prefix, "created_at",
-			      k->created_at, "created_by", k->created_by);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "key_id", k->key_id, "project",
+			      k->project_id, "name", k->name, "scope", aw_scope_name(k->scope),
+			      "prefix", k->key_prefix, "created_at", k->created_at, "created_by",
+			      k->created_by);
 	if (o)
 		json_object_set_new(o, "revoked_at",
 				    k->revoked_at[0] ? json_string(k->revoked_at) : json_null());
@@ -238,7 +238,8 @@ void aw_h_audit_list(aw_req *r)
 	if (body) {
 		char next[24];
 		snprintf(next, sizeof next, "%lld", n ? (long long)rows[n - 1].seq : 0LL);
-		json_object_set_new(body, "next_cursor", n == limit ? json_string(next) : json_null());
+		json_object_set_new(body, "next_cursor",
+				    n == limit ? json_string(next) : json_null());
 	}
 	aw_audit_rows_free(rows, n);
 	aw_reply_json(r, 200, body);

@@ -62,8 +62,7 @@ typedef struct {
 } aw_key_create_req;
 aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
 				aw_error *err);
-aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out,
-			    aw_error *err);
+aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err);
 
 /* ---- handlers ---- */
 void aw_h_healthz(aw_req *r);

@@ -21,8 +21,10 @@ static const struct {
 	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list},
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke},
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list},
-	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions", aw_h_contract_create},
-	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/revisions", aw_h_contract_list},
+	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",
+	 aw_h_contract_create},
+	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",
+	 aw_h_contract_list},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}",
 	 aw_h_contract_get},
 	{"PUT", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}",
@@ -31,7 +33,8 @@ static const struct {
 	 aw_h_contract_diff},
 	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}/{action}",
 	 aw_h_contract_action},
-	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/active", aw_h_contract_active},
+	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/active",
+	 aw_h_contract_active},
 };
 
 static int match(const char *tmpl, aw_req *r)

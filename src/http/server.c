@@ -45,8 +45,8 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 
 void aw_reply_text(aw_req *r, int status, const char *ctype, const char *text)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
 	if (resp)
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	queue(r, status, resp);
@@ -89,8 +89,7 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 	snprintf(type, sizeof type, "https://awooop.dev/errors/%s", aw_err_code(e));
 	json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title",
 			      aw_err_title(e), "status", status, "code", aw_err_code(e),
-			      "request_id", r->ctx.request_id, "trace_id",
-			      r->ctx.trace.trace_id);
+			      "request_id", r->ctx.request_id, "trace_id", r->ctx.trace.trace_id);
 	/* details can quote the request (a parser's "near '...'", an unknown
 	 * field's name): they pass the redaction engine like everything returned */
 	if (p && err && err->err == e && err->msg[0]) {
@@ -104,8 +103,8 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 		free(w);
 	}
 	if (status >= 500)
-		aw_log(AW_LOG_ERROR, &r->ctx, "request failed", "code", aw_err_code(e),
-		       "detail", err ? err->msg : "", NULL);
+		aw_log(AW_LOG_ERROR, &r->ctx, "request failed", "code", aw_err_code(e), "detail",
+		       err ? err->msg : "", NULL);
 	reply_dumped(r, status, "application/problem+json", p);
 }
 
@@ -183,8 +182,7 @@ static void split_path(aw_req *r, const char *url)
 	snprintf(r->segbuf, sizeof r->segbuf, "%s", url);
 	r->nsegs = 0;
 	char *save = NULL;
-	for (char *tok = strtok_r(r->segbuf, "/", &save); tok;
-	     tok = strtok_r(NULL, "/", &save)) {
+	for (char *tok = strtok_r(r->segbuf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
 		if (r->nsegs == AW_HTTP_MAX_SEGS) {
 			r->nsegs = AW_HTTP_MAX_SEGS + 1; /* matches no route */
 			return;
@@ -193,8 +191,7 @@ static void split_path(aw_req *r, const char *url)
 	}
 }
 
-static aw_req *req_new(aw_http *h, struct MHD_Connection *conn, const char *url,
-		       const char *method)
+static aw_req *req_new(aw_http *h, struct MHD_Connection *conn, const char *url, const char *method)
 {
 	aw_req *r = calloc(1, sizeof *r);
 	if (!r)
@@ -240,8 +237,8 @@ static int append_body(aw_req *r, const char *data, size_t n)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version,
-				  const char *upload, size_t *upload_size, void **state)
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **state)
 {
 	(void)version;
 	aw_http *h = cls;
@@ -251,8 +248,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!r)
 			return MHD_NO;
 		*state = r;
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							     "Content-Length");
+		const char *cl =
+			MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > h->opts.body_limit) {
 			aw_error err;
 			aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes",
@@ -301,9 +298,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	char st[8], ms[32];
 	snprintf(st, sizeof st, "%d", status);
 	snprintf(ms, sizeof ms, "%.3f", secs * 1000);
-	aw_log(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? AW_LOG_INFO : AW_LOG_WARN,
-	       &r->ctx, "request", "method", r->method, "route", r->route, "status", st,
-	       "duration_ms", ms, "principal", r->ctx.principal, NULL);
+	aw_log(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? AW_LOG_INFO : AW_LOG_WARN, &r->ctx,
+	       "request", "method", r->method, "route", r->route, "status", st, "duration_ms", ms,
+	       "principal", r->ctx.principal, NULL);
 	free(r->body);
 	free(r);
 	*state = NULL;
@@ -339,8 +336,7 @@ static aw_err parse_listen(const char *s, struct sockaddr_in *sa, aw_error *err)
 	return AW_OK;
 }
 
-aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out,
-		     aw_error *err)
+aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err)
 {
 	aw_http *h = calloc(1, sizeof *h);
 	if (!h)
@@ -365,14 +361,12 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out,
 		return e;
 	}
 	h->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			MHD_USE_ERROR_LOG,
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
 		0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-		(unsigned)1,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)h->opts.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned)h->opts.request_timeout_s, MHD_OPTION_END);
+		(unsigned)1, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->opts.max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->opts.request_timeout_s, MHD_OPTION_END);
 	if (!h->d) {
 		free(h);
 		return aw_fail(err, AW_E_CONFIG, "cannot listen on %s (in use or not local?)",

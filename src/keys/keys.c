@@ -114,7 +114,8 @@ aw_err aw_keys_build(const aw_key_pattern *p, int modern, const char *project,
 	size_t o = 0;
 	int vi = 0;
 	if (modern && p->scope == AW_KEY_TENANT && !project_ok(project))
-		return aw_fail(err, AW_E_TENANT_SLUG, "project id must match [a-z0-9][a-z0-9_-]{1,62}");
+		return aw_fail(err, AW_E_TENANT_SLUG,
+			       "project id must match [a-z0-9][a-z0-9_-]{1,62}");
 	while (*t) {
 		const char *v = NULL;
 		size_t vlen = 0;
@@ -124,14 +125,16 @@ aw_err aw_keys_build(const aw_key_pattern *p, int modern, const char *project,
 				v = project;
 			} else {
 				if (vi >= nvalues)
-					return aw_fail(err, AW_E_KEYS_COMPONENT, "missing component %.*s",
-						       (int)(end - t + 1), t);
+					return aw_fail(err, AW_E_KEYS_COMPONENT,
+						       "missing component %.*s", (int)(end - t + 1),
+						       t);
 				v = values[vi++];
 				if (aw_keys_component_ok(v))
-					return aw_fail_at(err, AW_E_KEYS_COMPONENT, "component",
-							  "component %.*s is empty, too long or holds"
-							  " ':' '*' '?' '[' ']' '\\' or whitespace",
-							  (int)(end - t + 1), t);
+					return aw_fail_at(
+						err, AW_E_KEYS_COMPONENT, "component",
+						"component %.*s is empty, too long or holds"
+						" ':' '*' '?' '[' ']' '\\' or whitespace",
+						(int)(end - t + 1), t);
 			}
 			vlen = strlen(v);
 			t = end + 1;

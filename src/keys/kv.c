@@ -219,7 +219,8 @@ static void count(aw_kv *kv, const char *project, const aw_key_pattern *p, phase
 	char key[256];
 	int bs = bucket_s(kv, ph);
 	long long bucket = aw_clock_wall_ms() / 1000 / bs;
-	snprintf(key, sizeof key, "%s:keymig:%s:%s:%lld", project, p->name, phase_names[ph], bucket);
+	snprintf(key, sizeof key, "%s:keymig:%s:%s:%lld", project, p->name, phase_names[ph],
+		 bucket);
 	redisReply *r = cmd(kv, "HINCRBY %s %s 1", key, field);
 	if (r)
 		freeReplyObject(r);
@@ -237,8 +238,8 @@ typedef struct {
 	char old_key[512], new_key[512];
 } target;
 
-static aw_err resolve(aw_kv *kv, const aw_ctx *ctx, const char *pattern,
-		      const char *const *vals, int n, target *t, aw_error *err)
+static aw_err resolve(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		      int n, target *t, aw_error *err)
 {
 	t->p = aw_keys_find(pattern);
 	if (!t->p)
@@ -297,8 +298,7 @@ static int copy_key(aw_kv *kv, const char *from, const char *to)
 static const char *read_key(aw_kv *kv, target *t)
 {
 	switch (t->ph) {
-	case PH_NONE:
-		return t->old_key;
+	case PH_NONE: return t->old_key;
 	case PH_A: {
 		count(kv, t->project, t->p, t->ph, "reads");
 		redisReply *r = cmd(kv, "EXISTS %s", t->new_key);
@@ -316,11 +316,11 @@ static const char *read_key(aw_kv *kv, target *t)
 		if (r)
 			freeReplyObject(r);
 		if (!have && copy_key(kv, t->old_key, t->new_key) == 1)
-			count(kv, t->project, t->p, t->ph, t->ph == PH_B ? "fallbacks" : "old_reads");
+			count(kv, t->project, t->p, t->ph,
+			      t->ph == PH_B ? "fallbacks" : "old_reads");
 		return t->new_key;
 	}
-	default:
-		return t->new_key;
+	default: return t->new_key;
 	}
 }
 
@@ -338,19 +338,19 @@ static void prime_new(aw_kv *kv, target *t)
 	}
 }
 
-#define BEGIN_OP()                                                         \
-	target t;                                                          \
-	pthread_mutex_lock(&kv->mu);                                       \
-	aw_err e = resolve(kv, ctx, pattern, vals, n, &t, err);            \
-	if (e) {                                                           \
-		pthread_mutex_unlock(&kv->mu);                             \
-		return e;                                                  \
+#define BEGIN_OP()                                              \
+	target t;                                               \
+	pthread_mutex_lock(&kv->mu);                            \
+	aw_err e = resolve(kv, ctx, pattern, vals, n, &t, err); \
+	if (e) {                                                \
+		pthread_mutex_unlock(&kv->mu);                  \
+		return e;                                       \
 	}
 
 #define UNAVAILABLE() aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis command failed")
 
-aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		 int n, char **out, aw_error *err)
+aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		 char **out, aw_error *err)
 {
 	BEGIN_OP();
 	*out = NULL;
@@ -385,11 +385,12 @@ static aw_err write_both(aw_kv *kv, target *t, aw_error *err, const char *fmt_ol
 	return AW_OK;
 }
 
-aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		 int n, const char *value, int ttl_s, aw_error *err)
+aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		 const char *value, int ttl_s, aw_error *err)
 {
 	BEGIN_OP();
-	const char *keys[2] = {writes_old(t.ph) ? t.old_key : NULL, writes_new(t.ph) ? t.new_key : NULL};
+	const char *keys[2] = {writes_old(t.ph) ? t.old_key : NULL,
+			       writes_new(t.ph) ? t.new_key : NULL};
 	for (int i = 0; i < 2 && !e; i++) {
 		if (!keys[i])
 			continue;
@@ -404,8 +405,8 @@ aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *
 	return e;
 }
 
-aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		 int n, aw_error *err)
+aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		 aw_error *err)
 {
 	BEGIN_OP();
 	/* a delete removes both, whatever the phase: a legacy copy must not
@@ -419,12 +420,13 @@ aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *
 	return e;
 }
 
-aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		  int n, long long by, long long *out, aw_error *err)
+aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		  long long by, long long *out, aw_error *err)
 {
 	BEGIN_OP();
 	prime_new(kv, &t);
-	const char *keys[2] = {writes_new(t.ph) ? t.new_key : NULL, writes_old(t.ph) ? t.old_key : NULL};
+	const char *keys[2] = {writes_new(t.ph) ? t.new_key : NULL,
+			       writes_old(t.ph) ? t.old_key : NULL};
 	for (int i = 0; i < 2 && !e; i++) {
 		if (!keys[i])
 			continue;
@@ -449,8 +451,8 @@ aw_err aw_kv_expire(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const cha
 	return e;
 }
 
-aw_err aw_kv_hset(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		  int n, const char *field, const char *value, aw_error *err)
+aw_err aw_kv_hset(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		  const char *field, const char *value, aw_error *err)
 {
 	BEGIN_OP();
 	prime_new(kv, &t);
@@ -459,8 +461,8 @@ aw_err aw_kv_hset(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char 
 	return e;
 }
 
-aw_err aw_kv_hget(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
-		  int n, const char *field, char **out, aw_error *err)
+aw_err aw_kv_hget(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
+		  const char *field, char **out, aw_error *err)
 {
 	BEGIN_OP();
 	*out = NULL;
@@ -520,7 +522,8 @@ static void read_counters(aw_kv *kv, const char *project, const aw_key_pattern *
 	long long first = (now - window_of(kv, ph)) / bs, last = now / bs;
 	for (long long b = first; b <= last; b++) {
 		char key[256];
-		snprintf(key, sizeof key, "%s:keymig:%s:%s:%lld", project, p->name, phase_names[ph], b);
+		snprintf(key, sizeof key, "%s:keymig:%s:%s:%lld", project, p->name, phase_names[ph],
+			 b);
 		redisReply *r = cmd(kv, "HMGET %s reads new_hits fallbacks old_reads", key);
 		long long *f[] = {&st->reads, &st->new_hits, &st->fallbacks, &st->old_reads};
 		for (int i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4; i++)
@@ -550,8 +553,8 @@ aw_err aw_kv_status_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, aw_kv
 	return AW_OK;
 }
 
-aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *to,
-		     int force, aw_kv_status *st, aw_error *err)
+aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *to, int force,
+		     aw_kv_status *st, aw_error *err)
 {
 	const aw_key_pattern *p = aw_keys_find(pattern);
 	int want = to ? phase_of(to) : -1;
@@ -586,12 +589,11 @@ aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const ch
 	const char *why = NULL;
 	char msg[200];
 	if (want == PH_B && age_s < kv->o.window_a_s) {
-		snprintf(msg, sizeof msg, "phase A has run %llds of its %ds window", (long long)age_s,
-			 kv->o.window_a_s);
+		snprintf(msg, sizeof msg, "phase A has run %llds of its %ds window",
+			 (long long)age_s, kv->o.window_a_s);
 		why = msg;
-	} else if (want == PH_C &&
-		   (age_s < kv->o.window_b_s || st->reads == 0 ||
-		    st->fallbacks * 100 >= st->reads)) {
+	} else if (want == PH_C && (age_s < kv->o.window_b_s || st->reads == 0 ||
+				    st->fallbacks * 100 >= st->reads)) {
 		snprintf(msg, sizeof msg,
 			 "phase B: %llds of %ds, %lld fallbacks in %lld reads (needs < 1%%)",
 			 (long long)age_s, kv->o.window_b_s, st->fallbacks, st->reads);
@@ -607,10 +609,11 @@ aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const ch
 	}
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
-	json_t *pl = json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I}", "pattern", p->name, "from",
-			       name, "to", phase_names[want], "forced", force && why, "reads",
-			       (json_int_t)st->reads, "new_hits", (json_int_t)st->new_hits, "fallbacks",
-			       (json_int_t)st->fallbacks, "old_reads", (json_int_t)st->old_reads);
+	json_t *pl =
+		json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I}", "pattern", p->name, "from",
+			  name, "to", phase_names[want], "forced", force && why, "reads",
+			  (json_int_t)st->reads, "new_hits", (json_int_t)st->new_hits, "fallbacks",
+			  (json_int_t)st->fallbacks, "old_reads", (json_int_t)st->old_reads);
 	if (pl && why)
 		json_object_set_new(pl, "gate_not_met", json_string(why));
 	if (!(e = aw_store_keymig_set(t, p->name, phase_names[want], now, ctx->principal, err)))
@@ -665,12 +668,13 @@ aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *un
 		for (size_t i = 0; i < keys->elements; i++) {
 			int modern;
 			char project[AW_PROJECT_MAX + 1];
-			const aw_key_pattern *p =
-				aw_keys_classify(keys->element[i]->str, &modern, project, sizeof project);
+			const aw_key_pattern *p = aw_keys_classify(keys->element[i]->str, &modern,
+								   project, sizeof project);
 			(*total)++;
 			if (!p) {
 				if (*unknown < 5)
-					snprintf(unknown_sample[*unknown], 128, "%s", keys->element[i]->str);
+					snprintf(unknown_sample[*unknown], 128, "%s",
+						 keys->element[i]->str);
 				(*unknown)++;
 				continue;
 			}
@@ -791,7 +795,7 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 		/* one batch, pipelined: DUMP + PTTL of every legacy key, then RESTORE
 		 * (no REPLACE: an existing new key is newer and wins) */
 		size_t nk = keys->elements;
-		char (*to)[512] = calloc(nk + 1, sizeof *to);
+		char(*to)[512] = calloc(nk + 1, sizeof *to);
 		int *use = calloc(nk + 1, sizeof *use);
 		redisReply **dump = calloc(nk + 1, sizeof *dump);
 		long long *ms = calloc(nk + 1, sizeof *ms);
@@ -807,9 +811,11 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 				continue;
 			char compbuf[512];
 			const char *vals[8];
-			int nv = extract(p->legacy, keys->element[i]->str, compbuf, sizeof compbuf, vals, 8);
+			int nv = extract(p->legacy, keys->element[i]->str, compbuf, sizeof compbuf,
+					 vals, 8);
 			aw_error berr;
-			if (nv < 0 || aw_keys_build(p, 1, project, vals, nv, to[i], sizeof to[i], &berr)) {
+			if (nv < 0 ||
+			    aw_keys_build(p, 1, project, vals, nv, to[i], sizeof to[i], &berr)) {
 				(*skipped)++;
 				continue;
 			}
@@ -824,7 +830,8 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 			redisReply *t = NULL;
 			if (redisGetReply(kv->c, (void **)&dump[i]) != REDIS_OK ||
 			    redisGetReply(kv->c, (void **)&t) != REDIS_OK) {
-				e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis failed during backfill");
+				e = aw_fail(err, AW_E_BUS_UNAVAILABLE,
+					    "redis failed during backfill");
 				break;
 			}
 			ms[i] = t->type == REDIS_REPLY_INTEGER ? t->integer : -2;
@@ -832,12 +839,13 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 		}
 		int restores = 0;
 		for (size_t i = 0; !e && i < nk; i++) {
-			if (!use[i] || !dump[i] || dump[i]->type != REDIS_REPLY_STRING || ms[i] == -2) {
+			if (!use[i] || !dump[i] || dump[i]->type != REDIS_REPLY_STRING ||
+			    ms[i] == -2) {
 				use[i] = 0; /* expired between SCAN and DUMP */
 				continue;
 			}
-			redisAppendCommand(kv->c, "RESTORE %s %lld %b", to[i], ms[i] > 0 ? ms[i] : 0,
-					   dump[i]->str, dump[i]->len);
+			redisAppendCommand(kv->c, "RESTORE %s %lld %b", to[i],
+					   ms[i] > 0 ? ms[i] : 0, dump[i]->str, dump[i]->len);
 			restores++;
 		}
 		for (size_t i = 0; !e && i < nk; i++) {
@@ -845,7 +853,8 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 				continue;
 			redisReply *t = NULL;
 			if (redisGetReply(kv->c, (void **)&t) != REDIS_OK) {
-				e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis failed during backfill");
+				e = aw_fail(err, AW_E_BUS_UNAVAILABLE,
+					    "redis failed during backfill");
 				break;
 			}
 			if (t->type == REDIS_REPLY_STATUS)
@@ -853,7 +862,8 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 			else if (t->type == REDIS_REPLY_ERROR && !strncmp(t->str, "BUSYKEY", 7))
 				(*skipped)++;
 			else
-				e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "RESTORE failed: %s", t->str);
+				e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "RESTORE failed: %s",
+					    t->str);
 			freeReplyObject(t);
 			done++;
 		}

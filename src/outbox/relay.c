@@ -52,7 +52,8 @@ static char *payload_of(const aw_outbox_event *ev)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "old_revision_id",
-			    ev->old_revision_id[0] ? json_string(ev->old_revision_id) : json_null());
+			    ev->old_revision_id[0] ? json_string(ev->old_revision_id)
+						   : json_null());
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
@@ -72,9 +73,11 @@ aw_err aw_relay_round(aw_store *s, aw_bus *bus, int batch, int *delivered, aw_er
 	for (int i = 0; i < n; i++) {
 		char channel[160];
 		char *payload = payload_of(&ev[i]);
-		if (!payload || aw_keys_invalidate_channel(ev[i].project_id, channel, sizeof channel)) {
+		if (!payload ||
+		    aw_keys_invalidate_channel(ev[i].project_id, channel, sizeof channel)) {
 			free(payload);
-			e = aw_fail(err, AW_E_INTERNAL, "cannot build the event for %s", ev[i].event_id);
+			e = aw_fail(err, AW_E_INTERNAL, "cannot build the event for %s",
+				    ev[i].event_id);
 			goto abort;
 		}
 		int64_t t0 = aw_clock_mono_ns();
@@ -159,22 +162,25 @@ static void *relay_main(void *arg)
 			next_stats = now + 1000000000LL;
 		}
 		if (e) {
-			aw_log(AW_LOG_WARN, NULL, "relay round failed; backing off", "code", aw_err_code(e),
-			       "detail", err.msg, NULL);
+			aw_log(AW_LOG_WARN, NULL, "relay round failed; backing off", "code",
+			       aw_err_code(e), "detail", err.msg, NULL);
 			sleep_ms(jitter(backoff));
-			backoff = backoff * 2 > r->o.backoff_max_ms ? r->o.backoff_max_ms : backoff * 2;
+			backoff = backoff * 2 > r->o.backoff_max_ms ? r->o.backoff_max_ms
+								    : backoff * 2;
 			continue;
 		}
 		backoff = 100;
 		aw_metrics_loop_tick("relay");
 		if (now >= next_prune) {
 			char before[AW_TS_LEN + 1];
-			aw_clock_format(aw_clock_wall_ms() - (int64_t)r->o.retention_s * 1000, before);
+			aw_clock_format(aw_clock_wall_ms() - (int64_t)r->o.retention_s * 1000,
+					before);
 			int64_t pruned = 0;
 			if (aw_store_relay_prune(r->s, before, &pruned, &err) == AW_OK && pruned) {
 				char np[24];
 				snprintf(np, sizeof np, "%lld", (long long)pruned);
-				aw_log(AW_LOG_INFO, NULL, "relay pruned delivered events", "count", np, NULL);
+				aw_log(AW_LOG_INFO, NULL, "relay pruned delivered events", "count",
+				       np, NULL);
 			}
 			next_prune = now + 60000000000LL;
 		}

@@ -27,9 +27,10 @@ static aw_err head(aw_txn *t, int lock, int64_t *seq, char *hash, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
-	const char *sql = lock && aw_txn_dialect(t) == AW_DIALECT_PG
-				  ? "SELECT seq, hash FROM audit_heads WHERE project_id = $1 FOR UPDATE"
-				  : "SELECT seq, hash FROM audit_heads WHERE project_id = $1";
+	const char *sql =
+		lock && aw_txn_dialect(t) == AW_DIALECT_PG
+			? "SELECT seq, hash FROM audit_heads WHERE project_id = $1 FOR UPDATE"
+			: "SELECT seq, hash FROM audit_heads WHERE project_id = $1";
 	aw_err e = aw_txn_exec(t, sql, 1, v, &r, err);
 	if (!e) {
 		if (r->nrows == 0) {
@@ -57,14 +58,15 @@ aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
 aw_err aw_store_audit_insert(aw_txn *t, const aw_audit_row *a, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(a->event_id), AW_INT(a->seq),
-		      AW_TEXT(a->ts),          AW_TEXT(a->actor),    AW_TEXT(a->action),
+		      AW_TEXT(a->ts),	       AW_TEXT(a->actor),    AW_TEXT(a->action),
 		      AW_TEXT(a->target),      AW_TEXT(a->trace_id), AW_TEXT(a->payload),
 		      AW_TEXT(a->prev_hash),   AW_TEXT(a->hash)};
-	aw_err e = aw_txn_exec(t,
-			       "INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action,"
-			       " target, trace_id, payload, prev_hash, hash)"
-			       " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-			       11, v, NULL, err);
+	aw_err e = aw_txn_exec(
+		t,
+		"INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action,"
+		" target, trace_id, payload, prev_hash, hash)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+		11, v, NULL, err);
 	if (e)
 		return e;
 	aw_val h[] = {AW_TEXT(t->ctx.project), AW_INT(a->seq), AW_TEXT(a->hash)};

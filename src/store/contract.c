@@ -19,7 +19,7 @@ void aw_revisions_free(aw_revision *r, int n)
 	free(r);
 }
 
-#define REV_COLS                                                                        \
+#define REV_COLS                                                                           \
 	"revision_id, project_id, family, contract_id, state, body, body_hash, signature," \
 	" sign_key_id, created_at, created_by, published_at, published_by, updated_at"
 
@@ -46,21 +46,21 @@ static int rev_from_row(aw_revision *v, const aw_rows *r, int i)
 aw_err aw_store_rev_insert(aw_txn *t, const aw_revision *v, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(v->revision_id), AW_TEXT(t->ctx.project), AW_TEXT(v->family),
-		      AW_TEXT(v->contract_id), AW_TEXT(v->body),         AW_TEXT(v->created_at),
+		      AW_TEXT(v->contract_id), AW_TEXT(v->body),	AW_TEXT(v->created_at),
 		      AW_TEXT(v->created_by)};
-	return aw_txn_exec(t,
-			   "INSERT INTO contract_revisions (revision_id, project_id, family,"
-			   " contract_id, state, body, body_hash, created_at, created_by, updated_at)"
-			   " VALUES ($1, $2, $3, $4, 'draft', $5, '', $6, $7, $6)",
-			   7, p, NULL, err);
+	return aw_txn_exec(
+		t,
+		"INSERT INTO contract_revisions (revision_id, project_id, family,"
+		" contract_id, state, body, body_hash, created_at, created_by, updated_at)"
+		" VALUES ($1, $2, $3, $4, 'draft', $5, '', $6, $7, $6)",
+		7, p, NULL, err);
 }
 
-aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id,
-			const char *rev, aw_revision *out, aw_error *err)
+aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id, const char *rev,
+			aw_revision *out, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id),
-		      AW_TEXT(rev)};
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id), AW_TEXT(rev)};
 	aw_err e = aw_txn_exec(t,
 			       "SELECT " REV_COLS " FROM contract_revisions WHERE project_id = $1"
 			       " AND family = $2 AND contract_id = $3 AND revision_id = $4",
@@ -73,8 +73,8 @@ aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id,
 	return e;
 }
 
-aw_err aw_store_rev_list(aw_txn *t, const char *family, const char *contract_id,
-			 aw_revision **out, int *n, aw_error *err)
+aw_err aw_store_rev_list(aw_txn *t, const char *family, const char *contract_id, aw_revision **out,
+			 int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
@@ -136,18 +136,17 @@ aw_err aw_store_rev_publish(aw_txn *t, const char *rev, const char *body_hash,
 			    const char *signature, const char *key_id, const char *by,
 			    const char *now, aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(rev),    AW_TEXT(body_hash),
-		      AW_TEXT(signature),      AW_TEXT(key_id), AW_TEXT(by),
-		      AW_TEXT(now)};
-	return cas(t,
-		   "UPDATE contract_revisions SET state = 'published', body_hash = $3,"
-		   " signature = $4, sign_key_id = $5, published_by = $6, published_at = $7,"
-		   " updated_at = $7 WHERE project_id = $1 AND revision_id = $2 AND state = 'draft'",
-		   7, p, err);
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(rev), AW_TEXT(body_hash), AW_TEXT(signature),
+		      AW_TEXT(key_id),	       AW_TEXT(by),  AW_TEXT(now)};
+	return cas(
+		t,
+		"UPDATE contract_revisions SET state = 'published', body_hash = $3,"
+		" signature = $4, sign_key_id = $5, published_by = $6, published_at = $7,"
+		" updated_at = $7 WHERE project_id = $1 AND revision_id = $2 AND state = 'draft'",
+		7, p, err);
 }
 
-aw_err aw_store_contract_lock(aw_txn *t, const char *family, const char *contract_id,
-			      aw_error *err)
+aw_err aw_store_contract_lock(aw_txn *t, const char *family, const char *contract_id, aw_error *err)
 {
 	if (aw_txn_dialect(t) != AW_DIALECT_PG)
 		return AW_OK; /* BEGIN IMMEDIATE already holds the database write lock */
@@ -158,8 +157,8 @@ aw_err aw_store_contract_lock(aw_txn *t, const char *family, const char *contrac
 			   err);
 }
 
-aw_err aw_store_active_get(aw_txn *t, const char *family, const char *contract_id,
-			   char *rev_out, aw_error *err)
+aw_err aw_store_active_get(aw_txn *t, const char *family, const char *contract_id, char *rev_out,
+			   aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
@@ -176,22 +175,26 @@ aw_err aw_store_active_get(aw_txn *t, const char *family, const char *contract_i
 	return e;
 }
 
-aw_err aw_store_active_set(aw_txn *t, const char *family, const char *contract_id,
-			   const char *rev, const char *by, const char *now, aw_error *err)
+aw_err aw_store_active_set(aw_txn *t, const char *family, const char *contract_id, const char *rev,
+			   const char *by, const char *now, aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id),
-		      AW_TEXT(rev),            AW_TEXT(now),    AW_TEXT(by)};
-	return aw_txn_exec(t,
-			   "INSERT INTO active_revisions (project_id, family, contract_id,"
-			   " revision_id, activated_at, activated_by) VALUES ($1, $2, $3, $4, $5, $6)"
-			   " ON CONFLICT (project_id, family, contract_id) DO UPDATE SET"
-			   " revision_id = excluded.revision_id, activated_at = excluded.activated_at,"
-			   " activated_by = excluded.activated_by",
-			   6, p, NULL, err);
+	aw_val p[] = {AW_TEXT(t->ctx.project),
+		      AW_TEXT(family),
+		      AW_TEXT(contract_id),
+		      AW_TEXT(rev),
+		      AW_TEXT(now),
+		      AW_TEXT(by)};
+	return aw_txn_exec(
+		t,
+		"INSERT INTO active_revisions (project_id, family, contract_id,"
+		" revision_id, activated_at, activated_by) VALUES ($1, $2, $3, $4, $5, $6)"
+		" ON CONFLICT (project_id, family, contract_id) DO UPDATE SET"
+		" revision_id = excluded.revision_id, activated_at = excluded.activated_at,"
+		" activated_by = excluded.activated_by",
+		6, p, NULL, err);
 }
 
-aw_err aw_store_active_clear(aw_txn *t, const char *family, const char *contract_id,
-			     aw_error *err)
+aw_err aw_store_active_clear(aw_txn *t, const char *family, const char *contract_id, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
 	return aw_txn_exec(t,
@@ -202,10 +205,14 @@ aw_err aw_store_active_clear(aw_txn *t, const char *family, const char *contract
 
 aw_err aw_store_outbox_insert(aw_txn *t, const aw_outbox_event *ev, aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(ev->event_id),    AW_TEXT(ev->event_type),
-		      AW_TEXT(t->ctx.project),  AW_TEXT(ev->family),
-		      AW_TEXT(ev->contract_id), AW_TEXT(ev->old_revision_id[0] ? ev->old_revision_id : NULL),
-		      AW_TEXT(ev->new_revision_id), AW_TEXT(ev->created_at)};
+	aw_val p[] = {AW_TEXT(ev->event_id),
+		      AW_TEXT(ev->event_type),
+		      AW_TEXT(t->ctx.project),
+		      AW_TEXT(ev->family),
+		      AW_TEXT(ev->contract_id),
+		      AW_TEXT(ev->old_revision_id[0] ? ev->old_revision_id : NULL),
+		      AW_TEXT(ev->new_revision_id),
+		      AW_TEXT(ev->created_at)};
 	const char *sql =
 		aw_txn_dialect(t) == AW_DIALECT_PG
 			? "INSERT INTO contract_outbox (event_id, event_type, project_id,"
@@ -242,13 +249,14 @@ aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT event_id, seq, event_type, project_id, contract_family,"
-			       " contract_id, old_revision_id, new_revision_id, created_at,"
-			       " delivered_at, relay_attempts FROM contract_outbox"
-			       " WHERE project_id = $1 AND contract_family = $2 AND contract_id = $3"
-			       " ORDER BY seq",
-			       3, p, &r, err);
+	aw_err e =
+		aw_txn_exec(t,
+			    "SELECT event_id, seq, event_type, project_id, contract_family,"
+			    " contract_id, old_revision_id, new_revision_id, created_at,"
+			    " delivered_at, relay_attempts FROM contract_outbox"
+			    " WHERE project_id = $1 AND contract_family = $2 AND contract_id = $3"
+			    " ORDER BY seq",
+			    3, p, &r, err);
 	if (e)
 		return e;
 	aw_outbox_event *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
@@ -264,8 +272,7 @@ aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_
 	return AW_OK;
 }
 
-aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a,
-				aw_error *err)
+aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(rev), AW_TEXT(a->principal),
 		      AW_TEXT(a->approved_at), AW_TEXT(a->expires_at)};
@@ -279,8 +286,7 @@ aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a
 	return e;
 }
 
-aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int *n,
-			      aw_error *err)
+aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(rev)};

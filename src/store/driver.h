@@ -33,7 +33,7 @@ static inline aw_val aw_text(const char *s)
 typedef struct aw_rows {
 	int nrows, ncols;
 	int64_t affected; /* rows changed by INSERT/UPDATE/DELETE */
-	char **cells;     /* nrows * ncols; NULL is SQL NULL */
+	char **cells;	  /* nrows * ncols; NULL is SQL NULL */
 } aw_rows;
 
 const char *aw_rows_get(const aw_rows *r, int row, int col);
@@ -49,8 +49,8 @@ typedef struct aw_driver {
 	/* 0 when the connection is broken and must be replaced */
 	int (*healthy)(aw_conn *c);
 	/* out may be NULL when no rows are wanted */
-	aw_err (*exec)(aw_conn *c, const char *sql, int n, const aw_val *params,
-		       aw_rows **out, aw_error *err);
+	aw_err (*exec)(aw_conn *c, const char *sql, int n, const aw_val *params, aw_rows **out,
+		       aw_error *err);
 	/* Several statements, no parameters (migrations). */
 	aw_err (*script)(aw_conn *c, const char *sql, aw_error *err);
 	/* Opens a transaction scoped to project ("" = none); write asks SQLite for

@@ -33,8 +33,8 @@ void aw_store_release(aw_store *s, aw_conn *c);
 aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out,
 		   aw_error *err);
 /* Runs one statement on a pooled connection outside any tenant txn. */
-aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n,
-		      const aw_val *p, aw_rows **out, aw_error *err);
+aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
+		      aw_rows **out, aw_error *err);
 aw_dialect aw_txn_dialect(const aw_txn *t);
 
 /* Fills an outbox event from row i of r with the columns event_id, seq,

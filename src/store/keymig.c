@@ -6,8 +6,8 @@
 
 #include "internal.h"
 
-aw_err aw_store_keymig_get(aw_txn *t, const char *pattern, char *phase, size_t cap,
-			   char *since, aw_error *err)
+aw_err aw_store_keymig_get(aw_txn *t, const char *pattern, char *phase, size_t cap, char *since,
+			   aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(pattern)};
@@ -32,10 +32,11 @@ aw_err aw_store_keymig_set(aw_txn *t, const char *pattern, const char *phase, co
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(pattern), AW_TEXT(phase), AW_TEXT(since),
 		      AW_TEXT(by)};
-	return aw_txn_exec(t,
-			   "INSERT INTO key_migrations (project_id, pattern, phase, phase_since,"
-			   " updated_by) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id, pattern)"
-			   " DO UPDATE SET phase = excluded.phase, phase_since = excluded.phase_since,"
-			   " updated_by = excluded.updated_by",
-			   5, p, NULL, err);
+	return aw_txn_exec(
+		t,
+		"INSERT INTO key_migrations (project_id, pattern, phase, phase_since,"
+		" updated_by) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id, pattern)"
+		" DO UPDATE SET phase = excluded.phase, phase_since = excluded.phase_since,"
+		" updated_by = excluded.updated_by",
+		5, p, NULL, err);
 }

@@ -39,8 +39,8 @@ int aw_store_schema_target(const aw_store *s)
 static aw_err current_version(aw_store *s, aw_conn *c, int *v, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_err e = s->drv->exec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations",
-				0, NULL, &r, err);
+	aw_err e = s->drv->exec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0,
+				NULL, &r, err);
 	if (!e)
 		*v = atoi(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "0");
 	aw_rows_free(r);
@@ -69,9 +69,8 @@ static aw_err pg_roles(aw_store *s, aw_conn *c, const char *app, aw_error *err)
 		return e;
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(app)};
-	e = s->drv->exec(c,
-			 "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1",
-			 1, p, &r, err);
+	e = s->drv->exec(c, "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1", 1,
+			 p, &r, err);
 	if (!e && strcmp(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "t", "f") != 0)
 		e = aw_fail(err, AW_E_MIGRATE_ROLE,
 			    "application role %s is superuser or has BYPASSRLS; refusing", app);
@@ -108,8 +107,9 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 	aw_err e = aw_store_acquire(s, &sys, &c, err);
 	if (e)
 		return e;
-	e = s->drv->script(c, pg ? "BEGIN; SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")"
-				 : "BEGIN IMMEDIATE",
+	e = s->drv->script(c,
+			   pg ? "BEGIN; SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")"
+			      : "BEGIN IMMEDIATE",
 			   err);
 	if (e)
 		goto out;
@@ -147,8 +147,8 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 				 2, p, NULL, err);
 		if (e)
 			goto rollback;
-		aw_log(AW_LOG_INFO, &sys, "migration applied", "backend", s->drv->name,
-		       "migration", list[i].name, NULL);
+		aw_log(AW_LOG_INFO, &sys, "migration applied", "backend", s->drv->name, "migration",
+		       list[i].name, NULL);
 	}
 	if (pg && (e = pg_grants(s, c, app, err)))
 		goto rollback;
@@ -166,9 +166,9 @@ aw_err aw_store_check_schema(aw_store *s, aw_error *err)
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
 	aw_rows *r = NULL;
-	aw_err e = aw_store_exec1(s, &sys,
-				  "SELECT coalesce(max(version), 0) FROM schema_migrations", 0,
-				  NULL, &r, err);
+	aw_err e =
+		aw_store_exec1(s, &sys, "SELECT coalesce(max(version), 0) FROM schema_migrations",
+			       0, NULL, &r, err);
 	if (e) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_STORE_SCHEMA,

@@ -122,8 +122,8 @@ static char *norm_ts(const char *v)
 	return o;
 }
 
-static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p,
-		      aw_rows **out, aw_error *err)
+static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_rows **out,
+		      aw_error *err)
 {
 	char numbuf[16][24];
 	const char *vals[16];
@@ -131,15 +131,12 @@ static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p,
 		return aw_fail(err, AW_E_INTERNAL, "too many parameters");
 	for (int i = 0; i < n; i++) {
 		switch (p[i].t) {
-		case AW_V_TEXT:
-			vals[i] = p[i].s;
-			break;
+		case AW_V_TEXT: vals[i] = p[i].s; break;
 		case AW_V_INT:
 			snprintf(numbuf[i], sizeof numbuf[i], "%lld", (long long)p[i].i);
 			vals[i] = numbuf[i];
 			break;
-		default:
-			vals[i] = NULL;
+		default: vals[i] = NULL;
 		}
 	}
 	PGresult *res = PQexecParams(c->pg, sql, n, NULL, vals, NULL, NULL, 0);
@@ -166,7 +163,8 @@ static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p,
 			if (PQgetisnull(res, r, col))
 				continue;
 			const char *v = PQgetvalue(res, r, col);
-			cells[ncells] = PQftype(res, col) == TIMESTAMPTZOID ? norm_ts(v) : strdup(v);
+			cells[ncells] =
+				PQftype(res, col) == TIMESTAMPTZOID ? norm_ts(v) : strdup(v);
 			if (!cells[ncells]) {
 				e = aw_fail(err, AW_E_NOMEM, "out of memory");
 				goto cleanup;

@@ -55,11 +55,12 @@ aw_err aw_store_relay_done(aw_txn *t, const char *event_id, int delivered, aw_er
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_val p[] = {AW_TEXT(event_id), AW_TEXT(now)};
-	return aw_txn_exec(t,
-			   delivered ? "UPDATE contract_outbox SET delivered_at = $2 WHERE event_id = $1"
-				     : "UPDATE contract_outbox SET relay_attempts = relay_attempts + 1"
-				       " WHERE event_id = $1",
-			   delivered ? 2 : 1, p, NULL, err);
+	return aw_txn_exec(
+		t,
+		delivered ? "UPDATE contract_outbox SET delivered_at = $2 WHERE event_id = $1"
+			  : "UPDATE contract_outbox SET relay_attempts = relay_attempts + 1"
+			    " WHERE event_id = $1",
+		delivered ? 2 : 1, p, NULL, err);
 }
 
 aw_err aw_store_relay_prune(aw_store *s, const char *before, int64_t *n, aw_error *err)
@@ -90,12 +91,13 @@ aw_err aw_store_relay_stats(aw_store *s, int64_t *undelivered, char *oldest, aw_
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
 	aw_rows *r = NULL;
-	aw_err e = aw_store_exec1(s, &sys,
-				  s->drv->dialect == AW_DIALECT_PG
-					  ? "SELECT undelivered, oldest FROM platform_outbox_stats()"
-					  : "SELECT count(*), min(created_at) FROM contract_outbox"
-					    " WHERE delivered_at IS NULL",
-				  0, NULL, &r, err);
+	aw_err e =
+		aw_store_exec1(s, &sys,
+			       s->drv->dialect == AW_DIALECT_PG
+				       ? "SELECT undelivered, oldest FROM platform_outbox_stats()"
+				       : "SELECT count(*), min(created_at) FROM contract_outbox"
+					 " WHERE delivered_at IS NULL",
+			       0, NULL, &r, err);
 	if (!e) {
 		*undelivered = atoll(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "0");
 		aw_cell_copy(oldest, AW_TS_LEN + 1, r, 0, 1);

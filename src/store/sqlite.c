@@ -24,8 +24,7 @@ static aw_err map_rc(sqlite3 *db, int rc, aw_error *err)
 	int ext = db ? sqlite3_extended_errcode(db) : rc;
 	switch (rc & 0xff) {
 	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return aw_fail(err, AW_E_STORE_BUSY, "database is busy");
+	case SQLITE_LOCKED: return aw_fail(err, AW_E_STORE_BUSY, "database is busy");
 	case SQLITE_CONSTRAINT:
 		if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY ||
 		    ext == SQLITE_CONSTRAINT_FOREIGNKEY)
@@ -61,8 +60,7 @@ static aw_err sq_connect(const char *url, aw_conn **out, aw_error *err)
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	int rc = sqlite3_open_v2(path, &c->db,
-				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-					 SQLITE_OPEN_NOMUTEX,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 				 NULL);
 	if (rc != SQLITE_OK) {
 		aw_err e = aw_fail(err, AW_E_STORE_UNAVAILABLE, "cannot open %s: %s", path,
@@ -113,11 +111,8 @@ static aw_err bind_params(sqlite3_stmt *st, int n, const aw_val *p, aw_error *er
 		case AW_V_TEXT:
 			rc = sqlite3_bind_text(st, idx, p[i].s, -1, SQLITE_TRANSIENT);
 			break;
-		case AW_V_INT:
-			rc = sqlite3_bind_int64(st, idx, p[i].i);
-			break;
-		default:
-			rc = sqlite3_bind_null(st, idx);
+		case AW_V_INT: rc = sqlite3_bind_int64(st, idx, p[i].i); break;
+		default: rc = sqlite3_bind_null(st, idx);
 		}
 		if (rc != SQLITE_OK)
 			return aw_fail(err, AW_E_STORE_QUERY, "bind $%d failed", i + 1);
@@ -125,8 +120,8 @@ static aw_err bind_params(sqlite3_stmt *st, int n, const aw_val *p, aw_error *er
 	return AW_OK;
 }
 
-static aw_err sq_exec(aw_conn *c, const char *sql, int n, const aw_val *p,
-		      aw_rows **out, aw_error *err)
+static aw_err sq_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_rows **out,
+		      aw_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	char **cells = NULL;

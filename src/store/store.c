@@ -24,13 +24,11 @@ static const aw_driver *driver_for(const char *url)
 	return NULL;
 }
 
-aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
-		     aw_error *err)
+aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out, aw_error *err)
 {
 	const aw_driver *drv = url ? driver_for(url) : NULL;
 	if (!drv)
-		return aw_fail(err, AW_E_CONFIG,
-			       "--db must be sqlite:PATH or postgresql://...");
+		return aw_fail(err, AW_E_CONFIG, "--db must be sqlite:PATH or postgresql://...");
 	aw_store *s = calloc(1, sizeof *s);
 	if (!s)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -144,8 +142,8 @@ void aw_store_release(aw_store *s, aw_conn *c)
 		s->drv->disconnect(c);
 }
 
-static aw_err timed_exec(aw_store *s, aw_conn *c, const char *sql, int n,
-			 const aw_val *p, aw_rows **out, aw_error *err)
+static aw_err timed_exec(aw_store *s, aw_conn *c, const char *sql, int n, const aw_val *p,
+			 aw_rows **out, aw_error *err)
 {
 	int64_t t0 = aw_clock_mono_ns();
 	aw_err e = s->drv->exec(c, sql, n, p, out, err);
@@ -153,8 +151,7 @@ static aw_err timed_exec(aw_store *s, aw_conn *c, const char *sql, int n,
 	return e;
 }
 
-aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn **out,
-		      aw_error *err)
+aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn **out, aw_error *err)
 {
 	aw_txn *t = calloc(1, sizeof *t);
 	if (!t)
@@ -197,8 +194,7 @@ void aw_store_rollback(aw_txn *t)
 	free(t);
 }
 
-aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out,
-		   aw_error *err)
+aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out, aw_error *err)
 {
 	return timed_exec(t->s, t->c, sql, n, p, out, err);
 }
@@ -208,8 +204,8 @@ aw_dialect aw_txn_dialect(const aw_txn *t)
 	return t->s->drv->dialect;
 }
 
-aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n,
-		      const aw_val *p, aw_rows **out, aw_error *err)
+aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
+		      aw_rows **out, aw_error *err)
 {
 	aw_conn *c = NULL;
 	aw_err e = aw_store_acquire(s, ctx, &c, err);

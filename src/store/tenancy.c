@@ -44,17 +44,16 @@ aw_err aw_store_project_get(aw_txn *t, aw_project *out, aw_error *err)
 	return e;
 }
 
-aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const char *after,
-				       int limit, aw_project **out, int *n, aw_error *err)
+aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const char *after, int limit,
+				       aw_project **out, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(after ? after : ""), AW_INT(limit)};
-	const char *sql =
-		s->drv->dialect == AW_DIALECT_PG
-			? "SELECT project_id, created_at, created_by"
-			  " FROM platform_list_projects($1, $2)"
-			: "SELECT project_id, created_at, created_by FROM projects"
-			  " WHERE project_id > $1 ORDER BY project_id LIMIT $2";
+	const char *sql = s->drv->dialect == AW_DIALECT_PG
+				  ? "SELECT project_id, created_at, created_by"
+				    " FROM platform_list_projects($1, $2)"
+				  : "SELECT project_id, created_at, created_by FROM projects"
+				    " WHERE project_id > $1 ORDER BY project_id LIMIT $2";
 	aw_err e = aw_store_exec1(s, ctx, sql, 2, v, &r, err);
 	if (e)
 		return e;
@@ -77,7 +76,7 @@ aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const cha
 aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(k->key_id),     AW_TEXT(t->ctx.project),
-		      AW_TEXT(k->name),       AW_TEXT(aw_scope_name(k->scope)),
+		      AW_TEXT(k->name),	      AW_TEXT(aw_scope_name(k->scope)),
 		      AW_TEXT(k->key_hash),   AW_TEXT(k->key_prefix),
 		      AW_TEXT(k->created_at), AW_TEXT(k->created_by)};
 	aw_err e = aw_txn_exec(t,
@@ -90,8 +89,7 @@ aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err)
 	return e;
 }
 
-#define KEY_COLS \
-	"key_id, project_id, name, scope, key_prefix, created_at, created_by, revoked_at"
+#define KEY_COLS "key_id, project_id, name, scope, key_prefix, created_at, created_by, revoked_at"
 
 static void key_from_row(aw_apikey *k, const aw_rows *r, int i)
 {
@@ -143,8 +141,8 @@ aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_e
 	}
 	aw_rows_free(r);
 	r = NULL;
-	e = aw_txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND key_id = $2", 2,
-			v, &r, err);
+	e = aw_txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND key_id = $2", 2, v, &r,
+			err);
 	if (!e)
 		e = r->nrows ? aw_fail(err, AW_E_KEY_REVOKED, "key already revoked")
 			     : aw_fail(err, AW_E_KEY_NOT_FOUND, "key not found");
@@ -152,8 +150,7 @@ aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_e
 	return e;
 }
 
-aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when,
-				aw_error *err)
+aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name), AW_TEXT(when)};
 	return aw_txn_exec(t,

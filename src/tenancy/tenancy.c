@@ -19,15 +19,14 @@ static int secret_shape_ok(const char *s)
 		return 0;
 	for (const char *p = s + 4; *p; p++) {
 		char c = *p;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '-' || c == '_'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_'))
 			return 0;
 	}
 	return 1;
 }
 
-aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx,
-			       aw_error *err)
+aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx, aw_error *err)
 {
 	if (!secret_shape_ok(secret))
 		return aw_fail(err, AW_E_AUTH_INVALID, "invalid API key");
@@ -46,8 +45,8 @@ aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx,
 	return AW_OK;
 }
 
-aw_err aw_tenancy_authorize(const aw_ctx *ctx, const char *project, aw_scope need,
-			    aw_ctx *scoped, aw_error *err)
+aw_err aw_tenancy_authorize(const aw_ctx *ctx, const char *project, aw_scope need, aw_ctx *scoped,
+			    aw_error *err)
 {
 	int platform = ctx->scope == AW_SCOPE_PLATFORM_ADMIN &&
 		       strcmp(ctx->project, AW_PLATFORM_PROJECT) == 0;
@@ -139,9 +138,8 @@ aw_err aw_key_generate(char *secret)
 	return AW_OK;
 }
 
-static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name,
-			 aw_scope scope, const char *secret, int replace_name,
-			 aw_apikey *out, aw_error *err)
+static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope scope,
+			 const char *secret, int replace_name, aw_apikey *out, aw_error *err)
 {
 	aw_apikey k = {0};
 	aw_uuid7_str(k.key_id);
@@ -172,8 +170,8 @@ static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name,
 		goto fail;
 	if ((e = aw_store_commit(t, err)))
 		return e;
-	aw_log(AW_LOG_INFO, ctx, "api key created", "key_id", k.key_id, "name", k.name,
-	       "scope", aw_scope_name(scope), "principal", ctx->principal, NULL);
+	aw_log(AW_LOG_INFO, ctx, "api key created", "key_id", k.key_id, "name", k.name, "scope",
+	       aw_scope_name(scope), "principal", ctx->principal, NULL);
 	if (out)
 		*out = k;
 	return AW_OK;
@@ -224,8 +222,7 @@ aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_erro
 		return aw_fail(err, AW_E_REQ_ID, "key id must be a UUID");
 	char id[AW_UUID_STR_LEN + 1], now[AW_TS_LEN + 1];
 	for (int i = 0; i <= AW_UUID_STR_LEN; i++)
-		id[i] = (char)((key_id[i] >= 'A' && key_id[i] <= 'F') ? key_id[i] + 32
-								      : key_id[i]);
+		id[i] = (char)((key_id[i] >= 'A' && key_id[i] <= 'F') ? key_id[i] + 32 : key_id[i]);
 	aw_clock_now(now);
 	aw_txn *t = NULL;
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
@@ -238,8 +235,8 @@ aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_erro
 	}
 	if ((e = aw_store_commit(t, err)))
 		return e;
-	aw_log(AW_LOG_INFO, ctx, "api key revoked", "key_id", id, "principal",
-	       ctx->principal, NULL);
+	aw_log(AW_LOG_INFO, ctx, "api key revoked", "key_id", id, "principal", ctx->principal,
+	       NULL);
 	return AW_OK;
 }
 
@@ -248,8 +245,7 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 /* Several processes of one cluster may start at once: whoever loses the race
  * to create the platform project or the bootstrap key tries again and then
  * finds the winner's. */
-aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed,
-			    aw_error *err)
+aw_err aw_tenancy_bootstrap(aw_store *s, const char *env_key, char *printed, aw_error *err)
 {
 	aw_err e = AW_OK;
 	for (int attempt = 0; attempt < 5; attempt++) {
@@ -305,8 +301,8 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 			return aw_fail(err, AW_E_CONFIG,
 				       "AWOOOP_BOOTSTRAP_KEY is already a key of lower scope");
 		}
-		return insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, env_key, 1,
-				  NULL, err);
+		return insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, env_key, 1, NULL,
+				  err);
 	}
 	if (admins > 0)
 		return AW_OK;

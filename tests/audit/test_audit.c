@@ -166,11 +166,13 @@ static void test_tamper_delete(void **state)
 static void test_tamper_alter(void **state)
 {
 	fresh_chain("au-alt", 6);
-	rawf("UPDATE %%Taudit_events SET payload = '{\"i\":999}' WHERE project_id = '%s' AND seq = 4", "au-alt");
+	rawf("UPDATE %%Taudit_events SET payload = '{\"i\":999}' WHERE project_id = '%s' AND seq = 4",
+	     "au-alt");
 	expect_break("au-alt", 4, "altered");
 	/* altering the actor alone is caught too */
 	fresh_chain("au-alt2", 3);
-	rawf("UPDATE %%Taudit_events SET actor = 'someone-else' WHERE project_id = '%s' AND seq = 2", "au-alt2");
+	rawf("UPDATE %%Taudit_events SET actor = 'someone-else' WHERE project_id = '%s' AND seq = 2",
+	     "au-alt2");
 	expect_break("au-alt2", 2, "altered");
 }
 

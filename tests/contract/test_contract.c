@@ -105,8 +105,8 @@ static void approve(const char *project, const char *family, const char *cid, co
 			 aw_err_code(want));
 }
 
-static aw_err activate(const char *project, const char *family, const char *cid,
-		       const char *rev, aw_activation *act)
+static aw_err activate(const char *project, const char *family, const char *cid, const char *rev,
+		       aw_activation *act)
 {
 	aw_ctx c;
 	as(&c, project, "operator");
@@ -145,7 +145,8 @@ static int walk_dir(const char *family, const char *kind)
 			json_t *x = json_object_get(doc, "expect");
 			aw_err want;
 			aw_err_from_code(json_string_value(json_object_get(x, "code")), &want);
-			if (got != want || strcmp(err.where, json_string_value(json_object_get(x, "pointer"))))
+			if (got != want ||
+			    strcmp(err.where, json_string_value(json_object_get(x, "pointer"))))
 				fail_msg("%s: got %s at '%s' (%s), want %s at '%s'", path,
 					 aw_err_code(got), err.where, err.msg,
 					 json_string_value(json_object_get(x, "code")),
@@ -160,8 +161,8 @@ static int walk_dir(const char *family, const char *kind)
 
 static void test_fixtures_all_families(void **state)
 {
-	const char *fams[] = {"policy_routing", "channel_event", "mcp_tool", "budget", "approval",
-			      "platform_resource"};
+	const char *fams[] = {"policy_routing", "channel_event", "mcp_tool",
+			      "budget",		"approval",	 "platform_resource"};
 	for (int i = 0; i < 6; i++) {
 		assert_true(walk_dir(fams[i], "valid") >= 2);
 		assert_true(walk_dir(fams[i], "invalid") >= 3);
@@ -195,14 +196,16 @@ static void test_lifecycle_and_illegal_transitions(void **state)
 			 AW_E_CONTRACT_SCHEMA);
 	json_decref(bad);
 	json_t *b2 = budget(200);
-	assert_int_equal(aw_contract_update(C, S, &op, "budget", "daily", rev, b2, &r, &err), AW_OK);
+	assert_int_equal(aw_contract_update(C, S, &op, "budget", "daily", rev, b2, &r, &err),
+			 AW_OK);
 	json_decref(b2);
 	assert_non_null(strstr(r.body, "200"));
 	aw_revision_clear(&r);
 	/* cannot activate or revoke a draft */
 	aw_activation act;
 	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act), AW_E_CONTRACT_STATE);
-	assert_int_equal(aw_contract_revoke(C, S, &op, "budget", "daily", rev, &err), AW_E_CONTRACT_STATE);
+	assert_int_equal(aw_contract_revoke(C, S, &op, "budget", "daily", rev, &err),
+			 AW_E_CONTRACT_STATE);
 	assert_int_equal(aw_contract_publish(C, S, &op, "budget", "daily", rev, &r, &err), AW_OK);
 	aw_revision_clear(&r);
 	/* published is immutable and cannot be published twice */
@@ -213,7 +216,8 @@ static void test_lifecycle_and_illegal_transitions(void **state)
 	assert_int_equal(aw_contract_publish(C, S, &op, "budget", "daily", rev, NULL, &err),
 			 AW_E_CONTRACT_STATE);
 	/* activation needs an approval (platform default: 1, not the publisher) */
-	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act), AW_E_CONTRACT_APPROVALS);
+	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act),
+			 AW_E_CONTRACT_APPROVALS);
 	approve("ct-main", "budget", "daily", rev, "alice", AW_OK);
 	assert_int_equal(activate("ct-main", "budget", "daily", rev, &act), AW_OK);
 	assert_true(act.activated);
@@ -260,7 +264,8 @@ static void test_lifecycle_and_illegal_transitions(void **state)
 	assert_int_equal(aw_contract_get(C, S, &other, "budget", "daily", rev, &r, &err),
 			 AW_E_CONTRACT_NOT_FOUND);
 	/* platform_resource only in __platform__ */
-	json_t *topo = json_loads("{\"kind\":\"ollama_topology\",\"primary\":{\"url\":\"http://a\"}}", 0, NULL);
+	json_t *topo = json_loads(
+		"{\"kind\":\"ollama_topology\",\"primary\":{\"url\":\"http://a\"}}", 0, NULL);
 	assert_int_equal(aw_contract_create(C, S, &op, "platform_resource", "ollama_topology", topo,
 					    NULL, &err),
 			 AW_E_CONTRACT_ID);
@@ -277,7 +282,8 @@ static void test_approval_rules(void **state)
 				 "\"window_s\":3600,\"mode\":\"enforce\"}",
 				 0, NULL);
 	published("ct-appr", "approval", AW_APPROVAL_CONTRACT, pol, prev);
-	approve("ct-appr", "approval", AW_APPROVAL_CONTRACT, prev, "dave", AW_OK); /* default policy */
+	approve("ct-appr", "approval", AW_APPROVAL_CONTRACT, prev, "dave",
+		AW_OK); /* default policy */
 	aw_activation act;
 	assert_int_equal(activate("ct-appr", "approval", AW_APPROVAL_CONTRACT, prev, &act), AW_OK);
 
@@ -361,29 +367,35 @@ static void test_signature_rotation_and_tamper(void **state)
 	aw_contracts *c3 = NULL;
 	assert_int_equal(aw_keyring_from_env(K2, &only2, &err), AW_OK);
 	assert_int_equal(aw_contracts_new(only2, &c3, &err), AW_OK);
-	assert_int_equal(aw_contract_active(c3, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
+	assert_int_equal(aw_contract_active(c3, S, &op, "budget", "t", &r, &err),
+			 AW_E_CONTRACT_SIG);
 
 	/* tamper with the stored body, then with the stored hash: both refused */
 	char sql[512];
-	snprintf(sql, sizeof sql,
-		 "UPDATE %%Tcontract_revisions SET body = '{\"period\":\"day\",\"token_limit\":999999,"
-		 "\"action_on_exceed\":\"kill\"}' WHERE revision_id = '%s'",
-		 rev);
+	snprintf(
+		sql, sizeof sql,
+		"UPDATE %%Tcontract_revisions SET body = '{\"period\":\"day\",\"token_limit\":999999,"
+		"\"action_on_exceed\":\"kill\"}' WHERE revision_id = '%s'",
+		rev);
 	raw(sql);
-	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
-	snprintf(sql, sizeof sql,
-		 "UPDATE %%Tcontract_revisions SET body_hash = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'"
-		 " WHERE revision_id = '%s'",
-		 rev);
+	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err),
+			 AW_E_CONTRACT_SIG);
+	snprintf(
+		sql, sizeof sql,
+		"UPDATE %%Tcontract_revisions SET body_hash = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'"
+		" WHERE revision_id = '%s'",
+		rev);
 	raw(sql);
-	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err), AW_E_CONTRACT_SIG);
+	assert_int_equal(aw_contract_active(c2, S, &op, "budget", "t", &r, &err),
+			 AW_E_CONTRACT_SIG);
 	/* the detection is audited */
 	aw_txn *t = NULL;
 	aw_audit_row *rows = NULL;
 	int n = 0;
 	assert_int_equal(aw_store_begin(S, &op, AW_TXN_READ, &t, &err), AW_OK);
-	assert_int_equal(aw_store_audit_list(t, 0, "contract.tamper_detected", "", 10, &rows, &n, &err),
-			 AW_OK);
+	assert_int_equal(
+		aw_store_audit_list(t, 0, "contract.tamper_detected", "", 10, &rows, &n, &err),
+		AW_OK);
 	aw_store_rollback(t);
 	assert_true(n >= 2);
 	aw_audit_rows_free(rows, n);
@@ -502,16 +514,20 @@ static void test_diff(void **state)
 	as(&op, "ct-main", "publisher");
 	aw_error err = {0};
 	aw_revision a = {0}, b = {0};
-	json_t *ba = json_loads("{\"period\":\"day\",\"token_limit\":1,\"action_on_exceed\":\"kill\","
-				"\"alert_at_percent\":[50,80]}", 0, NULL);
-	json_t *bb = json_loads("{\"period\":\"month\",\"token_limit\":1,\"action_on_exceed\":\"kill\","
-				"\"alert_at_percent\":[50],\"cost_limit_usd\":3}", 0, NULL);
+	json_t *ba =
+		json_loads("{\"period\":\"day\",\"token_limit\":1,\"action_on_exceed\":\"kill\","
+			   "\"alert_at_percent\":[50,80]}",
+			   0, NULL);
+	json_t *bb =
+		json_loads("{\"period\":\"month\",\"token_limit\":1,\"action_on_exceed\":\"kill\","
+			   "\"alert_at_percent\":[50],\"cost_limit_usd\":3}",
+			   0, NULL);
 	assert_int_equal(aw_contract_create(C, S, &op, "budget", "d", ba, &a, &err), AW_OK);
 	assert_int_equal(aw_contract_create(C, S, &op, "budget", "d", bb, &b, &err), AW_OK);
 	json_t *patch = NULL;
-	assert_int_equal(aw_contract_diff(S, &op, "budget", "d", a.revision_id, b.revision_id, &patch,
-					  &err),
-			 AW_OK);
+	assert_int_equal(
+		aw_contract_diff(S, &op, "budget", "d", a.revision_id, b.revision_id, &patch, &err),
+		AW_OK);
 	char *s = json_dumps(patch, JSON_COMPACT);
 	assert_string_equal(s, "[{\"op\":\"remove\",\"path\":\"/alert_at_percent/1\"},"
 			       "{\"op\":\"replace\",\"path\":\"/period\",\"value\":\"month\"},"

@@ -66,8 +66,8 @@ static void test_uuid7_layout_and_order(void **state)
 	for (int i = 0; i < 100000; i++) {
 		aw_uuid u;
 		aw_uuid7(&u);
-		assert_int_equal(u.b[6] >> 4, 7);      /* version */
-		assert_int_equal(u.b[8] >> 6, 2);      /* variant 10 */
+		assert_int_equal(u.b[6] >> 4, 7); /* version */
+		assert_int_equal(u.b[8] >> 6, 2); /* variant 10 */
 		char s[AW_UUID_STR_LEN + 1];
 		aw_uuid_format(&u, s);
 		assert_true(aw_uuid_valid(s));
@@ -97,12 +97,12 @@ static void test_traceparent(void **state)
 	assert_string_equal(out, ok);
 
 	const char *bad[] = {
-		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", /* version ff */
-		"00-00000000000000000000000000000000-00f067aa0ba902b7-01", /* zero trace */
-		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", /* zero parent */
-		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", /* uppercase */
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* version ff */
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01",   /* zero trace */
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   /* zero parent */
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",   /* uppercase */
 		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", /* v00 + extra */
-		"00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",  /* dash moved */
+		"00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",   /* dash moved */
 		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
 		"0-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 		"",
@@ -128,12 +128,14 @@ static void test_crypto_vectors(void **state)
 {
 	char hex[65];
 	aw_sha256_hex("abc", 3, hex);
-	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(hex,
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	/* RFC 4231 test case 2 */
 	uint8_t mac[32];
 	aw_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, mac);
 	aw_hex(mac, 32, hex);
-	assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	assert_string_equal(hex,
+			    "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 	char b64[16];
 	aw_base64url((const uint8_t *)"\xfb\xff", 2, b64);
 	assert_string_equal(b64, "-_8");
@@ -160,8 +162,8 @@ static void test_identifiers(void **state)
 {
 	assert_true(aw_ident_project_ok("alpha"));
 	assert_true(aw_ident_project_ok("a1_b-c"));
-	assert_false(aw_ident_project_ok("a"));          /* too short */
-	assert_false(aw_ident_project_ok("Alpha"));      /* upper case */
+	assert_false(aw_ident_project_ok("a"));	    /* too short */
+	assert_false(aw_ident_project_ok("Alpha")); /* upper case */
 	assert_false(aw_ident_project_ok("-alpha"));
 	assert_false(aw_ident_project_ok("__platform__"));
 	assert_false(aw_ident_project_ok("a:b"));
@@ -211,7 +213,8 @@ static void test_strict_json(void **state)
 	const char *scope = "{\"name\":\"alice\",\"scope\":\"root\"}";
 	assert_int_equal(aw_decode_key_create(scope, strlen(scope), &k, &err), AW_E_KEY_SCOPE);
 	const char *missing = "{\"scope\":\"reader\"}";
-	assert_int_equal(aw_decode_key_create(missing, strlen(missing), &k, &err), AW_E_REQ_INVALID);
+	assert_int_equal(aw_decode_key_create(missing, strlen(missing), &k, &err),
+			 AW_E_REQ_INVALID);
 }
 
 static void test_metrics_render(void **state)
@@ -223,11 +226,19 @@ static void test_metrics_render(void **state)
 	aw_metrics_store_observe("sqlite", 0.0001, AW_E_STORE_BUSY);
 	char *m = aw_metrics_render();
 	assert_non_null(m);
-	assert_non_null(strstr(m, "awooop_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2\n"));
-	assert_non_null(strstr(m, "awooop_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.005\"} 1\n"));
-	assert_non_null(strstr(m, "awooop_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 2\n"));
-	assert_non_null(strstr(m, "awooop_store_query_duration_seconds_count{backend=\"sqlite\"} 2\n"));
-	assert_non_null(strstr(m, "awooop_store_errors_total{backend=\"sqlite\",code=\"E-STORE-003\"} 1\n"));
+	assert_non_null(strstr(
+		m,
+		"awooop_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2\n"));
+	assert_non_null(strstr(
+		m,
+		"awooop_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.005\"} 1\n"));
+	assert_non_null(strstr(
+		m,
+		"awooop_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 2\n"));
+	assert_non_null(
+		strstr(m, "awooop_store_query_duration_seconds_count{backend=\"sqlite\"} 2\n"));
+	assert_non_null(strstr(
+		m, "awooop_store_errors_total{backend=\"sqlite\",code=\"E-STORE-003\"} 1\n"));
 	assert_non_null(strstr(m, "# TYPE awooop_http_request_duration_seconds histogram\n"));
 	free(m);
 	aw_metrics_reset();

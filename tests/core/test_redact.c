@@ -68,7 +68,8 @@ static void test_positive_each_class(void **state)
 	caught("gho_16C7e42F292c6912E7710c838347Ae178B4a", "github_token", "", "");
 	caught("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234",
 	       "github_token", "pat ", "");
-	caught("xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "slack_token", "slack ", "");
+	caught("xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "slack_token", "slack ",
+	       "");
 	caught("xapp-1-A0123456789-1234567890123-abcdef0123456789", "slack_token", "", "");
 	caught("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
 	       "slack_webhook", "post to ", " please");
@@ -90,19 +91,19 @@ static void test_positive_each_class(void **state)
 
 static void test_negative_lookalikes(void **state)
 {
-	untouched("4111 1111 1111 1112");          /* Luhn-invalid */
+	untouched("4111 1111 1111 1112");	  /* Luhn-invalid */
 	untouched("order 1234567890123 shipped"); /* 13 digits, not Luhn, starts 1 */
-	untouched("ts=1795946067123 ok");          /* epoch ms */
+	untouched("ts=1795946067123 ok");	  /* epoch ms */
 	untouched("2026-11-29T09:54:27.123Z INFO request handled in 3ms status=200");
 	untouched("version 10.0.1 released; 999.1.2.3 is not an address");
 	untouched("at 10:00:00 the job ran; ratio 3:2:1");
 	untouched("std::vector<int> and foo::bar()");
-	untouched("AKIAIOSFODNN7EXAMPL");           /* 19 chars */
+	untouched("AKIAIOSFODNN7EXAMPL"); /* 19 chars */
 	untouched("ghp_short");
 	untouched("xoxb-short");
-	untouched("eyJhbGciOiJIUzI1NiJ9 alone");   /* one segment */
+	untouched("eyJhbGciOiJIUzI1NiJ9 alone"); /* one segment */
 	untouched("-----BEGIN PUBLIC KEY-----");
-	untouched("user@localhost");               /* no TLD */
+	untouched("user@localhost"); /* no TLD */
 	untouched("prompt_tokens=1234 max_tokens: 4096 tokenizer=bpe");
 	untouched("https://example.com/path?q=1");
 	untouched("password policy: [REDACTED:x]");
@@ -166,20 +167,25 @@ static void test_stream_split_secrets(void **state)
 				sinkbuf out = {0};
 				aw_redact_stream *s = aw_redact_stream_new(sink, &out, NULL);
 				assert_int_equal(aw_redact_stream_feed(s, doc, cut), AW_OK);
-				assert_int_equal(aw_redact_stream_feed(s, doc + cut, total - cut), AW_OK);
+				assert_int_equal(aw_redact_stream_feed(s, doc + cut, total - cut),
+						 AW_OK);
 				assert_int_equal(aw_redact_stream_finish(s), AW_OK);
 				/* no piece of the secret (its first 8 bytes) may survive */
-				if (memmem(out.buf, out.len, sec, 8) || !strstr(out.buf, "[REDACTED:"))
-					fail_msg("cut %zu (variant %d) leaked %s", cut, variant, sec);
+				if (memmem(out.buf, out.len, sec, 8) ||
+				    !strstr(out.buf, "[REDACTED:"))
+					fail_msg("cut %zu (variant %d) leaked %s", cut, variant,
+						 sec);
 				free(out.buf);
 			}
 		}
 	}
 	/* byte-at-a-time feeding, with a private key block far larger than a chunk */
 	char kdoc[8192];
-	int n = snprintf(kdoc, sizeof kdoc, "start %s end\n-----BEGIN PRIVATE KEY-----\n", secrets[0]);
+	int n = snprintf(kdoc, sizeof kdoc, "start %s end\n-----BEGIN PRIVATE KEY-----\n",
+			 secrets[0]);
 	for (int i = 0; i < 60; i++)
-		n += snprintf(kdoc + n, sizeof kdoc - (size_t)n, "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo%02d\n", i);
+		n += snprintf(kdoc + n, sizeof kdoc - (size_t)n,
+			      "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo%02d\n", i);
 	n += snprintf(kdoc + n, sizeof kdoc - (size_t)n, "-----END PRIVATE KEY-----\ntail");
 	sinkbuf out = {0};
 	aw_redact_stream *s = aw_redact_stream_new(sink, &out, NULL);
@@ -226,7 +232,8 @@ static void test_json_mode(void **state)
 			    "[REDACTED:sensitive_field]");
 	assert_int_equal(json_integer_value(json_object_get(doc, "prompt_tokens")), 123);
 	assert_true(json_is_null(json_object_get(doc, "token")));
-	assert_string_equal(json_string_value(json_object_get(doc, "note")), "quote \" and \\ kept");
+	assert_string_equal(json_string_value(json_object_get(doc, "note")),
+			    "quote \" and \\ kept");
 	assert_non_null(json_object_get(doc, "[REDACTED:email]"));
 	assert_int_equal(st.count[AW_RC_SENSITIVE_FIELD], 3);
 	free(s);

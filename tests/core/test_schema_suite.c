@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 		long fp = 0, ff = 0, fs = 0;
 		size_t gi;
 		json_t *g;
-		json_array_foreach(groups, gi, g) {
+		json_array_foreach (groups, gi, g) {
 			json_t *schema = json_object_get(g, "schema");
 			json_t *tests = json_object_get(g, "tests");
 			char why[256] = "";
@@ -62,15 +62,17 @@ int main(int argc, char **argv)
 				fs += (long)json_array_size(tests);
 				if (verbose)
 					printf("  skip %s / %s: %s\n", names[f],
-					       json_string_value(json_object_get(g, "description")), why);
+					       json_string_value(json_object_get(g, "description")),
+					       why);
 				continue;
 			}
 			size_t ti;
 			json_t *t;
-			json_array_foreach(tests, ti, t) {
+			json_array_foreach (tests, ti, t) {
 				int want = json_is_true(json_object_get(t, "valid"));
 				aw_schema_error errs[4];
-				int got = aw_schema_validate(s, json_object_get(t, "data"), errs, 4) == 0;
+				int got = aw_schema_validate(s, json_object_get(t, "data"), errs,
+							     4) == 0;
 				if (got == want) {
 					fp++;
 				} else {

@@ -63,13 +63,30 @@ static int teardown(void **state)
 
 static void test_registry(void **state)
 {
-	const char *want[] = {"ollama_topology", "gemini_daily_count", "telegram_polling_leader",
-			      "telegram_silence", "ai_rate_total_cost", "approval", "incident",
-			      "consensus", "playbook", "playbook_embedding_index",
-			      "playbook_index_alert", "playbook_embedding", "km_backfill_dlq",
-			      "anomaly_disposition", "anomaly_metadata", "anomaly_permanent_fix",
-			      "anomaly_repair_count", "anomaly_repair_history", "anomaly_timeline",
-			      "hermes_session", "hermes_rl", "hermes_approvers", "session", "tg_sent",
+	const char *want[] = {"ollama_topology",
+			      "gemini_daily_count",
+			      "telegram_polling_leader",
+			      "telegram_silence",
+			      "ai_rate_total_cost",
+			      "approval",
+			      "incident",
+			      "consensus",
+			      "playbook",
+			      "playbook_embedding_index",
+			      "playbook_index_alert",
+			      "playbook_embedding",
+			      "km_backfill_dlq",
+			      "anomaly_disposition",
+			      "anomaly_metadata",
+			      "anomaly_permanent_fix",
+			      "anomaly_repair_count",
+			      "anomaly_repair_history",
+			      "anomaly_timeline",
+			      "hermes_session",
+			      "hermes_rl",
+			      "hermes_approvers",
+			      "session",
+			      "tg_sent",
 			      "telegram_user"};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
 		assert_non_null(aw_keys_find(want[i]));
@@ -95,8 +112,9 @@ static void test_components_cannot_escape(void **state)
 	const char *ok[] = {"42"};
 	assert_int_equal(aw_keys_build(p, 1, "awoooi", ok, 1, key, sizeof key, &err), AW_OK);
 	assert_string_equal(key, "awoooi:incident:42");
-	const char *bad[] = {"", "a:b", "ewoooc:incident:1", "*", "inc?", "[a-z]", "a\\b", "a b",
-			     "a\nb", "a\tb", "\x01"};
+	const char *bad[] = {
+		"",	"a:b", "ewoooc:incident:1", "*", "inc?", "[a-z]", "a\\b", "a b", "a\nb",
+		"a\tb", "\x01"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		const char *v[] = {bad[i]};
 		assert_int_equal(aw_keys_build(p, 1, "awoooi", v, 1, key, sizeof key, &err),
@@ -121,8 +139,8 @@ static void test_components_cannot_escape(void **state)
 			 AW_E_KEYS_COMPONENT);
 	/* a platform resource ignores the tenant */
 	const char *date[] = {"2026-11-29"};
-	assert_int_equal(aw_keys_build(aw_keys_find("gemini_daily_count"), 1, "awoooi", date, 1, key,
-				       sizeof key, &err),
+	assert_int_equal(aw_keys_build(aw_keys_find("gemini_daily_count"), 1, "awoooi", date, 1,
+				       key, sizeof key, &err),
 			 AW_OK);
 	assert_string_equal(key, "platform:ollama:gemini_daily_count:2026-11-29");
 }
@@ -213,7 +231,8 @@ static void *load(void *arg)
 				lost++;
 			free(got);
 			char *h = NULL;
-			if (aw_kv_hget(KV, &c, "anomaly_metadata", v2, 1, "severity", &h, &err) || !h)
+			if (aw_kv_hget(KV, &c, "anomaly_metadata", v2, 1, "severity", &h, &err) ||
+			    !h)
 				lost++;
 			free(h);
 		}
@@ -244,8 +263,11 @@ static long long pttl(const char *key)
 
 static void test_migration_cycle(void **state)
 {
-	aw_kv_opts o = {.legacy_project = "awoooi", .window_a_s = 1, .window_b_s = 1,
-			.window_c_s = 1, .phase_cache_ms = 100};
+	aw_kv_opts o = {.legacy_project = "awoooi",
+			.window_a_s = 1,
+			.window_b_s = 1,
+			.window_c_s = 1,
+			.phase_cache_ms = 100};
 	aw_error err = {0};
 	assert_int_equal(aw_kv_open(R.url, S, &o, &KV, &err), AW_OK);
 	seed();
@@ -272,7 +294,7 @@ static void test_migration_cycle(void **state)
 	assert_int_equal(st.reads, 10); /* counters exact */
 	assert_int_equal(st.fallbacks, 10);
 	migrate("telegram_silence", "C", AW_E_KEYS_GATE, 0); /* 100% >= 1% */
-	migrate("telegram_silence", "C", AW_OK, 1);         /* forced, audited */
+	migrate("telegram_silence", "C", AW_OK, 1);	     /* forced, audited */
 
 	/* the full cycle of three patterns under load */
 	pthread_t th;
@@ -286,8 +308,9 @@ static void test_migration_cycle(void **state)
 		migrate(pats[k], "B", AW_OK, 0);
 	for (int k = 0; k < 3; k++) {
 		long long copied = 0, skipped = 0;
-		assert_int_equal(aw_kv_backfill(KV, &c, pats[k], 0, &copied, &skipped, NULL, NULL, &err),
-				 AW_OK);
+		assert_int_equal(
+			aw_kv_backfill(KV, &c, pats[k], 0, &copied, &skipped, NULL, NULL, &err),
+			AW_OK);
 		assert_int_equal(copied + skipped, N);
 	}
 	/* TTLs preserved within 1 s */
@@ -304,7 +327,8 @@ static void test_migration_cycle(void **state)
 	for (int k = 0; k < 3; k++) {
 		assert_int_equal(aw_kv_status_get(KV, &c, pats[k], &st, &err), AW_OK);
 		if (st.reads && st.fallbacks * 100 >= st.reads)
-			fail_msg("%s: %lld fallbacks in %lld reads", pats[k], st.fallbacks, st.reads);
+			fail_msg("%s: %lld fallbacks in %lld reads", pats[k], st.fallbacks,
+				 st.reads);
 	}
 	for (int k = 0; k < 3; k++) {
 		aw_kv_status s2;
@@ -345,7 +369,8 @@ static void test_migration_cycle(void **state)
 	aw_audit_row *rows = NULL;
 	int n = 0;
 	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
-	assert_int_equal(aw_store_audit_list(t, 0, "keys.migrate", "", 100, &rows, &n, &err), AW_OK);
+	assert_int_equal(aw_store_audit_list(t, 0, "keys.migrate", "", 100, &rows, &n, &err),
+			 AW_OK);
 	aw_store_rollback(t);
 	assert_int_equal(n, 3 + 3 * 4);
 	int forced = 0;
@@ -374,8 +399,11 @@ static int comps(const aw_key_pattern *p, int i, char buf[4][32], const char **v
 
 static void test_every_pattern_full_cycle(void **state)
 {
-	aw_kv_opts o = {.legacy_project = "awoooi", .window_a_s = 1, .window_b_s = 1,
-			.window_c_s = 1, .phase_cache_ms = 50};
+	aw_kv_opts o = {.legacy_project = "awoooi",
+			.window_a_s = 1,
+			.window_b_s = 1,
+			.window_c_s = 1,
+			.phase_cache_ms = 50};
 	aw_error err = {0};
 	aw_kv *kv = NULL;
 	assert_int_equal(aw_kv_open(R.url, S, &o, &kv, &err), AW_OK);
@@ -391,7 +419,9 @@ static void test_every_pattern_full_cycle(void **state)
 			char buf[4][32], key[256];
 			const char *vals[4];
 			int n = comps(p, i, buf, vals);
-			assert_int_equal(aw_keys_build(p, 0, "awoooi", vals, n, key, sizeof key, &err), AW_OK);
+			assert_int_equal(
+				aw_keys_build(p, 0, "awoooi", vals, n, key, sizeof key, &err),
+				AW_OK);
 			redisReply *r;
 			if (!strcmp(p->type, "hash"))
 				r = redisCommand(raw, "HSET %s f v%d", key, i);
@@ -427,8 +457,8 @@ static void test_every_pattern_full_cycle(void **state)
 				fail_msg("%s -> %s: %s", p->name, steps[st], err.msg);
 			if (st == 1) { /* idempotent, whatever the phase */
 				long long copied = 0, skipped = 0;
-				assert_int_equal(aw_kv_backfill(kv, &pc, p->name, 0, &copied, &skipped, NULL,
-								NULL, &err),
+				assert_int_equal(aw_kv_backfill(kv, &pc, p->name, 0, &copied,
+								&skipped, NULL, NULL, &err),
 						 AW_OK);
 			}
 		}
@@ -447,7 +477,8 @@ static void test_every_pattern_full_cycle(void **state)
 			aw_keys_build(p, 0, "awoooi", vals, n, old, sizeof old, &err);
 			redisReply *r = redisCommand(raw, "TYPE %s", key);
 			if (strcmp(r->str, p->type) != 0)
-				fail_msg("%s: new key %s is %s, want %s", p->name, key, r->str, p->type);
+				fail_msg("%s: new key %s is %s, want %s", p->name, key, r->str,
+					 p->type);
 			freeReplyObject(r);
 			long long tn = pttl(key), to = pttl(old);
 			if (p->ttl_s != 0 && (tn <= 0 || (to > 0 && llabs(tn - to) > 1000)))
@@ -458,11 +489,13 @@ static void test_every_pattern_full_cycle(void **state)
 				aw_ctx pc = c;
 				if (p->scope == AW_KEY_PLATFORM)
 					aw_ctx_with_project(&c, AW_PLATFORM_PROJECT, &pc);
-				assert_int_equal(aw_kv_get(kv, &pc, p->name, vals, n, &got, &err), AW_OK);
+				assert_int_equal(aw_kv_get(kv, &pc, p->name, vals, n, &got, &err),
+						 AW_OK);
 				char want[16];
 				snprintf(want, sizeof want, "v%d", i);
 				if (!got || strcmp(got, want))
-					fail_msg("%s #%d lost: %s", p->name, i, got ? got : "(missing)");
+					fail_msg("%s #%d lost: %s", p->name, i,
+						 got ? got : "(missing)");
 				free(got);
 			}
 			checked_keys++;

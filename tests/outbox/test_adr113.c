@@ -172,7 +172,8 @@ static void test_relay_delivers_to_cache(void **state)
 	aw_error err = {0};
 	assert_int_equal(aw_bus_open(redis_url, &pub, &err), AW_OK);
 	assert_int_equal(aw_bus_open(redis_url, &sub, &err), AW_OK);
-	aw_policy_opts po = {.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 60000, .interval_ms = 60000};
+	aw_policy_opts po = {
+		.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 60000, .interval_ms = 60000};
 	aw_policy_cache *pc = NULL;
 	assert_int_equal(aw_policy_cache_new(S, C, sub, &po, &pc, &err), AW_OK);
 	seen_t seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -233,7 +234,9 @@ static void test_redis_killed_fallback_and_resync(void **state)
 	assert_int_equal(aw_bus_open(redis_url, &pub, &err), AW_OK);
 	assert_int_equal(aw_bus_open(redis_url, &sub, &err), AW_OK);
 	/* fallback every 300 ms; a huge staleness so only bus/fallback/resync act */
-	aw_policy_opts po = {.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 600000, .interval_ms = 300,
+	aw_policy_opts po = {.mode = AW_GUARD_BOUNDED,
+			     .max_staleness_ms = 600000,
+			     .interval_ms = 300,
 			     .jitter_pct = 10};
 	aw_policy_cache *pc = NULL;
 	assert_int_equal(aw_policy_cache_new(S, C, sub, &po, &pc, &err), AW_OK);
@@ -255,8 +258,8 @@ static void test_redis_killed_fallback_and_resync(void **state)
 	aw_policy_cache_free(pc);
 
 	/* resync: a cache whose fallback is far away learns on reconnect */
-	aw_policy_opts slow = {.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 600000,
-			       .interval_ms = 600000};
+	aw_policy_opts slow = {
+		.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 600000, .interval_ms = 600000};
 	assert_int_equal(aw_policy_cache_new(S, C, sub, &slow, &pc, &err), AW_OK);
 	seen_t seen2 = {.mu = PTHREAD_MUTEX_INITIALIZER};
 	aw_policy_on_change(pc, on_change, &seen2);
@@ -288,7 +291,8 @@ static void test_guard_modes_and_read_budget(void **state)
 	ready_revision("adr", "policy_routing", "guard", routing(21), r2);
 	activate("adr", "policy_routing", "guard", r1);
 	/* bounded, no bus: ~one store read per max_staleness */
-	aw_policy_opts po = {.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 200, .interval_ms = 600000};
+	aw_policy_opts po = {
+		.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 200, .interval_ms = 600000};
 	aw_policy_cache *pc = NULL;
 	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &pc, &err), AW_OK);
 	int64_t t0 = aw_clock_mono_ns();
@@ -301,8 +305,8 @@ static void test_guard_modes_and_read_budget(void **state)
 	aw_policy_get_stats(pc, &st);
 	/* 1 s / 200 ms = 5 snapshot reads + 1 load; allow scheduling slack */
 	if (st.store_reads > 10)
-		fail_msg("bounded mode: %llu store reads for %d calls", (unsigned long long)st.store_reads,
-			 calls);
+		fail_msg("bounded mode: %llu store reads for %d calls",
+			 (unsigned long long)st.store_reads, calls);
 	assert_true(calls > 200);
 	/* a commit is seen within max_staleness, never later */
 	activate("adr", "policy_routing", "guard", r2);
@@ -330,7 +334,8 @@ static void test_guard_modes_and_read_budget(void **state)
 	/* revoked: fail closed */
 	aw_ctx admin;
 	aw_test_ctx(&admin, "adr", AW_SCOPE_PROJECT_ADMIN, "admin");
-	assert_int_equal(aw_contract_revoke(C, S, &admin, "policy_routing", "guard", r3, &err), AW_OK);
+	assert_int_equal(aw_contract_revoke(C, S, &admin, "policy_routing", "guard", r3, &err),
+			 AW_OK);
 	aw_ctx w;
 	aw_test_ctx(&w, "adr", AW_SCOPE_WORKER, "worker");
 	aw_policy pol;
@@ -358,8 +363,9 @@ static void test_platform_resource_listeners(void **state)
 	assert_int_equal(aw_policy_cache_new(S, C, bus, NULL, &pc, &err), AW_OK);
 	aw_policy_on_platform_change(pc, on_platform, NULL);
 	char rev[40];
-	json_t *topo = json_loads("{\"kind\":\"ollama_topology\",\"primary\":{\"url\":\"http://10.0.0.5:11434\"}}",
-				  0, NULL);
+	json_t *topo = json_loads(
+		"{\"kind\":\"ollama_topology\",\"primary\":{\"url\":\"http://10.0.0.5:11434\"}}", 0,
+		NULL);
 	ready_revision(AW_PLATFORM_PROJECT, "platform_resource", AW_TOPOLOGY_CONTRACT, topo, rev);
 	activate(AW_PLATFORM_PROJECT, "platform_resource", AW_TOPOLOGY_CONTRACT, rev);
 	int delivered = 0;
@@ -447,8 +453,8 @@ static void test_concurrent_relays_and_prune(void **state)
 	int d = 0;
 	assert_int_equal(aw_bus_open("local", &shared_bus, &err), AW_OK);
 	assert_int_equal(aw_relay_round(S, shared_bus, 1000, &d, &err), AW_OK); /* drain */
-	assert_int_equal(aw_bus_subscribe(shared_bus, "platform:contract:invalidate:*", count_msg, NULL,
-					  NULL, &err),
+	assert_int_equal(aw_bus_subscribe(shared_bus, "platform:contract:invalidate:*", count_msg,
+					  NULL, NULL, &err),
 			 AW_OK);
 	char rev[40];
 	for (int i = 0; i < 30; i++) {

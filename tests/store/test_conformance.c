@@ -197,9 +197,10 @@ static void test_keys_lifecycle(void **state)
 	assert_string_equal(k.project_id, "conf-k");
 	assert_string_equal(k.name, "alice");
 	assert_string_equal(k.revoked_at, now);
-	assert_int_equal(aw_store_platform_lookup_key(S, &sys,
-						      "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
-						      &k, &err),
+	assert_int_equal(aw_store_platform_lookup_key(
+				 S, &sys,
+				 "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+				 &k, &err),
 			 AW_E_AUTH_INVALID);
 
 	/* unknown key id */

@@ -74,32 +74,33 @@ static int tenant_tables(char names[][64], int max)
 static void seed(const char *p)
 {
 	char sql[4096];
-	snprintf(sql, sizeof sql,
-		 "BEGIN; SET LOCAL awooop.project_id = '%1$s';"
-		 "INSERT INTO projects (project_id, created_at, created_by) VALUES ('%1$s', now(), 's');"
-		 "INSERT INTO api_keys (key_id, project_id, name, scope, key_hash, key_prefix, created_at, created_by)"
-		 " VALUES (gen_random_uuid(), '%1$s', 'k', 'reader', md5('%1$s') || md5('x%1$s'), 'awk_', now(), 's');"
-		 "INSERT INTO contract_revisions (project_id, revision_id, family, contract_id, state, body, body_hash, created_at, created_by, updated_at)"
-		 " VALUES ('%1$s', gen_random_uuid(), 'budget', 'c1', 'published', '{}', 'h', now(), 's', now());"
-		 "INSERT INTO active_revisions (project_id, family, contract_id, revision_id, activated_at, activated_by)"
-		 " SELECT project_id, family, contract_id, revision_id, now(), 's' FROM contract_revisions WHERE project_id = '%1$s';"
-		 "INSERT INTO contract_outbox (event_id, event_type, project_id, contract_family, contract_id, new_revision_id, created_at)"
-		 " SELECT gen_random_uuid(), 'revision_activated', project_id, family, contract_id, revision_id, now() FROM contract_revisions WHERE project_id = '%1$s';"
-		 "INSERT INTO contract_approvals (project_id, revision_id, principal, approved_at, expires_at)"
-		 " SELECT project_id, revision_id, 'bob', now(), now() + interval '1 hour' FROM contract_revisions WHERE project_id = '%1$s';"
-		 "INSERT INTO runs (project_id, run_id, state, mode, workflow, trace_id, run_after, created_at, updated_at)"
-		 " VALUES ('%1$s', gen_random_uuid(), 'queued', 'live', '[]', 't', now(), now(), now());"
-		 "INSERT INTO run_steps (project_id, run_id, step_no, kind, state, idempotency_key)"
-		 " SELECT project_id, run_id, 0, 'noop', 'succeeded', 'k' FROM runs WHERE project_id = '%1$s';"
-		 "INSERT INTO idempotency_keys (project_id, scope, idem_key, request_hash, resource_id, created_at, expires_at)"
-		 " VALUES ('%1$s', 'runs', 'k1', 'h', 'r', now(), now());"
-		 "INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action, payload, prev_hash, hash)"
-		 " VALUES ('%1$s', gen_random_uuid(), 1, now(), 'a', 'x', '{}', '0', '1');"
-		 "INSERT INTO audit_heads (project_id, seq, hash) VALUES ('%1$s', 1, '1');"
-		 "INSERT INTO key_migrations (project_id, pattern, phase, phase_since, updated_by)"
-		 " VALUES ('%1$s', 'incident', 'A', now(), 's');"
-		 "COMMIT;",
-		 p);
+	snprintf(
+		sql, sizeof sql,
+		"BEGIN; SET LOCAL awooop.project_id = '%1$s';"
+		"INSERT INTO projects (project_id, created_at, created_by) VALUES ('%1$s', now(), 's');"
+		"INSERT INTO api_keys (key_id, project_id, name, scope, key_hash, key_prefix, created_at, created_by)"
+		" VALUES (gen_random_uuid(), '%1$s', 'k', 'reader', md5('%1$s') || md5('x%1$s'), 'awk_', now(), 's');"
+		"INSERT INTO contract_revisions (project_id, revision_id, family, contract_id, state, body, body_hash, created_at, created_by, updated_at)"
+		" VALUES ('%1$s', gen_random_uuid(), 'budget', 'c1', 'published', '{}', 'h', now(), 's', now());"
+		"INSERT INTO active_revisions (project_id, family, contract_id, revision_id, activated_at, activated_by)"
+		" SELECT project_id, family, contract_id, revision_id, now(), 's' FROM contract_revisions WHERE project_id = '%1$s';"
+		"INSERT INTO contract_outbox (event_id, event_type, project_id, contract_family, contract_id, new_revision_id, created_at)"
+		" SELECT gen_random_uuid(), 'revision_activated', project_id, family, contract_id, revision_id, now() FROM contract_revisions WHERE project_id = '%1$s';"
+		"INSERT INTO contract_approvals (project_id, revision_id, principal, approved_at, expires_at)"
+		" SELECT project_id, revision_id, 'bob', now(), now() + interval '1 hour' FROM contract_revisions WHERE project_id = '%1$s';"
+		"INSERT INTO runs (project_id, run_id, state, mode, workflow, trace_id, run_after, created_at, updated_at)"
+		" VALUES ('%1$s', gen_random_uuid(), 'queued', 'live', '[]', 't', now(), now(), now());"
+		"INSERT INTO run_steps (project_id, run_id, step_no, kind, state, idempotency_key)"
+		" SELECT project_id, run_id, 0, 'noop', 'succeeded', 'k' FROM runs WHERE project_id = '%1$s';"
+		"INSERT INTO idempotency_keys (project_id, scope, idem_key, request_hash, resource_id, created_at, expires_at)"
+		" VALUES ('%1$s', 'runs', 'k1', 'h', 'r', now(), now());"
+		"INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action, payload, prev_hash, hash)"
+		" VALUES ('%1$s', gen_random_uuid(), 1, now(), 'a', 'x', '{}', '0', '1');"
+		"INSERT INTO audit_heads (project_id, seq, hash) VALUES ('%1$s', 1, '1');"
+		"INSERT INTO key_migrations (project_id, pattern, phase, phase_since, updated_by)"
+		" VALUES ('%1$s', 'incident', 'A', now(), 's');"
+		"COMMIT;",
+		p);
 	ok(app, sql);
 }
 
@@ -162,14 +163,16 @@ static void test_project_sees_only_own_rows(void **state)
 	int n = tenant_tables(t, 32);
 	for (int i = 0; i < n; i++) {
 		char sql[512];
-		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE project_id = 'iso-b'", t[i]);
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE project_id = 'iso-b'",
+			 t[i]);
 		if (scalar(owner, sql) < 1) /* the superuser sees B's seed row */
 			fail_msg("seed missing in %s", t[i]);
 		ok(app, "BEGIN");
 		ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
 		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", t[i]);
 		long all = scalar(app, sql);
-		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE project_id <> 'iso-a'", t[i]);
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE project_id <> 'iso-a'",
+			 t[i]);
 		long other = scalar(app, sql);
 		ok(app, "COMMIT");
 		if (all < 1 || other != 0)
@@ -184,7 +187,8 @@ static void test_writing_other_project_fails(void **state)
 	for (int i = 0; i < n; i++) {
 		char sql[1024], st[8];
 		snprintf(sql, sizeof sql,
-			 "SELECT row_to_json(x)::text FROM %s x WHERE project_id = 'iso-b' LIMIT 1", t[i]);
+			 "SELECT row_to_json(x)::text FROM %s x WHERE project_id = 'iso-b' LIMIT 1",
+			 t[i]);
 		PGresult *r = q(owner, sql);
 		assert_int_equal(PQntuples(r), 1);
 		char *row = PQescapeLiteral(app, PQgetvalue(r, 0, 0), strlen(PQgetvalue(r, 0, 0)));
@@ -192,18 +196,21 @@ static void test_writing_other_project_fails(void **state)
 		ok(app, "BEGIN");
 		ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
 		snprintf(sql, sizeof sql,
-			 "INSERT INTO %s SELECT * FROM json_populate_record(NULL::%s, %s)", t[i], t[i], row);
+			 "INSERT INTO %s SELECT * FROM json_populate_record(NULL::%s, %s)", t[i],
+			 t[i], row);
 		sqlstate_of(app, sql, st);
 		ok(app, "ROLLBACK");
 		PQfreemem(row);
 		if (strcmp(st, "42501") != 0)
-			fail_msg("INSERT of a B row into %s as iso-a: SQLSTATE %s, want 42501", t[i], st);
+			fail_msg("INSERT of a B row into %s as iso-a: SQLSTATE %s, want 42501",
+				 t[i], st);
 	}
 	/* moving an own row to another project is refused too */
 	char st[8];
 	ok(app, "BEGIN");
 	ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
-	assert_string_equal(sqlstate_of(app, "UPDATE api_keys SET project_id = 'iso-b'", st), "42501");
+	assert_string_equal(sqlstate_of(app, "UPDATE api_keys SET project_id = 'iso-b'", st),
+			    "42501");
 	ok(app, "ROLLBACK");
 }
 
@@ -236,8 +243,8 @@ static void test_app_role_cannot_bypass(void **state)
 	assert_int_equal(scalar(owner, "SELECT (rolsuper OR rolbypassrls)::int FROM pg_roles"
 				       " WHERE rolname = 'awooop_app'"),
 			 0);
-	assert_string_equal(sqlstate_of(app, "ALTER TABLE api_keys NO FORCE ROW LEVEL SECURITY", st),
-			    "42501");
+	assert_string_equal(
+		sqlstate_of(app, "ALTER TABLE api_keys NO FORCE ROW LEVEL SECURITY", st), "42501");
 	assert_string_equal(sqlstate_of(app, "ALTER TABLE api_keys DISABLE ROW LEVEL SECURITY", st),
 			    "42501");
 	assert_string_equal(sqlstate_of(app, "SET ROLE awooop_platform", st), "42501");

@@ -120,7 +120,10 @@ static void test_authenticate_rejects(void **state)
 	aw_error err = {0};
 	aw_ctx c;
 	aw_ctx_system(&c, NULL);
-	const char *bad[] = {"", "awk_", "Bearer x", "awk_CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC",
+	const char *bad[] = {"",
+			     "awk_",
+			     "Bearer x",
+			     "awk_CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC",
 			     "awk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'",
 			     "awk_' OR '1'='1' --AAAAAAAAAAAAAAAAAAAAAAAAAAA"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -144,9 +147,9 @@ static void test_projects_and_authorization(void **state)
 
 	/* a project-admin of alpha */
 	aw_ctx in_alpha, scoped;
-	assert_int_equal(aw_tenancy_authorize(&admin, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &in_alpha,
-					      &err),
-			 AW_OK);
+	assert_int_equal(
+		aw_tenancy_authorize(&admin, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &in_alpha, &err),
+		AW_OK);
 	aw_apikey k;
 	char secret[AW_KEY_SECRET_LEN + 1];
 	assert_int_equal(aw_key_create(S, &in_alpha, "alpha-admin", AW_SCOPE_PROJECT_ADMIN, &k,
@@ -155,8 +158,9 @@ static void test_projects_and_authorization(void **state)
 	aw_ctx aa;
 	auth_ok(secret, &aa);
 	assert_string_equal(aa.project, "tn-alpha");
-	assert_int_equal(aw_tenancy_authorize(&aa, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &scoped, &err),
-			 AW_OK);
+	assert_int_equal(
+		aw_tenancy_authorize(&aa, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &scoped, &err),
+		AW_OK);
 	/* another tenant answers exactly like a missing one */
 	assert_int_equal(aw_tenancy_authorize(&aa, "tn-beta", AW_SCOPE_READER, &scoped, &err),
 			 AW_E_TENANT_NOT_FOUND);
@@ -165,11 +169,13 @@ static void test_projects_and_authorization(void **state)
 	/* no escalation: project-admin cannot mint platform-admin, reader cannot admin */
 	assert_int_equal(aw_key_create(S, &aa, "x", AW_SCOPE_PLATFORM_ADMIN, &k, secret, &err),
 			 AW_E_KEY_SCOPE);
-	assert_int_equal(aw_key_create(S, &aa, "reader1", AW_SCOPE_READER, &k, secret, &err), AW_OK);
+	assert_int_equal(aw_key_create(S, &aa, "reader1", AW_SCOPE_READER, &k, secret, &err),
+			 AW_OK);
 	aw_ctx rd;
 	auth_ok(secret, &rd);
-	assert_int_equal(aw_tenancy_authorize(&rd, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &scoped, &err),
-			 AW_E_AUTH_SCOPE);
+	assert_int_equal(
+		aw_tenancy_authorize(&rd, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &scoped, &err),
+		AW_E_AUTH_SCOPE);
 	assert_int_equal(aw_key_create(S, &rd, "op", AW_SCOPE_OPERATOR, &k, secret, &err),
 			 AW_E_AUTH_SCOPE);
 	assert_int_equal(aw_key_create(S, &aa, "bad name", AW_SCOPE_READER, &k, secret, &err),
@@ -192,17 +198,20 @@ static void test_key_revoke_cuts_access(void **state)
 	aw_error err = {0};
 	aw_ctx admin, alpha;
 	auth_ok(admin_secret, &admin);
-	assert_int_equal(aw_tenancy_authorize(&admin, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &alpha, &err),
-			 AW_OK);
+	assert_int_equal(
+		aw_tenancy_authorize(&admin, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &alpha, &err),
+		AW_OK);
 	aw_apikey k;
 	char secret[AW_KEY_SECRET_LEN + 1];
-	assert_int_equal(aw_key_create(S, &alpha, "temp", AW_SCOPE_OPERATOR, &k, secret, &err), AW_OK);
+	assert_int_equal(aw_key_create(S, &alpha, "temp", AW_SCOPE_OPERATOR, &k, secret, &err),
+			 AW_OK);
 	aw_ctx c;
 	auth_ok(secret, &c);
 	/* beta cannot revoke alpha's key, and it keeps working */
 	aw_ctx beta;
-	assert_int_equal(aw_tenancy_authorize(&admin, "tn-beta", AW_SCOPE_PROJECT_ADMIN, &beta, &err),
-			 AW_OK);
+	assert_int_equal(
+		aw_tenancy_authorize(&admin, "tn-beta", AW_SCOPE_PROJECT_ADMIN, &beta, &err),
+		AW_OK);
 	assert_int_equal(aw_key_revoke(S, &beta, k.key_id, &err), AW_E_KEY_NOT_FOUND);
 	auth_ok(secret, &c);
 	assert_int_equal(aw_key_revoke(S, &alpha, "not-a-uuid", &err), AW_E_REQ_ID);
