@@ -253,14 +253,26 @@ static aw_err resolve(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const c
 	return e;
 }
 
-static int writes_old(phase_t ph)
+/* The keys a write goes to in the target's phase, the new one first (its
+ * answer is the one callers see): legacy only before A, both in A and B, new
+ * only from C on. Returns how many. */
+static int write_keys(const target *t, const char *keys[2])
 {
-	return ph <= PH_B;
+	int n = 0;
+	if (t->ph >= PH_A)
+		keys[n++] = t->new_key;
+	if (t->ph <= PH_B)
+		keys[n++] = t->old_key;
+	return n;
 }
 
-static int writes_new(phase_t ph)
+/* Frees a reply; AW_E_BUS_UNAVAILABLE for a broken connection or an error. */
+static aw_err reply_ok(redisReply *r, aw_error *err)
 {
-	return ph >= PH_A;
+	int ok = r && r->type != REDIS_REPLY_ERROR;
+	if (r)
+		freeReplyObject(r);
+	return ok ? AW_OK : aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis command failed");
 }
 
 /* Copies old to new when new is missing: DUMP + PTTL + RESTORE (no REPLACE,
@@ -365,42 +377,15 @@ aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *
 	return e;
 }
 
-static aw_err write_both(aw_kv *kv, target *t, aw_error *err, const char *fmt_old,
-			 const char *fmt_new, const char *a, const char *b, long long x)
-{
-	const char *keys[2] = {writes_old(t->ph) ? t->old_key : NULL,
-			       writes_new(t->ph) ? t->new_key : NULL};
-	(void)fmt_new;
-	for (int i = 0; i < 2; i++) {
-		if (!keys[i])
-			continue;
-		redisReply *r = cmd(kv, fmt_old, keys[i], a, b, x);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			if (r)
-				freeReplyObject(r);
-			return UNAVAILABLE();
-		}
-		freeReplyObject(r);
-	}
-	return AW_OK;
-}
-
 aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
 		 const char *value, int ttl_s, aw_error *err)
 {
 	BEGIN_OP();
-	const char *keys[2] = {writes_old(t.ph) ? t.old_key : NULL,
-			       writes_new(t.ph) ? t.new_key : NULL};
-	for (int i = 0; i < 2 && !e; i++) {
-		if (!keys[i])
-			continue;
-		redisReply *r = ttl_s > 0 ? cmd(kv, "SET %s %s EX %d", keys[i], value, ttl_s)
-					  : cmd(kv, "SET %s %s", keys[i], value);
-		if (!r || r->type == REDIS_REPLY_ERROR)
-			e = UNAVAILABLE();
-		if (r)
-			freeReplyObject(r);
-	}
+	const char *keys[2];
+	for (int i = 0, nk = write_keys(&t, keys); i < nk && !e; i++)
+		e = reply_ok(ttl_s > 0 ? cmd(kv, "SET %s %s EX %d", keys[i], value, ttl_s)
+				       : cmd(kv, "SET %s %s", keys[i], value),
+			     err);
 	pthread_mutex_unlock(&kv->mu);
 	return e;
 }
@@ -425,15 +410,12 @@ aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char 
 {
 	BEGIN_OP();
 	prime_new(kv, &t);
-	const char *keys[2] = {writes_new(t.ph) ? t.new_key : NULL,
-			       writes_old(t.ph) ? t.old_key : NULL};
-	for (int i = 0; i < 2 && !e; i++) {
-		if (!keys[i])
-			continue;
+	const char *keys[2];
+	for (int i = 0, nk = write_keys(&t, keys); i < nk && !e; i++) {
 		redisReply *r = cmd(kv, "INCRBY %s %lld", keys[i], by);
 		if (!r || r->type != REDIS_REPLY_INTEGER)
 			e = UNAVAILABLE();
-		else if (i == 0 || !keys[0])
+		else if (i == 0) /* the first key written answers */
 			*out = r->integer;
 		if (r)
 			freeReplyObject(r);
@@ -446,7 +428,9 @@ aw_err aw_kv_expire(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const cha
 		    int n, int ttl_s, aw_error *err)
 {
 	BEGIN_OP();
-	e = write_both(kv, &t, err, "EXPIRE %s %s%s%lld", NULL, "", "", ttl_s);
+	const char *keys[2];
+	for (int i = 0, nk = write_keys(&t, keys); i < nk && !e; i++)
+		e = reply_ok(cmd(kv, "EXPIRE %s %d", keys[i], ttl_s), err);
 	pthread_mutex_unlock(&kv->mu);
 	return e;
 }
@@ -456,7 +440,9 @@ aw_err aw_kv_hset(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char 
 {
 	BEGIN_OP();
 	prime_new(kv, &t);
-	e = write_both(kv, &t, err, "HSET %s %s %s", NULL, field, value, 0);
+	const char *keys[2];
+	for (int i = 0, nk = write_keys(&t, keys); i < nk && !e; i++)
+		e = reply_ok(cmd(kv, "HSET %s %s %s", keys[i], field, value), err);
 	pthread_mutex_unlock(&kv->mu);
 	return e;
 }
@@ -482,7 +468,9 @@ aw_err aw_kv_rpush(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char
 {
 	BEGIN_OP();
 	prime_new(kv, &t);
-	e = write_both(kv, &t, err, "RPUSH %s %s", NULL, value, "", 0);
+	const char *keys[2];
+	for (int i = 0, nk = write_keys(&t, keys); i < nk && !e; i++)
+		e = reply_ok(cmd(kv, "RPUSH %s %s", keys[i], value), err);
 	pthread_mutex_unlock(&kv->mu);
 	return e;
 }
