@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "awooop/err.h"
+#include "awooop/keyring.h"
 
 enum { AW_EXIT_OK = 0, AW_EXIT_FAIL = 1, AW_EXIT_USAGE = 2, AW_EXIT_UNREACHABLE = 3 };
 
@@ -39,6 +40,12 @@ int aw_cli_fail(aw_err e, const char *msg);
  * answer, *out gets the decoded JSON (NULL for 204) and 0 is returned; else the
  * problem is printed and the exit code returned. */
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out);
+
+/* Contract publish keys, in order: AWOOOP_PUBLISH_KEYS, file, and for a SQLite
+ * db the file publish-keys.json beside it (created when create is set). *out
+ * stays NULL in the cluster shape without keys (a warning is logged). */
+aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyring **out,
+			   aw_error *err);
 
 int aw_cmd_serve(int argc, char **argv);
 int aw_cmd_migrate(int argc, char **argv);

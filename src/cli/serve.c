@@ -37,42 +37,6 @@ static void ensure_sqlite_dir(const char *url)
 		fprintf(stderr, "awooop: cannot create %s: %s\n", dir, strerror(errno));
 }
 
-/*
- * Publish keys, in order: AWOOOP_PUBLISH_KEYS (inline), --publish-keys FILE, and
- * for the embedded SQLite shape a key file next to the database, created on
- * first start. The cluster shape must be given keys (every api process signs
- * and verifies with the same ring); without them publishing answers
- * E-CONTRACT-010 and nothing is signed with a key that only one process has.
- */
-static aw_err load_publish_keys(const char *db, const char *file, aw_keyring **out, aw_error *err)
-{
-	const char *inline_keys = getenv("AWOOOP_PUBLISH_KEYS");
-	*out = NULL;
-	if (inline_keys && *inline_keys)
-		return aw_keyring_from_env(inline_keys, out, err);
-	if (file)
-		return aw_keyring_from_file(file, out, err);
-	if (strncmp(db, "sqlite:", 7) != 0) {
-		aw_log(AW_LOG_WARN, NULL,
-		       "no contract publish keys: set AWOOOP_PUBLISH_KEYS or"
-		       " --publish-keys; publishing is disabled",
-		       NULL);
-		return AW_OK;
-	}
-	char path[1024];
-	snprintf(path, sizeof path, "%s", db + 7);
-	char *slash = strrchr(path, '/');
-	snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
-		 "publish-keys.json");
-	if (access(path, F_OK) != 0) {
-		aw_err e = aw_keyring_create_file(path, err);
-		if (e)
-			return e;
-		aw_log(AW_LOG_INFO, NULL, "created contract publish key file", "path", path, NULL);
-	}
-	return aw_keyring_from_file(path, out, err);
-}
-
 static int set_log_level(const char *lvl)
 {
 	aw_log_level l;
@@ -164,7 +128,7 @@ int aw_cmd_serve(int argc, char **argv)
 
 	aw_keyring *keys = NULL;
 	aw_contracts *contracts = NULL;
-	if ((e = load_publish_keys(db, aw_cli_get(opts, "publish-keys"), &keys, &err)) ||
+	if ((e = aw_cli_publish_keys(db, aw_cli_get(opts, "publish-keys"), 1, &keys, &err)) ||
 	    (e = aw_contracts_new(keys, &contracts, &err))) {
 		aw_keyring_free(keys);
 		aw_store_close(store);

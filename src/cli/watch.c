@@ -92,21 +92,12 @@ int aw_cmd_watch(int argc, char **argv)
 	aw_policy_cache *pc = NULL;
 	aw_store_opts so = {.pool_size = 2};
 	const char *db = aw_cli_get(opts, "db");
-	const char *kf = aw_cli_get(opts, "publish-keys");
-	char kpath[1024];
-	if (!getenv("AWOOOP_PUBLISH_KEYS") && !kf && strncmp(db, "sqlite:", 7) == 0) {
-		snprintf(kpath, sizeof kpath, "%s", db + 7);
-		char *slash = strrchr(kpath, '/');
-		snprintf(slash ? slash + 1 : kpath,
-			 sizeof kpath - (size_t)(slash ? slash + 1 - kpath : 0),
-			 "publish-keys.json");
-		kf = kpath;
-	}
 	aw_err e = aw_store_open(db, &so, &s, &err);
 	if (!e)
-		e = getenv("AWOOOP_PUBLISH_KEYS")
-			    ? aw_keyring_from_env(getenv("AWOOOP_PUBLISH_KEYS"), &kr, &err)
-			    : aw_keyring_from_file(kf, &kr, &err);
+		e = aw_cli_publish_keys(db, aw_cli_get(opts, "publish-keys"), 0, &kr, &err);
+	if (!e && !kr) /* without keys every revision would fail verification */
+		e = aw_fail(&err, AW_E_CONTRACT_NO_KEY,
+			    "set AWOOOP_PUBLISH_KEYS or --publish-keys to verify signatures");
 	if (!e)
 		e = aw_contracts_new(kr, &c, &err);
 	if (!e && aw_cli_get(opts, "redis"))
