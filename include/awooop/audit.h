@@ -21,6 +21,18 @@
 aw_err aw_audit_record(aw_txn *t, const aw_ctx *ctx, const char *action, const char *target,
 		       const json_t *payload, aw_error *err);
 
+/* One record of a batch; trace_id NULL = ctx's trace. */
+typedef struct {
+	const char *action;
+	const char *target;
+	const char *trace_id;
+	const json_t *payload;
+} aw_audit_item;
+/* Appends n records in order with one head lock and one insert (the run
+ * runtime's worker writes a batch of runs' transitions this way). */
+aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+			    aw_error *err);
+
 /* Recomputes the chain hash of one row. out: 65 bytes. */
 void aw_audit_hash(const aw_audit_row *row, char *out);
 

@@ -60,6 +60,14 @@
 	X(AW_E_KEYS_PATTERN, "E-KEYS-002", 404, "Unknown key pattern")                    \
 	X(AW_E_KEYS_GATE, "E-KEYS-003", 409, "Migration gate not met")                    \
 	X(AW_E_KEYS_PHASE, "E-KEYS-004", 409, "Illegal migration phase change")           \
+	X(AW_E_RUN_NOT_FOUND, "E-RUN-001", 404, "Run not found")                          \
+	X(AW_E_RUN_STATE, "E-RUN-002", 409, "Illegal run state transition")               \
+	X(AW_E_RUN_WORKFLOW, "E-RUN-003", 422, "Invalid workflow")                        \
+	X(AW_E_RUN_ATTEMPTS, "E-RUN-004", 409, "Run failed after max attempts")           \
+	X(AW_E_RUN_STEP, "E-RUN-005", 502, "Step failed")                                 \
+	X(AW_E_RUN_TIMEOUT, "E-RUN-006", 504, "Run timed out")                            \
+	X(AW_E_RUN_CANCELLED, "E-RUN-007", 409, "Run cancelled")                          \
+	X(AW_E_RUN_IDEMPOTENCY, "E-RUN-IDEMPOTENCY", 409, "Idempotency-Key reused")       \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                             \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

@@ -13,6 +13,8 @@ void aw_metrics_store_observe(const char *backend, double seconds, aw_err result
 /* The outbox relay: one publish's latency; backlog size and age. */
 void aw_metrics_relay_publish(double seconds, int ok);
 void aw_metrics_outbox_backlog(double undelivered, double oldest_age_s);
+/* Run runtime counters; event is one of claimed, step, succeeded, reaped. */
+void aw_metrics_run_event(const char *event, double n);
 /* Seconds since the epoch of a background loop's last successful tick. */
 void aw_metrics_loop_tick(const char *loop);
 /* Returns a malloc'd text document; caller frees. NULL on out of memory. */

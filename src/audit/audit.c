@@ -45,14 +45,13 @@ void aw_audit_hash(const aw_audit_row *a, char *out)
 	free(buf);
 }
 
-aw_err aw_audit_record(aw_txn *t, const aw_ctx *ctx, const char *action, const char *target,
-		       const json_t *payload, aw_error *err)
+/* Fills a (except seq and hashes): redacted target and payload, ids, time. */
+static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *it, aw_error *err)
 {
-	aw_audit_row a = {0};
-	json_t *doc = payload ? json_deep_copy(payload) : json_object();
-	char *red_target = aw_redact_str(target ? target : "");
+	json_t *doc = it->payload ? json_deep_copy(it->payload) : json_object();
+	a->target = aw_redact_str(it->target ? it->target : "");
 	aw_err e = AW_OK;
-	if (!doc || !red_target) {
+	if (!doc || !a->target) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
@@ -60,29 +59,54 @@ aw_err aw_audit_record(aw_txn *t, const aw_ctx *ctx, const char *action, const c
 		aw_fail(err, e, "audit payload could not be redacted");
 		goto out;
 	}
-	a.payload = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	if (!a.payload) {
+	a->payload = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	if (!a->payload) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
-	a.target = red_target;
-	aw_uuid7_str(a.event_id);
-	snprintf(a.project_id, sizeof a.project_id, "%s", ctx->project);
-	aw_clock_now(a.ts);
-	snprintf(a.actor, sizeof a.actor, "%s", ctx->principal);
-	snprintf(a.action, sizeof a.action, "%s", action);
-	snprintf(a.trace_id, sizeof a.trace_id, "%s", ctx->trace.trace_id);
-	int64_t seq = 0;
-	if ((e = aw_store_audit_head_lock(t, &seq, a.prev_hash, err)))
-		goto out;
-	a.seq = seq + 1;
-	aw_audit_hash(&a, a.hash);
-	e = aw_store_audit_insert(t, &a, err);
+	aw_uuid7_str(a->event_id);
+	snprintf(a->project_id, sizeof a->project_id, "%s", ctx->project);
+	aw_clock_now(a->ts);
+	snprintf(a->actor, sizeof a->actor, "%s", ctx->principal);
+	snprintf(a->action, sizeof a->action, "%s", it->action);
+	snprintf(a->trace_id, sizeof a->trace_id, "%s",
+		 it->trace_id ? it->trace_id : ctx->trace.trace_id);
 out:
 	json_decref(doc);
-	free(red_target);
-	free(a.payload);
 	return e;
+}
+
+aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+			    aw_error *err)
+{
+	if (n <= 0)
+		return AW_OK;
+	aw_audit_row *rows = calloc((size_t)n, sizeof *rows);
+	if (!rows)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_err e = AW_OK;
+	for (int i = 0; i < n && !e; i++)
+		e = prepare(&rows[i], ctx, &items[i], err);
+	int64_t seq = 0;
+	char prev[65];
+	if (!e)
+		e = aw_store_audit_head_lock(t, &seq, prev, err);
+	for (int i = 0; i < n && !e; i++) {
+		rows[i].seq = seq + 1 + i;
+		memcpy(rows[i].prev_hash, i ? rows[i - 1].hash : prev, 65);
+		aw_audit_hash(&rows[i], rows[i].hash);
+	}
+	if (!e)
+		e = aw_store_audit_insert_many(t, rows, n, err);
+	aw_audit_rows_free(rows, n);
+	return e;
+}
+
+aw_err aw_audit_record(aw_txn *t, const aw_ctx *ctx, const char *action, const char *target,
+		       const json_t *payload, aw_error *err)
+{
+	aw_audit_item it = {.action = action, .target = target, .payload = payload};
+	return aw_audit_record_many(t, ctx, &it, 1, err);
 }
 
 aw_err aw_audit_verify(aw_store *s, const aw_ctx *ctx, aw_audit_report *rep, aw_error *err)

@@ -40,6 +40,10 @@ int aw_cli_fail(aw_err e, const char *msg);
  * answer, *out gets the decoded JSON (NULL for 204) and 0 is returned; else the
  * problem is printed and the exit code returned. */
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out);
+/* The same with extra "Name: value" headers (NULL-terminated; a traceparent
+ * given here replaces the fresh one). */
+int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
+		     json_t **out);
 
 /* Contract publish keys, in order: AWOOOP_PUBLISH_KEYS, file, and for a SQLite
  * db the file publish-keys.json beside it (created when create is set). *out
@@ -57,5 +61,6 @@ int aw_cmd_schema(int argc, char **argv);
 int aw_cmd_contract(int argc, char **argv);
 int aw_cmd_watch(int argc, char **argv);
 int aw_cmd_keys(int argc, char **argv);
+int aw_cmd_run(int argc, char **argv);
 
 #endif

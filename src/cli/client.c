@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "awooop/trace.h"
 #include "cli.h"
@@ -36,6 +37,12 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out)
 {
+	return aw_client_call_h(method, path, body, NULL, out);
+}
+
+int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
+		     json_t **out)
+{
 	const char *base = getenv("AWOOOP_URL");
 	const char *key = getenv("AWOOOP_KEY");
 	if (!base || !*base)
@@ -59,7 +66,13 @@ int aw_client_call(const char *method, const char *path, json_t *body, json_t **
 	}
 	struct curl_slist *hdr = NULL;
 	hdr = curl_slist_append(hdr, auth);
-	hdr = curl_slist_append(hdr, tp);
+	int own_trace = 0;
+	for (int i = 0; headers && headers[i]; i++) {
+		hdr = curl_slist_append(hdr, headers[i]);
+		own_trace |= strncasecmp(headers[i], "traceparent:", 12) == 0;
+	}
+	if (!own_trace)
+		hdr = curl_slist_append(hdr, tp);
 	hdr = curl_slist_append(hdr, "Accept: application/json");
 	if (payload)
 		hdr = curl_slist_append(hdr, "Content-Type: application/json");

@@ -22,6 +22,7 @@ static void usage(void)
 	       "  project    create or list projects (tenants)\n"
 	       "  key        create, list, revoke or generate API keys\n"
 	       "  contract   draft, publish, approve, activate, revoke, diff contracts\n"
+	       "  run        submit, get, list, cancel and diff runs\n"
 	       "  keys       Redis key registry, inventory and the legacy key migration\n"
 	       "  watch      follow a contract's active revision like a worker (ADR-113)\n"
 	       "  audit      verify or export a project's audit trail (reads the store)\n"
@@ -54,6 +55,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_key(argc - 2, argv + 2);
 	else if (strcmp(cmd, "audit") == 0)
 		rc = aw_cmd_audit(argc - 2, argv + 2);
+	else if (strcmp(cmd, "run") == 0)
+		rc = aw_cmd_run(argc - 2, argv + 2);
 	else if (strcmp(cmd, "keys") == 0)
 		rc = aw_cmd_keys(argc - 2, argv + 2);
 	else if (strcmp(cmd, "watch") == 0)

@@ -18,6 +18,7 @@
 #include "awooop/contract.h"
 #include "awooop/http.h"
 #include "awooop/relay.h"
+#include "awooop/run.h"
 #include "awooop/log.h"
 #include "awooop/tenancy.h"
 #include "cli.h"
@@ -61,6 +62,20 @@ int aw_cmd_serve(int argc, char **argv)
 		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
 		{"relay-poll-ms", "AWOOOP_RELAY_POLL_MS", "1000", 0, "outbox relay safety-net poll",
 		 NULL},
+		{"worker-id", "AWOOOP_WORKER_ID", NULL, 0,
+		 "run worker id (default host-pid-random)", NULL},
+		{"concurrency", "AWOOOP_WORKER_CONCURRENCY", "4", 0, "run worker threads 1..256",
+		 NULL},
+		{"batch", "AWOOOP_WORKER_BATCH", "16", 0,
+		 "runs one worker thread claims at once 1..1000", NULL},
+		{"heartbeat-ms", "AWOOOP_HEARTBEAT_MS", "5000", 0, "run lease heartbeat interval",
+		 NULL},
+		{"lease-ms", "AWOOOP_LEASE_MS", "30000", 0, "run lease length", NULL},
+		{"worker-poll-ms", "AWOOOP_WORKER_POLL_MS", "1000", 0,
+		 "idle worker safety-net poll", NULL},
+		{"retry-base-ms", "AWOOOP_RETRY_BASE_MS", "1000", 0,
+		 "retry backoff base (doubles per attempt, +-25% jitter)", NULL},
+		{"retry-max-ms", "AWOOOP_RETRY_MAX_MS", "60000", 0, "retry backoff cap", NULL},
 		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
 		 "contract publish key file (embedded default: var/publish-keys.json)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
@@ -74,8 +89,9 @@ int aw_cmd_serve(int argc, char **argv)
 		"process, SQLite at ./var/awooop.db, HTTP on 127.0.0.1:8080. On first\n"
 		"start it prints a platform-admin API key once (or installs\n"
 		"AWOOOP_BOOTSTRAP_KEY).\n\n"
-		"Roles: all (default: API + outbox relay), api, relay (outbox relay\n"
-		"only), worker (reserved for the run runtime).");
+		"Roles: all (default: API + outbox relay + run workers), api, relay\n"
+		"(outbox relay only), worker (run workers only: claim, heartbeat, reaper).\n"
+		"A lease must outlast several heartbeats (--lease-ms >= 2 x --heartbeat-ms).");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if ((rc = set_log_level(aw_cli_get(opts, "log-level"))))
@@ -91,6 +107,35 @@ int aw_cmd_serve(int argc, char **argv)
 	long pool = strtol(aw_cli_get(opts, "pool-size"), &end, 10);
 	if (*end || pool < 1 || pool > 256)
 		return aw_cli_fail(AW_E_CONFIG, "--pool-size must be 1..256");
+	static const struct {
+		const char *name;
+		long lo, hi;
+	} ranges[] = {
+		{"concurrency", 1, 256},       {"batch", 1, 1000},
+		{"heartbeat-ms", 50, 600000},  {"lease-ms", 100, 3600000},
+		{"worker-poll-ms", 10, 60000}, {"retry-base-ms", 1, 3600000},
+		{"retry-max-ms", 1, 86400000},
+	};
+	long wv[sizeof ranges / sizeof ranges[0]];
+	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+		wv[i] = strtol(aw_cli_get(opts, ranges[i].name), &end, 10);
+		if (*end || wv[i] < ranges[i].lo || wv[i] > ranges[i].hi) {
+			char msg[128];
+			snprintf(msg, sizeof msg, "--%s must be %ld..%ld", ranges[i].name,
+				 ranges[i].lo, ranges[i].hi);
+			return aw_cli_fail(AW_E_CONFIG, msg);
+		}
+	}
+	if (wv[3] < 2 * wv[2])
+		return aw_cli_fail(AW_E_CONFIG, "--lease-ms must be at least 2 x --heartbeat-ms");
+	aw_worker_opts wo = {.id = aw_cli_get(opts, "worker-id"),
+			     .concurrency = (int)wv[0],
+			     .batch = (int)wv[1],
+			     .heartbeat_ms = (int)wv[2],
+			     .lease_ms = (int)wv[3],
+			     .poll_ms = (int)wv[4],
+			     .retry_base_ms = (int)wv[5],
+			     .retry_max_ms = (int)wv[6]};
 
 	/* Block the stop signals in every thread; the main thread waits for them. */
 	sigset_t stop;
@@ -164,6 +209,17 @@ int aw_cmd_serve(int argc, char **argv)
 			return aw_cli_fail(e, err.msg);
 		}
 	}
+	aw_worker *worker = NULL;
+	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) &&
+	    (e = aw_worker_start(store, &wo, &worker, &err))) {
+		aw_relay_stop(relay);
+		aw_bus_close(bus);
+		aw_http_stop(http);
+		aw_contracts_free(contracts);
+		aw_keyring_free(keys);
+		aw_store_close(store);
+		return aw_cli_fail(e, err.msg);
+	}
 	char port[16];
 	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
 	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store", aw_store_backend(store),
@@ -174,6 +230,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
 	aw_http_stop(http);
+	aw_worker_stop(worker); /* finishes the round in flight, re-queues the rest */
 	aw_relay_stop(relay);
 	aw_bus_close(bus);
 	aw_contracts_free(contracts);

@@ -47,6 +47,9 @@ static const struct {
 	{"awooop_outbox_undelivered", "Outbox events not yet delivered.", "gauge"},
 	{"awooop_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered event.",
 	 "gauge"},
+	{"awooop_run_events_total",
+	 "Run runtime events: runs claimed, steps executed, runs succeeded, leases reaped.",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -126,6 +129,17 @@ void aw_metrics_outbox_backlog(double undelivered, double oldest_age_s)
 	g = get(families[8].family, GAUGE, "");
 	if (g)
 		g->value = oldest_age_s;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_run_event(const char *event, double n)
+{
+	char l[64];
+	snprintf(l, sizeof l, "event=\"%s\"", event);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[9].family, COUNTER, l);
+	if (c)
+		c->value += n;
 	pthread_mutex_unlock(&mu);
 }
 

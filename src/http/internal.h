@@ -82,6 +82,11 @@ void aw_h_contract_update(aw_req *r);
 void aw_h_contract_diff(aw_req *r);
 void aw_h_contract_action(aw_req *r);
 void aw_h_contract_active(aw_req *r);
+void aw_h_runs_submit(aw_req *r);
+void aw_h_runs_list(aw_req *r);
+void aw_h_run_get(aw_req *r);
+void aw_h_run_cancel(aw_req *r);
+void aw_h_run_diff(aw_req *r);
 /* the body of a contract revision request: {"body": {...}} */
 aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err);
 /* The URL's {project} segment: a slug, or __platform__; 0 or replied. */

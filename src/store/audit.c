@@ -57,47 +57,14 @@ aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
 
 aw_err aw_store_audit_insert(aw_txn *t, const aw_audit_row *a, aw_error *err)
 {
-	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(a->event_id), AW_INT(a->seq),
-		      AW_TEXT(a->ts),	       AW_TEXT(a->actor),    AW_TEXT(a->action),
-		      AW_TEXT(a->target),      AW_TEXT(a->trace_id), AW_TEXT(a->payload),
-		      AW_TEXT(a->prev_hash),   AW_TEXT(a->hash)};
-	aw_err e = aw_txn_exec(
-		t,
-		"INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action,"
-		" target, trace_id, payload, prev_hash, hash)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-		11, v, NULL, err);
-	if (e)
-		return e;
-	aw_val h[] = {AW_TEXT(t->ctx.project), AW_INT(a->seq), AW_TEXT(a->hash)};
-	return aw_txn_exec(t,
-			   "INSERT INTO audit_heads (project_id, seq, hash) VALUES ($1, $2, $3)"
-			   " ON CONFLICT (project_id) DO UPDATE SET seq = excluded.seq,"
-			   " hash = excluded.hash",
-			   3, h, NULL, err);
+	return aw_store_audit_insert_many(t, a, 1, err);
 }
 
-aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
-			   int limit, aw_audit_row **out, int *n, aw_error *err)
+/* Runs a SELECT of the eleven audit columns and returns its rows. */
+static aw_err read_rows(aw_txn *t, const char *sql, int n_params, const aw_val *v,
+			aw_audit_row **out, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_val v[5] = {AW_TEXT(t->ctx.project), AW_INT(after_seq), AW_INT(limit)};
-	int n_params = 3;
-	char sql[512];
-	int o = snprintf(sql, sizeof sql,
-			 "SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
-			 " payload, prev_hash, hash FROM audit_events WHERE project_id = $1"
-			 " AND seq > $2");
-	/* only the filters asked for, so every parameter has a type on postgres */
-	if (action && *action) {
-		v[n_params++] = AW_TEXT(action);
-		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND action = $%d", n_params);
-	}
-	if (since && *since) {
-		v[n_params++] = AW_TEXT(since);
-		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND ts >= $%d", n_params);
-	}
-	snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY seq LIMIT $3");
 	aw_err e = aw_txn_exec(t, sql, n_params, v, &r, err);
 	if (e) {
 		aw_rows_free(r);
@@ -131,4 +98,96 @@ aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, con
 	*n = r->nrows;
 	aw_rows_free(r);
 	return AW_OK;
+}
+
+aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
+			   int limit, aw_audit_row **out, int *n, aw_error *err)
+{
+	aw_val v[5] = {AW_TEXT(t->ctx.project), AW_INT(after_seq), AW_INT(limit)};
+	int n_params = 3;
+	char sql[512];
+	int o = snprintf(sql, sizeof sql,
+			 "SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
+			 " payload, prev_hash, hash FROM audit_events WHERE project_id = $1"
+			 " AND seq > $2");
+	/* only the filters asked for, so every parameter has a type on postgres */
+	if (action && *action) {
+		v[n_params++] = AW_TEXT(action);
+		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND action = $%d", n_params);
+	}
+	if (since && *since) {
+		v[n_params++] = AW_TEXT(since);
+		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND ts >= $%d", n_params);
+	}
+	snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY seq LIMIT $3");
+	return read_rows(t, sql, n_params, v, out, n, err);
+}
+
+aw_err aw_store_audit_by_target(aw_txn *t, const char *target, int limit, aw_audit_row **out,
+				int *n, aw_error *err)
+{
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(target), AW_INT(limit)};
+	return read_rows(t,
+			 "SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
+			 " payload, prev_hash, hash FROM audit_events WHERE project_id = $1"
+			 " AND target = $2 ORDER BY seq LIMIT $3",
+			 3, v, out, n, err);
+}
+
+#define AUDIT_COLS 11
+#define AUDIT_CHUNK 100
+
+aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err)
+{
+	if (n <= 0)
+		return AW_OK;
+	size_t cap = 256 + AUDIT_CHUNK * 100;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * AUDIT_CHUNK * AUDIT_COLS);
+	aw_err e = AW_OK;
+	if (!sql || !v) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int base = 0; base < n && !e; base += AUDIT_CHUNK) {
+		int k = n - base < AUDIT_CHUNK ? n - base : AUDIT_CHUNK;
+		int o = snprintf(sql, cap,
+				 "INSERT INTO audit_events (project_id, event_id, seq, ts, actor,"
+				 " action, target, trace_id, payload, prev_hash, hash) VALUES ");
+		for (int i = 0; i < k; i++) {
+			const aw_audit_row *a = &rows[base + i];
+			aw_val *p = &v[i * AUDIT_COLS];
+			p[0] = AW_TEXT(t->ctx.project);
+			p[1] = AW_TEXT(a->event_id);
+			p[2] = AW_INT(a->seq);
+			p[3] = AW_TEXT(a->ts);
+			p[4] = AW_TEXT(a->actor);
+			p[5] = AW_TEXT(a->action);
+			p[6] = AW_TEXT(a->target);
+			p[7] = AW_TEXT(a->trace_id);
+			p[8] = AW_TEXT(a->payload);
+			p[9] = AW_TEXT(a->prev_hash);
+			p[10] = AW_TEXT(a->hash);
+			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
+			for (int c = 0; c < AUDIT_COLS; c++)
+				o += snprintf(sql + o, cap - (size_t)o, "%s$%d", c ? ", " : "",
+					      i * AUDIT_COLS + c + 1);
+			o += snprintf(sql + o, cap - (size_t)o, ")");
+		}
+		e = aw_txn_exec(t, sql, k * AUDIT_COLS, v, NULL, err);
+	}
+	if (!e) {
+		const aw_audit_row *last = &rows[n - 1];
+		aw_val h[] = {AW_TEXT(t->ctx.project), AW_INT(last->seq), AW_TEXT(last->hash)};
+		e = aw_txn_exec(
+			t,
+			"INSERT INTO audit_heads (project_id, seq, hash) VALUES ($1, $2, $3)"
+			" ON CONFLICT (project_id) DO UPDATE SET seq = excluded.seq,"
+			" hash = excluded.hash",
+			3, h, NULL, err);
+	}
+out:
+	free(sql);
+	free(v);
+	return e;
 }

@@ -125,10 +125,18 @@ static char *norm_ts(const char *v)
 static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_rows **out,
 		      aw_error *err)
 {
-	char numbuf[16][24];
-	const char *vals[16];
-	if (n > 16)
-		return aw_fail(err, AW_E_INTERNAL, "too many parameters");
+	/* small statements use the stack; batches (runs, audit) allocate */
+	char sbuf[16][24], (*numbuf)[24] = sbuf;
+	const char *svals[16] = {0}, **vals = svals;
+	if (n > 16) {
+		numbuf = malloc(sizeof *numbuf * (size_t)n);
+		vals = malloc(sizeof *vals * (size_t)n);
+		if (!numbuf || !vals) {
+			free(numbuf);
+			free(vals);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+	}
 	for (int i = 0; i < n; i++) {
 		switch (p[i].t) {
 		case AW_V_TEXT: vals[i] = p[i].s; break;
@@ -140,6 +148,10 @@ static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 		}
 	}
 	PGresult *res = PQexecParams(c->pg, sql, n, NULL, vals, NULL, NULL, 0);
+	if (n > 16) {
+		free(numbuf);
+		free(vals);
+	}
 	ExecStatusType st = PQresultStatus(res);
 	aw_err e = AW_OK;
 	char **cells = NULL;

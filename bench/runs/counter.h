@@ -1,0 +1,25 @@
+/*
+ * counter.h - a counting HTTP server for run tests and the crash drill: it
+ * answers 200 to every request and counts requests per Idempotency-Key
+ * (raw executions, and distinct keys = effects after deduplication).
+ */
+#ifndef AW_BENCH_COUNTER_H
+#define AW_BENCH_COUNTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct aw_counter aw_counter;
+
+/* port 0 picks a free one; NULL on failure. */
+aw_counter *aw_counter_start(int port);
+int aw_counter_port(const aw_counter *c);
+void aw_counter_stop(aw_counter *c);
+/* Requests seen with this key (0 when none). */
+int aw_counter_count(aw_counter *c, const char *key);
+/* Totals: requests, distinct keys, requests without a key. */
+void aw_counter_totals(aw_counter *c, int64_t *requests, int64_t *keys, int64_t *unkeyed);
+/* The traceparent header of the last request with this key ("" if none). */
+void aw_counter_traceparent(aw_counter *c, const char *key, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * run.h - the run runtime: durable agent work that finishes exactly once.
+ *
+ * A run is an ordered workflow of steps ({"kind": ..., "args": {...}}) owned by
+ * one project. Its state follows one checked transition table (aw_run_fsm_event);
+ * every transition is a compare-and-set in the store plus an audit record
+ * (action "run.<to>", target the run id) in the same transaction. Workers claim
+ * runs with a lease they renew by heartbeat; a reaper re-queues runs whose lease
+ * expired. Before step k a worker reads the step journal: a succeeded step is
+ * never executed again, and side-effecting steps carry an idempotency key
+ * derived from (run id, k) to the outside world. In shadow mode side-effecting
+ * executors record the intended effect instead of performing it.
+ */
+#ifndef AWOOOP_RUN_H
+#define AWOOOP_RUN_H
+
+#include <jansson.h>
+
+#include "awooop/store.h"
+
+typedef enum {
+	AW_RUN_QUEUED,
+	AW_RUN_CLAIMED,
+	AW_RUN_RUNNING,
+	AW_RUN_WAITING_APPROVAL,
+	AW_RUN_RETRY_WAIT,
+	AW_RUN_SUCCEEDED,
+	AW_RUN_FAILED,
+	AW_RUN_CANCELLED,
+	AW_RUN_NSTATES
+} aw_run_state;
+
+const char *aw_run_state_name(aw_run_state s);
+/* 0 and *out for a known state name. */
+int aw_run_state_parse(const char *name, aw_run_state *out);
+/* The transition table: the event's name when from -> to is allowed, else NULL. */
+const char *aw_run_fsm_event(aw_run_state from, aw_run_state to);
+int aw_run_state_terminal(aw_run_state s);
+
+/* ---- submission ---- */
+#define AW_RUN_MAX_STEPS 100
+typedef struct {
+	json_t *workflow; /* array of {"kind", "args"} (owned) */
+	json_t *input;	  /* any JSON or NULL (owned) */
+	int shadow;
+	int priority;	  /* -1000..1000, higher first; default 0 */
+	int max_attempts; /* 1..100; default 3 */
+	int timeout_s;	  /* per attempt, 1..86400; default 300 */
+} aw_run_request;
+
+/* Strictly decodes a POST /v1/platform/runs body and checks every step against
+ * the executor registry (AW_E_RUN_WORKFLOW with a JSON pointer). Pure: fuzzed. */
+aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, aw_error *err);
+void aw_run_request_free(aw_run_request *r);
+/* SHA-256 hex of the request's canonical JSON (RFC 8785, defaults filled). */
+aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err);
+
+/* Idempotency keys: 1..255 printable ASCII characters. */
+int aw_run_idem_key_ok(const char *key);
+
+/* Creates a queued run in ctx->project with trace ctx->trace. With idem_key: the
+ * same key and request within 24 h returns the original run (*replayed = 1),
+ * another request under the key is AW_E_RUN_IDEMPOTENCY. */
+aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
+		     const char *idem_key, aw_run *out, int *replayed, aw_error *err);
+/* steps may be NULL when the journal is not wanted. */
+aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out,
+		  aw_run_step **steps, int *nsteps, aw_error *err);
+/* The run's transitions (its audit records), oldest first. */
+aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out,
+			  aw_error *err);
+aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char *cursor, int limit,
+		   aw_run **out, int *n, aw_error *err);
+/* Cancels a run that is not finished; a worker executing it stops within one
+ * heartbeat. AW_E_RUN_STATE when it already finished. */
+aw_err aw_run_cancel(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out,
+		     aw_error *err);
+/* One checked transition (FSM + compare-and-set + audit) in its own txn. */
+aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run_state from,
+			 aw_run_state to, const aw_run_change *chg, json_t *detail, aw_error *err);
+/* The same inside the caller's txn. */
+aw_err aw_run_transition_in(aw_txn *t, const aw_ctx *ctx, const char *run_id, const char *trace_id,
+			    aw_run_state from, aw_run_state to, const aw_run_change *chg,
+			    json_t *detail, aw_error *err);
+
+/* JSON of a run (and its journal when steps != NULL); new reference. */
+json_t *aw_run_json(const aw_run *r, const aw_run_step *steps, int nsteps);
+/* Compares two runs' journals step by step (kind, args, intended effect,
+ * outcome); *out = {"same": bool, "steps": [...]}. */
+aw_err aw_run_diff(aw_store *s, const aw_ctx *ctx, const char *a, const char *b, json_t **out,
+		   aw_error *err);
+
+/* The journal idempotency key of step k: "<run_id>-<k>". */
+void aw_run_step_key(const char *run_id, int step_no, char *out, size_t cap);
+
+/* ---- executors ---- */
+typedef struct {
+	const char *run_id;
+	const char *project;
+	int step_no;
+	const char *idem_key;	  /* pass to the outside world */
+	const char *traceparent;  /* the run's trace, a new span for this step */
+	const json_t *args;	  /* validated */
+	const json_t *input;	  /* the run's input, may be NULL */
+	int64_t deadline_ns;	  /* aw_clock_mono_ns() deadline of the attempt */
+	const volatile int *stop; /* non-zero: cancelled or shutting down; return */
+} aw_step_call;
+
+typedef struct aw_executor {
+	const char *kind;
+	int side_effect; /* shadow mode records intent() instead of calling run() */
+	/* Checks args at submission; AW_E_RUN_WORKFLOW (err->where relative). */
+	aw_err (*validate)(const json_t *args, aw_error *err);
+	/* Executes; *result (new reference) describes what happened. Failure:
+	 * AW_E_RUN_STEP / AW_E_RUN_TIMEOUT / AW_E_RUN_CANCELLED. */
+	aw_err (*run)(const aw_step_call *c, json_t **result, aw_error *err);
+	/* The intended effect (e.g. method, url, body hash); new reference. */
+	json_t *(*intent)(const json_t *args);
+} aw_executor;
+
+/* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
+ * "body"?}. Later issues register llm, tool, approval. */
+const aw_executor *aw_executor_find(const char *kind);
+/* Registers an executor (not thread-safe: at start-up). -1 when full/taken. */
+int aw_executor_register(const aw_executor *x);
+
+/* ---- workers ---- */
+typedef struct aw_worker aw_worker;
+typedef struct {
+	const char *id;	   /* worker id for leases; default host-pid-random */
+	int concurrency;   /* executing threads; default 4 */
+	int batch;	   /* runs claimed at once per thread; default 16 */
+	int heartbeat_ms;  /* default 5000 */
+	int lease_ms;	   /* default 30000 */
+	int poll_ms;	   /* safety-net poll when idle; default 1000 */
+	int retry_base_ms; /* backoff base (x2 per attempt, +-25% jitter); default 1000 */
+	int retry_max_ms;  /* backoff cap; default 60000 */
+	int reaper;	   /* run the reaper loop; default on (-1 = off) */
+} aw_worker_opts;
+
+aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err);
+/* Graceful: stops claiming, interrupts waiting steps, finishes the round in
+ * flight and releases (re-queues) every run it still holds. */
+void aw_worker_stop(aw_worker *w);
+/* Wakes this process's idle workers (called after a submission commits). */
+void aw_run_kick(void);
+/* One reaper pass: re-queues (or fails at max_attempts) runs whose lease
+ * expired. *n gets how many were moved. */
+aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_error *err);
+
+/* Test hook: called after a step executed, before its journal entry is
+ * written; non-zero abandons the worker thread's batch there (a crash). */
+extern int (*aw_worker_fault_hook)(const char *run_id, int step_no);
+
+#endif

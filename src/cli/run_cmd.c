@@ -1,0 +1,168 @@
+/*
+ * run_cmd.c - `awooop run`: submit, get, list, cancel and diff runs through a
+ * running server (AWOOOP_URL, AWOOOP_KEY; the project is the key's).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "awooop/uuid.h"
+#include "cli.h"
+
+static void print_row(json_t *r)
+{
+	const char *err = json_string_value(json_object_get(r, "error_code"));
+	printf("%s  %-16s %-6s attempts %lld/%lld  %s%s%s\n",
+	       json_string_value(json_object_get(r, "run_id")),
+	       json_string_value(json_object_get(r, "state")),
+	       json_string_value(json_object_get(r, "mode")),
+	       (long long)json_integer_value(json_object_get(r, "attempts")),
+	       (long long)json_integer_value(json_object_get(r, "max_attempts")),
+	       json_string_value(json_object_get(r, "created_at")), err ? "  " : "",
+	       err ? err : "");
+}
+
+static void print_json(json_t *doc)
+{
+	char *s = json_dumps(doc, JSON_INDENT(2));
+	if (s)
+		puts(s);
+	free(s);
+}
+
+static int terminal(const char *state)
+{
+	return state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
+			 !strcmp(state, "cancelled"));
+}
+
+int aw_cmd_run(int argc, char **argv)
+{
+	aw_opt opts[] = {
+		{"file", NULL, NULL, 0, "submit: the request JSON file (- for stdin)", NULL},
+		{"idempotency-key", NULL, NULL, 0, "submit: Idempotency-Key (24 h)", NULL},
+		{"traceparent", NULL, NULL, 0, "submit: continue this W3C trace", NULL},
+		{"wait", NULL, NULL, 1,
+		 "submit: wait until the run finishes; exit 1 unless it succeeded", NULL},
+		{"state", NULL, NULL, 0, "list: only runs in this state", NULL},
+		{"limit", NULL, "50", 0, "list: page size 1..1000", NULL},
+		{"cursor", NULL, NULL, 0, "list: next_cursor of the previous page", NULL},
+		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
+		{NULL, NULL, NULL, 0, NULL, NULL},
+	};
+	const char *usage =
+		"usage: awooop run VERB [args] [options]\n\n"
+		"Verbs:\n"
+		"  submit --file REQUEST.json [--idempotency-key K] [--wait]\n"
+		"  get RUN_ID                  state, attempts, step journal, transitions\n"
+		"  list [--state S] [--limit N] [--cursor C]   newest first\n"
+		"  cancel RUN_ID\n"
+		"  diff SHADOW_RUN LIVE_RUN    compare two runs' journals step by step\n\n"
+		"A request: {\"workflow\": [{\"kind\": \"http\", \"args\": {\"url\": \"...\"}}],\n"
+		"\"input\": ..., \"mode\": \"live\"|\"shadow\", \"priority\": 0, \"max_attempts\": 3,\n"
+		"\"timeout_s\": 300}. Step kinds: noop, sleep {ms}, fail {message}, http\n"
+		"{method, url, body}. Talks to AWOOOP_URL with AWOOOP_KEY.";
+	const char *pos[3];
+	int npos = 3;
+	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	const char *verb = npos ? pos[0] : "";
+	int as_json = aw_cli_get(opts, "json") != NULL;
+	char path[512];
+	json_t *doc = NULL;
+	if (!strcmp(verb, "submit")) {
+		const char *file = aw_cli_get(opts, "file");
+		json_error_t je;
+		json_t *body = !file		   ? NULL
+			       : strcmp(file, "-") ? json_load_file(file, 0, &je)
+						   : json_loadf(stdin, 0, &je);
+		if (!body) {
+			char msg[300];
+			snprintf(msg, sizeof msg, "--file: %s", file ? je.text : "required");
+			return aw_cli_fail(AW_E_USAGE, msg);
+		}
+		char ik[300], tp[128];
+		const char *hdr[3] = {NULL, NULL, NULL};
+		int nh = 0;
+		if (aw_cli_get(opts, "idempotency-key")) {
+			snprintf(ik, sizeof ik, "Idempotency-Key: %.255s",
+				 aw_cli_get(opts, "idempotency-key"));
+			hdr[nh++] = ik;
+		}
+		if (aw_cli_get(opts, "traceparent")) {
+			snprintf(tp, sizeof tp, "traceparent: %.100s",
+				 aw_cli_get(opts, "traceparent"));
+			hdr[nh++] = tp;
+		}
+		rc = aw_client_call_h("POST", "/v1/platform/runs", body, hdr, &doc);
+		json_decref(body);
+		if (rc)
+			return rc;
+		if (aw_cli_get(opts, "wait")) {
+			char id[AW_UUID_STR_LEN + 1];
+			snprintf(id, sizeof id, "%s",
+				 json_string_value(json_object_get(doc, "run_id")));
+			snprintf(path, sizeof path, "/v1/platform/runs/%s", id);
+			while (!rc && !terminal(json_string_value(json_object_get(doc, "state")))) {
+				struct timespec ts = {0, 200000000L};
+				nanosleep(&ts, NULL);
+				json_decref(doc);
+				doc = NULL;
+				rc = aw_client_call("GET", path, NULL, &doc);
+			}
+			if (rc)
+				return rc;
+		}
+	} else if (!strcmp(verb, "get") || !strcmp(verb, "cancel")) {
+		if (npos != 2 || !aw_uuid_valid(pos[1]))
+			return aw_cli_fail(AW_E_USAGE, "give one run id (UUID)");
+		snprintf(path, sizeof path, "/v1/platform/runs/%s%s", pos[1],
+			 strcmp(verb, "cancel") ? "" : "/cancel");
+		if ((rc = aw_client_call(strcmp(verb, "cancel") ? "GET" : "POST", path, NULL,
+					 &doc)))
+			return rc;
+		as_json |= !strcmp(verb, "get");
+	} else if (!strcmp(verb, "diff")) {
+		if (npos != 3 || !aw_uuid_valid(pos[1]) || !aw_uuid_valid(pos[2]))
+			return aw_cli_fail(AW_E_USAGE, "give two run ids: SHADOW_RUN LIVE_RUN");
+		snprintf(path, sizeof path, "/v1/platform/runs/%s/diff/%s", pos[1], pos[2]);
+		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+			return rc;
+		as_json = 1;
+	} else if (!strcmp(verb, "list")) {
+		int o = snprintf(path, sizeof path, "/v1/platform/runs?limit=%.8s",
+				 aw_cli_get(opts, "limit"));
+		if (aw_cli_get(opts, "state"))
+			o += snprintf(path + o, sizeof path - (size_t)o, "&state=%.20s",
+				      aw_cli_get(opts, "state"));
+		if (aw_cli_get(opts, "cursor"))
+			snprintf(path + o, sizeof path - (size_t)o, "&cursor=%.40s",
+				 aw_cli_get(opts, "cursor"));
+		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+			return rc;
+		if (!as_json) {
+			size_t i;
+			json_t *r;
+			json_array_foreach (json_object_get(doc, "items"), i, r)
+				print_row(r);
+			const char *next = json_string_value(json_object_get(doc, "next_cursor"));
+			if (next)
+				printf("next: --cursor %s\n", next);
+			json_decref(doc);
+			return 0;
+		}
+	} else {
+		aw_cli_usage(usage, opts);
+		return AW_EXIT_USAGE;
+	}
+	if (as_json)
+		print_json(doc);
+	else
+		print_row(doc);
+	int ok = !aw_cli_get(opts, "wait") ||
+		 !strcmp(json_string_value(json_object_get(doc, "state")), "succeeded");
+	json_decref(doc);
+	return ok ? 0 : AW_EXIT_FAIL;
+}

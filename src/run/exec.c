@@ -1,0 +1,279 @@
+/*
+ * exec.c - the executor registry and the built-in step kinds:
+ *   noop   {}                                   does nothing
+ *   sleep  {"ms": 0..3600000}                   waits (interruptible)
+ *   fail   {"message"?: string}                 always fails (tests, drills)
+ *   http   {"method"?, "url", "body"?}          one HTTP request; side-effecting
+ * http sends the step's Idempotency-Key and the run's traceparent, follows no
+ * redirects, speaks only http/https, and records the status and the SHA-256
+ * of the response body (never the body: it may hold anything).
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "awooop/clock.h"
+#include "awooop/crypto.h"
+#include "awooop/jcs.h"
+#include "awooop/json.h"
+#include "awooop/redact.h"
+#include "awooop/run.h"
+
+#define MAX_EXECUTORS 32
+#define HTTP_MAX_BODY (1u << 20)
+
+static const aw_executor *registry[MAX_EXECUTORS];
+static int nregistry;
+
+static aw_err no_args(const json_t *args, aw_error *err)
+{
+	static const char *const none[] = {NULL};
+	return aw_json_only(args, none, err);
+}
+
+static aw_err noop_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	*result = json_object();
+	return *result ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+static aw_err sleep_validate(const json_t *args, aw_error *err)
+{
+	static const char *const allowed[] = {"ms", NULL};
+	aw_err e = aw_json_only(args, allowed, err);
+	json_t *ms = json_object_get(args, "ms");
+	if (!e && (!json_is_integer(ms) || json_integer_value(ms) < 0 ||
+		   json_integer_value(ms) > 3600000))
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/ms", "ms must be an integer 0..3600000");
+	return e;
+}
+
+static aw_err sleep_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	int64_t end =
+		aw_clock_mono_ns() + json_integer_value(json_object_get(c->args, "ms")) * 1000000LL;
+	for (;;) {
+		int64_t now = aw_clock_mono_ns();
+		if (c->stop && *c->stop)
+			return aw_fail(err, AW_E_RUN_CANCELLED, "interrupted");
+		if (now >= end)
+			break;
+		if (c->deadline_ns && now >= c->deadline_ns)
+			return aw_fail(err, AW_E_RUN_TIMEOUT, "the attempt ran out of time");
+		int64_t left = end - now;
+		if (left > 20000000)
+			left = 20000000;
+		struct timespec ts = {0, (long)left};
+		nanosleep(&ts, NULL);
+	}
+	*result = json_object();
+	return *result ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+static aw_err fail_validate(const json_t *args, aw_error *err)
+{
+	static const char *const allowed[] = {"message", NULL};
+	aw_err e = aw_json_only(args, allowed, err);
+	json_t *m = json_object_get(args, "message");
+	if (!e && m && (!json_is_string(m) || json_string_length(m) > 200))
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/message",
+			       "message must be a string of at most 200 bytes");
+	return e;
+}
+
+static aw_err fail_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	const char *m = json_string_value(json_object_get(c->args, "message"));
+	*result = json_pack("{s:s}", "message", m ? m : "failed on purpose");
+	return aw_fail(err, AW_E_RUN_STEP, "%s", m ? m : "failed on purpose");
+}
+
+/* ---- http ---- */
+
+static const char *http_method(const json_t *args)
+{
+	const char *m = json_string_value(json_object_get(args, "method"));
+	return m ? m : "POST";
+}
+
+static aw_err http_validate(const json_t *args, aw_error *err)
+{
+	static const char *const allowed[] = {"method", "url", "body", NULL};
+	static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+	aw_err e = aw_json_only(args, allowed, err);
+	if (e)
+		return e;
+	json_t *m = json_object_get(args, "method");
+	int ok = !m;
+	for (size_t i = 0; m && json_is_string(m) && i < sizeof methods / sizeof *methods; i++)
+		ok |= strcmp(json_string_value(m), methods[i]) == 0;
+	if (!ok)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/method",
+				  "method must be GET, POST, PUT, PATCH or DELETE");
+	const char *url = json_string_value(json_object_get(args, "url"));
+	if (!url || strlen(url) > 2048 ||
+	    (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) ||
+	    strpbrk(url, " \t\r\n"))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/url",
+				  "url must be an http:// or https:// URL of at most 2048 bytes");
+	return AW_OK;
+}
+
+/* The effect a request would have: method, url (redacted) and the body's hash. */
+static json_t *http_intent(const json_t *args)
+{
+	json_t *body = json_object_get(args, "body");
+	char hash[65] = "";
+	if (body && aw_jcs_sha256(body, hash) != 0)
+		return NULL;
+	char *url = aw_redact_str(json_string_value(json_object_get(args, "url")));
+	json_t *o = url ? json_pack("{s:s, s:s}", "method", http_method(args), "url", url) : NULL;
+	if (o && body)
+		json_object_set_new(o, "body_sha256", json_string(hash));
+	free(url);
+	return o;
+}
+
+typedef struct {
+	char *buf;
+	size_t len;
+	int truncated;
+} http_sink;
+
+static size_t http_on_data(char *p, size_t sz, size_t n, void *ud)
+{
+	http_sink *s = ud;
+	size_t add = sz * n, take = add;
+	if (s->len + take > HTTP_MAX_BODY) {
+		take = HTTP_MAX_BODY - s->len;
+		s->truncated = 1;
+	}
+	if (take) {
+		char *nb = realloc(s->buf, s->len + take);
+		if (!nb)
+			return 0;
+		memcpy(nb + s->len, p, take);
+		s->buf = nb;
+		s->len += take;
+	}
+	return add;
+}
+
+static int http_on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	const aw_step_call *call = ud;
+	return call->stop && *call->stop; /* non-zero aborts the transfer */
+}
+
+static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	json_t *body = json_object_get(c->args, "body");
+	char *payload = body ? aw_jcs(body) : NULL;
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	char line[512];
+	http_sink sink = {0};
+	aw_err e = AW_OK;
+	if (!h || (body && !payload)) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(line, sizeof line, "Idempotency-Key: %s", c->idem_key);
+	hdr = curl_slist_append(hdr, line);
+	snprintf(line, sizeof line, "traceparent: %s", c->traceparent);
+	hdr = curl_slist_append(hdr, line);
+	if (payload)
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	hdr = curl_slist_append(hdr, "Expect:");
+	long timeout_ms = 30000;
+	if (c->deadline_ns) {
+		int64_t left = (c->deadline_ns - aw_clock_mono_ns()) / 1000000;
+		if (left < 1) {
+			e = aw_fail(err, AW_E_RUN_TIMEOUT, "the attempt ran out of time");
+			goto out;
+		}
+		if (left < timeout_ms)
+			timeout_ms = (long)left;
+	}
+	curl_easy_setopt(h, CURLOPT_URL, json_string_value(json_object_get(c->args, "url")));
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, http_method(c->args));
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)c);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
+	if (payload) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+	} else if (strcmp(http_method(c->args), "GET") == 0) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	}
+	CURLcode rc = curl_easy_perform(h);
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		e = aw_fail(err, AW_E_RUN_CANCELLED, "interrupted");
+		goto out;
+	}
+	if (rc == CURLE_OPERATION_TIMEDOUT) {
+		e = aw_fail(err, AW_E_RUN_TIMEOUT, "the request timed out");
+		goto out;
+	}
+	if (rc != CURLE_OK) {
+		*result = json_pack("{s:s}", "transport", curl_easy_strerror(rc));
+		e = aw_fail(err, AW_E_RUN_STEP, "request failed: %s", curl_easy_strerror(rc));
+		goto out;
+	}
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	char hash[65];
+	aw_sha256_hex(sink.buf ? sink.buf : "", sink.len, hash);
+	*result = json_pack("{s:i, s:s, s:I}", "status", (int)status, "body_sha256", hash, "bytes",
+			    (json_int_t)sink.len);
+	if (*result && sink.truncated)
+		json_object_set_new(*result, "truncated", json_true());
+	if (!*result)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	else if (status < 200 || status > 299)
+		e = aw_fail(err, AW_E_RUN_STEP, "the server answered %ld", status);
+out:
+	curl_slist_free_all(hdr);
+	if (h)
+		curl_easy_cleanup(h);
+	free(payload);
+	free(sink.buf);
+	return e;
+}
+
+static const aw_executor builtins[] = {
+	{"noop", 0, no_args, noop_run, NULL},
+	{"sleep", 0, sleep_validate, sleep_run, NULL},
+	{"fail", 0, fail_validate, fail_run, NULL},
+	{"http", 1, http_validate, http_run, http_intent},
+};
+
+const aw_executor *aw_executor_find(const char *kind)
+{
+	for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+		if (strcmp(builtins[i].kind, kind) == 0)
+			return &builtins[i];
+	for (int i = 0; i < nregistry; i++)
+		if (strcmp(registry[i]->kind, kind) == 0)
+			return registry[i];
+	return NULL;
+}
+
+int aw_executor_register(const aw_executor *x)
+{
+	if (nregistry >= MAX_EXECUTORS || aw_executor_find(x->kind))
+		return -1;
+	registry[nregistry++] = x;
+	return 0;
+}

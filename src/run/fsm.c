@@ -1,0 +1,78 @@
+/*
+ * fsm.c - the run state machine: the one transition table. Every change of a
+ * run's state anywhere (API, worker, reaper) is checked here first; a pair
+ * missing from the table is an illegal transition (E-RUN-002).
+ */
+#include <string.h>
+
+#include "awooop/run.h"
+
+static const char *const names[AW_RUN_NSTATES] = {
+	"queued",     "claimed",   "running", "waiting_approval",
+	"retry_wait", "succeeded", "failed",  "cancelled",
+};
+
+/* table[from][to] = the event that moves a run from -> to */
+static const char *const table[AW_RUN_NSTATES][AW_RUN_NSTATES] = {
+	[AW_RUN_QUEUED] =
+		{
+			[AW_RUN_CLAIMED] = "claim",
+			[AW_RUN_CANCELLED] = "cancel",
+		},
+	[AW_RUN_CLAIMED] =
+		{
+			[AW_RUN_QUEUED] = "release",
+			[AW_RUN_RUNNING] = "start",
+			[AW_RUN_RETRY_WAIT] = "lease_expired",
+			[AW_RUN_FAILED] = "attempts_exhausted",
+			[AW_RUN_CANCELLED] = "cancel",
+		},
+	[AW_RUN_RUNNING] =
+		{
+			[AW_RUN_QUEUED] = "release",
+			[AW_RUN_WAITING_APPROVAL] = "await_approval",
+			[AW_RUN_RETRY_WAIT] = "retry",
+			[AW_RUN_SUCCEEDED] = "complete",
+			[AW_RUN_FAILED] = "fail",
+			[AW_RUN_CANCELLED] = "cancel",
+		},
+	[AW_RUN_WAITING_APPROVAL] =
+		{
+			[AW_RUN_RUNNING] = "approved",
+			[AW_RUN_FAILED] = "rejected",
+			[AW_RUN_CANCELLED] = "cancel",
+		},
+	[AW_RUN_RETRY_WAIT] =
+		{
+			[AW_RUN_CLAIMED] = "claim",
+			[AW_RUN_CANCELLED] = "cancel",
+		},
+	/* succeeded, failed, cancelled: terminal */
+};
+
+const char *aw_run_state_name(aw_run_state s)
+{
+	return s >= 0 && s < AW_RUN_NSTATES ? names[s] : "unknown";
+}
+
+int aw_run_state_parse(const char *name, aw_run_state *out)
+{
+	for (int i = 0; name && i < AW_RUN_NSTATES; i++)
+		if (strcmp(name, names[i]) == 0) {
+			*out = (aw_run_state)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *aw_run_fsm_event(aw_run_state from, aw_run_state to)
+{
+	if (from < 0 || from >= AW_RUN_NSTATES || to < 0 || to >= AW_RUN_NSTATES)
+		return NULL;
+	return table[from][to];
+}
+
+int aw_run_state_terminal(aw_run_state s)
+{
+	return s == AW_RUN_SUCCEEDED || s == AW_RUN_FAILED || s == AW_RUN_CANCELLED;
+}

@@ -1,0 +1,145 @@
+/*
+ * request.c - the body of POST /v1/platform/runs: strict decoding, workflow
+ * validation against the executor registry, and the canonical hash that
+ * Idempotency-Key replays are compared with. Pure: fuzz/fuzz_run.c drives it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "awooop/jcs.h"
+#include "awooop/json.h"
+#include "awooop/run.h"
+
+void aw_run_request_free(aw_run_request *r)
+{
+	json_decref(r->workflow);
+	json_decref(r->input);
+	r->workflow = r->input = NULL;
+}
+
+static aw_err int_member(const json_t *o, const char *key, int lo, int hi, int *out, aw_error *err)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return AW_OK;
+	char where[32];
+	snprintf(where, sizeof where, "/%s", key);
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return aw_fail_at(err, AW_E_REQ_INVALID, where, "%s must be an integer %d..%d", key,
+				  lo, hi);
+	*out = (int)json_integer_value(v);
+	return AW_OK;
+}
+
+static aw_err check_step(const json_t *step, size_t i, aw_error *err)
+{
+	static const char *const allowed[] = {"kind", "args", NULL};
+	char where[64];
+	snprintf(where, sizeof where, "/workflow/%zu", i);
+	if (!json_is_object(step))
+		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where, "a step must be an object");
+	aw_err e = aw_json_only(step, allowed, err);
+	if (e) {
+		char inner[sizeof err->where];
+		snprintf(inner, sizeof inner, "%s", err->where);
+		snprintf(err->where, sizeof err->where, "%.40s%.80s", where, inner);
+		return e;
+	}
+	json_t *kind = json_object_get(step, "kind");
+	const aw_executor *x =
+		json_is_string(kind) ? aw_executor_find(json_string_value(kind)) : NULL;
+	if (!x) {
+		snprintf(where + strlen(where), sizeof where - strlen(where), "/kind");
+		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where,
+				  "unknown step kind (known: noop, sleep, fail, http)");
+	}
+	json_t *args = json_object_get(step, "args");
+	if (args && !json_is_object(args)) {
+		snprintf(where + strlen(where), sizeof where - strlen(where), "/args");
+		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where, "args must be an object");
+	}
+	json_t *empty = NULL;
+	if (!args)
+		args = empty = json_object();
+	if (!args)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	e = x->validate ? x->validate(args, err) : AW_OK;
+	json_decref(empty);
+	if (e) {
+		char inner[sizeof err->where];
+		snprintf(inner, sizeof inner, "%s", err->where);
+		snprintf(err->where, sizeof err->where, "%.40s/args%.80s", where, inner);
+		err->err = e = AW_E_RUN_WORKFLOW;
+	}
+	return e;
+}
+
+aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, aw_error *err)
+{
+	static const char *const allowed[] = {"workflow",     "input",	   "mode", "priority",
+					      "max_attempts", "timeout_s", NULL};
+	memset(out, 0, sizeof *out);
+	out->max_attempts = 3;
+	out->timeout_s = 300;
+	json_t *o = NULL;
+	const char *mode = NULL;
+	aw_err e = aw_json_parse_object(body, len, &o, err);
+	if (e)
+		return e;
+	if ((e = aw_json_only(o, allowed, err)) || (e = aw_json_str(o, "mode", 0, &mode, err)) ||
+	    (e = int_member(o, "priority", -1000, 1000, &out->priority, err)) ||
+	    (e = int_member(o, "max_attempts", 1, 100, &out->max_attempts, err)) ||
+	    (e = int_member(o, "timeout_s", 1, 86400, &out->timeout_s, err)))
+		goto out;
+	if (mode && strcmp(mode, "live") && strcmp(mode, "shadow")) {
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/mode", "mode must be live or shadow");
+		goto out;
+	}
+	out->shadow = mode && strcmp(mode, "shadow") == 0;
+	json_t *wf = json_object_get(o, "workflow");
+	if (!json_is_array(wf) || json_array_size(wf) == 0 ||
+	    json_array_size(wf) > AW_RUN_MAX_STEPS) {
+		e = aw_fail_at(err, AW_E_RUN_WORKFLOW, "/workflow",
+			       "workflow must be an array of 1..%d steps", AW_RUN_MAX_STEPS);
+		goto out;
+	}
+	for (size_t i = 0; i < json_array_size(wf); i++)
+		if ((e = check_step(json_array_get(wf, i), i, err)))
+			goto out;
+	out->workflow = json_incref(wf);
+	json_t *input = json_object_get(o, "input");
+	out->input = input && !json_is_null(input) ? json_incref(input) : NULL;
+out:
+	json_decref(o);
+	if (e)
+		aw_run_request_free(out);
+	return e;
+}
+
+aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err)
+{
+	json_t *canon = json_pack("{s:O, s:s, s:i, s:i, s:i}", "workflow", r->workflow, "mode",
+				  r->shadow ? "shadow" : "live", "priority", r->priority,
+				  "max_attempts", r->max_attempts, "timeout_s", r->timeout_s);
+	if (canon && r->input)
+		json_object_set(canon, "input", r->input);
+	int bad = !canon || aw_jcs_sha256(canon, out) != 0;
+	json_decref(canon);
+	return bad ? aw_fail(err, AW_E_NOMEM, "out of memory") : AW_OK;
+}
+
+int aw_run_idem_key_ok(const char *key)
+{
+	size_t n = key ? strlen(key) : 0;
+	if (n == 0 || n > 255)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (key[i] < 0x21 || key[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+void aw_run_step_key(const char *run_id, int step_no, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s-%d", run_id, step_no);
+}

@@ -1,0 +1,393 @@
+/*
+ * run.c - the run service: submission with idempotency, reads, cancellation,
+ * checked transitions, JSON views and the journal diff. Each call is one store
+ * transaction in the caller's project; every state change goes through
+ * aw_run_transition_in (table check, compare-and-set, audit record).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/audit.h"
+#include "awooop/clock.h"
+#include "awooop/jcs.h"
+#include "awooop/json.h"
+#include "awooop/run.h"
+#include "awooop/uuid.h"
+
+#define IDEM_TTL_MS (24LL * 3600 * 1000)
+
+aw_err aw_run_transition_in(aw_txn *t, const aw_ctx *ctx, const char *run_id, const char *trace_id,
+			    aw_run_state from, aw_run_state to, const aw_run_change *chg,
+			    json_t *detail, aw_error *err)
+{
+	const char *event = aw_run_fsm_event(from, to);
+	if (!event)
+		return aw_fail(err, AW_E_RUN_STATE, "a run cannot go from %s to %s",
+			       aw_run_state_name(from), aw_run_state_name(to));
+	aw_err e = aw_store_run_cas(t, run_id, aw_run_state_name(from), aw_run_state_name(to), chg,
+				    err);
+	if (e)
+		return e;
+	json_t *p = detail ? json_copy(detail) : json_object();
+	if (!p)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	json_object_set_new(p, "from", json_string(aw_run_state_name(from)));
+	json_object_set_new(p, "to", json_string(aw_run_state_name(to)));
+	json_object_set_new(p, "event", json_string(event));
+	char action[40];
+	snprintf(action, sizeof action, "run.%s", aw_run_state_name(to));
+	aw_audit_item it = {action, run_id, trace_id, p};
+	e = aw_audit_record_many(t, ctx, &it, 1, err);
+	json_decref(p);
+	return e;
+}
+
+aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run_state from,
+			 aw_run_state to, const aw_run_change *chg, json_t *detail, aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	e = aw_run_transition_in(t, ctx, run_id, NULL, from, to, chg, detail, err);
+	if (e) {
+		aw_store_rollback(t);
+		return e;
+	}
+	return aw_store_commit(t, err);
+}
+
+static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
+			  const char *idem_key, const char *hash, aw_run *out, int *replayed,
+			  aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	int64_t ms = aw_clock_wall_ms();
+	char now[AW_TS_LEN + 1];
+	aw_clock_format(ms, now);
+	if (idem_key) {
+		int found = 0;
+		char have[65], run_id[AW_UUID_STR_LEN + 1];
+		e = aw_store_idem_get(t, "runs", idem_key, now, &found, have, run_id, sizeof run_id,
+				      err);
+		if (!e && found && strcmp(have, hash) != 0)
+			e = aw_fail(err, AW_E_RUN_IDEMPOTENCY,
+				    "this Idempotency-Key was used for a different request");
+		if (!e && found) {
+			*replayed = 1;
+			e = aw_store_run_get(t, run_id, out, err);
+			aw_store_rollback(t);
+			return e;
+		}
+		if (e)
+			goto fail;
+	}
+	memset(out, 0, sizeof *out);
+	aw_uuid7_str(out->run_id);
+	snprintf(out->project_id, sizeof out->project_id, "%s", ctx->project);
+	snprintf(out->state, sizeof out->state, "queued");
+	snprintf(out->mode, sizeof out->mode, "%s", req->shadow ? "shadow" : "live");
+	out->workflow = aw_json_dump(req->workflow);
+	out->input = req->input ? aw_json_dump(req->input) : NULL;
+	out->priority = req->priority;
+	out->max_attempts = req->max_attempts;
+	out->timeout_s = req->timeout_s;
+	snprintf(out->trace_id, sizeof out->trace_id, "%s", ctx->trace.trace_id);
+	snprintf(out->run_after, sizeof out->run_after, "%s", now);
+	snprintf(out->created_at, sizeof out->created_at, "%s", now);
+	snprintf(out->updated_at, sizeof out->updated_at, "%s", now);
+	if (!out->workflow || (req->input && !out->input)) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto fail;
+	}
+	if ((e = aw_store_run_insert(t, out, err)))
+		goto fail;
+	if (idem_key) {
+		char exp[AW_TS_LEN + 1];
+		aw_clock_format(ms + IDEM_TTL_MS, exp);
+		if ((e = aw_store_idem_put(t, "runs", idem_key, hash, out->run_id, now, exp, err)))
+			goto fail;
+	}
+	json_t *p = json_pack("{s:n, s:s, s:s, s:s, s:i, s:i}", "from", "to", "queued", "event",
+			      "submit", "mode", out->mode, "steps",
+			      (int)json_array_size(req->workflow), "priority", out->priority);
+	aw_audit_item it = {"run.queued", out->run_id, NULL, p};
+	e = p ? aw_audit_record_many(t, ctx, &it, 1, err) : aw_fail(err, AW_E_NOMEM, "oom");
+	json_decref(p);
+	if (e)
+		goto fail;
+	return aw_store_commit(t, err);
+fail:
+	aw_store_rollback(t);
+	aw_run_free(out);
+	return e;
+}
+
+aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
+		     const char *idem_key, aw_run *out, int *replayed, aw_error *err)
+{
+	char hash[65] = "";
+	*replayed = 0;
+	if (idem_key && !aw_run_idem_key_ok(idem_key))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "Idempotency-Key",
+				  "Idempotency-Key must be 1..255 printable ASCII characters");
+	aw_err e = idem_key ? aw_run_request_hash(req, hash, err) : AW_OK;
+	/* two submissions racing on one key: the loser retries and replays */
+	for (int i = 0; !e; i++) {
+		e = submit_once(s, ctx, req, idem_key, hash, out, replayed, err);
+		if (e != AW_E_STORE_CONFLICT || !idem_key || i == 2)
+			break;
+		e = AW_OK;
+	}
+	if (!e && !*replayed)
+		aw_run_kick();
+	return e;
+}
+
+static aw_err check_id(const char *run_id, aw_error *err)
+{
+	return aw_uuid_valid(run_id) ? AW_OK : aw_fail(err, AW_E_RUN_NOT_FOUND, "no such run");
+}
+
+aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out,
+		  aw_run_step **steps, int *nsteps, aw_error *err)
+{
+	aw_err e = check_id(run_id, err);
+	aw_txn *t = NULL;
+	if (!e)
+		e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (e)
+		return e;
+	e = aw_store_run_get(t, run_id, out, err);
+	if (!e && steps) {
+		char id[1][AW_UUID_STR_LEN + 1];
+		snprintf(id[0], sizeof id[0], "%s", run_id);
+		if ((e = aw_store_run_steps(t, id, 1, steps, nsteps, err)))
+			aw_run_free(out);
+	}
+	aw_store_rollback(t);
+	return e;
+}
+
+aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out,
+			  aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (e)
+		return e;
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	e = aw_store_audit_by_target(t, run_id, 1000, &rows, &n, err);
+	aw_store_rollback(t);
+	if (e)
+		return e;
+	json_t *arr = json_array();
+	for (int i = 0; arr && i < n; i++) {
+		if (strncmp(rows[i].action, "run.", 4) != 0)
+			continue;
+		json_error_t je;
+		json_t *p = json_loads(rows[i].payload, 0, &je);
+		json_t *o = json_pack("{s:s, s:s, s:I}", "at", rows[i].ts, "actor", rows[i].actor,
+				      "audit_seq", (json_int_t)rows[i].seq);
+		if (o && p)
+			json_object_update(o, p);
+		json_decref(p);
+		json_array_append_new(arr, o);
+	}
+	aw_audit_rows_free(rows, n);
+	*out = arr;
+	return arr ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char *cursor, int limit,
+		   aw_run **out, int *n, aw_error *err)
+{
+	aw_run_state st;
+	if (state && aw_run_state_parse(state, &st) != 0)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "state",
+				  "state must be one of queued, claimed, running, waiting_approval,"
+				  " retry_wait, succeeded, failed, cancelled");
+	if (cursor && !aw_uuid_valid(cursor))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "cursor", "cursor must be a run id");
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (e)
+		return e;
+	e = aw_store_run_list(t, state, cursor, limit, out, n, err);
+	aw_store_rollback(t);
+	return e;
+}
+
+aw_err aw_run_cancel(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out, aw_error *err)
+{
+	aw_err e = check_id(run_id, err);
+	for (int i = 0; !e && i < 5; i++) {
+		aw_txn *t = NULL;
+		if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err)))
+			return e;
+		aw_run cur;
+		if ((e = aw_store_run_get(t, run_id, &cur, err))) {
+			aw_store_rollback(t);
+			return e;
+		}
+		aw_run_state from = AW_RUN_QUEUED;
+		aw_run_state_parse(cur.state, &from);
+		aw_run_free(&cur);
+		if (aw_run_state_terminal(from)) {
+			aw_store_rollback(t);
+			return aw_fail(err, AW_E_RUN_STATE, "the run already %s",
+				       aw_run_state_name(from));
+		}
+		char now[AW_TS_LEN + 1];
+		aw_clock_now(now);
+		aw_run_change chg = {.now = now, .clear_lease = 1, .finished = 1};
+		e = aw_run_transition_in(t, ctx, run_id, NULL, from, AW_RUN_CANCELLED, &chg, NULL,
+					 err);
+		if (e) {
+			aw_store_rollback(t);
+			if (e == AW_E_RUN_STATE) /* it moved meanwhile: read again */
+				e = AW_OK;
+			continue;
+		}
+		if ((e = aw_store_commit(t, err)))
+			return e;
+		return aw_run_get(s, ctx, run_id, out, NULL, NULL, err);
+	}
+	return e ? e : aw_fail(err, AW_E_STORE_BUSY, "the run kept changing; try again");
+}
+
+static void set_ts(json_t *o, const char *key, const char *v)
+{
+	json_object_set_new(o, key, v && *v ? json_string(v) : json_null());
+}
+
+static json_t *parse_or_null(const char *text)
+{
+	json_error_t je;
+	json_t *v = text ? json_loads(text, JSON_DECODE_ANY, &je) : NULL;
+	return v ? v : json_null();
+}
+
+json_t *aw_run_json(const aw_run *r, const aw_run_step *steps, int nsteps)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "run_id", r->run_id,
+			      "project", r->project_id, "state", r->state, "mode", r->mode,
+			      "priority", r->priority, "attempts", r->attempts, "max_attempts",
+			      r->max_attempts, "timeout_s", r->timeout_s, "trace_id", r->trace_id);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "workflow", parse_or_null(r->workflow));
+	json_object_set_new(o, "input", parse_or_null(r->input));
+	set_ts(o, "error_code", r->error_code);
+	set_ts(o, "created_at", r->created_at);
+	set_ts(o, "updated_at", r->updated_at);
+	set_ts(o, "started_at", r->started_at);
+	set_ts(o, "finished_at", r->finished_at);
+	set_ts(o, "run_after", r->run_after);
+	set_ts(o, "lease_owner", r->lease_owner);
+	set_ts(o, "lease_expires_at", r->lease_expires_at);
+	if (!steps)
+		return o;
+	json_t *arr = json_array();
+	for (int i = 0; arr && i < nsteps; i++) {
+		const aw_run_step *s = &steps[i];
+		json_t *so = json_pack("{s:i, s:s, s:s, s:s, s:i}", "step", s->step_no, "kind",
+				       s->kind, "state", s->state, "idempotency_key", s->idem_key,
+				       "attempt", s->attempt);
+		if (!so)
+			continue;
+		json_object_set_new(so, "result", parse_or_null(s->result));
+		set_ts(so, "error_code", s->error_code);
+		set_ts(so, "started_at", s->started_at);
+		set_ts(so, "finished_at", s->finished_at);
+		json_array_append_new(arr, so);
+	}
+	json_object_set_new(o, "steps", arr ? arr : json_array());
+	return o;
+}
+
+/* What step i of a workflow does to the outside world: the executor's intent
+ * for side-effecting kinds, else its args. */
+static json_t *step_effect(const json_t *wf, size_t i)
+{
+	json_t *st = json_array_get(wf, i);
+	const char *kind = json_string_value(json_object_get(st, "kind"));
+	const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
+	json_t *args = json_object_get(st, "args");
+	if (x && x->side_effect && x->intent && args)
+		return x->intent(args);
+	return args ? json_incref(args) : json_object();
+}
+
+static const aw_run_step *journal_entry(const aw_run_step *s, int n, int step_no)
+{
+	for (int i = 0; i < n; i++)
+		if (s[i].step_no == step_no)
+			return &s[i];
+	return NULL;
+}
+
+static json_t *side(const aw_run *r, const json_t *wf, const aw_run_step *s, int n, size_t i)
+{
+	const aw_run_step *j = journal_entry(s, n, (int)i + 1);
+	json_t *st = json_array_get(wf, i);
+	json_t *o = json_pack("{s:s, s:s, s:o}", "mode", r->mode, "kind",
+			      st ? json_string_value(json_object_get(st, "kind")) : "", "effect",
+			      st ? step_effect(wf, i) : json_null());
+	if (o) {
+		json_object_set_new(o, "state", json_string(j ? j->state : "not_run"));
+		json_object_set_new(o, "result", parse_or_null(j ? j->result : NULL));
+	}
+	return o;
+}
+
+aw_err aw_run_diff(aw_store *s, const aw_ctx *ctx, const char *a, const char *b, json_t **out,
+		   aw_error *err)
+{
+	aw_run ra = {0}, rb = {0};
+	aw_run_step *sa = NULL, *sb = NULL;
+	int na = 0, nb = 0;
+	json_t *wa = NULL, *wb = NULL, *steps = NULL;
+	aw_err e = aw_run_get(s, ctx, a, &ra, &sa, &na, err);
+	if (e)
+		return e;
+	if ((e = aw_run_get(s, ctx, b, &rb, &sb, &nb, err)))
+		goto out;
+	wa = parse_or_null(ra.workflow);
+	wb = parse_or_null(rb.workflow);
+	size_t n = json_array_size(wa) > json_array_size(wb) ? json_array_size(wa)
+							     : json_array_size(wb);
+	steps = json_array();
+	int all_same = steps != NULL;
+	for (size_t i = 0; steps && i < n; i++) {
+		json_t *x = side(&ra, wa, sa, na, i), *y = side(&rb, wb, sb, nb, i);
+		char hx[65] = "", hy[65] = "";
+		int same = x && y &&
+			   json_equal(json_object_get(x, "kind"), json_object_get(y, "kind")) &&
+			   aw_jcs_sha256(json_object_get(x, "effect"), hx) == 0 &&
+			   aw_jcs_sha256(json_object_get(y, "effect"), hy) == 0 &&
+			   strcmp(hx, hy) == 0 &&
+			   json_equal(json_object_get(x, "state"), json_object_get(y, "state"));
+		all_same &= same;
+		json_array_append_new(steps, json_pack("{s:i, s:b, s:o*, s:o*}", "step", (int)i + 1,
+						       "same", same, "a", x, "b", y));
+	}
+	*out = json_pack("{s:s, s:s, s:b, s:o*}", "a", a, "b", b, "same", all_same, "steps", steps);
+	steps = NULL;
+	if (!*out)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+out:
+	json_decref(wa);
+	json_decref(wb);
+	json_decref(steps);
+	aw_run_free(&ra);
+	aw_run_free(&rb);
+	aw_run_steps_free(sa, na);
+	aw_run_steps_free(sb, nb);
+	return e;
+}

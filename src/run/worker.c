@@ -1,0 +1,851 @@
+/*
+ * worker.c - the run workers: claim, execute, journal, finish; heartbeat;
+ * reaper; wake-ups.
+ *
+ * Each executing thread claims up to `batch` runs at once (one statement) and
+ * drives them in rounds: every run still active executes its next step, then
+ * one transaction per project journals the round's steps and moves finished
+ * runs on, after locking the runs it still holds (so a cancel or a reaper
+ * waits for it, then finds the new state). A step's journal entry is
+ * committed before the run's next step starts, which is what makes "completed
+ * steps never execute again" hold across crashes. The heartbeat thread renews
+ * the leases of every run the threads hold and flags those the worker lost
+ * (cancelled, reaped): their executors see the flag and return. Idle threads
+ * sleep on a process-wide condition variable that submissions (and, on
+ * PostgreSQL, NOTIFY awooop_runs from any process) signal; the poll interval
+ * is only the safety net.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "awooop/audit.h"
+#include "awooop/clock.h"
+#include "awooop/crypto.h"
+#include "awooop/json.h"
+#include "awooop/log.h"
+#include "awooop/metrics.h"
+#include "awooop/redact.h"
+#include "awooop/run.h"
+
+int (*aw_worker_fault_hook)(const char *run_id, int step_no);
+
+/* ---- wake-ups ---- */
+static pthread_mutex_t kick_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t kick_cv;
+static pthread_once_t kick_once = PTHREAD_ONCE_INIT;
+static uint64_t kick_gen;
+
+static void kick_init(void)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&kick_cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void aw_run_kick(void)
+{
+	pthread_once(&kick_once, kick_init);
+	pthread_mutex_lock(&kick_mu);
+	kick_gen++;
+	pthread_cond_broadcast(&kick_cv);
+	pthread_mutex_unlock(&kick_mu);
+}
+
+static uint64_t kick_read(void)
+{
+	pthread_once(&kick_once, kick_init);
+	pthread_mutex_lock(&kick_mu);
+	uint64_t g = kick_gen;
+	pthread_mutex_unlock(&kick_mu);
+	return g;
+}
+
+/* Waits until a kick after generation `seen`, or ms. */
+static void kick_wait(uint64_t seen, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&kick_mu);
+	while (kick_gen == seen)
+		if (pthread_cond_timedwait(&kick_cv, &kick_mu, &ts) != 0)
+			break;
+	pthread_mutex_unlock(&kick_mu);
+}
+
+/* ---- the worker ---- */
+
+typedef struct {
+	char run_id[AW_UUID_STR_LEN + 1];
+	volatile int stop; /* lost the run, or shutting down: executors return */
+	int active;
+} slot;
+
+typedef struct thread_ctx {
+	struct aw_worker *w;
+	pthread_t th;
+	slot *slots; /* batch entries, guarded by w->mu */
+	uint64_t rng;
+} thread_ctx;
+
+struct aw_worker {
+	aw_store *s;
+	aw_worker_opts o;
+	char id[AW_WORKER_ID_MAX + 1];
+	thread_ctx *threads;
+	pthread_t hb, listener;
+	int has_listener;
+	atomic_int stop;
+	pthread_mutex_t mu;
+	pthread_cond_t hb_cv;
+};
+
+typedef struct {
+	aw_run_claim *c;
+	slot *sl;
+	json_t *wf, *input;
+	int next, nsteps, active;
+	int64_t deadline_ns;
+	/* this round */
+	int executed;
+	aw_err step_err;
+	char step_msg[160];
+	json_t *result;
+	char started[AW_TS_LEN + 1], finished[AW_TS_LEN + 1];
+} job;
+
+static int backoff_ms(uint64_t *rng, int attempts, int base, int cap)
+{
+	double d = base;
+	for (int i = 1; i < attempts && d < cap; i++)
+		d *= 2;
+	if (d > cap)
+		d = cap;
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	double jitter = 0.75 + (double)(*rng % 1000) / 2000.0; /* 0.75 .. 1.25 */
+	return (int)(d * jitter);
+}
+
+static uint64_t seed(void)
+{
+	uint64_t v = 0;
+	if (aw_random_bytes(&v, sizeof v) != 0 || !v)
+		v = (uint64_t)aw_clock_mono_ns() | 1;
+	return v;
+}
+
+static aw_ctx project_ctx(const aw_worker *w, const char *project)
+{
+	aw_ctx c;
+	aw_ctx_system(&c, project);
+	snprintf(c.principal, sizeof c.principal, "%s", w->id);
+	return c;
+}
+
+static void slots_clear(aw_worker *w, thread_ctx *tc)
+{
+	pthread_mutex_lock(&w->mu);
+	for (int i = 0; i < w->o.batch; i++)
+		tc->slots[i].active = 0;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Audit payload of a worker transition. */
+static json_t *detail(const aw_worker *w, const job *j, const char *error_code)
+{
+	json_t *d = json_pack("{s:s, s:i}", "worker", w->id, "attempt", j->c->attempts);
+	if (d && error_code)
+		json_object_set_new(d, "error_code", json_string(error_code));
+	return d;
+}
+
+/* Moves the runs of js (indexes idx) from -> to in t, with audit records;
+ * those that did not move are deactivated. */
+static aw_err move_many(aw_worker *w, aw_txn *t, const aw_ctx *ctx, job *js, const int *idx, int n,
+			aw_run_state from, aw_run_state to, const aw_run_change *chg,
+			const char *error_code, aw_error *err)
+{
+	if (n == 0)
+		return AW_OK;
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	int *ok = calloc((size_t)n, sizeof *ok);
+	aw_audit_item *items = calloc((size_t)n * 2, sizeof *items);
+	json_t **payloads = calloc((size_t)n * 2, sizeof *payloads);
+	aw_err e = AW_OK;
+	if (!ids || !ok || !items || !payloads) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		memcpy(ids[i], js[idx[i]].c->run_id, sizeof ids[i]);
+	if ((e = aw_store_run_cas_many(t, ids, n, aw_run_state_name(from), aw_run_state_name(to),
+				       chg, ok, err)))
+		goto out;
+	char action[40];
+	snprintf(action, sizeof action, "run.%s", aw_run_state_name(to));
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		job *j = &js[idx[i]];
+		if (!ok[i]) {
+			j->active = 0;
+			continue;
+		}
+		/* a claim is audited with the start: the worker writes no tenant row
+		 * while claiming across projects */
+		if (from == AW_RUN_CLAIMED && to == AW_RUN_RUNNING) {
+			aw_run_state prev = AW_RUN_QUEUED;
+			aw_run_state_parse(j->c->prev_state, &prev);
+			json_t *p = detail(w, j, NULL);
+			if (p) {
+				json_object_set_new(p, "from",
+						    json_string(aw_run_state_name(prev)));
+				json_object_set_new(p, "to", json_string("claimed"));
+				json_object_set_new(p, "event", json_string("claim"));
+				json_object_set_new(p, "at", json_string(j->c->claimed_at));
+			}
+			payloads[m] = p;
+			items[m++] =
+				(aw_audit_item){"run.claimed", j->c->run_id, j->c->trace_id, p};
+		}
+		json_t *p = detail(w, j, error_code);
+		if (p) {
+			json_object_set_new(p, "from", json_string(aw_run_state_name(from)));
+			json_object_set_new(p, "to", json_string(aw_run_state_name(to)));
+			json_object_set_new(p, "event", json_string(aw_run_fsm_event(from, to)));
+		}
+		payloads[m] = p;
+		items[m++] = (aw_audit_item){NULL, j->c->run_id, j->c->trace_id, p};
+		items[m - 1].action = NULL; /* set below: action buffer is shared */
+	}
+	for (int i = 0; i < m; i++)
+		if (!items[i].action)
+			items[i].action = action;
+	e = aw_audit_record_many(t, ctx, items, m, err);
+out:
+	for (int i = 0; payloads && i < n * 2; i++)
+		json_decref(payloads[i]);
+	free(payloads);
+	free(items);
+	free(ok);
+	free(ids);
+	return e;
+}
+
+/* Step 1 of a batch: claimed -> running for one project's runs, and where a
+ * run was attempted before, its journal tells where to resume. */
+static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
+			  aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	aw_run_change chg = {.now = now, .holder = w->id, .started = 1};
+	e = move_many(w, t, ctx, js, idx, n, AW_RUN_CLAIMED, AW_RUN_RUNNING, &chg, NULL, err);
+	/* resume after the journal's succeeded steps (only retried runs have any) */
+	int nre = 0;
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	for (int i = 0; !e && ids && i < n; i++)
+		if (js[idx[i]].active && js[idx[i]].c->attempts > 1)
+			memcpy(ids[nre++], js[idx[i]].c->run_id, sizeof ids[0]);
+	if (!ids)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_run_step *steps = NULL;
+	int ns = 0;
+	if (!e && nre)
+		e = aw_store_run_steps(t, ids, nre, &steps, &ns, err);
+	for (int k = 0; !e && k < ns; k++)
+		for (int i = 0; i < n; i++) {
+			job *j = &js[idx[i]];
+			if (strcmp(j->c->run_id, steps[k].run_id) == 0 &&
+			    strcmp(steps[k].state, "succeeded") == 0 &&
+			    steps[k].step_no == j->next + 1)
+				j->next++;
+		}
+	aw_run_steps_free(steps, ns);
+	free(ids);
+	if (e) {
+		aw_store_rollback(t);
+		return e;
+	}
+	return aw_store_commit(t, err);
+}
+
+static int side_effecting(const job *j)
+{
+	const char *kind =
+		json_string_value(json_object_get(json_array_get(j->wf, j->next), "kind"));
+	const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
+	return x && x->side_effect;
+}
+
+static void fill_step(const job *j, aw_run_step *st, const char *state)
+{
+	memset(st, 0, sizeof *st);
+	memcpy(st->run_id, j->c->run_id, sizeof st->run_id);
+	st->step_no = j->next + 1;
+	snprintf(st->kind, sizeof st->kind, "%s",
+		 json_string_value(json_object_get(json_array_get(j->wf, j->next), "kind")));
+	snprintf(st->state, sizeof st->state, "%s", state);
+	aw_run_step_key(j->c->run_id, st->step_no, st->idem_key, sizeof st->idem_key);
+	st->attempt = j->c->attempts;
+	snprintf(st->started_at, sizeof st->started_at, "%s", j->started);
+}
+
+/* Before a side-effecting live step: a "started" journal entry, so an effect
+ * interrupted mid-flight is visible in the journal. */
+static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
+			   aw_error *err)
+{
+	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
+	int *held = calloc((size_t)n + 1, sizeof *held);
+	int m = 0;
+	aw_err e = AW_OK;
+	if (!st || !ids || !held) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		job *j = &js[idx[i]];
+		if (j->active && side_effecting(j) && strcmp(j->c->mode, "live") == 0)
+			memcpy(ids[m++], j->c->run_id, sizeof ids[0]);
+	}
+	if (m == 0)
+		goto out;
+	aw_txn *t = NULL;
+	if ((e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err)))
+		goto out;
+	e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err);
+	int k = 0;
+	for (int i = 0; !e && i < m; i++)
+		for (int q = 0; q < n; q++) {
+			job *j = &js[idx[q]];
+			if (strcmp(j->c->run_id, ids[i]) != 0)
+				continue;
+			if (!held[i])
+				j->active = 0;
+			else
+				fill_step(j, &st[k++], "started");
+		}
+	if (!e)
+		e = aw_store_run_steps_put(t, st, k, err);
+	if (e)
+		aw_store_rollback(t);
+	else
+		e = aw_store_commit(t, err);
+out:
+	free(st);
+	free(ids);
+	free(held);
+	return e;
+}
+
+static void execute(aw_worker *w, job *j)
+{
+	json_t *step = json_array_get(j->wf, j->next);
+	const char *kind = json_string_value(json_object_get(step, "kind"));
+	const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
+	json_t *args = json_object_get(step, "args");
+	json_t *empty = args ? NULL : json_object();
+	char key[AW_UUID_STR_LEN + 16], tp[AW_TRACEPARENT_LEN + 1];
+	aw_run_step_key(j->c->run_id, j->next + 1, key, sizeof key);
+	aw_trace run_trace = {.flags = 1}, hop;
+	snprintf(run_trace.trace_id, sizeof run_trace.trace_id, "%s", j->c->trace_id);
+	snprintf(run_trace.span_id, sizeof run_trace.span_id, "%s", "0000000000000001");
+	aw_trace_child(&run_trace, &hop);
+	aw_trace_format(&hop, tp);
+	aw_step_call call = {.run_id = j->c->run_id,
+			     .project = j->c->project_id,
+			     .step_no = j->next + 1,
+			     .idem_key = key,
+			     .traceparent = tp,
+			     .args = args ? args : empty,
+			     .input = j->input,
+			     .deadline_ns = j->deadline_ns,
+			     .stop = &j->sl->stop};
+	aw_error err = {0};
+	j->result = NULL;
+	aw_clock_now(j->started);
+	if (!x) {
+		j->step_err = aw_fail(&err, AW_E_RUN_WORKFLOW, "unknown step kind");
+	} else if (x->side_effect && strcmp(j->c->mode, "shadow") == 0) {
+		json_t *intent = x->intent ? x->intent(call.args) : json_object();
+		j->result = json_pack("{s:b, s:o*}", "shadow", 1, "intended", intent);
+		j->step_err = j->result ? AW_OK : aw_fail(&err, AW_E_NOMEM, "out of memory");
+	} else {
+		j->step_err = x->run(&call, &j->result, &err);
+	}
+	aw_clock_now(j->finished);
+	snprintf(j->step_msg, sizeof j->step_msg, "%.150s", j->step_err ? err.msg : "");
+	if (j->step_err && !j->result)
+		j->result = json_pack("{s:s}", "error", j->step_msg);
+	if (j->result)
+		aw_redact_json(j->result, NULL); /* the journal never keeps a secret */
+	json_decref(empty);
+	j->executed = 1;
+	aw_metrics_run_event("step", 1);
+}
+
+/* The round's journal entries and the transitions they cause, for one project. */
+static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job *js, const int *idx,
+			   int n, int stopping, aw_error *err)
+{
+	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
+	int *held = calloc((size_t)n + 1, sizeof *held);
+	int *done = calloc((size_t)n + 1, sizeof *done),
+	    *release = calloc((size_t)n + 1, sizeof(int));
+	aw_txn *t = NULL;
+	aw_err e = AW_OK;
+	int m = 0, k = 0, nd = 0, nr = 0;
+	if (!st || !ids || !held || !done || !release) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if (js[idx[i]].active)
+			memcpy(ids[m++], js[idx[i]].c->run_id, sizeof ids[0]);
+	if (m == 0)
+		goto out;
+	if ((e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err)))
+		goto out;
+	if ((e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err)))
+		goto out;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	for (int i = 0, h = 0; i < n && !e; i++) {
+		job *j = &js[idx[i]];
+		if (!j->active)
+			continue;
+		if (!held[h++]) { /* cancelled or reaped meanwhile: not ours to write */
+			j->active = 0;
+			continue;
+		}
+		if (j->step_err == AW_E_RUN_CANCELLED) {
+			/* interrupted: by shutdown -> release; else lost -> stop */
+			if (stopping)
+				release[nr++] = idx[i];
+			j->active = 0;
+			continue;
+		}
+		fill_step(j, &st[k], j->step_err ? "failed" : "succeeded");
+		snprintf(st[k].finished_at, sizeof st[k].finished_at, "%s", j->finished);
+		if (j->step_err)
+			snprintf(st[k].error_code, sizeof st[k].error_code, "%s",
+				 aw_err_code(j->step_err));
+		st[k].result = j->result ? aw_json_dump(j->result) : NULL;
+		k++;
+		if (j->step_err) {
+			aw_run_state to = j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED
+									       : AW_RUN_RETRY_WAIT;
+			char after[AW_TS_LEN + 1];
+			aw_clock_format(aw_clock_wall_ms() + backoff_ms(&tc->rng, j->c->attempts,
+									w->o.retry_base_ms,
+									w->o.retry_max_ms),
+					after);
+			aw_run_change chg = {.now = now,
+					     .holder = w->id,
+					     .error_code = aw_err_code(j->step_err),
+					     .clear_lease = 1,
+					     .run_after = to == AW_RUN_RETRY_WAIT ? after : NULL,
+					     .finished = to == AW_RUN_FAILED};
+			int one = idx[i];
+			e = move_many(w, t, ctx, js, &one, 1, AW_RUN_RUNNING, to, &chg,
+				      aw_err_code(j->step_err), err);
+			j->active = 0;
+		} else if (j->next + 1 == j->nsteps) {
+			done[nd++] = idx[i];
+			j->active = 0;
+		} else {
+			j->next++;
+		}
+	}
+	if (!e)
+		e = aw_store_run_steps_put(t, st, k, err);
+	aw_run_change fin = {.now = now, .holder = w->id, .clear_lease = 1, .finished = 1};
+	if (!e)
+		e = move_many(w, t, ctx, js, done, nd, AW_RUN_RUNNING, AW_RUN_SUCCEEDED, &fin, NULL,
+			      err);
+	aw_run_change rel = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
+	if (!e)
+		e = move_many(w, t, ctx, js, release, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &rel, NULL,
+			      err);
+	if (!e) {
+		e = aw_store_commit(t, err);
+		t = NULL;
+		if (!e)
+			aw_metrics_run_event("succeeded", nd);
+	}
+out:
+	if (t)
+		aw_store_rollback(t);
+	for (int i = 0; st && i < k; i++)
+		free(st[i].result);
+	free(st);
+	free(ids);
+	free(held);
+	free(done);
+	free(release);
+	return e;
+}
+
+/* Shutdown: hands runs still held back to the queue (attempt not counted). */
+static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n)
+{
+	int *rel = calloc((size_t)n + 1, sizeof *rel), nr = 0;
+	for (int i = 0; rel && i < n; i++)
+		if (js[idx[i]].active)
+			rel[nr++] = idx[i];
+	aw_txn *t = NULL;
+	aw_error err;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	aw_run_change chg = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
+	if (nr && aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, &err) == AW_OK) {
+		if (move_many(w, t, ctx, js, rel, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &chg, NULL,
+			      &err) == AW_OK)
+			aw_store_commit(t, &err);
+		else
+			aw_store_rollback(t);
+	}
+	free(rel);
+}
+
+/* Drives one project's runs of a batch to the end (or until stopped). 1 when
+ * the fault hook abandoned the batch. */
+static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int n)
+{
+	aw_ctx ctx = project_ctx(w, js[idx[0]].c->project_id);
+	aw_error err = {0};
+	aw_err e = start_group(w, &ctx, js, idx, n, &err);
+	while (!e) {
+		int any = 0;
+		for (int i = 0; i < n; i++)
+			any |= js[idx[i]].active;
+		if (!any)
+			break;
+		if (atomic_load(&w->stop)) {
+			release_all(w, &ctx, js, idx, n);
+			return 0;
+		}
+		if ((e = mark_started(w, &ctx, js, idx, n, &err)))
+			break;
+		for (int i = 0; i < n; i++) {
+			job *j = &js[idx[i]];
+			j->executed = 0;
+			if (!j->active)
+				continue;
+			execute(w, j);
+			if (aw_worker_fault_hook && aw_worker_fault_hook(j->c->run_id, j->next + 1))
+				return 1;
+		}
+		e = finish_round(w, tc, &ctx, js, idx, n, atomic_load(&w->stop), &err);
+		for (int i = 0; i < n; i++) {
+			json_decref(js[idx[i]].result);
+			js[idx[i]].result = NULL;
+		}
+	}
+	if (e) /* the store failed us: the leases run out and the reaper re-queues */
+		aw_log(AW_LOG_WARN, &ctx, "run batch abandoned", "code", aw_err_code(e), "detail",
+		       err.msg, NULL);
+	return 0;
+}
+
+static void process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
+{
+	job *js = calloc((size_t)n, sizeof *js);
+	int *idx = calloc((size_t)n, sizeof *idx);
+	int *seen = calloc((size_t)n, sizeof *seen);
+	if (!js || !idx || !seen)
+		goto out;
+	int64_t now = aw_clock_mono_ns();
+	pthread_mutex_lock(&w->mu);
+	for (int i = 0; i < n; i++) {
+		job *j = &js[i];
+		json_error_t je;
+		j->c = &c[i];
+		j->sl = &tc->slots[i];
+		memcpy(j->sl->run_id, c[i].run_id, sizeof j->sl->run_id);
+		j->sl->stop = 0;
+		j->sl->active = 1;
+		j->wf = json_loads(c[i].workflow, 0, &je);
+		j->input = c[i].input ? json_loads(c[i].input, JSON_DECODE_ANY, &je) : NULL;
+		j->nsteps = (int)json_array_size(j->wf);
+		j->active = j->nsteps > 0;
+		j->deadline_ns = now + (int64_t)c[i].timeout_s * 1000000000LL;
+	}
+	pthread_mutex_unlock(&w->mu);
+	/* one project at a time: its transactions, its audit chain */
+	for (int i = 0; i < n; i++) {
+		if (seen[i])
+			continue;
+		int m = 0;
+		for (int k = i; k < n; k++)
+			if (!seen[k] && strcmp(c[k].project_id, c[i].project_id) == 0) {
+				seen[k] = 1;
+				idx[m++] = k;
+			}
+		if (run_group(w, tc, js, idx, m))
+			break;
+	}
+out:
+	for (int i = 0; js && i < n; i++) {
+		json_decref(js[i].wf);
+		json_decref(js[i].input);
+		json_decref(js[i].result);
+	}
+	free(js);
+	free(idx);
+	free(seen);
+	slots_clear(w, tc);
+}
+
+static void *exec_main(void *arg)
+{
+	thread_ctx *tc = arg;
+	aw_worker *w = tc->w;
+	while (!atomic_load(&w->stop)) {
+		uint64_t gen = kick_read();
+		aw_run_claim *c = NULL;
+		int n = 0;
+		aw_error err = {0};
+		aw_err e = aw_store_run_claim(w->s, w->id, w->o.lease_ms, w->o.batch, &c, &n, &err);
+		if (e) {
+			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
+			       "detail", err.msg, NULL);
+			kick_wait(gen, w->o.poll_ms);
+			continue;
+		}
+		if (n == 0) {
+			kick_wait(gen, w->o.poll_ms);
+			continue;
+		}
+		aw_metrics_run_event("claimed", n);
+		process(w, tc, c, n);
+		aw_run_claims_free(c, n);
+	}
+	return NULL;
+}
+
+/* Renews leases, flags lost runs, and reaps expired leases. */
+static void *hb_main(void *arg)
+{
+	aw_worker *w = arg;
+	int cap = w->o.concurrency * w->o.batch;
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
+	int *lost = calloc((size_t)cap, sizeof *lost);
+	while (ids && lost && !atomic_load(&w->stop)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += w->o.heartbeat_ms / 1000;
+		ts.tv_nsec += (long)(w->o.heartbeat_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&w->mu);
+		if (!atomic_load(&w->stop))
+			pthread_cond_timedwait(&w->hb_cv, &w->mu, &ts);
+		int n = 0;
+		for (int t = 0; t < w->o.concurrency; t++)
+			for (int i = 0; i < w->o.batch; i++)
+				if (w->threads[t].slots[i].active)
+					memcpy(ids[n++], w->threads[t].slots[i].run_id,
+					       sizeof ids[0]);
+		pthread_mutex_unlock(&w->mu);
+		if (atomic_load(&w->stop))
+			break;
+		aw_error err = {0};
+		if (n && aw_store_run_heartbeat(w->s, w->id, w->o.lease_ms, ids, n, lost, &err) ==
+				 AW_OK) {
+			pthread_mutex_lock(&w->mu);
+			for (int i = 0; i < n; i++)
+				for (int t = 0; lost[i] && t < w->o.concurrency; t++)
+					for (int k = 0; k < w->o.batch; k++) {
+						slot *sl = &w->threads[t].slots[k];
+						if (sl->active && strcmp(sl->run_id, ids[i]) == 0)
+							sl->stop = 1;
+					}
+			pthread_mutex_unlock(&w->mu);
+		}
+		int reaped = 0;
+		if (w->o.reaper >= 0 &&
+		    aw_run_reap(w->s, w->o.retry_base_ms, w->o.retry_max_ms, &reaped, &err) ==
+			    AW_OK &&
+		    reaped)
+			aw_run_kick();
+	}
+	free(ids);
+	free(lost);
+	return NULL;
+}
+
+static void *listen_main(void *arg)
+{
+	aw_worker *w = arg;
+	aw_store_listener *l = aw_store_listen(w->s, "awooop_runs");
+	while (l && !atomic_load(&w->stop))
+		if (aw_store_listener_wait(l, 250) == 1)
+			aw_run_kick();
+	aw_store_listener_close(l);
+	return NULL;
+}
+
+aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_error *err)
+{
+	*n = 0;
+	aw_run_ref *refs = NULL;
+	int nr = 0;
+	aw_err e = aw_store_run_expired(s, 100, &refs, &nr, err);
+	if (e)
+		return e;
+	uint64_t rng = seed();
+	for (int i = 0; i < nr; i++) {
+		aw_ctx ctx;
+		aw_ctx_system(&ctx, refs[i].project_id);
+		snprintf(ctx.principal, sizeof ctx.principal, "reaper");
+		aw_txn *t = NULL;
+		aw_run r;
+		if (aw_store_begin(s, &ctx, AW_TXN_WRITE, &t, err))
+			continue;
+		if (aw_store_run_get(t, refs[i].run_id, &r, err)) {
+			aw_store_rollback(t);
+			continue;
+		}
+		aw_run_state from;
+		char now[AW_TS_LEN + 1], after[AW_TS_LEN + 1];
+		int64_t ms = aw_clock_wall_ms();
+		aw_clock_format(ms, now);
+		aw_clock_format(ms + backoff_ms(&rng, r.attempts, retry_base_ms, retry_max_ms),
+				after);
+		int exhausted = r.attempts >= r.max_attempts;
+		aw_run_change chg = {.now = now,
+				     .expired_by = now,
+				     .clear_lease = 1,
+				     .error_code =
+					     exhausted ? aw_err_code(AW_E_RUN_ATTEMPTS) : NULL,
+				     .run_after = exhausted ? NULL : after,
+				     .finished = exhausted};
+		json_t *d = json_pack("{s:s, s:i, s:s}", "worker", r.lease_owner, "attempt",
+				      r.attempts, "reason", "lease expired");
+		aw_err te = aw_run_state_parse(r.state, &from) != 0
+				    ? aw_fail(err, AW_E_RUN_STATE, "bad state")
+				    : aw_run_transition_in(t, &ctx, r.run_id, r.trace_id, from,
+							   exhausted ? AW_RUN_FAILED
+								     : AW_RUN_RETRY_WAIT,
+							   &chg, d, err);
+		json_decref(d);
+		aw_run_free(&r);
+		if (te || aw_store_commit(t, err) != AW_OK) {
+			if (te)
+				aw_store_rollback(t);
+			continue;
+		}
+		(*n)++;
+		aw_metrics_run_event("reaped", 1);
+	}
+	free(refs);
+	return AW_OK;
+}
+
+aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err)
+{
+	aw_worker *w = calloc(1, sizeof *w);
+	if (!w)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	w->s = s;
+	w->o = *opts;
+#define DEF(f, v)        \
+	if (w->o.f <= 0) \
+		w->o.f = (v);
+	DEF(concurrency, 4)
+	DEF(batch, 16)
+	DEF(heartbeat_ms, 5000)
+	DEF(lease_ms, 30000)
+	DEF(poll_ms, 1000)
+	DEF(retry_base_ms, 1000)
+	DEF(retry_max_ms, 60000)
+#undef DEF
+	if (w->o.batch > 1000)
+		w->o.batch = 1000;
+	if (opts->id && *opts->id) {
+		snprintf(w->id, sizeof w->id, "%s", opts->id);
+	} else {
+		char host[32] = "host";
+		gethostname(host, sizeof host - 1);
+		host[sizeof host - 1] = '\0';
+		uint32_t r = (uint32_t)seed();
+		snprintf(w->id, sizeof w->id, "%.32s-%d-%04x", host, (int)getpid(), r & 0xffff);
+	}
+	for (char *p = w->id; *p; p++) /* a principal: no '@', no spaces */
+		if (*p == '@' || *p == ' ')
+			*p = '-';
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->hb_cv, &a);
+	pthread_condattr_destroy(&a);
+	w->threads = calloc((size_t)w->o.concurrency, sizeof *w->threads);
+	if (!w->threads) {
+		free(w);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < w->o.concurrency; i++) {
+		w->threads[i].w = w;
+		w->threads[i].rng = seed();
+		w->threads[i].slots = calloc((size_t)w->o.batch, sizeof(slot));
+	}
+	for (int i = 0; i < w->o.concurrency; i++)
+		pthread_create(&w->threads[i].th, NULL, exec_main, &w->threads[i]);
+	pthread_create(&w->hb, NULL, hb_main, w);
+	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
+	if (w->has_listener)
+		pthread_create(&w->listener, NULL, listen_main, w);
+	aw_log(AW_LOG_INFO, NULL, "run worker started", "worker", w->id, NULL);
+	*out = w;
+	return AW_OK;
+}
+
+void aw_worker_stop(aw_worker *w)
+{
+	if (!w)
+		return;
+	atomic_store(&w->stop, 1);
+	pthread_mutex_lock(&w->mu);
+	for (int t = 0; t < w->o.concurrency; t++)
+		for (int i = 0; i < w->o.batch; i++)
+			w->threads[t].slots[i].stop = 1;
+	pthread_cond_broadcast(&w->hb_cv);
+	pthread_mutex_unlock(&w->mu);
+	aw_run_kick();
+	for (int i = 0; i < w->o.concurrency; i++)
+		pthread_join(w->threads[i].th, NULL);
+	pthread_join(w->hb, NULL);
+	if (w->has_listener)
+		pthread_join(w->listener, NULL);
+	for (int i = 0; i < w->o.concurrency; i++)
+		free(w->threads[i].slots);
+	free(w->threads);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->hb_cv);
+	free(w);
+}

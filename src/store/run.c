@@ -1,0 +1,684 @@
+/*
+ * run.c - store queries for the run runtime: runs, their step journal and
+ * idempotency keys in the txn's project, and the workers' platform path
+ * (claim, heartbeat, expired leases) - on PostgreSQL through the SECURITY
+ * DEFINER functions of migration 0006, on SQLite directly under its write lock.
+ * Batches of runs are addressed with "run_id IN ($k, ...)" lists.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define RUN_COLS                                                                              \
+	"project_id, run_id, state, mode, workflow, input, priority, attempts, max_attempts," \
+	" timeout_s, trace_id, lease_owner, lease_expires_at, run_after, error_code,"         \
+	" created_at, updated_at, started_at, finished_at"
+#define STEP_COLS                                                                     \
+	"run_id, step_no, kind, state, idempotency_key, result, attempt, error_code," \
+	" started_at, finished_at"
+
+void aw_run_free(aw_run *r)
+{
+	if (!r)
+		return;
+	free(r->workflow);
+	free(r->input);
+	r->workflow = r->input = NULL;
+}
+
+void aw_runs_free(aw_run *r, int n)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < n; i++)
+		aw_run_free(&r[i]);
+	free(r);
+}
+
+void aw_run_steps_free(aw_run_step *s, int n)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < n; i++)
+		free(s[i].result);
+	free(s);
+}
+
+void aw_run_claims_free(aw_run_claim *c, int n)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < n; i++) {
+		free(c[i].workflow);
+		free(c[i].input);
+	}
+	free(c);
+}
+
+static char *dup_cell(const aw_rows *r, int row, int col)
+{
+	const char *v = aw_rows_get(r, row, col);
+	return v ? strdup(v) : NULL;
+}
+
+static int int_cell(const aw_rows *r, int row, int col)
+{
+	const char *v = aw_rows_get(r, row, col);
+	return v ? atoi(v) : 0;
+}
+
+static int run_from_row(aw_run *v, const aw_rows *r, int i)
+{
+	aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 0);
+	aw_cell_copy(v->run_id, sizeof v->run_id, r, i, 1);
+	aw_cell_copy(v->state, sizeof v->state, r, i, 2);
+	aw_cell_copy(v->mode, sizeof v->mode, r, i, 3);
+	v->workflow = dup_cell(r, i, 4);
+	v->input = dup_cell(r, i, 5);
+	v->priority = int_cell(r, i, 6);
+	v->attempts = int_cell(r, i, 7);
+	v->max_attempts = int_cell(r, i, 8);
+	v->timeout_s = int_cell(r, i, 9);
+	aw_cell_copy(v->trace_id, sizeof v->trace_id, r, i, 10);
+	aw_cell_copy(v->lease_owner, sizeof v->lease_owner, r, i, 11);
+	aw_cell_copy(v->lease_expires_at, sizeof v->lease_expires_at, r, i, 12);
+	aw_cell_copy(v->run_after, sizeof v->run_after, r, i, 13);
+	aw_cell_copy(v->error_code, sizeof v->error_code, r, i, 14);
+	aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 15);
+	aw_cell_copy(v->updated_at, sizeof v->updated_at, r, i, 16);
+	aw_cell_copy(v->started_at, sizeof v->started_at, r, i, 17);
+	aw_cell_copy(v->finished_at, sizeof v->finished_at, r, i, 18);
+	return v->workflow && (v->input || !aw_rows_get(r, i, 5)) ? 0 : -1;
+}
+
+/* Appends "$first, $first+1, ..." (n placeholders) at sql + *o. */
+static void in_list(char *sql, size_t cap, int *o, int first, int n)
+{
+	for (int i = 0; i < n; i++)
+		*o += snprintf(sql + *o, cap - (size_t)*o, "%s$%d", i ? ", " : "", first + i);
+}
+
+aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err)
+{
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(r->run_id),	AW_TEXT(r->state),
+		      AW_TEXT(r->mode),	       AW_TEXT(r->workflow),	AW_TEXT(r->input),
+		      AW_INT(r->priority),     AW_INT(r->max_attempts), AW_INT(r->timeout_s),
+		      AW_TEXT(r->trace_id),    AW_TEXT(r->run_after),	AW_TEXT(r->created_at)};
+	return aw_txn_exec(t,
+			   "INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
+			   " priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
+			   " created_at, updated_at)"
+			   " VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12, $12)",
+			   12, v, NULL, err);
+}
+
+aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id)};
+	aw_err e = aw_txn_exec(
+		t, "SELECT " RUN_COLS " FROM runs WHERE project_id = $1 AND run_id = $2", 2, v, &r,
+		err);
+	if (e)
+		return e;
+	memset(out, 0, sizeof *out);
+	if (r->nrows == 0)
+		e = aw_fail(err, AW_E_RUN_NOT_FOUND, "no such run");
+	else if (run_from_row(out, r, 0)) {
+		aw_run_free(out);
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int limit, aw_run **out,
+			 int *n, aw_error *err)
+{
+	aw_val v[4] = {AW_TEXT(t->ctx.project), AW_INT(limit)};
+	int np = 2;
+	char sql[512];
+	int o = snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs WHERE project_id = $1");
+	/* only the filters asked for, so every parameter has a type on postgres */
+	if (state) {
+		v[np++] = AW_TEXT(state);
+		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND state = $%d", np);
+	}
+	if (before) {
+		v[np++] = AW_TEXT(before);
+		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND run_id < $%d", np);
+	}
+	snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY run_id DESC LIMIT $2");
+	aw_rows *r = NULL;
+	aw_err e = aw_txn_exec(t, sql, np, v, &r, err);
+	if (e)
+		return e;
+	aw_run *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	int bad = !arr;
+	for (int i = 0; arr && i < r->nrows; i++)
+		bad |= run_from_row(&arr[i], r, i);
+	if (bad) {
+		aw_runs_free(arr, arr ? r->nrows : 0);
+		aw_rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	*out = arr;
+	*n = r->nrows;
+	aw_rows_free(r);
+	return AW_OK;
+}
+
+/* UPDATE runs SET ... WHERE project_id AND state = from AND run_id IN (ids);
+ * ok[i] = 1 for the runs that moved. */
+static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *from,
+		  const char *to, const aw_run_change *c, int *ok, aw_error *err)
+{
+	size_t cap = 640 + (size_t)n * 8;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (size_t)(n + 12));
+	if (!sql || !v) {
+		free(sql);
+		free(v);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	int np = 0;
+	v[np++] = AW_TEXT(t->ctx.project);
+	v[np++] = AW_TEXT(from);
+	v[np++] = AW_TEXT(to);
+	v[np++] = AW_TEXT(c->now);
+	int o = snprintf(sql, cap, "UPDATE runs SET state = $3, updated_at = $4");
+	if (c->error_code) {
+		v[np++] = AW_TEXT(*c->error_code ? c->error_code : NULL);
+		o += snprintf(sql + o, cap - (size_t)o, ", error_code = $%d", np);
+	}
+	if (c->run_after) {
+		v[np++] = AW_TEXT(c->run_after);
+		o += snprintf(sql + o, cap - (size_t)o, ", run_after = $%d", np);
+	}
+	if (c->clear_lease)
+		o += snprintf(sql + o, cap - (size_t)o,
+			      ", lease_owner = NULL, lease_expires_at = NULL");
+	if (c->attempts_delta) {
+		v[np++] = AW_INT(c->attempts_delta);
+		o += snprintf(sql + o, cap - (size_t)o, ", attempts = attempts + $%d", np);
+	}
+	if (c->started)
+		o += snprintf(sql + o, cap - (size_t)o, ", started_at = coalesce(started_at, $4)");
+	if (c->finished)
+		o += snprintf(sql + o, cap - (size_t)o, ", finished_at = $4");
+	o += snprintf(sql + o, cap - (size_t)o, " WHERE project_id = $1 AND state = $2");
+	if (c->holder) {
+		v[np++] = AW_TEXT(c->holder);
+		o += snprintf(sql + o, cap - (size_t)o, " AND lease_owner = $%d", np);
+	}
+	if (c->expired_by) {
+		v[np++] = AW_TEXT(c->expired_by);
+		o += snprintf(sql + o, cap - (size_t)o, " AND lease_expires_at < $%d", np);
+	}
+	o += snprintf(sql + o, cap - (size_t)o, " AND run_id IN (");
+	for (int i = 0; i < n; i++)
+		v[np + i] = AW_TEXT(ids[i]);
+	in_list(sql, cap, &o, np + 1, n);
+	snprintf(sql + o, cap - (size_t)o, ") RETURNING run_id");
+	aw_rows *r = NULL;
+	aw_err e = aw_txn_exec(t, sql, np + n, v, &r, err);
+	free(sql);
+	free(v);
+	if (e)
+		return e;
+	for (int i = 0; i < n; i++) {
+		ok[i] = 0;
+		for (int k = 0; k < r->nrows; k++)
+			if (strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
+				ok[i] = 1;
+	}
+	aw_rows_free(r);
+	return AW_OK;
+}
+
+aw_err aw_store_run_cas(aw_txn *t, const char *run_id, const char *from, const char *to,
+			const aw_run_change *c, aw_error *err)
+{
+	char id[1][AW_UUID_STR_LEN + 1];
+	snprintf(id[0], sizeof id[0], "%s", run_id);
+	int ok = 0;
+	aw_err e = cas(t, id, 1, from, to, c, &ok, err);
+	if (!e && !ok)
+		e = aw_fail(err, AW_E_RUN_STATE, "the run is no longer %s; nothing changed", from);
+	return e;
+}
+
+aw_err aw_store_run_cas_many(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *from,
+			     const char *to, const aw_run_change *c, int *ok, aw_error *err)
+{
+	return n > 0 ? cas(t, ids, n, from, to, c, ok, err) : AW_OK;
+}
+
+aw_err aw_store_run_lock_held(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n,
+			      const char *holder, const char *state, int *held, aw_error *err)
+{
+	if (n <= 0)
+		return AW_OK;
+	size_t cap = 256 + (size_t)n * 8;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (size_t)(n + 3));
+	if (!sql || !v) {
+		free(sql);
+		free(v);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	v[0] = AW_TEXT(t->ctx.project);
+	v[1] = AW_TEXT(holder);
+	v[2] = AW_TEXT(state);
+	int o = snprintf(sql, cap,
+			 "SELECT run_id FROM runs WHERE project_id = $1 AND lease_owner = $2"
+			 " AND state = $3 AND run_id IN (");
+	for (int i = 0; i < n; i++)
+		v[3 + i] = AW_TEXT(ids[i]);
+	in_list(sql, cap, &o, 4, n);
+	snprintf(sql + o, cap - (size_t)o, ")%s",
+		 aw_txn_dialect(t) == AW_DIALECT_PG ? " FOR UPDATE" : "");
+	aw_rows *r = NULL;
+	aw_err e = aw_txn_exec(t, sql, n + 3, v, &r, err);
+	free(sql);
+	free(v);
+	if (e)
+		return e;
+	for (int i = 0; i < n; i++) {
+		held[i] = 0;
+		for (int k = 0; k < r->nrows; k++)
+			if (strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
+				held[i] = 1;
+	}
+	aw_rows_free(r);
+	return AW_OK;
+}
+
+aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw_run_step **out,
+			  int *nsteps, aw_error *err)
+{
+	*out = NULL;
+	*nsteps = 0;
+	if (n <= 0)
+		return AW_OK;
+	size_t cap = 256 + (size_t)n * 8;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (size_t)(n + 1));
+	if (!sql || !v) {
+		free(sql);
+		free(v);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	v[0] = AW_TEXT(t->ctx.project);
+	int o = snprintf(sql, cap,
+			 "SELECT " STEP_COLS
+			 " FROM run_steps WHERE project_id = $1 AND run_id IN (");
+	for (int i = 0; i < n; i++)
+		v[1 + i] = AW_TEXT(ids[i]);
+	in_list(sql, cap, &o, 2, n);
+	snprintf(sql + o, cap - (size_t)o, ") ORDER BY run_id, step_no");
+	aw_rows *r = NULL;
+	aw_err e = aw_txn_exec(t, sql, n + 1, v, &r, err);
+	free(sql);
+	free(v);
+	if (e)
+		return e;
+	aw_run_step *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	int bad = !arr;
+	for (int i = 0; arr && i < r->nrows; i++) {
+		aw_run_step *s = &arr[i];
+		aw_cell_copy(s->run_id, sizeof s->run_id, r, i, 0);
+		s->step_no = int_cell(r, i, 1);
+		aw_cell_copy(s->kind, sizeof s->kind, r, i, 2);
+		aw_cell_copy(s->state, sizeof s->state, r, i, 3);
+		aw_cell_copy(s->idem_key, sizeof s->idem_key, r, i, 4);
+		s->result = dup_cell(r, i, 5);
+		bad |= !s->result && aw_rows_get(r, i, 5);
+		s->attempt = int_cell(r, i, 6);
+		aw_cell_copy(s->error_code, sizeof s->error_code, r, i, 7);
+		aw_cell_copy(s->started_at, sizeof s->started_at, r, i, 8);
+		aw_cell_copy(s->finished_at, sizeof s->finished_at, r, i, 9);
+	}
+	if (bad) {
+		aw_run_steps_free(arr, arr ? r->nrows : 0);
+		aw_rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	*out = arr;
+	*nsteps = r->nrows;
+	aw_rows_free(r);
+	return AW_OK;
+}
+
+#define STEP_PARAMS 11
+#define STEP_CHUNK 100
+
+aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_error *err)
+{
+	size_t cap = 512 + STEP_CHUNK * 100;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * STEP_CHUNK * STEP_PARAMS);
+	aw_err e = AW_OK;
+	if (!sql || !v) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int base = 0; base < n && !e; base += STEP_CHUNK) {
+		int k = n - base < STEP_CHUNK ? n - base : STEP_CHUNK;
+		int o = snprintf(sql, cap,
+				 "INSERT INTO run_steps (project_id, " STEP_COLS ") VALUES ");
+		for (int i = 0; i < k; i++) {
+			const aw_run_step *s = &steps[base + i];
+			aw_val *p = &v[i * STEP_PARAMS];
+			p[0] = AW_TEXT(t->ctx.project);
+			p[1] = AW_TEXT(s->run_id);
+			p[2] = AW_INT(s->step_no);
+			p[3] = AW_TEXT(s->kind);
+			p[4] = AW_TEXT(s->state);
+			p[5] = AW_TEXT(s->idem_key);
+			p[6] = AW_TEXT(s->result);
+			p[7] = AW_INT(s->attempt);
+			p[8] = AW_TEXT(s->error_code[0] ? s->error_code : NULL);
+			p[9] = AW_TEXT(s->started_at[0] ? s->started_at : NULL);
+			p[10] = AW_TEXT(s->finished_at[0] ? s->finished_at : NULL);
+			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
+			in_list(sql, cap, &o, i * STEP_PARAMS + 1, STEP_PARAMS);
+			o += snprintf(sql + o, cap - (size_t)o, ")");
+		}
+		snprintf(sql + o, cap - (size_t)o,
+			 " ON CONFLICT (run_id, step_no) DO UPDATE SET kind = excluded.kind,"
+			 " state = excluded.state, result = excluded.result,"
+			 " attempt = excluded.attempt, error_code = excluded.error_code,"
+			 " started_at = excluded.started_at, finished_at = excluded.finished_at");
+		e = aw_txn_exec(t, sql, k * STEP_PARAMS, v, NULL, err);
+	}
+out:
+	free(sql);
+	free(v);
+	return e;
+}
+
+/* ---- the workers' platform path ---- */
+
+static aw_ctx worker_ctx(const char *who)
+{
+	aw_ctx sys;
+	aw_ctx_system(&sys, NULL);
+	snprintf(sys.principal, sizeof sys.principal, "%s", who);
+	return sys;
+}
+
+static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **out, int *n,
+			       aw_error *err)
+{
+	/* columns: project_id, run_id, prev_state, mode, workflow, input, attempts,
+	 * max_attempts, timeout_s, trace_id, claimed_at (prev_state may be absent) */
+	aw_run_claim *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	int bad = !arr;
+	for (int i = 0; arr && i < r->nrows; i++) {
+		aw_run_claim *c = &arr[i];
+		int k = 0;
+		aw_cell_copy(c->project_id, sizeof c->project_id, r, i, k++);
+		aw_cell_copy(c->run_id, sizeof c->run_id, r, i, k++);
+		if (prev_col)
+			aw_cell_copy(c->prev_state, sizeof c->prev_state, r, i, k++);
+		aw_cell_copy(c->mode, sizeof c->mode, r, i, k++);
+		c->workflow = dup_cell(r, i, k++);
+		c->input = dup_cell(r, i, k);
+		bad |= !c->workflow || (!c->input && aw_rows_get(r, i, k));
+		k++;
+		c->attempts = int_cell(r, i, k++);
+		c->max_attempts = int_cell(r, i, k++);
+		c->timeout_s = int_cell(r, i, k++);
+		aw_cell_copy(c->trace_id, sizeof c->trace_id, r, i, k++);
+		aw_cell_copy(c->claimed_at, sizeof c->claimed_at, r, i, k++);
+	}
+	if (bad) {
+		aw_run_claims_free(arr, arr ? r->nrows : 0);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	*out = arr;
+	*n = r->nrows;
+	return AW_OK;
+}
+
+static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int limit,
+			   aw_run_claim **out, int *n, aw_error *err)
+{
+	aw_ctx sys = worker_ctx(worker);
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	char now[AW_TS_LEN + 1], exp[AW_TS_LEN + 1];
+	int64_t ms = aw_clock_wall_ms();
+	aw_clock_format(ms, now);
+	aw_clock_format(ms + lease_ms, exp);
+	aw_rows *pick = NULL, *r = NULL;
+	aw_val p[] = {AW_TEXT(now), AW_INT(limit)};
+	e = aw_txn_exec(t,
+			"SELECT run_id, state FROM runs WHERE state IN ('queued', 'retry_wait')"
+			" AND run_after <= $1 ORDER BY priority DESC, run_id LIMIT $2",
+			2, p, &pick, err);
+	if (e || pick->nrows == 0)
+		goto out;
+	size_t cap = 512 + (size_t)pick->nrows * 8;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (size_t)(pick->nrows + 3));
+	if (!sql || !v) {
+		free(sql);
+		free(v);
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	v[0] = AW_TEXT(worker);
+	v[1] = AW_TEXT(exp);
+	v[2] = AW_TEXT(now);
+	int o = snprintf(sql, cap,
+			 "UPDATE runs SET state = 'claimed', lease_owner = $1,"
+			 " lease_expires_at = $2, attempts = attempts + 1, updated_at = $3"
+			 " WHERE run_id IN (");
+	for (int i = 0; i < pick->nrows; i++)
+		v[3 + i] = AW_TEXT(aw_rows_get(pick, i, 0));
+	in_list(sql, cap, &o, 4, pick->nrows);
+	snprintf(sql + o, cap - (size_t)o,
+		 ") RETURNING project_id, run_id, mode, workflow, input, attempts,"
+		 " max_attempts, timeout_s, trace_id, updated_at");
+	e = aw_txn_exec(t, sql, pick->nrows + 3, v, &r, err);
+	free(sql);
+	free(v);
+	if (!e)
+		e = claims_from_rows(r, 0, out, n, err);
+	for (int i = 0; !e && i < *n; i++)
+		for (int k = 0; k < pick->nrows; k++)
+			if (strcmp(aw_rows_get(pick, k, 0), (*out)[i].run_id) == 0)
+				aw_cell_copy((*out)[i].prev_state, sizeof(*out)[i].prev_state, pick,
+					     k, 1);
+out:
+	aw_rows_free(pick);
+	aw_rows_free(r);
+	if (!e)
+		e = aw_store_commit(t, err);
+	else
+		aw_store_rollback(t);
+	if (e) {
+		aw_run_claims_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return e;
+}
+
+aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit,
+			  aw_run_claim **out, int *n, aw_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (s->drv->dialect != AW_DIALECT_PG)
+		return sqlite_claim(s, worker, lease_ms, limit, out, n, err);
+	aw_ctx sys = worker_ctx(worker);
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(worker), AW_INT(lease_ms), AW_INT(limit)};
+	aw_err e = aw_store_exec1(s, &sys,
+				  "SELECT project_id, run_id, prev_state, mode, workflow, input,"
+				  " attempts, max_attempts, timeout_s, trace_id, claimed_at"
+				  " FROM platform_run_claim($1, $2, $3)",
+				  3, p, &r, err);
+	if (!e)
+		e = claims_from_rows(r, 1, out, n, err);
+	aw_rows_free(r);
+	return e;
+}
+
+/* A JSON array of ids for the PostgreSQL functions. */
+static char *ids_json(char (*ids)[AW_UUID_STR_LEN + 1], int n)
+{
+	char *j = malloc(4 + (size_t)n * (AW_UUID_STR_LEN + 3));
+	if (!j)
+		return NULL;
+	int o = sprintf(j, "[");
+	for (int i = 0; i < n; i++)
+		o += sprintf(j + o, "%s\"%s\"", i ? "," : "", ids[i]);
+	sprintf(j + o, "]");
+	return j;
+}
+
+aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
+			      char (*ids)[AW_UUID_STR_LEN + 1], int n, int *lost, aw_error *err)
+{
+	if (n <= 0)
+		return AW_OK;
+	aw_ctx sys = worker_ctx(worker);
+	aw_rows *r = NULL;
+	aw_err e;
+	int pg = s->drv->dialect == AW_DIALECT_PG;
+	if (pg) {
+		char *j = ids_json(ids, n);
+		if (!j)
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		aw_val p[] = {AW_TEXT(worker), AW_INT(lease_ms), AW_TEXT(j)};
+		e = aw_store_exec1(s, &sys, "SELECT run_id FROM platform_run_heartbeat($1, $2, $3)",
+				   3, p, &r, err);
+		free(j);
+	} else {
+		char exp[AW_TS_LEN + 1];
+		aw_clock_format(aw_clock_wall_ms() + lease_ms, exp);
+		size_t cap = 256 + (size_t)n * 8;
+		char *sql = malloc(cap);
+		aw_val *v = malloc(sizeof *v * (size_t)(n + 2));
+		if (!sql || !v) {
+			free(sql);
+			free(v);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+		v[0] = AW_TEXT(worker);
+		v[1] = AW_TEXT(exp);
+		int o = snprintf(sql, cap,
+				 "UPDATE runs SET lease_expires_at = $2 WHERE lease_owner = $1"
+				 " AND state IN ('claimed', 'running') AND run_id IN (");
+		for (int i = 0; i < n; i++)
+			v[2 + i] = AW_TEXT(ids[i]);
+		in_list(sql, cap, &o, 3, n);
+		snprintf(sql + o, cap - (size_t)o, ") RETURNING run_id");
+		aw_txn *t = NULL;
+		e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err);
+		if (!e) {
+			e = aw_txn_exec(t, sql, n + 2, v, &r, err);
+			if (!e)
+				e = aw_store_commit(t, err);
+			else
+				aw_store_rollback(t);
+		}
+		free(sql);
+		free(v);
+	}
+	if (e) {
+		aw_rows_free(r);
+		return e;
+	}
+	/* PostgreSQL returns the lost runs, SQLite the renewed ones */
+	for (int i = 0; i < n; i++) {
+		int listed = 0;
+		for (int k = 0; k < r->nrows; k++)
+			if (strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
+				listed = 1;
+		lost[i] = pg ? listed : !listed;
+	}
+	aw_rows_free(r);
+	return AW_OK;
+}
+
+aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw_error *err)
+{
+	aw_ctx sys = worker_ctx("reaper");
+	aw_rows *r = NULL;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	aw_val p[] = {AW_INT(limit), AW_TEXT(now)};
+	aw_err e = aw_store_exec1(
+		s, &sys,
+		s->drv->dialect == AW_DIALECT_PG
+			? "SELECT project_id, run_id, state FROM platform_run_expired($1)"
+			: "SELECT project_id, run_id, state FROM runs WHERE state IN"
+			  " ('claimed', 'running') AND lease_expires_at < $2"
+			  " ORDER BY lease_expires_at LIMIT $1",
+		s->drv->dialect == AW_DIALECT_PG ? 1 : 2, p, &r, err);
+	if (e)
+		return e;
+	aw_run_ref *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	if (!arr) {
+		aw_rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < r->nrows; i++) {
+		aw_cell_copy(arr[i].project_id, sizeof arr[i].project_id, r, i, 0);
+		aw_cell_copy(arr[i].run_id, sizeof arr[i].run_id, r, i, 1);
+		aw_cell_copy(arr[i].state, sizeof arr[i].state, r, i, 2);
+	}
+	*out = arr;
+	*n = r->nrows;
+	aw_rows_free(r);
+	return AW_OK;
+}
+
+/* ---- idempotency keys ---- */
+
+aw_err aw_store_idem_get(aw_txn *t, const char *scope, const char *key, const char *now, int *found,
+			 char *hash, char *resource, size_t cap, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(scope), AW_TEXT(key)};
+	aw_err e = aw_txn_exec(t,
+			       "SELECT request_hash, resource_id, expires_at FROM idempotency_keys"
+			       " WHERE project_id = $1 AND scope = $2 AND idem_key = $3",
+			       3, v, &r, err);
+	if (e)
+		return e;
+	*found = 0;
+	if (r->nrows && strcmp(aw_rows_get(r, 0, 2), now) > 0) {
+		*found = 1;
+		aw_cell_copy(hash, 65, r, 0, 0);
+		aw_cell_copy(resource, cap, r, 0, 1);
+	} else if (r->nrows) {
+		e = aw_txn_exec(t,
+				"DELETE FROM idempotency_keys WHERE project_id = $1 AND scope = $2"
+				" AND idem_key = $3",
+				3, v, NULL, err);
+	}
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_idem_put(aw_txn *t, const char *scope, const char *key, const char *hash,
+			 const char *resource, const char *now, const char *expires, aw_error *err)
+{
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(scope), AW_TEXT(key),	AW_TEXT(hash),
+		      AW_TEXT(resource),       AW_TEXT(now),   AW_TEXT(expires)};
+	return aw_txn_exec(
+		t,
+		"INSERT INTO idempotency_keys (project_id, scope, idem_key, request_hash,"
+		" resource_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		7, v, NULL, err);
+}

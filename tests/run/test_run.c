@@ -1,0 +1,682 @@
+/*
+ * test_run.c - the run runtime on a real store (argv[1]: sqlite | postgres):
+ * request validation, idempotency (incl. 8 racing submissions), trace ids, the
+ * full 8x8 transition matrix, journal replay after a crash mid-run, lease
+ * expiry and heartbeat renewal, cancellation reaching a running step, retries
+ * to max_attempts, graceful shutdown, shadow mode and the journal diff, and
+ * tenant isolation. HTTP effects go to a local counting server.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../bench/runs/counter.h"
+#include "awooop/audit.h"
+#include "awooop/clock.h"
+#include "awooop/run.h"
+#include "awooop/tenancy.h"
+#include "support.h"
+
+static const char *backend = "sqlite";
+static aw_test_db db;
+static aw_store *S;
+static aw_counter *CNT;
+
+static int setup(void **state)
+{
+	aw_test_db_create(backend, &db);
+	S = aw_test_store_open(&db);
+	CNT = aw_counter_start(0);
+	aw_error err = {0};
+	aw_ctx admin;
+	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
+	const char *projects[] = {"rt-main", "rt-other"};
+	for (size_t i = 0; i < 2; i++)
+		if (aw_project_create(S, &admin, projects[i], NULL, &err))
+			return -1;
+	return CNT ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	aw_counter_stop(CNT);
+	aw_store_close(S);
+	aw_test_db_drop(&db);
+	return 0;
+}
+
+static void as(aw_ctx *c, const char *project)
+{
+	aw_test_ctx(c, project, AW_SCOPE_OPERATOR, "tester");
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static aw_err decode(const char *body, aw_run_request *req, aw_error *err)
+{
+	return aw_run_request_decode(body, strlen(body), req, err);
+}
+
+/* Submits body in project p; returns the run id in id. */
+static void submit(const char *p, const char *body, const char *key, char *id)
+{
+	aw_ctx c;
+	as(&c, p);
+	aw_run_request req;
+	aw_error err = {0};
+	assert_int_equal(decode(body, &req, &err), AW_OK);
+	aw_run run;
+	int replayed = 0;
+	aw_err e = aw_run_submit(S, &c, &req, key, &run, &replayed, &err);
+	aw_run_request_free(&req);
+	if (e)
+		fail_msg("submit: %s %s", aw_err_code(e), err.msg);
+	strcpy(id, run.run_id);
+	aw_run_free(&run);
+}
+
+static void state_of(const char *p, const char *id, char *state, int *attempts)
+{
+	aw_ctx c;
+	as(&c, p);
+	aw_run r;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, id, &r, NULL, NULL, &err), AW_OK);
+	strcpy(state, r.state);
+	if (attempts)
+		*attempts = r.attempts;
+	aw_run_free(&r);
+}
+
+/* Waits up to ms for the run to reach state. */
+static int wait_state(const char *p, const char *id, const char *want, int ms)
+{
+	char st[20];
+	for (int waited = 0; waited <= ms; waited += 20) {
+		state_of(p, id, st, NULL);
+		if (strcmp(st, want) == 0)
+			return 1;
+		sleep_ms(20);
+	}
+	return 0;
+}
+
+static int count_transitions(const char *p, const char *id)
+{
+	aw_ctx c;
+	as(&c, p);
+	json_t *tr = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_run_transitions(S, &c, id, &tr, &err), AW_OK);
+	int n = (int)json_array_size(tr);
+	json_decref(tr);
+	return n;
+}
+
+static aw_worker *worker(int concurrency, int batch, int hb, int lease)
+{
+	aw_worker_opts o = {.concurrency = concurrency,
+			    .batch = batch,
+			    .heartbeat_ms = hb,
+			    .lease_ms = lease,
+			    .poll_ms = 50,
+			    .retry_base_ms = 20,
+			    .retry_max_ms = 100};
+	aw_worker *w = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_worker_start(S, &o, &w, &err), AW_OK);
+	return w;
+}
+
+static void http_workflow(char *body, size_t cap, const char *mode, int steps)
+{
+	int o = snprintf(body, cap, "{\"mode\":\"%s\",\"workflow\":[", mode);
+	for (int i = 0; i < steps; i++)
+		o += snprintf(
+			body + o, cap - (size_t)o,
+			"%s{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:%d/effect\","
+			"\"body\":{\"step\":%d}}}",
+			i ? "," : "", aw_counter_port(CNT), i + 1);
+	snprintf(body + o, cap - (size_t)o, "]}");
+}
+
+static void test_request_validation(void **state)
+{
+	static const struct {
+		const char *body;
+		aw_err code;
+		const char *where;
+	} bad[] = {
+		{"{}", AW_E_RUN_WORKFLOW, "/workflow"},
+		{"{\"workflow\":[]}", AW_E_RUN_WORKFLOW, "/workflow"},
+		{"{\"workflow\":[{\"kind\":\"nope\"}]}", AW_E_RUN_WORKFLOW, "/workflow/0/kind"},
+		{"{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"sleep\",\"args\":{\"ms\":-1}}]}",
+		 AW_E_RUN_WORKFLOW, "/workflow/1/args/ms"},
+		{"{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"file:///etc/passwd\"}}]}",
+		 AW_E_RUN_WORKFLOW, "/workflow/0/args/url"},
+		{"{\"workflow\":[{\"kind\":\"noop\",\"x\":1}]}", AW_E_REQ_UNKNOWN_FIELD,
+		 "/workflow/0/x"},
+		{"{\"workflow\":[{\"kind\":\"noop\"}],\"mode\":\"dry\"}", AW_E_REQ_INVALID,
+		 "/mode"},
+		{"{\"workflow\":[{\"kind\":\"noop\"}],\"max_attempts\":0}", AW_E_REQ_INVALID,
+		 "/max_attempts"},
+		{"{\"workflow\":[{\"kind\":\"noop\"}],\"extra\":1}", AW_E_REQ_UNKNOWN_FIELD,
+		 "/extra"},
+		{"[1]", AW_E_REQ_JSON, ""},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		aw_run_request req;
+		aw_error err = {0};
+		aw_err e = decode(bad[i].body, &req, &err);
+		if (e != bad[i].code || (bad[i].where[0] && strcmp(err.where, bad[i].where)))
+			fail_msg("%s: got %s at '%s'", bad[i].body, aw_err_code(e), err.where);
+	}
+	aw_run_request req;
+	aw_error err = {0};
+	assert_int_equal(
+		decode("{\"workflow\":[{\"kind\":\"noop\"}],\"mode\":\"shadow\","
+		       "\"priority\":5,\"max_attempts\":2,\"timeout_s\":9,\"input\":{\"a\":1}}",
+		       &req, &err),
+		AW_OK);
+	assert_true(req.shadow);
+	assert_int_equal(req.priority, 5);
+	assert_int_equal(req.max_attempts, 2);
+	assert_int_equal(req.timeout_s, 9);
+	aw_run_request_free(&req);
+}
+
+static void test_idempotency(void **state)
+{
+	const char *body = "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":{\"n\":1}}";
+	char a[40], b[40], c[40], d[40];
+	submit("rt-main", body, "key-1", a);
+	/* the same request, key order and defaults spelled differently */
+	submit("rt-main",
+	       "{\"input\":{\"n\":1},\"mode\":\"live\",\"workflow\":[{\"kind\":\"noop\"}]}",
+	       "key-1", b);
+	assert_string_equal(a, b);
+	submit("rt-main", body, "key-2", c);
+	assert_string_not_equal(a, c);
+	submit("rt-other", body, "key-1", d); /* keys are per project */
+	assert_string_not_equal(a, d);
+
+	aw_ctx ctx;
+	as(&ctx, "rt-main");
+	aw_run_request req;
+	aw_error err = {0};
+	assert_int_equal(
+		decode("{\"workflow\":[{\"kind\":\"noop\"}],\"input\":{\"n\":2}}", &req, &err),
+		AW_OK);
+	aw_run run;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, &ctx, &req, "key-1", &run, &replayed, &err),
+			 AW_E_RUN_IDEMPOTENCY);
+	assert_int_equal(aw_run_submit(S, &ctx, &req, "bad key", &run, &replayed, &err),
+			 AW_E_REQ_INVALID);
+	aw_run_request_free(&req);
+
+	/* after 24 h the key is free again */
+	aw_test_raw_sql(&db, "UPDATE %Tidempotency_keys SET expires_at = '2020-01-01T00:00:00.000Z'"
+			     " WHERE idem_key = 'key-1' AND project_id = 'rt-main'");
+	char e[40];
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":{\"n\":2}}", "key-1", e);
+	assert_string_not_equal(a, e);
+}
+
+typedef struct {
+	char id[40];
+	int replayed;
+	aw_err e;
+} race_arg;
+
+static void *race(void *arg)
+{
+	race_arg *r = arg;
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run_request req;
+	aw_error err = {0};
+	decode("{\"workflow\":[{\"kind\":\"noop\"}],\"input\":\"race\"}", &req, &err);
+	aw_run run;
+	r->e = aw_run_submit(S, &c, &req, "race-key", &run, &r->replayed, &err);
+	if (!r->e) {
+		strcpy(r->id, run.run_id);
+		aw_run_free(&run);
+	}
+	aw_run_request_free(&req);
+	return NULL;
+}
+
+static void test_idempotency_race(void **state)
+{
+	pthread_t th[8];
+	race_arg args[8] = {0};
+	for (int i = 0; i < 8; i++)
+		pthread_create(&th[i], NULL, race, &args[i]);
+	int created = 0;
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(args[i].e, AW_OK);
+		assert_string_equal(args[i].id, args[0].id);
+		created += !args[i].replayed;
+	}
+	assert_int_equal(created, 1);
+}
+
+static void test_trace(void **state)
+{
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_trace_new(&c.trace);
+	aw_run_request req;
+	aw_error err = {0};
+	assert_int_equal(decode("{\"workflow\":[{\"kind\":\"noop\"}]}", &req, &err), AW_OK);
+	aw_run run;
+	int replayed;
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_OK);
+	aw_run_request_free(&req);
+	assert_string_equal(run.trace_id, c.trace.trace_id);
+	aw_uuid u;
+	assert_int_equal(aw_uuid_parse(run.run_id, &u), 0);
+	assert_int_equal(run.run_id[14], '7'); /* UUIDv7 */
+	aw_run_free(&run);
+}
+
+/* The matrix as the issue and docs/internals/runtime.md state it. */
+static int allowed(aw_run_state f, aw_run_state t)
+{
+	static const char *const ok[] = {
+		"queued>claimed",	    "queued>cancelled",
+		"claimed>queued",	    "claimed>running",
+		"claimed>retry_wait",	    "claimed>failed",
+		"claimed>cancelled",	    "running>queued",
+		"running>waiting_approval", "running>retry_wait",
+		"running>succeeded",	    "running>failed",
+		"running>cancelled",	    "waiting_approval>running",
+		"waiting_approval>failed",  "waiting_approval>cancelled",
+		"retry_wait>claimed",	    "retry_wait>cancelled",
+	};
+	char pair[64];
+	snprintf(pair, sizeof pair, "%s>%s", aw_run_state_name(f), aw_run_state_name(t));
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+		if (strcmp(ok[i], pair) == 0)
+			return 1;
+	return 0;
+}
+
+static void test_fsm_matrix(void **state)
+{
+	aw_ctx c;
+	as(&c, "rt-main");
+	char id[40];
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":\"fsm\"}", NULL, id);
+	int legal = 0;
+	for (int f = 0; f < AW_RUN_NSTATES; f++)
+		for (int t = 0; t < AW_RUN_NSTATES; t++) {
+			char sql[256];
+			snprintf(sql, sizeof sql,
+				 "UPDATE %%Truns SET state = '%s' WHERE run_id = '%s'",
+				 aw_run_state_name(f), id);
+			aw_test_raw_sql(&db, sql);
+			int before = count_transitions("rt-main", id);
+			char now[AW_TS_LEN + 1];
+			aw_clock_now(now);
+			aw_run_change chg = {.now = now};
+			aw_error err = {0};
+			aw_err e = aw_run_transition(S, &c, id, f, t, &chg, NULL, &err);
+			char st[20];
+			state_of("rt-main", id, st, NULL);
+			int after = count_transitions("rt-main", id);
+			if (allowed(f, t)) {
+				legal++;
+				if (e || strcmp(st, aw_run_state_name(t)) || after != before + 1)
+					fail_msg("%s -> %s should be allowed", aw_run_state_name(f),
+						 aw_run_state_name(t));
+			} else if (e != AW_E_RUN_STATE || strcmp(st, aw_run_state_name(f)) ||
+				   after != before) {
+				fail_msg("%s -> %s should be refused and change nothing",
+					 aw_run_state_name(f), aw_run_state_name(t));
+			}
+			assert_int_equal(aw_run_fsm_event(f, t) != NULL, allowed(f, t));
+		}
+	assert_int_equal(legal, 18);
+	/* compare-and-set: a stale `from` changes nothing */
+	aw_test_raw_sql(&db, "UPDATE %Truns SET state = 'running' WHERE 1 = 1 AND state <> 'x'"
+			     " AND input IS NOT NULL AND run_id IN (SELECT run_id FROM %Truns"
+			     " WHERE mode = 'live') AND 1 = 0");
+	char sql[200];
+	snprintf(sql, sizeof sql, "UPDATE %%Truns SET state = 'running' WHERE run_id = '%s'", id);
+	aw_test_raw_sql(&db, sql);
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	aw_run_change chg = {.now = now};
+	aw_error err = {0};
+	assert_int_equal(
+		aw_run_transition(S, &c, id, AW_RUN_QUEUED, AW_RUN_CLAIMED, &chg, NULL, &err),
+		AW_E_RUN_STATE);
+	char st[20];
+	state_of("rt-main", id, st, NULL);
+	assert_string_equal(st, "running");
+	aw_audit_report rep;
+	assert_int_equal(aw_audit_verify(S, &c, &rep, &err), AW_OK);
+	assert_true(rep.ok);
+}
+
+static const char *crash_run;
+static int crashed;
+static int crash_after_step2(const char *run_id, int step_no)
+{
+	if (!crashed && crash_run && strcmp(run_id, crash_run) == 0 && step_no == 2) {
+		crashed = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static void test_journal_replay(void **state)
+{
+	char body[1024], id[40], key[80];
+	http_workflow(body, sizeof body, "live", 3);
+	submit("rt-main", body, NULL, id);
+	crash_run = id;
+	aw_worker_fault_hook = crash_after_step2;
+	aw_worker *w = worker(2, 4, 100, 400);
+	int ok = wait_state("rt-main", id, "succeeded", 10000);
+	aw_worker_stop(w);
+	aw_worker_fault_hook = NULL;
+	assert_true(crashed);
+	assert_true(ok);
+	/* step 1 was journaled before the crash: never again; step 2 ran twice
+	 * under one key (the server can deduplicate); step 3 once */
+	int expect[] = {1, 2, 1};
+	for (int k = 1; k <= 3; k++) {
+		aw_run_step_key(id, k, key, sizeof key);
+		assert_int_equal(aw_counter_count(CNT, key), expect[k - 1]);
+	}
+	char st[20];
+	int attempts;
+	state_of("rt-main", id, st, &attempts);
+	assert_int_equal(attempts, 2);
+	/* the run's trace reached the server */
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, id, &r, NULL, NULL, &err), AW_OK);
+	char tp[80];
+	aw_run_step_key(id, 1, key, sizeof key);
+	aw_counter_traceparent(CNT, key, tp, sizeof tp);
+	assert_non_null(strstr(tp, r.trace_id));
+	aw_run_free(&r);
+}
+
+static void test_lease_expiry(void **state)
+{
+	char a[40], b[40];
+	submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"}],\"priority\":1000}", NULL, a);
+	submit("rt-other",
+	       "{\"workflow\":[{\"kind\":\"noop\"}],\"priority\":999,\"max_attempts\":1}", NULL, b);
+	aw_run_claim *cl = NULL;
+	int n = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_store_run_claim(S, "ghost", 300, 2, &cl, &n, &err), AW_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(cl[0].run_id, a);
+	assert_string_equal(cl[0].prev_state, "queued");
+	char ids[2][AW_UUID_STR_LEN + 1];
+	strcpy(ids[0], a);
+	strcpy(ids[1], b);
+	aw_run_claims_free(cl, n);
+	/* heartbeat renews: not reaped at 450 ms */
+	int lost[2] = {1, 1};
+	sleep_ms(200);
+	assert_int_equal(aw_store_run_heartbeat(S, "ghost", 300, ids, 2, lost, &err), AW_OK);
+	assert_int_equal(lost[0] + lost[1], 0);
+	sleep_ms(250);
+	int reaped = 0;
+	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
+	assert_int_equal(reaped, 0);
+	/* the ghost stops beating: both leases expire */
+	sleep_ms(400);
+	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
+	assert_int_equal(reaped, 2);
+	char st[20];
+	int attempts;
+	state_of("rt-other", a, st, &attempts);
+	assert_string_equal(st, "retry_wait");
+	assert_int_equal(attempts, 1);
+	state_of("rt-other", b, st, &attempts);
+	assert_string_equal(st, "failed");
+	aw_ctx c;
+	as(&c, "rt-other");
+	aw_run r;
+	assert_int_equal(aw_run_get(S, &c, b, &r, NULL, NULL, &err), AW_OK);
+	assert_string_equal(r.error_code, "E-RUN-004");
+	aw_run_free(&r);
+	/* the ghost learns it lost them */
+	assert_int_equal(aw_store_run_heartbeat(S, "ghost", 300, ids, 2, lost, &err), AW_OK);
+	assert_int_equal(lost[0] + lost[1], 2);
+	/* a worker picks the re-queued run up after its backoff */
+	aw_worker *w = worker(1, 4, 100, 1000);
+	assert_true(wait_state("rt-other", a, "succeeded", 5000));
+	aw_worker_stop(w);
+	state_of("rt-other", a, st, &attempts);
+	assert_int_equal(attempts, 2);
+}
+
+static void test_cancellation(void **state)
+{
+	char id[40], next[40];
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":20000}},"
+	       "{\"kind\":\"noop\"}]}",
+	       NULL, id);
+	aw_worker *w = worker(1, 1, 100, 1000);
+	assert_true(wait_state("rt-main", id, "running", 5000));
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_error err = {0};
+	int64_t t0 = aw_clock_mono_ns();
+	assert_int_equal(aw_run_cancel(S, &c, id, &r, &err), AW_OK);
+	assert_string_equal(r.state, "cancelled");
+	aw_run_free(&r);
+	/* the only worker thread is free again within about one heartbeat */
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":\"after-cancel\"}", NULL,
+	       next);
+	assert_true(wait_state("rt-main", next, "succeeded", 3000));
+	int64_t ms = (aw_clock_mono_ns() - t0) / 1000000;
+	aw_worker_stop(w);
+	assert_true(ms < 1500);
+	aw_run_step *steps = NULL;
+	int n = 0;
+	assert_int_equal(aw_run_get(S, &c, id, &r, &steps, &n, &err), AW_OK);
+	assert_string_equal(r.state, "cancelled"); /* the worker did not overwrite it */
+	assert_int_equal(n, 0);			   /* the interrupted sleep left no entry */
+	aw_run_free(&r);
+	aw_run_steps_free(steps, n);
+	assert_int_equal(aw_run_cancel(S, &c, id, &r, &err), AW_E_RUN_STATE);
+}
+
+static void test_retries_and_failure(void **state)
+{
+	char id[40];
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"fail\",\"args\":{"
+	       "\"message\":\"boom\"}}],\"max_attempts\":2}",
+	       NULL, id);
+	aw_worker *w = worker(1, 4, 100, 1000);
+	assert_true(wait_state("rt-main", id, "failed", 5000));
+	aw_worker_stop(w);
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_run_step *steps = NULL;
+	int n = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, id, &r, &steps, &n, &err), AW_OK);
+	assert_int_equal(r.attempts, 2);
+	assert_string_equal(r.error_code, "E-RUN-005");
+	assert_int_equal(n, 2);
+	assert_string_equal(steps[0].state, "succeeded");
+	assert_int_equal(steps[0].attempt, 1); /* not run again on attempt 2 */
+	assert_string_equal(steps[1].state, "failed");
+	assert_int_equal(steps[1].attempt, 2);
+	aw_run_free(&r);
+	aw_run_steps_free(steps, n);
+	/* the transitions tell the story */
+	json_t *tr = NULL;
+	assert_int_equal(aw_run_transitions(S, &c, id, &tr, &err), AW_OK);
+	const char *want[] = {"queued",	 "claimed", "running", "retry_wait",
+			      "claimed", "running", "failed"};
+	assert_int_equal(json_array_size(tr), 7);
+	for (size_t i = 0; i < 7; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(tr, i), "to")),
+				    want[i]);
+	json_decref(tr);
+}
+
+static void test_graceful_shutdown(void **state)
+{
+	char id[40];
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"sleep\",\"args\":{"
+	       "\"ms\":20000}}]}",
+	       NULL, id);
+	aw_worker *w = worker(1, 1, 100, 1000);
+	assert_true(wait_state("rt-main", id, "running", 5000));
+	sleep_ms(100);
+	int64_t t0 = aw_clock_mono_ns();
+	aw_worker_stop(w);
+	assert_true((aw_clock_mono_ns() - t0) / 1000000 < 2000);
+	char st[20];
+	int attempts;
+	state_of("rt-main", id, st, &attempts);
+	assert_string_equal(st, "queued"); /* released, attempt not counted */
+	assert_int_equal(attempts, 0);
+	aw_test_raw_sql(&db, "UPDATE %Truns SET workflow = '[{\"kind\":\"noop\"},{\"kind\":"
+			     "\"noop\"}]' WHERE state = 'queued'");
+	w = worker(1, 1, 100, 1000);
+	assert_true(wait_state("rt-main", id, "succeeded", 5000));
+	aw_worker_stop(w);
+}
+
+static void test_shadow_and_diff(void **state)
+{
+	char body[1024], shadow[40], live[40], key[80];
+	http_workflow(body, sizeof body, "shadow", 2);
+	submit("rt-main", body, NULL, shadow);
+	http_workflow(body, sizeof body, "live", 2);
+	submit("rt-main", body, NULL, live);
+	aw_worker *w = worker(2, 4, 100, 1000);
+	assert_true(wait_state("rt-main", shadow, "succeeded", 5000));
+	assert_true(wait_state("rt-main", live, "succeeded", 5000));
+	aw_worker_stop(w);
+	aw_run_step_key(shadow, 1, key, sizeof key);
+	assert_int_equal(aw_counter_count(CNT, key), 0); /* nothing happened */
+	aw_run_step_key(live, 1, key, sizeof key);
+	assert_int_equal(aw_counter_count(CNT, key), 1);
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_run_step *steps = NULL;
+	int n = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, shadow, &r, &steps, &n, &err), AW_OK);
+	assert_int_equal(n, 2);
+	json_error_t je;
+	json_t *res = json_loads(steps[0].result, 0, &je);
+	assert_true(json_is_true(json_object_get(res, "shadow")));
+	json_t *intent = json_object_get(res, "intended");
+	assert_string_equal(json_string_value(json_object_get(intent, "method")), "POST");
+	assert_non_null(json_string_value(json_object_get(intent, "body_sha256")));
+	json_decref(res);
+	aw_run_free(&r);
+	aw_run_steps_free(steps, n);
+	json_t *d = NULL;
+	assert_int_equal(aw_run_diff(S, &c, shadow, live, &d, &err), AW_OK);
+	assert_true(json_is_true(json_object_get(d, "same")));
+	assert_int_equal(json_array_size(json_object_get(d, "steps")), 2);
+	json_decref(d);
+	/* a live run that did something else differs */
+	char other[40];
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":\"diff\"}", NULL, other);
+	assert_int_equal(aw_run_diff(S, &c, shadow, other, &d, &err), AW_OK);
+	assert_false(json_is_true(json_object_get(d, "same")));
+	json_decref(d);
+}
+
+static void test_isolation_and_list(void **state)
+{
+	char id[40];
+	submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":\"mine\"}", NULL, id);
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, id, &r, NULL, NULL, &err), AW_E_RUN_NOT_FOUND);
+	assert_int_equal(aw_run_cancel(S, &c, id, &r, &err), AW_E_RUN_NOT_FOUND);
+	assert_int_equal(aw_run_get(S, &c, "not-a-uuid", &r, NULL, NULL, &err), AW_E_RUN_NOT_FOUND);
+	/* pages of 3, newest first, only this project's */
+	aw_run *page = NULL;
+	int n = 0, total = 0;
+	char cursor[40] = "", prev[40] = "ffffffff-ffff-ffff-ffff-ffffffffffff";
+	for (;;) {
+		assert_int_equal(
+			aw_run_list(S, &c, NULL, cursor[0] ? cursor : NULL, 3, &page, &n, &err),
+			AW_OK);
+		for (int i = 0; i < n; i++) {
+			assert_string_equal(page[i].project_id, "rt-main");
+			assert_true(strcmp(page[i].run_id, prev) < 0);
+			strcpy(prev, page[i].run_id);
+		}
+		total += n;
+		if (n)
+			strcpy(cursor, page[n - 1].run_id);
+		aw_runs_free(page, n);
+		if (n < 3)
+			break;
+	}
+	assert_true(total >= 10);
+	assert_int_equal(aw_run_list(S, &c, "bogus", NULL, 3, &page, &n, &err), AW_E_REQ_INVALID);
+	assert_int_equal(aw_run_list(S, &c, "succeeded", NULL, 1000, &page, &n, &err), AW_OK);
+	for (int i = 0; i < n; i++)
+		assert_string_equal(page[i].state, "succeeded");
+	aw_runs_free(page, n);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		backend = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_request_validation),
+		cmocka_unit_test(test_idempotency),
+		cmocka_unit_test(test_idempotency_race),
+		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_fsm_matrix),
+		cmocka_unit_test(test_journal_replay),
+		cmocka_unit_test(test_lease_expiry),
+		cmocka_unit_test(test_cancellation),
+		cmocka_unit_test(test_retries_and_failure),
+		cmocka_unit_test(test_graceful_shutdown),
+		cmocka_unit_test(test_shadow_and_diff),
+		cmocka_unit_test(test_isolation_and_list),
+	};
+	char name[64];
+	snprintf(name, sizeof name, "runs (%s)", backend);
+	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+}
