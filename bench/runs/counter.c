@@ -144,3 +144,12 @@ void aw_counter_traceparent(aw_counter *c, const char *key, char *out, size_t ca
 	snprintf(out, cap, "%s", e ? e->tp : "");
 	pthread_mutex_unlock(&c->mu);
 }
+
+void aw_counter_dump(aw_counter *c, FILE *f)
+{
+	pthread_mutex_lock(&c->mu);
+	for (uint32_t i = 0; i < SLOTS; i++)
+		if (c->tab[i].key[0])
+			fprintf(f, "%s %d\n", c->tab[i].key, c->tab[i].count);
+	pthread_mutex_unlock(&c->mu);
+}

@@ -7,6 +7,7 @@
 #define AW_BENCH_COUNTER_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct aw_counter aw_counter;
@@ -19,6 +20,8 @@ void aw_counter_stop(aw_counter *c);
 int aw_counter_count(aw_counter *c, const char *key);
 /* Totals: requests, distinct keys, requests without a key. */
 void aw_counter_totals(aw_counter *c, int64_t *requests, int64_t *keys, int64_t *unkeyed);
+/* Writes "KEY COUNT" lines, one per distinct key. */
+void aw_counter_dump(aw_counter *c, FILE *f);
 /* The traceparent header of the last request with this key ("" if none). */
 void aw_counter_traceparent(aw_counter *c, const char *key, char *out, size_t cap);
 

@@ -109,6 +109,9 @@ typedef struct {
 typedef struct aw_executor {
 	const char *kind;
 	int side_effect; /* shadow mode records intent() instead of calling run() */
+	int instant;	 /* returns at once without I/O (noop, fail): a run whose first
+			    step is instant is started in the same transaction that
+			    journals that step */
 	/* Checks args at submission; AW_E_RUN_WORKFLOW (err->where relative). */
 	aw_err (*validate)(const json_t *args, aw_error *err);
 	/* Executes; *result (new reference) describes what happened. Failure:

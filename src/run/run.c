@@ -62,6 +62,7 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 			  const char *idem_key, const char *hash, aw_run *out, int *replayed,
 			  aw_error *err)
 {
+	memset(out, 0, sizeof *out); /* every path below may free it */
 	aw_txn *t = NULL;
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
 	if (e)
@@ -86,7 +87,6 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 		if (e)
 			goto fail;
 	}
-	memset(out, 0, sizeof *out);
 	aw_uuid7_str(out->run_id);
 	snprintf(out->project_id, sizeof out->project_id, "%s", ctx->project);
 	snprintf(out->state, sizeof out->state, "queued");

@@ -117,6 +117,7 @@ typedef struct {
 	slot *sl;
 	json_t *wf, *input;
 	int next, nsteps, active;
+	int claimed; /* still "claimed" in the store: the first round's txn starts it */
 	int64_t deadline_ns;
 	/* this round */
 	int executed;
@@ -245,31 +246,30 @@ out:
 	return e;
 }
 
-/* Step 1 of a batch: claimed -> running for one project's runs, and where a
- * run was attempted before, its journal tells where to resume. */
+/* Before the first round: where a run was attempted before, its journal
+ * tells where to resume (a fresh run has no journal: no query). The claimed ->
+ * running transition is written by the first round's transaction (begin_round),
+ * so a batch costs no transaction of its own before its first step. */
 static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
 			  aw_error *err)
 {
-	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err);
-	if (e)
-		return e;
-	char now[AW_TS_LEN + 1];
-	aw_clock_now(now);
-	aw_run_change chg = {.now = now, .holder = w->id, .started = 1};
-	e = move_many(w, t, ctx, js, idx, n, AW_RUN_CLAIMED, AW_RUN_RUNNING, &chg, NULL, err);
-	/* resume after the journal's succeeded steps (only retried runs have any) */
 	int nre = 0;
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
-	for (int i = 0; !e && ids && i < n; i++)
-		if (js[idx[i]].active && js[idx[i]].c->attempts > 1)
-			memcpy(ids[nre++], js[idx[i]].c->run_id, sizeof ids[0]);
 	if (!ids)
-		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		js[idx[i]].claimed = 1;
+		if (js[idx[i]].c->attempts > 1)
+			memcpy(ids[nre++], js[idx[i]].c->run_id, sizeof ids[0]);
+	}
+	aw_txn *t = NULL;
 	aw_run_step *steps = NULL;
 	int ns = 0;
-	if (!e && nre)
+	aw_err e = AW_OK;
+	if (nre && !(e = aw_store_begin(w->s, ctx, AW_TXN_READ, &t, err))) {
 		e = aw_store_run_steps(t, ids, nre, &steps, &ns, err);
+		aw_store_rollback(t);
+	}
 	for (int k = 0; !e && k < ns; k++)
 		for (int i = 0; i < n; i++) {
 			job *j = &js[idx[i]];
@@ -280,19 +280,65 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 		}
 	aw_run_steps_free(steps, ns);
 	free(ids);
-	if (e) {
-		aw_store_rollback(t);
-		return e;
-	}
-	return aw_store_commit(t, err);
+	return e;
+}
+
+/* claimed -> running (audited with the claim) for the runs not started yet;
+ * runs that moved meanwhile (cancelled, reaped) drop out. */
+static aw_err begin_round(aw_worker *w, aw_txn *t, const aw_ctx *ctx, job *js, const int *idx,
+			  int n, aw_error *err)
+{
+	int *pend = calloc((size_t)n + 1, sizeof *pend), np = 0;
+	if (!pend)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		if (js[idx[i]].active && js[idx[i]].claimed) {
+			pend[np++] = idx[i];
+			js[idx[i]].claimed = 0;
+		}
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	aw_run_change chg = {.now = now, .holder = w->id, .started = 1};
+	aw_err e =
+		move_many(w, t, ctx, js, pend, np, AW_RUN_CLAIMED, AW_RUN_RUNNING, &chg, NULL, err);
+	free(pend);
+	return e;
+}
+
+static const aw_executor *next_executor(const job *j)
+{
+	const char *kind =
+		json_string_value(json_object_get(json_array_get(j->wf, j->next), "kind"));
+	return kind ? aw_executor_find(kind) : NULL;
 }
 
 static int side_effecting(const job *j)
 {
-	const char *kind =
-		json_string_value(json_object_get(json_array_get(j->wf, j->next), "kind"));
-	const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
+	const aw_executor *x = next_executor(j);
 	return x && x->side_effect;
+}
+
+/* Runs not started yet whose next step takes time are started (and so shown
+ * `running`) in a transaction of their own before it executes. */
+static aw_err start_slow(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
+			 aw_error *err)
+{
+	int slow = 0;
+	for (int i = 0; i < n; i++) {
+		const aw_executor *x = next_executor(&js[idx[i]]);
+		slow |= js[idx[i]].active && js[idx[i]].claimed && !(x && x->instant);
+	}
+	if (!slow)
+		return AW_OK;
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	if ((e = begin_round(w, t, ctx, js, idx, n, err))) {
+		aw_store_rollback(t);
+		return e;
+	}
+	return aw_store_commit(t, err);
 }
 
 static void fill_step(const job *j, aw_run_step *st, const char *state)
@@ -332,7 +378,9 @@ static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *
 	aw_txn *t = NULL;
 	if ((e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err)))
 		goto out;
-	e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err);
+	e = begin_round(w, t, ctx, js, idx, n, err);
+	if (!e)
+		e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err);
 	int k = 0;
 	for (int i = 0; !e && i < m; i++)
 		for (int q = 0; q < n; q++) {
@@ -419,14 +467,18 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
+	int any = 0;
+	for (int i = 0; i < n; i++)
+		any |= js[idx[i]].active;
+	if (!any)
+		goto out;
+	if ((e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err)) ||
+	    (e = begin_round(w, t, ctx, js, idx, n, err)))
+		goto out;
 	for (int i = 0; i < n; i++)
 		if (js[idx[i]].active)
 			memcpy(ids[m++], js[idx[i]].c->run_id, sizeof ids[0]);
-	if (m == 0)
-		goto out;
-	if ((e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err)))
-		goto out;
-	if ((e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err)))
+	if (m && (e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err)))
 		goto out;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
@@ -510,22 +562,28 @@ out:
 static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n)
 {
 	int *rel = calloc((size_t)n + 1, sizeof *rel), nr = 0;
-	for (int i = 0; rel && i < n; i++)
-		if (js[idx[i]].active)
+	int *cl = calloc((size_t)n + 1, sizeof *cl), nc = 0;
+	for (int i = 0; rel && cl && i < n; i++)
+		if (js[idx[i]].active && js[idx[i]].claimed)
+			cl[nc++] = idx[i];
+		else if (js[idx[i]].active)
 			rel[nr++] = idx[i];
 	aw_txn *t = NULL;
 	aw_error err;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_run_change chg = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
-	if (nr && aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, &err) == AW_OK) {
+	if ((nr || nc) && aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, &err) == AW_OK) {
 		if (move_many(w, t, ctx, js, rel, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &chg, NULL,
+			      &err) == AW_OK &&
+		    move_many(w, t, ctx, js, cl, nc, AW_RUN_CLAIMED, AW_RUN_QUEUED, &chg, NULL,
 			      &err) == AW_OK)
 			aw_store_commit(t, &err);
 		else
 			aw_store_rollback(t);
 	}
 	free(rel);
+	free(cl);
 }
 
 /* Drives one project's runs of a batch to the end (or until stopped). 1 when
@@ -545,7 +603,8 @@ static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int 
 			release_all(w, &ctx, js, idx, n);
 			return 0;
 		}
-		if ((e = mark_started(w, &ctx, js, idx, n, &err)))
+		if ((e = start_slow(w, &ctx, js, idx, n, &err)) ||
+		    (e = mark_started(w, &ctx, js, idx, n, &err)))
 			break;
 		for (int i = 0; i < n; i++) {
 			job *j = &js[idx[i]];

@@ -141,19 +141,24 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 {
 	if (n <= 0)
 		return AW_OK;
-	size_t cap = 256 + AUDIT_CHUNK * 100;
+	size_t cap = 512 + AUDIT_CHUNK * 100;
 	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * AUDIT_CHUNK * AUDIT_COLS);
+	aw_val *v = malloc(sizeof *v * (AUDIT_CHUNK * AUDIT_COLS + 2));
 	aw_err e = AW_OK;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
+	/* PostgreSQL: the last chunk moves the head in the same statement */
+	int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
+	const aw_audit_row *last = &rows[n - 1];
 	for (int base = 0; base < n && !e; base += AUDIT_CHUNK) {
 		int k = n - base < AUDIT_CHUNK ? n - base : AUDIT_CHUNK;
+		int with_head = pg && base + k == n;
 		int o = snprintf(sql, cap,
-				 "INSERT INTO audit_events (project_id, event_id, seq, ts, actor,"
-				 " action, target, trace_id, payload, prev_hash, hash) VALUES ");
+				 "%sINSERT INTO audit_events (project_id, event_id, seq, ts, actor,"
+				 " action, target, trace_id, payload, prev_hash, hash) VALUES ",
+				 with_head ? "WITH ins AS (" : "");
 		for (int i = 0; i < k; i++) {
 			const aw_audit_row *a = &rows[base + i];
 			aw_val *p = &v[i * AUDIT_COLS];
@@ -174,10 +179,20 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 					      i * AUDIT_COLS + c + 1);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
 		}
-		e = aw_txn_exec(t, sql, k * AUDIT_COLS, v, NULL, err);
+		int np = k * AUDIT_COLS;
+		if (with_head) {
+			v[np] = AW_INT(last->seq);
+			v[np + 1] = AW_TEXT(last->hash);
+			snprintf(sql + o, cap - (size_t)o,
+				 " RETURNING 1) INSERT INTO audit_heads (project_id, seq, hash)"
+				 " VALUES ($1, $%d, $%d) ON CONFLICT (project_id) DO UPDATE SET"
+				 " seq = excluded.seq, hash = excluded.hash",
+				 np + 1, np + 2);
+			np += 2;
+		}
+		e = aw_txn_exec(t, sql, np, v, NULL, err);
 	}
-	if (!e) {
-		const aw_audit_row *last = &rows[n - 1];
+	if (!e && !pg) {
 		aw_val h[] = {AW_TEXT(t->ctx.project), AW_INT(last->seq), AW_TEXT(last->hash)};
 		e = aw_txn_exec(
 			t,

@@ -327,8 +327,72 @@ AWOOOP_URL=http://127.0.0.1:1 "$BIN" project list >/dev/null 2>&1; check "cli un
 "$BIN" --nonsense >/dev/null 2>&1; check "cli unknown command exit" $? 2
 unset AWOOOP_URL AWOOOP_KEY
 
+# --- runs (project from the key; workers run in the same process)
+req POST /v1/projects/alpha/keys "$ADMIN" '{"name":"runner","scope":"operator"}'; expect "runner key" 201
+RUNNER=$(jbody .key)
+TPID=4bf92f3577b34da6a3ce929d0e0e4736
+TP="00-$TPID-00f067aa0ba902b7-01"
+RB='{"workflow":[{"kind":"noop"}],"input":{"q":1}}'
+req POST /v1/platform/runs "$RUNNER" "$RB" -H "Idempotency-Key: k-1" -H "traceparent: $TP"
+expect "run submit" 201
+RUN1=$(jbody .run_id)
+check "run id is UUIDv7" "$(echo "$RUN1" | cut -c15)" 7
+check "run project from key" "$(jbody .project)" alpha
+check "run trace continued" "$(jbody .trace_id)" "$TPID"
+RTP=$(grep -i '^traceparent:' "$TMP/hdr" | tr -d '\r' | cut -d' ' -f2)
+check "traceparent returned, same trace" "$(echo "$RTP" | cut -d- -f2)" "$TPID"
+check "traceparent new parent id" "$([ "$(echo "$RTP" | cut -d- -f3)" != 00f067aa0ba902b7 ] && echo new)" new
+req POST /v1/platform/runs "$RUNNER" '{"input":{"q":1},"workflow":[{"kind":"noop"}]}' -H "Idempotency-Key: k-1"
+expect "idempotent replay" 200
+check "replay same run" "$(jbody .run_id)" "$RUN1"
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"input":{"q":2}}' -H "Idempotency-Key: k-1"
+expect "idempotency key reused" 409 E-RUN-IDEMPOTENCY
+req POST /v1/platform/runs "$BOB" "$RB" -H "Idempotency-Key: k-1"; expect "keys are per project" 201
+BOBRUN=$(jbody .run_id)
+req POST /v1/platform/runs "$RUNNER" "$RB" -H "traceparent: 00-zz-bad"; expect "bad traceparent" 201
+check "bad traceparent starts a new trace" "$(jbody .trace_id | grep -cE '^[0-9a-f]{32}$')" 1
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"rm-rf"}]}'; expect "unknown step kind" 422 E-RUN-003
+check "unknown step kind pointer" "$(jbody .pointer)" "/workflow/0/kind"
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"priority":"high"}'
+expect "bad priority" 400 E-REQ-005
+req POST /v1/platform/runs "" "$RB"; expect "run without key" 401 E-AUTH-001
+req GET "/v1/platform/runs/$RUN1" "$BOB" ""; expect "other project's run" 404 E-RUN-001
+req GET "/v1/platform/runs/not-a-uuid" "$RUNNER" ""; expect "malformed run id" 404 E-RUN-001
+for _ in $(seq 1 50); do
+  req GET "/v1/platform/runs/$RUN1" "$RUNNER" ""
+  [ "$(jbody .state)" = succeeded ] && break
+  sleep 0.1
+done
+check "run succeeded" "$(jbody .state)" succeeded
+check "run journal" "$(jbody '[.steps[] | .kind + ":" + .state] | join(",")')" "noop:succeeded"
+check "run step key" "$(jbody '.steps[0].idempotency_key')" "$RUN1-1"
+check "run transitions" "$(jbody '[.transitions[].to] | join(",")')" "queued,claimed,running,succeeded"
+req GET "/v1/platform/runs?limit=1" "$RUNNER" ""; expect "run list" 200
+check "run list page" "$(jbody '.items | length')" 1
+CUR=$(jbody .next_cursor)
+req GET "/v1/platform/runs?limit=1000&cursor=$CUR" "$RUNNER" ""; expect "run list next page" 200
+check "run list only own" "$(jbody '[.items[].project] | unique | join(",")')" alpha
+check "run list newest first" "$(jbody '[.items[].run_id] | (. == (sort | reverse))')" true
+req GET "/v1/platform/runs?state=bogus" "$RUNNER" ""; expect "run list bad state" 400 E-REQ-005
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"sleep","args":{"ms":20000}}]}'
+SLOW=$(jbody .run_id)
+req POST "/v1/platform/runs/$SLOW/cancel" "$BOB" ""; expect "cancel other project's run" 404 E-RUN-001
+req POST "/v1/platform/runs/$SLOW/cancel" "$RUNNER" ""; expect "cancel" 200
+check "cancelled" "$(jbody .state)" cancelled
+req POST "/v1/platform/runs/$SLOW/cancel" "$RUNNER" ""; expect "cancel twice" 409 E-RUN-002
+echo '{"workflow":[{"kind":"noop"},{"kind":"noop"}],"mode":"shadow"}' >"$TMP/run.json"
+export AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER
+"$BIN" run submit --file "$TMP/run.json" --wait >"$TMP/out" 2>&1; check "cli run submit --wait" $? 0
+SH=$(cut -d' ' -f1 "$TMP/out")
+"$BIN" run get "$SH" | jq -r .mode >"$TMP/out"; check "cli run get" "$(cat "$TMP/out")" shadow
+check "cli run list" "$("$BIN" run list --state cancelled | grep -c "$SLOW")" 1
+"$BIN" run diff "$SH" "$RUN1" | jq -r .same >"$TMP/out"; check "cli run diff" "$(cat "$TMP/out")" false
+"$BIN" run cancel "$SLOW" >/dev/null 2>&1; check "cli cancel finished run exit" $? 1
+"$BIN" run get nope >/dev/null 2>&1; check "cli run get bad id exit" $? 2
+unset AWOOOP_URL AWOOOP_KEY
+
 # --- secrets never reach the log; restart is durable and prints no new key
-for s in "$ADMIN" "$ALICE" "$AADMIN" "$BOB"; do
+for s in "$ADMIN" "$ALICE" "$AADMIN" "$BOB" "$RUNNER"; do
   check "secret absent from log" "$(grep -c -- "$s" "$TMP/log")" 0
 done
 check "log is JSON lines" "$(jq -c . "$TMP/log" >/dev/null 2>&1 && echo yes)" yes

@@ -1,0 +1,212 @@
+/*
+ * bench_runs.c - helpers of bench/runs/run.sh and bench/drill-runs/run.sh:
+ *   bench_runs load URL PROJECT N THREADS [WORKFLOW_JSON]
+ *       submits N runs (default workflow: one noop step) from THREADS threads
+ *   bench_runs latency URL PROJECT N CONCURRENCY
+ *       runs an in-process worker (CONCURRENCY threads), submits N runs one
+ *       after another and prints the submit -> step start latency p50/p99 (ms)
+ *   bench_runs counter PORT OUTFILE
+ *       the counting HTTP server of the crash drill; on SIGTERM writes
+ *       {"requests", "keys", "unkeyed"} to OUTFILE and "KEY COUNT" lines to
+ *       OUTFILE.keys
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "awooop/clock.h"
+#include "awooop/run.h"
+#include "awooop/tenancy.h"
+#include "counter.h"
+
+static aw_store *open_store(const char *url)
+{
+	aw_store *s = NULL;
+	aw_error err = {0};
+	aw_store_opts o = {.pool_size = 16, .auto_migrate = strncmp(url, "sqlite:", 7) == 0};
+	if (aw_store_open(url, &o, &s, &err)) {
+		fprintf(stderr, "bench_runs: %s\n", err.msg);
+		exit(1);
+	}
+	return s;
+}
+
+static void ensure_project(aw_store *s, const char *p)
+{
+	aw_ctx admin;
+	aw_ctx_system(&admin, NULL);
+	aw_error err = {0};
+	aw_err e = aw_project_create(s, &admin, p, NULL, &err);
+	if (e && e != AW_E_TENANT_EXISTS) {
+		fprintf(stderr, "bench_runs: project: %s\n", err.msg);
+		exit(1);
+	}
+}
+
+static aw_store *S;
+static const char *PROJECT, *WORKFLOW;
+static int N, THREADS;
+
+static void submit_one(const char *body, char *id)
+{
+	aw_ctx c;
+	aw_ctx_system(&c, PROJECT);
+	aw_trace_new(&c.trace);
+	aw_run_request req;
+	aw_error err = {0};
+	aw_run run;
+	int replayed;
+	if (aw_run_request_decode(body, strlen(body), &req, &err) ||
+	    aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err)) {
+		fprintf(stderr, "bench_runs: submit: %s %s\n", err.where, err.msg);
+		exit(1);
+	}
+	aw_run_request_free(&req);
+	if (id)
+		strcpy(id, run.run_id);
+	aw_run_free(&run);
+}
+
+static void *load_thread(void *arg)
+{
+	long t = (long)arg;
+	char body[4096];
+	for (int i = (int)t; i < N; i += THREADS) {
+		snprintf(body, sizeof body, "{\"workflow\":%s,\"input\":{\"i\":%d}}", WORKFLOW, i);
+		submit_one(body, NULL);
+	}
+	return NULL;
+}
+
+/* ---- latency: an executor that notes when its step starts ---- */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static char marked[AW_UUID_STR_LEN + 1];
+static int64_t marked_ns;
+
+static aw_err mark_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	int64_t now = aw_clock_mono_ns();
+	pthread_mutex_lock(&mu);
+	snprintf(marked, sizeof marked, "%s", c->run_id);
+	marked_ns = now;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	*result = json_object();
+	return AW_OK;
+}
+
+static const aw_executor mark = {"mark", 0, 1, NULL, mark_run, NULL};
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int latency(int conc)
+{
+	aw_executor_register(&mark);
+	aw_worker_opts o = {.concurrency = conc};
+	aw_worker *w = NULL;
+	aw_error err = {0};
+	if (aw_worker_start(S, &o, &w, &err)) {
+		fprintf(stderr, "bench_runs: %s\n", err.msg);
+		return 1;
+	}
+	double *lat = calloc((size_t)N, sizeof *lat);
+	char id[AW_UUID_STR_LEN + 1];
+	for (int i = 0; i < N; i++) {
+		char body[128];
+		snprintf(body, sizeof body, "{\"workflow\":[{\"kind\":\"mark\"}],\"input\":%d}", i);
+		int64_t t0 = aw_clock_mono_ns();
+		submit_one(body, id);
+		pthread_mutex_lock(&mu);
+		while (strcmp(marked, id) != 0)
+			pthread_cond_wait(&cv, &mu);
+		lat[i] = (double)(marked_ns - t0) / 1e6;
+		pthread_mutex_unlock(&mu);
+	}
+	aw_worker_stop(w);
+	qsort(lat, (size_t)N, sizeof *lat, cmp);
+	printf("{\"n\": %d, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f}\n", N, lat[N / 2],
+	       lat[(int)(N * 0.99)], lat[N - 1]);
+	free(lat);
+	return 0;
+}
+
+static volatile sig_atomic_t stop;
+static void on_term(int sig)
+{
+	stop = 1;
+}
+
+static int counter(int port, const char *out)
+{
+	aw_counter *c = aw_counter_start(port);
+	if (!c) {
+		fprintf(stderr, "bench_runs: cannot listen on %d\n", port);
+		return 1;
+	}
+	signal(SIGTERM, on_term);
+	signal(SIGINT, on_term);
+	fprintf(stderr, "counter listening on %d\n", aw_counter_port(c));
+	while (!stop)
+		pause();
+	int64_t req, keys, unkeyed;
+	aw_counter_totals(c, &req, &keys, &unkeyed);
+	FILE *f = fopen(out, "w");
+	if (f) {
+		fprintf(f, "{\"requests\": %lld, \"keys\": %lld, \"unkeyed\": %lld}\n",
+			(long long)req, (long long)keys, (long long)unkeyed);
+		fclose(f);
+	}
+	char path[512];
+	snprintf(path, sizeof path, "%s.keys", out);
+	if ((f = fopen(path, "w"))) {
+		aw_counter_dump(c, f);
+		fclose(f);
+	}
+	aw_counter_stop(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && strcmp(argv[1], "counter") == 0)
+		return counter(atoi(argv[2]), argv[3]);
+	if (argc < 5) {
+		fprintf(stderr, "usage: bench_runs load URL PROJECT N [THREADS] [WORKFLOW]\n"
+				"       bench_runs latency URL PROJECT N [CONCURRENCY]\n"
+				"       bench_runs counter PORT OUTFILE\n");
+		return 2;
+	}
+	S = open_store(argv[2]);
+	PROJECT = argv[3];
+	N = atoi(argv[4]);
+	ensure_project(S, PROJECT);
+	int rc = 0;
+	if (strcmp(argv[1], "load") == 0) {
+		THREADS = argc > 5 ? atoi(argv[5]) : 4;
+		WORKFLOW = argc > 6 ? argv[6] : "[{\"kind\":\"noop\"}]";
+		pthread_t th[64];
+		if (THREADS < 1 || THREADS > 64)
+			THREADS = 4;
+		int64_t t0 = aw_clock_mono_ns();
+		for (long t = 0; t < THREADS; t++)
+			pthread_create(&th[t], NULL, load_thread, (void *)t);
+		for (int t = 0; t < THREADS; t++)
+			pthread_join(th[t], NULL);
+		double s = (double)(aw_clock_mono_ns() - t0) / 1e9;
+		fprintf(stderr, "loaded %d runs in %.2f s (%.0f submissions/s)\n", N, s, N / s);
+	} else if (strcmp(argv[1], "latency") == 0) {
+		rc = latency(argc > 5 ? atoi(argv[5]) : 4);
+	} else {
+		rc = 2;
+	}
+	aw_store_close(S);
+	return rc;
+}
