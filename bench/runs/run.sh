@@ -6,17 +6,20 @@
 #   2 latency: LAT sequential submissions, submit -> step start, p50/p99
 # Then awooop's own figures on the embedded SQLite store.
 #
-#   bench/runs/run.sh [N] [LAT] [PROCS] [CONC]        (defaults 100000 1000 2 8)
+#   bench/runs/run.sh [N] [LAT] [PROCS] [CONC] [BATCH]   (defaults 100000 1000 2 8 64)
 #
 # graphile-worker is installed by this script from npm into a temp dir (never
-# committed). awooop workers claim in batches (--batch, default 16 per thread);
-# graphile-worker runs with its defaults (one job per fetch).
+# committed). awooop's worker threads claim BATCH runs at once (--batch);
+# graphile-worker runs twice: with its defaults (one job per fetch) and with
+# its own batching on (localQueue.size = BATCH, completeJobBatchDelay 0). The
+# ratios are against the faster of the two.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-100000}
 LAT=${2:-1000}
 PROCS=${3:-2}
 CONC=${4:-8}
+BATCH=${5:-64}
 
 scripts/deps.sh --test >/dev/null
 command -v npm >/dev/null || { echo "bench/runs needs node and npm" >&2; exit 2; }
@@ -48,15 +51,15 @@ now_ms() { date +%s%3N; }
 
 # --- awooop on PostgreSQL (the app role, under row-level security)
 sql postgres "CREATE DATABASE awruns" >/dev/null
-"$BIN" migrate --db "postgresql://postgres@$PGH:$PGP/awruns" >/dev/null
+"$BIN" migrate --db "postgresql://postgres@$PGH:$PGP/awruns" >/dev/null 2>&1
 APP="postgresql://awooop_app@$PGH:$PGP/awruns"
 export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)
 echo "awooop: queueing $N runs ..." >&2
 "$BR" load "$APP" bench "$N" 4 2>&1 | grep -v '^{' >&2
 t0=$(now_ms)
 for i in $(seq 1 "$PROCS"); do
-  "$BIN" serve --role worker --db "$APP" --concurrency "$CONC" --log-level warn \
-    2>>"$OUT/aw-worker.log" &
+  "$BIN" serve --role worker --db "$APP" --concurrency "$CONC" --batch "$BATCH" \
+    --log-level warn 2>>"$OUT/aw-worker.log" &
   PIDS+=($!)
 done
 while [ "$(sql awruns "SELECT count(*) FROM awooop.runs WHERE state <> 'succeeded'")" != 0 ]; do
@@ -68,32 +71,37 @@ wait 2>/dev/null || true
 PIDS=()
 AW_LAT=$("$BR" latency "$APP" latency "$LAT" "$CONC" 2>/dev/null | grep p50)
 
-# --- graphile-worker on the same PostgreSQL
+# --- graphile-worker on the same PostgreSQL: defaults, then its own batching
 sql postgres "CREATE DATABASE gwruns" >/dev/null
 GWURL="postgresql://postgres@$PGH:$PGP/gwruns"
 node "$GW/gw.js" schema "$GWURL" 2>>"$OUT/gw.log"
-echo "graphile-worker: queueing $N jobs ..." >&2
-node "$GW/gw.js" load "$GWURL" "$N" 2>>"$OUT/gw.log"
-t0=$(now_ms)
-for i in $(seq 1 "$PROCS"); do
-  node "$GW/gw.js" work "$GWURL" "$CONC" >>"$OUT/gw.log" 2>&1 &
-  PIDS+=($!)
-done
-while [ "$(sql gwruns "SELECT count(*) FROM graphile_worker._private_jobs")" != 0 ]; do
-  sleep 0.1
-done
-GW_MS=$(( $(now_ms) - t0 ))
-for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-wait 2>/dev/null || true
-PIDS=()
+gw_burn() { # gw_burn LOCAL_QUEUE_SIZE -> elapsed ms on stdout
+  echo "graphile-worker: queueing $N jobs (local queue $1) ..." >&2
+  node "$GW/gw.js" load "$GWURL" "$N" 2>>"$OUT/gw.log"
+  local t0 p
+  t0=$(now_ms)
+  for i in $(seq 1 "$PROCS"); do
+    node "$GW/gw.js" work "$GWURL" "$CONC" "$1" >>"$OUT/gw.log" 2>&1 &
+    PIDS+=($!)
+  done
+  while [ "$(sql gwruns "SELECT count(*) FROM graphile_worker._private_jobs")" != 0 ]; do
+    sleep 0.1
+  done
+  echo $(( $(now_ms) - t0 ))
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  PIDS=()
+}
+GW_MS=$(gw_burn 0)
+GWB_MS=$(gw_burn "$BATCH")
 GW_LAT=$(node "$GW/gw.js" latency "$GWURL" "$LAT" "$CONC" 2>>"$OUT/gw.log" | grep p50)
 
 # --- awooop on SQLite (embedded shape: one process)
 SQ=$OUT/bench.db
 "$BR" load "sqlite:$SQ" bench "$N" 1 2>&1 | grep -v '^{' >&2
 t0=$(now_ms)
-"$BIN" serve --role worker --db "sqlite:$SQ" --concurrency "$CONC" --log-level warn \
-  2>>"$OUT/aw-sqlite.log" &
+"$BIN" serve --role worker --db "sqlite:$SQ" --concurrency "$CONC" --batch "$BATCH" \
+  --log-level warn 2>>"$OUT/aw-sqlite.log" &
 PIDS+=($!)
 while [ "$(sqlite3 "$SQ" "SELECT count(*) FROM runs WHERE state <> 'succeeded'")" != 0 ]; do
   sleep 0.1
@@ -105,14 +113,16 @@ PIDS=()
 SQ_LAT=$("$BR" latency "sqlite:$OUT/lat.db" latency "$LAT" "$CONC" 2>/dev/null | grep p50)
 
 j() { echo "$1" | jq -r ".$2"; }
-awx=$(awk -v n="$N" -v ms="$AW_MS" 'BEGIN{printf "%.0f", n*1000/ms}')
-gwx=$(awk -v n="$N" -v ms="$GW_MS" 'BEGIN{printf "%.0f", n*1000/ms}')
-sqx=$(awk -v n="$N" -v ms="$SQ_MS" 'BEGIN{printf "%.0f", n*1000/ms}')
+rate() { awk -v n="$N" -v ms="$1" 'BEGIN{printf "%.0f", n*1000/ms}'; }
+awx=$(rate "$AW_MS") gwx=$(rate "$GW_MS") gwbx=$(rate "$GWB_MS") sqx=$(rate "$SQ_MS")
+best=$(( gwx > gwbx ? gwx : gwbx ))
 echo
-echo "bench/runs: $N no-op runs, $PROCS worker processes x concurrency $CONC; $LAT sequential for latency"
-printf "%-28s %12s %12s %12s\n" "" "runs/s" "p50 ms" "p99 ms"
-printf "%-28s %12s %12s %12s\n" "awooop (PostgreSQL)" "$awx" "$(j "$AW_LAT" p50_ms)" "$(j "$AW_LAT" p99_ms)"
-printf "%-28s %12s %12s %12s\n" "graphile-worker 0.18" "$gwx" "$(j "$GW_LAT" p50_ms)" "$(j "$GW_LAT" p99_ms)"
-printf "%-28s %12s %12s %12s\n" "awooop (SQLite, 1 process)" "$sqx" "$(j "$SQ_LAT" p50_ms)" "$(j "$SQ_LAT" p99_ms)"
-awk -v a="$awx" -v g="$gwx" -v al="$(j "$AW_LAT" p50_ms)" -v gl="$(j "$GW_LAT" p50_ms)" \
-  'BEGIN{printf "throughput awooop/graphile-worker = %.2fx (target >= 2x); p50 latency awooop/graphile-worker = %.2fx (target <= 0.5x)\n", a/g, al/gl}'
+echo "bench/runs: $N no-op runs, $PROCS worker processes x concurrency $CONC, batch $BATCH;" \
+  "$LAT sequential submissions for latency (submit -> step start)"
+printf "%-40s %10s %10s %10s\n" "" "runs/s" "p50 ms" "p99 ms"
+printf "%-40s %10s %10s %10s\n" "awooop (PostgreSQL)" "$awx" "$(j "$AW_LAT" p50_ms)" "$(j "$AW_LAT" p99_ms)"
+printf "%-40s %10s %10s %10s\n" "graphile-worker 0.18 (defaults)" "$gwx" "$(j "$GW_LAT" p50_ms)" "$(j "$GW_LAT" p99_ms)"
+printf "%-40s %10s %10s %10s\n" "graphile-worker 0.18 (localQueue $BATCH)" "$gwbx" "-" "-"
+printf "%-40s %10s %10s %10s\n" "awooop (SQLite, 1 process)" "$sqx" "$(j "$SQ_LAT" p50_ms)" "$(j "$SQ_LAT" p99_ms)"
+awk -v a="$awx" -v g="$best" -v al="$(j "$AW_LAT" p50_ms)" -v gl="$(j "$GW_LAT" p50_ms)" \
+  'BEGIN{printf "throughput awooop / best graphile-worker = %.2fx (target >= 2x)\np50 latency awooop / graphile-worker = %.2fx (target <= 0.5x)\n", a/g, al/gl}'

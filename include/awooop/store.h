@@ -327,6 +327,11 @@ aw_err aw_store_audit_insert(aw_txn *t, const aw_audit_row *row, aw_error *err);
  * action and since ("" = any) filter. */
 aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
 			   int limit, aw_audit_row **out, int *n, aw_error *err);
+/* 1 when the database extends the chain itself (PostgreSQL: audit_append(),
+ * the same hash as aw_audit_hash); then records go through
+ * aw_store_audit_append, which assigns seq, prev_hash and hash. */
+int aw_store_audit_in_db(const aw_txn *t);
+aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err);
 /* Inserts n rows (consecutive seqs of one project) and moves the head to the
  * last: one statement for the rows, one for the head. */
 aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err);

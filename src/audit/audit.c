@@ -87,6 +87,11 @@ aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *i
 	aw_err e = AW_OK;
 	for (int i = 0; i < n && !e; i++)
 		e = prepare(&rows[i], ctx, &items[i], err);
+	if (!e && aw_store_audit_in_db(t)) {
+		e = aw_store_audit_append(t, rows, n, err);
+		aw_audit_rows_free(rows, n);
+		return e;
+	}
 	int64_t seq = 0;
 	char prev[65];
 	if (!e)

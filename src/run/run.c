@@ -192,12 +192,21 @@ aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, js
 			continue;
 		json_error_t je;
 		json_t *p = json_loads(rows[i].payload, 0, &je);
-		json_t *o = json_pack("{s:s, s:s, s:I}", "at", rows[i].ts, "actor", rows[i].actor,
-				      "audit_seq", (json_int_t)rows[i].seq);
-		if (o && p)
-			json_object_update(o, p);
+		/* a record of several transitions lists them under "transitions" */
+		json_t *list = json_object_get(p, "transitions");
+		size_t nt = json_is_array(list) ? json_array_size(list) : 1;
+		for (size_t k = 0; k < nt; k++) {
+			json_t *o = json_pack("{s:s, s:s, s:I}", "at", rows[i].ts, "actor",
+					      rows[i].actor, "audit_seq", (json_int_t)rows[i].seq);
+			if (o && p)
+				json_object_update(o, p);
+			if (o && json_is_array(list))
+				json_object_update(o, json_array_get(list, k));
+			if (o)
+				json_object_del(o, "transitions");
+			json_array_append_new(arr, o);
+		}
 		json_decref(p);
-		json_array_append_new(arr, o);
 	}
 	aw_audit_rows_free(rows, n);
 	*out = arr;

@@ -49,7 +49,18 @@ static void kick_init(void)
 	pthread_condattr_destroy(&a);
 }
 
+/* Wakes one idle thread: a thread that claims a full batch wakes the next, so
+ * a single submission does not send every idle thread to the store at once. */
 void aw_run_kick(void)
+{
+	pthread_once(&kick_once, kick_init);
+	pthread_mutex_lock(&kick_mu);
+	kick_gen++;
+	pthread_cond_signal(&kick_cv);
+	pthread_mutex_unlock(&kick_mu);
+}
+
+static void kick_all(void)
 {
 	pthread_once(&kick_once, kick_init);
 	pthread_mutex_lock(&kick_mu);
@@ -174,32 +185,136 @@ static json_t *detail(const aw_worker *w, const job *j, const char *error_code)
 	return d;
 }
 
-/* Moves the runs of js (indexes idx) from -> to in t, with audit records;
- * those that did not move are deactivated. */
-static aw_err move_many(aw_worker *w, aw_txn *t, const aw_ctx *ctx, job *js, const int *idx, int n,
-			aw_run_state from, aw_run_state to, const aw_run_change *chg,
+static const char *const run_actions[AW_RUN_NSTATES] = {
+	"run.queued",	  "run.claimed",   "run.running", "run.waiting_approval",
+	"run.retry_wait", "run.succeeded", "run.failed",  "run.cancelled",
+};
+
+/* A worker transaction: the audit records of its transitions are collected
+ * and appended just before COMMIT, so the project's chain head stays locked
+ * for as short a time as possible (submissions wait on it). */
+typedef struct {
+	aw_txn *t;
+	const aw_ctx *ctx;
+	aw_audit_item *items;
+	json_t **payloads;
+	const job **owners;
+	int n, cap;
+} wtx;
+
+static aw_err wtx_begin(aw_worker *w, const aw_ctx *ctx, wtx *x, aw_error *err)
+{
+	memset(x, 0, sizeof *x);
+	x->ctx = ctx;
+	return aw_store_begin(w->s, ctx, AW_TXN_WRITE, &x->t, err);
+}
+
+/* One transition as listed in a combined record. */
+static json_t *step_of(const json_t *p)
+{
+	json_t *t = json_pack("{s:O, s:O, s:O}", "from", json_object_get(p, "from"), "to",
+			      json_object_get(p, "to"), "event", json_object_get(p, "event"));
+	const char *keys[] = {"at", "error_code"};
+	for (size_t i = 0; t && i < 2; i++)
+		if (json_object_get(p, keys[i]))
+			json_object_set(t, keys[i], json_object_get(p, keys[i]));
+	return t;
+}
+
+/* Queues the audit record of one transition of j. Several transitions of one
+ * run in one transaction become one record (action of the last state, from
+ * the first, "transitions" listing each): the record is the atomic change. */
+static aw_err wtx_audit(wtx *x, const char *action, const job *j, json_t *p, aw_error *err)
+{
+	if (!p)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = x->n - 1; i >= 0; i--) {
+		if (x->owners[i] != j)
+			continue;
+		json_t *prev = x->payloads[i], *list = json_object_get(prev, "transitions");
+		if (!list) {
+			list = json_array();
+			json_array_append_new(list, step_of(prev));
+			json_object_set_new(prev, "transitions", list);
+		}
+		json_array_append_new(list, step_of(p));
+		json_object_set(prev, "to", json_object_get(p, "to"));
+		json_object_del(prev, "event");
+		json_object_del(prev, "at");
+		if (json_object_get(p, "error_code"))
+			json_object_set(prev, "error_code", json_object_get(p, "error_code"));
+		x->items[i].action = action;
+		json_decref(p);
+		return AW_OK;
+	}
+	if (x->n == x->cap) {
+		int cap = x->cap ? x->cap * 2 : 32;
+		aw_audit_item *it = realloc(x->items, sizeof *it * (size_t)cap);
+		if (it)
+			x->items = it;
+		json_t **pl = it ? realloc(x->payloads, sizeof *pl * (size_t)cap) : NULL;
+		if (pl)
+			x->payloads = pl;
+		const job **ow = pl ? realloc(x->owners, sizeof *ow * (size_t)cap) : NULL;
+		if (!ow) {
+			json_decref(p);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+		x->owners = ow;
+		x->cap = cap;
+	}
+	x->items[x->n] = (aw_audit_item){action, j->c->run_id, j->c->trace_id, p};
+	x->owners[x->n] = j;
+	x->payloads[x->n++] = p;
+	return AW_OK;
+}
+
+/* Appends the audit records and commits, or rolls back when e is set. */
+static aw_err wtx_end(wtx *x, aw_err e, aw_error *err)
+{
+	if (!e && x->n)
+		e = aw_audit_record_many(x->t, x->ctx, x->items, x->n, err);
+	if (e)
+		aw_store_rollback(x->t);
+	else
+		e = aw_store_commit(x->t, err);
+	for (int i = 0; i < x->n; i++)
+		json_decref(x->payloads[i]);
+	free(x->items);
+	free(x->payloads);
+	free(x->owners);
+	memset(x, 0, sizeof *x);
+	return e;
+}
+
+/* Moves the runs of js (indexes idx) along path (path[0] -> ... -> path[hops])
+ * with one compare-and-set from the first state to the last - the states in
+ * between exist only inside this transaction, which no one else can see -
+ * auditing every hop (each checked against the table). Runs that did not move
+ * are deactivated. */
+static aw_err move_path(aw_worker *w, wtx *x, job *js, const int *idx, int n,
+			const aw_run_state *path, int hops, const aw_run_change *chg,
 			const char *error_code, aw_error *err)
 {
 	if (n == 0)
 		return AW_OK;
+	for (int h = 0; h < hops; h++)
+		if (!aw_run_fsm_event(path[h], path[h + 1]))
+			return aw_fail(err, AW_E_RUN_STATE, "a run cannot go from %s to %s",
+				       aw_run_state_name(path[h]), aw_run_state_name(path[h + 1]));
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
 	int *ok = calloc((size_t)n, sizeof *ok);
-	aw_audit_item *items = calloc((size_t)n * 2, sizeof *items);
-	json_t **payloads = calloc((size_t)n * 2, sizeof *payloads);
 	aw_err e = AW_OK;
-	if (!ids || !ok || !items || !payloads) {
+	if (!ids || !ok) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < n; i++)
 		memcpy(ids[i], js[idx[i]].c->run_id, sizeof ids[i]);
-	if ((e = aw_store_run_cas_many(t, ids, n, aw_run_state_name(from), aw_run_state_name(to),
-				       chg, ok, err)))
+	if ((e = aw_store_run_cas_many(x->t, ids, n, aw_run_state_name(path[0]),
+				       aw_run_state_name(path[hops]), chg, ok, err)))
 		goto out;
-	char action[40];
-	snprintf(action, sizeof action, "run.%s", aw_run_state_name(to));
-	int m = 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !e; i++) {
 		job *j = &js[idx[i]];
 		if (!ok[i]) {
 			j->active = 0;
@@ -207,7 +322,7 @@ static aw_err move_many(aw_worker *w, aw_txn *t, const aw_ctx *ctx, job *js, con
 		}
 		/* a claim is audited with the start: the worker writes no tenant row
 		 * while claiming across projects */
-		if (from == AW_RUN_CLAIMED && to == AW_RUN_RUNNING) {
+		if (path[0] == AW_RUN_CLAIMED) {
 			aw_run_state prev = AW_RUN_QUEUED;
 			aw_run_state_parse(j->c->prev_state, &prev);
 			json_t *p = detail(w, j, NULL);
@@ -218,32 +333,34 @@ static aw_err move_many(aw_worker *w, aw_txn *t, const aw_ctx *ctx, job *js, con
 				json_object_set_new(p, "event", json_string("claim"));
 				json_object_set_new(p, "at", json_string(j->c->claimed_at));
 			}
-			payloads[m] = p;
-			items[m++] =
-				(aw_audit_item){"run.claimed", j->c->run_id, j->c->trace_id, p};
+			e = wtx_audit(x, run_actions[AW_RUN_CLAIMED], j, p, err);
 		}
-		json_t *p = detail(w, j, error_code);
-		if (p) {
-			json_object_set_new(p, "from", json_string(aw_run_state_name(from)));
-			json_object_set_new(p, "to", json_string(aw_run_state_name(to)));
-			json_object_set_new(p, "event", json_string(aw_run_fsm_event(from, to)));
+		for (int h = 0; h < hops && !e; h++) {
+			json_t *p = detail(w, j, h == hops - 1 ? error_code : NULL);
+			if (p) {
+				json_object_set_new(p, "from",
+						    json_string(aw_run_state_name(path[h])));
+				json_object_set_new(p, "to",
+						    json_string(aw_run_state_name(path[h + 1])));
+				json_object_set_new(
+					p, "event",
+					json_string(aw_run_fsm_event(path[h], path[h + 1])));
+			}
+			e = wtx_audit(x, run_actions[path[h + 1]], j, p, err);
 		}
-		payloads[m] = p;
-		items[m++] = (aw_audit_item){NULL, j->c->run_id, j->c->trace_id, p};
-		items[m - 1].action = NULL; /* set below: action buffer is shared */
 	}
-	for (int i = 0; i < m; i++)
-		if (!items[i].action)
-			items[i].action = action;
-	e = aw_audit_record_many(t, ctx, items, m, err);
 out:
-	for (int i = 0; payloads && i < n * 2; i++)
-		json_decref(payloads[i]);
-	free(payloads);
-	free(items);
 	free(ok);
 	free(ids);
 	return e;
+}
+
+static aw_err move_many(aw_worker *w, wtx *x, job *js, const int *idx, int n, aw_run_state from,
+			aw_run_state to, const aw_run_change *chg, const char *error_code,
+			aw_error *err)
+{
+	aw_run_state path[] = {from, to};
+	return move_path(w, x, js, idx, n, path, 1, chg, error_code, err);
 }
 
 /* Before the first round: where a run was attempted before, its journal
@@ -285,8 +402,7 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 
 /* claimed -> running (audited with the claim) for the runs not started yet;
  * runs that moved meanwhile (cancelled, reaped) drop out. */
-static aw_err begin_round(aw_worker *w, aw_txn *t, const aw_ctx *ctx, job *js, const int *idx,
-			  int n, aw_error *err)
+static aw_err begin_round(aw_worker *w, wtx *x, job *js, const int *idx, int n, aw_error *err)
 {
 	int *pend = calloc((size_t)n + 1, sizeof *pend), np = 0;
 	if (!pend)
@@ -299,8 +415,7 @@ static aw_err begin_round(aw_worker *w, aw_txn *t, const aw_ctx *ctx, job *js, c
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_run_change chg = {.now = now, .holder = w->id, .started = 1};
-	aw_err e =
-		move_many(w, t, ctx, js, pend, np, AW_RUN_CLAIMED, AW_RUN_RUNNING, &chg, NULL, err);
+	aw_err e = move_many(w, x, js, pend, np, AW_RUN_CLAIMED, AW_RUN_RUNNING, &chg, NULL, err);
 	free(pend);
 	return e;
 }
@@ -330,15 +445,11 @@ static aw_err start_slow(aw_worker *w, const aw_ctx *ctx, job *js, const int *id
 	}
 	if (!slow)
 		return AW_OK;
-	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err);
+	wtx x;
+	aw_err e = wtx_begin(w, ctx, &x, err);
 	if (e)
 		return e;
-	if ((e = begin_round(w, t, ctx, js, idx, n, err))) {
-		aw_store_rollback(t);
-		return e;
-	}
-	return aw_store_commit(t, err);
+	return wtx_end(&x, begin_round(w, &x, js, idx, n, err), err);
 }
 
 static void fill_step(const job *j, aw_run_step *st, const char *state)
@@ -375,12 +486,12 @@ static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *
 	}
 	if (m == 0)
 		goto out;
-	aw_txn *t = NULL;
-	if ((e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err)))
+	wtx x;
+	if ((e = wtx_begin(w, ctx, &x, err)))
 		goto out;
-	e = begin_round(w, t, ctx, js, idx, n, err);
+	e = begin_round(w, &x, js, idx, n, err);
 	if (!e)
-		e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err);
+		e = aw_store_run_lock_held(x.t, ids, m, w->id, "running", held, err);
 	int k = 0;
 	for (int i = 0; !e && i < m; i++)
 		for (int q = 0; q < n; q++) {
@@ -393,11 +504,8 @@ static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *
 				fill_step(j, &st[k++], "started");
 		}
 	if (!e)
-		e = aw_store_run_steps_put(t, st, k, err);
-	if (e)
-		aw_store_rollback(t);
-	else
-		e = aw_store_commit(t, err);
+		e = aw_store_run_steps_put(x.t, st, k, err);
+	e = wtx_end(&x, e, err);
 out:
 	free(st);
 	free(ids);
@@ -451,52 +559,110 @@ static void execute(aw_worker *w, job *j)
 	aw_metrics_run_event("step", 1);
 }
 
-/* The round's journal entries and the transitions they cause, for one project. */
+/* The round's journal entries and the transitions they cause, for one project,
+ * in one transaction. Each move is a compare-and-set that also tells which
+ * runs this worker still held (a cancelled or reaped run does not move and
+ * gets no journal entry); runs that go on to another step are locked. A run
+ * still `claimed` (its first step was instant) that finishes moves claimed ->
+ * running -> succeeded in one statement. */
+enum { GO, DONE, FAILED, RELEASE, DROP };
+
+/* The active runs of outcome o that are still claimed (or not); sel gets them. */
+static int pick(const job *js, const int *idx, int n, const int *out, int o, int claimed, int *sel)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (js[idx[i]].active && out[i] == o && js[idx[i]].claimed == claimed)
+			sel[m++] = idx[i];
+	return m;
+}
+
 static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job *js, const int *idx,
 			   int n, int stopping, aw_error *err)
 {
 	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
-	int *held = calloc((size_t)n + 1, sizeof *held);
-	int *done = calloc((size_t)n + 1, sizeof *done),
-	    *release = calloc((size_t)n + 1, sizeof(int));
-	aw_txn *t = NULL;
+	int *held = calloc((size_t)n + 1, sizeof *held), *out = calloc((size_t)n + 1, sizeof *out);
+	int *sel = calloc((size_t)n + 1, sizeof *sel);
+	int k = 0, nd = 0;
+	wtx x = {0};
 	aw_err e = AW_OK;
-	int m = 0, k = 0, nd = 0, nr = 0;
-	if (!st || !ids || !held || !done || !release) {
+	if (!st || !ids || !held || !out || !sel) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
 	int any = 0;
-	for (int i = 0; i < n; i++)
-		any |= js[idx[i]].active;
+	for (int i = 0; i < n; i++) {
+		job *j = &js[idx[i]];
+		any |= j->active;
+		out[i] = !j->active			     ? DROP
+			 : j->step_err == AW_E_RUN_CANCELLED ? (stopping ? RELEASE : DROP)
+			 : j->step_err			     ? FAILED
+			 : j->next + 1 == j->nsteps	     ? DONE
+							     : GO;
+		if (j->active && out[i] == DROP) /* lost: not ours to write */
+			j->active = 0;
+	}
 	if (!any)
 		goto out;
-	if ((e = aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, err)) ||
-	    (e = begin_round(w, t, ctx, js, idx, n, err)))
-		goto out;
-	for (int i = 0; i < n; i++)
-		if (js[idx[i]].active)
-			memcpy(ids[m++], js[idx[i]].c->run_id, sizeof ids[0]);
-	if (m && (e = aw_store_run_lock_held(t, ids, m, w->id, "running", held, err)))
+	if ((e = wtx_begin(w, ctx, &x, err)))
 		goto out;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
-	for (int i = 0, h = 0; i < n && !e; i++) {
+	aw_run_change fin = {
+		.now = now, .holder = w->id, .clear_lease = 1, .started = 1, .finished = 1};
+	aw_run_change start = {.now = now, .holder = w->id, .started = 1};
+	aw_run_change rel = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
+	aw_run_state to_done[] = {AW_RUN_CLAIMED, AW_RUN_RUNNING, AW_RUN_SUCCEEDED};
+	/* same outcome and same start state: one statement */
+	for (int claimed = 1; claimed >= 0 && !e; claimed--) {
+		aw_run_state from = claimed ? AW_RUN_CLAIMED : AW_RUN_RUNNING;
+		int m = pick(js, idx, n, out, DONE, claimed, sel);
+		e = move_path(w, &x, js, sel, m, to_done + !claimed, 1 + claimed, &fin, NULL, err);
+		for (int i = 0; i < m; i++)
+			nd += js[sel[i]].active;
+		m = pick(js, idx, n, out, RELEASE, claimed, sel);
+		if (!e)
+			e = move_many(w, &x, js, sel, m, from, AW_RUN_QUEUED, &rel, NULL, err);
+		m = pick(js, idx, n, out, GO, claimed, sel);
+		if (!e && claimed)
+			e = move_many(w, &x, js, sel, m, from, AW_RUN_RUNNING, &start, NULL, err);
+		if (e || claimed || !m)
+			continue;
+		for (int i = 0; i < m; i++)
+			memcpy(ids[i], js[sel[i]].c->run_id, sizeof ids[0]);
+		if (!(e = aw_store_run_lock_held(x.t, ids, m, w->id, "running", held, err)))
+			for (int i = 0; i < m; i++)
+				js[sel[i]].active = held[i];
+	}
+	for (int i = 0; i < n && !e; i++) {
 		job *j = &js[idx[i]];
-		if (!j->active)
+		if (!j->active || out[i] != FAILED)
 			continue;
-		if (!held[h++]) { /* cancelled or reaped meanwhile: not ours to write */
-			j->active = 0;
+		aw_run_state to =
+			j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED : AW_RUN_RETRY_WAIT;
+		char after[AW_TS_LEN + 1];
+		aw_clock_format(aw_clock_wall_ms() + backoff_ms(&tc->rng, j->c->attempts,
+								w->o.retry_base_ms,
+								w->o.retry_max_ms),
+				after);
+		aw_run_change chg = {.now = now,
+				     .holder = w->id,
+				     .error_code = aw_err_code(j->step_err),
+				     .clear_lease = 1,
+				     .run_after = to == AW_RUN_RETRY_WAIT ? after : NULL,
+				     .started = 1,
+				     .finished = to == AW_RUN_FAILED};
+		aw_run_state path[] = {AW_RUN_CLAIMED, AW_RUN_RUNNING, to};
+		int one = idx[i], c = j->claimed;
+		e = move_path(w, &x, js, &one, 1, path + !c, 1 + c, &chg, aw_err_code(j->step_err),
+			      err);
+	}
+	/* the journal: the executed step of every run that moved or is held */
+	for (int i = 0; i < n && !e; i++) {
+		job *j = &js[idx[i]];
+		if (!j->active || out[i] == RELEASE)
 			continue;
-		}
-		if (j->step_err == AW_E_RUN_CANCELLED) {
-			/* interrupted: by shutdown -> release; else lost -> stop */
-			if (stopping)
-				release[nr++] = idx[i];
-			j->active = 0;
-			continue;
-		}
 		fill_step(j, &st[k], j->step_err ? "failed" : "succeeded");
 		snprintf(st[k].finished_at, sizeof st[k].finished_at, "%s", j->finished);
 		if (j->step_err)
@@ -504,57 +670,29 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 				 aw_err_code(j->step_err));
 		st[k].result = j->result ? aw_json_dump(j->result) : NULL;
 		k++;
-		if (j->step_err) {
-			aw_run_state to = j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED
-									       : AW_RUN_RETRY_WAIT;
-			char after[AW_TS_LEN + 1];
-			aw_clock_format(aw_clock_wall_ms() + backoff_ms(&tc->rng, j->c->attempts,
-									w->o.retry_base_ms,
-									w->o.retry_max_ms),
-					after);
-			aw_run_change chg = {.now = now,
-					     .holder = w->id,
-					     .error_code = aw_err_code(j->step_err),
-					     .clear_lease = 1,
-					     .run_after = to == AW_RUN_RETRY_WAIT ? after : NULL,
-					     .finished = to == AW_RUN_FAILED};
-			int one = idx[i];
-			e = move_many(w, t, ctx, js, &one, 1, AW_RUN_RUNNING, to, &chg,
-				      aw_err_code(j->step_err), err);
-			j->active = 0;
-		} else if (j->next + 1 == j->nsteps) {
-			done[nd++] = idx[i];
-			j->active = 0;
-		} else {
+	}
+	if (!e)
+		e = aw_store_run_steps_put(x.t, st, k, err);
+	e = wtx_end(&x, e, err);
+	for (int i = 0; i < n; i++) {
+		job *j = &js[idx[i]];
+		if (!e && j->active && out[i] == GO) {
+			j->claimed = 0;
 			j->next++;
+		} else {
+			j->active = 0;
 		}
 	}
 	if (!e)
-		e = aw_store_run_steps_put(t, st, k, err);
-	aw_run_change fin = {.now = now, .holder = w->id, .clear_lease = 1, .finished = 1};
-	if (!e)
-		e = move_many(w, t, ctx, js, done, nd, AW_RUN_RUNNING, AW_RUN_SUCCEEDED, &fin, NULL,
-			      err);
-	aw_run_change rel = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
-	if (!e)
-		e = move_many(w, t, ctx, js, release, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &rel, NULL,
-			      err);
-	if (!e) {
-		e = aw_store_commit(t, err);
-		t = NULL;
-		if (!e)
-			aw_metrics_run_event("succeeded", nd);
-	}
+		aw_metrics_run_event("succeeded", nd);
 out:
-	if (t)
-		aw_store_rollback(t);
 	for (int i = 0; st && i < k; i++)
 		free(st[i].result);
 	free(st);
 	free(ids);
 	free(held);
-	free(done);
-	free(release);
+	free(out);
+	free(sel);
 	return e;
 }
 
@@ -568,19 +706,18 @@ static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx
 			cl[nc++] = idx[i];
 		else if (js[idx[i]].active)
 			rel[nr++] = idx[i];
-	aw_txn *t = NULL;
+	wtx x;
 	aw_error err;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_run_change chg = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
-	if ((nr || nc) && aw_store_begin(w->s, ctx, AW_TXN_WRITE, &t, &err) == AW_OK) {
-		if (move_many(w, t, ctx, js, rel, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &chg, NULL,
-			      &err) == AW_OK &&
-		    move_many(w, t, ctx, js, cl, nc, AW_RUN_CLAIMED, AW_RUN_QUEUED, &chg, NULL,
-			      &err) == AW_OK)
-			aw_store_commit(t, &err);
-		else
-			aw_store_rollback(t);
+	if ((nr || nc) && wtx_begin(w, ctx, &x, &err) == AW_OK) {
+		aw_err e = move_many(w, &x, js, rel, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &chg, NULL,
+				     &err);
+		if (!e)
+			e = move_many(w, &x, js, cl, nc, AW_RUN_CLAIMED, AW_RUN_QUEUED, &chg, NULL,
+				      &err);
+		wtx_end(&x, e, &err);
 	}
 	free(rel);
 	free(cl);
@@ -697,6 +834,8 @@ static void *exec_main(void *arg)
 			continue;
 		}
 		aw_metrics_run_event("claimed", n);
+		if (n == w->o.batch) /* probably more waiting: another thread claims them */
+			aw_run_kick();
 		process(w, tc, c, n);
 		aw_run_claims_free(c, n);
 	}
@@ -895,7 +1034,7 @@ void aw_worker_stop(aw_worker *w)
 			w->threads[t].slots[i].stop = 1;
 	pthread_cond_broadcast(&w->hb_cv);
 	pthread_mutex_unlock(&w->mu);
-	aw_run_kick();
+	kick_all();
 	for (int i = 0; i < w->o.concurrency; i++)
 		pthread_join(w->threads[i].th, NULL);
 	pthread_join(w->hb, NULL);

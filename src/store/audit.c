@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "internal.h"
 
 #define GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
@@ -204,5 +206,35 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 out:
 	free(sql);
 	free(v);
+	return e;
+}
+
+int aw_store_audit_in_db(const aw_txn *t)
+{
+	return aw_txn_dialect(t) == AW_DIALECT_PG;
+}
+
+aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err)
+{
+	json_t *arr = json_array();
+	for (int i = 0; arr && i < n; i++) {
+		const aw_audit_row *a = &rows[i];
+		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+							 "event_id", a->event_id, "ts", a->ts,
+							 "actor", a->actor, "action", a->action,
+							 "target", a->target ? a->target : "",
+							 "trace_id", a->trace_id, "payload",
+							 a->payload ? a->payload : "")) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	if (!text)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_val v[] = {AW_TEXT(text)};
+	aw_err e = aw_txn_defer(t, "SELECT audit_append($1)", 1, v, err);
+	free(text);
 	return e;
 }

@@ -32,6 +32,8 @@ void aw_store_release(aw_store *s, aw_conn *c);
 /* Runs one statement in t; records store latency. out may be NULL. */
 aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out,
 		   aw_error *err);
+/* Queues one statement whose result is not needed (see driver.h defer). */
+aw_err aw_txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err);
 /* Runs one statement on a pooled connection outside any tenant txn. */
 aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
 		      aw_rows **out, aw_error *err);

@@ -19,8 +19,22 @@
 
 #define TIMESTAMPTZOID 1184
 
+/* A statement whose result nobody waits for (aw_txn_defer): sent with the
+ * next statement that is waited for, or with COMMIT, in one pipeline. */
+typedef struct {
+	char *sql;
+	int n;
+	char **vals;
+} deferred;
+
 struct aw_conn {
 	PGconn *pg;
+	/* BEGIN is not sent on its own: it goes out with the first statement of
+	 * the transaction (one round trip less per transaction) */
+	int begin_pending;
+	char project[128];
+	deferred *q;
+	int nq, capq;
 };
 
 static aw_err map_result(PGconn *pg, PGresult *res, aw_error *err)
@@ -43,8 +57,12 @@ static aw_err map_result(PGconn *pg, PGresult *res, aw_error *err)
 	return aw_fail(err, AW_E_STORE_QUERY, "postgres %s: %s", state, msg ? msg : "?");
 }
 
+static aw_err pg_pipeline_end(aw_conn *c, const char *sql, aw_error *err);
+
 static aw_err pg_script(aw_conn *c, const char *sql, aw_error *err)
 {
+	if (c->begin_pending || c->nq)
+		return pg_pipeline_end(c, sql, err);
 	PGresult *res = PQexec(c->pg, sql);
 	ExecStatusType st = PQresultStatus(res);
 	aw_err e = AW_OK;
@@ -88,10 +106,14 @@ static aw_err pg_connect(const char *url, aw_conn **out, aw_error *err)
 	return AW_OK;
 }
 
+static void clear_pending(aw_conn *c);
+
 static void pg_disconnect(aw_conn *c)
 {
 	if (!c)
 		return;
+	clear_pending(c);
+	free(c->q);
 	PQfinish(c->pg);
 	free(c);
 }
@@ -122,6 +144,127 @@ static char *norm_ts(const char *v)
 	return o;
 }
 
+/* Materialises a result (caller keeps res). */
+static aw_err rows_from(PGconn *pg, PGresult *res, aw_rows **out, aw_error *err)
+{
+	ExecStatusType st = PQresultStatus(res);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		return map_result(pg, res, err);
+	if (!out)
+		return AW_OK;
+	int nrows = PQntuples(res), ncols = PQnfields(res);
+	const char *aff = PQcmdTuples(res);
+	size_t total = (size_t)nrows * (size_t)ncols, ncells = 0;
+	char **cells = calloc(total ? total : 1, sizeof *cells);
+	aw_err e = AW_OK;
+	if (!cells)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int r = 0; r < nrows && !e; r++) {
+		for (int col = 0; col < ncols; col++, ncells++) {
+			if (PQgetisnull(res, r, col))
+				continue;
+			const char *v = PQgetvalue(res, r, col);
+			cells[ncells] =
+				PQftype(res, col) == TIMESTAMPTZOID ? norm_ts(v) : strdup(v);
+			if (!cells[ncells]) {
+				e = aw_fail(err, AW_E_NOMEM, "out of memory");
+				break;
+			}
+		}
+	}
+	if (!e && !(*out = aw_rows_new(nrows, ncols, cells, aff && *aff ? atoll(aff) : 0)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (e) {
+		for (size_t i = 0; i < total; i++)
+			free(cells[i]);
+		free(cells);
+	}
+	return e;
+}
+
+/* Text values of the parameters; vals[i] points into numbuf for integers. */
+static void param_values(int n, const aw_val *p, char (*numbuf)[24], const char **vals)
+{
+	for (int i = 0; i < n; i++) {
+		switch (p[i].t) {
+		case AW_V_TEXT: vals[i] = p[i].s; break;
+		case AW_V_INT:
+			snprintf(numbuf[i], sizeof numbuf[i], "%lld", (long long)p[i].i);
+			vals[i] = numbuf[i];
+			break;
+		default: vals[i] = NULL;
+		}
+	}
+}
+
+static void clear_pending(aw_conn *c)
+{
+	for (int i = 0; i < c->nq; i++) {
+		for (int k = 0; k < c->q[i].n; k++)
+			free(c->q[i].vals[k]);
+		free(c->q[i].vals);
+		free(c->q[i].sql);
+	}
+	c->nq = 0;
+	c->begin_pending = 0;
+}
+
+/* Sends the pending BEGIN, the deferred statements and then sql (when not
+ * NULL) in one pipeline; *out gets the last statement's rows. The first
+ * error wins (the server skips the rest of the pipeline after it). */
+static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *vals, aw_rows **out,
+		       aw_error *err)
+{
+	PGconn *pg = c->pg;
+	aw_err e = AW_OK;
+	int sent = 0, ok = PQenterPipelineMode(pg);
+	if (ok && c->begin_pending) {
+		ok = PQsendQueryParams(pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+		sent += ok;
+		if (ok && c->project[0]) {
+			const char *pv[] = {c->project};
+			ok = PQsendQueryParams(pg,
+					       "SELECT set_config('awooop.project_id', $1, true)",
+					       1, NULL, pv, NULL, NULL, 0);
+			sent += ok;
+		}
+	}
+	for (int i = 0; ok && i < c->nq; i++) {
+		ok = PQsendQueryParams(pg, c->q[i].sql, c->q[i].n, NULL,
+				       (const char *const *)c->q[i].vals, NULL, NULL, 0);
+		sent += ok;
+	}
+	if (ok && sql) {
+		ok = PQsendQueryParams(pg, sql, n, NULL, vals, NULL, NULL, 0);
+		sent += ok;
+	}
+	clear_pending(c);
+	/* always sync what was queued, or its results would never arrive */
+	if (!PQpipelineSync(pg) || !ok)
+		e = aw_fail(err, AW_E_STORE_UNAVAILABLE, "postgres connection lost");
+	/* one result (then NULL) per statement sent, then the sync */
+	for (int i = 0; i < sent; i++) {
+		PGresult *res;
+		while ((res = PQgetResult(pg))) {
+			ExecStatusType st = PQresultStatus(res);
+			if (!e && st == PGRES_PIPELINE_ABORTED)
+				e = aw_fail(err, AW_E_STORE_QUERY, "postgres pipeline aborted");
+			else if (!e)
+				e = rows_from(pg, res, sql && i == sent - 1 ? out : NULL, err);
+			PQclear(res);
+		}
+	}
+	PGresult *res;
+	while ((res = PQgetResult(pg))) { /* PGRES_PIPELINE_SYNC */
+		int sync = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		PQclear(res);
+		if (sync)
+			break;
+	}
+	PQexitPipelineMode(pg);
+	return e;
+}
+
 static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_rows **out,
 		      aw_error *err)
 {
@@ -137,79 +280,85 @@ static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		}
 	}
-	for (int i = 0; i < n; i++) {
-		switch (p[i].t) {
-		case AW_V_TEXT: vals[i] = p[i].s; break;
-		case AW_V_INT:
-			snprintf(numbuf[i], sizeof numbuf[i], "%lld", (long long)p[i].i);
-			vals[i] = numbuf[i];
-			break;
-		default: vals[i] = NULL;
-		}
+	param_values(n, p, numbuf, vals);
+	aw_err e;
+	if (c->begin_pending || c->nq) {
+		e = pipeline(c, sql, n, vals, out, err);
+	} else {
+		PGresult *res = PQexecParams(c->pg, sql, n, NULL, vals, NULL, NULL, 0);
+		e = rows_from(c->pg, res, out, err);
+		PQclear(res);
 	}
-	PGresult *res = PQexecParams(c->pg, sql, n, NULL, vals, NULL, NULL, 0);
 	if (n > 16) {
 		free(numbuf);
 		free(vals);
 	}
-	ExecStatusType st = PQresultStatus(res);
-	aw_err e = AW_OK;
-	char **cells = NULL;
-	size_t ncells = 0;
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		e = map_result(c->pg, res, err);
-		goto cleanup;
-	}
-	if (!out)
-		goto cleanup;
-	int nrows = PQntuples(res), ncols = PQnfields(res);
-	const char *aff = PQcmdTuples(res);
-	size_t total = (size_t)nrows * (size_t)ncols;
-	cells = calloc(total ? total : 1, sizeof *cells);
-	if (!cells) {
-		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-		goto cleanup;
-	}
-	for (int r = 0; r < nrows; r++) {
-		for (int col = 0; col < ncols; col++, ncells++) {
-			if (PQgetisnull(res, r, col))
-				continue;
-			const char *v = PQgetvalue(res, r, col);
-			cells[ncells] =
-				PQftype(res, col) == TIMESTAMPTZOID ? norm_ts(v) : strdup(v);
-			if (!cells[ncells]) {
-				e = aw_fail(err, AW_E_NOMEM, "out of memory");
-				goto cleanup;
-			}
-		}
-	}
-	*out = aw_rows_new(nrows, ncols, cells, aff && *aff ? atoll(aff) : 0);
-	if (!*out) {
-		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-		goto cleanup;
-	}
-	cells = NULL;
-	ncells = 0;
-cleanup:
-	for (size_t i = 0; i < ncells; i++)
-		free(cells[i]);
-	free(cells);
-	PQclear(res);
 	return e;
+}
+
+/* COMMIT goes out with what is pending; a ROLLBACK of a transaction that
+ * never reached the server costs nothing; anything else flushes first. */
+static aw_err pg_pipeline_end(aw_conn *c, const char *sql, aw_error *err)
+{
+	if (strcmp(sql, "ROLLBACK") == 0 && c->begin_pending) {
+		clear_pending(c);
+		return AW_OK;
+	}
+	if (strcmp(sql, "ROLLBACK") == 0)
+		clear_pending(c);
+	else if (strcmp(sql, "COMMIT") == 0)
+		return c->begin_pending && !c->nq ? (clear_pending(c), AW_OK)
+						  : pipeline(c, "COMMIT", 0, NULL, NULL, err);
+	else if (c->begin_pending || c->nq) {
+		aw_err e = pipeline(c, NULL, 0, NULL, NULL, err);
+		if (e)
+			return e;
+	}
+	return pg_script(c, sql, err);
+}
+
+static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p, aw_error *err)
+{
+	if (c->nq == c->capq) {
+		int cap = c->capq ? c->capq * 2 : 8;
+		deferred *q = realloc(c->q, sizeof *q * (size_t)cap);
+		if (!q)
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		c->q = q;
+		c->capq = cap;
+	}
+	deferred *d = &c->q[c->nq];
+	d->n = n;
+	d->sql = strdup(sql);
+	d->vals = calloc((size_t)n + 1, sizeof *d->vals);
+	int bad = !d->sql || !d->vals;
+	for (int i = 0; !bad && i < n; i++) {
+		char num[24];
+		if (p[i].t == AW_V_NULL)
+			continue;
+		if (p[i].t == AW_V_INT)
+			snprintf(num, sizeof num, "%lld", (long long)p[i].i);
+		bad |= !(d->vals[i] = strdup(p[i].t == AW_V_INT ? num : p[i].s));
+	}
+	if (bad) {
+		for (int i = 0; d->vals && i < n; i++)
+			free(d->vals[i]);
+		free(d->vals);
+		free(d->sql);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	c->nq++;
+	return AW_OK;
 }
 
 static aw_err pg_begin(aw_conn *c, const char *project, int write, aw_error *err)
 {
 	(void)write;
-	if (!project || !*project)
-		return pg_script(c, "BEGIN", err);
-	char *lit = PQescapeLiteral(c->pg, project, strlen(project));
-	if (!lit)
-		return aw_fail(err, AW_E_STORE_UNAVAILABLE, "postgres connection lost");
-	char sql[256];
-	snprintf(sql, sizeof sql, "BEGIN; SET LOCAL awooop.project_id = %s", lit);
-	PQfreemem(lit);
-	return pg_script(c, sql, err);
+	(void)err;
+	clear_pending(c);
+	c->begin_pending = 1;
+	snprintf(c->project, sizeof c->project, "%s", project ? project : "");
+	return AW_OK;
 }
 
 static aw_err pg_listen(aw_conn *c, const char *channel, aw_error *err)
@@ -258,6 +407,7 @@ const aw_driver aw_driver_pg = {
 	.disconnect = pg_disconnect,
 	.healthy = pg_healthy,
 	.exec = pg_exec,
+	.defer = pg_defer,
 	.script = pg_script,
 	.begin = pg_begin,
 };

@@ -106,12 +106,12 @@ aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err)
 		      AW_TEXT(r->mode),	       AW_TEXT(r->workflow),	AW_TEXT(r->input),
 		      AW_INT(r->priority),     AW_INT(r->max_attempts), AW_INT(r->timeout_s),
 		      AW_TEXT(r->trace_id),    AW_TEXT(r->run_after),	AW_TEXT(r->created_at)};
-	return aw_txn_exec(t,
-			   "INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
-			   " priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
-			   " created_at, updated_at)"
-			   " VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12, $12)",
-			   12, v, NULL, err);
+	return aw_txn_defer(t,
+			    "INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
+			    " priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
+			    " created_at, updated_at)"
+			    " VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12, $12)",
+			    12, v, err);
 }
 
 aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *err)
@@ -392,7 +392,7 @@ aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_err
 			 " state = excluded.state, result = excluded.result,"
 			 " attempt = excluded.attempt, error_code = excluded.error_code,"
 			 " started_at = excluded.started_at, finished_at = excluded.finished_at");
-		e = aw_txn_exec(t, sql, k * STEP_PARAMS, v, NULL, err);
+		e = aw_txn_defer(t, sql, k * STEP_PARAMS, v, err);
 	}
 out:
 	free(sql);
@@ -676,9 +676,9 @@ aw_err aw_store_idem_put(aw_txn *t, const char *scope, const char *key, const ch
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(scope), AW_TEXT(key),	AW_TEXT(hash),
 		      AW_TEXT(resource),       AW_TEXT(now),   AW_TEXT(expires)};
-	return aw_txn_exec(
+	return aw_txn_defer(
 		t,
 		"INSERT INTO idempotency_keys (project_id, scope, idem_key, request_hash,"
 		" resource_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		7, v, NULL, err);
+		7, v, err);
 }

@@ -199,6 +199,13 @@ aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows *
 	return timed_exec(t->s, t->c, sql, n, p, out, err);
 }
 
+aw_err aw_txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err)
+{
+	if (!t->s->drv->defer)
+		return timed_exec(t->s, t->c, sql, n, p, NULL, err);
+	return t->s->drv->defer(t->c, sql, n, p, err);
+}
+
 aw_dialect aw_txn_dialect(const aw_txn *t)
 {
 	return t->s->drv->dialect;

@@ -380,6 +380,39 @@ req POST "/v1/platform/runs/$SLOW/cancel" "$BOB" ""; expect "cancel other projec
 req POST "/v1/platform/runs/$SLOW/cancel" "$RUNNER" ""; expect "cancel" 200
 check "cancelled" "$(jbody .state)" cancelled
 req POST "/v1/platform/runs/$SLOW/cancel" "$RUNNER" ""; expect "cancel twice" 409 E-RUN-002
+# step args are the tenant's own input: they never reach the log, the audit
+# trail, an error answer or the journal's results
+req POST /v1/platform/runs "$RUNNER" "{\"max_attempts\":1,\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:1/x?token=$CAN_GH\",\"body\":{\"password\":\"$CAN_PW\",\"k\":\"$CAN_AWS\"}}}]}"
+expect "run with secrets in its args" 201
+CRUN=$(jbody .run_id)
+: >"$TMP/responses" # the 201 above echoes the workflow to its owner, by design
+req POST /v1/platform/runs "$RUNNER" "{\"workflow\":[{\"kind\":\"noop\",\"$CAN_AWS\":1}]}"
+expect "canary step field" 400 E-REQ-004
+req POST /v1/platform/runs "$RUNNER" "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":\"$CAN_PW\"}}]}"
+expect "canary step arg" 422 E-RUN-003
+req POST /v1/platform/runs "$RUNNER" "$RB" -H "Idempotency-Key: $CAN_MAIL x"
+expect "canary idempotency key" 400 E-REQ-005
+for c in "$CAN_AWS" "$CAN_GH" "$CAN_PW" "$CAN_MAIL"; do
+  check "run canary absent from error answers" "$(grep -c -- "$c" "$TMP/responses")" 0
+done
+for _ in $(seq 1 50); do
+  req GET "/v1/platform/runs/$CRUN" "$RUNNER" ""
+  [ "$(jbody .state)" = failed ] && break
+  sleep 0.1
+done
+check "unreachable http step fails the run" "$(jbody .state):$(jbody .error_code)" "failed:E-RUN-005"
+jq -c '[.steps, .transitions]' "$TMP/body" >"$TMP/journal"
+if [ "$BACKEND" = postgres ]; then
+  psql -qAt -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d "$PGDB" \
+    -c "SELECT row_to_json(a) FROM awooop.audit_events a" >"$TMP/audit_runs"
+else
+  sqlite3 "${DB#sqlite:}" "SELECT * FROM audit_events" >"$TMP/audit_runs"
+fi
+for c in "$CAN_AWS" "$CAN_GH" "$CAN_PW"; do
+  check "step arg absent from the journal" "$(grep -c -- "$c" "$TMP/journal")" 0
+  check "step arg absent from the audit table" "$(grep -c -- "$c" "$TMP/audit_runs")" 0
+  check "step arg absent from the log" "$(grep -c -- "$c" "$TMP/log")" 0
+done
 echo '{"workflow":[{"kind":"noop"},{"kind":"noop"}],"mode":"shadow"}' >"$TMP/run.json"
 export AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER
 "$BIN" run submit --file "$TMP/run.json" --wait >"$TMP/out" 2>&1; check "cli run submit --wait" $? 0

@@ -275,7 +275,8 @@ static void test_platform_path_is_definer_functions(void **state)
 	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON"
 				       " r.oid = p.proowner WHERE p.proname LIKE 'platform_%'"
 				       " AND p.prosecdef AND r.rolname = 'awooop_platform'"),
-			 6); /* key lookup, project list, and the four outbox relay functions */
+			 9); /* key lookup, project list, the four outbox relay functions and
+				the three run worker functions (claim, heartbeat, expired) */
 	assert_int_equal(scalar(owner, "SELECT rolcanlogin::int FROM pg_roles WHERE rolname ="
 				       " 'awooop_platform'"),
 			 0);

@@ -12,7 +12,6 @@ DROP INDEX runs_claim;
 CREATE INDEX runs_ready ON runs (priority DESC, run_id)
   WHERE state IN ('queued', 'retry_wait');
 CREATE INDEX runs_leased ON runs (lease_expires_at) WHERE state IN ('claimed', 'running');
-CREATE INDEX runs_by_state ON runs (project_id, state, run_id);
 -- a run's transitions are its audit records (target = run id)
 CREATE INDEX audit_events_target ON audit_events (project_id, target);
 
@@ -21,11 +20,19 @@ CREATE POLICY platform_worker ON runs TO awooop_platform USING (true) WITH CHECK
 
 -- Claims up to p_limit runnable runs, highest priority then oldest first; the
 -- previous state is returned for the audit record the worker writes next.
+-- PL/pgSQL with a generic plan, so that each worker connection plans the
+-- query once (planning cost more than running it); without knowing the LIMIT
+-- a generic plan would merge-join the whole primary key, hence nested loops
+-- only (one primary-key probe per claimed run).
 CREATE FUNCTION platform_run_claim(p_worker text, p_lease_ms integer, p_limit integer)
 RETURNS TABLE (project_id text, run_id uuid, prev_state text, mode text, workflow jsonb,
                input jsonb, attempts integer, max_attempts integer, timeout_s integer,
                trace_id text, claimed_at timestamptz)
-LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = awooop, pg_temp AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = awooop, pg_temp
+SET plan_cache_mode = force_generic_plan SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
+BEGIN
+  RETURN QUERY
   WITH c AS (
     SELECT r.run_id, r.state FROM runs r
     WHERE r.state IN ('queued', 'retry_wait') AND r.run_after <= clock_timestamp()
@@ -37,8 +44,8 @@ LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = awooop, pg_temp AS $$
          attempts = r.attempts + 1, updated_at = clock_timestamp()
   FROM c WHERE r.run_id = c.run_id
   RETURNING r.project_id, r.run_id, c.state, r.mode, r.workflow, r.input, r.attempts,
-            r.max_attempts, r.timeout_s, r.trace_id, r.updated_at
-$$;
+            r.max_attempts, r.timeout_s, r.trace_id, r.updated_at;
+END $$;
 
 -- Renews the leases p_worker still holds among p_runs (a JSON array of ids)
 -- and returns the ones it no longer holds (cancelled, reaped, finished
@@ -49,11 +56,11 @@ LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = awooop, pg_temp AS $$
   WITH ids AS (SELECT (jsonb_array_elements_text(p_runs::jsonb))::uuid AS id),
   u AS (UPDATE runs r
         SET lease_expires_at = clock_timestamp() + make_interval(secs => p_lease_ms / 1000.0)
-        WHERE r.run_id IN (SELECT id FROM ids) AND r.lease_owner = p_worker
+        WHERE r.run_id = ANY (ARRAY(SELECT id FROM ids)) AND r.lease_owner = p_worker
           AND r.state IN ('claimed', 'running')
         RETURNING r.run_id)
-  SELECT ids.id, coalesce(r.state, 'missing') FROM ids LEFT JOIN runs r ON r.run_id = ids.id
-  WHERE ids.id NOT IN (SELECT u.run_id FROM u)
+  SELECT ids.id, coalesce((SELECT r.state FROM runs r WHERE r.run_id = ids.id), 'missing')
+  FROM ids WHERE ids.id <> ALL (ARRAY(SELECT u.run_id FROM u))
 $$;
 
 -- Runs whose lease expired (their worker died or hung), for the reaper, which

@@ -7,5 +7,4 @@ ALTER TABLE run_steps ADD COLUMN error_code TEXT;
 DROP INDEX runs_claim;
 CREATE INDEX runs_ready ON runs (priority DESC, run_id) WHERE state IN ('queued', 'retry_wait');
 CREATE INDEX runs_leased ON runs (lease_expires_at) WHERE state IN ('claimed', 'running');
-CREATE INDEX runs_by_state ON runs (project_id, state, run_id);
 CREATE INDEX audit_events_target ON audit_events (project_id, target);
