@@ -830,6 +830,7 @@ static void *exec_main(void *arg)
 			continue;
 		}
 		if (n == 0) {
+			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
 			kick_wait(gen, w->o.poll_ms);
 			continue;
 		}

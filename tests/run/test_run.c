@@ -432,7 +432,7 @@ static void test_lease_expiry(void **state)
 	aw_run_claim *cl = NULL;
 	int n = 0;
 	aw_error err = {0};
-	assert_int_equal(aw_store_run_claim(S, "ghost", 300, 2, &cl, &n, &err), AW_OK);
+	assert_int_equal(aw_store_run_claim(S, "ghost", 1000, 2, &cl, &n, &err), AW_OK);
 	assert_int_equal(n, 2);
 	assert_string_equal(cl[0].run_id, a);
 	assert_string_equal(cl[0].prev_state, "queued");
@@ -440,17 +440,17 @@ static void test_lease_expiry(void **state)
 	strcpy(ids[0], a);
 	strcpy(ids[1], b);
 	aw_run_claims_free(cl, n);
-	/* heartbeat renews: not reaped at 450 ms */
+	/* heartbeat renews: not reaped at 1.2 s (margins of 400 ms for slow CI) */
 	int lost[2] = {1, 1};
-	sleep_ms(200);
-	assert_int_equal(aw_store_run_heartbeat(S, "ghost", 300, ids, 2, lost, &err), AW_OK);
+	sleep_ms(600);
+	assert_int_equal(aw_store_run_heartbeat(S, "ghost", 1000, ids, 2, lost, &err), AW_OK);
 	assert_int_equal(lost[0] + lost[1], 0);
-	sleep_ms(250);
+	sleep_ms(600);
 	int reaped = 0;
 	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
 	assert_int_equal(reaped, 0);
 	/* the ghost stops beating: both leases expire */
-	sleep_ms(400);
+	sleep_ms(1100);
 	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
 	assert_int_equal(reaped, 2);
 	char st[20];
@@ -467,7 +467,7 @@ static void test_lease_expiry(void **state)
 	assert_string_equal(r.error_code, "E-RUN-004");
 	aw_run_free(&r);
 	/* the ghost learns it lost them */
-	assert_int_equal(aw_store_run_heartbeat(S, "ghost", 300, ids, 2, lost, &err), AW_OK);
+	assert_int_equal(aw_store_run_heartbeat(S, "ghost", 1000, ids, 2, lost, &err), AW_OK);
 	assert_int_equal(lost[0] + lost[1], 2);
 	/* a worker picks the re-queued run up after its backoff */
 	aw_worker *w = worker(1, 4, 100, 1000);
