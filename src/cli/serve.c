@@ -180,46 +180,29 @@ int aw_cmd_serve(int argc, char **argv)
 		return aw_cli_fail(e, err.msg);
 	}
 	aw_http *http = NULL;
+	aw_bus *bus = NULL;
+	aw_relay *relay = NULL;
+	aw_worker *worker = NULL;
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
 				   .body_limit = (size_t)body_limit,
 				   .redis_url = aw_cli_get(opts, "redis"),
 				   .contracts = contracts};
-		if ((e = aw_http_start(&ho, store, &http, &err))) {
-			aw_contracts_free(contracts);
-			aw_keyring_free(keys);
-			aw_store_close(store);
-			return aw_cli_fail(e, err.msg);
-		}
+		if ((e = aw_http_start(&ho, store, &http, &err)))
+			goto out;
 	}
 	/* The outbox relay (roles all and relay) publishes to Redis in the cluster
 	 * shape, to the in-process bus in the embedded one. */
-	aw_bus *bus = NULL;
-	aw_relay *relay = NULL;
 	if (strcmp(role, "all") == 0 || strcmp(role, "relay") == 0) {
 		const char *redis = aw_cli_get(opts, "redis");
 		aw_relay_opts ro = {.poll_ms = atoi(aw_cli_get(opts, "relay-poll-ms"))};
 		if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)) ||
-		    (e = aw_relay_start(store, bus, &ro, &relay, &err))) {
-			aw_bus_close(bus);
-			aw_http_stop(http);
-			aw_contracts_free(contracts);
-			aw_keyring_free(keys);
-			aw_store_close(store);
-			return aw_cli_fail(e, err.msg);
-		}
+		    (e = aw_relay_start(store, bus, &ro, &relay, &err)))
+			goto out;
 	}
-	aw_worker *worker = NULL;
 	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) &&
-	    (e = aw_worker_start(store, &wo, &worker, &err))) {
-		aw_relay_stop(relay);
-		aw_bus_close(bus);
-		aw_http_stop(http);
-		aw_contracts_free(contracts);
-		aw_keyring_free(keys);
-		aw_store_close(store);
-		return aw_cli_fail(e, err.msg);
-	}
+	    (e = aw_worker_start(store, &wo, &worker, &err)))
+		goto out;
 	char port[16];
 	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
 	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store", aw_store_backend(store),
@@ -229,6 +212,7 @@ int aw_cmd_serve(int argc, char **argv)
 	sigwait(&stop, &sig);
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
+out: /* also the way out when a part failed to start (e set) */
 	aw_http_stop(http);
 	aw_worker_stop(worker); /* finishes the round in flight, re-queues the rest */
 	aw_relay_stop(relay);
@@ -236,7 +220,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_contracts_free(contracts);
 	aw_keyring_free(keys);
 	aw_store_close(store);
-	return 0;
+	return e ? aw_cli_fail(e, err.msg) : 0;
 }
 
 int aw_cmd_migrate(int argc, char **argv)

@@ -100,6 +100,16 @@ static void in_list(char *sql, size_t cap, int *o, int first, int n)
 		*o += snprintf(sql + *o, cap - (size_t)*o, "%s$%d", i ? ", " : "", first + i);
 }
 
+/* flag[i] = 1 when ids[i] is a value of r's first column. */
+static void mark_listed(const aw_rows *r, char (*ids)[AW_UUID_STR_LEN + 1], int n, int *flag)
+{
+	for (int i = 0; i < n; i++) {
+		flag[i] = 0;
+		for (int k = 0; k < r->nrows && !flag[i]; k++)
+			flag[i] = strcmp(aw_rows_get(r, k, 0), ids[i]) == 0;
+	}
+}
+
 aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(r->run_id),	AW_TEXT(r->state),
@@ -228,12 +238,7 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 	free(v);
 	if (e)
 		return e;
-	for (int i = 0; i < n; i++) {
-		ok[i] = 0;
-		for (int k = 0; k < r->nrows; k++)
-			if (strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
-				ok[i] = 1;
-	}
+	mark_listed(r, ids, n, ok);
 	aw_rows_free(r);
 	return AW_OK;
 }
@@ -286,12 +291,7 @@ aw_err aw_store_run_lock_held(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n
 	free(v);
 	if (e)
 		return e;
-	for (int i = 0; i < n; i++) {
-		held[i] = 0;
-		for (int k = 0; k < r->nrows; k++)
-			if (strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
-				held[i] = 1;
-	}
+	mark_listed(r, ids, n, held);
 	aw_rows_free(r);
 	return AW_OK;
 }
@@ -599,13 +599,9 @@ aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
 		return e;
 	}
 	/* PostgreSQL returns the lost runs, SQLite the renewed ones */
-	for (int i = 0; i < n; i++) {
-		int listed = 0;
-		for (int k = 0; k < r->nrows; k++)
-			if (strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
-				listed = 1;
-		lost[i] = pg ? listed : !listed;
-	}
+	mark_listed(r, ids, n, lost);
+	for (int i = 0; !pg && i < n; i++)
+		lost[i] = !lost[i];
 	aw_rows_free(r);
 	return AW_OK;
 }
