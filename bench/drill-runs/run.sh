@@ -4,7 +4,8 @@
 #   bench/drill-runs/run.sh [RUNS] [WORKERS] [KILL_EVERY_MS]   (defaults 1000 3 700)
 #
 # Queues RUNS runs of 3 steps (sleep 200 ms; an http POST to a local counting
-# server; noop), starts WORKERS `awooop serve --role worker` processes and,
+# server that answers after 50 ms, so kills also land between an effect and
+# its journal entry; noop), starts WORKERS `awooop serve --role worker` processes and,
 # until every run has finished, SIGKILLs a random worker every ~KILL_EVERY_MS
 # (uniform 0.5x..1.5x) and starts a replacement. Then checks: every run ended
 # `succeeded`, none is missing, every journal has 3 succeeded steps, the
@@ -44,7 +45,7 @@ APP="postgresql://awooop_app@$PGH:$PGP/awdrill"
 export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)
 
 PORT=$((20000 + RANDOM % 12000))
-"$BR" counter "$PORT" "$OUT/counter.json" 2>/dev/null &
+"$BR" counter "$PORT" "$OUT/counter.json" 50 2>/dev/null &
 CPID=$!
 for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
 WF="[{\"kind\":\"sleep\",\"args\":{\"ms\":200}},{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:$PORT/effect\",\"body\":{\"drill\":true}}},{\"kind\":\"noop\"}]"

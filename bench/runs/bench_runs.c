@@ -5,8 +5,8 @@
  *   bench_runs latency URL PROJECT N CONCURRENCY
  *       runs an in-process worker (CONCURRENCY threads), submits N runs one
  *       after another and prints the submit -> step start latency p50/p99 (ms)
- *   bench_runs counter PORT OUTFILE
- *       the counting HTTP server of the crash drill; on SIGTERM writes
+ *   bench_runs counter PORT OUTFILE [DELAY_MS]
+ *       the counting HTTP server of the crash drill (answers after DELAY_MS); on SIGTERM writes
  *       {"requests", "keys", "unkeyed"} to OUTFILE and "KEY COUNT" lines to
  *       OUTFILE.keys
  */
@@ -148,9 +148,9 @@ static void on_term(int sig)
 	stop = 1;
 }
 
-static int counter(int port, const char *out)
+static int counter(int port, const char *out, int delay_ms)
 {
-	aw_counter *c = aw_counter_start(port);
+	aw_counter *c = aw_counter_start(port, delay_ms);
 	if (!c) {
 		fprintf(stderr, "bench_runs: cannot listen on %d\n", port);
 		return 1;
@@ -181,11 +181,11 @@ static int counter(int port, const char *out)
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && strcmp(argv[1], "counter") == 0)
-		return counter(atoi(argv[2]), argv[3]);
+		return counter(atoi(argv[2]), argv[3], argc > 4 ? atoi(argv[4]) : 0);
 	if (argc < 5) {
 		fprintf(stderr, "usage: bench_runs load URL PROJECT N [THREADS] [WORKFLOW]\n"
 				"       bench_runs latency URL PROJECT N [CONCURRENCY]\n"
-				"       bench_runs counter PORT OUTFILE\n");
+				"       bench_runs counter PORT OUTFILE [DELAY_MS]\n");
 		return 2;
 	}
 	S = open_store(argv[2]);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SLOTS (1u << 16)
 
@@ -25,7 +26,7 @@ struct aw_counter {
 	pthread_mutex_t mu;
 	entry *tab;
 	int64_t requests, keys, unkeyed;
-	int port;
+	int port, delay_ms;
 };
 
 static entry *find(aw_counter *c, const char *key, int create)
@@ -73,6 +74,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		c->unkeyed++;
 	}
 	pthread_mutex_unlock(&c->mu);
+	if (c->delay_ms > 0) {
+		struct timespec ts = {c->delay_ms / 1000, (long)(c->delay_ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
 	static const char ok[] = "{\"ok\":true}";
 	struct MHD_Response *r =
 		MHD_create_response_from_buffer(sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
@@ -81,7 +86,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return rc;
 }
 
-aw_counter *aw_counter_start(int port)
+aw_counter *aw_counter_start(int port, int delay_ms)
 {
 	aw_counter *c = calloc(1, sizeof *c);
 	if (!c || !(c->tab = calloc(SLOTS, sizeof *c->tab))) {
@@ -89,6 +94,7 @@ aw_counter *aw_counter_start(int port)
 		return NULL;
 	}
 	pthread_mutex_init(&c->mu, NULL);
+	c->delay_ms = delay_ms;
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	c->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,

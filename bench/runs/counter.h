@@ -12,8 +12,10 @@
 
 typedef struct aw_counter aw_counter;
 
-/* port 0 picks a free one; NULL on failure. */
-aw_counter *aw_counter_start(int port);
+/* port 0 picks a free one; every answer waits delay_ms (an effect that takes
+ * time, so a crash can land between it and its journal entry); NULL on
+ * failure. */
+aw_counter *aw_counter_start(int port, int delay_ms);
 int aw_counter_port(const aw_counter *c);
 void aw_counter_stop(aw_counter *c);
 /* Requests seen with this key (0 when none). */

@@ -35,7 +35,7 @@ static int setup(void **state)
 {
 	aw_test_db_create(backend, &db);
 	S = aw_test_store_open(&db);
-	CNT = aw_counter_start(0);
+	CNT = aw_counter_start(0, 0);
 	aw_error err = {0};
 	aw_ctx admin;
 	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
