@@ -105,7 +105,14 @@ int aw_cmd_run(int argc, char **argv)
 			snprintf(id, sizeof id, "%s",
 				 json_string_value(json_object_get(doc, "run_id")));
 			snprintf(path, sizeof path, "/v1/platform/runs/%s", id);
+			char shown[32] = "";
 			while (!rc && !terminal(json_string_value(json_object_get(doc, "state")))) {
+				/* progress on stderr: each state the run passes through */
+				const char *st = json_string_value(json_object_get(doc, "state"));
+				if (st && strcmp(st, shown)) {
+					fprintf(stderr, "run %s: %s\n", id, st);
+					snprintf(shown, sizeof shown, "%s", st);
+				}
 				struct timespec ts = {0, 200000000L};
 				nanosleep(&ts, NULL);
 				json_decref(doc);

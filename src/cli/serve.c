@@ -151,6 +151,10 @@ int aw_cmd_serve(int argc, char **argv)
 	ensure_sqlite_dir(db);
 	aw_error err = {0};
 	aw_store *store = NULL;
+	/* each run worker thread holds a connection while it works, the heartbeat
+	 * one more: never let the pool make them wait on each other */
+	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) && pool < wv[0] + 2)
+		pool = wv[0] + 2;
 	aw_store_opts so = {.pool_size = (int)pool, .auto_migrate = strncmp(db, "sqlite:", 7) == 0};
 	aw_err e = aw_store_open(db, &so, &store, &err);
 	if (!e)
