@@ -415,7 +415,8 @@ for c in "$CAN_AWS" "$CAN_GH" "$CAN_PW"; do
 done
 echo '{"workflow":[{"kind":"noop"},{"kind":"noop"}],"mode":"shadow"}' >"$TMP/run.json"
 export AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER
-"$BIN" run submit --file "$TMP/run.json" --wait >"$TMP/out" 2>&1; check "cli run submit --wait" $? 0
+"$BIN" run submit --file "$TMP/run.json" --wait >"$TMP/out" 2>"$TMP/err"; check "cli run submit --wait" $? 0
+check "cli run submit --wait shows progress" "$(grep -c "^run $(cut -d' ' -f1 "$TMP/out"): queued" "$TMP/err")" 1
 SH=$(cut -d' ' -f1 "$TMP/out")
 "$BIN" run get "$SH" | jq -r .mode >"$TMP/out"; check "cli run get" "$(cat "$TMP/out")" shadow
 check "cli run list" "$("$BIN" run list --state cancelled | grep -c "$SLOW")" 1
