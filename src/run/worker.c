@@ -559,6 +559,54 @@ static void execute(aw_worker *w, job *j)
 	aw_metrics_run_event("step", 1);
 }
 
+typedef struct {
+	aw_worker *w;
+	job *j;
+} exec_arg;
+
+static void *exec_thread(void *p)
+{
+	exec_arg *a = p;
+	execute(a->w, a->j);
+	return NULL;
+}
+
+#define ROUND_THREADS 32
+
+/* One round's steps: instant ones inline, the others on threads of their own
+ * (at most ROUND_THREADS at a time), so a slow step does not hold up its
+ * batch-mates: a round lasts as long as its slowest step, not their sum. */
+static void execute_round(aw_worker *w, job *js, const int *idx, int n)
+{
+	pthread_t th[ROUND_THREADS];
+	exec_arg args[ROUND_THREADS];
+	int running = 0;
+	for (int i = 0; i < n; i++)
+		js[idx[i]].executed = 0;
+	for (int i = 0; i < n; i++) {
+		job *j = &js[idx[i]];
+		if (!j->active)
+			continue;
+		const aw_executor *x = next_executor(j);
+		if (!x || x->instant) {
+			execute(w, j);
+			continue;
+		}
+		if (running == ROUND_THREADS) {
+			for (int k = 0; k < running; k++)
+				pthread_join(th[k], NULL);
+			running = 0;
+		}
+		args[running] = (exec_arg){w, j};
+		if (pthread_create(&th[running], NULL, exec_thread, &args[running]) == 0)
+			running++;
+		else
+			execute(w, j);
+	}
+	for (int k = 0; k < running; k++)
+		pthread_join(th[k], NULL);
+}
+
 /* The round's journal entries and the transitions they cause, for one project,
  * in one transaction. Each move is a compare-and-set that also tells which
  * runs this worker still held (a cancelled or reaped run does not move and
@@ -743,13 +791,10 @@ static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int 
 		if ((e = start_slow(w, &ctx, js, idx, n, &err)) ||
 		    (e = mark_started(w, &ctx, js, idx, n, &err)))
 			break;
-		for (int i = 0; i < n; i++) {
+		execute_round(w, js, idx, n);
+		for (int i = 0; aw_worker_fault_hook && i < n; i++) {
 			job *j = &js[idx[i]];
-			j->executed = 0;
-			if (!j->active)
-				continue;
-			execute(w, j);
-			if (aw_worker_fault_hook && aw_worker_fault_hook(j->c->run_id, j->next + 1))
+			if (j->executed && aw_worker_fault_hook(j->c->run_id, j->next + 1))
 				return 1;
 		}
 		e = finish_round(w, tc, &ctx, js, idx, n, atomic_load(&w->stop), &err);

@@ -619,6 +619,28 @@ static void test_shadow_and_diff(void **state)
 	json_decref(d);
 }
 
+/* Slow steps of one batch run side by side: two 800 ms sleeps claimed by one
+ * thread finish together, not one after the other. */
+static void test_batch_steps_in_parallel(void **state)
+{
+	char a[40], b[40];
+	submit("rt-other",
+	       "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":800}}],"
+	       "\"input\":\"a\",\"priority\":900}",
+	       NULL, a);
+	submit("rt-other",
+	       "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":800}}],"
+	       "\"input\":\"b\",\"priority\":900}",
+	       NULL, b);
+	int64_t t0 = aw_clock_mono_ns();
+	aw_worker *w = worker(1, 2, 100, 2000);
+	assert_true(wait_state("rt-other", a, "succeeded", 5000));
+	assert_true(wait_state("rt-other", b, "succeeded", 5000));
+	int64_t ms = (aw_clock_mono_ns() - t0) / 1000000;
+	aw_worker_stop(w);
+	assert_true(ms < 1500);
+}
+
 static void test_isolation_and_list(void **state)
 {
 	char id[40];
@@ -674,6 +696,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_retries_and_failure),
 		cmocka_unit_test(test_graceful_shutdown),
 		cmocka_unit_test(test_shadow_and_diff),
+		cmocka_unit_test(test_batch_steps_in_parallel),
 		cmocka_unit_test(test_isolation_and_list),
 	};
 	char name[64];
