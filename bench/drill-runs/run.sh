@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/drill-runs: the run runtime's crash drill on PostgreSQL 15.
 #
-#   bench/drill-runs/run.sh [RUNS] [WORKERS] [KILL_EVERY_MS]   (defaults 1000 3 700)
+#   bench/drill-runs/run.sh [RUNS] [WORKERS] [KILL_EVERY_MS]   (defaults 1000 3 300)
 #
 # Queues RUNS runs of 3 steps (sleep 200 ms; an http POST to a local counting
 # server that answers after 50 ms, so kills also land between an effect and
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000}
 W=${2:-3}
-KILL_MS=${3:-700}
+KILL_MS=${3:-300}
 
 scripts/deps.sh --test >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
