@@ -7,6 +7,7 @@
 #define AWOOOP_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 #define AW_TS_LEN 24 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" without the NUL */
 
@@ -16,6 +17,9 @@ int64_t aw_clock_mono_ns(void); /* monotonic nanoseconds, for durations */
 void aw_clock_format(int64_t epoch_ms, char *out);
 /* Current time formatted. */
 void aw_clock_now(char *out);
+/* The absolute time ms from now on clock (CLOCK_MONOTONIC, CLOCK_REALTIME),
+ * for pthread_cond_timedwait. */
+struct timespec aw_clock_after(int clock, int64_t ms);
 /* Parses the stored format back; -1 on a malformed string. */
 int aw_clock_parse(const char *s, int64_t *epoch_ms);
 

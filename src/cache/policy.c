@@ -412,14 +412,7 @@ static void *checker_main(void *arg)
 		int64_t wait = next - now_ns();
 		if (wait <= 0)
 			continue;
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += wait / 1000000000LL;
-		until.tv_nsec += wait % 1000000000LL;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		struct timespec until = aw_clock_after(CLOCK_REALTIME, (wait + 999999) / 1000000);
 		if (!p->stop && !p->resync_pending)
 			pthread_cond_timedwait(&p->checker_cv, &p->mu, &until);
 	}

@@ -63,3 +63,16 @@ int aw_clock_parse(const char *s, int64_t *epoch_ms)
 	*epoch_ms = (int64_t)t * 1000 + ms;
 	return 0;
 }
+
+struct timespec aw_clock_after(int clock, int64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(clock, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}

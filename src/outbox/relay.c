@@ -186,14 +186,7 @@ static void *relay_main(void *arg)
 		}
 		if (delivered == r->o.batch)
 			continue; /* more may be waiting */
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += r->o.poll_ms / 1000;
-		until.tv_nsec += (long)(r->o.poll_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		struct timespec until = aw_clock_after(CLOCK_REALTIME, r->o.poll_ms);
 		pthread_mutex_lock(&kick_mu);
 		while (!r->stop && kick_gen == gen)
 			if (pthread_cond_timedwait(&kick_cv, &kick_mu, &until))

@@ -81,14 +81,7 @@ static uint64_t kick_read(void)
 /* Waits until a kick after generation `seen`, or ms. */
 static void kick_wait(uint64_t seen, int ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&kick_mu);
 	while (kick_gen == seen)
 		if (pthread_cond_timedwait(&kick_cv, &kick_mu, &ts) != 0)
@@ -896,14 +889,7 @@ static void *hb_main(void *arg)
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
 	int *lost = calloc((size_t)cap, sizeof *lost);
 	while (ids && lost && !atomic_load(&w->stop)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += w->o.heartbeat_ms / 1000;
-		ts.tv_nsec += (long)(w->o.heartbeat_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, w->o.heartbeat_ms);
 		pthread_mutex_lock(&w->mu);
 		if (!atomic_load(&w->stop))
 			pthread_cond_timedwait(&w->hb_cv, &w->mu, &ts);
