@@ -3,10 +3,12 @@
  * reaper; wake-ups.
  *
  * Each executing thread claims up to `batch` runs at once (one statement) and
- * drives them in rounds: every run still active executes its next step, then
- * one transaction per project journals the round's steps and moves finished
- * runs on, after locking the runs it still holds (so a cancel or a reaper
- * waits for it, then finds the new state). A step's journal entry is
+ * drives them in rounds: every run still active executes its next step (slow
+ * steps side by side on threads of their own), then one transaction per
+ * project moves the runs on with compare-and-sets that also tell which runs
+ * the worker still holds (a cancel or a reaper that got there first wins;
+ * one that comes later waits for the row lock, then finds the new state) and
+ * journals the round's steps. A step's journal entry is
  * committed before the run's next step starts, which is what makes "completed
  * steps never execute again" hold across crashes. The heartbeat thread renews
  * the leases of every run the threads hold and flags those the worker lost
