@@ -22,7 +22,10 @@ CONC=${4:-8}
 BATCH=${5:-64}
 
 scripts/deps.sh --test >/dev/null
-command -v npm >/dev/null || { echo "bench/runs needs node and npm" >&2; exit 2; }
+if ! command -v npm >/dev/null; then # Debian's node and npm, only when there are none
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >&2
+fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 BIN=$PWD/build/awooop
