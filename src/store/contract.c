@@ -296,18 +296,8 @@ aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int
 			       2, p, &r, err);
 	if (e)
 		return e;
-	aw_approval *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
-	if (!arr) {
-		aw_rows_free(r);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	for (int i = 0; i < r->nrows; i++) {
-		aw_cell_copy(arr[i].principal, sizeof arr[i].principal, r, i, 0);
-		aw_cell_copy(arr[i].approved_at, sizeof arr[i].approved_at, r, i, 1);
-		aw_cell_copy(arr[i].expires_at, sizeof arr[i].expires_at, r, i, 2);
-	}
-	*out = arr;
-	*n = r->nrows;
-	aw_rows_free(r);
-	return AW_OK;
+	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_approval, principal),
+					  AW_TEXT_FIELD(aw_approval, approved_at),
+					  AW_TEXT_FIELD(aw_approval, expires_at)};
+	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }

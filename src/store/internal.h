@@ -6,6 +6,7 @@
 #define AW_STORE_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "awooop/store.h"
 #include "driver.h"
@@ -47,6 +48,23 @@ void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_a
 
 /* Copies a cell into a fixed buffer ("" for NULL). */
 void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col);
+
+/* Appends "$first, $first+1, ..." (n placeholders) at sql + *o. */
+void aw_sql_params(char *sql, size_t cap, int *o, int first, int n);
+
+/* A char-array member of a row struct, for aw_rows_to_array. */
+typedef struct {
+	size_t off, cap;
+} aw_text_field;
+#define AW_TEXT_FIELD(type, member)                                 \
+	{                                                           \
+		offsetof(type, member), sizeof(((type *)0)->member) \
+	}
+/* Copies the rows of r into a new calloc'd array of structs of size elem
+ * (column c into fields[c]; one spare zeroed element), frees r, and sets
+ * *out and *n. */
+aw_err aw_rows_to_array(aw_rows *r, size_t elem, const aw_text_field *fields, int nfields,
+			void **out, int *n, aw_error *err);
 
 typedef struct {
 	int version;

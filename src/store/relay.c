@@ -116,20 +116,10 @@ aw_err aw_store_active_list(aw_txn *t, aw_active_pointer **out, int *n, aw_error
 			       1, p, &r, err);
 	if (e)
 		return e;
-	aw_active_pointer *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
-	if (!arr) {
-		aw_rows_free(r);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	for (int i = 0; i < r->nrows; i++) {
-		aw_cell_copy(arr[i].family, sizeof arr[i].family, r, i, 0);
-		aw_cell_copy(arr[i].contract_id, sizeof arr[i].contract_id, r, i, 1);
-		aw_cell_copy(arr[i].revision_id, sizeof arr[i].revision_id, r, i, 2);
-	}
-	*out = arr;
-	*n = r->nrows;
-	aw_rows_free(r);
-	return AW_OK;
+	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_active_pointer, family),
+					  AW_TEXT_FIELD(aw_active_pointer, contract_id),
+					  AW_TEXT_FIELD(aw_active_pointer, revision_id)};
+	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }
 
 struct aw_store_listener {

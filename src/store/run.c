@@ -93,11 +93,30 @@ static int run_from_row(aw_run *v, const aw_rows *r, int i)
 	return v->workflow && (v->input || !aw_rows_get(r, i, 5)) ? 0 : -1;
 }
 
-/* Appends "$first, $first+1, ..." (n placeholders) at sql + *o. */
-static void in_list(char *sql, size_t cap, int *o, int first, int n)
+/* Runs head "($k, ...)" tail with the n ids as the list after the nfixed
+ * parameters that head refers to as $1..$nfixed. */
+static aw_err exec_in(aw_txn *t, const char *head, const aw_val *fixed, int nfixed,
+		      char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *tail, aw_rows **out,
+		      aw_error *err)
 {
-	for (int i = 0; i < n; i++)
-		*o += snprintf(sql + *o, cap - (size_t)*o, "%s$%d", i ? ", " : "", first + i);
+	size_t cap = strlen(head) + strlen(tail) + 8 + (size_t)n * 8;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (size_t)(nfixed + n));
+	aw_err e;
+	if (!sql || !v) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	} else {
+		memcpy(v, fixed, sizeof *v * (size_t)nfixed);
+		for (int i = 0; i < n; i++)
+			v[nfixed + i] = AW_TEXT(ids[i]);
+		int o = snprintf(sql, cap, "%s (", head);
+		aw_sql_params(sql, cap, &o, nfixed + 1, n);
+		snprintf(sql + o, cap - (size_t)o, ")%s", tail);
+		e = aw_txn_exec(t, sql, nfixed + n, v, out, err);
+	}
+	free(sql);
+	free(v);
+	return e;
 }
 
 /* flag[i] = 1 when ids[i] is a value of r's first column. */
@@ -185,19 +204,14 @@ aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int l
 static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *from,
 		  const char *to, const aw_run_change *c, int *ok, aw_error *err)
 {
-	size_t cap = 640 + (size_t)n * 8;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (size_t)(n + 12));
-	if (!sql || !v) {
-		free(sql);
-		free(v);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
+	char sql[640];
+	aw_val v[12];
 	int np = 0;
 	v[np++] = AW_TEXT(t->ctx.project);
 	v[np++] = AW_TEXT(from);
 	v[np++] = AW_TEXT(to);
 	v[np++] = AW_TEXT(c->now);
+	size_t cap = sizeof sql;
 	int o = snprintf(sql, cap, "UPDATE runs SET state = $3, updated_at = $4");
 	if (c->error_code) {
 		v[np++] = AW_TEXT(*c->error_code ? c->error_code : NULL);
@@ -227,15 +241,9 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 		v[np++] = AW_TEXT(c->expired_by);
 		o += snprintf(sql + o, cap - (size_t)o, " AND lease_expires_at < $%d", np);
 	}
-	o += snprintf(sql + o, cap - (size_t)o, " AND run_id IN (");
-	for (int i = 0; i < n; i++)
-		v[np + i] = AW_TEXT(ids[i]);
-	in_list(sql, cap, &o, np + 1, n);
-	snprintf(sql + o, cap - (size_t)o, ") RETURNING run_id");
+	snprintf(sql + o, cap - (size_t)o, " AND run_id IN");
 	aw_rows *r = NULL;
-	aw_err e = aw_txn_exec(t, sql, np + n, v, &r, err);
-	free(sql);
-	free(v);
+	aw_err e = exec_in(t, sql, v, np, ids, n, " RETURNING run_id", &r, err);
 	if (e)
 		return e;
 	mark_listed(r, ids, n, ok);
@@ -266,29 +274,13 @@ aw_err aw_store_run_lock_held(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n
 {
 	if (n <= 0)
 		return AW_OK;
-	size_t cap = 256 + (size_t)n * 8;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (size_t)(n + 3));
-	if (!sql || !v) {
-		free(sql);
-		free(v);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	v[0] = AW_TEXT(t->ctx.project);
-	v[1] = AW_TEXT(holder);
-	v[2] = AW_TEXT(state);
-	int o = snprintf(sql, cap,
-			 "SELECT run_id FROM runs WHERE project_id = $1 AND lease_owner = $2"
-			 " AND state = $3 AND run_id IN (");
-	for (int i = 0; i < n; i++)
-		v[3 + i] = AW_TEXT(ids[i]);
-	in_list(sql, cap, &o, 4, n);
-	snprintf(sql + o, cap - (size_t)o, ")%s",
-		 aw_txn_dialect(t) == AW_DIALECT_PG ? " FOR UPDATE" : "");
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(holder), AW_TEXT(state)};
 	aw_rows *r = NULL;
-	aw_err e = aw_txn_exec(t, sql, n + 3, v, &r, err);
-	free(sql);
-	free(v);
+	aw_err e = exec_in(t,
+			   "SELECT run_id FROM runs WHERE project_id = $1 AND lease_owner = $2"
+			   " AND state = $3 AND run_id IN",
+			   v, 3, ids, n, aw_txn_dialect(t) == AW_DIALECT_PG ? " FOR UPDATE" : "",
+			   &r, err);
 	if (e)
 		return e;
 	mark_listed(r, ids, n, held);
@@ -303,26 +295,11 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 	*nsteps = 0;
 	if (n <= 0)
 		return AW_OK;
-	size_t cap = 256 + (size_t)n * 8;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (size_t)(n + 1));
-	if (!sql || !v) {
-		free(sql);
-		free(v);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	v[0] = AW_TEXT(t->ctx.project);
-	int o = snprintf(sql, cap,
-			 "SELECT " STEP_COLS
-			 " FROM run_steps WHERE project_id = $1 AND run_id IN (");
-	for (int i = 0; i < n; i++)
-		v[1 + i] = AW_TEXT(ids[i]);
-	in_list(sql, cap, &o, 2, n);
-	snprintf(sql + o, cap - (size_t)o, ") ORDER BY run_id, step_no");
+	aw_val v[] = {AW_TEXT(t->ctx.project)};
 	aw_rows *r = NULL;
-	aw_err e = aw_txn_exec(t, sql, n + 1, v, &r, err);
-	free(sql);
-	free(v);
+	aw_err e = exec_in(
+		t, "SELECT " STEP_COLS " FROM run_steps WHERE project_id = $1 AND run_id IN", v, 1,
+		ids, n, " ORDER BY run_id, step_no", &r, err);
 	if (e)
 		return e;
 	aw_run_step *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
@@ -384,7 +361,7 @@ aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_err
 			p[9] = AW_TEXT(s->started_at[0] ? s->started_at : NULL);
 			p[10] = AW_TEXT(s->finished_at[0] ? s->finished_at : NULL);
 			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
-			in_list(sql, cap, &o, i * STEP_PARAMS + 1, STEP_PARAMS);
+			aw_sql_params(sql, cap, &o, i * STEP_PARAMS + 1, STEP_PARAMS);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
 		}
 		snprintf(sql + o, cap - (size_t)o,
@@ -464,31 +441,22 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 			2, p, &pick, err);
 	if (e || pick->nrows == 0)
 		goto out;
-	size_t cap = 512 + (size_t)pick->nrows * 8;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (size_t)(pick->nrows + 3));
-	if (!sql || !v) {
-		free(sql);
-		free(v);
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)pick->nrows);
+	if (!ids) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
-	v[0] = AW_TEXT(worker);
-	v[1] = AW_TEXT(exp);
-	v[2] = AW_TEXT(now);
-	int o = snprintf(sql, cap,
-			 "UPDATE runs SET state = 'claimed', lease_owner = $1,"
-			 " lease_expires_at = $2, attempts = attempts + 1, updated_at = $3"
-			 " WHERE run_id IN (");
 	for (int i = 0; i < pick->nrows; i++)
-		v[3 + i] = AW_TEXT(aw_rows_get(pick, i, 0));
-	in_list(sql, cap, &o, 4, pick->nrows);
-	snprintf(sql + o, cap - (size_t)o,
-		 ") RETURNING project_id, run_id, mode, workflow, input, attempts,"
-		 " max_attempts, timeout_s, trace_id, updated_at");
-	e = aw_txn_exec(t, sql, pick->nrows + 3, v, &r, err);
-	free(sql);
-	free(v);
+		aw_cell_copy(ids[i], sizeof ids[i], pick, i, 0);
+	aw_val v[] = {AW_TEXT(worker), AW_TEXT(exp), AW_TEXT(now)};
+	e = exec_in(t,
+		    "UPDATE runs SET state = 'claimed', lease_owner = $1, lease_expires_at = $2,"
+		    " attempts = attempts + 1, updated_at = $3 WHERE run_id IN",
+		    v, 3, ids, pick->nrows,
+		    " RETURNING project_id, run_id, mode, workflow, input, attempts, max_attempts,"
+		    " timeout_s, trace_id, updated_at",
+		    &r, err);
+	free(ids);
 	if (!e)
 		e = claims_from_rows(r, 0, out, n, err);
 	for (int i = 0; !e && i < *n; i++)
@@ -565,34 +533,19 @@ aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
 	} else {
 		char exp[AW_TS_LEN + 1];
 		aw_clock_format(aw_clock_wall_ms() + lease_ms, exp);
-		size_t cap = 256 + (size_t)n * 8;
-		char *sql = malloc(cap);
-		aw_val *v = malloc(sizeof *v * (size_t)(n + 2));
-		if (!sql || !v) {
-			free(sql);
-			free(v);
-			return aw_fail(err, AW_E_NOMEM, "out of memory");
-		}
-		v[0] = AW_TEXT(worker);
-		v[1] = AW_TEXT(exp);
-		int o = snprintf(sql, cap,
-				 "UPDATE runs SET lease_expires_at = $2 WHERE lease_owner = $1"
-				 " AND state IN ('claimed', 'running') AND run_id IN (");
-		for (int i = 0; i < n; i++)
-			v[2 + i] = AW_TEXT(ids[i]);
-		in_list(sql, cap, &o, 3, n);
-		snprintf(sql + o, cap - (size_t)o, ") RETURNING run_id");
+		aw_val v[] = {AW_TEXT(worker), AW_TEXT(exp)};
 		aw_txn *t = NULL;
 		e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err);
 		if (!e) {
-			e = aw_txn_exec(t, sql, n + 2, v, &r, err);
+			e = exec_in(t,
+				    "UPDATE runs SET lease_expires_at = $2 WHERE lease_owner = $1"
+				    " AND state IN ('claimed', 'running') AND run_id IN",
+				    v, 2, ids, n, " RETURNING run_id", &r, err);
 			if (!e)
 				e = aw_store_commit(t, err);
 			else
 				aw_store_rollback(t);
 		}
-		free(sql);
-		free(v);
 	}
 	if (e) {
 		aw_rows_free(r);
@@ -623,20 +576,10 @@ aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw
 		s->drv->dialect == AW_DIALECT_PG ? 1 : 2, p, &r, err);
 	if (e)
 		return e;
-	aw_run_ref *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
-	if (!arr) {
-		aw_rows_free(r);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	for (int i = 0; i < r->nrows; i++) {
-		aw_cell_copy(arr[i].project_id, sizeof arr[i].project_id, r, i, 0);
-		aw_cell_copy(arr[i].run_id, sizeof arr[i].run_id, r, i, 1);
-		aw_cell_copy(arr[i].state, sizeof arr[i].state, r, i, 2);
-	}
-	*out = arr;
-	*n = r->nrows;
-	aw_rows_free(r);
-	return AW_OK;
+	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_run_ref, project_id),
+					  AW_TEXT_FIELD(aw_run_ref, run_id),
+					  AW_TEXT_FIELD(aw_run_ref, state)};
+	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }
 
 /* ---- idempotency keys ---- */

@@ -7,6 +7,7 @@
  * broken, or inside a transaction, is closed rather than reused.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -240,4 +241,28 @@ void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
 	if (n)
 		memcpy(dst, v, n);
 	dst[n] = '\0';
+}
+
+void aw_sql_params(char *sql, size_t cap, int *o, int first, int n)
+{
+	for (int i = 0; i < n; i++)
+		*o += snprintf(sql + *o, cap - (size_t)*o, "%s$%d", i ? ", " : "", first + i);
+}
+
+aw_err aw_rows_to_array(aw_rows *r, size_t elem, const aw_text_field *fields, int nfields,
+			void **out, int *n, aw_error *err)
+{
+	char *arr = calloc((size_t)r->nrows + 1, elem);
+	if (!arr) {
+		aw_rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < r->nrows; i++)
+		for (int c = 0; c < nfields; c++)
+			aw_cell_copy(arr + (size_t)i * elem + fields[c].off, fields[c].cap, r, i,
+				     c);
+	*out = arr;
+	*n = r->nrows;
+	aw_rows_free(r);
+	return AW_OK;
 }

@@ -57,20 +57,10 @@ aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const cha
 	aw_err e = aw_store_exec1(s, ctx, sql, 2, v, &r, err);
 	if (e)
 		return e;
-	aw_project *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
-	if (!arr) {
-		aw_rows_free(r);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	for (int i = 0; i < r->nrows; i++) {
-		aw_cell_copy(arr[i].project_id, sizeof arr[i].project_id, r, i, 0);
-		aw_cell_copy(arr[i].created_at, sizeof arr[i].created_at, r, i, 1);
-		aw_cell_copy(arr[i].created_by, sizeof arr[i].created_by, r, i, 2);
-	}
-	*out = arr;
-	*n = r->nrows;
-	aw_rows_free(r);
-	return AW_OK;
+	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_project, project_id),
+					  AW_TEXT_FIELD(aw_project, created_at),
+					  AW_TEXT_FIELD(aw_project, created_by)};
+	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }
 
 aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err)
