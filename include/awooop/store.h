@@ -318,11 +318,6 @@ typedef struct {
 } aw_audit_row;
 
 void aw_audit_rows_free(aw_audit_row *rows, int n);
-/* Locks the txn project's chain head (PostgreSQL: FOR UPDATE) and returns it;
- * seq 0 and the genesis hash ("0" x 64) for an empty chain. */
-aw_err aw_store_audit_head_lock(aw_txn *t, int64_t *seq, char *hash, aw_error *err);
-/* Inserts the row and moves the head to it. */
-aw_err aw_store_audit_insert(aw_txn *t, const aw_audit_row *row, aw_error *err);
 /* Rows of the txn project with seq > after_seq, ascending, at most limit;
  * action and since ("" = any) filter. */
 aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
@@ -332,13 +327,14 @@ aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, con
  * aw_store_audit_append, which assigns seq, prev_hash and hash. */
 int aw_store_audit_in_db(const aw_txn *t);
 aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err);
-/* Inserts n rows (consecutive seqs of one project) and moves the head to the
- * last: one statement for the rows, one for the head. */
+/* Otherwise (SQLite, whose write transaction serialises appends) the chain
+ * is extended from C: read the head (aw_store_audit_head), hash, then insert n
+ * rows (consecutive seqs of one project) and move the head to the last. */
 aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err);
 /* Rows of the txn project about one target, ascending. */
 aw_err aw_store_audit_by_target(aw_txn *t, const char *target, int limit, aw_audit_row **out,
 				int *n, aw_error *err);
-/* The chain head without locking (for verification). */
+/* The chain head: seq 0 and the genesis hash ("0" x 64) for an empty chain. */
 aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err);
 
 #endif

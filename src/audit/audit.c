@@ -95,7 +95,7 @@ aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *i
 	int64_t seq = 0;
 	char prev[65];
 	if (!e)
-		e = aw_store_audit_head_lock(t, &seq, prev, err);
+		e = aw_store_audit_head(t, &seq, prev, err); /* the write txn holds the lock */
 	for (int i = 0; i < n && !e; i++) {
 		rows[i].seq = seq + 1 + i;
 		memcpy(rows[i].prev_hash, i ? rows[i - 1].hash : prev, 65);

@@ -2,7 +2,9 @@
  * audit.c - store queries for the audit trail. The chain logic (hashing,
  * redaction, verification) is in src/audit/; this file only reads and writes
  * rows of the txn's project. The head row serialises appends per project: on
- * PostgreSQL with SELECT ... FOR UPDATE, on SQLite by its single writer.
+ * PostgreSQL audit_append() (migration 0007) locks it and extends the chain
+ * in the database; on SQLite the single writer does, and the chain is
+ * extended from C (aw_store_audit_head + aw_store_audit_insert_many).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +27,12 @@ void aw_audit_rows_free(aw_audit_row *rows, int n)
 	free(rows);
 }
 
-static aw_err head(aw_txn *t, int lock, int64_t *seq, char *hash, aw_error *err)
+aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
-	const char *sql =
-		lock && aw_txn_dialect(t) == AW_DIALECT_PG
-			? "SELECT seq, hash FROM audit_heads WHERE project_id = $1 FOR UPDATE"
-			: "SELECT seq, hash FROM audit_heads WHERE project_id = $1";
-	aw_err e = aw_txn_exec(t, sql, 1, v, &r, err);
+	aw_err e = aw_txn_exec(t, "SELECT seq, hash FROM audit_heads WHERE project_id = $1", 1, v,
+			       &r, err);
 	if (!e) {
 		if (r->nrows == 0) {
 			*seq = 0;
@@ -45,21 +44,6 @@ static aw_err head(aw_txn *t, int lock, int64_t *seq, char *hash, aw_error *err)
 	}
 	aw_rows_free(r);
 	return e;
-}
-
-aw_err aw_store_audit_head_lock(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
-{
-	return head(t, 1, seq, hash, err);
-}
-
-aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
-{
-	return head(t, 0, seq, hash, err);
-}
-
-aw_err aw_store_audit_insert(aw_txn *t, const aw_audit_row *a, aw_error *err)
-{
-	return aw_store_audit_insert_many(t, a, 1, err);
 }
 
 /* Runs a SELECT of the eleven audit columns and returns its rows. */
@@ -143,24 +127,19 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 {
 	if (n <= 0)
 		return AW_OK;
-	size_t cap = 512 + AUDIT_CHUNK * 100;
+	size_t cap = 256 + AUDIT_CHUNK * 100;
 	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (AUDIT_CHUNK * AUDIT_COLS + 2));
+	aw_val *v = malloc(sizeof *v * AUDIT_CHUNK * AUDIT_COLS);
 	aw_err e = AW_OK;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
-	/* PostgreSQL: the last chunk moves the head in the same statement */
-	int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
-	const aw_audit_row *last = &rows[n - 1];
 	for (int base = 0; base < n && !e; base += AUDIT_CHUNK) {
 		int k = n - base < AUDIT_CHUNK ? n - base : AUDIT_CHUNK;
-		int with_head = pg && base + k == n;
 		int o = snprintf(sql, cap,
-				 "%sINSERT INTO audit_events (project_id, event_id, seq, ts, actor,"
-				 " action, target, trace_id, payload, prev_hash, hash) VALUES ",
-				 with_head ? "WITH ins AS (" : "");
+				 "INSERT INTO audit_events (project_id, event_id, seq, ts, actor,"
+				 " action, target, trace_id, payload, prev_hash, hash) VALUES ");
 		for (int i = 0; i < k; i++) {
 			const aw_audit_row *a = &rows[base + i];
 			aw_val *p = &v[i * AUDIT_COLS];
@@ -176,25 +155,13 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 			p[9] = AW_TEXT(a->prev_hash);
 			p[10] = AW_TEXT(a->hash);
 			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
-			for (int c = 0; c < AUDIT_COLS; c++)
-				o += snprintf(sql + o, cap - (size_t)o, "%s$%d", c ? ", " : "",
-					      i * AUDIT_COLS + c + 1);
+			aw_sql_params(sql, cap, &o, i * AUDIT_COLS + 1, AUDIT_COLS);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
 		}
-		int np = k * AUDIT_COLS;
-		if (with_head) {
-			v[np] = AW_INT(last->seq);
-			v[np + 1] = AW_TEXT(last->hash);
-			snprintf(sql + o, cap - (size_t)o,
-				 " RETURNING 1) INSERT INTO audit_heads (project_id, seq, hash)"
-				 " VALUES ($1, $%d, $%d) ON CONFLICT (project_id) DO UPDATE SET"
-				 " seq = excluded.seq, hash = excluded.hash",
-				 np + 1, np + 2);
-			np += 2;
-		}
-		e = aw_txn_exec(t, sql, np, v, NULL, err);
+		e = aw_txn_exec(t, sql, k * AUDIT_COLS, v, NULL, err);
 	}
-	if (!e && !pg) {
+	if (!e) {
+		const aw_audit_row *last = &rows[n - 1];
 		aw_val h[] = {AW_TEXT(t->ctx.project), AW_INT(last->seq), AW_TEXT(last->hash)};
 		e = aw_txn_exec(
 			t,
