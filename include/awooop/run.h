@@ -36,6 +36,13 @@ int aw_run_state_parse(const char *name, aw_run_state *out);
 /* The transition table: the event's name when from -> to is allowed, else NULL. */
 const char *aw_run_fsm_event(aw_run_state from, aw_run_state to);
 int aw_run_state_terminal(aw_run_state s);
+/* "run.<state>": the audit action of a move into s. */
+const char *aw_run_action(aw_run_state s);
+/* AW_E_RUN_STATE (naming both states) unless the table allows from -> to. */
+aw_err aw_run_fsm_check(aw_run_state from, aw_run_state to, aw_error *err);
+/* Adds "from", "to" and "event" of an allowed move to payload (stolen; a new
+ * object when NULL) and returns it; NULL on out of memory. */
+json_t *aw_run_move_json(aw_run_state from, aw_run_state to, json_t *payload);
 
 /* ---- submission ---- */
 #define AW_RUN_MAX_STEPS 100

@@ -7,6 +7,11 @@
 
 #include "awooop/run.h"
 
+static const char *const actions[AW_RUN_NSTATES] = {
+	"run.queued",	  "run.claimed",   "run.running", "run.waiting_approval",
+	"run.retry_wait", "run.succeeded", "run.failed",  "run.cancelled",
+};
+
 static const char *const names[AW_RUN_NSTATES] = {
 	"queued",     "claimed",   "running", "waiting_approval",
 	"retry_wait", "succeeded", "failed",  "cancelled",
@@ -75,4 +80,28 @@ const char *aw_run_fsm_event(aw_run_state from, aw_run_state to)
 int aw_run_state_terminal(aw_run_state s)
 {
 	return s == AW_RUN_SUCCEEDED || s == AW_RUN_FAILED || s == AW_RUN_CANCELLED;
+}
+
+const char *aw_run_action(aw_run_state s)
+{
+	return s >= 0 && s < AW_RUN_NSTATES ? actions[s] : "run.unknown";
+}
+
+aw_err aw_run_fsm_check(aw_run_state from, aw_run_state to, aw_error *err)
+{
+	return aw_run_fsm_event(from, to)
+		       ? AW_OK
+		       : aw_fail(err, AW_E_RUN_STATE, "a run cannot go from %s to %s",
+				 aw_run_state_name(from), aw_run_state_name(to));
+}
+
+json_t *aw_run_move_json(aw_run_state from, aw_run_state to, json_t *payload)
+{
+	json_t *p = payload ? payload : json_object();
+	if (p) {
+		json_object_set_new(p, "from", json_string(aw_run_state_name(from)));
+		json_object_set_new(p, "to", json_string(aw_run_state_name(to)));
+		json_object_set_new(p, "event", json_string(aw_run_fsm_event(from, to)));
+	}
+	return p;
 }

@@ -21,23 +21,16 @@ aw_err aw_run_transition_in(aw_txn *t, const aw_ctx *ctx, const char *run_id, co
 			    aw_run_state from, aw_run_state to, const aw_run_change *chg,
 			    json_t *detail, aw_error *err)
 {
-	const char *event = aw_run_fsm_event(from, to);
-	if (!event)
-		return aw_fail(err, AW_E_RUN_STATE, "a run cannot go from %s to %s",
-			       aw_run_state_name(from), aw_run_state_name(to));
-	aw_err e = aw_store_run_cas(t, run_id, aw_run_state_name(from), aw_run_state_name(to), chg,
-				    err);
+	aw_err e = aw_run_fsm_check(from, to, err);
+	if (!e)
+		e = aw_store_run_cas(t, run_id, aw_run_state_name(from), aw_run_state_name(to), chg,
+				     err);
 	if (e)
 		return e;
-	json_t *p = detail ? json_copy(detail) : json_object();
+	json_t *p = aw_run_move_json(from, to, detail ? json_copy(detail) : NULL);
 	if (!p)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	json_object_set_new(p, "from", json_string(aw_run_state_name(from)));
-	json_object_set_new(p, "to", json_string(aw_run_state_name(to)));
-	json_object_set_new(p, "event", json_string(event));
-	char action[40];
-	snprintf(action, sizeof action, "run.%s", aw_run_state_name(to));
-	aw_audit_item it = {action, run_id, trace_id, p};
+	aw_audit_item it = {aw_run_action(to), run_id, trace_id, p};
 	e = aw_audit_record_many(t, ctx, &it, 1, err);
 	json_decref(p);
 	return e;
@@ -115,7 +108,7 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 	json_t *p = json_pack("{s:n, s:s, s:s, s:s, s:i, s:i}", "from", "to", "queued", "event",
 			      "submit", "mode", out->mode, "steps",
 			      (int)json_array_size(req->workflow), "priority", out->priority);
-	aw_audit_item it = {"run.queued", out->run_id, NULL, p};
+	aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
 	e = p ? aw_audit_record_many(t, ctx, &it, 1, err) : aw_fail(err, AW_E_NOMEM, "oom");
 	json_decref(p);
 	if (e)

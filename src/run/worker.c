@@ -180,20 +180,19 @@ static json_t *detail(const aw_worker *w, const job *j, const char *error_code)
 	return d;
 }
 
-static const char *const run_actions[AW_RUN_NSTATES] = {
-	"run.queued",	  "run.claimed",   "run.running", "run.waiting_approval",
-	"run.retry_wait", "run.succeeded", "run.failed",  "run.cancelled",
-};
-
 /* A worker transaction: the audit records of its transitions are collected
  * and appended just before COMMIT, so the project's chain head stays locked
  * for as short a time as possible (submissions wait on it). */
 typedef struct {
+	const job *owner;
+	const char *action;
+	json_t *payload;
+} pending;
+
+typedef struct {
 	aw_txn *t;
 	const aw_ctx *ctx;
-	aw_audit_item *items;
-	json_t **payloads;
-	const job **owners;
+	pending *recs;
 	int n, cap;
 } wtx;
 
@@ -224,9 +223,9 @@ static aw_err wtx_audit(wtx *x, const char *action, const job *j, json_t *p, aw_
 	if (!p)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = x->n - 1; i >= 0; i--) {
-		if (x->owners[i] != j)
+		if (x->recs[i].owner != j)
 			continue;
-		json_t *prev = x->payloads[i], *list = json_object_get(prev, "transitions");
+		json_t *prev = x->recs[i].payload, *list = json_object_get(prev, "transitions");
 		if (!list) {
 			list = json_array();
 			json_array_append_new(list, step_of(prev));
@@ -238,46 +237,45 @@ static aw_err wtx_audit(wtx *x, const char *action, const job *j, json_t *p, aw_
 		json_object_del(prev, "at");
 		if (json_object_get(p, "error_code"))
 			json_object_set(prev, "error_code", json_object_get(p, "error_code"));
-		x->items[i].action = action;
+		x->recs[i].action = action;
 		json_decref(p);
 		return AW_OK;
 	}
 	if (x->n == x->cap) {
 		int cap = x->cap ? x->cap * 2 : 32;
-		aw_audit_item *it = realloc(x->items, sizeof *it * (size_t)cap);
-		if (it)
-			x->items = it;
-		json_t **pl = it ? realloc(x->payloads, sizeof *pl * (size_t)cap) : NULL;
-		if (pl)
-			x->payloads = pl;
-		const job **ow = pl ? realloc(x->owners, sizeof *ow * (size_t)cap) : NULL;
-		if (!ow) {
+		pending *r = realloc(x->recs, sizeof *r * (size_t)cap);
+		if (!r) {
 			json_decref(p);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		}
-		x->owners = ow;
+		x->recs = r;
 		x->cap = cap;
 	}
-	x->items[x->n] = (aw_audit_item){action, j->c->run_id, j->c->trace_id, p};
-	x->owners[x->n] = j;
-	x->payloads[x->n++] = p;
+	x->recs[x->n++] = (pending){j, action, p};
 	return AW_OK;
 }
 
 /* Appends the audit records and commits, or rolls back when e is set. */
 static aw_err wtx_end(wtx *x, aw_err e, aw_error *err)
 {
-	if (!e && x->n)
-		e = aw_audit_record_many(x->t, x->ctx, x->items, x->n, err);
+	aw_audit_item *items = !e && x->n ? malloc(sizeof *items * (size_t)x->n) : NULL;
+	if (!e && x->n && !items)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; items && i < x->n; i++) {
+		const job *j = x->recs[i].owner;
+		items[i] = (aw_audit_item){x->recs[i].action, j->c->run_id, j->c->trace_id,
+					   x->recs[i].payload};
+	}
+	if (items)
+		e = aw_audit_record_many(x->t, x->ctx, items, x->n, err);
 	if (e)
 		aw_store_rollback(x->t);
 	else
 		e = aw_store_commit(x->t, err);
 	for (int i = 0; i < x->n; i++)
-		json_decref(x->payloads[i]);
-	free(x->items);
-	free(x->payloads);
-	free(x->owners);
+		json_decref(x->recs[i].payload);
+	free(items);
+	free(x->recs);
 	memset(x, 0, sizeof *x);
 	return e;
 }
@@ -293,10 +291,11 @@ static aw_err move_path(aw_worker *w, wtx *x, job *js, const int *idx, int n,
 {
 	if (n == 0)
 		return AW_OK;
-	for (int h = 0; h < hops; h++)
-		if (!aw_run_fsm_event(path[h], path[h + 1]))
-			return aw_fail(err, AW_E_RUN_STATE, "a run cannot go from %s to %s",
-				       aw_run_state_name(path[h]), aw_run_state_name(path[h + 1]));
+	for (int h = 0; h < hops; h++) {
+		aw_err bad = aw_run_fsm_check(path[h], path[h + 1], err);
+		if (bad)
+			return bad;
+	}
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
 	int *ok = calloc((size_t)n, sizeof *ok);
 	aw_err e = AW_OK;
@@ -320,28 +319,16 @@ static aw_err move_path(aw_worker *w, wtx *x, job *js, const int *idx, int n,
 		if (path[0] == AW_RUN_CLAIMED) {
 			aw_run_state prev = AW_RUN_QUEUED;
 			aw_run_state_parse(j->c->prev_state, &prev);
-			json_t *p = detail(w, j, NULL);
-			if (p) {
-				json_object_set_new(p, "from",
-						    json_string(aw_run_state_name(prev)));
-				json_object_set_new(p, "to", json_string("claimed"));
-				json_object_set_new(p, "event", json_string("claim"));
+			json_t *d = detail(w, j, NULL);
+			json_t *p = d ? aw_run_move_json(prev, AW_RUN_CLAIMED, d) : NULL;
+			if (p)
 				json_object_set_new(p, "at", json_string(j->c->claimed_at));
-			}
-			e = wtx_audit(x, run_actions[AW_RUN_CLAIMED], j, p, err);
+			e = wtx_audit(x, aw_run_action(AW_RUN_CLAIMED), j, p, err);
 		}
 		for (int h = 0; h < hops && !e; h++) {
-			json_t *p = detail(w, j, h == hops - 1 ? error_code : NULL);
-			if (p) {
-				json_object_set_new(p, "from",
-						    json_string(aw_run_state_name(path[h])));
-				json_object_set_new(p, "to",
-						    json_string(aw_run_state_name(path[h + 1])));
-				json_object_set_new(
-					p, "event",
-					json_string(aw_run_fsm_event(path[h], path[h + 1])));
-			}
-			e = wtx_audit(x, run_actions[path[h + 1]], j, p, err);
+			json_t *d = detail(w, j, h == hops - 1 ? error_code : NULL);
+			json_t *p = d ? aw_run_move_json(path[h], path[h + 1], d) : NULL;
+			e = wtx_audit(x, aw_run_action(path[h + 1]), j, p, err);
 		}
 	}
 out:
