@@ -2,7 +2,8 @@
 # Style and layering checks that run in the test suite:
 #  - no raw SQL outside src/store/ (services talk to the store interface);
 #  - no Redis commands outside src/bus/ and (later) src/keys/;
-#  - every .c file starts with a comment saying what it is for.
+#  - every .c file starts with a comment saying what it is for;
+#  - no sprintf, strcpy, strcat, atoi or gets in src/ and include/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -16,6 +17,10 @@ keylit=$(grep -rnE '"(incident|anomaly|hermes|playbook|consensus|session|tg_sent
 if [ -n "$keylit" ]; then echo "Redis key literal outside src/keys/:"; echo "$keylit"; fail=1; fi
 scan=$(grep -rnE '"(SCAN|KEYS) ' src --include=*.c | grep -v '^src/keys/' || true)
 if [ -n "$scan" ]; then echo "SCAN/KEYS outside src/keys/:"; echo "$scan"; fail=1; fi
+# unbounded string functions: a bounded buffer (aw_buf) or snprintf instead;
+# atoi cannot report a bad number (strtol / aw_cli_int)
+banned=$(grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|atoi|atol|gets)[[:space:]]*\(' src include --include=*.[ch] || true)
+if [ -n "$banned" ]; then echo "banned function (use aw_buf, snprintf, strtol):"; echo "$banned"; fail=1; fi
 for f in $(find src tests fuzz -name '*.c'); do
   head -1 "$f" | grep -q '^/\*' || { echo "$f: missing top-of-file comment"; fail=1; }
 done

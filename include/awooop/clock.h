@@ -13,6 +13,16 @@
 
 int64_t aw_clock_wall_ms(void); /* Unix epoch milliseconds */
 int64_t aw_clock_mono_ns(void); /* monotonic nanoseconds, for durations */
+
+/* "Never" on the monotonic clock. 0 is not "long ago": on a host that booted a
+ * minute ago the monotonic clock itself is near 0. Compare with
+ * aw_clock_older_than(), never by subtracting from the sentinel. */
+#define AW_MONO_NEVER INT64_MIN
+/* 1 when `since` is AW_MONO_NEVER or lies more than `ns` before `now`. */
+static inline int aw_clock_older_than(int64_t since, int64_t now, int64_t ns)
+{
+	return since == AW_MONO_NEVER || now - since > ns;
+}
 /* Formats epoch ms into out[AW_TS_LEN + 1]. */
 void aw_clock_format(int64_t epoch_ms, char *out);
 /* Current time formatted. */

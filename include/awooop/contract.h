@@ -77,7 +77,7 @@ int aw_contract_verify(const aw_contracts *c, const aw_revision *r);
 /* RFC 6902 JSON Patch turning revision a's body into b's. */
 aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
 			const char *a, const char *b, json_t **patch, aw_error *err);
-json_t *aw_json_patch_diff(const json_t *from, const json_t *to);
+aw_err aw_json_patch_diff(const json_t *from, const json_t *to, json_t **out, aw_error *err);
 
 /* Test hook: called at named points of an activation ("after_pointer"); a
  * non-zero return aborts the activation there (fault injection). */

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "awooop/buf.h"
 #include "awooop/err.h"
 
 /* Parses len bytes as one JSON object. AW_E_REQ_JSON on anything else. */
@@ -21,6 +22,15 @@ aw_err aw_json_only(const json_t *obj, const char *const *allowed, aw_error *err
  * AW_E_REQ_INVALID when present but not a string. */
 aw_err aw_json_str(const json_t *obj, const char *key, int required, const char **out,
 		   aw_error *err);
+/* Appends "/" and tok escaped as an RFC 6901 reference token ("~" -> "~0",
+ * "/" -> "~1"): the one JSON pointer builder. AW_E_LIMIT past b's maximum. */
+aw_err aw_json_ptr_push(aw_buf *b, const char *tok);
+/* Appends "/" and an array index. */
+aw_err aw_json_ptr_push_index(aw_buf *b, size_t i);
+/* The ceiling of every JSON pointer awooop builds: far above what a 1 MiB
+ * body can produce, low enough to refuse a runaway. */
+#define AW_JSON_PTR_MAX ((size_t)16 << 20)
+
 /* Serialises compactly; malloc'd, caller frees. Steals nothing. */
 char *aw_json_dump(const json_t *v);
 

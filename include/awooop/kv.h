@@ -29,8 +29,12 @@
 
 typedef struct aw_kv aw_kv;
 
+#define AW_KV_WINDOW_NONE (-1)
+
 typedef struct {
 	const char *legacy_project; /* default "awoooi" */
+	/* observation windows of the gates, in seconds: 0 = the default (30, 14
+	 * and 7 days), AW_KV_WINDOW_NONE = no wait */
 	int window_a_s, window_b_s, window_c_s;
 	int phase_cache_ms; /* how long a read phase is trusted; default 1000 */
 } aw_kv_opts;

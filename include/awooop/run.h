@@ -15,6 +15,7 @@
 #define AWOOOP_RUN_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 
 #include "awooop/store.h"
 
@@ -105,12 +106,12 @@ typedef struct {
 	const char *run_id;
 	const char *project;
 	int step_no;
-	const char *idem_key;	  /* pass to the outside world */
-	const char *traceparent;  /* the run's trace, a new span for this step */
-	const json_t *args;	  /* validated */
-	const json_t *input;	  /* the run's input, may be NULL */
-	int64_t deadline_ns;	  /* aw_clock_mono_ns() deadline of the attempt */
-	const volatile int *stop; /* non-zero: cancelled or shutting down; return */
+	const char *idem_key;	 /* pass to the outside world */
+	const char *traceparent; /* the run's trace, a new span for this step */
+	const json_t *args;	 /* validated */
+	const json_t *input;	 /* the run's input, may be NULL */
+	int64_t deadline_ns;	 /* aw_clock_mono_ns() deadline of the attempt */
+	const atomic_bool *stop; /* true: cancelled or shutting down; return */
 } aw_step_call;
 
 typedef struct aw_executor {

@@ -15,7 +15,7 @@
 static size_t field(char *dst, const char *s)
 {
 	size_t n = strlen(s);
-	int k = sprintf(dst, "%zu:", n);
+	int k = snprintf(dst, 24, "%zu:", n); /* the caller sized dst for it */
 	memcpy(dst + k, s, n);
 	dst[k + (int)n] = '|';
 	return (size_t)k + n + 1;

@@ -6,6 +6,7 @@
 #define AW_BUS_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "awooop/bus.h"
 
@@ -23,7 +24,7 @@ struct aw_bus {
 	void *pub; /* redisContext *, guarded by mu */
 	pthread_t sub_thread;
 	int sub_started;
-	volatile int stop, connected;
+	atomic_bool stop, connected; /* read by the subscriber thread and callers */
 };
 
 int aw_bus_pattern_match(const char *pattern, const char *channel);

@@ -76,7 +76,7 @@ static redisContext *connect_to(const char *host, int port, int db, int timeout_
 aw_err aw_bus_redis_ping(const char *url, int timeout_ms, aw_error *err)
 {
 	char host[256];
-	int port, db;
+	int port = 0, db = 0;
 	aw_err e = aw_bus_redis_parse_url(url, host, sizeof host, &port, &db, err);
 	if (e)
 		return e;

@@ -37,7 +37,7 @@ typedef struct entry {
 typedef struct pstate {
 	struct pstate *next;
 	char project[AW_PROJECT_MAX + 1];
-	int64_t refreshed_ns; /* 0: must re-read before the next guarded call */
+	int64_t refreshed_ns; /* AW_MONO_NEVER: re-read before the next guarded call */
 	int refreshing;
 	const char *why; /* source to announce for the next refresh */
 	aw_active_pointer *ptrs;
@@ -118,6 +118,7 @@ static pstate *find_project(aw_policy_cache *p, const char *project, int create)
 	if (!s)
 		return NULL;
 	snprintf(s->project, sizeof s->project, "%s", project);
+	s->refreshed_ns = AW_MONO_NEVER;
 	int64_t t = now_ns();
 	s->due_default_ns = t + jittered(p, p->o.interval_ms);
 	s->due_channel_ns = t + jittered(p, p->o.channel_interval_ms);
@@ -230,8 +231,8 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 			if (en->announced || en->valid)
 				announce(p, en, ptr, "guard");
 		} else {
-			if (now_ns() - ps->refreshed_ns >
-				    (int64_t)p->o.max_staleness_ms * 1000000LL &&
+			if (aw_clock_older_than(ps->refreshed_ns, now_ns(),
+						(int64_t)p->o.max_staleness_ms * 1000000LL) &&
 			    (e = refresh(p, ps, -1, "guard", err)))
 				break;
 			snprintf(ptr, sizeof ptr, "%s", snapshot_rev(ps, family, contract_id));
@@ -281,7 +282,7 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 		/* the load may have seen a newer pointer than the snapshot: loop once
 		 * more so the answer is consistent with what the guard knows */
 		if (p->o.mode == AW_GUARD_BOUNDED && strcmp(en->rev, ptr) != 0)
-			ps->refreshed_ns = 0;
+			ps->refreshed_ns = AW_MONO_NEVER;
 	}
 	pthread_mutex_unlock(&p->mu);
 	return e;
@@ -350,7 +351,7 @@ static void on_message(void *ud, const char *channel, const char *payload, size_
 		}
 	}
 	if (ps && !patched)
-		ps->refreshed_ns = 0;
+		ps->refreshed_ns = AW_MONO_NEVER;
 	if (e) {
 		if (e->valid && strcmp(e->rev, active) != 0)
 			e->valid = 0;
@@ -370,7 +371,7 @@ static void on_resync(void *ud)
 	pthread_mutex_lock(&p->mu);
 	p->st.resyncs++;
 	for (pstate *s = p->projects; s; s = s->next) {
-		s->refreshed_ns = 0;
+		s->refreshed_ns = AW_MONO_NEVER;
 		s->why = "resync";
 	}
 	p->resync_pending = 1;

@@ -32,6 +32,12 @@ typedef struct {
 int aw_cli_parse(int argc, char **argv, aw_opt *opts, const char **pos, int *npos,
 		 const char *usage);
 const char *aw_cli_get(const aw_opt *opts, const char *name);
+/* Parses value (of the option or variable `what`) as a whole decimal number in
+ * lo..hi. 0 on success; else prints "E-CONFIG-001: WHAT must be LO..HI" and
+ * returns AW_EXIT_USAGE. An empty or partly numeric value is refused. */
+int aw_cli_long(const char *what, const char *value, long lo, long hi, long *out);
+/* aw_cli_long on the value of option --name. */
+int aw_cli_opt_long(const aw_opt *opts, const char *name, long lo, long hi, long *out);
 void aw_cli_usage(const char *usage, const aw_opt *opts);
 /* Prints "awooop: E-CODE: message" to stderr and returns the exit code for e. */
 int aw_cli_fail(aw_err e, const char *msg);

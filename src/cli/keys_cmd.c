@@ -30,22 +30,34 @@ static void progress(void *ud, long long done)
 		fprintf(stderr, "%s: %lld keys\n", what, done);
 }
 
-static int kv_from_opts(aw_opt *opts, aw_store **s, aw_kv **kv, aw_error *err)
+/* The gate windows from AWOOOP_KEYS_WINDOW_{A,B,C}_S: unset = the default,
+ * 0 = no wait, anything else not a number of seconds is refused. */
+static int windows_from_env(aw_kv_opts *ko)
 {
-	aw_store_opts so = {.pool_size = 2};
-	aw_kv_opts ko = {.legacy_project = getenv("AWOOOP_LEGACY_PROJECT"),
-			 .window_a_s = getenv("AWOOOP_KEYS_WINDOW_A_S")
-					       ? atoi(getenv("AWOOOP_KEYS_WINDOW_A_S"))
-					       : 0,
-			 .window_b_s = getenv("AWOOOP_KEYS_WINDOW_B_S")
-					       ? atoi(getenv("AWOOOP_KEYS_WINDOW_B_S"))
-					       : 0,
-			 .window_c_s = getenv("AWOOOP_KEYS_WINDOW_C_S")
-					       ? atoi(getenv("AWOOOP_KEYS_WINDOW_C_S"))
-					       : 0};
-	aw_err e = aw_store_open(aw_cli_get(opts, "db"), &so, s, err);
+	const char *names[] = {"AWOOOP_KEYS_WINDOW_A_S", "AWOOOP_KEYS_WINDOW_B_S",
+			       "AWOOOP_KEYS_WINDOW_C_S"};
+	int *win[] = {&ko->window_a_s, &ko->window_b_s, &ko->window_c_s};
+	for (int i = 0; i < 3; i++) {
+		const char *v = getenv(names[i]);
+		long s;
+		int rc = v ? aw_cli_long(names[i], v, 0, 10L * 365 * 86400, &s) : 0;
+		if (rc)
+			return rc;
+		if (v)
+			*win[i] = s == 0 ? AW_KV_WINDOW_NONE : (int)s;
+	}
+	return 0;
+}
+
+static aw_err kv_from_opts(aw_opt *opts, const aw_kv_opts *ko, aw_store **s, aw_kv **kv,
+			   aw_error *err)
+{
+	const char *db = aw_cli_get(opts, "db");
+	/* an embedded store is migrated on open, as serve does */
+	aw_store_opts so = {.pool_size = 2, .auto_migrate = strncmp(db, "sqlite:", 7) == 0};
+	aw_err e = aw_store_open(db, &so, s, err);
 	if (!e)
-		e = aw_kv_open(aw_cli_get(opts, "redis"), *s, &ko, kv, err);
+		e = aw_kv_open(aw_cli_get(opts, "redis"), *s, ko, kv, err);
 	return e;
 }
 
@@ -220,7 +232,12 @@ int aw_cmd_keys(int argc, char **argv)
 	aw_store *s = NULL;
 	aw_kv *kv = NULL;
 	aw_error err = {0};
-	aw_err e = kv_from_opts(opts, &s, &kv, &err);
+	aw_kv_opts ko = {.legacy_project = getenv("AWOOOP_LEGACY_PROJECT")};
+	long rate = 0;
+	if ((rc = windows_from_env(&ko)) ||
+	    (rc = aw_cli_opt_long(opts, "rate", 0, 10000000, &rate)))
+		return rc;
+	aw_err e = kv_from_opts(opts, &ko, &s, &kv, &err);
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, aw_cli_get(opts, "project"));
 	snprintf(ctx.principal, sizeof ctx.principal, "cli");
@@ -235,9 +252,8 @@ int aw_cmd_keys(int argc, char **argv)
 	} else if (!e) {
 		long long copied = 0, skipped = 0;
 		int64_t t0 = aw_clock_mono_ns();
-		e = aw_kv_backfill(kv, &ctx, aw_cli_get(opts, "pattern"),
-				   atoi(aw_cli_get(opts, "rate")), &copied, &skipped, progress,
-				   "backfill", &err);
+		e = aw_kv_backfill(kv, &ctx, aw_cli_get(opts, "pattern"), (int)rate, &copied,
+				   &skipped, progress, "backfill", &err);
 		double secs = (double)(aw_clock_mono_ns() - t0) / 1e9;
 		if (isatty(2))
 			fputc('\n', stderr);

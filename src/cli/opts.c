@@ -3,6 +3,7 @@
  * small: long options only, values from flags, then AWOOOP_* environment, then
  * defaults.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,27 @@ const char *aw_cli_get(const aw_opt *opts, const char *name)
 		if (strcmp(o->name, name) == 0)
 			return o->value;
 	return NULL;
+}
+
+int aw_cli_long(const char *what, const char *value, long lo, long hi, long *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = value && *value ? strtol(value, &end, 10) : 0;
+	if (!value || !*value || *end || errno || v < lo || v > hi) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "%s must be a whole number in %ld..%ld", what, lo, hi);
+		return aw_cli_fail(AW_E_CONFIG, msg);
+	}
+	*out = v;
+	return 0;
+}
+
+int aw_cli_opt_long(const aw_opt *opts, const char *name, long lo, long hi, long *out)
+{
+	char what[80];
+	snprintf(what, sizeof what, "--%s", name);
+	return aw_cli_long(what, aw_cli_get(opts, name), lo, hi, out);
 }
 
 int aw_cli_fail(aw_err e, const char *msg)

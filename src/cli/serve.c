@@ -100,13 +100,11 @@ int aw_cmd_serve(int argc, char **argv)
 	if (strcmp(role, "all") && strcmp(role, "api") && strcmp(role, "relay") &&
 	    strcmp(role, "worker"))
 		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay or worker");
-	char *end = NULL;
-	long long body_limit = strtoll(aw_cli_get(opts, "body-limit"), &end, 10);
-	if (*end || body_limit < 1024 || body_limit > (64LL << 20))
-		return aw_cli_fail(AW_E_CONFIG, "--body-limit must be 1024..67108864");
-	long pool = strtol(aw_cli_get(opts, "pool-size"), &end, 10);
-	if (*end || pool < 1 || pool > 256)
-		return aw_cli_fail(AW_E_CONFIG, "--pool-size must be 1..256");
+	long body_limit, pool, relay_poll;
+	if ((rc = aw_cli_opt_long(opts, "body-limit", 1024, 64L << 20, &body_limit)) ||
+	    (rc = aw_cli_opt_long(opts, "pool-size", 1, 256, &pool)) ||
+	    (rc = aw_cli_opt_long(opts, "relay-poll-ms", 10, 3600000, &relay_poll)))
+		return rc;
 	static const struct {
 		const char *name;
 		long lo, hi;
@@ -117,15 +115,10 @@ int aw_cmd_serve(int argc, char **argv)
 		{"retry-max-ms", 1, 86400000},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
-	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
-		wv[i] = strtol(aw_cli_get(opts, ranges[i].name), &end, 10);
-		if (*end || wv[i] < ranges[i].lo || wv[i] > ranges[i].hi) {
-			char msg[128];
-			snprintf(msg, sizeof msg, "--%s must be %ld..%ld", ranges[i].name,
-				 ranges[i].lo, ranges[i].hi);
-			return aw_cli_fail(AW_E_CONFIG, msg);
-		}
-	}
+	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+		if ((rc = aw_cli_opt_long(opts, ranges[i].name, ranges[i].lo, ranges[i].hi,
+					  &wv[i])))
+			return rc;
 	if (wv[3] < 2 * wv[2])
 		return aw_cli_fail(AW_E_CONFIG, "--lease-ms must be at least 2 x --heartbeat-ms");
 	aw_worker_opts wo = {.id = aw_cli_get(opts, "worker-id"),
@@ -199,7 +192,7 @@ int aw_cmd_serve(int argc, char **argv)
 	 * shape, to the in-process bus in the embedded one. */
 	if (strcmp(role, "all") == 0 || strcmp(role, "relay") == 0) {
 		const char *redis = aw_cli_get(opts, "redis");
-		aw_relay_opts ro = {.poll_ms = atoi(aw_cli_get(opts, "relay-poll-ms"))};
+		aw_relay_opts ro = {.poll_ms = (int)relay_poll};
 		if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)) ||
 		    (e = aw_relay_start(store, bus, &ro, &relay, &err)))
 			goto out;

@@ -83,6 +83,11 @@ int aw_cmd_watch(int argc, char **argv)
 	if (!project || !cid || (strcmp(mode, "strict") && strcmp(mode, "bounded")))
 		return aw_cli_fail(AW_E_USAGE, "--project and --contract are required; --mode is"
 					       " strict or bounded");
+	long staleness, interval, duration;
+	if ((rc = aw_cli_opt_long(opts, "max-staleness-ms", 1, 3600000, &staleness)) ||
+	    (rc = aw_cli_opt_long(opts, "interval-ms", 10, 86400000, &interval)) ||
+	    (rc = aw_cli_opt_long(opts, "duration-s", 0, 365L * 86400, &duration)))
+		return rc;
 	aw_log_set_level(AW_LOG_WARN);
 	aw_error err = {0};
 	aw_store *s = NULL;
@@ -103,8 +108,8 @@ int aw_cmd_watch(int argc, char **argv)
 	if (!e && aw_cli_get(opts, "redis"))
 		e = aw_bus_open(aw_cli_get(opts, "redis"), &bus, &err);
 	aw_policy_opts po = {.mode = strcmp(mode, "strict") ? AW_GUARD_BOUNDED : AW_GUARD_STRICT,
-			     .max_staleness_ms = atoi(aw_cli_get(opts, "max-staleness-ms")),
-			     .interval_ms = atoi(aw_cli_get(opts, "interval-ms"))};
+			     .max_staleness_ms = (int)staleness,
+			     .interval_ms = (int)interval};
 	if (!e)
 		e = aw_policy_cache_new(s, c, bus, &po, &pc, &err);
 	watch_key key = {aw_cli_get(opts, "family"), cid};
@@ -116,9 +121,14 @@ int aw_cmd_watch(int argc, char **argv)
 	aw_policy_on_change(pc, on_change, &key);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	double cps = atof(aw_cli_get(opts, "calls-per-sec"));
+	char *cend = NULL;
+	double cps = strtod(aw_cli_get(opts, "calls-per-sec"), &cend);
+	if (*cend || !(cps > 0 && cps <= 100000)) {
+		e = aw_fail(&err, AW_E_CONFIG, "--calls-per-sec must be a number in (0, 100000]");
+		goto out;
+	}
 	int64_t gap = cps > 0 ? (int64_t)(1e9 / cps) : 20000000LL;
-	int64_t end = atoi(aw_cli_get(opts, "duration-s")) * 1000000000LL;
+	int64_t end = duration * 1000000000LL;
 	int64_t t0 = wall_ns(), next = t0;
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, project);

@@ -682,9 +682,10 @@ aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, cons
 	if (!e) {
 		json_t *ja = json_loads(ra.body, JSON_DECODE_ANY, NULL);
 		json_t *jb = json_loads(rb.body, JSON_DECODE_ANY, NULL);
-		*patch = ja && jb ? aw_json_patch_diff(ja, jb) : NULL;
-		if (!*patch)
-			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		if (!ja || !jb)
+			e = aw_fail(err, AW_E_INTERNAL, "a stored revision body does not parse");
+		else
+			e = aw_json_patch_diff(ja, jb, patch, err);
 		json_decref(ja);
 		json_decref(jb);
 	}

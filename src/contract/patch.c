@@ -3,34 +3,22 @@
  * document into another. Objects are compared member by member (remove, add,
  * recurse); arrays element by element while both have elements, then
  * trailing adds or removes (from the end, so indexes stay valid); scalars
- * that differ are replaced.
+ * that differ are replaced. The current path lives in one bounded buffer that
+ * grows on the way down and is cut back on the way up: no path is ever cut.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "awooop/contract.h"
+#include "awooop/json.h"
 
-static void path_join(char *out, size_t cap, const char *base, const char *tok)
+static int op(json_t *patch, const char *kind, const aw_buf *path, const json_t *value)
 {
-	size_t o = (size_t)snprintf(out, cap, "%s/", base);
-	for (const char *t = tok; *t && o + 3 < cap; t++) {
-		if (*t == '~' || *t == '/') {
-			out[o++] = '~';
-			out[o++] = *t == '~' ? '0' : '1';
-		} else {
-			out[o++] = *t;
-		}
-	}
-	out[o] = '\0';
-}
-
-static void op(json_t *patch, const char *kind, const char *path, const json_t *value)
-{
-	json_t *o = json_pack("{s:s, s:s}", "op", kind, "path", path);
-	if (value)
-		json_object_set_new(o, "value", json_deep_copy(value));
-	json_array_append_new(patch, o);
+	json_t *o = json_pack("{s:s, s:s}", "op", kind, "path", aw_buf_str(path));
+	if (o && value && json_object_set_new(o, "value", json_deep_copy(value)))
+		json_decref(o), o = NULL;
+	return !o || json_array_append_new(patch, o) ? -1 : 0;
 }
 
 static int cmp_str(const void *x, const void *y)
@@ -54,55 +42,74 @@ static const char **sorted_keys(const json_t *o, size_t *n)
 	return keys;
 }
 
-static void diff(json_t *patch, const json_t *a, const json_t *b, const char *path)
+/* Appends the operations turning a into b at *path; -1 on failure (out of
+ * memory, or path->err set when a path would pass its ceiling). */
+static int diff(json_t *patch, const json_t *a, const json_t *b, aw_buf *path)
 {
+	size_t mark = path->len;
+	int rc = 0;
 	if (json_is_object(a) && json_is_object(b)) {
-		char p[1024];
 		size_t na, nb;
 		const char **ka = sorted_keys(a, &na), **kb = sorted_keys(b, &nb);
-		for (size_t i = 0; ka && i < na; i++) {
-			path_join(p, sizeof p, path, ka[i]);
+		rc = ka && kb ? 0 : -1;
+		for (size_t i = 0; !rc && i < na; i++) {
 			json_t *w = json_object_get(b, ka[i]);
-			if (!w)
-				op(patch, "remove", p, NULL);
-			else
-				diff(patch, json_object_get(a, ka[i]), w, p);
+			rc = aw_json_ptr_push(path, ka[i]) ? -1
+			     : !w			   ? op(patch, "remove", path, NULL)
+				  : diff(patch, json_object_get(a, ka[i]), w, path);
+			aw_buf_truncate(path, mark);
 		}
-		for (size_t i = 0; kb && i < nb; i++) {
-			if (!json_object_get(a, kb[i])) {
-				path_join(p, sizeof p, path, kb[i]);
-				op(patch, "add", p, json_object_get(b, kb[i]));
-			}
+		for (size_t i = 0; !rc && i < nb; i++) {
+			if (json_object_get(a, kb[i]))
+				continue;
+			rc = aw_json_ptr_push(path, kb[i])
+				     ? -1
+				     : op(patch, "add", path, json_object_get(b, kb[i]));
+			aw_buf_truncate(path, mark);
 		}
 		free(ka);
 		free(kb);
-		return;
+		return rc;
 	}
 	if (json_is_array(a) && json_is_array(b)) {
 		size_t na = json_array_size(a), nb = json_array_size(b);
-		char p[1024];
-		for (size_t i = 0; i < na && i < nb; i++) {
-			snprintf(p, sizeof p, "%s/%zu", path, i);
-			diff(patch, json_array_get(a, i), json_array_get(b, i), p);
+		for (size_t i = 0; !rc && i < na && i < nb; i++) {
+			rc = aw_json_ptr_push_index(path, i) ? -1
+							     : diff(patch, json_array_get(a, i),
+								    json_array_get(b, i), path);
+			aw_buf_truncate(path, mark);
 		}
-		for (size_t i = na; i < nb; i++) {
-			snprintf(p, sizeof p, "%s/-", path);
-			op(patch, "add", p, json_array_get(b, i));
+		for (size_t i = na; !rc && i < nb; i++) {
+			rc = aw_buf_adds(path, "/-") ? -1
+						     : op(patch, "add", path, json_array_get(b, i));
+			aw_buf_truncate(path, mark);
 		}
-		for (size_t i = na; i > nb; i--) {
-			snprintf(p, sizeof p, "%s/%zu", path, i - 1);
-			op(patch, "remove", p, NULL);
+		for (size_t i = na; !rc && i > nb; i--) {
+			rc = aw_json_ptr_push_index(path, i - 1) ? -1
+								 : op(patch, "remove", path, NULL);
+			aw_buf_truncate(path, mark);
 		}
-		return;
+		return rc;
 	}
 	if (!json_equal((json_t *)a, (json_t *)b))
-		op(patch, "replace", path, b);
+		return op(patch, "replace", path, b);
+	return 0;
 }
 
-json_t *aw_json_patch_diff(const json_t *from, const json_t *to)
+aw_err aw_json_patch_diff(const json_t *from, const json_t *to, json_t **out, aw_error *err)
 {
+	aw_buf path = AW_BUF_INIT(AW_JSON_PTR_MAX);
 	json_t *patch = json_array();
-	if (patch)
-		diff(patch, from, to, "");
-	return patch;
+	int rc = patch ? diff(patch, from, to, &path) : -1;
+	aw_err e = aw_buf_err(&path);
+	aw_buf_free(&path);
+	if (rc) {
+		json_decref(patch);
+		if (e == AW_E_LIMIT)
+			return aw_fail(err, e, "a JSON pointer in the diff would exceed %zu bytes",
+				       (size_t)AW_JSON_PTR_MAX);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	*out = patch;
+	return AW_OK;
 }

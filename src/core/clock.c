@@ -3,6 +3,7 @@
  */
 #include "awooop/clock.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,11 +15,20 @@ int64_t aw_clock_wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Tests move the monotonic clock (clock_hook.h) to play a freshly booted host. */
+static _Atomic int64_t mono_shift_ns;
+
+void aw_clock_test_shift_mono(int64_t ns)
+{
+	atomic_store(&mono_shift_ns, ns);
+}
+
 int64_t aw_clock_mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec +
+	       atomic_load_explicit(&mono_shift_ns, memory_order_relaxed);
 }
 
 void aw_clock_format(int64_t epoch_ms, char *out)

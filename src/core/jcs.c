@@ -96,7 +96,7 @@ static void put_double(sb *b, double d)
 		if (*p >= '0' && *p <= '9')
 			digits[nd++] = *p;
 	digits[nd] = '\0';
-	int e10 = atoi(p + 1);
+	int e10 = (int)strtol(p + 1, NULL, 10);
 	int k = (int)nd, n = e10 + 1;
 	char out[64];
 	size_t o = 0;

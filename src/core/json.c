@@ -71,6 +71,26 @@ aw_err aw_json_str(const json_t *obj, const char *key, int required, const char 
 	return AW_OK;
 }
 
+aw_err aw_json_ptr_push(aw_buf *b, const char *tok)
+{
+	aw_buf_add(b, "/", 1);
+	for (const char *run = tok, *t = tok;; t++) {
+		if (*t == '~' || *t == '/' || !*t) {
+			aw_buf_add(b, run, (size_t)(t - run));
+			if (!*t)
+				break;
+			aw_buf_add(b, *t == '~' ? "~0" : "~1", 2);
+			run = t + 1;
+		}
+	}
+	return aw_buf_err(b);
+}
+
+aw_err aw_json_ptr_push_index(aw_buf *b, size_t i)
+{
+	return aw_buf_addf(b, "/%zu", i);
+}
+
 char *aw_json_dump(const json_t *v)
 {
 	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);

@@ -528,7 +528,8 @@ static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_s
 		const finding *f = &sc->f[i];
 		memcpy(out + o, sc->buf + pos, f->rstart - pos);
 		o += f->rstart - pos;
-		o += (size_t)sprintf(out + o, "[REDACTED:%s]", labels[f->cls]);
+		o += (size_t)snprintf(out + o, extra + upto + 1 - o, "[REDACTED:%s]",
+				      labels[f->cls]);
 		pos = f->rend;
 		if (st)
 			st->count[f->cls]++;

@@ -18,6 +18,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "awooop/json.h"
+
 #define MAX_DEPTH 128
 /* Evaluation steps per validation: self-referencing anyOf/oneOf can otherwise
  * branch exponentially on deep input. Real contracts use a few thousand. */
@@ -52,23 +54,26 @@ typedef struct {
 	aw_schema *s; /* NULL: only check support */
 	char *why;
 	size_t whylen;
+	aw_buf path; /* JSON pointer of the schema being walked */
 } walk_ctx;
 
-static int fail_walk(walk_ctx *w, const char *ptr, const char *fmt, const char *what)
+static int fail_walk(walk_ctx *w, const char *fmt, const char *what)
 {
+	const char *ptr =
+		aw_buf_err(&w->path) ? "(a pointer too long to show)" : aw_buf_str(&w->path);
 	if (w->why)
 		snprintf(w->why, w->whylen, "%s: %s %s", ptr[0] ? ptr : "#", fmt, what);
 	return -1;
 }
 
-static int add_regex(walk_ctx *w, const char *src, const char *ptr)
+static int add_regex(walk_ctx *w, const char *src)
 {
 	int ec;
 	PCRE2_SIZE eo;
 	pcre2_code *re =
 		pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &eo, NULL);
 	if (!re)
-		return fail_walk(w, ptr, "invalid regular expression", src);
+		return fail_walk(w, "invalid regular expression", src);
 	if (!w->s) {
 		pcre2_code_free(re);
 		return 0;
@@ -80,7 +85,7 @@ static int add_regex(walk_ctx *w, const char *src, const char *ptr)
 		regex_entry *n = realloc(s->re, cap * sizeof *n);
 		if (!n) {
 			pcre2_code_free(re);
-			return fail_walk(w, ptr, "out of memory", "");
+			return fail_walk(w, "out of memory", "");
 		}
 		s->re = n;
 		s->capre = cap;
@@ -89,37 +94,38 @@ static int add_regex(walk_ctx *w, const char *src, const char *ptr)
 	return 0;
 }
 
-static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int depth);
+static int walk_schema(walk_ctx *w, const json_t *sch, int depth);
 
-static int walk_map(walk_ctx *w, const json_t *m, const char *ptr, const char *kw, int depth,
-		    int keys_are_regex)
+/* Walks the member schemas of m, the value of keyword kw (w->path points at kw). */
+static int walk_map(walk_ctx *w, const json_t *m, const char *kw, int depth, int keys_are_regex)
 {
 	if (!json_is_object(m))
-		return fail_walk(w, ptr, kw, "must be an object");
+		return fail_walk(w, kw, "must be an object");
 	const char *k;
 	json_t *v;
+	size_t mark = w->path.len;
 	json_object_foreach ((json_t *)m, k, v) {
-		char p[512];
-		snprintf(p, sizeof p, "%s/%s/%s", ptr, kw, k);
-		if (keys_are_regex && add_regex(w, k, p))
+		if (aw_json_ptr_push(&w->path, k))
+			return fail_walk(w, "schema pointer too long", "");
+		if ((keys_are_regex && add_regex(w, k)) || walk_schema(w, v, depth + 1))
 			return -1;
-		if (walk_schema(w, v, p, depth + 1))
-			return -1;
+		aw_buf_truncate(&w->path, mark);
 	}
 	return 0;
 }
 
-static int walk_list(walk_ctx *w, const json_t *a, const char *ptr, const char *kw, int depth)
+static int walk_list(walk_ctx *w, const json_t *a, const char *kw, int depth)
 {
 	if (!json_is_array(a) || json_array_size(a) == 0)
-		return fail_walk(w, ptr, kw, "must be a non-empty array");
-	size_t i;
+		return fail_walk(w, kw, "must be a non-empty array");
+	size_t i, mark = w->path.len;
 	json_t *v;
 	json_array_foreach ((json_t *)a, i, v) {
-		char p[512];
-		snprintf(p, sizeof p, "%s/%s/%zu", ptr, kw, i);
-		if (walk_schema(w, v, p, depth + 1))
+		if (aw_json_ptr_push_index(&w->path, i))
+			return fail_walk(w, "schema pointer too long", "");
+		if (walk_schema(w, v, depth + 1))
 			return -1;
+		aw_buf_truncate(&w->path, mark);
 	}
 	return 0;
 }
@@ -132,42 +138,44 @@ static int nonneg_int(const json_t *v)
 	       json_real_value(v) == floor(json_real_value(v));
 }
 
-static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int depth)
+/* Checks one schema (at w->path) and, recursively, its subschemas. */
+static int walk_schema(walk_ctx *w, const json_t *sch, int depth)
 {
 	if (depth > MAX_DEPTH)
-		return fail_walk(w, ptr, "schema nested too deep", "");
+		return fail_walk(w, "schema nested too deep", "");
 	if (json_is_boolean(sch))
 		return 0;
 	if (!json_is_object(sch))
-		return fail_walk(w, ptr, "a schema must be an object or a boolean", "");
+		return fail_walk(w, "a schema must be an object or a boolean", "");
 	const char *k;
 	json_t *v;
+	size_t mark = w->path.len;
 	json_object_foreach ((json_t *)sch, k, v) {
-		char p[512];
-		snprintf(p, sizeof p, "%s/%s", ptr, k);
+		aw_buf_truncate(&w->path, mark);
+		if (aw_json_ptr_push(&w->path, k))
+			return fail_walk(w, "schema pointer too long", "");
 		if (is_annotation(k)) {
 			if (strcmp(k, "definitions") == 0 &&
-			    walk_map(w, v, ptr, "definitions", depth, 0))
+			    walk_map(w, v, "definitions", depth, 0))
 				return -1;
 			continue;
 		}
 		if (!strcmp(k, "properties")) {
-			if (walk_map(w, v, ptr, k, depth, 0))
+			if (walk_map(w, v, k, depth, 0))
 				return -1;
 		} else if (!strcmp(k, "patternProperties")) {
-			if (walk_map(w, v, ptr, k, depth, 1))
+			if (walk_map(w, v, k, depth, 1))
 				return -1;
 		} else if (!strcmp(k, "additionalProperties") || !strcmp(k, "additionalItems") ||
 			   !strcmp(k, "not")) {
-			if (walk_schema(w, v, p, depth + 1))
+			if (walk_schema(w, v, depth + 1))
 				return -1;
 		} else if (!strcmp(k, "items")) {
-			if (json_is_array(v)
-				    ? (json_array_size(v) && walk_list(w, v, ptr, k, depth))
-				    : walk_schema(w, v, p, depth + 1))
+			if (json_is_array(v) ? (json_array_size(v) && walk_list(w, v, k, depth))
+					     : walk_schema(w, v, depth + 1))
 				return -1;
 		} else if (!strcmp(k, "allOf") || !strcmp(k, "anyOf") || !strcmp(k, "oneOf")) {
-			if (walk_list(w, v, ptr, k, depth))
+			if (walk_list(w, v, k, depth))
 				return -1;
 		} else if (!strcmp(k, "type")) {
 			static const char *const names[] = {"object",  "array", "string",
@@ -176,7 +184,7 @@ static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int dept
 			json_t *one = json_is_string(v) ? v : NULL;
 			size_t n = json_is_array(v) ? json_array_size(v) : one ? 1 : 0;
 			if (!n)
-				return fail_walk(w, p, "type",
+				return fail_walk(w, "type",
 						 "must be a type name or an array of them");
 			for (size_t i = 0; i < n; i++) {
 				const char *t = json_string_value(one ? one : json_array_get(v, i));
@@ -184,57 +192,60 @@ static int walk_schema(walk_ctx *w, const json_t *sch, const char *ptr, int dept
 				for (int j = 0; t && names[j]; j++)
 					known |= !strcmp(t, names[j]);
 				if (!known)
-					return fail_walk(w, p, "type", "names an unknown type");
+					return fail_walk(w, "type", "names an unknown type");
 			}
 		} else if (!strcmp(k, "enum")) {
 			if (!json_is_array(v))
-				return fail_walk(w, p, "enum", "must be an array");
+				return fail_walk(w, "enum", "must be an array");
 		} else if (!strcmp(k, "const")) {
 			/* any value */
 		} else if (!strcmp(k, "minimum") || !strcmp(k, "maximum") ||
 			   !strcmp(k, "exclusiveMinimum") || !strcmp(k, "exclusiveMaximum")) {
 			if (!json_is_number(v))
-				return fail_walk(w, p, k, "must be a number");
+				return fail_walk(w, k, "must be a number");
 		} else if (!strcmp(k, "multipleOf")) {
 			if (!json_is_number(v) || json_number_value(v) <= 0)
-				return fail_walk(w, p, k, "must be a number > 0");
+				return fail_walk(w, k, "must be a number > 0");
 		} else if (!strcmp(k, "minLength") || !strcmp(k, "maxLength") ||
 			   !strcmp(k, "minItems") || !strcmp(k, "maxItems") ||
 			   !strcmp(k, "minProperties") || !strcmp(k, "maxProperties")) {
 			if (!nonneg_int(v))
-				return fail_walk(w, p, k, "must be a non-negative integer");
+				return fail_walk(w, k, "must be a non-negative integer");
 		} else if (!strcmp(k, "uniqueItems")) {
 			if (!json_is_boolean(v))
-				return fail_walk(w, p, k, "must be a boolean");
+				return fail_walk(w, k, "must be a boolean");
 		} else if (!strcmp(k, "required")) {
 			size_t i;
 			json_t *x;
 			if (!json_is_array(v))
-				return fail_walk(w, p, k, "must be an array of strings");
+				return fail_walk(w, k, "must be an array of strings");
 			json_array_foreach (v, i, x)
 				if (!json_is_string(x))
-					return fail_walk(w, p, k, "must be an array of strings");
+					return fail_walk(w, k, "must be an array of strings");
 		} else if (!strcmp(k, "pattern")) {
 			if (!json_is_string(v))
-				return fail_walk(w, p, k, "must be a string");
-			if (add_regex(w, json_string_value(v), p))
+				return fail_walk(w, k, "must be a string");
+			if (add_regex(w, json_string_value(v)))
 				return -1;
 		} else if (!strcmp(k, "$ref")) {
 			const char *r = json_string_value(v);
 			if (!r || r[0] != '#')
-				return fail_walk(w, p, "unsupported $ref (only local '#...')",
+				return fail_walk(w, "unsupported $ref (only local '#...')",
 						 r ? r : "");
 		} else {
-			return fail_walk(w, p, "unsupported keyword", k);
+			return fail_walk(w, "unsupported keyword", k);
 		}
 	}
+	aw_buf_truncate(&w->path, mark);
 	return 0;
 }
 
 int aw_schema_supported(const json_t *schema, char *why, size_t whylen)
 {
-	walk_ctx w = {NULL, why, whylen};
-	return walk_schema(&w, schema, "", 0) == 0;
+	walk_ctx w = {NULL, why, whylen, AW_BUF_INIT(AW_JSON_PTR_MAX)};
+	int rc = walk_schema(&w, schema, 0);
+	aw_buf_free(&w.path);
+	return rc == 0;
 }
 
 void aw_schema_free(aw_schema *s)
@@ -255,8 +266,10 @@ aw_err aw_schema_compile(json_t *schema, aw_schema **out, aw_error *err)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	s->root = json_incref(schema);
 	char why[256] = "";
-	walk_ctx w = {s, why, sizeof why};
-	if (walk_schema(&w, schema, "", 0)) {
+	walk_ctx w = {s, why, sizeof why, AW_BUF_INIT(AW_JSON_PTR_MAX)};
+	int rc = walk_schema(&w, schema, 0);
+	aw_buf_free(&w.path);
+	if (rc) {
 		aw_schema_free(s);
 		return aw_fail_at(err, AW_E_REQ_INVALID, "", "invalid schema: %s", why);
 	}
@@ -270,18 +283,27 @@ typedef struct {
 	const aw_schema *s;
 	aw_schema_error *errs;
 	int max, n;
-	int quick;   /* stop at the first error (count-only evaluation) */
-	long *steps; /* shared with sub-evaluations */
+	int quick;    /* stop at the first error (count-only evaluation) */
+	long *steps;  /* shared with sub-evaluations */
+	aw_buf *path; /* JSON pointer of the instance value under test; shared too */
 } vctx;
 
-static int report(vctx *c, const char *ptr, const char *kw, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+static int report(vctx *c, const char *kw, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 #include <stdarg.h>
-static int report(vctx *c, const char *ptr, const char *kw, const char *fmt, ...)
+static int report(vctx *c, const char *kw, const char *fmt, ...)
 {
 	if (c->errs && c->n < c->max) {
 		aw_schema_error *e = &c->errs[c->n];
-		snprintf(e->pointer, sizeof e->pointer, "%s", ptr);
+		const char *ptr = aw_buf_str(c->path);
+		size_t len = c->path->len;
+		if (aw_buf_err(c->path))
+			snprintf(e->pointer, sizeof e->pointer, "(a pointer too long to show)");
+		else if (len < sizeof e->pointer)
+			memcpy(e->pointer, ptr, len + 1);
+		else /* never cut silently: a shortened pointer says so */
+			snprintf(e->pointer, sizeof e->pointer, "%.*s...",
+				 (int)sizeof e->pointer - 4, ptr);
 		snprintf(e->keyword, sizeof e->keyword, "%s", kw);
 		va_list ap;
 		va_start(ap, fmt);
@@ -292,7 +314,7 @@ static int report(vctx *c, const char *ptr, const char *kw, const char *fmt, ...
 	return 1;
 }
 
-static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *ptr, int depth);
+static int validate(vctx *c, const json_t *inst, const json_t *sch, int depth);
 
 /* JSON Schema equality: numbers by value (1 == 1.0), objects by members. */
 static int jequal(const json_t *a, const json_t *b)
@@ -397,22 +419,7 @@ static int re_match(const aw_schema *s, const char *src, const char *subject, si
 	return rc >= 0;
 }
 
-/* Appends a JSON pointer token (escaped) to base. */
-static void ptr_join(char *out, size_t cap, const char *base, const char *tok)
-{
-	size_t o = (size_t)snprintf(out, cap, "%s/", base);
-	for (const char *t = tok; *t && o + 3 < cap; t++) {
-		if (*t == '~' || *t == '/') {
-			out[o++] = '~';
-			out[o++] = *t == '~' ? '0' : '1';
-		} else {
-			out[o++] = *t;
-		}
-	}
-	out[o < cap ? o : cap - 1] = '\0';
-}
-
-/* Resolves "#/a/b" against the root document. */
+/* Resolves "#/a/b" against the root document (NULL when it does not). */
 static const json_t *resolve_ref(const aw_schema *s, const char *ref)
 {
 	if (strcmp(ref, "#") == 0)
@@ -421,28 +428,31 @@ static const json_t *resolve_ref(const aw_schema *s, const char *ref)
 		return NULL;
 	const json_t *cur = s->root;
 	const char *p = ref + 2;
-	char tok[256];
+	aw_buf tok = AW_BUF_INIT(AW_JSON_PTR_MAX);
 	while (cur) {
-		size_t n = 0;
-		while (*p && *p != '/' && n < sizeof tok - 1) {
-			if (*p == '~' && (p[1] == '0' || p[1] == '1')) {
-				tok[n++] = p[1] == '0' ? '~' : '/';
+		aw_buf_truncate(&tok, 0);
+		while (*p && *p != '/') {
+			char ch = *p++;
+			if (ch == '~' && (*p == '0' || *p == '1')) {
+				ch = *p++ == '0' ? '~' : '/';
+			} else if (ch == '%' && p[0] && p[1]) {
+				char hex[3] = {p[0], p[1], 0};
+				ch = (char)strtol(hex, NULL, 16);
 				p += 2;
-			} else if (*p == '%' && p[1] && p[2]) {
-				char hex[3] = {p[1], p[2], 0};
-				tok[n++] = (char)strtol(hex, NULL, 16);
-				p += 3;
-			} else {
-				tok[n++] = *p++;
 			}
+			aw_buf_add(&tok, &ch, 1);
 		}
-		tok[n] = '\0';
+		if (aw_buf_err(&tok)) {
+			cur = NULL;
+			break;
+		}
+		const char *t = aw_buf_str(&tok);
 		if (json_is_object(cur)) {
-			cur = json_object_get(cur, tok);
+			cur = json_object_getn(cur, t, tok.len);
 		} else if (json_is_array(cur)) {
 			char *end;
-			long idx = strtol(tok, &end, 10);
-			cur = (*end || idx < 0) ? NULL : json_array_get(cur, (size_t)idx);
+			long idx = strtol(t, &end, 10);
+			cur = (*end || idx < 0 || !*t) ? NULL : json_array_get(cur, (size_t)idx);
 		} else {
 			cur = NULL;
 		}
@@ -450,6 +460,7 @@ static const json_t *resolve_ref(const aw_schema *s, const char *ref)
 			break;
 		p++;
 	}
+	aw_buf_free(&tok);
 	return cur;
 }
 
@@ -459,24 +470,24 @@ static const json_t *resolve_ref(const aw_schema *s, const char *ref)
 			return c->n;  \
 	} while (0)
 
-static int count_sub(vctx *c, const json_t *inst, const json_t *sch, const char *ptr, int depth)
+static int count_sub(vctx *c, const json_t *inst, const json_t *sch, int depth)
 {
-	vctx sub = {c->s, NULL, 0, 0, 1, c->steps};
-	return validate(&sub, inst, sch, ptr, depth);
+	vctx sub = {c->s, NULL, 0, 0, 1, c->steps, c->path};
+	return validate(&sub, inst, sch, depth);
 }
 
-static void validate_numeric(vctx *c, const json_t *inst, const json_t *sch, const char *ptr)
+static void validate_numeric(vctx *c, const json_t *inst, const json_t *sch)
 {
 	double x = json_number_value(inst);
 	json_t *v;
 	if ((v = json_object_get(sch, "minimum")) && x < json_number_value(v))
-		report(c, ptr, "minimum", "must be >= %g", json_number_value(v));
+		report(c, "minimum", "must be >= %g", json_number_value(v));
 	if ((v = json_object_get(sch, "maximum")) && x > json_number_value(v))
-		report(c, ptr, "maximum", "must be <= %g", json_number_value(v));
+		report(c, "maximum", "must be <= %g", json_number_value(v));
 	if ((v = json_object_get(sch, "exclusiveMinimum")) && x <= json_number_value(v))
-		report(c, ptr, "exclusiveMinimum", "must be > %g", json_number_value(v));
+		report(c, "exclusiveMinimum", "must be > %g", json_number_value(v));
 	if ((v = json_object_get(sch, "exclusiveMaximum")) && x >= json_number_value(v))
-		report(c, ptr, "exclusiveMaximum", "must be < %g", json_number_value(v));
+		report(c, "exclusiveMaximum", "must be < %g", json_number_value(v));
 	if ((v = json_object_get(sch, "multipleOf"))) {
 		int ok;
 		if (json_is_integer(inst) && json_is_integer(v)) {
@@ -487,90 +498,75 @@ static void validate_numeric(vctx *c, const json_t *inst, const json_t *sch, con
 			     fabs(q - nearbyint(q)) < 1e-9 * (fabs(q) > 1 ? fabs(q) : 1);
 		}
 		if (!ok)
-			report(c, ptr, "multipleOf", "must be a multiple of %g",
-			       json_number_value(v));
+			report(c, "multipleOf", "must be a multiple of %g", json_number_value(v));
 	}
 }
 
-static void validate_string(vctx *c, const json_t *inst, const json_t *sch, const char *ptr)
+static void validate_string(vctx *c, const json_t *inst, const json_t *sch)
 {
 	const char *s = json_string_value(inst);
 	size_t bytes = json_string_length(inst), cps = utf8_len(s, bytes);
 	json_t *v;
 	if ((v = json_object_get(sch, "minLength")) && cps < (size_t)json_number_value(v))
-		report(c, ptr, "minLength", "must be at least %g characters", json_number_value(v));
+		report(c, "minLength", "must be at least %g characters", json_number_value(v));
 	if ((v = json_object_get(sch, "maxLength")) && cps > (size_t)json_number_value(v))
-		report(c, ptr, "maxLength", "must be at most %g characters", json_number_value(v));
+		report(c, "maxLength", "must be at most %g characters", json_number_value(v));
 	if ((v = json_object_get(sch, "pattern")) &&
 	    !re_match(c->s, json_string_value(v), s, bytes))
-		report(c, ptr, "pattern", "must match the pattern %.120s", json_string_value(v));
+		report(c, "pattern", "must match the pattern %.120s", json_string_value(v));
 }
 
-static void validate_array(vctx *c, const json_t *inst, const json_t *sch, const char *ptr,
-			   int depth)
+static void validate_array(vctx *c, const json_t *inst, const json_t *sch, int depth)
 {
 	size_t n = json_array_size(inst);
 	json_t *v;
 	if ((v = json_object_get(sch, "minItems")) && n < (size_t)json_number_value(v))
-		report(c, ptr, "minItems", "must have at least %g items", json_number_value(v));
+		report(c, "minItems", "must have at least %g items", json_number_value(v));
 	if ((v = json_object_get(sch, "maxItems")) && n > (size_t)json_number_value(v))
-		report(c, ptr, "maxItems", "must have at most %g items", json_number_value(v));
+		report(c, "maxItems", "must have at most %g items", json_number_value(v));
 	if ((v = json_object_get(sch, "uniqueItems")) && json_is_true(v)) {
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = i + 1; j < n; j++)
 				if (jequal(json_array_get(inst, i), json_array_get(inst, j))) {
-					report(c, ptr, "uniqueItems", "items %zu and %zu are equal",
-					       i, j);
+					report(c, "uniqueItems", "items %zu and %zu are equal", i,
+					       j);
 					i = j = n;
 				}
 	}
 	json_t *items = json_object_get(sch, "items");
 	if (!items)
 		return;
-	char p[512];
-	if (json_is_array(items)) {
-		size_t k = json_array_size(items);
-		json_t *add = json_object_get(sch, "additionalItems");
-		for (size_t i = 0; i < n; i++) {
-			snprintf(p, sizeof p, "%s/%zu", ptr, i);
-			if (i < k)
-				validate(c, json_array_get(inst, i), json_array_get(items, i), p,
-					 depth + 1);
-			else if (add)
-				validate(c, json_array_get(inst, i), add, p, depth + 1);
-
-			if (c->quick && c->n)
-				return;
-		}
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			snprintf(p, sizeof p, "%s/%zu", ptr, i);
-			validate(c, json_array_get(inst, i), items, p, depth + 1);
-			if (c->quick && c->n)
-				return;
-		}
+	size_t k = json_is_array(items) ? json_array_size(items) : 0, mark = c->path->len;
+	json_t *add = json_is_array(items) ? json_object_get(sch, "additionalItems") : items;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *sub = i < k ? json_array_get(items, i) : add;
+		if (!sub)
+			continue;
+		aw_json_ptr_push_index(c->path, i);
+		validate(c, json_array_get(inst, i), sub, depth + 1);
+		aw_buf_truncate(c->path, mark);
+		if (c->quick && c->n)
+			return;
 	}
 }
 
-static void validate_object(vctx *c, const json_t *inst, const json_t *sch, const char *ptr,
-			    int depth)
+static void validate_object(vctx *c, const json_t *inst, const json_t *sch, int depth)
 {
 	size_t n = json_object_size(inst);
 	json_t *v;
 	if ((v = json_object_get(sch, "minProperties")) && n < (size_t)json_number_value(v))
-		report(c, ptr, "minProperties", "must have at least %g members",
-		       json_number_value(v));
+		report(c, "minProperties", "must have at least %g members", json_number_value(v));
 	if ((v = json_object_get(sch, "maxProperties")) && n > (size_t)json_number_value(v))
-		report(c, ptr, "maxProperties", "must have at most %g members",
-		       json_number_value(v));
+		report(c, "maxProperties", "must have at most %g members", json_number_value(v));
 	if ((v = json_object_get(sch, "required"))) {
 		size_t i;
 		json_t *r;
+		size_t mark = c->path->len;
 		json_array_foreach (v, i, r) {
 			if (!json_object_get(inst, json_string_value(r))) {
-				char p[512];
-				ptr_join(p, sizeof p, ptr, json_string_value(r));
-				report(c, p, "required", "is required");
+				aw_json_ptr_push(c->path, json_string_value(r));
+				report(c, "required", "is required");
+				aw_buf_truncate(c->path, mark);
 			}
 		}
 	}
@@ -579,14 +575,15 @@ static void validate_object(vctx *c, const json_t *inst, const json_t *sch, cons
 	json_t *add = json_object_get(sch, "additionalProperties");
 	const char *k;
 	json_t *x;
+	size_t mark = c->path->len;
 	json_object_foreach ((json_t *)inst, k, x) {
-		char p[512];
-		ptr_join(p, sizeof p, ptr, k);
+		aw_buf_truncate(c->path, mark);
+		aw_json_ptr_push(c->path, k);
 		int matched = 0;
 		json_t *ps = props ? json_object_get(props, k) : NULL;
 		if (ps) {
 			matched = 1;
-			validate(c, x, ps, p, depth + 1);
+			validate(c, x, ps, depth + 1);
 		}
 		if (pprops) {
 			const char *pk;
@@ -594,40 +591,40 @@ static void validate_object(vctx *c, const json_t *inst, const json_t *sch, cons
 			json_object_foreach (pprops, pk, psch) {
 				if (re_match(c->s, pk, k, strlen(k))) {
 					matched = 1;
-					validate(c, x, psch, p, depth + 1);
+					validate(c, x, psch, depth + 1);
 				}
 			}
 		}
 		if (!matched && add) {
 			if (json_is_false(add))
-				report(c, p, "additionalProperties",
-				       "is not allowed (unknown field)");
+				report(c, "additionalProperties", "is not allowed (unknown field)");
 			else
-				validate(c, x, add, p, depth + 1);
+				validate(c, x, add, depth + 1);
 		}
 		if (c->quick && c->n)
-			return;
+			break;
 	}
+	aw_buf_truncate(c->path, mark);
 }
 
-static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *ptr, int depth)
+static int validate(vctx *c, const json_t *inst, const json_t *sch, int depth)
 {
 	int before = c->n;
 	if (depth > MAX_DEPTH)
-		return report(c, ptr, "$ref", "schema recursion too deep");
+		return report(c, "$ref", "schema recursion too deep");
 	if (++*c->steps > MAX_STEPS)
-		return report(c, ptr, "$ref", "schema evaluation too expensive");
+		return report(c, "$ref", "schema evaluation too expensive");
 	if (json_is_true(sch))
 		return 0;
 	if (json_is_false(sch))
-		return report(c, ptr, "false", "no value is allowed here");
+		return report(c, "false", "no value is allowed here");
 	json_t *ref = json_object_get(sch, "$ref");
 	if (ref) { /* draft-07: $ref replaces its siblings */
 		const json_t *target = resolve_ref(c->s, json_string_value(ref));
 		if (!target)
-			return report(c, ptr, "$ref", "unresolvable reference %.100s",
+			return report(c, "$ref", "unresolvable reference %.100s",
 				      json_string_value(ref));
-		return validate(c, inst, target, ptr, depth + 1);
+		return validate(c, inst, target, depth + 1);
 	}
 	json_t *v;
 	if ((v = json_object_get(sch, "type"))) {
@@ -645,7 +642,7 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *
 			snprintf(want, sizeof want, "%s",
 				 json_is_string(v) ? json_string_value(v)
 						   : "one of the listed types");
-			report(c, ptr, "type", "must be %s, not %s", want, type_name(inst));
+			report(c, "type", "must be %s, not %s", want, type_name(inst));
 			return c->n - before; /* the rest would only repeat it */
 		}
 	}
@@ -654,52 +651,54 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, const char *
 		for (size_t i = 0; i < json_array_size(v) && !ok; i++)
 			ok = jequal(inst, json_array_get(v, i));
 		if (!ok)
-			report(c, ptr, "enum", "must be one of the allowed values");
+			report(c, "enum", "must be one of the allowed values");
 	}
 	if ((v = json_object_get(sch, "const")) && !jequal(inst, v))
-		report(c, ptr, "const", "must equal the constant value");
+		report(c, "const", "must equal the constant value");
 	FAIL_OR_CONTINUE();
 	if (json_is_number(inst))
-		validate_numeric(c, inst, sch, ptr);
+		validate_numeric(c, inst, sch);
 	else if (json_is_string(inst))
-		validate_string(c, inst, sch, ptr);
+		validate_string(c, inst, sch);
 	else if (json_is_array(inst))
-		validate_array(c, inst, sch, ptr, depth);
+		validate_array(c, inst, sch, depth);
 	else if (json_is_object(inst))
-		validate_object(c, inst, sch, ptr, depth);
+		validate_object(c, inst, sch, depth);
 	FAIL_OR_CONTINUE();
 	if ((v = json_object_get(sch, "allOf"))) {
 		size_t i;
 		json_t *sub;
 		json_array_foreach (v, i, sub) {
-			validate(c, inst, sub, ptr, depth + 1);
+			validate(c, inst, sub, depth + 1);
 			FAIL_OR_CONTINUE();
 		}
 	}
 	if ((v = json_object_get(sch, "anyOf"))) {
 		int ok = 0;
 		for (size_t i = 0; i < json_array_size(v) && !ok; i++)
-			ok = count_sub(c, inst, json_array_get(v, i), ptr, depth + 1) == 0;
+			ok = count_sub(c, inst, json_array_get(v, i), depth + 1) == 0;
 		if (!ok)
-			report(c, ptr, "anyOf", "must match at least one of the alternatives");
+			report(c, "anyOf", "must match at least one of the alternatives");
 	}
 	if ((v = json_object_get(sch, "oneOf"))) {
 		int matches = 0;
 		for (size_t i = 0; i < json_array_size(v); i++)
-			matches += count_sub(c, inst, json_array_get(v, i), ptr, depth + 1) == 0;
+			matches += count_sub(c, inst, json_array_get(v, i), depth + 1) == 0;
 		if (matches != 1)
-			report(c, ptr, "oneOf", "must match exactly one alternative, matches %d",
+			report(c, "oneOf", "must match exactly one alternative, matches %d",
 			       matches);
 	}
-	if ((v = json_object_get(sch, "not")) && count_sub(c, inst, v, ptr, depth + 1) == 0)
-		report(c, ptr, "not", "must not match the schema under not");
+	if ((v = json_object_get(sch, "not")) && count_sub(c, inst, v, depth + 1) == 0)
+		report(c, "not", "must not match the schema under not");
 	return c->n - before;
 }
 
 int aw_schema_validate(const aw_schema *s, const json_t *instance, aw_schema_error *errs, int max)
 {
 	long steps = 0;
-	vctx c = {s, errs, max, 0, 0, &steps};
-	validate(&c, instance, s->root, "", 0);
+	aw_buf path = AW_BUF_INIT(AW_JSON_PTR_MAX);
+	vctx c = {s, errs, max, 0, 0, &steps, &path};
+	validate(&c, instance, s->root, 0);
+	aw_buf_free(&path);
 	return c.n;
 }

@@ -3,11 +3,14 @@
  * request context (request id, trace, deadline), replies, problem+json, and the
  * access log and metrics written once per request when it completes.
  */
+#include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "awooop/clock.h"
 #include "awooop/log.h"
@@ -336,6 +339,28 @@ static aw_err parse_listen(const char *s, struct sockaddr_in *sa, aw_error *err)
 	return AW_OK;
 }
 
+/* Binds and listens on sa, alone: SO_REUSEADDR (a restart may bind while old
+ * connections linger in TIME_WAIT) but never SO_REUSEPORT, under which a second
+ * server would silently share the port and take half of its connections. */
+static aw_err bind_exclusive(const struct sockaddr_in *sa, int *out, aw_error *err)
+{
+	char where[INET_ADDRSTRLEN] = "?";
+	inet_ntop(AF_INET, &sa->sin_addr, where, sizeof where);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	if (fd < 0)
+		return aw_fail(err, AW_E_CONFIG, "cannot create a socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) != 0 || listen(fd, 128) != 0) {
+		int en = errno;
+		close(fd);
+		return aw_fail(err, AW_E_CONFIG, "cannot listen on %s:%d: %s%s", where,
+			       ntohs(sa->sin_port), strerror(en),
+			       en == EADDRINUSE ? " (another process holds the port)" : "");
+	}
+	*out = fd;
+	return AW_OK;
+}
+
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err)
 {
 	aw_http *h = calloc(1, sizeof *h);
@@ -360,17 +385,21 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 		free(h);
 		return e;
 	}
+	int fd = -1;
+	if ((e = bind_exclusive(&sa, &fd, err))) {
+		free(h);
+		return e;
+	}
 	h->d = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
 		0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-		(unsigned)1, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->opts.max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->opts.request_timeout_s, MHD_OPTION_END);
 	if (!h->d) {
+		close(fd);
 		free(h);
-		return aw_fail(err, AW_E_CONFIG, "cannot listen on %s (in use or not local?)",
-			       opts->listen ? opts->listen : "127.0.0.1:8080");
+		return aw_fail(err, AW_E_INTERNAL, "cannot start the HTTP server on %s", h->listen);
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 	h->port = info ? info->port : ntohs(sa.sin_port);

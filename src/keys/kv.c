@@ -103,12 +103,12 @@ aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv
 		kv->o = *o;
 	snprintf(kv->legacy_project, sizeof kv->legacy_project, "%s",
 		 kv->o.legacy_project ? kv->o.legacy_project : "awoooi");
-	if (kv->o.window_a_s <= 0)
-		kv->o.window_a_s = 30 * 86400;
-	if (kv->o.window_b_s <= 0)
-		kv->o.window_b_s = 14 * 86400;
-	if (kv->o.window_c_s <= 0)
-		kv->o.window_c_s = 7 * 86400;
+	int *win[] = {&kv->o.window_a_s, &kv->o.window_b_s, &kv->o.window_c_s};
+	const int def_days[] = {30, 14, 7};
+	for (int i = 0; i < 3; i++)
+		*win[i] = *win[i] == AW_KV_WINDOW_NONE ? 0
+			  : *win[i] <= 0	       ? def_days[i] * 86400
+						       : *win[i];
 	if (kv->o.phase_cache_ms <= 0)
 		kv->o.phase_cache_ms = 1000;
 	pthread_mutex_init(&kv->mu, NULL);
@@ -172,7 +172,8 @@ static aw_err phase_for(aw_kv *kv, const aw_key_pattern *p, const char *project,
 	int64_t now = aw_clock_mono_ns();
 	for (cached *c = kv->phases; c; c = c->next) {
 		if (!strcmp(c->project, project) && !strcmp(c->pattern, p->name) &&
-		    now - c->read_ns < (int64_t)kv->o.phase_cache_ms * 1000000LL) {
+		    !aw_clock_older_than(c->read_ns, now,
+					 (int64_t)kv->o.phase_cache_ms * 1000000LL - 1)) {
 			*ph = c->phase;
 			return AW_OK;
 		}
@@ -516,7 +517,7 @@ static void read_counters(aw_kv *kv, const char *project, const aw_key_pattern *
 		long long *f[] = {&st->reads, &st->new_hits, &st->fallbacks, &st->old_reads};
 		for (int i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4; i++)
 			if (r->element[i]->type == REDIS_REPLY_STRING)
-				*f[i] += atoll(r->element[i]->str);
+				*f[i] += strtoll(r->element[i]->str, NULL, 10);
 		if (r)
 			freeReplyObject(r);
 	}
@@ -559,6 +560,12 @@ aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const ch
 		return e;
 	char name[8];
 	memset(st, 0, sizeof *st);
+	aw_project proj;
+	if ((e = aw_store_project_get(t, &proj, err))) {
+		if (e == AW_E_TENANT_NOT_FOUND)
+			aw_fail(err, e, "project %s does not exist", project);
+		goto out;
+	}
 	if ((e = aw_store_keymig_get(t, p->name, name, sizeof name, st->since, err)))
 		goto out;
 	int have = phase_of(name);
@@ -618,7 +625,7 @@ out:
 	 * cached phases so this process applies the new one at once */
 	pthread_mutex_lock(&kv->mu);
 	for (cached *cc = kv->phases; cc; cc = cc->next)
-		cc->read_ns = 0;
+		cc->read_ns = AW_MONO_NEVER;
 	pthread_mutex_unlock(&kv->mu);
 	snprintf(st->phase, sizeof st->phase, "%s", phase_names[want]);
 	return AW_OK;

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ struct aw_relay {
 	aw_relay_opts o;
 	pthread_t th, lth;
 	int listening;
-	volatile int stop;
+	atomic_bool stop;
 	aw_store_listener *listener;
 };
 
@@ -147,7 +148,7 @@ static void *relay_main(void *arg)
 {
 	aw_relay *r = arg;
 	int backoff = 100;
-	int64_t next_prune = 0, next_stats = 0;
+	int64_t next_prune = AW_MONO_NEVER, next_stats = AW_MONO_NEVER; /* due at once */
 	aw_log(AW_LOG_INFO, NULL, "relay started", "bus", aw_bus_kind(r->bus), NULL);
 	while (!r->stop) {
 		pthread_mutex_lock(&kick_mu);

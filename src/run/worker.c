@@ -17,7 +17,6 @@
  * PostgreSQL, NOTIFY awooop_runs from any process) signal; the poll interval
  * is only the safety net.
  */
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -95,7 +94,7 @@ static void kick_wait(uint64_t seen, int ms)
 
 typedef struct {
 	char run_id[AW_UUID_STR_LEN + 1];
-	volatile int stop; /* lost the run, or shutting down: executors return */
+	atomic_bool stop; /* lost the run, or shutting down: executors return */
 	int active;
 } slot;
 
@@ -104,6 +103,7 @@ typedef struct thread_ctx {
 	pthread_t th;
 	slot *slots; /* batch entries, guarded by w->mu */
 	uint64_t rng;
+	int started; /* th is running: join it */
 } thread_ctx;
 
 struct aw_worker {
@@ -112,7 +112,7 @@ struct aw_worker {
 	char id[AW_WORKER_ID_MAX + 1];
 	thread_ctx *threads;
 	pthread_t hb, listener;
-	int has_listener;
+	int has_listener, hb_started, listener_started;
 	atomic_int stop;
 	pthread_mutex_t mu;
 	pthread_cond_t hb_cv;
@@ -840,6 +840,37 @@ out:
 	slots_clear(w, tc);
 }
 
+static void *exec_main(void *arg);
+static void *hb_main(void *arg);
+static void *listen_main(void *arg);
+
+/* Stops and joins the threads that started (all, or those before a failed
+ * start), then frees the worker. */
+static void shutdown_worker(aw_worker *w)
+{
+	atomic_store(&w->stop, 1);
+	pthread_mutex_lock(&w->mu);
+	for (int t = 0; w->threads && t < w->o.concurrency; t++)
+		for (int i = 0; w->threads[t].slots && i < w->o.batch; i++)
+			w->threads[t].slots[i].stop = 1;
+	pthread_cond_broadcast(&w->hb_cv);
+	pthread_mutex_unlock(&w->mu);
+	kick_all();
+	for (int i = 0; w->threads && i < w->o.concurrency; i++)
+		if (w->threads[i].started)
+			pthread_join(w->threads[i].th, NULL);
+	if (w->hb_started)
+		pthread_join(w->hb, NULL);
+	if (w->listener_started)
+		pthread_join(w->listener, NULL);
+	for (int i = 0; w->threads && i < w->o.concurrency; i++)
+		free(w->threads[i].slots);
+	free(w->threads);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->hb_cv);
+	free(w);
+}
+
 static void *exec_main(void *arg)
 {
 	thread_ctx *tc = arg;
@@ -1016,29 +1047,41 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	for (char *p = w->id; *p; p++) /* a principal: no '@', no spaces */
 		if (*p == '@' || *p == ' ')
 			*p = '-';
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_t a;
 	pthread_condattr_init(&a);
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->hb_cv, &a);
 	pthread_condattr_destroy(&a);
+	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
 	w->threads = calloc((size_t)w->o.concurrency, sizeof *w->threads);
-	if (!w->threads) {
-		free(w);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	for (int i = 0; i < w->o.concurrency; i++) {
+	for (int i = 0; w->threads && i < w->o.concurrency; i++) {
 		w->threads[i].w = w;
 		w->threads[i].rng = seed();
 		w->threads[i].slots = calloc((size_t)w->o.batch, sizeof(slot));
+		if (!w->threads[i].slots) {
+			shutdown_worker(w);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
 	}
-	for (int i = 0; i < w->o.concurrency; i++)
-		pthread_create(&w->threads[i].th, NULL, exec_main, &w->threads[i]);
-	pthread_create(&w->hb, NULL, hb_main, w);
-	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
-	if (w->has_listener)
-		pthread_create(&w->listener, NULL, listen_main, w);
+	if (!w->threads) {
+		shutdown_worker(w);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	/* every thread started is recorded, so a failure stops exactly those */
+	int rc = 0;
+	for (int i = 0; !rc && i < w->o.concurrency; i++)
+		if (!(rc = pthread_create(&w->threads[i].th, NULL, exec_main, &w->threads[i])))
+			w->threads[i].started = 1;
+	if (!rc && !(rc = pthread_create(&w->hb, NULL, hb_main, w)))
+		w->hb_started = 1;
+	if (!rc && w->has_listener && !(rc = pthread_create(&w->listener, NULL, listen_main, w)))
+		w->listener_started = 1;
+	if (rc) {
+		shutdown_worker(w);
+		return aw_fail(err, AW_E_INTERNAL, "cannot start a worker thread: %s",
+			       strerror(rc));
+	}
 	aw_log(AW_LOG_INFO, NULL, "run worker started", "worker", w->id, NULL);
 	*out = w;
 	return AW_OK;
@@ -1046,25 +1089,6 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 
 void aw_worker_stop(aw_worker *w)
 {
-	if (!w)
-		return;
-	atomic_store(&w->stop, 1);
-	pthread_mutex_lock(&w->mu);
-	for (int t = 0; t < w->o.concurrency; t++)
-		for (int i = 0; i < w->o.batch; i++)
-			w->threads[t].slots[i].stop = 1;
-	pthread_cond_broadcast(&w->hb_cv);
-	pthread_mutex_unlock(&w->mu);
-	kick_all();
-	for (int i = 0; i < w->o.concurrency; i++)
-		pthread_join(w->threads[i].th, NULL);
-	pthread_join(w->hb, NULL);
-	if (w->has_listener)
-		pthread_join(w->listener, NULL);
-	for (int i = 0; i < w->o.concurrency; i++)
-		free(w->threads[i].slots);
-	free(w->threads);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->hb_cv);
-	free(w);
+	if (w)
+		shutdown_worker(w);
 }

@@ -36,9 +36,9 @@ aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
 	if (!e) {
 		if (r->nrows == 0) {
 			*seq = 0;
-			strcpy(hash, GENESIS);
+			memcpy(hash, GENESIS, sizeof GENESIS);
 		} else {
-			*seq = atoll(aw_rows_get(r, 0, 0));
+			*seq = aw_cell_ll(r, 0, 0);
 			aw_cell_copy(hash, 65, r, 0, 1);
 		}
 	}
@@ -65,7 +65,7 @@ static aw_err read_rows(aw_txn *t, const char *sql, int n_params, const aw_val *
 		aw_audit_row *a = &rows[i];
 		aw_cell_copy(a->event_id, sizeof a->event_id, r, i, 0);
 		aw_cell_copy(a->project_id, sizeof a->project_id, r, i, 1);
-		a->seq = atoll(aw_rows_get(r, i, 2));
+		a->seq = aw_cell_ll(r, i, 2);
 		aw_cell_copy(a->ts, sizeof a->ts, r, i, 3);
 		aw_cell_copy(a->actor, sizeof a->actor, r, i, 4);
 		aw_cell_copy(a->action, sizeof a->action, r, i, 5);

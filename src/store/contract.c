@@ -230,7 +230,7 @@ void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_a
 {
 	memset(v, 0, sizeof *v);
 	aw_cell_copy(v->event_id, sizeof v->event_id, r, i, 0);
-	v->seq = atoll(aw_rows_get(r, i, 1) ? aw_rows_get(r, i, 1) : "0");
+	v->seq = aw_cell_ll(r, i, 1);
 	aw_cell_copy(v->event_type, sizeof v->event_type, r, i, 2);
 	aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 3);
 	aw_cell_copy(v->family, sizeof v->family, r, i, 4);
@@ -240,8 +240,7 @@ void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_a
 	aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 8);
 	if (delivered_col >= 0)
 		aw_cell_copy(v->delivered_at, sizeof v->delivered_at, r, i, delivered_col);
-	const char *att = aw_rows_get(r, i, relay_attempts_col);
-	v->relay_attempts = att ? atoi(att) : 0;
+	v->relay_attempts = (int)aw_cell_ll(r, i, relay_attempts_col);
 }
 
 aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_id,

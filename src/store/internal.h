@@ -46,6 +46,10 @@ aw_dialect aw_txn_dialect(const aw_txn *t);
 void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_attempts_col,
 			int delivered_col);
 
+/* A cell as an integer (0 for NULL; a cell that is not a whole number, which
+ * the schema never stores, reads as 0 too). */
+long long aw_cell_ll(const aw_rows *r, int row, int col);
+
 /* Copies a cell into a fixed buffer ("" for NULL). */
 void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col);
 

@@ -42,7 +42,7 @@ static aw_err current_version(aw_store *s, aw_conn *c, int *v, aw_error *err)
 	aw_err e = s->drv->exec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0,
 				NULL, &r, err);
 	if (!e)
-		*v = atoi(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "0");
+		*v = (int)aw_cell_ll(r, 0, 0);
 	aw_rows_free(r);
 	return e;
 }
@@ -174,7 +174,7 @@ aw_err aw_store_check_schema(aw_store *s, aw_error *err)
 		return aw_fail(err, AW_E_STORE_SCHEMA,
 			       "store has no awooop schema; run `awooop migrate --db URL`");
 	}
-	int have = atoi(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "0");
+	int have = (int)aw_cell_ll(r, 0, 0);
 	aw_rows_free(r);
 	int want = aw_store_schema_target(s);
 	if (have != want)

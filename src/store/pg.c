@@ -172,7 +172,8 @@ static aw_err rows_from(PGconn *pg, PGresult *res, aw_rows **out, aw_error *err)
 			}
 		}
 	}
-	if (!e && !(*out = aw_rows_new(nrows, ncols, cells, aff && *aff ? atoll(aff) : 0)))
+	if (!e &&
+	    !(*out = aw_rows_new(nrows, ncols, cells, aff && *aff ? strtoll(aff, NULL, 10) : 0)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (e) {
 		for (size_t i = 0; i < total; i++)

@@ -73,7 +73,7 @@ aw_err aw_store_relay_prune(aw_store *s, const char *before, int64_t *n, aw_erro
 	if (s->drv->dialect == AW_DIALECT_PG) {
 		e = aw_store_exec1(s, &sys, "SELECT platform_outbox_prune($1)", 1, p, &r, err);
 		if (!e)
-			*n = atoll(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "0");
+			*n = aw_cell_ll(r, 0, 0);
 	} else {
 		e = aw_store_exec1(s, &sys,
 				   "DELETE FROM contract_outbox WHERE delivered_at IS NOT NULL AND"
@@ -99,7 +99,7 @@ aw_err aw_store_relay_stats(aw_store *s, int64_t *undelivered, char *oldest, aw_
 					 " WHERE delivered_at IS NULL",
 			       0, NULL, &r, err);
 	if (!e) {
-		*undelivered = atoll(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "0");
+		*undelivered = aw_cell_ll(r, 0, 0);
 		aw_cell_copy(oldest, AW_TS_LEN + 1, r, 0, 1);
 	}
 	aw_rows_free(r);

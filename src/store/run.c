@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/buf.h"
 #include "internal.h"
 
 #define RUN_COLS                                                                              \
@@ -65,8 +66,7 @@ static char *dup_cell(const aw_rows *r, int row, int col)
 
 static int int_cell(const aw_rows *r, int row, int col)
 {
-	const char *v = aw_rows_get(r, row, col);
-	return v ? atoi(v) : 0;
+	return (int)aw_cell_ll(r, row, col);
 }
 
 static int run_from_row(aw_run *v, const aw_rows *r, int i)
@@ -503,14 +503,16 @@ aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int lim
 /* A JSON array of ids for the PostgreSQL functions. */
 static char *ids_json(char (*ids)[AW_UUID_STR_LEN + 1], int n)
 {
-	char *j = malloc(4 + (size_t)n * (AW_UUID_STR_LEN + 3));
-	if (!j)
-		return NULL;
-	int o = sprintf(j, "[");
+	aw_buf b = AW_BUF_INIT((size_t)n * (AW_UUID_STR_LEN + 3) + 2);
+	aw_buf_adds(&b, "[");
 	for (int i = 0; i < n; i++)
-		o += sprintf(j + o, "%s\"%s\"", i ? "," : "", ids[i]);
-	sprintf(j + o, "]");
-	return j;
+		aw_buf_addf(&b, "%s\"%s\"", i ? "," : "", ids[i]);
+	aw_buf_adds(&b, "]");
+	if (aw_buf_err(&b)) {
+		aw_buf_free(&b);
+		return NULL;
+	}
+	return aw_buf_take(&b);
 }
 
 aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,

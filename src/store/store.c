@@ -232,6 +232,14 @@ aw_err aw_store_ping(aw_store *s, aw_error *err)
 	return aw_store_exec1(s, &sys, "SELECT 1", 0, NULL, NULL, err);
 }
 
+long long aw_cell_ll(const aw_rows *r, int row, int col)
+{
+	const char *v = aw_rows_get(r, row, col);
+	char *end = NULL;
+	long long n = v ? strtoll(v, &end, 10) : 0;
+	return v && *end == '\0' ? n : 0;
+}
+
 void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
 {
 	const char *v = aw_rows_get(r, row, col);

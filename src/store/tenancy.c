@@ -158,7 +158,7 @@ aw_err aw_store_key_count_scope(aw_txn *t, aw_scope scope, int *n, aw_error *err
 			       " AND scope = $2 AND revoked_at IS NULL",
 			       2, v, &r, err);
 	if (!e)
-		*n = atoi(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "0");
+		*n = (int)aw_cell_ll(r, 0, 0);
 	aw_rows_free(r);
 	return e;
 }

@@ -96,6 +96,14 @@ start_server
 unset AWOOOP_BOOTSTRAP_KEY
 check "bootstrap with env key prints nothing" "$(cat "$TMP/stdout")" ""
 
+# --- a port in use is an error: a second server must not share it (SO_REUSEPORT)
+"$BIN" serve --db "sqlite:$TMP/second.db" --listen "127.0.0.1:$PORT" >/dev/null 2>"$TMP/second.log" &
+SECOND=$!
+for _ in $(seq 1 50); do kill -0 $SECOND 2>/dev/null || break; sleep 0.1; done
+if kill -0 $SECOND 2>/dev/null; then kill $SECOND; bad "second server on a port in use kept running"; fi
+wait $SECOND; check "second server exit code" $? 2
+check "second server says why" "$(grep -c 'E-CONFIG-001: cannot listen on 127.0.0.1:'"$PORT"': Address already in use' "$TMP/second.log")" 1
+
 # --- operations endpoints
 req GET /healthz "" ""; expect "healthz" 200
 req GET /readyz "" ""; expect "readyz" 200
@@ -303,6 +311,17 @@ check "cli diff" "$(AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract diff --proje
   --contract daily --rev "$REV1" --to "$REV2" | jq -c '[.[].path]')" '["/action_on_exceed","/token_limit"]'
 check "cli list" "$(AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract list --project alpha --family budget \
   --contract daily | awk '{print $2}' | sort | tr '\n' ,)" "active,superseded,"
+# regression: a member name over 1 KiB (with '~' and '/' to escape) in two valid
+# mcp_tool revisions; the diff once overflowed a 1,024-byte stack buffer and cut paths
+LONG=$(printf 'a%.0s' $(seq 1 1500))
+LONGTOOL="{\"tools\":[{\"name\":\"t\",\"provider\":\"p\",\"mode\":\"read_only\",\"args_schema\":{\"properties\":{\"${LONG}~/x\":{\"type\":"
+req POST "/v1/projects/alpha/contracts/mcp_tool/tools/revisions" "$OP1" "{\"body\":${LONGTOOL}\"string\"}}}}]}}"
+expect "long member rev a" 201; LA=$(jbody .revision_id)
+req POST "/v1/projects/alpha/contracts/mcp_tool/tools/revisions" "$OP1" "{\"body\":${LONGTOOL}\"integer\"}}}}]}}"
+expect "long member rev b" 201; LB=$(jbody .revision_id)
+req GET "/v1/projects/alpha/contracts/mcp_tool/tools/revisions/$LA/diff/$LB" "$OP2" ""; expect "long member diff" 200
+check "long member diff path" "$(jbody '.[0].path')" "/tools/0/args_schema/properties/${LONG}~0~1x/type"
+check "long member diff ops" "$(jbody 'length')" 1
 req POST "$CB/revisions/$REV2/revoke" "$AADMIN" ""; expect "admin revoke active" 200
 req GET $CB/active "$OP2" ""; expect "no active after revoke" 404 E-CONTRACT-002
 "$BIN" audit verify --db "$DB" --project alpha >/dev/null; check "audit chain after contracts" $? 0

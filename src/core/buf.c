@@ -1,0 +1,89 @@
+/*
+ * buf.c - the bounded growable buffer (see buf.h). Growth doubles up to the
+ * buffer's maximum; a failed append changes nothing but the sticky error.
+ */
+#include "awooop/buf.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static aw_err reserve(aw_buf *b, size_t n)
+{
+	if (b->err)
+		return b->err;
+	if (n > b->max || b->len > b->max - n)
+		return b->err = AW_E_LIMIT;
+	size_t need = b->len + n + 1;
+	if (need <= b->cap)
+		return AW_OK;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	if (cap > b->max + 1)
+		cap = b->max + 1;
+	char *p = realloc(b->p, cap);
+	if (!p)
+		return b->err = AW_E_NOMEM;
+	b->p = p;
+	b->cap = cap;
+	return AW_OK;
+}
+
+aw_err aw_buf_add(aw_buf *b, const void *data, size_t n)
+{
+	aw_err e = reserve(b, n);
+	if (e)
+		return e;
+	if (n)
+		memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return AW_OK;
+}
+
+aw_err aw_buf_adds(aw_buf *b, const char *s)
+{
+	return aw_buf_add(b, s, strlen(s));
+}
+
+aw_err aw_buf_addf(aw_buf *b, const char *fmt, ...)
+{
+	va_list ap, ap2;
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	aw_err e = n < 0 ? (b->err = AW_E_INTERNAL) : reserve(b, (size_t)n);
+	if (!e) {
+		vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap2);
+		b->len += (size_t)n;
+	}
+	va_end(ap2);
+	return e;
+}
+
+void aw_buf_truncate(aw_buf *b, size_t len)
+{
+	if (len < b->len) {
+		b->len = len;
+		b->p[len] = '\0';
+	}
+}
+
+char *aw_buf_take(aw_buf *b)
+{
+	char *s = b->p ? b->p : strdup("");
+	b->p = NULL;
+	b->len = b->cap = 0;
+	return s;
+}
+
+void aw_buf_free(aw_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}

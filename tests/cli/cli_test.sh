@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Black-box test of client commands that open the store themselves, on a fresh
+# embedded store, with the real Redis of the test services:
+#   cli_test.sh AWOOOP_BINARY        (needs AWOOOP_TEST_REDIS_URL)
+# - `keys migrate` on a brand-new SQLite file migrates it (as serve does);
+# - a project that does not exist is named as such (E-TENANT-001);
+# - numeric settings: 0 means what it says, garbage is refused (exit 2).
+set -uo pipefail
+BIN=$1
+TMP=$(mktemp -d /tmp/aw-cli.XXXXXX)
+PASS=0
+FAIL=0
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+ok() { PASS=$((PASS + 1)); }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+[ -n "${AWOOOP_TEST_REDIS_URL:-}" ] || { echo "AWOOOP_TEST_REDIS_URL is not set" >&2; exit 1; }
+R=$AWOOOP_TEST_REDIS_URL
+DB="sqlite:$TMP/new.db"
+# a pattern per run, so runs sharing the Redis do not meet
+keys() { "$BIN" keys "$@" --redis "$R" --db "$DB" --pattern tg_sent >"$TMP/out" 2>"$TMP/err"; }
+
+# 1. a fresh store, a project that does not exist
+keys migrate --project awoooi --to A; check "fresh store: exit" $? 1
+check "fresh store: not-found code" "$(grep -c '^awooop: E-TENANT-001: project awoooi does not exist' "$TMP/err")" 1
+check "fresh store: no missing-table error" "$(grep -c 'no such table' "$TMP/err")" 0
+
+# a project to migrate (created through the API of a server on the same file)
+export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)
+"$BIN" serve --db "$DB" --listen 127.0.0.1:0 --role api >/dev/null 2>"$TMP/log" &
+SERVER_PID=$!
+for _ in $(seq 1 100); do grep -q '"awooop serving"' "$TMP/log" && break; sleep 0.1; done
+PORT=$(grep '"awooop serving"' "$TMP/log" | jq -r .port)
+AWOOOP_URL="http://127.0.0.1:$PORT" AWOOOP_KEY=$AWOOOP_BOOTSTRAP_KEY "$BIN" project create awoooi >/dev/null
+check "project created" $? 0
+kill "$SERVER_PID"; wait "$SERVER_PID"; SERVER_PID=
+unset AWOOOP_BOOTSTRAP_KEY
+
+# 2. windows: the default waits 30 days, 0 does not wait, garbage is refused
+keys migrate --project awoooi --to A; check "to A" $? 0
+keys migrate --project awoooi --to B; check "to B inside the default window: exit" $? 1
+check "to B inside the default window: gate" "$(grep -c '^awooop: E-KEYS-003' "$TMP/err")" 1
+AWOOOP_KEYS_WINDOW_A_S=abc keys migrate --project awoooi --to B; check "window abc: exit" $? 2
+check "window abc: says which" "$(grep -c 'E-CONFIG-001: AWOOOP_KEYS_WINDOW_A_S must be a whole number' "$TMP/err")" 1
+AWOOOP_KEYS_WINDOW_A_S=-3 keys migrate --project awoooi --to B; check "window -3: exit" $? 2
+AWOOOP_KEYS_WINDOW_A_S=0 keys migrate --project awoooi --to B; check "window 0 = no wait" $? 0
+check "phase B" "$(grep -c '^phase B' "$TMP/out")" 1
+keys backfill --project awoooi --rate x; check "rate x: exit" $? 2
+
+# 3. numeric options of serve: refused before anything starts
+for bad_opt in "--pool-size=" "--concurrency=0" "--heartbeat-ms=5x" "--relay-poll-ms=-1" "--body-limit=1e6"; do
+  "$BIN" serve --db "sqlite:$TMP/never.db" --listen 127.0.0.1:0 "$bad_opt" >/dev/null 2>"$TMP/err"
+  check "serve $bad_opt: exit" $? 2
+  check "serve $bad_opt: code" "$(grep -c 'E-CONFIG-001' "$TMP/err")" 1
+done
+check "refused options created no store" "$(ls "$TMP"/never.db 2>/dev/null | wc -l)" 0
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
