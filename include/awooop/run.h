@@ -74,6 +74,10 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 /* steps may be NULL when the journal is not wanted. */
 aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out,
 		  aw_run_step **steps, int *nsteps, aw_error *err);
+/* The run as the API shows it - fields, journal ("steps") and "transitions" -
+ * read in one snapshot; new reference. AW_E_INTERNAL when the audit history
+ * does not end in the run's state (never shown as an empty history). */
+aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out, aw_error *err);
 /* The run's transitions (its audit records), oldest first. */
 aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out,
 			  aw_error *err);

@@ -11,6 +11,7 @@
 
 #include "awooop/crypto.h"
 #include "awooop/redact.h"
+#include "awooop/uuid.h"
 
 static size_t field(char *dst, const char *s)
 {
@@ -49,7 +50,11 @@ void aw_audit_hash(const aw_audit_row *a, char *out)
 static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *it, aw_error *err)
 {
 	json_t *doc = it->payload ? json_deep_copy(it->payload) : json_object();
-	a->target = aw_redact_str(it->target ? it->target : "");
+	/* a target that is an id awooop made (run, revision, key: UUIDs) is kept
+	 * as it is - it is the record's link to its subject; anything else passes
+	 * the redaction engine like the payload */
+	const char *target = it->target ? it->target : "";
+	a->target = aw_uuid_valid(target) ? strdup(target) : aw_redact_str(target);
 	aw_err e = AW_OK;
 	if (!doc || !a->target) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -45,8 +45,7 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 		return;
 	json_object_set_new(o, "ts", json_string(ts));
 	json_object_set_new(o, "level", json_string(names[lvl]));
-	json_object_set_new(o, "msg", json_string(msg));
-	if (ctx) {
+	if (ctx) { /* the logger's own fields: ids it made, never redacted */
 		if (ctx->trace.trace_id[0])
 			json_object_set_new(o, "trace_id", json_string(ctx->trace.trace_id));
 		if (ctx->request_id[0])
@@ -54,6 +53,12 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 		if (ctx->project[0])
 			json_object_set_new(o, "project", json_string(ctx->project));
 	}
+	json_t *fields = json_object();
+	if (!fields) {
+		json_decref(o);
+		return;
+	}
+	json_object_set_new(fields, "msg", json_string(msg));
 	va_list ap;
 	va_start(ap, msg);
 	for (;;) {
@@ -61,11 +66,16 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 		if (!k)
 			break;
 		const char *v = va_arg(ap, const char *);
-		json_object_set_new(o, k, v ? json_string(v) : json_null());
+		json_object_set_new(fields, k, v ? json_string(v) : json_null());
 	}
 	va_end(ap);
-	/* every log line passes the redaction engine, whatever a caller passed */
-	if (aw_redact_json(o, NULL) != AW_OK) {
+	/* what a caller passed goes through the redaction engine, whatever it is;
+	 * it cannot replace the logger's own fields */
+	aw_err re = aw_redact_json(fields, NULL);
+	if (!re)
+		json_object_update_missing(o, fields);
+	json_decref(fields);
+	if (re) {
 		json_decref(o);
 		return;
 	}

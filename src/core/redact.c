@@ -37,6 +37,7 @@ typedef struct finding {
 
 typedef int (*validator)(const char *s, size_t len);
 
+static int card_ok(const char *s, size_t n);
 static int luhn_ok(const char *s, size_t n);
 static int digits_phone_ok(const char *s, size_t n);
 static int ipv6_ok(const char *s, size_t n);
@@ -59,7 +60,10 @@ static const struct cls_def {
 		{NULL,
 		 "(?<![\\w+.-])(?:\\+[1-9][0-9 ().-]{6,20}[0-9]|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\d{3}[.-]\\d{3}[.-]\\d{4}|0\\d{1,4}[ -]\\d{3,4}[ -]\\d{3,4})(?![\\w.-]?\\d)",
 		 32, 32, digits_phone_ok},
-	[AW_RC_CARD] = {NULL, "(?<![\\d-])[2-6](?:[ -]?\\d){12,18}(?![\\d])", 40, 40, luhn_ok},
+	/* a card is a whole token: not part of a word, a hex id, a UUID or a
+	   decimal ("01a23090-7224-7278-8c84-...", "1027 1395066363000" are not) */
+	[AW_RC_CARD] = {NULL, "(?<![\\w.+-])[2-6](?:[ -]?\\d){12,18}(?![\\w-]|\\.\\d)", 40, 40,
+			card_ok},
 	[AW_RC_IPV4] =
 		{NULL,
 		 "(?<![\\d.])(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(?:\\.(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}(?!\\.?\\d)",
@@ -138,6 +142,68 @@ const char *aw_redact_hs_pattern(aw_redact_class c)
 }
 
 /* ------------------------------------------------------------- validators */
+
+/* Issuer prefixes and lengths (ISO/IEC 7812 as the networks publish them):
+ * a digit string that no network issues is not a card. */
+static int issued(const char *d, int len)
+{
+	int p2 = (d[0] - '0') * 10 + d[1] - '0', p3 = p2 * 10 + d[2] - '0';
+	int p4 = p3 * 10 + d[3] - '0';
+	if (d[0] == '4') /* Visa */
+		return len == 13 || len == 16 || len == 19;
+	if ((p2 >= 51 && p2 <= 55) || (p4 >= 2221 && p4 <= 2720)) /* Mastercard */
+		return len == 16;
+	if (p2 == 34 || p2 == 37) /* American Express */
+		return len == 15;
+	if (p2 == 36 || (p3 >= 300 && p3 <= 305) || p2 == 38 || p2 == 39) /* Diners */
+		return len >= 14 && len <= 16;
+	if (p4 >= 3528 && p4 <= 3589) /* JCB */
+		return len >= 16 && len <= 19;
+	if (p4 == 6011 || (p3 >= 644 && p3 <= 649) || p2 == 65 || p2 == 62) /* Discover, UnionPay */
+		return len >= 16 && len <= 19;
+	if (p2 == 50 || (p2 >= 56 && p2 <= 58) || p2 == 63 || p2 == 67) /* Maestro */
+		return len >= 13 && len <= 19;
+	return 0;
+}
+
+/* How people write card numbers: all digits together, or groups of 4
+ * (4-4-4-4, with 1-3 more at the end for 13 and 17-19 digits) or 4-6-5 /
+ * 4-6-4 (Amex, Diners), separated by single spaces or single hyphens, one kind
+ * per number. A Prometheus "VALUE TIMESTAMP" pair is neither. */
+static int card_ok(const char *s, size_t n)
+{
+	char d[20];
+	int nd = 0, groups[20], ng = 0, run = 0;
+	char sep = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] >= '0' && s[i] <= '9') {
+			if (nd == 19)
+				return 0;
+			d[nd++] = s[i];
+			run++;
+			continue;
+		}
+		if (sep && s[i] != sep)
+			return 0;
+		sep = s[i];
+		groups[ng++] = run;
+		run = 0;
+	}
+	groups[ng++] = run;
+	if (nd < 13 || !issued(d, nd))
+		return 0;
+	if (ng > 1) {
+		int fours = 0;
+		while (fours < ng && groups[fours] == 4)
+			fours++;
+		int ok = (fours == ng) || (fours == ng - 1 && ng >= 4 && groups[ng - 1] < 4) ||
+			 (ng == 3 && groups[0] == 4 && groups[1] == 6 &&
+			  (groups[2] == 5 || groups[2] == 4));
+		if (!ok)
+			return 0;
+	}
+	return luhn_ok(d, (size_t)nd);
+}
 
 static int luhn_ok(const char *s, size_t n)
 {

@@ -59,22 +59,13 @@ void aw_h_run_get(aw_req *r)
 	aw_ctx scoped;
 	if (own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
-	aw_run run;
-	aw_run_step *steps = NULL;
-	int n = 0;
-	json_t *tr = NULL;
-	aw_err e = aw_run_get(r->store, &scoped, r->segs[3], &run, &steps, &n, &err);
-	if (!e && (e = aw_run_transitions(r->store, &scoped, r->segs[3], &tr, &err))) {
-		aw_run_free(&run);
-		aw_run_steps_free(steps, n);
-	}
+	json_t *view = NULL;
+	aw_err e = aw_run_view(r->store, &scoped, r->segs[3], &view, &err);
 	if (e) {
 		aw_reply_problem(r, e, &err);
 		return;
 	}
-	reply_run(r, 200, &run, steps, n, tr);
-	aw_run_free(&run);
-	aw_run_steps_free(steps, n);
+	aw_reply_json(r, 200, view);
 }
 
 void aw_h_runs_list(aw_req *r)

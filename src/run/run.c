@@ -166,17 +166,12 @@ aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *ou
 	return e;
 }
 
-aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out,
-			  aw_error *err)
+/* The run's transitions (its audit records) inside t, oldest first. */
+static aw_err transitions_in(aw_txn *t, const char *run_id, json_t **out, aw_error *err)
 {
-	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
-	if (e)
-		return e;
 	aw_audit_row *rows = NULL;
 	int n = 0;
-	e = aw_store_audit_by_target(t, run_id, 1000, &rows, &n, err);
-	aw_store_rollback(t);
+	aw_err e = aw_store_audit_by_target(t, run_id, 1000, &rows, &n, err);
 	if (e)
 		return e;
 	json_t *arr = json_array();
@@ -204,6 +199,57 @@ aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, js
 	aw_audit_rows_free(rows, n);
 	*out = arr;
 	return arr ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out,
+			  aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (e)
+		return e;
+	e = transitions_in(t, run_id, out, err);
+	aw_store_rollback(t);
+	return e;
+}
+
+aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out, aw_error *err)
+{
+	aw_err e = check_id(run_id, err);
+	aw_txn *t = NULL;
+	if (!e)
+		e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (e)
+		return e;
+	aw_run run = {0};
+	aw_run_step *steps = NULL;
+	int nsteps = 0;
+	json_t *tr = NULL;
+	char id[1][AW_UUID_STR_LEN + 1];
+	snprintf(id[0], sizeof id[0], "%s", run_id);
+	e = aw_store_run_get(t, run_id, &run, err);
+	if (!e && !(e = aw_store_run_steps(t, id, 1, &steps, &nsteps, err)))
+		e = transitions_in(t, run_id, &tr, err);
+	aw_store_rollback(t);
+	if (!e) {
+		/* one snapshot: the history ends in the state shown, or the answer
+		 * would show a state without the moves that led to it */
+		size_t n = json_array_size(tr);
+		const char *last =
+			json_string_value(json_object_get(json_array_get(tr, n - 1), "to"));
+		if (!n || !last || strcmp(last, run.state) != 0)
+			e = aw_fail(err, AW_E_INTERNAL,
+				    "the run's audit history does not end in its state %s",
+				    run.state);
+	}
+	if (!e && !(*out = aw_run_json(&run, steps, nsteps)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!e)
+		json_object_set(*out, "transitions", tr);
+	json_decref(tr);
+	aw_run_free(&run);
+	aw_run_steps_free(steps, nsteps);
+	return e;
 }
 
 aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char *cursor, int limit,

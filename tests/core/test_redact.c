@@ -56,6 +56,10 @@ static void test_positive_each_class(void **state)
 	caught("4111 1111 1111 1111", "card", "card ", " exp 12/29");
 	caught("5500-0000-0000-0004", "card", "mc ", "");
 	caught("378282246310005", "card", "amex ", "");
+	caught("3782 822463 10005", "card", "amex ", ""); /* 4-6-5 */
+	caught("4111111111111111", "card", "{\"pan\":\"", "\"}");
+	caught("6011-1111-1111-1117", "card", "discover ", ".");
+	caught("2223003122003222", "card", "mc2 ", " ok"); /* Mastercard 2-series */
 	caught("192.168.10.254", "ipv4", "from ", ":443");
 	caught("2001:db8:85a3::8a2e:370:7334", "ipv6", "from ", " port");
 	caught("fe80::1", "ipv6", "link ", ".");
@@ -108,6 +112,18 @@ static void test_negative_lookalikes(void **state)
 	untouched("https://example.com/path?q=1");
 	untouched("password policy: [REDACTED:x]");
 	untouched("");
+	/* ids and numbers that contain Luhn-valid digit runs but are no card */
+	untouched("run 01a23090-7224-7278-8c84-81841237ee3d done");	  /* UUIDv7 */
+	untouched("{\"trace_id\":\"4bf92f3577b34da6a3ce929d0e0e4736\"}"); /* hex */
+	untouched("{\"trace_id\":\"a4111111111111111b36a3ce929d0e0e\"}"); /* hex, digit run */
+	untouched("request_id=01a[0-9]-a741-9b139ef31201 4111111111111111abc");
+	untouched("http_requests_total{code=\"200\"} 4027 1395066363000"); /* value + ts */
+	untouched("http_requests_total 4111 111111111111");		   /* not 4-4-4-4 */
+	untouched("amount 4111111111111111.25 EUR");			   /* a decimal */
+	untouched("span 4111-1111-1111-1111-9999");			   /* a longer id */
+	untouched("id 9111111111111111 and 1111111111111111 no issuer");
+	untouched("digits 4111 1111-1111 1111 mixed separators");
+	untouched("sha 4111111111111111_suffix");
 }
 
 static void test_stats_and_idempotent(void **state)

@@ -29,6 +29,7 @@
 #include "awooop/policy.h"
 #include "awooop/relay.h"
 #include "awooop/tenancy.h"
+#include "core/clock_hook.h"
 #include "support.h"
 
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
@@ -344,6 +345,40 @@ static void test_guard_modes_and_read_budget(void **state)
 	aw_policy_cache_free(pc);
 }
 
+/* A host that booted 5 s ago: the monotonic clock reads ~5 s, below the
+ * staleness bound. The first guarded call must still read the store (a
+ * "never refreshed" 0 sentinel looked fresh here and failed every call), and
+ * a later activation must still be seen within the bound. */
+static void test_fresh_boot_clock(void **state)
+{
+	aw_error err = {0};
+	char r1[40], r2[40], got[40];
+	ready_revision("adr", "policy_routing", "boot", routing(30), r1);
+	ready_revision("adr", "policy_routing", "boot", routing(31), r2);
+	activate("adr", "policy_routing", "boot", r1);
+	aw_clock_test_shift_mono(0);
+	aw_clock_test_shift_mono(5000000000LL - aw_clock_mono_ns());
+	assert_true(aw_clock_mono_ns() < 6000000000LL);
+	aw_policy_opts po = {
+		.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 60000, .interval_ms = 600000};
+	aw_policy_cache *pc = NULL;
+	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &pc, &err), AW_OK);
+	call(pc, "boot", got);
+	assert_string_equal(got, r1);
+	aw_policy_cache_free(pc);
+	/* a short bound on the same young clock still converges on a new revision */
+	aw_policy_opts shortb = {
+		.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 100, .interval_ms = 600000};
+	assert_int_equal(aw_policy_cache_new(S, C, NULL, &shortb, &pc, &err), AW_OK);
+	call(pc, "boot", got);
+	activate("adr", "policy_routing", "boot", r2);
+	usleep(150000);
+	call(pc, "boot", got);
+	assert_string_equal(got, r2);
+	aw_policy_cache_free(pc);
+	aw_clock_test_shift_mono(0);
+}
+
 static int platform_calls;
 static char platform_rev[40];
 static void on_platform(void *ud, const char *project, const char *family, const char *cid,
@@ -495,6 +530,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_relay_delivers_to_cache),
 		cmocka_unit_test(test_redis_killed_fallback_and_resync),
 		cmocka_unit_test(test_guard_modes_and_read_budget),
+		cmocka_unit_test(test_fresh_boot_clock),
 		cmocka_unit_test(test_platform_resource_listeners),
 		cmocka_unit_test(test_relay_thread_wakes_on_activation),
 		cmocka_unit_test(test_concurrent_relays_and_prune),
