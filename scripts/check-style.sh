@@ -26,7 +26,7 @@ for f in $(find src tests fuzz -name '*.c'); do
 done
 # formatting is .clang-format's, checked not argued about
 if command -v clang-format >/dev/null; then
-  files=$(find include src tests fuzz bench -name '*.[ch]')
+  files=$(find include src tests fuzz bench tools -name '*.[ch]')
   if ! clang-format --dry-run -Werror $files 2>/tmp/aw-format.$$; then
     echo "not clang-formatted (run: clang-format -i FILES):"; grep -E '^[^ ].*error' /tmp/aw-format.$$ | cut -d: -f1 | sort -u
     fail=1

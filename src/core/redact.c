@@ -11,6 +11,7 @@
  * Clean text costs one Hyperscan pass; PCRE2 runs only near candidates.
  */
 #include "awooop/redact.h"
+#include "redact_hook.h"
 
 #include <arpa/inet.h>
 #include <hs/hs.h>
@@ -50,9 +51,9 @@ static const struct cls_def {
 	validator ok;	  /* on the replaced part */
 } defs[AW_RC__COUNT] = {
 	[AW_RC_EMAIL] =
-		{"[A-Za-z0-9._%+-]@[A-Za-z0-9]",
+		{"[A-Za-z0-9._%+-]@[A-Za-z0-9][A-Za-z0-9-]{0,62}\\.[A-Za-z]",
 		 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
-		 72, 300, NULL},
+		 140, 300, NULL},
 	/* phone, card, ipv4 and ipv6 have no Hyperscan prefilter: they are found
 	   by the shape scanner below (Hyperscan is slow on the character-class
 	   runs and one-byte literals they are made of, in digit-rich log text) */
@@ -268,8 +269,16 @@ static void tls_free(void *p)
 	free(t);
 }
 
+static void pick_loader(void);
+
+/* The serialized Hyperscan database, when the binary links the one generated at
+ * build time (redact_hook.h); weak, so the generator itself links without it. */
+extern const unsigned char aw_redact_hsdb[] __attribute__((weak));
+extern const size_t aw_redact_hsdb_len __attribute__((weak));
+
 static void compile_all(void)
 {
+	pick_loader();
 	const char *pats[AW_RC__COUNT];
 	unsigned flags[AW_RC__COUNT], ids[AW_RC__COUNT];
 	unsigned n = 0;
@@ -295,6 +304,16 @@ static void compile_all(void)
 		ids[n] = (unsigned)c;
 		n++;
 	}
+	/* the database compiled at build time loads in microseconds; compiling
+	 * takes ~70 ms, which a short `awooop redact` would pay on every run. A
+	 * blob built for another CPU or Hyperscan version is refused by
+	 * hs_deserialize_database, and then we compile. */
+	if (&aw_redact_hsdb_len && aw_redact_hsdb_len &&
+	    hs_deserialize_database((const char *)aw_redact_hsdb, aw_redact_hsdb_len, &hs_db) ==
+		    HS_SUCCESS) {
+		pthread_key_create(&tls_key, tls_free);
+		return;
+	}
 	hs_compile_error_t *ce = NULL;
 	if (hs_compile_multi(pats, flags, ids, n, HS_MODE_BLOCK, NULL, &hs_db, &ce) != HS_SUCCESS) {
 		snprintf(init_error, sizeof init_error, "hyperscan: %s (pattern %d)",
@@ -304,6 +323,13 @@ static void compile_all(void)
 		return;
 	}
 	pthread_key_create(&tls_key, tls_free);
+}
+
+int aw_redact_hs_serialize(char **out, size_t *len)
+{
+	if (aw_redact_init(NULL) || hs_serialize_database(hs_db, out, len) != HS_SUCCESS)
+		return -1;
+	return 0;
 }
 
 aw_err aw_redact_init(aw_error *err)
@@ -356,6 +382,24 @@ static void add_finding(scan_ctx *sc, finding fd)
 	sc->f[sc->nf++] = fd;
 }
 
+/* 1 when the value starting at buf[at] is the value of a key named like an
+ * identifier ("span_id":"...", request_id=..., traceId: ...): an id of 16
+ * digits is an id, whatever Luhn says of it. */
+static int id_valued(const char *buf, size_t at)
+{
+	size_t i = at, k = 0;
+	if (i && (buf[i - 1] == '"' || buf[i - 1] == '\''))
+		i--;
+	while (i && buf[i - 1] == ' ' && k++ < 4)
+		i--;
+	if (!i || (buf[i - 1] != ':' && buf[i - 1] != '='))
+		return 0;
+	i--;
+	if (i && (buf[i - 1] == '"' || buf[i - 1] == '\''))
+		i--;
+	return i >= 2 && (buf[i - 1] | 0x20) == 'd' && (buf[i - 2] | 0x20) == 'i';
+}
+
 /* Confirms a prefilter report of class c ending at `to`. */
 static void confirm(scan_ctx *sc, aw_redact_class c, size_t to)
 {
@@ -383,9 +427,15 @@ static void confirm(scan_ctx *sc, aw_redact_class c, size_t to)
 			rs = ov[2];
 			re = ov[3];
 		}
+		if ((d->ok && !d->ok(sc->buf + rs, re - rs)) ||
+		    (c == AW_RC_CARD && id_valued(sc->buf, ms))) {
+			/* not this one; a real one may start inside it ("offset 52345
+			 * 4111 1111 1111 1111" is no card, its tail is) */
+			from = ms + 1;
+			continue;
+		}
 		sc->covered[c] = me;
-		if (!d->ok || d->ok(sc->buf + rs, re - rs))
-			add_finding(sc, (finding){ms, me, rs, re, c});
+		add_finding(sc, (finding){ms, me, rs, re, c});
 		if (me >= to)
 			return;
 		from = me;
@@ -407,51 +457,167 @@ static int on_hs(unsigned int id, unsigned long long from, unsigned long long to
 }
 
 /*
- * The shape scanner: the prefilter for classes made of digits, dots, colons and
- * a few separators (card, phone, ipv4, ipv6). Log text is full of digits and
+ * The shape scanner: the prefilter for classes made of digits and a few
+ * separators (card, phone, ipv4, ipv6). Log text is full of digits and
  * colons, which keeps any regex automaton busy; bit masks over 64-byte windows
- * (SSE2) find the rare places worth a PCRE2 look:
- *   - two runs of 3+ digits, each starting after a non-alphanumeric, within
- *     6 bytes ("4111 1111", "415-555"; not "req=123ab456"), a run of 7+
- *     digits, or '+' before a digit                   -> card, phone, ipv4
- *   - three digit-dot-digit within a few bytes ("10.1.2.3")    -> ipv4
- *   - "::", or four colons each 2-5 bytes after the last: every full-form
- *     address has such a chain starting at its first colon      -> ipv6
- * Timestamps ("2026-11-29T10:53:02.715Z") pass none of these.
+ * find the few places whose shape could be one of these, and only there does
+ * PCRE2 look. A numeric token starts at a digit not glued to a word, a
+ * decimal or an id (no letter, digit, '.', '-' or '_' before it):
+ *   card   a start on 2-6 (the issuers' first digits) followed by 13+ digits,
+ *          or by exactly 4 digits, a space or '-', and a group of 4 or 6
+ *   phone  '+' and a digit 1-9; "(ddd)"; a start of exactly 3 digits, '.' or
+ *          '-', 3 digits; a start on 0 with 1-4 digits, ' ' or '-', 3 digits
+ *   ipv4   three digit-dot-digit within a few bytes ("10.1.2.3")
+ *   ipv6   "::", or four colons each 2-5 bytes after the last
+ * Timestamps, fractions, epoch times, "VALUE TIMESTAMP" pairs, ports and ids
+ * pass none of these. The masks come from SSE2 where the target has it and
+ * from a scalar loop elsewhere (same bits; a test compares the two).
  */
-#include <emmintrin.h>
-
 typedef struct {
-	uint64_t digit, alpha, dot, colon, plus;
+	uint64_t digit, alpha, dot, colon, space, dash, under, pp; /* pp: '+' or '(' */
 } shape_masks;
 
-static inline uint64_t movemask4(__m128i a, __m128i b, __m128i c, __m128i d)
+static int force_scalar; /* test hook: aw_redact_test_force_scalar() */
+
+void aw_redact_test_force_scalar(int on)
+{
+	force_scalar = on;
+}
+
+/* bit i of the bytes of p[0, 64) equal to ch */
+static uint64_t eq_scalar(const char *p, char ch)
+{
+	uint64_t m = 0;
+	for (int i = 0; i < 64; i++)
+		m |= (uint64_t)(p[i] == ch) << i;
+	return m;
+}
+
+/* bit i of the bytes in lo..hi */
+static uint64_t range_scalar(const char *p, char lo, char hi)
+{
+	uint64_t m = 0;
+	for (int i = 0; i < 64; i++)
+		m |= (uint64_t)(p[i] >= lo && p[i] <= hi) << i;
+	return m;
+}
+
+static void shape_load_scalar(const char *p, shape_masks *m)
+{
+	m->digit = range_scalar(p, '0', '9');
+	m->alpha = range_scalar(p, 'a', 'z') | range_scalar(p, 'A', 'Z');
+	m->dot = eq_scalar(p, '.');
+	m->colon = eq_scalar(p, ':');
+	m->space = eq_scalar(p, ' ');
+	m->dash = eq_scalar(p, '-');
+	m->under = eq_scalar(p, '_');
+	m->pp = eq_scalar(p, '+') | eq_scalar(p, '(');
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/* SSE2 (every x86-64): 16 bytes per compare */
+static inline uint64_t mm4(__m128i a, __m128i b, __m128i c, __m128i d)
 {
 	return (uint64_t)(uint16_t)_mm_movemask_epi8(a) |
 	       (uint64_t)(uint16_t)_mm_movemask_epi8(b) << 16 |
 	       (uint64_t)(uint16_t)_mm_movemask_epi8(c) << 32 |
 	       (uint64_t)(uint16_t)_mm_movemask_epi8(d) << 48;
 }
+#define SSE_EQ(x, ch) _mm_cmpeq_epi8(x, _mm_set1_epi8(ch))
+#define SSE_IN(x, lo, hi)                                               \
+	_mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8((char)((lo)-1))), \
+		      _mm_cmplt_epi8(x, _mm_set1_epi8((char)((hi) + 1))))
+#define SSE_MASK(expr)                           \
+	mm4(({                                   \
+		    __m128i x = v[0], l = lw[0]; \
+		    (void)x, (void)l;            \
+		    expr;                        \
+	    }),                                  \
+	    ({                                   \
+		    __m128i x = v[1], l = lw[1]; \
+		    (void)x, (void)l;            \
+		    expr;                        \
+	    }),                                  \
+	    ({                                   \
+		    __m128i x = v[2], l = lw[2]; \
+		    (void)x, (void)l;            \
+		    expr;                        \
+	    }),                                  \
+	    ({                                   \
+		    __m128i x = v[3], l = lw[3]; \
+		    (void)x, (void)l;            \
+		    expr;                        \
+	    }))
 
-static void shape_load(const char *p, shape_masks *m)
+static void shape_load_sse2(const char *p, shape_masks *m)
 {
-	__m128i x[4], dg[4], al[4], dt[4], cl[4], pl[4];
-	const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
-	const __m128i alo = _mm_set1_epi8('a' - 1), ahi = _mm_set1_epi8('z' + 1);
+	__m128i v[4], lw[4];
 	for (int k = 0; k < 4; k++) {
-		x[k] = _mm_loadu_si128((const __m128i *)(p + 16 * k));
-		dg[k] = _mm_and_si128(_mm_cmpgt_epi8(x[k], lo), _mm_cmplt_epi8(x[k], hi));
-		__m128i lower = _mm_or_si128(x[k], _mm_set1_epi8(0x20));
-		al[k] = _mm_and_si128(_mm_cmpgt_epi8(lower, alo), _mm_cmplt_epi8(lower, ahi));
-		dt[k] = _mm_cmpeq_epi8(x[k], _mm_set1_epi8('.'));
-		cl[k] = _mm_cmpeq_epi8(x[k], _mm_set1_epi8(':'));
-		pl[k] = _mm_cmpeq_epi8(x[k], _mm_set1_epi8('+'));
+		v[k] = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+		lw[k] = _mm_or_si128(v[k], _mm_set1_epi8(0x20));
 	}
-	m->digit = movemask4(dg[0], dg[1], dg[2], dg[3]);
-	m->alpha = movemask4(al[0], al[1], al[2], al[3]);
-	m->dot = movemask4(dt[0], dt[1], dt[2], dt[3]);
-	m->colon = movemask4(cl[0], cl[1], cl[2], cl[3]);
-	m->plus = movemask4(pl[0], pl[1], pl[2], pl[3]);
+	m->digit = SSE_MASK(SSE_IN(x, '0', '9'));
+	m->alpha = SSE_MASK(SSE_IN(l, 'a', 'z'));
+	m->dot = SSE_MASK(SSE_EQ(x, '.'));
+	m->colon = SSE_MASK(SSE_EQ(x, ':'));
+	m->space = SSE_MASK(SSE_EQ(x, ' '));
+	m->dash = SSE_MASK(SSE_EQ(x, '-'));
+	m->under = SSE_MASK(SSE_EQ(x, '_'));
+	m->pp = SSE_MASK(_mm_or_si128(SSE_EQ(x, '+'), SSE_EQ(x, '(')));
+}
+
+/* AVX2 where the CPU has it: 32 bytes per compare */
+#define AVX_EQ(x, ch) _mm256_cmpeq_epi8(x, _mm256_set1_epi8(ch))
+#define AVX_IN(x, lo, hi)                                                        \
+	_mm256_and_si256(_mm256_cmpgt_epi8(x, _mm256_set1_epi8((char)((lo)-1))), \
+			 _mm256_cmpgt_epi8(_mm256_set1_epi8((char)((hi) + 1)), x))
+#define AVX_MASK(expr)                               \
+	((uint64_t)(uint32_t)_mm256_movemask_epi8(({ \
+		 __m256i x = v0, l = l0;             \
+		 (void)x, (void)l;                   \
+		 expr;                               \
+	 })) |                                       \
+	 (uint64_t)(uint32_t)_mm256_movemask_epi8(({ \
+		 __m256i x = v1, l = l1;             \
+		 (void)x, (void)l;                   \
+		 expr;                               \
+	 })) << 32)
+
+__attribute__((target("avx2"))) static void shape_load_avx2(const char *p, shape_masks *m)
+{
+	__m256i v0 = _mm256_loadu_si256((const __m256i *)p);
+	__m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 32));
+	__m256i l0 = _mm256_or_si256(v0, _mm256_set1_epi8(0x20));
+	__m256i l1 = _mm256_or_si256(v1, _mm256_set1_epi8(0x20));
+	m->digit = AVX_MASK(AVX_IN(x, '0', '9'));
+	m->alpha = AVX_MASK(AVX_IN(l, 'a', 'z'));
+	m->dot = AVX_MASK(AVX_EQ(x, '.'));
+	m->colon = AVX_MASK(AVX_EQ(x, ':'));
+	m->space = AVX_MASK(AVX_EQ(x, ' '));
+	m->dash = AVX_MASK(AVX_EQ(x, '-'));
+	m->under = AVX_MASK(AVX_EQ(x, '_'));
+	m->pp = AVX_MASK(_mm256_or_si256(AVX_EQ(x, '+'), AVX_EQ(x, '(')));
+}
+
+static void (*shape_load_simd)(const char *, shape_masks *);
+
+static void pick_loader(void)
+{
+	__builtin_cpu_init();
+	shape_load_simd = __builtin_cpu_supports("avx2") ? shape_load_avx2 : shape_load_sse2;
+}
+#else
+static void (*shape_load_simd)(const char *, shape_masks *) = shape_load_scalar;
+static void pick_loader(void)
+{
+}
+#endif
+
+static inline void shape_load(const char *p, shape_masks *m)
+{
+	(force_scalar ? shape_load_scalar : shape_load_simd)(p, m);
 }
 
 /* bit i: some bit of x is 2..5 bits after i */
@@ -460,24 +626,75 @@ static inline uint64_t near25(uint64_t x)
 	return (x >> 2) | (x >> 3) | (x >> 4) | (x >> 5);
 }
 
-static void shape_confirm(scan_ctx *sc, size_t base, uint64_t bits, const aw_redact_class *cls,
-			  int ncls)
+static void shape_confirm(scan_ctx *sc, size_t base, uint64_t bits, aw_redact_class cls)
 {
 	while (bits) {
 		size_t to = base + (size_t)__builtin_ctzll(bits) + 1;
 		bits &= bits - 1;
-		for (int k = 0; k < ncls; k++)
-			if (to > sc->covered[cls[k]])
-				confirm(sc, cls[k], to);
+		if (to > sc->covered[cls])
+			confirm(sc, cls, to);
+	}
+}
+
+/* Keeps the bits of cand whose byte (p[i]) is in lo..hi: the rare masks are
+ * checked byte by byte, only where a candidate is. */
+static uint64_t keep_bytes(const char *p, uint64_t cand, char lo, char hi)
+{
+	uint64_t out = 0;
+	for (uint64_t b = cand; b; b &= b - 1) {
+		int i = __builtin_ctzll(b);
+		if (p[i] >= lo && p[i] <= hi)
+			out |= 1ULL << i;
+	}
+	return out;
+}
+
+/* The candidate starts of one window (bit i: the byte p[i]). */
+static void shape_candidates(const char *p, const shape_masks *m, uint64_t *card, uint64_t *phone,
+			     uint64_t *ip4, uint64_t *ip6)
+{
+	uint64_t d = m->digit;
+	uint64_t dotd = m->dot & (d << 1) & (d >> 1); /* digit.digit */
+	uint64_t next = (dotd >> 2) | (dotd >> 3) | (dotd >> 4);
+	*ip4 = dotd & next & ((next >> 2) | (next >> 3) | (next >> 4));
+	uint64_t c = m->colon, three = c & (c - 1);
+	*ip6 = c & (c >> 1); /* "::" */
+	three &= three - 1;
+	if (three & (three - 1)) /* at least four colons */
+		*ip6 |= c & near25(c & near25(c & near25(c)));
+	*card = *phone = 0;
+	uint64_t r3 = d & (d >> 1) & (d >> 2);
+	if (!r3 && !m->pp)
+		return;
+	uint64_t glued = d | m->alpha | m->dot | m->dash | m->under;
+	uint64_t st = d & ~(glued << 1); /* numeric token starts */
+	uint64_t r4 = r3 & (d >> 3), exact3 = r3 & ~(d >> 3), exact4 = r4 & ~(d >> 4);
+	uint64_t exact6 = r4 & (d >> 4) & (d >> 5) & ~(d >> 6);
+	uint64_t r7 = r4 & (r3 >> 4), r13 = r7 & (r7 >> 6);
+	uint64_t sd = m->space | m->dash, dd = m->dash | m->dot;
+	uint64_t cc = st & (r13 | (exact4 & (sd >> 4) & ((exact4 >> 5) | (exact6 >> 5))));
+	if (cc)
+		*card = keep_bytes(p, cc, '2', '6');
+	uint64_t sep03 = ((sd >> 2) & (r3 >> 3)) | ((sd >> 3) & (r3 >> 4)) |
+			 ((sd >> 4) & (r3 >> 5)) | ((sd >> 5) & (r3 >> 6));
+	uint64_t lead0 = st & (d >> 1) & sep03;
+	*phone = st & exact3 & (dd >> 3) & (exact3 >> 4) & (dd >> 7) & (r4 >> 8); /* ddd-ddd-dddd */
+	if (lead0)
+		*phone |= keep_bytes(p, lead0, '0', '0');
+	/* '+' and a digit 1-9, or "(ddd)": '+' and '(' share a mask, tell apart here */
+	for (uint64_t b = m->pp & (d >> 1); b; b &= b - 1) {
+		int i = __builtin_ctzll(b);
+		if ((p[i] == '+' && p[i + 1] != '0') ||
+		    (p[i] == '(' && i + 4 < 64 && (r3 >> 1 & 1ULL << i) && p[i + 4] == ')'))
+			*phone |= 1ULL << i;
 	}
 }
 
 static void scan_shapes(scan_ctx *sc)
 {
-	static const aw_redact_class numeric[] = {AW_RC_CARD, AW_RC_PHONE, AW_RC_IPV4};
-	static const aw_redact_class v4[] = {AW_RC_IPV4}, v6[] = {AW_RC_IPV6};
 	/* Window covers bytes [i - 1, i + 63): bit 0 is look-behind, bits 1..48
-	 * are the bytes judged in this step, the rest is look-ahead (<= 15). */
+	 * are the bytes judged in this step, the rest is look-ahead (<= 15; the
+	 * longest look-ahead above, a 13-digit run, needs 12). */
 	const size_t step = 48;
 	const uint64_t keep = ((1ULL << step) - 1) << 1;
 	char tmp[64];
@@ -494,35 +711,19 @@ static void scan_shapes(scan_ctx *sc)
 		}
 		shape_masks m;
 		shape_load(p, &m);
-		uint64_t d = m.digit;
+		if (!((m.digit | m.colon) & keep))
+			continue;
+		uint64_t card, phone, ip4, ip6;
+		shape_candidates(p, &m, &card, &phone, &ip4, &ip6);
 		size_t base = i - 1; /* wraps for i == 0; bit 0 is never set in keep */
-		if (d & keep) {
-			uint64_t r3 = d & (d >> 1) & (d >> 2);
-			/* starts of 3+ digit runs, not glued to a word before them */
-			uint64_t s3 = r3 & ~(d << 1) & ~(m.alpha << 1);
-			uint64_t pair = s3 & ((s3 >> 1) | (s3 >> 2) | (s3 >> 3) | (s3 >> 4) |
-					      (s3 >> 5) | (s3 >> 6));
-			uint64_t r7 = s3 & (r3 >> 2) & (r3 >> 4);
-			uint64_t plus = m.plus & (d >> 1);
-			uint64_t dd = m.dot & (d << 1) & (d >> 1); /* digit.digit */
-			uint64_t next = (dd >> 2) | (dd >> 3) | (dd >> 4);
-			uint64_t ip = dd & next & ((next >> 2) | (next >> 3) | (next >> 4));
-			uint64_t num = (pair | r7 | plus) & keep;
-			if (num)
-				shape_confirm(sc, base, num, numeric, 3);
-			if (ip & keep)
-				shape_confirm(sc, base, ip & keep, v4, 1);
-		}
-		uint64_t c = m.colon;
-		if (c & keep) {
-			uint64_t v6bits = c & (c >> 1); /* "::" */
-			uint64_t three = c & (c - 1);
-			three &= three - 1;
-			if (three & (three - 1)) /* at least four colons */
-				v6bits |= c & near25(c & near25(c & near25(c)));
-			if (v6bits & keep)
-				shape_confirm(sc, base, v6bits & keep, v6, 1);
-		}
+		if (card & keep)
+			shape_confirm(sc, base, card & keep, AW_RC_CARD);
+		if (phone & keep)
+			shape_confirm(sc, base, phone & keep, AW_RC_PHONE);
+		if (ip4 & keep)
+			shape_confirm(sc, base, ip4 & keep, AW_RC_IPV4);
+		if (ip6 & keep)
+			shape_confirm(sc, base, ip6 & keep, AW_RC_IPV6);
 	}
 }
 

@@ -1,0 +1,255 @@
+/*
+ * loggen.c - log text in the shapes people actually redact (see loggen.h).
+ *
+ * Every format is generated line by line from a seeded xorshift generator, so
+ * a corpus is the same on every run. Clean corpora hold nothing any class
+ * should match: hosts are names, not addresses, users are ids, not emails. A
+ * dense corpus carries one secret of a rotating class about every 1 KB, put
+ * where that format would carry it (a query string, a message, a JSON value).
+ */
+#include "loggen.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const loggen_formats[] = {"synthetic",  "nginx",   "apache", "syslog3164", "syslog5424",
+				      "postgres",   "jsonl",   "k8s",	 "java",       "python",
+				      "prometheus", "numeric", NULL};
+
+static const char *const secrets[] = {
+	"jane.doe@example.com",
+	"+14155552671",
+	"4111 1111 1111 1111",
+	"10.20.30.40",
+	"2001:db8::8a2e:370:7334",
+	"AKIAIOSFODNN7EXAMPLE",
+	"aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+	"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",
+	"xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+	"https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+	"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+	"Authorization: Bearer c2VjcmV0LXRva2VuLXZhbHVlLTEyMw",
+	"postgres://alice:s3cr3t@db.internal/app",
+	"password=hunter2hunter2",
+	"awk_HZpoKRzdLSXUjhp3JiTUc66JzdXmJiHlaCOpJqXZw14",
+};
+#define NSECRETS (sizeof secrets / sizeof secrets[0])
+
+static const char *const words[] = {"request", "handled",   "cache",  "miss",  "upstream",
+				    "retry",   "scheduled", "worker", "lease", "renewed",
+				    "policy",  "revision",  "loaded", "tool",  "call",
+				    "timeout", "connected", "closed", "flush", "commit"};
+#define NWORDS (sizeof words / sizeof words[0])
+static const char *const hosts[] = {"api-7f9c", "web-2", "edge.eu-west", "billing-svc",
+				    "gw-internal"};
+static const char *const paths[] = {
+	"/v1/projects/acme/runs", "/static/app.3f9a1c.js", "/healthz",
+	"/v1/chat/completions",	  "/login?next=%2Fhome",   "/api/orders/123456/items?page=2"};
+static const char *const agents[] = {
+	"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", "curl/7.88.1",
+	"kube-probe/1.29", "python-requests/2.31.0",
+	"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15"};
+static const char *const mons[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+typedef struct {
+	uint64_t s;
+	char *buf;
+	size_t len, cap;
+	size_t next_secret, planted;
+	int dense;
+} gen;
+
+static uint32_t rnd(gen *g)
+{
+	g->s ^= g->s << 13;
+	g->s ^= g->s >> 7;
+	g->s ^= g->s << 17;
+	return (uint32_t)g->s;
+}
+
+#define W(g) words[rnd(g) % NWORDS]
+
+/* The secret for this line, or "" (about one per KB in a dense corpus). */
+static const char *secret(gen *g)
+{
+	if (!g->dense || g->len < g->next_secret)
+		return "";
+	g->next_secret += 1024;
+	g->planted++;
+	return secrets[g->planted % NSECRETS];
+}
+
+static void put(gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(gen *g, const char *fmt, ...)
+{
+	char line[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof line)
+		n = sizeof line - 1;
+	if (g->len + (size_t)n + 1 > g->cap) {
+		g->cap = (g->len + (size_t)n + 1) * 2;
+		g->buf = realloc(g->buf, g->cap);
+		if (!g->buf)
+			abort();
+	}
+	memcpy(g->buf + g->len, line, (size_t)n);
+	g->len += (size_t)n;
+	g->buf[g->len] = '\0';
+}
+
+/* ISO 8601 UTC with milliseconds for second-of-day t. */
+static void iso(gen *g, char *out, size_t cap)
+{
+	snprintf(out, cap, "2026-12-01T%02u:%02u:%02u.%03uZ", rnd(g) % 24, rnd(g) % 60, rnd(g) % 60,
+		 rnd(g) % 1000);
+}
+
+/* One record of format f (several lines for stack traces). The secrets hold
+ * no character JSON would escape, so they go into JSON strings as they are. */
+static void one_line(gen *g, int f)
+{
+	char ts[40];
+	const char *sec = secret(g);
+	int has = sec[0] != 0;
+	switch (f) {
+	case 0: /* synthetic: the bench's original format */
+		iso(g, ts, sizeof ts);
+		put(g,
+		    "%s INFO svc=%s req=%08x method=GET path=/v1/projects/p%u/runs status=%u "
+		    "dur_ms=%u msg=\"%s %s %s\"%s%s\n",
+		    ts, W(g), rnd(g), rnd(g) % 100, 200 + rnd(g) % 5, rnd(g) % 900, W(g), W(g),
+		    W(g), has ? " extra=" : "", sec);
+		break;
+	case 1: /* nginx combined, client behind a named proxy */
+		put(g,
+		    "%s - - [01/Dec/2026:%02u:%02u:%02u +0000] \"GET %s%s%s HTTP/1.1\" %u %u \"-\" "
+		    "\"%s\"\n",
+		    hosts[rnd(g) % 5], rnd(g) % 24, rnd(g) % 60, rnd(g) % 60, paths[rnd(g) % 6],
+		    has ? "?q=" : "", sec, 200 + (rnd(g) % 4) * 100, rnd(g) % 50000,
+		    agents[rnd(g) % 5]);
+		break;
+	case 2: /* Apache combined + %D (microseconds) */
+		put(g,
+		    "%s - u%u [01/Dec/2026:%02u:%02u:%02u +0000] \"POST %s HTTP/1.1\" %u %u "
+		    "\"https://%s.example/%s\" \"%s%s%s\" %u\n",
+		    hosts[rnd(g) % 5], rnd(g) % 10000, rnd(g) % 24, rnd(g) % 60, rnd(g) % 60,
+		    paths[rnd(g) % 6], 200 + (rnd(g) % 3), rnd(g) % 90000, hosts[rnd(g) % 5], W(g),
+		    agents[rnd(g) % 5], has ? " " : "", sec, rnd(g) % 2000000);
+		break;
+	case 3: /* RFC 3164 */
+		put(g, "<%u>%s %2u %02u:%02u:%02u %s %s[%u]: %s %s %s%s%s\n", rnd(g) % 191,
+		    mons[rnd(g) % 12], 1 + rnd(g) % 28, rnd(g) % 24, rnd(g) % 60, rnd(g) % 60,
+		    hosts[rnd(g) % 5], W(g), rnd(g) % 65536, W(g), W(g), W(g), has ? " " : "", sec);
+		break;
+	case 4: /* RFC 5424 with structured data */
+		iso(g, ts, sizeof ts);
+		put(g,
+		    "<%u>1 %s %s.example.com %s %u ID%u [meta@32473 seq=\"%u\" iut=\"%u\"] %s %s%s%s\n",
+		    rnd(g) % 191, ts, hosts[rnd(g) % 5], W(g), rnd(g) % 65536, rnd(g) % 100, rnd(g),
+		    rnd(g) % 10, W(g), W(g), has ? " " : "", sec);
+		break;
+	case 5: /* PostgreSQL server log, lines ending in numbers */
+		if (!has && rnd(g) % 3 == 0)
+			put(g,
+			    "2026-12-01 %02u:%02u:%02u.%03u UTC [%u] LOG:  checkpoint complete: wrote "
+			    "%u buffers (%u.%u%%); 0 WAL file(s) added, 0 removed, %u recycled; "
+			    "write=%u.%03u s, sync=0.%03u s, total=%u.%03u s; distance=%u kB, "
+			    "estimate=%u kB\n",
+			    rnd(g) % 24, rnd(g) % 60, rnd(g) % 60, rnd(g) % 1000, rnd(g) % 99999,
+			    rnd(g) % 9999, rnd(g) % 99, rnd(g) % 10, rnd(g) % 9, rnd(g) % 300,
+			    rnd(g) % 1000, rnd(g) % 1000, rnd(g) % 300, rnd(g) % 1000,
+			    rnd(g) % 999999, rnd(g) % 999999);
+		else
+			put(g,
+			    "2026-12-01 %02u:%02u:%02u.%03u UTC [%u] LOG:  duration: %u.%03u ms  "
+			    "statement: SELECT id, state FROM runs WHERE project_id = '%s' AND note = '%s' AND id "
+			    "> %u\n",
+			    rnd(g) % 24, rnd(g) % 60, rnd(g) % 60, rnd(g) % 1000, rnd(g) % 99999,
+			    rnd(g) % 900, rnd(g) % 1000, W(g), sec, rnd(g));
+		break;
+	case 6: /* JSON lines with trace ids, UUIDs and numbers */
+		iso(g, ts, sizeof ts);
+		put(g,
+		    "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"%s %s%s%s\",\"trace_id\":"
+		    "\"%08x%08x%08x%08x\",\"span_id\":\"%08x%08x\",\"request_id\":"
+		    "\"%08x-%04x-7%03x-%04x-%08x%04x\",\"user\":%u,\"duration_ms\":%u.%u,"
+		    "\"bytes\":%u}\n",
+		    ts, W(g), W(g), has ? " " : "", sec, rnd(g), rnd(g), rnd(g), rnd(g), rnd(g),
+		    rnd(g), rnd(g), rnd(g) & 0xffff, rnd(g) & 0xfff, 0x8000 | (rnd(g) & 0x3fff),
+		    rnd(g), rnd(g) & 0xffff, rnd(g) % 100000, rnd(g) % 5000, rnd(g) % 1000,
+		    rnd(g) % 10000000);
+		break;
+	case 7: /* Kubernetes container log (CRI) around a klog line */
+		put(g,
+		    "2026-12-01T%02u:%02u:%02u.%09uZ stdout F I1201 %02u:%02u:%02u.%06u       1 "
+		    "controller.go:%u] Reconciled pod default/web-%x-%x in %u.%03ums%s%s\n",
+		    rnd(g) % 24, rnd(g) % 60, rnd(g) % 60, rnd(g) % 1000000000, rnd(g) % 24,
+		    rnd(g) % 60, rnd(g) % 60, rnd(g) % 1000000, rnd(g) % 900, rnd(g),
+		    rnd(g) & 0xfffff, rnd(g) % 200, rnd(g) % 1000, has ? " " : "", sec);
+		break;
+	case 8: /* Java: an error line and its stack trace */
+		iso(g, ts, sizeof ts);
+		put(g,
+		    "%s ERROR [http-nio-8080-exec-%u] c.e.orders.OrderService - %s failed%s%s\n"
+		    "java.lang.IllegalStateException: %s %s\n"
+		    "\tat com.example.orders.OrderService.place(OrderService.java:%u)\n"
+		    "\tat com.example.orders.OrderController.create(OrderController.java:%u)\n"
+		    "\tat org.springframework.web.method.support.InvocableHandlerMethod.invoke"
+		    "(InvocableHandlerMethod.java:%u)\n"
+		    "\t... %u more\n",
+		    ts, rnd(g) % 200, W(g), has ? ": " : "", sec, W(g), W(g), rnd(g) % 900,
+		    rnd(g) % 900, rnd(g) % 900, rnd(g) % 90);
+		break;
+	case 9: /* Python traceback */
+		put(g,
+		    "Traceback (most recent call last):\n"
+		    "  File \"/app/service/%s.py\", line %u, in handle\n"
+		    "    result = self.%s(payload)\n"
+		    "  File \"/usr/lib/python3.11/json/decoder.py\", line %u, in decode\n"
+		    "    obj, end = self.raw_decode(s, idx=_w(s, 0).end())\n"
+		    "ValueError: %s %s at offset %u%s%s\n",
+		    W(g), rnd(g) % 900, W(g), rnd(g) % 400, W(g), W(g), rnd(g) % 100000,
+		    has ? " " : "", sec);
+		break;
+	case 10: /* Prometheus exposition: VALUE TIMESTAMP */
+		put(g,
+		    "http_requests_total{method=\"%s\",code=\"%u\",handler=\"%s\",note=\"%s\"} %u "
+		    "17330%08u\n",
+		    rnd(g) % 2 ? "get" : "post", 200 + (rnd(g) % 4) * 100, W(g), sec,
+		    rnd(g) % 100000, rnd(g) % 100000000);
+		break;
+	default: /* numeric: every line ends in a number, the next starts with a date */
+		iso(g, ts, sizeof ts);
+		put(g, "%s worker=%u processed batch %s items=%u%s%s bytes=%u\n", ts, rnd(g) % 64,
+		    W(g), rnd(g) % 100000, has ? " note=" : "", sec, rnd(g) % 99999999);
+	}
+}
+
+int loggen_format_index(const char *name)
+{
+	for (int i = 0; loggen_formats[i]; i++)
+		if (strcmp(name, loggen_formats[i]) == 0)
+			return i;
+	return -1;
+}
+
+char *loggen(int format, size_t size, int dense, size_t *len, size_t *planted)
+{
+	gen g = {.s = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(format + 1) * 0x100000001b3ULL,
+		 .next_secret = 1024,
+		 .dense = dense};
+	while (g.len < size)
+		one_line(&g, format);
+	*len = g.len;
+	*planted = g.planted;
+	return g.buf;
+}

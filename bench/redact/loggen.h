@@ -1,0 +1,19 @@
+/*
+ * loggen.h - generators for the log formats bench/redact measures: the
+ * bench's own synthetic lines, nginx and Apache combined access logs, RFC 3164
+ * and RFC 5424 syslog, PostgreSQL server logs, JSON lines with trace ids,
+ * Kubernetes (CRI) container logs, Java and Python stack traces, Prometheus
+ * exposition lines and lines that end in a number before a date-led line.
+ */
+#ifndef AW_BENCH_LOGGEN_H
+#define AW_BENCH_LOGGEN_H
+
+#include <stddef.h>
+
+extern const char *const loggen_formats[]; /* NULL-terminated */
+int loggen_format_index(const char *name); /* -1 if unknown */
+/* At least size bytes of whole records; dense: a secret about every 1 KB
+ * (*planted counts them). Deterministic. malloc'd, NUL-terminated. */
+char *loggen(int format, size_t size, int dense, size_t *len, size_t *planted);
+
+#endif

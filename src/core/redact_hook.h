@@ -1,0 +1,19 @@
+/*
+ * redact_hook.h - the redaction engine's internal entry points (not a public
+ * header):
+ * - aw_redact_test_force_scalar(1) makes the shape scanner build its byte
+ *   masks with the portable scalar loop that non-x86 targets use, so a test on
+ *   x86 can prove both paths give the same output;
+ * - aw_redact_hs_serialize() gives the compiled Hyperscan database as bytes
+ *   (malloc'd, free()) for tools/gen_hsdb, which embeds it in the binaries as
+ *   aw_redact_hsdb / aw_redact_hsdb_len so a start does not compile it.
+ */
+#ifndef AWOOOP_REDACT_HOOK_H
+#define AWOOOP_REDACT_HOOK_H
+
+#include <stddef.h>
+
+void aw_redact_test_force_scalar(int on);
+int aw_redact_hs_serialize(char **out, size_t *len); /* 0 ok, -1 failed */
+
+#endif
