@@ -13,4 +13,4 @@ build:
 	cmake --build build -j$$(nproc)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-release build-asan build-tsan

@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# `make test`: installs what is missing, builds the normal (gcc) and sanitizer
-# (clang, ASan+UBSan, libFuzzer) builds, starts throwaway PostgreSQL 15 and
-# Redis 7 on loopback, and runs the whole CTest suite in both builds. Every
-# store test runs on SQLite and on PostgreSQL. Exits non-zero on any failure.
+# `make test`: installs what is missing, builds three ways - gcc Release (-O3,
+# what packagers build), clang ASan+UBSan with the libFuzzer targets, clang
+# ThreadSanitizer - all with warnings as errors, starts throwaway PostgreSQL 15
+# and Redis 7 on loopback, runs the whole CTest suite in the first two builds
+# and the multi-threaded suites in the TSan build. Every store test runs on
+# SQLite and on PostgreSQL. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 
 scripts/deps.sh --test
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$JOBS"
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DAWOOOP_WERROR=ON >/dev/null
+cmake --build build-release -j"$JOBS"
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DAWOOOP_SANITIZE=ON -DAWOOOP_FUZZ=ON \
-  -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  -DAWOOOP_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$JOBS"
+# TSan: the suites with threads of their own (relay, bus, cache checker,
+# workers, concurrent audit appends, bootstrap races, the keys load thread)
+TSAN_SUITES='^(adr113|audit|tenancy|runs|keys)_(sqlite|postgres)$'
+cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DAWOOOP_TSAN=ON -DAWOOOP_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-tsan -j"$JOBS" --target test_adr113 test_audit test_tenancy test_run test_keys
 
 # shellcheck source=scripts/services.sh
 . scripts/services.sh
@@ -25,11 +33,15 @@ aw_services_start
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
+# no suppressions: a report fails the suite
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
 status=0
-echo "== normal build (gcc, RelWithDebInfo) =="
-(cd build && ctest --output-on-failure -j"$JOBS" --timeout 600) || status=1
+echo "== release build (gcc, -O3) =="
+(cd build-release && ctest --output-on-failure -j"$JOBS" --timeout 600) || status=1
 echo "== sanitizer build (clang, ASan+UBSan, fuzzers) =="
 (cd build-asan && ctest --output-on-failure -j"$JOBS" --timeout 600) || status=1
+echo "== thread sanitizer build (clang, TSan) =="
+(cd build-tsan && ctest --output-on-failure -j"$JOBS" --timeout 600 -R "$TSAN_SUITES") || status=1
 if [ $status -ne 0 ]; then echo "make test: FAILED" >&2; else echo "make test: all passed"; fi
 exit $status

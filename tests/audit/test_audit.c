@@ -19,21 +19,18 @@
 #include "awooop/tenancy.h"
 #include "support.h"
 
-static const char *backend = "sqlite";
-static aw_test_db db;
-static aw_store *S;
+#define S (aw_fx.s)
 
 static int setup(void **state)
 {
-	aw_test_db_create(backend, &db);
-	S = aw_test_store_open(&db);
+	if (aw_test_store_up(NULL))
+		return -1;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	aw_store_close(S);
-	aw_test_db_drop(&db);
+	aw_test_store_down();
 	return 0;
 }
 
@@ -153,7 +150,7 @@ static void rawf(const char *fmt, const char *project)
 {
 	char sql[1024];
 	snprintf(sql, sizeof sql, fmt, project, project, project);
-	aw_test_raw_sql(&db, sql);
+	aw_test_raw_sql(&aw_fx.db, sql);
 }
 
 static void test_tamper_delete(void **state)
@@ -205,8 +202,6 @@ static void test_other_projects_unaffected(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1)
-		backend = argv[1];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_appends_form_one_chain),
 		cmocka_unit_test(test_payload_is_redacted),
@@ -216,7 +211,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tamper_truncate_tail),
 		cmocka_unit_test(test_other_projects_unaffected),
 	};
-	char name[64];
-	snprintf(name, sizeof name, "audit (%s)", backend);
-	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+	return AW_TEST_MAIN("audit", tests, setup, teardown);
 }

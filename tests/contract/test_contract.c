@@ -25,34 +25,25 @@
 #define K1 "k1:1111111111111111111111111111111111111111111111111111111111111111"
 #define K2 "k2:2222222222222222222222222222222222222222222222222222222222222222"
 
-static const char *backend = "sqlite";
-static aw_test_db db;
-static aw_store *S;
+#define S (aw_fx.s)
 static aw_keyring *KR;
 static aw_contracts *C;
 
 static int setup(void **state)
 {
-	aw_test_db_create(backend, &db);
-	S = aw_test_store_open(&db);
-	aw_error err = {0};
-	if (aw_keyring_from_env(K1, &KR, &err) || aw_contracts_new(KR, &C, &err))
+	const char *const projects[] = {"ct-main", "ct-appr",  "ct-conc",
+					"ct-tamp", "ct-other", NULL};
+	if (aw_test_store_up(projects))
 		return -1;
-	aw_ctx admin;
-	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
-	const char *projects[] = {"ct-main", "ct-appr", "ct-conc", "ct-tamp", "ct-other"};
-	for (size_t i = 0; i < 5; i++)
-		if (aw_project_create(S, &admin, projects[i], NULL, &err))
-			return -1;
-	return 0;
+	aw_error err = {0};
+	return aw_keyring_from_env(K1, &KR, &err) || aw_contracts_new(KR, &C, &err) ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
 	aw_contracts_free(C);
 	aw_keyring_free(KR);
-	aw_store_close(S);
-	aw_test_db_drop(&db);
+	aw_test_store_down();
 	return 0;
 }
 
@@ -69,7 +60,7 @@ static json_t *budget(int tokens)
 
 static void raw(const char *sql)
 {
-	aw_test_raw_sql(&db, sql);
+	aw_test_raw_sql(&aw_fx.db, sql);
 }
 
 /* A published revision of (project, family, contract) with the given body. */
@@ -542,8 +533,6 @@ static void test_diff(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1)
-		backend = argv[1];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures_all_families),
 		cmocka_unit_test(test_lifecycle_and_illegal_transitions),
@@ -553,7 +542,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_concurrent_activations),
 		cmocka_unit_test(test_diff),
 	};
-	char name[64];
-	snprintf(name, sizeof name, "contracts (%s)", backend);
-	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+	return AW_TEST_MAIN("contracts", tests, setup, teardown);
 }

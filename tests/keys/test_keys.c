@@ -11,6 +11,7 @@
  *    (window not elapsed; fallback rate >= 1%) and --force is audited.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,16 +29,14 @@
 #include "awooop/tenancy.h"
 #include "support.h"
 
-static const char *backend = "sqlite";
-static aw_test_db db;
-static aw_store *S;
+#define S (aw_fx.s)
 static aw_test_redis R;
 static redisContext *raw;
 
 static int setup(void **state)
 {
-	aw_test_db_create(backend, &db);
-	S = aw_test_store_open(&db);
+	if (aw_test_store_up(NULL))
+		return -1;
 	aw_ctx admin;
 	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
 	aw_error err = {0};
@@ -56,8 +55,7 @@ static int teardown(void **state)
 {
 	redisFree(raw);
 	aw_test_redis_cleanup(&R);
-	aw_store_close(S);
-	aw_test_db_drop(&db);
+	aw_test_store_down();
 	return 0;
 }
 
@@ -175,7 +173,7 @@ static void test_classify(void **state)
 static aw_kv *KV;
 static char model_str[N][32];
 static long long model_cnt[N];
-static volatile int load_stop;
+static atomic_bool load_stop;
 static long lost, checked;
 static pthread_mutex_t model_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -507,8 +505,6 @@ static void test_every_pattern_full_cycle(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1)
-		backend = argv[1];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registry),
 		cmocka_unit_test(test_components_cannot_escape),
@@ -516,7 +512,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_migration_cycle),
 		cmocka_unit_test(test_every_pattern_full_cycle),
 	};
-	char name[64];
-	snprintf(name, sizeof name, "keys (%s)", backend);
-	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+	return AW_TEST_MAIN("keys", tests, setup, teardown);
 }

@@ -34,9 +34,7 @@
 
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
 
-static const char *backend = "sqlite";
-static aw_test_db db;
-static aw_store *S;
+#define S (aw_fx.s)
 static aw_keyring *KR;
 static aw_contracts *C;
 
@@ -47,17 +45,12 @@ static aw_test_redis R;
 
 static int setup(void **state)
 {
-	aw_test_db_create(backend, &db);
-	S = aw_test_store_open(&db);
+	const char *const projects[] = {"adr", NULL};
+	if (aw_test_store_up(projects))
+		return -1;
 	aw_error err = {0};
 	if (aw_keyring_from_env(KEYS, &KR, &err) || aw_contracts_new(KR, &C, &err))
 		return -1;
-	aw_ctx admin;
-	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
-	if (aw_project_create(S, &admin, "adr", NULL, &err))
-		return -1;
-	aw_ctx pf;
-	aw_test_ctx(&pf, AW_PLATFORM_PROJECT, AW_SCOPE_PLATFORM_ADMIN, "root");
 	char ignore[AW_KEY_SECRET_LEN + 1];
 	if (aw_tenancy_bootstrap(S, NULL, ignore, &err))
 		return -1;
@@ -70,8 +63,7 @@ static int teardown(void **state)
 	aw_test_redis_cleanup(&R);
 	aw_contracts_free(C);
 	aw_keyring_free(KR);
-	aw_store_close(S);
-	aw_test_db_drop(&db);
+	aw_test_store_down();
 	return 0;
 }
 
@@ -524,8 +516,6 @@ static void test_concurrent_relays_and_prune(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1)
-		backend = argv[1];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_relay_delivers_to_cache),
 		cmocka_unit_test(test_redis_killed_fallback_and_resync),
@@ -535,7 +525,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_relay_thread_wakes_on_activation),
 		cmocka_unit_test(test_concurrent_relays_and_prune),
 	};
-	char name[64];
-	snprintf(name, sizeof name, "adr-113 (%s)", backend);
-	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+	return AW_TEST_MAIN("adr-113", tests, setup, teardown);
 }

@@ -19,38 +19,29 @@
 
 #include <cmocka.h>
 
-#include "../bench/runs/counter.h"
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/run.h"
 #include "awooop/tenancy.h"
+#include "counter.h"
 #include "support.h"
 
-static const char *backend = "sqlite";
-static aw_test_db db;
-static aw_store *S;
+#define S (aw_fx.s)
 static aw_counter *CNT;
 
 static int setup(void **state)
 {
-	aw_test_db_create(backend, &db);
-	S = aw_test_store_open(&db);
+	const char *const projects[] = {"rt-main", "rt-other", NULL};
+	if (aw_test_store_up(projects))
+		return -1;
 	CNT = aw_counter_start(0, 0);
-	aw_error err = {0};
-	aw_ctx admin;
-	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
-	const char *projects[] = {"rt-main", "rt-other"};
-	for (size_t i = 0; i < 2; i++)
-		if (aw_project_create(S, &admin, projects[i], NULL, &err))
-			return -1;
 	return CNT ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	aw_counter_stop(CNT);
-	aw_store_close(S);
-	aw_test_db_drop(&db);
+	aw_test_store_down();
 	return 0;
 }
 
@@ -229,8 +220,9 @@ static void test_idempotency(void **state)
 	aw_run_request_free(&req);
 
 	/* after 24 h the key is free again */
-	aw_test_raw_sql(&db, "UPDATE %Tidempotency_keys SET expires_at = '2020-01-01T00:00:00.000Z'"
-			     " WHERE idem_key = 'key-1' AND project_id = 'rt-main'");
+	aw_test_raw_sql(&aw_fx.db,
+			"UPDATE %Tidempotency_keys SET expires_at = '2020-01-01T00:00:00.000Z'"
+			" WHERE idem_key = 'key-1' AND project_id = 'rt-main'");
 	char e[40];
 	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":{\"n\":2}}", "key-1", e);
 	assert_string_not_equal(a, e);
@@ -330,7 +322,7 @@ static void test_fsm_matrix(void **state)
 			snprintf(sql, sizeof sql,
 				 "UPDATE %%Truns SET state = '%s' WHERE run_id = '%s'",
 				 aw_run_state_name(f), id);
-			aw_test_raw_sql(&db, sql);
+			aw_test_raw_sql(&aw_fx.db, sql);
 			int before = count_transitions("rt-main", id);
 			char now[AW_TS_LEN + 1];
 			aw_clock_now(now);
@@ -354,12 +346,13 @@ static void test_fsm_matrix(void **state)
 		}
 	assert_int_equal(legal, 18);
 	/* compare-and-set: a stale `from` changes nothing */
-	aw_test_raw_sql(&db, "UPDATE %Truns SET state = 'running' WHERE 1 = 1 AND state <> 'x'"
-			     " AND input IS NOT NULL AND run_id IN (SELECT run_id FROM %Truns"
-			     " WHERE mode = 'live') AND 1 = 0");
+	aw_test_raw_sql(&aw_fx.db,
+			"UPDATE %Truns SET state = 'running' WHERE 1 = 1 AND state <> 'x'"
+			" AND input IS NOT NULL AND run_id IN (SELECT run_id FROM %Truns"
+			" WHERE mode = 'live') AND 1 = 0");
 	char sql[200];
 	snprintf(sql, sizeof sql, "UPDATE %%Truns SET state = 'running' WHERE run_id = '%s'", id);
-	aw_test_raw_sql(&db, sql);
+	aw_test_raw_sql(&aw_fx.db, sql);
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_run_change chg = {.now = now};
@@ -567,8 +560,8 @@ static void test_graceful_shutdown(void **state)
 	state_of("rt-main", id, st, &attempts);
 	assert_string_equal(st, "queued"); /* released, attempt not counted */
 	assert_int_equal(attempts, 0);
-	aw_test_raw_sql(&db, "UPDATE %Truns SET workflow = '[{\"kind\":\"noop\"},{\"kind\":"
-			     "\"noop\"}]' WHERE state = 'queued'");
+	aw_test_raw_sql(&aw_fx.db, "UPDATE %Truns SET workflow = '[{\"kind\":\"noop\"},{\"kind\":"
+				   "\"noop\"}]' WHERE state = 'queued'");
 	w = worker(1, 1, 100, 1000);
 	assert_true(wait_state("rt-main", id, "succeeded", 5000));
 	aw_worker_stop(w);
@@ -682,8 +675,6 @@ static void test_isolation_and_list(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1)
-		backend = argv[1];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_validation),
 		cmocka_unit_test(test_idempotency),
@@ -699,7 +690,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_batch_steps_in_parallel),
 		cmocka_unit_test(test_isolation_and_list),
 	};
-	char name[64];
-	snprintf(name, sizeof name, "runs (%s)", backend);
-	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+	return AW_TEST_MAIN("runs", tests, setup, teardown);
 }

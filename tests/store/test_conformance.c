@@ -17,21 +17,18 @@
 #include "awooop/crypto.h"
 #include "support.h"
 
-static const char *backend = "sqlite";
-static aw_test_db db;
-static aw_store *S;
+#define S (aw_fx.s)
 
 static int setup(void **state)
 {
-	aw_test_db_create(backend, &db);
-	S = aw_test_store_open(&db);
+	if (aw_test_store_up(NULL))
+		return -1;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	aw_store_close(S);
-	aw_test_db_drop(&db);
+	aw_test_store_down();
 	return 0;
 }
 
@@ -82,7 +79,7 @@ static void test_schema_current_and_migrate_idempotent(void **state)
 	assert_int_equal(aw_store_check_schema(S, &err), AW_OK);
 	assert_true(aw_store_schema_target(S) >= 1);
 	assert_int_equal(aw_store_ping(S, &err), AW_OK);
-	if (!db.pg) /* on postgres the app role may not migrate; see pg_isolation */
+	if (!aw_fx.db.pg) /* on postgres the app role may not migrate; see pg_isolation */
 		assert_int_equal(aw_store_migrate(S, NULL, &err), AW_OK);
 }
 
@@ -325,8 +322,6 @@ static void test_bad_url(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1)
-		backend = argv[1];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schema_current_and_migrate_idempotent),
 		cmocka_unit_test(test_project_insert_get_conflict),
@@ -338,7 +333,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_concurrent_writers),
 		cmocka_unit_test(test_bad_url),
 	};
-	char name[64];
-	snprintf(name, sizeof name, "store conformance (%s)", backend);
-	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+	return AW_TEST_MAIN("store conformance", tests, setup, teardown);
 }

@@ -16,22 +16,19 @@
 #include "awooop/tenancy.h"
 #include "support.h"
 
-static const char *backend = "sqlite";
-static aw_test_db db;
-static aw_store *S;
+#define S (aw_fx.s)
 static char admin_secret[AW_KEY_SECRET_LEN + 1];
 
 static int setup(void **state)
 {
-	aw_test_db_create(backend, &db);
-	S = aw_test_store_open(&db);
+	if (aw_test_store_up(NULL))
+		return -1;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	aw_store_close(S);
-	aw_test_db_drop(&db);
+	aw_test_store_down();
 	return 0;
 }
 
@@ -95,7 +92,7 @@ static void test_concurrent_bootstrap(void **state)
 	/* several processes of a cluster start at once: all must succeed */
 	aw_test_db fresh;
 	aw_store *saved = S;
-	aw_test_db_create(backend, &fresh);
+	aw_test_db_create(aw_fx.backend, &fresh);
 	S = aw_test_store_open(&fresh);
 	for (int with_env = 0; with_env < 2; with_env++) {
 		pthread_t th[6];
@@ -236,8 +233,6 @@ static void test_key_revoke_cuts_access(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1)
-		backend = argv[1];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bootstrap_once),
 		cmocka_unit_test(test_bootstrap_env_key_installs_and_rotates),
@@ -246,7 +241,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_projects_and_authorization),
 		cmocka_unit_test(test_key_revoke_cuts_access),
 	};
-	char name[64];
-	snprintf(name, sizeof name, "tenancy (%s)", backend);
-	return cmocka_run_group_tests_name(name, tests, setup, teardown);
+	return AW_TEST_MAIN("tenancy", tests, setup, teardown);
 }

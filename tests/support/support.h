@@ -7,6 +7,12 @@
 #define AW_TEST_SUPPORT_H
 
 #include <libpq-fe.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
 
 #include "awooop/store.h"
 
@@ -31,6 +37,27 @@ PGconn *aw_test_pg_owner(const aw_test_db *db);
 void aw_test_raw_sql(const aw_test_db *db, const char *sql);
 /* A platform-admin ctx and a plain system ctx for project p. */
 void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *principal);
+
+/* ---- the store fixture of a backend test binary (`test_x sqlite|postgres`):
+ * a fresh database of the backend named on the command line, created before
+ * the group and dropped after. */
+typedef struct {
+	const char *backend; /* argv[1], default "sqlite" */
+	aw_test_db db;
+	aw_store *s;
+} aw_test_fixture;
+extern aw_test_fixture aw_fx;
+/* Creates and opens the store, then creates the projects (NULL-ended, may be
+ * NULL) as a platform admin. 0 on success (cmocka group setup convention). */
+int aw_test_store_up(const char *const *projects);
+void aw_test_store_down(void);
+/* main() of a backend test binary: takes the backend from argv[1] and runs the
+ * group as "SUITE (backend)". */
+int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMUnitTest *tests,
+		      size_t n, CMFixtureFunction setup, CMFixtureFunction teardown);
+#define AW_TEST_MAIN(suite, tests, setup, teardown)                                            \
+	aw_test_run_group(argc, argv, suite, tests, sizeof(tests) / sizeof((tests)[0]), setup, \
+			  teardown)
 
 /* A private redis-server on a random port, for tests that kill it. */
 typedef struct {

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "awooop/crypto.h"
+#include "awooop/tenancy.h"
 
 static void die(const char *what, const char *why)
 {
@@ -222,4 +223,40 @@ void aw_test_raw_sql(const aw_test_db *db, const char *sql)
 			die(buf, msg);
 		sqlite3_close(h);
 	}
+}
+
+/* ---- the store fixture */
+
+aw_test_fixture aw_fx = {.backend = "sqlite"};
+
+int aw_test_store_up(const char *const *projects)
+{
+	aw_test_db_create(aw_fx.backend, &aw_fx.db);
+	aw_fx.s = aw_test_store_open(&aw_fx.db);
+	aw_ctx admin;
+	aw_test_ctx(&admin, NULL, AW_SCOPE_PLATFORM_ADMIN, "root");
+	aw_error err = {0};
+	for (int i = 0; projects && projects[i]; i++)
+		if (aw_project_create(aw_fx.s, &admin, projects[i], NULL, &err)) {
+			fprintf(stderr, "fixture: project %s: %s\n", projects[i], err.msg);
+			return -1;
+		}
+	return 0;
+}
+
+void aw_test_store_down(void)
+{
+	aw_store_close(aw_fx.s);
+	aw_fx.s = NULL;
+	aw_test_db_drop(&aw_fx.db);
+}
+
+int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMUnitTest *tests,
+		      size_t n, CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+	if (argc > 1)
+		aw_fx.backend = argv[1];
+	char name[96];
+	snprintf(name, sizeof name, "%s (%s)", suite, aw_fx.backend);
+	return _cmocka_run_group_tests(name, tests, n, setup, teardown);
 }
