@@ -2,7 +2,8 @@
  * run.c - the run service: submission with idempotency, reads, cancellation,
  * checked transitions, JSON views and the journal diff. Each call is one store
  * transaction in the caller's project; every state change goes through
- * aw_run_transition_in (table check, compare-and-set, audit record).
+ * transition.c (table check, compare-and-set, audit record). Submissions wake
+ * idle workers through notify.c, not by calling into them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "awooop/json.h"
 #include "awooop/run.h"
 #include "awooop/uuid.h"
+#include "transition.h"
 
 #define IDEM_TTL_MS (24LL * 3600 * 1000)
 
@@ -21,19 +23,11 @@ aw_err aw_run_transition_in(aw_txn *t, const aw_ctx *ctx, const char *run_id, co
 			    aw_run_state from, aw_run_state to, const aw_run_change *chg,
 			    json_t *detail, aw_error *err)
 {
-	aw_err e = aw_run_fsm_check(from, to, err);
-	if (!e)
-		e = aw_store_run_cas(t, run_id, aw_run_state_name(from), aw_run_state_name(to), chg,
-				     err);
-	if (e)
-		return e;
-	json_t *p = aw_run_move_json(from, to, detail ? json_copy(detail) : NULL);
-	if (!p)
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	aw_audit_item it = {aw_run_action(to), run_id, trace_id, p};
-	e = aw_audit_record_many(t, ctx, &it, 1, err);
-	json_decref(p);
-	return e;
+	aw_run_txn x;
+	aw_run_txn_wrap(t, ctx, &x);
+	aw_run_mover m = {.run_id = run_id, .trace_id = trace_id, .detail = detail};
+	aw_run_state path[] = {from, to};
+	return aw_run_txn_end(&x, aw_run_move(&x, &m, 1, path, 1, chg, NULL, NULL, err), err);
 }
 
 aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run_state from,

@@ -1,122 +1,28 @@
 /*
- * worker.c - the run workers: claim, execute, journal, finish; heartbeat;
- * reaper; wake-ups.
- *
- * Each executing thread claims up to `batch` runs at once (one statement) and
- * drives them in rounds: every run still active executes its next step (slow
- * steps side by side on threads of their own), then one transaction per
- * project moves the runs on with compare-and-sets that also tell which runs
- * the worker still holds (a cancel or a reaper that got there first wins;
- * one that comes later waits for the row lock, then finds the new state) and
- * journals the round's steps. A step's journal entry is
- * committed before the run's next step starts, which is what makes "completed
- * steps never execute again" hold across crashes. The heartbeat thread renews
- * the leases of every run the threads hold and flags those the worker lost
- * (cancelled, reaped): their executors see the flag and return. Idle threads
- * sleep on a process-wide condition variable that submissions (and, on
- * PostgreSQL, NOTIFY awooop_runs from any process) signal; the poll interval
- * is only the safety net.
+ * rounds.c - the batch-round engine of the run workers. A thread's claimed
+ * batch is driven in rounds, one project at a time: every run still active
+ * executes its next step (slow steps side by side on threads of their own),
+ * then one transaction per project moves the runs on with compare-and-sets
+ * that also tell which runs the worker still holds (a cancel or a reaper that
+ * got there first wins) and journals the round's steps. A step's journal entry
+ * is committed before the run's next step starts, which is what makes
+ * "completed steps never execute again" hold across crashes.
  */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/json.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
-#include "awooop/run.h"
+#include "transition.h"
+#include "worker.h"
 
 int (*aw_worker_fault_hook)(const char *run_id, int step_no);
-
-/* ---- wake-ups ---- */
-static pthread_mutex_t kick_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t kick_cv;
-static pthread_once_t kick_once = PTHREAD_ONCE_INIT;
-static uint64_t kick_gen;
-
-static void kick_init(void)
-{
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&kick_cv, &a);
-	pthread_condattr_destroy(&a);
-}
-
-/* Wakes one idle thread: a thread that claims a full batch wakes the next, so
- * a single submission does not send every idle thread to the store at once. */
-void aw_run_kick(void)
-{
-	pthread_once(&kick_once, kick_init);
-	pthread_mutex_lock(&kick_mu);
-	kick_gen++;
-	pthread_cond_signal(&kick_cv);
-	pthread_mutex_unlock(&kick_mu);
-}
-
-static void kick_all(void)
-{
-	pthread_once(&kick_once, kick_init);
-	pthread_mutex_lock(&kick_mu);
-	kick_gen++;
-	pthread_cond_broadcast(&kick_cv);
-	pthread_mutex_unlock(&kick_mu);
-}
-
-static uint64_t kick_read(void)
-{
-	pthread_once(&kick_once, kick_init);
-	pthread_mutex_lock(&kick_mu);
-	uint64_t g = kick_gen;
-	pthread_mutex_unlock(&kick_mu);
-	return g;
-}
-
-/* Waits until a kick after generation `seen`, or ms. */
-static void kick_wait(uint64_t seen, int ms)
-{
-	struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, ms);
-	pthread_mutex_lock(&kick_mu);
-	while (kick_gen == seen)
-		if (pthread_cond_timedwait(&kick_cv, &kick_mu, &ts) != 0)
-			break;
-	pthread_mutex_unlock(&kick_mu);
-}
-
-/* ---- the worker ---- */
-
-typedef struct {
-	char run_id[AW_UUID_STR_LEN + 1];
-	atomic_bool stop; /* lost the run, or shutting down: executors return */
-	int active;
-} slot;
-
-typedef struct thread_ctx {
-	struct aw_worker *w;
-	pthread_t th;
-	slot *slots; /* batch entries, guarded by w->mu */
-	uint64_t rng;
-	int started; /* th is running: join it */
-} thread_ctx;
-
-struct aw_worker {
-	aw_store *s;
-	aw_worker_opts o;
-	char id[AW_WORKER_ID_MAX + 1];
-	thread_ctx *threads;
-	pthread_t hb, listener;
-	int has_listener, hb_started, listener_started;
-	atomic_int stop;
-	pthread_mutex_t mu;
-	pthread_cond_t hb_cv;
-};
 
 typedef struct {
 	aw_run_claim *c;
@@ -133,7 +39,7 @@ typedef struct {
 	char started[AW_TS_LEN + 1], finished[AW_TS_LEN + 1];
 } job;
 
-static int backoff_ms(uint64_t *rng, int attempts, int base, int cap)
+int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap)
 {
 	double d = base;
 	for (int i = 1; i < attempts && d < cap; i++)
@@ -147,7 +53,7 @@ static int backoff_ms(uint64_t *rng, int attempts, int base, int cap)
 	return (int)(d * jitter);
 }
 
-static uint64_t seed(void)
+uint64_t aw_worker_seed(void)
 {
 	uint64_t v = 0;
 	if (aw_random_bytes(&v, sizeof v) != 0 || !v)
@@ -171,175 +77,43 @@ static void slots_clear(aw_worker *w, thread_ctx *tc)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* Audit payload of a worker transition. */
-static json_t *detail(const aw_worker *w, const job *j, const char *error_code)
-{
-	json_t *d = json_pack("{s:s, s:i}", "worker", w->id, "attempt", j->c->attempts);
-	if (d && error_code)
-		json_object_set_new(d, "error_code", json_string(error_code));
-	return d;
-}
-
-/* A worker transaction: the audit records of its transitions are collected
- * and appended just before COMMIT, so the project's chain head stays locked
- * for as short a time as possible (submissions wait on it). */
-typedef struct {
-	const job *owner;
-	const char *action;
-	json_t *payload;
-} pending;
-
-typedef struct {
-	aw_txn *t;
-	const aw_ctx *ctx;
-	pending *recs;
-	int n, cap;
-} wtx;
-
-static aw_err wtx_begin(aw_worker *w, const aw_ctx *ctx, wtx *x, aw_error *err)
-{
-	memset(x, 0, sizeof *x);
-	x->ctx = ctx;
-	return aw_store_begin(w->s, ctx, AW_TXN_WRITE, &x->t, err);
-}
-
-/* One transition as listed in a combined record. */
-static json_t *step_of(const json_t *p)
-{
-	json_t *t = json_pack("{s:O, s:O, s:O}", "from", json_object_get(p, "from"), "to",
-			      json_object_get(p, "to"), "event", json_object_get(p, "event"));
-	const char *keys[] = {"at", "error_code"};
-	for (size_t i = 0; t && i < 2; i++)
-		if (json_object_get(p, keys[i]))
-			json_object_set(t, keys[i], json_object_get(p, keys[i]));
-	return t;
-}
-
-/* Queues the audit record of one transition of j. Several transitions of one
- * run in one transaction become one record (action of the last state, from
- * the first, "transitions" listing each): the record is the atomic change. */
-static aw_err wtx_audit(wtx *x, const char *action, const job *j, json_t *p, aw_error *err)
-{
-	if (!p)
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	for (int i = x->n - 1; i >= 0; i--) {
-		if (x->recs[i].owner != j)
-			continue;
-		json_t *prev = x->recs[i].payload, *list = json_object_get(prev, "transitions");
-		if (!list) {
-			list = json_array();
-			json_array_append_new(list, step_of(prev));
-			json_object_set_new(prev, "transitions", list);
-		}
-		json_array_append_new(list, step_of(p));
-		json_object_set(prev, "to", json_object_get(p, "to"));
-		json_object_del(prev, "event");
-		json_object_del(prev, "at");
-		if (json_object_get(p, "error_code"))
-			json_object_set(prev, "error_code", json_object_get(p, "error_code"));
-		x->recs[i].action = action;
-		json_decref(p);
-		return AW_OK;
-	}
-	if (x->n == x->cap) {
-		int cap = x->cap ? x->cap * 2 : 32;
-		pending *r = realloc(x->recs, sizeof *r * (size_t)cap);
-		if (!r) {
-			json_decref(p);
-			return aw_fail(err, AW_E_NOMEM, "out of memory");
-		}
-		x->recs = r;
-		x->cap = cap;
-	}
-	x->recs[x->n++] = (pending){j, action, p};
-	return AW_OK;
-}
-
-/* Appends the audit records and commits, or rolls back when e is set. */
-static aw_err wtx_end(wtx *x, aw_err e, aw_error *err)
-{
-	aw_audit_item *items = !e && x->n ? malloc(sizeof *items * (size_t)x->n) : NULL;
-	if (!e && x->n && !items)
-		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	for (int i = 0; items && i < x->n; i++) {
-		const job *j = x->recs[i].owner;
-		items[i] = (aw_audit_item){x->recs[i].action, j->c->run_id, j->c->trace_id,
-					   x->recs[i].payload};
-	}
-	if (items)
-		e = aw_audit_record_many(x->t, x->ctx, items, x->n, err);
-	if (e)
-		aw_store_rollback(x->t);
-	else
-		e = aw_store_commit(x->t, err);
-	for (int i = 0; i < x->n; i++)
-		json_decref(x->recs[i].payload);
-	free(items);
-	free(x->recs);
-	memset(x, 0, sizeof *x);
-	return e;
-}
-
-/* Moves the runs of js (indexes idx) along path (path[0] -> ... -> path[hops])
- * with one compare-and-set from the first state to the last - the states in
- * between exist only inside this transaction, which no one else can see -
- * auditing every hop (each checked against the table). Runs that did not move
- * are deactivated. */
-static aw_err move_path(aw_worker *w, wtx *x, job *js, const int *idx, int n,
+/* Moves the jobs js[idx[0..n)] along path (transition.c: one checked,
+ * audited compare-and-set); jobs whose run did not move (cancelled, reaped)
+ * are deactivated. Each record names this worker and the attempt. */
+static aw_err move_path(aw_worker *w, aw_run_txn *x, job *js, const int *idx, int n,
 			const aw_run_state *path, int hops, const aw_run_change *chg,
 			const char *error_code, aw_error *err)
 {
 	if (n == 0)
 		return AW_OK;
-	for (int h = 0; h < hops; h++) {
-		aw_err bad = aw_run_fsm_check(path[h], path[h + 1], err);
-		if (bad)
-			return bad;
-	}
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	aw_run_mover *m = calloc((size_t)n, sizeof *m);
+	json_t **d = calloc((size_t)n, sizeof *d);
 	int *ok = calloc((size_t)n, sizeof *ok);
 	aw_err e = AW_OK;
-	if (!ids || !ok) {
+	for (int i = 0; m && d && ok && i < n; i++) {
+		const aw_run_claim *c = js[idx[i]].c;
+		if (!(d[i] = json_pack("{s:s, s:i}", "worker", w->id, "attempt", c->attempts)))
+			break;
+		m[i] = (aw_run_mover){c->run_id, c->trace_id, d[i], c->prev_state, c->claimed_at};
+	}
+	if (!m || !d || !ok || (n && !d[n - 1]))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-		goto out;
-	}
-	for (int i = 0; i < n; i++)
-		memcpy(ids[i], js[idx[i]].c->run_id, sizeof ids[i]);
-	if ((e = aw_store_run_cas_many(x->t, ids, n, aw_run_state_name(path[0]),
-				       aw_run_state_name(path[hops]), chg, ok, err)))
-		goto out;
-	for (int i = 0; i < n && !e; i++) {
-		job *j = &js[idx[i]];
-		if (!ok[i]) {
-			j->active = 0;
-			continue;
-		}
-		/* a claim is audited with the start: the worker writes no tenant row
-		 * while claiming across projects */
-		if (path[0] == AW_RUN_CLAIMED) {
-			aw_run_state prev = AW_RUN_QUEUED;
-			aw_run_state_parse(j->c->prev_state, &prev);
-			json_t *d = detail(w, j, NULL);
-			json_t *p = d ? aw_run_move_json(prev, AW_RUN_CLAIMED, d) : NULL;
-			if (p)
-				json_object_set_new(p, "at", json_string(j->c->claimed_at));
-			e = wtx_audit(x, aw_run_action(AW_RUN_CLAIMED), j, p, err);
-		}
-		for (int h = 0; h < hops && !e; h++) {
-			json_t *d = detail(w, j, h == hops - 1 ? error_code : NULL);
-			json_t *p = d ? aw_run_move_json(path[h], path[h + 1], d) : NULL;
-			e = wtx_audit(x, aw_run_action(path[h + 1]), j, p, err);
-		}
-	}
-out:
+	else
+		e = aw_run_move(x, m, n, path, hops, chg, error_code, ok, err);
+	for (int i = 0; !e && i < n; i++)
+		if (!ok[i])
+			js[idx[i]].active = 0;
+	for (int i = 0; d && i < n; i++)
+		json_decref(d[i]);
+	free(m);
+	free(d);
 	free(ok);
-	free(ids);
 	return e;
 }
 
-static aw_err move_many(aw_worker *w, wtx *x, job *js, const int *idx, int n, aw_run_state from,
-			aw_run_state to, const aw_run_change *chg, const char *error_code,
-			aw_error *err)
+static aw_err move_many(aw_worker *w, aw_run_txn *x, job *js, const int *idx, int n,
+			aw_run_state from, aw_run_state to, const aw_run_change *chg,
+			const char *error_code, aw_error *err)
 {
 	aw_run_state path[] = {from, to};
 	return move_path(w, x, js, idx, n, path, 1, chg, error_code, err);
@@ -384,7 +158,8 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 
 /* claimed -> running (audited with the claim) for the runs not started yet;
  * runs that moved meanwhile (cancelled, reaped) drop out. */
-static aw_err begin_round(aw_worker *w, wtx *x, job *js, const int *idx, int n, aw_error *err)
+static aw_err begin_round(aw_worker *w, aw_run_txn *x, job *js, const int *idx, int n,
+			  aw_error *err)
 {
 	int *pend = calloc((size_t)n + 1, sizeof *pend), np = 0;
 	if (!pend)
@@ -427,11 +202,11 @@ static aw_err start_slow(aw_worker *w, const aw_ctx *ctx, job *js, const int *id
 	}
 	if (!slow)
 		return AW_OK;
-	wtx x;
-	aw_err e = wtx_begin(w, ctx, &x, err);
+	aw_run_txn x;
+	aw_err e = aw_run_txn_begin(w->s, ctx, &x, err);
 	if (e)
 		return e;
-	return wtx_end(&x, begin_round(w, &x, js, idx, n, err), err);
+	return aw_run_txn_end(&x, begin_round(w, &x, js, idx, n, err), err);
 }
 
 static void fill_step(const job *j, aw_run_step *st, const char *state)
@@ -468,8 +243,8 @@ static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *
 	}
 	if (m == 0)
 		goto out;
-	wtx x;
-	if ((e = wtx_begin(w, ctx, &x, err)))
+	aw_run_txn x;
+	if ((e = aw_run_txn_begin(w->s, ctx, &x, err)))
 		goto out;
 	e = begin_round(w, &x, js, idx, n, err);
 	if (!e)
@@ -487,7 +262,7 @@ static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *
 		}
 	if (!e)
 		e = aw_store_run_steps_put(x.t, st, k, err);
-	e = wtx_end(&x, e, err);
+	e = aw_run_txn_end(&x, e, err);
 out:
 	free(st);
 	free(ids);
@@ -615,7 +390,7 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 	int *held = calloc((size_t)n + 1, sizeof *held), *out = calloc((size_t)n + 1, sizeof *out);
 	int *sel = calloc((size_t)n + 1, sizeof *sel);
 	int k = 0, nd = 0;
-	wtx x = {0};
+	aw_run_txn x = {0};
 	aw_err e = AW_OK;
 	if (!st || !ids || !held || !out || !sel) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -635,7 +410,7 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 	}
 	if (!any)
 		goto out;
-	if ((e = wtx_begin(w, ctx, &x, err)))
+	if ((e = aw_run_txn_begin(w->s, ctx, &x, err)))
 		goto out;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
@@ -672,9 +447,9 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 		aw_run_state to =
 			j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED : AW_RUN_RETRY_WAIT;
 		char after[AW_TS_LEN + 1];
-		aw_clock_format(aw_clock_wall_ms() + backoff_ms(&tc->rng, j->c->attempts,
-								w->o.retry_base_ms,
-								w->o.retry_max_ms),
+		aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(&tc->rng, j->c->attempts,
+									  w->o.retry_base_ms,
+									  w->o.retry_max_ms),
 				after);
 		aw_run_change chg = {.now = now,
 				     .holder = w->id,
@@ -703,7 +478,7 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 	}
 	if (!e)
 		e = aw_store_run_steps_put(x.t, st, k, err);
-	e = wtx_end(&x, e, err);
+	e = aw_run_txn_end(&x, e, err);
 	for (int i = 0; i < n; i++) {
 		job *j = &js[idx[i]];
 		if (!e && j->active && out[i] == GO) {
@@ -736,18 +511,18 @@ static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx
 			cl[nc++] = idx[i];
 		else if (js[idx[i]].active)
 			rel[nr++] = idx[i];
-	wtx x;
+	aw_run_txn x;
 	aw_error err;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_run_change chg = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
-	if ((nr || nc) && wtx_begin(w, ctx, &x, &err) == AW_OK) {
+	if ((nr || nc) && aw_run_txn_begin(w->s, ctx, &x, &err) == AW_OK) {
 		aw_err e = move_many(w, &x, js, rel, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &chg, NULL,
 				     &err);
 		if (!e)
 			e = move_many(w, &x, js, cl, nc, AW_RUN_CLAIMED, AW_RUN_QUEUED, &chg, NULL,
 				      &err);
-		wtx_end(&x, e, &err);
+		aw_run_txn_end(&x, e, &err);
 	}
 	free(rel);
 	free(cl);
@@ -791,7 +566,7 @@ static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int 
 	return 0;
 }
 
-static void process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
+void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
 {
 	job *js = calloc((size_t)n, sizeof *js);
 	int *idx = calloc((size_t)n, sizeof *idx);
@@ -838,257 +613,4 @@ out:
 	free(idx);
 	free(seen);
 	slots_clear(w, tc);
-}
-
-static void *exec_main(void *arg);
-static void *hb_main(void *arg);
-static void *listen_main(void *arg);
-
-/* Stops and joins the threads that started (all, or those before a failed
- * start), then frees the worker. */
-static void shutdown_worker(aw_worker *w)
-{
-	atomic_store(&w->stop, 1);
-	pthread_mutex_lock(&w->mu);
-	for (int t = 0; w->threads && t < w->o.concurrency; t++)
-		for (int i = 0; w->threads[t].slots && i < w->o.batch; i++)
-			w->threads[t].slots[i].stop = 1;
-	pthread_cond_broadcast(&w->hb_cv);
-	pthread_mutex_unlock(&w->mu);
-	kick_all();
-	for (int i = 0; w->threads && i < w->o.concurrency; i++)
-		if (w->threads[i].started)
-			pthread_join(w->threads[i].th, NULL);
-	if (w->hb_started)
-		pthread_join(w->hb, NULL);
-	if (w->listener_started)
-		pthread_join(w->listener, NULL);
-	for (int i = 0; w->threads && i < w->o.concurrency; i++)
-		free(w->threads[i].slots);
-	free(w->threads);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->hb_cv);
-	free(w);
-}
-
-static void *exec_main(void *arg)
-{
-	thread_ctx *tc = arg;
-	aw_worker *w = tc->w;
-	while (!atomic_load(&w->stop)) {
-		uint64_t gen = kick_read();
-		aw_run_claim *c = NULL;
-		int n = 0;
-		aw_error err = {0};
-		aw_err e = aw_store_run_claim(w->s, w->id, w->o.lease_ms, w->o.batch, &c, &n, &err);
-		if (e) {
-			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
-			       "detail", err.msg, NULL);
-			kick_wait(gen, w->o.poll_ms);
-			continue;
-		}
-		if (n == 0) {
-			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
-			kick_wait(gen, w->o.poll_ms);
-			continue;
-		}
-		aw_metrics_run_event("claimed", n);
-		if (n == w->o.batch) /* probably more waiting: another thread claims them */
-			aw_run_kick();
-		process(w, tc, c, n);
-		aw_run_claims_free(c, n);
-	}
-	return NULL;
-}
-
-/* Renews leases, flags lost runs, and reaps expired leases. */
-static void *hb_main(void *arg)
-{
-	aw_worker *w = arg;
-	int cap = w->o.concurrency * w->o.batch;
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
-	int *lost = calloc((size_t)cap, sizeof *lost);
-	while (ids && lost && !atomic_load(&w->stop)) {
-		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, w->o.heartbeat_ms);
-		pthread_mutex_lock(&w->mu);
-		if (!atomic_load(&w->stop))
-			pthread_cond_timedwait(&w->hb_cv, &w->mu, &ts);
-		int n = 0;
-		for (int t = 0; t < w->o.concurrency; t++)
-			for (int i = 0; i < w->o.batch; i++)
-				if (w->threads[t].slots[i].active)
-					memcpy(ids[n++], w->threads[t].slots[i].run_id,
-					       sizeof ids[0]);
-		pthread_mutex_unlock(&w->mu);
-		if (atomic_load(&w->stop))
-			break;
-		aw_error err = {0};
-		if (n && aw_store_run_heartbeat(w->s, w->id, w->o.lease_ms, ids, n, lost, &err) ==
-				 AW_OK) {
-			pthread_mutex_lock(&w->mu);
-			for (int i = 0; i < n; i++)
-				for (int t = 0; lost[i] && t < w->o.concurrency; t++)
-					for (int k = 0; k < w->o.batch; k++) {
-						slot *sl = &w->threads[t].slots[k];
-						if (sl->active && strcmp(sl->run_id, ids[i]) == 0)
-							sl->stop = 1;
-					}
-			pthread_mutex_unlock(&w->mu);
-		}
-		int reaped = 0;
-		if (w->o.reaper >= 0 &&
-		    aw_run_reap(w->s, w->o.retry_base_ms, w->o.retry_max_ms, &reaped, &err) ==
-			    AW_OK &&
-		    reaped)
-			aw_run_kick();
-	}
-	free(ids);
-	free(lost);
-	return NULL;
-}
-
-static void *listen_main(void *arg)
-{
-	aw_worker *w = arg;
-	aw_store_listener *l = aw_store_listen(w->s, "awooop_runs");
-	while (l && !atomic_load(&w->stop))
-		if (aw_store_listener_wait(l, 250) == 1)
-			aw_run_kick();
-	aw_store_listener_close(l);
-	return NULL;
-}
-
-aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_error *err)
-{
-	*n = 0;
-	aw_run_ref *refs = NULL;
-	int nr = 0;
-	aw_err e = aw_store_run_expired(s, 100, &refs, &nr, err);
-	if (e)
-		return e;
-	uint64_t rng = seed();
-	for (int i = 0; i < nr; i++) {
-		aw_ctx ctx;
-		aw_ctx_system(&ctx, refs[i].project_id);
-		snprintf(ctx.principal, sizeof ctx.principal, "reaper");
-		aw_txn *t = NULL;
-		aw_run r;
-		if (aw_store_begin(s, &ctx, AW_TXN_WRITE, &t, err))
-			continue;
-		if (aw_store_run_get(t, refs[i].run_id, &r, err)) {
-			aw_store_rollback(t);
-			continue;
-		}
-		aw_run_state from;
-		char now[AW_TS_LEN + 1], after[AW_TS_LEN + 1];
-		int64_t ms = aw_clock_wall_ms();
-		aw_clock_format(ms, now);
-		aw_clock_format(ms + backoff_ms(&rng, r.attempts, retry_base_ms, retry_max_ms),
-				after);
-		int exhausted = r.attempts >= r.max_attempts;
-		aw_run_change chg = {.now = now,
-				     .expired_by = now,
-				     .clear_lease = 1,
-				     .error_code =
-					     exhausted ? aw_err_code(AW_E_RUN_ATTEMPTS) : NULL,
-				     .run_after = exhausted ? NULL : after,
-				     .finished = exhausted};
-		json_t *d = json_pack("{s:s, s:i, s:s}", "worker", r.lease_owner, "attempt",
-				      r.attempts, "reason", "lease expired");
-		aw_err te = aw_run_state_parse(r.state, &from) != 0
-				    ? aw_fail(err, AW_E_RUN_STATE, "bad state")
-				    : aw_run_transition_in(t, &ctx, r.run_id, r.trace_id, from,
-							   exhausted ? AW_RUN_FAILED
-								     : AW_RUN_RETRY_WAIT,
-							   &chg, d, err);
-		json_decref(d);
-		aw_run_free(&r);
-		if (te || aw_store_commit(t, err) != AW_OK) {
-			if (te)
-				aw_store_rollback(t);
-			continue;
-		}
-		(*n)++;
-		aw_metrics_run_event("reaped", 1);
-	}
-	free(refs);
-	return AW_OK;
-}
-
-aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err)
-{
-	aw_worker *w = calloc(1, sizeof *w);
-	if (!w)
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	w->s = s;
-	w->o = *opts;
-#define DEF(f, v)        \
-	if (w->o.f <= 0) \
-		w->o.f = (v);
-	DEF(concurrency, 4)
-	DEF(batch, 16)
-	DEF(heartbeat_ms, 5000)
-	DEF(lease_ms, 30000)
-	DEF(poll_ms, 1000)
-	DEF(retry_base_ms, 1000)
-	DEF(retry_max_ms, 60000)
-#undef DEF
-	if (w->o.batch > 1000)
-		w->o.batch = 1000;
-	if (opts->id && *opts->id) {
-		snprintf(w->id, sizeof w->id, "%s", opts->id);
-	} else {
-		char host[32] = "host";
-		gethostname(host, sizeof host - 1);
-		host[sizeof host - 1] = '\0';
-		uint32_t r = (uint32_t)seed();
-		snprintf(w->id, sizeof w->id, "%.32s-%d-%04x", host, (int)getpid(), r & 0xffff);
-	}
-	for (char *p = w->id; *p; p++) /* a principal: no '@', no spaces */
-		if (*p == '@' || *p == ' ')
-			*p = '-';
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->hb_cv, &a);
-	pthread_condattr_destroy(&a);
-	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
-	w->threads = calloc((size_t)w->o.concurrency, sizeof *w->threads);
-	for (int i = 0; w->threads && i < w->o.concurrency; i++) {
-		w->threads[i].w = w;
-		w->threads[i].rng = seed();
-		w->threads[i].slots = calloc((size_t)w->o.batch, sizeof(slot));
-		if (!w->threads[i].slots) {
-			shutdown_worker(w);
-			return aw_fail(err, AW_E_NOMEM, "out of memory");
-		}
-	}
-	if (!w->threads) {
-		shutdown_worker(w);
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	/* every thread started is recorded, so a failure stops exactly those */
-	int rc = 0;
-	for (int i = 0; !rc && i < w->o.concurrency; i++)
-		if (!(rc = pthread_create(&w->threads[i].th, NULL, exec_main, &w->threads[i])))
-			w->threads[i].started = 1;
-	if (!rc && !(rc = pthread_create(&w->hb, NULL, hb_main, w)))
-		w->hb_started = 1;
-	if (!rc && w->has_listener && !(rc = pthread_create(&w->listener, NULL, listen_main, w)))
-		w->listener_started = 1;
-	if (rc) {
-		shutdown_worker(w);
-		return aw_fail(err, AW_E_INTERNAL, "cannot start a worker thread: %s",
-			       strerror(rc));
-	}
-	aw_log(AW_LOG_INFO, NULL, "run worker started", "worker", w->id, NULL);
-	*out = w;
-	return AW_OK;
-}
-
-void aw_worker_stop(aw_worker *w)
-{
-	if (w)
-		shutdown_worker(w);
 }

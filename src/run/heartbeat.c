@@ -1,0 +1,70 @@
+/*
+ * heartbeat.c - the run workers' background threads besides the executors:
+ * the heartbeat renews the leases of every run the threads hold, flags the
+ * runs this worker lost (cancelled, reaped) so their executors return, and
+ * runs the reaper; on PostgreSQL a listener wakes idle threads on NOTIFY
+ * awooop_runs from any process.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/clock.h"
+#include "worker.h"
+
+/* Renews leases, flags lost runs, and reaps expired leases. */
+void *aw_worker_heartbeat_main(void *arg)
+{
+	aw_worker *w = arg;
+	int cap = w->o.concurrency * w->o.batch;
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
+	int *lost = calloc((size_t)cap, sizeof *lost);
+	while (ids && lost && !atomic_load(&w->stop)) {
+		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, w->o.heartbeat_ms);
+		pthread_mutex_lock(&w->mu);
+		if (!atomic_load(&w->stop))
+			pthread_cond_timedwait(&w->hb_cv, &w->mu, &ts);
+		int n = 0;
+		for (int t = 0; t < w->o.concurrency; t++)
+			for (int i = 0; i < w->o.batch; i++)
+				if (w->threads[t].slots[i].active)
+					memcpy(ids[n++], w->threads[t].slots[i].run_id,
+					       sizeof ids[0]);
+		pthread_mutex_unlock(&w->mu);
+		if (atomic_load(&w->stop))
+			break;
+		aw_error err = {0};
+		if (n && aw_store_run_heartbeat(w->s, w->id, w->o.lease_ms, ids, n, lost, &err) ==
+				 AW_OK) {
+			pthread_mutex_lock(&w->mu);
+			for (int i = 0; i < n; i++)
+				for (int t = 0; lost[i] && t < w->o.concurrency; t++)
+					for (int k = 0; k < w->o.batch; k++) {
+						slot *sl = &w->threads[t].slots[k];
+						if (sl->active && strcmp(sl->run_id, ids[i]) == 0)
+							sl->stop = 1;
+					}
+			pthread_mutex_unlock(&w->mu);
+		}
+		int reaped = 0;
+		if (w->o.reaper >= 0 &&
+		    aw_run_reap(w->s, w->o.retry_base_ms, w->o.retry_max_ms, &reaped, &err) ==
+			    AW_OK &&
+		    reaped)
+			aw_run_kick();
+	}
+	free(ids);
+	free(lost);
+	return NULL;
+}
+
+void *aw_worker_listen_main(void *arg)
+{
+	aw_worker *w = arg;
+	aw_store_listener *l = aw_store_listen(w->s, "awooop_runs");
+	while (l && !atomic_load(&w->stop))
+		if (aw_store_listener_wait(l, 250) == 1)
+			aw_run_kick();
+	aw_store_listener_close(l);
+	return NULL;
+}

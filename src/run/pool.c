@@ -1,0 +1,156 @@
+/*
+ * pool.c - the run workers' thread pool: start (every thread checked, a
+ * failure unwinds what started), the claim loop of each executing thread
+ * (claim a batch with SKIP LOCKED, drive it through rounds.c, sleep on
+ * notify.c when idle), and a graceful stop that interrupts waiting steps and
+ * re-queues what the threads still hold.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "awooop/clock.h"
+#include "awooop/log.h"
+#include "awooop/metrics.h"
+#include "notify.h"
+#include "worker.h"
+
+static void *exec_main(void *arg);
+
+/* Stops and joins the threads that started (all, or those before a failed
+ * start), then frees the worker. */
+static void shutdown_worker(aw_worker *w)
+{
+	atomic_store(&w->stop, 1);
+	pthread_mutex_lock(&w->mu);
+	for (int t = 0; w->threads && t < w->o.concurrency; t++)
+		for (int i = 0; w->threads[t].slots && i < w->o.batch; i++)
+			w->threads[t].slots[i].stop = 1;
+	pthread_cond_broadcast(&w->hb_cv);
+	pthread_mutex_unlock(&w->mu);
+	aw_run_notify_all();
+	for (int i = 0; w->threads && i < w->o.concurrency; i++)
+		if (w->threads[i].started)
+			pthread_join(w->threads[i].th, NULL);
+	if (w->hb_started)
+		pthread_join(w->hb, NULL);
+	if (w->listener_started)
+		pthread_join(w->listener, NULL);
+	for (int i = 0; w->threads && i < w->o.concurrency; i++)
+		free(w->threads[i].slots);
+	free(w->threads);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->hb_cv);
+	free(w);
+}
+
+static void *exec_main(void *arg)
+{
+	thread_ctx *tc = arg;
+	aw_worker *w = tc->w;
+	while (!atomic_load(&w->stop)) {
+		uint64_t gen = aw_run_notify_seen();
+		aw_run_claim *c = NULL;
+		int n = 0;
+		aw_error err = {0};
+		aw_err e = aw_store_run_claim(w->s, w->id, w->o.lease_ms, w->o.batch, &c, &n, &err);
+		if (e) {
+			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
+			       "detail", err.msg, NULL);
+			aw_run_notify_wait(gen, w->o.poll_ms);
+			continue;
+		}
+		if (n == 0) {
+			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
+			aw_run_notify_wait(gen, w->o.poll_ms);
+			continue;
+		}
+		aw_metrics_run_event("claimed", n);
+		if (n == w->o.batch) /* probably more waiting: another thread claims them */
+			aw_run_kick();
+		aw_worker_process(w, tc, c, n);
+		aw_run_claims_free(c, n);
+	}
+	return NULL;
+}
+
+aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err)
+{
+	aw_worker *w = calloc(1, sizeof *w);
+	if (!w)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	w->s = s;
+	w->o = *opts;
+#define DEF(f, v)        \
+	if (w->o.f <= 0) \
+		w->o.f = (v);
+	DEF(concurrency, 4)
+	DEF(batch, 16)
+	DEF(heartbeat_ms, 5000)
+	DEF(lease_ms, 30000)
+	DEF(poll_ms, 1000)
+	DEF(retry_base_ms, 1000)
+	DEF(retry_max_ms, 60000)
+#undef DEF
+	if (w->o.batch > 1000)
+		w->o.batch = 1000;
+	if (opts->id && *opts->id) {
+		snprintf(w->id, sizeof w->id, "%s", opts->id);
+	} else {
+		char host[32] = "host";
+		gethostname(host, sizeof host - 1);
+		host[sizeof host - 1] = '\0';
+		uint32_t r = (uint32_t)aw_worker_seed();
+		snprintf(w->id, sizeof w->id, "%.32s-%d-%04x", host, (int)getpid(), r & 0xffff);
+	}
+	for (char *p = w->id; *p; p++) /* a principal: no '@', no spaces */
+		if (*p == '@' || *p == ' ')
+			*p = '-';
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->hb_cv, &a);
+	pthread_condattr_destroy(&a);
+	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
+	w->threads = calloc((size_t)w->o.concurrency, sizeof *w->threads);
+	for (int i = 0; w->threads && i < w->o.concurrency; i++) {
+		w->threads[i].w = w;
+		w->threads[i].rng = aw_worker_seed();
+		w->threads[i].slots = calloc((size_t)w->o.batch, sizeof(slot));
+		if (!w->threads[i].slots) {
+			shutdown_worker(w);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+	}
+	if (!w->threads) {
+		shutdown_worker(w);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	/* every thread started is recorded, so a failure stops exactly those */
+	int rc = 0;
+	for (int i = 0; !rc && i < w->o.concurrency; i++)
+		if (!(rc = pthread_create(&w->threads[i].th, NULL, exec_main, &w->threads[i])))
+			w->threads[i].started = 1;
+	if (!rc && !(rc = pthread_create(&w->hb, NULL, aw_worker_heartbeat_main, w)))
+		w->hb_started = 1;
+	if (!rc && w->has_listener &&
+	    !(rc = pthread_create(&w->listener, NULL, aw_worker_listen_main, w)))
+		w->listener_started = 1;
+	if (rc) {
+		shutdown_worker(w);
+		return aw_fail(err, AW_E_INTERNAL, "cannot start a worker thread: %s",
+			       strerror(rc));
+	}
+	aw_log(AW_LOG_INFO, NULL, "run worker started", "worker", w->id, NULL);
+	*out = w;
+	return AW_OK;
+}
+
+void aw_worker_stop(aw_worker *w)
+{
+	if (w)
+		shutdown_worker(w);
+}

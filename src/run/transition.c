@@ -1,0 +1,173 @@
+/*
+ * transition.c - checked, compare-and-set, audited run transitions (see
+ * transition.h): the invariant every state change of a run goes through.
+ */
+#include "transition.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/audit.h"
+
+struct aw_run_pending {
+	const char *run_id, *trace_id; /* borrowed from the mover: live until the end */
+	const char *action;
+	json_t *payload;
+};
+
+aw_err aw_run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error *err)
+{
+	memset(x, 0, sizeof *x);
+	x->ctx = ctx;
+	x->owned = 1;
+	return aw_store_begin(s, ctx, AW_TXN_WRITE, &x->t, err);
+}
+
+void aw_run_txn_wrap(aw_txn *t, const aw_ctx *ctx, aw_run_txn *x)
+{
+	memset(x, 0, sizeof *x);
+	x->t = t;
+	x->ctx = ctx;
+}
+
+/* One transition as listed in a combined record. */
+static json_t *step_of(const json_t *p)
+{
+	json_t *t = json_pack("{s:O, s:O, s:O}", "from", json_object_get(p, "from"), "to",
+			      json_object_get(p, "to"), "event", json_object_get(p, "event"));
+	const char *keys[] = {"at", "error_code"};
+	for (size_t i = 0; t && i < 2; i++)
+		if (json_object_get(p, keys[i]))
+			json_object_set(t, keys[i], json_object_get(p, keys[i]));
+	return t;
+}
+
+/* Queues the record of one hop of m (steals p). A later hop of the same run
+ * in this txn joins its record: action of the last state, "from" of the
+ * first, "transitions" listing each - the record is the atomic change. */
+static aw_err queue(aw_run_txn *x, const aw_run_mover *m, const char *action, json_t *p,
+		    aw_error *err)
+{
+	if (!p)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = x->n - 1; i >= 0; i--) {
+		if (strcmp(x->recs[i].run_id, m->run_id) != 0)
+			continue;
+		json_t *prev = x->recs[i].payload, *list = json_object_get(prev, "transitions");
+		if (!list) {
+			list = json_array();
+			json_array_append_new(list, step_of(prev));
+			json_object_set_new(prev, "transitions", list);
+		}
+		json_array_append_new(list, step_of(p));
+		json_object_set(prev, "to", json_object_get(p, "to"));
+		json_object_del(prev, "event");
+		json_object_del(prev, "at");
+		if (json_object_get(p, "error_code"))
+			json_object_set(prev, "error_code", json_object_get(p, "error_code"));
+		x->recs[i].action = action;
+		json_decref(p);
+		return AW_OK;
+	}
+	if (x->n == x->cap) {
+		int cap = x->cap ? x->cap * 2 : 32;
+		aw_run_pending *r = realloc(x->recs, sizeof *r * (size_t)cap);
+		if (!r) {
+			json_decref(p);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+		x->recs = r;
+		x->cap = cap;
+	}
+	x->recs[x->n++] = (aw_run_pending){m->run_id, m->trace_id, action, p};
+	return AW_OK;
+}
+
+/* The record of one hop: from/to/event, the mover's detail, the error code. */
+static json_t *hop_json(const aw_run_mover *m, aw_run_state from, aw_run_state to,
+			const char *error_code)
+{
+	json_t *d = m->detail ? json_deep_copy(m->detail) : json_object();
+	if (d && error_code)
+		json_object_set_new(d, "error_code", json_string(error_code));
+	return d ? aw_run_move_json(from, to, d) : NULL;
+}
+
+aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_state *path, int hops,
+		   const aw_run_change *chg, const char *error_code, int *moved, aw_error *err)
+{
+	if (n == 0)
+		return AW_OK;
+	for (int h = 0; h < hops; h++) {
+		aw_err bad = aw_run_fsm_check(path[h], path[h + 1], err);
+		if (bad)
+			return bad;
+	}
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	int one = 0, *ok = moved ? moved : &one;
+	aw_err e = AW_OK;
+	if (!ids || (n > 1 && !moved)) {
+		e = aw_fail(err, ids ? AW_E_INTERNAL : AW_E_NOMEM, "aw_run_move: bad call");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(ids[i], sizeof ids[i], "%s", m[i].run_id);
+		ok[i] = 0;
+	}
+	if ((e = aw_store_run_cas_many(x->t, ids, n, aw_run_state_name(path[0]),
+				       aw_run_state_name(path[hops]), chg, ok, err)))
+		goto out;
+	if (!moved && !ok[0]) {
+		e = aw_fail(err, AW_E_RUN_STATE, "the run is no longer %s; nothing changed",
+			    aw_run_state_name(path[0]));
+		goto out;
+	}
+	for (int i = 0; i < n && !e; i++) {
+		if (!ok[i])
+			continue;
+		/* a claim is audited with the start: a worker writes no tenant row
+		 * while it claims across projects */
+		if (path[0] == AW_RUN_CLAIMED && m[i].claimed_at) {
+			aw_run_state prev = AW_RUN_QUEUED;
+			if (m[i].prev_state)
+				aw_run_state_parse(m[i].prev_state, &prev);
+			json_t *p = hop_json(&m[i], prev, AW_RUN_CLAIMED, NULL);
+			if (p)
+				json_object_set_new(p, "at", json_string(m[i].claimed_at));
+			e = queue(x, &m[i], aw_run_action(AW_RUN_CLAIMED), p, err);
+		}
+		for (int h = 0; h < hops && !e; h++)
+			e = queue(x, &m[i], aw_run_action(path[h + 1]),
+				  hop_json(&m[i], path[h], path[h + 1],
+					   h == hops - 1 ? error_code : NULL),
+				  err);
+	}
+out:
+	free(ids);
+	return e;
+}
+
+aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
+{
+	aw_audit_item *items = !e && x->n ? malloc(sizeof *items * (size_t)x->n) : NULL;
+	if (!e && x->n && !items)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; items && i < x->n; i++)
+		items[i] = (aw_audit_item){x->recs[i].action, x->recs[i].run_id,
+					   x->recs[i].trace_id, x->recs[i].payload};
+	if (items)
+		e = aw_audit_record_many(x->t, x->ctx, items, x->n, err);
+	if (x->owned) {
+		if (e)
+			aw_store_rollback(x->t);
+		else
+			e = aw_store_commit(x->t, err);
+	}
+	for (int i = 0; i < x->n; i++)
+		json_decref(x->recs[i].payload);
+	free(items);
+	free(x->recs);
+	memset(x, 0, sizeof *x);
+	return e;
+}

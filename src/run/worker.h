@@ -1,0 +1,52 @@
+/*
+ * worker.h - the run workers' shared state (internal to src/run): the worker,
+ * its executing threads and their batch slots, shared by the thread pool
+ * (pool.c), the batch-round engine (rounds.c) and the heartbeat (heartbeat.c).
+ * Slots are guarded by aw_worker.mu; stop flags are atomics read by executors.
+ */
+#ifndef AW_RUN_WORKER_H
+#define AW_RUN_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "awooop/run.h"
+
+typedef struct {
+	char run_id[AW_UUID_STR_LEN + 1];
+	atomic_bool stop; /* lost the run, or shutting down: executors return */
+	int active;
+} slot;
+
+typedef struct thread_ctx {
+	struct aw_worker *w;
+	pthread_t th;
+	slot *slots; /* batch entries, guarded by w->mu */
+	uint64_t rng;
+	int started; /* th is running: join it */
+} thread_ctx;
+
+struct aw_worker {
+	aw_store *s;
+	aw_worker_opts o;
+	char id[AW_WORKER_ID_MAX + 1];
+	thread_ctx *threads;
+	pthread_t hb, listener;
+	int has_listener, hb_started, listener_started;
+	atomic_int stop;
+	pthread_mutex_t mu;
+	pthread_cond_t hb_cv;
+};
+
+/* Retry backoff: base x 2^(attempts-1), capped, +-25 % jitter from *rng. */
+int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap);
+uint64_t aw_worker_seed(void);
+/* Drives a claimed batch to its end (rounds.c); frees nothing of c. */
+void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n);
+/* Thread bodies (heartbeat.c): lease renewal + lost-run flags + reaper, and
+ * the PostgreSQL NOTIFY listener. */
+void *aw_worker_heartbeat_main(void *arg);
+void *aw_worker_listen_main(void *arg);
+
+#endif
