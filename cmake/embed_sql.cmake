@@ -3,7 +3,7 @@
 file(GLOB files "${SRC_DIR}/*.sql")
 list(SORT files)
 set(body "/* generated from src/store/migrations/${DIALECT}/ - do not edit */\n")
-string(APPEND body "#include \"internal.h\"\n\nconst aw_migration aw_migrations_${DIALECT}[] = {\n")
+string(APPEND body "#include \"store_internal.h\"\n\nconst aw_migration aw_migrations_${DIALECT}[] = {\n")
 set(count 0)
 foreach(f ${files})
   get_filename_component(base "${f}" NAME_WE)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "awooop/ident.h"
-#include "http/internal.h"
+#include "http/http_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

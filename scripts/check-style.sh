@@ -21,6 +21,9 @@ if [ -n "$scan" ]; then echo "SCAN/KEYS outside src/keys/:"; echo "$scan"; fail=
 # atoi cannot report a bad number (strtol / aw_cli_int)
 banned=$(grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|atoi|atol|gets)[[:space:]]*\(' src include --include=*.[ch] || true)
 if [ -n "$banned" ]; then echo "banned function (use aw_buf, snprintf, strtol):"; echo "$banned"; fail=1; fi
+# one name, one file: backtraces and logs name files without their folder
+dup=$(find src -name '*.[ch]' -printf '%f\n' | sort | uniq -d)
+if [ -n "$dup" ]; then echo "file names used twice under src/:"; echo "$dup"; fail=1; fi
 for f in $(find src tests fuzz -name '*.c'); do
   head -1 "$f" | grep -q '^/\*' || { echo "$f: missing top-of-file comment"; fail=1; }
 done

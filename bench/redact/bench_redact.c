@@ -20,6 +20,7 @@
 #include <pcre2.h>
 
 #include "awooop/redact.h"
+#include "core/redact_hook.h"
 #include "loggen.h"
 
 static double now(void)

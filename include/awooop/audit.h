@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "awooop/store.h"
+#include "awooop/store/audit.h"
 
 /* Appends to the chain of t's project. payload may be NULL; it is borrowed
  * (copied and redacted, never modified). */

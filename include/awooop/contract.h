@@ -18,7 +18,7 @@
 #include <jansson.h>
 
 #include "awooop/keyring.h"
-#include "awooop/store.h"
+#include "awooop/store/contract.h"
 
 typedef struct aw_contracts aw_contracts;
 
@@ -78,9 +78,5 @@ int aw_contract_verify(const aw_contracts *c, const aw_revision *r);
 aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
 			const char *a, const char *b, json_t **patch, aw_error *err);
 aw_err aw_json_patch_diff(const json_t *from, const json_t *to, json_t **out, aw_error *err);
-
-/* Test hook: called at named points of an activation ("after_pointer"); a
- * non-zero return aborts the activation there (fault injection). */
-extern int (*aw_contract_fault_hook)(const char *point);
 
 #endif

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "awooop/keys.h"
-#include "awooop/store.h"
+#include "awooop/store/keymig.h"
 
 typedef struct aw_kv aw_kv;
 

@@ -83,11 +83,4 @@ aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len);
 /* Flushes the rest and frees s. */
 aw_err aw_redact_stream_finish(aw_redact_stream *s);
 
-/* For the benchmark: the per-class PCRE2 patterns (exact forms), to build the
- * naive baseline from the same definitions. */
-const char *aw_redact_pcre_pattern(aw_redact_class c);
-/* 1 if the part a pcre pattern matched passes the class validator (Luhn, ...). */
-int aw_redact_validate(aw_redact_class c, const char *s, size_t len);
-const char *aw_redact_hs_pattern(aw_redact_class c);
-
 #endif

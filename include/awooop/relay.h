@@ -13,7 +13,7 @@
 #define AWOOOP_RELAY_H
 
 #include "awooop/bus.h"
-#include "awooop/store.h"
+#include "awooop/store/relay.h"
 
 typedef struct aw_relay aw_relay;
 
@@ -35,9 +35,5 @@ aw_err aw_relay_round(aw_store *s, aw_bus *bus, int batch, int *delivered, aw_er
 
 /* Wakes every relay of this process (called after an activation commits). */
 void aw_outbox_kick(void);
-
-/* Test hook: called between publishing an event and marking it delivered; a
- * non-zero return abandons the round there (a crash, as far as the store knows). */
-extern int (*aw_relay_fault_hook)(const char *event_id);
 
 #endif

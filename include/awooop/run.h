@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <stdatomic.h>
 
-#include "awooop/store.h"
+#include "awooop/store/run.h"
 
 typedef enum {
 	AW_RUN_QUEUED,
@@ -162,9 +162,5 @@ void aw_run_kick(void);
 /* One reaper pass: re-queues (or fails at max_attempts) runs whose lease
  * expired. *n gets how many were moved. */
 aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_error *err);
-
-/* Test hook: called after a step executed, before its journal entry is
- * written; non-zero abandons the worker thread's batch there (a crash). */
-extern int (*aw_worker_fault_hook)(const char *run_id, int step_no);
 
 #endif

@@ -10,7 +10,7 @@
 #ifndef AWOOOP_TENANCY_H
 #define AWOOOP_TENANCY_H
 
-#include "awooop/store.h"
+#include "awooop/store/tenancy.h"
 
 #define AW_KEY_PREFIX "awk_"
 #define AW_KEY_SECRET_LEN 47 /* without the NUL */

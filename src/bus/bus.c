@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "bus_internal.h"
 
 int aw_bus_pattern_match(const char *pattern, const char *channel)
 {

@@ -18,7 +18,7 @@
 #include "awooop/crypto.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
-#include "internal.h"
+#include "bus_internal.h"
 
 aw_err aw_bus_redis_parse_url(const char *url, char *host, size_t hostcap, int *port, int *db,
 			      aw_error *err)

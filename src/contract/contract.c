@@ -11,6 +11,8 @@
  * operator-or-higher principal but the publisher, threshold 1, 24 h, enforce).
  */
 #include "awooop/contract.h"
+#include "contract_hooks.h"
+#include "awooop/store/tenancy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -137,11 +137,6 @@ int aw_redact_validate(aw_redact_class c, const char *s, size_t len)
 	return (unsigned)c < AW_RC__COUNT && (!defs[c].ok || defs[c].ok(s, len));
 }
 
-const char *aw_redact_hs_pattern(aw_redact_class c)
-{
-	return (unsigned)c < AW_RC__COUNT ? defs[c].hs : NULL;
-}
-
 /* ------------------------------------------------------------- validators */
 
 /* Issuer prefixes and lengths (ISO/IEC 7812 as the networks publish them):

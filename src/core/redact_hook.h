@@ -13,7 +13,14 @@
 
 #include <stddef.h>
 
+#include "awooop/redact.h"
+
 void aw_redact_test_force_scalar(int on);
 int aw_redact_hs_serialize(char **out, size_t *len); /* 0 ok, -1 failed */
+/* For bench/redact's naive baseline, built from the same definitions: a
+ * class's exact PCRE2 pattern, and 1 if the part it matched passes the class
+ * validator (Luhn, issuers, ...). */
+const char *aw_redact_pcre_pattern(aw_redact_class c);
+int aw_redact_validate(aw_redact_class c, const char *s, size_t len);
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "awooop/ident.h"
 #include "awooop/json.h"
-#include "internal.h"
+#include "http_internal.h"
 
 aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
 				aw_error *err)

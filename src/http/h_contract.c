@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "awooop/contract.h"
-#include "internal.h"
+#include "http_internal.h"
 
 static json_t *revision_json(const aw_revision *r)
 {

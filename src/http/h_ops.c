@@ -7,7 +7,7 @@
 
 #include "awooop/bus.h"
 #include "awooop/metrics.h"
-#include "internal.h"
+#include "http_internal.h"
 
 void aw_h_healthz(aw_req *r)
 {

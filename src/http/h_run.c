@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "awooop/run.h"
-#include "internal.h"
+#include "http_internal.h"
 
 /* Authenticates and authorises for the key's own project. */
 static int own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)

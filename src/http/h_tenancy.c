@@ -11,7 +11,7 @@
 #include "awooop/clock.h"
 #include "awooop/ident.h"
 #include "awooop/tenancy.h"
-#include "internal.h"
+#include "http_internal.h"
 
 static json_t *project_json(const aw_project *p)
 {

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "http_internal.h"
 
 static const struct {
 	const char *method, *tmpl;

@@ -17,7 +17,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/tenancy.h"
-#include "internal.h"
+#include "http_internal.h"
 
 struct aw_http {
 	struct MHD_Daemon *d;

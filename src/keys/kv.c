@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "awooop/audit.h"
+#include "awooop/store/tenancy.h"
 #include "awooop/bus.h"
 #include "awooop/clock.h"
 

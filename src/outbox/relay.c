@@ -5,6 +5,7 @@
  * batch, so row locks are short.
  */
 #include "awooop/relay.h"
+#include "relay_hooks.h"
 
 #include <jansson.h>
 #include <pthread.h>

@@ -19,6 +19,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
+#include "run_hooks.h"
 #include "transition.h"
 #include "worker.h"
 

@@ -14,7 +14,7 @@
 
 #include "awooop/log.h"
 #include "awooop/metrics.h"
-#include "internal.h"
+#include "store_internal.h"
 
 static const aw_driver *driver_for(const char *url)
 {

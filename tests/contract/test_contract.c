@@ -20,6 +20,7 @@
 #include "awooop/audit.h"
 #include "awooop/contract.h"
 #include "awooop/tenancy.h"
+#include "contract/contract_hooks.h"
 #include "support.h"
 
 #define K1 "k1:1111111111111111111111111111111111111111111111111111111111111111"

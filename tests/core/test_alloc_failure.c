@@ -19,7 +19,7 @@
 #include "awooop/jcs.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
-#include "http/internal.h"
+#include "http/http_internal.h"
 
 static long countdown = -1; /* < 0: never fail */
 static long calls;

@@ -21,7 +21,7 @@
 #include "awooop/metrics.h"
 #include "awooop/trace.h"
 #include "awooop/uuid.h"
-#include "http/internal.h"
+#include "http/http_internal.h"
 
 static void test_error_catalogue(void **state)
 {

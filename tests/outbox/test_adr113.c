@@ -30,6 +30,7 @@
 #include "awooop/relay.h"
 #include "awooop/tenancy.h"
 #include "core/clock_hook.h"
+#include "outbox/relay_hooks.h"
 #include "support.h"
 
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
@@ -194,7 +195,6 @@ static void test_relay_delivers_to_cache(void **state)
 	char r3[40];
 	ready_revision("adr", "policy_routing", "deliver", routing(3), r3);
 	activate("adr", "policy_routing", "deliver", r3);
-	extern int (*aw_relay_fault_hook)(const char *);
 	aw_relay_fault_hook = (int (*)(const char *))(void *)abs; /* abs(ptr) != 0: crash */
 	assert_int_not_equal(aw_relay_round(S, pub, 100, &delivered, &err), AW_OK);
 	aw_relay_fault_hook = NULL;

@@ -24,6 +24,7 @@
 #include "awooop/run.h"
 #include "awooop/tenancy.h"
 #include "counter.h"
+#include "run/run_hooks.h"
 #include "support.h"
 
 #define S (aw_fx.s)

@@ -15,6 +15,10 @@
 #include <cmocka.h>
 
 #include "awooop/crypto.h"
+#include "awooop/store/audit.h"
+#include "awooop/store/contract.h"
+#include "awooop/store/run.h"
+#include "awooop/store/tenancy.h"
 #include "support.h"
 
 #define S (aw_fx.s)

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "awooop/store/tenancy.h"
 #include "support.h"
 
 static aw_test_db db;

@@ -1,5 +1,5 @@
 /*
- * audit.c - store queries for the audit trail. The chain logic (hashing,
+ * audit_store.c - store queries for the audit trail. The chain logic (hashing,
  * redaction, verification) is in src/audit/; this file only reads and writes
  * rows of the txn's project. The head row serialises appends per project: on
  * PostgreSQL audit_append() (migration 0007) locks it and extends the chain
@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "internal.h"
+#include "store_internal.h"
 
 #define GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
 

@@ -1,5 +1,5 @@
 /*
- * internal.h - what the query files of src/store/ share: the store and txn
+ * store_internal.h - what the query files of src/store/ share: the store and txn
  * structs and helpers to run one statement inside a txn.
  */
 #ifndef AW_STORE_INTERNAL_H
@@ -9,6 +9,12 @@
 #include <stddef.h>
 
 #include "awooop/store.h"
+#include "awooop/store/audit.h"
+#include "awooop/store/contract.h"
+#include "awooop/store/keymig.h"
+#include "awooop/store/relay.h"
+#include "awooop/store/run.h"
+#include "awooop/store/tenancy.h"
 #include "driver.h"
 
 struct aw_store {

@@ -1,5 +1,5 @@
 /*
- * tenancy.c - store queries for projects and API keys.
+ * tenancy_store.c - store queries for projects and API keys.
  *
  * Every tenant query names project_id = the txn's project explicitly, even on
  * PostgreSQL where RLS already enforces it: the same SQL then isolates tenants
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "store_internal.h"
 
 aw_err aw_store_project_insert(aw_txn *t, const aw_project *p, aw_error *err)
 {

@@ -1,5 +1,5 @@
 /*
- * relay.c - store queries for the ADR-113 outbox relay and the fallback
+ * relay_store.c - store queries for the ADR-113 outbox relay and the fallback
  * checker. The relay crosses tenants: on PostgreSQL through the SECURITY
  * DEFINER functions of migration 0004, on SQLite directly.
  */
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "store_internal.h"
 
 aw_err aw_store_relay_begin(aw_store *s, aw_txn **out, aw_error *err)
 {

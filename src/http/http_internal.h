@@ -1,5 +1,5 @@
 /*
- * internal.h - what the files of src/http/ share: the per-request state, the
+ * http_internal.h - what the files of src/http/ share: the per-request state, the
  * reply helpers and the route table. Handlers parse and authenticate, call one
  * service function, and reply; no domain logic lives here.
  */

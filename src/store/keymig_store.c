@@ -1,10 +1,10 @@
 /*
- * keymig.c - store queries for the Redis key migration phases (INV-1).
+ * keymig_store.c - store queries for the Redis key migration phases (INV-1).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "store_internal.h"
 
 aw_err aw_store_keymig_get(aw_txn *t, const char *pattern, char *phase, size_t cap, char *since,
 			   aw_error *err)

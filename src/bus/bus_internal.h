@@ -1,5 +1,5 @@
 /*
- * internal.h - the bus struct shared by bus.c (local backend, dispatch) and
+ * bus_internal.h - the bus struct shared by bus.c (local backend, dispatch) and
  * redis.c (Redis backend).
  */
 #ifndef AW_BUS_INTERNAL_H

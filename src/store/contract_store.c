@@ -1,5 +1,5 @@
 /*
- * contract.c - store queries for the contract registry: revisions, the active
+ * contract_store.c - store queries for the contract registry: revisions, the active
  * pointer, approvals and the ADR-113 outbox. Lifecycle rules live in
  * src/contract/; here every state change is a compare-and-set on the state the
  * service expects, so a concurrent change is an error, never a lost update.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "store_internal.h"
 
 void aw_revisions_free(aw_revision *r, int n)
 {

@@ -1,5 +1,5 @@
 /*
- * run.c - store queries for the run runtime: runs, their step journal and
+ * run_store.c - store queries for the run runtime: runs, their step journal and
  * idempotency keys in the txn's project, and the workers' platform path
  * (claim, heartbeat, expired leases) - on PostgreSQL through the SECURITY
  * DEFINER functions of migration 0006, on SQLite directly under its write lock.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "awooop/buf.h"
-#include "internal.h"
+#include "store_internal.h"
 
 #define RUN_COLS                                                                              \
 	"project_id, run_id, state, mode, workflow, input, priority, attempts, max_attempts," \

@@ -1,0 +1,118 @@
+/*
+ * store/run.h - runs, their step journal, claims, leases and the
+ * idempotency keys of submissions.
+ * Part of the store interface (store.h: open, migrate, transactions); only
+ * the services of this domain include it. Same conventions as store.h: every
+ * call runs in the caller's transaction for its project; arrays returned are
+ * malloc'd and freed with the *_free function named here or free().
+ */
+#ifndef AWOOOP_STORE_RUN_H
+#define AWOOOP_STORE_RUN_H
+
+#include "awooop/store.h"
+
+/* ---- runs (the run runtime; see run.h for the service) ---- */
+#define AW_RUN_ID_LEN AW_UUID_STR_LEN
+#define AW_WORKER_ID_MAX 63
+typedef struct {
+	char run_id[AW_UUID_STR_LEN + 1];
+	char project_id[AW_PROJECT_MAX + 1];
+	char state[20];
+	char mode[8];	/* live | shadow */
+	char *workflow; /* malloc'd JSON text */
+	char *input;	/* malloc'd JSON text, NULL when none */
+	int priority, attempts, max_attempts, timeout_s;
+	char trace_id[33];
+	char lease_owner[AW_WORKER_ID_MAX + 1];
+	char lease_expires_at[AW_TS_LEN + 1], run_after[AW_TS_LEN + 1];
+	char error_code[32];
+	char created_at[AW_TS_LEN + 1], updated_at[AW_TS_LEN + 1];
+	char started_at[AW_TS_LEN + 1], finished_at[AW_TS_LEN + 1];
+} aw_run;
+
+typedef struct {
+	char run_id[AW_UUID_STR_LEN + 1];
+	int step_no; /* 1-based */
+	char kind[32];
+	char state[16]; /* started | succeeded | failed */
+	char idem_key[AW_UUID_STR_LEN + 8];
+	int attempt;
+	char *result; /* malloc'd JSON text, NULL when none */
+	char error_code[32];
+	char started_at[AW_TS_LEN + 1], finished_at[AW_TS_LEN + 1];
+} aw_run_step;
+
+/* What a compare-and-set transition changes besides state and updated_at. */
+typedef struct {
+	const char *now;	/* required */
+	const char *holder;	/* only while this worker holds the lease (NULL: any) */
+	const char *error_code; /* set when non-NULL ("" clears) */
+	const char *run_after;	/* set when non-NULL */
+	int clear_lease;	/* lease_owner, lease_expires_at = NULL */
+	int attempts_delta;	/* e.g. -1 when a shutdown releases a run */
+	int started;		/* started_at = coalesce(started_at, now) */
+	int finished;		/* finished_at = now */
+	const char *expired_by; /* only if the lease expired before this time */
+} aw_run_change;
+
+void aw_run_free(aw_run *r);
+void aw_runs_free(aw_run *r, int n);
+void aw_run_steps_free(aw_run_step *s, int n);
+aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err);
+/* AW_E_RUN_NOT_FOUND unless the run is in the txn's project. */
+aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *err);
+/* Newest first; state NULL = any; before = cursor (a run id), NULL from the top. */
+aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int limit, aw_run **out,
+			 int *n, aw_error *err);
+/* state from -> to for one run; AW_E_RUN_STATE (nothing changed) unless the run
+ * was in `from` (and held by c->holder when set). */
+aw_err aw_store_run_cas(aw_txn *t, const char *run_id, const char *from, const char *to,
+			const aw_run_change *c, aw_error *err);
+/* The same for n runs at once; ok[i] = 1 for those that moved. */
+aw_err aw_store_run_cas_many(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *from,
+			     const char *to, const aw_run_change *c, int *ok, aw_error *err);
+/* The journal of n runs (n = 1 for one), by run then step. */
+aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw_run_step **out,
+			  int *nsteps, aw_error *err);
+/* Locks those of n runs that holder holds in state `state` until the txn
+ * ends (PostgreSQL: FOR UPDATE; SQLite: its write lock); held[i] = 1 for them. */
+aw_err aw_store_run_lock_held(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n,
+			      const char *holder, const char *state, int *held, aw_error *err);
+/* Upserts journal entries (by run and step number). */
+aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_error *err);
+
+/* A run as a worker claims it (platform path). */
+typedef struct {
+	char project_id[AW_PROJECT_MAX + 1];
+	char run_id[AW_UUID_STR_LEN + 1];
+	char prev_state[20];
+	char mode[8];
+	char *workflow, *input;
+	int attempts, max_attempts, timeout_s;
+	char trace_id[33];
+	char claimed_at[AW_TS_LEN + 1];
+} aw_run_claim;
+void aw_run_claims_free(aw_run_claim *c, int n);
+/* Claims up to limit runnable runs for worker (PostgreSQL: FOR UPDATE SKIP
+ * LOCKED; SQLite: under its write lock), each with a lease of lease_ms. */
+aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit,
+			  aw_run_claim **out, int *n, aw_error *err);
+/* Renews worker's leases on ids; lost[i] = 1 for runs it no longer holds. */
+aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
+			      char (*ids)[AW_UUID_STR_LEN + 1], int n, int *lost, aw_error *err);
+/* Claimed or running runs whose lease expired (platform path). */
+typedef struct {
+	char project_id[AW_PROJECT_MAX + 1];
+	char run_id[AW_UUID_STR_LEN + 1];
+	char state[20];
+} aw_run_ref;
+aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw_error *err);
+
+/* ---- idempotency keys (per project and scope) ---- */
+/* found 0 when absent; expired rows count as absent and are removed. */
+aw_err aw_store_idem_get(aw_txn *t, const char *scope, const char *key, const char *now, int *found,
+			 char *hash, char *resource, size_t cap, aw_error *err);
+aw_err aw_store_idem_put(aw_txn *t, const char *scope, const char *key, const char *hash,
+			 const char *resource, const char *now, const char *expires, aw_error *err);
+
+#endif
