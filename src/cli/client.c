@@ -10,29 +10,15 @@
 #include <strings.h>
 
 #include "awooop/trace.h"
+#include "awooop/buf.h"
 #include "cli.h"
-
-typedef struct {
-	char *buf;
-	size_t len;
-} sink;
 
 #define CLIENT_MAX_BODY (16u << 20)
 
+/* The answer, at most CLIENT_MAX_BODY bytes: past that the transfer fails. */
 static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 {
-	sink *s = ud;
-	size_t add = sz * n;
-	if (s->len + add > CLIENT_MAX_BODY)
-		return 0;
-	char *nb = realloc(s->buf, s->len + add + 1);
-	if (!nb)
-		return 0;
-	memcpy(nb + s->len, p, add);
-	s->buf = nb;
-	s->len += add;
-	s->buf[s->len] = '\0';
-	return add;
+	return aw_buf_add(ud, p, sz * n) == AW_OK ? sz * n : 0;
 }
 
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out)
@@ -76,7 +62,7 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 	hdr = curl_slist_append(hdr, "Accept: application/json");
 	if (payload)
 		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	sink s = {0};
+	aw_buf s = AW_BUF_INIT(CLIENT_MAX_BODY);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
@@ -100,7 +86,7 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 		exit_code = aw_cli_fail(AW_E_CLIENT, msg);
 		goto out;
 	}
-	json_t *doc = s.len ? json_loads(s.buf, 0, NULL) : NULL;
+	json_t *doc = s.len ? json_loads(aw_buf_str(&s), 0, NULL) : NULL;
 	if (status >= 200 && status < 300) {
 		if (out)
 			*out = doc;
@@ -117,6 +103,6 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 	json_decref(doc);
 	exit_code = AW_EXIT_FAIL;
 out:
-	free(s.buf);
+	aw_buf_free(&s);
 	return exit_code;
 }

@@ -6,6 +6,8 @@
  */
 #include "awooop/jcs.h"
 
+#include "awooop/buf.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,31 +15,14 @@
 
 #include "awooop/crypto.h"
 
-typedef struct {
-	char *buf;
-	size_t len, cap;
-	int oom;
-} sb;
+/* The canonical form is built in one bounded buffer (no JSON awooop accepts
+ * comes near the ceiling; past it the result is an error, never a cut). */
+#define JCS_MAX ((size_t)256 << 20)
+typedef aw_buf sb;
 
 static void put(sb *b, const char *s, size_t n)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *nb = realloc(b->buf, cap);
-		if (!nb) {
-			b->oom = 1;
-			return;
-		}
-		b->buf = nb;
-		b->cap = cap;
-	}
-	memcpy(b->buf + b->len, s, n);
-	b->len += n;
-	b->buf[b->len] = '\0';
+	aw_buf_add(b, s, n);
 }
 
 static void puts_(sb *b, const char *s)
@@ -225,7 +210,7 @@ static void emit(sb *b, const json_t *v)
 		size_t n = json_object_size(v), i = 0;
 		const char **keys = malloc((n ? n : 1) * sizeof *keys);
 		if (!keys) {
-			b->oom = 1;
+			b->err = AW_E_NOMEM;
 			return;
 		}
 		const char *k;
@@ -250,15 +235,13 @@ static void emit(sb *b, const json_t *v)
 
 char *aw_jcs(const json_t *v)
 {
-	sb b = {0};
+	sb b = AW_BUF_INIT(JCS_MAX);
 	emit(&b, v);
-	if (b.oom) {
-		free(b.buf);
+	if (aw_buf_err(&b)) {
+		aw_buf_free(&b);
 		return NULL;
 	}
-	if (!b.buf)
-		b.buf = strdup("");
-	return b.buf;
+	return aw_buf_take(&b);
 }
 
 int aw_jcs_sha256(const json_t *v, char *hex)

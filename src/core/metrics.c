@@ -7,6 +7,8 @@
  */
 #include "awooop/metrics.h"
 
+#include "awooop/buf.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,77 +156,44 @@ void aw_metrics_loop_tick(const char *loop)
 	pthread_mutex_unlock(&mu);
 }
 
-typedef struct {
-	char *buf;
-	size_t len, cap;
-	int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void put(sbuf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->buf + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t ncap = b->cap * 2 + (size_t)(n > 0 ? n : 0) + 64;
-		char *nb = realloc(b->buf, ncap);
-		if (!nb) {
-			b->oom = 1;
-			return;
-		}
-		b->buf = nb;
-		b->cap = ncap;
-	}
-}
-
+#define METRICS_MAX ((size_t)64 << 20)
 char *aw_metrics_render(void)
 {
-	sbuf b = {malloc(4096), 0, 4096, 0};
-	if (!b.buf)
-		return NULL;
-	b.buf[0] = '\0';
+	aw_buf b = AW_BUF_INIT(METRICS_MAX);
 	pthread_mutex_lock(&mu);
 	for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-		put(&b, "# HELP %s %s\n# TYPE %s %s\n", families[f].family, families[f].help,
-		    families[f].family, families[f].type);
+		aw_buf_addf(&b, "# HELP %s %s\n# TYPE %s %s\n", families[f].family,
+			    families[f].help, families[f].family, families[f].type);
 		for (series *s = head; s; s = s->next) {
 			if (s->family != families[f].family)
 				continue;
 			const char *l = s->labels, *sep = l[0] ? "," : "";
 			if (s->kind != HISTOGRAM) {
 				if (l[0])
-					put(&b, "%s{%s} %.17g\n", s->family, l, s->value);
+					aw_buf_addf(&b, "%s{%s} %.17g\n", s->family, l, s->value);
 				else
-					put(&b, "%s %.17g\n", s->family, s->value);
+					aw_buf_addf(&b, "%s %.17g\n", s->family, s->value);
 				continue;
 			}
 			for (size_t i = 0; i < NB; i++)
-				put(&b, "%s_bucket{%s%sle=\"%g\"} %llu\n", s->family, l, sep,
-				    buckets[i], s->bucket[i]);
-			put(&b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", s->family, l, sep, s->count);
+				aw_buf_addf(&b, "%s_bucket{%s%sle=\"%g\"} %llu\n", s->family, l,
+					    sep, buckets[i], s->bucket[i]);
+			aw_buf_addf(&b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", s->family, l, sep,
+				    s->count);
 			if (l[0])
-				put(&b, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", s->family, l,
-				    s->value, s->family, l, s->count);
+				aw_buf_addf(&b, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", s->family,
+					    l, s->value, s->family, l, s->count);
 			else
-				put(&b, "%s_sum %.9f\n%s_count %llu\n", s->family, s->value,
-				    s->family, s->count);
+				aw_buf_addf(&b, "%s_sum %.9f\n%s_count %llu\n", s->family, s->value,
+					    s->family, s->count);
 		}
 	}
 	pthread_mutex_unlock(&mu);
-	if (b.oom) {
-		free(b.buf);
+	if (aw_buf_err(&b)) {
+		aw_buf_free(&b);
 		return NULL;
 	}
-	return b.buf;
+	return aw_buf_take(&b);
 }
 
 void aw_metrics_reset(void)

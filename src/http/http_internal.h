@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 
 #include "awooop/ctx.h"
+#include "awooop/buf.h"
 #include "awooop/http.h"
 
 #define AW_HTTP_MAX_SEGS 12
@@ -23,8 +24,9 @@ typedef struct aw_req {
 	char *segs[AW_HTTP_MAX_SEGS]; /* pointers into segbuf */
 	int nsegs;
 	char segbuf[512];
-	char *body;
-	size_t body_len, body_cap;
+	aw_buf upload; /* the request body, at most --body-limit bytes */
+	char *body;    /* upload's bytes (NUL-terminated), NULL when none */
+	size_t body_len;
 	int too_big, responded;
 	int status;
 	const char *route; /* template, for metrics and logs */

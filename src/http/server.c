@@ -217,25 +217,21 @@ static aw_req *req_new(aw_http *h, struct MHD_Connection *conn, const char *url,
 	return r;
 }
 
+/* Buffers an upload chunk; past --body-limit the request is marked too big
+ * (answered 413 once the upload ends) and nothing more is kept. */
 static int append_body(aw_req *r, const char *data, size_t n)
 {
-	if (r->too_big || r->body_len + n > r->opts->body_limit) {
-		r->too_big = 1;
+	if (r->too_big)
 		return 0;
-	}
-	if (r->body_len + n + 1 > r->body_cap) {
-		size_t cap = r->body_cap ? r->body_cap : 1024;
-		while (cap < r->body_len + n + 1)
-			cap *= 2;
-		char *nb = realloc(r->body, cap);
-		if (!nb)
-			return -1;
-		r->body = nb;
-		r->body_cap = cap;
-	}
-	memcpy(r->body + r->body_len, data, n);
-	r->body_len += n;
-	r->body[r->body_len] = '\0';
+	if (!r->upload.max)
+		r->upload = (aw_buf)AW_BUF_INIT(r->opts->body_limit);
+	aw_err e = aw_buf_add(&r->upload, data, n);
+	if (e == AW_E_LIMIT)
+		r->too_big = 1;
+	else if (e)
+		return -1;
+	r->body = r->upload.p;
+	r->body_len = r->upload.len;
 	return 0;
 }
 
@@ -304,7 +300,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	aw_log(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? AW_LOG_INFO : AW_LOG_WARN, &r->ctx,
 	       "request", "method", r->method, "route", r->route, "status", st, "duration_ms", ms,
 	       "principal", r->ctx.principal, NULL);
-	free(r->body);
+	aw_buf_free(&r->upload);
 	free(r);
 	*state = NULL;
 }

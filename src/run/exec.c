@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/buf.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/jcs.h"
@@ -137,28 +138,16 @@ static json_t *http_intent(const json_t *args)
 }
 
 typedef struct {
-	char *buf;
-	size_t len;
+	aw_buf body; /* the first HTTP_MAX_BODY bytes: their hash is recorded */
 	int truncated;
 } http_sink;
 
 static size_t http_on_data(char *p, size_t sz, size_t n, void *ud)
 {
 	http_sink *s = ud;
-	size_t add = sz * n, take = add;
-	if (s->len + take > HTTP_MAX_BODY) {
-		take = HTTP_MAX_BODY - s->len;
-		s->truncated = 1;
-	}
-	if (take) {
-		char *nb = realloc(s->buf, s->len + take);
-		if (!nb)
-			return 0;
-		memcpy(nb + s->len, p, take);
-		s->buf = nb;
-		s->len += take;
-	}
-	return add;
+	size_t add = sz * n, room = s->body.max - s->body.len, take = add < room ? add : room;
+	s->truncated |= take < add;
+	return aw_buf_add(&s->body, p, take) == AW_OK ? add : 0; /* 0: out of memory, abort */
 }
 
 static int http_on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
@@ -174,7 +163,7 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
 	char line[512];
-	http_sink sink = {0};
+	http_sink sink = {AW_BUF_INIT(HTTP_MAX_BODY), 0};
 	aw_err e = AW_OK;
 	if (!h || (body && !payload)) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -234,9 +223,9 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	char hash[65];
-	aw_sha256_hex(sink.buf ? sink.buf : "", sink.len, hash);
+	aw_sha256_hex(aw_buf_str(&sink.body), sink.body.len, hash);
 	*result = json_pack("{s:i, s:s, s:I}", "status", (int)status, "body_sha256", hash, "bytes",
-			    (json_int_t)sink.len);
+			    (json_int_t)sink.body.len);
 	if (*result && sink.truncated)
 		json_object_set_new(*result, "truncated", json_true());
 	if (!*result)
@@ -248,7 +237,7 @@ out:
 	if (h)
 		curl_easy_cleanup(h);
 	free(payload);
-	free(sink.buf);
+	aw_buf_free(&sink.body);
 	return e;
 }
 

@@ -3,6 +3,7 @@
  */
 #include "support.h"
 
+#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,7 @@ int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMU
 {
 	if (argc > 1)
 		aw_fx.backend = argv[1];
+	curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread: as main() does */
 	char name[96];
 	snprintf(name, sizeof name, "%s (%s)", suite, aw_fx.backend);
 	return _cmocka_run_group_tests(name, tests, n, setup, teardown);
