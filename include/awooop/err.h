@@ -23,6 +23,10 @@
 	X(AW_E_REQ_METHOD, "E-REQ-006", 405, "Method not allowed")                        \
 	X(AW_E_REQ_ROUTE, "E-REQ-007", 404, "No such route")                              \
 	X(AW_E_REQ_ID, "E-REQ-008", 400, "Malformed identifier")                          \
+	X(AW_E_REQ_PATH, "E-REQ-009", 400, "Malformed path")                              \
+	X(AW_E_REQ_URI_LONG, "E-REQ-010", 414, "Path too long")                           \
+	X(AW_E_REQ_HEADER, "E-REQ-011", 400, "Malformed request header")                  \
+	X(AW_E_REQ_BUSY, "E-REQ-012", 503, "Server at its request memory limit")          \
 	X(AW_E_AUTH_MISSING, "E-AUTH-001", 401, "Missing credentials")                    \
 	X(AW_E_AUTH_INVALID, "E-AUTH-002", 401, "Invalid or revoked API key")             \
 	X(AW_E_AUTH_SCOPE, "E-AUTH-003", 403, "Insufficient scope")                       \

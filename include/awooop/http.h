@@ -1,5 +1,12 @@
 /*
- * http.h - the HTTP API server (libmicrohttpd, one thread per connection).
+ * http.h - the HTTP API server (libmicrohttpd in epoll mode on a few threads:
+ * an idle or slow connection costs memory, not a thread).
+ *
+ * Slow clients cannot hold the server: the request head must arrive whole
+ * within head_timeout_ms and the rest within request_timeout_s (deadlines that
+ * do not restart on each byte), one address holds at most max_per_ip
+ * connections, and the key, route and content type are checked from the head
+ * before any body byte is kept.
  *
  * Every request gets a request id, a trace (the incoming traceparent continued,
  * or a new one) and a deadline; every error is application/problem+json
@@ -19,8 +26,13 @@ typedef struct aw_http aw_http;
 typedef struct {
 	const char *listen;	 /* "127.0.0.1:8080"; port 0 picks a free one */
 	size_t body_limit;	 /* bytes; default 1 MiB */
-	int max_connections;	 /* default 256 */
-	int request_timeout_s;	 /* default 30 */
+	size_t body_memory;	 /* all bodies being received together; default 64 MiB */
+	int max_connections;	 /* default 4096 (and at most the fd limit allows) */
+	int max_per_ip;		 /* connections from one address; default 64 */
+	int threads;		 /* event-loop threads; default 8 */
+	int head_timeout_ms;	 /* the whole request head, from connect or the previous
+				    request's end (also the keep-alive idle limit); 10000 */
+	int request_timeout_s;	 /* body and handling, from the end of the head; 30 */
 	const char *redis_url;	 /* checked by /readyz when set */
 	aw_contracts *contracts; /* borrowed; the contract registry */
 } aw_http_opts;

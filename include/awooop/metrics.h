@@ -17,6 +17,8 @@ void aw_metrics_outbox_backlog(double undelivered, double oldest_age_s);
 void aw_metrics_run_event(const char *event, double n);
 /* Seconds since the epoch of a background loop's last successful tick. */
 void aw_metrics_loop_tick(const char *loop);
+/* A connection shut down for missing its deadline ("head" or "request"). */
+void aw_metrics_http_cut(const char *reason);
 /* Returns a malloc'd text document; caller frees. NULL on out of memory. */
 char *aw_metrics_render(void);
 /* Forgets every series (tests). */

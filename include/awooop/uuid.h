@@ -21,7 +21,8 @@ void aw_uuid_format(const aw_uuid *u, char *out);
 void aw_uuid7_str(char *out);
 /* 0 if s is a canonical (8-4-4-4-12 hex, any case) UUID string. */
 int aw_uuid_parse(const char *s, aw_uuid *out);
-/* 1 if s is a syntactically valid UUID string. */
+/* 1 if s is a UUID in the one spelling awooop writes and accepts for ids:
+ * 8-4-4-4-12 lowercase hex (an uppercase id is not found, on every backend). */
 int aw_uuid_valid(const char *s);
 uint64_t aw_uuid7_ms(const aw_uuid *u);
 

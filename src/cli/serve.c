@@ -58,6 +58,16 @@ int aw_cmd_serve(int argc, char **argv)
 		 NULL},
 		{"role", "AWOOOP_ROLE", "all", 0, "all|api|relay|worker", NULL},
 		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
+		{"body-memory", "AWOOOP_BODY_MEMORY", "67108864", 0,
+		 "bytes of request bodies held at once by all requests (503 past it)", NULL},
+		{"max-per-ip", "AWOOOP_MAX_PER_IP", "64", 0, "HTTP connections from one address",
+		 NULL},
+		{"http-threads", "AWOOOP_HTTP_THREADS", "8", 0, "HTTP event-loop threads", NULL},
+		{"head-timeout-ms", "AWOOOP_HEAD_TIMEOUT_MS", "10000", 0,
+		 "a request head must arrive whole within this (also the keep-alive idle limit)",
+		 NULL},
+		{"request-timeout-s", "AWOOOP_REQUEST_TIMEOUT_S", "30", 0,
+		 "the body and the answer, from the end of the head", NULL},
 		{"pool-size", "AWOOOP_POOL_SIZE", "8", 0, "store connections", NULL},
 		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
 		{"relay-poll-ms", "AWOOOP_RELAY_POLL_MS", "1000", 0, "outbox relay safety-net poll",
@@ -100,8 +110,13 @@ int aw_cmd_serve(int argc, char **argv)
 	if (strcmp(role, "all") && strcmp(role, "api") && strcmp(role, "relay") &&
 	    strcmp(role, "worker"))
 		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay or worker");
-	long body_limit, pool, relay_poll;
+	long body_limit, pool, relay_poll, body_memory, per_ip, threads, head_ms, req_s;
 	if ((rc = aw_cli_opt_long(opts, "body-limit", 1024, 64L << 20, &body_limit)) ||
+	    (rc = aw_cli_opt_long(opts, "body-memory", 1024, 16L << 30, &body_memory)) ||
+	    (rc = aw_cli_opt_long(opts, "max-per-ip", 1, 100000, &per_ip)) ||
+	    (rc = aw_cli_opt_long(opts, "http-threads", 1, 256, &threads)) ||
+	    (rc = aw_cli_opt_long(opts, "head-timeout-ms", 100, 600000, &head_ms)) ||
+	    (rc = aw_cli_opt_long(opts, "request-timeout-s", 1, 3600, &req_s)) ||
 	    (rc = aw_cli_opt_long(opts, "pool-size", 1, 256, &pool)) ||
 	    (rc = aw_cli_opt_long(opts, "relay-poll-ms", 10, 3600000, &relay_poll)))
 		return rc;
@@ -183,6 +198,11 @@ int aw_cmd_serve(int argc, char **argv)
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
 				   .body_limit = (size_t)body_limit,
+				   .body_memory = (size_t)body_memory,
+				   .max_per_ip = (int)per_ip,
+				   .threads = (int)threads,
+				   .head_timeout_ms = (int)head_ms,
+				   .request_timeout_s = (int)req_s,
 				   .redis_url = aw_cli_get(opts, "redis"),
 				   .contracts = contracts};
 		if ((e = aw_http_start(&ho, store, &http, &err)))

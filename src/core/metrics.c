@@ -52,6 +52,9 @@ static const struct {
 	{"awooop_run_events_total",
 	 "Run runtime events: runs claimed, steps executed, runs succeeded, leases reaped.",
 	 "counter"},
+	{"awooop_http_connections_cut_total",
+	 "Connections closed for missing a deadline: the request head, or the rest of the request.",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -142,6 +145,17 @@ void aw_metrics_run_event(const char *event, double n)
 	series *c = get(families[9].family, COUNTER, l);
 	if (c)
 		c->value += n;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_http_cut(const char *reason)
+{
+	char l[64];
+	snprintf(l, sizeof l, "reason=\"%s\"", reason);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[10].family, COUNTER, l);
+	if (c)
+		c->value += 1;
 	pthread_mutex_unlock(&mu);
 }
 

@@ -94,7 +94,12 @@ int aw_uuid_parse(const char *s, aw_uuid *out)
 
 int aw_uuid_valid(const char *s)
 {
-	return aw_uuid_parse(s, NULL) == 0;
+	if (aw_uuid_parse(s, NULL) != 0)
+		return 0;
+	for (; *s; s++) /* the one spelling awooop writes, on every backend */
+		if (*s >= 'A' && *s <= 'F')
+			return 0;
+	return 1;
 }
 
 uint64_t aw_uuid7_ms(const aw_uuid *u)

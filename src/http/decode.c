@@ -78,3 +78,56 @@ aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_er
 	json_decref(o);
 	return e;
 }
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+aw_err aw_decode_path(const char *u, aw_buf *segbuf, const char **segs, int *nsegs, aw_error *err)
+{
+	size_t n = strcspn(u, "?#");
+	*segbuf = (aw_buf)AW_BUF_INIT(AW_HTTP_PATH_MAX + AW_HTTP_MAX_SEGS + 1);
+	*nsegs = 0;
+	if (n > AW_HTTP_PATH_MAX)
+		return aw_fail(err, AW_E_REQ_URI_LONG, "the path is longer than %d bytes",
+			       AW_HTTP_PATH_MAX);
+	size_t starts[AW_HTTP_MAX_SEGS + 1];
+	for (size_t i = 0; i < n;) {
+		if (u[i] == '/') {
+			i++;
+			continue;
+		}
+		if (*nsegs == AW_HTTP_MAX_SEGS) {
+			*nsegs = AW_HTTP_MAX_SEGS + 1; /* matches no route */
+			break;
+		}
+		starts[(*nsegs)++] = segbuf->len;
+		for (; i < n && u[i] != '/'; i++) {
+			char c = u[i];
+			if (c == '%') {
+				int hi = i + 2 < n ? hexval(u[i + 1]) : -1;
+				int lo = i + 2 < n ? hexval(u[i + 2]) : -1;
+				if (hi < 0 || lo < 0)
+					return aw_fail(err, AW_E_REQ_PATH,
+						       "a broken %%-escape in the path");
+				c = (char)(hi << 4 | lo);
+				if (c == '\0' || c == '/')
+					return aw_fail(err, AW_E_REQ_PATH,
+						       "an encoded %s in a path segment",
+						       c ? "'/'" : "NUL");
+				i += 2;
+			}
+			aw_buf_add(segbuf, &c, 1);
+		}
+		aw_buf_add(segbuf, "", 1);
+	}
+	if (aw_buf_err(segbuf))
+		return aw_fail(err, aw_buf_err(segbuf), "the path could not be decoded");
+	for (int k = 0; k < *nsegs && k < AW_HTTP_MAX_SEGS; k++)
+		segs[k] = segbuf->p + starts[k];
+	return AW_OK;
+}

@@ -14,22 +14,27 @@
 #include "awooop/http.h"
 
 #define AW_HTTP_MAX_SEGS 12
+#define AW_HTTP_PATH_MAX 2048 /* longer paths are refused (414), never cut */
 
 typedef struct aw_req {
 	struct MHD_Connection *conn;
+	struct aw_http *srv;
 	aw_store *store;
 	const aw_http_opts *opts;
 	const char *method;
-	char path[512];
-	char *segs[AW_HTTP_MAX_SEGS]; /* pointers into segbuf */
+	char *raw_uri;			    /* as sent, before any decoding (malloc'd) */
+	const char *segs[AW_HTTP_MAX_SEGS]; /* decoded segments, pointers into segbuf */
 	int nsegs;
-	char segbuf[512];
+	aw_buf segbuf;	 /* the decoded segments, NUL-separated */
+	size_t reserved; /* bytes of the server's body budget this request holds */
+	int started, over_budget, open_route;
 	aw_buf upload; /* the request body, at most --body-limit bytes */
 	char *body;    /* upload's bytes (NUL-terminated), NULL when none */
 	size_t body_len;
 	int too_big, responded;
 	int status;
 	const char *route; /* template, for metrics and logs */
+	void (*handler)(struct aw_req *r);
 	int64_t t0_ns;
 	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
 	int authenticated;
@@ -65,6 +70,13 @@ typedef struct {
 aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
 				aw_error *err);
 aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err);
+/* The path of a URI as sent ("/a/b%41?x"), decoded once into segments: fills
+ * segbuf (initialised here; the caller aw_buf_free()s it) and segs[0..*nsegs)
+ * pointing into it; *nsegs > AW_HTTP_MAX_SEGS when there are more. A segment
+ * may not decode to NUL or "/" nor hold a broken escape (AW_E_REQ_PATH); a
+ * path over AW_HTTP_PATH_MAX is AW_E_REQ_URI_LONG. Empty segments are skipped. */
+aw_err aw_decode_path(const char *uri, aw_buf *segbuf, const char **segs, int *nsegs,
+		      aw_error *err);
 
 /* ---- handlers ---- */
 void aw_h_healthz(aw_req *r);

@@ -10,36 +10,37 @@
 static const struct {
 	const char *method, *tmpl;
 	aw_handler h;
+	int open; /* answered without an API key */
 } routes[] = {
-	{"GET", "/healthz", aw_h_healthz},
-	{"GET", "/readyz", aw_h_readyz},
-	{"GET", "/metrics", aw_h_metrics},
-	{"POST", "/v1/projects", aw_h_projects_create},
-	{"POST", "/v1/platform/runs", aw_h_runs_submit},
-	{"GET", "/v1/platform/runs", aw_h_runs_list},
-	{"GET", "/v1/platform/runs/{run_id}", aw_h_run_get},
-	{"POST", "/v1/platform/runs/{run_id}/cancel", aw_h_run_cancel},
-	{"GET", "/v1/platform/runs/{run_id}/diff/{other}", aw_h_run_diff},
-	{"GET", "/v1/projects", aw_h_projects_list},
-	{"GET", "/v1/projects/{project}", aw_h_project_get},
-	{"POST", "/v1/projects/{project}/keys", aw_h_keys_create},
-	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list},
-	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke},
-	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list},
+	{"GET", "/healthz", aw_h_healthz, 1},
+	{"GET", "/readyz", aw_h_readyz, 1},
+	{"GET", "/metrics", aw_h_metrics, 1},
+	{"POST", "/v1/projects", aw_h_projects_create, 0},
+	{"POST", "/v1/platform/runs", aw_h_runs_submit, 0},
+	{"GET", "/v1/platform/runs", aw_h_runs_list, 0},
+	{"GET", "/v1/platform/runs/{run_id}", aw_h_run_get, 0},
+	{"POST", "/v1/platform/runs/{run_id}/cancel", aw_h_run_cancel, 0},
+	{"GET", "/v1/platform/runs/{run_id}/diff/{other}", aw_h_run_diff, 0},
+	{"GET", "/v1/projects", aw_h_projects_list, 0},
+	{"GET", "/v1/projects/{project}", aw_h_project_get, 0},
+	{"POST", "/v1/projects/{project}/keys", aw_h_keys_create, 0},
+	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list, 0},
+	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke, 0},
+	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
 	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",
-	 aw_h_contract_create},
+	 aw_h_contract_create, 0},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",
-	 aw_h_contract_list},
+	 aw_h_contract_list, 0},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}",
-	 aw_h_contract_get},
+	 aw_h_contract_get, 0},
 	{"PUT", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}",
-	 aw_h_contract_update},
+	 aw_h_contract_update, 0},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}/diff/{other}",
-	 aw_h_contract_diff},
+	 aw_h_contract_diff, 0},
 	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}/{action}",
-	 aw_h_contract_action},
-	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/active",
-	 aw_h_contract_active},
+	 aw_h_contract_action, 0},
+	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/active", aw_h_contract_active,
+	 0},
 };
 
 static int match(const char *tmpl, aw_req *r)
@@ -69,8 +70,10 @@ aw_handler aw_route(aw_req *r, aw_err *err)
 			continue;
 		path_matched = 1;
 		r->route = routes[i].tmpl;
-		if (strcmp(routes[i].method, r->method) == 0)
+		if (strcmp(routes[i].method, r->method) == 0) {
+			r->open_route = routes[i].open;
 			return routes[i].h;
+		}
 	}
 	*err = path_matched ? AW_E_REQ_METHOD : AW_E_REQ_ROUTE;
 	if (!path_matched)

@@ -2,6 +2,18 @@
  * server.c - libmicrohttpd glue: accepting requests, bounded body upload,
  * request context (request id, trace, deadline), replies, problem+json, and the
  * access log and metrics written once per request when it completes.
+ *
+ * Defences against slow and hostile clients, in the order a request meets them:
+ *   - epoll on a few threads, a per-address connection limit;
+ *   - a deadline for the whole request head and one for the rest, kept by a
+ *     sweeper thread that shuts down the sockets past them (MHD's own timeout
+ *     restarts on every byte, so a client dripping a byte every 5 s would
+ *     hold a connection forever);
+ *   - the path decoded once, here, from the URI as sent: an encoded NUL or
+ *     "/" in a segment or a broken escape is refused, a long path too;
+ *   - framing and header checks, then route, key and content type - all from
+ *     the head, answered before any body byte is kept;
+ *   - a per-request body limit and a budget for all bodies together.
  */
 #include <errno.h>
 #include <arpa/inet.h>
@@ -9,6 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +35,15 @@
 #include "awooop/tenancy.h"
 #include "http_internal.h"
 
+/* A connection's deadline, kept by the sweeper (its socket context). */
+typedef struct track {
+	struct track *prev, *next;
+	int fd;
+	int64_t deadline_ns; /* AW_MONO_NEVER while a handler is not waiting on it */
+	const char *why;     /* what the deadline is for: "head" or "request" */
+	int cut;
+} track;
+
 struct aw_http {
 	struct MHD_Daemon *d;
 	aw_store *store;
@@ -26,6 +51,13 @@ struct aw_http {
 	char listen[64];
 	char redis[256];
 	int port;
+	_Atomic size_t buffered; /* body bytes held by all requests */
+	pthread_mutex_t mu;	 /* guards the track list */
+	pthread_cond_t cv;
+	track *tracks;
+	pthread_t sweeper;
+	int sweeper_started;
+	atomic_bool stop;
 };
 
 /* ---------------------------------------------------------------- replies */
@@ -105,9 +137,9 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 		json_object_set_new(p, "pointer", json_string(w ? w : ""));
 		free(w);
 	}
-	if (status >= 500)
-		aw_log(AW_LOG_ERROR, &r->ctx, "request failed", "code", aw_err_code(e), "detail",
-		       err ? err->msg : "", NULL);
+	if (status >= 500) /* 500 is ours to fix; 502-504 say a dependency or load */
+		aw_log(status == 500 ? AW_LOG_ERROR : AW_LOG_WARN, &r->ctx, "request failed",
+		       "code", aw_err_code(e), "detail", err ? err->msg : "", NULL);
 	reply_dumped(r, status, "application/problem+json", p);
 }
 
@@ -179,41 +211,30 @@ int aw_json_body_or_reply(aw_req *r)
 
 /* ---------------------------------------------------------------- MHD glue */
 
-static void split_path(aw_req *r, const char *url)
+static aw_err decode_path(aw_req *r, aw_error *err)
 {
-	snprintf(r->path, sizeof r->path, "%s", url);
-	snprintf(r->segbuf, sizeof r->segbuf, "%s", url);
-	r->nsegs = 0;
-	char *save = NULL;
-	for (char *tok = strtok_r(r->segbuf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (r->nsegs == AW_HTTP_MAX_SEGS) {
-			r->nsegs = AW_HTTP_MAX_SEGS + 1; /* matches no route */
-			return;
-		}
-		r->segs[r->nsegs++] = tok;
-	}
+	return aw_decode_path(r->raw_uri ? r->raw_uri : "", &r->segbuf, r->segs, &r->nsegs, err);
 }
 
-static aw_req *req_new(aw_http *h, struct MHD_Connection *conn, const char *url, const char *method)
+/* The request object, made when the request line arrives (MHD's URI log
+ * callback: the URI as sent, before MHD decodes it) and freed on completion. */
+static void *req_new(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+	aw_http *h = cls;
 	aw_req *r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
 	r->conn = conn;
+	r->srv = h;
 	r->store = h->store;
 	r->opts = &h->opts;
-	r->method = method;
+	r->raw_uri = strdup(uri ? uri : "");
 	r->t0_ns = aw_clock_mono_ns();
 	r->route = "unmatched";
-	split_path(r, url);
 	aw_ctx_system(&r->ctx, NULL);
 	snprintf(r->ctx.principal, sizeof r->ctx.principal, "anonymous");
 	r->ctx.scope = AW_SCOPE_NONE;
 	r->ctx.deadline_ns = r->t0_ns + (int64_t)h->opts.request_timeout_s * 1000000000LL;
-	const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
-	aw_trace in;
-	if (tp && aw_trace_parse(tp, strlen(tp), &in) == 0)
-		aw_trace_child(&in, &r->ctx.trace);
 	return r;
 }
 
@@ -221,8 +242,14 @@ static aw_req *req_new(aw_http *h, struct MHD_Connection *conn, const char *url,
  * (answered 413 once the upload ends) and nothing more is kept. */
 static int append_body(aw_req *r, const char *data, size_t n)
 {
-	if (r->too_big)
+	if (r->too_big || r->over_budget)
 		return 0;
+	size_t held = atomic_fetch_add(&r->srv->buffered, n) + n;
+	r->reserved += n;
+	if (held > r->opts->body_memory) {
+		r->over_budget = 1;
+		return 0;
+	}
 	if (!r->upload.max)
 		r->upload = (aw_buf)AW_BUF_INIT(r->opts->body_limit);
 	aw_err e = aw_buf_add(&r->upload, data, n);
@@ -235,26 +262,106 @@ static int append_body(aw_req *r, const char *data, size_t n)
 	return 0;
 }
 
+/* The socket context of r's connection: its deadline. */
+static track *track_of(aw_req *r)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+static void set_deadline(aw_http *h, track *t, int64_t ms, const char *why)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&h->mu);
+	t->deadline_ns = ms < 0 ? AW_MONO_NEVER : aw_clock_mono_ns() + ms * 1000000LL;
+	t->why = why;
+	pthread_mutex_unlock(&h->mu);
+}
+
+typedef struct {
+	int nul, content_length, transfer_encoding;
+} head_check;
+
+static enum MHD_Result check_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				    size_t key_size, const char *value, size_t value_size)
+{
+	head_check *c = cls;
+	(void)kind;
+	if ((key && memchr(key, 0, key_size)) || (value && memchr(value, 0, value_size)))
+		c->nul = 1;
+	if (key && !strcasecmp(key, "Content-Length"))
+		c->content_length = 1;
+	if (key && !strcasecmp(key, "Transfer-Encoding"))
+		c->transfer_encoding = 1;
+	return MHD_YES;
+}
+
+static int has_body(struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+	return (cl && strtoull(cl, NULL, 10) > 0) ||
+	       MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+}
+
+/* Everything decided from the head, before any body byte is kept: framing and
+ * headers, the path, the route, the key, the content type, the declared size.
+ * Replies (and returns -1) when the request goes no further. */
+static int on_head(aw_http *h, aw_req *r, const char *method)
+{
+	aw_error err = {0};
+	aw_err e = AW_OK;
+	head_check hc = {0};
+	r->method = method;
+	MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, check_header, &hc);
+	const char *tp = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "traceparent");
+	aw_trace in;
+	if (tp && aw_trace_parse(tp, strlen(tp), &in) == 0)
+		aw_trace_child(&in, &r->ctx.trace);
+	if (hc.nul)
+		e = aw_fail(&err, AW_E_REQ_HEADER, "a header holds a NUL byte");
+	else if (hc.content_length && hc.transfer_encoding)
+		e = aw_fail(&err, AW_E_REQ_HEADER,
+			    "Content-Length and Transfer-Encoding together are refused");
+	else
+		e = decode_path(r, &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return -1;
+	}
+	r->handler = aw_route(r, &e);
+	if (!r->handler) {
+		aw_reply_problem(r, e, NULL);
+		return -1;
+	}
+	if (!r->open_route && aw_auth_or_reply(r))
+		return -1;
+	if (has_body(r->conn) && aw_json_body_or_reply(r))
+		return -1;
+	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+	if (cl && strtoull(cl, NULL, 10) > h->opts.body_limit) {
+		aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes", h->opts.body_limit);
+		aw_reply_problem(r, err.err, &err);
+		return -1;
+	}
+	return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **state)
 {
 	(void)version;
+	(void)url; /* MHD's decoded copy: decode_path works from the URI as sent */
 	aw_http *h = cls;
 	aw_req *r = *state;
-	if (!r) {
-		r = req_new(h, conn, url, method);
-		if (!r)
-			return MHD_NO;
-		*state = r;
-		const char *cl =
-			MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-		if (cl && strtoull(cl, NULL, 10) > h->opts.body_limit) {
-			aw_error err;
-			aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes",
-				h->opts.body_limit);
-			aw_reply_problem(r, err.err, &err);
-		}
+	if (!r)
+		return MHD_NO; /* out of memory when the request line came */
+	if (!r->started) {     /* the head is complete: the body deadline starts */
+		r->started = 1;
+		set_deadline(h, track_of(r), (int64_t)h->opts.request_timeout_s * 1000, "request");
+		on_head(h, r, method);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -265,19 +372,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->responded)
 		return MHD_YES;
+	aw_error err;
+	if (r->over_budget) {
+		aw_fail(&err, AW_E_REQ_BUSY, "too many request bodies in flight; retry shortly");
+		aw_reply_problem(r, err.err, &err);
+		return MHD_YES;
+	}
 	if (r->too_big) {
-		aw_error err;
 		aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes", h->opts.body_limit);
 		aw_reply_problem(r, err.err, &err);
 		return MHD_YES;
 	}
-	aw_err rerr = AW_OK;
-	aw_handler fn = aw_route(r, &rerr);
-	if (!fn) {
-		aw_reply_problem(r, rerr, NULL);
-		return MHD_YES;
-	}
-	fn(r);
+	r->handler(r);
 	if (!r->responded)
 		aw_reply_problem(r, AW_E_INTERNAL, NULL);
 	return MHD_YES;
@@ -286,23 +392,108 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 			 enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
+	aw_http *h = cls;
 	(void)conn;
 	aw_req *r = *state;
 	if (!r)
 		return;
+	atomic_fetch_sub(&h->buffered, r->reserved);
+	/* the next request on this connection has head_timeout to arrive whole */
+	set_deadline(h, track_of(r), h->opts.head_timeout_ms, "head");
 	double secs = (double)(aw_clock_mono_ns() - r->t0_ns) / 1e9;
 	int status = r->responded ? r->status : 0;
-	aw_metrics_http_observe(r->method, r->route, status, secs);
+	aw_metrics_http_observe(r->method ? r->method : "-", r->route, status, secs);
 	char st[8], ms[32];
 	snprintf(st, sizeof st, "%d", status);
 	snprintf(ms, sizeof ms, "%.3f", secs * 1000);
 	aw_log(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? AW_LOG_INFO : AW_LOG_WARN, &r->ctx,
-	       "request", "method", r->method, "route", r->route, "status", st, "duration_ms", ms,
-	       "principal", r->ctx.principal, NULL);
+	       "request", "method", r->method ? r->method : "-", "route", r->route, "status", st,
+	       "duration_ms", ms, "principal", r->ctx.principal, NULL);
 	aw_buf_free(&r->upload);
+	aw_buf_free(&r->segbuf);
+	free(r->raw_uri);
 	free(r);
 	*state = NULL;
+}
+
+/* Connections in and out of the sweeper's list; a new one has head_timeout
+ * for its first request head. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	aw_http *h = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		track *t = calloc(1, sizeof *t);
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!t || !ci) {
+			free(t);
+			*socket_context = NULL;
+			return;
+		}
+		t->fd = ci->connect_fd;
+		t->deadline_ns = aw_clock_mono_ns() + (int64_t)h->opts.head_timeout_ms * 1000000LL;
+		t->why = "head";
+		pthread_mutex_lock(&h->mu);
+		t->next = h->tracks;
+		if (h->tracks)
+			h->tracks->prev = t;
+		h->tracks = t;
+		pthread_mutex_unlock(&h->mu);
+		*socket_context = t;
+		return;
+	}
+	track *t = *socket_context; /* MHD_CONNECTION_NOTIFY_CLOSED */
+	if (!t)
+		return;
+	pthread_mutex_lock(&h->mu);
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		h->tracks = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	pthread_mutex_unlock(&h->mu);
+	free(t);
+	*socket_context = NULL;
+}
+
+/* Every 100 ms: connections past their deadline are shut down (the event loop
+ * then sees the end of the stream and closes them the ordinary way). */
+static void *sweeper_main(void *arg)
+{
+	aw_http *h = arg;
+	pthread_mutex_lock(&h->mu);
+	while (!atomic_load(&h->stop)) {
+		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, 100);
+		pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+		int64_t now = aw_clock_mono_ns();
+		for (track *t = h->tracks; t; t = t->next) {
+			if (t->cut || t->deadline_ns == AW_MONO_NEVER || now < t->deadline_ns)
+				continue;
+			t->cut = 1;
+			shutdown(t->fd, SHUT_RDWR);
+			aw_metrics_http_cut(t->why);
+		}
+		aw_metrics_loop_tick("http_sweeper");
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* Room for the connection limit: raise the soft fd limit to the hard one. */
+static int fd_room(int want)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return want;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	long room = (long)rl.rlim_cur - 256; /* the store pool, Redis, files, logs */
+	return room < want ? (int)(room > 64 ? room : 64) : want;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -333,6 +524,13 @@ static aw_err parse_listen(const char *s, struct sockaddr_in *sa, aw_error *err)
 		return aw_fail(err, AW_E_CONFIG, "--listen must be IPv4:PORT, e.g. 127.0.0.1:8080");
 	sa->sin_port = htons((uint16_t)port);
 	return AW_OK;
+}
+
+static void http_free(aw_http *h)
+{
+	pthread_mutex_destroy(&h->mu);
+	pthread_cond_destroy(&h->cv);
+	free(h);
 }
 
 /* Binds and listens on sa, alone: SO_REUSEADDR (a restart may bind while old
@@ -370,33 +568,59 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 	h->opts.redis_url = h->redis[0] ? h->redis : NULL;
 	if (!h->opts.body_limit)
 		h->opts.body_limit = 1 << 20;
+	if (!h->opts.body_memory)
+		h->opts.body_memory = (size_t)64 << 20;
+	if (h->opts.body_memory < h->opts.body_limit)
+		h->opts.body_memory = h->opts.body_limit;
 	if (h->opts.max_connections <= 0)
-		h->opts.max_connections = 256;
+		h->opts.max_connections = 4096;
+	h->opts.max_connections = fd_room(h->opts.max_connections);
+	if (h->opts.max_per_ip <= 0)
+		h->opts.max_per_ip = 64;
+	if (h->opts.threads <= 0)
+		h->opts.threads = 8;
+	if (h->opts.head_timeout_ms <= 0)
+		h->opts.head_timeout_ms = 10000;
 	if (h->opts.request_timeout_s <= 0)
 		h->opts.request_timeout_s = 30;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cv, &ca);
+	pthread_condattr_destroy(&ca);
 
 	struct sockaddr_in sa;
 	aw_err e = parse_listen(h->listen, &sa, err);
-	if (e) {
-		free(h);
-		return e;
-	}
 	int fd = -1;
-	if ((e = bind_exclusive(&sa, &fd, err))) {
-		free(h);
+	if (e || (e = bind_exclusive(&sa, &fd, err))) {
+		http_free(h);
 		return e;
 	}
-	h->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->opts.max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->opts.request_timeout_s, MHD_OPTION_END);
+	/* MHD's own idle timeout stays as a backstop above our deadlines */
+	unsigned idle_s =
+		(unsigned)(h->opts.head_timeout_ms / 1000 + h->opts.request_timeout_s + 1);
+	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+				NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
+				(unsigned)h->opts.threads, MHD_OPTION_URI_LOG_CALLBACK, req_new, h,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->opts.max_connections,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)h->opts.max_per_ip,
+				MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
 	if (!h->d) {
 		close(fd);
-		free(h);
-		return aw_fail(err, AW_E_INTERNAL, "cannot start the HTTP server on %s", h->listen);
+		http_free(h);
+		return aw_fail(err, AW_E_INTERNAL, "cannot start the HTTP server on %s",
+			       opts->listen ? opts->listen : "127.0.0.1:8080");
 	}
+	if (pthread_create(&h->sweeper, NULL, sweeper_main, h) != 0) {
+		MHD_stop_daemon(h->d);
+		http_free(h);
+		return aw_fail(err, AW_E_INTERNAL, "cannot start the HTTP deadline thread");
+	}
+	h->sweeper_started = 1;
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 	h->port = info ? info->port : ntohs(sa.sin_port);
 	*out = h;
@@ -412,6 +636,13 @@ void aw_http_stop(aw_http *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->d);
-	free(h);
+	MHD_stop_daemon(h->d); /* closes every connection: the track list empties */
+	if (h->sweeper_started) {
+		pthread_mutex_lock(&h->mu);
+		atomic_store(&h->stop, 1);
+		pthread_cond_signal(&h->cv);
+		pthread_mutex_unlock(&h->mu);
+		pthread_join(h->sweeper, NULL);
+	}
+	http_free(h);
 }

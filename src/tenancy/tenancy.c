@@ -301,6 +301,20 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 			return aw_fail(err, AW_E_CONFIG,
 				       "AWOOOP_BOOTSTRAP_KEY is already a key of lower scope");
 		}
+		/* a key that was revoked (rotated out by a newer bootstrap key, or
+		 * through the API) never comes back: say so, not "exists" */
+		char hash[AW_SHA256_HEX_LEN + 1];
+		aw_sha256_hex(env_key, strlen(env_key), hash);
+		aw_apikey old;
+		if (aw_store_platform_lookup_key(s, &probe, hash, &old, &ignore) == AW_OK &&
+		    old.revoked_at[0])
+			return aw_fail(
+				err, AW_E_CONFIG,
+				"AWOOOP_BOOTSTRAP_KEY was revoked at %s (rotated out or revoked"
+				" through the API) and cannot be installed again; start with a"
+				" new key (awooop key generate) or without the variable to"
+				" keep the current keys",
+				old.revoked_at);
 		return insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, env_key, 1, NULL,
 				  err);
 	}

@@ -52,6 +52,20 @@ AWOOOP_KEYS_WINDOW_A_S=0 keys migrate --project awoooi --to B; check "window 0 =
 check "phase B" "$(grep -c '^phase B' "$TMP/out")" 1
 keys backfill --project awoooi --rate x; check "rate x: exit" $? 2
 
+# 2b. a bootstrap key rotated out cannot come back, and the error says why
+K1=$("$BIN" key generate); K2=$("$BIN" key generate)
+boot() { # boot KEY: start and stop a server on a fresh store with that key; exit code of serve
+  AWOOOP_BOOTSTRAP_KEY=$1 "$BIN" serve --db "sqlite:$TMP/boot.db" --listen 127.0.0.1:0 --role api \
+    >/dev/null 2>"$TMP/boot.log" &
+  local pid=$! _
+  for _ in $(seq 1 50); do grep -q '"awooop serving"' "$TMP/boot.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  kill $pid 2>/dev/null; wait $pid
+}
+boot "$K1"; check "bootstrap K1" $? 0
+boot "$K2"; check "rotate to K2" $? 0
+boot "$K1"; check "K1 again: refused" $? 2
+check "K1 again: says it was revoked" "$(grep -c 'E-CONFIG-001: AWOOOP_BOOTSTRAP_KEY was revoked at' "$TMP/boot.log")" 1
+
 # 3. numeric options of serve: refused before anything starts
 for bad_opt in "--pool-size=" "--concurrency=0" "--heartbeat-ms=5x" "--relay-poll-ms=-1" "--body-limit=1e6"; do
   "$BIN" serve --db "sqlite:$TMP/never.db" --listen 127.0.0.1:0 "$bad_opt" >/dev/null 2>"$TMP/err"

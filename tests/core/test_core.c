@@ -81,7 +81,8 @@ static void test_uuid7_layout_and_order(void **state)
 	assert_false(aw_uuid_valid("01a226c4-e9a2-74b7-930b-5aecf7f19c7"));
 	assert_false(aw_uuid_valid("01a226c4-e9a2-74b7-930b_5aecf7f19c7d"));
 	assert_false(aw_uuid_valid("' OR 1=1 --"));
-	assert_true(aw_uuid_valid("01A226C4-E9A2-74B7-930B-5AECF7F19C7D"));
+	/* one spelling on every backend: PostgreSQL's uuid type would read this */
+	assert_false(aw_uuid_valid("01A226C4-E9A2-74B7-930B-5AECF7F19C7D"));
 }
 
 static void test_traceparent(void **state)

@@ -377,6 +377,7 @@ expect "bad priority" 400 E-REQ-005
 req POST /v1/platform/runs "" "$RB"; expect "run without key" 401 E-AUTH-001
 req GET "/v1/platform/runs/$RUN1" "$BOB" ""; expect "other project's run" 404 E-RUN-001
 req GET "/v1/platform/runs/not-a-uuid" "$RUNNER" ""; expect "malformed run id" 404 E-RUN-001
+req GET "/v1/platform/runs/${RUN1^^}" "$RUNNER" ""; expect "uppercase run id, same on both backends" 404 E-RUN-001
 for _ in $(seq 1 50); do
   req GET "/v1/platform/runs/$RUN1" "$RUNNER" ""
   [ "$(jbody .state)" = succeeded ] && break
