@@ -14,8 +14,13 @@
 #include "awooop/buf.h"
 #include "awooop/err.h"
 
-/* Parses len bytes as one JSON object. AW_E_REQ_JSON on anything else. */
+/* Parses len bytes as one JSON object. AW_E_REQ_JSON on anything else;
+ * AW_E_REQ_INVALID (err->where: the pointer) for a number the number policy
+ * refuses (aw_json_check_numbers). */
 aw_err aw_json_parse_object(const char *buf, size_t len, json_t **out, aw_error *err);
+/* The number policy: every number within +-2^53, so that it reads back equal
+ * from both stores. AW_E_REQ_INVALID with the pointer of the first offender. */
+aw_err aw_json_check_numbers(const json_t *v, aw_error *err);
 /* AW_E_REQ_UNKNOWN_FIELD naming the first member of obj not in allowed (NULL-ended). */
 aw_err aw_json_only(const json_t *obj, const char *const *allowed, aw_error *err);
 /* Borrowed string member. required=0 leaves *out NULL when absent or null.

@@ -266,7 +266,7 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 		p->st.reloads++;
 		pthread_cond_broadcast(&p->cv);
 		if (!e && !body)
-			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+			e = aw_fail(err, AW_E_INTERNAL, "the stored revision does not parse");
 		if (e) {
 			aw_revision_clear(&rev);
 			break;

@@ -11,6 +11,7 @@
  * operator-or-higher principal but the publisher, threshold 1, 24 h, enforce).
  */
 #include "awooop/contract.h"
+#include "awooop/json.h"
 #include "contract_hooks.h"
 #include "awooop/store/tenancy.h"
 
@@ -159,6 +160,9 @@ aw_err aw_contract_validate(const aw_contracts *c, const char *project, const ch
 	int fi = family_index(family);
 	if (fi < 0)
 		return aw_fail(err, AW_E_CONTRACT_FAMILY, "unknown family");
+	aw_err ne = aw_json_check_numbers(body, err); /* what cannot read back equal */
+	if (ne)
+		return ne;
 	aw_schema_error se[1];
 	if (aw_schema_validate(c->schema[fi], body, se, 1) > 0)
 		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, se[0].pointer, "%s %s (%s)",
@@ -400,7 +404,9 @@ aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 	char *tuple = NULL;
 	if (!transition_ok(r.state, "published")) {
 		e = illegal(err, r.state, "publish");
-	} else if (!body || aw_jcs_sha256(body, r.body_hash) ||
+	} else if (!body) {
+		e = aw_fail(err, AW_E_INTERNAL, "the stored draft does not parse: %s", je.text);
+	} else if (aw_jcs_sha256(body, r.body_hash) ||
 		   !(tuple = signed_tuple(ctx->project, &r, r.body_hash))) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	} else if (!(e = aw_keyring_sign(c->kr, tuple, strlen(tuple), r.sign_key_id,
@@ -452,7 +458,7 @@ static aw_err load_policy(const aw_contracts *c, aw_txn *t, const aw_ctx *ctx, a
 	json_t *b = json_loads(r.body, 0, NULL);
 	aw_revision_clear(&r);
 	if (!b)
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
+		return aw_fail(err, AW_E_INTERNAL, "the stored approval policy does not parse");
 	p->approvers = json_incref(json_object_get(b, "approvers"));
 	p->threshold = (int)json_integer_value(json_object_get(b, "threshold"));
 	p->window_s = (int)json_integer_value(json_object_get(b, "window_s"));

@@ -52,7 +52,12 @@ static aw_err vfail(aw_error *err, aw_err e, const char *where, const char *fmt,
 		return e;
 	err->err = e;
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	snprintf(err->where, sizeof err->where, "%s", where ? where : "");
+	where = where ? where : "";
+	if (strlen(where) < sizeof err->where) /* a pointer too long to keep says so */
+		snprintf(err->where, sizeof err->where, "%s", where);
+	else
+		snprintf(err->where, sizeof err->where, "%.*s...", (int)sizeof err->where - 4,
+			 where);
 	return e;
 }
 

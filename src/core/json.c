@@ -8,6 +8,56 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The number policy (docs/contracts.md): what is accepted must read back
+ * equal from either store, whose JSON texts differ (RFC 8785 form on SQLite,
+ * jsonb's numeric on PostgreSQL). Both stay exact within +-2^53; beyond it an
+ * integer can lose digits, and a large double comes back as an integer literal
+ * too long for a C parser. So every number, integer or not, lies in
+ * [-2^53, 2^53]; nothing else is refused or rounded. */
+#define AW_JSON_NUM_MAX 9007199254740992.0 /* 2^53 */
+
+static aw_err check_numbers(const json_t *v, aw_buf *path, aw_error *err)
+{
+	size_t mark = path->len;
+	aw_err e = AW_OK;
+	if (json_is_integer(v) || json_is_real(v)) {
+		double x = json_number_value(v);
+		json_int_t i = json_is_integer(v) ? json_integer_value(v) : 0;
+		int bad = json_is_integer(v) ? (i > (1LL << 53) || i < -(1LL << 53))
+					     : !(x >= -AW_JSON_NUM_MAX && x <= AW_JSON_NUM_MAX);
+		if (bad)
+			return aw_fail_at(err, AW_E_REQ_INVALID, aw_buf_str(path),
+					  "numbers must lie within +-2^53 (9007199254740992)");
+	} else if (json_is_array(v)) {
+		for (size_t k = 0; !e && k < json_array_size(v); k++) {
+			if (aw_json_ptr_push_index(path, k))
+				return aw_fail(err, AW_E_LIMIT, "the body nests too deep");
+			e = check_numbers(json_array_get(v, k), path, err);
+			aw_buf_truncate(path, mark);
+		}
+	} else if (json_is_object(v)) {
+		const char *k;
+		json_t *x;
+		json_object_foreach ((json_t *)v, k, x) {
+			if (aw_json_ptr_push(path, k))
+				return aw_fail(err, AW_E_LIMIT, "a member name is too long");
+			e = check_numbers(x, path, err);
+			aw_buf_truncate(path, mark);
+			if (e)
+				break;
+		}
+	}
+	return e;
+}
+
+aw_err aw_json_check_numbers(const json_t *v, aw_error *err)
+{
+	aw_buf path = AW_BUF_INIT(AW_JSON_PTR_MAX);
+	aw_err e = check_numbers(v, &path, err);
+	aw_buf_free(&path);
+	return e;
+}
+
 aw_err aw_json_parse_object(const char *buf, size_t len, json_t **out, aw_error *err)
 {
 	json_error_t je;
@@ -18,6 +68,11 @@ aw_err aw_json_parse_object(const char *buf, size_t len, json_t **out, aw_error 
 	if (!json_is_object(v)) {
 		json_decref(v);
 		return aw_fail(err, AW_E_REQ_JSON, "the body must be a JSON object");
+	}
+	aw_err e = aw_json_check_numbers(v, err);
+	if (e) {
+		json_decref(v);
+		return e;
 	}
 	*out = v;
 	return AW_OK;
@@ -33,21 +88,12 @@ aw_err aw_json_only(const json_t *obj, const char *const *allowed, aw_error *err
 			if (strcmp(*a, key) == 0)
 				ok = 1;
 		if (!ok) {
-			char ptr[128];
-			/* JSON pointer escaping: ~ -> ~0, / -> ~1; truncated if long */
-			size_t o = 0;
-			ptr[o++] = '/';
-			for (const char *k = key; *k && o < sizeof ptr - 3; k++) {
-				if (*k == '~' || *k == '/') {
-					ptr[o++] = '~';
-					ptr[o++] = *k == '~' ? '0' : '1';
-				} else {
-					ptr[o++] = *k;
-				}
-			}
-			ptr[o] = '\0';
-			return aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, ptr, "unknown field %s",
-					  ptr);
+			aw_buf ptr = AW_BUF_INIT(AW_JSON_PTR_MAX);
+			aw_json_ptr_push(&ptr, key);
+			aw_err e = aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, aw_buf_str(&ptr),
+					      "unknown field %.200s", aw_buf_str(&ptr));
+			aw_buf_free(&ptr);
+			return e;
 		}
 	}
 	return AW_OK;

@@ -122,7 +122,11 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 	if (idem_key && !aw_run_idem_key_ok(idem_key))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "Idempotency-Key",
 				  "Idempotency-Key must be 1..255 printable ASCII characters");
-	aw_err e = idem_key ? aw_run_request_hash(req, hash, err) : AW_OK;
+	aw_err e = aw_json_check_numbers(req->workflow, err);
+	if (!e && req->input)
+		e = aw_json_check_numbers(req->input, err);
+	if (!e && idem_key)
+		e = aw_run_request_hash(req, hash, err);
 	/* two submissions racing on one key: the loser retries and replays */
 	for (int i = 0; !e; i++) {
 		e = submit_once(s, ctx, req, idem_key, hash, out, replayed, err);

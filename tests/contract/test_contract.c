@@ -532,6 +532,171 @@ static void test_diff(void **state)
 	aw_revision_clear(&b);
 }
 
+/* ---- the number policy and the round trip: what is accepted reads back equal,
+ * on SQLite (canonical text) and PostgreSQL (jsonb) alike */
+static uint64_t rt_rng = 0x2545F4914F6CDD1DULL;
+static uint64_t rnd64(void)
+{
+	rt_rng ^= rt_rng << 13;
+	rt_rng ^= rt_rng >> 7;
+	rt_rng ^= rt_rng << 17;
+	return rt_rng;
+}
+
+static json_t *gen_value(int depth);
+
+static json_t *gen_string(void)
+{
+	static const char *const pieces[] = {"a",    "Z", "0",	  " ", "\"", "\\", "/",	 "\t", "\n",
+					     "\x01", "é", "日本", "😀", "~1", "-",  "{}", "%00"};
+	char buf[128] = "";
+	size_t o = 0, n = rnd64() % 8;
+	for (size_t i = 0; i < n; i++) {
+		const char *p = pieces[rnd64() % (sizeof pieces / sizeof *pieces)];
+		size_t k = strlen(p);
+		memcpy(buf + o, p, k);
+		o += k;
+	}
+	buf[o] = '\0';
+	return json_string(buf);
+}
+
+static json_t *gen_number(void)
+{
+	switch (rnd64() % 6) {
+	case 0: return json_integer((json_int_t)(rnd64() % (1ULL << 53)) * (rnd64() % 2 ? 1 : -1));
+	case 1: return json_integer((1LL << 53) * (rnd64() % 2 ? 1 : -1)); /* the edge */
+	case 2: return json_real((double)(rnd64() % 1000000) / 1000.0);
+	case 3: return json_real(1e-300 * (double)(1 + rnd64() % 1000));
+	case 4: { /* any finite double within the policy, from raw bits */
+		double d;
+		uint64_t bits = rnd64();
+		memcpy(&d, &bits, sizeof d);
+		if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0))
+			d = 0.5;
+		return json_real(d);
+	}
+	default: return json_integer((json_int_t)(rnd64() % 100));
+	}
+}
+
+static json_t *gen_value(int depth)
+{
+	int kind = (int)(rnd64() % (depth > 3 ? 5 : 7));
+	if (kind == 0)
+		return json_null();
+	if (kind == 1)
+		return json_boolean(rnd64() % 2);
+	if (kind == 2 || kind == 3)
+		return gen_number();
+	if (kind == 4)
+		return gen_string();
+	json_t *v = kind == 5 ? json_array() : json_object();
+	for (int i = 0, n = (int)(rnd64() % 5); i < n; i++) {
+		if (kind == 5) {
+			json_array_append_new(v, gen_value(depth + 1));
+		} else {
+			json_t *k = gen_string();
+			json_object_set_new(v, json_string_value(k), gen_value(depth + 1));
+			json_decref(k);
+		}
+	}
+	return v;
+}
+
+/* JSON equality with numbers compared by value: 2.0 and 2 are one number (the
+ * canonical form writes it "2"). */
+static int same_json(const json_t *a, const json_t *b)
+{
+	if (json_is_number(a) && json_is_number(b))
+		return json_number_value(a) == json_number_value(b) &&
+		       (json_is_real(a) || json_is_real(b) ||
+			json_integer_value(a) == json_integer_value(b));
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	if (json_is_array(a)) {
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			if (!same_json(json_array_get(a, i), json_array_get(b, i)))
+				return 0;
+		return 1;
+	}
+	if (json_is_object(a)) {
+		const char *k;
+		json_t *v;
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		json_object_foreach ((json_t *)a, k, v)
+			if (!json_object_get(b, k) || !same_json(v, json_object_get(b, k)))
+				return 0;
+		return 1;
+	}
+	return json_equal((json_t *)a, (json_t *)b);
+}
+
+static json_t *tool_body(json_t *schema)
+{
+	return json_pack("{s:[{s:s, s:s, s:s, s:o}]}", "tools", "name", "t", "provider", "p",
+			 "mode", "read_only", "args_schema", schema);
+}
+
+static void test_number_policy_round_trip(void **state)
+{
+	aw_ctx op;
+	aw_test_ctx(&op, "ct-main", AW_SCOPE_OPERATOR, "alice");
+	aw_error err = {0};
+	for (int i = 0; i < 300; i++) {
+		json_t *doc = json_object(); /* an annotation holds any value */
+		json_object_set_new(doc, "default", gen_value(0));
+		json_t *body = tool_body(json_incref(doc));
+		aw_revision r = {0}, got = {0};
+		aw_err e = aw_contract_create(C, S, &op, "mcp_tool", "rt", body, &r, &err);
+		if (e)
+			fail_msg("round %d: create %s %s (%s)", i, aw_err_code(e), err.msg,
+				 err.where);
+		assert_int_equal(
+			aw_contract_get(C, S, &op, "mcp_tool", "rt", r.revision_id, &got, &err),
+			AW_OK);
+		json_t *back = json_loads(got.body, 0, NULL);
+		json_t *args = json_object_get(json_array_get(json_object_get(back, "tools"), 0),
+					       "args_schema");
+		if (!back || !same_json(doc, args)) {
+			char *want = json_dumps(doc, JSON_ENCODE_ANY);
+			fail_msg("round %d: read back differs\n in:  %s\n out: %s", i, want,
+				 got.body);
+		}
+		json_decref(back);
+		json_decref(doc);
+		json_decref(body);
+		aw_revision_clear(&r);
+		aw_revision_clear(&got);
+	}
+	/* beyond +-2^53 (or not finite): refused with the pointer, nothing stored */
+	const double bad[] = {1e19, 1.5e20, 1e21, 1e300, -9007199254740994.0};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		json_t *body = tool_body(json_pack("{s:{s:f}}", "default", "limit", bad[i]));
+		aw_revision r = {0};
+		assert_int_equal(
+			aw_contract_create(C, S, &op, "mcp_tool", "rt-bad", body, &r, &err),
+			AW_E_REQ_INVALID);
+		assert_string_equal(err.where, "/tools/0/args_schema/default/limit");
+		json_decref(body);
+	}
+	json_t *big =
+		tool_body(json_pack("{s:{s:I}}", "default", "n", (json_int_t)9007199254740993LL));
+	aw_revision r = {0};
+	assert_int_equal(aw_contract_create(C, S, &op, "mcp_tool", "rt-bad", big, &r, &err),
+			 AW_E_REQ_INVALID);
+	json_decref(big);
+	aw_revision *list = NULL;
+	int n = 0;
+	aw_err le = aw_contract_list(S, &op, "mcp_tool", "rt-bad", &list, &n, &err);
+	assert_true(le == AW_OK || le == AW_E_CONTRACT_NOT_FOUND);
+	assert_int_equal(n, 0);
+	aw_revisions_free(list, n);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -542,6 +707,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fault_after_pointer_rolls_back),
 		cmocka_unit_test(test_concurrent_activations),
 		cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_number_policy_round_trip),
 	};
 	return AW_TEST_MAIN("contracts", tests, setup, teardown);
 }

@@ -378,6 +378,13 @@ req POST /v1/platform/runs "" "$RB"; expect "run without key" 401 E-AUTH-001
 req GET "/v1/platform/runs/$RUN1" "$BOB" ""; expect "other project's run" 404 E-RUN-001
 req GET "/v1/platform/runs/not-a-uuid" "$RUNNER" ""; expect "malformed run id" 404 E-RUN-001
 req GET "/v1/platform/runs/${RUN1^^}" "$RUNNER" ""; expect "uppercase run id, same on both backends" 404 E-RUN-001
+# the number policy: what cannot read back equal is refused with its pointer
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"input":{"n":1e19}}'
+expect "run input 1e19" 400 E-REQ-005; check "run input 1e19 pointer" "$(jbody .pointer)" "/input/n"
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"input":{"n":9007199254740993}}'
+expect "run input past 2^53" 400 E-REQ-005
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"input":{"n":9007199254740992,"f":0.1}}'
+expect "run input at 2^53" 201; check "run input reads back" "$(jq -c .input "$TMP/body")" '{"n":9007199254740992,"f":0.1}'
 for _ in $(seq 1 50); do
   req GET "/v1/platform/runs/$RUN1" "$RUNNER" ""
   [ "$(jbody .state)" = succeeded ] && break
