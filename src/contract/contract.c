@@ -468,6 +468,26 @@ static aw_err load_policy(const aw_contracts *c, aw_txn *t, const aw_ctx *ctx, a
 	return AW_OK;
 }
 
+/* 1 when principal's key was minted by the publisher, directly or through a
+ * chain of keys the publisher minted: a sock puppet, whose approval never
+ * counts, with an approval contract or without. keys: the project's keys. */
+static int minted_by(const aw_apikey *keys, int n, const char *principal, const char *publisher)
+{
+	const char *who = principal;
+	for (int depth = 0; depth < 16; depth++) {
+		const aw_apikey *k = NULL;
+		for (int i = n - 1; i >= 0 && !k; i--) /* the newest key of the name */
+			if (!strcmp(keys[i].name, who))
+				k = &keys[i];
+		if (!k || !strcmp(k->created_by, who))
+			return 0; /* minted outside the project, or by itself */
+		if (!strcmp(k->created_by, publisher))
+			return 1;
+		who = k->created_by;
+	}
+	return 1; /* a chain that long is not trusted */
+}
+
 static int allowed(const approval_policy *p, const char *principal)
 {
 	if (!p->approvers)
@@ -489,12 +509,19 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 		return e;
 	approval_policy p = {0};
 	aw_approval a = {0};
+	aw_apikey *keys = NULL;
+	int nkeys = 0;
 	if (strcmp(r.state, "published") != 0)
 		e = illegal(err, r.state, "approve");
 	else if (!strcmp(r.published_by, ctx->principal))
 		e = aw_fail(err, AW_E_CONTRACT_SELF_APPROVAL, "the publisher cannot approve");
-	else if (!(e = load_policy(c, t, ctx, &p, err)) && !allowed(&p, ctx->principal))
+	else if (!(e = aw_store_key_list(t, &keys, &nkeys, err)) &&
+		 minted_by(keys, nkeys, ctx->principal, r.published_by))
+		e = aw_fail(err, AW_E_CONTRACT_SELF_APPROVAL,
+			    "a key the publisher minted cannot approve its revision");
+	else if (!e && !(e = load_policy(c, t, ctx, &p, err)) && !allowed(&p, ctx->principal))
 		e = aw_fail(err, AW_E_CONTRACT_APPROVER, "not an approver in the approval policy");
+	free(keys);
 	if (!e) {
 		snprintf(a.principal, sizeof a.principal, "%s", ctx->principal);
 		int64_t now = aw_clock_wall_ms();
@@ -526,7 +553,8 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		return e;
 	approval_policy p = {0};
 	aw_approval *ap = NULL;
-	int nap = 0;
+	aw_apikey *keys = NULL;
+	int nap = 0, nkeys = 0;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	if (!transition_ok(r.state, "active")) {
@@ -541,13 +569,15 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		goto done;
 	}
 	if ((e = load_policy(c, t, ctx, &p, err)) ||
-	    (e = aw_store_approval_list(t, rev, &ap, &nap, err)))
+	    (e = aw_store_approval_list(t, rev, &ap, &nap, err)) ||
+	    (e = aw_store_key_list(t, &keys, &nkeys, err)))
 		goto done;
 	act.threshold = p.threshold;
-	for (int i = 0; i < nap; i++)
+	for (int i = 0; i < nap; i++) /* approvals are unique per principal */
 		act.approvals += strcmp(ap[i].expires_at, now) > 0 &&
 				 allowed(&p, ap[i].principal) &&
-				 strcmp(ap[i].principal, r.published_by) != 0;
+				 strcmp(ap[i].principal, r.published_by) != 0 &&
+				 !minted_by(keys, nkeys, ap[i].principal, r.published_by);
 	if (act.approvals < act.threshold) {
 		if (p.suggest) { /* record what would have happened, change nothing */
 			act.suggested = 1;
@@ -597,6 +627,7 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	act.activated = !e;
 done:
 	free(ap);
+	free(keys);
 	json_decref(p.approvers);
 	aw_revision_clear(&r);
 	if (t)
@@ -624,6 +655,12 @@ aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	int was_active = !strcmp(r.state, "active");
 	if (!transition_ok(r.state, "revoked"))
 		e = illegal(err, r.state, "revoke");
+	else if (was_active && !strcmp(family, "approval"))
+		/* revoking it would fall back to the weaker platform default: the
+		 * approval policy is only ever replaced, with its signers' approval */
+		e = aw_fail(err, AW_E_CONTRACT_STATE,
+			    "the active approval policy cannot be revoked; activate a new"
+			    " revision approved by its current signers");
 	else
 		e = aw_store_rev_transition(t, rev, r.state, "revoked", now, err);
 	if (!e && was_active) {

@@ -79,6 +79,19 @@ aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err)
 	return e;
 }
 
+aw_err aw_store_key_name_used(aw_txn *t, const char *name, int *used, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name)};
+	aw_err e =
+		aw_txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND name = $2 LIMIT 1",
+			    2, v, &r, err);
+	if (!e)
+		*used = r->nrows > 0;
+	aw_rows_free(r);
+	return e;
+}
+
 #define KEY_COLS "key_id, project_id, name, scope, key_prefix, created_at, created_by, revoked_at"
 
 static void key_from_row(aw_apikey *k, const aw_rows *r, int i)

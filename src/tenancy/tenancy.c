@@ -158,6 +158,15 @@ static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name, aw_sc
 	aw_project p;
 	if ((e = aw_store_project_get(t, &p, err)))
 		goto fail;
+	/* a name is a principal: approvals and audit records name it, so it never
+	 * passes to another key (the bootstrap rotation renews the same one) */
+	int used = 0;
+	if (!replace_name && !(e = aw_store_key_name_used(t, name, &used, err)) && used)
+		e = aw_fail_at(err, AW_E_KEY_EXISTS, "/name",
+			       "a key named %s existed in this project; names are never reused",
+			       name);
+	if (e)
+		goto fail;
 	if (replace_name && (e = aw_store_key_revoke_name(t, name, k.created_at, err)))
 		goto fail;
 	if ((e = aw_store_key_insert(t, &k, err)))

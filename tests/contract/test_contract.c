@@ -32,8 +32,8 @@ static aw_contracts *C;
 
 static int setup(void **state)
 {
-	const char *const projects[] = {"ct-main", "ct-appr",  "ct-conc",
-					"ct-tamp", "ct-other", NULL};
+	const char *const projects[] = {"ct-main",  "ct-appr", "ct-conc", "ct-tamp",
+					"ct-other", "ct-sock", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -697,6 +697,117 @@ static void test_number_policy_round_trip(void **state)
 	aw_revisions_free(list, n);
 }
 
+/* ---- approvals by sock puppet: a key the publisher minted (directly or
+ * through its own keys) never approves the publisher's revision, a key name is
+ * never reused, and the approval policy is only replaced by its signers */
+static void mint(const char *by, aw_scope by_scope, const char *name, aw_scope scope,
+		 aw_apikey *out)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, "ct-sock", by_scope, by);
+	aw_error err = {0};
+	char secret[AW_KEY_SECRET_LEN + 1];
+	aw_err e = aw_key_create(S, &c, name, scope, out, secret, &err);
+	if (e)
+		fail_msg("mint %s by %s: %s %s", name, by, aw_err_code(e), err.msg);
+}
+
+static aw_err approve_as(const char *who, const char *family, const char *cid, const char *rev)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, "ct-sock", AW_SCOPE_OPERATOR, who);
+	aw_error err = {0};
+	return aw_contract_approve(C, S, &c, family, cid, rev, NULL, &err);
+}
+
+static void publish_as(const char *who, const char *family, const char *cid, json_t *body,
+		       char *rev)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, "ct-sock", AW_SCOPE_PROJECT_ADMIN, who);
+	aw_error err = {0};
+	aw_revision r = {0};
+	assert_int_equal(aw_contract_create(C, S, &c, family, cid, body, &r, &err), AW_OK);
+	strcpy(rev, r.revision_id);
+	aw_revision_clear(&r);
+	assert_int_equal(aw_contract_publish(C, S, &c, family, cid, rev, NULL, &err), AW_OK);
+	json_decref(body);
+}
+
+static void test_sock_puppet_approvals(void **state)
+{
+	aw_apikey k;
+	mint("root", AW_SCOPE_PLATFORM_ADMIN, "padmin", AW_SCOPE_PROJECT_ADMIN, &k);
+	mint("root", AW_SCOPE_PLATFORM_ADMIN, "carol", AW_SCOPE_OPERATOR, &k);
+	mint("root", AW_SCOPE_PLATFORM_ADMIN, "dave", AW_SCOPE_OPERATOR, &k);
+	mint("padmin", AW_SCOPE_PROJECT_ADMIN, "sock-puppet", AW_SCOPE_PROJECT_ADMIN, &k);
+	mint("sock-puppet", AW_SCOPE_PROJECT_ADMIN, "sock-2", AW_SCOPE_OPERATOR, &k);
+
+	/* the default policy (no approval contract): not the publisher's puppets */
+	char rev[40];
+	publish_as("padmin", "budget", "b", budget(9), rev);
+	assert_int_equal(approve_as("sock-puppet", "budget", "b", rev),
+			 AW_E_CONTRACT_SELF_APPROVAL);
+	assert_int_equal(approve_as("sock-2", "budget", "b", rev), AW_E_CONTRACT_SELF_APPROVAL);
+	aw_ctx op;
+	aw_test_ctx(&op, "ct-sock", AW_SCOPE_OPERATOR, "padmin");
+	aw_activation act;
+	aw_error err = {0};
+	assert_int_equal(aw_contract_activate(C, S, &op, "budget", "b", rev, &act, &err),
+			 AW_E_CONTRACT_APPROVALS);
+	assert_int_equal(approve_as("carol", "budget", "b", rev), AW_OK);
+	assert_int_equal(aw_contract_activate(C, S, &op, "budget", "b", rev, &act, &err), AW_OK);
+	assert_int_equal(act.approvals, 1);
+
+	/* a name is never reused: revoke "sock-puppet", and it cannot be minted again */
+	aw_ctx admin;
+	aw_test_ctx(&admin, "ct-sock", AW_SCOPE_PROJECT_ADMIN, "padmin");
+	aw_apikey *keys = NULL;
+	int n = 0;
+	assert_int_equal(aw_key_list(S, &admin, &keys, &n, &err), AW_OK);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(keys[i].name, "sock-puppet"))
+			assert_int_equal(aw_key_revoke(S, &admin, keys[i].key_id, &err), AW_OK);
+	free(keys);
+	char secret[AW_KEY_SECRET_LEN + 1];
+	assert_int_equal(
+		aw_key_create(S, &admin, "sock-puppet", AW_SCOPE_OPERATOR, &k, secret, &err),
+		AW_E_KEY_EXISTS);
+
+	/* with an approval contract: its signers only, puppets still never count,
+	 * and the policy is replaced - never revoked - with its current signers */
+	char pol[40];
+	publish_as("padmin", "approval", AW_APPROVAL_CONTRACT,
+		   json_pack("{s:[s,s], s:i, s:i, s:s}", "approvers", "carol", "dave", "threshold",
+			     1, "window_s", 3600, "mode", "enforce"),
+		   pol);
+	assert_int_equal(approve_as("dave", "approval", AW_APPROVAL_CONTRACT, pol), AW_OK);
+	assert_int_equal(
+		aw_contract_activate(C, S, &op, "approval", AW_APPROVAL_CONTRACT, pol, &act, &err),
+		AW_OK);
+	aw_test_ctx(&admin, "ct-sock", AW_SCOPE_PROJECT_ADMIN, "padmin");
+	assert_int_equal(
+		aw_contract_revoke(C, S, &admin, "approval", AW_APPROVAL_CONTRACT, pol, &err),
+		AW_E_CONTRACT_STATE);
+	char weaker[40];
+	publish_as("padmin", "approval", AW_APPROVAL_CONTRACT,
+		   json_pack("{s:[s], s:i, s:i, s:s}", "approvers", "sock-2", "threshold", 1,
+			     "window_s", 3600, "mode", "enforce"),
+		   weaker);
+	assert_int_equal(approve_as("sock-2", "approval", AW_APPROVAL_CONTRACT, weaker),
+			 AW_E_CONTRACT_SELF_APPROVAL);
+	mint("root", AW_SCOPE_PLATFORM_ADMIN, "erin", AW_SCOPE_OPERATOR, &k);
+	assert_int_equal(approve_as("erin", "approval", AW_APPROVAL_CONTRACT, weaker),
+			 AW_E_CONTRACT_APPROVER); /* not a current signer */
+	assert_int_equal(aw_contract_activate(C, S, &op, "approval", AW_APPROVAL_CONTRACT, weaker,
+					      &act, &err),
+			 AW_E_CONTRACT_APPROVALS);
+	assert_int_equal(approve_as("carol", "approval", AW_APPROVAL_CONTRACT, weaker), AW_OK);
+	assert_int_equal(aw_contract_activate(C, S, &op, "approval", AW_APPROVAL_CONTRACT, weaker,
+					      &act, &err),
+			 AW_OK);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -708,6 +819,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_concurrent_activations),
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_number_policy_round_trip),
+		cmocka_unit_test(test_sock_puppet_approvals),
 	};
 	return AW_TEST_MAIN("contracts", tests, setup, teardown);
 }

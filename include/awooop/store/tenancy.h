@@ -43,6 +43,8 @@ aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err);
 aw_err aw_store_key_list(aw_txn *t, aw_apikey **out, int *n, aw_error *err);
 /* AW_E_KEY_NOT_FOUND if absent in the txn's project, AW_E_KEY_REVOKED if already. */
 aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_error *err);
+/* *used = 1 when any key of the project, active or revoked, had this name. */
+aw_err aw_store_key_name_used(aw_txn *t, const char *name, int *used, aw_error *err);
 /* Revokes the active key of that name, if any (bootstrap rotation). */
 aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when, aw_error *err);
 /* Active keys of a scope in the txn's project. */
