@@ -72,6 +72,9 @@
 	X(AW_E_RUN_TIMEOUT, "E-RUN-006", 504, "Run timed out")                            \
 	X(AW_E_RUN_CANCELLED, "E-RUN-007", 409, "Run cancelled")                          \
 	X(AW_E_RUN_IDEMPOTENCY, "E-RUN-IDEMPOTENCY", 409, "Idempotency-Key reused")       \
+	X(AW_E_RUN_SECRET, "E-RUN-008", 422, "Secret inside a workflow")                  \
+	X(AW_E_SECRET_REF, "E-SECRET-001", 422, "Invalid secret reference")               \
+	X(AW_E_SECRET_UNRESOLVED, "E-SECRET-002", 502, "Secret reference unresolvable")   \
 	X(AW_E_LIMIT, "E-LIMIT-001", 422, "Size limit exceeded")                          \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                             \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")

@@ -60,6 +60,12 @@ typedef struct {
  * the executor registry (AW_E_RUN_WORKFLOW with a JSON pointer). Pure: fuzzed. */
 aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, aw_error *err);
 void aw_run_request_free(aw_run_request *r);
+/* AW_E_RUN_SECRET (err->where: the pointer, prefixed with where) when v holds
+ * a credential in plain text - a string the redaction engine would call a key,
+ * token, URL userinfo, Authorization value or secret assignment, or a
+ * sensitive field with a literal value; {"secret_ref": REF} objects are the
+ * way to name one (AW_E_SECRET_REF when REF is malformed). Pure (fuzzed). */
+aw_err aw_run_no_secrets(const json_t *v, const char *where, aw_error *err);
 /* SHA-256 hex of the request's canonical JSON (RFC 8785, defaults filled). */
 aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err);
 

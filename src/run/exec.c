@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "awooop/buf.h"
@@ -21,6 +22,7 @@
 #include "awooop/json.h"
 #include "awooop/redact.h"
 #include "awooop/run.h"
+#include "awooop/secret.h"
 
 #define MAX_EXECUTORS 32
 #define HTTP_MAX_BODY (1u << 20)
@@ -99,9 +101,80 @@ static const char *http_method(const json_t *args)
 	return m ? m : "POST";
 }
 
+/* headers: {"Name": "value" | {"secret_ref": REF, "prefix": "Bearer "}}; the
+ * framing and tracing headers are the executor's own. */
+static aw_err headers_validate(const json_t *h, aw_error *err)
+{
+	static const char *const own[] = {"host",	  "content-length",  "transfer-encoding",
+					  "content-type", "idempotency-key", "traceparent",
+					  "expect",	  "connection"};
+	static const char *const ref_keys[] = {"secret_ref", "prefix", NULL};
+	if (!json_is_object(h) || json_object_size(h) > 32)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/headers",
+				  "headers must be an object of at most 32 headers");
+	const char *k;
+	json_t *v;
+	json_object_foreach ((json_t *)h, k, v) {
+		int ok = *k && strlen(k) <= 64;
+		for (const char *p = k; ok && *p; p++)
+			ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+			     (*p >= '0' && *p <= '9') || *p == '-';
+		for (size_t i = 0; ok && i < sizeof own / sizeof *own; i++)
+			ok = strcasecmp(k, own[i]) != 0;
+		if (!ok)
+			return aw_fail_at(err, AW_E_REQ_INVALID, "/headers",
+					  "a header name must be a token of at most 64 characters"
+					  " and not one the step sets itself");
+		const char *lit = json_string_value(v);
+		const char *pre = json_string_value(json_object_get(v, "prefix"));
+		int good = lit ? strlen(lit) <= 1024 && !strpbrk(lit, "\r\n")
+			       : json_is_object(v) && !aw_json_only(v, ref_keys, NULL) &&
+					   json_is_string(json_object_get(v, "secret_ref")) &&
+					   (!json_object_get(v, "prefix") ||
+					    (pre && strlen(pre) <= 64 && !strpbrk(pre, "\r\n")));
+		if (!good)
+			return aw_fail_at(err, AW_E_REQ_INVALID, "/headers",
+					  "a header value is a string of at most 1024 bytes or"
+					  " {\"secret_ref\": \"env:NAME\", \"prefix\": \"...\"}");
+	}
+	return AW_OK;
+}
+
+/* Adds the step's headers to *hdr, resolving secret references now; the
+ * resolved values live only in the request (wiped buffers, curl's copy). */
+static aw_err headers_add(const json_t *h, struct curl_slist **hdr, aw_error *err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach ((json_t *)h, k, v) {
+		aw_buf line = AW_BUF_INIT(4096 + 65536);
+		aw_buf_addf(&line, "%s: ", k);
+		aw_err e = AW_OK;
+		if (json_is_string(v)) {
+			aw_buf_adds(&line, json_string_value(v));
+		} else {
+			const char *pre = json_string_value(json_object_get(v, "prefix"));
+			aw_buf_adds(&line, pre ? pre : "");
+			e = aw_secret_resolve(json_string_value(json_object_get(v, "secret_ref")),
+					      &line, err);
+			if (!e && strpbrk(aw_buf_str(&line), "\r\n"))
+				e = aw_fail(err, AW_E_SECRET_UNRESOLVED,
+					    "a secret for header %s holds a line break", k);
+		}
+		struct curl_slist *n = e ? NULL : curl_slist_append(*hdr, aw_buf_str(&line));
+		aw_secret_wipe(&line);
+		if (e)
+			return e;
+		if (!n)
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		*hdr = n;
+	}
+	return AW_OK;
+}
+
 static aw_err http_validate(const json_t *args, aw_error *err)
 {
-	static const char *const allowed[] = {"method", "url", "body", NULL};
+	static const char *const allowed[] = {"method", "url", "body", "headers", NULL};
 	static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
 	aw_err e = aw_json_only(args, allowed, err);
 	if (e)
@@ -119,7 +192,8 @@ static aw_err http_validate(const json_t *args, aw_error *err)
 	    strpbrk(url, " \t\r\n"))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "/url",
 				  "url must be an http:// or https:// URL of at most 2048 bytes");
-	return AW_OK;
+	json_t *h = json_object_get(args, "headers");
+	return h ? headers_validate(h, err) : AW_OK;
 }
 
 /* The effect a request would have: method, url (redacted) and the body's hash. */
@@ -176,6 +250,9 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 	if (payload)
 		hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	hdr = curl_slist_append(hdr, "Expect:");
+	json_t *extra = json_object_get(c->args, "headers");
+	if (extra && (e = headers_add(extra, &hdr, err)))
+		goto out;
 	long timeout_ms = 30000;
 	if (c->deadline_ns) {
 		int64_t left = (c->deadline_ns - aw_clock_mono_ns()) / 1000000;

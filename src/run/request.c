@@ -4,11 +4,14 @@
  * Idempotency-Key replays are compared with. Pure: fuzz/fuzz_run.c drives it.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "awooop/jcs.h"
 #include "awooop/json.h"
+#include "awooop/redact.h"
 #include "awooop/run.h"
+#include "awooop/secret.h"
 
 void aw_run_request_free(aw_run_request *r)
 {
@@ -106,6 +109,9 @@ aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, 
 	for (size_t i = 0; i < json_array_size(wf); i++)
 		if ((e = check_step(json_array_get(wf, i), i, err)))
 			goto out;
+	if ((e = aw_run_no_secrets(wf, "/workflow", err)) ||
+	    (e = aw_run_no_secrets(json_object_get(o, "input"), "/input", err)))
+		goto out;
 	out->workflow = json_incref(wf);
 	json_t *input = json_object_get(o, "input");
 	out->input = input && !json_is_null(input) ? json_incref(input) : NULL;
@@ -113,6 +119,81 @@ out:
 	json_decref(o);
 	if (e)
 		aw_run_request_free(out);
+	return e;
+}
+
+/* ---- no credential travels in a run definition: readers of the project see
+ * the workflow and its input as submitted, so a credential there is refused;
+ * a step names it by reference instead ({"secret_ref": "env:NAME"}) */
+
+static int credential_class(aw_redact_class c)
+{
+	return c >= AW_RC_AWS_KEY_ID; /* keys, tokens, URL userinfo, assignments, ... */
+}
+
+static aw_err scan(const json_t *v, aw_buf *path, aw_error *err)
+{
+	size_t mark = path->len;
+	aw_err e = AW_OK;
+	if (json_is_string(v)) {
+		aw_redact_stats st = {0};
+		char *red = NULL;
+		if (aw_redact_text(json_string_value(v), json_string_length(v), &red, NULL, &st))
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		free(red);
+		for (int c = 0; c < AW_RC__COUNT; c++)
+			if (st.count[c] && credential_class((aw_redact_class)c))
+				return aw_fail_at(err, AW_E_RUN_SECRET, aw_buf_str(path),
+						  "%s holds a credential (%s): refer to it with"
+						  " {\"secret_ref\": \"env:NAME\"}",
+						  aw_buf_str(path),
+						  aw_redact_class_label((aw_redact_class)c));
+	} else if (json_is_array(v)) {
+		for (size_t i = 0; !e && i < json_array_size(v); i++) {
+			aw_json_ptr_push_index(path, i);
+			e = scan(json_array_get(v, i), path, err);
+			aw_buf_truncate(path, mark);
+		}
+	} else if (json_is_object(v)) {
+		json_t *ref = json_object_get(v, "secret_ref");
+		if (ref) { /* a reference, checked for shape; resolved at execution */
+			aw_json_ptr_push(path, "secret_ref");
+			e = json_is_string(ref)
+				    ? aw_secret_ref_check(json_string_value(ref), err)
+				    : aw_fail(err, AW_E_SECRET_REF, "secret_ref must be a string");
+			if (e && err)
+				snprintf(err->where, sizeof err->where, "%.120s", aw_buf_str(path));
+			aw_buf_truncate(path, mark);
+			return e;
+		}
+		const char *k;
+		json_t *x;
+		json_object_foreach ((json_t *)v, k, x) {
+			aw_json_ptr_push(path, k);
+			if (aw_redact_sensitive_key(k) && json_is_string(x) &&
+			    json_string_length(x))
+				e = aw_fail_at(err, AW_E_RUN_SECRET, aw_buf_str(path),
+					       "%s is a credential field: give it as"
+					       " {\"secret_ref\": \"env:NAME\"}",
+					       aw_buf_str(path));
+			else
+				e = scan(x, path, err);
+			aw_buf_truncate(path, mark);
+			if (e)
+				break;
+		}
+	}
+	return e;
+}
+
+aw_err aw_run_no_secrets(const json_t *v, const char *where, aw_error *err)
+{
+	if (!v)
+		return AW_OK;
+	aw_buf path = AW_BUF_INIT(AW_JSON_PTR_MAX);
+	aw_buf_adds(&path, where);
+	aw_err e = scan(v, &path, err);
+	aw_buf_free(&path);
 	return e;
 }
 

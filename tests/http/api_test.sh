@@ -407,12 +407,18 @@ req POST "/v1/platform/runs/$SLOW/cancel" "$BOB" ""; expect "cancel other projec
 req POST "/v1/platform/runs/$SLOW/cancel" "$RUNNER" ""; expect "cancel" 200
 check "cancelled" "$(jbody .state)" cancelled
 req POST "/v1/platform/runs/$SLOW/cancel" "$RUNNER" ""; expect "cancel twice" 409 E-RUN-002
-# step args are the tenant's own input: they never reach the log, the audit
-# trail, an error answer or the journal's results
+# credentials never travel in a run definition (every reader of the project
+# would see them): refused with their pointer, and never in the log, the audit
+# trail, an error answer or a journal; steps name them by reference
+: >"$TMP/responses"
 req POST /v1/platform/runs "$RUNNER" "{\"max_attempts\":1,\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:1/x?token=$CAN_GH\",\"body\":{\"password\":\"$CAN_PW\",\"k\":\"$CAN_AWS\"}}}]}"
-expect "run with secrets in its args" 201
+expect "run with secrets in its args" 422 E-RUN-008
+check "secret in args pointer" "$(jbody .pointer)" "/workflow/0/args/url"
+req POST /v1/platform/runs "$RUNNER" "{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://u:$CAN_PW@127.0.0.1:1/x\"}}]}"
+expect "URL userinfo" 422 E-RUN-008
+req POST /v1/platform/runs "$RUNNER" '{"max_attempts":1,"workflow":[{"kind":"http","args":{"url":"http://127.0.0.1:1/x","headers":{"Authorization":{"secret_ref":"env:AW_NOT_SET","prefix":"Bearer "}},"body":{"k":"v"}}}]}'
+expect "secret by reference" 201
 CRUN=$(jbody .run_id)
-: >"$TMP/responses" # the 201 above echoes the workflow to its owner, by design
 req POST /v1/platform/runs "$RUNNER" "{\"workflow\":[{\"kind\":\"noop\",\"$CAN_AWS\":1}]}"
 expect "canary step field" 400 E-REQ-004
 req POST /v1/platform/runs "$RUNNER" "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":\"$CAN_PW\"}}]}"
@@ -427,7 +433,7 @@ for _ in $(seq 1 50); do
   [ "$(jbody .state)" = failed ] && break
   sleep 0.1
 done
-check "unreachable http step fails the run" "$(jbody .state):$(jbody .error_code)" "failed:E-RUN-005"
+check "an unresolvable reference fails the run" "$(jbody .state):$(jbody .error_code)" "failed:E-SECRET-002"
 jq -c '[.steps, .transitions]' "$TMP/body" >"$TMP/journal"
 if [ "$BACKEND" = postgres ]; then
   psql -qAt -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d "$PGDB" \

@@ -674,6 +674,82 @@ static void test_isolation_and_list(void **state)
 	aw_runs_free(page, n);
 }
 
+/* Credentials never travel in a run definition: plain ones are refused with
+ * their pointer; a step names one by reference, resolved at execution, and the
+ * journal never holds it. */
+static void test_secrets_by_reference(void **state)
+{
+	aw_run_request req;
+	aw_error err = {0};
+	char body[1024];
+	const struct {
+		const char *body, *where;
+	} plain[] = {
+		{"{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":"
+		 "\"http://user:hunter2hunter2@127.0.0.1:1/x\"}}]}",
+		 "/workflow/0/args/url"},
+		{"{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:1/x\","
+		 "\"headers\":{\"Authorization\":\"Bearer c2VjcmV0LXRva2Vu\"}}}]}",
+		 "/workflow/0/args/headers/Authorization"},
+		{"{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:1/x\","
+		 "\"body\":{\"note\":\"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\"}}}]}",
+		 "/workflow/0/args/body/note"},
+		{"{\"workflow\":[{\"kind\":\"fail\",\"args\":{\"message\":\"password=hunter2hunter2\"}}]}",
+		 "/workflow/0/args/message"},
+		{"{\"workflow\":[{\"kind\":\"noop\"}],\"input\":{\"api_key\":\"sk-live-123\"}}",
+		 "/input/api_key"},
+	};
+	for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
+		assert_int_equal(decode(plain[i].body, &req, &err), AW_E_RUN_SECRET);
+		assert_string_equal(err.where, plain[i].where);
+	}
+	assert_int_equal(decode("{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":"
+				"\"http://127.0.0.1:1/x\",\"headers\":{\"X-Token\":{\"secret_ref\":"
+				"\"env:lower\"}}}}]}",
+				&req, &err),
+			 AW_E_SECRET_REF);
+
+	/* by reference: resolved when the step runs, sent, never journaled */
+	setenv("AW_TEST_HOOK_TOKEN", "canary-7c1f9e", 1);
+	snprintf(body, sizeof body,
+		 "{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:%d/hook\","
+		 "\"headers\":{\"Authorization\":{\"secret_ref\":\"env:AW_TEST_HOOK_TOKEN\","
+		 "\"prefix\":\"Bearer \"}}}}]}",
+		 aw_counter_port(CNT));
+	char id[40], missing[40], key[64], got[128];
+	submit("rt-main", body, NULL, id);
+	snprintf(body, sizeof body,
+		 "{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:%d/hook\","
+		 "\"headers\":{\"X-Token\":{\"secret_ref\":\"env:AW_TEST_UNSET_VAR\"}}}}],"
+		 "\"max_attempts\":1}",
+		 aw_counter_port(CNT));
+	submit("rt-main", body, NULL, missing);
+	aw_worker *w = worker(2, 4, 100, 1000);
+	assert_true(wait_state("rt-main", id, "succeeded", 5000));
+	assert_true(wait_state("rt-main", missing, "failed", 5000));
+	aw_worker_stop(w);
+	aw_run_step_key(id, 1, key, sizeof key);
+	aw_counter_authorization(CNT, key, got, sizeof got);
+	assert_string_equal(got, "Bearer canary-7c1f9e");
+	aw_ctx c;
+	as(&c, "rt-main");
+	json_t *view = NULL;
+	assert_int_equal(aw_run_view(S, &c, id, &view, &err), AW_OK);
+	char *text = json_dumps(view, 0);
+	assert_null(strstr(text, "canary-7c1f9e")); /* not in the workflow, journal, history */
+	free(text);
+	json_decref(view);
+	aw_run r;
+	aw_run_step *steps = NULL;
+	int n = 0;
+	assert_int_equal(aw_run_get(S, &c, missing, &r, &steps, &n, &err), AW_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(steps[0].error_code, "E-SECRET-002");
+	aw_run_free(&r);
+	aw_run_steps_free(steps, n);
+	unsetenv("AW_TEST_HOOK_TOKEN");
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -690,6 +766,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_shadow_and_diff),
 		cmocka_unit_test(test_batch_steps_in_parallel),
 		cmocka_unit_test(test_isolation_and_list),
+		cmocka_unit_test(test_secrets_by_reference),
 	};
 	return AW_TEST_MAIN("runs", tests, setup, teardown);
 }

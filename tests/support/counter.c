@@ -19,6 +19,7 @@ typedef struct {
 	char key[128];
 	int count;
 	char tp[64];
+	char auth[128]; /* the Authorization header of the last request */
 } entry;
 
 struct aw_counter {
@@ -64,12 +65,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
 	const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
+	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
 	pthread_mutex_lock(&c->mu);
 	c->requests++;
 	entry *e = key && *key ? find(c, key, 1) : NULL;
 	if (e) {
 		e->count++;
 		snprintf(e->tp, sizeof e->tp, "%s", tp ? tp : "");
+		snprintf(e->auth, sizeof e->auth, "%s", auth ? auth : "");
 	} else {
 		c->unkeyed++;
 	}
@@ -148,6 +151,14 @@ void aw_counter_traceparent(aw_counter *c, const char *key, char *out, size_t ca
 	pthread_mutex_lock(&c->mu);
 	entry *e = find(c, key, 0);
 	snprintf(out, cap, "%s", e ? e->tp : "");
+	pthread_mutex_unlock(&c->mu);
+}
+
+void aw_counter_authorization(aw_counter *c, const char *key, char *out, size_t cap)
+{
+	pthread_mutex_lock(&c->mu);
+	entry *e = find(c, key, 0);
+	snprintf(out, cap, "%s", e ? e->auth : "");
 	pthread_mutex_unlock(&c->mu);
 }
 

@@ -27,4 +27,7 @@ void aw_counter_dump(aw_counter *c, FILE *f);
 /* The traceparent header of the last request with this key ("" if none). */
 void aw_counter_traceparent(aw_counter *c, const char *key, char *out, size_t cap);
 
+/* The Authorization header of the last request with this key ("" if none). */
+void aw_counter_authorization(aw_counter *c, const char *key, char *out, size_t cap);
+
 #endif

@@ -1,0 +1,25 @@
+/*
+ * secret.h - secret references: how a workflow (and the gateways to come)
+ * names a credential without holding it. A reference is
+ *   env:NAME         an environment variable of the executing process
+ *   file:/abs/path   a file's contents (Kubernetes / Docker secrets; one
+ *                    trailing newline dropped; a regular file of at most 64 KiB)
+ * and is resolved only at the moment of use; the value goes to where it is
+ * used and nowhere else (never a journal, log, audit record or answer).
+ */
+#ifndef AWOOOP_SECRET_H
+#define AWOOOP_SECRET_H
+
+#include "awooop/buf.h"
+#include "awooop/err.h"
+
+/* AW_E_SECRET_REF unless ref is a well-formed reference. Pure (fuzzed). */
+aw_err aw_secret_ref_check(const char *ref, aw_error *err);
+/* Appends the value to out (which the caller frees, after wiping it with
+ * aw_secret_wipe). AW_E_SECRET_UNRESOLVED when it cannot be had; the message
+ * names the reference, never a value. */
+aw_err aw_secret_resolve(const char *ref, aw_buf *out, aw_error *err);
+/* Overwrites and frees a buffer that held a secret. */
+void aw_secret_wipe(aw_buf *b);
+
+#endif
