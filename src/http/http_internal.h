@@ -28,8 +28,11 @@ typedef struct aw_req {
 	aw_buf segbuf;	 /* the decoded segments, NUL-separated */
 	size_t reserved; /* bytes of the server's body budget this request holds */
 	int started, over_budget, open_route;
-	aw_buf upload; /* the request body, at most --body-limit bytes */
-	char *body;    /* upload's bytes (NUL-terminated), NULL when none */
+	aw_err refused;	  /* decided from the head; answered when the body has passed */
+	aw_error refusal; /* its details */
+	size_t dropped;	  /* body bytes of a refused request, read and dropped */
+	aw_buf upload;	  /* the request body, at most --body-limit bytes */
+	char *body;	  /* upload's bytes (NUL-terminated), NULL when none */
 	size_t body_len;
 	int too_big, responded;
 	int status;

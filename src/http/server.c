@@ -150,30 +150,30 @@ const char *aw_query(aw_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-int aw_auth_or_reply(aw_req *r)
+/* The bearer key of the request: fills r->ctx (project, principal, scope). */
+static aw_err authenticate(aw_req *r, aw_error *err)
 {
-	aw_error err = {0};
 	const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
-	if (!h || !*h) {
-		aw_fail(&err, AW_E_AUTH_MISSING, "send Authorization: Bearer <api key>");
-		aw_reply_problem(r, err.err, &err);
-		return -1;
-	}
-	if (strncasecmp(h, "Bearer ", 7) != 0) {
-		aw_fail(&err, AW_E_AUTH_MISSING, "only the Bearer scheme is accepted");
-		aw_reply_problem(r, err.err, &err);
-		return -1;
-	}
+	if (!h || !*h)
+		return aw_fail(err, AW_E_AUTH_MISSING, "send Authorization: Bearer <api key>");
+	if (strncasecmp(h, "Bearer ", 7) != 0)
+		return aw_fail(err, AW_E_AUTH_MISSING, "only the Bearer scheme is accepted");
 	const char *secret = h + 7;
 	while (*secret == ' ')
 		secret++;
-	aw_err e = aw_tenancy_authenticate(r->store, secret, &r->ctx, &err);
-	if (e) {
+	aw_err e = aw_tenancy_authenticate(r->store, secret, &r->ctx, err);
+	if (!e)
+		r->authenticated = 1;
+	return e;
+}
+
+int aw_auth_or_reply(aw_req *r)
+{
+	aw_error err = {0};
+	aw_err e = authenticate(r, &err);
+	if (e)
 		aw_reply_problem(r, e, &err);
-		return -1;
-	}
-	r->authenticated = 1;
-	return 0;
+	return e ? -1 : 0;
 }
 
 int aw_project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped)
@@ -198,15 +198,21 @@ static int json_content_type(const char *ct)
 	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-int aw_json_body_or_reply(aw_req *r)
+static aw_err json_media(aw_req *r, aw_error *err)
 {
 	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
-	if (json_content_type(ct))
-		return 0;
-	aw_error err;
-	aw_fail(&err, AW_E_REQ_MEDIA, "send Content-Type: application/json");
-	aw_reply_problem(r, err.err, &err);
-	return -1;
+	return json_content_type(ct)
+		       ? AW_OK
+		       : aw_fail(err, AW_E_REQ_MEDIA, "send Content-Type: application/json");
+}
+
+int aw_json_body_or_reply(aw_req *r)
+{
+	aw_error err = {0};
+	aw_err e = json_media(r, &err);
+	if (e)
+		aw_reply_problem(r, e, &err);
+	return e ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- MHD glue */
@@ -307,8 +313,11 @@ static int has_body(struct MHD_Connection *conn)
 
 /* Everything decided from the head, before any body byte is kept: framing and
  * headers, the path, the route, the key, the content type, the declared size.
- * Replies (and returns -1) when the request goes no further. */
-static int on_head(aw_http *h, aw_req *r, const char *method)
+ * A refusal is answered at once when no body follows (or the client waits for
+ * "100 Continue"); otherwise the body is read and dropped - never kept, never
+ * counted against the budget - and the answer follows it, so the client is
+ * not reset in the middle of sending (a close with unread data sends RST). */
+static void on_head(aw_http *h, aw_req *r, const char *method)
 {
 	aw_error err = {0};
 	aw_err e = AW_OK;
@@ -319,33 +328,30 @@ static int on_head(aw_http *h, aw_req *r, const char *method)
 	aw_trace in;
 	if (tp && aw_trace_parse(tp, strlen(tp), &in) == 0)
 		aw_trace_child(&in, &r->ctx.trace);
+	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
 	if (hc.nul)
 		e = aw_fail(&err, AW_E_REQ_HEADER, "a header holds a NUL byte");
 	else if (hc.content_length && hc.transfer_encoding)
 		e = aw_fail(&err, AW_E_REQ_HEADER,
 			    "Content-Length and Transfer-Encoding together are refused");
-	else
-		e = decode_path(r, &err);
-	if (e) {
+	else if (!(e = decode_path(r, &err)) && !(r->handler = aw_route(r, &e)))
+		aw_fail(&err, e, "%s",
+			e == AW_E_REQ_METHOD ? "method not allowed here" : "no such route");
+	else if (!e && !r->open_route && !(e = authenticate(r, &err)) && has_body(r->conn))
+		e = json_media(r, &err);
+	if (!e && cl && strtoull(cl, NULL, 10) > h->opts.body_limit)
+		e = aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes",
+			    h->opts.body_limit);
+	if (!e)
+		return;
+	const char *expect = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Expect");
+	if (!has_body(r->conn) || (expect && !strcasecmp(expect, "100-continue")) ||
+	    e == AW_E_REQ_TOO_BIG || e == AW_E_REQ_HEADER) {
 		aw_reply_problem(r, e, &err);
-		return -1;
+		return;
 	}
-	r->handler = aw_route(r, &e);
-	if (!r->handler) {
-		aw_reply_problem(r, e, NULL);
-		return -1;
-	}
-	if (!r->open_route && aw_auth_or_reply(r))
-		return -1;
-	if (has_body(r->conn) && aw_json_body_or_reply(r))
-		return -1;
-	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
-	if (cl && strtoull(cl, NULL, 10) > h->opts.body_limit) {
-		aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes", h->opts.body_limit);
-		aw_reply_problem(r, err.err, &err);
-		return -1;
-	}
-	return 0;
+	r->refused = e;
+	r->refusal = err;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -365,9 +371,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!r->responded && append_body(r, upload, *upload_size) < 0)
+		if (r->refused) { /* dropped, not kept; an endless one is cut */
+			r->dropped += *upload_size;
+			if (r->dropped > h->opts.body_limit) {
+				aw_reply_problem(r, r->refused, &r->refusal);
+				r->refused = AW_OK;
+			}
+		} else if (!r->responded && append_body(r, upload, *upload_size) < 0) {
 			return MHD_NO;
+		}
 		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (r->refused) {
+		aw_reply_problem(r, r->refused, &r->refusal);
 		return MHD_YES;
 	}
 	if (r->responded)

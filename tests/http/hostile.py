@@ -94,23 +94,30 @@ check("Content-Length with Transfer-Encoding refused",
 
 # --- 3. the key, the route and the content type before the body
 def early(method, path, key, ctype, name, want_status, want_code):
-    """Declares a 1 MiB body but sends none: the answer must come anyway."""
-    s = socket.socket()
-    s.settimeout(3)
-    s.connect(("127.0.0.1", PORT))
-    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\n"
-              b"Content-Length: 1000\r\n\r\n" % (method.encode(), path.encode(), key.encode(), ctype.encode()))
-    try:
-        got = s.recv(4096)
-    except socket.timeout:
-        got = b""
-    s.close()
-    st = int(got.split(b" ")[1]) if got.startswith(b"HTTP/1.1 ") else None
-    check(name, st == want_status and want_code.encode() in got, (st, got[:200]))
+    """A client that waits for "100 Continue" before its 1,000-byte body gets the
+    refusal at once, without sending a byte; one that sends the body at once
+    gets it after the body, which the server drops (no reset mid-upload)."""
+    for expect in (True, False):
+        s = socket.socket()
+        s.settimeout(3)
+        s.connect(("127.0.0.1", PORT))
+        s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\n"
+                  b"Content-Length: 1000\r\n%s\r\n" % (method.encode(), path.encode(), key.encode(),
+                                                     ctype.encode(), b"Expect: 100-continue\r\n" if expect else b""))
+        if not expect:
+            s.sendall(b"{" + b" " * 998 + b"}")
+        try:
+            got = s.recv(4096)
+        except socket.timeout:
+            got = b""
+        s.close()
+        st = int(got.split(b" ")[1]) if got.startswith(b"HTTP/1.1 ") else None
+        check("%s (%s)" % (name, "100-continue" if expect else "body sent"),
+              st == want_status and want_code.encode() in got, (st, got[:200]))
 
-early("POST", "/v1/projects", "awk_" + "x" * 43, "application/json", "bad key answered before the body", 401, "E-AUTH-002")
-early("POST", "/v1/nowhere", ADMIN, "application/json", "no route answered before the body", 404, "E-REQ-007")
-early("POST", "/v1/projects", ADMIN, "text/plain", "wrong type answered before the body", 415, "E-REQ-003")
+early("POST", "/v1/projects", "awk_" + "x" * 43, "application/json", "bad key refused from the head", 401, "E-AUTH-002")
+early("POST", "/v1/nowhere", ADMIN, "application/json", "no route refused from the head", 404, "E-REQ-007")
+early("POST", "/v1/projects", ADMIN, "text/plain", "wrong type refused from the head", 415, "E-REQ-003")
 
 # all bodies together stay under --body-memory: a second upload past it is refused
 a = socket.socket()
