@@ -36,8 +36,10 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 	if (!key || !*key)
 		return aw_cli_fail(AW_E_AUTH_MISSING, "set AWOOOP_KEY to an API key");
 	char url[1024], auth[128], tp[AW_TRACEPARENT_LEN + 16];
-	snprintf(url, sizeof url, "%s%s", base, path);
-	snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+	if ((size_t)snprintf(url, sizeof url, "%s%s", base, path) >= sizeof url)
+		return aw_cli_fail(AW_E_CONFIG, "AWOOOP_URL and the request path are too long");
+	if ((size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s", key) >= sizeof auth)
+		return aw_cli_fail(AW_E_AUTH_INVALID, "AWOOOP_KEY is not an API key (too long)");
 	aw_trace t;
 	aw_trace_new(&t);
 	char tps[AW_TRACEPARENT_LEN + 1];
