@@ -36,6 +36,10 @@ aw_err aw_json_ptr_push_index(aw_buf *b, size_t i);
  * body can produce, low enough to refuse a runaway. */
 #define AW_JSON_PTR_MAX ((size_t)16 << 20)
 
+/* 1 when a and b are the same JSON value, numbers compared by value (1 ==
+ * 1.0: RFC 8785 writes both "1"), objects by members in any order. */
+int aw_json_same(const json_t *a, const json_t *b);
+
 /* Serialises compactly; malloc'd, caller frees. Steals nothing. */
 char *aw_json_dump(const json_t *v);
 

@@ -137,6 +137,38 @@ aw_err aw_json_ptr_push_index(aw_buf *b, size_t i)
 	return aw_buf_addf(b, "/%zu", i);
 }
 
+int aw_json_same(const json_t *a, const json_t *b)
+{
+	if (json_is_number(a) && json_is_number(b)) {
+		if (json_is_integer(a) && json_is_integer(b))
+			return json_integer_value(a) == json_integer_value(b);
+		return json_number_value(a) == json_number_value(b);
+	}
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	if (json_is_array(a)) {
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			if (!aw_json_same(json_array_get(a, i), json_array_get(b, i)))
+				return 0;
+		return 1;
+	}
+	if (json_is_object(a)) {
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		const char *k;
+		json_t *v;
+		json_object_foreach ((json_t *)a, k, v) {
+			json_t *o = json_object_get(b, k);
+			if (!o || !aw_json_same(v, o))
+				return 0;
+		}
+		return 1;
+	}
+	return json_equal((json_t *)a, (json_t *)b);
+}
+
 char *aw_json_dump(const json_t *v)
 {
 	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);

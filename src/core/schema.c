@@ -316,39 +316,6 @@ static int report(vctx *c, const char *kw, const char *fmt, ...)
 
 static int validate(vctx *c, const json_t *inst, const json_t *sch, int depth);
 
-/* JSON Schema equality: numbers by value (1 == 1.0), objects by members. */
-static int jequal(const json_t *a, const json_t *b)
-{
-	if (json_is_number(a) && json_is_number(b)) {
-		if (json_is_integer(a) && json_is_integer(b))
-			return json_integer_value(a) == json_integer_value(b);
-		return json_number_value(a) == json_number_value(b);
-	}
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	if (json_is_array(a)) {
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!jequal(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	}
-	if (json_is_object(a)) {
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		const char *k;
-		json_t *v;
-		json_object_foreach ((json_t *)a, k, v) {
-			json_t *o = json_object_get(b, k);
-			if (!o || !jequal(v, o))
-				return 0;
-		}
-		return 1;
-	}
-	return json_equal((json_t *)a, (json_t *)b);
-}
-
 static int is_integer_value(const json_t *v)
 {
 	if (json_is_integer(v))
@@ -527,7 +494,8 @@ static void validate_array(vctx *c, const json_t *inst, const json_t *sch, int d
 	if ((v = json_object_get(sch, "uniqueItems")) && json_is_true(v)) {
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = i + 1; j < n; j++)
-				if (jequal(json_array_get(inst, i), json_array_get(inst, j))) {
+				if (aw_json_same(json_array_get(inst, i),
+						 json_array_get(inst, j))) {
 					report(c, "uniqueItems", "items %zu and %zu are equal", i,
 					       j);
 					i = j = n;
@@ -649,11 +617,11 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, int depth)
 	if ((v = json_object_get(sch, "enum"))) {
 		int ok = 0;
 		for (size_t i = 0; i < json_array_size(v) && !ok; i++)
-			ok = jequal(inst, json_array_get(v, i));
+			ok = aw_json_same(inst, json_array_get(v, i));
 		if (!ok)
 			report(c, "enum", "must be one of the allowed values");
 	}
-	if ((v = json_object_get(sch, "const")) && !jequal(inst, v))
+	if ((v = json_object_get(sch, "const")) && !aw_json_same(inst, v))
 		report(c, "const", "must equal the constant value");
 	FAIL_OR_CONTINUE();
 	if (json_is_number(inst))

@@ -19,6 +19,7 @@
 
 #include "awooop/audit.h"
 #include "awooop/contract.h"
+#include "awooop/json.h"
 #include "awooop/tenancy.h"
 #include "contract/contract_hooks.h"
 #include "support.h"
@@ -604,37 +605,6 @@ static json_t *gen_value(int depth)
 	return v;
 }
 
-/* JSON equality with numbers compared by value: 2.0 and 2 are one number (the
- * canonical form writes it "2"). */
-static int same_json(const json_t *a, const json_t *b)
-{
-	if (json_is_number(a) && json_is_number(b))
-		return json_number_value(a) == json_number_value(b) &&
-		       (json_is_real(a) || json_is_real(b) ||
-			json_integer_value(a) == json_integer_value(b));
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	if (json_is_array(a)) {
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!same_json(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	}
-	if (json_is_object(a)) {
-		const char *k;
-		json_t *v;
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		json_object_foreach ((json_t *)a, k, v)
-			if (!json_object_get(b, k) || !same_json(v, json_object_get(b, k)))
-				return 0;
-		return 1;
-	}
-	return json_equal((json_t *)a, (json_t *)b);
-}
-
 static json_t *tool_body(json_t *schema)
 {
 	return json_pack("{s:[{s:s, s:s, s:s, s:o}]}", "tools", "name", "t", "provider", "p",
@@ -661,7 +631,7 @@ static void test_number_policy_round_trip(void **state)
 		json_t *back = json_loads(got.body, 0, NULL);
 		json_t *args = json_object_get(json_array_get(json_object_get(back, "tools"), 0),
 					       "args_schema");
-		if (!back || !same_json(doc, args)) {
+		if (!back || !aw_json_same(doc, args)) {
 			char *want = json_dumps(doc, JSON_ENCODE_ANY);
 			fail_msg("round %d: read back differs\n in:  %s\n out: %s", i, want,
 				 got.body);
