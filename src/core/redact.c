@@ -512,88 +512,80 @@ static void shape_load_scalar(const char *p, shape_masks *m)
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-/* SSE2 (every x86-64): 16 bytes per compare */
-static inline uint64_t mm4(__m128i a, __m128i b, __m128i c, __m128i d)
+/* SSE2 (every x86-64): 16 bytes per compare; bit i of a mask is byte i */
+static inline uint64_t sse_bits(__m128i a, __m128i b, __m128i c, __m128i d)
 {
 	return (uint64_t)(uint16_t)_mm_movemask_epi8(a) |
 	       (uint64_t)(uint16_t)_mm_movemask_epi8(b) << 16 |
 	       (uint64_t)(uint16_t)_mm_movemask_epi8(c) << 32 |
 	       (uint64_t)(uint16_t)_mm_movemask_epi8(d) << 48;
 }
-#define SSE_EQ(x, ch) _mm_cmpeq_epi8(x, _mm_set1_epi8(ch))
-#define SSE_IN(x, lo, hi)                                               \
-	_mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8((char)((lo)-1))), \
-		      _mm_cmplt_epi8(x, _mm_set1_epi8((char)((hi) + 1))))
-#define SSE_MASK(expr)                           \
-	mm4(({                                   \
-		    __m128i x = v[0], l = lw[0]; \
-		    (void)x, (void)l;            \
-		    expr;                        \
-	    }),                                  \
-	    ({                                   \
-		    __m128i x = v[1], l = lw[1]; \
-		    (void)x, (void)l;            \
-		    expr;                        \
-	    }),                                  \
-	    ({                                   \
-		    __m128i x = v[2], l = lw[2]; \
-		    (void)x, (void)l;            \
-		    expr;                        \
-	    }),                                  \
-	    ({                                   \
-		    __m128i x = v[3], l = lw[3]; \
-		    (void)x, (void)l;            \
-		    expr;                        \
-	    }))
+
+static inline __m128i sse_eq(__m128i x, char ch)
+{
+	return _mm_cmpeq_epi8(x, _mm_set1_epi8(ch));
+}
+
+/* bytes in lo..hi (signed compares: both ASCII, so bytes >= 0x80 never match) */
+static inline __m128i sse_in(__m128i x, char lo, char hi)
+{
+	return _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8((char)(lo - 1))),
+			     _mm_cmplt_epi8(x, _mm_set1_epi8((char)(hi + 1))));
+}
 
 static void shape_load_sse2(const char *p, shape_masks *m)
 {
-	__m128i v[4], lw[4];
+	__m128i v[4], lw[4], r[8][4];
 	for (int k = 0; k < 4; k++) {
 		v[k] = _mm_loadu_si128((const __m128i *)(p + 16 * k));
 		lw[k] = _mm_or_si128(v[k], _mm_set1_epi8(0x20));
+		r[0][k] = sse_in(v[k], '0', '9');
+		r[1][k] = sse_in(lw[k], 'a', 'z');
+		r[2][k] = sse_eq(v[k], '.');
+		r[3][k] = sse_eq(v[k], ':');
+		r[4][k] = sse_eq(v[k], ' ');
+		r[5][k] = sse_eq(v[k], '-');
+		r[6][k] = sse_eq(v[k], '_');
+		r[7][k] = _mm_or_si128(sse_eq(v[k], '+'), sse_eq(v[k], '('));
 	}
-	m->digit = SSE_MASK(SSE_IN(x, '0', '9'));
-	m->alpha = SSE_MASK(SSE_IN(l, 'a', 'z'));
-	m->dot = SSE_MASK(SSE_EQ(x, '.'));
-	m->colon = SSE_MASK(SSE_EQ(x, ':'));
-	m->space = SSE_MASK(SSE_EQ(x, ' '));
-	m->dash = SSE_MASK(SSE_EQ(x, '-'));
-	m->under = SSE_MASK(SSE_EQ(x, '_'));
-	m->pp = SSE_MASK(_mm_or_si128(SSE_EQ(x, '+'), SSE_EQ(x, '(')));
+	uint64_t *out[8] = {&m->digit, &m->alpha, &m->dot,   &m->colon,
+			    &m->space, &m->dash,  &m->under, &m->pp};
+	for (int i = 0; i < 8; i++)
+		*out[i] = sse_bits(r[i][0], r[i][1], r[i][2], r[i][3]);
 }
 
 /* AVX2 where the CPU has it: 32 bytes per compare */
-#define AVX_EQ(x, ch) _mm256_cmpeq_epi8(x, _mm256_set1_epi8(ch))
-#define AVX_IN(x, lo, hi)                                                        \
-	_mm256_and_si256(_mm256_cmpgt_epi8(x, _mm256_set1_epi8((char)((lo)-1))), \
-			 _mm256_cmpgt_epi8(_mm256_set1_epi8((char)((hi) + 1)), x))
-#define AVX_MASK(expr)                               \
-	((uint64_t)(uint32_t)_mm256_movemask_epi8(({ \
-		 __m256i x = v0, l = l0;             \
-		 (void)x, (void)l;                   \
-		 expr;                               \
-	 })) |                                       \
-	 (uint64_t)(uint32_t)_mm256_movemask_epi8(({ \
-		 __m256i x = v1, l = l1;             \
-		 (void)x, (void)l;                   \
-		 expr;                               \
-	 })) << 32)
+__attribute__((target("avx2"))) static inline __m256i avx_eq(__m256i x, char ch)
+{
+	return _mm256_cmpeq_epi8(x, _mm256_set1_epi8(ch));
+}
+
+__attribute__((target("avx2"))) static inline __m256i avx_in(__m256i x, char lo, char hi)
+{
+	return _mm256_and_si256(_mm256_cmpgt_epi8(x, _mm256_set1_epi8((char)(lo - 1))),
+				_mm256_cmpgt_epi8(_mm256_set1_epi8((char)(hi + 1)), x));
+}
 
 __attribute__((target("avx2"))) static void shape_load_avx2(const char *p, shape_masks *m)
 {
-	__m256i v0 = _mm256_loadu_si256((const __m256i *)p);
-	__m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 32));
-	__m256i l0 = _mm256_or_si256(v0, _mm256_set1_epi8(0x20));
-	__m256i l1 = _mm256_or_si256(v1, _mm256_set1_epi8(0x20));
-	m->digit = AVX_MASK(AVX_IN(x, '0', '9'));
-	m->alpha = AVX_MASK(AVX_IN(l, 'a', 'z'));
-	m->dot = AVX_MASK(AVX_EQ(x, '.'));
-	m->colon = AVX_MASK(AVX_EQ(x, ':'));
-	m->space = AVX_MASK(AVX_EQ(x, ' '));
-	m->dash = AVX_MASK(AVX_EQ(x, '-'));
-	m->under = AVX_MASK(AVX_EQ(x, '_'));
-	m->pp = AVX_MASK(_mm256_or_si256(AVX_EQ(x, '+'), AVX_EQ(x, '(')));
+	__m256i r[8][2];
+	for (int k = 0; k < 2; k++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
+		__m256i lw = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+		r[0][k] = avx_in(v, '0', '9');
+		r[1][k] = avx_in(lw, 'a', 'z');
+		r[2][k] = avx_eq(v, '.');
+		r[3][k] = avx_eq(v, ':');
+		r[4][k] = avx_eq(v, ' ');
+		r[5][k] = avx_eq(v, '-');
+		r[6][k] = avx_eq(v, '_');
+		r[7][k] = _mm256_or_si256(avx_eq(v, '+'), avx_eq(v, '('));
+	}
+	uint64_t *out[8] = {&m->digit, &m->alpha, &m->dot,   &m->colon,
+			    &m->space, &m->dash,  &m->under, &m->pp};
+	for (int i = 0; i < 8; i++)
+		*out[i] = (uint64_t)(uint32_t)_mm256_movemask_epi8(r[i][0]) |
+			  (uint64_t)(uint32_t)_mm256_movemask_epi8(r[i][1]) << 32;
 }
 
 static void (*shape_load_simd)(const char *, shape_masks *);
