@@ -698,7 +698,7 @@ static void scan_shapes(scan_ctx *sc)
 		}
 		shape_masks m;
 		shape_load(p, &m);
-		if (!((m.digit | m.colon) & keep))
+		if (!((m.digit | m.colon | m.pp) & keep)) /* "+" or "(" may lead digits beyond */
 			continue;
 		uint64_t card, phone, ip4, ip6;
 		shape_candidates(p, &m, &card, &phone, &ip4, &ip6);

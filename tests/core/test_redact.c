@@ -62,6 +62,15 @@ static void test_positive_each_class(void **state)
 	caught("4111111111111111", "card", "{\"card\":\"", "\"}");
 	caught("6011-1111-1111-1117", "card", "discover ", ".");
 	caught("2223003122003222", "card", "mc2 ", " ok"); /* Mastercard 2-series */
+	/* a phone whose '+' (or '(') ends a 48-byte scan step and whose digits come
+	 * in the next one, after text without any digit: every offset */
+	for (int pad = 0; pad < 100; pad++) {
+		char before[160];
+		memset(before, 'x', (size_t)pad);
+		snprintf(before + pad, sizeof before - (size_t)pad, " note = '");
+		caught("+14155552671", "phone", before, "' AND id > 1931369057");
+		caught("(415) 555-2671", "phone", before, "' end");
+	}
 	caught("192.168.10.254", "ipv4", "from ", ":443");
 	caught("2001:db8:85a3::8a2e:370:7334", "ipv6", "from ", " port");
 	caught("fe80::1", "ipv6", "link ", ".");
