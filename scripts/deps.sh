@@ -6,7 +6,8 @@ set -euo pipefail
 BUILD_PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
   libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev
   libhiredis-dev libssl-dev libjwt-dev libpcre2-dev libhyperscan-dev)
-TEST_PKGS=(libcmocka-dev postgresql-15 redis-server curl jq sqlite3 json-schema-test-suite clang-format)
+TEST_PKGS=(libcmocka-dev postgresql-15 redis-server curl jq sqlite3 json-schema-test-suite clang-format
+  python3 util-linux)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
