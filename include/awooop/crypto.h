@@ -23,6 +23,14 @@ void aw_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len
 aw_err aw_random_bytes(void *buf, size_t len);
 /* 1 if equal; time depends only on len. */
 int aw_ct_equal(const void *a, const void *b, size_t len);
+/* The value of a hex digit (either case), -1 for any other character. */
+static inline int aw_hex_digit(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
 /* Lowercase hex of len bytes into out (2*len + 1 bytes). */
 void aw_hex(const uint8_t *in, size_t len, char *out);
 /* Unpadded base64url; out must hold aw_base64url_len(len) + 1 bytes. */

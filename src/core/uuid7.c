@@ -59,17 +59,6 @@ void aw_uuid7_str(char *out)
 	aw_uuid_format(&u, out);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int aw_uuid_parse(const char *s, aw_uuid *out)
 {
 	if (!s || strlen(s) != AW_UUID_STR_LEN)
@@ -81,7 +70,7 @@ int aw_uuid_parse(const char *s, aw_uuid *out)
 				return -1;
 			continue;
 		}
-		int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+		int hi = aw_hex_digit(s[i]), lo = aw_hex_digit(s[i + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		if (out)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "awooop/crypto.h"
 #include "awooop/ident.h"
 #include "awooop/json.h"
 #include "http_internal.h"
@@ -79,14 +80,6 @@ aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_er
 	return e;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-				      : -1;
-}
-
 aw_err aw_decode_path(const char *u, aw_buf *segbuf, const char **segs, int *nsegs, aw_error *err)
 {
 	size_t n = strcspn(u, "?#");
@@ -109,8 +102,8 @@ aw_err aw_decode_path(const char *u, aw_buf *segbuf, const char **segs, int *nse
 		for (; i < n && u[i] != '/'; i++) {
 			char c = u[i];
 			if (c == '%') {
-				int hi = i + 2 < n ? hexval(u[i + 1]) : -1;
-				int lo = i + 2 < n ? hexval(u[i + 2]) : -1;
+				int hi = i + 2 < n ? aw_hex_digit(u[i + 1]) : -1;
+				int lo = i + 2 < n ? aw_hex_digit(u[i + 2]) : -1;
 				if (hi < 0 || lo < 0)
 					return aw_fail(err, AW_E_REQ_PATH,
 						       "a broken %%-escape in the path");

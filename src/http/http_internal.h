@@ -28,8 +28,7 @@ typedef struct aw_req {
 	aw_buf segbuf;	 /* the decoded segments, NUL-separated */
 	size_t reserved; /* bytes of the server's body budget this request holds */
 	int started, over_budget, open_route;
-	aw_err refused;	  /* decided from the head; answered when the body has passed */
-	aw_error refusal; /* its details */
+	aw_error refusal; /* err set: refused from the head, answered after the body */
 	size_t dropped;	  /* body bytes of a refused request, read and dropped */
 	aw_buf upload;	  /* the request body, at most --body-limit bytes */
 	char *body;	  /* upload's bytes (NUL-terminated), NULL when none */

@@ -39,7 +39,7 @@
 typedef struct track {
 	struct track *prev, *next;
 	int fd;
-	int64_t deadline_ns; /* AW_MONO_NEVER while a handler is not waiting on it */
+	int64_t deadline_ns; /* the head's or the request's, whichever is running */
 	const char *why;     /* what the deadline is for: "head" or "request" */
 	int cut;
 } track;
@@ -281,7 +281,7 @@ static void set_deadline(aw_http *h, track *t, int64_t ms, const char *why)
 	if (!t)
 		return;
 	pthread_mutex_lock(&h->mu);
-	t->deadline_ns = ms < 0 ? AW_MONO_NEVER : aw_clock_mono_ns() + ms * 1000000LL;
+	t->deadline_ns = aw_clock_mono_ns() + ms * 1000000LL;
 	t->why = why;
 	pthread_mutex_unlock(&h->mu);
 }
@@ -350,8 +350,7 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 		aw_reply_problem(r, e, &err);
 		return;
 	}
-	r->refused = e;
-	r->refusal = err;
+	r->refusal = err; /* err.err == e */
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -371,11 +370,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (r->refused) { /* dropped, not kept; an endless one is cut */
+		if (r->refusal.err) { /* dropped, not kept; an endless one is cut */
 			r->dropped += *upload_size;
 			if (r->dropped > h->opts.body_limit) {
-				aw_reply_problem(r, r->refused, &r->refusal);
-				r->refused = AW_OK;
+				aw_reply_problem(r, r->refusal.err, &r->refusal);
+				r->refusal.err = AW_OK;
 			}
 		} else if (!r->responded && append_body(r, upload, *upload_size) < 0) {
 			return MHD_NO;
@@ -383,8 +382,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (r->refused) {
-		aw_reply_problem(r, r->refused, &r->refusal);
+	if (r->refusal.err) {
+		aw_reply_problem(r, r->refusal.err, &r->refusal);
 		return MHD_YES;
 	}
 	if (r->responded)
@@ -486,7 +485,7 @@ static void *sweeper_main(void *arg)
 		pthread_cond_timedwait(&h->cv, &h->mu, &ts);
 		int64_t now = aw_clock_mono_ns();
 		for (track *t = h->tracks; t; t = t->next) {
-			if (t->cut || t->deadline_ns == AW_MONO_NEVER || now < t->deadline_ns)
+			if (t->cut || now < t->deadline_ns)
 				continue;
 			t->cut = 1;
 			shutdown(t->fd, SHUT_RDWR);

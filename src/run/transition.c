@@ -108,7 +108,8 @@ aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_sta
 	int one = 0, *ok = moved ? moved : &one;
 	aw_err e = AW_OK;
 	if (!ids || (n > 1 && !moved)) {
-		e = aw_fail(err, ids ? AW_E_INTERNAL : AW_E_NOMEM, "aw_run_move: bad call");
+		e = ids ? aw_fail(err, AW_E_INTERNAL, "aw_run_move: a batch needs moved[]")
+			: aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {

@@ -300,23 +300,18 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 		return e;
 
 	if (env_key && *env_key) {
+		/* one lookup: installed and active, of lower scope, revoked (rotated
+		 * out by a newer bootstrap key, or through the API: it never comes
+		 * back, and saying "exists" would not help), or new */
 		aw_ctx probe;
 		aw_ctx_system(&probe, NULL);
-		aw_error ignore;
-		if (aw_tenancy_authenticate(s, env_key, &probe, &ignore) == AW_OK) {
-			if (probe.scope == AW_SCOPE_PLATFORM_ADMIN &&
-			    strcmp(probe.project, AW_PLATFORM_PROJECT) == 0)
-				return AW_OK; /* already installed and active */
-			return aw_fail(err, AW_E_CONFIG,
-				       "AWOOOP_BOOTSTRAP_KEY is already a key of lower scope");
-		}
-		/* a key that was revoked (rotated out by a newer bootstrap key, or
-		 * through the API) never comes back: say so, not "exists" */
 		char hash[AW_SHA256_HEX_LEN + 1];
 		aw_sha256_hex(env_key, strlen(env_key), hash);
 		aw_apikey old;
-		if (aw_store_platform_lookup_key(s, &probe, hash, &old, &ignore) == AW_OK &&
-		    old.revoked_at[0])
+		aw_err le = aw_store_platform_lookup_key(s, &probe, hash, &old, err);
+		if (le && le != AW_E_AUTH_INVALID)
+			return le;
+		if (!le && old.revoked_at[0])
 			return aw_fail(
 				err, AW_E_CONFIG,
 				"AWOOOP_BOOTSTRAP_KEY was revoked at %s (rotated out or revoked"
@@ -324,6 +319,12 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 				" new key (awooop key generate) or without the variable to"
 				" keep the current keys",
 				old.revoked_at);
+		if (!le && old.scope == AW_SCOPE_PLATFORM_ADMIN &&
+		    !strcmp(old.project_id, AW_PLATFORM_PROJECT))
+			return AW_OK; /* already installed and active */
+		if (!le)
+			return aw_fail(err, AW_E_CONFIG,
+				       "AWOOOP_BOOTSTRAP_KEY is already a key of lower scope");
 		return insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, env_key, 1, NULL,
 				  err);
 	}
