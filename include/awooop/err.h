@@ -76,6 +76,14 @@
 	X(AW_E_SECRET_REF, "E-SECRET-001", 422, "Invalid secret reference")               \
 	X(AW_E_SECRET_UNRESOLVED, "E-SECRET-002", 502, "Secret reference unresolvable")   \
 	X(AW_E_LIMIT, "E-LIMIT-001", 422, "Size limit exceeded")                          \
+	X(AW_E_LLM_POLICY, "E-LLM-001", 403, "No active routing policy")                  \
+	X(AW_E_LLM_ROUTE, "E-LLM-002", 404, "No route for the model")                     \
+	X(AW_E_LLM_UPSTREAMS, "E-LLM-003", 502, "No upstream answered")                   \
+	X(AW_E_LLM_BROKEN, "E-LLM-004", 502, "Upstream stream broken")                    \
+	X(AW_E_LLM_CAP, "E-LLM-005", 429, "Emergency cloud cap reached")                  \
+	X(AW_E_LLM_REFUSED, "E-LLM-006", 400, "Upstream refused the request")             \
+	X(AW_E_LLM_UNAVAILABLE, "E-LLM-007", 503, "LLM gateway unavailable")              \
+	X(AW_E_SCHEMA_OUTPUT, "E-SCHEMA-001", 502, "Model output failed its schema")      \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                             \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

@@ -35,6 +35,8 @@ typedef struct {
 	int request_timeout_s;	 /* body and handling, from the end of the head; 30 */
 	const char *redis_url;	 /* checked by /readyz when set */
 	aw_contracts *contracts; /* borrowed; the contract registry */
+	struct aw_llm *llm;	 /* borrowed; the LLM gateway (NULL: /v1/chat answers 503) */
+	int llm_timeout_s;	 /* a model call's whole life on the API; default 600 */
 } aw_http_opts;
 
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err);

@@ -19,6 +19,15 @@ void aw_metrics_run_event(const char *event, double n);
 void aw_metrics_loop_tick(const char *loop);
 /* A connection shut down for missing its deadline ("head" or "request"). */
 void aw_metrics_http_cut(const char *reason);
+/* LLM gateway: one finished call; an event (failover, schema_retry,
+ * pool_reset, refused); an upstream's breaker state (0 closed, 1 open, 2
+ * half-open). Labels are policy route names and upstream names, never what a
+ * client sent. */
+void aw_metrics_llm_call(const char *project, const char *route, const char *upstream,
+			 const char *outcome, double seconds, long long tokens_in,
+			 long long tokens_out);
+void aw_metrics_llm_event(const char *event, const char *upstream);
+void aw_metrics_llm_breaker(const char *upstream, int state);
 /* Returns a malloc'd text document; caller frees. NULL on out of memory. */
 char *aw_metrics_render(void);
 /* Forgets every series (tests). */

@@ -17,6 +17,7 @@
 
 #include "awooop/contract.h"
 #include "awooop/http.h"
+#include "awooop/llm.h"
 #include "awooop/relay.h"
 #include "awooop/run.h"
 #include "awooop/log.h"
@@ -88,6 +89,28 @@ int aw_cmd_serve(int argc, char **argv)
 		{"retry-max-ms", "AWOOOP_RETRY_MAX_MS", "60000", 0, "retry backoff cap", NULL},
 		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
 		 "contract publish key file (embedded default: var/publish-keys.json)", NULL},
+		{"llm-config", "AWOOOP_LLM_CONFIG", NULL, 0,
+		 "LLM gateway upstreams: a JSON file {\"providers\": {...}} (see README)", NULL},
+		{"llm-contract", "AWOOOP_LLM_CONTRACT", "default", 0,
+		 "the policy_routing contract id every model call is routed by", NULL},
+		{"llm-guard", "AWOOOP_LLM_GUARD", "bounded", 0,
+		 "per-call policy guard: bounded (a snapshot at most --llm-staleness-ms old) or "
+		 "strict (the store's active pointer on every call)",
+		 NULL},
+		{"llm-staleness-ms", "AWOOOP_LLM_STALENESS_MS", "1000", 0, "bounded guard's limit",
+		 NULL},
+		{"llm-timeout-s", "AWOOOP_LLM_TIMEOUT_S", "600", 0,
+		 "a model call's whole life on the API (streams included)", NULL},
+		{"llm-connect-ms", "AWOOOP_LLM_CONNECT_MS", "3000", 0, "upstream connect timeout",
+		 NULL},
+		{"llm-first-byte-ms", "AWOOOP_LLM_FIRST_BYTE_MS", "60000", 0,
+		 "upstream first-byte timeout (a candidate's timeout_ms wins)", NULL},
+		{"llm-idle-ms", "AWOOOP_LLM_IDLE_MS", "30000", 0, "upstream stream idle timeout",
+		 NULL},
+		{"breaker-failures", "AWOOOP_BREAKER_FAILURES", "5", 0,
+		 "consecutive upstream failures that open its circuit", NULL},
+		{"breaker-cooldown-ms", "AWOOOP_BREAKER_COOLDOWN_MS", "10000", 0,
+		 "open circuit -> one half-open probe after this", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -124,18 +147,44 @@ int aw_cmd_serve(int argc, char **argv)
 		const char *name;
 		long lo, hi;
 	} ranges[] = {
-		{"concurrency", 1, 256},       {"batch", 1, 1000},
-		{"heartbeat-ms", 50, 600000},  {"lease-ms", 100, 3600000},
-		{"worker-poll-ms", 10, 60000}, {"retry-base-ms", 1, 3600000},
+		{"concurrency", 1, 256},
+		{"batch", 1, 1000},
+		{"heartbeat-ms", 50, 600000},
+		{"lease-ms", 100, 3600000},
+		{"worker-poll-ms", 10, 60000},
+		{"retry-base-ms", 1, 3600000},
 		{"retry-max-ms", 1, 86400000},
+		{"llm-staleness-ms", 1, 600000},
+		{"llm-timeout-s", 1, 86400},
+		{"llm-connect-ms", 10, 600000},
+		{"llm-first-byte-ms", 10, 3600000},
+		{"llm-idle-ms", 10, 3600000},
+		{"breaker-failures", 1, 1000},
+		{"breaker-cooldown-ms", 10, 3600000},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
 		if ((rc = aw_cli_opt_long(opts, ranges[i].name, ranges[i].lo, ranges[i].hi,
 					  &wv[i])))
 			return rc;
+	const char *guard = aw_cli_get(opts, "llm-guard");
+	if (strcmp(guard, "bounded") && strcmp(guard, "strict"))
+		return aw_cli_fail(AW_E_CONFIG, "--llm-guard must be bounded or strict");
 	if (wv[3] < 2 * wv[2])
 		return aw_cli_fail(AW_E_CONFIG, "--lease-ms must be at least 2 x --heartbeat-ms");
+	json_t *llm_config = NULL;
+	if (aw_cli_get(opts, "llm-config")) {
+		aw_error lerr = {0};
+		json_error_t je;
+		llm_config =
+			json_load_file(aw_cli_get(opts, "llm-config"), JSON_REJECT_DUPLICATES, &je);
+		if (!llm_config)
+			return aw_cli_fail(AW_E_CONFIG, "--llm-config: cannot read it as JSON");
+		if (aw_llm_config_check(llm_config, &lerr)) {
+			json_decref(llm_config);
+			return aw_cli_fail(AW_E_CONFIG, lerr.msg);
+		}
+	}
 	aw_worker_opts wo = {.id = aw_cli_get(opts, "worker-id"),
 			     .concurrency = (int)wv[0],
 			     .batch = (int)wv[1],
@@ -169,11 +218,13 @@ int aw_cmd_serve(int argc, char **argv)
 		e = aw_store_check_schema(store, &err);
 	if (e) {
 		aw_store_close(store);
+		json_decref(llm_config);
 		return aw_cli_fail(e, err.msg);
 	}
 	char printed[AW_KEY_SECRET_LEN + 1];
 	if ((e = aw_tenancy_bootstrap(store, getenv("AWOOOP_BOOTSTRAP_KEY"), printed, &err))) {
 		aw_store_close(store);
+		json_decref(llm_config);
 		return aw_cli_fail(e, err.msg);
 	}
 	if (printed[0]) {
@@ -189,12 +240,43 @@ int aw_cmd_serve(int argc, char **argv)
 	    (e = aw_contracts_new(keys, &contracts, &err))) {
 		aw_keyring_free(keys);
 		aw_store_close(store);
+		json_decref(llm_config);
 		return aw_cli_fail(e, err.msg);
 	}
 	aw_http *http = NULL;
 	aw_bus *bus = NULL;
 	aw_relay *relay = NULL;
 	aw_worker *worker = NULL;
+	aw_policy_cache *policy = NULL;
+	aw_kv *kv = NULL;
+	aw_llm *llm = NULL;
+	const char *redis = aw_cli_get(opts, "redis");
+	/* one bus: the relay publishes on it, the policy cache listens (in the
+	 * embedded shape it is the in-process bus, so both must share it) */
+	if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)))
+		goto out;
+	if (strcmp(role, "relay") != 0) { /* the LLM gateway: API and workers */
+		aw_policy_opts po = {.mode = strcmp(guard, "strict") ? AW_GUARD_BOUNDED
+								     : AW_GUARD_STRICT,
+				     .max_staleness_ms = (int)wv[7]};
+		aw_llm_opts lo = {.store = store,
+				  .config = llm_config,
+				  .contract_id = aw_cli_get(opts, "llm-contract"),
+				  .connect_timeout_ms = (int)wv[9],
+				  .first_byte_ms = (int)wv[10],
+				  .idle_ms = (int)wv[11],
+				  .breaker_failures = (int)wv[12],
+				  .breaker_cooldown_ms = (int)wv[13],
+				  .schema_retries = 3};
+		if ((e = aw_policy_cache_new(store, contracts, bus, &po, &policy, &err)) ||
+		    (redis && (e = aw_kv_open(redis, store, NULL, &kv, &err))))
+			goto out;
+		lo.policy = policy;
+		lo.kv = kv;
+		if ((e = aw_llm_new(&lo, &llm, &err)))
+			goto out;
+		aw_llm_register_executor(llm);
+	}
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
 				   .body_limit = (size_t)body_limit,
@@ -204,17 +286,17 @@ int aw_cmd_serve(int argc, char **argv)
 				   .head_timeout_ms = (int)head_ms,
 				   .request_timeout_s = (int)req_s,
 				   .redis_url = aw_cli_get(opts, "redis"),
-				   .contracts = contracts};
+				   .contracts = contracts,
+				   .llm = llm,
+				   .llm_timeout_s = (int)wv[8]};
 		if ((e = aw_http_start(&ho, store, &http, &err)))
 			goto out;
 	}
 	/* The outbox relay (roles all and relay) publishes to Redis in the cluster
 	 * shape, to the in-process bus in the embedded one. */
 	if (strcmp(role, "all") == 0 || strcmp(role, "relay") == 0) {
-		const char *redis = aw_cli_get(opts, "redis");
 		aw_relay_opts ro = {.poll_ms = (int)relay_poll};
-		if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)) ||
-		    (e = aw_relay_start(store, bus, &ro, &relay, &err)))
+		if ((e = aw_relay_start(store, bus, &ro, &relay, &err)))
 			goto out;
 	}
 	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) &&
@@ -229,11 +311,16 @@ int aw_cmd_serve(int argc, char **argv)
 	sigwait(&stop, &sig);
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
-out: /* also the way out when a part failed to start (e set) */
+out:			  /* also the way out when a part failed to start (e set) */
+	aw_llm_stop(llm); /* ends model calls in flight: parked connections wake */
 	aw_http_stop(http);
 	aw_worker_stop(worker); /* finishes the round in flight, re-queues the rest */
 	aw_relay_stop(relay);
+	aw_llm_free(llm);
+	aw_kv_close(kv);
+	aw_policy_cache_free(policy);
 	aw_bus_close(bus);
+	json_decref(llm_config);
 	aw_contracts_free(contracts);
 	aw_keyring_free(keys);
 	aw_store_close(store);

@@ -55,6 +55,17 @@ static const struct {
 	{"awooop_http_connections_cut_total",
 	 "Connections closed for missing a deadline: the request head, or the rest of the request.",
 	 "counter"},
+	{"awooop_llm_calls_total", "LLM gateway calls by project, route, upstream and outcome.",
+	 "counter"},
+	{"awooop_llm_call_duration_seconds", "LLM gateway call latency by project and route.",
+	 "histogram"},
+	{"awooop_llm_tokens_total",
+	 "Tokens metered by the LLM gateway, by project, route and direction.", "counter"},
+	{"awooop_llm_events_total",
+	 "LLM gateway events: failover, schema_retry, pool_reset, refused (label: upstream or code).",
+	 "counter"},
+	{"awooop_llm_breaker_state", "Circuit breaker per upstream: 0 closed, 1 open, 2 half-open.",
+	 "gauge"},
 };
 
 /* Caller holds mu. */
@@ -156,6 +167,50 @@ void aw_metrics_http_cut(const char *reason)
 	series *c = get(families[10].family, COUNTER, l);
 	if (c)
 		c->value += 1;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_llm_call(const char *project, const char *route, const char *upstream,
+			 const char *outcome, double seconds, long long tokens_in,
+			 long long tokens_out)
+{
+	char l[160];
+	pthread_mutex_lock(&mu);
+	snprintf(l, sizeof l, "project=\"%s\",route=\"%s\",upstream=\"%s\",outcome=\"%s\"", project,
+		 route, upstream, outcome);
+	series *c = get(families[11].family, COUNTER, l);
+	if (c)
+		c->value += 1;
+	snprintf(l, sizeof l, "project=\"%s\",route=\"%s\"", project, route);
+	observe(get(families[12].family, HISTOGRAM, l), seconds);
+	snprintf(l, sizeof l, "project=\"%s\",route=\"%s\",direction=\"in\"", project, route);
+	if ((c = get(families[13].family, COUNTER, l)))
+		c->value += (double)tokens_in;
+	snprintf(l, sizeof l, "project=\"%s\",route=\"%s\",direction=\"out\"", project, route);
+	if ((c = get(families[13].family, COUNTER, l)))
+		c->value += (double)tokens_out;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_llm_event(const char *event, const char *upstream)
+{
+	char l[160];
+	snprintf(l, sizeof l, "event=\"%s\",upstream=\"%s\"", event, upstream);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[14].family, COUNTER, l);
+	if (c)
+		c->value += 1;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_llm_breaker(const char *upstream, int state)
+{
+	char l[160];
+	snprintf(l, sizeof l, "upstream=\"%s\"", upstream);
+	pthread_mutex_lock(&mu);
+	series *g = get(families[15].family, GAUGE, l);
+	if (g)
+		g->value = state;
 	pthread_mutex_unlock(&mu);
 }
 

@@ -40,6 +40,11 @@ typedef struct aw_req {
 	int64_t t0_ns;
 	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
 	int authenticated;
+	/* a handler that answers later: resume(r) runs when the connection is
+	 * resumed (aw_req_unpark), done(r) when the request ends however it ends */
+	void (*resume)(struct aw_req *r);
+	void (*done)(struct aw_req *r);
+	void *svc; /* the handler's own state */
 } aw_req;
 
 typedef void (*aw_handler)(aw_req *r);
@@ -49,6 +54,18 @@ void aw_reply_json(aw_req *r, int status, json_t *body); /* steals body */
 void aw_reply_text(aw_req *r, int status, const char *ctype, const char *text);
 void aw_reply_empty(aw_req *r, int status);
 void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err);
+
+/* ---- answering later (suspend/resume; the LLM gateway) ---- */
+/* Stops handling r's connection until aw_req_unpark (from any thread). Only
+ * from a handler, resume() or a stream reader. */
+void aw_req_park(aw_req *r);
+void aw_req_unpark(aw_req *r);
+/* Moves r's deadline to seconds from now (a long stream). */
+void aw_req_extend(aw_req *r, int seconds);
+/* Answers with a body produced by read(cls, buf, max): > 0 bytes, 0 when the
+ * reader parked r, -1 at the end (chunked transfer encoding). */
+void aw_reply_stream(aw_req *r, int status, const char *ctype,
+		     ssize_t (*read)(void *cls, uint64_t pos, char *buf, size_t max), void *cls);
 
 /* ---- request helpers that answer the client themselves on failure ---- */
 /* Authenticates the bearer key; 0 on success, else replied. */
@@ -103,6 +120,8 @@ void aw_h_runs_list(aw_req *r);
 void aw_h_run_get(aw_req *r);
 void aw_h_run_cancel(aw_req *r);
 void aw_h_run_diff(aw_req *r);
+void aw_h_llm_chat(aw_req *r);
+void aw_h_llm_models(aw_req *r);
 /* the body of a contract revision request: {"body": {...}} */
 aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err);
 /* The URL's {project} segment: a slug, or __platform__; 0 or replied. */

@@ -21,6 +21,8 @@ static const struct {
 	{"GET", "/v1/platform/runs/{run_id}", aw_h_run_get, 0},
 	{"POST", "/v1/platform/runs/{run_id}/cancel", aw_h_run_cancel, 0},
 	{"GET", "/v1/platform/runs/{run_id}/diff/{other}", aw_h_run_diff, 0},
+	{"POST", "/v1/chat/completions", aw_h_llm_chat, 0},
+	{"GET", "/v1/models", aw_h_llm_models, 0},
 	{"GET", "/v1/projects", aw_h_projects_list, 0},
 	{"GET", "/v1/projects/{project}", aw_h_project_get, 0},
 	{"POST", "/v1/projects/{project}/keys", aw_h_keys_create, 0},

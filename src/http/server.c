@@ -143,6 +143,26 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 	reply_dumped(r, status, "application/problem+json", p);
 }
 
+void aw_reply_stream(aw_req *r, int status, const char *ctype,
+		     ssize_t (*read)(void *cls, uint64_t pos, char *buf, size_t max), void *cls)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read, cls, NULL);
+	if (resp)
+		MHD_add_response_header(resp, "Content-Type", ctype);
+	queue(r, status, resp);
+}
+
+void aw_req_park(aw_req *r)
+{
+	MHD_suspend_connection(r->conn);
+}
+
+void aw_req_unpark(aw_req *r)
+{
+	MHD_resume_connection(r->conn);
+}
+
 /* ---------------------------------------------------------------- helpers */
 
 const char *aw_query(aw_req *r, const char *name)
@@ -286,6 +306,12 @@ static void set_deadline(aw_http *h, track *t, int64_t ms, const char *why)
 	pthread_mutex_unlock(&h->mu);
 }
 
+void aw_req_extend(aw_req *r, int seconds)
+{
+	set_deadline(r->srv, track_of(r), (int64_t)seconds * 1000, "request");
+	r->ctx.deadline_ns = aw_clock_mono_ns() + (int64_t)seconds * 1000000000LL;
+}
+
 typedef struct {
 	int nul, content_length, transfer_encoding;
 } head_check;
@@ -399,8 +425,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		aw_reply_problem(r, err.err, &err);
 		return MHD_YES;
 	}
+	if (r->resume) { /* resumed after the handler parked */
+		r->resume(r);
+		return MHD_YES;
+	}
 	r->handler(r);
-	if (!r->responded)
+	if (!r->responded && !r->resume)
 		aw_reply_problem(r, AW_E_INTERNAL, NULL);
 	return MHD_YES;
 }
@@ -414,6 +444,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	if (!r)
 		return;
 	atomic_fetch_sub(&h->buffered, r->reserved);
+	if (r->done)
+		r->done(r);
 	/* the next request on this connection has head_timeout to arrive whole */
 	set_deadline(h, track_of(r), h->opts.head_timeout_ms, "head");
 	double secs = (double)(aw_clock_mono_ns() - r->t0_ns) / 1e9;
@@ -616,7 +648,8 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 	/* MHD's own idle timeout stays as a backstop above our deadlines */
 	unsigned idle_s =
 		(unsigned)(h->opts.head_timeout_ms / 1000 + h->opts.request_timeout_s + 1);
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+					MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME,
 				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
 				NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
 				(unsigned)h->opts.threads, MHD_OPTION_URI_LOG_CALLBACK, req_new, h,

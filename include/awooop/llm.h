@@ -1,0 +1,107 @@
+/*
+ * llm.h - the LLM gateway (provider proxy): every model call of every tenant
+ * passes here, from the OpenAI-compatible HTTP endpoint or from a run's `llm`
+ * step. One call:
+ *
+ *   guard: the active policy_routing revision of the caller's project
+ *   (aw_policy_effective) -> route by model alias, task or model -> targets
+ *   (provider upstreams from the gateway configuration; "ollama" expands to
+ *   the __platform__ ollama_topology hosts, then its emergency cloud model
+ *   under a daily cap) -> upstream call with failover (connect error, 5xx,
+ *   429, timeout before the first byte; never after a byte reached the
+ *   client) and a circuit breaker per upstream -> structured output checked
+ *   against the request's JSON Schema with retries -> one audit record with
+ *   the envelope (project, principal, run/step, trace, revision id and body
+ *   hash, upstream, model, tokens, latency, outcome).
+ *
+ * All upstream I/O runs on one engine thread (libcurl multi; a connection
+ * pool per upstream in a curl share handle; a topology activation replaces
+ * the Ollama pools). Callers are never blocked by it: aw_llm_start returns at
+ * once, and the caller reads the outcome with aw_llm_head / aw_llm_read,
+ * parking (e.g. suspending an HTTP connection) until wake(ud) is called.
+ * Audit records are written by a recorder thread in batches.
+ *
+ * Credentials are secret references (env:NAME, file:PATH) resolved when a
+ * request is sent and wiped after; they never reach a log, an answer or an
+ * audit record.
+ */
+#ifndef AWOOOP_LLM_H
+#define AWOOOP_LLM_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+#include "awooop/kv.h"
+#include "awooop/policy.h"
+
+typedef struct aw_llm aw_llm;
+typedef struct aw_llm_call aw_llm_call;
+
+typedef struct {
+	aw_store *store;	 /* audit records; borrowed */
+	aw_policy_cache *policy; /* the per-call guard; borrowed */
+	aw_kv *kv;		 /* the emergency cap counter in Redis; NULL: in-process */
+	const json_t *config;	 /* {"providers": {...}} (aw_llm_config_check); copied */
+	const char *contract_id; /* the policy_routing contract; default "default" */
+	int connect_timeout_ms;	 /* default 3000 */
+	int first_byte_ms;	 /* before the first byte; default 60000 (a candidate's
+				    timeout_ms wins) */
+	int idle_ms;		 /* between bytes of a stream; default 30000 */
+	int breaker_failures;	 /* consecutive failures that open it; default 5 */
+	int breaker_cooldown_ms; /* open -> half-open; default 10000 */
+	int schema_retries;	 /* default 3 (the policy's limits.schema_retries wins) */
+} aw_llm_opts;
+
+/* Checks a gateway configuration document:
+ *   {"providers": {"<openai|gemini|anthropic|azure_openai|ollama>":
+ *       {"url": "http(s)://...", "api": "openai"|"ollama", "api_key"?: "env:X"}}}
+ * AW_E_CONFIG with a pointer. */
+aw_err aw_llm_config_check(const json_t *config, aw_error *err);
+
+aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err);
+/* Ends every call in flight (their clients are woken with an error) and stops
+ * the threads; aw_llm_free afterwards. */
+void aw_llm_stop(aw_llm *g);
+void aw_llm_free(aw_llm *g);
+
+typedef struct {
+	const char *run_id; /* when called from a run step */
+	int step_no;
+	const char *task; /* routes by match.task / match.intent */
+} aw_llm_meta;
+
+typedef void (*aw_llm_wake)(void *ud);
+typedef void (*aw_llm_park)(void *ud);
+
+/* Starts a call for ctx->project. A request refused before any upstream is
+ * tried (bad body, no active policy, no route) returns the error at once. */
+aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		    aw_llm_wake wake, void *ud, aw_llm_call **out, aw_error *err);
+
+typedef enum {
+	AW_LLM_WAIT = 0, /* parked: park(pud) was called; wake(ud) follows */
+	AW_LLM_ANSWER,	 /* *body: the whole answer (malloc'd JSON), status 200 */
+	AW_LLM_STREAM,	 /* read the SSE bytes with aw_llm_read */
+	AW_LLM_FAILED,	 /* err says why */
+} aw_llm_state;
+aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **body, aw_error *err);
+/* Stream bytes: > 0 copied, 0 parked (park(pud) called), -1 the end. */
+ssize_t aw_llm_read(aw_llm_call *c, char *buf, size_t max, aw_llm_park park, void *pud);
+/* The caller is done with the call (or its client went away: the upstream
+ * transfer is cancelled). c is not used afterwards. */
+void aw_llm_release(aw_llm_call *c);
+
+/* A whole call, waiting for it (run steps, the CLI's tests). *resp: the
+ * chat.completion (new reference); the request may not stream. */
+aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		       json_t **resp, aw_error *err);
+
+/* The models ctx->project may call: route names and candidate models of its
+ * active policy, as an OpenAI model list. */
+aw_err aw_llm_models(aw_llm *g, const aw_ctx *ctx, json_t **out, aw_error *err);
+
+/* Registers the run runtime's `llm` step kind, calling g (one gateway per
+ * process). */
+int aw_llm_register_executor(aw_llm *g);
+
+#endif

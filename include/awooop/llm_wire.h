@@ -1,0 +1,91 @@
+/*
+ * llm_wire.h - the LLM gateway's wire formats, pure functions (fuzzed):
+ *
+ *   - incremental parsers for the two upstream stream framings: Server-Sent
+ *     Events (OpenAI-compatible servers) and NDJSON (Ollama's /api/chat);
+ *   - the client request check (an OpenAI chat completion request);
+ *   - translation to Ollama's /api/chat and back, whole or chunk by chunk;
+ *   - the OpenAI chunk and completion documents the gateway writes itself.
+ *
+ * Parsers hold at most max bytes of an unfinished event or line: past that
+ * they fail with AW_E_LIMIT rather than grow. Callbacks return 0 to go on,
+ * non-zero to stop the feed (returned as AW_E_INTERNAL with err unset).
+ */
+#ifndef AWOOOP_LLM_WIRE_H
+#define AWOOOP_LLM_WIRE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "awooop/buf.h"
+
+typedef int (*aw_llm_sink)(void *ud, const char *data, size_t len);
+
+typedef struct {
+	aw_buf line, data;
+	int has_data, cr; /* cr: the last byte was '\r' (a following '\n' is the same end) */
+} aw_sse;
+void aw_sse_init(aw_sse *p, size_t max);
+/* Calls on_event with each event's data (data lines joined by '\n'). */
+aw_err aw_sse_feed(aw_sse *p, const char *buf, size_t n, aw_llm_sink on_event, void *ud,
+		   aw_error *err);
+void aw_sse_free(aw_sse *p);
+
+typedef struct {
+	aw_buf line;
+} aw_ndjson;
+void aw_ndjson_init(aw_ndjson *p, size_t max);
+/* Calls on_line with each non-empty line; aw_ndjson_end() flushes a last line
+ * without its newline. */
+aw_err aw_ndjson_feed(aw_ndjson *p, const char *buf, size_t n, aw_llm_sink on_line, void *ud,
+		      aw_error *err);
+aw_err aw_ndjson_end(aw_ndjson *p, aw_llm_sink on_line, void *ud, aw_error *err);
+void aw_ndjson_free(aw_ndjson *p);
+
+/* What the gateway needs from a client's request. Pointers borrow from req. */
+typedef struct {
+	const char *model;
+	int stream, include_usage;
+	const json_t *schema; /* response_format json_schema's schema, or NULL */
+	int json_mode;	      /* response_format json_object */
+} aw_llm_req;
+/* Checks an OpenAI chat completion request (model, messages, stream,
+ * stream_options, response_format, numbers): AW_E_REQ_INVALID with a
+ * pointer. Unknown fields are passed to the upstream as they are. */
+aw_err aw_llm_req_check(const json_t *req, aw_llm_req *out, aw_error *err);
+
+/* The body for an Ollama /api/chat call: messages (text parts joined),
+ * tools, format (json or the schema), options (temperature, top_p, seed,
+ * stop, max_tokens as num_predict). New reference. */
+aw_err aw_llm_to_ollama(const json_t *req, const char *model, int stream, json_t **out,
+			aw_error *err);
+
+typedef struct {
+	char id[48]; /* "chatcmpl-..." */
+	int64_t created;
+	const char *model; /* the model the client asked for */
+	int64_t tokens_in, tokens_out;
+	int usage_seen;
+	int role_sent;
+} aw_llm_stream_state;
+
+/* An Ollama /api/chat answer (not streamed) as an OpenAI chat.completion. */
+aw_err aw_llm_from_ollama(const json_t *resp, aw_llm_stream_state *st, json_t **out, aw_error *err);
+/* One Ollama NDJSON line as SSE bytes appended to out ("data: {...}\n\n";
+ * the usage chunk when include_usage and the line is the last); *done is set
+ * on the line with "done": true. */
+aw_err aw_llm_chunk_from_ollama(const char *line, size_t len, aw_llm_stream_state *st,
+				int include_usage, aw_buf *out, int *done, aw_error *err);
+/* An OpenAI SSE event's data from an upstream: reads usage when present
+ * (into st). *keep is 0 for the usage-only chunk the gateway asked for when
+ * the client did not; *done for "[DONE]". */
+aw_err aw_llm_sse_event(const char *data, size_t len, aw_llm_stream_state *st, int include_usage,
+			int *keep, int *done, aw_error *err);
+/* Reads "usage" of an OpenAI chat.completion into st; the assistant's text
+ * (choices[0].message.content) or NULL. */
+const char *aw_llm_completion_usage(const json_t *resp, aw_llm_stream_state *st);
+/* A whole chat.completion re-sent as SSE chunks: role+content, finish,
+ * usage (when include_usage), [DONE]. */
+aw_err aw_llm_completion_as_sse(const json_t *resp, int include_usage, aw_buf *out);
+
+#endif

@@ -1,0 +1,654 @@
+/*
+ * engine.c - the gateway's one I/O thread: a libcurl multi handle driving
+ * every upstream transfer, the failover walk over a call's targets, the
+ * circuit breakers, the first-byte and idle timeouts, and schema retries.
+ *
+ * A call arrives in the inbox (aw_llm_submit) and is tried target by target.
+ * A target is skipped while its upstream's breaker is open; an emergency
+ * target only with a unit of the daily cap. Connect errors, 5xx, 429 and a
+ * first byte that does not come in time move to the next target. Once a
+ * byte went to the client the call cannot move: a broken stream ends with an
+ * error event. Everything here runs on the engine thread, so upstreams,
+ * breakers and transfers need no locks; the client side is reached through
+ * the call's mutex (aw_llm_emit, aw_llm_finish).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/clock.h"
+#include "awooop/json.h"
+#include "awooop/log.h"
+#include "awooop/metrics.h"
+#include "awooop/redact.h"
+#include "awooop/secret.h"
+#include "provider_internal.h"
+
+#define MAX_ANSWER (8u << 20)
+#define MAX_ERROR_BODY (64u << 10)
+#define MAX_EVENT (4u << 20)
+
+upstream *aw_llm_upstream_new(const char *name, int api, const char *url, const char *key_ref)
+{
+	upstream *u = calloc(1, sizeof *u);
+	if (!u)
+		return NULL;
+	atomic_init(&u->refs, 1);
+	snprintf(u->name, sizeof u->name, "%s", name);
+	u->api = api;
+	snprintf(u->url, sizeof u->url, "%s", url);
+	size_t n = strlen(u->url);
+	while (n && u->url[n - 1] == '/')
+		u->url[--n] = '\0';
+	snprintf(u->key_ref, sizeof u->key_ref, "%s", key_ref ? key_ref : "");
+	u->share = curl_share_init();
+	if (!u->share) {
+		free(u);
+		return NULL;
+	}
+	curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	aw_metrics_llm_breaker(u->name, BREAKER_CLOSED);
+	return u;
+}
+
+void aw_llm_upstream_put(upstream *u)
+{
+	if (!u || atomic_fetch_sub(&u->refs, 1) != 1)
+		return;
+	curl_share_cleanup(u->share);
+	json_decref(u->models);
+	free(u);
+}
+
+/* ------------------------------------------------------------- breaker */
+
+static int breaker_allows(upstream *u, int64_t now)
+{
+	if (u->state == BREAKER_CLOSED)
+		return 1;
+	if (u->state == BREAKER_OPEN && now >= u->open_until_ns) {
+		u->state = BREAKER_HALF_OPEN;
+		u->probing = 0;
+		aw_metrics_llm_breaker(u->name, u->state);
+	}
+	if (u->state == BREAKER_HALF_OPEN && !u->probing) {
+		u->probing = 1; /* one probe at a time */
+		return 1;
+	}
+	return 0;
+}
+
+static void breaker_result(aw_llm *g, upstream *u, int ok)
+{
+	int was = u->state;
+	if (ok) {
+		u->fails = 0;
+		u->state = BREAKER_CLOSED;
+	} else if (u->state == BREAKER_HALF_OPEN || ++u->fails >= g->o.breaker_failures) {
+		u->state = BREAKER_OPEN;
+		u->open_until_ns = aw_clock_mono_ns() + (int64_t)g->o.breaker_cooldown_ms * 1000000;
+	}
+	u->probing = 0;
+	if (was != u->state) {
+		aw_metrics_llm_breaker(u->name, u->state);
+		aw_log(AW_LOG_WARN, NULL, "llm upstream breaker", "upstream", u->name, "state",
+		       u->state == BREAKER_OPEN ? "open" : "closed", NULL);
+	}
+}
+
+/* ------------------------------------------------------------- transfer */
+
+static void transfer_end(aw_llm *g, aw_llm_call *c)
+{
+	if (c->easy) {
+		curl_multi_remove_handle(g->multi, c->easy);
+		curl_easy_cleanup(c->easy);
+		c->easy = NULL;
+	}
+	for (struct curl_slist *h = c->hdrs; h; h = h->next) /* the credential */
+		memset(h->data, 0, strlen(h->data));
+	curl_slist_free_all(c->hdrs);
+	c->hdrs = NULL;
+	free(c->payload);
+	c->payload = NULL;
+	aw_buf_free(&c->body);
+	aw_sse_free(&c->sse);
+	aw_ndjson_free(&c->nd);
+}
+
+static int on_sse_event(void *ud, const char *data, size_t len)
+{
+	aw_llm_call *c = ud;
+	int keep, done;
+	aw_error err = {0};
+	if (aw_llm_sse_event(data, len, &c->st, c->rq.include_usage, &keep, &done, &err))
+		return -1;
+	if (done) {
+		c->saw_end = 1;
+		aw_llm_emit(c, "data: [DONE]\n\n", 14);
+		return 0;
+	}
+	if (!keep)
+		return 0;
+	aw_buf b = AW_BUF_INIT(MAX_EVENT + 16);
+	aw_buf_adds(&b, "data: ");
+	aw_buf_add(&b, data, len);
+	aw_buf_adds(&b, "\n\n");
+	if (!aw_buf_err(&b))
+		aw_llm_emit(c, b.p, b.len);
+	aw_buf_free(&b);
+	return 0;
+}
+
+static int on_nd_line(void *ud, const char *line, size_t len)
+{
+	aw_llm_call *c = ud;
+	aw_buf b = AW_BUF_INIT(MAX_EVENT * 2);
+	int done = 0;
+	aw_error err = {0};
+	aw_err e =
+		aw_llm_chunk_from_ollama(line, len, &c->st, c->rq.include_usage, &b, &done, &err);
+	if (!e && b.len)
+		aw_llm_emit(c, b.p, b.len);
+	aw_buf_free(&b);
+	if (done)
+		c->saw_end = 1;
+	return e ? -1 : 0;
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	aw_llm_call *c = ud;
+	size_t len = sz * n;
+	int64_t now = aw_clock_mono_ns();
+	if (!c->t_first_ns) {
+		c->t_first_ns = now;
+		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->status);
+	}
+	c->t_last_ns = now;
+	if (c->status < 200 || c->status > 299) { /* kept for the error message */
+		if (c->body.len < MAX_ERROR_BODY)
+			aw_buf_add(&c->body, p, len < MAX_ERROR_BODY ? len : MAX_ERROR_BODY);
+		return len;
+	}
+	if (!c->up_stream)
+		return aw_buf_add(&c->body, p, len) ? 0 : len;
+	aw_error err = {0};
+	aw_err e = c->t[c->ti].u->api == API_OLLAMA
+			   ? aw_ndjson_feed(&c->nd, p, len, on_nd_line, c, &err)
+			   : aw_sse_feed(&c->sse, p, len, on_sse_event, c, &err);
+	return e ? 0 : len;
+}
+
+/* The request body for target t. */
+static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
+{
+	json_t *req = json_deep_copy(c->req);
+	if (!req)
+		return NULL;
+	if (json_array_size(c->feedback))
+		json_array_extend(json_object_get(req, "messages"), c->feedback);
+	json_t *body = NULL;
+	if (t->u->api == API_OLLAMA) {
+		if (aw_llm_to_ollama(req, t->model, c->up_stream, &body, err)) {
+			json_decref(req);
+			return NULL;
+		}
+		json_decref(req);
+	} else {
+		body = req;
+		json_object_set_new(body, "model", json_string(t->model));
+		json_object_set_new(body, "stream", json_boolean(c->up_stream));
+		if (c->up_stream) /* always metered, even when the client did not ask */
+			json_object_set_new(body, "stream_options",
+					    json_pack("{s:b}", "include_usage", 1));
+		else
+			json_object_del(body, "stream_options");
+	}
+	char *s = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	return s;
+}
+
+static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
+{
+	const target *t = &c->t[c->ti];
+	upstream *u = t->u;
+	if (!(c->payload = payload_for(c, t, err)))
+		return err->err ? err->err : aw_fail(err, AW_E_NOMEM, "out of memory");
+	char url[340];
+	snprintf(url, sizeof url, "%s%s", u->url,
+		 u->api == API_OLLAMA ? "/api/chat" : "/chat/completions");
+	c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	char tp[AW_TRACEPARENT_LEN + 16] = "traceparent: ";
+	aw_trace_format(&c->ctx.trace, tp + strlen(tp));
+	c->hdrs = curl_slist_append(c->hdrs, tp);
+	c->hdrs = curl_slist_append(c->hdrs, "Expect:");
+	if (u->key_ref[0]) {
+		aw_buf secret = AW_BUF_INIT(4096);
+		aw_err e = aw_secret_resolve(u->key_ref, &secret, err);
+		if (!e) {
+			aw_buf h = AW_BUF_INIT(4200);
+			aw_buf_addf(&h, "Authorization: Bearer %s", aw_buf_str(&secret));
+			if (!aw_buf_err(&h))
+				c->hdrs = curl_slist_append(c->hdrs, h.p);
+			aw_secret_wipe(&h);
+		}
+		aw_secret_wipe(&secret);
+		if (e)
+			return e;
+	}
+	c->easy = curl_easy_init();
+	if (!c->easy || !c->hdrs)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	c->body = (aw_buf)AW_BUF_INIT(MAX_ANSWER);
+	aw_sse_init(&c->sse, MAX_EVENT);
+	aw_ndjson_init(&c->nd, MAX_EVENT);
+	CURL *h = c->easy;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->payload);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(c->payload));
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, c);
+	curl_easy_setopt(h, CURLOPT_SHARE, u->share);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)g->o.connect_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	c->fb_ms = t->timeout_ms   ? t->timeout_ms
+		   : u->timeout_ms ? u->timeout_ms
+				   : g->o.first_byte_ms;
+	c->status = 0;
+	c->t_try_ns = aw_clock_mono_ns();
+	c->t_first_ns = c->t_last_ns = 0;
+	c->saw_end = 0;
+	c->st.tokens_in = c->st.tokens_out = 0;
+	c->st.usage_seen = c->st.role_sent = 0;
+	c->attempts++;
+	if (curl_multi_add_handle(g->multi, h) != CURLM_OK)
+		return aw_fail(err, AW_E_INTERNAL, "cannot start the upstream transfer");
+	return AW_OK;
+}
+
+static void note(aw_llm_call *c, const char *why)
+{
+	if (c->notes.len)
+		aw_buf_adds(&c->notes, "; ");
+	aw_buf_addf(&c->notes, "%s (%s): %s", c->t[c->ti].u->name, c->t[c->ti].model, why);
+}
+
+/* Starts the current target or the next one that may be tried; finishes the
+ * call when none is left. */
+static void advance(aw_llm *g, aw_llm_call *c)
+{
+	int capped = 0;
+	for (; c->ti < c->nt; c->ti++) {
+		target *t = &c->t[c->ti];
+		if (!breaker_allows(t->u, aw_clock_mono_ns())) {
+			note(c, "circuit open");
+			c->failovers++;
+			continue;
+		}
+		if (t->emergency && !aw_llm_cap_take(g)) {
+			if (t->u->state == BREAKER_HALF_OPEN)
+				t->u->probing = 0;
+			note(c, "emergency daily cap reached");
+			capped = 1;
+			continue;
+		}
+		aw_error err = {0};
+		if (begin(g, c, &err) == AW_OK) {
+			c->emergency_used = t->emergency;
+			return;
+		}
+		transfer_end(g, c);
+		if (t->u->state == BREAKER_HALF_OPEN)
+			t->u->probing = 0;
+		if (err.err == AW_E_SECRET_UNRESOLVED || err.err == AW_E_SECRET_REF) {
+			note(c, "its credential reference does not resolve");
+			c->failovers++;
+			continue;
+		}
+		aw_llm_finish(c, AW_LLM_FAILED, "error", err.err, "%s", err.msg);
+		return;
+	}
+	if (capped && c->notes.len)
+		aw_llm_finish(c, AW_LLM_FAILED, "capped", AW_E_LLM_CAP,
+			      "every local host failed and the emergency cloud model is at its "
+			      "daily cap: %s",
+			      aw_buf_str(&c->notes));
+	else
+		aw_llm_finish(c, AW_LLM_FAILED, "unavailable", AW_E_LLM_UPSTREAMS,
+			      "no upstream answered: %s",
+			      c->notes.len ? aw_buf_str(&c->notes) : "no target");
+}
+
+static void failover(aw_llm *g, aw_llm_call *c, const char *why)
+{
+	note(c, why);
+	transfer_end(g, c);
+	c->failovers++;
+	aw_metrics_llm_event("failover", c->t[c->ti].u->name);
+	c->ti++;
+	advance(g, c);
+}
+
+/* The model's text answer checked against the request's schema. 0 = valid;
+ * else err holds the problems and c->feedback what to send back. */
+static int schema_check(aw_llm_call *c, const char *content, aw_buf *problems)
+{
+	json_error_t je;
+	json_t *doc = content ? json_loads(content, JSON_DECODE_ANY, &je) : NULL;
+	int bad = 0;
+	if (!doc) {
+		aw_buf_addf(problems, "the answer is not JSON (%s)",
+			    content ? je.text : "no content");
+		bad = 1;
+	} else {
+		aw_schema_error errs[4];
+		int n = aw_schema_validate(c->schema, doc, errs, 4);
+		for (int i = 0; i < n && i < 4; i++)
+			aw_buf_addf(problems, "%s%s: %s", i ? "; " : "",
+				    errs[i].pointer[0] ? errs[i].pointer : "/", errs[i].message);
+		bad = n > 0;
+	}
+	json_decref(doc);
+	return bad;
+}
+
+static void answered(aw_llm *g, aw_llm_call *c)
+{
+	target *t = &c->t[c->ti];
+	json_error_t je;
+	json_t *resp = json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, &je);
+	json_t *completion = NULL;
+	aw_error err = {0};
+	if (json_is_object(resp) && t->u->api == API_OLLAMA) {
+		if (aw_llm_from_ollama(resp, &c->st, &completion, &err) == AW_OK)
+			json_decref(resp);
+		else
+			json_decref(resp), completion = NULL;
+	} else if (json_is_object(resp)) {
+		completion = resp;
+	} else {
+		json_decref(resp);
+	}
+	const char *content = completion ? aw_llm_completion_usage(completion, &c->st) : NULL;
+	if (!completion ||
+	    (!content &&
+	     !json_object_get(
+		     json_object_get(json_array_get(json_object_get(completion, "choices"), 0),
+				     "message"),
+		     "tool_calls"))) {
+		json_decref(completion);
+		breaker_result(g, t->u, 0);
+		failover(g, c, "the answer is not a chat completion");
+		return;
+	}
+	breaker_result(g, t->u, 1);
+	snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
+	snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
+	if (c->schema) {
+		aw_buf problems = AW_BUF_INIT(2048);
+		if (schema_check(c, content, &problems)) {
+			if (++c->schema_fails <= c->schema_retries) {
+				aw_metrics_llm_event("schema_retry", t->u->name);
+				json_t *fb = json_pack(
+					"[{s:s,s:s},{s:s,s:s+}]", "role", "assistant", "content",
+					content ? content : "", "role", "user", "content",
+					"Your answer does not match the required JSON schema: ",
+					aw_buf_str(&problems));
+				if (!c->feedback)
+					c->feedback = json_array();
+				json_array_extend(c->feedback, fb);
+				json_decref(fb);
+				json_decref(completion);
+				aw_buf_free(&problems);
+				transfer_end(g, c);
+				advance(g, c); /* the same target again */
+				return;
+			}
+			json_decref(completion);
+			transfer_end(g, c);
+			aw_llm_finish(c, AW_LLM_FAILED, "schema_invalid", AW_E_SCHEMA_OUTPUT,
+				      "the model's answer failed the schema after %d attempts: %s",
+				      c->schema_fails, aw_buf_str(&problems));
+			aw_buf_free(&problems);
+			return;
+		}
+		aw_buf_free(&problems);
+	}
+	/* the client sees the model name it asked for */
+	json_object_set_new(completion, "model", json_string(c->rq.model));
+	transfer_end(g, c);
+	if (c->rq.stream) {
+		aw_buf sse = AW_BUF_INIT(MAX_ANSWER * 2);
+		aw_llm_completion_as_sse(completion, c->rq.include_usage, &sse);
+		json_decref(completion);
+		if (!aw_buf_err(&sse))
+			aw_llm_emit(c, sse.p, sse.len);
+		aw_buf_free(&sse);
+		aw_llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
+		return;
+	}
+	char *s = json_dumps(completion, JSON_COMPACT);
+	json_decref(completion);
+	pthread_mutex_lock(&c->mu);
+	c->answer = s;
+	pthread_mutex_unlock(&c->mu);
+	aw_llm_finish(c, s ? AW_LLM_ANSWER : AW_LLM_FAILED, s ? "ok" : "error",
+		      s ? AW_OK : AW_E_NOMEM, "%s", s ? " " : "out of memory");
+}
+
+/* The upstream's own message, redacted, for a 4xx it answered. */
+static void refused(aw_llm *g, aw_llm_call *c)
+{
+	json_t *j = json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, NULL);
+	json_t *m = json_object_get(json_object_get(j, "error"), "message");
+	if (!m)
+		m = json_object_get(j, "error");
+	/* a credential refusal may quote the credential: never passed on */
+	int cred = c->status == 401 || c->status == 403;
+	char *msg = aw_redact_str(cred ? "the upstream refused the gateway's credential"
+				  : json_is_string(m) ? json_string_value(m)
+						      : "no message");
+	long st = c->status;
+	char name[48];
+	snprintf(name, sizeof name, "%s", c->t[c->ti].u->name);
+	json_decref(j);
+	transfer_end(g, c);
+	aw_llm_finish(c, AW_LLM_FAILED, "refused", AW_E_LLM_REFUSED,
+		      "upstream %s answered %ld: %.300s", name, st, msg ? msg : "");
+	free(msg);
+}
+
+static void broken(aw_llm *g, aw_llm_call *c, const char *why)
+{
+	char ev[256];
+	int n = snprintf(ev, sizeof ev,
+			 "data: {\"error\":{\"message\":\"the upstream stream broke: %s\","
+			 "\"type\":\"upstream_error\",\"code\":\"E-LLM-004\"}}\n\n",
+			 why);
+	aw_llm_emit(c, ev, (size_t)n);
+	breaker_result(g, c->t[c->ti].u, 0);
+	transfer_end(g, c);
+	aw_llm_finish(c, AW_LLM_STREAM, "broken", AW_E_LLM_BROKEN, "the upstream stream broke: %s",
+		      why);
+}
+
+static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
+{
+	if (!c->status)
+		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->status);
+	target *t = &c->t[c->ti];
+	if (c->bytes_out) { /* bytes reached the client: no failover */
+		if (res != CURLE_OK)
+			broken(g, c, curl_easy_strerror(res));
+		else if (!c->saw_end)
+			broken(g, c, "it ended before its last chunk");
+		else {
+			breaker_result(g, t->u, 1);
+			snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
+			snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
+			transfer_end(g, c);
+			aw_llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
+		}
+		return;
+	}
+	char why[160];
+	if (res != CURLE_OK) {
+		snprintf(why, sizeof why, "%s", curl_easy_strerror(res));
+		breaker_result(g, t->u, 0);
+		failover(g, c, why);
+	} else if (c->status >= 500 || c->status == 429) {
+		snprintf(why, sizeof why, "HTTP %ld", c->status);
+		breaker_result(g, t->u, 0);
+		failover(g, c, why);
+	} else if (c->status >= 400 || c->status < 200) {
+		breaker_result(g, t->u, 1); /* it answered: the request is at fault */
+		refused(g, c);
+	} else if (c->up_stream) {
+		breaker_result(g, t->u, 0);
+		failover(g, c, "the stream ended before any chunk");
+	} else {
+		answered(g, c);
+	}
+}
+
+/* Timeouts and cancelled clients, checked on every turn of the loop. */
+static void sweep(aw_llm *g)
+{
+	int64_t now = aw_clock_mono_ns();
+	for (aw_llm_call *c = g->active; c; c = c->next) {
+		if (!c->easy || c->finished)
+			continue;
+		pthread_mutex_lock(&c->mu);
+		int gone = c->released;
+		pthread_mutex_unlock(&c->mu);
+		if (gone) {
+			transfer_end(g, c);
+			aw_llm_finish(c, AW_LLM_FAILED, "client_gone", AW_E_LLM_BROKEN,
+				      "the client went away");
+		} else if (!c->t_first_ns && now - c->t_try_ns > (int64_t)c->fb_ms * 1000000) {
+			char why[64];
+			snprintf(why, sizeof why, "no first byte within %d ms", c->fb_ms);
+			breaker_result(g, c->t[c->ti].u, 0);
+			failover(g, c, why);
+		} else if (c->t_first_ns && now - c->t_last_ns > (int64_t)g->o.idle_ms * 1000000) {
+			if (c->bytes_out) {
+				broken(g, c, "idle timeout");
+			} else {
+				breaker_result(g, c->t[c->ti].u, 0);
+				failover(g, c, "idle timeout");
+			}
+		}
+	}
+}
+
+/* Drops finished calls from the active list (the engine's reference). */
+static void reap(aw_llm *g)
+{
+	aw_llm_call **pp = &g->active;
+	while (*pp) {
+		aw_llm_call *c = *pp;
+		if (c->finished) {
+			*pp = c->next;
+			transfer_end(g, c);
+			aw_llm_call_put(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+}
+
+static void *engine_main(void *arg)
+{
+	aw_llm *g = arg;
+	while (!atomic_load(&g->stopping)) {
+		pthread_mutex_lock(&g->mu);
+		aw_llm_call *in = g->inbox;
+		g->inbox = NULL;
+		pthread_mutex_unlock(&g->mu);
+		while (in) {
+			aw_llm_call *c = in;
+			in = in->next;
+			c->next = g->active;
+			g->active = c;
+			advance(g, c);
+		}
+		int running = 0;
+		curl_multi_perform(g->multi, &running);
+		CURLMsg *m;
+		int left;
+		while ((m = curl_multi_info_read(g->multi, &left))) {
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			aw_llm_call *c = NULL;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
+			if (c && c->easy == m->easy_handle)
+				done(g, c, m->data.result);
+		}
+		sweep(g);
+		reap(g);
+		curl_multi_poll(g->multi, NULL, 0, 50, NULL);
+		aw_metrics_loop_tick("llm_engine");
+	}
+	/* stopping: every call still here ends now */
+	pthread_mutex_lock(&g->mu);
+	aw_llm_call *in = g->inbox;
+	g->inbox = NULL;
+	pthread_mutex_unlock(&g->mu);
+	while (in) {
+		aw_llm_call *c = in;
+		in = in->next;
+		c->next = g->active;
+		g->active = c;
+	}
+	for (aw_llm_call *c = g->active; c; c = c->next) {
+		transfer_end(g, c);
+		if (!c->finished)
+			aw_llm_finish(c, AW_LLM_FAILED, "stopped", AW_E_LLM_UNAVAILABLE,
+				      "the gateway is shutting down");
+	}
+	reap(g);
+	return NULL;
+}
+
+void aw_llm_submit(aw_llm *g, aw_llm_call *c)
+{
+	atomic_fetch_add(&c->refs, 1); /* the engine's */
+	pthread_mutex_lock(&g->mu);
+	c->next = g->inbox;
+	g->inbox = c;
+	pthread_mutex_unlock(&g->mu);
+	curl_multi_wakeup(g->multi);
+}
+
+aw_err aw_llm_engine_start(aw_llm *g, aw_error *err)
+{
+	g->multi = curl_multi_init();
+	if (!g->multi)
+		return aw_fail(err, AW_E_NOMEM, "cannot start the LLM engine");
+	curl_multi_setopt(g->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 256L);
+	if (pthread_create(&g->engine, NULL, engine_main, g) != 0)
+		return aw_fail(err, AW_E_INTERNAL, "cannot start the LLM engine thread");
+	g->engine_started = 1;
+	return AW_OK;
+}
+
+void aw_llm_engine_stop(aw_llm *g)
+{
+	if (g->engine_started) {
+		atomic_store(&g->stopping, 1);
+		curl_multi_wakeup(g->multi);
+		pthread_join(g->engine, NULL);
+		g->engine_started = 0;
+	}
+	if (g->multi)
+		curl_multi_cleanup(g->multi);
+	g->multi = NULL;
+}

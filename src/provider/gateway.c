@@ -1,0 +1,793 @@
+/*
+ * gateway.c - the LLM gateway's front half (see llm.h): configuration, the
+ * per-call guard and routing, the Ollama topology (D5), the emergency cap,
+ * the call's life as its client sees it, and the recorder thread that writes
+ * one audit record per call.
+ *
+ * A call is reference-counted: its client (until aw_llm_release), the engine
+ * (until the call is finished) and the recorder (until its record is written).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "awooop/audit.h"
+#include "awooop/clock.h"
+#include "awooop/json.h"
+#include "awooop/log.h"
+#include "awooop/metrics.h"
+#include "awooop/secret.h"
+#include "provider_internal.h"
+
+static const char *const provider_names[] = {"openai",	     "gemini", "anthropic",
+					     "azure_openai", "ollama", NULL};
+
+/* ------------------------------------------------------------ configuration */
+
+static int url_ok(const char *u)
+{
+	return u && (!strncmp(u, "http://", 7) || !strncmp(u, "https://", 8)) && strlen(u) < 256 &&
+	       !strpbrk(u, " \t\r\n\"");
+}
+
+aw_err aw_llm_config_check(const json_t *config, aw_error *err)
+{
+	static const char *const top[] = {"providers", NULL};
+	static const char *const fields[] = {"url", "api", "api_key", NULL};
+	if (!json_is_object(config))
+		return aw_fail(err, AW_E_CONFIG, "the LLM configuration must be a JSON object");
+	if (aw_json_only(config, top, err))
+		return aw_fail(err, AW_E_CONFIG, "%s", err->msg);
+	json_t *ps = json_object_get(config, "providers");
+	if (ps && !json_is_object(ps))
+		return aw_fail_at(err, AW_E_CONFIG, "/providers", "providers must be an object");
+	const char *name;
+	json_t *p;
+	json_object_foreach (ps, name, p) {
+		char where[64];
+		snprintf(where, sizeof where, "/providers/%.40s", name);
+		int known = 0;
+		for (int i = 0; provider_names[i]; i++)
+			known |= !strcmp(name, provider_names[i]);
+		if (!known)
+			return aw_fail_at(err, AW_E_CONFIG, where,
+					  "providers are openai, gemini, anthropic, azure_openai "
+					  "and ollama");
+		if (!json_is_object(p) || aw_json_only(p, fields, err))
+			return aw_fail_at(err, AW_E_CONFIG, where,
+					  "a provider is {\"url\", \"api\"?, \"api_key\"?}");
+		if (!url_ok(json_string_value(json_object_get(p, "url"))))
+			return aw_fail_at(err, AW_E_CONFIG, where, "url must be http(s)://...");
+		const char *api = json_string_value(json_object_get(p, "api"));
+		if (json_object_get(p, "api") &&
+		    (!api || (strcmp(api, "openai") && strcmp(api, "ollama"))))
+			return aw_fail_at(err, AW_E_CONFIG, where, "api must be openai or ollama");
+		json_t *key = json_object_get(p, "api_key");
+		if (key &&
+		    (!json_is_string(key) || aw_secret_ref_check(json_string_value(key), err)))
+			return aw_fail_at(err, AW_E_CONFIG, where,
+					  "api_key must be a secret reference: env:NAME or "
+					  "file:/path (never the key itself)");
+	}
+	return AW_OK;
+}
+
+/* ------------------------------------------------------------ calls */
+
+void aw_llm_call_put(aw_llm_call *c)
+{
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	for (int i = 0; i < c->nt; i++)
+		aw_llm_upstream_put(c->t[i].u);
+	json_decref(c->req);
+	json_decref(c->feedback);
+	aw_schema_free(c->schema);
+	free(c->answer);
+	aw_buf_free(&c->out);
+	aw_buf_free(&c->notes);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static void record_queue(aw_llm *g, aw_llm_call *c);
+
+void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
+		   ...)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->finished) {
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	c->finished = 1;
+	if (st == AW_LLM_FAILED && c->state == AW_LLM_STREAM)
+		st = AW_LLM_STREAM; /* bytes went out: the stream just ends */
+	c->state = st;
+	c->eof = 1;
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		char msg[sizeof c->error.msg];
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+		aw_fail(&c->error, e, "%s", msg);
+	}
+	snprintf(c->outcome, sizeof c->outcome, "%s", outcome);
+	c->code = e ? aw_err_code(e) : NULL;
+	if (c->parked) {
+		c->parked = 0;
+		c->wake(c->wake_ud);
+	}
+	pthread_mutex_unlock(&c->mu);
+	record_queue(c->g, c);
+}
+
+void aw_llm_emit(aw_llm_call *c, const char *data, size_t n)
+{
+	pthread_mutex_lock(&c->mu);
+	if (!c->bytes_out)
+		c->t_client_first_ns = aw_clock_mono_ns();
+	c->bytes_out = 1;
+	c->state = AW_LLM_STREAM;
+	aw_buf_add(&c->out, data, n);
+	if (c->parked) {
+		c->parked = 0;
+		c->wake(c->wake_ud);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **body, aw_error *err)
+{
+	pthread_mutex_lock(&c->mu);
+	aw_llm_state st = c->state;
+	if (st == AW_LLM_WAIT) {
+		c->parked = 1;
+		park(pud);
+	} else if (st == AW_LLM_ANSWER) {
+		*body = c->answer;
+		c->answer = NULL;
+	} else if (st == AW_LLM_FAILED) {
+		*err = c->error;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return st;
+}
+
+ssize_t aw_llm_read(aw_llm_call *c, char *buf, size_t max, aw_llm_park park, void *pud)
+{
+	pthread_mutex_lock(&c->mu);
+	ssize_t n = 0;
+	size_t avail = c->out.len - c->out_off;
+	if (avail) {
+		n = (ssize_t)(avail < max ? avail : max);
+		memcpy(buf, c->out.p + c->out_off, (size_t)n);
+		c->out_off += (size_t)n;
+		if (c->out_off == c->out.len) { /* all sent: start again at the front */
+			aw_buf_truncate(&c->out, 0);
+			c->out_off = 0;
+		}
+	} else if (c->eof) {
+		n = -1;
+	} else {
+		c->parked = 1;
+		park(pud);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+void aw_llm_release(aw_llm_call *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->released = 1;
+	c->parked = 0;
+	int running = !c->finished;
+	pthread_mutex_unlock(&c->mu);
+	if (running && c->g->multi)
+		curl_multi_wakeup(c->g->multi);
+	aw_llm_call_put(c);
+}
+
+/* ------------------------------------------------------------ the cap */
+
+static void utc_date(char out[16])
+{
+	time_t now = (time_t)(aw_clock_wall_ms() / 1000);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(out, 16, "%Y-%m-%d", &tm);
+}
+
+int aw_llm_cap_take(aw_llm *g)
+{
+	char date[16];
+	utc_date(date);
+	pthread_mutex_lock(&g->mu);
+	long cap = g->emergency_cap;
+	if (!g->o.kv) {
+		if (strcmp(date, g->cap_date)) {
+			snprintf(g->cap_date, sizeof g->cap_date, "%s", date);
+			g->cap_count = 0;
+		}
+		int ok = g->cap_count < cap;
+		g->cap_count += ok;
+		pthread_mutex_unlock(&g->mu);
+		return ok;
+	}
+	pthread_mutex_unlock(&g->mu);
+	/* INCRBY answers each caller a distinct count: exactly cap of them are
+	 * at or under it, whatever the concurrency, in every process */
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, AW_PLATFORM_PROJECT);
+	const char *vals[] = {date};
+	long long n = 0;
+	aw_error err = {0};
+	if (aw_kv_incr(g->o.kv, &ctx, "gemini_daily_count", vals, 1, 1, &n, &err)) {
+		aw_log(AW_LOG_WARN, NULL, "llm emergency cap unreadable: refused", "detail",
+		       err.msg, NULL);
+		return 0; /* fails closed */
+	}
+	if (n == 1)
+		aw_kv_expire(g->o.kv, &ctx, "gemini_daily_count", vals, 1, 2 * 86400, &err);
+	return n <= cap;
+}
+
+/* ------------------------------------------------------------ topology (D5) */
+
+static void on_platform_change(void *ud, const char *project, const char *family,
+			       const char *contract_id, const char *revision_id, const char *source)
+{
+	(void)project, (void)family, (void)revision_id;
+	aw_llm *g = ud;
+	if (strcmp(contract_id, AW_TOPOLOGY_CONTRACT))
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->topo_dirty = 1;
+	pthread_mutex_unlock(&g->mu);
+	aw_log(AW_LOG_INFO, NULL, "llm ollama topology changed: pools reset", "source", source,
+	       NULL);
+}
+
+/* Caller holds g->mu. Replaces the topology upstreams (and so their pools). */
+static void topo_install(aw_llm *g, const aw_policy *pol)
+{
+	static const char *const roles[] = {"primary", "secondary", "fallback"};
+	for (int i = 0; i < 3; i++) {
+		aw_llm_upstream_put(g->topo[i]);
+		g->topo[i] = NULL;
+		json_t *ep = pol ? json_object_get(pol->body, roles[i]) : NULL;
+		const char *url = json_string_value(json_object_get(ep, "url"));
+		if (!url)
+			continue;
+		char name[48];
+		snprintf(name, sizeof name, "ollama-%s", roles[i]);
+		upstream *u = aw_llm_upstream_new(name, API_OLLAMA, url, NULL);
+		if (!u)
+			continue;
+		u->timeout_ms = (int)json_integer_value(json_object_get(ep, "timeout_ms"));
+		json_t *models = json_object_get(ep, "models");
+		u->models = json_array_size(models) ? json_incref(models) : NULL;
+		g->topo[i] = u;
+	}
+	json_t *em = pol ? json_object_get(pol->body, "emergency_cloud") : NULL;
+	snprintf(g->emergency_provider, sizeof g->emergency_provider, "%s",
+		 json_string_value(json_object_get(em, "provider")) ?: "");
+	snprintf(g->emergency_model, sizeof g->emergency_model, "%s",
+		 json_string_value(json_object_get(em, "model")) ?: "");
+	g->emergency_cap = (long)json_integer_value(json_object_get(em, "daily_cap"));
+	snprintf(g->topo_rev, sizeof g->topo_rev, "%s", pol ? pol->revision_id : "");
+	g->topo_dirty = 0;
+	aw_metrics_llm_event("pool_reset", "ollama");
+}
+
+/* Brings the topology up to the active revision (a cached read). */
+static void topo_refresh(aw_llm *g, const aw_ctx *ctx)
+{
+	aw_ctx pc;
+	aw_ctx_with_project(ctx, AW_PLATFORM_PROJECT, &pc);
+	aw_policy pol = {0};
+	aw_error err = {0};
+	aw_err e = aw_policy_effective(g->o.policy, &pc, "platform_resource", AW_TOPOLOGY_CONTRACT,
+				       &pol, &err);
+	const char *rev = e ? "" : pol.revision_id;
+	pthread_mutex_lock(&g->mu);
+	if (e == AW_OK || e == AW_E_CONTRACT_NOT_FOUND) {
+		if (g->topo_dirty || strcmp(rev, g->topo_rev))
+			topo_install(g, e ? NULL : &pol);
+	}
+	pthread_mutex_unlock(&g->mu);
+	aw_policy_release(&pol);
+}
+
+/* ------------------------------------------------------------ routing */
+
+static upstream *provider(aw_llm *g, const char *name)
+{
+	for (int i = 0; i < g->nproviders; i++)
+		if (!strcmp(g->providers[i]->name, name))
+			return g->providers[i];
+	return NULL;
+}
+
+static int serves(const upstream *u, const char *model)
+{
+	if (!u->models)
+		return 1;
+	size_t i;
+	json_t *m;
+	json_array_foreach (u->models, i, m)
+		if (!strcmp(json_string_value(m), model))
+			return 1;
+	return 0;
+}
+
+static void add_target(aw_llm_call *c, upstream *u, const char *model, int timeout_ms,
+		       int emergency)
+{
+	if (!u || c->nt >= MAX_TARGETS)
+		return;
+	atomic_fetch_add(&u->refs, 1);
+	target *t = &c->t[c->nt++];
+	t->u = u;
+	snprintf(t->model, sizeof t->model, "%s", model);
+	t->timeout_ms = timeout_ms;
+	t->emergency = emergency;
+}
+
+static const json_t *pick_route(const json_t *body, const char *model, const char *task)
+{
+	const json_t *routes = json_object_get(body, "routes");
+	size_t i, j;
+	json_t *r, *cand;
+	json_array_foreach (routes, i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "name")), model))
+			return r;
+	if (task)
+		json_array_foreach (routes, i, r) {
+			json_t *m = json_object_get(r, "match");
+			const char *t = json_string_value(json_object_get(m, "task"));
+			const char *in = json_string_value(json_object_get(m, "intent"));
+			if ((t && !strcmp(t, task)) || (in && !strcmp(in, task)))
+				return r;
+		}
+	json_array_foreach (routes, i, r)
+		json_array_foreach (json_object_get(r, "candidates"), j, cand)
+			if (!strcmp(json_string_value(json_object_get(cand, "model")), model))
+				return r;
+	const char *def = json_string_value(json_object_get(body, "default_route"));
+	if (def)
+		json_array_foreach (routes, i, r)
+			if (!strcmp(json_string_value(json_object_get(r, "name")), def))
+				return r;
+	return NULL;
+}
+
+/* The route's candidates as targets: "ollama" expands to the topology hosts
+ * that serve the model (or the configured ollama provider without a
+ * topology), then once the emergency cloud model. Caller holds g->mu. */
+static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const json_t *limits)
+{
+	json_t *mf = json_object_get(limits, "max_fallbacks");
+	size_t max = json_is_integer(mf) ? (size_t)json_integer_value(mf) + 1 : 11;
+	int emergency_added = 0;
+	size_t i;
+	json_t *cand;
+	json_array_foreach (json_object_get(route, "candidates"), i, cand) {
+		if (i >= max)
+			break;
+		const char *p = json_string_value(json_object_get(cand, "provider"));
+		const char *model = json_string_value(json_object_get(cand, "model"));
+		int tmo = (int)json_integer_value(json_object_get(cand, "timeout_ms"));
+		if (strcmp(p, "ollama") != 0) {
+			add_target(c, provider(g, p), model, tmo, 0);
+			continue;
+		}
+		int hosts = 0;
+		for (int k = 0; k < 3; k++)
+			if (g->topo[k] && serves(g->topo[k], model)) {
+				add_target(c, g->topo[k], model, tmo, 0);
+				hosts++;
+			}
+		if (!g->topo_rev[0])
+			add_target(c, provider(g, "ollama"), model, tmo, 0);
+		if (hosts && !emergency_added && g->emergency_model[0]) {
+			add_target(c, provider(g, g->emergency_provider), g->emergency_model, 0, 1);
+			emergency_added = 1;
+		}
+	}
+}
+
+static aw_err route_call(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
+{
+	aw_policy pol = {0};
+	aw_err e = aw_policy_effective(g->o.policy, &c->ctx, "policy_routing", g->contract_id, &pol,
+				       err);
+	if (e == AW_E_CONTRACT_NOT_FOUND)
+		return aw_fail(err, AW_E_LLM_POLICY,
+			       "project %s has no active policy_routing revision '%s' (never "
+			       "activated, or revoked): no model call is allowed",
+			       c->ctx.project, g->contract_id);
+	if (e)
+		return e;
+	const json_t *route = pick_route(pol.body, c->rq.model, task);
+	if (!route) {
+		aw_policy_release(&pol);
+		return aw_fail_at(err, AW_E_LLM_ROUTE, "/model",
+				  "no route of policy revision %s serves model '%.64s'",
+				  pol.revision_id, c->rq.model);
+	}
+	snprintf(c->route, sizeof c->route, "%s",
+		 json_string_value(json_object_get(route, "name")));
+	snprintf(c->revision_id, sizeof c->revision_id, "%s", pol.revision_id);
+	snprintf(c->body_hash, sizeof c->body_hash, "%s", pol.body_hash);
+	json_t *limits = json_object_get(pol.body, "limits");
+	json_t *sr = json_object_get(limits, "schema_retries");
+	c->schema_retries = json_is_integer(sr) ? (int)json_integer_value(sr) : g->o.schema_retries;
+	topo_refresh(g, &c->ctx);
+	pthread_mutex_lock(&g->mu);
+	targets_of(g, c, route, limits);
+	pthread_mutex_unlock(&g->mu);
+	aw_policy_release(&pol);
+	if (!c->nt)
+		return aw_fail(err, AW_E_LLM_UPSTREAMS,
+			       "route %s has no configured upstream (providers of its candidates "
+			       "are not in the gateway configuration)",
+			       c->route);
+	return AW_OK;
+}
+
+aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		    aw_llm_wake wake, void *ud, aw_llm_call **out, aw_error *err)
+{
+	*out = NULL;
+	if (atomic_load(&g->stopping))
+		return aw_fail(err, AW_E_LLM_UNAVAILABLE, "the gateway is shutting down");
+	aw_llm_call *c = calloc(1, sizeof *c);
+	if (!c)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	atomic_init(&c->refs, 1);
+	pthread_mutex_init(&c->mu, NULL);
+	c->g = g;
+	c->ctx = *ctx;
+	c->wake = wake;
+	c->wake_ud = ud;
+	c->t0_ns = aw_clock_mono_ns();
+	c->out = (aw_buf)AW_BUF_INIT(64u << 20);
+	c->notes = (aw_buf)AW_BUF_INIT(1500);
+	c->step_no = meta ? meta->step_no : 0;
+	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
+	aw_err e = AW_OK;
+	if (!(c->req = json_deep_copy(req)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!e)
+		e = aw_llm_req_check(c->req, &c->rq, err);
+	if (!e && c->rq.schema) {
+		json_t *s = json_deep_copy(c->rq.schema);
+		e = aw_schema_compile(s, &c->schema, err);
+		json_decref(s);
+		if (e)
+			snprintf(err->where, sizeof err->where,
+				 "/response_format/json_schema/schema");
+	}
+	if (!e)
+		e = route_call(g, c, meta ? meta->task : NULL, err);
+	if (e) {
+		aw_llm_call_put(c);
+		aw_metrics_llm_event("refused", aw_err_code(e));
+		return e;
+	}
+	c->up_stream = c->rq.stream && !c->schema;
+	snprintf(c->st.id, sizeof c->st.id, "chatcmpl-%s", ctx->request_id);
+	c->st.created = aw_clock_wall_ms() / 1000;
+	c->st.model = c->rq.model;
+	aw_llm_submit(g, c);
+	*out = c;
+	return AW_OK;
+}
+
+/* ------------------------------------------------------------ recorder */
+
+static void record_queue(aw_llm *g, aw_llm_call *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+	double secs = (double)(aw_clock_mono_ns() - c->t0_ns) / 1e9;
+	aw_metrics_llm_call(c->ctx.project, c->rq.model,
+			    c->upstream_name[0] ? c->upstream_name : "-", c->outcome, secs,
+			    c->st.tokens_in, c->st.tokens_out);
+	pthread_mutex_lock(&g->rmu);
+	c->next = NULL;
+	if (g->rq_tail)
+		g->rq_tail->next = c;
+	else
+		g->rq_head = c;
+	g->rq_tail = c;
+	g->rq_n++;
+	pthread_cond_signal(&g->rcv);
+	pthread_mutex_unlock(&g->rmu);
+}
+
+/* The envelope of a finished call: what its audit record says. */
+static json_t *envelope(const aw_llm_call *c)
+{
+	double ms = (double)(aw_clock_mono_ns() - c->t0_ns) / 1e6;
+	json_t *p = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:s,s:i,s:i,s:b,s:b}",
+			      "principal", c->ctx.principal, "trace_id", c->ctx.trace.trace_id,
+			      "route", c->route, "policy_revision", c->revision_id,
+			      "policy_body_hash", c->body_hash, "model", c->rq.model, "upstream",
+			      c->upstream_name[0] ? c->upstream_name : "-", "upstream_model",
+			      c->model_used, "tokens_in", (json_int_t)c->st.tokens_in, "tokens_out",
+			      (json_int_t)c->st.tokens_out, "latency_ms", ms, "outcome", c->outcome,
+			      "attempts", c->attempts, "failovers", c->failovers, "stream",
+			      c->rq.stream, "emergency", c->emergency_used);
+	if (p && c->code)
+		json_object_set_new(p, "code", json_string(c->code));
+	if (p && c->run_id[0]) {
+		json_object_set_new(p, "run_id", json_string(c->run_id));
+		json_object_set_new(p, "step", json_integer(c->step_no));
+	}
+	if (p && c->t_client_first_ns)
+		json_object_set_new(p, "ttft_ms",
+				    json_real((double)(c->t_client_first_ns - c->t0_ns) / 1e6));
+	if (p && c->schema)
+		json_object_set_new(p, "schema_attempts",
+				    json_integer(c->schema_fails + (c->outcome[0] == 'o')));
+	return p;
+}
+
+/* Writes one project's records in one transaction. */
+static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
+{
+	aw_audit_item items[64];
+	json_t *payloads[64];
+	for (int i = 0; i < n; i++) {
+		payloads[i] = envelope(calls[i]);
+		items[i] = (aw_audit_item){.action = "llm.call",
+					   .target = calls[i]->route,
+					   .trace_id = calls[i]->ctx.trace.trace_id,
+					   .payload = payloads[i]};
+	}
+	aw_ctx ctx = calls[0]->ctx;
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);
+	if (!e)
+		e = aw_audit_record_many(t, &ctx, items, n, &err);
+	if (!e)
+		e = aw_store_commit(t, &err);
+	else if (t)
+		aw_store_rollback(t);
+	if (e)
+		aw_log(AW_LOG_ERROR, &ctx, "llm audit records lost", "detail", err.msg, NULL);
+	for (int i = 0; i < n; i++)
+		json_decref(payloads[i]);
+}
+
+static void *recorder_main(void *arg)
+{
+	aw_llm *g = arg;
+	pthread_mutex_lock(&g->rmu);
+	for (;;) {
+		while (!g->rq_head && !atomic_load(&g->stopping))
+			pthread_cond_wait(&g->rcv, &g->rmu);
+		if (!g->rq_head)
+			break;
+		aw_llm_call *list = g->rq_head;
+		g->rq_head = g->rq_tail = NULL;
+		g->rq_n = 0;
+		pthread_mutex_unlock(&g->rmu);
+		while (list) { /* batches of one project, in order */
+			aw_llm_call *batch[64];
+			int n = 0;
+			aw_llm_call **pp = &list;
+			const char *project = list->ctx.project;
+			while (*pp && n < 64) {
+				if (!strcmp((*pp)->ctx.project, project)) {
+					batch[n++] = *pp;
+					*pp = (*pp)->next;
+				} else {
+					pp = &(*pp)->next;
+				}
+			}
+			record_batch(g, batch, n);
+			for (int i = 0; i < n; i++)
+				aw_llm_call_put(batch[i]);
+		}
+		aw_metrics_loop_tick("llm_recorder");
+		pthread_mutex_lock(&g->rmu);
+	}
+	pthread_mutex_unlock(&g->rmu);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ life */
+
+aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
+{
+	*out = NULL;
+	if (!o->store || !o->policy)
+		return aw_fail(err, AW_E_CONFIG,
+			       "the LLM gateway needs a store and a policy cache");
+	if (o->config && aw_llm_config_check(o->config, err))
+		return err->err;
+	aw_llm *g = calloc(1, sizeof *g);
+	if (!g)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	g->o = *o;
+	g->config = o->config ? json_deep_copy(o->config) : json_object();
+	g->o.config = g->config;
+	snprintf(g->contract_id, sizeof g->contract_id, "%s",
+		 o->contract_id ? o->contract_id : "default");
+	g->o.contract_id = g->contract_id;
+#define DEF(f, v)        \
+	if (g->o.f <= 0) \
+		g->o.f = v;
+	DEF(connect_timeout_ms, 3000)
+	DEF(first_byte_ms, 60000)
+	DEF(idle_ms, 30000)
+	DEF(breaker_failures, 5)
+	DEF(breaker_cooldown_ms, 10000)
+#undef DEF
+	if (o->schema_retries < 0 || o->schema_retries > 10)
+		g->o.schema_retries = 3;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_mutex_init(&g->rmu, NULL);
+	pthread_cond_init(&g->rcv, NULL);
+	const char *name;
+	json_t *p;
+	json_object_foreach (json_object_get(g->config, "providers"), name, p) {
+		const char *api = json_string_value(json_object_get(p, "api"));
+		int kind = api ? !strcmp(api, "ollama") : !strcmp(name, "ollama");
+		upstream *u = aw_llm_upstream_new(name, kind ? API_OLLAMA : API_OPENAI,
+						  json_string_value(json_object_get(p, "url")),
+						  json_string_value(json_object_get(p, "api_key")));
+		if (u && g->nproviders < 8)
+			g->providers[g->nproviders++] = u;
+	}
+	aw_err e = aw_llm_engine_start(g, err);
+	if (!e && pthread_create(&g->recorder, NULL, recorder_main, g) != 0)
+		e = aw_fail(err, AW_E_INTERNAL, "cannot start the LLM recorder thread");
+	else if (!e)
+		g->recorder_started = 1;
+	if (!e && aw_policy_on_platform_change(o->policy, on_platform_change, g) != 0)
+		e = aw_fail(err, AW_E_INTERNAL, "too many platform listeners");
+	if (e) {
+		aw_llm_stop(g);
+		aw_llm_free(g);
+		return e;
+	}
+	*out = g;
+	return AW_OK;
+}
+
+void aw_llm_stop(aw_llm *g)
+{
+	if (!g)
+		return;
+	aw_llm_engine_stop(g); /* sets stopping; ends every call */
+	if (g->recorder_started) {
+		pthread_mutex_lock(&g->rmu);
+		pthread_cond_broadcast(&g->rcv);
+		pthread_mutex_unlock(&g->rmu);
+		pthread_join(g->recorder, NULL); /* drains the queue first */
+		g->recorder_started = 0;
+	}
+}
+
+void aw_llm_free(aw_llm *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < g->nproviders; i++)
+		aw_llm_upstream_put(g->providers[i]);
+	for (int i = 0; i < 3; i++)
+		aw_llm_upstream_put(g->topo[i]);
+	json_decref(g->config);
+	pthread_mutex_destroy(&g->mu);
+	pthread_mutex_destroy(&g->rmu);
+	pthread_cond_destroy(&g->rcv);
+	free(g);
+}
+
+/* ------------------------------------------------------------ sync + models */
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int woken;
+} waiter;
+
+static void w_wake(void *ud)
+{
+	waiter *w = ud;
+	pthread_mutex_lock(&w->mu);
+	w->woken = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void w_park(void *ud)
+{
+	(void)ud; /* the caller waits below */
+}
+
+aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		       json_t **resp, aw_error *err)
+{
+	*resp = NULL;
+	if (json_is_true(json_object_get(req, "stream")))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/stream",
+				  "a waited-for call does not stream");
+	waiter w = {.woken = 0};
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	aw_llm_call *c = NULL;
+	aw_err e = aw_llm_start(g, ctx, req, meta, w_wake, &w, &c, err);
+	char *body = NULL;
+	while (!e) {
+		aw_llm_state st = aw_llm_head(c, w_park, NULL, &body, err);
+		if (st == AW_LLM_ANSWER)
+			break;
+		if (st == AW_LLM_FAILED) {
+			e = err->err;
+			break;
+		}
+		pthread_mutex_lock(&w.mu);
+		while (!w.woken)
+			pthread_cond_wait(&w.cv, &w.mu);
+		w.woken = 0;
+		pthread_mutex_unlock(&w.mu);
+	}
+	aw_llm_release(c);
+	if (!e) {
+		*resp = json_loads(body, 0, NULL);
+		if (!*resp)
+			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	free(body);
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	return e;
+}
+
+aw_err aw_llm_models(aw_llm *g, const aw_ctx *ctx, json_t **out, aw_error *err)
+{
+	aw_policy pol = {0};
+	aw_err e =
+		aw_policy_effective(g->o.policy, ctx, "policy_routing", g->contract_id, &pol, err);
+	if (e == AW_E_CONTRACT_NOT_FOUND)
+		return aw_fail(err, AW_E_LLM_POLICY,
+			       "project %s has no active policy_routing revision '%s'",
+			       ctx->project, g->contract_id);
+	if (e)
+		return e;
+	json_t *data = json_array();
+	json_t *seen = json_object();
+	size_t i, j;
+	json_t *r, *cand;
+	json_array_foreach (json_object_get(pol.body, "routes"), i, r) {
+		const char *ids[11];
+		int n = 0;
+		ids[n++] = json_string_value(json_object_get(r, "name"));
+		json_array_foreach (json_object_get(r, "candidates"), j, cand)
+			if (n < 11)
+				ids[n++] = json_string_value(json_object_get(cand, "model"));
+		for (int k = 0; k < n; k++) {
+			if (json_object_get(seen, ids[k]))
+				continue;
+			json_object_set_new(seen, ids[k], json_true());
+			json_array_append_new(data, json_pack("{s:s,s:s,s:i,s:s}", "id", ids[k],
+							      "object", "model", "created", 0,
+							      "owned_by", ctx->project));
+		}
+	}
+	json_decref(seen);
+	aw_policy_release(&pol);
+	*out = json_pack("{s:s,s:o}", "object", "list", "data", data);
+	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}

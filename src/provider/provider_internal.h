@@ -1,0 +1,136 @@
+/*
+ * provider_internal.h - what the files of src/provider/ share: upstreams (a
+ * connection pool and a circuit breaker each), targets (one upstream + model
+ * a call may try), the call, and the gateway. Engine-thread-only fields are
+ * marked; everything a client reads is under the call's mutex.
+ */
+#ifndef AW_PROVIDER_INTERNAL_H
+#define AW_PROVIDER_INTERNAL_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "awooop/llm.h"
+#include "awooop/llm_wire.h"
+#include "awooop/schema.h"
+
+enum { API_OPENAI = 0, API_OLLAMA };
+enum { BREAKER_CLOSED = 0, BREAKER_OPEN, BREAKER_HALF_OPEN };
+
+typedef struct upstream {
+	atomic_int refs;
+	char name[48]; /* metrics label: the provider, or ollama-primary/-secondary/-fallback */
+	int api;
+	char url[300];	   /* the base: ".../v1" (openai) or the host (ollama) */
+	char key_ref[300]; /* secret reference, "" = none */
+	int timeout_ms;	   /* first-byte timeout of the endpoint, 0 = the gateway's */
+	json_t *models;	   /* topology endpoint's model list, NULL = any */
+	CURLSH *share;	   /* the connection pool (engine thread) */
+	/* breaker (engine thread) */
+	int state, fails, probing;
+	int64_t open_until_ns;
+} upstream;
+
+typedef struct {
+	upstream *u; /* a reference */
+	char model[129];
+	int timeout_ms; /* candidate's, 0 = upstream's or the gateway's */
+	int emergency;	/* counted against the daily cap before it is tried */
+} target;
+
+#define MAX_TARGETS 24
+
+struct aw_llm_call {
+	aw_llm *g;
+	atomic_int refs;
+	struct aw_llm_call *next; /* engine inbox / active list / recorder queue */
+	/* the request */
+	aw_ctx ctx;
+	json_t *req;
+	aw_llm_req rq;
+	aw_schema *schema;
+	int schema_retries;
+	int up_stream; /* the upstream call streams (client streams, no schema) */
+	target t[MAX_TARGETS];
+	int nt, ti;
+	char route[64], revision_id[AW_UUID_STR_LEN + 1], body_hash[65];
+	char run_id[AW_UUID_STR_LEN + 1];
+	int step_no;
+	json_t *feedback; /* messages appended for a schema retry */
+	/* the current transfer (engine thread) */
+	CURL *easy;
+	struct curl_slist *hdrs;
+	char *payload;
+	aw_buf body; /* a non-streamed answer, or an error body */
+	aw_sse sse;
+	aw_ndjson nd;
+	aw_llm_stream_state st;
+	long status;
+	int64_t t0_ns, t_try_ns, t_first_ns, t_last_ns, t_client_first_ns;
+	int fb_ms, saw_end, bytes_out, failovers, attempts, schema_fails;
+	aw_buf notes; /* why each target failed, for the error detail */
+	/* what the client reads (mu) */
+	pthread_mutex_t mu;
+	aw_llm_state state;
+	char *answer;
+	aw_error error;
+	aw_buf out;
+	size_t out_off;
+	int eof, parked, released, finished;
+	aw_llm_wake wake;
+	void *wake_ud;
+	/* outcome, for the envelope */
+	char outcome[24];
+	const char *code;
+	char upstream_name[48], model_used[129];
+	int emergency_used;
+};
+
+struct aw_llm {
+	aw_llm_opts o;
+	json_t *config;
+	char contract_id[AW_PROJECT_MAX + 1];
+	pthread_mutex_t mu; /* topology, the inbox, the in-process cap */
+	upstream *providers[8];
+	int nproviders;
+	upstream *topo[3]; /* primary, secondary, fallback (NULL when absent) */
+	char topo_rev[AW_UUID_STR_LEN + 1];
+	int topo_dirty;
+	char emergency_provider[32], emergency_model[129];
+	long emergency_cap;
+	char cap_date[16];
+	long cap_count;
+	/* engine */
+	CURLM *multi;
+	pthread_t engine, recorder;
+	int engine_started, recorder_started;
+	atomic_bool stopping;
+	aw_llm_call *inbox;
+	aw_llm_call *active; /* engine thread */
+	/* recorder */
+	pthread_mutex_t rmu;
+	pthread_cond_t rcv;
+	aw_llm_call *rq_head, *rq_tail;
+	int rq_n;
+};
+
+/* engine.c */
+aw_err aw_llm_engine_start(aw_llm *g, aw_error *err);
+void aw_llm_engine_stop(aw_llm *g);
+void aw_llm_submit(aw_llm *g, aw_llm_call *c);
+upstream *aw_llm_upstream_new(const char *name, int api, const char *url, const char *key_ref);
+void aw_llm_upstream_put(upstream *u);
+/* gateway.c */
+void aw_llm_call_put(aw_llm_call *c);
+/* Ends the call (engine thread or stop): sets what the client reads, wakes
+ * it, queues the audit record. */
+void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
+		   ...) __attribute__((format(printf, 5, 6)));
+/* Appends stream bytes for the client and wakes it (engine thread). */
+void aw_llm_emit(aw_llm_call *c, const char *data, size_t n);
+/* In-process or Redis daily counter; 1 when this call may use the emergency
+ * model. */
+int aw_llm_cap_take(aw_llm *g);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * step.c - the run runtime's `llm` step kind: one model call through the
+ * gateway, in process (same guard, routing, failover, schema retries and
+ * audit envelope as the HTTP endpoint), carrying the run id and step number.
+ *
+ *   llm {"model", "messages", "task"?, "response_format"?, "max_tokens"?,
+ *        "temperature"?}
+ *
+ * The result is the answer's text, finish reason, usage and the model that
+ * answered. Shadow mode records the request it would send. A cancelled run
+ * or a stopping worker abandons the call (its upstream transfer is cut).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/clock.h"
+#include "awooop/json.h"
+#include "awooop/run.h"
+#include "provider_internal.h"
+
+static aw_llm *the_gateway;
+
+static const char *const fields[] = {"model",	   "messages",	  "task", "response_format",
+				     "max_tokens", "temperature", NULL};
+
+static aw_err step_validate(const json_t *args, aw_error *err)
+{
+	aw_err e = aw_json_only(args, fields, err);
+	if (e)
+		return aw_fail_at(err, AW_E_RUN_WORKFLOW, err->where, "%s", err->msg);
+	json_t *task = json_object_get(args, "task");
+	if (task && (!json_is_string(task) || json_string_length(task) > 64))
+		return aw_fail_at(err, AW_E_RUN_WORKFLOW, "/task", "task must be a short string");
+	json_t *req = json_deep_copy(args);
+	json_object_del(req, "task");
+	aw_llm_req rq;
+	e = aw_llm_req_check(req, &rq, err);
+	json_decref(req);
+	if (e)
+		return aw_fail_at(err, AW_E_RUN_WORKFLOW, err->where, "%s", err->msg);
+	return AW_OK;
+}
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int woken;
+} waiter;
+
+static void wake(void *ud)
+{
+	waiter *w = ud;
+	pthread_mutex_lock(&w->mu);
+	w->woken = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void park(void *ud)
+{
+	(void)ud;
+}
+
+static aw_err step_run(const aw_step_call *sc, json_t **result, aw_error *err)
+{
+	if (!the_gateway)
+		return aw_fail(err, AW_E_RUN_STEP, "no LLM gateway runs in this worker");
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, sc->project);
+	snprintf(ctx.principal, sizeof ctx.principal, "run-worker");
+	aw_trace in;
+	if (sc->traceparent && aw_trace_parse(sc->traceparent, strlen(sc->traceparent), &in) == 0)
+		ctx.trace = in;
+	ctx.deadline_ns = sc->deadline_ns;
+	json_t *req = json_deep_copy(sc->args);
+	const char *task = json_string_value(json_object_get(sc->args, "task"));
+	json_object_del(req, "task");
+	aw_llm_meta meta = {.run_id = sc->run_id, .step_no = sc->step_no, .task = task};
+	waiter w = {.woken = 0};
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	aw_llm_call *c = NULL;
+	aw_err e = aw_llm_start(the_gateway, &ctx, req, &meta, wake, &w, &c, err);
+	json_decref(req);
+	char *body = NULL;
+	while (!e) {
+		aw_llm_state st = aw_llm_head(c, park, NULL, &body, err);
+		if (st == AW_LLM_ANSWER)
+			break;
+		if (st == AW_LLM_FAILED) {
+			e = err->err;
+			break;
+		}
+		pthread_mutex_lock(&w.mu);
+		while (!w.woken && !atomic_load(sc->stop) &&
+		       (!sc->deadline_ns || aw_clock_mono_ns() < sc->deadline_ns)) {
+			struct timespec ts = aw_clock_after(CLOCK_REALTIME, 100);
+			pthread_cond_timedwait(&w.cv, &w.mu, &ts);
+		}
+		w.woken = 0;
+		pthread_mutex_unlock(&w.mu);
+		if (atomic_load(sc->stop))
+			e = aw_fail(err, AW_E_RUN_CANCELLED,
+				    "the run was stopped during its LLM call");
+		else if (sc->deadline_ns && aw_clock_mono_ns() >= sc->deadline_ns)
+			e = aw_fail(err, AW_E_RUN_TIMEOUT,
+				    "the LLM call outlived the step deadline");
+	}
+	aw_llm_release(c);
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	if (e) {
+		free(body);
+		if (e != AW_E_RUN_CANCELLED && e != AW_E_RUN_TIMEOUT) /* keep the gateway's words */
+			return aw_fail(err, AW_E_RUN_STEP, "%s: %s", aw_err_code(e), err->msg);
+		return e;
+	}
+	json_t *resp = json_loads(body, 0, NULL);
+	free(body);
+	json_t *c0 = json_array_get(json_object_get(resp, "choices"), 0);
+	json_t *msg = json_object_get(c0, "message");
+	*result =
+		json_pack("{s:O?,s:O?,s:O?,s:O?}", "content", json_object_get(msg, "content"),
+			  "finish_reason", json_object_get(c0, "finish_reason"), "usage",
+			  json_object_get(resp, "usage"), "model", json_object_get(resp, "model"));
+	if (*result && json_object_get(msg, "tool_calls"))
+		json_object_set(*result, "tool_calls", json_object_get(msg, "tool_calls"));
+	json_decref(resp);
+	return *result ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+static json_t *step_intent(const json_t *args)
+{
+	return json_pack("{s:s,s:O}", "would_call", "POST /v1/chat/completions", "request", args);
+}
+
+static const aw_executor llm_executor = {
+	.kind = "llm",
+	.side_effect = 1,
+	.validate = step_validate,
+	.run = step_run,
+	.intent = step_intent,
+};
+
+int aw_llm_register_executor(aw_llm *g)
+{
+	the_gateway = g;
+	if (aw_executor_find("llm"))
+		return 0;
+	return aw_executor_register(&llm_executor);
+}

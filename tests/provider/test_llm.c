@@ -1,0 +1,888 @@
+/*
+ * test_llm.c - the LLM gateway on a real store (argv[1]: sqlite | postgres),
+ * a real Redis (the emergency cap) and fake upstreams (tests/support/
+ * fake_llm.c) started as processes on loopback:
+ *  - routing by the active policy_routing revision; a new activation changes
+ *    the next call's route; a revoked policy fails closed (E-LLM-001);
+ *  - failover order; no failover once a byte reached the client (E-LLM-004);
+ *  - the circuit breaker opens, skips, half-opens and closes;
+ *  - an ollama_topology activation resets the Ollama pools (new connection);
+ *  - the emergency daily cap is exact under 32 concurrent callers;
+ *  - schema retries: invalid twice then valid = 3 attempts; always invalid =
+ *    E-SCHEMA-001 after the retries;
+ *  - a credential canary reaches the upstream and nothing else (answers,
+ *    errors, audit records, log lines);
+ *  - the trace continues to the upstream; the `llm` run step.
+ */
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "awooop/audit.h"
+#include "awooop/buf.h"
+#include "awooop/clock.h"
+#include "awooop/contract.h"
+#include "awooop/llm.h"
+#include "awooop/metrics.h"
+#include "awooop/run.h"
+#include "awooop/tenancy.h"
+#include "support.h"
+
+#define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
+#define CANARY "sk-canary-7f3e9a1b2c4d5e6f708192a3b4c5d6e7"
+#define S (aw_fx.s)
+
+static aw_keyring *KR;
+static aw_contracts *C;
+static aw_test_redis R;
+
+/* ------------------------------------------------------------ fakes */
+
+typedef struct {
+	pid_t pid;
+	int port;
+	char url[64];
+} fake;
+
+static fake A, B, G, O1, O2; /* openai, anthropic, gemini (checks the key), 2 ollama hosts */
+static int dead_port;
+
+static void fake_start(fake *f, const char *name, int check_key)
+{
+	int fd[2];
+	if (pipe(fd))
+		abort();
+	f->pid = fork();
+	if (f->pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		if (check_key)
+			execl(FAKE_LLM_BIN, "fake_llm", "--name", name, "--expect-key-env",
+			      "AW_TEST_CANARY_KEY", (char *)NULL);
+		else
+			execl(FAKE_LLM_BIN, "fake_llm", "--name", name, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	FILE *in = fdopen(fd[0], "r");
+	if (!in || fscanf(in, "port %d", &f->port) != 1) {
+		fprintf(stderr, "fake_llm %s did not start\n", name);
+		abort();
+	}
+	fclose(in);
+	snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d", f->port);
+}
+
+static size_t sink(char *p, size_t sz, size_t n, void *ud)
+{
+	aw_buf_add(ud, p, sz * n);
+	return sz * n;
+}
+
+static json_t *fake_http(const fake *f, const char *method, const char *path, const char *body)
+{
+	char url[128];
+	snprintf(url, sizeof url, "%s%s", f->url, path);
+	aw_buf b = AW_BUF_INIT(1 << 20);
+	CURL *h = curl_easy_init();
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	json_t *j = json_loads(aw_buf_str(&b), 0, NULL);
+	aw_buf_free(&b);
+	return j;
+}
+
+static long stat_of(const fake *f, const char *k)
+{
+	json_t *j = fake_http(f, "GET", "/stats", NULL);
+	long v = (long)json_integer_value(json_object_get(j, k));
+	json_decref(j);
+	return v;
+}
+
+static void fake_status(const fake *f, int status)
+{
+	char b[32];
+	snprintf(b, sizeof b, "{\"status\":%d}", status);
+	json_decref(fake_http(f, "POST", "/control", b));
+}
+
+/* ------------------------------------------------------------ contracts */
+
+static void ready_revision(const char *project, const char *family, const char *cid, json_t *body,
+			   char *rev)
+{
+	aw_ctx pub, appr;
+	aw_test_ctx(&pub, project, AW_SCOPE_OPERATOR, "publisher");
+	aw_test_ctx(&appr, project, AW_SCOPE_OPERATOR, "approver");
+	aw_error err = {0};
+	aw_revision r = {0};
+	if (aw_contract_create(C, S, &pub, family, cid, body, &r, &err))
+		fail_msg("create: %s %s", err.msg, err.where);
+	snprintf(rev, AW_UUID_STR_LEN + 1, "%s", r.revision_id);
+	aw_revision_clear(&r);
+	assert_int_equal(aw_contract_publish(C, S, &pub, family, cid, rev, NULL, &err), AW_OK);
+	assert_int_equal(aw_contract_approve(C, S, &appr, family, cid, rev, NULL, &err), AW_OK);
+	json_decref(body);
+}
+
+static void activate(const char *project, const char *family, const char *cid, json_t *body,
+		     char *rev_out)
+{
+	char rev[AW_UUID_STR_LEN + 1];
+	ready_revision(project, family, cid, body, rev);
+	aw_ctx op;
+	aw_test_ctx(&op, project, AW_SCOPE_OPERATOR, "operator");
+	aw_error err = {0};
+	aw_activation act;
+	aw_err e = aw_contract_activate(C, S, &op, family, cid, rev, &act, &err);
+	if (e || !act.activated)
+		fail_msg("activate: %s %s", aw_err_code(e), err.msg);
+	if (rev_out)
+		snprintf(rev_out, AW_UUID_STR_LEN + 1, "%s", rev);
+}
+
+/* A policy with one route "chat" of the given candidates ("provider=model"). */
+static json_t *policy(const char *const *cands)
+{
+	json_t *cs = json_array();
+	for (int i = 0; cands[i]; i++) {
+		char p[32];
+		const char *eq = strchr(cands[i], '=');
+		snprintf(p, sizeof p, "%.*s", (int)(eq - cands[i]), cands[i]);
+		json_array_append_new(cs, json_pack("{s:s,s:s}", "provider", p, "model", eq + 1));
+	}
+	return json_pack("{s:[{s:s,s:{s:s},s:o}]}", "routes", "name", "chat", "match", "task",
+			 "chat", "candidates", cs);
+}
+
+static void set_policy(const char *project, const char *const *cands, char *rev)
+{
+	activate(project, "policy_routing", "default", policy(cands), rev);
+}
+
+/* ------------------------------------------------------------ gateway */
+
+static aw_policy_cache *PC;
+static aw_kv *KV;
+static aw_llm *GW;
+
+static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
+{
+	aw_error err = {0};
+	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
+	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &PC, &err), AW_OK);
+	json_t *cfg = json_pack("{s:{s:{s:s,s:s},s:{s:s},s:{s:s,s:s},s:{s:s}}}", "providers",
+				"openai", "url", "", "api_key", "env:AW_TEST_CANARY_KEY",
+				"anthropic", "url", "", "gemini", "url", "", "api_key",
+				"env:AW_TEST_CANARY_KEY", "azure_openai", "url", "");
+	char u[96];
+	json_t *ps = json_object_get(cfg, "providers");
+	snprintf(u, sizeof u, "%s/v1", A.url);
+	json_object_set_new(json_object_get(ps, "openai"), "url", json_string(u));
+	snprintf(u, sizeof u, "%s/v1", B.url);
+	json_object_set_new(json_object_get(ps, "anthropic"), "url", json_string(u));
+	snprintf(u, sizeof u, "%s/v1", G.url);
+	json_object_set_new(json_object_get(ps, "gemini"), "url", json_string(u));
+	snprintf(u, sizeof u, "http://127.0.0.1:%d/v1", dead_port);
+	json_object_set_new(json_object_get(ps, "azure_openai"), "url", json_string(u));
+	aw_llm_opts lo = {.store = S,
+			  .policy = PC,
+			  .kv = kv,
+			  .config = cfg,
+			  .connect_timeout_ms = 1000,
+			  .first_byte_ms = 2000,
+			  .idle_ms = 1000,
+			  .breaker_failures = breaker_failures,
+			  .breaker_cooldown_ms = cooldown_ms,
+			  .schema_retries = 3};
+	if (aw_llm_new(&lo, &GW, &err))
+		fail_msg("gateway: %s", err.msg);
+	json_decref(cfg);
+}
+
+static void gateway_down(void)
+{
+	aw_llm_stop(GW);
+	aw_llm_free(GW);
+	aw_policy_cache_free(PC);
+	GW = NULL;
+	PC = NULL;
+}
+
+static aw_err ask(const char *project, const char *model, json_t *extra, json_t **resp,
+		  aw_error *err)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:[{s:s,s:s}]}", "model", model, "messages", "role", "user",
+				"content", "hello");
+	if (extra)
+		json_object_update(req, extra);
+	json_decref(extra);
+	aw_err e = aw_llm_complete(GW, &ctx, req, NULL, resp, err);
+	json_decref(req);
+	return e;
+}
+
+static const char *content(const json_t *resp)
+{
+	return json_string_value(json_object_get(
+		json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "message"),
+		"content"));
+}
+
+/* The answer's first word: the name of the fake that answered. */
+static void answered_by(const char *project, const char *who)
+{
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e = ask(project, "chat", NULL, &resp, &err);
+	if (e)
+		fail_msg("call: %s %s", aw_err_code(e), err.msg);
+	const char *c = content(resp);
+	if (!c || strncmp(c, who, strlen(who)) || c[strlen(who)] != ':')
+		fail_msg("answered by '%s', expected %s", c ? c : "(none)", who);
+	json_decref(resp);
+}
+
+/* Waits for the recorder, then the project's llm.call audit rows, newest
+ * first. */
+static json_t *audit_rows(const char *project)
+{
+	usleep(300000);
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_PROJECT_ADMIN, "auditor");
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	aw_error err = {0};
+	aw_txn *t = NULL;
+	assert_int_equal(aw_store_begin(S, &ctx, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_audit_list(t, 0, "llm.call", "", 100000, &rows, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	json_t *out = json_array();
+	for (int i = n - 1; i >= 0; i--)
+		json_array_append_new(out, aw_audit_row_json(&rows[i]));
+	aw_audit_rows_free(rows, n);
+	return out;
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void test_route_and_activation(void **state)
+{
+	(void)state;
+	gateway_up(5, 10000, NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	assert_int_equal(ask("acme", "chat", NULL, &resp, &err), AW_E_LLM_POLICY);
+	const char *c1[] = {"openai=gpt-a", NULL};
+	set_policy("acme", c1, NULL);
+	long a0 = stat_of(&A, "requests");
+	answered_by("acme", "A");
+	assert_int_equal(stat_of(&A, "requests"), a0 + 1);
+	json_t *st = fake_http(&A, "GET", "/stats", NULL);
+	assert_string_equal(json_string_value(json_object_get(st, "last_model")), "gpt-a");
+	json_decref(st);
+	/* model aliases: the route name, a candidate's model, a task */
+	assert_int_equal(ask("acme", "gpt-a", NULL, &resp, &err), AW_OK);
+	assert_string_equal(json_string_value(json_object_get(resp, "model")), "gpt-a");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "usage"),
+							    "completion_tokens")),
+			 8);
+	json_decref(resp);
+	assert_int_equal(ask("acme", "nope", NULL, &resp, &err), AW_E_LLM_ROUTE);
+	assert_string_equal(err.where, "/model");
+	/* another project has its own policy: none */
+	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_LLM_POLICY);
+	/* models */
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "acme", AW_SCOPE_WORKER, "agent-1");
+	json_t *models = NULL;
+	assert_int_equal(aw_llm_models(GW, &ctx, &models, &err), AW_OK);
+	assert_int_equal(json_array_size(json_object_get(models, "data")), 2);
+	json_decref(models);
+
+	/* a new activation: the very next call takes the new route */
+	const char *c2[] = {"anthropic=claude-b", NULL};
+	int64_t t0 = aw_clock_mono_ns();
+	set_policy("acme", c2, NULL);
+	int64_t t1 = aw_clock_mono_ns();
+	answered_by("acme", "B");
+	int64_t t2 = aw_clock_mono_ns();
+	printf("activation commit %.2f ms; commit -> first call answered on the new route %.2f "
+	       "ms\n",
+	       (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6);
+
+	/* revoked: fails closed, no upstream called */
+	aw_ctx op;
+	aw_test_ctx(&op, "acme", AW_SCOPE_OPERATOR, "operator");
+	aw_revision act = {0};
+	assert_int_equal(aw_contract_active(C, S, &op, "policy_routing", "default", &act, &err),
+			 AW_OK);
+	assert_int_equal(
+		aw_contract_revoke(C, S, &op, "policy_routing", "default", act.revision_id, &err),
+		AW_OK);
+	aw_revision_clear(&act);
+	long b0 = stat_of(&B, "requests");
+	assert_int_equal(ask("acme", "chat", NULL, &resp, &err), AW_E_LLM_POLICY);
+	assert_int_equal(stat_of(&B, "requests"), b0);
+	gateway_down();
+}
+
+static void test_failover_order(void **state)
+{
+	(void)state;
+	gateway_up(50, 10000, NULL);
+	const char *c[] = {"azure_openai=dead", "openai=x;status=503", "anthropic=ok", NULL};
+	set_policy("acme", c, NULL);
+	long a0 = stat_of(&A, "requests"), b0 = stat_of(&B, "requests");
+	answered_by("acme", "B");
+	assert_int_equal(stat_of(&A, "requests"), a0 + 1);
+	assert_int_equal(stat_of(&B, "requests"), b0 + 1);
+	/* 429 fails over too; a 400 does not */
+	const char *c2[] = {"openai=x;status=429", "anthropic=ok", NULL};
+	set_policy("acme", c2, NULL);
+	answered_by("acme", "B");
+	const char *c3[] = {"openai=x;status=400", "anthropic=ok", NULL};
+	set_policy("acme", c3, NULL);
+	b0 = stat_of(&B, "requests");
+	json_t *resp = NULL;
+	aw_error err = {0};
+	assert_int_equal(ask("acme", "chat", NULL, &resp, &err), AW_E_LLM_REFUSED);
+	assert_int_equal(stat_of(&B, "requests"), b0);
+	/* a first byte that does not come in time (2 s) fails over */
+	const char *c4[] = {"openai=x;hang=1", "anthropic=ok", NULL};
+	set_policy("acme", c4, NULL);
+	answered_by("acme", "B");
+	/* everything down: E-LLM-003 naming each target */
+	const char *c5[] = {"azure_openai=dead", "openai=x;status=500", NULL};
+	set_policy("acme", c5, NULL);
+	assert_int_equal(ask("acme", "chat", NULL, &resp, &err), AW_E_LLM_UPSTREAMS);
+	assert_non_null(strstr(err.msg, "azure_openai"));
+	assert_non_null(strstr(err.msg, "HTTP 500"));
+	json_t *rows = audit_rows("acme");
+	json_t *last = json_array_get(rows, 0); /* newest first */
+	json_t *p = json_object_get(last, "payload");
+	assert_string_equal(json_string_value(json_object_get(p, "outcome")), "unavailable");
+	assert_string_equal(json_string_value(json_object_get(p, "code")), "E-LLM-003");
+	json_decref(rows);
+	gateway_down();
+}
+
+/* ---- streams read as the HTTP front door reads them */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int woken;
+} waiter;
+static void w_wake(void *ud)
+{
+	waiter *w = ud;
+	pthread_mutex_lock(&w->mu);
+	w->woken = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+static void w_park(void *ud)
+{
+	(void)ud;
+}
+static void w_wait(waiter *w)
+{
+	pthread_mutex_lock(&w->mu);
+	while (!w->woken)
+		pthread_cond_wait(&w->cv, &w->mu);
+	w->woken = 0;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* The whole SSE text of a streamed call; NULL with *e when it failed before
+ * any byte. */
+static char *stream_call(const char *project, const char *model, int usage, aw_err *e,
+			 aw_error *err)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:b,s:{s:b},s:[{s:s,s:s}]}", "model", model, "stream", 1,
+				"stream_options", "include_usage", usage, "messages", "role",
+				"user", "content", "hi");
+	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	aw_llm_call *c = NULL;
+	*e = aw_llm_start(GW, &ctx, req, NULL, w_wake, &w, &c, err);
+	json_decref(req);
+	if (*e)
+		return NULL;
+	char *body = NULL;
+	aw_llm_state st;
+	while ((st = aw_llm_head(c, w_park, NULL, &body, err)) == AW_LLM_WAIT)
+		w_wait(&w);
+	if (st == AW_LLM_FAILED) {
+		*e = err->err;
+		aw_llm_release(c);
+		return NULL;
+	}
+	assert_int_equal(st, AW_LLM_STREAM);
+	aw_buf out = AW_BUF_INIT(1 << 20);
+	char buf[512];
+	for (;;) {
+		ssize_t n = aw_llm_read(c, buf, sizeof buf, w_park, NULL);
+		if (n < 0)
+			break;
+		if (n == 0)
+			w_wait(&w);
+		else
+			aw_buf_add(&out, buf, (size_t)n);
+	}
+	aw_llm_release(c);
+	return aw_buf_take(&out);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void test_streams(void **state)
+{
+	(void)state;
+	gateway_up(50, 10000, NULL);
+	aw_err e;
+	aw_error err = {0};
+	/* OpenAI SSE passed through; the usage chunk only when asked */
+	const char *c1[] = {"openai=s;tokens=5", NULL};
+	set_policy("acme", c1, NULL);
+	char *s = stream_call("acme", "chat", 1, &e, &err);
+	assert_non_null(s);
+	assert_int_equal(count(s, "\"content\""), 5);
+	assert_int_equal(count(s, "\"usage\""), 1);
+	assert_non_null(strstr(s, "data: [DONE]\n\n"));
+	free(s);
+	s = stream_call("acme", "chat", 0, &e, &err);
+	assert_int_equal(count(s, "\"usage\""), 0); /* metered all the same: */
+	free(s);
+	json_t *rows = audit_rows("acme");
+	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_int_equal(json_integer_value(json_object_get(p, "tokens_out")), 5);
+	assert_int_equal(json_integer_value(json_object_get(p, "tokens_in")), 11);
+	assert_true(json_real_value(json_object_get(p, "ttft_ms")) > 0);
+	json_decref(rows);
+
+	/* no failover after the first byte: A breaks after 3 chunks, B never asked */
+	const char *c2[] = {"openai=s;tokens=20;drop=3", "anthropic=ok", NULL};
+	set_policy("acme", c2, NULL);
+	long b0 = stat_of(&B, "requests");
+	s = stream_call("acme", "chat", 1, &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "E-LLM-004"));
+	assert_null(strstr(s, "[DONE]"));
+	assert_int_equal(stat_of(&B, "requests"), b0);
+	free(s);
+	/* before the first byte it does fail over, streamed too */
+	const char *c3[] = {"openai=s;status=502", "anthropic=s;tokens=3", NULL};
+	set_policy("acme", c3, NULL);
+	s = stream_call("acme", "chat", 1, &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "B: t0"));
+	assert_non_null(strstr(s, "[DONE]"));
+	free(s);
+	gateway_down();
+}
+
+static void test_breaker(void **state)
+{
+	(void)state;
+	gateway_up(2, 400, NULL);
+	const char *c[] = {"openai=plain", "anthropic=ok", NULL};
+	set_policy("acme", c, NULL);
+	fake_status(&A, 500);
+	long a0 = stat_of(&A, "requests");
+	answered_by("acme", "B");
+	answered_by("acme", "B"); /* second failure: open */
+	assert_int_equal(stat_of(&A, "requests"), a0 + 2);
+	answered_by("acme", "B"); /* skipped while open */
+	assert_int_equal(stat_of(&A, "requests"), a0 + 2);
+	char *m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_llm_breaker_state{upstream=\"openai\"} 1"));
+	free(m);
+	usleep(500000); /* cooldown: one half-open probe, which fails: open again */
+	answered_by("acme", "B");
+	assert_int_equal(stat_of(&A, "requests"), a0 + 3);
+	answered_by("acme", "B");
+	assert_int_equal(stat_of(&A, "requests"), a0 + 3);
+	fake_status(&A, 0);
+	usleep(500000); /* the probe succeeds: closed */
+	answered_by("acme", "A");
+	answered_by("acme", "A");
+	m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_llm_breaker_state{upstream=\"openai\"} 0"));
+	free(m);
+	gateway_down();
+}
+
+static json_t *topology(int cap)
+{
+	char p[96], s[96];
+	snprintf(p, sizeof p, "%s", O1.url);
+	snprintf(s, sizeof s, "%s", O2.url);
+	return json_pack("{s:s,s:{s:s},s:{s:s},s:{s:s,s:s,s:i}}", "kind", "ollama_topology",
+			 "primary", "url", p, "secondary", "url", s, "emergency_cloud", "provider",
+			 "gemini", "model", "g-flash", "daily_cap", cap);
+}
+
+static void test_topology(void **state)
+{
+	(void)state;
+	gateway_up(50, 10000, NULL);
+	const char *c[] = {"ollama=llama3", NULL};
+	set_policy("acme", c, NULL);
+	activate(AW_PLATFORM_PROJECT, "platform_resource", "ollama_topology", topology(10), NULL);
+	long conns = stat_of(&O1, "connections");
+	for (int i = 0; i < 3; i++)
+		answered_by("acme", "O1");
+	assert_int_equal(stat_of(&O1, "connections"), conns + 1); /* one kept-alive connection */
+	/* Ollama's native API spoken: NDJSON stream translated to SSE */
+	aw_err e;
+	aw_error err = {0};
+	char *s = stream_call("acme", "chat", 1, &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "chat.completion.chunk"));
+	assert_non_null(strstr(s, "\"completion_tokens\":8"));
+	assert_non_null(strstr(s, "data: [DONE]"));
+	free(s);
+	/* a new topology revision: the pools are reset (a new connection) */
+	activate(AW_PLATFORM_PROJECT, "platform_resource", "ollama_topology", topology(10), NULL);
+	conns = stat_of(&O1, "connections");
+	answered_by("acme", "O1");
+	assert_int_equal(stat_of(&O1, "connections"), conns + 1);
+	/* primary down: the secondary answers */
+	fake_status(&O1, 503);
+	answered_by("acme", "O2");
+	fake_status(&O1, 0);
+	gateway_down();
+}
+
+typedef struct {
+	const char *project;
+	int ok, capped, other;
+	pthread_mutex_t *mu;
+} cap_arg;
+
+static void *cap_caller(void *p)
+{
+	cap_arg *a = p;
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e = ask(a->project, "chat", NULL, &resp, &err);
+	const char *c = e ? NULL : content(resp);
+	pthread_mutex_lock(a->mu);
+	if (!e && c && !strncmp(c, "G:", 2))
+		a->ok++;
+	else if (e == AW_E_LLM_CAP)
+		a->capped++;
+	else
+		a->other++;
+	pthread_mutex_unlock(a->mu);
+	json_decref(resp);
+	return NULL;
+}
+
+static void cap_run(int callers, int cap, int expect_ok)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	cap_arg a = {"acme", 0, 0, 0, &mu};
+	pthread_t t[64];
+	for (int i = 0; i < callers; i++)
+		pthread_create(&t[i], NULL, cap_caller, &a);
+	for (int i = 0; i < callers; i++)
+		pthread_join(t[i], NULL);
+	printf("emergency cap %d, %d callers: %d answered, %d capped, %d other\n", cap, callers,
+	       a.ok, a.capped, a.other);
+	assert_int_equal(a.ok, expect_ok);
+	assert_int_equal(a.capped, callers - expect_ok);
+}
+
+static void test_emergency_cap(void **state)
+{
+	(void)state;
+	aw_test_redis_start(&R);
+	aw_error err = {0};
+	assert_int_equal(aw_kv_open(R.url, S, NULL, &KV, &err), AW_OK);
+	gateway_up(1000, 10000, KV);
+	const char *c[] = {"ollama=llama3", NULL};
+	set_policy("acme", c, NULL);
+	activate(AW_PLATFORM_PROJECT, "platform_resource", "ollama_topology", topology(5), NULL);
+	fake_status(&O1, 503);
+	fake_status(&O2, 503);
+	long g0 = stat_of(&G, "requests");
+	cap_run(32, 5, 5);
+	assert_int_equal(stat_of(&G, "requests"), g0 + 5);
+	assert_int_equal(stat_of(&G, "auth_ok"), stat_of(&G, "requests")); /* the key arrived */
+	cap_run(8, 5, 0); /* the day's cap is spent */
+	/* the counter is the INV-1 key, in Redis */
+	char date[16];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof date, "%Y-%m-%d", &tm);
+	aw_ctx pc;
+	aw_test_ctx(&pc, AW_PLATFORM_PROJECT, AW_SCOPE_PLATFORM_ADMIN, "t");
+	const char *vals[] = {date};
+	char *v = NULL;
+	assert_int_equal(aw_kv_get(KV, &pc, "gemini_daily_count", vals, 1, &v, &err), AW_OK);
+	assert_non_null(v);
+	assert_int_equal(atoi(v), 40); /* every attempt counted; 5 under the cap */
+	free(v);
+	/* the next UTC day starts a new count */
+	const char *tomorrow[] = {"2099-01-01"};
+	assert_int_equal(aw_kv_get(KV, &pc, "gemini_daily_count", tomorrow, 1, &v, &err), AW_OK);
+	assert_null(v);
+	fake_status(&O1, 0);
+	fake_status(&O2, 0);
+	answered_by("acme", "O1"); /* the local host back: no emergency */
+	gateway_down();
+	aw_kv_close(KV);
+	KV = NULL;
+}
+
+static void test_schema_retry(void **state)
+{
+	(void)state;
+	gateway_up(50, 10000, NULL);
+	json_t *rf =
+		json_pack("{s:{s:s,s:{s:s,s:{s:s,s:{s:{s:s}},s:[s]}}}}", "response_format", "type",
+			  "json_schema", "json_schema", "name", "n", "schema", "type", "object",
+			  "properties", "answer", "type", "integer", "required", "answer");
+	const char *c[] = {"openai=j;invalid=2", NULL};
+	set_policy("acme", c, NULL);
+	long a0 = stat_of(&A, "requests");
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e = ask("acme", "chat", json_deep_copy(rf), &resp, &err);
+	if (e)
+		fail_msg("%s %s", aw_err_code(e), err.msg);
+	assert_string_equal(content(resp), "{\"answer\":42}");
+	assert_int_equal(stat_of(&A, "requests"), a0 + 3);
+	json_decref(resp);
+	json_t *rows = audit_rows("acme");
+	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_int_equal(json_integer_value(json_object_get(p, "schema_attempts")), 3);
+	json_decref(rows);
+	const char *c2[] = {"openai=j;invalid=99", NULL};
+	set_policy("acme", c2, NULL);
+	a0 = stat_of(&A, "requests");
+	assert_int_equal(ask("acme", "chat", json_deep_copy(rf), &resp, &err), AW_E_SCHEMA_OUTPUT);
+	assert_int_equal(stat_of(&A, "requests"), a0 + 4); /* 1 + 3 retries */
+	assert_non_null(strstr(err.msg, "/answer"));
+	/* a schema the validator cannot compile is the caller's error */
+	json_t *bad = json_pack("{s:{s:s,s:{s:{s:s}}}}", "response_format", "type", "json_schema",
+				"json_schema", "schema", "type", "nonsense");
+	assert_int_equal(ask("acme", "chat", bad, &resp, &err), AW_E_REQ_INVALID);
+	json_decref(rf);
+	gateway_down();
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return strdup("");
+	aw_buf b = AW_BUF_INIT(64 << 20);
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		aw_buf_add(&b, buf, n);
+	fclose(f);
+	return aw_buf_take(&b);
+}
+
+static void test_canary_and_trace(void **state)
+{
+	(void)state;
+	/* every log line of these calls goes to a file we then search */
+	char logpath[] = "/tmp/aw_llm_log_XXXXXX";
+	int lfd = mkstemp(logpath);
+	int saved = dup(2);
+	dup2(lfd, 2);
+	gateway_up(50, 10000, NULL);
+	const char *c[] = {"gemini=g", NULL};
+	set_policy("acme", c, NULL);
+	long ok0 = stat_of(&G, "auth_ok");
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "acme", AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role", "user",
+				"content", "hello");
+	assert_int_equal(aw_llm_complete(GW, &ctx, req, NULL, &resp, &err), AW_OK);
+	json_decref(req);
+	assert_int_equal(stat_of(&G, "auth_ok"), ok0 + 1);
+	char *txt = json_dumps(resp, 0);
+	assert_null(strstr(txt, CANARY));
+	free(txt);
+	json_decref(resp);
+	/* the trace continues: same trace id, a new span */
+	json_t *st = fake_http(&G, "GET", "/stats", NULL);
+	const char *tp = json_string_value(json_object_get(st, "last_traceparent"));
+	assert_non_null(strstr(tp, ctx.trace.trace_id));
+	json_decref(st);
+	/* an upstream that quotes the credential in its error */
+	const char *c2[] = {"gemini=g;status=400;echo=1", NULL};
+	set_policy("acme", c2, NULL);
+	assert_int_equal(ask("acme", "chat", NULL, &resp, &err), AW_E_LLM_REFUSED);
+	assert_null(strstr(err.msg, CANARY));
+	assert_non_null(strstr(err.msg, "REDACTED"));
+	/* a streamed call and a failure mid-stream */
+	const char *c3[] = {"gemini=g;drop=2", NULL};
+	set_policy("acme", c3, NULL);
+	aw_err e;
+	char *s = stream_call("acme", "chat", 1, &e, &err);
+	assert_null(strstr(s ? s : "", CANARY));
+	free(s);
+	gateway_down();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	char *log = slurp(logpath);
+	unlink(logpath);
+	close(lfd);
+	assert_null(strstr(log, CANARY));
+	free(log);
+	json_t *rows = audit_rows("acme");
+	char *all = json_dumps(rows, 0);
+	assert_null(strstr(all, CANARY));
+	assert_null(strstr(all, "hello")); /* no prompt stored */
+	assert_null(strstr(all, "G: t0")); /* no completion stored */
+	free(all);
+	json_decref(rows);
+}
+
+static void test_llm_step(void **state)
+{
+	(void)state;
+	gateway_up(50, 10000, NULL);
+	assert_int_equal(aw_llm_register_executor(GW), 0);
+	const aw_executor *x = aw_executor_find("llm");
+	assert_non_null(x);
+	const char *c[] = {"openai=step-model", NULL};
+	set_policy("acme", c, NULL);
+	aw_error err = {0};
+	json_t *args = json_pack("{s:s,s:s,s:[{s:s,s:s}]}", "model", "x", "task", "chat",
+				 "messages", "role", "user", "content", "summarise");
+	assert_int_equal(x->validate(args, &err), AW_OK);
+	json_t *badargs = json_pack("{s:s}", "model", "x");
+	assert_int_equal(x->validate(badargs, &err), AW_E_RUN_WORKFLOW);
+	json_decref(badargs);
+	atomic_bool stop = 0;
+	char rid[AW_UUID_STR_LEN + 1];
+	aw_uuid7_str(rid);
+	aw_step_call sc = {.run_id = rid,
+			   .project = "acme",
+			   .step_no = 2,
+			   .idem_key = "k",
+			   .traceparent = NULL,
+			   .args = args,
+			   .deadline_ns = aw_clock_mono_ns() + 10000000000LL,
+			   .stop = &stop};
+	json_t *result = NULL;
+	if (x->run(&sc, &result, &err))
+		fail_msg("llm step: %s", err.msg);
+	assert_non_null(strstr(json_string_value(json_object_get(result, "content")), "A:"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(result, "usage"),
+							    "completion_tokens")),
+			 8);
+	json_decref(result);
+	json_t *intent = x->intent(args);
+	assert_non_null(json_object_get(intent, "request"));
+	json_decref(intent);
+	json_decref(args);
+	json_t *rows = audit_rows("acme");
+	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_string_equal(json_string_value(json_object_get(p, "run_id")), rid);
+	assert_int_equal(json_integer_value(json_object_get(p, "step")), 2);
+	json_decref(rows);
+	gateway_down();
+}
+
+/* ------------------------------------------------------------ fixture */
+
+static int setup(void **state)
+{
+	(void)state;
+	setenv("AW_TEST_CANARY_KEY", CANARY, 1);
+	const char *const projects[] = {"acme", "beta", NULL};
+	if (aw_test_store_up(projects))
+		return -1;
+	aw_error err = {0};
+	if (aw_keyring_from_env(KEYS, &KR, &err) || aw_contracts_new(KR, &C, &err))
+		return -1;
+	char ignore[AW_KEY_SECRET_LEN + 1];
+	if (aw_tenancy_bootstrap(S, NULL, ignore, &err))
+		return -1;
+	aw_test_redis_init(&R);
+	fake_start(&A, "A", 1);
+	fake_start(&B, "B", 0);
+	fake_start(&G, "G", 1);
+	fake_start(&O1, "O1", 0);
+	fake_start(&O2, "O2", 0);
+	/* a port nothing listens on: bind, read it, close */
+	fake D;
+	fake_start(&D, "D", 0);
+	dead_port = D.port;
+	kill(D.pid, SIGKILL);
+	waitpid(D.pid, NULL, 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	fake *all[] = {&A, &B, &G, &O1, &O2};
+	for (int i = 0; i < 5; i++) {
+		kill(all[i]->pid, SIGKILL);
+		waitpid(all[i]->pid, NULL, 0);
+	}
+	aw_test_redis_cleanup(&R);
+	aw_contracts_free(C);
+	aw_keyring_free(KR);
+	aw_test_store_down();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_route_and_activation),
+		cmocka_unit_test(test_failover_order),
+		cmocka_unit_test(test_streams),
+		cmocka_unit_test(test_breaker),
+		cmocka_unit_test(test_topology),
+		cmocka_unit_test(test_emergency_cap),
+		cmocka_unit_test(test_schema_retry),
+		cmocka_unit_test(test_canary_and_trace),
+		cmocka_unit_test(test_llm_step),
+	};
+	return AW_TEST_MAIN("llm", tests, setup, teardown);
+}

@@ -1,0 +1,402 @@
+/*
+ * fake_llm.c - a double for LLM upstreams, for tests and bench/llm: one
+ * process answers both an OpenAI-compatible API (POST /v1/chat/completions,
+ * SSE when streaming) and Ollama's native API (POST /api/chat, NDJSON).
+ *
+ * How it answers is chosen by directives in the requested model name,
+ * "name;key=value;...":
+ *   tokens=N    completion tokens (default 8), one per chunk when streaming
+ *   ttft=MS     delay before the first byte (default 0)
+ *   tps=N       tokens per second when streaming (default: no delay)
+ *   status=N    answer HTTP N with an error document
+ *   drop=K      close the connection after K chunks (mid-stream break)
+ *   hang=1      never answer (first-byte timeout)
+ *   invalid=N   answer {"answer":"not a number"} while the request holds
+ *               fewer than N assistant messages, then {"answer":42}
+ *   badjson=1   answer a body that is not JSON
+ *   echo=1      with status=N: the error message quotes the Authorization
+ *               header received (an upstream that leaks the credential)
+ * The process-wide mode (POST /control {"status": N} , 0 = normal) makes
+ * every chat answer N, to take a whole host down and up.
+ *
+ * GET /stats: {"requests", "connections" (that carried a chat request), "auth_ok", "auth_bad",
+ * "last_traceparent", "last_model"}. With --expect-key K every request
+ * must carry "Authorization: Bearer K" (else 401).
+ *
+ * usage: fake_llm [--port N] [--name S] [--expect-key-env VAR]; prints
+ * "port N" on stdout once listening.
+ */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *name = "fake";
+static const char *expect_key;
+static atomic_long n_requests, n_connections, n_auth_ok, n_auth_bad;
+static atomic_int forced_status;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_tp[128], last_model[256];
+
+typedef struct {
+	char *body;
+	size_t len;
+} upload;
+
+typedef struct {
+	int ollama, stream, include_usage;
+	long tokens, ttft, tps, drop, hang, invalid, badjson, status, echo;
+	int assistants;
+	char model[256];
+	/* stream progress */
+	long sent; /* chunks sent */
+	int phase; /* 0 first, 1 tokens, 2 tail, 3 done */
+	char pending[4096];
+	size_t plen, poff;
+} answer;
+
+static void sleep_ms(long ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static long directive(const char *model, const char *key, long def)
+{
+	char pat[32];
+	snprintf(pat, sizeof pat, ";%s=", key);
+	const char *p = strstr(model, pat);
+	return p ? strtol(p + strlen(pat), NULL, 10) : def;
+}
+
+static const char *content_for(const answer *a)
+{
+	if (a->badjson)
+		return NULL;
+	if (a->invalid)
+		return a->assistants < a->invalid ? "{\"answer\":\"not a number\"}"
+						  : "{\"answer\":42}";
+	return NULL;
+}
+
+static char *text_of(const answer *a)
+{
+	const char *fixed = content_for(a);
+	if (fixed)
+		return strdup(fixed);
+	size_t cap = 64 + (size_t)a->tokens * 8;
+	char *s = malloc(cap);
+	int n = snprintf(s, cap, "%s:", name);
+	for (long i = 0; i < a->tokens && (size_t)n < cap - 8; i++)
+		n += snprintf(s + n, cap - (size_t)n, " t%ld", i);
+	return s;
+}
+
+static char *whole(const answer *a)
+{
+	char *text = text_of(a);
+	json_t *j;
+	if (a->ollama)
+		j = json_pack("{s:s,s:{s:s,s:s},s:b,s:s,s:i,s:I}", "model", a->model, "message",
+			      "role", "assistant", "content", text, "done", 1, "done_reason",
+			      "stop", "prompt_eval_count", 11, "eval_count", (json_int_t)a->tokens);
+	else
+		j = json_pack("{s:s,s:s,s:i,s:s,s:[{s:i,s:{s:s,s:s},s:s}],s:{s:i,s:I,s:I}}", "id",
+			      "chatcmpl-fake", "object", "chat.completion", "created", 1700000000,
+			      "model", a->model, "choices", "index", 0, "message", "role",
+			      "assistant", "content", text, "finish_reason", "stop", "usage",
+			      "prompt_tokens", 11, "completion_tokens", (json_int_t)a->tokens,
+			      "total_tokens", (json_int_t)(11 + a->tokens));
+	free(text);
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+/* The next piece of a stream into a->pending; 0 at the end. */
+static int next_piece(answer *a)
+{
+	a->plen = a->poff = 0;
+	if (a->phase == 3)
+		return 0;
+	if (a->phase == 0) {
+		sleep_ms(a->ttft);
+		a->phase = 1;
+	}
+	if (a->phase == 1 && a->sent < a->tokens) {
+		if (a->sent)
+			sleep_ms(a->tps > 0 ? 1000 / a->tps : 0);
+		char tok[32];
+		if (a->sent == 0)
+			snprintf(tok, sizeof tok, "%s: t0", name);
+		else
+			snprintf(tok, sizeof tok, " t%ld", a->sent);
+		json_t *j;
+		if (a->ollama)
+			j = json_pack("{s:s,s:{s:s,s:s},s:b}", "model", a->model, "message", "role",
+				      "assistant", "content", tok, "done", 0);
+		else
+			j = json_pack("{s:s,s:s,s:i,s:s,s:[{s:i,s:{s:s},s:n}]}", "id",
+				      "chatcmpl-fake", "object", "chat.completion.chunk", "created",
+				      1700000000, "model", a->model, "choices", "index", 0, "delta",
+				      "content", tok, "finish_reason");
+		char *s = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+		a->plen = (size_t)snprintf(a->pending, sizeof a->pending,
+					   a->ollama ? "%s\n" : "data: %s\n\n", s);
+		free(s);
+		a->sent++;
+		return 1;
+	}
+	a->phase = 3;
+	if (a->ollama) {
+		a->plen = (size_t)snprintf(
+			a->pending, sizeof a->pending,
+			"{\"model\":\"x\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
+			"\"done\":true,\"done_reason\":\"stop\",\"prompt_eval_count\":11,"
+			"\"eval_count\":%ld}\n",
+			a->tokens);
+		return 1;
+	}
+	int n = snprintf(a->pending, sizeof a->pending,
+			 "data: {\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\","
+			 "\"created\":1700000000,\"model\":\"x\",\"choices\":[{\"index\":0,"
+			 "\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+	if (a->include_usage)
+		n += snprintf(
+			a->pending + n, sizeof a->pending - (size_t)n,
+			"data: {\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\","
+			"\"created\":1700000000,\"model\":\"x\",\"choices\":[],\"usage\":{"
+			"\"prompt_tokens\":11,\"completion_tokens\":%ld,\"total_tokens\":%ld}}"
+			"\n\n",
+			a->tokens, a->tokens + 11);
+	n += snprintf(a->pending + n, sizeof a->pending - (size_t)n, "data: [DONE]\n\n");
+	a->plen = (size_t)n;
+	return 1;
+}
+
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	answer *a = cls;
+	if (a->poff == a->plen) {
+		if (a->drop && a->sent >= a->drop)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!next_piece(a))
+			return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+	size_t n = a->plen - a->poff < max ? a->plen - a->poff : max;
+	memcpy(buf, a->pending + a->poff, n);
+	a->poff += n;
+	return (ssize_t)n;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, int status, const char *ctype, char *body)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", ctype);
+	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *body, size_t len)
+{
+	atomic_fetch_add(&n_requests, 1);
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	int *seen = ci ? ci->socket_context : NULL;
+	if (seen && !*seen) { /* a connection that carried a chat request */
+		*seen = 1;
+		atomic_fetch_add(&n_connections, 1);
+	}
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	const char *tp = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "traceparent");
+	json_t *req = json_loadb(body, len, 0, NULL);
+	const char *model = json_string_value(json_object_get(req, "model"));
+	pthread_mutex_lock(&mu);
+	snprintf(last_tp, sizeof last_tp, "%s", tp ? tp : "");
+	snprintf(last_model, sizeof last_model, "%s", model ? model : "");
+	pthread_mutex_unlock(&mu);
+	if (expect_key) {
+		char want[512];
+		snprintf(want, sizeof want, "Bearer %s", expect_key);
+		int ok = auth && !strcmp(auth, want);
+		atomic_fetch_add(ok ? &n_auth_ok : &n_auth_bad, 1);
+		if (!ok) {
+			json_decref(req);
+			return reply(c, 401, "application/json",
+				     strdup("{\"error\":{\"message\":\"Incorrect API key\"}}"));
+		}
+	}
+	if (!json_is_object(req) || !model) {
+		json_decref(req);
+		return reply(c, 400, "application/json",
+			     strdup("{\"error\":{\"message\":\"bad request\"}}"));
+	}
+	answer *a = calloc(1, sizeof *a);
+	snprintf(a->model, sizeof a->model, "%s", model);
+	a->ollama = ollama;
+	a->stream = ollama ? !json_is_false(json_object_get(req, "stream"))
+			   : json_is_true(json_object_get(req, "stream"));
+	a->include_usage = json_is_true(
+		json_object_get(json_object_get(req, "stream_options"), "include_usage"));
+	a->tokens = directive(model, "tokens", 8);
+	a->ttft = directive(model, "ttft", 0);
+	a->tps = directive(model, "tps", 0);
+	a->drop = directive(model, "drop", 0);
+	a->hang = directive(model, "hang", 0);
+	a->invalid = directive(model, "invalid", 0);
+	a->badjson = directive(model, "badjson", 0);
+	a->echo = directive(model, "echo", 0);
+	a->status = atomic_load(&forced_status) ? atomic_load(&forced_status)
+						: directive(model, "status", 0);
+	size_t i;
+	json_t *m;
+	json_array_foreach (json_object_get(req, "messages"), i, m)
+		if (!strcmp(json_string_value(json_object_get(m, "role")) ?: "", "assistant"))
+			a->assistants++;
+	json_decref(req);
+	if (a->hang)
+		sleep_ms(3600 * 1000);
+	if (a->status) {
+		long st = a->status;
+		char msg[700];
+		snprintf(msg, sizeof msg, "%s says %ld%s%s", name, st,
+			 a->echo ? ", you sent Authorization: " : "", a->echo && auth ? auth : "");
+		free(a);
+		json_t *e = json_pack("{s:{s:s,s:s}}", "error", "message", msg, "type", "fake");
+		char *b = json_dumps(e, JSON_COMPACT);
+		json_decref(e);
+		return reply(c, (int)st, "application/json", b);
+	}
+	if (!a->stream) {
+		sleep_ms(a->ttft);
+		char *b = a->badjson ? strdup("this is not json {") : whole(a);
+		free(a);
+		return reply(c, 200, "application/json", b);
+	}
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, a, free);
+	MHD_add_response_header(r, "Content-Type",
+				ollama ? "application/x-ndjson" : "text/event-stream");
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *data,
+				  size_t *size, void **state)
+{
+	(void)cls, (void)version;
+	upload *u = *state;
+	if (!u) {
+		*state = calloc(1, sizeof(upload));
+		return MHD_YES;
+	}
+	if (*size) {
+		u->body = realloc(u->body, u->len + *size + 1);
+		memcpy(u->body + u->len, data, *size);
+		u->len += *size;
+		u->body[u->len] = 0;
+		*size = 0;
+		return MHD_YES;
+	}
+	if (!strcmp(method, "GET") && !strcmp(url, "/stats")) {
+		pthread_mutex_lock(&mu);
+		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:s}", "requests",
+				      (json_int_t)atomic_load(&n_requests), "connections",
+				      (json_int_t)atomic_load(&n_connections), "auth_ok",
+				      (json_int_t)atomic_load(&n_auth_ok), "auth_bad",
+				      (json_int_t)atomic_load(&n_auth_bad), "last_traceparent",
+				      last_tp, "last_model", last_model, "name", name);
+		pthread_mutex_unlock(&mu);
+		char *s = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+		return reply(c, 200, "application/json", s);
+	}
+	if (!strcmp(method, "POST") && !strcmp(url, "/control")) {
+		json_t *j = json_loadb(u->body ? u->body : "", u->len, 0, NULL);
+		atomic_store(&forced_status, (int)json_integer_value(json_object_get(j, "status")));
+		json_decref(j);
+		return reply(c, 200, "application/json", strdup("{}"));
+	}
+	if (!strcmp(method, "POST") && !strcmp(url, "/v1/chat/completions"))
+		return chat(c, 0, u->body ? u->body : "", u->len);
+	if (!strcmp(method, "POST") && !strcmp(url, "/api/chat"))
+		return chat(c, 1, u->body ? u->body : "", u->len);
+	return reply(c, 404, "application/json", strdup("{\"error\":{\"message\":\"no route\"}}"));
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **state,
+		    enum MHD_RequestTerminationCode toe)
+{
+	(void)cls, (void)c, (void)toe;
+	upload *u = *state;
+	if (u) {
+		free(u->body);
+		free(u);
+	}
+	*state = NULL;
+}
+
+static void on_conn(void *cls, struct MHD_Connection *c, void **sc,
+		    enum MHD_ConnectionNotificationCode code)
+{
+	(void)cls, (void)c;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		*sc = calloc(1, sizeof(int));
+	} else {
+		free(*sc);
+		*sc = NULL;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int port = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--port") && i + 1 < argc)
+			port = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			name = argv[++i];
+		else if (!strcmp(argv[i], "--expect-key-env") && i + 1 < argc)
+			expect_key = getenv(argv[++i]);
+		else {
+			fprintf(stderr,
+				"usage: fake_llm [--port N] [--name S] [--expect-key-env VAR]\n");
+			return 2;
+		}
+	}
+	signal(SIGPIPE, SIG_IGN);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	struct MHD_Daemon *d = MHD_start_daemon(
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port,
+		NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+		MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_conn,
+		NULL, MHD_OPTION_CONNECTION_LIMIT, 4000u, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+		MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "fake_llm: cannot listen\n");
+		return 1;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	printf("port %u\n", info->port);
+	fflush(stdout);
+	pause();
+	MHD_stop_daemon(d);
+	return 0;
+}
