@@ -137,6 +137,16 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 		json_object_set_new(p, "pointer", json_string(w ? w : ""));
 		free(w);
 	}
+	/* the OpenAI-compatible routes also carry OpenAI's error object, which
+	 * OpenAI clients read (message, type, code, param) */
+	if (p && (!strncmp(r->route, "/v1/chat/", 9) || !strcmp(r->route, "/v1/models"))) {
+		json_t *d = json_object_get(p, "detail"), *w = json_object_get(p, "pointer");
+		json_object_set_new(p, "error",
+				    json_pack("{s:O,s:s,s:s,s:O?}", "message",
+					      d ? d : json_object_get(p, "title"), "type",
+					      status >= 500 ? "api_error" : "invalid_request_error",
+					      "code", aw_err_code(e), "param", w));
+	}
 	if (status >= 500) /* 500 is ours to fix; 502-504 say a dependency or load */
 		aw_log(status == 500 ? AW_LOG_ERROR : AW_LOG_WARN, &r->ctx, "request failed",
 		       "code", aw_err_code(e), "detail", err ? err->msg : "", NULL);

@@ -14,6 +14,8 @@
  *   invalid=N   answer {"answer":"not a number"} while the request holds
  *               fewer than N assistant messages, then {"answer":42}
  *   badjson=1   answer a body that is not JSON
+ * A request that offers tools is answered (not streamed) with a call of
+ * the first tool.
  *   echo=1      with status=N: the error message quotes the Authorization
  *               header received (an upstream that leaks the credential)
  * The process-wide mode (POST /control {"status": N} , 0 = normal) makes
@@ -56,6 +58,7 @@ typedef struct {
 	long tokens, ttft, tps, drop, hang, invalid, badjson, status, echo;
 	int assistants;
 	char model[256];
+	char tool[64]; /* the request offered tools: call the first */
 	/* stream progress */
 	long sent; /* chunks sent */
 	int phase; /* 0 first, 1 tokens, 2 tail, 3 done */
@@ -102,8 +105,33 @@ static char *text_of(const answer *a)
 	return s;
 }
 
+static char *tool_answer(const answer *a)
+{
+	json_t *j;
+	if (a->ollama)
+		j = json_pack("{s:s,s:{s:s,s:s,s:[{s:{s:s,s:{s:s}}}]},s:b,s:i,s:i}", "model",
+			      a->model, "message", "role", "assistant", "content", "", "tool_calls",
+			      "function", "name", a->tool, "arguments", "city", "Oslo", "done", 1,
+			      "prompt_eval_count", 11, "eval_count", 3);
+	else
+		j = json_pack(
+			"{s:s,s:s,s:i,s:s,s:[{s:i,s:{s:s,s:n,s:[{s:s,s:s,s:{s:s,s:s}}]},s:s}],"
+			"s:{s:i,s:i,s:i}}",
+			"id", "chatcmpl-fake", "object", "chat.completion", "created", 1700000000,
+			"model", a->model, "choices", "index", 0, "message", "role", "assistant",
+			"content", "tool_calls", "id", "call_1", "type", "function", "function",
+			"name", a->tool, "arguments", "{\"city\":\"Oslo\"}", "finish_reason",
+			"tool_calls", "usage", "prompt_tokens", 11, "completion_tokens", 3,
+			"total_tokens", 14);
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
 static char *whole(const answer *a)
 {
+	if (a->tool[0])
+		return tool_answer(a);
 	char *text = text_of(a);
 	json_t *j;
 	if (a->ollama)
@@ -260,6 +288,10 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 	a->invalid = directive(model, "invalid", 0);
 	a->badjson = directive(model, "badjson", 0);
 	a->echo = directive(model, "echo", 0);
+	const char *tool = json_string_value(json_object_get(
+		json_object_get(json_array_get(json_object_get(req, "tools"), 0), "function"),
+		"name"));
+	snprintf(a->tool, sizeof a->tool, "%s", tool ? tool : "");
 	a->status = atomic_load(&forced_status) ? atomic_load(&forced_status)
 						: directive(model, "status", 0);
 	size_t i;

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Black-box test of the LLM gateway's HTTP front door against a real
+# `awooop serve` and fake upstreams (tests/support/fake_llm.c) on loopback:
+# the OpenAI-compatible API with curl and with the official `openai` npm
+# client (installed here from npm, unmodified), streaming, errors, scopes,
+# the `llm` run step through the API, a credential canary searched in every
+# answer and log line, and (postgres) the emergency cap across two processes.
+#   llm_test.sh AWOOOP_BINARY FAKE_LLM_BINARY sqlite|postgres
+set -uo pipefail
+BIN=$1
+FAKE=$2
+BACKEND=$3
+TMP=$(mktemp -d /tmp/aw-llm.XXXXXX)
+PASS=0
+FAIL=0
+PIDS=()
+PGDB=
+CANARY="sk-canary-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export AW_CANARY=$CANARY
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ -n "$PGDB" ]; then
+    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+
+# req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
+req() {
+  local method=$1 path=$2 key=$3 body=${4:-}
+  shift 4 2>/dev/null || shift $#
+  local args=(-s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$method")
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
+  if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
+  STATUS=$(curl "${args[@]}" "$@" "${U:-$URL}$path")
+  cat "$TMP/hdr" "$TMP/body" >>"$TMP/responses" 2>/dev/null
+}
+jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
+expect() { # expect DESCRIPTION STATUS [CODE]
+  check "$1 status" "$STATUS" "$2"
+  [ -n "${3:-}" ] && check "$1 code" "$(jbody .code)" "$3"
+}
+
+start_fake() { # start_fake NAME [--expect-key-env VAR] -> FAKE_PORT
+  "$FAKE" --name "$@" >"$TMP/fake-$1" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 50); do
+    FAKE_PORT=$(sed -n 's/^port //p' "$TMP/fake-$1")
+    [ -n "$FAKE_PORT" ] && return 0
+    sleep 0.1
+  done
+  echo "fake $1 did not start" >&2; exit 1
+}
+
+start_server() { # start_server LOGNAME [args...] -> URL
+  local log=$TMP/$1.log
+  shift
+  "$BIN" serve --db "$DB" --listen 127.0.0.1:0 --llm-config "$TMP/llm.json" $EXTRA "$@" \
+    >"$TMP/stdout" 2>>"$log" &
+  PIDS+=($!)
+  for _ in $(seq 1 100); do
+    if grep -q '"awooop serving"' "$log" 2>/dev/null; then
+      URL="http://127.0.0.1:$(grep '"awooop serving"' "$log" | tail -1 | jq -r .port)"
+      curl -sf "$URL/healthz" >/dev/null && return 0
+    fi
+    sleep 0.1
+  done
+  echo "server did not start" >&2; cat "$log" >&2; exit 1
+}
+
+start_fake A --expect-key-env AW_CANARY; PA=$FAKE_PORT
+start_fake G --expect-key-env AW_CANARY; PG=$FAKE_PORT
+start_fake O1; PO1=$FAKE_PORT
+start_fake O2; PO2=$FAKE_PORT
+cat >"$TMP/llm.json" <<JSON
+{"providers": {
+  "openai": {"url": "http://127.0.0.1:$PA/v1", "api": "openai", "api_key": "env:AW_CANARY"},
+  "gemini": {"url": "http://127.0.0.1:$PG/v1", "api_key": "env:AW_CANARY"}}}
+JSON
+
+EXTRA=""
+if [ "$BACKEND" = postgres ]; then
+  PGDB="aw_llm_$$_$RANDOM"
+  psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+    -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
+  "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
+    >/dev/null || exit 1
+  DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
+  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+else
+  DB="sqlite:$TMP/awooop.db"
+fi
+
+# a config that holds a key instead of a reference is refused at start
+echo '{"providers": {"openai": {"url": "http://x/v1", "api_key": "sk-plain"}}}' >"$TMP/bad.json"
+"$BIN" serve --db "sqlite:$TMP/bad.db" --listen 127.0.0.1:0 --llm-config "$TMP/bad.json" \
+  >/dev/null 2>"$TMP/bad.log"
+check "plain key in config refused" $? 2
+check "says why" "$(grep -c 'secret reference' "$TMP/bad.log")" 1
+
+ADMIN=$("$BIN" key generate)
+export AWOOOP_BOOTSTRAP_KEY=$ADMIN
+start_server s1
+unset AWOOOP_BOOTSTRAP_KEY
+
+mkkey() { # mkkey PROJECT NAME SCOPE -> secret
+  req POST "/v1/projects/$1/keys" "$ADMIN" "{\"name\":\"$2\",\"scope\":\"$3\"}" >/dev/null
+  jbody .key
+}
+req POST /v1/projects "$ADMIN" '{"id":"acme"}'; expect "project" 201
+OP1=$(mkkey acme op1 operator); OP2=$(mkkey acme op2 operator)
+W=$(mkkey acme w1 worker); RD=$(mkkey acme r1 reader)
+POP1=$(mkkey __platform__ pop1 platform-admin); POP2=$(mkkey __platform__ pop2 platform-admin)
+
+activate() { # activate PROJECT FAMILY CONTRACT BODY KEY1 KEY2
+  local base="/v1/projects/$1/contracts/$2/$3/revisions"
+  req POST "$base" "$5" "{\"body\": $4}"; local rev; rev=$(jbody .revision_id)
+  req POST "$base/$rev/publish" "$5" ""
+  req POST "$base/$rev/approve" "$6" ""
+  req POST "$base/$rev/activate" "$5" ""; expect "activate $2" 200
+}
+
+# --- no policy yet: fails closed
+CHAT='{"model":"chat","messages":[{"role":"user","content":"hello"}]}'
+req POST /v1/chat/completions "$W" "$CHAT"; expect "no policy" 403 E-LLM-001
+check "openai error object" "$(jbody .error.code)" "E-LLM-001"
+
+activate acme policy_routing default \
+  '{"routes":[{"name":"chat","match":{"task":"chat"},"candidates":[{"provider":"openai","model":"gpt-x"}]},
+    {"name":"local","match":{"task":"local"},"candidates":[{"provider":"ollama","model":"llama3"}]}]}' "$OP1" "$OP2"
+
+# --- non-streamed
+req POST /v1/chat/completions "$W" "$CHAT"; expect "chat" 200
+check "object" "$(jbody .object)" chat.completion
+check "model as asked" "$(jbody .model)" chat
+check "answered by A" "$(jbody '.choices[0].message.content' | cut -d: -f1)" A
+check "usage" "$(jbody .usage.total_tokens)" 19
+TP="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+req POST /v1/chat/completions "$W" "$CHAT" -H "traceparent: $TP"; expect "with trace" 200
+check "trace continued upstream" \
+  "$(curl -s "http://127.0.0.1:$PA/stats" | jq -r .last_traceparent | cut -d- -f2)" \
+  0af7651916cd43dd8448eb211c80319c
+check "answer carries the trace" "$(grep -i '^traceparent:' "$TMP/hdr" | cut -d- -f2)" \
+  0af7651916cd43dd8448eb211c80319c
+
+# --- streamed, SSE framing as OpenAI's
+curl -sN -H "Authorization: Bearer $W" -H 'Content-Type: application/json' \
+  -d '{"model":"chat","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}' \
+  -D "$TMP/shdr" "$URL/v1/chat/completions" >"$TMP/sse"
+check "stream content type" "$(grep -i '^content-type:' "$TMP/shdr" | tr -d '\r' | cut -d' ' -f2)" text/event-stream
+check "stream chunks" "$(grep -c '^data: {' "$TMP/sse")" 10 # 8 tokens, finish, usage
+check "stream ends with DONE" "$(tail -2 "$TMP/sse" | head -1)" "data: [DONE]"
+check "usage chunk" "$(grep '"usage"' "$TMP/sse" | sed 's/^data: //' | jq -r .usage.completion_tokens)" 8
+
+# --- errors, scopes, the body
+req POST /v1/chat/completions "$RD" "$CHAT"; expect "reader scope" 403 E-AUTH-003
+req POST /v1/chat/completions "" "$CHAT"; expect "no key" 401 E-AUTH-001
+req POST /v1/chat/completions "$W" '{"model":"chat","messages":[]}'; expect "empty messages" 400 E-REQ-005
+check "pointer" "$(jbody .pointer)" /messages
+req POST /v1/chat/completions "$W" '{"model":"chat","messages":[{"role":"user","content":"x"}],"max_tokens":1e300}'
+expect "huge number" 400 E-REQ-005
+req POST /v1/chat/completions "$W" '{"model":"nope","messages":[{"role":"user","content":"x"}]}'
+expect "no route" 404 E-LLM-002
+req GET /v1/models "$W" ""; expect "models" 200
+check "model list" "$(jbody '[.data[].id] | sort | join(",")')" "chat,gpt-x,llama3,local"
+# Ollama requested with no topology and no ollama provider: no target
+req POST /v1/chat/completions "$W" '{"model":"x","messages":[{"role":"user","content":"x"}]}' -H "X-Awooop-Task: local"
+expect "no configured upstream" 502 E-LLM-003
+
+# --- the official openai client, unmodified
+NPMDIR=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}/openai
+if [ ! -d "$NPMDIR/node_modules/openai" ]; then
+  mkdir -p "$NPMDIR"
+  (cd "$NPMDIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund openai@4 >/dev/null 2>"$TMP/npm.log") \
+    || { cat "$TMP/npm.log" >&2; bad "npm install openai"; }
+fi
+cp "$(dirname "$0")/openai_client.mjs" "$NPMDIR/client.mjs"
+OUT=$(node "$NPMDIR/client.mjs" "$URL" "$W" 2>"$TMP/node.err")
+check "openai client ran" $? 0
+[ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
+jo() { echo "$OUT" | jq -r "$1" 2>/dev/null; }
+check "openai plain" "$(jo .plain.content | cut -d: -f1)" A
+check "openai plain usage" "$(jo .plain.usage.completion_tokens)" 8
+check "openai stream text" "$(jo .stream.text | wc -w)" 9
+check "openai stream usage" "$(jo .stream.usage.total_tokens)" 19
+check "openai tools" "$(jo .tools.finish)" tool_calls
+check "openai error status" "$(jo .error.status)" 404
+check "openai error code" "$(jo .error.code)" E-LLM-002
+check "openai error class" "$(jo .error.isApiError)" true
+check "openai models" "$(jo '.models | join(",")')" "chat,gpt-x,llama3,local"
+
+# --- the llm run step, through the run API
+req POST /v1/platform/runs "$OP1" \
+  '{"workflow":[{"kind":"llm","args":{"model":"chat","messages":[{"role":"user","content":"summarise"}]}}]}' \
+  -H "Idempotency-Key: llm-step-1"
+expect "submit llm run" 201
+RID=$(jbody .run_id)
+for _ in $(seq 1 100); do
+  req GET "/v1/platform/runs/$RID" "$OP1" ""
+  [ "$(jbody .state)" = succeeded ] && break
+  sleep 0.1
+done
+check "llm run" "$(jbody .state)" succeeded
+check "llm step answer" "$(jbody '.steps[0].result.content' | cut -d: -f1)" A
+
+# --- the emergency cap across two processes (the cluster shape)
+if [ "$BACKEND" = postgres ]; then
+  curl -s -d '{"status":503}' "http://127.0.0.1:$PO1/control" >/dev/null
+  curl -s -d '{"status":503}' "http://127.0.0.1:$PO2/control" >/dev/null
+  activate __platform__ platform_resource ollama_topology \
+    "{\"kind\":\"ollama_topology\",\"primary\":{\"url\":\"http://127.0.0.1:$PO1\"},\"secondary\":{\"url\":\"http://127.0.0.1:$PO2\"},
+      \"emergency_cloud\":{\"provider\":\"gemini\",\"model\":\"g-flash\",\"daily_cap\":7}}" "$POP1" "$POP2"
+  URL1=$URL
+  start_server s2 --role api
+  URL2=$URL
+  G0=$(curl -s "http://127.0.0.1:$PG/stats" | jq .requests)
+  LOCAL='{"model":"local","messages":[{"role":"user","content":"x"}]}'
+  for i in $(seq 1 32); do
+    u=$URL1; [ $((i % 2)) -eq 0 ] && u=$URL2
+    curl -s -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $W" \
+      -H 'Content-Type: application/json' -d "$LOCAL" "$u/v1/chat/completions" >>"$TMP/cap" &
+  done
+  wait_for=0
+  for _ in $(seq 1 100); do [ "$(wc -l <"$TMP/cap")" -ge 32 ] && break; sleep 0.1; done
+  check "cap: answered across 2 processes" "$(grep -c '^200$' "$TMP/cap")" 7
+  check "cap: refused" "$(grep -c '^429$' "$TMP/cap")" 25
+  check "cap: upstream calls" "$(( $(curl -s "http://127.0.0.1:$PG/stats" | jq .requests) - G0 ))" 7
+  echo "emergency cap 7, 32 callers over 2 processes: $(grep -c '^200$' "$TMP/cap") answered"
+fi
+
+# --- the canary: reached the upstream, and nothing else
+check "canary reached the upstream" "$(curl -s "http://127.0.0.1:$PA/stats" | jq '.auth_bad')" 0
+check "canary in no answer" "$(grep -c "$CANARY" "$TMP/responses" "$TMP/sse")" "$(printf '%s:0\n%s:0' "$TMP/responses" "$TMP/sse")"
+check "canary in no log line" "$(cat "$TMP"/s*.log | grep -c "$CANARY")" 0
+req GET "/v1/projects/acme/audit?limit=500" "$OP1" ""
+check "llm.call audit records" "$(jbody '[.items[] | select(.action == "llm.call")] | length > 5')" true
+check "canary in no audit record" "$(grep -c "$CANARY" "$TMP/body")" 0
+check "no prompt in audit" "$(grep -c summarise "$TMP/body")" 0
+
+echo "llm_test ($BACKEND): $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
