@@ -501,9 +501,9 @@ static void record_queue(aw_llm *g, aw_llm_call *c)
 			    c->upstream_name[0] ? c->upstream_name : "-", c->outcome, secs,
 			    c->st.tokens_in, c->st.tokens_out);
 	pthread_mutex_lock(&g->rmu);
-	c->next = NULL;
+	c->rnext = NULL;
 	if (g->rq_tail)
-		g->rq_tail->next = c;
+		g->rq_tail->rnext = c;
 	else
 		g->rq_head = c;
 	g->rq_tail = c;
@@ -589,9 +589,9 @@ static void *recorder_main(void *arg)
 			while (*pp && n < 64) {
 				if (!strcmp((*pp)->ctx.project, project)) {
 					batch[n++] = *pp;
-					*pp = (*pp)->next;
+					*pp = (*pp)->rnext;
 				} else {
-					pp = &(*pp)->next;
+					pp = &(*pp)->rnext;
 				}
 			}
 			record_batch(g, batch, n);

@@ -44,7 +44,8 @@ typedef struct {
 struct aw_llm_call {
 	aw_llm *g;
 	atomic_int refs;
-	struct aw_llm_call *next; /* engine inbox / active list / recorder queue */
+	struct aw_llm_call *next;  /* the engine's inbox, then its active list */
+	struct aw_llm_call *rnext; /* the recorder's queue */
 	/* the request */
 	aw_ctx ctx;
 	json_t *req;

@@ -219,6 +219,11 @@ if [ "$BACKEND" = postgres ]; then
   activate __platform__ platform_resource ollama_topology \
     "{\"kind\":\"ollama_topology\",\"primary\":{\"url\":\"http://127.0.0.1:$PO1\"},\"secondary\":{\"url\":\"http://127.0.0.1:$PO2\"},
       \"emergency_cloud\":{\"provider\":\"gemini\",\"model\":\"g-flash\",\"daily_cap\":7}}" "$POP1" "$POP2"
+  # the day's counter is shared by every process on this Redis (that is the
+  # point): start the day afresh for this test, legacy and INV-1 names both
+  D=$(date -u +%F)
+  redis-cli -u "$AWOOOP_TEST_REDIS_URL" DEL "ollama:gemini_daily_count:$D" \
+    "platform:ollama:gemini_daily_count:$D" >/dev/null
   URL1=$URL
   start_server s2 --role api
   URL2=$URL
