@@ -50,6 +50,10 @@ int aw_client_call(const char *method, const char *path, json_t *body, json_t **
  * given here replaces the fresh one). */
 int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
 		     json_t **out);
+/* POSTs body and hands the 2xx answer's bytes to on_bytes as they arrive (a
+ * stream); a non-2xx answer is printed. 0 or the exit code. */
+int aw_client_stream(const char *path, json_t *body, const char *const *headers,
+		     int (*on_bytes)(void *ud, const char *p, size_t n), void *ud);
 
 /* Contract publish keys, in order: AWOOOP_PUBLISH_KEYS, file, and for a SQLite
  * db the file publish-keys.json beside it (created when create is set). *out
@@ -58,6 +62,7 @@ aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyr
 			   aw_error *err);
 
 int aw_cmd_serve(int argc, char **argv);
+int aw_cmd_llm(int argc, char **argv);
 int aw_cmd_migrate(int argc, char **argv);
 int aw_cmd_project(int argc, char **argv);
 int aw_cmd_key(int argc, char **argv);

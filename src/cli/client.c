@@ -26,13 +26,31 @@ int aw_client_call(const char *method, const char *path, json_t *body, json_t **
 	return aw_client_call_h(method, path, body, NULL, out);
 }
 
-int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
-		     json_t **out)
+typedef struct {
+	CURL *c;
+	struct curl_slist *hdr;
+	char *payload;
+	const char *base;
+} request;
+
+static void request_free(request *q)
 {
+	curl_slist_free_all(q->hdr);
+	curl_easy_cleanup(q->c);
+	free(q->payload);
+}
+
+/* A handle for method + path on AWOOOP_URL with the key, a trace, the
+ * headers and accept; 0 or an exit code (said on stderr). */
+static int request_new(request *q, const char *method, const char *path, json_t *body,
+		       const char *const *headers, const char *accept)
+{
+	memset(q, 0, sizeof *q);
 	const char *base = getenv("AWOOOP_URL");
 	const char *key = getenv("AWOOOP_KEY");
 	if (!base || !*base)
 		base = "http://127.0.0.1:8080";
+	q->base = base;
 	if (!key || !*key)
 		return aw_cli_fail(AW_E_AUTH_MISSING, "set AWOOOP_KEY to an API key");
 	char url[1024], auth[128], tp[AW_TRACEPARENT_LEN + 16];
@@ -46,56 +64,35 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 	aw_trace_format(&t, tps);
 	snprintf(tp, sizeof tp, "traceparent: %s", tps);
 
-	char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	CURL *c = curl_easy_init();
-	if (!c) {
-		free(payload);
+	q->payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	if (!(q->c = curl_easy_init())) {
+		request_free(q);
 		return aw_cli_fail(AW_E_NOMEM, "cannot start HTTP client");
 	}
-	struct curl_slist *hdr = NULL;
-	hdr = curl_slist_append(hdr, auth);
+	q->hdr = curl_slist_append(q->hdr, auth);
 	int own_trace = 0;
 	for (int i = 0; headers && headers[i]; i++) {
-		hdr = curl_slist_append(hdr, headers[i]);
+		q->hdr = curl_slist_append(q->hdr, headers[i]);
 		own_trace |= strncasecmp(headers[i], "traceparent:", 12) == 0;
 	}
 	if (!own_trace)
-		hdr = curl_slist_append(hdr, tp);
-	hdr = curl_slist_append(hdr, "Accept: application/json");
-	if (payload)
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	aw_buf s = AW_BUF_INIT(CLIENT_MAX_BODY);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	if (payload)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload);
-	CURLcode rc = curl_easy_perform(c);
-	long status = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
-	free(payload);
+		q->hdr = curl_slist_append(q->hdr, tp);
+	q->hdr = curl_slist_append(q->hdr, accept);
+	if (q->payload)
+		q->hdr = curl_slist_append(q->hdr, "Content-Type: application/json");
+	curl_easy_setopt(q->c, CURLOPT_URL, url);
+	curl_easy_setopt(q->c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(q->c, CURLOPT_HTTPHEADER, q->hdr);
+	curl_easy_setopt(q->c, CURLOPT_NOSIGNAL, 1L);
+	if (q->payload)
+		curl_easy_setopt(q->c, CURLOPT_POSTFIELDS, q->payload);
+	return 0;
+}
 
-	int exit_code = AW_EXIT_OK;
-	if (rc != CURLE_OK) {
-		char msg[512];
-		snprintf(msg, sizeof msg, "cannot reach %s: %s", base, curl_easy_strerror(rc));
-		exit_code = aw_cli_fail(AW_E_CLIENT, msg);
-		goto out;
-	}
-	json_t *doc = s.len ? json_loads(aw_buf_str(&s), 0, NULL) : NULL;
-	if (status >= 200 && status < 300) {
-		if (out)
-			*out = doc;
-		else
-			json_decref(doc);
-		goto out;
-	}
+/* A problem+json answer, said on stderr. */
+static int say_problem(const aw_buf *s, long status)
+{
+	json_t *doc = s->len ? json_loads(aw_buf_str(s), 0, NULL) : NULL;
 	const char *code = json_string_value(json_object_get(doc, "code"));
 	const char *title = json_string_value(json_object_get(doc, "title"));
 	const char *detail = json_string_value(json_object_get(doc, "detail"));
@@ -103,8 +100,81 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 		title ? title : "unexpected answer", detail ? ": " : "", detail ? detail : "",
 		status);
 	json_decref(doc);
-	exit_code = AW_EXIT_FAIL;
-out:
+	return AW_EXIT_FAIL;
+}
+
+static int unreachable(const request *q, CURLcode rc)
+{
+	char msg[512];
+	snprintf(msg, sizeof msg, "cannot reach %s: %s", q->base, curl_easy_strerror(rc));
+	return aw_cli_fail(AW_E_CLIENT, msg);
+}
+
+int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
+		     json_t **out)
+{
+	request q;
+	int exit_code = request_new(&q, method, path, body, headers, "Accept: application/json");
+	if (exit_code)
+		return exit_code;
+	aw_buf s = AW_BUF_INIT(CLIENT_MAX_BODY);
+	curl_easy_setopt(q.c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(q.c, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(q.c, CURLOPT_TIMEOUT, 60L);
+	CURLcode rc = curl_easy_perform(q.c);
+	long status = 0;
+	curl_easy_getinfo(q.c, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK) {
+		exit_code = unreachable(&q, rc);
+	} else if (status >= 200 && status < 300) {
+		json_t *doc = s.len ? json_loads(aw_buf_str(&s), 0, NULL) : NULL;
+		if (out)
+			*out = doc;
+		else
+			json_decref(doc);
+	} else {
+		exit_code = say_problem(&s, status);
+	}
+	request_free(&q);
 	aw_buf_free(&s);
+	return exit_code;
+}
+
+typedef struct {
+	CURL *c;
+	aw_buf err; /* a non-2xx answer */
+	int (*on_bytes)(void *ud, const char *p, size_t n);
+	void *ud;
+} streaming;
+
+static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
+{
+	streaming *st = ud;
+	long status = 0;
+	curl_easy_getinfo(st->c, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 200 || status > 299)
+		return aw_buf_add(&st->err, p, sz * n) == AW_OK ? sz * n : 0;
+	return st->on_bytes(st->ud, p, sz * n) == 0 ? sz * n : 0;
+}
+
+int aw_client_stream(const char *path, json_t *body, const char *const *headers,
+		     int (*on_bytes)(void *ud, const char *p, size_t n), void *ud)
+{
+	request q;
+	int exit_code = request_new(&q, "POST", path, body, headers, "Accept: text/event-stream");
+	if (exit_code)
+		return exit_code;
+	streaming st = {q.c, AW_BUF_INIT(CLIENT_MAX_BODY), on_bytes, ud};
+	curl_easy_setopt(q.c, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(q.c, CURLOPT_WRITEDATA, &st);
+	CURLcode rc = curl_easy_perform(q.c);
+	long status = 0;
+	curl_easy_getinfo(q.c, CURLINFO_RESPONSE_CODE, &status);
+	if (status && (status < 200 || status > 299))
+		exit_code = say_problem(&st.err, status);
+	else if (rc != CURLE_OK)
+		exit_code = unreachable(&q, rc);
+	request_free(&q);
+	aw_buf_free(&st.err);
 	return exit_code;
 }

@@ -23,6 +23,7 @@ static void usage(void)
 	       "  key        create, list, revoke or generate API keys\n"
 	       "  contract   draft, publish, approve, activate, revoke, diff contracts\n"
 	       "  run        submit, get, list, cancel and diff runs\n"
+	       "  llm        one model call through the LLM gateway (--stream)\n"
 	       "  keys       Redis key registry, inventory and the legacy key migration\n"
 	       "  watch      follow a contract's active revision like a worker (ADR-113)\n"
 	       "  audit      verify or export a project's audit trail (reads the store)\n"
@@ -65,6 +66,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_contract(argc - 2, argv + 2);
 	else if (strcmp(cmd, "schema") == 0)
 		rc = aw_cmd_schema(argc - 2, argv + 2);
+	else if (strcmp(cmd, "llm") == 0)
+		rc = aw_cmd_llm(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redact") == 0)
 		rc = aw_cmd_redact(argc - 2, argv + 2);
 	else if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

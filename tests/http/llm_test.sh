@@ -176,6 +176,16 @@ check "model list" "$(jbody '[.data[].id] | sort | join(",")')" "chat,gpt-x,llam
 req POST /v1/chat/completions "$W" '{"model":"x","messages":[{"role":"user","content":"x"}]}' -H "X-Awooop-Task: local"
 expect "no configured upstream" 502 E-LLM-003
 
+# --- the CLI
+export AWOOOP_URL=$URL AWOOOP_KEY=$W
+check "cli llm" "$("$BIN" llm --model chat hello 2>/dev/null | cut -d: -f1)" A
+check "cli llm tokens" "$("$BIN" llm --model chat hello 2>&1 >/dev/null)" "tokens: 11 in, 8 out"
+check "cli llm stream" "$("$BIN" llm --model chat --stream hello 2>/dev/null | wc -w)" 9
+echo hi | "$BIN" llm --model nope - >/dev/null 2>"$TMP/cli.err"
+check "cli llm error exit" $? 1
+check "cli llm error code" "$(grep -c 'E-LLM-002' "$TMP/cli.err")" 1
+unset AWOOOP_URL AWOOOP_KEY
+
 # --- the official openai client, unmodified
 NPMDIR=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}/openai
 if [ ! -d "$NPMDIR/node_modules/openai" ]; then
