@@ -10,7 +10,12 @@ TEST_PKGS=(libcmocka-dev postgresql-15 redis-server curl jq sqlite3 json-schema-
   python3 util-linux)
 
 want=("${BUILD_PKGS[@]}")
-if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
+if [ "${1:-}" = "--test" ]; then
+  want+=("${TEST_PKGS[@]}")
+  # the LLM gateway test runs the official `openai` npm client: Debian's node
+  # and npm, unless the machine has a node of its own
+  command -v npm >/dev/null || want+=(nodejs npm)
+fi
 
 missing=()
 for p in "${want[@]}"; do

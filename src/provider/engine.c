@@ -184,11 +184,15 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 /* The request body for target t. */
 static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 {
-	json_t *req = json_deep_copy(c->req);
+	/* a shallow copy: the members not set here are shared with c->req */
+	json_t *req = json_copy(c->req);
 	if (!req)
 		return NULL;
-	if (json_array_size(c->feedback))
-		json_array_extend(json_object_get(req, "messages"), c->feedback);
+	if (json_array_size(c->feedback)) {
+		json_t *msgs = json_copy(json_object_get(c->req, "messages"));
+		json_array_extend(msgs, c->feedback);
+		json_object_set_new(req, "messages", msgs);
+	}
 	json_t *body = NULL;
 	if (t->u->api == API_OLLAMA) {
 		if (aw_llm_to_ollama(req, t->model, c->up_stream, &body, err)) {
@@ -568,6 +572,7 @@ static void reap(aw_llm *g)
 static void *engine_main(void *arg)
 {
 	aw_llm *g = arg;
+	pthread_setname_np(pthread_self(), "aw-llm-engine");
 	while (!atomic_load(&g->stopping)) {
 		pthread_mutex_lock(&g->mu);
 		aw_llm_call *in = g->inbox;

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "awooop/audit.h"
 #include "awooop/clock.h"
@@ -20,6 +23,12 @@
 #include "awooop/metrics.h"
 #include "awooop/secret.h"
 #include "provider_internal.h"
+
+/* Audit records per transaction, at most. The recorder takes every record
+ * queued while it wrote the last batch: one transaction for many calls under
+ * load, no added wait when idle (a gathering window was measured: it only
+ * moved the writes into bursts that raised the calls' p99). */
+#define RECORD_BATCH 64
 
 static const char *const provider_names[] = {"openai",	     "gemini", "anthropic",
 					     "azure_openai", "ollama", NULL};
@@ -463,10 +472,8 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	c->step_no = meta ? meta->step_no : 0;
 	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
 	aw_err e = AW_OK;
-	if (!(c->req = json_deep_copy(req)))
-		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	if (!e)
-		e = aw_llm_req_check(c->req, &c->rq, err);
+	c->req = json_incref((json_t *)req); /* shared, never changed */
+	e = aw_llm_req_check(c->req, &c->rq, err);
 	if (!e && c->rq.schema) {
 		json_t *s = json_deep_copy(c->rq.schema);
 		e = aw_schema_compile(s, &c->schema, err);
@@ -507,8 +514,8 @@ static void record_queue(aw_llm *g, aw_llm_call *c)
 	else
 		g->rq_head = c;
 	g->rq_tail = c;
-	g->rq_n++;
-	pthread_cond_signal(&g->rcv);
+	if (++g->rq_n == 1) /* else the recorder is awake already */
+		pthread_cond_signal(&g->rcv);
 	pthread_mutex_unlock(&g->rmu);
 }
 
@@ -543,8 +550,8 @@ static json_t *envelope(const aw_llm_call *c)
 /* Writes one project's records in one transaction. */
 static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 {
-	aw_audit_item items[64];
-	json_t *payloads[64];
+	aw_audit_item items[RECORD_BATCH];
+	json_t *payloads[RECORD_BATCH];
 	for (int i = 0; i < n; i++) {
 		payloads[i] = envelope(calls[i]);
 		items[i] = (aw_audit_item){.action = "llm.call",
@@ -571,6 +578,10 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 static void *recorder_main(void *arg)
 {
 	aw_llm *g = arg;
+	pthread_setname_np(pthread_self(), "aw-llm-audit");
+	/* background work: calls in flight come first (Linux: per-thread nice;
+	 * measured: p50 and p99 of calls at concurrency 1 both lower) */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	pthread_mutex_lock(&g->rmu);
 	for (;;) {
 		while (!g->rq_head && !atomic_load(&g->stopping))
@@ -582,11 +593,11 @@ static void *recorder_main(void *arg)
 		g->rq_n = 0;
 		pthread_mutex_unlock(&g->rmu);
 		while (list) { /* batches of one project, in order */
-			aw_llm_call *batch[64];
+			aw_llm_call *batch[RECORD_BATCH];
 			int n = 0;
 			aw_llm_call **pp = &list;
 			const char *project = list->ctx.project;
-			while (*pp && n < 64) {
+			while (*pp && n < RECORD_BATCH) {
 				if (!strcmp((*pp)->ctx.project, project)) {
 					batch[n++] = *pp;
 					*pp = (*pp)->rnext;
