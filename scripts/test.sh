@@ -17,11 +17,12 @@ cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DAWOOOP_SANITIZE=ON -DAWOOOP_
   -DAWOOOP_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$JOBS"
 # TSan: the suites with threads of their own (relay, bus, cache checker,
-# workers, concurrent audit appends, bootstrap races, the keys load thread)
-TSAN_SUITES='^(adr113|audit|tenancy|runs|keys)_(sqlite|postgres)$'
+# workers, concurrent audit appends, bootstrap races, the keys load thread, the
+# LLM gateway's engine and recorder)
+TSAN_SUITES='^(adr113|audit|tenancy|runs|keys|llm)_(sqlite|postgres)$'
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DAWOOOP_TSAN=ON -DAWOOOP_WERROR=ON \
   -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-tsan -j"$JOBS" --target test_adr113 test_audit test_tenancy test_run test_keys
+cmake --build build-tsan -j"$JOBS" --target test_adr113 test_audit test_tenancy test_run test_keys test_llm fake_llm
 
 # shellcheck source=scripts/services.sh
 . scripts/services.sh

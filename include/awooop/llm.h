@@ -75,7 +75,7 @@ typedef void (*aw_llm_park)(void *ud);
 
 /* Starts a call for ctx->project. A request refused before any upstream is
  * tried (bad body, no active policy, no route) returns the error at once.
- * The call keeps a reference to req: do not change req afterwards. */
+ * req is copied. */
 aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
 		    aw_llm_wake wake, void *ud, aw_llm_call **out, aw_error *err);
 

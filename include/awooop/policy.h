@@ -27,8 +27,6 @@
 #include "awooop/bus.h"
 #include "awooop/contract.h"
 
-typedef struct aw_policy_cache aw_policy_cache;
-
 typedef enum { AW_GUARD_BOUNDED = 0, AW_GUARD_STRICT } aw_guard_mode;
 
 typedef struct {
@@ -39,11 +37,16 @@ typedef struct {
 	int jitter_pct;		 /* +-% on intervals; default 10 */
 } aw_policy_opts;
 
+typedef struct aw_policy_cache aw_policy_cache;
+
 typedef struct {
-	json_t *body; /* new reference; aw_policy_release() drops it */
+	json_t *body; /* new reference; aw_policy_release() drops it. Read it,
+			 never take references of its members: the cache's
+			 copy is shared (jansson counts are guarded by the cache) */
 	char revision_id[AW_UUID_STR_LEN + 1];
 	char body_hash[65];
 	int64_t cached_at_ms;
+	aw_policy_cache *owner; /* the cache whose lock guards body's count */
 } aw_policy;
 
 typedef struct {

@@ -246,6 +246,7 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 		}
 		if (en->valid && !strcmp(en->rev, ptr)) {
 			out->body = json_incref(en->body);
+			out->owner = p;
 			memcpy(out->revision_id, en->rev, sizeof out->revision_id);
 			memcpy(out->body_hash, en->hash, sizeof out->body_hash);
 			out->cached_at_ms = en->cached_at_ms;
@@ -288,10 +289,17 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 	return e;
 }
 
+/* Under the cache's lock: the body's count is shared with the cache's entry
+ * and other callers (jansson's counts are not safe to share across threads). */
 void aw_policy_release(aw_policy *pol)
 {
+	if (pol->owner)
+		pthread_mutex_lock(&pol->owner->mu);
 	json_decref(pol->body);
+	if (pol->owner)
+		pthread_mutex_unlock(&pol->owner->mu);
 	pol->body = NULL;
+	pol->owner = NULL;
 }
 
 /* ---- bus */

@@ -280,8 +280,8 @@ static void topo_install(aw_llm *g, const aw_policy *pol)
 		if (!u)
 			continue;
 		u->timeout_ms = (int)json_integer_value(json_object_get(ep, "timeout_ms"));
-		json_t *models = json_object_get(ep, "models");
-		u->models = json_array_size(models) ? json_incref(models) : NULL;
+		json_t *models = json_object_get(ep, "models"); /* the cache's: copied */
+		u->models = json_array_size(models) ? json_deep_copy(models) : NULL;
 		g->topo[i] = u;
 	}
 	json_t *em = pol ? json_object_get(pol->body, "emergency_cloud") : NULL;
@@ -472,8 +472,13 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	c->step_no = meta ? meta->step_no : 0;
 	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
 	aw_err e = AW_OK;
-	c->req = json_incref((json_t *)req); /* shared, never changed */
-	e = aw_llm_req_check(c->req, &c->rq, err);
+	/* the call's own copy: jansson's reference counts may not be shared
+	 * between threads (the caller drops its reference while the engine
+	 * works; TSan reports the shared count) */
+	if (!(c->req = json_deep_copy(req)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!e)
+		e = aw_llm_req_check(c->req, &c->rq, err);
 	if (!e && c->rq.schema) {
 		json_t *s = json_deep_copy(c->rq.schema);
 		e = aw_schema_compile(s, &c->schema, err);
