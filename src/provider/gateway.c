@@ -22,6 +22,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/secret.h"
+#include "provider_hooks.h"
 #include "provider_internal.h"
 
 /* Audit records per transaction, at most. The recorder takes every record
@@ -205,9 +206,17 @@ void aw_llm_release(aw_llm_call *c)
 
 /* ------------------------------------------------------------ the cap */
 
+static _Atomic int day_shift; /* provider_hooks.h */
+
+void aw_llm_test_shift_days(int days)
+{
+	atomic_store(&day_shift, days);
+}
+
+/* The UTC day the cap counts in: the counter's key changes at midnight. */
 static void utc_date(char out[16])
 {
-	time_t now = (time_t)(aw_clock_wall_ms() / 1000);
+	time_t now = (time_t)(aw_clock_wall_ms() / 1000) + (time_t)atomic_load(&day_shift) * 86400;
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(out, 16, "%Y-%m-%d", &tm);

@@ -7,7 +7,8 @@
  *  - failover order; no failover once a byte reached the client (E-LLM-004);
  *  - the circuit breaker opens, skips, half-opens and closes;
  *  - an ollama_topology activation resets the Ollama pools (new connection);
- *  - the emergency daily cap is exact under 32 concurrent callers;
+ *  - the emergency daily cap is exact under 32 concurrent callers (Redis)
+ *    and in process, and starts afresh on the next UTC day;
  *  - schema retries: invalid twice then valid = 3 attempts; always invalid =
  *    E-SCHEMA-001 after the retries;
  *  - a credential canary reaches the upstream and nothing else (answers,
@@ -39,6 +40,7 @@
 #include "awooop/metrics.h"
 #include "awooop/run.h"
 #include "awooop/tenancy.h"
+#include "provider/provider_hooks.h"
 #include "support.h"
 
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
@@ -659,12 +661,30 @@ static void test_emergency_cap(void **state)
 	const char *tomorrow[] = {"2099-01-01"};
 	assert_int_equal(aw_kv_get(KV, &pc, "gemini_daily_count", tomorrow, 1, &v, &err), AW_OK);
 	assert_null(v);
+	/* UTC midnight: the next day's key, a fresh cap */
+	aw_llm_test_shift_days(1);
+	cap_run(8, 5, 5);
+	aw_llm_test_shift_days(0);
+	cap_run(2, 5, 0); /* today's is still spent */
 	fake_status(&O1, 0);
 	fake_status(&O2, 0);
 	answered_by("acme", "O1"); /* the local host back: no emergency */
 	gateway_down();
 	aw_kv_close(KV);
 	KV = NULL;
+
+	/* without Redis (one embedded process): the same cap, in process */
+	gateway_up(1000, 10000, NULL);
+	activate(AW_PLATFORM_PROJECT, "platform_resource", "ollama_topology", topology(3), NULL);
+	fake_status(&O1, 503);
+	fake_status(&O2, 503);
+	cap_run(16, 3, 3);
+	aw_llm_test_shift_days(1);
+	cap_run(4, 3, 3);
+	aw_llm_test_shift_days(0);
+	fake_status(&O1, 0);
+	fake_status(&O2, 0);
+	gateway_down();
 }
 
 static void test_schema_retry(void **state)
