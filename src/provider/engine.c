@@ -569,22 +569,32 @@ static void reap(aw_llm *g)
 	}
 }
 
+/* Moves the submitted calls to the front of the active list; they are the
+ * calls from the list's head up to (not including) *older. */
+static void take_inbox(aw_llm *g, aw_llm_call **older)
+{
+	pthread_mutex_lock(&g->mu);
+	aw_llm_call *in = g->inbox;
+	g->inbox = NULL;
+	pthread_mutex_unlock(&g->mu);
+	*older = g->active;
+	while (in) {
+		aw_llm_call *c = in;
+		in = in->next;
+		c->next = g->active;
+		g->active = c;
+	}
+}
+
 static void *engine_main(void *arg)
 {
 	aw_llm *g = arg;
 	pthread_setname_np(pthread_self(), "aw-llm-engine");
 	while (!atomic_load(&g->stopping)) {
-		pthread_mutex_lock(&g->mu);
-		aw_llm_call *in = g->inbox;
-		g->inbox = NULL;
-		pthread_mutex_unlock(&g->mu);
-		while (in) {
-			aw_llm_call *c = in;
-			in = in->next;
-			c->next = g->active;
-			g->active = c;
+		aw_llm_call *older;
+		take_inbox(g, &older);
+		for (aw_llm_call *c = g->active; c != older; c = c->next)
 			advance(g, c);
-		}
 		int running = 0;
 		curl_multi_perform(g->multi, &running);
 		CURLMsg *m;
@@ -603,16 +613,8 @@ static void *engine_main(void *arg)
 		aw_metrics_loop_tick("llm_engine");
 	}
 	/* stopping: every call still here ends now */
-	pthread_mutex_lock(&g->mu);
-	aw_llm_call *in = g->inbox;
-	g->inbox = NULL;
-	pthread_mutex_unlock(&g->mu);
-	while (in) {
-		aw_llm_call *c = in;
-		in = in->next;
-		c->next = g->active;
-		g->active = c;
-	}
+	aw_llm_call *older;
+	take_inbox(g, &older);
 	for (aw_llm_call *c = g->active; c; c = c->next) {
 		transfer_end(g, c);
 		if (!c->finished)

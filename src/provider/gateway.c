@@ -741,10 +741,10 @@ static void w_park(void *ud)
 	(void)ud; /* the caller waits below */
 }
 
-aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
-		       json_t **resp, aw_error *err)
+aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err)
 {
-	*resp = NULL;
+	*body = NULL;
 	if (json_is_true(json_object_get(req, "stream")))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "/stream",
 				  "a waited-for call does not stream");
@@ -753,9 +753,8 @@ aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw
 	pthread_cond_init(&w.cv, NULL);
 	aw_llm_call *c = NULL;
 	aw_err e = aw_llm_start(g, ctx, req, meta, w_wake, &w, &c, err);
-	char *body = NULL;
 	while (!e) {
-		aw_llm_state st = aw_llm_head(c, w_park, NULL, &body, err);
+		aw_llm_state st = aw_llm_head(c, w_park, NULL, body, err);
 		if (st == AW_LLM_ANSWER)
 			break;
 		if (st == AW_LLM_FAILED) {
@@ -763,20 +762,37 @@ aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw
 			break;
 		}
 		pthread_mutex_lock(&w.mu);
-		while (!w.woken)
-			pthread_cond_wait(&w.cv, &w.mu);
+		while (!w.woken && !(stop && atomic_load(stop)) &&
+		       (!deadline_ns || aw_clock_mono_ns() < deadline_ns)) {
+			struct timespec ts = aw_clock_after(CLOCK_REALTIME, 100);
+			pthread_cond_timedwait(&w.cv, &w.mu, &ts);
+		}
 		w.woken = 0;
 		pthread_mutex_unlock(&w.mu);
+		if (stop && atomic_load(stop))
+			e = aw_fail(err, AW_E_RUN_CANCELLED, "stopped while the model call ran");
+		else if (deadline_ns && aw_clock_mono_ns() >= deadline_ns)
+			e = aw_fail(err, AW_E_RUN_TIMEOUT, "the model call outlived its deadline");
 	}
-	aw_llm_release(c);
-	if (!e) {
-		*resp = json_loads(body, 0, NULL);
-		if (!*resp)
-			e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	}
-	free(body);
+	aw_llm_release(c); /* cuts the transfer when the call was abandoned */
 	pthread_mutex_destroy(&w.mu);
 	pthread_cond_destroy(&w.cv);
+	if (e) {
+		free(*body);
+		*body = NULL;
+	}
+	return e;
+}
+
+aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		       json_t **resp, aw_error *err)
+{
+	char *body = NULL;
+	aw_err e = aw_llm_wait(g, ctx, req, meta, NULL, 0, &body, err);
+	*resp = e ? NULL : json_loads(body, 0, NULL);
+	if (!e && !*resp)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	free(body);
 	return e;
 }
 

@@ -130,6 +130,11 @@ void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err 
 		   ...) __attribute__((format(printf, 5, 6)));
 /* Appends stream bytes for the client and wakes it (engine thread). */
 void aw_llm_emit(aw_llm_call *c, const char *data, size_t n);
+/* Starts a call and waits for its whole answer (*body, malloc'd JSON). A
+ * set *stop (may be NULL) or the deadline (0 = none) abandons it with
+ * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT. */
+aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
 /* In-process or Redis daily counter; 1 when this call may use the emergency
  * model. */
 int aw_llm_cap_take(aw_llm *g);

@@ -10,7 +10,7 @@
  * answered. Shadow mode records the request it would send. A cancelled run
  * or a stopping worker abandons the call (its upstream transfer is cut).
  */
-#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,26 +42,6 @@ static aw_err step_validate(const json_t *args, aw_error *err)
 	return AW_OK;
 }
 
-typedef struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int woken;
-} waiter;
-
-static void wake(void *ud)
-{
-	waiter *w = ud;
-	pthread_mutex_lock(&w->mu);
-	w->woken = 1;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
-static void park(void *ud)
-{
-	(void)ud;
-}
-
 static aw_err step_run(const aw_step_call *sc, json_t **result, aw_error *err)
 {
 	if (!the_gateway)
@@ -77,44 +57,16 @@ static aw_err step_run(const aw_step_call *sc, json_t **result, aw_error *err)
 	const char *task = json_string_value(json_object_get(sc->args, "task"));
 	json_object_del(req, "task");
 	aw_llm_meta meta = {.run_id = sc->run_id, .step_no = sc->step_no, .task = task};
-	waiter w = {.woken = 0};
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
-	aw_llm_call *c = NULL;
-	aw_err e = aw_llm_start(the_gateway, &ctx, req, &meta, wake, &w, &c, err);
-	json_decref(req);
 	char *body = NULL;
-	while (!e) {
-		aw_llm_state st = aw_llm_head(c, park, NULL, &body, err);
-		if (st == AW_LLM_ANSWER)
-			break;
-		if (st == AW_LLM_FAILED) {
-			e = err->err;
-			break;
-		}
-		pthread_mutex_lock(&w.mu);
-		while (!w.woken && !atomic_load(sc->stop) &&
-		       (!sc->deadline_ns || aw_clock_mono_ns() < sc->deadline_ns)) {
-			struct timespec ts = aw_clock_after(CLOCK_REALTIME, 100);
-			pthread_cond_timedwait(&w.cv, &w.mu, &ts);
-		}
-		w.woken = 0;
-		pthread_mutex_unlock(&w.mu);
-		if (atomic_load(sc->stop))
-			e = aw_fail(err, AW_E_RUN_CANCELLED,
-				    "the run was stopped during its LLM call");
-		else if (sc->deadline_ns && aw_clock_mono_ns() >= sc->deadline_ns)
-			e = aw_fail(err, AW_E_RUN_TIMEOUT,
-				    "the LLM call outlived the step deadline");
-	}
-	aw_llm_release(c);
-	pthread_mutex_destroy(&w.mu);
-	pthread_cond_destroy(&w.cv);
-	if (e) {
-		free(body);
-		if (e != AW_E_RUN_CANCELLED && e != AW_E_RUN_TIMEOUT) /* keep the gateway's words */
-			return aw_fail(err, AW_E_RUN_STEP, "%s: %s", aw_err_code(e), err->msg);
+	aw_err e =
+		aw_llm_wait(the_gateway, &ctx, req, &meta, sc->stop, sc->deadline_ns, &body, err);
+	json_decref(req);
+	if (e == AW_E_RUN_CANCELLED || e == AW_E_RUN_TIMEOUT)
 		return e;
+	if (e) { /* keep the gateway's words */
+		char msg[sizeof err->msg];
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		return aw_fail(err, AW_E_RUN_STEP, "%s: %s", aw_err_code(e), msg);
 	}
 	json_t *resp = json_loads(body, 0, NULL);
 	free(body);

@@ -799,6 +799,13 @@ static void test_canary_and_trace(void **state)
 	json_decref(rows);
 }
 
+static void *stop_later(void *p)
+{
+	usleep(300000);
+	atomic_store((atomic_bool *)p, 1);
+	return NULL;
+}
+
 static void test_llm_step(void **state)
 {
 	(void)state;
@@ -834,14 +841,31 @@ static void test_llm_step(void **state)
 							    "completion_tokens")),
 			 8);
 	json_decref(result);
+	/* a stopped run abandons its call; a step deadline too */
+	const char *slow[] = {"openai=slow;ttft=3000", NULL};
+	set_policy("acme", slow, NULL);
+	pthread_t stopper;
+	pthread_create(&stopper, NULL, stop_later, &stop);
+	int64_t t0 = aw_clock_mono_ns();
+	assert_int_equal(x->run(&sc, &result, &err), AW_E_RUN_CANCELLED);
+	assert_true(aw_clock_mono_ns() - t0 < 1500000000LL);
+	pthread_join(stopper, NULL);
+	atomic_store(&stop, 0);
+	sc.deadline_ns = aw_clock_mono_ns() + 300000000LL;
+	t0 = aw_clock_mono_ns();
+	assert_int_equal(x->run(&sc, &result, &err), AW_E_RUN_TIMEOUT);
+	assert_true(aw_clock_mono_ns() - t0 < 1500000000LL);
 	json_t *intent = x->intent(args);
 	assert_non_null(json_object_get(intent, "request"));
 	json_decref(intent);
 	json_decref(args);
 	json_t *rows = audit_rows("acme");
-	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
+	json_t *p =
+		json_object_get(json_array_get(rows, 2), "payload"); /* before the two abandoned */
 	assert_string_equal(json_string_value(json_object_get(p, "run_id")), rid);
 	assert_int_equal(json_integer_value(json_object_get(p, "step")), 2);
+	p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_string_equal(json_string_value(json_object_get(p, "outcome")), "client_gone");
 	json_decref(rows);
 	gateway_down();
 }
