@@ -50,6 +50,8 @@ typedef struct {
 	int breaker_failures;	 /* consecutive failures that open it; default 5 */
 	int breaker_cooldown_ms; /* open -> half-open; default 10000 */
 	int schema_retries;	 /* default 3 (the policy's limits.schema_retries wins) */
+	int lease_ms;		 /* a budget reservation outlives a dead holder this long;
+				    default 660000 (the longest call + a minute) */
 } aw_llm_opts;
 
 /* Checks a gateway configuration document:

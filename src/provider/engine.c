@@ -131,6 +131,7 @@ static int on_sse_event(void *ud, const char *data, size_t len)
 	}
 	if (!keep)
 		return 0;
+	c->chunks++;
 	aw_buf b = AW_BUF_INIT(MAX_EVENT + 16);
 	aw_buf_adds(&b, "data: ");
 	aw_buf_add(&b, data, len);
@@ -152,6 +153,7 @@ static int on_nd_line(void *ud, const char *line, size_t len)
 	if (!e && b.len)
 		aw_llm_emit(c, b.p, b.len);
 	aw_buf_free(&b);
+	c->chunks++;
 	if (done)
 		c->saw_end = 1;
 	return e ? -1 : 0;
@@ -271,11 +273,25 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 	c->t_first_ns = c->t_last_ns = 0;
 	c->saw_end = 0;
 	c->st.tokens_in = c->st.tokens_out = 0;
+	c->chunks = 0;
 	c->st.usage_seen = c->st.role_sent = 0;
 	c->attempts++;
 	if (curl_multi_add_handle(g->multi, h) != CURLM_OK)
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the upstream transfer");
 	return AW_OK;
+}
+
+/* Adds what the current attempt used to the call's spend: the upstream's
+ * usage, or (a stream without it) the prompt's bound and one token per
+ * content event streamed. */
+static void account(aw_llm_call *c, int streamed)
+{
+	if (c->st.usage_seen)
+		c->spent += c->st.tokens_in + c->st.tokens_out;
+	else if (streamed)
+		c->spent += c->hold.prompt + c->chunks;
+	else
+		c->spent_unknown = 1;
 }
 
 static void note(aw_llm_call *c, const char *why)
@@ -382,6 +398,8 @@ static void answered(aw_llm *g, aw_llm_call *c)
 		json_decref(resp);
 	}
 	const char *content = completion ? aw_llm_completion_usage(completion, &c->st) : NULL;
+	if (completion)
+		account(c, 0);
 	if (!completion ||
 	    (!content &&
 	     !json_object_get(
@@ -472,6 +490,7 @@ static void refused(aw_llm *g, aw_llm_call *c)
 
 static void broken(aw_llm *g, aw_llm_call *c, const char *why)
 {
+	account(c, 1);
 	char ev[256];
 	int n = snprintf(ev, sizeof ev,
 			 "data: {\"error\":{\"message\":\"the upstream stream broke: %s\","
@@ -495,6 +514,7 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 		else if (!c->saw_end)
 			broken(g, c, "it ended before its last chunk");
 		else {
+			account(c, 1);
 			breaker_result(g, t->u, 1);
 			snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
 			snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
@@ -523,10 +543,49 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 	}
 }
 
+/* 1 when c's project was suspended after c started (line 3). */
+static int killed(aw_llm *g, const aw_llm_call *c)
+{
+	int k = 0;
+	pthread_mutex_lock(&g->mu);
+	for (int i = 0; i < g->nkills && !k; i++)
+		k = !strcmp(g->kills[i].project, c->ctx.project) && c->t0_ns < g->kills[i].kill_ns;
+	pthread_mutex_unlock(&g->mu);
+	return k;
+}
+
+/* Line 3: the calls of a suspended project end now; a stream gets a last
+ * event with the code, the upstream connection is closed. */
+static void cut_killed(aw_llm *g)
+{
+	unsigned gen = atomic_load(&g->kill_gen);
+	if (gen == g->kill_seen)
+		return;
+	g->kill_seen = gen;
+	for (aw_llm_call *c = g->active; c; c = c->next) {
+		if (c->finished || !killed(g, c))
+			continue;
+		if (c->bytes_out) {
+			static const char ev[] =
+				"data: {\"error\":{\"message\":\"the project's token budget is "
+				"spent: it is suspended\",\"type\":\"budget_error\",\"code\":"
+				"\"E-BUDGET-001\"}}\n\n";
+			aw_llm_emit(c, ev, sizeof ev - 1);
+			account(c, 1);
+		}
+		transfer_end(g, c);
+		aw_llm_finish(c, AW_LLM_FAILED, "killed", AW_E_BUDGET_SUSPENDED,
+			      "project %s was suspended: its calls in flight were cut",
+			      c->ctx.project);
+		aw_metrics_llm_event("killed", c->ctx.project);
+	}
+}
+
 /* Timeouts and cancelled clients, checked on every turn of the loop. */
 static void sweep(aw_llm *g)
 {
 	int64_t now = aw_clock_mono_ns();
+	cut_killed(g);
 	for (aw_llm_call *c = g->active; c; c = c->next) {
 		if (!c->easy || c->finished)
 			continue;
@@ -534,6 +593,8 @@ static void sweep(aw_llm *g)
 		int gone = c->released;
 		pthread_mutex_unlock(&c->mu);
 		if (gone) {
+			if (c->bytes_out)
+				account(c, 1);
 			transfer_end(g, c);
 			aw_llm_finish(c, AW_LLM_FAILED, "client_gone", AW_E_LLM_BROKEN,
 				      "the client went away");

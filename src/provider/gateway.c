@@ -103,6 +103,7 @@ void aw_llm_call_put(aw_llm_call *c)
 }
 
 static void record_queue(aw_llm *g, aw_llm_call *c);
+static void inflight(aw_llm *g, const char *project, int delta);
 
 void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
 		   ...)
@@ -132,6 +133,7 @@ void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err 
 		c->wake(c->wake_ud);
 	}
 	pthread_mutex_unlock(&c->mu);
+	inflight(c->g, c->ctx.project, -1);
 	record_queue(c->g, c);
 }
 
@@ -460,6 +462,108 @@ static aw_err route_call(aw_llm *g, aw_llm_call *c, const char *task, aw_error *
 	return AW_OK;
 }
 
+/* The request's prompt, in bytes: an upper bound of its tokens for the
+ * byte-level BPE tokenizers models use (a token is at least one byte), plus
+ * 8 tokens per message for the chat template, plus the tools' JSON. */
+static long long prompt_bound(const json_t *req)
+{
+	long long n = 0;
+	size_t i, k;
+	json_t *m, *part;
+	json_array_foreach (json_object_get(req, "messages"), i, m) {
+		json_t *content = json_object_get(m, "content");
+		n += 8;
+		if (json_is_string(content))
+			n += (long long)json_string_length(content);
+		else
+			json_array_foreach (content, k, part)
+				n += (long long)json_string_length(json_object_get(part, "text"));
+		json_t *tcs = json_object_get(m, "tool_calls");
+		if (tcs) {
+			char *d = json_dumps(tcs, JSON_COMPACT);
+			n += d ? (long long)strlen(d) : 0;
+			free(d);
+		}
+	}
+	json_t *tools = json_object_get(req, "tools");
+	if (tools) {
+		char *d = json_dumps(tools, JSON_COMPACT);
+		n += d ? (long long)strlen(d) : 0;
+		free(d);
+	}
+	return n;
+}
+
+/* Lines 1 and 2: refuse, or reserve the worst case (clamping max_tokens). */
+static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err)
+{
+	json_t *mt = json_object_get(c->req, "max_completion_tokens");
+	const char *mt_name = "max_completion_tokens";
+	if (!json_is_integer(mt)) {
+		mt = json_object_get(c->req, "max_tokens");
+		mt_name = "max_tokens";
+	}
+	long long asked = json_is_integer(mt) ? (long long)json_integer_value(mt) : -1;
+	long long out = asked;
+	long long prompt = prompt_bound(c->req);
+	/* structured output may call the model 1 + retries times */
+	int tries = c->schema ? 1 + c->schema_retries : 1;
+	char call_id[64];
+	snprintf(call_id, sizeof call_id, "%s", c->st.id + strlen("chatcmpl-"));
+	aw_err e = aw_budget_admit(g->o.store, g->o.policy, &c->ctx, call_id,
+				   meta && meta->run_id ? meta->run_id : "", prompt * tries, &out,
+				   g->o.lease_ms, g->holder, &c->hold, err);
+	if (e == AW_E_BUDGET_EXHAUSTED && c->hold.killed)
+		aw_llm_kill(g, c->ctx.project);
+	if (e || !c->hold.active)
+		return e;
+	if (tries > 1) /* the reservation holds every attempt's answer */
+		out /= tries;
+	if (out != asked) /* clamped to what remains, or none was asked */
+		json_object_set_new(c->req, mt_name, json_integer(out > 0 ? out : 1));
+	return AW_OK;
+}
+
+void aw_llm_kill(aw_llm *g, const char *project)
+{
+	pthread_mutex_lock(&g->mu);
+	int slot = 0;
+	for (int i = 0; i < g->nkills; i++)
+		if (!strcmp(g->kills[i].project, project) ||
+		    g->kills[i].kill_ns < g->kills[slot].kill_ns)
+			slot = i;
+	if (g->nkills < 16 && strcmp(g->nkills ? g->kills[slot].project : "", project))
+		slot = g->nkills++;
+	snprintf(g->kills[slot].project, sizeof g->kills[slot].project, "%s", project);
+	g->kills[slot].kill_ns = aw_clock_mono_ns();
+	pthread_mutex_unlock(&g->mu);
+	atomic_fetch_add(&g->kill_gen, 1);
+	if (g->multi)
+		curl_multi_wakeup(g->multi);
+	aw_log(AW_LOG_WARN, NULL, "llm calls of a suspended project cut", "project", project, NULL);
+}
+
+static void inflight(aw_llm *g, const char *project, int delta)
+{
+	pthread_mutex_lock(&g->mu);
+	int free_slot = -1;
+	for (int i = 0; i < 64; i++) { /* a project stays listed once seen (the reaper) */
+		if (g->inflight[i].project[0] && !strcmp(g->inflight[i].project, project)) {
+			g->inflight[i].calls += delta;
+			pthread_mutex_unlock(&g->mu);
+			return;
+		}
+		if (!g->inflight[i].project[0] && free_slot < 0)
+			free_slot = i;
+	}
+	if (delta > 0 && free_slot >= 0) {
+		snprintf(g->inflight[free_slot].project, sizeof g->inflight[free_slot].project,
+			 "%s", project);
+		g->inflight[free_slot].calls = delta;
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
 aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
 		    aw_llm_wake wake, void *ud, aw_llm_call **out, aw_error *err)
 {
@@ -479,6 +583,9 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	c->out = (aw_buf)AW_BUF_INIT(64u << 20);
 	c->notes = (aw_buf)AW_BUF_INIT(1500);
 	c->step_no = meta ? meta->step_no : 0;
+	char cid[AW_UUID_STR_LEN + 1];
+	aw_uuid7_str(cid); /* the call's id: a request may make several (run steps) */
+	snprintf(c->st.id, sizeof c->st.id, "chatcmpl-%s", cid);
 	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
 	aw_err e = AW_OK;
 	/* the call's own copy: jansson's reference counts may not be shared
@@ -503,10 +610,17 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 		aw_metrics_llm_event("refused", aw_err_code(e));
 		return e;
 	}
+	if (!e)
+		e = admit(g, c, meta, err);
+	if (e) {
+		aw_llm_call_put(c);
+		aw_metrics_llm_event("refused", aw_err_code(e));
+		return e;
+	}
 	c->up_stream = c->rq.stream && !c->schema;
-	snprintf(c->st.id, sizeof c->st.id, "chatcmpl-%s", ctx->request_id);
 	c->st.created = aw_clock_wall_ms() / 1000;
 	c->st.model = c->rq.model;
+	inflight(g, c->ctx.project, 1);
 	aw_llm_submit(g, c);
 	*out = c;
 	return AW_OK;
@@ -577,6 +691,9 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 	aw_txn *t = NULL;
 	aw_error err = {0};
 	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);
+	for (int i = 0; i < n && !e; i++) /* line 2: settle what was used */
+		e = aw_budget_settle(t, &calls[i]->hold,
+				     calls[i]->spent_unknown ? -1 : calls[i]->spent, &err);
 	if (!e)
 		e = aw_audit_record_many(t, &ctx, items, n, &err);
 	if (!e)
@@ -584,9 +701,42 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 	else if (t)
 		aw_store_rollback(t);
 	if (e)
-		aw_log(AW_LOG_ERROR, &ctx, "llm audit records lost", "detail", err.msg, NULL);
+		aw_log(AW_LOG_ERROR, &ctx,
+		       "llm audit records and settlements lost (the reservations are reaped)",
+		       "detail", err.msg, NULL);
 	for (int i = 0; i < n; i++)
 		json_decref(payloads[i]);
+}
+
+/* Every WATCH_MS: the projects with calls in flight that another process (or
+ * an operator) suspended get their calls cut here too (line 3 within 1 s);
+ * every lease/4, reservations of the projects this process served whose
+ * holder died are reaped. */
+#define WATCH_MS 500
+static void watch(aw_llm *g, int reap)
+{
+	char projects[64][AW_PROJECT_MAX + 1];
+	int n = 0;
+	pthread_mutex_lock(&g->mu);
+	for (int i = 0; i < 64; i++)
+		if (g->inflight[i].calls || (reap && g->inflight[i].project[0]))
+			snprintf(projects[n++], sizeof projects[0], "%s", g->inflight[i].project);
+	pthread_mutex_unlock(&g->mu);
+	for (int i = 0; i < n; i++) {
+		aw_ctx ctx;
+		aw_ctx_system(&ctx, projects[i]);
+		aw_error err = {0};
+		int suspended = 0, reaped = 0;
+		if (aw_budget_suspended(g->o.store, &ctx, &suspended, &err) == AW_OK && suspended)
+			aw_llm_kill(g, projects[i]);
+		if (reap && aw_budget_reap(g->o.store, &ctx, &reaped, &err) == AW_OK && reaped) {
+			char count[16];
+			snprintf(count, sizeof count, "%d", reaped);
+			aw_metrics_llm_event("reaped", projects[i]);
+			aw_log(AW_LOG_WARN, &ctx, "budget reservations of a dead holder reaped",
+			       "count", count, NULL);
+		}
+	}
 }
 
 static void *recorder_main(void *arg)
@@ -596,11 +746,15 @@ static void *recorder_main(void *arg)
 	/* background work: calls in flight come first (Linux: per-thread nice;
 	 * measured: p50 and p99 of calls at concurrency 1 both lower) */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	int64_t next_watch = aw_clock_mono_ns(), next_reap = next_watch;
 	pthread_mutex_lock(&g->rmu);
 	for (;;) {
-		while (!g->rq_head && !atomic_load(&g->stopping))
-			pthread_cond_wait(&g->rcv, &g->rmu);
-		if (!g->rq_head)
+		while (!g->rq_head && !atomic_load(&g->stopping) &&
+		       aw_clock_mono_ns() < next_watch) {
+			struct timespec ts = aw_clock_after(CLOCK_REALTIME, WATCH_MS);
+			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
+		}
+		if (!g->rq_head && atomic_load(&g->stopping))
 			break;
 		aw_llm_call *list = g->rq_head;
 		g->rq_head = g->rq_tail = NULL;
@@ -622,6 +776,14 @@ static void *recorder_main(void *arg)
 			record_batch(g, batch, n);
 			for (int i = 0; i < n; i++)
 				aw_llm_call_put(batch[i]);
+		}
+		int64_t now = aw_clock_mono_ns();
+		if (now >= next_watch) {
+			int reap = now >= next_reap;
+			watch(g, reap);
+			next_watch = now + WATCH_MS * 1000000LL;
+			if (reap)
+				next_reap = now + (int64_t)g->o.lease_ms / 4 * 1000000LL;
 		}
 		aw_metrics_loop_tick("llm_recorder");
 		pthread_mutex_lock(&g->rmu);
@@ -649,6 +811,10 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	snprintf(g->contract_id, sizeof g->contract_id, "%s",
 		 o->contract_id ? o->contract_id : "default");
 	g->o.contract_id = g->contract_id;
+	char host[64] = "host";
+	gethostname(host, sizeof host);
+	host[sizeof host - 1] = '\0';
+	snprintf(g->holder, sizeof g->holder, "%s-%d", host, (int)getpid());
 #define DEF(f, v)        \
 	if (g->o.f <= 0) \
 		g->o.f = v;
@@ -657,6 +823,7 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	DEF(idle_ms, 30000)
 	DEF(breaker_failures, 5)
 	DEF(breaker_cooldown_ms, 10000)
+	DEF(lease_ms, 660000)
 #undef DEF
 	if (o->schema_retries < 0 || o->schema_retries > 10)
 		g->o.schema_retries = 3;

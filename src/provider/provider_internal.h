@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "awooop/budget.h"
 #include "awooop/llm.h"
 #include "awooop/llm_wire.h"
 #include "awooop/schema.h"
@@ -81,6 +82,11 @@ struct aw_llm_call {
 	int eof, parked, released, finished;
 	aw_llm_wake wake;
 	void *wake_ud;
+	/* the budget (lines 1-3) */
+	aw_budget_hold hold;
+	long long chunks;  /* content events streamed by the current attempt */
+	long long spent;   /* tokens of the attempts that ended */
+	int spent_unknown; /* an answer came without usage: charge the reservation */
 	/* outcome, for the envelope */
 	char outcome[24];
 	const char *code;
@@ -92,6 +98,7 @@ struct aw_llm {
 	aw_llm_opts o;
 	json_t *config;
 	char contract_id[AW_PROJECT_MAX + 1];
+	char holder[96];    /* this process, as the holder of budget reservations */
 	pthread_mutex_t mu; /* topology, the inbox, the in-process cap */
 	upstream *providers[8];
 	int nproviders;
@@ -109,6 +116,19 @@ struct aw_llm {
 	atomic_bool stopping;
 	aw_llm_call *inbox;
 	aw_llm_call *active; /* engine thread */
+	/* line 3: projects whose calls started before kill_ns are cut (mu) */
+	struct {
+		char project[AW_PROJECT_MAX + 1];
+		int64_t kill_ns;
+	} kills[16];
+	int nkills;
+	atomic_uint kill_gen;
+	unsigned kill_seen; /* engine thread */
+	/* projects with calls in flight, watched for a suspension (mu) */
+	struct {
+		char project[AW_PROJECT_MAX + 1];
+		int calls;
+	} inflight[64];
 	/* recorder */
 	pthread_mutex_t rmu;
 	pthread_cond_t rcv;
@@ -135,6 +155,8 @@ void aw_llm_emit(aw_llm_call *c, const char *data, size_t n);
  * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT. */
 aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
 		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
+/* Line 3: cuts every call of project that started before now (any thread). */
+void aw_llm_kill(aw_llm *g, const char *project);
 /* In-process or Redis daily counter; 1 when this call may use the emergency
  * model. */
 int aw_llm_cap_take(aw_llm *g);

@@ -10,6 +10,7 @@
 
 #include "awooop/store.h"
 #include "awooop/store/audit.h"
+#include "awooop/store/budget.h"
 #include "awooop/store/contract.h"
 #include "awooop/store/keymig.h"
 #include "awooop/store/relay.h"

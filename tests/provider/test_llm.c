@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "awooop/audit.h"
+#include "awooop/budget.h"
 #include "awooop/buf.h"
 #include "awooop/clock.h"
 #include "awooop/contract.h"
@@ -870,6 +871,250 @@ static void test_llm_step(void **state)
 	gateway_down();
 }
 
+/* ------------------------------------------------------------ budget */
+
+static void set_budget(const char *project, long long limit, const char *action)
+{
+	activate(project, "budget", "default",
+		 json_pack("{s:s,s:I,s:s}", "period", "day", "token_limit", (json_int_t)limit,
+			   "action_on_exceed", action),
+		 NULL);
+}
+
+static json_t *budget_status(const char *project)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_OPERATOR, "op");
+	json_t *st = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_budget_status(S, PC, &ctx, &st, &err), AW_OK);
+	return st;
+}
+
+static long long jll(const json_t *o, const char *path)
+{
+	char buf[64];
+	snprintf(buf, sizeof buf, "%s", path);
+	const json_t *v = o;
+	for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, "."))
+		v = json_object_get(v, tok);
+	return (long long)json_integer_value(v);
+}
+
+/* The ledger balances: reserved = settled + released + reaped, nothing held. */
+static void ledger_balances(const char *project, long long limit)
+{
+	usleep(300000); /* the recorder settles */
+	json_t *st = budget_status(project);
+	printf("budget %s: limit %lld settled %lld reserved %lld | ledger reserve %lld settle "
+	       "%lld release %lld reap %lld\n",
+	       project, jll(st, "limit"), jll(st, "settled"), jll(st, "reserved"),
+	       jll(st, "ledger.reserve"), jll(st, "ledger.settle"), jll(st, "ledger.release"),
+	       jll(st, "ledger.reap"));
+	assert_true(jll(st, "settled") <= limit);
+	assert_int_equal(jll(st, "reserved"), 0);
+	assert_int_equal(jll(st, "ledger.reserve"), jll(st, "ledger.settle") +
+							    jll(st, "ledger.release") +
+							    jll(st, "ledger.reap"));
+	assert_int_equal(jll(st, "settled"), jll(st, "ledger.settle") + jll(st, "ledger.reap"));
+	json_decref(st);
+}
+
+typedef struct {
+	const char *project;
+	int ok, refused, other, cut;
+	long long tokens;
+	pthread_mutex_t mu;
+} crowd;
+
+static void *budget_caller(void *p)
+{
+	crowd *cw = p;
+	aw_err e;
+	aw_error err = {0};
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, cw->project, AW_SCOPE_WORKER, "agent-1");
+	json_t *req =
+		json_pack("{s:s,s:b,s:I,s:[{s:s,s:s}]}", "model", "chat", "stream", 1, "max_tokens",
+			  (json_int_t)40, "messages", "role", "user", "content", "hello");
+	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	aw_llm_call *c = NULL;
+	e = aw_llm_start(GW, &ctx, req, NULL, w_wake, &w, &c, &err);
+	json_decref(req);
+	char *s = NULL;
+	if (!e) {
+		char *body = NULL;
+		aw_llm_state st;
+		while ((st = aw_llm_head(c, w_park, NULL, &body, &err)) == AW_LLM_WAIT)
+			w_wait(&w);
+		if (st == AW_LLM_FAILED) {
+			e = err.err;
+		} else {
+			aw_buf out = AW_BUF_INIT(1 << 20);
+			char buf[512];
+			for (ssize_t n; (n = aw_llm_read(c, buf, sizeof buf, w_park, NULL)) >= 0;)
+				if (n == 0)
+					w_wait(&w);
+				else
+					aw_buf_add(&out, buf, (size_t)n);
+			s = aw_buf_take(&out);
+		}
+		aw_llm_release(c);
+	}
+	pthread_mutex_lock(&cw->mu);
+	if (s && strstr(s, "E-BUDGET-001"))
+		cw->cut++;
+	else if (s && strstr(s, "[DONE]"))
+		cw->ok++;
+	else if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_SUSPENDED)
+		cw->refused++;
+	else
+		cw->other++;
+	pthread_mutex_unlock(&cw->mu);
+	free(s);
+	return NULL;
+}
+
+static void crowd_run(crowd *cw, int n)
+{
+	pthread_t t[64];
+	for (int i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, budget_caller, cw);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+static void test_budget(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	/* 64 streaming callers, each asking for up to 40 tokens of a 600-token day */
+	const char *c[] = {"openai=b;tokens=30", NULL};
+	set_policy("beta", c, NULL);
+	set_budget("beta", 600, "block");
+	crowd cw = {"beta", 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+	crowd_run(&cw, 64);
+	printf("budget 600, 64 streams: %d answered, %d refused, %d other\n", cw.ok, cw.refused,
+	       cw.other);
+	assert_int_equal(cw.ok + cw.refused, 64);
+	assert_true(cw.ok > 0 && cw.refused > 0);
+	ledger_balances("beta", 600);
+
+	/* an upstream that sends no usage: the stream is counted */
+	set_budget("beta", 100000, "block");
+	const char *c2[] = {"openai=b;tokens=30;nousage=1", NULL};
+	set_policy("beta", c2, NULL);
+	crowd cw2 = {"beta", 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+	json_t *before = budget_status("beta");
+	crowd_run(&cw2, 4);
+	assert_int_equal(cw2.ok, 4);
+	ledger_balances("beta", 100000);
+	json_t *after = budget_status("beta");
+	/* 4 x (the prompt's bound 13 + 30 content events and the finish event) */
+	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 4 * (13 + 31));
+	json_decref(before);
+	json_decref(after);
+	gateway_down();
+}
+
+static void test_budget_kill(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	/* 16 slow streams hold most of a small budget; the 17th call is refused,
+	 * which suspends the project: the 16 are cut, new calls refused */
+	const char *c[] = {"openai=k;tokens=40;tps=10", NULL};
+	set_policy("beta", c, NULL);
+	json_t *st0 = budget_status("beta");
+	long long spent = jll(st0, "settled");
+	json_decref(st0);
+	/* 16 x (prompt 13 + 40) reserved, 5 left: less than a prompt */
+	set_budget("beta", spent + 16 * 53 + 5, "kill");
+	crowd cw = {"beta", 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+	pthread_t t[16];
+	for (int i = 0; i < 16; i++)
+		pthread_create(&t[i], NULL, budget_caller, &cw);
+	usleep(500000); /* all 16 are streaming */
+	json_t *resp = NULL;
+	aw_error err = {0};
+	int64_t t0 = aw_clock_mono_ns();
+	assert_int_equal(
+		ask("beta", "chat", json_pack("{s:I}", "max_tokens", (json_int_t)40), &resp, &err),
+		AW_E_BUDGET_EXHAUSTED);
+	for (int i = 0; i < 16; i++)
+		pthread_join(t[i], NULL);
+	double cut_ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
+	printf("kill: 16 streams cut %d, finished %d, in %.0f ms after the crossing\n", cw.cut,
+	       cw.ok, cut_ms);
+	assert_int_equal(cw.cut, 16);
+	assert_true(cut_ms < 1000);
+	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_BUDGET_SUSPENDED);
+	json_t *st = budget_status("beta");
+	assert_true(json_is_true(json_object_get(st, "suspended")));
+	json_decref(st);
+	ledger_balances("beta", spent + 16 * 53 + 5);
+	/* resume (with a new day's worth of budget): calls work again */
+	aw_ctx op;
+	aw_test_ctx(&op, "beta", AW_SCOPE_OPERATOR, "operator");
+	set_budget("beta", 1000000, "kill");
+	assert_int_equal(aw_budget_resume(S, &op, &err), AW_OK);
+	const char *c2[] = {"openai=k", NULL};
+	set_policy("beta", c2, NULL);
+	answered_by("beta", "A");
+	/* the audit trail has the suspension and the resumption */
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	aw_txn *tx = NULL;
+	assert_int_equal(aw_store_begin(S, &op, AW_TXN_READ, &tx, &err), AW_OK);
+	assert_int_equal(aw_store_audit_list(tx, 0, "budget.suspend", "", 10, &rows, &n, &err),
+			 AW_OK);
+	assert_int_equal(n, 1);
+	aw_audit_rows_free(rows, n);
+	assert_int_equal(aw_store_audit_list(tx, 0, "budget.resume", "", 10, &rows, &n, &err),
+			 AW_OK);
+	assert_int_equal(n, 1);
+	aw_audit_rows_free(rows, n);
+	aw_store_rollback(tx);
+	gateway_down();
+}
+
+static void test_budget_reap(void **state)
+{
+	(void)state;
+	aw_error err = {0};
+	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
+	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &PC, &err), AW_OK);
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "beta", AW_SCOPE_WORKER, "w");
+	set_budget("beta", 10000000, "block");
+	json_t *st0 = budget_status("beta");
+	long long reaped0 = jll(st0, "ledger.reap");
+	json_decref(st0);
+	/* a holder that dies right after reserving */
+	aw_budget_hold h;
+	long long out = 100;
+	assert_int_equal(aw_budget_admit(S, PC, &ctx, "dead-call-1", "", 50, &out, 300,
+					 "dead-holder", &h, &err),
+			 AW_OK);
+	assert_true(h.active);
+	json_t *st = budget_status("beta");
+	assert_int_equal(jll(st, "reserved"), 150);
+	json_decref(st);
+	int reaped = 0;
+	assert_int_equal(aw_budget_reap(S, &ctx, &reaped, &err), AW_OK);
+	assert_int_equal(reaped, 0); /* its lease runs */
+	usleep(400000);
+	assert_int_equal(aw_budget_reap(S, &ctx, &reaped, &err), AW_OK);
+	assert_int_equal(reaped, 1);
+	st = budget_status("beta");
+	assert_int_equal(jll(st, "reserved"), 0);
+	assert_int_equal(jll(st, "ledger.reap") - reaped0, 150); /* charged at the reservation */
+	json_decref(st);
+	ledger_balances("beta", 10000000);
+	aw_policy_cache_free(PC);
+	PC = NULL;
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
@@ -927,6 +1172,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_schema_retry),
 		cmocka_unit_test(test_canary_and_trace),
 		cmocka_unit_test(test_llm_step),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_budget_kill),
+		cmocka_unit_test(test_budget_reap),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }

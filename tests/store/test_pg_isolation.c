@@ -74,7 +74,7 @@ static int tenant_tables(char names[][64], int max)
 
 static void seed(const char *p)
 {
-	char sql[4096];
+	char sql[8192];
 	snprintf(
 		sql, sizeof sql,
 		"BEGIN; SET LOCAL awooop.project_id = '%1$s';"
@@ -100,6 +100,13 @@ static void seed(const char *p)
 		"INSERT INTO audit_heads (project_id, seq, hash) VALUES ('%1$s', 1, '1');"
 		"INSERT INTO key_migrations (project_id, pattern, phase, phase_since, updated_by)"
 		" VALUES ('%1$s', 'incident', 'A', now(), 's');"
+		"INSERT INTO budget_periods (project_id, period_key, token_limit) VALUES ('%1$s', 'd', 10);"
+		"INSERT INTO budget_reservations (project_id, call_id, period_key, tokens, holder, lease_until)"
+		" VALUES ('%1$s', 'c', 'd', 1, 'h', now());"
+		"INSERT INTO budget_ledger (project_id, period_key, call_id, kind, tokens)"
+		" VALUES ('%1$s', 'd', 'c', 'reserve', 1);"
+		"INSERT INTO budget_state (project_id, suspended, reason, since, by_principal)"
+		" VALUES ('%1$s', false, 'r', now(), 's');"
 		"COMMIT;",
 		p);
 	ok(app, sql);

@@ -16,6 +16,9 @@
  *   badjson=1   answer a body that is not JSON
  * A request that offers tools is answered (not streamed) with a call of
  * the first tool.
+ *   nousage=1   never send the usage chunk, even when asked
+ * Answers stop at the request's max_tokens (max_completion_tokens,
+ * options.num_predict), as a model does.
  *   echo=1      with status=N: the error message quotes the Authorization
  *               header received (an upstream that leaks the credential)
  * The process-wide mode (POST /control {"status": N} , 0 = normal) makes
@@ -281,6 +284,16 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 	a->include_usage = json_is_true(
 		json_object_get(json_object_get(req, "stream_options"), "include_usage"));
 	a->tokens = directive(model, "tokens", 8);
+	/* a model stops at max_tokens (Ollama: options.num_predict) */
+	json_t *mt = json_object_get(req, "max_tokens");
+	if (!json_is_integer(mt))
+		mt = json_object_get(req, "max_completion_tokens");
+	if (!json_is_integer(mt))
+		mt = json_object_get(json_object_get(req, "options"), "num_predict");
+	if (json_is_integer(mt) && json_integer_value(mt) < a->tokens)
+		a->tokens = (long)json_integer_value(mt);
+	if (directive(model, "nousage", 0))
+		a->include_usage = 0;
 	a->ttft = directive(model, "ttft", 0);
 	a->tps = directive(model, "tps", 0);
 	a->drop = directive(model, "drop", 0);
