@@ -24,19 +24,20 @@
 typedef struct aw_http aw_http;
 
 typedef struct {
-	const char *listen;	 /* "127.0.0.1:8080"; port 0 picks a free one */
-	size_t body_limit;	 /* bytes; default 1 MiB */
-	size_t body_memory;	 /* all bodies being received together; default 64 MiB */
-	int max_connections;	 /* default 4096 (and at most the fd limit allows) */
-	int max_per_ip;		 /* connections from one address; default 64 */
-	int threads;		 /* event-loop threads; default 8 */
-	int head_timeout_ms;	 /* the whole request head, from connect or the previous
+	const char *listen;		/* "127.0.0.1:8080"; port 0 picks a free one */
+	size_t body_limit;		/* bytes; default 1 MiB */
+	size_t body_memory;		/* all bodies being received together; default 64 MiB */
+	int max_connections;		/* default 4096 (and at most the fd limit allows) */
+	int max_per_ip;			/* connections from one address; default 64 */
+	int threads;			/* event-loop threads; default 8 */
+	int head_timeout_ms;		/* the whole request head, from connect or the previous
 				    request's end (also the keep-alive idle limit); 10000 */
-	int request_timeout_s;	 /* body and handling, from the end of the head; 30 */
-	const char *redis_url;	 /* checked by /readyz when set */
-	aw_contracts *contracts; /* borrowed; the contract registry */
-	struct aw_llm *llm;	 /* borrowed; the LLM gateway (NULL: /v1/chat answers 503) */
-	int llm_timeout_s;	 /* a model call's whole life on the API; default 600 */
+	int request_timeout_s;		/* body and handling, from the end of the head; 30 */
+	const char *redis_url;		/* checked by /readyz when set */
+	aw_contracts *contracts;	/* borrowed; the contract registry */
+	struct aw_llm *llm;		/* borrowed; the LLM gateway (NULL: /v1/chat answers 503) */
+	struct aw_policy_cache *policy; /* borrowed; the guard's cache (budget status) */
+	int llm_timeout_s;		/* a model call's whole life on the API; default 600 */
 } aw_http_opts;
 
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err);

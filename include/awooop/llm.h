@@ -103,6 +103,10 @@ aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw
  * active policy, as an OpenAI model list. */
 aw_err aw_llm_models(aw_llm *g, const aw_ctx *ctx, json_t **out, aw_error *err);
 
+/* Budget line 3: cuts every call of project in flight in this process (a
+ * stream gets a last SSE event E-BUDGET-001). */
+void aw_llm_kill(aw_llm *g, const char *project);
+
 /* Registers the run runtime's `llm` step kind, calling g (one gateway per
  * process). */
 int aw_llm_register_executor(aw_llm *g);

@@ -63,6 +63,7 @@ aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyr
 
 int aw_cmd_serve(int argc, char **argv);
 int aw_cmd_llm(int argc, char **argv);
+int aw_cmd_budget(int argc, char **argv);
 int aw_cmd_migrate(int argc, char **argv);
 int aw_cmd_project(int argc, char **argv);
 int aw_cmd_key(int argc, char **argv);

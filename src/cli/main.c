@@ -24,6 +24,7 @@ static void usage(void)
 	       "  contract   draft, publish, approve, activate, revoke, diff contracts\n"
 	       "  run        submit, get, list, cancel and diff runs\n"
 	       "  llm        one model call through the LLM gateway (--stream)\n"
+	       "  budget     a project's token budget: status, suspend, resume\n"
 	       "  keys       Redis key registry, inventory and the legacy key migration\n"
 	       "  watch      follow a contract's active revision like a worker (ADR-113)\n"
 	       "  audit      verify or export a project's audit trail (reads the store)\n"
@@ -66,6 +67,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_contract(argc - 2, argv + 2);
 	else if (strcmp(cmd, "schema") == 0)
 		rc = aw_cmd_schema(argc - 2, argv + 2);
+	else if (strcmp(cmd, "budget") == 0)
+		rc = aw_cmd_budget(argc - 2, argv + 2);
 	else if (strcmp(cmd, "llm") == 0)
 		rc = aw_cmd_llm(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redact") == 0)

@@ -288,6 +288,7 @@ int aw_cmd_serve(int argc, char **argv)
 				   .redis_url = aw_cli_get(opts, "redis"),
 				   .contracts = contracts,
 				   .llm = llm,
+				   .policy = policy,
 				   .llm_timeout_s = (int)wv[8]};
 		if ((e = aw_http_start(&ho, store, &http, &err)))
 			goto out;

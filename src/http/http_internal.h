@@ -121,6 +121,8 @@ void aw_h_run_get(aw_req *r);
 void aw_h_run_cancel(aw_req *r);
 void aw_h_run_diff(aw_req *r);
 void aw_h_llm_chat(aw_req *r);
+void aw_h_budget_get(aw_req *r);
+void aw_h_budget_action(aw_req *r);
 void aw_h_llm_models(aw_req *r);
 /* the body of a contract revision request: {"body": {...}} */
 aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err);

@@ -29,6 +29,8 @@ static const struct {
 	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list, 0},
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke, 0},
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
+	{"GET", "/v1/projects/{project}/budget", aw_h_budget_get, 0},
+	{"POST", "/v1/projects/{project}/budget/{action}", aw_h_budget_action, 0},
 	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",
 	 aw_h_contract_create, 0},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",

@@ -155,8 +155,6 @@ void aw_llm_emit(aw_llm_call *c, const char *data, size_t n);
  * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT. */
 aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
 		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
-/* Line 3: cuts every call of project that started before now (any thread). */
-void aw_llm_kill(aw_llm *g, const char *project);
 /* In-process or Redis daily counter; 1 when this call may use the emergency
  * model. */
 int aw_llm_cap_take(aw_llm *g);

@@ -136,6 +136,7 @@ check "openai error object" "$(jbody .error.code)" "E-LLM-001"
 
 activate acme policy_routing default \
   '{"routes":[{"name":"chat","match":{"task":"chat"},"candidates":[{"provider":"openai","model":"gpt-x"}]},
+    {"name":"slow","match":{"task":"slow"},"candidates":[{"provider":"openai","model":"s;tokens=50;tps=10"}]},
     {"name":"local","match":{"task":"local"},"candidates":[{"provider":"ollama","model":"llama3"}]}]}' "$OP1" "$OP2"
 
 # --- non-streamed
@@ -171,7 +172,7 @@ expect "huge number" 400 E-REQ-005
 req POST /v1/chat/completions "$W" '{"model":"nope","messages":[{"role":"user","content":"x"}]}'
 expect "no route" 404 E-LLM-002
 req GET /v1/models "$W" ""; expect "models" 200
-check "model list" "$(jbody '[.data[].id] | sort | join(",")')" "chat,gpt-x,llama3,local"
+check "model list" "$(jbody '[.data[].id] | sort | join(",")')" "chat,gpt-x,llama3,local,s;tokens=50;tps=10,slow"
 # Ollama requested with no topology and no ollama provider: no target
 req POST /v1/chat/completions "$W" '{"model":"x","messages":[{"role":"user","content":"x"}]}' -H "X-Awooop-Task: local"
 expect "no configured upstream" 502 E-LLM-003
@@ -206,7 +207,7 @@ check "openai tools" "$(jo .tools.finish)" tool_calls
 check "openai error status" "$(jo .error.status)" 404
 check "openai error code" "$(jo .error.code)" E-LLM-002
 check "openai error class" "$(jo .error.isApiError)" true
-check "openai models" "$(jo '.models | join(",")')" "chat,gpt-x,llama3,local"
+check "openai models" "$(jo '.models | join(",")')" "chat,gpt-x,llama3,local,s;tokens=50;tps=10,slow"
 
 # --- the llm run step, through the run API
 req POST /v1/platform/runs "$OP1" \
@@ -250,6 +251,40 @@ if [ "$BACKEND" = postgres ]; then
   check "cap: refused" "$(grep -c '^429$' "$TMP/cap")" 25
   check "cap: upstream calls" "$(( $(curl -s "http://127.0.0.1:$PG/stats" | jq .requests) - G0 ))" 7
   echo "emergency cap 7, 32 callers over 2 processes: $(grep -c '^200$' "$TMP/cap") answered"
+fi
+
+# --- the token budget: status, suspend, resume (API and CLI)
+activate acme budget default '{"period":"day","token_limit":1000000,"action_on_exceed":"kill"}' "$OP1" "$OP2"
+req POST /v1/chat/completions "$W" "$CHAT"; expect "chat under a budget" 200
+sleep 0.5 # the recorder settles
+export AWOOOP_URL=${URL1:-$URL} AWOOOP_KEY=$OP1
+check "budget status" "$("$BIN" budget status --project acme --json | jq '.settled > 0 and .reserved == 0 and .suspended == false')" true
+"$BIN" budget suspend --project acme --reason "drill" >/dev/null; check "budget suspend" $? 0
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "suspended" 402 E-BUDGET-001
+check "suspended status" "$("$BIN" budget status --project acme --json | jq -r '.suspended, .reason' | paste -sd,)" "true,drill"
+"$BIN" budget resume --project acme >/dev/null; check "budget resume" $? 0
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "resumed" 200
+"$BIN" budget status --project acme --json >/dev/null 2>&1
+AWOOOP_KEY=$RD "$BIN" budget suspend --project acme >/dev/null 2>"$TMP/rd.err"
+check "reader cannot suspend" "$(grep -c E-AUTH-003 "$TMP/rd.err")" 1
+unset AWOOOP_URL AWOOOP_KEY
+U=${URL1:-$URL} req GET "/v1/projects/acme/audit?action=budget.suspend" "$OP1" ""
+check "suspension audited" "$(jbody '.items | length')" 1
+if [ -n "${URL2:-}" ]; then
+  # a suspension through process 1 cuts a stream served by process 2
+  curl -sN -H "Authorization: Bearer $W" -H 'Content-Type: application/json' \
+    -d '{"model":"slow","stream":true,"messages":[{"role":"user","content":"x"}]}' \
+    "$URL2/v1/chat/completions" >"$TMP/cut.sse" &
+  CURLPID=$!
+  sleep 1
+  T0=$(date +%s%N)
+  U=$URL1 req POST /v1/projects/acme/budget/suspend "$OP1" ""; expect "suspend via process 1" 200
+  wait $CURLPID
+  MS=$(( ($(date +%s%N) - T0) / 1000000 ))
+  check "stream on process 2 cut" "$(grep -c E-BUDGET-001 "$TMP/cut.sse")" 1
+  check "cut within 1 s ($MS ms)" "$([ "$MS" -lt 1000 ] && echo yes)" yes
+  echo "suspension through process 1 cut a stream of process 2 in $MS ms"
+  U=$URL1 req POST /v1/projects/acme/budget/resume "$OP1" ""; expect "resume" 200
 fi
 
 # --- the canary: reached the upstream, and nothing else
