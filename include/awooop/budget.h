@@ -59,6 +59,10 @@ aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_er
  *  "ledger": {"reserve", "settle", "release", "reap"}}; new reference. */
 aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, json_t **out,
 			aw_error *err);
+/* The holder's reservations in ctx->project live lease_ms from now (the
+ * holder's heartbeat). */
+aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int lease_ms,
+		       aw_error *err);
 /* Reaps ctx->project's reservations whose lease ended (charged in full). */
 aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err);
 

@@ -239,6 +239,22 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, jso
 	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 }
 
+aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int lease_ms,
+		       aw_error *err)
+{
+	char lease[AW_TS_LEN + 1];
+	aw_clock_format(aw_clock_wall_ms() + lease_ms, lease);
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
+	if (!e)
+		e = aw_store_budget_renew(t, holder, lease, err);
+	if (!e)
+		e = aw_store_commit(t, err);
+	else if (t)
+		aw_store_rollback(t);
+	return e;
+}
+
 aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err)
 {
 	*reaped = 0;

@@ -111,6 +111,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "consecutive upstream failures that open its circuit", NULL},
 		{"breaker-cooldown-ms", "AWOOOP_BREAKER_COOLDOWN_MS", "10000", 0,
 		 "open circuit -> one half-open probe after this", NULL},
+		{"budget-lease-ms", "AWOOOP_BUDGET_LEASE_MS", "660000", 0,
+		 "a token reservation whose process died is reaped after this (and every "
+		 "quarter of it the reaper looks)",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -161,6 +165,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"llm-idle-ms", 10, 3600000},
 		{"breaker-failures", 1, 1000},
 		{"breaker-cooldown-ms", 10, 3600000},
+		{"budget-lease-ms", 1000, 86400000},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -267,6 +272,7 @@ int aw_cmd_serve(int argc, char **argv)
 				  .idle_ms = (int)wv[11],
 				  .breaker_failures = (int)wv[12],
 				  .breaker_cooldown_ms = (int)wv[13],
+				  .lease_ms = (int)wv[14],
 				  .schema_retries = 3};
 		if ((e = aw_policy_cache_new(store, contracts, bus, &po, &policy, &err)) ||
 		    (redis && (e = aw_kv_open(redis, store, NULL, &kv, &err))))

@@ -710,17 +710,20 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 
 /* Every WATCH_MS: the projects with calls in flight that another process (or
  * an operator) suspended get their calls cut here too (line 3 within 1 s);
- * every lease/4, reservations of the projects this process served whose
- * holder died are reaped. */
+ * every lease/4, this process's reservations are renewed (a live call is
+ * never reaped) and those of the projects it served whose holder died are
+ * reaped. */
 #define WATCH_MS 500
 static void watch(aw_llm *g, int reap)
 {
 	char projects[64][AW_PROJECT_MAX + 1];
-	int n = 0;
+	int busy[64], n = 0;
 	pthread_mutex_lock(&g->mu);
 	for (int i = 0; i < 64; i++)
-		if (g->inflight[i].calls || (reap && g->inflight[i].project[0]))
+		if (g->inflight[i].calls || (reap && g->inflight[i].project[0])) {
+			busy[n] = g->inflight[i].calls > 0;
 			snprintf(projects[n++], sizeof projects[0], "%s", g->inflight[i].project);
+		}
 	pthread_mutex_unlock(&g->mu);
 	for (int i = 0; i < n; i++) {
 		aw_ctx ctx;
@@ -729,6 +732,8 @@ static void watch(aw_llm *g, int reap)
 		int suspended = 0, reaped = 0;
 		if (aw_budget_suspended(g->o.store, &ctx, &suspended, &err) == AW_OK && suspended)
 			aw_llm_kill(g, projects[i]);
+		if (reap && busy[i]) /* the heartbeat of this process's reservations */
+			aw_budget_renew(g->o.store, &ctx, g->holder, g->o.lease_ms, &err);
 		if (reap && aw_budget_reap(g->o.store, &ctx, &reaped, &err) == AW_OK && reaped) {
 			char count[16];
 			snprintf(count, sizeof count, "%d", reaped);

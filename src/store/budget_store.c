@@ -135,6 +135,15 @@ aw_err aw_store_budget_expired(aw_txn *t, const char *now, char (*ids)[64], int 
 	return e;
 }
 
+aw_err aw_store_budget_renew(aw_txn *t, const char *holder, const char *lease_until, aw_error *err)
+{
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(holder), AW_TEXT(lease_until)};
+	return aw_txn_exec(t,
+			   "UPDATE budget_reservations SET lease_until = $3 WHERE project_id = $1"
+			   " AND holder = $2",
+			   3, p, NULL, err);
+}
+
 aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, aw_error *err)
 {
 	aw_rows *r = NULL;

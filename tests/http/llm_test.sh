@@ -94,7 +94,7 @@ if [ "$BACKEND" = postgres ]; then
   "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
     >/dev/null || exit 1
   DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
-  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+  EXTRA="--redis $AWOOOP_TEST_REDIS_URL --budget-lease-ms 2000"
   export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 else
   DB="sqlite:$TMP/awooop.db"
@@ -238,6 +238,7 @@ if [ "$BACKEND" = postgres ]; then
   URL1=$URL
   start_server s2 --role api
   URL2=$URL
+  S2PID=${PIDS[-1]}
   G0=$(curl -s "http://127.0.0.1:$PG/stats" | jq .requests)
   LOCAL='{"model":"local","messages":[{"role":"user","content":"x"}]}'
   for i in $(seq 1 32); do
@@ -285,6 +286,58 @@ if [ -n "${URL2:-}" ]; then
   check "cut within 1 s ($MS ms)" "$([ "$MS" -lt 1000 ] && echo yes)" yes
   echo "suspension through process 1 cut a stream of process 2 in $MS ms"
   U=$URL1 req POST /v1/projects/acme/budget/resume "$OP1" ""; expect "resume" 200
+fi
+
+ledger_ok() { # the budget's ledger balances and nothing is held
+  U=$URL1 req GET /v1/projects/acme/budget "$OP1" ""
+  check "$1: nothing reserved" "$(jbody .reserved)" 0
+  check "$1: ledger balances" "$(jbody '.ledger.reserve == .ledger.settle + .ledger.release + .ledger.reap')" true
+  check "$1: within the limit" "$(jbody '.settled <= .limit')" true
+}
+if [ -n "${URL2:-}" ]; then
+  # no overshoot: 64 streams over two processes against a budget far smaller
+  U=$URL1 req GET /v1/projects/acme/budget "$OP1" ""
+  LIMIT=$(( $(jbody .settled) + 600 )) # 64 x 19 tokens wanted
+  activate acme budget default "{\"period\":\"day\",\"token_limit\":$LIMIT,\"action_on_exceed\":\"block\"}" "$OP1" "$OP2"
+  : >"$TMP/crowd"
+  CROWD=()
+  for i in $(seq 1 64); do
+    u=$URL1; [ $((i % 2)) -eq 0 ] && u=$URL2
+    (curl -sN -o "$TMP/crowd.$i" -w '%{http_code}\n' -H "Authorization: Bearer $W" -H 'Content-Type: application/json' \
+      -d '{"model":"chat","stream":true,"max_tokens":40,"messages":[{"role":"user","content":"hello"}]}' \
+      "$u/v1/chat/completions" >>"$TMP/crowd") &
+    CROWD+=($!)
+  done
+  wait "${CROWD[@]}"
+  OKS=$(grep -c '^200$' "$TMP/crowd"); REF=$(grep -c '^429$' "$TMP/crowd")
+  check "64 streams: each answered or refused" $((OKS + REF)) 64
+  check "some refused" "$([ "$REF" -gt 0 ] && echo yes)" yes
+  check "refusals say why" "$(grep -l E-BUDGET-002 "$TMP"/crowd.* | wc -l)" "$REF"
+  echo "budget over 2 processes: $OKS streams answered, $REF refused"
+  sleep 1
+  ledger_ok "2 processes"
+  # a process dies with streams open: its reservations are reaped within the lease
+  activate acme budget default '{"period":"day","token_limit":100000000,"action_on_exceed":"block"}' "$OP1" "$OP2"
+  for i in 1 2 3 4; do
+    curl -sN -o /dev/null -H "Authorization: Bearer $W" -H 'Content-Type: application/json' \
+      -d '{"model":"slow","stream":true,"max_tokens":40,"messages":[{"role":"user","content":"x"}]}' \
+      "$URL2/v1/chat/completions" &
+  done
+  sleep 1
+  U=$URL1 req GET /v1/projects/acme/budget "$OP1" ""
+  check "the dying process holds reservations" "$(jbody '.reserved > 0')" true
+  REAP0=$(jbody .ledger.reap)
+  kill -KILL "$S2PID"
+  T0=$(date +%s)
+  for _ in $(seq 1 60); do
+    U=$URL1 req GET /v1/projects/acme/budget "$OP1" ""
+    [ "$(jbody .reserved)" = 0 ] && break
+    sleep 0.25
+  done
+  echo "reservations of a SIGKILLed process reaped in $(( $(date +%s) - T0 )) s (lease 2 s)"
+  check "reaped" "$(jbody ".ledger.reap > $REAP0")" true
+  ledger_ok "after the crash"
+  URL=$URL1 # the survivor
 fi
 
 # --- the canary: reached the upstream, and nothing else

@@ -37,6 +37,8 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, long long used, int
  * most max: call ids into ids (AW_UUID_STR_LEN + 1 each... up to 64 bytes). */
 aw_err aw_store_budget_expired(aw_txn *t, const char *now, char (*ids)[64], int max, int *n,
 			       aw_error *err);
+/* Moves the lease of every open reservation of holder in the txn's project. */
+aw_err aw_store_budget_renew(aw_txn *t, const char *holder, const char *lease_until, aw_error *err);
 /* Sums of the ledger for a period, by kind. */
 typedef struct {
 	long long reserve, settle, release, reap;
