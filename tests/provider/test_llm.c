@@ -1014,6 +1014,33 @@ static void test_budget(void **state)
 	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 4 * (13 + 31));
 	json_decref(before);
 	json_decref(after);
+
+	/* a client that goes away mid-stream: settled for what was streamed */
+	const char *c3[] = {"openai=b;tokens=40;tps=20", NULL};
+	set_policy("beta", c3, NULL);
+	before = budget_status("beta");
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "beta", AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:b,s:I,s:[{s:s,s:s}]}", "model", "chat", "stream", 1,
+				"max_tokens", (json_int_t)40, "messages", "role", "user", "content",
+				"hello");
+	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	aw_llm_call *call = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_llm_start(GW, &ctx, req, NULL, w_wake, &w, &call, &err), AW_OK);
+	json_decref(req);
+	char *body = NULL;
+	while (aw_llm_head(call, w_park, NULL, &body, &err) == AW_LLM_WAIT)
+		w_wait(&w);
+	usleep(300000); /* ~6 of 40 tokens */
+	aw_llm_release(call);
+	ledger_balances("beta", 100000);
+	after = budget_status("beta");
+	long long charged = jll(after, "settled") - jll(before, "settled");
+	printf("client gone after ~0.3 s of a 2 s stream: charged %lld of 53 reserved\n", charged);
+	assert_true(charged > 13 && charged < 13 + 20);
+	json_decref(before);
+	json_decref(after);
 	gateway_down();
 }
 
