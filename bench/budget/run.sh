@@ -86,7 +86,7 @@ figures sqlite
 
 PGDB=aw_budget_bench_$$
 psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres -c "CREATE DATABASE $PGDB" >/dev/null
-"$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" >/dev/null
+"$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" >/dev/null 2>&1
 export AWOOOP_PUBLISH_KEYS="kb:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 ADMIN=$("$BIN" key generate)
 serve "postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" "--redis $AWOOOP_TEST_REDIS_URL"

@@ -76,7 +76,8 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 	}
 	if (e)
 		return e;
-	long long limit = (long long)json_integer_value(json_object_get(pol.body, "token_limit"));
+	/* a whole number written 1e12 is an integer to the schema, a real to jansson */
+	long long limit = (long long)json_number_value(json_object_get(pol.body, "token_limit"));
 	const char *period = json_string_value(json_object_get(pol.body, "period"));
 	const char *action = json_string_value(json_object_get(pol.body, "action_on_exceed"));
 	h->kill = action && !strcmp(action, "kill");
@@ -97,8 +98,11 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 			    ctx->project, reason);
 		goto out;
 	}
-	if ((e = aw_store_budget_period_ensure(t, h->period_key, limit, err)) ||
-	    (e = aw_store_budget_reserve(t, h->period_key, prompt + out, &ok, err)))
+	if ((e = aw_store_budget_reserve(t, h->period_key, limit, prompt + out, &ok, err)))
+		goto out;
+	if (!ok && /* the period's first call, or a new limit: then once more */
+	    ((e = aw_store_budget_period_ensure(t, h->period_key, limit, err)) ||
+	     (e = aw_store_budget_reserve(t, h->period_key, limit, prompt + out, &ok, err))))
 		goto out;
 	if (!ok) { /* clamp the answer to what remains, or refuse */
 		aw_budget_period p;
@@ -108,7 +112,8 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 		long long remaining = p.limit - p.reserved - p.settled;
 		if (remaining > prompt) {
 			out = remaining - prompt;
-			if ((e = aw_store_budget_reserve(t, h->period_key, prompt + out, &ok, err)))
+			if ((e = aw_store_budget_reserve(t, h->period_key, limit, prompt + out, &ok,
+							 err)))
 				goto out;
 		}
 		if (!ok) {

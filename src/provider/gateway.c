@@ -290,7 +290,7 @@ static void topo_install(aw_llm *g, const aw_policy *pol)
 		upstream *u = aw_llm_upstream_new(name, API_OLLAMA, url, NULL);
 		if (!u)
 			continue;
-		u->timeout_ms = (int)json_integer_value(json_object_get(ep, "timeout_ms"));
+		u->timeout_ms = (int)json_number_value(json_object_get(ep, "timeout_ms"));
 		json_t *models = json_object_get(ep, "models"); /* the cache's: copied */
 		u->models = json_array_size(models) ? json_deep_copy(models) : NULL;
 		g->topo[i] = u;
@@ -300,11 +300,14 @@ static void topo_install(aw_llm *g, const aw_policy *pol)
 		 json_string_value(json_object_get(em, "provider")) ?: "");
 	snprintf(g->emergency_model, sizeof g->emergency_model, "%s",
 		 json_string_value(json_object_get(em, "model")) ?: "");
-	g->emergency_cap = (long)json_integer_value(json_object_get(em, "daily_cap"));
+	g->emergency_cap = (long)json_number_value(json_object_get(em, "daily_cap"));
 	snprintf(g->topo_rev, sizeof g->topo_rev, "%s", pol ? pol->revision_id : "");
 	g->topo_dirty = 0;
 	aw_metrics_llm_event("pool_reset", "ollama");
 }
+
+/* Contract numbers are read with json_number_value: a whole number written
+ * 1e3 is an integer to the schema and a real to jansson. */
 
 /* Brings the topology up to the active revision (a cached read). */
 static void topo_refresh(aw_llm *g, const aw_ctx *ctx)
@@ -394,7 +397,7 @@ static const json_t *pick_route(const json_t *body, const char *model, const cha
 static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const json_t *limits)
 {
 	json_t *mf = json_object_get(limits, "max_fallbacks");
-	size_t max = json_is_integer(mf) ? (size_t)json_integer_value(mf) + 1 : 11;
+	size_t max = json_is_number(mf) ? (size_t)json_number_value(mf) + 1 : 11;
 	int emergency_added = 0;
 	size_t i;
 	json_t *cand;
@@ -403,7 +406,7 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 			break;
 		const char *p = json_string_value(json_object_get(cand, "provider"));
 		const char *model = json_string_value(json_object_get(cand, "model"));
-		int tmo = (int)json_integer_value(json_object_get(cand, "timeout_ms"));
+		int tmo = (int)json_number_value(json_object_get(cand, "timeout_ms"));
 		if (strcmp(p, "ollama") != 0) {
 			add_target(c, provider(g, p), model, tmo, 0);
 			continue;
@@ -448,7 +451,7 @@ static aw_err route_call(aw_llm *g, aw_llm_call *c, const char *task, aw_error *
 	snprintf(c->body_hash, sizeof c->body_hash, "%s", pol.body_hash);
 	json_t *limits = json_object_get(pol.body, "limits");
 	json_t *sr = json_object_get(limits, "schema_retries");
-	c->schema_retries = json_is_integer(sr) ? (int)json_integer_value(sr) : g->o.schema_retries;
+	c->schema_retries = json_is_number(sr) ? (int)json_number_value(sr) : g->o.schema_retries;
 	topo_refresh(g, &c->ctx);
 	pthread_mutex_lock(&g->mu);
 	targets_of(g, c, route, limits);
@@ -499,11 +502,11 @@ static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error
 {
 	json_t *mt = json_object_get(c->req, "max_completion_tokens");
 	const char *mt_name = "max_completion_tokens";
-	if (!json_is_integer(mt)) {
+	if (!json_is_number(mt)) {
 		mt = json_object_get(c->req, "max_tokens");
 		mt_name = "max_tokens";
 	}
-	long long asked = json_is_integer(mt) ? (long long)json_integer_value(mt) : -1;
+	long long asked = json_is_number(mt) ? (long long)json_number_value(mt) : -1;
 	long long out = asked;
 	long long prompt = prompt_bound(c->req);
 	/* structured output may call the model 1 + retries times */

@@ -39,16 +39,17 @@ aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_perio
 	return e;
 }
 
-aw_err aw_store_budget_reserve(aw_txn *t, const char *period, long long tokens, int *ok,
-			       aw_error *err)
+aw_err aw_store_budget_reserve(aw_txn *t, const char *period, long long limit, long long tokens,
+			       int *ok, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(tokens)};
-	aw_err e = aw_txn_exec(t,
-			       "UPDATE budget_periods SET reserved = reserved + $3"
-			       " WHERE project_id = $1 AND period_key = $2"
-			       " AND reserved + settled + $3 <= token_limit RETURNING reserved",
-			       3, p, &r, err);
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(tokens), AW_INT(limit)};
+	aw_err e =
+		aw_txn_exec(t,
+			    "UPDATE budget_periods SET token_limit = $4, reserved = reserved + $3"
+			    " WHERE project_id = $1 AND period_key = $2"
+			    " AND reserved + settled + $3 <= $4 RETURNING reserved",
+			    4, p, &r, err);
 	*ok = !e && r->nrows == 1;
 	aw_rows_free(r);
 	return e;

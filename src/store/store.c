@@ -45,6 +45,8 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	pthread_mutex_init(&s->write_mu, NULL);
+	s->serialize_writes = drv->dialect == AW_DIALECT_SQLITE;
 
 	/* Open one connection now so a bad URL fails at start, not first request. */
 	aw_conn *c = NULL;
@@ -73,6 +75,7 @@ void aw_store_close(aw_store *s)
 	if (s->idle) {
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->write_mu);
 	}
 	free(s->idle);
 	free(s->url);
@@ -165,9 +168,15 @@ aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn *
 		return e;
 	}
 	int64_t t0 = aw_clock_mono_ns();
+	if (s->serialize_writes && mode == AW_TXN_WRITE) {
+		pthread_mutex_lock(&s->write_mu);
+		t->holds_write_mu = 1;
+	}
 	e = s->drv->begin(t->c, ctx->project, mode == AW_TXN_WRITE, err);
 	aw_metrics_store_observe(s->drv->name, (double)(aw_clock_mono_ns() - t0) / 1e9, e);
 	if (e) {
+		if (t->holds_write_mu)
+			pthread_mutex_unlock(&s->write_mu);
 		aw_store_release(s, t->c);
 		free(t);
 		return e;
@@ -181,6 +190,8 @@ aw_err aw_store_commit(aw_txn *t, aw_error *err)
 	aw_err e = t->s->drv->script(t->c, "COMMIT", err);
 	if (e)
 		t->s->drv->script(t->c, "ROLLBACK", NULL);
+	if (t->holds_write_mu)
+		pthread_mutex_unlock(&t->s->write_mu);
 	aw_store_release(t->s, t->c);
 	free(t);
 	return e;
@@ -191,6 +202,8 @@ void aw_store_rollback(aw_txn *t)
 	if (!t)
 		return;
 	t->s->drv->script(t->c, "ROLLBACK", NULL);
+	if (t->holds_write_mu)
+		pthread_mutex_unlock(&t->s->write_mu);
 	aw_store_release(t->s, t->c);
 	free(t);
 }

@@ -26,12 +26,18 @@ struct aw_store {
 	int nidle, nopen;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* SQLite has one writer at a time, and a writer that finds the lock
+	 * taken sleeps in its busy handler (1 ms, 2 ms, 5 ms, ...): writers of
+	 * this process queue here instead and start the moment it is free */
+	int serialize_writes;
+	pthread_mutex_t write_mu;
 };
 
 struct aw_txn {
 	aw_store *s;
 	aw_conn *c;
 	aw_ctx ctx;
+	int holds_write_mu;
 };
 
 aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error *err);

@@ -20,9 +20,10 @@ aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, long long li
 aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_period *out, int *found,
 				  aw_error *err);
 /* Adds tokens to reserved when reserved + settled + tokens <= limit (one
- * conditional UPDATE): *ok 1 when it did. */
-aw_err aw_store_budget_reserve(aw_txn *t, const char *period, long long tokens, int *ok,
-			       aw_error *err);
+ * conditional UPDATE, which also sets the period's limit): *ok 1 when it
+ * did; 0 also when the period has no row yet. */
+aw_err aw_store_budget_reserve(aw_txn *t, const char *period, long long limit, long long tokens,
+			       int *ok, aw_error *err);
 /* The open reservation of call_id and its ledger line. lease_until: a store
  * timestamp. */
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
