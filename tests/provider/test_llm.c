@@ -1021,9 +1021,9 @@ static void test_budget(void **state)
 	before = budget_status("beta");
 	aw_ctx ctx;
 	aw_test_ctx(&ctx, "beta", AW_SCOPE_WORKER, "agent-1");
-	json_t *req = json_pack("{s:s,s:b,s:I,s:[{s:s,s:s}]}", "model", "chat", "stream", 1,
-				"max_tokens", (json_int_t)40, "messages", "role", "user", "content",
-				"hello");
+	json_t *req =
+		json_pack("{s:s,s:b,s:I,s:[{s:s,s:s}]}", "model", "chat", "stream", 1, "max_tokens",
+			  (json_int_t)40, "messages", "role", "user", "content", "hello");
 	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 	aw_llm_call *call = NULL;
 	aw_error err = {0};
