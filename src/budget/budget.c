@@ -57,6 +57,39 @@ static void cancel_runs(aw_store *s, const aw_ctx *ctx)
 	}
 }
 
+/* The per-run limit: the run's own row ("run:<id>") takes the same
+ * reservation; when the run has less left, the call's answer is clamped to it
+ * (and the period's reservation shrunk to match), or it is refused. */
+static aw_err run_reserve(aw_txn *t, const char *period, long long limit, const char *run_id,
+			  long long per_run, long long prompt, long long *out, aw_error *err)
+{
+	char key[80];
+	snprintf(key, sizeof key, "run:%s", run_id);
+	int ok = 0;
+	aw_err e = aw_store_budget_reserve(t, key, per_run, prompt + *out, &ok, err);
+	if (!e && !ok)
+		e = aw_store_budget_period_ensure(t, key, per_run, err);
+	if (!e && !ok)
+		e = aw_store_budget_reserve(t, key, per_run, prompt + *out, &ok, err);
+	if (e || ok)
+		return e;
+	aw_budget_period p;
+	int found = 0;
+	if ((e = aw_store_budget_period_get(t, key, &p, &found, err)))
+		return e;
+	long long remaining = p.limit - p.reserved - p.settled;
+	if (remaining <= prompt)
+		return aw_fail(err, AW_E_BUDGET_RUN,
+			       "run %s has spent its %lld tokens (%lld settled, %lld reserved)",
+			       run_id, p.limit, p.settled, p.reserved);
+	long long less = *out - (remaining - prompt);
+	*out = remaining - prompt;
+	if ((e = aw_store_budget_reserve(t, key, per_run, prompt + *out, &ok, err)) ||
+	    (e = aw_store_budget_reserve(t, period, limit, -less, &ok, err)))
+		return e;
+	return AW_OK;
+}
+
 aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, const char *call_id,
 		       const char *run_id, long long prompt, long long *max_out, int lease_ms,
 		       const char *holder, aw_budget_hold *h, aw_error *err)
@@ -78,10 +111,14 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 		return e;
 	/* a whole number written 1e12 is an integer to the schema, a real to jansson */
 	long long limit = (long long)json_number_value(json_object_get(pol.body, "token_limit"));
-	const char *period = json_string_value(json_object_get(pol.body, "period"));
+	char period[8]; /* copied: the body is the cache's, released below */
+	snprintf(period, sizeof period, "%s",
+		 json_string_value(json_object_get(pol.body, "period")) ?: "day");
 	const char *action = json_string_value(json_object_get(pol.body, "action_on_exceed"));
 	h->kill = action && !strcmp(action, "kill");
 	aw_budget_period_key(period, h->period_key);
+	json_t *prl_v = json_object_get(pol.body, "per_run_token_limit");
+	long long per_run = json_is_number(prl_v) ? (long long)json_number_value(prl_v) : -1;
 	aw_policy_release(&pol);
 	snprintf(h->call_id, sizeof h->call_id, "%s", call_id);
 	long long out = *max_out >= 0 ? *max_out : DEFAULT_MAX_OUT;
@@ -124,8 +161,7 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 					    "the %s token budget of period %s is spent (%lld of "
 					    "%lld settled, %lld reserved by calls in flight); it "
 					    "resets with the next period",
-					    period ? period : "day", h->period_key, p.settled,
-					    p.limit, p.reserved);
+					    period, h->period_key, p.settled, p.limit, p.reserved);
 			if (killed) {
 				aw_error cerr = {0};
 				aw_store_commit(t, &cerr);
@@ -136,6 +172,9 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 			goto out;
 		}
 	}
+	if (run_id && run_id[0] && per_run >= 0 &&
+	    (e = run_reserve(t, h->period_key, limit, run_id, per_run, prompt, &out, err)))
+		goto out;
 	char lease[AW_TS_LEN + 1];
 	aw_clock_format(aw_clock_wall_ms() + lease_ms, lease);
 	if ((e = aw_store_budget_hold(t, call_id, h->period_key, run_id ? run_id : "", prompt + out,

@@ -111,6 +111,16 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, long long used, int
 			"UPDATE budget_periods SET reserved = reserved - $3,"
 			" settled = settled + $4 WHERE project_id = $1 AND period_key = $2",
 			4, q, NULL, err);
+	if (!e && run_id[0]) { /* the run's own row, when it has a per-run limit */
+		char run_key[80];
+		snprintf(run_key, sizeof run_key, "run:%s", run_id);
+		aw_val q2[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_key), AW_INT(held),
+			       AW_INT(used)};
+		e = aw_txn_exec(t,
+				"UPDATE budget_periods SET reserved = reserved - $3,"
+				" settled = settled + $4 WHERE project_id = $1 AND period_key = $2",
+				4, q2, NULL, err);
+	}
 	if (!e && reap)
 		return ledger(t, period, call_id, run_id, "reap", held, err);
 	if (!e)

@@ -1142,6 +1142,57 @@ static void test_budget_reap(void **state)
 	PC = NULL;
 }
 
+static aw_err ask_run(const char *run_id, json_t **resp, aw_error *err)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "beta", AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:I,s:[{s:s,s:s}]}", "model", "chat", "max_tokens",
+				(json_int_t)40, "messages", "role", "user", "content", "hello");
+	aw_llm_meta meta = {.run_id = run_id, .step_no = 1};
+	aw_err e = aw_llm_complete(GW, &ctx, req, &meta, resp, err);
+	json_decref(req);
+	return e;
+}
+
+static void test_budget_per_run(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=r;tokens=30", NULL};
+	set_policy("beta", c, NULL);
+	aw_ctx pub;
+	aw_test_ctx(&pub, "beta", AW_SCOPE_OPERATOR, "publisher");
+	activate("beta", "budget", "default",
+		 json_pack("{s:s,s:I,s:I,s:s}", "period", "day", "token_limit",
+			   (json_int_t)100000000, "per_run_token_limit", (json_int_t)100,
+			   "action_on_exceed", "block"),
+		 NULL);
+	char run[AW_UUID_STR_LEN + 1], other[AW_UUID_STR_LEN + 1];
+	aw_uuid7_str(run);
+	aw_uuid7_str(other);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	/* 100 tokens for the run: 41 + 41 (11 in + 30 out each), then the third
+	 * call's answer is clamped to 18 - 13 = 5 tokens, then the run is spent */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ask_run(run, &resp, &err), AW_OK);
+		json_decref(resp);
+		usleep(300000); /* settled */
+	}
+	assert_int_equal(ask_run(run, &resp, &err), AW_OK);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "usage"),
+							    "completion_tokens")),
+			 5);
+	json_decref(resp);
+	usleep(300000);
+	assert_int_equal(ask_run(run, &resp, &err), AW_E_BUDGET_RUN);
+	assert_non_null(strstr(err.msg, run));
+	assert_int_equal(ask_run(other, &resp, &err), AW_OK); /* another run has its own */
+	json_decref(resp);
+	ledger_balances("beta", 100000000);
+	gateway_down();
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
@@ -1202,6 +1253,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_budget_kill),
 		cmocka_unit_test(test_budget_reap),
+		cmocka_unit_test(test_budget_per_run),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }
