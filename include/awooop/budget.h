@@ -30,6 +30,7 @@ typedef struct {
 	int active; /* a reservation is held */
 	int kill;   /* the budget's action_on_exceed is "kill" */
 	int killed; /* this refusal suspended the project (line 3) */
+	char project[AW_PROJECT_MAX + 1];
 	char period_key[16];
 	char call_id[64];
 	long long reserved; /* tokens held */

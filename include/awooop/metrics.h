@@ -28,6 +28,9 @@ void aw_metrics_llm_call(const char *project, const char *route, const char *ups
 			 long long tokens_out);
 void aw_metrics_llm_event(const char *event, const char *upstream);
 void aw_metrics_llm_breaker(const char *upstream, int state);
+/* Token budget: an event of project (reserved, clamped, refused, suspended,
+ * cut, reaped, settled) and the tokens it moved (0 for none). */
+void aw_metrics_budget(const char *project, const char *event, double tokens);
 /* Returns a malloc'd text document; caller frees. NULL on out of memory. */
 char *aw_metrics_render(void);
 /* Forgets every series (tests). */

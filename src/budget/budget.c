@@ -15,6 +15,7 @@
 
 #include "awooop/audit.h"
 #include "awooop/clock.h"
+#include "awooop/metrics.h"
 #include "awooop/run.h"
 
 #define DEFAULT_MAX_OUT 4096 /* a request without max_tokens reserves this much */
@@ -121,6 +122,7 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 	long long per_run = json_is_number(prl_v) ? (long long)json_number_value(prl_v) : -1;
 	aw_policy_release(&pol);
 	snprintf(h->call_id, sizeof h->call_id, "%s", call_id);
+	snprintf(h->project, sizeof h->project, "%s", ctx->project);
 	long long out = *max_out >= 0 ? *max_out : DEFAULT_MAX_OUT;
 	aw_txn *t = NULL;
 	int suspended = 0, ok = 0, killed = 0;
@@ -187,10 +189,15 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 	h->active = 1;
 	h->reserved = prompt + out;
 	h->prompt = prompt;
+	aw_metrics_budget(ctx->project, "reserved", (double)h->reserved);
+	if (*max_out >= 0 && out < *max_out)
+		aw_metrics_budget(ctx->project, "clamped", 0);
 	*max_out = out;
 out:
 	if (t)
 		aw_store_rollback(t);
+	if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_SUSPENDED || e == AW_E_BUDGET_RUN)
+		aw_metrics_budget(ctx->project, h->killed ? "suspended" : "refused", 0);
 	return e;
 }
 
@@ -199,7 +206,13 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, long long used, aw_e
 	if (!h->active)
 		return AW_OK;
 	int found = 0;
-	return aw_store_budget_close(t, h->call_id, used < 0 ? h->reserved : used, 0, &found, err);
+	long long u = used < 0 || used > h->reserved ? h->reserved : used;
+	aw_err e = aw_store_budget_close(t, h->call_id, u, 0, &found, err);
+	if (!e && found) {
+		aw_metrics_budget(h->project, "settled", (double)u);
+		aw_metrics_budget(h->project, "released", (double)(h->reserved - u));
+	}
+	return e;
 }
 
 aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_error *err)
@@ -314,6 +327,8 @@ aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err
 		int found = 0;
 		e = aw_store_budget_close(t, ids[i], 0, 1, &found, err);
 		*reaped += found;
+		if (found)
+			aw_metrics_budget(ctx->project, "reaped", 0);
 	}
 	if (!e)
 		e = aw_store_commit(t, err);

@@ -66,6 +66,12 @@ static const struct {
 	 "counter"},
 	{"awooop_llm_breaker_state", "Circuit breaker per upstream: 0 closed, 1 open, 2 half-open.",
 	 "gauge"},
+	{"awooop_budget_events_total",
+	 "Token budget events by project: reserved, clamped, refused, suspended, cut, reaped.",
+	 "counter"},
+	{"awooop_budget_tokens_total",
+	 "Tokens through the budget ledger by project: reserved, settled, released, reaped.",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -211,6 +217,19 @@ void aw_metrics_llm_breaker(const char *upstream, int state)
 	series *g = get(families[15].family, GAUGE, l);
 	if (g)
 		g->value = state;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_budget(const char *project, const char *event, double tokens)
+{
+	char l[160];
+	snprintf(l, sizeof l, "project=\"%s\",event=\"%s\"", project, event);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[16].family, COUNTER, l);
+	if (c)
+		c->value += 1;
+	if (tokens > 0 && (c = get(families[17].family, COUNTER, l)))
+		c->value += tokens;
 	pthread_mutex_unlock(&mu);
 }
 

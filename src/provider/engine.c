@@ -577,7 +577,7 @@ static void cut_killed(aw_llm *g)
 		aw_llm_finish(c, AW_LLM_FAILED, "killed", AW_E_BUDGET_SUSPENDED,
 			      "project %s was suspended: its calls in flight were cut",
 			      c->ctx.project);
-		aw_metrics_llm_event("killed", c->ctx.project);
+		aw_metrics_budget(c->ctx.project, "cut", 0);
 	}
 }
 

@@ -1076,6 +1076,11 @@ static void test_budget_kill(void **state)
 	assert_int_equal(cw.cut, 16);
 	assert_true(cut_ms < 1000);
 	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_BUDGET_SUSPENDED);
+	char *m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_budget_events_total{project=\"beta\",event=\"cut\"} 16"));
+	assert_non_null(
+		strstr(m, "awooop_budget_events_total{project=\"beta\",event=\"suspended\"} 1"));
+	free(m);
 	json_t *st = budget_status("beta");
 	assert_true(json_is_true(json_object_get(st, "suspended")));
 	json_decref(st);
