@@ -61,6 +61,9 @@ typedef struct {
 aw_err aw_llm_config_check(const json_t *config, aw_error *err);
 
 aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err);
+/* Waits until no call is in flight and every finished call's audit record
+ * and budget settlement is written (a drain; tests). */
+void aw_llm_flush(aw_llm *g);
 /* Ends every call in flight (their clients are woken with an error) and stops
  * the threads; aw_llm_free afterwards. */
 void aw_llm_stop(aw_llm *g);

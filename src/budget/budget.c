@@ -52,8 +52,11 @@ static void cancel_runs(aw_store *s, const aw_ctx *ctx)
 		aw_error err = {0};
 		if (aw_run_list(s, ctx, aw_run_state_name(live[k]), NULL, 1000, &runs, &n, &err))
 			continue;
-		for (int i = 0; i < n; i++)
-			aw_run_cancel(s, ctx, runs[i].run_id, NULL, &err);
+		for (int i = 0; i < n; i++) {
+			aw_run done;
+			if (aw_run_cancel(s, ctx, runs[i].run_id, &done, &err) == AW_OK)
+				aw_run_free(&done);
+		}
 		aw_runs_free(runs, n);
 	}
 }

@@ -767,6 +767,7 @@ static void *recorder_main(void *arg)
 		aw_llm_call *list = g->rq_head;
 		g->rq_head = g->rq_tail = NULL;
 		g->rq_n = 0;
+		g->recording = 1;
 		pthread_mutex_unlock(&g->rmu);
 		while (list) { /* batches of one project, in order */
 			aw_llm_call *batch[RECORD_BATCH];
@@ -795,6 +796,8 @@ static void *recorder_main(void *arg)
 		}
 		aw_metrics_loop_tick("llm_recorder");
 		pthread_mutex_lock(&g->rmu);
+		g->recording = 0;
+		pthread_cond_broadcast(&g->rdone);
 	}
 	pthread_mutex_unlock(&g->rmu);
 	return NULL;
@@ -838,6 +841,7 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->rmu, NULL);
 	pthread_cond_init(&g->rcv, NULL);
+	pthread_cond_init(&g->rdone, NULL);
 	const char *name;
 	json_t *p;
 	json_object_foreach (json_object_get(g->config, "providers"), name, p) {
@@ -863,6 +867,24 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	}
 	*out = g;
 	return AW_OK;
+}
+
+void aw_llm_flush(aw_llm *g)
+{
+	for (int busy = 1; busy;) { /* calls still in flight end first */
+		busy = 0;
+		pthread_mutex_lock(&g->mu);
+		for (int i = 0; i < 64; i++)
+			busy += g->inflight[i].calls;
+		pthread_mutex_unlock(&g->mu);
+		if (busy)
+			usleep(5000);
+	}
+	pthread_mutex_lock(&g->rmu);
+	pthread_cond_signal(&g->rcv);
+	while ((g->rq_head || g->recording) && g->recorder_started)
+		pthread_cond_wait(&g->rdone, &g->rmu);
+	pthread_mutex_unlock(&g->rmu);
 }
 
 void aw_llm_stop(aw_llm *g)
@@ -891,6 +913,7 @@ void aw_llm_free(aw_llm *g)
 	pthread_mutex_destroy(&g->mu);
 	pthread_mutex_destroy(&g->rmu);
 	pthread_cond_destroy(&g->rcv);
+	pthread_cond_destroy(&g->rdone);
 	free(g);
 }
 

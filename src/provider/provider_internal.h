@@ -134,6 +134,8 @@ struct aw_llm {
 	pthread_cond_t rcv;
 	aw_llm_call *rq_head, *rq_tail;
 	int rq_n;
+	int recording; /* the recorder is writing a batch */
+	pthread_cond_t rdone;
 };
 
 /* engine.c */

@@ -272,7 +272,8 @@ static void answered_by(const char *project, const char *who)
  * first. */
 static json_t *audit_rows(const char *project)
 {
-	usleep(300000);
+	if (GW)
+		aw_llm_flush(GW);
 	aw_ctx ctx;
 	aw_test_ctx(&ctx, project, AW_SCOPE_PROJECT_ADMIN, "auditor");
 	aw_audit_row *rows = NULL;
@@ -904,8 +905,16 @@ static long long jll(const json_t *o, const char *path)
 /* The ledger balances: reserved = settled + released + reaped, nothing held. */
 static void ledger_balances(const char *project, long long limit)
 {
-	usleep(300000); /* the recorder settles */
-	json_t *st = budget_status(project);
+	json_t *st = NULL;
+	for (int i = 0; i < 100; i++) { /* calls still ending, then their settlements */
+		if (GW)
+			aw_llm_flush(GW);
+		json_decref(st);
+		st = budget_status(project);
+		if (jll(st, "reserved") == 0)
+			break;
+		usleep(50000);
+	}
 	printf("budget %s: limit %lld settled %lld reserved %lld | ledger reserve %lld settle "
 	       "%lld release %lld reap %lld\n",
 	       project, jll(st, "limit"), jll(st, "settled"), jll(st, "reserved"),
@@ -1057,6 +1066,17 @@ static void test_budget_kill(void **state)
 	json_decref(st0);
 	/* 16 x (prompt 13 + 40) reserved, 5 left: less than a prompt */
 	set_budget("beta", spent + 16 * 53 + 5, "kill");
+	/* a run of the project, queued (no worker here): line 3 cancels it */
+	aw_ctx opc;
+	aw_test_ctx(&opc, "beta", AW_SCOPE_OPERATOR, "operator");
+	aw_run_request rreq;
+	aw_error rerr = {0};
+	const char *rbody = "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":1000}}]}";
+	assert_int_equal(aw_run_request_decode(rbody, strlen(rbody), &rreq, &rerr), AW_OK);
+	aw_run queued;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, &opc, &rreq, NULL, &queued, &replayed, &rerr), AW_OK);
+	aw_run_request_free(&rreq);
 	crowd cw = {"beta", 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 	pthread_t t[16];
 	for (int i = 0; i < 16; i++)
@@ -1081,6 +1101,12 @@ static void test_budget_kill(void **state)
 	assert_non_null(
 		strstr(m, "awooop_budget_events_total{project=\"beta\",event=\"suspended\"} 1"));
 	free(m);
+	aw_run after_kill;
+	int ns = 0;
+	assert_int_equal(aw_run_get(S, &opc, queued.run_id, &after_kill, NULL, &ns, &rerr), AW_OK);
+	assert_string_equal(after_kill.state, "cancelled");
+	aw_run_free(&after_kill);
+	aw_run_free(&queued);
 	json_t *st = budget_status("beta");
 	assert_true(json_is_true(json_object_get(st, "suspended")));
 	json_decref(st);
@@ -1182,14 +1208,14 @@ static void test_budget_per_run(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(ask_run(run, &resp, &err), AW_OK);
 		json_decref(resp);
-		usleep(300000); /* settled */
+		aw_llm_flush(GW); /* settled */
 	}
 	assert_int_equal(ask_run(run, &resp, &err), AW_OK);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "usage"),
 							    "completion_tokens")),
 			 5);
 	json_decref(resp);
-	usleep(300000);
+	aw_llm_flush(GW);
 	assert_int_equal(ask_run(run, &resp, &err), AW_E_BUDGET_RUN);
 	assert_non_null(strstr(err.msg, run));
 	assert_int_equal(ask_run(other, &resp, &err), AW_OK); /* another run has its own */
