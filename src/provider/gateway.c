@@ -608,16 +608,14 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	}
 	if (!e)
 		e = route_call(g, c, meta ? meta->task : NULL, err);
-	if (e) {
-		aw_llm_call_put(c);
-		aw_metrics_llm_event("refused", aw_err_code(e));
-		return e;
-	}
 	if (!e)
 		e = admit(g, c, meta, err);
-	if (e) {
+	if (e) { /* refused before any upstream: recorded all the same */
+		snprintf(c->outcome, sizeof c->outcome, "refused");
+		c->code = aw_err_code(e);
+		aw_metrics_llm_event("refused", c->code);
+		record_queue(g, c);
 		aw_llm_call_put(c);
-		aw_metrics_llm_event("refused", aw_err_code(e));
 		return e;
 	}
 	c->up_stream = c->rq.stream && !c->schema;
@@ -635,7 +633,8 @@ static void record_queue(aw_llm *g, aw_llm_call *c)
 {
 	atomic_fetch_add(&c->refs, 1);
 	double secs = (double)(aw_clock_mono_ns() - c->t0_ns) / 1e9;
-	aw_metrics_llm_call(c->ctx.project, c->rq.model,
+	/* labels: the policy's route name (a slug), never the client's model */
+	aw_metrics_llm_call(c->ctx.project, c->route[0] ? c->route : "-",
 			    c->upstream_name[0] ? c->upstream_name : "-", c->outcome, secs,
 			    c->st.tokens_in, c->st.tokens_out);
 	pthread_mutex_lock(&g->rmu);
@@ -654,15 +653,16 @@ static void record_queue(aw_llm *g, aw_llm_call *c)
 static json_t *envelope(const aw_llm_call *c)
 {
 	double ms = (double)(aw_clock_mono_ns() - c->t0_ns) / 1e6;
-	json_t *p = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:s,s:i,s:i,s:b,s:b}",
-			      "principal", c->ctx.principal, "trace_id", c->ctx.trace.trace_id,
-			      "route", c->route, "policy_revision", c->revision_id,
-			      "policy_body_hash", c->body_hash, "model", c->rq.model, "upstream",
-			      c->upstream_name[0] ? c->upstream_name : "-", "upstream_model",
-			      c->model_used, "tokens_in", (json_int_t)c->st.tokens_in, "tokens_out",
-			      (json_int_t)c->st.tokens_out, "latency_ms", ms, "outcome", c->outcome,
-			      "attempts", c->attempts, "failovers", c->failovers, "stream",
-			      c->rq.stream, "emergency", c->emergency_used);
+	json_t *p =
+		json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:s,s:i,s:i,s:b,s:b}",
+			  "principal", c->ctx.principal, "trace_id", c->ctx.trace.trace_id, "route",
+			  c->route, "policy_revision", c->revision_id, "policy_body_hash",
+			  c->body_hash, "model", c->rq.model ? c->rq.model : "", "upstream",
+			  c->upstream_name[0] ? c->upstream_name : "-", "upstream_model",
+			  c->model_used, "tokens_in", (json_int_t)c->st.tokens_in, "tokens_out",
+			  (json_int_t)c->st.tokens_out, "latency_ms", ms, "outcome", c->outcome,
+			  "attempts", c->attempts, "failovers", c->failovers, "stream",
+			  c->rq.stream, "emergency", c->emergency_used);
 	if (p && c->code)
 		json_object_set_new(p, "code", json_string(c->code));
 	if (p && c->run_id[0]) {

@@ -314,8 +314,19 @@ static void test_route_and_activation(void **state)
 							    "completion_tokens")),
 			 8);
 	json_decref(resp);
-	assert_int_equal(ask("acme", "nope", NULL, &resp, &err), AW_E_LLM_ROUTE);
+	assert_int_equal(ask("acme", "nope\"} 1\nfake_metric{x=\"", NULL, &resp, &err),
+			 AW_E_LLM_ROUTE);
 	assert_string_equal(err.where, "/model");
+	/* a refused call is recorded too; the client's model never becomes a label */
+	json_t *refused = audit_rows("acme");
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_object_get(json_array_get(refused, 0), "payload"), "code")),
+		"E-LLM-002");
+	json_decref(refused);
+	char *mtext = aw_metrics_render();
+	assert_null(strstr(mtext, "fake_metric"));
+	free(mtext);
 	/* another project has its own policy: none */
 	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_LLM_POLICY);
 	/* models */
