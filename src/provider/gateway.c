@@ -128,13 +128,19 @@ void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err 
 	}
 	snprintf(c->outcome, sizeof c->outcome, "%s", outcome);
 	c->code = e ? aw_err_code(e) : NULL;
-	if (c->parked) {
-		c->parked = 0;
-		c->wake(c->wake_ud);
-	}
+	int parked = c->parked;
+	c->parked = 0;
 	pthread_mutex_unlock(&c->mu);
+	/* queued before the client wakes: records are in the order clients saw
+	 * their calls end, and a drain (aw_llm_flush) after a call sees it */
 	inflight(c->g, c->ctx.project, -1);
 	record_queue(c->g, c);
+	if (parked) { /* a parked client cannot release the call: wake it now */
+		pthread_mutex_lock(&c->mu);
+		if (!c->released)
+			c->wake(c->wake_ud);
+		pthread_mutex_unlock(&c->mu);
+	}
 }
 
 void aw_llm_emit(aw_llm_call *c, const char *data, size_t n)
