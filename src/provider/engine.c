@@ -126,19 +126,13 @@ static int on_sse_event(void *ud, const char *data, size_t len)
 		return -1;
 	if (done) {
 		c->saw_end = 1;
-		aw_llm_emit(c, "data: [DONE]\n\n", 14);
+		aw_llm_emit_event(c, "[DONE]", 6);
 		return 0;
 	}
-	if (!keep)
-		return 0;
-	c->chunks++;
-	aw_buf b = AW_BUF_INIT(MAX_EVENT + 16);
-	aw_buf_adds(&b, "data: ");
-	aw_buf_add(&b, data, len);
-	aw_buf_adds(&b, "\n\n");
-	if (!aw_buf_err(&b))
-		aw_llm_emit(c, b.p, b.len);
-	aw_buf_free(&b);
+	if (keep) { /* passed on as the upstream framed it, without a copy */
+		c->chunks++;
+		aw_llm_emit_event(c, data, len);
+	}
 	return 0;
 }
 

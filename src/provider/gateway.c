@@ -6,6 +6,8 @@
  *
  * A call is reference-counted: its client (until aw_llm_release), the engine
  * (until the call is finished) and the recorder (until its record is written).
+ * Numbers from contracts are read with json_number_value: a whole number
+ * written 1e3 is an integer to the schema and a real to jansson.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -143,19 +145,36 @@ void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err 
 	}
 }
 
-void aw_llm_emit(aw_llm_call *c, const char *data, size_t n)
+/* Appends pre + data + post for the client (one piece or none: past the
+ * buffer's ceiling nothing is added) and wakes it. */
+static void emit(aw_llm_call *c, const char *pre, const char *data, size_t n, const char *post)
 {
+	size_t lp = strlen(pre), lq = strlen(post);
 	pthread_mutex_lock(&c->mu);
 	if (!c->bytes_out)
 		c->t_client_first_ns = aw_clock_mono_ns();
 	c->bytes_out = 1;
 	c->state = AW_LLM_STREAM;
-	aw_buf_add(&c->out, data, n);
+	if (c->out.len + lp + n + lq <= c->out.max) {
+		aw_buf_add(&c->out, pre, lp);
+		aw_buf_add(&c->out, data, n);
+		aw_buf_add(&c->out, post, lq);
+	}
 	if (c->parked) {
 		c->parked = 0;
 		c->wake(c->wake_ud);
 	}
 	pthread_mutex_unlock(&c->mu);
+}
+
+void aw_llm_emit(aw_llm_call *c, const char *data, size_t n)
+{
+	emit(c, "", data, n, "");
+}
+
+void aw_llm_emit_event(aw_llm_call *c, const char *data, size_t n)
+{
+	emit(c, "data: ", data, n, "\n\n");
 }
 
 aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **body, aw_error *err)
@@ -311,9 +330,6 @@ static void topo_install(aw_llm *g, const aw_policy *pol)
 	g->topo_dirty = 0;
 	aw_metrics_llm_event("pool_reset", "ollama");
 }
-
-/* Contract numbers are read with json_number_value: a whole number written
- * 1e3 is an integer to the schema and a real to jansson. */
 
 /* Brings the topology up to the active revision (a cached read). */
 static void topo_refresh(aw_llm *g, const aw_ctx *ctx)

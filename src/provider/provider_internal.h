@@ -150,8 +150,10 @@ void aw_llm_call_put(aw_llm_call *c);
  * it, queues the audit record. */
 void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
 		   ...) __attribute__((format(printf, 5, 6)));
-/* Appends stream bytes for the client and wakes it (engine thread). */
+/* Appends stream bytes for the client and wakes it (engine thread);
+ * _event frames them as one SSE event ("data: ...\n\n"). */
 void aw_llm_emit(aw_llm_call *c, const char *data, size_t n);
+void aw_llm_emit_event(aw_llm_call *c, const char *data, size_t n);
 /* Starts a call and waits for its whole answer (*body, malloc'd JSON). A
  * set *stop (may be NULL) or the deadline (0 = none) abandons it with
  * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT. */
