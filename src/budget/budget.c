@@ -1,33 +1,169 @@
 /*
- * budget.c - the token budget service (see budget.h): admission and
- * reservation in one write transaction, settlement inside the caller's
- * transaction (the gateway's audit batch), suspension and resumption
- * (audited), status, and the reaper of reservations whose holder died.
+ * budget.c - the token and cost budget service (see budget.h): admission
+ * and reservation in one write transaction, settlement inside the caller's
+ * transaction (the gateway's audit batch) with the alert thresholds it
+ * crosses, suspension and resumption (audited), status and history, and the
+ * reaper of reservations whose holder died.
  *
- * Tokens only: cost limits and per-run limits of the contract are not
- * enforced yet (see the issue's note).
+ * A rolling window's row holds its reservations; the spend it settled lives
+ * in hourly rows "h:<hour>" besides. Admission locks the window's row first
+ * (the upsert of its limits), then sums the hours in the window into it, then
+ * reserves: every settlement updates the window's row too, so it either
+ * committed before the lock (and is in the sum) or waits for it.
  */
 #include "awooop/budget.h"
 
+#include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "awooop/audit.h"
 #include "awooop/clock.h"
+#include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "budget_hooks.h"
 
 #define DEFAULT_MAX_OUT 4096 /* a request without max_tokens reserves this much */
 #define BUDGET_CONTRACT "default"
+#define NO_COST_LIMIT (-1)
+
+/* ------------------------------------------------------------ periods */
+
+static _Atomic int hour_shift; /* budget_hooks.h */
+
+void aw_budget_test_shift_hours(int hours)
+{
+	atomic_store(&hour_shift, hours);
+}
+
+static time_t now_s(void)
+{
+	return (time_t)(aw_clock_wall_ms() / 1000) + (time_t)atomic_load(&hour_shift) * 3600;
+}
 
 void aw_budget_period_key(const char *period, char out[16])
 {
-	time_t now = (time_t)(aw_clock_wall_ms() / 1000);
+	if (period && !strcmp(period, "rolling")) {
+		snprintf(out, 16, "rolling");
+		return;
+	}
+	time_t now = now_s();
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(out, 16, period && !strcmp(period, "month") ? "%Y-%m" : "%Y-%m-%d", &tm);
 }
+
+/* The hourly row of the hour `ago` hours before this one. */
+static void bucket_key(int ago, char out[16])
+{
+	time_t t = now_s() - (time_t)ago * 3600;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 16, "h:%Y-%m-%dT%H", &tm);
+}
+
+/* When the period's spend resets, for the answer and the status. */
+static void resets_at(const char *period, int window_h, char *out, size_t cap)
+{
+	time_t now = now_s();
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	if (!strcmp(period, "rolling")) {
+		snprintf(out, cap, "hourly, as spend older than %d h ages out", window_h);
+		return;
+	}
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	if (!strcmp(period, "month")) {
+		tm.tm_mday = 1;
+		tm.tm_mon++;
+	} else {
+		tm.tm_mday++;
+	}
+	time_t next = timegm(&tm); /* normalises the month and year */
+	gmtime_r(&next, &tm);
+	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+long long aw_budget_cost(const aw_budget_price *p, long long in, long long out)
+{
+	return (long long)ceil((double)in * p->in + (double)out * p->out);
+}
+
+static double usd(long long micro)
+{
+	return (double)micro / 1e6;
+}
+
+/* ------------------------------------------------------------ the contract */
+
+typedef struct {
+	char period[8];
+	int window_h;
+	aw_budget_amount limit;
+	long long per_run; /* < 0: none */
+	int kill;
+	int alerts[AW_BUDGET_MAX_ALERTS], nalerts;
+	aw_budget_price worst; /* the dearest of the ask's models */
+} budget_cfg;
+
+static const json_t *price_of(const json_t *prices, const char *model)
+{
+	const json_t *p = json_object_get(prices, model);
+	return p ? p : json_object_get(prices, "*");
+}
+
+/* The project's budget (AW_E_CONTRACT_NOT_FOUND: none), and the prices of
+ * ask's models. */
+static aw_err load(aw_policy_cache *pc, const aw_ctx *ctx, aw_budget_ask *ask, budget_cfg *b,
+		   aw_error *err)
+{
+	memset(b, 0, sizeof *b);
+	aw_policy pol = {0};
+	aw_err e = aw_policy_effective(pc, ctx, "budget", BUDGET_CONTRACT, &pol, err);
+	if (e)
+		return e;
+	const json_t *body = pol.body;
+	snprintf(b->period, sizeof b->period, "%s",
+		 json_string_value(json_object_get(body, "period")) ?: "day");
+	json_t *v = json_object_get(body, "window_hours");
+	b->window_h = json_is_number(v) ? (int)json_number_value(v) : 24;
+	/* a whole number written 1e12 is an integer to the schema, a real to jansson */
+	b->limit.tokens = (long long)json_number_value(json_object_get(body, "token_limit"));
+	v = json_object_get(body, "cost_limit_usd");
+	b->limit.cost = json_is_number(v) ? llround(json_number_value(v) * 1e6) : NO_COST_LIMIT;
+	v = json_object_get(body, "per_run_token_limit");
+	b->per_run = json_is_number(v) ? (long long)json_number_value(v) : -1;
+	const char *action = json_string_value(json_object_get(body, "action_on_exceed"));
+	b->kill = action && !strcmp(action, "kill");
+	size_t i;
+	json_array_foreach (json_object_get(body, "alert_at_percent"), i, v)
+		if (b->nalerts < AW_BUDGET_MAX_ALERTS)
+			b->alerts[b->nalerts++] = (int)json_number_value(v);
+	const json_t *prices = json_object_get(body, "prices");
+	for (int k = 0; ask && k < ask->nmodels && !e; k++) {
+		const json_t *p = price_of(prices, ask->models[k]);
+		aw_budget_price pr = {
+			json_number_value(json_object_get(p, "input_per_mtok")),
+			json_number_value(json_object_get(p, "output_per_mtok")),
+		};
+		if (!p && b->limit.cost >= 0)
+			e = aw_fail(err, AW_E_BUDGET_PRICE,
+				    "the budget limits cost but has no price for model %s (add "
+				    "prices.%s or a default prices[\"*\"])",
+				    ask->models[k], ask->models[k]);
+		ask->prices[k] = pr;
+		b->worst.in = fmax(b->worst.in, pr.in);
+		b->worst.out = fmax(b->worst.out, pr.out);
+	}
+	aw_policy_release(&pol);
+	return e;
+}
+
+/* ------------------------------------------------------------ admission */
 
 static aw_err suspend_in(aw_txn *t, const aw_ctx *ctx, const char *reason, aw_error *err)
 {
@@ -61,46 +197,126 @@ static void cancel_runs(aw_store *s, const aw_ctx *ctx)
 	}
 }
 
+/* The settled spend of the rolling window, summed into its row under the
+ * row's lock (see the file's header). */
+static aw_err window_refresh(aw_txn *t, const budget_cfg *b, aw_error *err)
+{
+	char from[16];
+	aw_budget_amount sum;
+	bucket_key(b->window_h - 1, from);
+	aw_err e = aw_store_budget_period_ensure(t, "rolling", &b->limit, err);
+	if (!e)
+		e = aw_store_budget_window_sum(t, from, &sum, err);
+	if (!e)
+		e = aw_store_budget_window_set(t, "rolling", &sum, err);
+	return e;
+}
+
+/* The most output tokens a call with this prompt may still produce in p, at
+ * the price w (< 1: none). *by_cost: the cost limit is the tighter one. */
+static long long room(const aw_budget_period *p, const aw_budget_price *w, long long prompt,
+		      int *by_cost)
+{
+	long long o = p->limit.tokens - p->reserved.tokens - p->settled.tokens - prompt;
+	*by_cost = 0;
+	if (p->limit.cost < 0)
+		return o;
+	long long rc = p->limit.cost - p->reserved.cost - p->settled.cost;
+	long long oc = aw_budget_cost(w, prompt, 0) > rc ? -1
+		       : w->out > 0
+			       ? (long long)floor(((double)rc - (double)prompt * w->in) / w->out)
+			       : o;
+	while (oc > 0 && aw_budget_cost(w, prompt, oc) > rc)
+		oc--;
+	if (oc < o) {
+		*by_cost = 1;
+		o = oc;
+	}
+	return o;
+}
+
+/* Reserves prompt + *out in the period's row; clamps *out to what remains
+ * when the whole does not fit. *fits 0: not even one output token does. */
+static aw_err reserve_period(aw_txn *t, const budget_cfg *b, const char *key, long long prompt,
+			     long long *out, int *fits, aw_budget_period *p, int *by_cost,
+			     aw_error *err)
+{
+	aw_budget_amount n = {prompt + *out, aw_budget_cost(&b->worst, prompt, *out)};
+	int ok = 0, found = 0;
+	aw_err e = aw_store_budget_reserve(t, key, &b->limit, &n, &ok, err);
+	if (!e && !ok && /* the period's first call, or a new limit: then once more */
+	    !(e = aw_store_budget_period_ensure(t, key, &b->limit, err)))
+		e = aw_store_budget_reserve(t, key, &b->limit, &n, &ok, err);
+	if (!e && !ok && !(e = aw_store_budget_period_get(t, key, p, &found, err))) {
+		long long o = room(p, &b->worst, prompt, by_cost);
+		if (o >= 1) {
+			*out = o;
+			n = (aw_budget_amount){prompt + o, aw_budget_cost(&b->worst, prompt, o)};
+			e = aw_store_budget_reserve(t, key, &b->limit, &n, &ok, err);
+		}
+	}
+	*fits = ok;
+	return e;
+}
+
 /* The per-run limit: the run's own row ("run:<id>") takes the same
  * reservation; when the run has less left, the call's answer is clamped to it
  * (and the period's reservation shrunk to match), or it is refused. */
-static aw_err run_reserve(aw_txn *t, const char *period, long long limit, const char *run_id,
-			  long long per_run, long long prompt, long long *out, aw_error *err)
+static aw_err run_reserve(aw_txn *t, const budget_cfg *b, const char *period, const char *run_id,
+			  long long prompt, long long *out, aw_error *err)
 {
 	char key[80];
 	snprintf(key, sizeof key, "run:%s", run_id);
-	int ok = 0;
-	aw_err e = aw_store_budget_reserve(t, key, per_run, prompt + *out, &ok, err);
-	if (!e && !ok)
-		e = aw_store_budget_period_ensure(t, key, per_run, err);
-	if (!e && !ok)
-		e = aw_store_budget_reserve(t, key, per_run, prompt + *out, &ok, err);
-	if (e || ok)
-		return e;
+	budget_cfg rb = *b;
+	rb.limit = (aw_budget_amount){b->per_run, NO_COST_LIMIT};
+	long long o = *out;
 	aw_budget_period p;
-	int found = 0;
-	if ((e = aw_store_budget_period_get(t, key, &p, &found, err)))
+	int fits = 0, by_cost = 0;
+	aw_err e = reserve_period(t, &rb, key, prompt, &o, &fits, &p, &by_cost, err);
+	if (e)
 		return e;
-	long long remaining = p.limit - p.reserved - p.settled;
-	if (remaining <= prompt)
+	if (!fits)
 		return aw_fail(err, AW_E_BUDGET_RUN,
-			       "run %s has spent its %lld tokens (%lld settled, %lld reserved)",
-			       run_id, p.limit, p.settled, p.reserved);
-	long long less = *out - (remaining - prompt);
-	*out = remaining - prompt;
-	if ((e = aw_store_budget_reserve(t, key, per_run, prompt + *out, &ok, err)) ||
-	    (e = aw_store_budget_reserve(t, period, limit, -less, &ok, err)))
-		return e;
-	return AW_OK;
+			       "run %s has spent its %lld tokens (%lld settled, %lld reserved); "
+			       "it does not reset",
+			       run_id, p.limit.tokens, p.settled.tokens, p.reserved.tokens);
+	if (o < *out) { /* give the period back what the run cannot use */
+		int ok = 0;
+		aw_budget_amount less = {o - *out, aw_budget_cost(&b->worst, prompt, o) -
+							   aw_budget_cost(&b->worst, prompt, *out)};
+		e = aw_store_budget_reserve(t, period, &b->limit, &less, &ok, err);
+		*out = o;
+	}
+	return e;
 }
 
-aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, const char *call_id,
-		       const char *run_id, long long prompt, long long *max_out, int lease_ms,
-		       const char *holder, aw_budget_hold *h, aw_error *err)
+static aw_err refuse(aw_error *err, const budget_cfg *b, const char *key, const aw_budget_period *p,
+		     int by_cost)
+{
+	char reset[64];
+	resets_at(b->period, b->window_h, reset, sizeof reset);
+	if (by_cost)
+		return aw_fail(
+			err, AW_E_BUDGET_EXHAUSTED,
+			"the %s cost budget of period %s is spent (%.6f of %.6f USD settled, "
+			"%.6f reserved by calls in flight); it resets %s%s",
+			b->period, key, usd(p->settled.cost), usd(p->limit.cost),
+			usd(p->reserved.cost), strchr(reset, ',') ? "" : "at ", reset);
+	return aw_fail(err, AW_E_BUDGET_EXHAUSTED,
+		       "the %s token budget of period %s is spent (%lld of %lld settled, %lld "
+		       "reserved by calls in flight); it resets %s%s",
+		       b->period, key, p->settled.tokens, p->limit.tokens, p->reserved.tokens,
+		       strchr(reset, ',') ? "" : "at ", reset);
+}
+
+aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_budget_ask *ask,
+		       aw_budget_hold *h, aw_error *err)
 {
 	memset(h, 0, sizeof *h);
-	aw_policy pol = {0};
-	aw_err e = aw_policy_effective(pc, ctx, "budget", BUDGET_CONTRACT, &pol, err);
+	memset(ask->prices, 0, sizeof *ask->prices * (size_t)ask->nmodels);
+	aw_txn *t = NULL;
+	budget_cfg b;
+	aw_err e = load(pc, ctx, ask, &b, err);
 	if (e == AW_E_CONTRACT_NOT_FOUND) { /* no budget: only a suspension stops calls */
 		int suspended = 0;
 		e = aw_budget_suspended(s, ctx, &suspended, err);
@@ -112,24 +328,18 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 		return e;
 	}
 	if (e)
-		return e;
-	/* a whole number written 1e12 is an integer to the schema, a real to jansson */
-	long long limit = (long long)json_number_value(json_object_get(pol.body, "token_limit"));
-	char period[8]; /* copied: the body is the cache's, released below */
-	snprintf(period, sizeof period, "%s",
-		 json_string_value(json_object_get(pol.body, "period")) ?: "day");
-	const char *action = json_string_value(json_object_get(pol.body, "action_on_exceed"));
-	h->kill = action && !strcmp(action, "kill");
-	aw_budget_period_key(period, h->period_key);
-	json_t *prl_v = json_object_get(pol.body, "per_run_token_limit");
-	long long per_run = json_is_number(prl_v) ? (long long)json_number_value(prl_v) : -1;
-	aw_policy_release(&pol);
-	snprintf(h->call_id, sizeof h->call_id, "%s", call_id);
+		goto out;
+	h->kill = b.kill;
+	memcpy(h->alerts, b.alerts, sizeof h->alerts);
+	h->nalerts = b.nalerts;
+	aw_budget_period_key(b.period, h->period_key);
+	snprintf(h->call_id, sizeof h->call_id, "%s", ask->call_id);
 	snprintf(h->project, sizeof h->project, "%s", ctx->project);
-	long long out = *max_out >= 0 ? *max_out : DEFAULT_MAX_OUT;
-	aw_txn *t = NULL;
-	int suspended = 0, ok = 0, killed = 0;
+	long long prompt = ask->prompt;
+	long long out = ask->max_out >= 0 ? ask->max_out : DEFAULT_MAX_OUT;
+	int suspended = 0, fits = 0, by_cost = 0;
 	char reason[160];
+	aw_budget_period p;
 	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err)) ||
 	    (e = aw_store_budget_state_get(t, &suspended, reason, sizeof reason, err)))
 		goto out;
@@ -140,83 +350,119 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, cons
 			    ctx->project, reason);
 		goto out;
 	}
-	if ((e = aw_store_budget_reserve(t, h->period_key, limit, prompt + out, &ok, err)))
+	if ((!strcmp(b.period, "rolling") && (e = window_refresh(t, &b, err))) ||
+	    (e = reserve_period(t, &b, h->period_key, prompt, &out, &fits, &p, &by_cost, err)))
 		goto out;
-	if (!ok && /* the period's first call, or a new limit: then once more */
-	    ((e = aw_store_budget_period_ensure(t, h->period_key, limit, err)) ||
-	     (e = aw_store_budget_reserve(t, h->period_key, limit, prompt + out, &ok, err))))
-		goto out;
-	if (!ok) { /* clamp the answer to what remains, or refuse */
-		aw_budget_period p;
-		int found = 0;
-		if ((e = aw_store_budget_period_get(t, h->period_key, &p, &found, err)))
-			goto out;
-		long long remaining = p.limit - p.reserved - p.settled;
-		if (remaining > prompt) {
-			out = remaining - prompt;
-			if ((e = aw_store_budget_reserve(t, h->period_key, limit, prompt + out, &ok,
-							 err)))
-				goto out;
-		}
-		if (!ok) {
-			if (h->kill) /* line 3: the project stops here */
-				killed = !(e = suspend_in(t, ctx, "token budget spent", err));
-			if (!e)
-				e = aw_fail(err, AW_E_BUDGET_EXHAUSTED,
-					    "the %s token budget of period %s is spent (%lld of "
-					    "%lld settled, %lld reserved by calls in flight); it "
-					    "resets with the next period",
-					    period, h->period_key, p.settled, p.limit, p.reserved);
-			if (killed) {
-				aw_error cerr = {0};
-				aw_store_commit(t, &cerr);
-				t = NULL;
-				h->killed = 1;
+	if (!fits) {
+		if (h->kill && !(e = suspend_in(t, ctx, "budget spent", err))) { /* line 3 */
+			aw_error cerr = {0};
+			h->killed = aw_store_commit(t, &cerr) == AW_OK;
+			t = NULL;
+			if (h->killed)
 				cancel_runs(s, ctx);
-			}
-			goto out;
 		}
+		if (!e)
+			e = refuse(err, &b, h->period_key, &p, by_cost);
+		goto out;
 	}
-	if (run_id && run_id[0] && per_run >= 0 &&
-	    (e = run_reserve(t, h->period_key, limit, run_id, per_run, prompt, &out, err)))
+	if (ask->run_id && ask->run_id[0] && b.per_run >= 0 &&
+	    (e = run_reserve(t, &b, h->period_key, ask->run_id, prompt, &out, err)))
 		goto out;
 	char lease[AW_TS_LEN + 1];
-	aw_clock_format(aw_clock_wall_ms() + lease_ms, lease);
-	if ((e = aw_store_budget_hold(t, call_id, h->period_key, run_id ? run_id : "", prompt + out,
-				      holder, lease, err)) ||
-	    (e = aw_store_commit(t, err))) {
-		t = NULL;
-		goto out;
-	}
+	aw_clock_format(aw_clock_wall_ms() + ask->lease_ms, lease);
+	h->reserved = (aw_budget_amount){prompt + out, aw_budget_cost(&b.worst, prompt, out)};
+	e = aw_store_budget_hold(t, ask->call_id, h->period_key, ask->run_id ? ask->run_id : "",
+				 &h->reserved, ask->holder, lease, err);
+	if (!e)
+		e = aw_store_commit(t, err);
 	t = NULL;
+	if (e)
+		goto out;
 	h->active = 1;
-	h->reserved = prompt + out;
 	h->prompt = prompt;
-	aw_metrics_budget(ctx->project, "reserved", (double)h->reserved);
-	if (*max_out >= 0 && out < *max_out)
+	aw_metrics_budget(ctx->project, "reserved", (double)h->reserved.tokens);
+	if (ask->max_out >= 0 && out < ask->max_out)
 		aw_metrics_budget(ctx->project, "clamped", 0);
-	*max_out = out;
+	ask->max_out = out;
 out:
 	if (t)
 		aw_store_rollback(t);
-	if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_SUSPENDED || e == AW_E_BUDGET_RUN)
+	if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_SUSPENDED || e == AW_E_BUDGET_RUN ||
+	    e == AW_E_BUDGET_PRICE)
 		aw_metrics_budget(ctx->project, h->killed ? "suspended" : "refused", 0);
 	return e;
 }
 
-aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, long long used, aw_error *err)
+/* ------------------------------------------------------------ settlement */
+
+aw_budget_amount aw_budget_charge(const aw_budget_hold *h, const aw_budget_amount *used)
+{
+	if (!used)
+		return h->reserved;
+	aw_budget_amount u = *used;
+	u.tokens = u.tokens < 0 ? 0 : u.tokens > h->reserved.tokens ? h->reserved.tokens : u.tokens;
+	u.cost = u.cost < 0 ? 0 : u.cost > h->reserved.cost ? h->reserved.cost : u.cost;
+	return u;
+}
+
+/* budget.alert records for the thresholds this settlement crossed: the row
+ * lock of the period orders settlements, so each crossing is seen once. */
+static aw_err alerts(aw_txn *t, const aw_budget_hold *h, const aw_budget_amount *u,
+		     const aw_budget_period *after, aw_error *err)
+{
+	aw_err e = AW_OK;
+	for (int i = 0; i < h->nalerts && !e; i++) {
+		const char *what = NULL;
+		long long limit = 0, now = 0;
+		if (after->limit.tokens > 0) {
+			long long at = (after->limit.tokens * h->alerts[i] + 99) / 100;
+			if (after->settled.tokens - u->tokens < at && after->settled.tokens >= at)
+				what = "tokens", limit = after->limit.tokens,
+				now = after->settled.tokens;
+		}
+		if (!what && after->limit.cost > 0) {
+			long long at = (after->limit.cost * h->alerts[i] + 99) / 100;
+			if (after->settled.cost - u->cost < at && after->settled.cost >= at)
+				what = "cost_micro_usd", limit = after->limit.cost,
+				now = after->settled.cost;
+		}
+		if (!what)
+			continue;
+		aw_ctx ctx;
+		aw_ctx_system(&ctx, h->project);
+		json_t *p = json_pack("{s:s,s:i,s:s,s:I,s:I}", "period", h->period_key, "percent",
+				      h->alerts[i], "measure", what, "settled", (json_int_t)now,
+				      "limit", (json_int_t)limit);
+		e = aw_audit_record(t, &ctx, "budget.alert", h->project, p, err);
+		json_decref(p);
+		aw_metrics_budget(h->project, "alert", 0);
+		aw_log(AW_LOG_WARN, &ctx, "budget alert threshold crossed", "period", h->period_key,
+		       "measure", what, NULL);
+	}
+	return e;
+}
+
+aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amount *used,
+			const char *model, aw_error *err)
 {
 	if (!h->active)
 		return AW_OK;
 	int found = 0;
-	long long u = used < 0 || used > h->reserved ? h->reserved : used;
-	aw_err e = aw_store_budget_close(t, h->call_id, u, 0, &found, err);
+	char bucket[16];
+	bucket_key(0, bucket);
+	aw_budget_amount u = aw_budget_charge(h, used);
+	aw_budget_period after = {0};
+	aw_err e = aw_store_budget_close(t, h->call_id, &u, model ? model : "", bucket, &after,
+					 &found, err);
 	if (!e && found) {
-		aw_metrics_budget(h->project, "settled", (double)u);
-		aw_metrics_budget(h->project, "released", (double)(h->reserved - u));
+		aw_metrics_budget(h->project, "settled", (double)u.tokens);
+		aw_metrics_budget(h->project, "released", (double)(h->reserved.tokens - u.tokens));
+		e = alerts(t, h, &u, &after, err);
 	}
 	return e;
 }
+
+/* ------------------------------------------------------------ line 3 */
 
 aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_error *err)
 {
@@ -261,43 +507,138 @@ aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err)
 	return e;
 }
 
-aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, json_t **out,
-			aw_error *err)
+/* ------------------------------------------------------------ reading */
+
+static json_t *amounts(const aw_budget_amount *a)
+{
+	return json_pack("{s:I,s:f}", "tokens", (json_int_t)a->tokens, "cost_usd", usd(a->cost));
+}
+
+/* {"limit", "reserved", "settled", "remaining"} of a row: tokens, and USD
+ * when it has a cost limit. */
+static json_t *row_json(const aw_budget_period *p)
+{
+	json_t *o =
+		json_pack("{s:I,s:I,s:I,s:I}", "limit", (json_int_t)p->limit.tokens, "reserved",
+			  (json_int_t)p->reserved.tokens, "settled", (json_int_t)p->settled.tokens,
+			  "remaining",
+			  (json_int_t)(p->limit.tokens - p->reserved.tokens - p->settled.tokens));
+	json_object_set_new(o, "cost_limit_usd",
+			    p->limit.cost >= 0 ? json_real(usd(p->limit.cost)) : json_null());
+	json_object_set_new(o, "cost_reserved_usd", json_real(usd(p->reserved.cost)));
+	json_object_set_new(o, "cost_settled_usd", json_real(usd(p->settled.cost)));
+	if (p->limit.cost >= 0)
+		json_object_set_new(
+			o, "cost_remaining_usd",
+			json_real(usd(p->limit.cost - p->reserved.cost - p->settled.cost)));
+	return o;
+}
+
+aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, const char *run_id,
+			json_t **out, aw_error *err)
 {
 	*out = NULL;
-	aw_policy pol = {0};
-	aw_err e = aw_policy_effective(pc, ctx, "budget", BUDGET_CONTRACT, &pol, err);
+	budget_cfg b;
+	aw_err e = load(pc, ctx, NULL, &b, err);
 	if (e && e != AW_E_CONTRACT_NOT_FOUND)
 		return e;
-	const char *period = e ? "day" : json_string_value(json_object_get(pol.body, "period"));
-	char key[16];
-	aw_budget_period_key(period, key);
-	aw_txn *t = NULL;
-	aw_budget_period p;
-	aw_budget_sums sums;
-	int found = 0, suspended = 0;
-	char reason[160];
 	int has_budget = e == AW_OK;
-	aw_policy_release(&pol);
+	if (!has_budget)
+		snprintf(b.period, sizeof b.period, "day");
+	char key[16], since[AW_TS_LEN + 1], reset[64], from[16];
+	aw_budget_period_key(b.period, key);
+	resets_at(b.period, b.window_h, reset, sizeof reset);
+	int rolling = !strcmp(b.period, "rolling");
+	if (rolling) { /* the ledger lines of the window */
+		bucket_key(b.window_h - 1, from);
+		struct tm tm = {0};
+		strptime(from + 2, "%Y-%m-%dT%H", &tm);
+		aw_clock_format((int64_t)timegm(&tm) * 1000, since);
+	}
+	aw_txn *t = NULL;
+	aw_budget_period p, rp;
+	aw_budget_sums sums;
+	aw_budget_amount window = {0, 0};
+	aw_budget_model *models = NULL;
+	int found = 0, rfound = 0, suspended = 0, nm = 0;
+	char reason[160];
+	char run_key[80];
+	snprintf(run_key, sizeof run_key, "run:%s", run_id ? run_id : "");
 	if ((e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)) ||
 	    (e = aw_store_budget_period_get(t, key, &p, &found, err)) ||
+	    (rolling && (e = aw_store_budget_window_sum(t, from, &window, err))) ||
+	    (run_id && (e = aw_store_budget_period_get(t, run_key, &rp, &rfound, err))) ||
 	    (e = aw_store_budget_sums(t, key, &sums, err)) ||
+	    (e = aw_store_budget_models(t, key, rolling ? since : NULL, &models, &nm, err)) ||
 	    (e = aw_store_budget_state_get(t, &suspended, reason, sizeof reason, err))) {
 		if (t)
 			aw_store_rollback(t);
+		free(models);
 		return e;
 	}
 	aw_store_rollback(t);
-	*out = json_pack("{s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:b,s:s,s:{s:I,s:I,s:I,s:I}}", "project",
-			 ctx->project, "budget", has_budget, "period", key, "limit",
-			 (json_int_t)p.limit, "reserved", (json_int_t)p.reserved, "settled",
-			 (json_int_t)p.settled, "remaining",
-			 (json_int_t)(p.limit - p.reserved - p.settled), "suspended", suspended,
-			 "reason", suspended ? reason : "", "ledger", "reserve",
-			 (json_int_t)sums.reserve, "settle", (json_int_t)sums.settle, "release",
-			 (json_int_t)sums.release, "reap", (json_int_t)sums.reap);
+	if (has_budget) /* the contract's limits, whether or not a call made the row */
+		p.limit = b.limit;
+	if (rolling)
+		p.settled = window;
+	json_t *o = row_json(&p);
+	json_object_update_new(o, json_pack("{s:s,s:b,s:s,s:s,s:s,s:b,s:s}", "project",
+					    ctx->project, "budget", has_budget, "period", key,
+					    "period_kind", b.period, "resets", reset, "suspended",
+					    suspended, "reason", suspended ? reason : ""));
+	if (rolling)
+		json_object_set_new(o, "window_hours", json_integer(b.window_h));
+	json_object_set_new(o, "ledger",
+			    json_pack("{s:o,s:o,s:o,s:o}", "reserve", amounts(&sums.reserve),
+				      "settle", amounts(&sums.settle), "release",
+				      amounts(&sums.release), "reap", amounts(&sums.reap)));
+	json_t *ms = json_array();
+	for (int i = 0; i < nm; i++)
+		json_array_append_new(ms, json_pack("{s:s,s:I,s:f,s:I}", "model", models[i].model,
+						    "tokens", (json_int_t)models[i].tokens,
+						    "cost_usd", usd(models[i].cost), "calls",
+						    (json_int_t)models[i].calls));
+	free(models);
+	json_object_set_new(o, "models", ms);
+	if (run_id) {
+		json_t *r = rfound ? row_json(&rp) : json_null();
+		if (rfound)
+			json_object_set_new(r, "run_id", json_string(run_id));
+		json_object_set_new(o, "run", r);
+	}
+	*out = o;
+	return o ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+aw_err aw_budget_history(aw_store *s, const aw_ctx *ctx, const char *period, const char *run_id,
+			 long long after, int limit, json_t **out, aw_error *err)
+{
+	*out = NULL;
+	aw_txn *t = NULL;
+	aw_budget_entry *v = NULL;
+	int n = 0;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (!e)
+		e = aw_store_budget_history(t, period, run_id, after, limit, &v, &n, err);
+	if (t)
+		aw_store_rollback(t);
+	if (e)
+		return e;
+	json_t *entries = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(
+			entries, json_pack("{s:I,s:s,s:s,s:s,s:s,s:I,s:f,s:s,s:s}", "seq",
+					   (json_int_t)v[i].seq, "period", v[i].period_key,
+					   "call_id", v[i].call_id, "run_id", v[i].run_id, "kind",
+					   v[i].kind, "tokens", (json_int_t)v[i].tokens, "cost_usd",
+					   usd(v[i].cost), "model", v[i].model, "at", v[i].at));
+	*out = json_pack("{s:o,s:I}", "entries", entries, "next",
+			 (json_int_t)(n ? v[n - 1].seq : after));
+	free(v);
 	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 }
+
+/* ------------------------------------------------------------ leases */
 
 aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int lease_ms,
 		       aw_error *err)
@@ -318,8 +659,9 @@ aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int l
 aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err)
 {
 	*reaped = 0;
-	char now[AW_TS_LEN + 1];
+	char now[AW_TS_LEN + 1], bucket[16];
 	aw_clock_now(now);
+	bucket_key(0, bucket);
 	char ids[256][64];
 	int n = 0;
 	aw_txn *t = NULL;
@@ -328,7 +670,7 @@ aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err
 		e = aw_store_budget_expired(t, now, ids, 256, &n, err);
 	for (int i = 0; !e && i < n; i++) {
 		int found = 0;
-		e = aw_store_budget_close(t, ids[i], 0, 1, &found, err);
+		e = aw_store_budget_close(t, ids[i], NULL, "", bucket, NULL, &found, err);
 		*reaped += found;
 		if (found)
 			aw_metrics_budget(ctx->project, "reaped", 0);

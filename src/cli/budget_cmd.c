@@ -1,6 +1,7 @@
 /*
- * budget_cmd.c - `awooop budget status|suspend|resume --project P`: a
- * project's token budget through a running server (AWOOOP_URL, AWOOOP_KEY).
+ * budget_cmd.c - `awooop budget status|history|suspend|resume --project P`:
+ * a project's token and cost budget through a running server (AWOOOP_URL,
+ * AWOOOP_KEY).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,22 +9,74 @@
 
 #include "cli.h"
 
+static long long num(const json_t *o, const char *k)
+{
+	return (long long)json_number_value(json_object_get(o, k));
+}
+
+static double real(const json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+static void print_row(const char *what, const json_t *o)
+{
+	printf("%s: %lld of %lld tokens settled, %lld reserved by calls in flight, %lld left", what,
+	       num(o, "settled"), num(o, "limit"), num(o, "reserved"), num(o, "remaining"));
+	if (json_is_number(json_object_get(o, "cost_limit_usd")))
+		printf("; %.6f of %.6f USD settled, %.6f reserved, %.6f left",
+		       real(o, "cost_settled_usd"), real(o, "cost_limit_usd"),
+		       real(o, "cost_reserved_usd"), real(o, "cost_remaining_usd"));
+	else if (real(o, "cost_settled_usd") > 0)
+		printf("; %.6f USD settled", real(o, "cost_settled_usd"));
+	printf("\n");
+}
+
 static void print_status(const json_t *st)
 {
-	printf("project %s, period %s: %lld of %lld tokens settled, %lld reserved by calls in "
-	       "flight, %lld left%s%s\n",
-	       json_string_value(json_object_get(st, "project")),
-	       json_string_value(json_object_get(st, "period")),
-	       (long long)json_integer_value(json_object_get(st, "settled")),
-	       (long long)json_integer_value(json_object_get(st, "limit")),
-	       (long long)json_integer_value(json_object_get(st, "reserved")),
-	       (long long)json_integer_value(json_object_get(st, "remaining")),
-	       json_is_true(json_object_get(st, "suspended")) ? "; SUSPENDED: " : "",
-	       json_is_true(json_object_get(st, "suspended"))
-		       ? json_string_value(json_object_get(st, "reason"))
-		       : "");
-	if (!json_is_true(json_object_get(st, "budget")))
+	char what[160];
+	snprintf(what, sizeof what, "project %s, period %s",
+		 json_string_value(json_object_get(st, "project")),
+		 json_string_value(json_object_get(st, "period")));
+	print_row(what, st);
+	if (json_is_true(json_object_get(st, "suspended")))
+		printf("SUSPENDED: %s\n", json_string_value(json_object_get(st, "reason")));
+	if (!json_is_true(json_object_get(st, "budget"))) {
 		printf("(no active budget contract: calls are not limited)\n");
+		return;
+	}
+	printf("resets: %s\n", json_string_value(json_object_get(st, "resets")));
+	size_t i;
+	json_t *m;
+	json_array_foreach (json_object_get(st, "models"), i, m)
+		printf("  %-40s %12lld tokens %14.6f USD %8lld calls\n",
+		       json_string_value(json_object_get(m, "model"))[0]
+			       ? json_string_value(json_object_get(m, "model"))
+			       : "(unknown: reaped)",
+		       num(m, "tokens"), real(m, "cost_usd"), num(m, "calls"));
+	json_t *run = json_object_get(st, "run");
+	if (json_is_object(run)) {
+		snprintf(what, sizeof what, "run %s",
+			 json_string_value(json_object_get(run, "run_id")));
+		print_row(what, run);
+	} else if (run) {
+		printf("the run has no budget row (no call of it, or no per-run limit)\n");
+	}
+}
+
+static void print_history(const json_t *h)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach (json_object_get(h, "entries"), i, v)
+		printf("%8lld %-24s %-10s %-8s %10lld tokens %12.6f USD %s %s\n", num(v, "seq"),
+		       json_string_value(json_object_get(v, "at")),
+		       json_string_value(json_object_get(v, "period")),
+		       json_string_value(json_object_get(v, "kind")), num(v, "tokens"),
+		       real(v, "cost_usd"), json_string_value(json_object_get(v, "call_id")),
+		       json_string_value(json_object_get(v, "model")));
+	if (json_array_size(json_object_get(h, "entries")))
+		printf("(more: --after %lld)\n", num(h, "next"));
 }
 
 int aw_cmd_budget(int argc, char **argv)
@@ -31,6 +84,11 @@ int aw_cmd_budget(int argc, char **argv)
 	aw_opt opts[] = {
 		{"project", NULL, NULL, 0, "the project", NULL},
 		{"reason", NULL, NULL, 0, "suspend: why (audited)", NULL},
+		{"run", NULL, NULL, 0, "status, history: a run's own spend", NULL},
+		{"period", NULL, NULL, 0, "history: a period key (2026-12-01, 2026-12, rolling)",
+		 NULL},
+		{"after", NULL, NULL, 0, "history: lines after this sequence number", NULL},
+		{"limit", NULL, NULL, 0, "history: at most this many lines (1..1000)", NULL},
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
@@ -38,8 +96,12 @@ int aw_cmd_budget(int argc, char **argv)
 	int npos = 1;
 	int rc = aw_cli_parse(
 		argc, argv, opts, pos, &npos,
-		"usage: awooop budget status|suspend|resume --project P [--reason R]\n\n"
-		"status: the period's limit, settled and reserved tokens, the ledger.\n"
+		"usage: awooop budget status|history|suspend|resume --project P [--reason R]\n"
+		"       [--run ID] [--period KEY] [--after SEQ] [--limit N] [--json]\n\n"
+		"status: the period's limits, settled and reserved tokens and USD, when\n"
+		"it resets, what each model was charged; --run: that run's own spend.\n"
+		"history: the ledger's lines (reserve, settle, release, reap), oldest\n"
+		"first, of a period (--period) or a run (--run).\n"
 		"suspend: line 3 by hand - the project's model calls in flight are\n"
 		"cut, its runs cancelled, new calls refused (E-BUDGET-001) in every\n"
 		"gateway process within a second, until `resume`. Both are audited.");
@@ -47,11 +109,22 @@ int aw_cmd_budget(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	const char *project = aw_cli_get(opts, "project");
 	if (npos != 1 || !project)
-		return aw_cli_fail(AW_E_USAGE, "give status, suspend or resume and --project");
+		return aw_cli_fail(AW_E_USAGE,
+				   "give status, history, suspend or resume and --project");
 	char path[256];
 	json_t *out = NULL;
+	const char *run = aw_cli_get(opts, "run"), *period = aw_cli_get(opts, "period");
+	const char *after = aw_cli_get(opts, "after"), *limit = aw_cli_get(opts, "limit");
+	int history = !strcmp(pos[0], "history");
 	if (!strcmp(pos[0], "status")) {
-		snprintf(path, sizeof path, "/v1/projects/%s/budget", project);
+		snprintf(path, sizeof path, "/v1/projects/%s/budget%s%s", project,
+			 run ? "?run=" : "", run ? run : "");
+		rc = aw_client_call("GET", path, NULL, &out);
+	} else if (history) {
+		snprintf(path, sizeof path,
+			 "/v1/projects/%s/budget/ledger?after=%s&limit=%s%s%s%s%s", project,
+			 after ? after : "0", limit ? limit : "100", run ? "&run=" : "",
+			 run ? run : "", period ? "&period=" : "", period ? period : "");
 		rc = aw_client_call("GET", path, NULL, &out);
 	} else if (!strcmp(pos[0], "suspend") || !strcmp(pos[0], "resume")) {
 		snprintf(path, sizeof path, "/v1/projects/%s/budget/%s", project, pos[0]);
@@ -62,12 +135,14 @@ int aw_cmd_budget(int argc, char **argv)
 		json_decref(body);
 	} else {
 		return aw_cli_fail(AW_E_USAGE,
-				   "the budget commands are status, suspend and resume");
+				   "the budget commands are status, history, suspend and resume");
 	}
 	if (!rc && aw_cli_get(opts, "json")) {
 		char *s = json_dumps(out, JSON_INDENT(2));
 		printf("%s\n", s ? s : "null");
 		free(s);
+	} else if (!rc && history) {
+		print_history(out);
 	} else if (!rc) {
 		print_status(out);
 	}

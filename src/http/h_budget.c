@@ -1,23 +1,37 @@
 /*
  * h_budget.c - the token budget of a project:
- *   GET  /v1/projects/{project}/budget            spend, reservations, ledger sums
+ *   GET  /v1/projects/{project}/budget[?run=ID]   spend, reservations, ledger sums,
+ *                                                 per model; a run's own row
+ *   GET  /v1/projects/{project}/budget/ledger     ledger lines ?period= &run=
+ *                                                 &after=SEQ &limit=1..1000
  *   POST /v1/projects/{project}/budget/suspend    line 3 by hand {"reason"?}
  *   POST /v1/projects/{project}/budget/resume     lifts a suspension
  * A suspension cuts the project's model calls in flight in this process at
  * once and in every other gateway process within 0.5 s (they watch the
  * store), and cancels its runs. Both are audited.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "awooop/budget.h"
 #include "awooop/json.h"
 #include "awooop/llm.h"
+#include "awooop/uuid.h"
 #include "http_internal.h"
 
 static int budget_ctx(aw_req *r, aw_scope need, aw_ctx *scoped)
 {
 	return aw_project_segment_or_reply(r, r->segs[2]) ||
 	       aw_project_or_reply(r, r->segs[2], need, scoped);
+}
+
+/* ?run=: a run id, or absent. */
+static aw_err run_param(aw_req *r, const char **run, aw_error *err)
+{
+	*run = aw_query(r, "run");
+	if (*run && !aw_uuid_valid(*run))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "run", "run must be a run id");
+	return AW_OK;
 }
 
 void aw_h_budget_get(aw_req *r)
@@ -27,9 +41,44 @@ void aw_h_budget_get(aw_req *r)
 		return;
 	aw_error err = {0};
 	json_t *out = NULL;
-	aw_err e = r->opts->policy
-			   ? aw_budget_status(r->store, r->opts->policy, &scoped, &out, &err)
-			   : aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no gateway");
+	const char *run = NULL;
+	aw_err e = run_param(r, &run, &err);
+	if (!e)
+		e = r->opts->policy
+			    ? aw_budget_status(r->store, r->opts->policy, &scoped, run, &out, &err)
+			    : aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no gateway");
+	if (e)
+		aw_reply_problem(r, e, &err);
+	else
+		aw_reply_json(r, 200, out);
+}
+
+void aw_h_budget_ledger(aw_req *r)
+{
+	aw_ctx scoped;
+	if (budget_ctx(r, AW_SCOPE_READER, &scoped))
+		return;
+	aw_error err = {0};
+	const char *run = NULL, *period = aw_query(r, "period");
+	const char *l = aw_query(r, "limit"), *a = aw_query(r, "after");
+	char *end = NULL;
+	long limit = l ? strtol(l, &end, 10) : 100;
+	aw_err e = run_param(r, &run, &err);
+	if (!e && l && (!*l || *end || limit < 1 || limit > 1000))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "limit", "limit must be 1..1000");
+	long long after = a ? strtoll(a, &end, 10) : 0;
+	if (!e && a && (!*a || *end || after < 0))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "after",
+			       "after must be a ledger sequence number");
+	if (!e && period &&
+	    (!*period || strlen(period) > 15 ||
+	     strspn(period, "0123456789-rolling") != strlen(period)))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "period",
+			       "period must be a period key: 2026-12-01, 2026-12 or rolling");
+	json_t *out = NULL;
+	if (!e)
+		e = aw_budget_history(r->store, &scoped, period, run, after, (int)limit, &out,
+				      &err);
 	if (e)
 		aw_reply_problem(r, e, &err);
 	else
@@ -74,7 +123,8 @@ void aw_h_budget_action(aw_req *r)
 		return;
 	}
 	json_t *out = NULL;
-	if (r->opts->policy && !aw_budget_status(r->store, r->opts->policy, &scoped, &out, &err))
+	if (r->opts->policy &&
+	    !aw_budget_status(r->store, r->opts->policy, &scoped, NULL, &out, &err))
 		aw_reply_json(r, 200, out);
 	else
 		aw_reply_json(r, 200, json_pack("{s:s}", "project", scoped.project));

@@ -122,6 +122,7 @@ void aw_h_run_cancel(aw_req *r);
 void aw_h_run_diff(aw_req *r);
 void aw_h_llm_chat(aw_req *r);
 void aw_h_budget_get(aw_req *r);
+void aw_h_budget_ledger(aw_req *r);
 void aw_h_budget_action(aw_req *r);
 void aw_h_llm_models(aw_req *r);
 /* the body of a contract revision request: {"body": {...}} */

@@ -30,6 +30,7 @@ static const struct {
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke, 0},
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
 	{"GET", "/v1/projects/{project}/budget", aw_h_budget_get, 0},
+	{"GET", "/v1/projects/{project}/budget/ledger", aw_h_budget_ledger, 0},
 	{"POST", "/v1/projects/{project}/budget/{action}", aw_h_budget_action, 0},
 	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",
 	 aw_h_contract_create, 0},

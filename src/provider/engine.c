@@ -276,16 +276,24 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 }
 
 /* Adds what the current attempt used to the call's spend: the upstream's
- * usage, or (a stream without it) the prompt's bound and one token per
- * content event streamed. */
+ * usage, or (a stream without it, or a transfer this side ended: the client
+ * went away, no first byte in time) the prompt's bound and one token per
+ * content event streamed; its cost at the attempt's model's price. An
+ * attempt the upstream refused (an HTTP error) costs nothing. */
 static void account(aw_llm_call *c, int streamed)
 {
+	long long in, out;
+	snprintf(c->model_charged, sizeof c->model_charged, "%s", c->t[c->ti].model);
 	if (c->st.usage_seen)
-		c->spent += c->st.tokens_in + c->st.tokens_out;
+		in = c->st.tokens_in, out = c->st.tokens_out;
 	else if (streamed)
-		c->spent += c->hold.prompt + c->chunks;
-	else
+		in = c->hold.prompt, out = c->chunks, c->spent_counted = 1;
+	else {
 		c->spent_unknown = 1;
+		return;
+	}
+	c->spent.tokens += in + out;
+	c->spent.cost += aw_budget_cost(&c->t[c->ti].price, in, out);
 }
 
 static void note(aw_llm_call *c, const char *why)
@@ -587,14 +595,14 @@ static void sweep(aw_llm *g)
 		int gone = c->released;
 		pthread_mutex_unlock(&c->mu);
 		if (gone) {
-			if (c->bytes_out)
-				account(c, 1);
+			account(c, 1);
 			transfer_end(g, c);
 			aw_llm_finish(c, AW_LLM_FAILED, "client_gone", AW_E_LLM_BROKEN,
 				      "the client went away");
 		} else if (!c->t_first_ns && now - c->t_try_ns > (int64_t)c->fb_ms * 1000000) {
 			char why[64];
 			snprintf(why, sizeof why, "no first byte within %d ms", c->fb_ms);
+			account(c, 1); /* the upstream may be at work on the prompt */
 			breaker_result(g, c->t[c->ti].u, 0);
 			failover(g, c, why);
 		} else if (c->t_first_ns && now - c->t_last_ns > (int64_t)g->o.idle_ms * 1000000) {

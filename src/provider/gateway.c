@@ -529,15 +529,30 @@ static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error
 		mt_name = "max_tokens";
 	}
 	long long asked = json_is_number(mt) ? (long long)json_number_value(mt) : -1;
-	long long out = asked;
 	long long prompt = prompt_bound(c->req);
 	/* structured output may call the model 1 + retries times */
 	int tries = c->schema ? 1 + c->schema_retries : 1;
 	char call_id[64];
 	snprintf(call_id, sizeof call_id, "%s", c->st.id + strlen("chatcmpl-"));
-	aw_err e = aw_budget_admit(g->o.store, g->o.policy, &c->ctx, call_id,
-				   meta && meta->run_id ? meta->run_id : "", prompt * tries, &out,
-				   g->o.lease_ms, g->holder, &c->hold, err);
+	const char *models[MAX_TARGETS];
+	aw_budget_price prices[MAX_TARGETS];
+	for (int i = 0; i < c->nt; i++)
+		models[i] = c->t[i].model;
+	aw_budget_ask ask = {
+		.call_id = call_id,
+		.run_id = meta && meta->run_id ? meta->run_id : "",
+		.holder = g->holder,
+		.prompt = prompt * tries,
+		.max_out = asked,
+		.lease_ms = g->o.lease_ms,
+		.models = models,
+		.nmodels = c->nt,
+		.prices = prices,
+	};
+	aw_err e = aw_budget_admit(g->o.store, g->o.policy, &c->ctx, &ask, &c->hold, err);
+	for (int i = 0; !e && i < c->nt; i++)
+		c->t[i].price = prices[i];
+	long long out = ask.max_out;
 	if (e == AW_E_BUDGET_EXHAUSTED && c->hold.killed)
 		aw_llm_kill(g, c->ctx.project);
 	if (e || !c->hold.active)
@@ -694,6 +709,18 @@ static json_t *envelope(const aw_llm_call *c)
 	if (p && c->t_client_first_ns)
 		json_object_set_new(p, "ttft_ms",
 				    json_real((double)(c->t_client_first_ns - c->t0_ns) / 1e6));
+	if (p && c->hold.active) { /* what the settlement in the same transaction charges */
+		aw_budget_amount ch =
+			aw_budget_charge(&c->hold, c->spent_unknown ? NULL : &c->spent);
+		json_object_set_new(p, "budget",
+				    json_pack("{s:s,s:I,s:I,s:f,s:s}", "period", c->hold.period_key,
+					      "reserved", (json_int_t)c->hold.reserved.tokens,
+					      "charged", (json_int_t)ch.tokens, "cost_usd",
+					      (double)ch.cost / 1e6, "usage",
+					      c->spent_unknown ? "unknown (the reservation charged)"
+					      : c->spent_counted ? "counted from the stream"
+								 : "upstream"));
+	}
 	if (p && c->schema)
 		json_object_set_new(p, "schema_attempts",
 				    json_integer(c->schema_fails + (c->outcome[0] == 'o')));
@@ -718,7 +745,8 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);
 	for (int i = 0; i < n && !e; i++) /* line 2: settle what was used */
 		e = aw_budget_settle(t, &calls[i]->hold,
-				     calls[i]->spent_unknown ? -1 : calls[i]->spent, &err);
+				     calls[i]->spent_unknown ? NULL : &calls[i]->spent,
+				     calls[i]->model_charged, &err);
 	if (!e)
 		e = aw_audit_record_many(t, &ctx, items, n, &err);
 	if (!e)

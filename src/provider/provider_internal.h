@@ -36,8 +36,9 @@ typedef struct upstream {
 typedef struct {
 	upstream *u; /* a reference */
 	char model[129];
-	int timeout_ms; /* candidate's, 0 = upstream's or the gateway's */
-	int emergency;	/* counted against the daily cap before it is tried */
+	int timeout_ms;	       /* candidate's, 0 = upstream's or the gateway's */
+	int emergency;	       /* counted against the daily cap before it is tried */
+	aw_budget_price price; /* the budget's, for the cost of its tokens */
 } target;
 
 #define MAX_TARGETS 24
@@ -84,9 +85,11 @@ struct aw_llm_call {
 	void *wake_ud;
 	/* the budget (lines 1-3) */
 	aw_budget_hold hold;
-	long long chunks;  /* content events streamed by the current attempt */
-	long long spent;   /* tokens of the attempts that ended */
-	int spent_unknown; /* an answer came without usage: charge the reservation */
+	long long chunks;	 /* content events streamed by the current attempt */
+	aw_budget_amount spent;	 /* tokens and cost of the attempts that ended */
+	int spent_unknown;	 /* an answer came without usage: charge the reservation */
+	int spent_counted;	 /* a stream came without usage: its events were counted */
+	char model_charged[129]; /* the model of the last attempt charged */
 	/* outcome, for the envelope */
 	char outcome[24];
 	const char *code;

@@ -4,18 +4,23 @@
  * number of concurrent callers on either backend.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
 
-aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, long long limit, aw_error *err)
+aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, const aw_budget_amount *limit,
+				     aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(limit)};
-	return aw_txn_exec(t,
-			   "INSERT INTO budget_periods (project_id, period_key, token_limit)"
-			   " VALUES ($1, $2, $3) ON CONFLICT (project_id, period_key)"
-			   " DO UPDATE SET token_limit = excluded.token_limit",
-			   3, p, NULL, err);
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(limit->tokens),
+		      AW_INT(limit->cost)};
+	return aw_txn_exec(
+		t,
+		"INSERT INTO budget_periods (project_id, period_key, token_limit,"
+		" cost_limit) VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, period_key)"
+		" DO UPDATE SET token_limit = excluded.token_limit,"
+		" cost_limit = excluded.cost_limit",
+		4, p, NULL, err);
 }
 
 aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_period *out, int *found,
@@ -24,71 +29,129 @@ aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_perio
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period)};
 	aw_err e = aw_txn_exec(t,
-			       "SELECT token_limit, reserved, settled FROM budget_periods"
+			       "SELECT token_limit, reserved, settled, cost_limit, cost_reserved,"
+			       " cost_settled FROM budget_periods"
 			       " WHERE project_id = $1 AND period_key = $2",
 			       2, p, &r, err);
 	*found = !e && r->nrows;
 	memset(out, 0, sizeof *out);
 	snprintf(out->period_key, sizeof out->period_key, "%s", period);
+	out->limit.cost = -1;
 	if (*found) {
-		out->limit = aw_cell_ll(r, 0, 0);
-		out->reserved = aw_cell_ll(r, 0, 1);
-		out->settled = aw_cell_ll(r, 0, 2);
+		out->limit = (aw_budget_amount){aw_cell_ll(r, 0, 0), aw_cell_ll(r, 0, 3)};
+		out->reserved = (aw_budget_amount){aw_cell_ll(r, 0, 1), aw_cell_ll(r, 0, 4)};
+		out->settled = (aw_budget_amount){aw_cell_ll(r, 0, 2), aw_cell_ll(r, 0, 5)};
 	}
 	aw_rows_free(r);
 	return e;
 }
 
-aw_err aw_store_budget_reserve(aw_txn *t, const char *period, long long limit, long long tokens,
-			       int *ok, aw_error *err)
+aw_err aw_store_budget_reserve(aw_txn *t, const char *period, const aw_budget_amount *limit,
+			       const aw_budget_amount *n, int *ok, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(tokens), AW_INT(limit)};
-	aw_err e =
-		aw_txn_exec(t,
-			    "UPDATE budget_periods SET token_limit = $4, reserved = reserved + $3"
-			    " WHERE project_id = $1 AND period_key = $2"
-			    " AND reserved + settled + $3 <= $4 RETURNING reserved",
-			    4, p, &r, err);
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(n->tokens),
+		      AW_INT(limit->tokens),   AW_INT(n->cost), AW_INT(limit->cost)};
+	aw_err e = aw_txn_exec(t,
+			       "UPDATE budget_periods SET token_limit = $4, cost_limit = $6,"
+			       " reserved = reserved + $3, cost_reserved = cost_reserved + $5"
+			       " WHERE project_id = $1 AND period_key = $2"
+			       " AND reserved + settled + $3 <= $4"
+			       " AND ($6 < 0 OR cost_reserved + cost_settled + $5 <= $6)"
+			       " RETURNING reserved",
+			       6, p, &r, err);
 	*ok = !e && r->nrows == 1;
 	aw_rows_free(r);
 	return e;
 }
 
-static aw_err ledger(aw_txn *t, const char *period, const char *call_id, const char *run_id,
-		     const char *kind, long long tokens, aw_error *err)
+/* Hourly rows sort between "h:" and "h;" (':' + 1 == ';'). */
+aw_err aw_store_budget_window_sum(aw_txn *t, const char *from_bucket, aw_budget_amount *out,
+				  aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_TEXT(call_id),
-		      AW_TEXT(run_id),	       AW_TEXT(kind),	AW_INT(tokens)};
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(from_bucket)};
+	aw_err e = aw_txn_exec(t,
+			       "SELECT COALESCE(SUM(settled), 0), COALESCE(SUM(cost_settled), 0)"
+			       " FROM budget_periods WHERE project_id = $1 AND period_key >= $2"
+			       " AND period_key < 'h;'",
+			       2, p, &r, err);
+	*out = (aw_budget_amount){0, 0};
+	if (!e && r->nrows)
+		*out = (aw_budget_amount){aw_cell_ll(r, 0, 0), aw_cell_ll(r, 0, 1)};
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_budget_window_set(aw_txn *t, const char *period, const aw_budget_amount *settled,
+				  aw_error *err)
+{
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(settled->tokens),
+		      AW_INT(settled->cost)};
+	return aw_txn_exec(t,
+			   "UPDATE budget_periods SET settled = $3, cost_settled = $4"
+			   " WHERE project_id = $1 AND period_key = $2",
+			   4, p, NULL, err);
+}
+
+static aw_err ledger(aw_txn *t, const char *period, const char *call_id, const char *run_id,
+		     const char *kind, const aw_budget_amount *n, const char *model, aw_error *err)
+{
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period),	  AW_TEXT(call_id), AW_TEXT(run_id),
+		      AW_TEXT(kind),	       AW_INT(n->tokens), AW_INT(n->cost),  AW_TEXT(model)};
 	return aw_txn_exec(t,
 			   "INSERT INTO budget_ledger (project_id, period_key, call_id, run_id,"
-			   " kind, tokens) VALUES ($1, $2, $3, $4, $5, $6)",
-			   6, p, NULL, err);
+			   " kind, tokens, cost, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			   8, p, NULL, err);
 }
 
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
-			    long long tokens, const char *holder, const char *lease_until,
+			    const aw_budget_amount *n, const char *holder, const char *lease_until,
 			    aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id), AW_TEXT(period),
-		      AW_TEXT(run_id),	       AW_INT(tokens),	 AW_TEXT(holder),
-		      AW_TEXT(lease_until)};
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id),  AW_TEXT(period),
+		      AW_TEXT(run_id),	       AW_INT(n->tokens), AW_TEXT(holder),
+		      AW_TEXT(lease_until),    AW_INT(n->cost)};
 	aw_err e = aw_txn_exec(t,
 			       "INSERT INTO budget_reservations (project_id, call_id, period_key,"
-			       " run_id, tokens, holder, lease_until)"
-			       " VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			       7, p, NULL, err);
-	return e ? e : ledger(t, period, call_id, run_id, "reserve", tokens, err);
+			       " run_id, tokens, holder, lease_until, cost)"
+			       " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			       8, p, NULL, err);
+	return e ? e : ledger(t, period, call_id, run_id, "reserve", n, "", err);
 }
 
-aw_err aw_store_budget_close(aw_txn *t, const char *call_id, long long used, int reap, int *found,
-			     aw_error *err)
+/* Moves held out of a row's reservations and used into its settled spend;
+ * after (or NULL): the row's limits and settled spend then. */
+static aw_err move(aw_txn *t, const char *key, const aw_budget_amount *held,
+		   const aw_budget_amount *used, aw_budget_period *after, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val q[] = {AW_TEXT(t->ctx.project), AW_TEXT(key),	   AW_INT(held->tokens),
+		      AW_INT(used->tokens),    AW_INT(held->cost), AW_INT(used->cost)};
+	aw_err e = aw_txn_exec(t,
+			       "UPDATE budget_periods SET reserved = reserved - $3,"
+			       " settled = settled + $4, cost_reserved = cost_reserved - $5,"
+			       " cost_settled = cost_settled + $6"
+			       " WHERE project_id = $1 AND period_key = $2"
+			       " RETURNING token_limit, settled, cost_limit, cost_settled",
+			       6, q, &r, err);
+	if (!e && after && r->nrows) {
+		after->limit = (aw_budget_amount){aw_cell_ll(r, 0, 0), aw_cell_ll(r, 0, 2)};
+		after->settled = (aw_budget_amount){aw_cell_ll(r, 0, 1), aw_cell_ll(r, 0, 3)};
+	}
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amount *used,
+			     const char *model, const char *bucket, aw_budget_period *after,
+			     int *found, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id)};
 	aw_err e = aw_txn_exec(t,
 			       "DELETE FROM budget_reservations WHERE project_id = $1"
-			       " AND call_id = $2 RETURNING period_key, run_id, tokens",
+			       " AND call_id = $2 RETURNING period_key, run_id, tokens, cost",
 			       2, p, &r, err);
 	*found = !e && r->nrows == 1;
 	if (!*found) {
@@ -98,35 +161,31 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, long long used, int
 	char period[16], run_id[64];
 	aw_cell_copy(period, sizeof period, r, 0, 0);
 	aw_cell_copy(run_id, sizeof run_id, r, 0, 1);
-	long long held = aw_cell_ll(r, 0, 2);
+	aw_budget_amount held = {aw_cell_ll(r, 0, 2), aw_cell_ll(r, 0, 3)};
 	aw_rows_free(r);
-	if (reap)
-		used = held;
-	if (used < 0)
-		used = 0;
-	if (used > held)
-		used = held;
-	aw_val q[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(held), AW_INT(used)};
-	e = aw_txn_exec(t,
-			"UPDATE budget_periods SET reserved = reserved - $3,"
-			" settled = settled + $4 WHERE project_id = $1 AND period_key = $2",
-			4, q, NULL, err);
+	aw_budget_amount u = used ? *used : held;
+	if (u.tokens < 0 || u.tokens > held.tokens)
+		u.tokens = u.tokens < 0 ? 0 : held.tokens;
+	if (u.cost < 0 || u.cost > held.cost)
+		u.cost = u.cost < 0 ? 0 : held.cost;
+	e = move(t, period, &held, &u, after, err);
+	if (!e && !strcmp(period, "rolling")) { /* the spend of the window's hour */
+		static const aw_budget_amount nolimit = {0, -1}, none = {0, 0};
+		if (!(e = aw_store_budget_period_ensure(t, bucket, &nolimit, err)))
+			e = move(t, bucket, &none, &u, NULL, err);
+	}
 	if (!e && run_id[0]) { /* the run's own row, when it has a per-run limit */
 		char run_key[80];
 		snprintf(run_key, sizeof run_key, "run:%s", run_id);
-		aw_val q2[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_key), AW_INT(held),
-			       AW_INT(used)};
-		e = aw_txn_exec(t,
-				"UPDATE budget_periods SET reserved = reserved - $3,"
-				" settled = settled + $4 WHERE project_id = $1 AND period_key = $2",
-				4, q2, NULL, err);
+		e = move(t, run_key, &held, &u, NULL, err);
 	}
-	if (!e && reap)
-		return ledger(t, period, call_id, run_id, "reap", held, err);
+	if (!e && !used)
+		return ledger(t, period, call_id, run_id, "reap", &held, model, err);
 	if (!e)
-		e = ledger(t, period, call_id, run_id, "settle", used, err);
-	if (!e && held > used)
-		e = ledger(t, period, call_id, run_id, "release", held - used, err);
+		e = ledger(t, period, call_id, run_id, "settle", &u, model, err);
+	aw_budget_amount rest = {held.tokens - u.tokens, held.cost - u.cost};
+	if (!e && (rest.tokens || rest.cost))
+		e = ledger(t, period, call_id, run_id, "release", &rest, "", err);
 	return e;
 }
 
@@ -160,14 +219,14 @@ aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, 
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period)};
 	aw_err e = aw_txn_exec(t,
-			       "SELECT kind, SUM(tokens) FROM budget_ledger WHERE project_id = $1"
-			       " AND period_key = $2 GROUP BY kind",
+			       "SELECT kind, SUM(tokens), SUM(cost) FROM budget_ledger"
+			       " WHERE project_id = $1 AND period_key = $2 GROUP BY kind",
 			       2, p, &r, err);
 	memset(out, 0, sizeof *out);
 	for (int i = 0; !e && i < r->nrows; i++) {
 		char kind[16];
 		aw_cell_copy(kind, sizeof kind, r, i, 0);
-		long long v = aw_cell_ll(r, i, 1);
+		aw_budget_amount v = {aw_cell_ll(r, i, 1), aw_cell_ll(r, i, 2)};
 		if (!strcmp(kind, "reserve"))
 			out->reserve = v;
 		else if (!strcmp(kind, "settle"))
@@ -176,6 +235,70 @@ aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, 
 			out->release = v;
 		else if (!strcmp(kind, "reap"))
 			out->reap = v;
+	}
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_budget_models(aw_txn *t, const char *period, const char *since,
+			      aw_budget_model **out, int *n, aw_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period),
+		      AW_TEXT(since ? since : "1970-01-01T00:00:00.000Z")};
+	const char *sql =
+		aw_txn_dialect(t) == AW_DIALECT_PG
+			? "SELECT model, SUM(tokens), SUM(cost), COUNT(*) FROM budget_ledger"
+			  " WHERE project_id = $1 AND period_key = $2 AND kind IN"
+			  " ('settle', 'reap') AND at >= $3::timestamptz"
+			  " GROUP BY model ORDER BY 3 DESC, 2 DESC, 1 LIMIT 256"
+			: "SELECT model, SUM(tokens), SUM(cost), COUNT(*) FROM budget_ledger"
+			  " WHERE project_id = $1 AND period_key = $2 AND kind IN"
+			  " ('settle', 'reap') AND at >= $3"
+			  " GROUP BY model ORDER BY 3 DESC, 2 DESC, 1 LIMIT 256";
+	aw_err e = aw_txn_exec(t, sql, 3, p, &r, err);
+	if (!e && r->nrows && !(*out = calloc((size_t)r->nrows, sizeof **out)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; !e && i < r->nrows; i++) {
+		aw_budget_model *m = &(*out)[(*n)++];
+		aw_cell_copy(m->model, sizeof m->model, r, i, 0);
+		m->tokens = aw_cell_ll(r, i, 1);
+		m->cost = aw_cell_ll(r, i, 2);
+		m->calls = aw_cell_ll(r, i, 3);
+	}
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id, long long after,
+			       int limit, aw_budget_entry **out, int *n, aw_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period ? period : ""),
+		      AW_TEXT(run_id ? run_id : ""), AW_INT(after), AW_INT(limit)};
+	aw_err e = aw_txn_exec(t,
+			       "SELECT seq, period_key, call_id, run_id, kind, tokens, cost, model,"
+			       " at FROM budget_ledger WHERE project_id = $1"
+			       " AND ($2 = '' OR period_key = $2) AND ($3 = '' OR run_id = $3)"
+			       " AND seq > $4 ORDER BY seq LIMIT $5",
+			       5, p, &r, err);
+	if (!e && r->nrows && !(*out = calloc((size_t)r->nrows, sizeof **out)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; !e && i < r->nrows; i++) {
+		aw_budget_entry *v = &(*out)[(*n)++];
+		v->seq = aw_cell_ll(r, i, 0);
+		aw_cell_copy(v->period_key, sizeof v->period_key, r, i, 1);
+		aw_cell_copy(v->call_id, sizeof v->call_id, r, i, 2);
+		aw_cell_copy(v->run_id, sizeof v->run_id, r, i, 3);
+		aw_cell_copy(v->kind, sizeof v->kind, r, i, 4);
+		v->tokens = aw_cell_ll(r, i, 5);
+		v->cost = aw_cell_ll(r, i, 6);
+		aw_cell_copy(v->model, sizeof v->model, r, i, 7);
+		aw_cell_copy(v->at, sizeof v->at, r, i, 8);
 	}
 	aw_rows_free(r);
 	return e;

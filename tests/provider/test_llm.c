@@ -17,6 +17,7 @@
  */
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -41,6 +42,7 @@
 #include "awooop/metrics.h"
 #include "awooop/run.h"
 #include "awooop/tenancy.h"
+#include "budget/budget_hooks.h"
 #include "provider/provider_hooks.h"
 #include "support.h"
 
@@ -906,18 +908,29 @@ static json_t *budget_status(const char *project)
 	aw_test_ctx(&ctx, project, AW_SCOPE_OPERATOR, "op");
 	json_t *st = NULL;
 	aw_error err = {0};
-	assert_int_equal(aw_budget_status(S, PC, &ctx, &st, &err), AW_OK);
+	assert_int_equal(aw_budget_status(S, PC, &ctx, NULL, &st, &err), AW_OK);
 	return st;
 }
 
-static long long jll(const json_t *o, const char *path)
+static double jnum(const json_t *o, const char *path)
 {
 	char buf[64];
 	snprintf(buf, sizeof buf, "%s", path);
 	const json_t *v = o;
 	for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, "."))
 		v = json_object_get(v, tok);
-	return (long long)json_integer_value(v);
+	return json_number_value(v);
+}
+
+static long long jll(const json_t *o, const char *path)
+{
+	return (long long)jnum(o, path);
+}
+
+/* A USD figure as micro-USD. */
+static long long jmicro(const json_t *o, const char *path)
+{
+	return llround(jnum(o, path) * 1e6);
 }
 
 /* The ledger balances: reserved = settled + released + reaped, nothing held. */
@@ -934,16 +947,28 @@ static void ledger_balances(const char *project, long long limit)
 		usleep(50000);
 	}
 	printf("budget %s: limit %lld settled %lld reserved %lld | ledger reserve %lld settle "
-	       "%lld release %lld reap %lld\n",
+	       "%lld release %lld reap %lld | USD settled %.6f reserved %.6f\n",
 	       project, jll(st, "limit"), jll(st, "settled"), jll(st, "reserved"),
-	       jll(st, "ledger.reserve"), jll(st, "ledger.settle"), jll(st, "ledger.release"),
-	       jll(st, "ledger.reap"));
+	       jll(st, "ledger.reserve.tokens"), jll(st, "ledger.settle.tokens"),
+	       jll(st, "ledger.release.tokens"), jll(st, "ledger.reap.tokens"),
+	       jnum(st, "cost_settled_usd"), jnum(st, "cost_reserved_usd"));
 	assert_true(jll(st, "settled") <= limit);
 	assert_int_equal(jll(st, "reserved"), 0);
-	assert_int_equal(jll(st, "ledger.reserve"), jll(st, "ledger.settle") +
-							    jll(st, "ledger.release") +
-							    jll(st, "ledger.reap"));
-	assert_int_equal(jll(st, "settled"), jll(st, "ledger.settle") + jll(st, "ledger.reap"));
+	assert_int_equal(jmicro(st, "cost_reserved_usd"), 0);
+	static const char *const m[] = {"tokens", "cost_usd"};
+	for (int k = 0; k < 2; k++) {
+		char r[40], s_[40], l[40], p[40];
+		snprintf(r, sizeof r, "ledger.reserve.%s", m[k]);
+		snprintf(s_, sizeof s_, "ledger.settle.%s", m[k]);
+		snprintf(l, sizeof l, "ledger.release.%s", m[k]);
+		snprintf(p, sizeof p, "ledger.reap.%s", m[k]);
+		long long (*get)(const json_t *, const char *) = k ? jmicro : jll;
+		assert_int_equal(get(st, r), get(st, s_) + get(st, l) + get(st, p));
+	}
+	assert_int_equal(jll(st, "settled"),
+			 jll(st, "ledger.settle.tokens") + jll(st, "ledger.reap.tokens"));
+	assert_int_equal(jmicro(st, "cost_settled_usd"),
+			 jmicro(st, "ledger.settle.cost_usd") + jmicro(st, "ledger.reap.cost_usd"));
 	json_decref(st);
 }
 
@@ -1164,14 +1189,22 @@ static void test_budget_reap(void **state)
 	aw_test_ctx(&ctx, "beta", AW_SCOPE_WORKER, "w");
 	set_budget("beta", 10000000, "block");
 	json_t *st0 = budget_status("beta");
-	long long reaped0 = jll(st0, "ledger.reap");
+	long long reaped0 = jll(st0, "ledger.reap.tokens");
 	json_decref(st0);
 	/* a holder that dies right after reserving */
 	aw_budget_hold h;
-	long long out = 100;
-	assert_int_equal(aw_budget_admit(S, PC, &ctx, "dead-call-1", "", 50, &out, 300,
-					 "dead-holder", &h, &err),
-			 AW_OK);
+	const char *models[] = {"m"};
+	aw_budget_price prices[1];
+	aw_budget_ask ask = {.call_id = "dead-call-1",
+			     .run_id = "",
+			     .holder = "dead-holder",
+			     .prompt = 50,
+			     .max_out = 100,
+			     .lease_ms = 300,
+			     .models = models,
+			     .nmodels = 1,
+			     .prices = prices};
+	assert_int_equal(aw_budget_admit(S, PC, &ctx, &ask, &h, &err), AW_OK);
 	assert_true(h.active);
 	json_t *st = budget_status("beta");
 	assert_int_equal(jll(st, "reserved"), 150);
@@ -1184,7 +1217,8 @@ static void test_budget_reap(void **state)
 	assert_int_equal(reaped, 1);
 	st = budget_status("beta");
 	assert_int_equal(jll(st, "reserved"), 0);
-	assert_int_equal(jll(st, "ledger.reap") - reaped0, 150); /* charged at the reservation */
+	assert_int_equal(jll(st, "ledger.reap.tokens") - reaped0,
+			 150); /* charged at the reservation */
 	json_decref(st);
 	ledger_balances("beta", 10000000);
 	aw_policy_cache_free(PC);
@@ -1242,13 +1276,153 @@ static void test_budget_per_run(void **state)
 	gateway_down();
 }
 
+/* Cost: 64 streams against a cost limit far below their demand, at the
+ * prices of the budget; the cost ledger balances, each model's charge is
+ * listed, a 50% alert is recorded once; an unpriced model is refused. */
+static void test_budget_cost(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=priced;tokens=30", NULL};
+	set_policy("gamma", c, NULL);
+	/* each call reserves 13 x 10 + 40 x 30 = 1,330 micro-USD: 0.01 USD holds 7 */
+	activate("gamma", "budget", "default",
+		 json_pack("{s:s,s:I,s:f,s:{s:{s:f,s:f},s:{s:f,s:f}},s:s,s:[i]}", "period", "day",
+			   "token_limit", (json_int_t)1000000000, "cost_limit_usd", 0.01, "prices",
+			   "priced;tokens=30", "input_per_mtok", 10.0, "output_per_mtok", 30.0, "*",
+			   "input_per_mtok", 1000.0, "output_per_mtok", 1000.0, "action_on_exceed",
+			   "block", "alert_at_percent", 50),
+		 NULL);
+	crowd cw = {"gamma", 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+	crowd_run(&cw, 64);
+	printf("cost limit 0.01 USD, 64 streams: %d answered, %d refused, %d other\n", cw.ok,
+	       cw.refused, cw.other);
+	assert_int_equal(cw.ok + cw.refused, 64);
+	assert_true(cw.ok > 0 && cw.refused > 0);
+	ledger_balances("gamma", 1000000000);
+	json_t *st = budget_status("gamma");
+	printf("cost settled %.6f of %.6f USD\n", jnum(st, "cost_settled_usd"),
+	       jnum(st, "cost_limit_usd"));
+	assert_true(jmicro(st, "cost_settled_usd") <= 10000);
+	assert_true(jmicro(st, "cost_settled_usd") > 5000); /* it spent, and crossed 50% */
+	json_t *m0 = json_array_get(json_object_get(st, "models"), 0);
+	assert_string_equal(json_string_value(json_object_get(m0, "model")), "priced;tokens=30");
+	assert_int_equal(jll(m0, "calls"), cw.ok);
+	assert_int_equal(jmicro(m0, "cost_usd"), jmicro(st, "cost_settled_usd"));
+	json_decref(st);
+	/* what remains is spent by calls clamped to it; then the refusal names
+	 * the cost limit and when it resets */
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e;
+	int clamped = 0;
+	while ((e = ask("gamma", "chat", json_pack("{s:I}", "max_tokens", (json_int_t)40), &resp,
+			&err)) == AW_OK) {
+		json_decref(resp);
+		aw_llm_flush(GW);
+		assert_true(++clamped < 10);
+	}
+	assert_int_equal(e, AW_E_BUDGET_EXHAUSTED);
+	assert_non_null(strstr(err.msg, "cost budget"));
+	assert_non_null(strstr(err.msg, "resets at"));
+	/* the alert at 50% was recorded exactly once */
+	aw_ctx op;
+	aw_test_ctx(&op, "gamma", AW_SCOPE_OPERATOR, "operator");
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	aw_txn *tx = NULL;
+	assert_int_equal(aw_store_begin(S, &op, AW_TXN_READ, &tx, &err), AW_OK);
+	assert_int_equal(aw_store_audit_list(tx, 0, "budget.alert", "", 10, &rows, &n, &err),
+			 AW_OK);
+	assert_int_equal(n, 1);
+	aw_audit_rows_free(rows, n);
+	aw_store_rollback(tx);
+	/* the ledger's lines: a reserve for every admitted call, a settle each */
+	json_t *h = NULL;
+	assert_int_equal(aw_budget_history(S, &op, NULL, NULL, 0, 1000, &h, &err), AW_OK);
+	int reserves = 0, settles = 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach (json_object_get(h, "entries"), i, v) {
+		const char *k = json_string_value(json_object_get(v, "kind"));
+		reserves += !strcmp(k, "reserve");
+		settles += !strcmp(k, "settle");
+	}
+	assert_int_equal(reserves, cw.ok + clamped);
+	assert_int_equal(settles, cw.ok + clamped);
+	ledger_balances("gamma", 1000000000);
+	st = budget_status("gamma");
+	assert_true(jmicro(st, "cost_settled_usd") <= 10000);
+	json_decref(st);
+	json_decref(h);
+	/* a cost limit and a model it cannot price: refused before any upstream */
+	activate("gamma", "budget", "default",
+		 json_pack("{s:s,s:I,s:f,s:{s:{s:f,s:f}},s:s}", "period", "day", "token_limit",
+			   (json_int_t)1000000000, "cost_limit_usd", 100.0, "prices", "other",
+			   "input_per_mtok", 1.0, "output_per_mtok", 1.0, "action_on_exceed",
+			   "block"),
+		 NULL);
+	assert_int_equal(ask("gamma", "chat", NULL, &resp, &err), AW_E_BUDGET_PRICE);
+	assert_non_null(strstr(err.msg, "priced;tokens=30"));
+	gateway_down();
+}
+
+/* A rolling window: spend ages out when its hour leaves the window. */
+static void test_budget_rolling(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=roll;tokens=30", NULL};
+	set_policy("delta", c, NULL);
+	activate("delta", "budget", "default",
+		 json_pack("{s:s,s:i,s:I,s:s}", "period", "rolling", "window_hours", 2,
+			   "token_limit", (json_int_t)150, "action_on_exceed", "block"),
+		 NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	int ok = 0;
+	aw_err e;
+	while ((e = ask("delta", "chat", json_pack("{s:I}", "max_tokens", (json_int_t)40), &resp,
+			&err)) == AW_OK) {
+		json_decref(resp);
+		aw_llm_flush(GW);
+		assert_true(++ok < 10);
+	}
+	assert_int_equal(e, AW_E_BUDGET_EXHAUSTED);
+	assert_non_null(strstr(err.msg, "ages out"));
+	printf("rolling window of 150 tokens: %d calls, then refused\n", ok);
+	assert_true(ok >= 2);
+	json_t *st = budget_status("delta");
+	assert_string_equal(json_string_value(json_object_get(st, "period")), "rolling");
+	assert_true(jll(st, "settled") <= 150 && jll(st, "settled") > 0);
+	json_decref(st);
+	aw_budget_test_shift_hours(1); /* the spend's hour is still in the window */
+	assert_int_equal(
+		ask("delta", "chat", json_pack("{s:I}", "max_tokens", (json_int_t)40), &resp, &err),
+		AW_E_BUDGET_EXHAUSTED);
+	aw_budget_test_shift_hours(2); /* now it is not */
+	st = budget_status("delta");
+	assert_int_equal(jll(st, "settled"), 0);
+	json_decref(st);
+	assert_int_equal(
+		ask("delta", "chat", json_pack("{s:I}", "max_tokens", (json_int_t)40), &resp, &err),
+		AW_OK);
+	json_decref(resp);
+	aw_llm_flush(GW);
+	st = budget_status("delta");
+	assert_true(jll(st, "settled") > 0 && jll(st, "reserved") == 0);
+	json_decref(st);
+	aw_budget_test_shift_hours(0);
+	gateway_down();
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
 {
 	(void)state;
 	setenv("AW_TEST_CANARY_KEY", CANARY, 1);
-	const char *const projects[] = {"acme", "beta", NULL};
+	const char *const projects[] = {"acme", "beta", "gamma", "delta", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1303,6 +1477,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_kill),
 		cmocka_unit_test(test_budget_reap),
 		cmocka_unit_test(test_budget_per_run),
+		cmocka_unit_test(test_budget_cost),
+		cmocka_unit_test(test_budget_rolling),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }

@@ -1,50 +1,87 @@
 /*
- * store/budget.h - the token budget ledger (see migrations 0008_budget).
- * Part of the store interface (store.h: open, migrate, transactions); only
- * the budget service includes it. Every call runs in the caller's transaction
- * for its project.
+ * store/budget.h - the token budget ledger (see migrations 0008_budget and
+ * 0009_budget_cost). Part of the store interface (store.h: open, migrate,
+ * transactions); only the budget service includes it. Every call runs in the
+ * caller's transaction for its project. Costs are micro-USD.
  */
 #ifndef AWOOOP_STORE_BUDGET_H
 #define AWOOOP_STORE_BUDGET_H
 
 #include "awooop/store.h"
 
+/* Tokens and micro-USD: an amount, or a pair of limits (cost < 0: none). */
+typedef struct {
+	long long tokens, cost;
+} aw_budget_amount;
+
 typedef struct {
 	char period_key[16];
-	long long limit, reserved, settled;
+	aw_budget_amount limit, reserved, settled;
 } aw_budget_period;
 
-/* Creates the period's row, or sets its limit to the contract's. */
-aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, long long limit, aw_error *err);
+/* Creates the period's row, or sets its limits to the contract's (which, on
+ * PostgreSQL, also locks the row until the transaction ends). */
+aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, const aw_budget_amount *limit,
+				     aw_error *err);
 /* found 0 when the period has no row. */
 aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_period *out, int *found,
 				  aw_error *err);
-/* Adds tokens to reserved when reserved + settled + tokens <= limit (one
- * conditional UPDATE, which also sets the period's limit): *ok 1 when it
- * did; 0 also when the period has no row yet. */
-aw_err aw_store_budget_reserve(aw_txn *t, const char *period, long long limit, long long tokens,
-			       int *ok, aw_error *err);
+/* Adds n to reserved when reserved + settled + n stays within both limits
+ * (one conditional UPDATE, which also sets the period's limits): *ok 1 when
+ * it did; 0 also when the period has no row yet. n may be negative (gives
+ * back part of a reservation). */
+aw_err aw_store_budget_reserve(aw_txn *t, const char *period, const aw_budget_amount *limit,
+			       const aw_budget_amount *n, int *ok, aw_error *err);
+/* The settled spend of the hourly rows from the bucket "h:<hour>" on (a
+ * rolling window). */
+aw_err aw_store_budget_window_sum(aw_txn *t, const char *from_bucket, aw_budget_amount *out,
+				  aw_error *err);
+/* Sets the settled spend of a rolling window's row (after the sum, under the
+ * row's lock). */
+aw_err aw_store_budget_window_set(aw_txn *t, const char *period, const aw_budget_amount *settled,
+				  aw_error *err);
 /* The open reservation of call_id and its ledger line. lease_until: a store
  * timestamp. */
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
-			    long long tokens, const char *holder, const char *lease_until,
+			    const aw_budget_amount *n, const char *holder, const char *lease_until,
 			    aw_error *err);
-/* Closes call_id's reservation: used tokens settled, the rest released (kind
- * "settle"/"release", or "reap" for the whole of it). *found 0 when it was
- * closed already (reaped). used is at most the reservation. */
-aw_err aw_store_budget_close(aw_txn *t, const char *call_id, long long used, int reap, int *found,
-			     aw_error *err);
+/* Closes call_id's reservation: used settled (at most what was held), the
+ * rest released (kind "settle"/"release"); used NULL: reaped, the whole of
+ * it charged (kind "reap"). model: who answered ("" unknown). A reservation
+ * of the rolling window ("rolling") settles into the hourly row bucket too.
+ * after (or NULL): the period row's limits and settled spend after it.
+ * *found 0 when it was closed already (reaped). */
+aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amount *used,
+			     const char *model, const char *bucket, aw_budget_period *after,
+			     int *found, aw_error *err);
 /* Open reservations of the txn's project whose lease ended before now, at
- * most max: call ids into ids (AW_UUID_STR_LEN + 1 each... up to 64 bytes). */
+ * most max: call ids into ids. */
 aw_err aw_store_budget_expired(aw_txn *t, const char *now, char (*ids)[64], int max, int *n,
 			       aw_error *err);
 /* Moves the lease of every open reservation of holder in the txn's project. */
 aw_err aw_store_budget_renew(aw_txn *t, const char *holder, const char *lease_until, aw_error *err);
 /* Sums of the ledger for a period, by kind. */
 typedef struct {
-	long long reserve, settle, release, reap;
+	aw_budget_amount reserve, settle, release, reap;
 } aw_budget_sums;
 aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, aw_error *err);
+/* What each model was charged in a period (settle and reap lines), biggest
+ * first; since (a store timestamp) or NULL. */
+typedef struct {
+	char model[129];
+	long long tokens, cost, calls;
+} aw_budget_model;
+aw_err aw_store_budget_models(aw_txn *t, const char *period, const char *since,
+			      aw_budget_model **out, int *n, aw_error *err);
+/* Ledger lines after seq (oldest first), at most limit; period and run_id
+ * filter when not NULL. */
+typedef struct {
+	long long seq;
+	char period_key[16], call_id[64], run_id[64], kind[8], model[129], at[40];
+	long long tokens, cost;
+} aw_budget_entry;
+aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id, long long after,
+			       int limit, aw_budget_entry **out, int *n, aw_error *err);
 aw_err aw_store_budget_state_get(aw_txn *t, int *suspended, char *reason, size_t cap,
 				 aw_error *err);
 aw_err aw_store_budget_state_set(aw_txn *t, int suspended, const char *reason, const char *since,
