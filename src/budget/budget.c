@@ -340,8 +340,11 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	int suspended = 0, fits = 0, by_cost = 0;
 	char reason[160];
 	aw_budget_period p;
+	/* the reservation checks the suspension too: it is read only on a miss */
 	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err)) ||
-	    (e = aw_store_budget_state_get(t, &suspended, reason, sizeof reason, err)))
+	    (!strcmp(b.period, "rolling") && (e = window_refresh(t, &b, err))) ||
+	    (e = reserve_period(t, &b, h->period_key, prompt, &out, &fits, &p, &by_cost, err)) ||
+	    (!fits && (e = aw_store_budget_state_get(t, &suspended, reason, sizeof reason, err))))
 		goto out;
 	if (suspended) {
 		e = aw_fail(err, AW_E_BUDGET_SUSPENDED,
@@ -350,9 +353,6 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 			    ctx->project, reason);
 		goto out;
 	}
-	if ((!strcmp(b.period, "rolling") && (e = window_refresh(t, &b, err))) ||
-	    (e = reserve_period(t, &b, h->period_key, prompt, &out, &fits, &p, &by_cost, err)))
-		goto out;
 	if (!fits) {
 		if (h->kill && !(e = suspend_in(t, ctx, "budget spent", err))) { /* line 3 */
 			aw_error cerr = {0};

@@ -32,6 +32,7 @@
  * load, no added wait when idle (a gathering window was measured: it only
  * moved the writes into bursts that raised the calls' p99). */
 #define RECORD_BATCH 64
+#define RECORD_LINGER_MS 10
 
 static const char *const provider_names[] = {"openai",	     "gemini", "anthropic",
 					     "azure_openai", "ollama", NULL};
@@ -814,6 +815,14 @@ static void *recorder_main(void *arg)
 		}
 		if (!g->rq_head && atomic_load(&g->stopping))
 			break;
+		/* linger: the records of the calls ending in the next moment join
+		 * this transaction (fewer, larger writes; on SQLite a write holds
+		 * the one write lock the next call's admission needs) */
+		if (g->rq_n < RECORD_BATCH && !atomic_load(&g->stopping) &&
+		    !atomic_load(&g->flushing)) {
+			struct timespec ts = aw_clock_after(CLOCK_REALTIME, RECORD_LINGER_MS);
+			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
+		}
 		aw_llm_call *list = g->rq_head;
 		g->rq_head = g->rq_tail = NULL;
 		g->rq_n = 0;
@@ -931,9 +940,11 @@ void aw_llm_flush(aw_llm *g)
 			usleep(5000);
 	}
 	pthread_mutex_lock(&g->rmu);
+	atomic_fetch_add(&g->flushing, 1);
 	pthread_cond_signal(&g->rcv);
 	while ((g->rq_head || g->recording) && g->recorder_started)
 		pthread_cond_wait(&g->rdone, &g->rmu);
+	atomic_fetch_sub(&g->flushing, 1);
 	pthread_mutex_unlock(&g->rmu);
 }
 

@@ -117,6 +117,7 @@ struct aw_llm {
 	pthread_t engine, recorder;
 	int engine_started, recorder_started;
 	atomic_bool stopping;
+	atomic_int flushing; /* aw_llm_flush waits: the recorder does not linger */
 	aw_llm_call *inbox;
 	aw_llm_call *active; /* engine thread */
 	/* line 3: projects whose calls started before kill_ns are cut (mu) */

@@ -52,14 +52,19 @@ aw_err aw_store_budget_reserve(aw_txn *t, const char *period, const aw_budget_am
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(n->tokens),
 		      AW_INT(limit->tokens),   AW_INT(n->cost), AW_INT(limit->cost)};
+#define RESERVE_SQL(suspended)                                                                     \
+	"UPDATE budget_periods SET token_limit = $4, cost_limit = $6,"                             \
+	" reserved = reserved + $3, cost_reserved = cost_reserved + $5"                            \
+	" WHERE project_id = $1 AND period_key = $2"                                               \
+	" AND reserved + settled + $3 <= $4"                                                       \
+	" AND ($6 < 0 OR cost_reserved + cost_settled + $5 <= $6)"                                 \
+	" AND NOT EXISTS (SELECT 1 FROM budget_state s WHERE s.project_id = $1 AND " suspended ")" \
+	" RETURNING reserved"
 	aw_err e = aw_txn_exec(t,
-			       "UPDATE budget_periods SET token_limit = $4, cost_limit = $6,"
-			       " reserved = reserved + $3, cost_reserved = cost_reserved + $5"
-			       " WHERE project_id = $1 AND period_key = $2"
-			       " AND reserved + settled + $3 <= $4"
-			       " AND ($6 < 0 OR cost_reserved + cost_settled + $5 <= $6)"
-			       " RETURNING reserved",
+			       aw_txn_dialect(t) == AW_DIALECT_PG ? RESERVE_SQL("s.suspended")
+								  : RESERVE_SQL("s.suspended <> 0"),
 			       6, p, &r, err);
+#undef RESERVE_SQL
 	*ok = !e && r->nrows == 1;
 	aw_rows_free(r);
 	return e;
@@ -112,12 +117,20 @@ aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, 
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id),  AW_TEXT(period),
 		      AW_TEXT(run_id),	       AW_INT(n->tokens), AW_TEXT(holder),
 		      AW_TEXT(lease_until),    AW_INT(n->cost)};
-	aw_err e = aw_txn_exec(t,
-			       "INSERT INTO budget_reservations (project_id, call_id, period_key,"
-			       " run_id, tokens, holder, lease_until, cost)"
-			       " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			       8, p, NULL, err);
-	return e ? e : ledger(t, period, call_id, run_id, "reserve", n, "", err);
+	/* deferred: on PostgreSQL both go with the COMMIT in one round trip */
+	aw_err e = aw_txn_defer(t,
+				"INSERT INTO budget_reservations (project_id, call_id, period_key,"
+				" run_id, tokens, holder, lease_until, cost)"
+				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+				8, p, err);
+	aw_val q[] = {AW_TEXT(t->ctx.project), AW_TEXT(period),	  AW_TEXT(call_id), AW_TEXT(run_id),
+		      AW_TEXT("reserve"),      AW_INT(n->tokens), AW_INT(n->cost),  AW_TEXT("")};
+	return e ? e
+		 : aw_txn_defer(
+			   t,
+			   "INSERT INTO budget_ledger (project_id, period_key, call_id, run_id,"
+			   " kind, tokens, cost, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			   8, q, err);
 }
 
 /* Moves held out of a row's reservations and used into its settled spend;

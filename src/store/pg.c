@@ -27,8 +27,19 @@ typedef struct {
 	char **vals;
 } deferred;
 
+#define PREP_CACHE 128 /* a power of two */
+
 struct aw_conn {
 	PGconn *pg;
+	/* the connection's prepared statements (a direct-mapped cache by the
+	 * SQL's hash): parsing and planning anew is a good part of what a short
+	 * statement costs the server; names are never reused */
+	struct {
+		char *sql;
+		char name[16];
+		int fresh; /* prepared in the pipeline in flight */
+	} prep[PREP_CACHE];
+	unsigned nprep;
 	/* BEGIN is not sent on its own: it goes out with the first statement of
 	 * the transaction (one round trip less per transaction) */
 	int begin_pending;
@@ -108,12 +119,15 @@ static aw_err pg_connect(const char *url, aw_conn **out, aw_error *err)
 
 static void clear_pending(aw_conn *c);
 
+static void prepared_clear(aw_conn *c);
+
 static void pg_disconnect(aw_conn *c)
 {
 	if (!c)
 		return;
 	clear_pending(c);
 	free(c->q);
+	prepared_clear(c);
 	PQfinish(c->pg);
 	free(c);
 }
@@ -213,6 +227,75 @@ static void clear_pending(aw_conn *c)
 /* Sends the pending BEGIN, the deferred statements and then sql (when not
  * NULL) in one pipeline; *out gets the last statement's rows. The first
  * error wins (the server skips the rest of the pipeline after it). */
+static unsigned sql_hash(const char *s)
+{
+	unsigned h = 2166136261u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Sends sql as the connection's prepared statement, preparing it first (in
+ * the same pipeline) when it is not yet; the slot's former statement is
+ * deallocated. *sent counts the results to read. */
+static int send_prepared(aw_conn *c, const char *sql, int n, const char *const *vals, int *sent)
+{
+	PGconn *pg = c->pg;
+	if (!n) { /* COMMIT and the like */
+		*sent += 1;
+		return PQsendQueryParams(pg, sql, 0, NULL, NULL, NULL, NULL, 0);
+	}
+	unsigned i = sql_hash(sql) & (PREP_CACHE - 1);
+	if (!c->prep[i].sql || strcmp(c->prep[i].sql, sql)) {
+		char *copy = strdup(sql);
+		if (!copy) { /* unprepared, then */
+			*sent += 1;
+			return PQsendQueryParams(pg, sql, n, NULL, vals, NULL, NULL, 0);
+		}
+		if (c->prep[i].sql) {
+			char dealloc[40];
+			snprintf(dealloc, sizeof dealloc, "DEALLOCATE %s", c->prep[i].name);
+			if (!PQsendQueryParams(pg, dealloc, 0, NULL, NULL, NULL, NULL, 0)) {
+				free(copy);
+				return 0;
+			}
+			*sent += 1;
+			free(c->prep[i].sql);
+		}
+		c->prep[i].sql = copy;
+		c->prep[i].fresh = 1;
+		snprintf(c->prep[i].name, sizeof c->prep[i].name, "aw%u", c->nprep++);
+		if (!PQsendPrepare(pg, c->prep[i].name, sql, n, NULL))
+			return 0;
+		*sent += 1;
+	}
+	*sent += 1;
+	return PQsendQueryPrepared(pg, c->prep[i].name, n, vals, NULL, NULL, 0);
+}
+
+/* After a pipeline: the statements it prepared are kept when it succeeded,
+ * forgotten when it failed (their Parse may have been skipped). */
+static void prepared_settle(aw_conn *c, int ok)
+{
+	for (int i = 0; i < PREP_CACHE; i++) {
+		if (!c->prep[i].fresh)
+			continue;
+		c->prep[i].fresh = 0;
+		if (!ok) {
+			free(c->prep[i].sql);
+			c->prep[i].sql = NULL;
+		}
+	}
+}
+
+static void prepared_clear(aw_conn *c)
+{
+	for (int i = 0; i < PREP_CACHE; i++) {
+		free(c->prep[i].sql);
+		c->prep[i].sql = NULL;
+	}
+}
+
 static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *vals, aw_rows **out,
 		       aw_error *err)
 {
@@ -230,14 +313,13 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 			sent += ok;
 		}
 	}
-	for (int i = 0; ok && i < c->nq; i++) {
-		ok = PQsendQueryParams(pg, c->q[i].sql, c->q[i].n, NULL,
-				       (const char *const *)c->q[i].vals, NULL, NULL, 0);
-		sent += ok;
-	}
+	for (int i = 0; ok && i < c->nq; i++)
+		ok = send_prepared(c, c->q[i].sql, c->q[i].n, (const char *const *)c->q[i].vals,
+				   &sent);
+	int last = -1; /* the index of sql's result */
 	if (ok && sql) {
-		ok = PQsendQueryParams(pg, sql, n, NULL, vals, NULL, NULL, 0);
-		sent += ok;
+		ok = send_prepared(c, sql, n, vals, &sent);
+		last = sent - 1;
 	}
 	clear_pending(c);
 	/* always sync what was queued, or its results would never arrive */
@@ -251,7 +333,7 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 			if (!e && st == PGRES_PIPELINE_ABORTED)
 				e = aw_fail(err, AW_E_STORE_QUERY, "postgres pipeline aborted");
 			else if (!e)
-				e = rows_from(pg, res, sql && i == sent - 1 ? out : NULL, err);
+				e = rows_from(pg, res, i == last ? out : NULL, err);
 			PQclear(res);
 		}
 	}
@@ -263,6 +345,7 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 			break;
 	}
 	PQexitPipelineMode(pg);
+	prepared_settle(c, e == AW_OK);
 	return e;
 }
 
@@ -282,14 +365,7 @@ static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 		}
 	}
 	param_values(n, p, numbuf, vals);
-	aw_err e;
-	if (c->begin_pending || c->nq) {
-		e = pipeline(c, sql, n, vals, out, err);
-	} else {
-		PGresult *res = PQexecParams(c->pg, sql, n, NULL, vals, NULL, NULL, 0);
-		e = rows_from(c->pg, res, out, err);
-		PQclear(res);
-	}
+	aw_err e = pipeline(c, sql, n, vals, out, err);
 	if (n > 16) {
 		free(numbuf);
 		free(vals);

@@ -27,9 +27,9 @@ aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, const aw_bud
 aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_period *out, int *found,
 				  aw_error *err);
 /* Adds n to reserved when reserved + settled + n stays within both limits
- * (one conditional UPDATE, which also sets the period's limits): *ok 1 when
- * it did; 0 also when the period has no row yet. n may be negative (gives
- * back part of a reservation). */
+ * and the project is not suspended (one conditional UPDATE, which also sets
+ * the period's limits): *ok 1 when it did; 0 also when the period has no row
+ * yet. n may be negative (gives back part of a reservation). */
 aw_err aw_store_budget_reserve(aw_txn *t, const char *period, const aw_budget_amount *limit,
 			       const aw_budget_amount *n, int *ok, aw_error *err);
 /* The settled spend of the hourly rows from the bucket "h:<hour>" on (a
@@ -40,8 +40,8 @@ aw_err aw_store_budget_window_sum(aw_txn *t, const char *from_bucket, aw_budget_
  * row's lock). */
 aw_err aw_store_budget_window_set(aw_txn *t, const char *period, const aw_budget_amount *settled,
 				  aw_error *err);
-/* The open reservation of call_id and its ledger line. lease_until: a store
- * timestamp. */
+/* The open reservation of call_id and its ledger line, deferred (sent with
+ * the commit; a conflict surfaces there). lease_until: a store timestamp. */
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
 			    const aw_budget_amount *n, const char *holder, const char *lease_until,
 			    aw_error *err);
