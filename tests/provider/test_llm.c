@@ -219,7 +219,8 @@ static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 			  .idle_ms = 1000,
 			  .breaker_failures = breaker_failures,
 			  .breaker_cooldown_ms = cooldown_ms,
-			  .schema_retries = 3};
+			  .schema_retries = 3,
+			  .lease_ms = 2000};
 	if (aw_llm_new(&lo, &GW, &err))
 		fail_msg("gateway: %s", err.msg);
 	json_decref(cfg);
@@ -1195,16 +1196,16 @@ static void test_budget_reap(void **state)
 	aw_budget_hold h;
 	const char *models[] = {"m"};
 	aw_budget_price prices[1];
-	aw_budget_ask ask = {.call_id = "dead-call-1",
-			     .run_id = "",
-			     .holder = "dead-holder",
-			     .prompt = 50,
-			     .max_out = 100,
-			     .lease_ms = 300,
-			     .models = models,
-			     .nmodels = 1,
-			     .prices = prices};
-	assert_int_equal(aw_budget_admit(S, PC, &ctx, &ask, &h, &err), AW_OK);
+	aw_budget_ask da = {.call_id = "dead-call-1",
+			    .run_id = "",
+			    .holder = "dead-holder",
+			    .prompt = 50,
+			    .max_out = 100,
+			    .lease_ms = 300,
+			    .models = models,
+			    .nmodels = 1,
+			    .prices = prices};
+	assert_int_equal(aw_budget_admit(S, PC, &ctx, &da, &h, &err), AW_OK);
 	assert_true(h.active);
 	json_t *st = budget_status("beta");
 	assert_int_equal(jll(st, "reserved"), 150);
@@ -1223,6 +1224,32 @@ static void test_budget_reap(void **state)
 	ledger_balances("beta", 10000000);
 	aw_policy_cache_free(PC);
 	PC = NULL;
+	/* a dead holder's reservation takes all that is left, of a project no
+	 * live process has served: the calls refused for it make the refusing
+	 * process reap it once its lease ended (charged in full: the budget
+	 * stays spent, the ledger balances) */
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=dead;tokens=30", NULL};
+	set_policy("beta", c, NULL);
+	st = budget_status("beta");
+	set_budget("beta", jll(st, "settled") + 1000, "block");
+	json_decref(st);
+	da.call_id = "dead-call-2";
+	da.max_out = -1; /* clamped to all that remains */
+	assert_int_equal(aw_budget_admit(S, PC, &ctx, &da, &h, &err), AW_OK);
+	assert_int_equal(da.max_out, 1000 - 50);
+	json_t *resp = NULL;
+	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_BUDGET_EXHAUSTED);
+	long long reserved = -1;
+	for (int i = 0; i < 100 && reserved; i++) { /* the watcher reaps every lease/4 */
+		usleep(50000);
+		st = budget_status("beta");
+		reserved = jll(st, "reserved");
+		json_decref(st);
+	}
+	assert_int_equal(reserved, 0);
+	ledger_balances("beta", 10000000);
+	gateway_down();
 }
 
 static aw_err ask_run(const char *run_id, json_t **resp, aw_error *err)
