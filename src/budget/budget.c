@@ -656,17 +656,18 @@ aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int l
 	return e;
 }
 
-/* Reaps the reservations of t's project whose lease ended (charged in
- * full), at most 256 per call. */
-static aw_err reap_in(aw_txn *t, const aw_ctx *ctx, int *reaped, aw_error *err)
+aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err)
 {
+	*reaped = 0;
 	char now[AW_TS_LEN + 1], bucket[16];
 	aw_clock_now(now);
 	bucket_key(0, bucket);
 	char ids[256][64];
 	int n = 0;
-	*reaped = 0;
-	aw_err e = aw_store_budget_expired(t, now, ids, 256, &n, err);
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
+	if (!e)
+		e = aw_store_budget_expired(t, now, ids, 256, &n, err);
 	for (int i = 0; !e && i < n; i++) {
 		int found = 0;
 		e = aw_store_budget_close(t, ids[i], NULL, "", bucket, NULL, &found, err);
@@ -674,16 +675,6 @@ static aw_err reap_in(aw_txn *t, const aw_ctx *ctx, int *reaped, aw_error *err)
 		if (found)
 			aw_metrics_budget(ctx->project, "reaped", 0);
 	}
-	return e;
-}
-
-aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err)
-{
-	*reaped = 0;
-	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
-	if (!e)
-		e = reap_in(t, ctx, reaped, err);
 	if (!e)
 		e = aw_store_commit(t, err);
 	else if (t)
