@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "awooop/bus.h"
+#include "awooop/redis.h"
 #include "awooop/keyring.h"
 #include "awooop/policy.h"
 
@@ -32,10 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		aw_keyring_free(k);
 	}
-	char host[256];
-	int port, db;
-	if (aw_bus_redis_parse_url(s, host, sizeof host, &port, &db, &err) == AW_OK &&
-	    (port < 1 || port > 65535 || db < 0 || db > 15 || !host[0]))
+	aw_redis_url u;
+	if (aw_redis_url_parse(s, &u, &err) == AW_OK &&
+	    (u.port < 1 || u.port > 65535 || u.db < 0 || u.db > 15 || !u.host[0]))
 		abort();
 	free(s);
 	return 0;

@@ -35,10 +35,4 @@ void aw_bus_unsubscribe(aw_bus *b);
 int aw_bus_connected(aw_bus *b);
 const char *aw_bus_kind(const aw_bus *b);
 
-/* Parses "redis://HOST:PORT[/DB]" (no credentials in round 1). */
-aw_err aw_bus_redis_parse_url(const char *url, char *host, size_t hostcap, int *port, int *db,
-			      aw_error *err);
-/* Connects, PINGs, disconnects within timeout_ms. AW_E_BUS_UNAVAILABLE on failure. */
-aw_err aw_bus_redis_ping(const char *url, int timeout_ms, aw_error *err);
-
 #endif

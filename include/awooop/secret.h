@@ -19,6 +19,13 @@ aw_err aw_secret_ref_check(const char *ref, aw_error *err);
  * aw_secret_wipe). AW_E_SECRET_UNRESOLVED when it cannot be had; the message
  * names the reference, never a value. */
 aw_err aw_secret_resolve(const char *ref, aw_buf *out, aw_error *err);
+/* A secret setting from the environment: NAME, or the contents of the file
+ * NAME_FILE names (the Kubernetes and Docker secrets convention: an absolute
+ * path, one trailing newline dropped; a file readable by its group or others
+ * is used with a warning). *out NULL when neither is set; E-CONFIG-001 when
+ * both are, or the file cannot be read. The value lives as long as the
+ * process. */
+aw_err aw_secret_env(const char *name, const char **out, aw_error *err);
 /* Overwrites and frees a buffer that held a secret. */
 void aw_secret_wipe(aw_buf *b);
 

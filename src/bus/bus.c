@@ -22,9 +22,8 @@ aw_err aw_bus_open(const char *url, aw_bus **out, aw_error *err)
 	if (!b)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	pthread_mutex_init(&b->mu, NULL);
-	if (url && strncmp(url, "redis://", 8) == 0) {
-		aw_err e =
-			aw_bus_redis_parse_url(url, b->host, sizeof b->host, &b->port, &b->db, err);
+	if (url && (!strncmp(url, "redis://", 8) || !strncmp(url, "rediss://", 9))) {
+		aw_err e = aw_redis_url_parse(url, &b->url, err);
 		if (e) {
 			aw_bus_close(b);
 			return e;
@@ -32,7 +31,8 @@ aw_err aw_bus_open(const char *url, aw_bus **out, aw_error *err)
 		b->redis = 1;
 	} else if (url && strcmp(url, "local") != 0) {
 		aw_bus_close(b);
-		return aw_fail(err, AW_E_CONFIG, "the bus is \"local\" or redis://HOST:PORT");
+		return aw_fail(err, AW_E_CONFIG,
+			       "the bus is \"local\" or a redis:// or rediss:// URL");
 	}
 	*out = b;
 	return AW_OK;

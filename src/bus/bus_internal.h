@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "awooop/bus.h"
+#include "awooop/redis.h"
 
 struct aw_bus {
 	int redis;
@@ -19,8 +20,7 @@ struct aw_bus {
 	void *ud;
 	int subscribed;
 	/* redis */
-	char host[256];
-	int port, db;
+	aw_redis_url url;
 	void *pub; /* redisContext *, guarded by mu */
 	pthread_t sub_thread;
 	int sub_started;

@@ -1,5 +1,6 @@
 /*
- * redis.c - the Redis backend of the bus (hiredis).
+ * redis.c - the Redis backend of the bus (hiredis; connections, ACL
+ * authentication and TLS: redis_conn.c).
  *
  * Publishing uses one synchronous connection under the bus mutex, reconnecting
  * once on failure. The subscription runs on its own thread: connect, PSUBSCRIBE,
@@ -20,90 +21,20 @@
 #include "awooop/metrics.h"
 #include "bus_internal.h"
 
-aw_err aw_bus_redis_parse_url(const char *url, char *host, size_t hostcap, int *port, int *db,
-			      aw_error *err)
-{
-	const char *p = url && strncmp(url, "redis://", 8) == 0 ? url + 8 : NULL;
-	if (!p || strchr(p, '@'))
-		return aw_fail(err, AW_E_CONFIG, "--redis must be redis://HOST:PORT[/DB]");
-	const char *colon = strchr(p, ':');
-	const char *slash = strchr(p, '/');
-	size_t hlen = colon ? (size_t)(colon - p) : slash ? (size_t)(slash - p) : strlen(p);
-	if (hlen == 0 || hlen >= hostcap)
-		return aw_fail(err, AW_E_CONFIG, "--redis must be redis://HOST:PORT[/DB]");
-	memcpy(host, p, hlen);
-	host[hlen] = '\0';
-	*port = 6379;
-	*db = 0;
-	char *end = NULL;
-	if (colon) {
-		long v = strtol(colon + 1, &end, 10);
-		if (end == colon + 1 || v < 1 || v > 65535 || (*end && *end != '/'))
-			return aw_fail(err, AW_E_CONFIG, "bad port in --redis URL");
-		*port = (int)v;
-	}
-	if (slash && slash[1]) {
-		long v = strtol(slash + 1, &end, 10);
-		if (*end || v < 0 || v > 15)
-			return aw_fail(err, AW_E_CONFIG, "bad database number in --redis URL");
-		*db = (int)v;
-	}
-	return AW_OK;
-}
-
-static redisContext *connect_to(const char *host, int port, int db, int timeout_ms)
-{
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	redisContext *c = redisConnectWithTimeout(host, port, tv);
-	if (!c || c->err) {
-		redisFree(c);
-		return NULL;
-	}
-	redisSetTimeout(c, tv);
-	if (db) {
-		redisReply *r = redisCommand(c, "SELECT %d", db);
-		int ok = r && r->type == REDIS_REPLY_STATUS;
-		if (r)
-			freeReplyObject(r);
-		if (!ok) {
-			redisFree(c);
-			return NULL;
-		}
-	}
-	return c;
-}
-
-aw_err aw_bus_redis_ping(const char *url, int timeout_ms, aw_error *err)
-{
-	char host[256];
-	int port = 0, db = 0;
-	aw_err e = aw_bus_redis_parse_url(url, host, sizeof host, &port, &db, err);
-	if (e)
-		return e;
-	redisContext *c = connect_to(host, port, db, timeout_ms);
-	if (!c)
-		return aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis unreachable");
-	redisReply *r = redisCommand(c, "PING");
-	if (!r || r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
-		e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis did not answer PING");
-	if (r)
-		freeReplyObject(r);
-	redisFree(c);
-	return e;
-}
-
 aw_err aw_bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err)
 {
 	pthread_mutex_lock(&b->mu);
 	redisReply *r = NULL;
 	for (int attempt = 0; attempt < 2 && !r; attempt++) {
 		if (!b->pub)
-			b->pub = connect_to(b->host, b->port, b->db, 1000);
-		if (!b->pub)
-			break;
+			b->pub = aw_redis_connect(&b->url, b->url.tls ? 3000 : 1000, err);
+		if (!b->pub) {
+			pthread_mutex_unlock(&b->mu);
+			return err->err;
+		}
 		r = redisCommand(b->pub, "PUBLISH %s %s", channel, payload);
 		if (!r) { /* connection broken: drop it, try once more */
-			redisFree(b->pub);
+			aw_redis_free(b->pub);
 			b->pub = NULL;
 		}
 	}
@@ -141,8 +72,13 @@ static void *subscriber(void *arg)
 {
 	aw_bus *b = arg;
 	int backoff = 50;
+	int warned = 0;
 	while (!b->stop) {
-		redisContext *c = connect_to(b->host, b->port, b->db, 1000);
+		aw_error err = {0};
+		redisContext *c = aw_redis_connect(&b->url, b->url.tls ? 3000 : 1000, &err);
+		if (!c && !warned++) /* once per outage */
+			aw_log(AW_LOG_WARN, NULL, "bus cannot connect; retrying", "detail", err.msg,
+			       NULL);
 		if (!c) {
 			uint32_t j = 0;
 			aw_random_bytes(&j, sizeof j);
@@ -151,6 +87,7 @@ static void *subscriber(void *arg)
 			continue;
 		}
 		backoff = 50;
+		warned = 0;
 		redisAppendCommand(c, "PSUBSCRIBE %s", b->pattern);
 		int done = 0;
 		while (!done)
@@ -176,7 +113,7 @@ static void *subscriber(void *arg)
 		if (b->connected)
 			aw_log(AW_LOG_WARN, NULL, "bus disconnected; reconnecting", NULL);
 		b->connected = 0;
-		redisFree(c);
+		aw_redis_free(c);
 	}
 	return NULL;
 }
@@ -203,6 +140,6 @@ void aw_bus_redis_stop(aw_bus *b)
 {
 	aw_bus_redis_stop_subscriber(b);
 	if (b->pub)
-		redisFree(b->pub);
+		aw_redis_free(b->pub);
 	b->pub = NULL;
 }

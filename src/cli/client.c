@@ -11,6 +11,7 @@
 
 #include "awooop/trace.h"
 #include "awooop/buf.h"
+#include "awooop/secret.h"
 #include "cli.h"
 
 #define CLIENT_MAX_BODY (16u << 20)
@@ -46,8 +47,10 @@ static int request_new(request *q, const char *method, const char *path, json_t 
 		       const char *const *headers, const char *accept)
 {
 	memset(q, 0, sizeof *q);
-	const char *base = getenv("AWOOOP_URL");
-	const char *key = getenv("AWOOOP_KEY");
+	const char *base = getenv("AWOOOP_URL"), *key = NULL;
+	aw_error err = {0};
+	if (aw_secret_env("AWOOOP_KEY", &key, &err))
+		return aw_cli_fail(err.err, err.msg);
 	if (!base || !*base)
 		base = "http://127.0.0.1:8080";
 	q->base = base;

@@ -1,13 +1,14 @@
 /*
  * opts.c - option parsing for every subcommand (see cli.h). Deliberately
- * small: long options only, values from flags, then AWOOOP_* environment, then
- * defaults.
+ * small: long options only, values from flags, then AWOOOP_* environment (or
+ * the file AWOOOP_*_FILE names: every setting may be a secret), then defaults.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/secret.h"
 #include "cli.h"
 
 void aw_cli_usage(const char *usage, const aw_opt *opts)
@@ -79,8 +80,11 @@ int aw_cli_parse(int argc, char **argv, aw_opt *opts, const char **pos, int *npo
 		}
 	}
 	for (aw_opt *o = opts; o->name; o++) {
-		if (!o->value && o->env && getenv(o->env) && *getenv(o->env))
-			o->value = getenv(o->env);
+		aw_error err = {0};
+		if (!o->value && o->env && aw_secret_env(o->env, &o->value, &err)) {
+			fprintf(stderr, "awooop: %s: %s\n", aw_err_code(err.err), err.msg);
+			return AW_EXIT_USAGE;
+		}
 		if (!o->value)
 			o->value = o->def;
 	}

@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include "awooop/log.h"
+#include "awooop/secret.h"
 #include "cli.h"
 
 /*
- * Publish keys, in order: AWOOOP_PUBLISH_KEYS (inline), --publish-keys FILE, and
+ * Publish keys, in order: AWOOOP_PUBLISH_KEYS (inline, or AWOOOP_PUBLISH_KEYS_FILE),
+ * --publish-keys FILE, and
  * for the embedded SQLite shape a key file next to the database, created on
  * first start (when create is set). The cluster shape must be given keys (every api process signs
  * and verifies with the same ring); without them publishing answers
@@ -21,8 +23,11 @@
 aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyring **out,
 			   aw_error *err)
 {
-	const char *inline_keys = getenv("AWOOOP_PUBLISH_KEYS");
+	const char *inline_keys = NULL;
 	*out = NULL;
+	aw_err e = aw_secret_env("AWOOOP_PUBLISH_KEYS", &inline_keys, err);
+	if (e)
+		return e;
 	if (inline_keys && *inline_keys)
 		return aw_keyring_from_env(inline_keys, out, err);
 	if (file)
@@ -40,7 +45,7 @@ aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyr
 	snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
 		 "publish-keys.json");
 	if (create && access(path, F_OK) != 0) {
-		aw_err e = aw_keyring_create_file(path, err);
+		e = aw_keyring_create_file(path, err);
 		if (e)
 			return e;
 		aw_log(AW_LOG_INFO, NULL, "created contract publish key file", "path", path, NULL);

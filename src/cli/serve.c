@@ -22,6 +22,7 @@
 #include "awooop/run.h"
 #include "awooop/log.h"
 #include "awooop/tenancy.h"
+#include "awooop/secret.h"
 #include "cli.h"
 
 /* For sqlite:PATH, creates PATH's directory (one level) if missing. */
@@ -55,7 +56,8 @@ int aw_cmd_serve(int argc, char **argv)
 		 "store URL: sqlite:PATH or postgresql://...", NULL},
 		{"listen", "AWOOOP_LISTEN", "127.0.0.1:8080", 0, "HTTP listen address IPv4:PORT",
 		 NULL},
-		{"redis", "AWOOOP_REDIS", NULL, 0, "redis://HOST:PORT (cluster shape; optional)",
+		{"redis", "AWOOOP_REDIS", NULL, 0,
+		 "redis[s]://[USER:PASSWORD@]HOST:PORT[/DB][?tls_ca=...] (cluster shape; optional)",
 		 NULL},
 		{"role", "AWOOOP_ROLE", "all", 0, "all|api|relay|worker", NULL},
 		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
@@ -227,7 +229,9 @@ int aw_cmd_serve(int argc, char **argv)
 		return aw_cli_fail(e, err.msg);
 	}
 	char printed[AW_KEY_SECRET_LEN + 1];
-	if ((e = aw_tenancy_bootstrap(store, getenv("AWOOOP_BOOTSTRAP_KEY"), printed, &err))) {
+	const char *bootstrap = NULL;
+	if ((e = aw_secret_env("AWOOOP_BOOTSTRAP_KEY", &bootstrap, &err)) ||
+	    (e = aw_tenancy_bootstrap(store, bootstrap, printed, &err))) {
 		aw_store_close(store);
 		json_decref(llm_config);
 		return aw_cli_fail(e, err.msg);

@@ -6,6 +6,8 @@
 #include "awooop/secret.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+
+#include "awooop/log.h"
 
 #define SECRET_FILE_MAX 65536
 
@@ -81,4 +85,65 @@ void aw_secret_wipe(aw_buf *b)
 	if (b->p)
 		OPENSSL_cleanse(b->p, b->cap);
 	aw_buf_free(b);
+}
+
+/* Values read from NAME_FILE live as long as the process (as getenv's). */
+static struct {
+	char name[64];
+	char *value;
+} env_files[16];
+static pthread_mutex_t env_files_mu = PTHREAD_MUTEX_INITIALIZER;
+
+aw_err aw_secret_env(const char *name, const char **out, aw_error *err)
+{
+	*out = NULL;
+	char fname[80];
+	snprintf(fname, sizeof fname, "%s_FILE", name);
+	const char *v = getenv(name), *path = getenv(fname);
+	if (v && *v && path && *path)
+		return aw_fail(err, AW_E_CONFIG, "set %s or %s, not both", name, fname);
+	if (v && *v) {
+		*out = v;
+		return AW_OK;
+	}
+	if (!path || !*path)
+		return AW_OK;
+	pthread_mutex_lock(&env_files_mu);
+	int slot = -1;
+	for (int i = 0; i < 16 && slot < 0; i++)
+		if (!env_files[i].value || !strcmp(env_files[i].name, name))
+			slot = i;
+	aw_err e = AW_OK;
+	if (slot >= 0 && env_files[slot].value) {
+		*out = env_files[slot].value;
+		goto done;
+	}
+	if (slot < 0 || strlen(name) >= sizeof env_files[0].name) {
+		e = aw_fail(err, AW_E_CONFIG, "too many *_FILE settings");
+		goto done;
+	}
+	char ref[1100];
+	snprintf(ref, sizeof ref, "file:%s", path);
+	aw_buf b = AW_BUF_INIT(SECRET_FILE_MAX);
+	if ((e = aw_secret_resolve(ref, &b, err))) {
+		aw_secret_wipe(&b);
+		e = aw_fail(err, AW_E_CONFIG,
+			    "%s: %.300s is not an absolute path to a readable regular file of at "
+			    "most 64 KiB",
+			    fname, path);
+		goto done;
+	}
+	struct stat st;
+	if (stat(path, &st) == 0 && (st.st_mode & 077))
+		aw_log(AW_LOG_WARN, NULL, "a secret file is readable by its group or others",
+		       "setting", fname, "path", path, NULL);
+	snprintf(env_files[slot].name, sizeof env_files[slot].name, "%s", name);
+	env_files[slot].value = strndup(b.p ? b.p : "", b.len);
+	aw_secret_wipe(&b);
+	if (!env_files[slot].value)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	*out = env_files[slot].value;
+done:
+	pthread_mutex_unlock(&env_files_mu);
+	return e;
 }

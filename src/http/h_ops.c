@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "awooop/bus.h"
+#include "awooop/redis.h"
 #include "awooop/metrics.h"
 #include "http_internal.h"
 
@@ -21,7 +22,7 @@ void aw_h_readyz(aw_req *r)
 	if (!e)
 		e = aw_store_check_schema(r->store, &err);
 	if (!e && r->opts->redis_url)
-		e = aw_bus_redis_ping(r->opts->redis_url, 1000, &err);
+		e = aw_redis_ping(r->opts->redis_url, 1000, &err);
 	if (e) {
 		aw_reply_problem(r, e, &err);
 		return;

@@ -8,6 +8,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include "awooop/store/tenancy.h"
 #include "awooop/bus.h"
 #include "awooop/clock.h"
+#include "awooop/log.h"
+#include "awooop/redis.h"
 
 typedef enum { PH_NONE, PH_A, PH_B, PH_C, PH_DONE } phase_t;
 static const char *const phase_names[] = {"none", "A", "B", "C", "done"};
@@ -29,8 +32,7 @@ typedef struct cached {
 } cached;
 
 struct aw_kv {
-	char host[256];
-	int port, db;
+	aw_redis_url url;
 	redisContext *c;
 	pthread_mutex_t mu;
 	aw_store *s;
@@ -54,21 +56,15 @@ static redisContext *conn(aw_kv *kv)
 	if (kv->c && !kv->c->err)
 		return kv->c;
 	if (kv->c)
-		redisFree(kv->c);
-	struct timeval tv = {2, 0};
-	kv->c = redisConnectWithTimeout(kv->host, kv->port, tv);
-	if (!kv->c || kv->c->err) {
-		if (kv->c)
-			redisFree(kv->c);
-		kv->c = NULL;
-		return NULL;
-	}
-	redisSetTimeout(kv->c, tv);
-	if (kv->db) {
-		redisReply *r = redisCommand(kv->c, "SELECT %d", kv->db);
-		if (r)
-			freeReplyObject(r);
-	}
+		aw_redis_free(kv->c);
+	aw_error err = {0};
+	kv->c = aw_redis_connect(&kv->url, 2000, &err);
+	static _Atomic int64_t logged_ns = AW_MONO_NEVER; /* at most every 10 s */
+	int64_t now = aw_clock_mono_ns(), was = atomic_load(&logged_ns);
+	if (!kv->c && aw_clock_older_than(was, now, 10000000000LL) &&
+	    atomic_compare_exchange_strong(&logged_ns, &was, now))
+		aw_log(AW_LOG_WARN, NULL, "key wrapper cannot reach redis", "detail", err.msg,
+		       NULL);
 	return kv->c;
 }
 
@@ -93,8 +89,7 @@ aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv
 	aw_kv *kv = calloc(1, sizeof *kv);
 	if (!kv)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	aw_err e = aw_bus_redis_parse_url(redis_url, kv->host, sizeof kv->host, &kv->port, &kv->db,
-					  err);
+	aw_err e = aw_redis_url_parse(redis_url, &kv->url, err);
 	if (e) {
 		free(kv);
 		return e;
@@ -114,9 +109,9 @@ aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv
 		kv->o.phase_cache_ms = 1000;
 	pthread_mutex_init(&kv->mu, NULL);
 	kv->o.legacy_project = kv->legacy_project;
-	if (!conn(kv)) {
+	if (!(kv->c = aw_redis_connect(&kv->url, 2000, err))) {
 		aw_kv_close(kv);
-		return aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis unreachable");
+		return err->err;
 	}
 	*out = kv;
 	return AW_OK;
@@ -127,7 +122,7 @@ void aw_kv_close(aw_kv *kv)
 	if (!kv)
 		return;
 	if (kv->c)
-		redisFree(kv->c);
+		aw_redis_free(kv->c);
 	while (kv->phases) {
 		cached *n = kv->phases->next;
 		free(kv->phases);
@@ -639,12 +634,11 @@ aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *un
 		       void *ud, aw_error *err)
 {
 	aw_kv tmp = {0};
-	aw_err e = aw_bus_redis_parse_url(redis_url, tmp.host, sizeof tmp.host, &tmp.port, &tmp.db,
-					  err);
+	aw_err e = aw_redis_url_parse(redis_url, &tmp.url, err);
 	if (e)
 		return e;
-	if (!conn(&tmp))
-		return aw_fail(err, AW_E_BUS_UNAVAILABLE, "redis unreachable");
+	if (!(tmp.c = aw_redis_connect(&tmp.url, 2000, err)))
+		return err->err;
 	memset(rows, 0, sizeof *rows * (size_t)aw_keys_count());
 	*unknown = *total = 0;
 	char cursor[32] = "0";
@@ -701,7 +695,7 @@ aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *un
 		if (progress)
 			progress(ud, *total);
 	} while (strcmp(cursor, "0") != 0);
-	redisFree(tmp.c);
+	aw_redis_free(tmp.c);
 	return e;
 }
 

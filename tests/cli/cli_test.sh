@@ -30,16 +30,28 @@ keys migrate --project awoooi --to A; check "fresh store: exit" $? 1
 check "fresh store: not-found code" "$(grep -c '^awooop: E-TENANT-001: project awoooi does not exist' "$TMP/err")" 1
 check "fresh store: no missing-table error" "$(grep -c 'no such table' "$TMP/err")" 0
 
-# a project to migrate (created through the API of a server on the same file)
-export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)
-"$BIN" serve --db "$DB" --listen 127.0.0.1:0 --role api >/dev/null 2>"$TMP/log" &
+# a project to migrate (created through the API of a server on the same
+# file); the bootstrap key, the client's key and the Redis URL come from
+# files (*_FILE), a group-readable one with a warning
+"$BIN" key generate >"$TMP/boot.key"; chmod 600 "$TMP/boot.key"
+cp "$TMP/boot.key" "$TMP/client.key"; chmod 644 "$TMP/client.key"
+echo "$R" >"$TMP/redis.url"; chmod 600 "$TMP/redis.url"
+AWOOOP_BOOTSTRAP_KEY_FILE=$TMP/boot.key "$BIN" serve --db "$DB" --listen 127.0.0.1:0 --role api >/dev/null 2>"$TMP/log" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do grep -q '"awooop serving"' "$TMP/log" && break; sleep 0.1; done
 PORT=$(grep '"awooop serving"' "$TMP/log" | jq -r .port)
-AWOOOP_URL="http://127.0.0.1:$PORT" AWOOOP_KEY=$AWOOOP_BOOTSTRAP_KEY "$BIN" project create awoooi >/dev/null
-check "project created" $? 0
+AWOOOP_URL="http://127.0.0.1:$PORT" AWOOOP_KEY_FILE=$TMP/client.key "$BIN" project create awoooi >/dev/null 2>"$TMP/client.err"
+check "project created (keys from files)" $? 0
+check "group-readable secret file: warned" "$(grep -c 'readable by its group or others' "$TMP/client.err")" 1
+check "the key is in no log line" "$(grep -c "$(cat "$TMP/boot.key")" "$TMP/log" "$TMP/client.err" | grep -vc ':0$')" 0
+AWOOOP_URL="http://127.0.0.1:$PORT" AWOOOP_KEY=x AWOOOP_KEY_FILE=$TMP/client.key "$BIN" project list >/dev/null 2>"$TMP/both.err"
+check "KEY and KEY_FILE: exit" $? 2
+check "KEY and KEY_FILE: says so" "$(grep -c 'E-CONFIG-001: set AWOOOP_KEY or AWOOOP_KEY_FILE, not both' "$TMP/both.err")" 1
+AWOOOP_URL="http://127.0.0.1:$PORT" AWOOOP_KEY_FILE=$TMP/missing "$BIN" project list >/dev/null 2>"$TMP/miss.err"
+check "missing KEY_FILE: refused" "$(grep -c 'E-CONFIG-001: AWOOOP_KEY_FILE' "$TMP/miss.err")" 1
 kill "$SERVER_PID"; wait "$SERVER_PID"; SERVER_PID=
-unset AWOOOP_BOOTSTRAP_KEY
+AWOOOP_REDIS_FILE=$TMP/redis.url "$BIN" keys status --project awoooi --db "$DB" --pattern tg_sent >/dev/null 2>"$TMP/rf.err"
+check "redis URL from a file" $? 0
 
 # 2. windows: the default waits 30 days, 0 does not wait, garbage is refused
 keys migrate --project awoooi --to A; check "to A" $? 0

@@ -25,7 +25,9 @@
 #include <hiredis/hiredis.h>
 
 #include "awooop/audit.h"
+#include "awooop/bus.h"
 #include "awooop/kv.h"
+#include "awooop/redis.h"
 #include "awooop/tenancy.h"
 #include "support.h"
 
@@ -46,14 +48,19 @@ static int setup(void **state)
 	    aw_project_create(S, &admin, "ewoooc", NULL, &err))
 		return -1;
 	aw_test_redis_init(&R);
+	if (getenv("AWOOOP_TEST_REDIS_SECURE")) /* every test over TLS and an ACL user */
+		aw_test_redis_secure(&R);
 	aw_test_redis_start(&R);
-	raw = redisConnect("127.0.0.1", R.port);
-	return raw && !raw->err ? 0 : -1;
+	aw_redis_url u;
+	if (aw_redis_url_parse(R.url, &u, &err))
+		return -1;
+	raw = aw_redis_connect(&u, 2000, &err);
+	return raw ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	redisFree(raw);
+	aw_redis_free(raw);
 	aw_test_redis_cleanup(&R);
 	aw_test_store_down();
 	return 0;
@@ -503,6 +510,93 @@ static void test_every_pattern_full_cycle(void **state)
 	aw_kv_close(kv);
 }
 
+/* ------------------------------------------------------------ secure Redis */
+
+static atomic_int bus_got;
+
+static void on_bus(void *ud, const char *channel, const char *payload, size_t len)
+{
+	(void)ud;
+	(void)channel;
+	if (len == 5 && !memcmp(payload, "hello", 5))
+		atomic_store(&bus_got, 1);
+}
+
+/* url is refused, saying why, and never printing the password. */
+static void refused(const char *url, const char *why, const char *password)
+{
+	aw_error err = {0};
+	char shown[600];
+	aw_redis_url_redact(url, shown, sizeof shown);
+	if (aw_redis_ping(url, 1000, &err) == AW_OK)
+		fail_msg("%s: accepted", shown);
+	printf("refused %s: %s\n", shown, err.msg);
+	if (!strstr(err.msg, why))
+		fail_msg("%s: '%s' does not say '%s'", shown, err.msg, why);
+	assert_null(strstr(err.msg, password));
+	assert_null(strstr(shown, password));
+}
+
+/* The bus publishes and receives over url. */
+static void bus_works(const char *url)
+{
+	aw_bus *b = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_bus_open(url, &b, &err), AW_OK);
+	atomic_store(&bus_got, 0);
+	assert_int_equal(aw_bus_subscribe(b, "aw:test:*", on_bus, NULL, NULL, &err), AW_OK);
+	for (int i = 0; i < 1000 && !aw_bus_connected(b); i++) /* TSan: slow handshakes */
+		usleep(10000);
+	assert_true(aw_bus_connected(b));
+	for (int i = 0; i < 200 && !atomic_load(&bus_got); i++) {
+		if (i % 20 == 0)
+			assert_int_equal(aw_bus_publish(b, "aw:test:x", "hello", &err), AW_OK);
+		usleep(10000);
+	}
+	assert_true(atomic_load(&bus_got));
+	aw_bus_close(b);
+}
+
+/* A Redis 7 with an ACL user (the default user off) and TLS on its
+ * tls-port: the right credentials and CA work for a ping and for the bus;
+ * a wrong password, none, a wrong CA, a wrong server name, TLS to the plain
+ * port and plain to the TLS port are refused with clear errors that never
+ * hold the password. (keys_secure_* run every key wrapper test over it.) */
+static void test_secure_redis(void **state)
+{
+	(void)state;
+	aw_test_redis T;
+	aw_test_redis_init(&T);
+	aw_test_redis_secure(&T);
+	aw_test_redis_start(&T);
+	aw_error err = {0};
+	assert_int_equal(aw_redis_ping(T.url, 1000, &err), AW_OK);
+	assert_int_equal(aw_redis_ping(T.plain_url, 1000, &err), AW_OK);
+	char u[700], other[128];
+	snprintf(u, sizeof u, "redis://app:wrong-%s@127.0.0.1:%d", T.password, T.port);
+	refused(u, "WRONGPASS", T.password);
+	snprintf(u, sizeof u, "redis://127.0.0.1:%d", T.port);
+	refused(u, "NOAUTH", T.password);
+	aw_test_redis_other_ca(&T, other, sizeof other);
+	snprintf(u, sizeof u, "rediss://app:%s@127.0.0.1:%d?tls_ca=%s", T.password, T.tls_port,
+		 other);
+	refused(u, "certificate verify failed", T.password);
+	snprintf(u, sizeof u, "rediss://app:%s@127.0.0.1:%d?tls_ca=%s&tls_server_name=evil.example",
+		 T.password, T.tls_port, T.ca);
+	refused(u, "certificate verify failed", T.password);
+	snprintf(u, sizeof u, "rediss://app:%s@127.0.0.1:%d?tls_ca=%s", T.password, T.port, T.ca);
+	refused(u, "TLS handshake failed", T.password);
+	snprintf(u, sizeof u, "redis://app:%s@127.0.0.1:%d", T.password, T.tls_port);
+	refused(u, "redis at 127.0.0.1", T.password);
+	/* a client certificate the server's CA signed is accepted */
+	snprintf(u, sizeof u, "%s&tls_cert=%s/test-server.pem&tls_key=%s/test-server.key", T.url,
+		 T.dir, T.dir);
+	assert_int_equal(aw_redis_ping(u, 1000, &err), AW_OK);
+	bus_works(T.url);
+	bus_works(T.plain_url);
+	aw_test_redis_cleanup(&T);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +605,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_migration_cycle),
 		cmocka_unit_test(test_every_pattern_full_cycle),
+		cmocka_unit_test(test_secure_redis),
 	};
 	return AW_TEST_MAIN("keys", tests, setup, teardown);
 }

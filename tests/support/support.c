@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "awooop/bus.h"
+#include "awooop/redis.h"
 
 #include <sqlite3.h>
 
@@ -152,18 +153,71 @@ void aw_test_redis_init(aw_test_redis *r)
 		die("redis dir", r->dir);
 }
 
+/* A CA named name under dir, and a certificate it signs for 127.0.0.1 and
+ * localhost (name-server.pem, name-server.key). */
+static void make_ca(const char *dir, const char *name)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "cd %s && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=%s-ca"
+		 " -keyout %s-ca.key -out %s-ca.pem 2>/dev/null"
+		 " && openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1"
+		 " -keyout %s-server.key -out %s-server.csr 2>/dev/null"
+		 " && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >%s-san.ext"
+		 " && openssl x509 -req -in %s-server.csr -CA %s-ca.pem -CAkey %s-ca.key"
+		 " -CAcreateserial -days 2 -extfile %s-san.ext -out %s-server.pem 2>/dev/null",
+		 dir, name, name, name, name, name, name, name, name, name, name, name);
+	if (system(cmd) != 0)
+		die("openssl", "could not make the test certificates");
+}
+
+void aw_test_redis_secure(aw_test_redis *r)
+{
+	r->secure = 1;
+	for (int tries = 0; tries < 100; tries++) {
+		uint8_t rnd[2];
+		aw_random_bytes(rnd, sizeof rnd);
+		r->tls_port = 20000 + (rnd[0] << 8 | rnd[1]) % 12000;
+		if (r->tls_port != r->port && !port_in_use(r->tls_port))
+			break;
+	}
+	uint8_t rnd[8];
+	aw_random_bytes(rnd, sizeof rnd);
+	snprintf(r->password, sizeof r->password, "canary-redis-%02x%02x%02x%02x%02x%02x", rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+	make_ca(r->dir, "test");
+	snprintf(r->ca, sizeof r->ca, "%s/test-ca.pem", r->dir);
+	snprintf(r->url, sizeof r->url, "rediss://app:%s@127.0.0.1:%d?tls_ca=%s", r->password,
+		 r->tls_port, r->ca);
+	snprintf(r->plain_url, sizeof r->plain_url, "redis://app:%s@127.0.0.1:%d", r->password,
+		 r->port);
+}
+
+void aw_test_redis_other_ca(const aw_test_redis *r, char *ca_out, size_t cap)
+{
+	make_ca(r->dir, "other");
+	snprintf(ca_out, cap, "%s/other-ca.pem", r->dir);
+}
+
 void aw_test_redis_start(aw_test_redis *r)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd,
-		 "redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no --daemonize yes"
-		 " --dir %s --pidfile %s/redis.pid --logfile %s/log",
-		 r->port, r->dir, r->dir, r->dir);
+	char cmd[1536];
+	int o = snprintf(cmd, sizeof cmd,
+			 "redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no"
+			 " --daemonize yes --dir %s --pidfile %s/redis.pid --logfile %s/log",
+			 r->port, r->dir, r->dir, r->dir);
+	if (r->secure)
+		snprintf(cmd + o, sizeof cmd - (size_t)o,
+			 " --user default off --user app on '>%s' '~*' '&*' +@all"
+			 " --tls-port %d --tls-cert-file %s/test-server.pem"
+			 " --tls-key-file %s/test-server.key --tls-ca-cert-file %s"
+			 " --tls-auth-clients optional",
+			 r->password, r->tls_port, r->dir, r->dir, r->ca);
 	if (system(cmd) != 0)
 		die("redis-server", "did not start");
 	for (int i = 0; i < 100; i++) {
 		aw_error err;
-		if (aw_bus_redis_ping(r->url, 200, &err) == AW_OK)
+		if (aw_redis_ping(r->url, 200, &err) == AW_OK)
 			return;
 		usleep(20000);
 	}

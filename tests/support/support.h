@@ -62,10 +62,21 @@ int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMU
 /* A private redis-server on a random port, for tests that kill it. */
 typedef struct {
 	int port;
-	char url[64], dir[64];
+	char url[512], dir[64];
+	/* secure: an ACL user (the default user off) on port, TLS on tls_port
+	 * with a CA the test made; url is rediss://, plain_url redis:// with the
+	 * user's password */
+	int secure, tls_port;
+	char plain_url[256], password[64], ca[128];
 } aw_test_redis;
 void aw_test_redis_init(aw_test_redis *r);
 void aw_test_redis_start(aw_test_redis *r);
+/* Makes r secure (after init, before start): a CA and a server certificate
+ * for 127.0.0.1 made with openssl, a canary password. */
+void aw_test_redis_secure(aw_test_redis *r);
+/* A second CA (and a certificate it signed for 127.0.0.1) under r->dir:
+ * its CA file's path into ca_out; a client presenting it is refused. */
+void aw_test_redis_other_ca(const aw_test_redis *r, char *ca_out, size_t cap);
 void aw_test_redis_kill(aw_test_redis *r);
 /* Kills it if running and removes its directory. */
 void aw_test_redis_cleanup(aw_test_redis *r);
