@@ -326,6 +326,57 @@ static void test_service_store_through_app_role(void **state)
 	aw_store_close(s);
 }
 
+/* PostgreSQL over TLS with sslmode=verify-full and a CA (scripts/services.sh
+ * starts it with ssl=on and a role that must log in with its password over
+ * TLS): the store connects; a wrong password, a CA that did not sign the
+ * server's certificate and a connection without TLS are refused with clear
+ * errors that never print a password. */
+static aw_err open_url(const char *user, const char *pw, const char *query, aw_error *err)
+{
+	char url[1024];
+	snprintf(url, sizeof url, "postgresql://%s:%s@127.0.0.1:%s/postgres?%s", user, pw,
+		 getenv("AWOOOP_TEST_PG_PORT"), query);
+	aw_store *s = NULL;
+	aw_err e = aw_store_open(url, NULL, &s, err);
+	if (!e)
+		e = aw_store_ping(s, err);
+	aw_store_close(s);
+	return e;
+}
+
+static void test_tls_verify_full(void **state)
+{
+	(void)state;
+	const char *user = getenv("AWOOOP_TEST_PG_PW_USER"),
+		   *pw = getenv("AWOOOP_TEST_PG_PASSWORD");
+	const char *ca = getenv("AWOOOP_TEST_PG_CA");
+	assert_non_null(user);
+	assert_non_null(pw);
+	assert_non_null(ca);
+	char q[600], wrong[128];
+	aw_error err = {0};
+	snprintf(q, sizeof q, "sslmode=verify-full&sslrootcert=%s", ca);
+	assert_int_equal(open_url(user, pw, q, &err), AW_OK);
+	snprintf(wrong, sizeof wrong, "wrong-%s", pw);
+	assert_int_equal(open_url(user, wrong, q, &err), AW_E_STORE_UNAVAILABLE);
+	printf("wrong password: %s\n", err.msg);
+	assert_non_null(strstr(err.msg, "password authentication failed"));
+	assert_null(strstr(err.msg, pw));
+	/* the system's CAs did not sign the test server's certificate */
+	assert_int_equal(
+		open_url(user, pw,
+			 "sslmode=verify-full&sslrootcert=/etc/ssl/certs/ca-certificates.crt",
+			 &err),
+		AW_E_STORE_UNAVAILABLE);
+	printf("wrong CA: %s\n", err.msg);
+	assert_non_null(strstr(err.msg, "certificate verify failed"));
+	assert_null(strstr(err.msg, pw));
+	assert_int_equal(open_url(user, pw, "sslmode=disable", &err), AW_E_STORE_UNAVAILABLE);
+	printf("without TLS: %s\n", err.msg);
+	assert_non_null(strstr(err.msg, "pg_hba.conf rejects connection"));
+	assert_null(strstr(err.msg, pw));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +387,7 @@ int main(void)
 		cmocka_unit_test(test_app_role_cannot_bypass),
 		cmocka_unit_test(test_platform_path_is_definer_functions),
 		cmocka_unit_test(test_service_store_through_app_role),
+		cmocka_unit_test(test_tls_verify_full),
 	};
 	return cmocka_run_group_tests_name("postgres isolation", tests, setup, teardown);
 }
