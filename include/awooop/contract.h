@@ -28,6 +28,9 @@ typedef struct aw_contracts aw_contracts;
 /* Compiles the family schemas. The keyring is borrowed (may be NULL: publish
  * then answers AW_E_CONTRACT_NO_KEY). */
 aw_err aw_contracts_new(const aw_keyring *kr, aw_contracts **out, aw_error *err);
+/* Replaces the keyring (a reload); returns the one before, which a sign or
+ * verify in flight may still use: free it only when nothing runs. */
+const aw_keyring *aw_contracts_set_keyring(aw_contracts *c, const aw_keyring *kr);
 void aw_contracts_free(aw_contracts *c);
 int aw_contract_family_ok(const char *family);
 void aw_revision_clear(aw_revision *r);

@@ -88,6 +88,7 @@
 	X(AW_E_BUDGET_EXHAUSTED, "E-BUDGET-002", 429, "Token budget spent")               \
 	X(AW_E_BUDGET_RUN, "E-BUDGET-003", 429, "Run token budget spent")                 \
 	X(AW_E_BUDGET_PRICE, "E-BUDGET-004", 409, "Model has no price")                   \
+	X(AW_E_TLS_CLIENT, "E-TLS-001", 401, "Client certificate required")               \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                             \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

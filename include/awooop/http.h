@@ -38,11 +38,17 @@ typedef struct {
 	struct aw_llm *llm;		/* borrowed; the LLM gateway (NULL: /v1/chat answers 503) */
 	struct aw_policy_cache *policy; /* borrowed; the guard's cache (budget status) */
 	int llm_timeout_s;		/* a model call's whole life on the API; default 600 */
+	const char *tls_cert, *tls_key; /* PEM files: HTTPS (TLS 1.2+) instead of HTTP */
+	const char *tls_client_ca;	/* PEM: every connection must present a client
+					   certificate this CA signed */
 } aw_http_opts;
 
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err);
 /* The port actually bound. */
 int aw_http_port(const aw_http *h);
 void aw_http_stop(aw_http *h);
+/* Re-reads the TLS certificate and key (SIGHUP): new connections get the new
+ * ones, open ones keep theirs. A bad file keeps the old material. */
+aw_err aw_http_reload(aw_http *h, aw_error *err);
 
 #endif

@@ -87,6 +87,9 @@ static int request_new(request *q, const char *method, const char *path, json_t 
 	curl_easy_setopt(q->c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(q->c, CURLOPT_HTTPHEADER, q->hdr);
 	curl_easy_setopt(q->c, CURLOPT_NOSIGNAL, 1L);
+	const char *ca = getenv("AWOOOP_CA"); /* an https AWOOOP_URL's CA (PEM) */
+	if (ca && *ca)
+		curl_easy_setopt(q->c, CURLOPT_CAINFO, ca);
 	if (q->payload)
 		curl_easy_setopt(q->c, CURLOPT_POSTFIELDS, q->payload);
 	return 0;

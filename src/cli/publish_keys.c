@@ -9,12 +9,11 @@
 #include <unistd.h>
 
 #include "awooop/log.h"
-#include "awooop/secret.h"
 #include "cli.h"
 
 /*
- * Publish keys, in order: AWOOOP_PUBLISH_KEYS (inline, or AWOOOP_PUBLISH_KEYS_FILE),
- * --publish-keys FILE, and
+ * Publish keys, in order: AWOOOP_PUBLISH_KEYS (inline), --publish-keys FILE (or
+ * AWOOOP_PUBLISH_KEYS_FILE: the keys from a file, as for every secret), and
  * for the embedded SQLite shape a key file next to the database, created on
  * first start (when create is set). The cluster shape must be given keys (every api process signs
  * and verifies with the same ring); without them publishing answers
@@ -23,11 +22,8 @@
 aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyring **out,
 			   aw_error *err)
 {
-	const char *inline_keys = NULL;
+	const char *inline_keys = getenv("AWOOOP_PUBLISH_KEYS");
 	*out = NULL;
-	aw_err e = aw_secret_env("AWOOOP_PUBLISH_KEYS", &inline_keys, err);
-	if (e)
-		return e;
 	if (inline_keys && *inline_keys)
 		return aw_keyring_from_env(inline_keys, out, err);
 	if (file)
@@ -45,7 +41,7 @@ aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyr
 	snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
 		 "publish-keys.json");
 	if (create && access(path, F_OK) != 0) {
-		e = aw_keyring_create_file(path, err);
+		aw_err e = aw_keyring_create_file(path, err);
 		if (e)
 			return e;
 		aw_log(AW_LOG_INFO, NULL, "created contract publish key file", "path", path, NULL);

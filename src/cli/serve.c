@@ -49,6 +49,39 @@ static int set_log_level(const char *lvl)
 	return 0;
 }
 
+/* What SIGHUP reloads: the API's TLS certificate and key (connections made
+ * before keep theirs) and the contract publish keys (a sign or verify in
+ * flight keeps the ring it started with: rings replaced are freed at exit).
+ * A bad file keeps the old material and says why. */
+typedef struct {
+	aw_http *http;
+	aw_contracts *contracts;
+	const char *db, *keys_file;
+	aw_keyring *old[64];
+	int nold;
+} reloadable;
+
+static void reload(reloadable *rl)
+{
+	aw_error err = {0};
+	aw_keyring *keys = NULL;
+	if (rl->http && aw_http_reload(rl->http, &err))
+		aw_log(AW_LOG_ERROR, NULL, "TLS reload failed; the old certificate stays", "detail",
+		       err.msg, NULL);
+	else if (rl->http)
+		aw_log(AW_LOG_INFO, NULL, "TLS material reloaded (SIGHUP)", NULL);
+	if (rl->nold == 64)
+		aw_log(AW_LOG_ERROR, NULL, "publish keys reloaded too often; restart to reload",
+		       NULL);
+	else if (aw_cli_publish_keys(rl->db, rl->keys_file, 0, &keys, &err))
+		aw_log(AW_LOG_ERROR, NULL, "publish key reload failed; the old keys stay", "detail",
+		       err.msg, NULL);
+	else {
+		rl->old[rl->nold++] = (aw_keyring *)aw_contracts_set_keyring(rl->contracts, keys);
+		aw_log(AW_LOG_INFO, NULL, "publish keys reloaded (SIGHUP)", NULL);
+	}
+}
+
 int aw_cmd_serve(int argc, char **argv)
 {
 	aw_opt opts[] = {
@@ -56,6 +89,11 @@ int aw_cmd_serve(int argc, char **argv)
 		 "store URL: sqlite:PATH or postgresql://...", NULL},
 		{"listen", "AWOOOP_LISTEN", "127.0.0.1:8080", 0, "HTTP listen address IPv4:PORT",
 		 NULL},
+		{"tls-cert", "AWOOOP_TLS_CERT", NULL, 0,
+		 "PEM certificate chain: the API speaks HTTPS (TLS 1.2+); re-read on SIGHUP", NULL},
+		{"tls-key", "AWOOOP_TLS_KEY", NULL, 0, "PEM private key of --tls-cert", NULL},
+		{"tls-client-ca", "AWOOOP_TLS_CLIENT_CA", NULL, 0,
+		 "PEM CA: every connection must present a client certificate it signed", NULL},
 		{"redis", "AWOOOP_REDIS", NULL, 0,
 		 "redis[s]://[USER:PASSWORD@]HOST:PORT[/DB][?tls_ca=...] (cluster shape; optional)",
 		 NULL},
@@ -201,11 +239,13 @@ int aw_cmd_serve(int argc, char **argv)
 			     .retry_base_ms = (int)wv[5],
 			     .retry_max_ms = (int)wv[6]};
 
-	/* Block the stop signals in every thread; the main thread waits for them. */
+	/* Block the stop signals (and SIGHUP, reload) in every thread; the main
+	 * thread waits for them. */
 	sigset_t stop;
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -245,6 +285,7 @@ int aw_cmd_serve(int argc, char **argv)
 
 	aw_keyring *keys = NULL;
 	aw_contracts *contracts = NULL;
+	reloadable rl = {0};
 	if ((e = aw_cli_publish_keys(db, aw_cli_get(opts, "publish-keys"), 1, &keys, &err)) ||
 	    (e = aw_contracts_new(keys, &contracts, &err))) {
 		aw_keyring_free(keys);
@@ -299,7 +340,10 @@ int aw_cmd_serve(int argc, char **argv)
 				   .contracts = contracts,
 				   .llm = llm,
 				   .policy = policy,
-				   .llm_timeout_s = (int)wv[8]};
+				   .llm_timeout_s = (int)wv[8],
+				   .tls_cert = aw_cli_get(opts, "tls-cert"),
+				   .tls_key = aw_cli_get(opts, "tls-key"),
+				   .tls_client_ca = aw_cli_get(opts, "tls-client-ca")};
 		if ((e = aw_http_start(&ho, store, &http, &err)))
 			goto out;
 	}
@@ -319,7 +363,12 @@ int aw_cmd_serve(int argc, char **argv)
 	       "listen", aw_cli_get(opts, "listen"), "port", port, NULL);
 
 	int sig = 0;
-	sigwait(&stop, &sig);
+	rl.http = http;
+	rl.contracts = contracts;
+	rl.db = db;
+	rl.keys_file = aw_cli_get(opts, "publish-keys");
+	while (!sigwait(&stop, &sig) && sig == SIGHUP)
+		reload(&rl);
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
 out:			  /* also the way out when a part failed to start (e set) */
@@ -332,6 +381,10 @@ out:			  /* also the way out when a part failed to start (e set) */
 	aw_policy_cache_free(policy);
 	aw_bus_close(bus);
 	json_decref(llm_config);
+	if (rl.nold) /* the ring in use is the last reloaded; the first is in old[0] */
+		keys = (aw_keyring *)aw_contracts_set_keyring(contracts, NULL);
+	for (int i = 0; i < rl.nold; i++)
+		aw_keyring_free(rl.old[i]);
 	aw_contracts_free(contracts);
 	aw_keyring_free(keys);
 	aw_store_close(store);

@@ -17,6 +17,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "awooop/audit.h"
@@ -37,7 +38,7 @@ static const char *const families[] = {"policy_routing", "channel_event", "mcp_t
 
 struct aw_contracts {
 	aw_schema *schema[NFAM];
-	const aw_keyring *kr;
+	const aw_keyring *_Atomic kr; /* swapped by a reload */
 };
 
 int (*aw_contract_fault_hook)(const char *point);
@@ -80,12 +81,17 @@ int aw_contract_family_ok(const char *family)
 	return family_index(family) >= 0;
 }
 
+const aw_keyring *aw_contracts_set_keyring(aw_contracts *c, const aw_keyring *kr)
+{
+	return atomic_exchange(&c->kr, kr);
+}
+
 aw_err aw_contracts_new(const aw_keyring *kr, aw_contracts **out, aw_error *err)
 {
 	aw_contracts *c = calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	c->kr = kr;
+	atomic_init(&c->kr, kr);
 	for (int i = 0; i < NFAM; i++) {
 		const char *text = NULL;
 		for (int k = 0; aw_contract_schema_texts[k].name; k++)
@@ -221,8 +227,8 @@ int aw_contract_verify(const aw_contracts *c, const aw_revision *r)
 	if (bad)
 		return -1;
 	char *tuple = signed_tuple(r->project_id, r, r->body_hash);
-	int ok = tuple &&
-		 aw_keyring_verify(c->kr, r->sign_key_id, tuple, strlen(tuple), r->signature);
+	int ok = tuple && aw_keyring_verify(atomic_load(&c->kr), r->sign_key_id, tuple,
+					    strlen(tuple), r->signature);
 	free(tuple);
 	return ok ? 0 : -1;
 }
@@ -409,7 +415,7 @@ aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 	} else if (aw_jcs_sha256(body, r.body_hash) ||
 		   !(tuple = signed_tuple(ctx->project, &r, r.body_hash))) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	} else if (!(e = aw_keyring_sign(c->kr, tuple, strlen(tuple), r.sign_key_id,
+	} else if (!(e = aw_keyring_sign(atomic_load(&c->kr), tuple, strlen(tuple), r.sign_key_id,
 					 sizeof r.sign_key_id, r.signature, err)) &&
 		   !(e = aw_store_rev_publish(t, rev, r.body_hash, r.signature, r.sign_key_id,
 					      ctx->principal, now, err))) {

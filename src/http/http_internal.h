@@ -122,6 +122,22 @@ void aw_h_run_cancel(aw_req *r);
 void aw_h_run_diff(aw_req *r);
 void aw_h_llm_chat(aw_req *r);
 void aw_h_budget_get(aw_req *r);
+
+/* tls.c: the API's HTTPS material (see the file's header). */
+typedef struct aw_tls aw_tls;
+extern const char aw_tls_priorities[];
+/* NULL material (no cert): *out NULL, plain HTTP. */
+aw_err aw_tls_new(const char *cert, const char *key, const char *client_ca, aw_tls **out,
+		  aw_error *err);
+aw_err aw_tls_reload(aw_tls *t, aw_error *err);
+void aw_tls_free(aw_tls *t);
+/* The client CA's PEM (MHD_OPTION_HTTPS_MEM_TRUST), or NULL. */
+const char *aw_tls_client_ca(const aw_tls *t);
+/* MHD_OPTION_HTTPS_CERT_CALLBACK's function. */
+void *aw_tls_cert_callback(void);
+/* E-TLS-001 unless the connection's client certificate is one the client CA
+ * signed (AW_OK without a client CA). */
+aw_err aw_tls_check_client(const aw_tls *t, struct MHD_Connection *conn, aw_error *err);
 void aw_h_budget_ledger(aw_req *r);
 void aw_h_budget_action(aw_req *r);
 void aw_h_llm_models(aw_req *r);

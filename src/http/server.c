@@ -55,6 +55,7 @@ struct aw_http {
 	pthread_mutex_t mu;	 /* guards the track list */
 	pthread_cond_t cv;
 	track *tracks;
+	aw_tls *tls; /* NULL: plain HTTP */
 	pthread_t sweeper;
 	int sweeper_started;
 	atomic_bool stop;
@@ -370,6 +371,8 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 	else if (hc.content_length && hc.transfer_encoding)
 		e = aw_fail(&err, AW_E_REQ_HEADER,
 			    "Content-Length and Transfer-Encoding together are refused");
+	else if ((e = aw_tls_check_client(h->tls, r->conn, &err)))
+		;
 	else if (!(e = decode_path(r, &err)) && !(r->handler = aw_route(r, &e)))
 		aw_fail(&err, e, "%s",
 			e == AW_E_REQ_METHOD ? "method not allowed here" : "no such route");
@@ -586,6 +589,7 @@ static aw_err parse_listen(const char *s, struct sockaddr_in *sa, aw_error *err)
 
 static void http_free(aw_http *h)
 {
+	aw_tls_free(h->tls);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -658,16 +662,29 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 	/* MHD's own idle timeout stays as a backstop above our deadlines */
 	unsigned idle_s =
 		(unsigned)(h->opts.head_timeout_ms / 1000 + h->opts.request_timeout_s + 1);
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-					MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME,
-				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-				NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
-				(unsigned)h->opts.threads, MHD_OPTION_URI_LOG_CALLBACK, req_new, h,
-				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->opts.max_connections,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)h->opts.max_per_ip,
-				MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
+	if ((e = aw_tls_new(opts->tls_cert, opts->tls_key, opts->tls_client_ca, &h->tls, err))) {
+		close(fd);
+		http_free(h);
+		return e;
+	}
+	struct MHD_OptionItem tls_opts[] = {
+		{h->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0,
+		 h->tls ? aw_tls_cert_callback() : NULL},
+		{MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)aw_tls_priorities},
+		{aw_tls_client_ca(h->tls) ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0,
+		 (void *)aw_tls_client_ca(h->tls)},
+		{MHD_OPTION_END, 0, NULL},
+	};
+	h->d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+			MHD_ALLOW_SUSPEND_RESUME | (h->tls ? MHD_USE_TLS : 0),
+		0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned)h->opts.threads, MHD_OPTION_URI_LOG_CALLBACK, req_new, h,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->opts.max_connections,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)h->opts.max_per_ip,
+		MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
 	if (!h->d) {
 		close(fd);
 		http_free(h);
@@ -689,6 +706,11 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 int aw_http_port(const aw_http *h)
 {
 	return h->port;
+}
+
+aw_err aw_http_reload(aw_http *h, aw_error *err)
+{
+	return h->tls ? aw_tls_reload(h->tls, err) : AW_OK;
 }
 
 void aw_http_stop(aw_http *h)
