@@ -48,9 +48,13 @@ static int setup(void **state)
 	    aw_project_create(S, &admin, "ewoooc", NULL, &err))
 		return -1;
 	aw_test_redis_init(&R);
-	if (getenv("AWOOOP_TEST_REDIS_SECURE")) /* every test over TLS and an ACL user */
+	/* every test over an ACL user, with TLS ("tls") or without ("acl") */
+	const char *secure = getenv("AWOOOP_TEST_REDIS_SECURE");
+	if (secure)
 		aw_test_redis_secure(&R);
 	aw_test_redis_start(&R);
+	if (secure && !strcmp(secure, "acl"))
+		snprintf(R.url, sizeof R.url, "%s", R.plain_url);
 	aw_redis_url u;
 	if (aw_redis_url_parse(R.url, &u, &err))
 		return -1;
@@ -561,7 +565,7 @@ static void bus_works(const char *url)
  * tls-port: the right credentials and CA work for a ping and for the bus;
  * a wrong password, none, a wrong CA, a wrong server name, TLS to the plain
  * port and plain to the TLS port are refused with clear errors that never
- * hold the password. (keys_secure_* run every key wrapper test over it.) */
+ * hold the password. (keys_tls_* and keys_acl_* run every key wrapper test over it.) */
 static void test_secure_redis(void **state)
 {
 	(void)state;
