@@ -363,14 +363,17 @@ static int tcp_connect(const aw_redis_url *u, int timeout_ms, aw_error *err)
 		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) && errno == EINPROGRESS) {
+		why = 0;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+			/* connected at once */
+		} else if (errno == EINPROGRESS) {
 			struct pollfd p = {.fd = fd, .events = POLLOUT};
 			socklen_t len = sizeof why;
 			if (poll(&p, 1, timeout_ms) != 1)
 				why = ETIMEDOUT;
 			else
 				getsockopt(fd, SOL_SOCKET, SO_ERROR, &why, &len);
-		} else if (errno && errno != EINPROGRESS) {
+		} else {
 			why = errno;
 		}
 		if (why) {
