@@ -86,7 +86,10 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amou
 /* Line 3 by hand, or by the gateway: audited. */
 aw_err aw_budget_suspend(aw_store *s, const aw_ctx *ctx, const char *reason, aw_error *err);
 aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err);
-/* 1 when ctx->project is suspended (a store read). */
+/* 1 when ctx->project is suspended (a store read, which also refreshes what
+ * this process knows: a call of a project without a budget trusts a reading
+ * at most 250 ms old, so another process's suspension stops new calls within
+ * that, and the watcher cuts calls in flight). */
 aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_error *err);
 /* The current period: limits, reserved, settled, remaining (tokens and
  * USD), when it resets, the ledger's sums by kind, what each model was

@@ -14,6 +14,7 @@
 #include "awooop/budget.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,54 @@ static aw_err load(aw_policy_cache *pc, const aw_ctx *ctx, aw_budget_ask *ask, b
 	}
 	aw_policy_release(&pol);
 	return e;
+}
+
+/* ------------------------------------------------------------ suspensions seen */
+
+/* What this process last read of projects' suspensions: a call of a project
+ * without a budget (which reserves nothing, so reads nothing in a write
+ * transaction) trusts a reading younger than SUSPENSION_TTL_MS instead of a
+ * store read per call. A suspension by another process therefore stops new
+ * calls within that; calls in flight are cut by the gateway's watcher, which
+ * reads the store itself. */
+#define SUSPENSION_TTL_MS 250
+static struct {
+	char project[AW_PROJECT_MAX + 1];
+	int suspended;
+	int64_t read_ns;
+} seen[64];
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void seen_set(const char *project, int suspended)
+{
+	pthread_mutex_lock(&seen_mu);
+	int slot = 0;
+	for (int i = 0; i < 64; i++) {
+		if (!strcmp(seen[i].project, project)) {
+			slot = i;
+			break;
+		}
+		if (seen[i].read_ns < seen[slot].read_ns) /* the oldest goes */
+			slot = i;
+	}
+	snprintf(seen[slot].project, sizeof seen[slot].project, "%s", project);
+	seen[slot].suspended = suspended;
+	seen[slot].read_ns = aw_clock_mono_ns();
+	pthread_mutex_unlock(&seen_mu);
+}
+
+/* 1 suspended, 0 not, -1 not seen lately. */
+static int seen_get(const char *project)
+{
+	int v = -1;
+	int64_t now = aw_clock_mono_ns();
+	pthread_mutex_lock(&seen_mu);
+	for (int i = 0; i < 64; i++)
+		if (seen[i].project[0] && !strcmp(seen[i].project, project) &&
+		    !aw_clock_older_than(seen[i].read_ns, now, SUSPENSION_TTL_MS * 1000000LL))
+			v = seen[i].suspended;
+	pthread_mutex_unlock(&seen_mu);
+	return v;
 }
 
 /* ------------------------------------------------------------ admission */
@@ -318,8 +367,8 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	budget_cfg b;
 	aw_err e = load(pc, ctx, ask, &b, err);
 	if (e == AW_E_CONTRACT_NOT_FOUND) { /* no budget: only a suspension stops calls */
-		int suspended = 0;
-		e = aw_budget_suspended(s, ctx, &suspended, err);
+		int suspended = seen_get(ctx->project);
+		e = suspended >= 0 ? AW_OK : aw_budget_suspended(s, ctx, &suspended, err);
 		if (!e && suspended)
 			e = aw_fail(err, AW_E_BUDGET_SUSPENDED,
 				    "project %s is suspended; an operator resumes it "
@@ -358,8 +407,10 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 			aw_error cerr = {0};
 			h->killed = aw_store_commit(t, &cerr) == AW_OK;
 			t = NULL;
-			if (h->killed)
+			if (h->killed) {
+				seen_set(ctx->project, 1);
 				cancel_runs(s, ctx);
+			}
 		}
 		if (!e)
 			e = refuse(err, &b, h->period_key, &p, by_cost);
@@ -472,6 +523,8 @@ aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_er
 		e = aw_store_budget_state_get(t, suspended, NULL, 0, err);
 	if (t)
 		aw_store_rollback(t);
+	if (!e)
+		seen_set(ctx->project, *suspended);
 	return e;
 }
 
@@ -485,8 +538,10 @@ aw_err aw_budget_suspend(aw_store *s, const aw_ctx *ctx, const char *reason, aw_
 		e = aw_store_commit(t, err);
 	else if (t)
 		aw_store_rollback(t);
-	if (!e)
+	if (!e) {
+		seen_set(ctx->project, 1);
 		cancel_runs(s, ctx);
+	}
 	return e;
 }
 
@@ -504,6 +559,8 @@ aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err)
 		e = aw_store_commit(t, err);
 	else if (t)
 		aw_store_rollback(t);
+	if (!e)
+		seen_set(ctx->project, 0);
 	return e;
 }
 

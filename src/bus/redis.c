@@ -110,7 +110,7 @@ static void *subscriber(void *arg)
 			if (broken)
 				break;
 		}
-		if (b->connected)
+		if (b->connected && !b->stop)
 			aw_log(AW_LOG_WARN, NULL, "bus disconnected; reconnecting", NULL);
 		b->connected = 0;
 		aw_redis_free(c);
