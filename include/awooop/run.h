@@ -77,6 +77,23 @@ int aw_run_idem_key_ok(const char *key);
  * another request under the key is AW_E_RUN_IDEMPOTENCY. */
 aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 		     const char *idem_key, aw_run *out, int *replayed, aw_error *err);
+/* Bulk submission: up to AW_RUN_BATCH_MAX runs in one transaction (and one
+ * batch of audit records), each with its own idempotency key and result.
+ * An item the caller could not decode comes with it->err set and is passed
+ * over; an item whose key was used for another request fails alone
+ * (AW_E_RUN_IDEMPOTENCY in it->err); a store failure fails the batch (the
+ * return value; no item is written). Results: it->run (free with
+ * aw_run_free), it->replayed. */
+#define AW_RUN_BATCH_MAX 1000
+typedef struct {
+	aw_run_request req;   /* in (the caller frees it) */
+	const char *idem_key; /* in, or NULL */
+	aw_error err;	      /* in: preset when the item is refused already; out */
+	aw_run run;	      /* out */
+	int replayed;	      /* out */
+} aw_run_batch_item;
+aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *items, int n,
+			   aw_error *err);
 /* steps may be NULL when the journal is not wanted. */
 aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out,
 		  aw_run_step **steps, int *nsteps, aw_error *err);

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/buf.h"
+#include "awooop/run.h"
 #include "awooop/uuid.h"
 #include "cli.h"
 
@@ -37,10 +39,81 @@ static int terminal(const char *state)
 			 !strcmp(state, "cancelled"));
 }
 
+/* The whole of a file ("-": stdin), or NULL. */
+static char *read_all(const char *file)
+{
+	FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+	if (!f)
+		return NULL;
+	aw_buf b = AW_BUF_INIT((size_t)1 << 30);
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		aw_buf_add(&b, chunk, n);
+	if (f != stdin)
+		fclose(f);
+	if (aw_buf_err(&b)) {
+		aw_buf_free(&b);
+		return NULL;
+	}
+	return aw_buf_take(&b);
+}
+
+/* JSON lines, one run request each (with its own "idempotency_key"), sent
+ * in batches of up to 1,000 (POST /v1/platform/runs:batch). Prints one
+ * result per line; exit 1 when any run was refused. */
+static int submit_lines(char *text)
+{
+	json_t *runs = json_array();
+	long line = 0, refused = 0, created = 0, replayed = 0;
+	int rc = 0;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); !rc;
+	     l = strtok_r(NULL, "\n", &save)) {
+		if (l) {
+			line++;
+			if (!l[strspn(l, " \t\r")])
+				continue;
+			json_error_t je;
+			json_t *one = json_loads(l, 0, &je);
+			if (!one) {
+				char msg[300];
+				snprintf(msg, sizeof msg, "--file line %ld: %s", line, je.text);
+				rc = aw_cli_fail(AW_E_USAGE, msg);
+				break;
+			}
+			json_array_append_new(runs, one);
+		}
+		if (json_array_size(runs) == AW_RUN_BATCH_MAX || (!l && json_array_size(runs))) {
+			json_t *body = json_pack("{s:O}", "runs", runs), *doc = NULL;
+			rc = aw_client_call("POST", "/v1/platform/runs:batch", body, &doc);
+			json_decref(body);
+			size_t i;
+			json_t *r;
+			json_array_foreach (json_object_get(doc, "results"), i, r) {
+				char *s = json_dumps(r, JSON_COMPACT);
+				printf("%s\n", s ? s : "null");
+				free(s);
+			}
+			created += (long)json_integer_value(json_object_get(doc, "created"));
+			replayed += (long)json_integer_value(json_object_get(doc, "replayed"));
+			refused += (long)json_integer_value(json_object_get(doc, "refused"));
+			json_decref(doc);
+			json_array_clear(runs);
+		}
+		if (!l)
+			break;
+	}
+	json_decref(runs);
+	fprintf(stderr, "runs: %ld created, %ld replayed, %ld refused\n", created, replayed,
+		refused);
+	return rc ? rc : refused ? AW_EXIT_FAIL : 0;
+}
+
 int aw_cmd_run(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"file", NULL, NULL, 0, "submit: the request JSON file (- for stdin)", NULL},
+		{"file", NULL, NULL, 0,
+		 "submit: the request JSON file (- for stdin); JSON lines: a batch", NULL},
 		{"idempotency-key", NULL, NULL, 0, "submit: Idempotency-Key (24 h)", NULL},
 		{"traceparent", NULL, NULL, 0, "submit: continue this W3C trace", NULL},
 		{"wait", NULL, NULL, 1,
@@ -55,6 +128,8 @@ int aw_cmd_run(int argc, char **argv)
 		"usage: awooop run VERB [args] [options]\n\n"
 		"Verbs:\n"
 		"  submit --file REQUEST.json [--idempotency-key K] [--wait]\n"
+		"  submit --file RUNS.jsonl    one request per line (its own idempotency_key),\n"
+		"                              sent 1,000 at a time; a result per line\n"
 		"  get RUN_ID                  state, attempts, step journal, transitions\n"
 		"  list [--state S] [--limit N] [--cursor C]   newest first\n"
 		"  cancel RUN_ID\n"
@@ -75,12 +150,27 @@ int aw_cmd_run(int argc, char **argv)
 	if (!strcmp(verb, "submit")) {
 		const char *file = aw_cli_get(opts, "file");
 		json_error_t je;
-		json_t *body = !file		   ? NULL
-			       : strcmp(file, "-") ? json_load_file(file, 0, &je)
-						   : json_loadf(stdin, 0, &je);
+		char *text = file ? read_all(file) : NULL;
+		json_t *body = text ? json_loads(text, 0, &je) : NULL;
+		if (!body && text && strchr(text, '\n')) { /* JSON lines: a batch */
+			if (aw_cli_get(opts, "wait") || aw_cli_get(opts, "idempotency-key")) {
+				free(text);
+				return aw_cli_fail(
+					AW_E_USAGE,
+					"JSON lines: put idempotency_key in each line; no "
+					"--wait");
+			}
+			rc = submit_lines(text);
+			free(text);
+			return rc;
+		}
+		free(text);
 		if (!body) {
 			char msg[300];
-			snprintf(msg, sizeof msg, "--file: %s", file ? je.text : "required");
+			snprintf(msg, sizeof msg, "--file: %s",
+				 !file	? "required"
+				 : text ? je.text
+					: "cannot be read");
 			return aw_cli_fail(AW_E_USAGE, msg);
 		}
 		char ik[300], tp[128];

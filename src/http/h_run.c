@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "awooop/run.h"
+#include "awooop/json.h"
 #include "http_internal.h"
 
 /* Authenticates and authorises for the key's own project. */
@@ -51,6 +52,85 @@ void aw_h_runs_submit(aw_req *r)
 	}
 	reply_run(r, replayed ? 200 : 201, &run, NULL, 0, NULL);
 	aw_run_free(&run);
+}
+
+/* POST /v1/platform/runs:batch {"runs": [{<a run request>,
+ * "idempotency_key"?}, ...]} (1..1000): one transaction, a result per run
+ * in order: {"status": 201 | 200 (replayed) | 4xx, "run_id" | "code",
+ * "detail", "pointer"}. 200 unless the batch itself is refused. */
+void aw_h_runs_batch(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+		return;
+	json_t *body = NULL;
+	static const char *const fields[] = {"runs", NULL};
+	aw_err e = aw_json_parse_object(r->body, r->body_len, &body, &err);
+	if (!e)
+		e = aw_json_only(body, fields, &err);
+	json_t *runs = json_object_get(body, "runs");
+	size_t n = json_array_size(runs);
+	if (!e && (!json_is_array(runs) || n < 1 || n > AW_RUN_BATCH_MAX))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "/runs",
+			       "runs must be an array of 1..%d runs", AW_RUN_BATCH_MAX);
+	aw_run_batch_item *items = e ? NULL : calloc(n, sizeof *items);
+	if (!e && !items)
+		e = aw_fail(&err, AW_E_NOMEM, "out of memory");
+	for (size_t i = 0; !e && i < n; i++) { /* each decoded as a run of its own */
+		json_t *one = json_deep_copy(json_array_get(runs, i));
+		json_t *key = json_object_get(one, "idempotency_key");
+		if (key && !json_is_string(key))
+			aw_fail_at(&items[i].err, AW_E_REQ_INVALID, "idempotency_key",
+				   "idempotency_key must be a string");
+		else if (key) /* body's own string: it outlives the items */
+			items[i].idem_key = json_string_value(
+				json_object_get(json_array_get(runs, i), "idempotency_key"));
+		json_object_del(one, "idempotency_key");
+		char *text = json_is_object(one) ? json_dumps(one, JSON_COMPACT) : NULL;
+		if (!items[i].err.err && !text)
+			aw_fail(&items[i].err, AW_E_REQ_INVALID, "a run must be an object");
+		else if (!items[i].err.err)
+			aw_run_request_decode(text, strlen(text), &items[i].req, &items[i].err);
+		free(text);
+		json_decref(one);
+	}
+	if (!e)
+		e = aw_run_submit_batch(r->store, &scoped, items, (int)n, &err);
+	if (e) {
+		for (size_t i = 0; items && i < n; i++)
+			aw_run_request_free(&items[i].req);
+		free(items);
+		json_decref(body);
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	json_t *results = json_array();
+	int created = 0, replayed = 0, refused = 0;
+	for (size_t i = 0; i < n; i++) {
+		aw_run_batch_item *it = &items[i];
+		json_t *o;
+		if (it->err.err) {
+			refused++;
+			o = json_pack("{s:i,s:s,s:s}", "status", aw_err_http_status(it->err.err),
+				      "code", aw_err_code(it->err.err), "detail", it->err.msg);
+			if (o && it->err.where[0])
+				json_object_set_new(o, "pointer", json_string(it->err.where));
+		} else {
+			created += !it->replayed;
+			replayed += it->replayed;
+			o = json_pack("{s:i,s:s,s:s}", "status", it->replayed ? 200 : 201, "run_id",
+				      it->run.run_id, "state", it->run.state);
+		}
+		json_array_append_new(results, o);
+		aw_run_free(&it->run);
+		aw_run_request_free(&it->req);
+	}
+	free(items);
+	json_decref(body);
+	aw_reply_json(r, 200,
+		      json_pack("{s:o,s:i,s:i,s:i}", "results", results, "created", created,
+				"replayed", replayed, "refused", refused));
 }
 
 void aw_h_run_get(aw_req *r)

@@ -117,6 +117,7 @@ void aw_h_contract_action(aw_req *r);
 void aw_h_contract_active(aw_req *r);
 void aw_h_runs_submit(aw_req *r);
 void aw_h_runs_list(aw_req *r);
+void aw_h_runs_batch(aw_req *r);
 void aw_h_run_get(aw_req *r);
 void aw_h_run_cancel(aw_req *r);
 void aw_h_run_diff(aw_req *r);

@@ -18,6 +18,7 @@ static const struct {
 	{"POST", "/v1/projects", aw_h_projects_create, 0},
 	{"POST", "/v1/platform/runs", aw_h_runs_submit, 0},
 	{"GET", "/v1/platform/runs", aw_h_runs_list, 0},
+	{"POST", "/v1/platform/runs:batch", aw_h_runs_batch, 0},
 	{"GET", "/v1/platform/runs/{run_id}", aw_h_run_get, 0},
 	{"POST", "/v1/platform/runs/{run_id}/cancel", aw_h_run_cancel, 0},
 	{"GET", "/v1/platform/runs/{run_id}/diff/{other}", aw_h_run_diff, 0},

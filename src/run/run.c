@@ -45,34 +45,33 @@ aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_
 	return aw_store_commit(t, err);
 }
 
-static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
-			  const char *idem_key, const char *hash, aw_run *out, int *replayed,
-			  aw_error *err)
+/* One submission inside t (a write transaction of ctx->project): the
+ * idempotency check, the run row, the key. *audit gets the run's first
+ * transition record (NULL for a replay), for the caller to write. Nothing
+ * is written when it fails before the insert (a conflicting key). */
+static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
+			const char *idem_key, const char *hash, int64_t ms, aw_run *out,
+			int *replayed, json_t **audit, aw_error *err)
 {
 	memset(out, 0, sizeof *out); /* every path below may free it */
-	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
-	if (e)
-		return e;
-	int64_t ms = aw_clock_wall_ms();
+	*audit = NULL;
 	char now[AW_TS_LEN + 1];
 	aw_clock_format(ms, now);
+	aw_err e = AW_OK;
 	if (idem_key) {
 		int found = 0;
 		char have[65], run_id[AW_UUID_STR_LEN + 1];
 		e = aw_store_idem_get(t, "runs", idem_key, now, &found, have, run_id, sizeof run_id,
 				      err);
 		if (!e && found && strcmp(have, hash) != 0)
-			e = aw_fail(err, AW_E_RUN_IDEMPOTENCY,
-				    "this Idempotency-Key was used for a different request");
+			return aw_fail(err, AW_E_RUN_IDEMPOTENCY,
+				       "this Idempotency-Key was used for a different request");
 		if (!e && found) {
 			*replayed = 1;
-			e = aw_store_run_get(t, run_id, out, err);
-			aw_store_rollback(t);
-			return e;
+			return aw_store_run_get(t, run_id, out, err);
 		}
 		if (e)
-			goto fail;
+			return e;
 	}
 	aw_uuid7_str(out->run_id);
 	snprintf(out->project_id, sizeof out->project_id, "%s", ctx->project);
@@ -87,30 +86,114 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 	snprintf(out->run_after, sizeof out->run_after, "%s", now);
 	snprintf(out->created_at, sizeof out->created_at, "%s", now);
 	snprintf(out->updated_at, sizeof out->updated_at, "%s", now);
-	if (!out->workflow || (req->input && !out->input)) {
-		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-		goto fail;
-	}
+	if (!out->workflow || (req->input && !out->input))
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	if ((e = aw_store_run_insert(t, out, err)))
-		goto fail;
+		return e;
 	if (idem_key) {
 		char exp[AW_TS_LEN + 1];
 		aw_clock_format(ms + IDEM_TTL_MS, exp);
 		if ((e = aw_store_idem_put(t, "runs", idem_key, hash, out->run_id, now, exp, err)))
-			goto fail;
+			return e;
 	}
-	json_t *p = json_pack("{s:n, s:s, s:s, s:s, s:i, s:i}", "from", "to", "queued", "event",
-			      "submit", "mode", out->mode, "steps",
-			      (int)json_array_size(req->workflow), "priority", out->priority);
-	aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
-	e = p ? aw_audit_record_many(t, ctx, &it, 1, err) : aw_fail(err, AW_E_NOMEM, "oom");
-	json_decref(p);
+	*audit = json_pack("{s:n, s:s, s:s, s:s, s:i, s:i}", "from", "to", "queued", "event",
+			   "submit", "mode", out->mode, "steps",
+			   (int)json_array_size(req->workflow), "priority", out->priority);
+	return *audit ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
+			  const char *idem_key, const char *hash, aw_run *out, int *replayed,
+			  aw_error *err)
+{
+	aw_txn *t = NULL;
+	json_t *p = NULL;
+	memset(out, 0, sizeof *out);
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
 	if (e)
-		goto fail;
-	return aw_store_commit(t, err);
-fail:
+		return e;
+	e = submit_in(t, ctx, req, idem_key, hash, aw_clock_wall_ms(), out, replayed, &p, err);
+	if (!e && p) {
+		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
+		e = aw_audit_record_many(t, ctx, &it, 1, err);
+	}
+	json_decref(p);
+	if (!e && *replayed) {
+		aw_store_rollback(t);
+		return AW_OK;
+	}
+	if (!e)
+		return aw_store_commit(t, err);
 	aw_store_rollback(t);
 	aw_run_free(out);
+	return e;
+}
+
+aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *items, int n,
+			   aw_error *err)
+{
+	if (n < 1 || n > AW_RUN_BATCH_MAX)
+		return aw_fail(err, AW_E_REQ_INVALID, "a batch holds 1..%d runs", AW_RUN_BATCH_MAX);
+	char(*hash)[65] = calloc((size_t)n, sizeof *hash);
+	aw_audit_item *audit = calloc((size_t)n, sizeof *audit);
+	json_t **payload = calloc((size_t)n, sizeof *payload);
+	aw_txn *t = NULL;
+	aw_err e = hash && audit && payload ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; !e && i < n; i++) { /* what each item says of itself */
+		aw_run_batch_item *it = &items[i];
+		memset(&it->run, 0, sizeof it->run);
+		it->replayed = 0;
+		if (it->err.err)
+			continue; /* refused by the caller (its body did not decode) */
+		if (it->idem_key && !aw_run_idem_key_ok(it->idem_key))
+			aw_fail_at(&it->err, AW_E_REQ_INVALID, "idempotency_key",
+				   "idempotency_key must be 1..255 printable ASCII characters");
+		else if (!aw_json_check_numbers(it->req.workflow, &it->err) &&
+			 (!it->req.input || !aw_json_check_numbers(it->req.input, &it->err)) &&
+			 it->idem_key)
+			aw_run_request_hash(&it->req, hash[i], &it->err);
+	}
+	if (!e)
+		e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
+	int64_t ms = aw_clock_wall_ms();
+	int na = 0;
+	for (int i = 0; !e && i < n; i++) {
+		aw_run_batch_item *it = &items[i];
+		if (it->err.err)
+			continue;
+		json_t *p = NULL;
+		aw_err ie = submit_in(t, ctx, &it->req, it->idem_key, hash[i], ms, &it->run,
+				      &it->replayed, &p, &it->err);
+		if (ie == AW_E_RUN_IDEMPOTENCY) { /* nothing written: the item alone fails */
+			aw_run_free(&it->run);
+			continue;
+		}
+		if (ie) { /* the transaction is lost: the whole batch */
+			e = aw_fail(err, ie, "run %d of the batch: %s", i, it->err.msg);
+			break;
+		}
+		if (p) {
+			payload[na] = p;
+			audit[na++] = (aw_audit_item){aw_run_action(AW_RUN_QUEUED), it->run.run_id,
+						      NULL, p};
+		}
+	}
+	if (!e && na)
+		e = aw_audit_record_many(t, ctx, audit, na, err);
+	if (!e && t)
+		e = aw_store_commit(t, err);
+	else if (t)
+		aw_store_rollback(t);
+	for (int i = 0; i < na; i++)
+		json_decref(payload[i]);
+	if (e)
+		for (int i = 0; i < n; i++)
+			aw_run_free(&items[i].run);
+	else if (na)
+		aw_run_kick();
+	free(hash);
+	free(audit);
+	free(payload);
 	return e;
 }
 

@@ -375,6 +375,27 @@ check "unknown step kind pointer" "$(jbody .pointer)" "/workflow/0/kind"
 req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"priority":"high"}'
 expect "bad priority" 400 E-REQ-005
 req POST /v1/platform/runs "" "$RB"; expect "run without key" 401 E-AUTH-001
+# bulk submission: one transaction, a result per run, per-item idempotency
+BATCH='{"runs":[{"workflow":[{"kind":"noop"}],"input":{"q":1},"idempotency_key":"k-1"},
+  {"workflow":[{"kind":"noop"}],"idempotency_key":"b-1"},{"workflow":[{"kind":"noop"}],"idempotency_key":"b-1"},
+  {"workflow":[{"kind":"rm-rf"}]},{"workflow":[{"kind":"noop"}],"input":{"q":9},"idempotency_key":"k-1"},
+  {"workflow":[{"kind":"noop"}],"idempotency_key":7}]}'
+req POST /v1/platform/runs:batch "$RUNNER" "$BATCH"; expect "batch" 200
+check "batch statuses" "$(jbody '[.results[].status] | map(tostring) | join(",")')" "200,201,200,422,409,400"
+check "batch replays the earlier run" "$(jbody '.results[0].run_id')" "$RUN1"
+check "batch replays within itself" "$(jbody '.results[2].run_id == .results[1].run_id')" true
+check "batch item error pointer" "$(jbody '.results[3].pointer')" "/workflow/0/kind"
+check "batch counts" "$(jbody '[.created, .replayed, .refused] | map(tostring) | join(",")')" "1,2,3"
+req POST /v1/platform/runs:batch "$RUNNER" '{"runs":[]}'; expect "empty batch" 400 E-REQ-005
+req POST /v1/platform/runs:batch "$BOB" "$BATCH"; expect "batch in another project" 200
+check "keys are per project in a batch" "$(jbody '.created')" 1
+for i in $(seq 1 1500); do echo "{\"workflow\":[{\"kind\":\"noop\"}],\"idempotency_key\":\"line-$i\"}"; done >"$TMP/runs.jsonl"
+AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER "$BIN" run submit --file "$TMP/runs.jsonl" >"$TMP/jl.out" 2>"$TMP/jl.err"
+check "cli JSON lines" $? 0
+check "cli JSON lines: a result per line" "$(grep -c '"status":201' "$TMP/jl.out")" 1500
+check "cli JSON lines: summary" "$(cat "$TMP/jl.err")" "runs: 1500 created, 0 replayed, 0 refused"
+AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER "$BIN" run submit --file "$TMP/runs.jsonl" >/dev/null 2>"$TMP/jl.err"
+check "cli JSON lines again: replayed" "$(cat "$TMP/jl.err")" "runs: 0 created, 1500 replayed, 0 refused"
 req GET "/v1/platform/runs/$RUN1" "$BOB" ""; expect "other project's run" 404 E-RUN-001
 req GET "/v1/platform/runs/not-a-uuid" "$RUNNER" ""; expect "malformed run id" 404 E-RUN-001
 req GET "/v1/platform/runs/${RUN1^^}" "$RUNNER" ""; expect "uppercase run id, same on both backends" 404 E-RUN-001
