@@ -576,10 +576,11 @@ static void cut_killed(aw_llm *g)
 			account(c, 1);
 		}
 		transfer_end(g, c);
+		/* counted before the client wakes (it may read the metric next) */
+		aw_metrics_budget(c->ctx.project, "cut", 0);
 		aw_llm_finish(c, AW_LLM_FAILED, "killed", AW_E_BUDGET_SUSPENDED,
 			      "project %s was suspended: its calls in flight were cut",
 			      c->ctx.project);
-		aw_metrics_budget(c->ctx.project, "cut", 0);
 	}
 }
 
