@@ -58,10 +58,17 @@ void aw_budget_period_key(const char *period, char out[16])
 	strftime(out, 16, period && !strcmp(period, "month") ? "%Y-%m" : "%Y-%m-%d", &tm);
 }
 
+/* The start of the hour `ago` hours before this one. */
+static time_t hour_start(int ago)
+{
+	time_t t = now_s() - (time_t)ago * 3600;
+	return t - t % 3600;
+}
+
 /* The hourly row of the hour `ago` hours before this one. */
 static void bucket_key(int ago, char out[16])
 {
-	time_t t = now_s() - (time_t)ago * 3600;
+	time_t t = hour_start(ago);
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(out, 16, "h:%Y-%m-%dT%H", &tm);
@@ -315,7 +322,7 @@ static aw_err run_reserve(aw_txn *t, const budget_cfg *b, const char *period, co
 			  long long prompt, long long *out, aw_error *err)
 {
 	char key[80];
-	snprintf(key, sizeof key, "run:%s", run_id);
+	aw_budget_run_key(run_id, key);
 	budget_cfg rb = *b;
 	rb.limit = (aw_budget_amount){b->per_run, NO_COST_LIMIT};
 	long long o = *out;
@@ -608,9 +615,7 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, con
 	int rolling = !strcmp(b.period, "rolling");
 	if (rolling) { /* the ledger lines of the window */
 		bucket_key(b.window_h - 1, from);
-		struct tm tm = {0};
-		strptime(from + 2, "%Y-%m-%dT%H", &tm);
-		aw_clock_format((int64_t)timegm(&tm) * 1000, since);
+		aw_clock_format((int64_t)hour_start(b.window_h - 1) * 1000, since);
 	}
 	aw_txn *t = NULL;
 	aw_budget_period p, rp;
@@ -620,7 +625,7 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, con
 	int found = 0, rfound = 0, suspended = 0, nm = 0;
 	char reason[160];
 	char run_key[80];
-	snprintf(run_key, sizeof run_key, "run:%s", run_id ? run_id : "");
+	aw_budget_run_key(run_id ? run_id : "", run_key);
 	if ((e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)) ||
 	    (e = aw_store_budget_period_get(t, key, &p, &found, err)) ||
 	    (rolling && (e = aw_store_budget_window_sum(t, from, &window, err))) ||

@@ -21,13 +21,19 @@
 #include "awooop/metrics.h"
 #include "bus_internal.h"
 
+/* A connection of the bus: a TLS handshake gets more time. */
+static redisContext *bus_connect(aw_bus *b, aw_error *err)
+{
+	return aw_redis_connect(&b->url, b->url.tls ? 3000 : 1000, err);
+}
+
 aw_err aw_bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err)
 {
 	pthread_mutex_lock(&b->mu);
 	redisReply *r = NULL;
 	for (int attempt = 0; attempt < 2 && !r; attempt++) {
 		if (!b->pub)
-			b->pub = aw_redis_connect(&b->url, b->url.tls ? 3000 : 1000, err);
+			b->pub = bus_connect(b, err);
 		if (!b->pub) {
 			pthread_mutex_unlock(&b->mu);
 			return err->err;
@@ -75,7 +81,7 @@ static void *subscriber(void *arg)
 	int warned = 0;
 	while (!b->stop) {
 		aw_error err = {0};
-		redisContext *c = aw_redis_connect(&b->url, b->url.tls ? 3000 : 1000, &err);
+		redisContext *c = bus_connect(b, &err);
 		if (!c && !warned++) /* once per outage */
 			aw_log(AW_LOG_WARN, NULL, "bus cannot connect; retrying", "detail", err.msg,
 			       NULL);

@@ -29,15 +29,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------ the URL */
+#include "awooop/crypto.h"
 
-static int hexval(int c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-				      : -1;
-}
+/* ------------------------------------------------------------ the URL */
 
 /* Percent-decodes s[0..n) into out[cap]; -1 when malformed or too long. */
 static int decode(const char *s, size_t n, char *out, size_t cap)
@@ -46,8 +40,8 @@ static int decode(const char *s, size_t n, char *out, size_t cap)
 	for (size_t i = 0; i < n; i++) {
 		int c = (unsigned char)s[i];
 		if (c == '%') {
-			int a = i + 2 < n ? hexval(s[i + 1]) : -1;
-			int b = i + 2 < n ? hexval(s[i + 2]) : -1;
+			int a = i + 2 < n ? aw_hex_digit(s[i + 1]) : -1;
+			int b = i + 2 < n ? aw_hex_digit(s[i + 2]) : -1;
 			if (a < 0 || b < 0 || (a | b) == 0) /* malformed, or an encoded NUL */
 				return -1;
 			c = a * 16 + b;

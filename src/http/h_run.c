@@ -78,14 +78,13 @@ void aw_h_runs_batch(aw_req *r)
 	if (!e && !items)
 		e = aw_fail(&err, AW_E_NOMEM, "out of memory");
 	for (size_t i = 0; !e && i < n; i++) { /* each decoded as a run of its own */
-		json_t *one = json_deep_copy(json_array_get(runs, i));
-		json_t *key = json_object_get(one, "idempotency_key");
+		json_t *key = json_object_get(json_array_get(runs, i), "idempotency_key");
 		if (key && !json_is_string(key))
 			aw_fail_at(&items[i].err, AW_E_REQ_INVALID, "idempotency_key",
 				   "idempotency_key must be a string");
-		else if (key) /* body's own string: it outlives the items */
-			items[i].idem_key = json_string_value(
-				json_object_get(json_array_get(runs, i), "idempotency_key"));
+		else /* the body's own string: it outlives the items */
+			items[i].idem_key = json_string_value(key);
+		json_t *one = json_deep_copy(json_array_get(runs, i)); /* the request without it */
 		json_object_del(one, "idempotency_key");
 		char *text = json_is_object(one) ? json_dumps(one, JSON_COMPACT) : NULL;
 		if (!items[i].err.err && !text)

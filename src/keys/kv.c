@@ -16,7 +16,6 @@
 
 #include "awooop/audit.h"
 #include "awooop/store/tenancy.h"
-#include "awooop/bus.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/redis.h"

@@ -520,14 +520,6 @@ static long long prompt_bound(const json_t *req)
 	return n;
 }
 
-/* Lists a project for the watcher (suspensions, the reaper) without a call
- * in flight. */
-static void watch_project(aw_llm *g, const char *project)
-{
-	inflight(g, project, 1);
-	inflight(g, project, -1);
-}
-
 /* Lines 1 and 2: refuse, or reserve the worst case (clamping max_tokens). */
 static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err)
 {
@@ -560,7 +552,7 @@ static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error
 	};
 	aw_err e = aw_budget_admit(g->o.store, g->o.policy, &c->ctx, &ask, &c->hold, err);
 	if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_RUN)
-		watch_project(g, c->ctx.project); /* its reaper runs here from now on */
+		inflight(g, c->ctx.project, 0); /* listed: its reaper runs here from now on */
 	for (int i = 0; !e && i < c->nt; i++)
 		c->t[i].price = prices[i];
 	long long out = ask.max_out;
@@ -607,7 +599,7 @@ static void inflight(aw_llm *g, const char *project, int delta)
 		if (!g->inflight[i].project[0] && free_slot < 0)
 			free_slot = i;
 	}
-	if (delta > 0 && free_slot >= 0) {
+	if (delta >= 0 && free_slot >= 0) { /* 0: listed for the watcher, no call */
 		snprintf(g->inflight[free_slot].project, sizeof g->inflight[free_slot].project,
 			 "%s", project);
 		g->inflight[free_slot].calls = delta;

@@ -129,6 +129,23 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 	return e;
 }
 
+/* What a submission says of itself, before any store work: the key's shape
+ * (key_name: where the key came from, for the error), the numbers, and with
+ * a key the request's hash. */
+static aw_err submit_check(const aw_run_request *req, const char *idem_key, const char *key_name,
+			   char hash[65], aw_error *err)
+{
+	if (idem_key && !aw_run_idem_key_ok(idem_key))
+		return aw_fail_at(err, AW_E_REQ_INVALID, key_name,
+				  "%s must be 1..255 printable ASCII characters", key_name);
+	aw_err e = aw_json_check_numbers(req->workflow, err);
+	if (!e && req->input)
+		e = aw_json_check_numbers(req->input, err);
+	if (!e && idem_key)
+		e = aw_run_request_hash(req, hash, err);
+	return e;
+}
+
 aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *items, int n,
 			   aw_error *err)
 {
@@ -136,22 +153,14 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		return aw_fail(err, AW_E_REQ_INVALID, "a batch holds 1..%d runs", AW_RUN_BATCH_MAX);
 	char(*hash)[65] = calloc((size_t)n, sizeof *hash);
 	aw_audit_item *audit = calloc((size_t)n, sizeof *audit);
-	json_t **payload = calloc((size_t)n, sizeof *payload);
 	aw_txn *t = NULL;
-	aw_err e = hash && audit && payload ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_err e = hash && audit ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < n; i++) { /* what each item says of itself */
 		aw_run_batch_item *it = &items[i];
 		memset(&it->run, 0, sizeof it->run);
 		it->replayed = 0;
-		if (it->err.err)
-			continue; /* refused by the caller (its body did not decode) */
-		if (it->idem_key && !aw_run_idem_key_ok(it->idem_key))
-			aw_fail_at(&it->err, AW_E_REQ_INVALID, "idempotency_key",
-				   "idempotency_key must be 1..255 printable ASCII characters");
-		else if (!aw_json_check_numbers(it->req.workflow, &it->err) &&
-			 (!it->req.input || !aw_json_check_numbers(it->req.input, &it->err)) &&
-			 it->idem_key)
-			aw_run_request_hash(&it->req, hash[i], &it->err);
+		if (!it->err.err) /* else refused by the caller (its body did not decode) */
+			submit_check(&it->req, it->idem_key, "idempotency_key", hash[i], &it->err);
 	}
 	if (!e)
 		e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
@@ -172,11 +181,9 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 			e = aw_fail(err, ie, "run %d of the batch: %s", i, it->err.msg);
 			break;
 		}
-		if (p) {
-			payload[na] = p;
+		if (p)
 			audit[na++] = (aw_audit_item){aw_run_action(AW_RUN_QUEUED), it->run.run_id,
 						      NULL, p};
-		}
 	}
 	if (!e && na)
 		e = aw_audit_record_many(t, ctx, audit, na, err);
@@ -184,8 +191,8 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		e = aw_store_commit(t, err);
 	else if (t)
 		aw_store_rollback(t);
-	for (int i = 0; i < na; i++)
-		json_decref(payload[i]);
+	for (int i = 0; i < na; i++) /* the payloads submit_in made */
+		json_decref((json_t *)audit[i].payload);
 	if (e)
 		for (int i = 0; i < n; i++)
 			aw_run_free(&items[i].run);
@@ -193,7 +200,6 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		aw_run_kick();
 	free(hash);
 	free(audit);
-	free(payload);
 	return e;
 }
 
@@ -202,14 +208,7 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 {
 	char hash[65] = "";
 	*replayed = 0;
-	if (idem_key && !aw_run_idem_key_ok(idem_key))
-		return aw_fail_at(err, AW_E_REQ_INVALID, "Idempotency-Key",
-				  "Idempotency-Key must be 1..255 printable ASCII characters");
-	aw_err e = aw_json_check_numbers(req->workflow, err);
-	if (!e && req->input)
-		e = aw_json_check_numbers(req->input, err);
-	if (!e && idem_key)
-		e = aw_run_request_hash(req, hash, err);
+	aw_err e = submit_check(req, idem_key, "Idempotency-Key", hash, err);
 	/* two submissions racing on one key: the loser retries and replays */
 	for (int i = 0; !e; i++) {
 		e = submit_once(s, ctx, req, idem_key, hash, out, replayed, err);

@@ -189,7 +189,7 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
 	}
 	if (!e && run_id[0]) { /* the run's own row, when it has a per-run limit */
 		char run_key[80];
-		snprintf(run_key, sizeof run_key, "run:%s", run_id);
+		aw_budget_run_key(run_id, run_key);
 		e = move(t, run_key, &held, &u, NULL, err);
 	}
 	if (!e && !used)

@@ -27,6 +27,16 @@ static inline aw_val aw_text(const char *s)
 	return (aw_val){.t = s ? AW_V_TEXT : AW_V_NULL, .s = s};
 }
 #define AW_TEXT(x) aw_text(x)
+
+/* The slot of sql in a driver's statement cache of slots (a power of two):
+ * FNV-1a of the text. */
+static inline unsigned aw_sql_slot(const char *sql, unsigned slots)
+{
+	unsigned h = 2166136261u;
+	for (; *sql; sql++)
+		h = (h ^ (unsigned char)*sql) * 16777619u;
+	return h & (slots - 1);
+}
 #define AW_INT(x) ((aw_val){.t = AW_V_INT, .i = (x)})
 
 /* A materialised result; owned by the caller, freed with aw_rows_free. */

@@ -224,17 +224,6 @@ static void clear_pending(aw_conn *c)
 	c->begin_pending = 0;
 }
 
-/* Sends the pending BEGIN, the deferred statements and then sql (when not
- * NULL) in one pipeline; *out gets the last statement's rows. The first
- * error wins (the server skips the rest of the pipeline after it). */
-static unsigned sql_hash(const char *s)
-{
-	unsigned h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 /* Sends sql as the connection's prepared statement, preparing it first (in
  * the same pipeline) when it is not yet; the slot's former statement is
  * deallocated. *sent counts the results to read. */
@@ -245,7 +234,7 @@ static int send_prepared(aw_conn *c, const char *sql, int n, const char *const *
 		*sent += 1;
 		return PQsendQueryParams(pg, sql, 0, NULL, NULL, NULL, NULL, 0);
 	}
-	unsigned i = sql_hash(sql) & (PREP_CACHE - 1);
+	unsigned i = aw_sql_slot(sql, PREP_CACHE);
 	if (!c->prep[i].sql || strcmp(c->prep[i].sql, sql)) {
 		char *copy = strdup(sql);
 		if (!copy) { /* unprepared, then */
@@ -296,6 +285,9 @@ static void prepared_clear(aw_conn *c)
 	}
 }
 
+/* Sends the pending BEGIN, the deferred statements and then sql (when not
+ * NULL) in one pipeline; *out gets the last statement's rows. The first
+ * error wins (the server skips the rest of the pipeline after it). */
 static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *vals, aw_rows **out,
 		       aw_error *err)
 {

@@ -30,19 +30,12 @@ struct aw_conn {
 	} cache[STMT_CACHE];
 };
 
-static unsigned sql_hash(const char *s)
-{
-	unsigned h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 /* The connection's prepared statement for sql (reset, no bindings), or a new
- * one that takes the slot. */
-static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out)
+ * one that takes the slot; *slot: its slot, -1 when it is not cached. */
+static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out, int *slot)
 {
-	unsigned i = sql_hash(sql) & (STMT_CACHE - 1);
+	unsigned i = aw_sql_slot(sql, STMT_CACHE);
+	*slot = (int)i;
 	if (c->cache[i].sql && !strcmp(c->cache[i].sql, sql)) {
 		*out = c->cache[i].st;
 		return SQLITE_OK;
@@ -51,8 +44,10 @@ static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out)
 	if (rc != SQLITE_OK)
 		return rc;
 	char *copy = strdup(sql);
-	if (!copy) /* uncached: finalized after use */
+	if (!copy) { /* uncached: finalized after use */
+		*slot = -1;
 		return SQLITE_OK;
+	}
 	sqlite3_finalize(c->cache[i].st);
 	free(c->cache[i].sql);
 	c->cache[i].sql = copy;
@@ -60,10 +55,9 @@ static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out)
 	return SQLITE_OK;
 }
 
-static void stmt_done(aw_conn *c, sqlite3_stmt *st, const char *sql)
+static void stmt_done(sqlite3_stmt *st, int slot)
 {
-	unsigned i = sql_hash(sql) & (STMT_CACHE - 1);
-	if (c->cache[i].st != st) {
+	if (slot < 0) {
 		sqlite3_finalize(st);
 		return;
 	}
@@ -192,7 +186,8 @@ static aw_err sq_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 	int nrows = 0;
 	aw_err e = AW_OK;
 
-	int rc = stmt_get(c, sql, &st);
+	int slot = -1;
+	int rc = stmt_get(c, sql, &st, &slot);
 	if (rc != SQLITE_OK)
 		return map_rc(c->db, rc, err);
 	if ((e = bind_params(st, n, p, err)))
@@ -241,7 +236,7 @@ cleanup:
 	for (size_t i = 0; i < ncells; i++)
 		free(cells[i]);
 	free(cells);
-	stmt_done(c, st, sql);
+	stmt_done(st, slot);
 	return e;
 }
 

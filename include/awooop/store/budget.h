@@ -7,6 +7,8 @@
 #ifndef AWOOOP_STORE_BUDGET_H
 #define AWOOOP_STORE_BUDGET_H
 
+#include <stdio.h>
+
 #include "awooop/store.h"
 
 /* Tokens and micro-USD: an amount, or a pair of limits (cost < 0: none). */
@@ -18,6 +20,12 @@ typedef struct {
 	char period_key[16];
 	aw_budget_amount limit, reserved, settled;
 } aw_budget_period;
+
+/* The row of a run's own limit: "run:<run id>". */
+static inline void aw_budget_run_key(const char *run_id, char out[80])
+{
+	snprintf(out, 80, "run:%s", run_id);
+}
 
 /* Creates the period's row, or sets its limits to the contract's (which, on
  * PostgreSQL, also locks the row until the transaction ends). */
