@@ -82,4 +82,12 @@ aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, cons
 			const char *a, const char *b, json_t **patch, aw_error *err);
 aw_err aw_json_patch_diff(const json_t *from, const json_t *to, json_t **out, aw_error *err);
 
+/* mcp_tool: a tool's federated name (tool__provider, or tool when suffix is
+ * 0); -1 when it is longer than AW_MCP_NAME_MAX (what OpenAI function calling
+ * accepts) or cap. */
+#define AW_MCP_NAME_MAX 64
+int aw_mcp_tool_name(const char *tool, const char *provider, int suffix, char *out, size_t cap);
+/* The semantic checks of an mcp_tool body that passed its schema. */
+aw_err aw_contract_mcp_check(const json_t *body, aw_error *err);
+
 #endif

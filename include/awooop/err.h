@@ -89,6 +89,18 @@
 	X(AW_E_BUDGET_RUN, "E-BUDGET-003", 429, "Run token budget spent")                 \
 	X(AW_E_BUDGET_PRICE, "E-BUDGET-004", 409, "Model has no price")                   \
 	X(AW_E_TLS_CLIENT, "E-TLS-001", 401, "Client certificate required")               \
+	X(AW_E_MCP_KEY, "E-MCP-GATE-001", 401, "No or unknown key")                       \
+	X(AW_E_MCP_TOOL, "E-MCP-GATE-002", 404, "Tool not visible to this project")       \
+	X(AW_E_MCP_POLICY, "E-MCP-GATE-003", 403, "Tool refused by policy")               \
+	X(AW_E_MCP_PIN, "E-MCP-GATE-004", 409, "Tool definition changed")                 \
+	X(AW_E_MCP_ARGS, "E-MCP-GATE-005", 422, "Tool arguments refused")                 \
+	X(AW_E_MCP_RATE, "E-MCP-GATE-006", 429, "Tool rate limit reached")                \
+	X(AW_E_MCP_BUDGET, "E-MCP-GATE-007", 402, "Budget refuses tool calls")            \
+	X(AW_E_MCP_APPROVAL, "E-MCP-GATE-008", 403, "Tool call needs approval")           \
+	X(AW_E_MCP_UPSTREAM, "E-MCP-GATE-009", 502, "Tool upstream failed")               \
+	X(AW_E_MCP_PROTOCOL, "E-MCP-001", 400, "Invalid MCP message")                     \
+	X(AW_E_MCP_SESSION, "E-MCP-002", 404, "Unknown MCP session")                      \
+	X(AW_E_MCP_UNAVAILABLE, "E-MCP-003", 503, "MCP gateway unavailable")              \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                             \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

@@ -31,6 +31,11 @@ void aw_metrics_llm_breaker(const char *upstream, int state);
 /* Token budget: an event of project (reserved, clamped, refused, suspended,
  * cut, reaped, settled) and the tokens it moved (0 for none). */
 void aw_metrics_budget(const char *project, const char *event, double tokens);
+/* MCP gateway: one tools/call (tool: the federated name of a tool of the
+ * project's contract, or "-" when the name matched none; gate > 0 with
+ * code: the refusal). */
+void aw_metrics_mcp_call(const char *project, const char *tool, const char *outcome, double seconds,
+			 int gate, const char *code);
 /* Returns a malloc'd text document; caller frees. NULL on out of memory. */
 char *aw_metrics_render(void);
 /* Forgets every series (tests). */

@@ -81,6 +81,9 @@ void aw_policy_release(aw_policy *pol);
  * changes (D5: e.g. reset provider connections), cached or not. */
 int aw_policy_on_change(aw_policy_cache *p, aw_policy_listener fn, void *ud);
 int aw_policy_on_platform_change(aw_policy_cache *p, aw_policy_listener fn, void *ud);
+/* Removes a listener (either kind); after it returns the listener is not
+ * running and will not run. */
+void aw_policy_off(aw_policy_cache *p, aw_policy_listener fn, void *ud);
 void aw_policy_get_stats(aw_policy_cache *p, aw_policy_stats *out);
 
 #endif

@@ -26,6 +26,18 @@ aw_err aw_secret_resolve(const char *ref, aw_buf *out, aw_error *err);
  * both are, or the file cannot be read. The value lives as long as the
  * process. */
 aw_err aw_secret_env(const char *name, const char **out, aw_error *err);
+/* A tenant's references (mcp_tool contracts): resolved only inside the
+ * tenant's namespace, so no reference of project A reaches project B's secret.
+ *   env:NAME    the variable AWOOOP_T_<PROJECT>__NAME (aw_secret_tenant_env_name:
+ *               a-z upper-cased, '_' -> "_U", '-' -> "_H")
+ *   file:PATH   <root>/<project>/PATH, PATH relative, opened beneath that
+ *               directory (symlinks may not leave it)
+ * aw_secret_tenant_check is pure (AW_E_SECRET_REF). */
+aw_err aw_secret_tenant_check(const char *ref, aw_error *err);
+/* The variable env:name of project reads; -1 when it does not fit cap. */
+int aw_secret_tenant_env_name(const char *project, const char *name, char *out, size_t cap);
+aw_err aw_secret_tenant_resolve(const char *project, const char *root, const char *ref, aw_buf *out,
+				aw_error *err);
 /* Overwrites and frees a buffer that held a secret. */
 void aw_secret_wipe(aw_buf *b);
 

@@ -516,6 +516,18 @@ int aw_policy_on_platform_change(aw_policy_cache *p, aw_policy_listener fn, void
 	return ok ? 0 : -1;
 }
 
+void aw_policy_off(aw_policy_cache *p, aw_policy_listener fn, void *ud)
+{
+	pthread_mutex_lock(&p->mu);
+	for (int i = 0; i < p->n_change; i++)
+		if (p->on_change[i].fn == fn && p->on_change[i].ud == ud)
+			p->on_change[i--] = p->on_change[--p->n_change];
+	for (int i = 0; i < p->n_platform; i++)
+		if (p->on_platform[i].fn == fn && p->on_platform[i].ud == ud)
+			p->on_platform[i--] = p->on_platform[--p->n_platform];
+	pthread_mutex_unlock(&p->mu);
+}
+
 void aw_policy_get_stats(aw_policy_cache *p, aw_policy_stats *out)
 {
 	pthread_mutex_lock(&p->mu);

@@ -18,6 +18,7 @@
 #include "awooop/contract.h"
 #include "awooop/http.h"
 #include "awooop/llm.h"
+#include "awooop/mcp.h"
 #include "awooop/relay.h"
 #include "awooop/run.h"
 #include "awooop/log.h"
@@ -155,6 +156,19 @@ int aw_cmd_serve(int argc, char **argv)
 		 "a token reservation whose process died is reaped after this (and every "
 		 "quarter of it the reaper looks)",
 		 NULL},
+		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
+		 "the mcp_tool contract id that lists a project's tool servers", NULL},
+		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,
+		 "tenants' file: secret references resolve in DIR/<project>/ (env: ones in "
+		 "AWOOOP_T_<PROJECT>__NAME)",
+		 NULL},
+		{"mcp-stdio-allow", "AWOOOP_MCP_STDIO_ALLOW", NULL, 0,
+		 "programs stdio MCP upstreams may run: absolute paths or dir/ prefixes, "
+		 "':'-separated (default: none)",
+		 NULL},
+		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
+		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
+		 "a tool call's default timeout (a tool's timeout_ms wins)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -206,6 +220,8 @@ int aw_cmd_serve(int argc, char **argv)
 		{"breaker-failures", 1, 1000},
 		{"breaker-cooldown-ms", 10, 3600000},
 		{"budget-lease-ms", 1000, 86400000},
+		{"mcp-workers", 1, 1024},
+		{"mcp-timeout-ms", 100, 600000},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -300,6 +316,9 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_policy_cache *policy = NULL;
 	aw_kv *kv = NULL;
 	aw_llm *llm = NULL;
+	aw_mcp *mcp = NULL;
+	char *allow_buf = NULL;
+	const char *allow[65] = {0};
 	const char *redis = aw_cli_get(opts, "redis");
 	/* one bus: the relay publishes on it, the policy cache listens (in the
 	 * embedded shape it is the in-process bus, so both must share it) */
@@ -328,6 +347,23 @@ int aw_cmd_serve(int argc, char **argv)
 			goto out;
 		aw_llm_register_executor(llm);
 	}
+	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) { /* the MCP gateway */
+		int na = 0;
+		if (aw_cli_get(opts, "mcp-stdio-allow") &&
+		    (allow_buf = strdup(aw_cli_get(opts, "mcp-stdio-allow"))))
+			for (char *sv = NULL, *t = strtok_r(allow_buf, ":", &sv); t && na < 64;
+			     t = strtok_r(NULL, ":", &sv))
+				allow[na++] = t;
+		aw_mcp_opts mo = {.store = store,
+				  .policy = policy,
+				  .contract_id = aw_cli_get(opts, "mcp-contract"),
+				  .secrets_dir = aw_cli_get(opts, "mcp-secrets-dir"),
+				  .stdio_allow = allow,
+				  .workers = (int)wv[15],
+				  .timeout_ms = (int)wv[16]};
+		if ((e = aw_mcp_new(&mo, &mcp, &err)))
+			goto out;
+	}
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
 				   .body_limit = (size_t)body_limit,
@@ -339,6 +375,7 @@ int aw_cmd_serve(int argc, char **argv)
 				   .redis_url = aw_cli_get(opts, "redis"),
 				   .contracts = contracts,
 				   .llm = llm,
+				   .mcp = mcp,
 				   .policy = policy,
 				   .llm_timeout_s = (int)wv[8],
 				   .tls_cert = aw_cli_get(opts, "tls-cert"),
@@ -373,14 +410,17 @@ int aw_cmd_serve(int argc, char **argv)
 	       NULL);
 out:			  /* also the way out when a part failed to start (e set) */
 	aw_llm_stop(llm); /* ends model calls in flight: parked connections wake */
+	aw_mcp_stop(mcp); /* answers the tool calls in flight first */
 	aw_http_stop(http);
 	aw_worker_stop(worker); /* finishes the round in flight, re-queues the rest */
 	aw_relay_stop(relay);
 	aw_llm_free(llm);
+	aw_mcp_free(mcp);
 	aw_kv_close(kv);
 	aw_policy_cache_free(policy);
 	aw_bus_close(bus);
 	json_decref(llm_config);
+	free(allow_buf);
 	if (rl.nold) /* the ring in use is the last reloaded; the first is in old[0] */
 		keys = (aw_keyring *)aw_contracts_set_keyring(contracts, NULL);
 	for (int i = 0; i < rl.nold; i++)
@@ -397,6 +437,19 @@ int aw_cmd_migrate(int argc, char **argv)
 		{"db", "AWOOOP_DB", NULL, 0, "store URL, connecting as the schema owner", NULL},
 		{"app-role", "AWOOOP_APP_ROLE", "awooop_app", 0,
 		 "PostgreSQL role `serve` connects as (created if missing)", NULL},
+		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
+		 "the mcp_tool contract id that lists a project's tool servers", NULL},
+		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,
+		 "tenants' file: secret references resolve in DIR/<project>/ (env: ones in "
+		 "AWOOOP_T_<PROJECT>__NAME)",
+		 NULL},
+		{"mcp-stdio-allow", "AWOOOP_MCP_STDIO_ALLOW", NULL, 0,
+		 "programs stdio MCP upstreams may run: absolute paths or dir/ prefixes, "
+		 "':'-separated (default: none)",
+		 NULL},
+		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
+		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
+		 "a tool call's default timeout (a tool's timeout_ms wins)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];

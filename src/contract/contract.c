@@ -180,29 +180,8 @@ aw_err aw_contract_validate(const aw_contracts *c, const char *project, const ch
 		    (json_int_t)json_array_size(json_object_get(body, "approvers")))
 		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/threshold",
 				  "/threshold is larger than the number of approvers");
-	if (!strcmp(family, "mcp_tool")) {
-		json_t *tools = json_object_get(body, "tools");
-		for (size_t i = 0; i < json_array_size(tools); i++) {
-			json_t *t = json_array_get(tools, i);
-			json_t *as = json_object_get(t, "args_schema");
-			char ptr[64], why[160];
-			snprintf(ptr, sizeof ptr, "/tools/%zu/args_schema", i);
-			if (as && !aw_schema_supported(as, why, sizeof why))
-				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, ptr, "%s: %s", ptr,
-						  why);
-			for (size_t j = 0; j < i; j++) {
-				json_t *u = json_array_get(tools, j);
-				if (json_equal(json_object_get(t, "name"),
-					       json_object_get(u, "name")) &&
-				    json_equal(json_object_get(t, "provider"),
-					       json_object_get(u, "provider"))) {
-					snprintf(ptr, sizeof ptr, "/tools/%zu/name", i);
-					return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, ptr,
-							  "%s: tool__provider declared twice", ptr);
-				}
-			}
-		}
-	}
+	if (!strcmp(family, "mcp_tool"))
+		return aw_contract_mcp_check(body, err);
 	return AW_OK;
 }
 

@@ -72,6 +72,12 @@ static const struct {
 	{"awooop_budget_tokens_total",
 	 "Tokens through the budget ledger by project: reserved, settled, released, reaped.",
 	 "counter"},
+	{"awooop_mcp_calls_total",
+	 "MCP gateway tools/call by project, tool and outcome (ok, tool_error, refused, failed).",
+	 "counter"},
+	{"awooop_mcp_call_duration_seconds", "MCP gateway tools/call latency by project.",
+	 "histogram"},
+	{"awooop_mcp_refusals_total", "MCP gateway refusals by project, gate and code.", "counter"},
 };
 
 /* Caller holds mu. */
@@ -230,6 +236,26 @@ void aw_metrics_budget(const char *project, const char *event, double tokens)
 		c->value += 1;
 	if (tokens > 0 && (c = get(families[17].family, COUNTER, l)))
 		c->value += tokens;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_mcp_call(const char *project, const char *tool, const char *outcome, double seconds,
+			 int gate, const char *code)
+{
+	char l[200];
+	pthread_mutex_lock(&mu);
+	snprintf(l, sizeof l, "project=\"%s\",tool=\"%s\",outcome=\"%s\"", project, tool, outcome);
+	series *c = get(families[18].family, COUNTER, l);
+	if (c)
+		c->value += 1;
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	observe(get(families[19].family, HISTOGRAM, l), seconds);
+	if (gate > 0) {
+		snprintf(l, sizeof l, "project=\"%s\",gate=\"%d\",code=\"%s\"", project, gate,
+			 code);
+		if ((c = get(families[20].family, COUNTER, l)))
+			c->value += 1;
+	}
 	pthread_mutex_unlock(&mu);
 }
 

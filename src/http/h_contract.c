@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "awooop/contract.h"
+#include "awooop/mcp.h"
 #include "http_internal.h"
 
 static json_t *revision_json(const aw_revision *r)
@@ -137,6 +138,38 @@ void aw_h_contract_diff(aw_req *r)
 	aw_reply_json(r, 200, patch);
 }
 
+/* Publishing an mcp_tool draft pins its tools first: the MCP gateway asks
+ * each upstream for its definitions and the draft is updated with their
+ * hashes, so the revision approvers approve holds them. */
+static aw_err pin_tools(aw_req *r, const aw_ctx *c, const char *fam, const char *cid,
+			const char *rev, aw_error *err)
+{
+	if (!r->opts->mcp)
+		return aw_fail(err, AW_E_MCP_UNAVAILABLE,
+			       "publishing an mcp_tool revision pins its tools: this process runs "
+			       "no MCP gateway");
+	aw_revision draft = {0};
+	aw_err e = aw_contract_get(r->opts->contracts, r->store, c, fam, cid, rev, &draft, err);
+	if (e || strcmp(draft.state, "draft")) { /* not a draft: publish says why */
+		aw_revision_clear(&draft);
+		return AW_OK;
+	}
+	json_t *body = json_loads(draft.body, 0, NULL), *pinned = NULL;
+	aw_revision_clear(&draft);
+	if (!body)
+		return aw_fail(err, AW_E_INTERNAL, "a stored body is not JSON");
+	e = aw_mcp_pin(r->opts->mcp, c, body, &pinned, err);
+	if (!e && !json_equal(body, pinned)) {
+		aw_revision upd = {0};
+		e = aw_contract_update(r->opts->contracts, r->store, c, fam, cid, rev, pinned, &upd,
+				       err);
+		aw_revision_clear(&upd);
+	}
+	json_decref(body);
+	json_decref(pinned);
+	return e;
+}
+
 void aw_h_contract_action(aw_req *r)
 {
 	aw_error err = {0};
@@ -155,6 +188,8 @@ void aw_h_contract_action(aw_req *r)
 	aw_err e;
 	if (!strcmp(action, "publish")) {
 		aw_revision out = {0};
+		if (!strcmp(fam, "mcp_tool") && (e = pin_tools(r, &c, fam, cid, rev, &err)))
+			return reply_err(r, e, &err);
 		if ((e = aw_contract_publish(reg, r->store, &c, fam, cid, rev, &out, &err)))
 			return reply_err(r, e, &err);
 		aw_reply_json(r, 200, revision_json(&out));

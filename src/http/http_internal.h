@@ -44,7 +44,9 @@ typedef struct aw_req {
 	 * resumed (aw_req_unpark), done(r) when the request ends however it ends */
 	void (*resume)(struct aw_req *r);
 	void (*done)(struct aw_req *r);
-	void *svc; /* the handler's own state */
+	void *svc;	       /* the handler's own state */
+	const char *xhdr_name; /* one more response header (static name), or NULL */
+	char xhdr_value[128];
 } aw_req;
 
 typedef void (*aw_handler)(aw_req *r);
@@ -68,6 +70,8 @@ void aw_reply_stream(aw_req *r, int status, const char *ctype,
 		     ssize_t (*read)(void *cls, uint64_t pos, char *buf, size_t max), void *cls);
 
 /* ---- request helpers that answer the client themselves on failure ---- */
+/* Authenticates the bearer key into r->ctx without replying. */
+aw_err aw_req_authenticate(aw_req *r, aw_error *err);
 /* Authenticates the bearer key; 0 on success, else replied. */
 int aw_auth_or_reply(aw_req *r);
 /* Authenticates and authorises for project (URL segment) with scope need; fills
@@ -123,6 +127,9 @@ void aw_h_run_cancel(aw_req *r);
 void aw_h_run_diff(aw_req *r);
 void aw_h_llm_chat(aw_req *r);
 void aw_h_budget_get(aw_req *r);
+void aw_h_mcp_post(aw_req *r);
+void aw_h_mcp_get(aw_req *r);
+void aw_h_mcp_delete(aw_req *r);
 
 /* tls.c: the API's HTTPS material (see the file's header). */
 typedef struct aw_tls aw_tls;

@@ -30,6 +30,10 @@ static const struct {
 	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list, 0},
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke, 0},
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
+	/* open: the MCP endpoint answers a missing key as JSON-RPC (gate 1) */
+	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, 1},
+	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, 1},
+	{"DELETE", "/v1/projects/{project}/mcp", aw_h_mcp_delete, 1},
 	{"GET", "/v1/projects/{project}/budget", aw_h_budget_get, 0},
 	{"GET", "/v1/projects/{project}/budget/ledger", aw_h_budget_ledger, 0},
 	{"POST", "/v1/projects/{project}/budget/{action}", aw_h_budget_action, 0},

@@ -73,6 +73,8 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Request-Id", r->ctx.request_id);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (r->xhdr_name)
+		MHD_add_response_header(resp, r->xhdr_name, r->xhdr_value);
 	MHD_queue_response(r->conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	r->status = status;
@@ -196,6 +198,11 @@ static aw_err authenticate(aw_req *r, aw_error *err)
 	if (!e)
 		r->authenticated = 1;
 	return e;
+}
+
+aw_err aw_req_authenticate(aw_req *r, aw_error *err)
+{
+	return r->authenticated ? AW_OK : authenticate(r, err);
 }
 
 int aw_auth_or_reply(aw_req *r)

@@ -968,6 +968,8 @@ void aw_llm_free(aw_llm *g)
 {
 	if (!g)
 		return;
+	if (g->o.policy)
+		aw_policy_off(g->o.policy, on_platform_change, g);
 	for (int i = 0; i < g->nproviders; i++)
 		aw_llm_upstream_put(g->providers[i]);
 	for (int i = 0; i < 3; i++)

@@ -607,8 +607,9 @@ static json_t *gen_value(int depth)
 
 static json_t *tool_body(json_t *schema)
 {
-	return json_pack("{s:[{s:s, s:s, s:s, s:o}]}", "tools", "name", "t", "provider", "p",
-			 "mode", "read_only", "args_schema", schema);
+	return json_pack("{s:{s:{s:s, s:s}}, s:[{s:s, s:s, s:s, s:o}]}", "upstreams", "p",
+			 "transport", "http", "url", "http://127.0.0.1:9/mcp", "tools", "name", "t",
+			 "provider", "p", "mode", "read_only", "args_schema", schema);
 }
 
 static void test_number_policy_round_trip(void **state)

@@ -314,7 +314,7 @@ check "cli list" "$(AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract list --proje
 # regression: a member name over 1 KiB (with '~' and '/' to escape) in two valid
 # mcp_tool revisions; the diff once overflowed a 1,024-byte stack buffer and cut paths
 LONG=$(printf 'a%.0s' $(seq 1 1500))
-LONGTOOL="{\"tools\":[{\"name\":\"t\",\"provider\":\"p\",\"mode\":\"read_only\",\"args_schema\":{\"properties\":{\"${LONG}~/x\":{\"type\":"
+LONGTOOL="{\"upstreams\":{\"p\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:9/mcp\"}},\"tools\":[{\"name\":\"t\",\"provider\":\"p\",\"mode\":\"read_only\",\"args_schema\":{\"properties\":{\"${LONG}~/x\":{\"type\":"
 req POST "/v1/projects/alpha/contracts/mcp_tool/tools/revisions" "$OP1" "{\"body\":${LONGTOOL}\"string\"}}}}]}}"
 expect "long member rev a" 201; LA=$(jbody .revision_id)
 req POST "/v1/projects/alpha/contracts/mcp_tool/tools/revisions" "$OP1" "{\"body\":${LONGTOOL}\"integer\"}}}}]}}"

@@ -1,0 +1,100 @@
+/*
+ * mcp.h - the MCP gateway: one MCP endpoint per tenant in front of its tool
+ * servers. A tools/call passes five gates in order, each refusal a JSON-RPC
+ * error with a stable code (data.code) and an audit record naming the gate:
+ *
+ *   1 identity, tenant  E-MCP-GATE-001 no/unknown key (the HTTP layer),
+ *                       002 the tool is not visible to the key's project
+ *   2 tool policy       003 disabled, or a write tool in a read_only project;
+ *                       004 the upstream's definition no longer matches the
+ *                       pin the active revision approved (a "rug pull")
+ *   3 arguments         005 not an object, too large, or failing the schema
+ *   4 rate and budget   006 the tool's rate limit, 007 the project suspended
+ *   5 approval,         008 the tool needs an approval (refused: approvals
+ *     upstream              are not built yet), 009 the upstream failed,
+ *                           timed out, answered too much, or is at an address
+ *                           the egress policy refuses
+ *
+ * The tools are those of the project's active mcp_tool revision (contract
+ * id from the options, "default"), read through the per-call guard
+ * (aw_policy_effective), so an activation reaches every gateway process via
+ * ADR-113 and a revoke stops the project's stdio upstreams. Tools are
+ * federated as tool__provider (or bare with "suffix": false and one
+ * upstream). Results are scrubbed of the upstream's credentials, redacted
+ * (JSON-aware) and cut at the tool's max_result_bytes (16 KiB default) with
+ * a marker; arguments are redacted before they are audited.
+ *
+ * Upstream I/O runs on the gateway's worker threads: aw_mcp_start returns at
+ * once and wakes the caller when the answer is ready (aw_mcp_answer).
+ */
+#ifndef AWOOOP_MCP_H
+#define AWOOOP_MCP_H
+
+#include <jansson.h>
+
+#include "awooop/mcp_wire.h"
+#include "awooop/policy.h"
+
+typedef struct aw_mcp aw_mcp;
+typedef struct aw_mcp_call aw_mcp_call;
+
+typedef struct {
+	aw_store *store;		/* audit records; borrowed */
+	aw_policy_cache *policy;	/* the per-call guard; borrowed */
+	const char *contract_id;	/* the mcp_tool contract; default "default" */
+	const char *secrets_dir;	/* tenants' file: secrets live in <dir>/<project>/ */
+	const char *const *stdio_allow; /* programs (or "dir/" prefixes) stdio upstreams
+					   may run; NULL-ended, borrowed; NULL: none */
+	int workers;			/* upstream I/O threads; default 32 */
+	int timeout_ms;			/* a tool call's default; 30000 */
+	int defs_ttl_ms;		/* how long upstream tool definitions are trusted
+				    before they are fetched again; 5000 */
+} aw_mcp_opts;
+
+aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err);
+/* Waits until every finished call's audit record is written (tests). */
+void aw_mcp_flush(aw_mcp *g);
+/* Finishes the calls in flight (their clients are answered) and stops the
+ * workers; later calls are answered E-MCP-003. aw_mcp_free afterwards. */
+void aw_mcp_stop(aw_mcp *g);
+void aw_mcp_free(aw_mcp *g);
+
+typedef struct {
+	int stateless;	     /* 2026-07-28: results carry resultType, lists ttlMs/cacheScope */
+	const char *version; /* the session's or the request's protocol version */
+	const char *run_id;  /* X-Awooop-Run-Id, carried into the audit record */
+	int step_no;
+} aw_mcp_meta;
+
+typedef void (*aw_mcp_wake)(void *ud);
+typedef void (*aw_mcp_park)(void *ud);
+
+/* Starts answering msg (taken; cleared) for ctx->project. Never fails but
+ * for memory: every refusal is an answer. */
+aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
+		    aw_mcp_wake wake, void *ud, aw_mcp_call **out, aw_error *err);
+/* 0 parked (park(pud) called; wake follows), or 1 with *response (new
+ * reference; NULL: nothing to send, HTTP 202) and *status (HTTP). *session:
+ * a new session id for the Mcp-Session-Id header (initialize), or "". */
+int aw_mcp_answer(aw_mcp_call *c, aw_mcp_park park, void *pud, json_t **response, int *status,
+		  const char **session);
+void aw_mcp_release(aw_mcp_call *c);
+/* The whole exchange, waiting (tests, the CLI). */
+json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
+			int *status);
+
+/* Legacy sessions (2025-11-25 Mcp-Session-Id): per process, bound to the
+ * project and key that opened them, ended after an hour idle.
+ * AW_E_MCP_SESSION when id names none of ctx's. */
+aw_err aw_mcp_session_get(aw_mcp *g, const aw_ctx *ctx, const char *id, char version[16],
+			  aw_error *err);
+void aw_mcp_session_end(aw_mcp *g, const aw_ctx *ctx, const char *id);
+
+/* Publishing an mcp_tool revision pins its tools: each upstream is asked for
+ * its definitions and every tool gets "pin": "sha256:..." of its current
+ * definition. *pinned: a new body (new reference). A tool the upstream does
+ * not offer, or whose given pin differs from what it offers now, is
+ * AW_E_MCP_PROTOCOL; an upstream that cannot be asked AW_E_MCP_UPSTREAM. */
+aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pinned, aw_error *err);
+
+#endif

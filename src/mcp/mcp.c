@@ -1,0 +1,1299 @@
+/*
+ * mcp.c - the MCP gateway (see mcp.h): the catalog of each project's
+ * active mcp_tool revision, the five gates of a tools/call, tools/list
+ * federation, sessions, the worker threads that do upstream I/O, pinning at
+ * publish, and the recorder thread that writes one mcp.call audit record per
+ * tools/call, batched per project.
+ *
+ * A project's catalog (tools, compiled argument schemas, rate buckets, its
+ * upstreams) is built when a call first sees a revision and shared by the
+ * calls on it (counted references). A new revision builds a new catalog
+ * that keeps the upstreams whose configuration did not change (a stdio
+ * child survives an unrelated edit); an upstream no revision names any more
+ * is freed with the last catalog that held it, which stops its child. A
+ * revoke heard from the policy cache drops the catalog at once.
+ *
+ * Upstream definitions (tools/list of each upstream) are cached for
+ * defs_ttl_ms (or until a stdio upstream says its list changed) and checked
+ * against the revision's pins on every list and call.
+ */
+#include "awooop/mcp.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "awooop/audit.h"
+#include "awooop/budget.h"
+#include "awooop/clock.h"
+#include "awooop/contract.h"
+#include "awooop/crypto.h"
+#include "awooop/jcs.h"
+#include "awooop/log.h"
+#include "awooop/metrics.h"
+#include "awooop/redact.h"
+#include "awooop/schema.h"
+#include "mcp_internal.h"
+
+#define DEFAULT_RESULT_BYTES 16384
+#define DEFAULT_ARGS_BYTES 65536
+#define AUDIT_ARGS_MAX 4096
+#define RECORD_BATCH 64
+#define SESSION_IDLE_NS (3600LL * 1000000000LL)
+#define SESSIONS_MAX 10000
+
+/* ------------------------------------------------------------ types */
+
+typedef struct upinst {
+	atomic_int refs;
+	char provider[40];
+	char key[72]; /* hash of the upstream's configuration */
+	aw_mcp_up *up;
+	pthread_mutex_t mu; /* defs */
+	json_t *defs;	    /* {tool name: definition} */
+	int64_t fetched_ns;
+} upinst;
+
+typedef struct mtool {
+	char full[AW_MCP_NAME_MAX + 1];
+	const char *name; /* the upstream's name (into the catalog's body) */
+	upinst *u;
+	int write, enabled, approval;
+	int timeout_ms, max_args, max_result;
+	const char *pin; /* NULL: not pinned */
+	aw_schema *schema;
+	/* rate bucket (catalog mu) */
+	int rated;
+	double tokens, burst, per_ns;
+	int64_t last_ns;
+} mtool;
+
+typedef struct catalog {
+	atomic_int refs;
+	char project[AW_PROJECT_MAX + 1];
+	char revision_id[AW_UUID_STR_LEN + 1], body_hash[65];
+	json_t *body; /* the gateway's own copy */
+	int read_only;
+	mtool *tools;
+	int ntools;
+	upinst *ups[32];
+	int nups;
+	pthread_mutex_t mu; /* rate buckets */
+	struct catalog *next;
+} catalog;
+
+typedef struct msession {
+	char id[40], project[AW_PROJECT_MAX + 1], principal[AW_PROJECT_MAX + 1];
+	char version[16];
+	int64_t used_ns;
+	struct msession *next;
+} msession;
+
+typedef struct record {
+	aw_ctx ctx;
+	char tool[AW_MCP_NAME_MAX + 1];
+	json_t *payload;
+	struct record *next;
+} record;
+
+struct aw_mcp_call {
+	aw_mcp *g;
+	atomic_int refs;
+	aw_ctx ctx;
+	aw_mcp_msg msg;
+	aw_mcp_meta meta;
+	char version[16], run_id[AW_UUID_STR_LEN + 1];
+	aw_mcp_wake wake;
+	void *ud;
+	pthread_mutex_t mu;
+	int done, parked, status;
+	json_t *response;
+	char session[40];
+	struct aw_mcp_call *qnext;
+};
+
+struct aw_mcp {
+	aw_mcp_opts o;
+	char contract_id[AW_PROJECT_MAX + 1];
+	char *secrets_dir;
+	pthread_mutex_t mu; /* catalogs, sessions */
+	catalog *catalogs;
+	msession *sessions;
+	int nsessions;
+	/* workers */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	aw_mcp_call *qhead, *qtail;
+	pthread_t *workers;
+	int nworkers;
+	/* recorder */
+	pthread_mutex_t rmu;
+	pthread_cond_t rcv, rdone;
+	record *rhead, *rtail;
+	catalog *dropped; /* revoked catalogs the recorder frees */
+	int recording, recorder_started;
+	pthread_t recorder;
+	atomic_int stopping;
+};
+
+/* ------------------------------------------------------------ catalogs */
+
+static void upinst_put(upinst *u)
+{
+	if (u && atomic_fetch_sub(&u->refs, 1) == 1) {
+		aw_mcp_up_free(u->up);
+		json_decref(u->defs);
+		pthread_mutex_destroy(&u->mu);
+		free(u);
+	}
+}
+
+static void catalog_put(catalog *c)
+{
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	for (int i = 0; i < c->ntools; i++)
+		aw_schema_free(c->tools[i].schema);
+	free(c->tools);
+	for (int i = 0; i < c->nups; i++)
+		upinst_put(c->ups[i]);
+	json_decref(c->body);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+/* An upstream of the catalog being built: the old catalog's when its
+ * configuration is the same. */
+static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const char *provider,
+			  const json_t *conf, int allow_private, aw_error *err)
+{
+	json_t *k = json_pack("{s:O,s:b}", "c", conf, "p", allow_private);
+	char key[72] = "";
+	aw_jcs_sha256(k, key);
+	json_decref(k);
+	for (int i = 0; old && i < old->nups; i++)
+		if (!strcmp(old->ups[i]->provider, provider) && !strcmp(old->ups[i]->key, key)) {
+			atomic_fetch_add(&old->ups[i]->refs, 1);
+			return old->ups[i];
+		}
+	upinst *u = calloc(1, sizeof *u);
+	if (!u)
+		return NULL;
+	atomic_init(&u->refs, 1);
+	snprintf(u->provider, sizeof u->provider, "%s", provider);
+	memcpy(u->key, key, sizeof key);
+	pthread_mutex_init(&u->mu, NULL);
+	aw_mcp_up_opts uo = {.project = project,
+			     .provider = provider,
+			     .config = conf,
+			     .secrets_dir = g->secrets_dir,
+			     .allow_private = allow_private,
+			     .stdio_allow = g->o.stdio_allow,
+			     .timeout_ms = g->o.timeout_ms};
+	if (aw_mcp_up_new(&uo, &u->up, err)) {
+		pthread_mutex_destroy(&u->mu);
+		free(u);
+		return NULL;
+	}
+	return u;
+}
+
+static int int_of(const json_t *o, const char *k, int def)
+{
+	json_t *v = json_object_get(o, k);
+	return v ? (int)json_integer_value(v) : def;
+}
+
+static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, const aw_policy *pol,
+			      aw_error *err)
+{
+	catalog *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	atomic_init(&c->refs, 1);
+	pthread_mutex_init(&c->mu, NULL);
+	snprintf(c->project, sizeof c->project, "%s", project);
+	memcpy(c->revision_id, pol->revision_id, sizeof c->revision_id);
+	memcpy(c->body_hash, pol->body_hash, sizeof c->body_hash);
+	c->body = json_deep_copy(pol->body);
+	json_t *b = c->body, *tools = json_object_get(b, "tools");
+	c->read_only = json_is_string(json_object_get(b, "mode")) &&
+		       !strcmp(json_string_value(json_object_get(b, "mode")), "read_only");
+	int suffix = !json_is_false(json_object_get(b, "suffix"));
+	int priv = json_is_true(json_object_get(b, "allow_private_network"));
+	const char *k;
+	json_t *v;
+	json_object_foreach (json_object_get(b, "upstreams"), k, v) {
+		if (c->nups == 32 ||
+		    !(c->ups[c->nups] = upinst_for(g, old, project, k, v, priv, err)))
+			goto fail;
+		c->nups++;
+	}
+	c->tools = calloc(json_array_size(tools) + 1, sizeof *c->tools);
+	if (!c->tools)
+		goto fail;
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		json_t *t = json_array_get(tools, i);
+		mtool *tl = &c->tools[c->ntools++];
+		tl->name = json_string_value(json_object_get(t, "name"));
+		const char *prov = json_string_value(json_object_get(t, "provider"));
+		aw_mcp_tool_name(tl->name, prov, suffix, tl->full, sizeof tl->full);
+		for (int j = 0; j < c->nups; j++)
+			if (!strcmp(c->ups[j]->provider, prov))
+				tl->u = c->ups[j];
+		tl->write = !strcmp(json_string_value(json_object_get(t, "mode")), "write");
+		tl->enabled = !json_is_false(json_object_get(t, "enabled"));
+		tl->approval = json_is_true(json_object_get(t, "requires_approval"));
+		tl->timeout_ms = int_of(t, "timeout_ms", 0);
+		tl->max_args = int_of(t, "max_args_bytes", DEFAULT_ARGS_BYTES);
+		tl->max_result = int_of(t, "max_result_bytes", DEFAULT_RESULT_BYTES);
+		tl->pin = json_string_value(json_object_get(t, "pin"));
+		json_t *as = json_object_get(t, "args_schema");
+		if (as && aw_schema_compile(as, &tl->schema, err))
+			goto fail;
+		json_t *rl = json_object_get(t, "rate_limit");
+		if (rl) {
+			tl->rated = 1;
+			double per_min =
+				(double)json_integer_value(json_object_get(rl, "per_minute"));
+			tl->burst = (double)int_of(rl, "burst", (int)(per_min < 1 ? 1 : per_min));
+			tl->tokens = tl->burst;
+			tl->per_ns = per_min / 60e9;
+			tl->last_ns = aw_clock_mono_ns();
+		}
+	}
+	return c;
+fail:
+	catalog_put(c);
+	return NULL;
+}
+
+/* The catalog of ctx->project's active revision (a reference), or NULL with
+ * *e: AW_E_CONTRACT_NOT_FOUND when there is none. */
+static catalog *catalog_get(aw_mcp *g, const aw_ctx *ctx, aw_err *e, aw_error *err)
+{
+	aw_policy pol = {0};
+	*e = aw_policy_effective(g->o.policy, ctx, "mcp_tool", g->contract_id, &pol, err);
+	catalog *c = NULL, **pp;
+	pthread_mutex_lock(&g->mu);
+	for (pp = &g->catalogs; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->project, ctx->project))
+			break;
+	catalog *old = *pp;
+	if (*e) {
+		if (*e == AW_E_CONTRACT_NOT_FOUND && old) { /* revoked: drop it */
+			*pp = old->next;
+			catalog_put(old);
+		}
+	} else if (old && !strcmp(old->revision_id, pol.revision_id)) {
+		c = old;
+	} else if ((c = catalog_build(g, old, ctx->project, &pol, err))) {
+		if (old) {
+			c->next = old->next;
+			*pp = c;
+			catalog_put(old);
+		} else {
+			c->next = g->catalogs;
+			g->catalogs = c;
+		}
+	} else {
+		*e = err->err ? err->err : AW_E_NOMEM;
+	}
+	if (c)
+		atomic_fetch_add(&c->refs, 1);
+	pthread_mutex_unlock(&g->mu);
+	aw_policy_release(&pol);
+	return c;
+}
+
+/* Revision "" of a project's mcp_tool contract: its catalog goes at once (its
+ * stdio children stop when the last call on it ends). */
+static void on_change(void *ud, const char *project, const char *family, const char *contract_id,
+		      const char *revision_id, const char *source)
+{
+	aw_mcp *g = ud;
+	(void)source;
+	if (strcmp(family, "mcp_tool") || strcmp(contract_id, g->contract_id) || revision_id[0])
+		return;
+	catalog *drop = NULL;
+	pthread_mutex_lock(&g->mu);
+	for (catalog **pp = &g->catalogs; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->project, project)) {
+			drop = *pp;
+			*pp = drop->next;
+			break;
+		}
+	pthread_mutex_unlock(&g->mu);
+	if (!drop)
+		return;
+	/* the cache is locked here: stopping children waits, so the recorder
+	 * thread drops it */
+	pthread_mutex_lock(&g->rmu);
+	drop->next = g->dropped;
+	g->dropped = drop;
+	pthread_cond_signal(&g->rcv);
+	pthread_mutex_unlock(&g->rmu);
+}
+
+/* ------------------------------------------------------------ definitions */
+
+static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
+{
+	json_t *defs = json_object(), *cursor = NULL;
+	aw_err e = AW_OK;
+	for (int page = 0; page < 20 && !e; page++) {
+		json_t *params = cursor ? json_pack("{s:O}", "cursor", cursor) : NULL, *res = NULL;
+		json_decref(cursor);
+		cursor = NULL;
+		e = aw_mcp_up_request(u->up, "tools/list", params, g->o.timeout_ms, &res, NULL,
+				      err);
+		json_decref(params);
+		size_t i;
+		json_t *t;
+		json_array_foreach (json_object_get(res, "tools"), i, t) {
+			const char *name = json_string_value(json_object_get(t, "name"));
+			if (name)
+				json_object_set(defs, name, t);
+		}
+		json_t *next = json_object_get(res, "nextCursor");
+		if (json_is_string(next))
+			cursor = json_incref(next);
+		json_decref(res);
+		if (!cursor)
+			break;
+	}
+	json_decref(cursor);
+	if (e) {
+		json_decref(defs);
+		return e;
+	}
+	*out = defs;
+	return AW_OK;
+}
+
+/* The upstream's definitions (a reference), fetched again when older than
+ * the TTL, when the upstream said its list changed, or when fresh is set. */
+static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, json_t **out, aw_error *err)
+{
+	pthread_mutex_lock(&u->mu);
+	int64_t now = aw_clock_mono_ns();
+	int changed = aw_mcp_up_list_changed(u->up);
+	aw_err e = AW_OK;
+	if (fresh || changed || !u->defs ||
+	    now - u->fetched_ns > (int64_t)g->o.defs_ttl_ms * 1000000LL) {
+		json_t *d = NULL;
+		if (!(e = fetch_defs(g, u, &d, err))) {
+			json_decref(u->defs);
+			u->defs = d;
+			u->fetched_ns = now;
+		}
+	}
+	if (!e)
+		*out = json_incref(u->defs);
+	pthread_mutex_unlock(&u->mu);
+	return e;
+}
+
+/* ------------------------------------------------------------ answers */
+
+static json_t *gate_error(const json_t *id, aw_err code, int gate, const char *msg,
+			  const char *pointer)
+{
+	json_t *r = aw_rpc_error_json(id, code == AW_E_MCP_ARGS ? AW_RPC_PARAMS : AW_RPC_GATE, msg,
+				      aw_err_code(code));
+	json_t *data = json_object_get(json_object_get(r, "error"), "data");
+	json_object_set_new(data, "gate", json_integer(gate));
+	if (pointer)
+		json_object_set_new(data, "pointer", json_string(pointer));
+	return r;
+}
+
+static void decorate(json_t *result, const aw_mcp_meta *m, int cacheable)
+{
+	if (!m->stateless || !result)
+		return;
+	json_object_set_new(result, "resultType", json_string("complete"));
+	if (cacheable) {
+		json_object_set_new(result, "ttlMs", json_integer(5000));
+		json_object_set_new(result, "cacheScope", json_string("private"));
+	}
+}
+
+static json_t *capabilities(void)
+{
+	return json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+}
+
+static json_t *server_info(void)
+{
+	return json_pack("{s:s,s:s}", "name", "awooop-mcp-gateway", "version", AWOOOP_VERSION);
+}
+
+/* The federated tools/list of a catalog. */
+static json_t *list_tools(aw_mcp *g, catalog *c)
+{
+	json_t *out = json_array();
+	json_t *defs[32] = {0};
+	int fetched[32] = {0};
+	for (int i = 0; c && i < c->ntools; i++) {
+		mtool *t = &c->tools[i];
+		if (!t->enabled || (t->write && c->read_only) || !t->pin)
+			continue;
+		int ui = 0;
+		while (c->ups[ui] != t->u)
+			ui++;
+		if (!fetched[ui]) {
+			aw_error err = {0};
+			fetched[ui] = 1;
+			if (defs_get(g, t->u, 1, &defs[ui], &err)) {
+				aw_ctx lc;
+				aw_ctx_system(&lc, c->project);
+				aw_log(AW_LOG_WARN, &lc, "mcp upstream unavailable for tools/list",
+				       "provider", t->u->provider, "detail", err.msg, NULL);
+			}
+		}
+		json_t *def = json_object_get(defs[ui], t->name);
+		char pin[72];
+		if (!def || aw_mcp_def_pin(def, pin) || strcmp(pin, t->pin))
+			continue; /* missing or changed since approval: hidden */
+		json_t *d = json_deep_copy(def);
+		json_object_set_new(d, "name", json_string(t->full));
+		json_array_append_new(out, d);
+	}
+	for (int i = 0; i < 32; i++)
+		json_decref(defs[i]);
+	/* deterministic order (2026-07-28 asks it: prompt caches) */
+	size_t n = json_array_size(out);
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			json_t *a = json_array_get(out, j - 1), *b = json_array_get(out, j);
+			if (strcmp(json_string_value(json_object_get(a, "name")),
+				   json_string_value(json_object_get(b, "name"))) <= 0)
+				break;
+			json_incref(a);
+			json_array_set(out, j - 1, b);
+			json_array_set_new(out, j, a);
+		}
+	return out;
+}
+
+/* Cuts a result over limit bytes: text kept in order while it fits, other
+ * content and structuredContent dropped, a marker appended. */
+static json_t *cut_result(json_t *res, int limit, size_t *orig, int *cut)
+{
+	char *s = json_dumps(res, JSON_COMPACT);
+	*orig = s ? strlen(s) : 0;
+	free(s);
+	*cut = 0;
+	if (*orig <= (size_t)limit)
+		return res;
+	*cut = 1;
+	json_t *out = json_object(), *content = json_array();
+	long room = limit - 320; /* the marker, the _meta and the envelope */
+	size_t i;
+	json_t *item;
+	json_array_foreach (json_object_get(res, "content"), i, item) {
+		if (room <= 0)
+			break;
+		const char *type = json_string_value(json_object_get(item, "type"));
+		const char *text = json_string_value(json_object_get(item, "text"));
+		if (!type || strcmp(type, "text") || !text)
+			continue;
+		size_t n = strlen(text), take = n;
+		/* JSON escaping may grow text: budget for it conservatively */
+		if ((long)(take * 2 + 32) > room)
+			take = (size_t)(room - 32) / 2;
+		while (take > 0 && take < n && ((unsigned char)text[take] & 0xc0) == 0x80)
+			take--; /* a whole UTF-8 character */
+		json_array_append_new(content,
+				      json_pack("{s:s,s:s%}", "type", "text", "text", text, take));
+		room -= (long)(take * 2 + 32);
+	}
+	char marker[160];
+	snprintf(marker, sizeof marker, "[awooop: result cut to %d of %zu bytes]", limit, *orig);
+	json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", marker));
+	json_object_set_new(out, "content", content);
+	if (json_is_true(json_object_get(res, "isError")))
+		json_object_set_new(out, "isError", json_true());
+	json_object_set_new(out, "_meta",
+			    json_pack("{s:{s:i,s:I}}", "io.awooop/truncated", "limit", limit,
+				      "original_bytes", (json_int_t)*orig));
+	json_decref(res);
+	return out;
+}
+
+/* ------------------------------------------------------------ recorder */
+
+static void record_queue(aw_mcp *g, const aw_ctx *ctx, const char *target, json_t *payload)
+{
+	record *r = calloc(1, sizeof *r);
+	if (!r) {
+		json_decref(payload);
+		return;
+	}
+	r->ctx = *ctx;
+	snprintf(r->tool, sizeof r->tool, "%s", target);
+	r->payload = payload;
+	pthread_mutex_lock(&g->rmu);
+	if (g->rtail)
+		g->rtail->next = r;
+	else
+		g->rhead = r;
+	g->rtail = r;
+	pthread_cond_signal(&g->rcv);
+	pthread_mutex_unlock(&g->rmu);
+}
+
+static void record_batch(aw_mcp *g, record **rs, int n)
+{
+	aw_audit_item items[RECORD_BATCH];
+	for (int i = 0; i < n; i++)
+		items[i] = (aw_audit_item){.action = "mcp.call",
+					   .target = rs[i]->tool,
+					   .trace_id = rs[i]->ctx.trace.trace_id,
+					   .payload = rs[i]->payload};
+	aw_ctx ctx = rs[0]->ctx;
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);
+	if (!e)
+		e = aw_audit_record_many(t, &ctx, items, n, &err);
+	if (!e)
+		e = aw_store_commit(t, &err);
+	else if (t)
+		aw_store_rollback(t);
+	if (e)
+		aw_log(AW_LOG_ERROR, &ctx, "mcp audit records lost", "detail", err.msg, NULL);
+}
+
+static void *recorder_main(void *arg)
+{
+	aw_mcp *g = arg;
+	pthread_setname_np(pthread_self(), "aw-mcp-audit");
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	pthread_mutex_lock(&g->rmu);
+	for (;;) {
+		while (!g->rhead && !g->dropped && !atomic_load(&g->stopping))
+			pthread_cond_wait(&g->rcv, &g->rmu);
+		while (g->dropped) {
+			catalog *c = g->dropped;
+			g->dropped = c->next;
+			pthread_mutex_unlock(&g->rmu);
+			catalog_put(c);
+			pthread_mutex_lock(&g->rmu);
+		}
+		if (!g->rhead && atomic_load(&g->stopping))
+			break;
+		if (!g->rhead)
+			continue;
+		record *list = g->rhead;
+		g->rhead = g->rtail = NULL;
+		g->recording = 1;
+		pthread_mutex_unlock(&g->rmu);
+		while (list) { /* batches of one project, in order */
+			record *batch[RECORD_BATCH];
+			int n = 0;
+			record **pp = &list;
+			char project[AW_PROJECT_MAX + 1];
+			memcpy(project, list->ctx.project, sizeof project);
+			while (*pp && n < RECORD_BATCH) {
+				if (!strcmp((*pp)->ctx.project, project)) {
+					batch[n++] = *pp;
+					*pp = (*pp)->next;
+				} else {
+					pp = &(*pp)->next;
+				}
+			}
+			record_batch(g, batch, n);
+			for (int i = 0; i < n; i++) {
+				json_decref(batch[i]->payload);
+				free(batch[i]);
+			}
+		}
+		aw_metrics_loop_tick("mcp_recorder");
+		pthread_mutex_lock(&g->rmu);
+		g->recording = 0;
+		pthread_cond_broadcast(&g->rdone);
+	}
+	pthread_mutex_unlock(&g->rmu);
+	return NULL;
+}
+
+void aw_mcp_flush(aw_mcp *g)
+{
+	pthread_mutex_lock(&g->rmu);
+	while (g->rhead || g->recording)
+		pthread_cond_wait(&g->rdone, &g->rmu);
+	pthread_mutex_unlock(&g->rmu);
+}
+
+/* ------------------------------------------------------------ tools/call */
+
+typedef struct {
+	int gate;
+	aw_err code;
+	const char *outcome; /* ok, tool_error, refused, failed */
+	mtool *t;
+	int cut;
+	size_t result_bytes;
+	json_t *args_audit;
+	long long upstream_code;
+	int has_upstream_code;
+} call_note;
+
+static json_t *refuse(call_note *n, const json_t *id, int gate, aw_err code, const char *msg,
+		      const char *pointer)
+{
+	n->gate = gate;
+	n->code = code;
+	n->outcome = gate == 5 && code == AW_E_MCP_UPSTREAM ? "failed" : "refused";
+	return gate_error(id, code, gate, msg, pointer);
+}
+
+/* Gate 4's rate bucket; 0 when a token was taken, else ms until one is. */
+static long take_token(catalog *c, mtool *t)
+{
+	if (!t->rated)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	int64_t now = aw_clock_mono_ns();
+	t->tokens += (double)(now - t->last_ns) * t->per_ns;
+	if (t->tokens > t->burst)
+		t->tokens = t->burst;
+	t->last_ns = now;
+	long wait = 0;
+	if (t->tokens >= 1)
+		t->tokens -= 1;
+	else
+		wait = (long)((1 - t->tokens) / t->per_ns / 1e6) + 1;
+	pthread_mutex_unlock(&c->mu);
+	return wait;
+}
+
+static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
+{
+	const json_t *id = call->msg.id;
+	json_t *params = call->msg.params;
+	const char *name = call->msg.name;
+	char msg[300];
+	/* gate 1: the tool is one of this project's */
+	mtool *t = NULL;
+	for (int i = 0; c && i < c->ntools && !t; i++)
+		if (!strcmp(c->tools[i].full, name))
+			t = &c->tools[i];
+	if (!t) {
+		snprintf(msg, sizeof msg, "tool %.128s is not visible to this project", name);
+		return refuse(n, id, 1, AW_E_MCP_TOOL, msg, NULL);
+	}
+	n->t = t;
+	/* gate 2: policy and pin */
+	if (!t->enabled)
+		return refuse(n, id, 2, AW_E_MCP_POLICY,
+			      "the tool is disabled by the project's policy", NULL);
+	if (t->write && c->read_only)
+		return refuse(n, id, 2, AW_E_MCP_POLICY, "a write tool in a read_only project",
+			      NULL);
+	json_t *defs = NULL;
+	aw_error err = {0};
+	if (defs_get(g, t->u, 0, &defs, &err))
+		return refuse(n, id, 5, AW_E_MCP_UPSTREAM, err.msg, NULL);
+	json_t *def = json_object_get(defs, t->name);
+	char pin[72] = "";
+	if (def)
+		aw_mcp_def_pin(def, pin);
+	json_decref(defs);
+	if (!t->pin || strcmp(pin, t->pin)) {
+		snprintf(msg, sizeof msg, "%s",
+			 !t->pin ? "the tool has no pinned definition (publish pins it)"
+			 : !def	 ? "the upstream no longer offers the tool it was approved with"
+				 : "the upstream's definition of the tool changed since its "
+				   "revision was approved; a new revision must pin it");
+		return refuse(n, id, 2, AW_E_MCP_PIN, msg, NULL);
+	}
+	/* gate 3: arguments */
+	json_t *args = json_object_get(params, "arguments");
+	if (args && !json_is_object(args))
+		return refuse(n, id, 3, AW_E_MCP_ARGS, "arguments must be an object", "/arguments");
+	json_t *empty = args ? NULL : json_object();
+	const json_t *a = args ? args : empty;
+	char *as = json_dumps(a, JSON_COMPACT);
+	size_t alen = as ? strlen(as) : 0;
+	free(as);
+	json_t *reply = NULL;
+	if (alen > (size_t)t->max_args) {
+		snprintf(msg, sizeof msg, "arguments are %zu bytes, the tool takes at most %d",
+			 alen, t->max_args);
+		reply = refuse(n, id, 3, AW_E_MCP_ARGS, msg, "/arguments");
+		goto out;
+	}
+	aw_schema_error se;
+	if (t->schema && aw_schema_validate(t->schema, a, &se, 1) > 0) {
+		snprintf(msg, sizeof msg, "arguments%.100s %.150s", se.pointer, se.message);
+		reply = refuse(n, id, 3, AW_E_MCP_ARGS, msg, se.pointer);
+		goto out;
+	}
+	n->args_audit = json_deep_copy(a);
+	/* gate 4: rate and budget */
+	long wait = take_token(c, t);
+	if (wait) {
+		snprintf(msg, sizeof msg, "the tool's rate limit is spent; retry in %ld ms", wait);
+		reply = refuse(n, id, 4, AW_E_MCP_RATE, msg, NULL);
+		json_object_set_new(json_object_get(json_object_get(reply, "error"), "data"),
+				    "retry_after_ms", json_integer(wait));
+		goto out;
+	}
+	int suspended = 0;
+	if (aw_budget_suspended(g->o.store, &call->ctx, &suspended, &err) || suspended) {
+		reply = refuse(n, id, 4, AW_E_MCP_BUDGET,
+			       suspended ? "the project is suspended by its budget"
+					 : "the budget could not be read",
+			       NULL);
+		goto out;
+	}
+	/* gate 5: approval, then the upstream */
+	if (t->approval) {
+		reply = refuse(n, id, 5, AW_E_MCP_APPROVAL,
+			       "the tool requires an approval and none allows this call", NULL);
+		goto out;
+	}
+	json_t *up_params = json_pack("{s:s,s:O}", "name", t->name, "arguments", a);
+	json_t *meta = json_object_get(params, "_meta");
+	json_t *pt = json_object_get(meta, "progressToken");
+	if (pt) /* progress is not relayed; the token is dropped */
+		(void)pt;
+	json_t *res = NULL, *rpc = NULL;
+	aw_err e = aw_mcp_up_request(t->u->up, "tools/call", up_params,
+				     t->timeout_ms ? t->timeout_ms : g->o.timeout_ms, &res, &rpc,
+				     &err);
+	json_decref(up_params);
+	if (e) {
+		if (rpc) { /* the upstream's own error: relayed, redacted */
+			aw_redact_json(rpc, NULL);
+			json_t *ed = json_object_get(rpc, "data");
+			json_t *d = json_pack("{s:s,s:i}", "code", aw_err_code(AW_E_MCP_UPSTREAM),
+					      "gate", 5);
+			if (ed)
+				json_object_set(d, "upstream", ed);
+			json_object_set_new(rpc, "data", d);
+			n->has_upstream_code = 1;
+			n->upstream_code = json_integer_value(json_object_get(rpc, "code"));
+			n->gate = 5;
+			n->code = AW_E_MCP_UPSTREAM;
+			n->outcome = "failed";
+			reply = json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error",
+					  rpc);
+		} else {
+			reply = refuse(n, id, 5, AW_E_MCP_UPSTREAM, err.msg, NULL);
+		}
+		goto out;
+	}
+	aw_redact_json(res, NULL);
+	res = cut_result(res, t->max_result, &n->result_bytes, &n->cut);
+	n->outcome = json_is_true(json_object_get(res, "isError")) ? "tool_error" : "ok";
+	decorate(res, &call->meta, 0);
+	reply = aw_rpc_result_json(id, res);
+out:
+	json_decref(empty);
+	return reply;
+}
+
+static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, int64_t t0)
+{
+	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
+	aw_metrics_mcp_call(call->ctx.project, n->t ? n->t->full : "-", n->outcome, ms / 1e3,
+			    n->gate, n->gate ? aw_err_code(n->code) : "");
+	json_t *p = json_pack("{s:s,s:s,s:s,s:s,s:f}", "principal", call->ctx.principal, "trace_id",
+			      call->ctx.trace.trace_id, "tool", n->t ? n->t->full : call->msg.name,
+			      "outcome", n->outcome, "latency_ms", ms);
+	if (!p)
+		return;
+	if (c) {
+		json_object_set_new(p, "policy_revision", json_string(c->revision_id));
+		json_object_set_new(p, "policy_body_hash", json_string(c->body_hash));
+	}
+	if (n->t) {
+		json_object_set_new(p, "provider", json_string(n->t->u->provider));
+		json_object_set_new(p, "upstream_tool", json_string(n->t->name));
+	}
+	if (n->gate) {
+		json_object_set_new(p, "gate", json_integer(n->gate));
+		json_object_set_new(p, "code", json_string(aw_err_code(n->code)));
+	}
+	if (n->has_upstream_code)
+		json_object_set_new(p, "upstream_code", json_integer(n->upstream_code));
+	if (n->args_audit) { /* redacted; a large one by its size only */
+		aw_redact_json(n->args_audit, NULL);
+		char *s = json_dumps(n->args_audit, JSON_COMPACT);
+		if (s && strlen(s) <= AUDIT_ARGS_MAX)
+			json_object_set(p, "arguments", n->args_audit);
+		else
+			json_object_set_new(p, "arguments_bytes",
+					    json_integer(s ? (json_int_t)strlen(s) : 0));
+		free(s);
+	}
+	if (n->result_bytes) {
+		json_object_set_new(p, "result_bytes", json_integer((json_int_t)n->result_bytes));
+		json_object_set_new(p, "cut", json_boolean(n->cut));
+	}
+	if (call->run_id[0]) {
+		json_object_set_new(p, "run_id", json_string(call->run_id));
+		json_object_set_new(p, "step", json_integer(call->meta.step_no));
+	}
+	record_queue(g, &call->ctx, n->t ? n->t->full : "-", p);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static void finish(aw_mcp_call *c, json_t *response, int status)
+{
+	pthread_mutex_lock(&c->mu);
+	c->response = response;
+	c->status = status;
+	c->done = 1;
+	if (c->parked && c->wake) {
+		c->parked = 0;
+		c->wake(c->ud);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The methods that touch upstreams (on a worker). */
+static void run_call(aw_mcp *g, aw_mcp_call *call)
+{
+	const json_t *id = call->msg.id;
+	int64_t t0 = aw_clock_mono_ns();
+	aw_err e;
+	aw_error err = {0};
+	catalog *c = catalog_get(g, &call->ctx, &e, &err);
+	json_t *reply;
+	int status = 200;
+	if (e && e != AW_E_CONTRACT_NOT_FOUND) {
+		reply = aw_rpc_error_json(
+			id, AW_RPC_INTERNAL, err.msg,
+			aw_err_code(e == AW_E_MCP_UPSTREAM ? e : AW_E_MCP_UNAVAILABLE));
+		status = 503;
+	} else if (!strcmp(call->msg.method, "tools/list")) {
+		json_t *res = json_pack("{s:o}", "tools", list_tools(g, c));
+		decorate(res, &call->meta, 1);
+		reply = aw_rpc_result_json(id, res);
+	} else {
+		call_note n = {.outcome = "ok"};
+		reply = tools_call(g, call, c, &n);
+		audit_call(g, call, c, &n, t0);
+		json_decref(n.args_audit);
+	}
+	catalog_put(c);
+	finish(call, reply, status);
+}
+
+static void *worker_main(void *arg)
+{
+	aw_mcp *g = arg;
+	pthread_setname_np(pthread_self(), "aw-mcp-worker");
+	for (;;) {
+		pthread_mutex_lock(&g->qmu);
+		while (!g->qhead && !atomic_load(&g->stopping))
+			pthread_cond_wait(&g->qcv, &g->qmu);
+		aw_mcp_call *c = g->qhead;
+		if (c && !(g->qhead = c->qnext))
+			g->qtail = NULL;
+		pthread_mutex_unlock(&g->qmu);
+		if (!c)
+			break;
+		if (atomic_load(&g->stopping))
+			finish(c,
+			       aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL,
+						 "the gateway is shutting down",
+						 aw_err_code(AW_E_MCP_UNAVAILABLE)),
+			       503);
+		else
+			run_call(g, c);
+		aw_mcp_release(c);
+	}
+	return NULL;
+}
+
+static void session_new(aw_mcp *g, aw_mcp_call *c)
+{
+	uint8_t raw[16];
+	if (aw_random_bytes(raw, sizeof raw))
+		return;
+	msession *s = calloc(1, sizeof *s);
+	if (!s)
+		return;
+	aw_base64url(raw, sizeof raw, s->id);
+	memcpy(s->project, c->ctx.project, sizeof s->project);
+	memcpy(s->principal, c->ctx.principal, sizeof s->principal);
+	memcpy(s->version, c->version, sizeof s->version);
+	s->used_ns = aw_clock_mono_ns();
+	pthread_mutex_lock(&g->mu);
+	/* idle ones go; past the cap, the oldest */
+	msession **pp = &g->sessions, **oldest = NULL;
+	while (*pp) {
+		if (s->used_ns - (*pp)->used_ns > SESSION_IDLE_NS) {
+			msession *d = *pp;
+			*pp = d->next;
+			free(d);
+			g->nsessions--;
+			continue;
+		}
+		if (!oldest || (*pp)->used_ns < (*oldest)->used_ns)
+			oldest = pp;
+		pp = &(*pp)->next;
+	}
+	if (g->nsessions >= SESSIONS_MAX && oldest) {
+		msession *d = *oldest;
+		*oldest = d->next;
+		free(d);
+		g->nsessions--;
+	}
+	s->next = g->sessions;
+	g->sessions = s;
+	g->nsessions++;
+	pthread_mutex_unlock(&g->mu);
+	memcpy(c->session, s->id, sizeof c->session);
+}
+
+aw_err aw_mcp_session_get(aw_mcp *g, const aw_ctx *ctx, const char *id, char version[16],
+			  aw_error *err)
+{
+	aw_err e = aw_fail(err, AW_E_MCP_SESSION, "no such MCP session here; initialize again");
+	pthread_mutex_lock(&g->mu);
+	int64_t now = aw_clock_mono_ns();
+	for (msession *s = g->sessions; s; s = s->next)
+		if (!strcmp(s->id, id) && !strcmp(s->project, ctx->project) &&
+		    !strcmp(s->principal, ctx->principal) && now - s->used_ns <= SESSION_IDLE_NS) {
+			s->used_ns = now;
+			memcpy(version, s->version, 16);
+			e = AW_OK;
+			break;
+		}
+	pthread_mutex_unlock(&g->mu);
+	return e;
+}
+
+void aw_mcp_session_end(aw_mcp *g, const aw_ctx *ctx, const char *id)
+{
+	pthread_mutex_lock(&g->mu);
+	for (msession **pp = &g->sessions; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->id, id) && !strcmp((*pp)->project, ctx->project)) {
+			msession *d = *pp;
+			*pp = d->next;
+			free(d);
+			g->nsessions--;
+			break;
+		}
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* The methods answered at once; 1 when answered. */
+static int answer_now(aw_mcp *g, aw_mcp_call *c)
+{
+	const aw_mcp_msg *m = &c->msg;
+	if (m->kind != AW_MCP_REQUEST) { /* notifications, responses: accepted */
+		finish(c, NULL, 202);
+		return 1;
+	}
+	const char *meth = m->method;
+	if (!strcmp(meth, "tools/list") || !strcmp(meth, "tools/call"))
+		return 0;
+	json_t *res = NULL;
+	if (!strcmp(meth, "initialize") && !c->meta.stateless) {
+		const char *want = json_string_value(json_object_get(m->params, "protocolVersion"));
+		snprintf(c->version, sizeof c->version, "%s",
+			 want && aw_mcp_version_supported(want) && strcmp(want, AW_MCP_V_STATELESS)
+				 ? want
+				 : AW_MCP_V_LEGACY);
+		res = json_pack("{s:s,s:o,s:o,s:s}", "protocolVersion", c->version, "capabilities",
+				capabilities(), "serverInfo", server_info(), "instructions",
+				"The tools of this project, through the awooop gateway.");
+		session_new(g, c);
+	} else if (!strcmp(meth, "server/discover")) {
+		res = json_pack("{s:o,s:o,s:{s:o}}", "supportedVersions", aw_mcp_versions_json(1),
+				"capabilities", capabilities(), "_meta",
+				"io.modelcontextprotocol/serverInfo", server_info());
+		decorate(res, &c->meta, 1);
+		if (!c->meta.stateless) /* asked in a legacy session: still answered */
+			json_object_set_new(res, "resultType", json_string("complete"));
+	} else if (!strcmp(meth, "ping") && !c->meta.stateless) {
+		res = json_object();
+	} else if (!strcmp(meth, "resources/list") || !strcmp(meth, "resources/templates/list") ||
+		   !strcmp(meth, "prompts/list")) {
+		const char *k = meth[0] == 'p'		    ? "prompts"
+				: strstr(meth, "templates") ? "resourceTemplates"
+							    : "resources";
+		res = json_pack("{s:[]}", k);
+		decorate(res, &c->meta, 1);
+	} else {
+		finish(c,
+		       aw_rpc_error_json(m->id, AW_RPC_METHOD,
+					 "method not found (the gateway relays tools only)", NULL),
+		       c->meta.stateless ? 404 : 200);
+		return 1;
+	}
+	finish(c, aw_rpc_result_json(m->id, res), 200);
+	return 1;
+}
+
+aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
+		    aw_mcp_wake wake, void *ud, aw_mcp_call **out, aw_error *err)
+{
+	aw_mcp_call *c = calloc(1, sizeof *c);
+	if (!c) {
+		aw_mcp_msg_clear(msg);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	c->g = g;
+	atomic_init(&c->refs, 1);
+	c->ctx = *ctx;
+	c->msg = *msg;
+	memset(msg, 0, sizeof *msg);
+	c->meta = *meta;
+	snprintf(c->version, sizeof c->version, "%s", meta->version ? meta->version : "");
+	c->meta.version = c->version;
+	snprintf(c->run_id, sizeof c->run_id, "%s", meta->run_id ? meta->run_id : "");
+	c->meta.run_id = c->run_id;
+	c->wake = wake;
+	c->ud = ud;
+	pthread_mutex_init(&c->mu, NULL);
+	*out = c;
+	if (answer_now(g, c))
+		return AW_OK;
+	if (atomic_load(&g->stopping)) {
+		finish(c,
+		       aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL, "the gateway is shutting down",
+					 aw_err_code(AW_E_MCP_UNAVAILABLE)),
+		       503);
+		return AW_OK;
+	}
+	atomic_fetch_add(&c->refs, 1); /* the worker's */
+	pthread_mutex_lock(&g->qmu);
+	if (g->qtail)
+		g->qtail->qnext = c;
+	else
+		g->qhead = c;
+	g->qtail = c;
+	pthread_cond_signal(&g->qcv);
+	pthread_mutex_unlock(&g->qmu);
+	return AW_OK;
+}
+
+int aw_mcp_answer(aw_mcp_call *c, aw_mcp_park park, void *pud, json_t **response, int *status,
+		  const char **sess)
+{
+	pthread_mutex_lock(&c->mu);
+	int done = c->done;
+	if (!done) {
+		c->parked = 1;
+		if (park)
+			park(pud);
+	} else {
+		*response = c->response;
+		c->response = NULL;
+		*status = c->status;
+		*sess = c->session;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return done;
+}
+
+void aw_mcp_release(aw_mcp_call *c)
+{
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	aw_mcp_msg_clear(&c->msg);
+	json_decref(c->response);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int woken;
+} waiter;
+
+static void wake_waiter(void *ud)
+{
+	waiter *w = ud;
+	pthread_mutex_lock(&w->mu);
+	w->woken = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
+			int *status)
+{
+	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	aw_mcp_call *c = NULL;
+	aw_error err = {0};
+	*status = 500;
+	if (aw_mcp_start(g, ctx, msg, meta, wake_waiter, &w, &c, &err))
+		return NULL;
+	json_t *resp = NULL;
+	const char *sess = NULL;
+	while (!aw_mcp_answer(c, NULL, NULL, &resp, status, &sess)) {
+		pthread_mutex_lock(&w.mu);
+		while (!w.woken)
+			pthread_cond_wait(&w.cv, &w.mu);
+		w.woken = 0;
+		pthread_mutex_unlock(&w.mu);
+	}
+	aw_mcp_release(c);
+	return resp;
+}
+
+/* ------------------------------------------------------------ pinning */
+
+aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pinned, aw_error *err)
+{
+	json_t *b = json_deep_copy(body), *ups = json_object_get(b, "upstreams");
+	json_t *tools = json_object_get(b, "tools");
+	int priv = json_is_true(json_object_get(b, "allow_private_network"));
+	aw_err e = AW_OK;
+	const char *k;
+	json_t *v;
+	json_object_foreach (ups, k, v) {
+		int used = 0;
+		for (size_t i = 0; i < json_array_size(tools); i++)
+			used |= !strcmp(json_string_value(json_object_get(json_array_get(tools, i),
+									  "provider")),
+					k);
+		if (!used)
+			continue;
+		upinst *u = upinst_for(g, NULL, ctx->project, k, v, priv, err);
+		json_t *defs = NULL;
+		if (!u) {
+			e = err->err ? err->err : AW_E_NOMEM;
+			break;
+		}
+		e = fetch_defs(g, u, &defs, err);
+		upinst_put(u);
+		if (e) {
+			char msg[sizeof err->msg];
+			memcpy(msg, err->msg, sizeof msg);
+			e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s: %.200s", k, msg);
+			break;
+		}
+		for (size_t i = 0; i < json_array_size(tools) && !e; i++) {
+			json_t *t = json_array_get(tools, i);
+			if (strcmp(json_string_value(json_object_get(t, "provider")), k))
+				continue;
+			const char *name = json_string_value(json_object_get(t, "name"));
+			json_t *def = json_object_get(defs, name);
+			char pin[72], ptr[64];
+			snprintf(ptr, sizeof ptr, "/tools/%zu/pin", i);
+			const char *given = json_string_value(json_object_get(t, "pin"));
+			if (!def)
+				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
+					       "upstream %s offers no tool %s", k, name);
+			else if (aw_mcp_def_pin(def, pin))
+				e = aw_fail(err, AW_E_NOMEM, "out of memory");
+			else if (given && strcmp(given, pin))
+				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
+					       "%s: upstream %s's definition of %s is %s now", ptr,
+					       k, name, pin);
+			else
+				json_object_set_new(t, "pin", json_string(pin));
+		}
+		json_decref(defs);
+		if (e)
+			break;
+	}
+	if (e) {
+		json_decref(b);
+		return e;
+	}
+	*pinned = b;
+	return AW_OK;
+}
+
+/* ------------------------------------------------------------ life */
+
+aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
+{
+	aw_mcp *g = calloc(1, sizeof *g);
+	if (!g)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	g->o = *o;
+	if (g->o.workers <= 0)
+		g->o.workers = 32;
+	if (g->o.timeout_ms <= 0)
+		g->o.timeout_ms = 30000;
+	if (g->o.defs_ttl_ms <= 0)
+		g->o.defs_ttl_ms = 5000;
+	snprintf(g->contract_id, sizeof g->contract_id, "%s",
+		 o->contract_id ? o->contract_id : "default");
+	g->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_mutex_init(&g->qmu, NULL);
+	pthread_cond_init(&g->qcv, NULL);
+	pthread_mutex_init(&g->rmu, NULL);
+	pthread_cond_init(&g->rcv, NULL);
+	pthread_cond_init(&g->rdone, NULL);
+	aw_err e = aw_redact_init(err);
+	if (!e && aw_policy_on_change(o->policy, on_change, g) != 0)
+		e = aw_fail(err, AW_E_INTERNAL, "too many policy listeners");
+	if (!e && !(g->workers = calloc((size_t)g->o.workers, sizeof *g->workers)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; !e && i < g->o.workers; i++) {
+		if (pthread_create(&g->workers[i], NULL, worker_main, g) != 0)
+			e = aw_fail(err, AW_E_INTERNAL, "cannot start MCP worker threads");
+		else
+			g->nworkers++;
+	}
+	if (!e && pthread_create(&g->recorder, NULL, recorder_main, g) != 0)
+		e = aw_fail(err, AW_E_INTERNAL, "cannot start the MCP recorder thread");
+	else if (!e)
+		g->recorder_started = 1;
+	if (e) {
+		aw_mcp_free(g);
+		return e;
+	}
+	*out = g;
+	return AW_OK;
+}
+
+void aw_mcp_stop(aw_mcp *g)
+{
+	if (!g || atomic_exchange(&g->stopping, 1))
+		return;
+	aw_policy_off(g->o.policy, on_change, g);
+	pthread_mutex_lock(&g->qmu);
+	pthread_cond_broadcast(&g->qcv);
+	pthread_mutex_unlock(&g->qmu);
+	for (int i = 0; i < g->nworkers; i++)
+		pthread_join(g->workers[i], NULL);
+	g->nworkers = 0;
+}
+
+void aw_mcp_free(aw_mcp *g)
+{
+	if (!g)
+		return;
+	aw_mcp_stop(g);
+	free(g->workers);
+	if (g->recorder_started) {
+		pthread_mutex_lock(&g->rmu);
+		pthread_cond_broadcast(&g->rcv);
+		pthread_mutex_unlock(&g->rmu);
+		pthread_join(g->recorder, NULL);
+	}
+	while (g->catalogs) {
+		catalog *c = g->catalogs;
+		g->catalogs = c->next;
+		catalog_put(c);
+	}
+	while (g->sessions) {
+		msession *s = g->sessions;
+		g->sessions = s->next;
+		free(s);
+	}
+	free(g->secrets_dir);
+	free(g);
+}

@@ -1,0 +1,44 @@
+/*
+ * mcp_internal.h - what the files of src/mcp/ share: an upstream (one MCP
+ * server of one project: a Streamable HTTP endpoint or a stdio child), the
+ * requests the gateway makes of it, and tool definition hashing.
+ */
+#ifndef AW_MCP_INTERNAL_H
+#define AW_MCP_INTERNAL_H
+
+#include <jansson.h>
+
+#include "awooop/err.h"
+
+/* Responses larger than this are refused (E-MCP-GATE-009), whatever the cut. */
+#define AW_MCP_MAX_RESPONSE (8u << 20)
+
+typedef struct aw_mcp_up aw_mcp_up;
+
+typedef struct {
+	const char *project, *provider;
+	const json_t *config; /* the contract's upstream object (copied) */
+	const char *secrets_dir;
+	int allow_private;
+	const char *const *stdio_allow; /* NULL-ended allowed programs or "dir/" prefixes */
+	int timeout_ms;			/* the upstream's default */
+} aw_mcp_up_opts;
+
+aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err);
+/* Stops a stdio child (SIGTERM, then SIGKILL), closes connections. */
+void aw_mcp_up_free(aw_mcp_up *u);
+/* One request. AW_OK with *result (new reference), or AW_E_MCP_UPSTREAM with
+ * err (and *rpc_error, a new reference, when the upstream answered a JSON-RPC
+ * error). Credentials resolved for this request (or the child) are scrubbed
+ * from what comes back. */
+aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
+			 json_t **result, json_t **rpc_error, aw_error *err);
+/* Set when a stdio upstream sent notifications/tools/list_changed since the
+ * last call (and cleared by it). */
+int aw_mcp_up_list_changed(aw_mcp_up *u);
+
+/* "sha256:<hex>" of a tool definition: JCS of {name, description,
+ * inputSchema, outputSchema} (the members present). -1 on OOM. */
+int aw_mcp_def_pin(const json_t *def, char out[72]);
+
+#endif

@@ -1,0 +1,902 @@
+/*
+ * upstream.c - the MCP servers behind the gateway, as seen from it: one
+ * aw_mcp_up per (project, provider, configuration).
+ *
+ *   http   Streamable HTTP: a POST per request (JSON or an SSE response, whose
+ *          message with the request's id is the answer), a session initialized
+ *          once (legacy protocol 2025-11-25; a 404 on the session starts a new
+ *          one and retries once), idle curl handles kept for keep-alive.
+ *          Headers carry the contract's secret references, resolved for each
+ *          request and wiped after. Every connect passes the egress policy on
+ *          the address being connected (curl's opensocket callback), so DNS
+ *          rebinding gains nothing.
+ *   stdio  a child process (fork + execve of an allow-listed absolute path)
+ *          whose environment holds only the contract's env (secrets resolved
+ *          at start) and PATH; JSON-RPC lines on stdin/stdout, many requests in
+ *          flight matched by id by a reader thread; a child that exits fails
+ *          what it held and is restarted at the next request, with backoff.
+ *          Its own process group, stopped with SIGTERM then SIGKILL.
+ * What comes back has every credential value of the upstream replaced by
+ * [REDACTED:credential] before it is parsed.
+ */
+#include "mcp_internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "awooop/buf.h"
+#include "awooop/clock.h"
+#include "awooop/egress.h"
+#include "awooop/jcs.h"
+#include "awooop/log.h"
+#include "awooop/mcp_wire.h"
+#include "awooop/secret.h"
+
+#define SCRUBBED "[REDACTED:credential]"
+#define MAX_SECRETS 80
+#define IDLE_HANDLES 64
+
+typedef struct pending {
+	json_int_t id;
+	int done;
+	json_t *msg; /* the response (owned) */
+	struct pending *next;
+} pending;
+
+struct aw_mcp_up {
+	char project[64], provider[40];
+	json_t *config;
+	char *secrets_dir;
+	int allow_private, stdio, timeout_ms;
+	const char *const *stdio_allow;
+	atomic_llong next_id;
+	atomic_int list_changed;
+	pthread_mutex_t mu; /* everything below */
+	pthread_cond_t cv;
+	/* http */
+	char url[2100];
+	char session[256];
+	char version[16];
+	int initialized;
+	CURL *idle[IDLE_HANDLES];
+	int nidle;
+	/* stdio */
+	pid_t pid;
+	int in_fd, out_fd;
+	pthread_t reader;
+	int reader_live, alive, gen;
+	pending *waiting;
+	char *secrets[MAX_SECRETS]; /* the child's resolved values, for scrubbing */
+	int nsecrets;
+	int64_t started_ns, retry_at_ns, backoff_ms;
+	int stopping;
+};
+
+/* ------------------------------------------------------------ scrubbing */
+
+static void scrub(aw_buf *b, char *const *secrets, int n)
+{
+	for (int i = 0; i < n; i++) {
+		size_t sl = strlen(secrets[i]);
+		if (sl < 4) /* a value this short would scrub ordinary text */
+			continue;
+		char *hit;
+		size_t from = 0;
+		while (b->len && (hit = memmem(b->p + from, b->len - from, secrets[i], sl))) {
+			size_t at = (size_t)(hit - b->p), rl = sizeof SCRUBBED - 1;
+			aw_buf tail = AW_BUF_INIT(b->max);
+			aw_buf_add(&tail, hit + sl, b->len - at - sl);
+			aw_buf_truncate(b, at);
+			aw_buf_add(b, SCRUBBED, rl);
+			aw_buf_add(b, aw_buf_str(&tail), tail.len);
+			aw_buf_free(&tail);
+			from = at + rl;
+		}
+	}
+}
+
+static void wipe_str(char *s)
+{
+	if (s) {
+		volatile char *p = s;
+		while (*p)
+			*p++ = 0;
+		free(s);
+	}
+}
+
+/* err's message under another code. */
+static aw_err rewrap(aw_error *err, aw_err e)
+{
+	char msg[sizeof err->msg];
+	memcpy(msg, err->msg, sizeof msg);
+	return aw_fail(err, e, "%s", msg);
+}
+
+/* ------------------------------------------------------------ JSON-RPC */
+
+static char *request_line(json_int_t id, const char *method, const json_t *params)
+{
+	json_t *m = json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
+	if (id >= 0)
+		json_object_set_new(m, "id", json_integer(id));
+	if (params)
+		json_object_set(m, "params", (json_t *)params);
+	char *s = json_dumps(m, JSON_COMPACT);
+	json_decref(m);
+	return s;
+}
+
+static json_t *init_params(void)
+{
+	return json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion", AW_MCP_V_LEGACY,
+			 "capabilities", "clientInfo", "name", "awooop-mcp-gateway", "version",
+			 AWOOOP_VERSION);
+}
+
+/* The answer to a request: result, or an upstream JSON-RPC error. */
+static aw_err answer_of(json_t *msg, json_t **result, json_t **rpc_error, aw_error *err)
+{
+	json_t *res = json_object_get(msg, "result"), *e = json_object_get(msg, "error");
+	if (json_is_object(res)) {
+		*result = json_incref(res);
+		return AW_OK;
+	}
+	if (json_is_object(e)) {
+		if (rpc_error)
+			*rpc_error = json_incref(e);
+		const char *m = json_string_value(json_object_get(e, "message"));
+		return aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream answered error %lld: %.120s",
+			       (long long)json_integer_value(json_object_get(e, "code")),
+			       m ? m : "(no message)");
+	}
+	return aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream's answer has no result");
+}
+
+/* ------------------------------------------------------------ http */
+
+typedef struct {
+	aw_mcp_up *u;
+	aw_buf body;
+	char session[256];
+	char ctype[128];
+	int egress_refused;
+} xfer;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	xfer *x = ud;
+	return aw_buf_add(&x->body, p, sz * n) ? 0 : sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	xfer *x = ud;
+	size_t len = sz * n;
+	const char *names[] = {"mcp-session-id:", "content-type:"};
+	char *dst[] = {x->session, x->ctype};
+	size_t caps[] = {sizeof x->session, sizeof x->ctype};
+	for (int i = 0; i < 2; i++) {
+		size_t nl = strlen(names[i]);
+		if (len > nl && !strncasecmp(p, names[i], nl)) {
+			const char *v = p + nl;
+			size_t vl = len - nl;
+			while (vl && (*v == ' ' || *v == '\t'))
+				v++, vl--;
+			while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+				vl--;
+			if (vl < caps[i]) {
+				memcpy(dst[i], v, vl);
+				dst[i][vl] = 0;
+			}
+		}
+	}
+	return len;
+}
+
+static curl_socket_t on_open(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	xfer *x = ud;
+	(void)purpose;
+	if (!aw_egress_allowed(&a->addr, x->u->allow_private)) {
+		x->egress_refused = (int)aw_egress_classify(&a->addr);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* The message with id in an SSE body (notifications and others skipped). */
+static json_t *sse_find(const char *body, size_t len, json_int_t id)
+{
+	aw_buf data = AW_BUF_INIT(AW_MCP_MAX_RESPONSE);
+	json_t *found = NULL;
+	const char *p = body, *end = body + len;
+	while (p <= end && !found) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		size_t ll = (size_t)(le - p);
+		if (ll && p[ll - 1] == '\r')
+			ll--;
+		if (ll == 0) { /* event end */
+			if (data.len) {
+				json_t *m = json_loadb(data.p, data.len, 0, NULL);
+				if (m && json_integer_value(json_object_get(m, "id")) == id &&
+				    json_is_integer(json_object_get(m, "id")))
+					found = m;
+				else
+					json_decref(m);
+			}
+			aw_buf_truncate(&data, 0);
+		} else if (ll >= 5 && !strncmp(p, "data:", 5)) {
+			const char *v = p + 5;
+			size_t vl = ll - 5;
+			if (vl && *v == ' ')
+				v++, vl--;
+			if (data.len)
+				aw_buf_add(&data, "\n", 1);
+			aw_buf_add(&data, v, vl);
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	if (!found && data.len) { /* a last event without its blank line */
+		json_t *m = json_loadb(data.p, data.len, 0, NULL);
+		if (m && json_integer_value(json_object_get(m, "id")) == id)
+			found = m;
+		else
+			json_decref(m);
+	}
+	aw_buf_free(&data);
+	return found;
+}
+
+/* One POST; *msg the answer to id (NULL for a notification: 202 expected).
+ * *status the HTTP status. */
+static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms, json_t **msg,
+			long *status, aw_error *err)
+{
+	*msg = NULL;
+	*status = 0;
+	char *vals[MAX_SECRETS] = {0};
+	int nv = 0;
+	struct curl_slist *hdr = NULL;
+	aw_err e = AW_OK;
+	char line_buf[512];
+	hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	hdr = curl_slist_append(hdr, "Accept: application/json, text/event-stream");
+	pthread_mutex_lock(&u->mu);
+	snprintf(line_buf, sizeof line_buf, "MCP-Protocol-Version: %s", u->version);
+	hdr = curl_slist_append(hdr, line_buf);
+	if (u->session[0]) {
+		snprintf(line_buf, sizeof line_buf, "Mcp-Session-Id: %s", u->session);
+		hdr = curl_slist_append(hdr, line_buf);
+	}
+	CURL *h = u->nidle ? u->idle[--u->nidle] : NULL;
+	pthread_mutex_unlock(&u->mu);
+	const char *k;
+	json_t *v;
+	json_object_foreach (json_object_get(u->config, "headers"), k, v) {
+		aw_buf b = AW_BUF_INIT(70000);
+		const char *prefix = json_string_value(json_object_get(v, "prefix"));
+		aw_buf_addf(&b, "%s: %s", k, prefix ? prefix : "");
+		size_t at = b.len;
+		e = aw_secret_tenant_resolve(u->project, u->secrets_dir,
+					     json_string_value(json_object_get(v, "secret")), &b,
+					     err);
+		if (!e && nv < MAX_SECRETS)
+			vals[nv++] = strndup(b.p + at, b.len - at);
+		if (!e)
+			hdr = curl_slist_append(hdr, aw_buf_str(&b));
+		aw_secret_wipe(&b);
+		if (e) {
+			e = rewrap(err, AW_E_MCP_UPSTREAM);
+			goto done;
+		}
+	}
+	if (!h && !(h = curl_easy_init())) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto done;
+	}
+	xfer x = {.u = u, .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE)};
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, u->url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, line);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(line));
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			 timeout_ms < 5000 ? (long)timeout_ms : 5000L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &x);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	CURLcode rc = curl_easy_perform(h);
+	curl_slist_free_all(hdr);
+	hdr = NULL;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	if (rc != CURLE_OK) {
+		if (x.egress_refused)
+			e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream's address is %s",
+				    aw_egress_reason((aw_egress_class)x.egress_refused));
+		else if (rc == CURLE_WRITE_ERROR)
+			e = aw_fail(err, AW_E_MCP_UPSTREAM,
+				    "the upstream answered more than %u bytes",
+				    AW_MCP_MAX_RESPONSE);
+		else if (rc == CURLE_OPERATION_TIMEDOUT)
+			e = aw_fail(err, AW_E_MCP_UPSTREAM,
+				    "the upstream did not answer within %d ms", timeout_ms);
+		else
+			e = aw_fail(err, AW_E_MCP_UPSTREAM,
+				    "the upstream could not be reached (%s)",
+				    curl_easy_strerror(rc));
+		curl_easy_cleanup(h);
+		h = NULL;
+	} else {
+		scrub(&x.body, vals, nv);
+		if (x.session[0]) {
+			pthread_mutex_lock(&u->mu);
+			memcpy(u->session, x.session, sizeof u->session);
+			pthread_mutex_unlock(&u->mu);
+		}
+		if (id >= 0 && *status == 200) {
+			*msg = !strncasecmp(x.ctype, "text/event-stream", 17)
+				       ? sse_find(aw_buf_str(&x.body), x.body.len, id)
+				       : json_loadb(aw_buf_str(&x.body), x.body.len, 0, NULL);
+			if (!*msg)
+				e = aw_fail(err, AW_E_MCP_UPSTREAM,
+					    "the upstream's answer holds no JSON-RPC response");
+		} else if (*status >= 400 && *status != 404) {
+			e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream answered HTTP %ld",
+				    *status);
+		}
+	}
+	aw_buf_free(&x.body);
+	if (h) {
+		pthread_mutex_lock(&u->mu);
+		if (u->nidle < IDLE_HANDLES)
+			u->idle[u->nidle++] = h, h = NULL;
+		pthread_mutex_unlock(&u->mu);
+		if (h)
+			curl_easy_cleanup(h);
+	}
+done:
+	curl_slist_free_all(hdr);
+	for (int i = 0; i < nv; i++)
+		wipe_str(vals[i]);
+	return e;
+}
+
+static aw_err http_init(aw_mcp_up *u, int timeout_ms, aw_error *err)
+{
+	json_t *p = init_params();
+	char *line = request_line(atomic_fetch_add(&u->next_id, 1), "initialize", p);
+	json_decref(p);
+	json_t *msg = NULL, *res = NULL;
+	long st;
+	pthread_mutex_lock(&u->mu);
+	u->session[0] = 0;
+	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
+	pthread_mutex_unlock(&u->mu);
+	aw_err e = http_post(u, line, atomic_load(&u->next_id) - 1, timeout_ms, &msg, &st, err);
+	free(line);
+	if (!e && !msg)
+		e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream refused initialize (HTTP %ld)",
+			    st);
+	if (!e && !(e = answer_of(msg, &res, NULL, err))) {
+		const char *v = json_string_value(json_object_get(res, "protocolVersion"));
+		pthread_mutex_lock(&u->mu);
+		if (v && aw_mcp_version_supported(v) && strcmp(v, AW_MCP_V_STATELESS))
+			snprintf(u->version, sizeof u->version, "%s", v);
+		pthread_mutex_unlock(&u->mu);
+		char *note = request_line(-1, "notifications/initialized", NULL);
+		json_t *none = NULL;
+		e = http_post(u, note, -1, timeout_ms, &none, &st, err);
+		free(note);
+		json_decref(none);
+	}
+	json_decref(res);
+	json_decref(msg);
+	return e;
+}
+
+static aw_err http_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
+			   json_t **result, json_t **rpc_error, aw_error *err)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		pthread_mutex_lock(&u->mu);
+		int ready = u->initialized;
+		pthread_mutex_unlock(&u->mu);
+		if (!ready) {
+			aw_err e = http_init(u, timeout_ms, err);
+			if (e)
+				return e;
+			pthread_mutex_lock(&u->mu);
+			u->initialized = 1;
+			pthread_mutex_unlock(&u->mu);
+		}
+		json_int_t id = atomic_fetch_add(&u->next_id, 1);
+		char *line = request_line(id, method, params);
+		json_t *msg = NULL;
+		long st = 0;
+		aw_err e = http_post(u, line, id, timeout_ms, &msg, &st, err);
+		free(line);
+		if (!e && st == 404) { /* the session ended upstream: a new one, once */
+			pthread_mutex_lock(&u->mu);
+			u->initialized = 0;
+			pthread_mutex_unlock(&u->mu);
+			if (attempt == 0)
+				continue;
+			return aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream answered HTTP 404");
+		}
+		if (!e)
+			e = answer_of(msg, result, rpc_error, err);
+		json_decref(msg);
+		return e;
+	}
+	return AW_E_MCP_UPSTREAM;
+}
+
+/* ------------------------------------------------------------ stdio */
+
+static int program_allowed(const aw_mcp_up *u, const char *prog)
+{
+	for (int i = 0; u->stdio_allow && u->stdio_allow[i]; i++) {
+		const char *a = u->stdio_allow[i];
+		size_t n = strlen(a);
+		if (n && a[n - 1] == '/' ? !strncmp(prog, a, n) && !strstr(prog, "/../")
+					 : !strcmp(prog, a))
+			return 1;
+	}
+	return 0;
+}
+
+static void fail_waiting(aw_mcp_up *u) /* holds mu */
+{
+	for (pending *p = u->waiting; p; p = p->next)
+		p->done = 1;
+	pthread_cond_broadcast(&u->cv);
+}
+
+typedef struct {
+	aw_mcp_up *u;
+	int fd, gen;
+} reader_arg;
+
+static void *reader_main(void *arg)
+{
+	reader_arg ra = *(reader_arg *)arg;
+	free(arg);
+	aw_mcp_up *u = ra.u;
+	pthread_setname_np(pthread_self(), "aw-mcp-stdio");
+	aw_buf line = AW_BUF_INIT(AW_MCP_MAX_RESPONSE);
+	char buf[65536];
+	int over = 0;
+	for (;;) {
+		ssize_t n = read(ra.fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+			size_t take = nl ? (size_t)(nl - (buf + i)) : (size_t)(n - i);
+			if (!over && aw_buf_add(&line, buf + i, take))
+				over = 1;
+			i += (ssize_t)take;
+			if (!nl)
+				break;
+			if (over) { /* a line over the limit: the protocol is broken */
+				aw_log(AW_LOG_WARN, NULL,
+				       "mcp stdio upstream sent an oversized line", "project",
+				       u->project, "provider", u->provider, NULL);
+				goto out;
+			}
+			pthread_mutex_lock(&u->mu);
+			scrub(&line, u->secrets, u->nsecrets);
+			pthread_mutex_unlock(&u->mu);
+			json_t *m = json_loadb(aw_buf_str(&line), line.len, 0, NULL);
+			aw_buf_truncate(&line, 0);
+			const char *method = json_string_value(json_object_get(m, "method"));
+			json_t *id = json_object_get(m, "id");
+			if (method && id) { /* a request of the server's: not relayed */
+				json_t *r = aw_rpc_error_json(
+					id, AW_RPC_METHOD, "the gateway relays no server requests",
+					NULL);
+				char *s = json_dumps(r, JSON_COMPACT);
+				json_decref(r);
+				pthread_mutex_lock(&u->mu);
+				if (s && u->alive && u->gen == ra.gen) {
+					size_t sl = strlen(s);
+					s[sl] = '\n';
+					ssize_t w = write(u->in_fd, s, sl + 1);
+					(void)w;
+				}
+				pthread_mutex_unlock(&u->mu);
+				free(s);
+			} else if (method) {
+				if (!strcmp(method, "notifications/tools/list_changed"))
+					atomic_store(&u->list_changed, 1);
+			} else if (json_is_integer(id)) {
+				pthread_mutex_lock(&u->mu);
+				for (pending *p = u->waiting; p; p = p->next)
+					if (p->id == json_integer_value(id) && !p->done) {
+						p->msg = json_incref(m);
+						p->done = 1;
+						pthread_cond_broadcast(&u->cv);
+						break;
+					}
+				pthread_mutex_unlock(&u->mu);
+			}
+			json_decref(m);
+		}
+	}
+out:
+	aw_buf_free(&line);
+	pthread_mutex_lock(&u->mu);
+	if (u->gen == ra.gen) { /* else a stop already moved on */
+		u->alive = 0;
+		fail_waiting(u);
+	}
+	pthread_mutex_unlock(&u->mu);
+	return NULL;
+}
+
+/* Stops the child (holds mu; releases it while waiting: the upstream is
+ * free for a new child at once, the old one is reaped meanwhile). */
+static void stdio_stop(aw_mcp_up *u)
+{
+	if (!u->pid)
+		return;
+	pid_t pid = u->pid;
+	int out_fd = u->out_fd, reader_live = u->reader_live;
+	pthread_t reader = u->reader;
+	u->pid = 0;
+	u->alive = 0;
+	u->reader_live = 0;
+	u->gen++;
+	close(u->in_fd);
+	for (int i = 0; i < u->nsecrets; i++)
+		wipe_str(u->secrets[i]);
+	u->nsecrets = 0;
+	fail_waiting(u);
+	kill(-pid, SIGTERM);
+	pthread_mutex_unlock(&u->mu);
+	int status;
+	int64_t until = aw_clock_mono_ns() + 1000000000LL;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (aw_clock_mono_ns() > until) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	if (reader_live)
+		pthread_join(reader, NULL);
+	close(out_fd);
+	pthread_mutex_lock(&u->mu);
+}
+
+/* Starts the child (holds mu). */
+static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
+{
+	json_t *cmd = json_object_get(u->config, "command");
+	const char *prog = json_string_value(json_array_get(cmd, 0));
+	if (!prog || !program_allowed(u, prog))
+		return aw_fail(err, AW_E_MCP_UPSTREAM,
+			       "this gateway does not allow the stdio program of upstream %s "
+			       "(--mcp-stdio-allow)",
+			       u->provider);
+	size_t argc = json_array_size(cmd);
+	char **argv = calloc(argc + 1, sizeof *argv);
+	char **envp = calloc(json_object_size(json_object_get(u->config, "env")) + 2, sizeof *envp);
+	aw_err e = AW_OK;
+	int nenv = 0, has_path = 0;
+	for (size_t i = 0; argv && i < argc; i++)
+		argv[i] = (char *)json_string_value(json_array_get(cmd, i));
+	const char *k;
+	json_t *v;
+	json_object_foreach (json_object_get(u->config, "env"), k, v) {
+		if (!envp)
+			break;
+		aw_buf b = AW_BUF_INIT(70000);
+		aw_buf_addf(&b, "%s=", k);
+		size_t at = b.len;
+		has_path |= !strcmp(k, "PATH");
+		if (json_is_string(v)) {
+			aw_buf_adds(&b, json_string_value(v));
+		} else if ((e = aw_secret_tenant_resolve(
+				    u->project, u->secrets_dir,
+				    json_string_value(json_object_get(v, "secret")), &b, err))) {
+			aw_secret_wipe(&b);
+			e = rewrap(err, AW_E_MCP_UPSTREAM);
+			break;
+		} else if (u->nsecrets < MAX_SECRETS) {
+			u->secrets[u->nsecrets++] = strndup(b.p + at, b.len - at);
+		}
+		envp[nenv++] = strndup(b.p, b.len);
+		aw_secret_wipe(&b);
+	}
+	if (!e && envp && !has_path)
+		envp[nenv++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	int in[2] = {-1, -1}, out[2] = {-1, -1};
+	if (!e && (!argv || !envp))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!e && (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)))
+		e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s", u->provider,
+			    strerror(errno));
+	pid_t pid = -1;
+	if (!e) {
+		int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		pid = fork();
+		if (pid == 0) { /* the child: async-signal-safe calls only */
+			setpgid(0, 0);
+			dup2(in[0], 0);
+			dup2(out[1], 1);
+			dup2(devnull >= 0 ? devnull : out[1], 2);
+			syscall(SYS_close_range, 3, ~0U, 0);
+			if (chdir("/") != 0)
+				_exit(126);
+			execve(argv[0], argv, envp);
+			_exit(127);
+		}
+		if (devnull >= 0)
+			close(devnull);
+		if (pid < 0)
+			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s",
+				    u->provider, strerror(errno));
+	}
+	for (int i = 0; envp && i < nenv; i++)
+		wipe_str(envp[i]);
+	free(envp);
+	free(argv);
+	if (in[0] >= 0)
+		close(in[0]);
+	if (out[1] >= 0)
+		close(out[1]);
+	if (e) {
+		if (in[1] >= 0)
+			close(in[1]);
+		if (out[0] >= 0)
+			close(out[0]);
+		for (int i = 0; i < u->nsecrets; i++)
+			wipe_str(u->secrets[i]);
+		u->nsecrets = 0;
+		return e;
+	}
+	setpgid(pid, pid);
+	u->pid = pid;
+	u->in_fd = in[1];
+	u->out_fd = out[0];
+	u->alive = 1;
+	u->initialized = 0;
+	u->started_ns = aw_clock_mono_ns();
+	reader_arg *ra = malloc(sizeof *ra);
+	if (ra)
+		*ra = (reader_arg){u, u->out_fd, u->gen};
+	if (!ra || pthread_create(&u->reader, NULL, reader_main, ra) != 0) {
+		free(ra);
+		u->reader_live = 0;
+		stdio_stop(u);
+		return aw_fail(err, AW_E_INTERNAL, "cannot start an upstream reader thread");
+	}
+	u->reader_live = 1;
+	aw_log(AW_LOG_INFO, NULL, "mcp stdio upstream started", "project", u->project, "provider",
+	       u->provider, NULL);
+	return AW_OK;
+}
+
+/* Sends one line and, for a request (id >= 0), waits for its answer (holds mu). */
+static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int timeout_ms,
+			     json_t **msg, aw_error *err)
+{
+	pending p = {.id = id};
+	if (id >= 0) {
+		p.next = u->waiting;
+		u->waiting = &p;
+	}
+	size_t n = strlen(line);
+	char *l = malloc(n + 1);
+	aw_err e = AW_OK;
+	if (!l) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	} else {
+		memcpy(l, line, n);
+		l[n] = '\n';
+		size_t off = 0;
+		while (off <= n) { /* the pipe is the child's only input: writes are whole lines */
+			ssize_t w = write(u->in_fd, l + off, n + 1 - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s closed its input",
+					    u->provider);
+				break;
+			}
+			off += (size_t)w;
+		}
+		free(l);
+	}
+	if (id < 0)
+		return e;
+	struct timespec ts = aw_clock_after(CLOCK_REALTIME, timeout_ms);
+	while (!e && !p.done)
+		if (pthread_cond_timedwait(&u->cv, &u->mu, &ts) == ETIMEDOUT)
+			break;
+	for (pending **pp = &u->waiting; *pp; pp = &(*pp)->next)
+		if (*pp == &p) {
+			*pp = p.next;
+			break;
+		}
+	if (!e && !p.done)
+		e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream did not answer within %d ms",
+			    timeout_ms);
+	else if (!e && !p.msg)
+		e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s exited", u->provider);
+	if (!e)
+		*msg = p.msg;
+	else
+		json_decref(p.msg);
+	return e;
+}
+
+static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
+			    json_t **result, json_t **rpc_error, aw_error *err)
+{
+	aw_err e = AW_OK;
+	pthread_mutex_lock(&u->mu);
+	if (u->stopping) {
+		pthread_mutex_unlock(&u->mu);
+		return aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s is stopping", u->provider);
+	}
+	if (u->pid && !u->alive) { /* it exited: collect it, back off, restart */
+		int64_t lived = aw_clock_mono_ns() - u->started_ns;
+		stdio_stop(u);
+		u->backoff_ms = lived > 60000000000LL ? 200
+				: u->backoff_ms
+					? (u->backoff_ms * 2 > 30000 ? 30000 : u->backoff_ms * 2)
+					: 200;
+		u->retry_at_ns = aw_clock_mono_ns() + u->backoff_ms * 1000000LL;
+		aw_log(AW_LOG_WARN, NULL, "mcp stdio upstream exited; restarting with backoff",
+		       "project", u->project, "provider", u->provider, NULL);
+	}
+	if (!u->pid) {
+		if (aw_clock_mono_ns() < u->retry_at_ns)
+			e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s is restarting (backoff)",
+				    u->provider);
+		else
+			e = stdio_start(u, err);
+	}
+	if (!e && !u->initialized) {
+		json_t *p = init_params(), *msg = NULL, *res = NULL;
+		json_int_t id = atomic_fetch_add(&u->next_id, 1);
+		char *line = request_line(id, "initialize", p);
+		json_decref(p);
+		e = line ? stdio_exchange(u, id, line, timeout_ms, &msg, err) : AW_E_NOMEM;
+		free(line);
+		if (!e && !(e = answer_of(msg, &res, NULL, err))) {
+			char *note = request_line(-1, "notifications/initialized", NULL);
+			e = stdio_exchange(u, -1, note, timeout_ms, NULL, err);
+			free(note);
+		}
+		json_decref(res);
+		json_decref(msg);
+		if (!e)
+			u->initialized = 1;
+	}
+	if (!e) {
+		json_t *msg = NULL;
+		json_int_t id = atomic_fetch_add(&u->next_id, 1);
+		char *line = request_line(id, method, params);
+		e = line ? stdio_exchange(u, id, line, timeout_ms, &msg, err) : AW_E_NOMEM;
+		free(line);
+		if (!e)
+			e = answer_of(msg, result, rpc_error, err);
+		json_decref(msg);
+	}
+	pthread_mutex_unlock(&u->mu);
+	return e;
+}
+
+/* ------------------------------------------------------------ life */
+
+aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err)
+{
+	aw_mcp_up *u = calloc(1, sizeof *u);
+	if (!u)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	snprintf(u->project, sizeof u->project, "%s", o->project);
+	snprintf(u->provider, sizeof u->provider, "%s", o->provider);
+	u->config = json_deep_copy(o->config);
+	u->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
+	u->allow_private = o->allow_private;
+	u->stdio_allow = o->stdio_allow;
+	json_t *to = json_object_get(o->config, "timeout_ms");
+	u->timeout_ms = to		    ? (int)json_integer_value(to)
+			: o->timeout_ms > 0 ? o->timeout_ms
+					    : 30000;
+	u->stdio = !strcmp(json_string_value(json_object_get(o->config, "transport")), "stdio");
+	snprintf(u->url, sizeof u->url, "%s",
+		 json_string_value(json_object_get(o->config, "url")) ?: "");
+	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
+	atomic_init(&u->next_id, 1);
+	pthread_mutex_init(&u->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
+	pthread_cond_init(&u->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	*out = u;
+	return AW_OK;
+}
+
+void aw_mcp_up_free(aw_mcp_up *u)
+{
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->mu);
+	u->stopping = 1;
+	stdio_stop(u);
+	for (int i = 0; i < u->nidle; i++)
+		curl_easy_cleanup(u->idle[i]);
+	pthread_mutex_unlock(&u->mu);
+	pthread_mutex_destroy(&u->mu);
+	pthread_cond_destroy(&u->cv);
+	json_decref(u->config);
+	free(u->secrets_dir);
+	free(u);
+}
+
+aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
+			 json_t **result, json_t **rpc_error, aw_error *err)
+{
+	*result = NULL;
+	if (rpc_error)
+		*rpc_error = NULL;
+	if (timeout_ms <= 0)
+		timeout_ms = u->timeout_ms;
+	return u->stdio ? stdio_request(u, method, params, timeout_ms, result, rpc_error, err)
+			: http_request(u, method, params, timeout_ms, result, rpc_error, err);
+}
+
+int aw_mcp_up_list_changed(aw_mcp_up *u)
+{
+	return atomic_exchange(&u->list_changed, 0);
+}
+
+int aw_mcp_def_pin(const json_t *def, char out[72])
+{
+	json_t *d = json_object();
+	const char *keep[] = {"name", "description", "inputSchema", "outputSchema"};
+	for (int i = 0; i < 4; i++) {
+		json_t *v = json_object_get(def, keep[i]);
+		if (v)
+			json_object_set(d, keep[i], v);
+	}
+	char hex[65];
+	int rc = aw_jcs_sha256(d, hex);
+	json_decref(d);
+	if (rc == 0)
+		snprintf(out, 72, "sha256:%s", hex);
+	return rc;
+}
