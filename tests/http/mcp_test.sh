@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Black-box test of the MCP gateway's HTTP front door against a real
+# `awooop serve` and the MCP double (tests/support/fake_mcp.c) on loopback:
+# gate 1 as JSON-RPC errors, publish pinning through the API, a legacy
+# session (initialize, Mcp-Session-Id, DELETE), the stateless 2026-07-28
+# protocol (server/discover, MCP-Protocol-Version / Mcp-Method / Mcp-Name
+# checked against the body), GET answered 405, two tenants isolated, the
+# audit trail, and credential canaries searched in every answer and log line.
+#   mcp_test.sh AWOOOP_BINARY FAKE_MCP_BINARY sqlite|postgres
+set -uo pipefail
+BIN=$1
+FAKE=$2
+BACKEND=$3
+TMP=$(mktemp -d /tmp/aw-mcp.XXXXXX)
+PASS=0
+FAIL=0
+PIDS=()
+PGDB=
+CANARY="canary-mcp-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export AWOOOP_T_ACME__TOKEN=$CANARY
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ -n "$PGDB" ]; then
+    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
+  fi
+  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+
+# req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
+req() {
+  local method=$1 path=$2 key=$3 body=${4:-}
+  shift 4 2>/dev/null || shift $#
+  local args=(-s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$method")
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
+  if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
+  STATUS=$(curl "${args[@]}" "$@" "$URL$path")
+  cat "$TMP/hdr" "$TMP/body" >>"$TMP/responses" 2>/dev/null
+}
+jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
+expect() { # expect DESCRIPTION STATUS [JQ-PATH VALUE]
+  check "$1 status" "$STATUS" "$2"
+  [ -n "${3:-}" ] && check "$1 $3" "$(jbody "$3")" "$4"
+}
+
+"$FAKE" --http 0 >"$TMP/fake" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 50); do FPORT=$(head -1 "$TMP/fake"); [ -n "$FPORT" ] && break; sleep 0.1; done
+
+EXTRA=""
+if [ "$BACKEND" = postgres ]; then
+  PGDB="aw_mcp_$$_$RANDOM"
+  psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+    -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
+  "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
+    >/dev/null || exit 1
+  DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
+  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+else
+  DB="sqlite:$TMP/awooop.db"
+fi
+
+ADMIN=$("$BIN" key generate)
+export AWOOOP_BOOTSTRAP_KEY=$ADMIN
+"$BIN" serve --db "$DB" --listen 127.0.0.1:0 --mcp-stdio-allow "$FAKE" $EXTRA \
+  >"$TMP/stdout" 2>>"$TMP/server.log" &
+PIDS+=($!)
+for _ in $(seq 1 100); do
+  if grep -q '"awooop serving"' "$TMP/server.log" 2>/dev/null; then
+    URL="http://127.0.0.1:$(grep '"awooop serving"' "$TMP/server.log" | tail -1 | jq -r .port)"
+    curl -sf "$URL/healthz" >/dev/null && break
+  fi
+  sleep 0.1
+done
+unset AWOOOP_BOOTSTRAP_KEY
+
+mkkey() { # mkkey PROJECT NAME SCOPE -> secret
+  req POST "/v1/projects/$1/keys" "$ADMIN" "{\"name\":\"$2\",\"scope\":\"$3\"}" >/dev/null
+  jbody .key
+}
+for p in acme beta; do req POST /v1/projects "$ADMIN" "{\"id\":\"$p\"}"; expect "project $p" 201; done
+OP1=$(mkkey acme op1 operator); OP2=$(mkkey acme op2 operator); W=$(mkkey acme w1 worker)
+BOP1=$(mkkey beta op1 operator); BOP2=$(mkkey beta op2 operator); BW=$(mkkey beta w1 worker)
+RD=$(mkkey acme r1 reader)
+
+BODY="{\"allow_private_network\":true,\"upstreams\":{
+  \"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$FPORT/mcp\",
+           \"headers\":{\"X-Key\":{\"secret\":\"env:TOKEN\"}}},
+  \"local\":{\"transport\":\"stdio\",\"command\":[\"$FAKE\"]}},
+  \"tools\":[{\"name\":\"echo\",\"provider\":\"web\",\"mode\":\"read_only\"},
+             {\"name\":\"headers\",\"provider\":\"web\",\"mode\":\"read_only\"},
+             {\"name\":\"echo\",\"provider\":\"local\",\"mode\":\"read_only\"}]}"
+base=/v1/projects/acme/contracts/mcp_tool/default/revisions
+req POST "$base" "$OP1" "{\"body\": $BODY}"; expect "draft" 201; REV=$(jbody .revision_id)
+check "no pin in the draft" "$(jbody '.body.tools[0].pin // "none"')" none
+req POST "$base/$REV/publish" "$OP1" ""; expect "publish pins" 200
+check "pinned" "$(jbody '[.body.tools[].pin | startswith("sha256:")] | all')" true
+req POST "$base/$REV/approve" "$OP2" ""; expect "approve" 201
+req POST "$base/$REV/activate" "$OP1" ""; expect "activate" 200
+# beta: an upstream that does not offer the tool: publish refused
+BBODY="{\"allow_private_network\":true,\"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$FPORT/mcp\"}},
+  \"tools\":[{\"name\":\"nosuch\",\"provider\":\"web\",\"mode\":\"read_only\"}]}"
+req POST /v1/projects/beta/contracts/mcp_tool/default/revisions "$BOP1" "{\"body\": $BBODY}"
+BREV=$(jbody .revision_id)
+req POST "/v1/projects/beta/contracts/mcp_tool/default/revisions/$BREV/publish" "$BOP1" ""
+expect "publish of a tool the upstream lacks" 400 .code E-MCP-001
+
+M=/v1/projects/acme/mcp
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+# --- gate 1
+req POST $M "" "$INIT"; expect "no key" 401 .error.data.code E-MCP-GATE-001
+check "json-rpc" "$(jbody .jsonrpc)" "2.0"
+req POST $M "awk_unknownunknownunknownunknownunknownunknow" "$INIT"; expect "unknown key" 401 .error.data.code E-MCP-GATE-001
+req POST $M "$BW" "$INIT"; expect "another project's key" 403 .error.data.code E-MCP-GATE-001
+req POST $M "$RD" "$INIT"; expect "reader key" 403 .error.data.code E-MCP-GATE-001
+# --- legacy session
+req POST $M "$W" "$INIT"; expect "initialize" 200 .result.protocolVersion 2025-11-25
+SID=$(grep -i '^mcp-session-id:' "$TMP/hdr" | tr -d '\r' | awk '{print $2}')
+check "session id" "$([ ${#SID} -ge 20 ] && echo yes)" yes
+req POST $M "$W" '{"jsonrpc":"2.0","method":"notifications/initialized"}' -H "Mcp-Session-Id: $SID"
+check "notification" "$STATUS" 202
+req POST $M "$W" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' -H "Mcp-Session-Id: $SID"
+expect "tools/list" 200 '.result.tools | map(.name) | sort | join(",")' "echo__local,echo__web,headers__web"
+req POST $M "$W" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo__web","arguments":{"text":"hi"}}}' -H "Mcp-Session-Id: $SID"
+expect "tools/call" 200 '.result.content[0].text' hi
+req POST $M "$W" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"headers__web"}}' -H "Mcp-Session-Id: $SID"
+check "credential scrubbed" "$(jbody '.result.content[0].text' | grep -c 'REDACTED:credential')" 1
+req POST $M "$W" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}'; expect "no session" 400 .error.data.code E-MCP-002
+req POST $M "$W" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}' -H "Mcp-Session-Id: nope"
+expect "unknown session" 404 .error.data.code E-MCP-002
+req POST $M "$OP1" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}' -H "Mcp-Session-Id: $SID"
+expect "another key's session" 404 .error.data.code E-MCP-002
+req GET $M "$W" ""; expect "GET" 405
+req DELETE $M "$W" "" -H "Mcp-Session-Id: $SID"; check "DELETE" "$STATUS" 204
+req POST $M "$W" '{"jsonrpc":"2.0","id":6,"method":"tools/list"}' -H "Mcp-Session-Id: $SID"
+expect "ended session" 404 .error.data.code E-MCP-002
+req POST $M "$W" '[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]'; expect "batch" 400 .error.code -32600
+req POST $M "$W" '{"jsonrpc":"2.0","id":1,'; expect "not JSON" 400 .error.code -32700
+
+# --- stateless 2026-07-28
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}'
+H=(-H "MCP-Protocol-Version: 2026-07-28")
+req POST $M "$W" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{$META}}" "${H[@]}" -H "Mcp-Method: server/discover"
+expect "discover" 200 '.result.supportedVersions[0]' 2026-07-28
+check "resultType" "$(jbody .result.resultType)" complete
+CALL="{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo__local\",\"arguments\":{\"text\":\"stateless\"},$META}}"
+req POST $M "$W" "$CALL" "${H[@]}" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo__local"
+expect "stateless call" 200 '.result.content[0].text' stateless
+req POST $M "$W" "$CALL" "${H[@]}" -H "Mcp-Method: tools/call" -H "Mcp-Name: =?base64?ZWNob19fbG9jYWw=?="
+expect "base64 Mcp-Name" 200 '.result.content[0].text' stateless
+req POST $M "$W" "$CALL" "${H[@]}" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo__web"
+expect "Mcp-Name mismatch" 400 .error.code -32020
+req POST $M "$W" "$CALL" "${H[@]}" -H "Mcp-Method: tools/list" -H "Mcp-Name: echo__local"
+expect "Mcp-Method mismatch" 400 .error.code -32020
+req POST $M "$W" "$CALL" -H "MCP-Protocol-Version: 2025-11-25" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo__local"
+check "version header mismatch" "$STATUS" 400
+OLD=$(echo "$CALL" | sed 's/2026-07-28/2099-01-01/')
+req POST $M "$W" "$OLD" -H "MCP-Protocol-Version: 2099-01-01" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo__local"
+expect "unsupported version" 400 .error.code -32022
+check "lists supported" "$(jbody '.error.data.supported[0]')" 2026-07-28
+req POST $M "$W" "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{$META}}" "${H[@]}" -H "Mcp-Method: tools/list"
+expect "stateless list" 200 .result.cacheScope private
+# --- tenants: beta sees none of acme's tools
+req POST /v1/projects/beta/mcp "$BW" "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{$META}}" "${H[@]}" -H "Mcp-Method: tools/list"
+expect "beta's list" 200 '.result.tools | length' 0
+CALLB=$(echo "$CALL" | sed 's/echo__local/echo__web/')
+req POST /v1/projects/beta/mcp "$BW" "$CALLB" "${H[@]}" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo__web"
+expect "beta calls acme's tool" 200 .error.data.code E-MCP-GATE-002
+# --- audit
+sleep 0.3
+req GET "/v1/projects/acme/audit?action=mcp.call" "$OP1" ""
+check "audited calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length' )" 4
+req GET "/v1/projects/beta/audit?action=mcp.call" "$BOP1" ""
+check "beta's refusal audited in beta" "$(jbody '[.items[] | select(.action=="mcp.call")] | .[0].payload.code')" E-MCP-GATE-002
+curl -s "$URL/metrics" >"$TMP/metrics"
+check "metrics" "$(grep -c '^awooop_mcp_calls_total{project="acme",tool="echo__web",outcome="ok"}' "$TMP/metrics")" 1
+
+# --- the canary: nowhere
+for f in "$TMP/responses" "$TMP/server.log" "$TMP/stdout" "$TMP/metrics"; do
+  check "no canary in $(basename "$f")" "$(grep -c "$CANARY" "$f")" 0
+done
+
+echo "mcp_test ($BACKEND): $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
