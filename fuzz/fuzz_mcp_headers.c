@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		aw_rpc_error re;
 		size_t blen = size - (size_t)(parts[3] - in);
 		if (aw_mcp_parse(parts[3], blen, &m, &re) == 0 &&
-		    aw_mcp_check_headers(&m, parts[0], parts[1], *parts[2] ? parts[2] : NULL, &re) ==
-			    0) {
+		    aw_mcp_check_headers(&m, parts[0], parts[1], *parts[2] ? parts[2] : NULL,
+					 &re) == 0) {
 			if (!m.version || strcmp(m.version, parts[0]) || !m.method ||
 			    strcmp(m.method, parts[1]))
 				abort();

@@ -26,8 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (m.params && !json_is_object(m.params))
 			abort();
-		if (m.method && (!strcmp(m.method, "tools/call") || !strcmp(m.method, "prompts/get") ||
-				 !strcmp(m.method, "resources/read")) &&
+		if (m.method &&
+		    (!strcmp(m.method, "tools/call") || !strcmp(m.method, "prompts/get") ||
+		     !strcmp(m.method, "resources/read")) &&
 		    !m.name)
 			abort();
 		if ((m.kind == AW_MCP_NOTIFICATION) != (m.id == NULL && m.method != NULL))
