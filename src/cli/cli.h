@@ -46,6 +46,9 @@ int aw_cli_fail(aw_err e, const char *msg);
  * answer, *out gets the decoded JSON (NULL for 204) and 0 is returned; else the
  * problem is printed and the exit code returned. */
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out);
+/* Later calls use key instead of AWOOOP_KEY (NULL: AWOOOP_KEY again); key is
+ * borrowed until then. */
+void aw_client_use_key(const char *key);
 /* The same with extra "Name: value" headers (NULL-terminated; a traceparent
  * given here replaces the fresh one). */
 int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
@@ -62,6 +65,7 @@ aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyr
 			   aw_error *err);
 
 int aw_cmd_serve(int argc, char **argv);
+int aw_cmd_onboard(int argc, char **argv);
 int aw_cmd_llm(int argc, char **argv);
 int aw_cmd_budget(int argc, char **argv);
 int aw_cmd_migrate(int argc, char **argv);

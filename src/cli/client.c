@@ -22,6 +22,13 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 	return aw_buf_add(ud, p, sz * n) == AW_OK ? sz * n : 0;
 }
 
+static const char *key_override;
+
+void aw_client_use_key(const char *key)
+{
+	key_override = key;
+}
+
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out)
 {
 	return aw_client_call_h(method, path, body, NULL, out);
@@ -47,9 +54,9 @@ static int request_new(request *q, const char *method, const char *path, json_t 
 		       const char *const *headers, const char *accept)
 {
 	memset(q, 0, sizeof *q);
-	const char *base = getenv("AWOOOP_URL"), *key = NULL;
+	const char *base = getenv("AWOOOP_URL"), *key = key_override;
 	aw_error err = {0};
-	if (aw_secret_env("AWOOOP_KEY", &key, &err))
+	if (!key && aw_secret_env("AWOOOP_KEY", &key, &err))
 		return aw_cli_fail(err.err, err.msg);
 	if (!base || !*base)
 		base = "http://127.0.0.1:8080";

@@ -19,6 +19,7 @@ static void usage(void)
 	       "Commands:\n"
 	       "  serve      run the control plane (embedded SQLite by default)\n"
 	       "  migrate    apply schema migrations (PostgreSQL: as the owner)\n"
+	       "  onboard    create a tenant in one step from a file (project, keys, contracts)\n"
 	       "  project    create or list projects (tenants)\n"
 	       "  key        create, list, revoke or generate API keys\n"
 	       "  contract   draft, publish, approve, activate, revoke, diff contracts\n"
@@ -51,6 +52,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_serve(argc - 2, argv + 2);
 	else if (strcmp(cmd, "migrate") == 0)
 		rc = aw_cmd_migrate(argc - 2, argv + 2);
+	else if (strcmp(cmd, "onboard") == 0)
+		rc = aw_cmd_onboard(argc - 2, argv + 2);
 	else if (strcmp(cmd, "project") == 0)
 		rc = aw_cmd_project(argc - 2, argv + 2);
 	else if (strcmp(cmd, "key") == 0)

@@ -1,0 +1,248 @@
+/*
+ * onboard.c - `awooop onboard --file TENANT.json`: a tenant in one command,
+ * through the HTTP API with a platform-admin key (AWOOOP_KEY):
+ *
+ *   {"project": "ewoooc",
+ *    "keys": [{"name": "ewoooc-agent", "scope": "worker"}, ...],
+ *    "contracts": [{"family": "mcp_tool", "contract": "default", "body": {...}}, ...]}
+ *
+ * ${NAME} in the file is replaced by the environment variable NAME (an unset
+ * one is an error), so a file can name paths and URLs of the machine.
+ *
+ * Steps, each printed as it completes: the project is created; two
+ * operator keys are minted for the onboarding only (a publisher and an
+ * approver: the registry never lets one principal publish and approve);
+ * every contract is drafted, published (mcp_tool: its tools pinned),
+ * approved and activated, the approval family last (once active, its own
+ * approvers govern every later change); the file's keys are created and
+ * printed once; the two onboarding keys are revoked. Every step is in the
+ * project's audit trail. A failure stops there and says which step; what
+ * was done stays done (the project is not deleted).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/buf.h"
+#include "awooop/crypto.h"
+#include "cli.h"
+
+/* ${NAME} -> getenv(NAME). NULL (and said) when one is unset. */
+static char *expand(const char *text)
+{
+	aw_buf b = AW_BUF_INIT(16u << 20);
+	for (const char *p = text; *p;) {
+		const char *end;
+		if (p[0] == '$' && p[1] == '{' && (end = strchr(p + 2, '}'))) {
+			char name[128];
+			size_t n = (size_t)(end - p - 2);
+			int ok = n > 0 && n < sizeof name;
+			for (size_t i = 0; ok && i < n; i++)
+				ok = isupper((unsigned char)p[2 + i]) ||
+				     isdigit((unsigned char)p[2 + i]) || p[2 + i] == '_';
+			if (ok) {
+				memcpy(name, p + 2, n);
+				name[n] = 0;
+				const char *v = getenv(name);
+				if (!v) {
+					fprintf(stderr,
+						"awooop: E-CLI-001: the file names ${%s}, which is not set\n",
+						name);
+					aw_buf_free(&b);
+					return NULL;
+				}
+				aw_buf_adds(&b, v);
+				p = end + 1;
+				continue;
+			}
+		}
+		aw_buf_add(&b, p++, 1);
+	}
+	return aw_buf_take(&b);
+}
+
+static int step(const char *what, int rc)
+{
+	if (rc)
+		fprintf(stderr, "awooop: onboarding stopped at: %s\n", what);
+	return rc;
+}
+
+/* Mints a key of project; *secret malloc'd. */
+static int mint(const char *project, const char *name, const char *scope, char **secret,
+		char *key_id, size_t idcap)
+{
+	char path[160];
+	snprintf(path, sizeof path, "/v1/projects/%s/keys", project);
+	json_t *out = NULL;
+	int rc = aw_client_call("POST", path, json_pack("{s:s,s:s}", "name", name, "scope", scope),
+				&out);
+	if (!rc) {
+		*secret = strdup(json_string_value(json_object_get(out, "key")) ?: "");
+		snprintf(key_id, idcap, "%s",
+			 json_string_value(json_object_get(out, "key_id")) ?: "");
+	}
+	json_decref(out);
+	return rc;
+}
+
+static int contract(const char *project, json_t *c, const char *pub, const char *appr)
+{
+	const char *fam = json_string_value(json_object_get(c, "family"));
+	const char *cid = json_string_value(json_object_get(c, "contract"));
+	json_t *body = json_object_get(c, "body");
+	char base[300], path[400], what[200];
+	snprintf(what, sizeof what, "contract %s/%s", fam ? fam : "?", cid ? cid : "?");
+	if (!fam || !cid || !json_is_object(body)) {
+		fprintf(stderr,
+			"awooop: E-CLI-001: %s: family, contract and body (an object) are needed\n",
+			what);
+		return AW_EXIT_USAGE;
+	}
+	snprintf(base, sizeof base, "/v1/projects/%s/contracts/%s/%s/revisions", project, fam, cid);
+	json_t *out = NULL;
+	aw_client_use_key(pub);
+	int rc = aw_client_call("POST", base, json_pack("{s:O}", "body", body), &out);
+	char rev[64] = "";
+	if (!rc)
+		snprintf(rev, sizeof rev, "%s",
+			 json_string_value(json_object_get(out, "revision_id")) ?: "");
+	json_decref(out);
+	out = NULL;
+	snprintf(path, sizeof path, "%s/%s/publish", base, rev);
+	if (!rc)
+		rc = aw_client_call("POST", path, NULL, NULL);
+	aw_client_use_key(appr);
+	snprintf(path, sizeof path, "%s/%s/approve", base, rev);
+	if (!rc)
+		rc = aw_client_call("POST", path, NULL, NULL);
+	aw_client_use_key(pub);
+	snprintf(path, sizeof path, "%s/%s/activate", base, rev);
+	if (!rc)
+		rc = aw_client_call("POST", path, NULL, &out);
+	if (!rc && !json_is_true(json_object_get(out, "activated"))) {
+		fprintf(stderr,
+			"awooop: %s: revision %s recorded but not activated (suggest mode)\n", what,
+			rev);
+		rc = AW_EXIT_FAIL;
+	}
+	json_decref(out);
+	aw_client_use_key(NULL);
+	if (!rc)
+		printf("%-40s revision %s active\n", what, rev);
+	return step(what, rc);
+}
+
+int aw_cmd_onboard(int argc, char **argv)
+{
+	aw_opt opts[] = {
+		{"file", NULL, NULL, 0,
+		 "the tenant file (JSON; ${NAME} taken from the environment)", NULL},
+		{NULL, NULL, NULL, 0, NULL, NULL},
+	};
+	const char *pos[1];
+	int npos = 0;
+	int rc = aw_cli_parse(
+		argc, argv, opts, pos, &npos,
+		"usage: awooop onboard --file TENANT.json\n\n"
+		"Creates a tenant in one command with a platform-admin AWOOOP_KEY: the project,\n"
+		"its contracts (drafted, published, approved and activated; the approval policy\n"
+		"last) and its keys, printed once. See examples/ewoooc.json.");
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	const char *file = aw_cli_get(opts, "file");
+	if (!file)
+		return aw_cli_fail(AW_E_USAGE, "--file TENANT.json is required");
+	FILE *f = fopen(file, "r");
+	aw_buf raw = AW_BUF_INIT(16u << 20);
+	char chunk[8192];
+	size_t n;
+	while (f && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		aw_buf_add(&raw, chunk, n);
+	if (f)
+		fclose(f);
+	if (!f || aw_buf_err(&raw)) {
+		aw_buf_free(&raw);
+		return aw_cli_fail(AW_E_USAGE, "cannot read --file");
+	}
+	char *text = expand(aw_buf_str(&raw));
+	aw_buf_free(&raw);
+	if (!text)
+		return AW_EXIT_USAGE;
+	json_error_t je;
+	json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	const char *project = json_string_value(json_object_get(doc, "project"));
+	json_t *keys = json_object_get(doc, "keys"), *contracts = json_object_get(doc, "contracts");
+	if (!project || (keys && !json_is_array(keys)) ||
+	    (contracts && !json_is_array(contracts))) {
+		json_decref(doc);
+		return aw_cli_fail(
+			AW_E_USAGE,
+			"the file must be {\"project\": ID, \"keys\": [...], \"contracts\": [...]}");
+	}
+	char *pub = NULL, *appr = NULL, pub_id[64] = "", appr_id[64] = "", path[200];
+	uint8_t r[6];
+	char tag[16] = "x";
+	if (aw_random_bytes(r, sizeof r) == AW_OK)
+		aw_base64url(r, sizeof r, tag);
+	for (char *p = tag; *p; p++) /* key names: [A-Za-z0-9._-] */
+		if (*p == '_')
+			*p = '.';
+	char pub_name[48], appr_name[48];
+	snprintf(pub_name, sizeof pub_name, "onboard-publisher-%s", tag);
+	snprintf(appr_name, sizeof appr_name, "onboard-approver-%s", tag);
+	rc = step("the project",
+		  aw_client_call("POST", "/v1/projects", json_pack("{s:s}", "id", project), NULL));
+	if (!rc)
+		printf("%-40s created\n", "project");
+	if (!rc)
+		rc = step("the onboarding keys",
+			  mint(project, pub_name, "operator", &pub, pub_id, sizeof pub_id) ||
+				  mint(project, appr_name, "operator", &appr, appr_id,
+				       sizeof appr_id));
+	/* the approval policy last: once active, its approvers govern changes */
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		size_t i;
+		json_t *c;
+		json_array_foreach (contracts, i, c) {
+			int is_approval = !strcmp(
+				json_string_value(json_object_get(c, "family")) ?: "", "approval");
+			if (is_approval == pass && (rc = contract(project, c, pub, appr)))
+				break;
+		}
+	}
+	size_t i;
+	json_t *k;
+	json_array_foreach (keys, i, k) {
+		if (rc)
+			break;
+		const char *name = json_string_value(json_object_get(k, "name"));
+		const char *scope = json_string_value(json_object_get(k, "scope"));
+		char *secret = NULL, id[64];
+		if (!name || !scope) {
+			rc = aw_cli_fail(AW_E_USAGE, "a key needs a name and a scope");
+			break;
+		}
+		if ((rc = step(name, mint(project, name, scope, &secret, id, sizeof id))))
+			break;
+		printf("key %-36s %-14s %s\n", name, scope, secret);
+		free(secret);
+	}
+	/* the onboarding keys go, whatever happened */
+	const char *ids[] = {pub_id, appr_id};
+	for (int j = 0; j < 2; j++)
+		if (ids[j][0]) {
+			snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, ids[j]);
+			if (aw_client_call("DELETE", path, NULL, NULL))
+				fprintf(stderr, "awooop: revoke the onboarding key %s by hand\n",
+					ids[j]);
+		}
+	free(pub);
+	free(appr);
+	json_decref(doc);
+	if (!rc)
+		printf("tenant %s onboarded; the keys above are shown once\n", project);
+	return rc;
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# `awooop onboard`: examples/ewoooc.json onboards ewoooc (4 read-only tools of
+# the shipped example MCP server, a budget, an approval policy) and a second
+# tenant is onboarded beside it; then the two are shown isolated end to end:
+# tools, keys, runs, audit, Redis keys, metrics labels and error texts.
+#   onboard_test.sh AWOOOP_BINARY EXAMPLE_MCP_BINARY SOURCE_DIR sqlite|postgres
+set -uo pipefail
+BIN=$1
+EXAMPLE=$2
+SRC=$3
+BACKEND=$4
+TMP=$(mktemp -d /tmp/aw-onboard.XXXXXX)
+PASS=0
+FAIL=0
+PIDS=()
+PGDB=
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ -n "$PGDB" ]; then
+    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
+  fi
+  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+req() { # req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
+  local method=$1 path=$2 key=$3 body=${4:-}
+  shift 4 2>/dev/null || shift $#
+  local args=(-s -o "$TMP/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $key")
+  if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
+  STATUS=$(curl "${args[@]}" "$@" "$URL$path")
+  { cat "$TMP/body"; echo; } >>"$TMP/responses.$WHO"
+}
+jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
+
+EXTRA=""
+if [ "$BACKEND" = postgres ]; then
+  PGDB="aw_onb_$$_$RANDOM"
+  psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+    -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
+  "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
+    >/dev/null || exit 1
+  DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
+  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+else
+  DB="sqlite:$TMP/awooop.db"
+fi
+ADMIN=$("$BIN" key generate)
+export AWOOOP_BOOTSTRAP_KEY=$ADMIN
+"$BIN" serve --db "$DB" --listen 127.0.0.1:0 --mcp-stdio-allow "$EXAMPLE" $EXTRA \
+  >"$TMP/stdout" 2>>"$TMP/server.log" &
+PIDS+=($!)
+for _ in $(seq 1 100); do
+  if grep -q '"awooop serving"' "$TMP/server.log" 2>/dev/null; then
+    URL="http://127.0.0.1:$(grep '"awooop serving"' "$TMP/server.log" | tail -1 | jq -r .port)"
+    curl -sf "$URL/healthz" >/dev/null && break
+  fi
+  sleep 0.1
+done
+unset AWOOOP_BOOTSTRAP_KEY
+export AWOOOP_URL=$URL AWOOOP_EXAMPLE_MCP=$EXAMPLE
+
+# --- onboarding
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" >"$TMP/ewoooc.out" 2>"$TMP/ewoooc.err"
+check "onboard ewoooc" $? 0
+check "three contracts active" "$(grep -c ' active$' "$TMP/ewoooc.out")" 3
+check "approval last" "$(grep ' active$' "$TMP/ewoooc.out" | tail -1 | awk '{print $2}')" approval/default
+check "four keys shown" "$(grep -c '^key ' "$TMP/ewoooc.out")" 4
+keyof() { awk -v n="$2" '$1=="key" && $2==n {print $4}' "$1"; }
+EA=$(keyof "$TMP/ewoooc.out" ewoooc-agent); EAD=$(keyof "$TMP/ewoooc.out" ewoooc-admin)
+EO1=$(keyof "$TMP/ewoooc.out" ewoooc-oncall-1); EO2=$(keyof "$TMP/ewoooc.out" ewoooc-oncall-2)
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" >/dev/null 2>"$TMP/again.err"
+check "onboarding twice refused" $? 1
+check "says where it stopped" "$(grep -c 'stopped at: the project' "$TMP/again.err")" 1
+sed 's/ewoooc/tenant2/g' "$SRC/examples/ewoooc.json" >"$TMP/tenant2.json"
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$TMP/tenant2.json" >"$TMP/t2.out" 2>&1
+check "onboard tenant2" $? 0
+TA=$(keyof "$TMP/t2.out" tenant2-agent); TAD=$(keyof "$TMP/t2.out" tenant2-admin)
+TO1=$(keyof "$TMP/t2.out" tenant2-oncall-1)
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file /dev/null >/dev/null 2>&1
+check "bad file" $? 2
+(unset AWOOOP_EXAMPLE_MCP; AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" 2>&1 | grep -c 'AWOOOP_EXAMPLE_MCP' >"$TMP/unset")
+check "an unset \${NAME} named" "$(cat "$TMP/unset")" 1
+# the onboarding keys were revoked
+WHO=ewoooc
+req GET /v1/projects/ewoooc/keys "$EAD"
+check "onboarding keys revoked" "$(jbody '[.items[] | select(.name | startswith("onboard-")) | .revoked_at != null] | all')" true
+req GET /v1/projects/ewoooc/contracts/approval/default/active "$EAD"
+check "approval policy active" "$(jbody .body.threshold)" 2
+
+# --- tools
+MCP() { # MCP PROJECT KEY METHOD PARAMS-JSON
+  local meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+  local name; name=$(echo "$4" | jq -r '.name // empty')
+  local params; params=$(echo "$4" | jq -c ". + {$meta}")
+  req POST "/v1/projects/$1/mcp" "$2" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$3\",\"params\":$params}" \
+    -H "MCP-Protocol-Version: 2026-07-28" -H "Mcp-Method: $3" ${name:+-H "Mcp-Name: $name"}
+}
+MCP ewoooc "$EA" tools/list '{}'
+check "ewoooc's four tools" "$(jbody '.result.tools | map(.name) | sort | join(",")')" \
+  "get_incident__ops,get_metrics__ops,list_pods__ops,search_logs__ops"
+MCP ewoooc "$EA" tools/call '{"name":"get_incident__ops","arguments":{"id":"INC-101"}}'
+check "a tool answers" "$(jbody '.result.content[0].text' | cut -c1-7)" "INC-101"
+MCP ewoooc "$EA" tools/call '{"name":"get_incident__ops","arguments":{"id":"../etc"}}'
+check "arguments checked" "$(jbody .error.data.code)" E-MCP-GATE-005
+MCP ewoooc "$EA" tools/call '{"name":"list_pods__ops","arguments":{"namespace":"shop"}}'
+check "list_pods" "$(jbody '.result.content[0].text' | grep -c shop/)" 3
+WHO=tenant2
+MCP ewoooc "$TA" tools/list '{}'
+check "tenant2's key on ewoooc's endpoint" "$(jbody .error.data.code)" E-MCP-GATE-001
+MCP tenant2 "$TA" tools/call '{"name":"get_incident__ops","arguments":{"id":"INC-102"}}'
+check "tenant2's own tool" "$(jbody '.result.content[0].text' | cut -c1-7)" "INC-102"
+# --- keys
+req GET /v1/projects/ewoooc/keys "$TAD"; check "tenant2 lists ewoooc's keys" "$STATUS" 404
+# --- runs
+WHO=ewoooc
+req POST /v1/platform/runs "$EO1" '{"workflow":[{"kind":"noop","args":{}}]}'
+RUN=$(jbody .run_id); check "ewoooc run" "$STATUS" 201
+check "run id" "$(echo "$RUN" | grep -cE "^[0-9a-f-]{36}$")" 1
+WHO=tenant2
+req GET "/v1/platform/runs/$RUN" "$TO1"; check "tenant2 reads ewoooc's run" "$STATUS" 404
+req POST "/v1/platform/runs/$RUN/cancel" "$TO1"; check "tenant2 cancels ewoooc's run" "$STATUS" 404
+# --- audit
+sleep 0.3
+WHO=ewoooc
+req GET "/v1/projects/ewoooc/audit?limit=1000" "$EO1"
+check "ewoooc's trail has its tool calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length')" 3
+check "ewoooc's trail never names tenant2" "$(grep -c tenant2 "$TMP/body")" 0
+WHO=tenant2
+req GET "/v1/projects/tenant2/audit?limit=1000" "$TO1"
+check "tenant2's trail never names ewoooc" "$(grep -c ewoooc "$TMP/body")" 0
+req GET "/v1/projects/ewoooc/audit" "$TO1"; check "tenant2 reads ewoooc's trail" "$STATUS" 404
+# --- errors tenant2 received never name ewoooc (its URLs aside)
+check "no ewoooc in tenant2's answers" "$(grep -c ewoooc "$TMP/responses.tenant2")" 0
+# --- metrics: tenant labels are project ids only, one per series
+curl -s "$URL/metrics" >"$TMP/metrics"
+check "ewoooc metric series" "$(grep -c '^awooop_mcp_calls_total{project="ewoooc"' "$TMP/metrics")" 3
+check "no series mixes tenants" "$(grep 'ewoooc' "$TMP/metrics" | grep -c tenant2)" 0
+# --- Redis keys (cluster shape): every key naming a tenant is under its prefix
+if [ "$BACKEND" = postgres ]; then
+  R=${AWOOOP_TEST_REDIS_URL#redis://}
+  redis-cli -h "${R%:*}" -p "${R##*:}" --scan >"$TMP/rkeys" 2>/dev/null
+  check "redis keys of ewoooc under ewoooc:" "$(grep ewoooc "$TMP/rkeys" | grep -vc '^ewoooc:')" 0
+  check "redis keys of tenant2 under tenant2:" "$(grep tenant2 "$TMP/rkeys" | grep -vc '^tenant2:')" 0
+fi
+# --- no key secret in the server's log
+for k in "$EA" "$EAD" "$EO1" "$TA"; do
+  check "key not logged" "$(grep -c "$k" "$TMP/server.log")" 0
+done
+
+echo "onboard_test ($BACKEND): $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
