@@ -91,6 +91,9 @@ aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err);
  * at most 250 ms old, so another process's suspension stops new calls within
  * that, and the watcher cuts calls in flight). */
 aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_error *err);
+/* The same, trusting a reading of this process at most 250 ms old (the
+ * gateways' admission: a suspension elsewhere stops new calls within that). */
+aw_err aw_budget_suspended_recent(aw_store *s, const aw_ctx *ctx, int *suspended, aw_error *err);
 /* The current period: limits, reserved, settled, remaining (tokens and
  * USD), when it resets, the ledger's sums by kind, what each model was
  * charged; with run_id, the run's own row too. New reference. */

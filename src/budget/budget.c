@@ -374,8 +374,8 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	budget_cfg b;
 	aw_err e = load(pc, ctx, ask, &b, err);
 	if (e == AW_E_CONTRACT_NOT_FOUND) { /* no budget: only a suspension stops calls */
-		int suspended = seen_get(ctx->project);
-		e = suspended >= 0 ? AW_OK : aw_budget_suspended(s, ctx, &suspended, err);
+		int suspended = 0;
+		e = aw_budget_suspended_recent(s, ctx, &suspended, err);
 		if (!e && suspended)
 			e = aw_fail(err, AW_E_BUDGET_SUSPENDED,
 				    "project %s is suspended; an operator resumes it "
@@ -533,6 +533,12 @@ aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_er
 	if (!e)
 		seen_set(ctx->project, *suspended);
 	return e;
+}
+
+aw_err aw_budget_suspended_recent(aw_store *s, const aw_ctx *ctx, int *suspended, aw_error *err)
+{
+	*suspended = seen_get(ctx->project);
+	return *suspended >= 0 ? AW_OK : aw_budget_suspended(s, ctx, suspended, err);
 }
 
 aw_err aw_budget_suspend(aw_store *s, const aw_ctx *ctx, const char *reason, aw_error *err)

@@ -43,6 +43,7 @@
 #define DEFAULT_ARGS_BYTES 65536
 #define AUDIT_ARGS_MAX 4096
 #define RECORD_BATCH 64
+#define RECORD_LINGER_MS 5
 #define SESSION_IDLE_NS (3600LL * 1000000000LL)
 #define SESSIONS_MAX 10000
 
@@ -135,7 +136,8 @@ struct aw_mcp {
 	pthread_cond_t rcv, rdone;
 	record *rhead, *rtail;
 	catalog *dropped; /* revoked catalogs the recorder frees */
-	int recording, recorder_started;
+	int recording, recorder_started, flushing;
+	int unrecorded; /* calls answered whose record is not queued yet */
 	pthread_t recorder;
 	atomic_int stopping;
 };
@@ -356,8 +358,10 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 		json_t *t;
 		json_array_foreach (json_object_get(res, "tools"), i, t) {
 			const char *name = json_string_value(json_object_get(t, "name"));
-			if (name)
-				json_object_set(defs, name, t);
+			char pin[72];
+			if (name && aw_mcp_def_pin(t, pin) == 0) /* hashed once per fetch */
+				json_object_set_new(defs, name,
+						    json_pack("{s:O,s:s}", "def", t, "pin", pin));
 		}
 		json_t *next = json_object_get(res, "nextCursor");
 		if (json_is_string(next))
@@ -375,7 +379,8 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 	return AW_OK;
 }
 
-/* The upstream's definitions (a reference), fetched again when older than
+/* The upstream's definitions ({name: {"def", "pin"}}, a reference), fetched
+ * again when older than
  * the TTL, when the upstream said its list changed, or when fresh is set. */
 static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, json_t **out, aw_error *err)
 {
@@ -456,9 +461,10 @@ static json_t *list_tools(aw_mcp *g, catalog *c)
 				       "provider", t->u->provider, "detail", err.msg, NULL);
 			}
 		}
-		json_t *def = json_object_get(defs[ui], t->name);
-		char pin[72];
-		if (!def || aw_mcp_def_pin(def, pin) || strcmp(pin, t->pin))
+		json_t *entry = json_object_get(defs[ui], t->name);
+		json_t *def = json_object_get(entry, "def");
+		const char *pin = json_string_value(json_object_get(entry, "pin"));
+		if (!def || !pin || strcmp(pin, t->pin))
 			continue; /* missing or changed since approval: hidden */
 		json_t *d = json_deep_copy(def);
 		json_object_set_new(d, "name", json_string(t->full));
@@ -539,12 +545,13 @@ static void record_queue(aw_mcp *g, const aw_ctx *ctx, const char *target, json_
 	snprintf(r->tool, sizeof r->tool, "%s", target);
 	r->payload = payload;
 	pthread_mutex_lock(&g->rmu);
-	if (g->rtail)
+	if (g->rtail) { /* the recorder is awake or lingering already */
 		g->rtail->next = r;
-	else
+	} else {
 		g->rhead = r;
+		pthread_cond_signal(&g->rcv);
+	}
 	g->rtail = r;
-	pthread_cond_signal(&g->rcv);
 	pthread_mutex_unlock(&g->rmu);
 }
 
@@ -590,6 +597,13 @@ static void *recorder_main(void *arg)
 			break;
 		if (!g->rhead)
 			continue;
+		/* linger: the records of the calls ending in the next moment join
+		 * this transaction (fewer, larger writes; less CPU taken from the
+		 * calls in flight) */
+		if (!atomic_load(&g->stopping) && !g->flushing) {
+			struct timespec ts = aw_clock_after(CLOCK_REALTIME, RECORD_LINGER_MS);
+			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
+		}
 		record *list = g->rhead;
 		g->rhead = g->rtail = NULL;
 		g->recording = 1;
@@ -626,8 +640,11 @@ static void *recorder_main(void *arg)
 void aw_mcp_flush(aw_mcp *g)
 {
 	pthread_mutex_lock(&g->rmu);
-	while (g->rhead || g->recording)
+	g->flushing++;
+	pthread_cond_broadcast(&g->rcv);
+	while (g->rhead || g->recording || g->unrecorded)
 		pthread_cond_wait(&g->rdone, &g->rmu);
+	g->flushing--;
 	pthread_mutex_unlock(&g->rmu);
 }
 
@@ -701,12 +718,11 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	aw_error err = {0};
 	if (defs_get(g, t->u, 0, &defs, &err))
 		return refuse(n, id, 5, AW_E_MCP_UPSTREAM, err.msg, NULL);
-	json_t *def = json_object_get(defs, t->name);
-	char pin[72] = "";
-	if (def)
-		aw_mcp_def_pin(def, pin);
+	json_t *entry = json_object_get(defs, t->name);
+	const char *pin = json_string_value(json_object_get(entry, "pin"));
+	int same = pin && t->pin && !strcmp(pin, t->pin), def = entry != NULL;
 	json_decref(defs);
-	if (!t->pin || strcmp(pin, t->pin)) {
+	if (!same) {
 		snprintf(msg, sizeof msg, "%s",
 			 !t->pin ? "the tool has no pinned definition (publish pins it)"
 			 : !def	 ? "the upstream no longer offers the tool it was approved with"
@@ -747,7 +763,7 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 		goto out;
 	}
 	int suspended = 0;
-	if (aw_budget_suspended(g->o.store, &call->ctx, &suspended, &err) || suspended) {
+	if (aw_budget_suspended_recent(g->o.store, &call->ctx, &suspended, &err) || suspended) {
 		reply = refuse(n, id, 4, AW_E_MCP_BUDGET,
 			       suspended ? "the project is suspended by its budget"
 					 : "the budget could not be read",
@@ -883,8 +899,19 @@ static void run_call(aw_mcp *g, aw_mcp_call *call)
 	} else {
 		call_note n = {.outcome = "ok"};
 		reply = tools_call(g, call, c, &n);
+		/* the client first; the record right after (a flush waits for it) */
+		pthread_mutex_lock(&g->rmu);
+		g->unrecorded++;
+		pthread_mutex_unlock(&g->rmu);
+		finish(call, reply, status);
 		audit_call(g, call, c, &n, t0);
 		json_decref(n.args_audit);
+		pthread_mutex_lock(&g->rmu);
+		g->unrecorded--;
+		pthread_cond_broadcast(&g->rdone);
+		pthread_mutex_unlock(&g->rmu);
+		catalog_put(c);
+		return;
 	}
 	catalog_put(c);
 	finish(call, reply, status);
@@ -1185,15 +1212,14 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 			if (strcmp(json_string_value(json_object_get(t, "provider")), k))
 				continue;
 			const char *name = json_string_value(json_object_get(t, "name"));
-			json_t *def = json_object_get(defs, name);
-			char pin[72], ptr[64];
+			const char *pin =
+				json_string_value(json_object_get(json_object_get(defs, name), "pin"));
+			char ptr[64];
 			snprintf(ptr, sizeof ptr, "/tools/%zu/pin", i);
 			const char *given = json_string_value(json_object_get(t, "pin"));
-			if (!def)
+			if (!pin)
 				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
 					       "upstream %s offers no tool %s", k, name);
-			else if (aw_mcp_def_pin(def, pin))
-				e = aw_fail(err, AW_E_NOMEM, "out of memory");
 			else if (given && strcmp(given, pin))
 				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
 					       "%s: upstream %s's definition of %s is %s now", ptr,
