@@ -71,7 +71,8 @@ static void send_next(CURLM *m, client *c)
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
 		"\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
 		"\"clientInfo\":{\"name\":\"loadgen\",\"version\":\"1\"}}}";
-	static const char *inited = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+	static const char *inited =
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
 	static char call[512];
 	if (!call[0])
 		snprintf(call, sizeof call,
@@ -152,7 +153,8 @@ int main(int argc, char **argv)
 			int ok = msg->data.result == CURLE_OK;
 			if (c->phase < 2) {
 				if (!ok || (c->phase == 0 && !c->session[0])) {
-					fprintf(stderr, "loadgen: initialize failed: %s\n", c->body);
+					fprintf(stderr, "loadgen: initialize failed: %s\n",
+						c->body);
 					return 1;
 				}
 				if (++c->phase == 2 && ++ready == n)

@@ -1212,8 +1212,8 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 			if (strcmp(json_string_value(json_object_get(t, "provider")), k))
 				continue;
 			const char *name = json_string_value(json_object_get(t, "name"));
-			const char *pin =
-				json_string_value(json_object_get(json_object_get(defs, name), "pin"));
+			const char *pin = json_string_value(
+				json_object_get(json_object_get(defs, name), "pin"));
 			char ptr[64];
 			snprintf(ptr, sizeof ptr, "/tools/%zu/pin", i);
 			const char *given = json_string_value(json_object_get(t, "pin"));

@@ -50,7 +50,8 @@
 typedef struct pending {
 	json_int_t id;
 	int done;
-	json_t *msg; /* the response (owned) */
+	pthread_cond_t cv; /* its waiter only: no herd of 32 threads per answer */
+	json_t *msg;	   /* the response (owned) */
 	struct pending *next;
 } pending;
 
@@ -63,7 +64,6 @@ struct aw_mcp_up {
 	atomic_llong next_id;
 	atomic_int list_changed;
 	pthread_mutex_t mu; /* everything below */
-	pthread_cond_t cv;
 	/* http */
 	char url[2100];
 	char session[256];
@@ -471,9 +471,10 @@ static int program_allowed(const aw_mcp_up *u, const char *prog)
 
 static void fail_waiting(aw_mcp_up *u) /* holds mu */
 {
-	for (pending *p = u->waiting; p; p = p->next)
+	for (pending *p = u->waiting; p; p = p->next) {
 		p->done = 1;
-	pthread_cond_broadcast(&u->cv);
+		pthread_cond_signal(&p->cv);
+	}
 }
 
 typedef struct {
@@ -541,7 +542,7 @@ static void *reader_main(void *arg)
 					if (p->id == json_integer_value(id) && !p->done) {
 						p->msg = json_incref(m);
 						p->done = 1;
-						pthread_cond_broadcast(&u->cv);
+						pthread_cond_signal(&p->cv);
 						break;
 					}
 				pthread_mutex_unlock(&u->mu);
@@ -712,6 +713,11 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 {
 	pending p = {.id = id};
 	if (id >= 0) {
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_REALTIME);
+		pthread_cond_init(&p.cv, &ca);
+		pthread_condattr_destroy(&ca);
 		p.next = u->waiting;
 		u->waiting = &p;
 	}
@@ -741,7 +747,7 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 		return e;
 	struct timespec ts = aw_clock_after(CLOCK_REALTIME, timeout_ms);
 	while (!e && !p.done)
-		if (pthread_cond_timedwait(&u->cv, &u->mu, &ts) == ETIMEDOUT)
+		if (pthread_cond_timedwait(&p.cv, &u->mu, &ts) == ETIMEDOUT)
 			break;
 	for (pending **pp = &u->waiting; *pp; pp = &(*pp)->next)
 		if (*pp == &p) {
@@ -753,6 +759,7 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 			    timeout_ms);
 	else if (!e && !p.msg)
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s exited", u->provider);
+	pthread_cond_destroy(&p.cv);
 	if (!e)
 		*msg = p.msg;
 	else
@@ -841,11 +848,6 @@ aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err)
 	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
 	atomic_init(&u->next_id, 1);
 	pthread_mutex_init(&u->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
-	pthread_cond_init(&u->cv, &ca);
-	pthread_condattr_destroy(&ca);
 	*out = u;
 	return AW_OK;
 }
@@ -861,7 +863,6 @@ void aw_mcp_up_free(aw_mcp_up *u)
 		curl_easy_cleanup(u->idle[i]);
 	pthread_mutex_unlock(&u->mu);
 	pthread_mutex_destroy(&u->mu);
-	pthread_cond_destroy(&u->cv);
 	json_decref(u->config);
 	free(u->secrets_dir);
 	free(u);

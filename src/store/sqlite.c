@@ -40,7 +40,17 @@ static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out, int *slot)
 		*out = c->cache[i].st;
 		return SQLITE_OK;
 	}
-	int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+	/* "$N" as SQLite's "?N": bound by number, not looked up by name (a
+	 * lookup per parameter is quadratic in a many-row INSERT). The store's
+	 * SQL holds no '$' followed by a digit elsewhere. */
+	char *numbered = strdup(sql);
+	if (!numbered)
+		return SQLITE_NOMEM;
+	for (char *p = numbered; *p; p++)
+		if (p[0] == '$' && p[1] >= '0' && p[1] <= '9')
+			p[0] = '?';
+	int rc = sqlite3_prepare_v3(c->db, numbered, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+	free(numbered);
 	if (rc != SQLITE_OK)
 		return rc;
 	char *copy = strdup(sql);
@@ -157,13 +167,9 @@ static int sq_healthy(aw_conn *c)
 
 static aw_err bind_params(sqlite3_stmt *st, int n, const aw_val *p, aw_error *err)
 {
-	for (int i = 0; i < n; i++) {
-		char name[16];
-		snprintf(name, sizeof name, "$%d", i + 1);
-		int idx = sqlite3_bind_parameter_index(st, name);
-		if (idx == 0)
-			continue; /* placeholder not used by this statement */
-		int rc;
+	int count = sqlite3_bind_parameter_count(st); /* the largest ?N */
+	for (int i = 0; i < n && i < count; i++) {
+		int idx = i + 1, rc;
 		switch (p[i].t) {
 		case AW_V_TEXT:
 			rc = sqlite3_bind_text(st, idx, p[i].s, -1, SQLITE_TRANSIENT);
