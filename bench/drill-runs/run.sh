@@ -54,7 +54,7 @@ AWOOOP_LOG_LEVEL=warn "$BR" load "$APP" drill "$RUNS" 4 "$WF" 2>&1 | grep -v '^{
 sql "UPDATE awooop.runs SET max_attempts = 100" >/dev/null
 
 start_worker() {
-  "$BIN" serve --role worker --db "$APP" --concurrency 4 --batch 4 --heartbeat-ms 300 \
+  "$BIN" serve --role worker --db "$APP" --egress-allow-private "*" --concurrency 4 --batch 4 --heartbeat-ms 300 \
     --lease-ms 1500 --retry-base-ms 50 --retry-max-ms 500 --worker-poll-ms 200 \
     --log-level error 2>>"$OUT/workers.log" &
   WORKERS+=($!)

@@ -156,6 +156,11 @@ typedef struct aw_executor {
 	json_t *(*intent)(const json_t *args);
 } aw_executor;
 
+/* The projects (comma-separated ids, or "*") whose http steps may reach
+ * loopback and private addresses (egress.h); link-local and metadata
+ * addresses are refused to all. Default: none. Call before workers start. */
+void aw_run_egress_allow(const char *projects);
+
 /* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
  * "body"?}. Later issues register llm, tool, approval. */
 const aw_executor *aw_executor_find(const char *kind);

@@ -156,6 +156,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "a token reservation whose process died is reaped after this (and every "
 		 "quarter of it the reaper looks)",
 		 NULL},
+		{"egress-allow-private", "AWOOOP_EGRESS_ALLOW_PRIVATE", NULL, 0,
+		 "projects (comma-separated, or *) whose http run steps may reach loopback and "
+		 "private addresses (link-local and metadata: never)",
+		 NULL},
 		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
 		 "the mcp_tool contract id that lists a project's tool servers", NULL},
 		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,
@@ -309,6 +313,7 @@ int aw_cmd_serve(int argc, char **argv)
 		json_decref(llm_config);
 		return aw_cli_fail(e, err.msg);
 	}
+	aw_run_egress_allow(aw_cli_get(opts, "egress-allow-private"));
 	aw_http *http = NULL;
 	aw_bus *bus = NULL;
 	aw_relay *relay = NULL;
@@ -437,6 +442,10 @@ int aw_cmd_migrate(int argc, char **argv)
 		{"db", "AWOOOP_DB", NULL, 0, "store URL, connecting as the schema owner", NULL},
 		{"app-role", "AWOOOP_APP_ROLE", "awooop_app", 0,
 		 "PostgreSQL role `serve` connects as (created if missing)", NULL},
+		{"egress-allow-private", "AWOOOP_EGRESS_ALLOW_PRIVATE", NULL, 0,
+		 "projects (comma-separated, or *) whose http run steps may reach loopback and "
+		 "private addresses (link-local and metadata: never)",
+		 NULL},
 		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
 		 "the mcp_tool contract id that lists a project's tool servers", NULL},
 		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "awooop/egress.h"
 #include "awooop/buf.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
@@ -230,8 +231,48 @@ static int http_on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, 
 	return call->stop && *call->stop; /* non-zero aborts the transfer */
 }
 
+/* ---- egress (egress.h): which projects' http steps may reach loopback and
+ * private addresses. Set once at start (aw_run_egress_allow), read after. */
+static char egress_allow[4096];
+
+void aw_run_egress_allow(const char *projects)
+{
+	snprintf(egress_allow, sizeof egress_allow, "%s", projects ? projects : "");
+}
+
+static int egress_private_ok(const char *project)
+{
+	if (!strcmp(egress_allow, "*"))
+		return 1;
+	size_t n = strlen(project);
+	for (const char *p = egress_allow; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == n && !strncmp(p, project, n))
+			return 1;
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
+typedef struct {
+	int allow_private;
+	int refused; /* an aw_egress_class */
+} egress_check;
+
+static curl_socket_t http_open(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	egress_check *x = ud;
+	(void)purpose;
+	if (!aw_egress_allowed(&a->addr, x->allow_private)) {
+		x->refused = (int)aw_egress_classify(&a->addr);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 {
+	egress_check eg = {egress_private_ok(c->project ? c->project : ""), 0};
 	json_t *body = json_object_get(c->args, "body");
 	char *payload = body ? aw_jcs(body) : NULL;
 	CURL *h = curl_easy_init();
@@ -277,6 +318,8 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)c);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, http_open);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &eg);
 	if (payload) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
@@ -290,6 +333,13 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
 		e = aw_fail(err, AW_E_RUN_TIMEOUT, "the request timed out");
+		goto out;
+	}
+	if (rc != CURLE_OK && eg.refused) {
+		*result = json_pack("{s:s}", "egress", aw_egress_reason((aw_egress_class)eg.refused));
+		e = aw_fail(err, AW_E_RUN_STEP,
+			    "request refused: the address is %s (serve --egress-allow-private)",
+			    aw_egress_reason((aw_egress_class)eg.refused));
 		goto out;
 	}
 	if (rc != CURLE_OK) {

@@ -35,6 +35,7 @@ static int setup(void **state)
 	const char *const projects[] = {"rt-main", "rt-other", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
+	aw_run_egress_allow("rt-main"); /* the counter is on loopback */
 	CNT = aw_counter_start(0, 0);
 	return CNT ? 0 : -1;
 }
@@ -677,6 +678,45 @@ static void test_isolation_and_list(void **state)
 /* Credentials never travel in a run definition: plain ones are refused with
  * their pointer; a step names one by reference, resolved at execution, and the
  * journal never holds it. */
+/* http steps pass the egress policy on the address they connect to:
+ * loopback only for the projects allowed (rt-main here, not rt-other);
+ * link-local and metadata addresses for nobody. Nothing reaches the server. */
+static void test_egress(void **state)
+{
+	(void)state;
+	char body[512], denied[40], meta[40], key[64];
+	snprintf(body, sizeof body,
+		 "{\"max_attempts\":1,\"workflow\":[{\"kind\":\"http\",\"args\":{"
+		 "\"url\":\"http://localhost:%d/egress\"}}]}",
+		 aw_counter_port(CNT));
+	submit("rt-other", body, NULL, denied);
+	submit("rt-main",
+	       "{\"max_attempts\":1,\"workflow\":[{\"kind\":\"http\",\"args\":{"
+	       "\"url\":\"http://169.254.169.254/latest/meta-data/\"}}]}",
+	       NULL, meta);
+	aw_worker *w = worker(2, 4, 100, 1000);
+	assert_true(wait_state("rt-other", denied, "failed", 5000));
+	assert_true(wait_state("rt-main", meta, "failed", 5000));
+	aw_worker_stop(w);
+	aw_run_step_key(denied, 1, key, sizeof key);
+	assert_int_equal(aw_counter_count(CNT, key), 0);
+	const struct {
+		const char *p, *id, *why;
+	} cases[] = {{"rt-other", denied, "loopback or private"}, {"rt-main", meta, "metadata"}};
+	for (int i = 0; i < 2; i++) {
+		aw_ctx c;
+		as(&c, cases[i].p);
+		json_t *view = NULL;
+		aw_error err = {0};
+		assert_int_equal(aw_run_view(S, &c, cases[i].id, &view, &err), AW_OK);
+		char *text = json_dumps(view, 0);
+		if (!strstr(text, cases[i].why))
+			fail_msg("%s: no '%s' in %s", cases[i].id, cases[i].why, text);
+		free(text);
+		json_decref(view);
+	}
+}
+
 static void test_secrets_by_reference(void **state)
 {
 	aw_run_request req;
@@ -767,6 +807,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_batch_steps_in_parallel),
 		cmocka_unit_test(test_isolation_and_list),
 		cmocka_unit_test(test_secrets_by_reference),
+		cmocka_unit_test(test_egress),
 	};
 	return AW_TEST_MAIN("runs", tests, setup, teardown);
 }
