@@ -336,7 +336,8 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 		goto out;
 	}
 	if (rc != CURLE_OK && eg.refused) {
-		*result = json_pack("{s:s}", "egress", aw_egress_reason((aw_egress_class)eg.refused));
+		*result =
+			json_pack("{s:s}", "egress", aw_egress_reason((aw_egress_class)eg.refused));
 		e = aw_fail(err, AW_E_RUN_STEP,
 			    "request refused: the address is %s (serve --egress-allow-private)",
 			    aw_egress_reason((aw_egress_class)eg.refused));
