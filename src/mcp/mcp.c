@@ -671,6 +671,33 @@ static json_t *refuse(call_note *n, const json_t *id, int gate, aw_err code, con
 	return gate_error(id, code, gate, msg, pointer);
 }
 
+/* Redacts a result JSON-aware, but not the base64 payloads of image, audio
+ * and blob content (redaction patterns inside an encoding would corrupt the
+ * bytes and protect nothing: the text is not there in clear). */
+static void redact_result(json_t *res)
+{
+	json_t *content = json_object_get(res, "content"), *held = json_array();
+	size_t i;
+	json_t *item;
+	json_array_foreach (content, i, item) {
+		json_t *res_ = json_object_get(item, "resource");
+		json_t *owner = json_object_get(item, "data") ? item : res_;
+		const char *k = json_object_get(item, "data") ? "data" : "blob";
+		json_t *v = json_object_get(owner, k);
+		if (json_is_string(v)) {
+			json_array_append_new(held, json_pack("{s:o,s:s,s:O}", "o", json_incref(owner),
+							      "k", k, "v", v));
+			json_object_set_new(owner, k, json_string(""));
+		}
+	}
+	aw_redact_json(res, NULL);
+	json_array_foreach (held, i, item)
+		json_object_set(json_object_get(item, "o"),
+				json_string_value(json_object_get(item, "k")),
+				json_object_get(item, "v"));
+	json_decref(held);
+}
+
 /* Gate 4's rate bucket; 0 when a token was taken, else ms until one is. */
 static long take_token(catalog *c, mtool *t)
 {
@@ -807,7 +834,7 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 		}
 		goto out;
 	}
-	aw_redact_json(res, NULL);
+	redact_result(res);
 	res = cut_result(res, t->max_result, &n->result_bytes, &n->cut);
 	n->outcome = json_is_true(json_object_get(res, "isError")) ? "tool_error" : "ok";
 	decorate(res, &call->meta, 0);

@@ -12,6 +12,8 @@
  *                      number in front, for redaction)
  *   slow {ms}          answers after ms
  *   fail               a JSON-RPC error whose message quotes X-Key (HTTP)
+ *   image              an image whose base64 looks like an AWS key id, and
+ *                      a text holding that key id
  *   write_thing        a write tool (the gateway decides; it just answers)
  *   calls              how many tools/call this process answered before
  * With --desc-file F, echo's description is F's contents when F exists
@@ -51,7 +53,8 @@ static json_t *list_tools(void)
 		desc[n] = 0;
 		fclose(f);
 	}
-	return json_pack("{s:[o,o,o,o,o,o,o,o]}", "tools", tool_def("echo", desc, "text", "string"),
+	return json_pack("{s:[o,o,o,o,o,o,o,o,o]}", "tools", tool_def("echo", desc, "text", "string"),
+			 tool_def("image", "An image and a text", NULL, NULL),
 			 tool_def("env", "Reads an environment variable", "name", "string"),
 			 tool_def("headers", "Shows the credentials it received", NULL, NULL),
 			 tool_def("big", "A large answer", "bytes", "integer"),
@@ -118,6 +121,10 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 			snprintf(buf, sizeof buf, "it broke (x-key was %s)", xkey ? xkey : "-");
 			return json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id,
 					 "error", "code", -32000, "message", buf);
+		} else if (!strcmp(name, "image")) { /* base64 that looks like a key */
+			res = json_pack("{s:[{s:s,s:s,s:s},{s:s,s:s}]}", "content", "type", "image",
+					"data", "AKIAIOSFODNN7EXAMPLEAAAA", "mimeType", "image/png",
+					"type", "text", "text", "key AKIAIOSFODNN7EXAMPLE");
 		} else if (!strcmp(name, "write_thing")) {
 			res = text_result("done");
 		} else if (!strcmp(name, "calls")) {
