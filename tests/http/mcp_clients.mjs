@@ -3,7 +3,8 @@
 // 2025-11-25: initialize and a session) and @modelcontextprotocol/client (v2,
 // 2026-07-28 pinned, then automatic negotiation: server/discover and the
 // Mcp-Method / Mcp-Name headers). Each lists the tools, calls one tool of each
-// upstream, and sees a gate refusal as a JSON-RPC error with its data.code.
+// upstream, lists and reads the resources and lists the prompts one upstream
+// relays, and sees a gate refusal as a JSON-RPC error with its data.code.
 // Prints one JSON line per client; exits 1 on any failure.
 //   node mcp_clients.mjs URL KEY
 import { Client as V1 } from "@modelcontextprotocol/sdk/client/index.js";
@@ -37,6 +38,11 @@ async function exercise(label, client, transport) {
     } catch (e) {
       out.bad_args = { code: e.code, data: e.data?.code ?? null };
     }
+    const res = await client.listResources();
+    out.resources = res.resources.length;
+    const read = await client.readResource({ uri: res.resources[0].uri });
+    out.read = read.contents.length;
+    out.prompts = (await client.listPrompts()).prompts.length;
     await client.close();
   } catch (e) {
     out.error = String(e?.message ?? e);

@@ -51,7 +51,7 @@ K2=$(api POST /v1/projects/peers/keys "$ADMIN" '{"name":"op2","scope":"operator"
 W=$(api POST /v1/projects/peers/keys "$ADMIN" '{"name":"agent","scope":"worker"}' | jq -r .key)
 BODY="{\"allow_private_network\":true,\"upstreams\":{
   \"ev\":{\"transport\":\"stdio\",\"command\":[\"$NODE\",\"$EVERY\",\"stdio\"]},
-  \"evh\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PE/mcp\"}},
+  \"evh\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PE/mcp\",\"relay\":[\"resources\",\"prompts\"]}},
   \"tools\":[{\"name\":\"echo\",\"provider\":\"ev\",\"mode\":\"read_only\",
               \"args_schema\":{\"type\":\"object\",\"required\":[\"message\"],\"properties\":{\"message\":{\"type\":\"string\"}}}},
              {\"name\":\"get-sum\",\"provider\":\"evh\",\"mode\":\"read_only\"},
@@ -74,6 +74,8 @@ for c in sdk-v1 client-v2-pinned client-v2-auto; do
   check "$c sum over http" "$(j .sum | grep -o 42)" 42
   check "$c refusal code" "$(j .refusal.data)" E-MCP-GATE-002
   check "$c bad arguments" "$(j .bad_args.data)" E-MCP-GATE-005
+  check "$c resources relayed" "$(j '.resources > 0 and .read > 0')" true
+  check "$c prompts relayed" "$(j '.prompts > 0')" true
 done
 check "v1 speaks 2025-11-25" "$(grep '"client":"sdk-v1"' "$TMP/clients" | jq -r .version)" 2025-11-25
 check "v2 pinned speaks 2026-07-28" "$(grep '"client":"client-v2-pinned"' "$TMP/clients" | jq -r .version)" 2026-07-28

@@ -459,10 +459,10 @@ static void test_credentials(void **state)
 static void test_redact_and_cut(void **state)
 {
 	(void)state;
-	json_t *body = json_pack("{s:{s:o},s:[o,o,o]}", "upstreams", "web",
-				 http_upstream(HTTP_PORT, NULL), "tools",
-				 tool("big", "web", "read_only"), tool("echo", "web", "read_only"),
-				 tool("image", "web", "read_only"));
+	json_t *body =
+		json_pack("{s:{s:o},s:[o,o,o]}", "upstreams", "web", http_upstream(HTTP_PORT, NULL),
+			  "tools", tool("big", "web", "read_only"),
+			  tool("echo", "web", "read_only"), tool("image", "web", "read_only"));
 	json_object_set_new(json_array_get(json_object_get(body, "tools"), 1), "max_result_bytes",
 			    json_integer(1024));
 	aw_error err = {0};
@@ -655,6 +655,15 @@ static void test_protocol(void **state)
 	res = json_object_get(r, "result");
 	assert_string_equal(json_string_value(json_object_get(res, "cacheScope")), "private");
 	assert_true(json_integer_value(json_object_get(res, "ttlMs")) > 0);
+	json_decref(r);
+	/* resources and prompts only from upstreams that relay them: none here */
+	r = call_as("mcp-a", "resources/list", NULL, 0);
+	assert_int_equal(
+		json_array_size(json_object_get(json_object_get(r, "result"), "resources")), 0);
+	json_decref(r);
+	r = call_as("mcp-a", "resources/read", json_pack("{s:s}", "uri", "file:///etc/passwd"), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")),
+			 AW_RPC_METHOD);
 	json_decref(r);
 	r = call_as("mcp-a", "nope/nope", NULL, 0);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")),

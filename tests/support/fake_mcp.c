@@ -53,7 +53,8 @@ static json_t *list_tools(void)
 		desc[n] = 0;
 		fclose(f);
 	}
-	return json_pack("{s:[o,o,o,o,o,o,o,o,o]}", "tools", tool_def("echo", desc, "text", "string"),
+	return json_pack("{s:[o,o,o,o,o,o,o,o,o]}", "tools",
+			 tool_def("echo", desc, "text", "string"),
 			 tool_def("image", "An image and a text", NULL, NULL),
 			 tool_def("env", "Reads an environment variable", "name", "string"),
 			 tool_def("headers", "Shows the credentials it received", NULL, NULL),
