@@ -540,7 +540,8 @@ static void *reader_main(void *arg)
 				pthread_mutex_lock(&u->mu);
 				for (pending *p = u->waiting; p; p = p->next)
 					if (p->id == json_integer_value(id) && !p->done) {
-						p->msg = json_incref(m);
+						p->msg = m; /* handed over, not shared */
+						m = NULL;
 						p->done = 1;
 						pthread_cond_signal(&p->cv);
 						break;
