@@ -442,23 +442,6 @@ int aw_cmd_migrate(int argc, char **argv)
 		{"db", "AWOOOP_DB", NULL, 0, "store URL, connecting as the schema owner", NULL},
 		{"app-role", "AWOOOP_APP_ROLE", "awooop_app", 0,
 		 "PostgreSQL role `serve` connects as (created if missing)", NULL},
-		{"egress-allow-private", "AWOOOP_EGRESS_ALLOW_PRIVATE", NULL, 0,
-		 "projects (comma-separated, or *) whose http run steps may reach loopback and "
-		 "private addresses (link-local and metadata: never)",
-		 NULL},
-		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
-		 "the mcp_tool contract id that lists a project's tool servers", NULL},
-		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,
-		 "tenants' file: secret references resolve in DIR/<project>/ (env: ones in "
-		 "AWOOOP_T_<PROJECT>__NAME)",
-		 NULL},
-		{"mcp-stdio-allow", "AWOOOP_MCP_STDIO_ALLOW", NULL, 0,
-		 "programs stdio MCP upstreams may run: absolute paths or dir/ prefixes, "
-		 "':'-separated (default: none)",
-		 NULL},
-		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
-		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
-		 "a tool call's default timeout (a tool's timeout_ms wins)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];

@@ -7,19 +7,7 @@
 #   mcp_sdk_test.sh AWOOOP_BINARY
 set -uo pipefail
 BIN=$1
-TMP=$(mktemp -d /tmp/aw-mcp-sdk.XXXXXX)
-PASS=0
-FAIL=0
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
-check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+. "$(dirname "$0")/lib.sh"
 
 NM=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}/mcp
 if [ ! -d "$NM/node_modules/@modelcontextprotocol/client" ] || [ ! -d "$NM/node_modules/@modelcontextprotocol/server-everything" ]; then
@@ -31,24 +19,15 @@ fi
 cp "$(dirname "$0")/mcp_clients.mjs" "$NM/mcp_clients.mjs"
 NODE=$(command -v node)
 EVERY=$NM/node_modules/@modelcontextprotocol/server-everything/dist/index.js
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
-
 PE=$(free_port)
 (cd "$TMP" && PORT=$PE exec "$NODE" "$EVERY" streamableHttp >/dev/null 2>&1) &
 PIDS+=($!)
-AW=$(free_port)
-ADMIN=$("$BIN" key generate)
-AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "sqlite:$TMP/aw.db" --listen 127.0.0.1:$AW \
-  --mcp-stdio-allow "$NODE" >/dev/null 2>"$TMP/server.log" &
-PIDS+=($!)
-wait_port "$PE"; wait_port "$AW"
-URL=http://127.0.0.1:$AW
-api() { curl -s -X "$1" -H "Authorization: Bearer $3" -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "$URL$2"; }
+DB="sqlite:$TMP/aw.db"
+EXTRA=""
+aw_serve --mcp-stdio-allow "$NODE"
+wait_port "$PE"
 api POST /v1/projects "$ADMIN" '{"id":"peers"}' >/dev/null
-K1=$(api POST /v1/projects/peers/keys "$ADMIN" '{"name":"op1","scope":"operator"}' | jq -r .key)
-K2=$(api POST /v1/projects/peers/keys "$ADMIN" '{"name":"op2","scope":"operator"}' | jq -r .key)
-W=$(api POST /v1/projects/peers/keys "$ADMIN" '{"name":"agent","scope":"worker"}' | jq -r .key)
+K1=$(mkkey peers op1 operator); K2=$(mkkey peers op2 operator); W=$(mkkey peers agent worker)
 BODY="{\"allow_private_network\":true,\"upstreams\":{
   \"ev\":{\"transport\":\"stdio\",\"command\":[\"$NODE\",\"$EVERY\",\"stdio\"]},
   \"evh\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PE/mcp\",\"relay\":[\"resources\",\"prompts\"]}},
@@ -80,5 +59,4 @@ done
 check "v1 speaks 2025-11-25" "$(grep '"client":"sdk-v1"' "$TMP/clients" | jq -r .version)" 2025-11-25
 check "v2 pinned speaks 2026-07-28" "$(grep '"client":"client-v2-pinned"' "$TMP/clients" | jq -r .version)" 2026-07-28
 
-echo "mcp_sdk_test: $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+aw_done mcp_sdk_test

@@ -11,28 +11,9 @@ set -uo pipefail
 BIN=$1
 FAKE=$2
 BACKEND=$3
-TMP=$(mktemp -d /tmp/aw-mcp.XXXXXX)
-PASS=0
-FAIL=0
-PIDS=()
-PGDB=
+. "$(dirname "$0")/lib.sh"
 CANARY="canary-mcp-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export AWOOOP_T_ACME__TOKEN=$CANARY
-
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  if [ -n "$PGDB" ]; then
-    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
-      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
-  fi
-  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
-check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
 
 # req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
 req() {
@@ -53,39 +34,9 @@ expect() { # expect DESCRIPTION STATUS [JQ-PATH VALUE]
 "$FAKE" --http 0 >"$TMP/fake" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 50); do FPORT=$(head -1 "$TMP/fake"); [ -n "$FPORT" ] && break; sleep 0.1; done
+aw_db "$BACKEND"
+aw_serve --mcp-stdio-allow "$FAKE"
 
-EXTRA=""
-if [ "$BACKEND" = postgres ]; then
-  PGDB="aw_mcp_$$_$RANDOM"
-  psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
-    -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
-  "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
-    >/dev/null || exit 1
-  DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
-  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
-  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-else
-  DB="sqlite:$TMP/awooop.db"
-fi
-
-ADMIN=$("$BIN" key generate)
-export AWOOOP_BOOTSTRAP_KEY=$ADMIN
-"$BIN" serve --db "$DB" --listen 127.0.0.1:0 --mcp-stdio-allow "$FAKE" $EXTRA \
-  >"$TMP/stdout" 2>>"$TMP/server.log" &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-  if grep -q '"awooop serving"' "$TMP/server.log" 2>/dev/null; then
-    URL="http://127.0.0.1:$(grep '"awooop serving"' "$TMP/server.log" | tail -1 | jq -r .port)"
-    curl -sf "$URL/healthz" >/dev/null && break
-  fi
-  sleep 0.1
-done
-unset AWOOOP_BOOTSTRAP_KEY
-
-mkkey() { # mkkey PROJECT NAME SCOPE -> secret
-  req POST "/v1/projects/$1/keys" "$ADMIN" "{\"name\":\"$2\",\"scope\":\"$3\"}" >/dev/null
-  jbody .key
-}
 for p in acme beta; do req POST /v1/projects "$ADMIN" "{\"id\":\"$p\"}"; expect "project $p" 201; done
 OP1=$(mkkey acme op1 operator); OP2=$(mkkey acme op2 operator); W=$(mkkey acme w1 worker)
 BOP1=$(mkkey beta op1 operator); BOP2=$(mkkey beta op2 operator); BW=$(mkkey beta w1 worker)
@@ -188,5 +139,4 @@ for f in "$TMP/responses" "$TMP/server.log" "$TMP/stdout" "$TMP/metrics"; do
   check "no canary in $(basename "$f")" "$(grep -c "$CANARY" "$f")" 0
 done
 
-echo "mcp_test ($BACKEND): $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+aw_done "mcp_test ($BACKEND)"

@@ -9,26 +9,7 @@ BIN=$1
 EXAMPLE=$2
 SRC=$3
 BACKEND=$4
-TMP=$(mktemp -d /tmp/aw-onboard.XXXXXX)
-PASS=0
-FAIL=0
-PIDS=()
-PGDB=
-
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  if [ -n "$PGDB" ]; then
-    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
-      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
-  fi
-  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
-check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+. "$(dirname "$0")/lib.sh"
 req() { # req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
   local method=$1 path=$2 key=$3 body=${4:-}
   shift 4 2>/dev/null || shift $#
@@ -39,32 +20,8 @@ req() { # req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/bod
 }
 jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
 
-EXTRA=""
-if [ "$BACKEND" = postgres ]; then
-  PGDB="aw_onb_$$_$RANDOM"
-  psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
-    -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
-  "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
-    >/dev/null || exit 1
-  DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
-  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
-  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-else
-  DB="sqlite:$TMP/awooop.db"
-fi
-ADMIN=$("$BIN" key generate)
-export AWOOOP_BOOTSTRAP_KEY=$ADMIN
-"$BIN" serve --db "$DB" --listen 127.0.0.1:0 --mcp-stdio-allow "$EXAMPLE" $EXTRA \
-  >"$TMP/stdout" 2>>"$TMP/server.log" &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-  if grep -q '"awooop serving"' "$TMP/server.log" 2>/dev/null; then
-    URL="http://127.0.0.1:$(grep '"awooop serving"' "$TMP/server.log" | tail -1 | jq -r .port)"
-    curl -sf "$URL/healthz" >/dev/null && break
-  fi
-  sleep 0.1
-done
-unset AWOOOP_BOOTSTRAP_KEY
+aw_db "$BACKEND"
+aw_serve --mcp-stdio-allow "$EXAMPLE"
 export AWOOOP_URL=$URL AWOOOP_EXAMPLE_MCP=$EXAMPLE
 
 # --- onboarding
@@ -155,5 +112,4 @@ for k in "$EA" "$EAD" "$EO1" "$TA"; do
   check "key not logged" "$(grep -c "$k" "$TMP/server.log")" 0
 done
 
-echo "onboard_test ($BACKEND): $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+aw_done "onboard_test ($BACKEND)"

@@ -1,0 +1,67 @@
+# lib.sh - what the black-box test scripts share (sourced): a temporary
+# directory and child processes cleaned up on exit, the check counters, a
+# fresh database of the backend, and starting `awooop serve`.
+#   . lib.sh; aw_db BACKEND; aw_serve ARGS... ; ...; aw_done NAME
+TMP=$(mktemp -d /tmp/aw-test.XXXXXX)
+PASS=0
+FAIL=0
+PIDS=()
+PGDB=
+aw_cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ -n "$PGDB" ]; then
+    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
+  fi
+  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
+}
+trap aw_cleanup EXIT
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+# aw_done NAME: the summary line; the exit status of the script
+aw_done() { echo "$1: $PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+  for _ in $(seq 1 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done
+  echo "port $1 never opened" >&2; exit 1
+}
+
+# aw_db sqlite|postgres -> DB (the URL serve uses) and EXTRA (serve flags the
+# shape needs): a fresh SQLite file, or a fresh PostgreSQL database migrated
+# by the owner and used through the app role, with Redis and publish keys.
+aw_db() {
+  EXTRA=""
+  if [ "$1" = postgres ]; then
+    PGDB="aw_t_$$_$RANDOM"
+    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
+      -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
+    "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
+      >/dev/null || exit 1
+    DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
+    EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+    export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  else
+    DB="sqlite:$TMP/awooop.db"
+  fi
+}
+
+# aw_serve ARGS... -> URL and ADMIN (the bootstrap platform-admin key); the
+# server's stderr in $TMP/server.log.
+aw_serve() {
+  ADMIN=$("$BIN" key generate)
+  local port; port=$(free_port)
+  AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "$DB" --listen 127.0.0.1:"$port" $EXTRA "$@" \
+    >"$TMP/stdout" 2>>"$TMP/server.log" &
+  PIDS+=($!)
+  wait_port "$port"
+  URL=http://127.0.0.1:$port
+}
+
+# api METHOD PATH KEY [BODY]: the answer's body on stdout
+api() { curl -s -X "$1" -H "Authorization: Bearer $3" -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "$URL$2"; }
+# mkkey PROJECT NAME SCOPE: a new key's secret (as ADMIN)
+mkkey() { api POST "/v1/projects/$1/keys" "$ADMIN" "{\"name\":\"$2\",\"scope\":\"$3\"}" | jq -r .key; }
