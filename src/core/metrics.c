@@ -26,7 +26,7 @@ typedef struct series {
 	struct series *next;
 	const char *family; /* static */
 	enum kind kind;
-	char labels[160];
+	char labels[256];
 	double value; /* counter total, gauge value, or histogram sum */
 	unsigned long long count, bucket[NB];
 } series;
