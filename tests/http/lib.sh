@@ -50,15 +50,21 @@ aw_db() {
 }
 
 # aw_serve ARGS... -> URL and ADMIN (the bootstrap platform-admin key); the
-# server's stderr in $TMP/server.log.
+# server's stderr in $TMP/server.log. Port 0 and the port it logs: a port
+# picked beforehand could be taken by a test running beside this one.
 aw_serve() {
   ADMIN=$("$BIN" key generate)
-  local port; port=$(free_port)
-  AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "$DB" --listen 127.0.0.1:"$port" $EXTRA "$@" \
+  AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "$DB" --listen 127.0.0.1:0 $EXTRA "$@" \
     >"$TMP/stdout" 2>>"$TMP/server.log" &
   PIDS+=($!)
-  wait_port "$port"
-  URL=http://127.0.0.1:$port
+  for _ in $(seq 1 100); do
+    if grep -q '"awooop serving"' "$TMP/server.log" 2>/dev/null; then
+      URL="http://127.0.0.1:$(grep '"awooop serving"' "$TMP/server.log" | tail -1 | jq -r .port)"
+      curl -sf "$URL/healthz" >/dev/null && return 0
+    fi
+    sleep 0.1
+  done
+  echo "server did not start" >&2; cat "$TMP/server.log" >&2; exit 1
 }
 
 # api METHOD PATH KEY [BODY]: the answer's body on stdout
