@@ -391,10 +391,13 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 	return AW_OK;
 }
 
-/* The upstream's definitions ({name: {"def", "pin"}}, a reference), fetched
- * again when older than
- * the TTL, when the upstream said its list changed, or when fresh is set. */
-static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, json_t **out, aw_error *err)
+/* The upstream's definitions ({name: {"def", "pin"}}), fetched again when
+ * older than the TTL, when the upstream said its list changed, or when fresh
+ * is set. What a caller needs is taken under the lock - the pin of name (""
+ * when the upstream lacks it) and/or a deep copy - so no thread shares the
+ * cached document (jansson's counts are not fences). */
+static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, char pin[72],
+		       json_t **copy, aw_error *err)
 {
 	pthread_mutex_lock(&u->mu);
 	int64_t now = aw_clock_mono_ns();
@@ -409,8 +412,12 @@ static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, json_t **out, aw_error *
 			u->fetched_ns = now;
 		}
 	}
-	if (!e)
-		*out = json_incref(u->defs);
+	if (!e && name)
+		snprintf(pin, 72, "%s",
+			 json_string_value(json_object_get(json_object_get(u->defs, name), "pin"))
+				 ?: "");
+	if (!e && copy)
+		*copy = json_deep_copy(u->defs);
 	pthread_mutex_unlock(&u->mu);
 	return e;
 }
@@ -479,7 +486,7 @@ static json_t *list_tools(aw_mcp *g, catalog *c)
 		if (!fetched[ui]) {
 			aw_error err = {0};
 			fetched[ui] = 1;
-			if (defs_get(g, t->u, 1, &defs[ui], &err)) {
+			if (defs_get(g, t->u, 1, NULL, NULL, &defs[ui], &err)) {
 				aw_ctx lc;
 				aw_ctx_system(&lc, c->project);
 				aw_log(AW_LOG_WARN, &lc, "mcp upstream unavailable for tools/list",
@@ -766,14 +773,11 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	if (t->write && c->read_only)
 		return refuse(n, id, 2, AW_E_MCP_POLICY, "a write tool in a read_only project",
 			      NULL);
-	json_t *defs = NULL;
+	char pin[72];
 	aw_error err = {0};
-	if (defs_get(g, t->u, 0, &defs, &err))
+	if (defs_get(g, t->u, 0, t->name, pin, NULL, &err))
 		return refuse(n, id, 5, AW_E_MCP_UPSTREAM, err.msg, NULL);
-	json_t *entry = json_object_get(defs, t->name);
-	const char *pin = json_string_value(json_object_get(entry, "pin"));
-	int same = pin && t->pin && !strcmp(pin, t->pin), def = entry != NULL;
-	json_decref(defs);
+	int same = t->pin && !strcmp(pin, t->pin), def = pin[0] != 0;
 	if (!same) {
 		snprintf(msg, sizeof msg, "%s",
 			 !t->pin ? "the tool has no pinned definition (publish pins it)"
@@ -896,9 +900,11 @@ static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, i
 	if (n->args_audit) { /* redacted; a large one by its size only */
 		aw_redact_json(n->args_audit, NULL);
 		char *s = json_dumps(n->args_audit, JSON_COMPACT);
-		if (s && strlen(s) <= AUDIT_ARGS_MAX)
-			json_object_set(p, "arguments", n->args_audit);
-		else
+		if (s && strlen(s) <= AUDIT_ARGS_MAX) { /* handed over: the recorder thread
+							    frees it, nothing is shared */
+			json_object_set_new(p, "arguments", n->args_audit);
+			n->args_audit = NULL;
+		} else
 			json_object_set_new(p, "arguments_bytes",
 					    json_integer(s ? (json_int_t)strlen(s) : 0));
 		free(s);
