@@ -75,9 +75,9 @@ static int mint(const char *project, const char *name, const char *scope, char *
 {
 	char path[160];
 	snprintf(path, sizeof path, "/v1/projects/%s/keys", project);
-	json_t *out = NULL;
-	int rc = aw_client_call("POST", path, json_pack("{s:s,s:s}", "name", name, "scope", scope),
-				&out);
+	json_t *out = NULL, *req = json_pack("{s:s,s:s}", "name", name, "scope", scope);
+	int rc = aw_client_call("POST", path, req, &out);
+	json_decref(req);
 	if (!rc) {
 		*secret = strdup(json_string_value(json_object_get(out, "key")) ?: "");
 		snprintf(key_id, idcap, "%s",
@@ -103,7 +103,9 @@ static int contract(const char *project, json_t *c, const char *pub, const char 
 	snprintf(base, sizeof base, "/v1/projects/%s/contracts/%s/%s/revisions", project, fam, cid);
 	json_t *out = NULL;
 	aw_client_use_key(pub);
-	int rc = aw_client_call("POST", base, json_pack("{s:O}", "body", body), &out);
+	json_t *req = json_pack("{s:O}", "body", body);
+	int rc = aw_client_call("POST", base, req, &out);
+	json_decref(req);
 	char rev[64] = "";
 	if (!rc)
 		snprintf(rev, sizeof rev, "%s",
@@ -193,8 +195,9 @@ int aw_cmd_onboard(int argc, char **argv)
 	char pub_name[48], appr_name[48];
 	snprintf(pub_name, sizeof pub_name, "onboard-publisher-%s", tag);
 	snprintf(appr_name, sizeof appr_name, "onboard-approver-%s", tag);
-	rc = step("the project",
-		  aw_client_call("POST", "/v1/projects", json_pack("{s:s}", "id", project), NULL));
+	json_t *preq = json_pack("{s:s}", "id", project);
+	rc = step("the project", aw_client_call("POST", "/v1/projects", preq, NULL));
+	json_decref(preq);
 	if (!rc)
 		printf("%-40s created\n", "project");
 	if (!rc)
@@ -239,10 +242,10 @@ int aw_cmd_onboard(int argc, char **argv)
 				fprintf(stderr, "awooop: revoke the onboarding key %s by hand\n",
 					ids[j]);
 		}
+	if (!rc) /* project points into doc */
+		printf("tenant %s onboarded; the keys above are shown once\n", project);
 	free(pub);
 	free(appr);
 	json_decref(doc);
-	if (!rc)
-		printf("tenant %s onboarded; the keys above are shown once\n", project);
 	return rc;
 }
