@@ -37,6 +37,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
+#include "awooop/wake.h"
 #include "mcp_internal.h"
 
 #define DEFAULT_RESULT_BYTES 16384
@@ -963,10 +964,11 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 		if (c->ups[i]->relay & kind)
 			ups[n++] = c->ups[i];
 	int list = !strcmp(m + strlen(m) - 5, "/list");
+	/* the member a list answer holds its items in */
+	const char *k = kind == RELAY_PROMPTS	 ? "prompts"
+			: strstr(m, "templates") ? "resourceTemplates"
+						 : "resources";
 	if (!n && list) { /* nothing relayed: an empty list, as before */
-		const char *k = kind == RELAY_PROMPTS	 ? "prompts"
-				: strstr(m, "templates") ? "resourceTemplates"
-							 : "resources";
 		json_t *res = json_pack("{s:[]}", k);
 		decorate(res, &call->meta, 1);
 		return aw_rpc_result_json(id, res);
@@ -1010,9 +1012,6 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 				break;
 			continue;
 		}
-		const char *k = kind == RELAY_PROMPTS	 ? "prompts"
-				: strstr(m, "templates") ? "resourceTemplates"
-							 : "resources";
 		if (!merged)
 			merged = json_pack("{s:[]}", k);
 		size_t j;
@@ -1328,40 +1327,22 @@ void aw_mcp_release(aw_mcp_call *c)
 	free(c);
 }
 
-typedef struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int woken;
-} waiter;
-
-static void wake_waiter(void *ud)
-{
-	waiter *w = ud;
-	pthread_mutex_lock(&w->mu);
-	w->woken = 1;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
 json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
 			int *status)
 {
-	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	aw_wake w;
+	aw_wake_init(&w);
 	aw_mcp_call *c = NULL;
 	aw_error err = {0};
 	*status = 500;
-	if (aw_mcp_start(g, ctx, msg, meta, wake_waiter, &w, &c, &err))
-		return NULL;
 	json_t *resp = NULL;
 	const char *sess = NULL;
-	while (!aw_mcp_answer(c, NULL, NULL, &resp, status, &sess)) {
-		pthread_mutex_lock(&w.mu);
-		while (!w.woken)
-			pthread_cond_wait(&w.cv, &w.mu);
-		w.woken = 0;
-		pthread_mutex_unlock(&w.mu);
+	if (aw_mcp_start(g, ctx, msg, meta, aw_wake_signal, &w, &c, &err) == AW_OK) {
+		while (!aw_mcp_answer(c, NULL, NULL, &resp, status, &sess))
+			aw_wake_wait(&w, -1);
+		aw_mcp_release(c);
 	}
-	aw_mcp_release(c);
+	aw_wake_destroy(&w);
 	return resp;
 }
 

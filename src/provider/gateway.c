@@ -20,6 +20,7 @@
 
 #include "awooop/audit.h"
 #include "awooop/clock.h"
+#include "awooop/wake.h"
 #include "awooop/json.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
@@ -984,21 +985,6 @@ void aw_llm_free(aw_llm *g)
 
 /* ------------------------------------------------------------ sync + models */
 
-typedef struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int woken;
-} waiter;
-
-static void w_wake(void *ud)
-{
-	waiter *w = ud;
-	pthread_mutex_lock(&w->mu);
-	w->woken = 1;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
 static void w_park(void *ud)
 {
 	(void)ud; /* the caller waits below */
@@ -1011,11 +997,10 @@ aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm
 	if (json_is_true(json_object_get(req, "stream")))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "/stream",
 				  "a waited-for call does not stream");
-	waiter w = {.woken = 0};
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
+	aw_wake w;
+	aw_wake_init(&w);
 	aw_llm_call *c = NULL;
-	aw_err e = aw_llm_start(g, ctx, req, meta, w_wake, &w, &c, err);
+	aw_err e = aw_llm_start(g, ctx, req, meta, aw_wake_signal, &w, &c, err);
 	while (!e) {
 		aw_llm_state st = aw_llm_head(c, w_park, NULL, body, err);
 		if (st == AW_LLM_ANSWER)
@@ -1024,22 +1009,16 @@ aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm
 			e = err->err;
 			break;
 		}
-		pthread_mutex_lock(&w.mu);
-		while (!w.woken && !(stop && atomic_load(stop)) &&
-		       (!deadline_ns || aw_clock_mono_ns() < deadline_ns)) {
-			struct timespec ts = aw_clock_after(CLOCK_REALTIME, 100);
-			pthread_cond_timedwait(&w.cv, &w.mu, &ts);
-		}
-		w.woken = 0;
-		pthread_mutex_unlock(&w.mu);
+		while (!aw_wake_wait(&w, 100) && !(stop && atomic_load(stop)) &&
+		       (!deadline_ns || aw_clock_mono_ns() < deadline_ns))
+			; /* woken, stopped, or past the deadline */
 		if (stop && atomic_load(stop))
 			e = aw_fail(err, AW_E_RUN_CANCELLED, "stopped while the model call ran");
 		else if (deadline_ns && aw_clock_mono_ns() >= deadline_ns)
 			e = aw_fail(err, AW_E_RUN_TIMEOUT, "the model call outlived its deadline");
 	}
 	aw_llm_release(c); /* cuts the transfer when the call was abandoned */
-	pthread_mutex_destroy(&w.mu);
-	pthread_cond_destroy(&w.cv);
+	aw_wake_destroy(&w);
 	if (e) {
 		free(*body);
 		*body = NULL;

@@ -67,6 +67,25 @@ aw_serve() {
   echo "server did not start" >&2; cat "$TMP/server.log" >&2; exit 1
 }
 
+# req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body,
+# headers in $TMP/hdr; both appended to $RESPONSES (default $TMP/responses),
+# where a test searches for what must never be answered. An empty KEY sends
+# no Authorization.
+req() {
+  local method=$1 path=$2 key=$3 body=${4:-}
+  shift 4 2>/dev/null || shift $#
+  local args=(-s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$method")
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
+  if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
+  STATUS=$(curl "${args[@]}" "$@" "$URL$path")
+  { cat "$TMP/hdr" "$TMP/body"; echo; } >>"${RESPONSES:-$TMP/responses}" 2>/dev/null
+}
+jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
+expect() { # expect DESCRIPTION STATUS [JQ-PATH VALUE]
+  check "$1 status" "$STATUS" "$2"
+  [ -n "${3:-}" ] && check "$1 $3" "$(jbody "$3")" "$4"
+}
+
 # api METHOD PATH KEY [BODY]: the answer's body on stdout
 api() { curl -s -X "$1" -H "Authorization: Bearer $3" -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "$URL$2"; }
 # mkkey PROJECT NAME SCOPE: a new key's secret (as ADMIN)

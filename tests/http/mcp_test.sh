@@ -15,22 +15,6 @@ BACKEND=$3
 CANARY="canary-mcp-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export AWOOOP_T_ACME__TOKEN=$CANARY
 
-# req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
-req() {
-  local method=$1 path=$2 key=$3 body=${4:-}
-  shift 4 2>/dev/null || shift $#
-  local args=(-s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$method")
-  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
-  if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
-  STATUS=$(curl "${args[@]}" "$@" "$URL$path")
-  cat "$TMP/hdr" "$TMP/body" >>"$TMP/responses" 2>/dev/null
-}
-jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
-expect() { # expect DESCRIPTION STATUS [JQ-PATH VALUE]
-  check "$1 status" "$STATUS" "$2"
-  [ -n "${3:-}" ] && check "$1 $3" "$(jbody "$3")" "$4"
-}
-
 "$FAKE" --http 0 >"$TMP/fake" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 50); do FPORT=$(head -1 "$TMP/fake"); [ -n "$FPORT" ] && break; sleep 0.1; done

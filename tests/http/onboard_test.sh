@@ -10,15 +10,6 @@ EXAMPLE=$2
 SRC=$3
 BACKEND=$4
 . "$(dirname "$0")/lib.sh"
-req() { # req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
-  local method=$1 path=$2 key=$3 body=${4:-}
-  shift 4 2>/dev/null || shift $#
-  local args=(-s -o "$TMP/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $key")
-  if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
-  STATUS=$(curl "${args[@]}" "$@" "$URL$path")
-  { cat "$TMP/body"; echo; } >>"$TMP/responses.$WHO"
-}
-jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
 
 aw_db "$BACKEND"
 aw_serve --mcp-stdio-allow "$EXAMPLE"
@@ -46,7 +37,7 @@ check "bad file" $? 2
 (unset AWOOOP_EXAMPLE_MCP; AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" 2>&1 | grep -c 'AWOOOP_EXAMPLE_MCP' >"$TMP/unset")
 check "an unset \${NAME} named" "$(cat "$TMP/unset")" 1
 # the onboarding keys were revoked
-WHO=ewoooc
+RESPONSES=$TMP/responses.ewoooc
 req GET /v1/projects/ewoooc/keys "$EAD"
 check "onboarding keys revoked" "$(jbody '[.items[] | select(.name | startswith("onboard-")) | .revoked_at != null] | all')" true
 req GET /v1/projects/ewoooc/contracts/approval/default/active "$EAD"
@@ -69,7 +60,7 @@ MCP ewoooc "$EA" tools/call '{"name":"get_incident__ops","arguments":{"id":"../e
 check "arguments checked" "$(jbody .error.data.code)" E-MCP-GATE-005
 MCP ewoooc "$EA" tools/call '{"name":"list_pods__ops","arguments":{"namespace":"shop"}}'
 check "list_pods" "$(jbody '.result.content[0].text' | grep -c shop/)" 3
-WHO=tenant2
+RESPONSES=$TMP/responses.tenant2
 MCP ewoooc "$TA" tools/list '{}'
 check "tenant2's key on ewoooc's endpoint" "$(jbody .error.data.code)" E-MCP-GATE-001
 MCP tenant2 "$TA" tools/call '{"name":"get_incident__ops","arguments":{"id":"INC-102"}}'
@@ -77,20 +68,20 @@ check "tenant2's own tool" "$(jbody '.result.content[0].text' | cut -c1-7)" "INC
 # --- keys
 req GET /v1/projects/ewoooc/keys "$TAD"; check "tenant2 lists ewoooc's keys" "$STATUS" 404
 # --- runs
-WHO=ewoooc
+RESPONSES=$TMP/responses.ewoooc
 req POST /v1/platform/runs "$EO1" '{"workflow":[{"kind":"noop","args":{}}]}'
 RUN=$(jbody .run_id); check "ewoooc run" "$STATUS" 201
 check "run id" "$(echo "$RUN" | grep -cE "^[0-9a-f-]{36}$")" 1
-WHO=tenant2
+RESPONSES=$TMP/responses.tenant2
 req GET "/v1/platform/runs/$RUN" "$TO1"; check "tenant2 reads ewoooc's run" "$STATUS" 404
 req POST "/v1/platform/runs/$RUN/cancel" "$TO1"; check "tenant2 cancels ewoooc's run" "$STATUS" 404
 # --- audit
 sleep 0.3
-WHO=ewoooc
+RESPONSES=$TMP/responses.ewoooc
 req GET "/v1/projects/ewoooc/audit?limit=1000" "$EO1"
 check "ewoooc's trail has its tool calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length')" 3
 check "ewoooc's trail never names tenant2" "$(grep -c tenant2 "$TMP/body")" 0
-WHO=tenant2
+RESPONSES=$TMP/responses.tenant2
 req GET "/v1/projects/tenant2/audit?limit=1000" "$TO1"
 check "tenant2's trail never names ewoooc" "$(grep -c ewoooc "$TMP/body")" 0
 req GET "/v1/projects/ewoooc/audit" "$TO1"; check "tenant2 reads ewoooc's trail" "$STATUS" 404

@@ -203,15 +203,9 @@ static void write_desc(const char *text)
 static char *audit_text(const char *project)
 {
 	aw_mcp_flush(G);
-	aw_ctx ctx;
-	aw_test_ctx(&ctx, project, AW_SCOPE_PROJECT_ADMIN, "reader");
-	aw_audit_row *rows = NULL;
-	int n = 0;
-	aw_error err = {0};
-	aw_txn *t = NULL;
-	assert_int_equal(aw_store_begin(S, &ctx, AW_TXN_READ, &t, &err), AW_OK);
-	assert_int_equal(aw_store_audit_list(t, 0, "", "", 5000, &rows, &n, &err), AW_OK);
-	aw_store_rollback(t);
+	aw_audit_row *rows;
+	int n;
+	aw_test_audit_rows(project, "", 5000, &rows, &n);
 	aw_buf b = AW_BUF_INIT(64 << 20);
 	for (int i = 0; i < n; i++)
 		aw_buf_addf(&b, "%s %s %s\n", rows[i].action, rows[i].target,

@@ -277,15 +277,9 @@ static json_t *audit_rows(const char *project)
 {
 	if (GW)
 		aw_llm_flush(GW);
-	aw_ctx ctx;
-	aw_test_ctx(&ctx, project, AW_SCOPE_PROJECT_ADMIN, "auditor");
-	aw_audit_row *rows = NULL;
-	int n = 0;
-	aw_error err = {0};
-	aw_txn *t = NULL;
-	assert_int_equal(aw_store_begin(S, &ctx, AW_TXN_READ, &t, &err), AW_OK);
-	assert_int_equal(aw_store_audit_list(t, 0, "llm.call", "", 100000, &rows, &n, &err), AW_OK);
-	aw_store_rollback(t);
+	aw_audit_row *rows;
+	int n;
+	aw_test_audit_rows(project, "llm.call", 100000, &rows, &n);
 	json_t *out = json_array();
 	for (int i = n - 1; i >= 0; i--)
 		json_array_append_new(out, aw_audit_row_json(&rows[i]));

@@ -117,6 +117,20 @@ PGconn *aw_test_pg_owner(const aw_test_db *db)
 	return c;
 }
 
+void aw_test_audit_rows(const char *project, const char *action, int limit, aw_audit_row **rows,
+			int *n)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_PROJECT_ADMIN, "auditor");
+	aw_error err = {0};
+	aw_txn *t = NULL;
+	*rows = NULL;
+	*n = 0;
+	assert_int_equal(aw_store_begin(aw_fx.s, &ctx, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_audit_list(t, 0, action, "", limit, rows, n, &err), AW_OK);
+	aw_store_rollback(t);
+}
+
 void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *principal)
 {
 	aw_ctx_system(ctx, project);

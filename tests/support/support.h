@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "awooop/store.h"
+#include "awooop/store/audit.h"
 
 typedef struct {
 	int pg;		     /* 1 = postgres, 0 = sqlite */
@@ -37,6 +38,11 @@ PGconn *aw_test_pg_owner(const aw_test_db *db);
 void aw_test_raw_sql(const aw_test_db *db, const char *sql);
 /* A platform-admin ctx and a plain system ctx for project p. */
 void aw_test_ctx(aw_ctx *ctx, const char *project, aw_scope scope, const char *principal);
+/* The audit records of project in the fixture's store (action "" = all, at
+ * most limit, oldest first); fails the test when they cannot be read. Free
+ * with aw_audit_rows_free. */
+void aw_test_audit_rows(const char *project, const char *action, int limit, aw_audit_row **rows,
+			int *n);
 
 /* ---- the store fixture of a backend test binary (`test_x sqlite|postgres`):
  * a fresh database of the backend named on the command line, created before
