@@ -19,10 +19,10 @@ cmake --build build-asan -j"$JOBS"
 # TSan: the suites with threads of their own (relay, bus, cache checker,
 # workers, concurrent audit appends, bootstrap races, the keys load thread, the
 # LLM gateway's engine and recorder)
-TSAN_SUITES='^(adr113|audit|tenancy|runs|keys|llm|mcp)_(sqlite|postgres)$'
+TSAN_SUITES='^(adr113|audit|tenancy|runs|keys|llm|mcp|approval)_(sqlite|postgres)$'
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DAWOOOP_TSAN=ON -DAWOOOP_WERROR=ON \
   -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-tsan -j"$JOBS" --target test_adr113 test_audit test_tenancy test_run test_keys test_llm fake_llm test_mcp fake_mcp
+cmake --build build-tsan -j"$JOBS" --target test_adr113 test_audit test_tenancy test_run test_keys test_llm fake_llm test_mcp fake_mcp test_approval
 
 # shellcheck source=scripts/services.sh
 . scripts/services.sh

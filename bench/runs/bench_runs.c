@@ -99,7 +99,7 @@ static aw_err mark_run(const aw_step_call *c, json_t **result, aw_error *err)
 	return AW_OK;
 }
 
-static const aw_executor mark = {"mark", 0, 1, NULL, mark_run, NULL};
+static const aw_executor mark = {.kind = "mark", .instant = 1, .run = mark_run};
 
 static int cmp(const void *a, const void *b)
 {

@@ -77,6 +77,15 @@ aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 			  const char *contract_id, aw_revision *out, aw_error *err);
 /* 0 when r's stored body hashes to its body_hash and its signature verifies. */
 int aw_contract_verify(const aw_contracts *c, const aw_revision *r);
+/* The project's active approval policy (contract "default" of family
+ * approval), verified, or the platform default: any principal, 1 of them,
+ * 86400 s, enforce. p->approvers (NULL: any) is the caller's to decref. */
+typedef struct {
+	json_t *approvers;
+	int threshold, window_s, suggest;
+} aw_approval_policy;
+aw_err aw_contract_approval_policy(const aw_contracts *c, aw_txn *t, aw_approval_policy *p,
+				   aw_error *err);
 /* RFC 6902 JSON Patch turning revision a's body into b's. */
 aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
 			const char *a, const char *b, json_t **patch, aw_error *err);

@@ -36,5 +36,8 @@ void aw_hex(const uint8_t *in, size_t len, char *out);
 /* Unpadded base64url; out must hold aw_base64url_len(len) + 1 bytes. */
 size_t aw_base64url_len(size_t len);
 void aw_base64url(const uint8_t *in, size_t len, char *out);
+/* Strict unpadded base64url: -1 for padding, any other character, a length
+ * of 1 mod 4, non-zero trailing bits or more than cap bytes of output. */
+int aw_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *outlen);
 
 #endif

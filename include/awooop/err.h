@@ -73,6 +73,7 @@
 	X(AW_E_RUN_CANCELLED, "E-RUN-007", 409, "Run cancelled")                          \
 	X(AW_E_RUN_IDEMPOTENCY, "E-RUN-IDEMPOTENCY", 409, "Idempotency-Key reused")       \
 	X(AW_E_RUN_SECRET, "E-RUN-008", 422, "Secret inside a workflow")                  \
+	X(AW_E_RUN_REJECTED, "E-RUN-009", 409, "Run rejected by an approver")             \
 	X(AW_E_SECRET_REF, "E-SECRET-001", 422, "Invalid secret reference")               \
 	X(AW_E_SECRET_UNRESOLVED, "E-SECRET-002", 502, "Secret reference unresolvable")   \
 	X(AW_E_LIMIT, "E-LIMIT-001", 422, "Size limit exceeded")                          \
@@ -101,6 +102,17 @@
 	X(AW_E_MCP_PROTOCOL, "E-MCP-001", 400, "Invalid MCP message")                     \
 	X(AW_E_MCP_SESSION, "E-MCP-002", 404, "Unknown MCP session")                      \
 	X(AW_E_MCP_UNAVAILABLE, "E-MCP-003", 503, "MCP gateway unavailable")              \
+	X(AW_E_APPROVAL_TOKEN, "E-APPROVAL-001", 401, "Malformed approval token")         \
+	X(AW_E_APPROVAL_ALG, "E-APPROVAL-002", 401, "Token algorithm refused")            \
+	X(AW_E_APPROVAL_KID, "E-APPROVAL-003", 401, "Token key unknown")                  \
+	X(AW_E_APPROVAL_SIGNATURE, "E-APPROVAL-004", 401, "Token signature invalid")      \
+	X(AW_E_APPROVAL_TIME, "E-APPROVAL-005", 401, "Token expired or not yet valid")    \
+	X(AW_E_APPROVAL_AUDIENCE, "E-APPROVAL-006", 403, "Token for another audience")    \
+	X(AW_E_APPROVAL_REPLAY, "E-APPROVAL-007", 409, "Token already used")              \
+	X(AW_E_APPROVAL_KEY, "E-APPROVAL-008", 503, "No approval key configured")         \
+	X(AW_E_APPROVAL_APPROVER, "E-APPROVAL-009", 403, "Not an approver of this run")   \
+	X(AW_E_APPROVAL_STATE, "E-APPROVAL-010", 409, "Run is not waiting for approval")  \
+	X(AW_E_APPROVAL_DUP, "E-APPROVAL-011", 409, "Approver already decided")           \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                             \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

@@ -1,5 +1,7 @@
 /*
- * keyring.h - the HMAC-SHA256 keys that sign published contract revisions.
+ * keyring.h - HMAC-SHA256 keys with ids and rotation: the keys that sign
+ * published contract revisions, and (the same pattern, another ring) the keys
+ * of approval tokens (approval.h).
  *
  * Each key has an id; exactly one is current and signs; every key in the ring
  * verifies, so retired keys keep old signatures valid after a rotation. Keys
@@ -29,5 +31,9 @@ aw_err aw_keyring_sign(const aw_keyring *k, const char *msg, size_t len, char *k
 /* 1 when sig is the HMAC of msg under key kid (constant-time compare). */
 int aw_keyring_verify(const aw_keyring *k, const char *kid, const char *msg, size_t len,
 		      const char *sig);
+/* The raw HMAC of msg under key kid (NULL: the current key); -1 when the ring
+ * has no such key. */
+int aw_keyring_hmac(const aw_keyring *k, const char *kid, const void *msg, size_t len,
+		    unsigned char mac[32]);
 
 #endif

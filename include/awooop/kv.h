@@ -49,6 +49,10 @@ aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *
 /* ttl_s 0: no expiry. */
 aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
 		 const char *value, int ttl_s, aw_error *err);
+/* SET NX EX: *created = 1 when the key did not exist and now holds value
+ * (ttl_s >= 1). */
+aw_err aw_kv_set_nx(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		    int n, const char *value, int ttl_s, int *created, aw_error *err);
 aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
 		 aw_error *err);
 aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,

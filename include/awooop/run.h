@@ -28,6 +28,7 @@ typedef enum {
 	AW_RUN_SUCCEEDED,
 	AW_RUN_FAILED,
 	AW_RUN_CANCELLED,
+	AW_RUN_SUGGESTED, /* an approval policy in suggest mode: nothing executed */
 	AW_RUN_NSTATES
 } aw_run_state;
 
@@ -129,16 +130,25 @@ aw_err aw_run_diff(aw_store *s, const aw_ctx *ctx, const char *a, const char *b,
 void aw_run_step_key(const char *run_id, int step_no, char *out, size_t cap);
 
 /* ---- executors ---- */
+typedef enum {
+	AW_STEP_NEXT = 0, /* the step is done: the run goes on (or ends) */
+	AW_STEP_PARK,	  /* the run waits for approval (waiting_approval) */
+	AW_STEP_SUGGEST,  /* suggest mode: the run ends `suggested`, nothing more runs */
+} aw_step_outcome;
+
 typedef struct {
 	const char *run_id;
 	const char *project;
 	int step_no;
-	const char *idem_key;	 /* pass to the outside world */
-	const char *traceparent; /* the run's trace, a new span for this step */
-	const json_t *args;	 /* validated */
-	const json_t *input;	 /* the run's input, may be NULL */
-	int64_t deadline_ns;	 /* aw_clock_mono_ns() deadline of the attempt */
-	const atomic_bool *stop; /* true: cancelled or shutting down; return */
+	const char *idem_key;	  /* pass to the outside world */
+	const char *traceparent;  /* the run's trace, a new span for this step */
+	const json_t *args;	  /* validated */
+	const json_t *input;	  /* the run's input, may be NULL */
+	const json_t *workflow;	  /* the run's steps */
+	int64_t deadline_ns;	  /* aw_clock_mono_ns() deadline of the attempt */
+	const atomic_bool *stop;  /* true: cancelled or shutting down; return */
+	aw_store *store;	  /* the worker's store */
+	aw_step_outcome *outcome; /* parking executors set it (AW_STEP_NEXT preset) */
 } aw_step_call;
 
 typedef struct aw_executor {
@@ -154,6 +164,8 @@ typedef struct aw_executor {
 	aw_err (*run)(const aw_step_call *c, json_t **result, aw_error *err);
 	/* The intended effect (e.g. method, url, body hash); new reference. */
 	json_t *(*intent)(const json_t *args);
+	int parks; /* may set AW_STEP_PARK: a run holding such a step reads its
+		      journal at every claim (an approval resumes it) */
 } aw_executor;
 
 /* The projects (comma-separated ids, or "*") whose http steps may reach
@@ -162,7 +174,8 @@ typedef struct aw_executor {
 void aw_run_egress_allow(const char *projects);
 
 /* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
- * "body"?}. Later issues register llm, tool, approval. */
+ * "body"?}; llm (llm.h) and approval (approval.h) are registered by their
+ * services. */
 const aw_executor *aw_executor_find(const char *kind);
 /* Registers an executor (not thread-safe: at start-up). -1 when full/taken. */
 int aw_executor_register(const aw_executor *x);

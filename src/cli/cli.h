@@ -58,16 +58,18 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 int aw_client_stream(const char *path, json_t *body, const char *const *headers,
 		     int (*on_bytes)(void *ud, const char *p, size_t n), void *ud);
 
-/* Contract publish keys, in order: AWOOOP_PUBLISH_KEYS, file, and for a SQLite
- * db the file publish-keys.json beside it (created when create is set). *out
- * stays NULL in the cluster shape without keys (a warning is logged). */
-aw_err aw_cli_publish_keys(const char *db, const char *file, int create, aw_keyring **out,
-			   aw_error *err);
+/* The key ring what ("publish": contract publish keys; "approval": approval
+ * tokens), in order: AWOOOP_<WHAT>_KEYS, file, and for a SQLite db the file
+ * <what>-keys.json beside it (created when create is set). *out stays NULL
+ * in the cluster shape without keys (a warning is logged). */
+aw_err aw_cli_keyring(const char *what, const char *db, const char *file, int create,
+		      aw_keyring **out, aw_error *err);
 
 int aw_cmd_serve(int argc, char **argv);
 int aw_cmd_onboard(int argc, char **argv);
 int aw_cmd_llm(int argc, char **argv);
 int aw_cmd_budget(int argc, char **argv);
+int aw_cmd_approval(int argc, char **argv);
 int aw_cmd_migrate(int argc, char **argv);
 int aw_cmd_project(int argc, char **argv);
 int aw_cmd_key(int argc, char **argv);

@@ -26,6 +26,7 @@ static void usage(void)
 	       "  run        submit, get, list, cancel and diff runs\n"
 	       "  llm        one model call through the LLM gateway (--stream)\n"
 	       "  budget     a project's token budget: status, suspend, resume\n"
+	       "  approval   approval tokens: mint, verify, decide a waiting run\n"
 	       "  keys       Redis key registry, inventory and the legacy key migration\n"
 	       "  watch      follow a contract's active revision like a worker (ADR-113)\n"
 	       "  audit      verify or export a project's audit trail (reads the store)\n"
@@ -72,6 +73,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_schema(argc - 2, argv + 2);
 	else if (strcmp(cmd, "budget") == 0)
 		rc = aw_cmd_budget(argc - 2, argv + 2);
+	else if (strcmp(cmd, "approval") == 0)
+		rc = aw_cmd_approval(argc - 2, argv + 2);
 	else if (strcmp(cmd, "llm") == 0)
 		rc = aw_cmd_llm(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redact") == 0)

@@ -35,8 +35,8 @@ static void print_json(json_t *doc)
 
 static int terminal(const char *state)
 {
-	return state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
-			 !strcmp(state, "cancelled"));
+	aw_run_state st;
+	return state && aw_run_state_parse(state, &st) == 0 && aw_run_state_terminal(st);
 }
 
 /* The whole of a file ("-": stdin), or NULL. */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "awooop/approval.h"
 #include "awooop/contract.h"
 #include "awooop/http.h"
 #include "awooop/llm.h"
@@ -57,7 +58,8 @@ static int set_log_level(const char *lvl)
 typedef struct {
 	aw_http *http;
 	aw_contracts *contracts;
-	const char *db, *keys_file;
+	aw_approvals *approvals;
+	const char *db, *keys_file, *approval_keys_file;
 	aw_keyring *old[64];
 	int nold;
 } reloadable;
@@ -74,12 +76,21 @@ static void reload(reloadable *rl)
 	if (rl->nold == 64)
 		aw_log(AW_LOG_ERROR, NULL, "publish keys reloaded too often; restart to reload",
 		       NULL);
-	else if (aw_cli_publish_keys(rl->db, rl->keys_file, 0, &keys, &err))
+	else if (aw_cli_keyring("publish", rl->db, rl->keys_file, 0, &keys, &err))
 		aw_log(AW_LOG_ERROR, NULL, "publish key reload failed; the old keys stay", "detail",
 		       err.msg, NULL);
 	else {
 		rl->old[rl->nold++] = (aw_keyring *)aw_contracts_set_keyring(rl->contracts, keys);
 		aw_log(AW_LOG_INFO, NULL, "publish keys reloaded (SIGHUP)", NULL);
+	}
+	if (!rl->approvals || rl->nold == 64)
+		return;
+	if (aw_cli_keyring("approval", rl->db, rl->approval_keys_file, 0, &keys, &err))
+		aw_log(AW_LOG_ERROR, NULL, "approval key reload failed; the old keys stay",
+		       "detail", err.msg, NULL);
+	else {
+		rl->old[rl->nold++] = (aw_keyring *)aw_approvals_set_keyring(rl->approvals, keys);
+		aw_log(AW_LOG_INFO, NULL, "approval keys reloaded (SIGHUP)", NULL);
 	}
 }
 
@@ -130,6 +141,12 @@ int aw_cmd_serve(int argc, char **argv)
 		{"retry-max-ms", "AWOOOP_RETRY_MAX_MS", "60000", 0, "retry backoff cap", NULL},
 		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
 		 "contract publish key file (embedded default: var/publish-keys.json)", NULL},
+		{"approval-keys", "AWOOOP_APPROVAL_KEYS_FILE", NULL, 0,
+		 "approval-token key file, same format (embedded default: var/approval-keys.json;"
+		 " re-read on SIGHUP)",
+		 NULL},
+		{"approval-issuer", "AWOOOP_APPROVAL_ISSUER", "awooop", 0,
+		 "the iss of approval tokens this process mints and accepts", NULL},
 		{"llm-config", "AWOOOP_LLM_CONFIG", NULL, 0,
 		 "LLM gateway upstreams: a JSON file {\"providers\": {...}} (see README)", NULL},
 		{"llm-contract", "AWOOOP_LLM_CONTRACT", "default", 0,
@@ -306,7 +323,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_keyring *keys = NULL;
 	aw_contracts *contracts = NULL;
 	reloadable rl = {0};
-	if ((e = aw_cli_publish_keys(db, aw_cli_get(opts, "publish-keys"), 1, &keys, &err)) ||
+	if ((e = aw_cli_keyring("publish", db, aw_cli_get(opts, "publish-keys"), 1, &keys, &err)) ||
 	    (e = aw_contracts_new(keys, &contracts, &err))) {
 		aw_keyring_free(keys);
 		aw_store_close(store);
@@ -320,6 +337,8 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_worker *worker = NULL;
 	aw_policy_cache *policy = NULL;
 	aw_kv *kv = NULL;
+	aw_approvals *approvals = NULL;
+	aw_keyring *approval_keys = NULL;
 	aw_llm *llm = NULL;
 	aw_mcp *mcp = NULL;
 	char *allow_buf = NULL;
@@ -351,6 +370,16 @@ int aw_cmd_serve(int argc, char **argv)
 		if ((e = aw_llm_new(&lo, &llm, &err)))
 			goto out;
 		aw_llm_register_executor(llm);
+		/* approvals: API (tokens, decisions) and workers (the step kind) */
+		aw_approvals_opts ao = {.store = store,
+					.contracts = contracts,
+					.kv = kv,
+					.issuer = aw_cli_get(opts, "approval-issuer")};
+		if ((e = aw_cli_keyring("approval", db, aw_cli_get(opts, "approval-keys"), 1,
+					&approval_keys, &err)) ||
+		    (e = aw_approvals_new(&ao, approval_keys, &approvals, &err)))
+			goto out;
+		aw_approvals_register_executor(approvals);
 	}
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) { /* the MCP gateway */
 		int na = 0;
@@ -381,6 +410,7 @@ int aw_cmd_serve(int argc, char **argv)
 				   .contracts = contracts,
 				   .llm = llm,
 				   .mcp = mcp,
+				   .approvals = approvals,
 				   .policy = policy,
 				   .llm_timeout_s = (int)wv[8],
 				   .tls_cert = aw_cli_get(opts, "tls-cert"),
@@ -409,6 +439,8 @@ int aw_cmd_serve(int argc, char **argv)
 	rl.contracts = contracts;
 	rl.db = db;
 	rl.keys_file = aw_cli_get(opts, "publish-keys");
+	rl.approvals = approvals;
+	rl.approval_keys_file = aw_cli_get(opts, "approval-keys");
 	while (!sigwait(&stop, &sig) && sig == SIGHUP)
 		reload(&rl);
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
@@ -421,17 +453,21 @@ out:			  /* also the way out when a part failed to start (e set) */
 	aw_relay_stop(relay);
 	aw_llm_free(llm);
 	aw_mcp_free(mcp);
+	if (approvals) /* the ring in use; replaced ones are in rl.old */
+		approval_keys = (aw_keyring *)aw_approvals_set_keyring(approvals, NULL);
+	aw_approvals_free(approvals);
 	aw_kv_close(kv);
 	aw_policy_cache_free(policy);
 	aw_bus_close(bus);
 	json_decref(llm_config);
 	free(allow_buf);
-	if (rl.nold) /* the ring in use is the last reloaded; the first is in old[0] */
+	if (contracts) /* the ring in use; replaced ones are in rl.old */
 		keys = (aw_keyring *)aw_contracts_set_keyring(contracts, NULL);
 	for (int i = 0; i < rl.nold; i++)
 		aw_keyring_free(rl.old[i]);
 	aw_contracts_free(contracts);
 	aw_keyring_free(keys);
+	aw_keyring_free(approval_keys);
 	aw_store_close(store);
 	return e ? aw_cli_fail(e, err.msg) : 0;
 }

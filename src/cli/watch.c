@@ -100,7 +100,7 @@ int aw_cmd_watch(int argc, char **argv)
 	const char *db = aw_cli_get(opts, "db");
 	aw_err e = aw_store_open(db, &so, &s, &err);
 	if (!e)
-		e = aw_cli_publish_keys(db, aw_cli_get(opts, "publish-keys"), 0, &kr, &err);
+		e = aw_cli_keyring("publish", db, aw_cli_get(opts, "publish-keys"), 0, &kr, &err);
 	if (!e && !kr) /* without keys every revision would fail verification */
 		e = aw_fail(&err, AW_E_CONTRACT_NO_KEY,
 			    "set AWOOOP_PUBLISH_KEYS or --publish-keys to verify signatures");

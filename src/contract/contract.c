@@ -418,16 +418,10 @@ aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 	return e;
 }
 
-typedef struct {
-	json_t *approvers; /* NULL: any principal */
-	int threshold, window_s, suggest;
-} approval_policy;
-
-/* The project's active approval policy, verified, or the platform default. */
-static aw_err load_policy(const aw_contracts *c, aw_txn *t, const aw_ctx *ctx, approval_policy *p,
-			  aw_error *err)
+aw_err aw_contract_approval_policy(const aw_contracts *c, aw_txn *t, aw_approval_policy *p,
+				   aw_error *err)
 {
-	*p = (approval_policy){NULL, 1, 86400, 0};
+	*p = (aw_approval_policy){NULL, 1, 86400, 0};
 	char rev[AW_UUID_STR_LEN + 1];
 	aw_err e = aw_store_active_get(t, "approval", AW_APPROVAL_CONTRACT, rev, err);
 	if (e || !rev[0])
@@ -449,7 +443,6 @@ static aw_err load_policy(const aw_contracts *c, aw_txn *t, const aw_ctx *ctx, a
 	p->window_s = (int)json_integer_value(json_object_get(b, "window_s"));
 	p->suggest = !strcmp(json_string_value(json_object_get(b, "mode")), "suggest");
 	json_decref(b);
-	(void)ctx;
 	return AW_OK;
 }
 
@@ -473,7 +466,7 @@ static int minted_by(const aw_apikey *keys, int n, const char *principal, const 
 	return 1; /* a chain that long is not trusted */
 }
 
-static int allowed(const approval_policy *p, const char *principal)
+static int allowed(const aw_approval_policy *p, const char *principal)
 {
 	if (!p->approvers)
 		return 1;
@@ -492,7 +485,7 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 	aw_err e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err);
 	if (e)
 		return e;
-	approval_policy p = {0};
+	aw_approval_policy p = {0};
 	aw_approval a = {0};
 	aw_apikey *keys = NULL;
 	int nkeys = 0;
@@ -504,7 +497,8 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 		 minted_by(keys, nkeys, ctx->principal, r.published_by))
 		e = aw_fail(err, AW_E_CONTRACT_SELF_APPROVAL,
 			    "a key the publisher minted cannot approve its revision");
-	else if (!e && !(e = load_policy(c, t, ctx, &p, err)) && !allowed(&p, ctx->principal))
+	else if (!e && !(e = aw_contract_approval_policy(c, t, &p, err)) &&
+		 !allowed(&p, ctx->principal))
 		e = aw_fail(err, AW_E_CONTRACT_APPROVER, "not an approver in the approval policy");
 	free(keys);
 	if (!e) {
@@ -536,7 +530,7 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	aw_err e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err);
 	if (e)
 		return e;
-	approval_policy p = {0};
+	aw_approval_policy p = {0};
 	aw_approval *ap = NULL;
 	aw_apikey *keys = NULL;
 	int nap = 0, nkeys = 0;
@@ -553,7 +547,7 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		e = aw_fail(err, AW_E_CONTRACT_SIG, "stored body or signature does not verify");
 		goto done;
 	}
-	if ((e = load_policy(c, t, ctx, &p, err)) ||
+	if ((e = aw_contract_approval_policy(c, t, &p, err)) ||
 	    (e = aw_store_approval_list(t, rev, &ap, &nap, err)) ||
 	    (e = aw_store_key_list(t, &keys, &nkeys, err)))
 		goto done;

@@ -1,5 +1,5 @@
 /*
- * keyring.c - publish keys (see keyring.h).
+ * keyring.c - HMAC key rings: publish keys, approval-token keys (see keyring.h).
  */
 #include "awooop/keyring.h"
 
@@ -53,16 +53,16 @@ static int kid_ok(const char *s)
 static aw_err add(aw_keyring *k, const char *id, const char *hex, aw_error *err)
 {
 	if (k->n == MAX_KEYS)
-		return aw_fail(err, AW_E_CONFIG, "at most %d publish keys", MAX_KEYS);
+		return aw_fail(err, AW_E_CONFIG, "at most %d keys in a key ring", MAX_KEYS);
 	if (!kid_ok(id))
-		return aw_fail(err, AW_E_CONFIG, "publish key id must match [A-Za-z0-9._-]{1,63}");
+		return aw_fail(err, AW_E_CONFIG, "key id must match [A-Za-z0-9._-]{1,63}");
 	for (int i = 0; i < k->n; i++)
 		if (strcmp(k->keys[i].id, id) == 0)
-			return aw_fail(err, AW_E_CONFIG, "publish key id %s appears twice", id);
+			return aw_fail(err, AW_E_CONFIG, "key id %s appears twice", id);
 	size_t len = 0;
 	if (unhex(hex, k->keys[k->n].secret, sizeof k->keys[k->n].secret, &len) || len < 32)
-		return aw_fail(err, AW_E_CONFIG,
-			       "publish key %s must be 64-256 hex characters (32+ bytes)", id);
+		return aw_fail(err, AW_E_CONFIG, "key %s must be 64-256 hex characters (32+ bytes)",
+			       id);
 	snprintf(k->keys[k->n].id, sizeof k->keys[k->n].id, "%s", id);
 	k->keys[k->n].len = len;
 	k->n++;
@@ -83,14 +83,14 @@ aw_err aw_keyring_from_env(const char *spec, aw_keyring **out, aw_error *err)
 	     item = strtok_r(NULL, ",", &save)) {
 		char *colon = strchr(item, ':');
 		if (!colon) {
-			e = aw_fail(err, AW_E_CONFIG, "AWOOOP_PUBLISH_KEYS items are kid:hex");
+			e = aw_fail(err, AW_E_CONFIG, "key ring items are kid:hex");
 			break;
 		}
 		*colon = '\0';
 		e = add(k, item, colon + 1, err);
 	}
 	if (!e && k->n == 0)
-		e = aw_fail(err, AW_E_CONFIG, "AWOOOP_PUBLISH_KEYS names no key");
+		e = aw_fail(err, AW_E_CONFIG, "the key ring names no key");
 out:
 	if (copy) {
 		memset(copy, 0, strlen(copy));
@@ -109,7 +109,7 @@ aw_err aw_keyring_from_file(const char *path, aw_keyring **out, aw_error *err)
 	json_error_t je;
 	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
-		return aw_fail(err, AW_E_CONFIG, "publish key file %s: %s", path, je.text);
+		return aw_fail(err, AW_E_CONFIG, "key file %s: %s", path, je.text);
 	aw_keyring *k = calloc(1, sizeof *k);
 	aw_err e = AW_OK;
 	const char *cur = json_string_value(json_object_get(doc, "current"));
@@ -118,7 +118,7 @@ aw_err aw_keyring_from_file(const char *path, aw_keyring **out, aw_error *err)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	else if (!cur || !json_is_object(keys) || !json_is_string(json_object_get(keys, cur)))
 		e = aw_fail(err, AW_E_CONFIG,
-			    "publish key file needs {\"current\": kid, \"keys\": {kid: hex}}");
+			    "key file needs {\"current\": kid, \"keys\": {kid: hex}}");
 	if (!e)
 		e = add(k, cur, json_string_value(json_object_get(keys, cur)), err);
 	const char *id;
@@ -128,7 +128,7 @@ aw_err aw_keyring_from_file(const char *path, aw_keyring **out, aw_error *err)
 			if (strcmp(id, cur) == 0)
 				continue;
 			if (!json_is_string(v)) {
-				e = aw_fail(err, AW_E_CONFIG, "publish key %s is not a string", id);
+				e = aw_fail(err, AW_E_CONFIG, "key %s is not a string", id);
 				break;
 			}
 			if ((e = add(k, id, json_string_value(v), err)))
@@ -160,7 +160,7 @@ aw_err aw_keyring_create_file(const char *path, aw_error *err)
 			 kid, kid, hex);
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
-		return aw_fail(err, AW_E_CONFIG, "cannot create publish key file %s", path);
+		return aw_fail(err, AW_E_CONFIG, "cannot create key file %s", path);
 	ssize_t w = write(fd, text, (size_t)n);
 	close(fd);
 	memset(text, 0, sizeof text);
@@ -210,4 +210,15 @@ int aw_keyring_verify(const aw_keyring *k, const char *kid, const char *msg, siz
 		return aw_ct_equal(hex, sig, 64);
 	}
 	return 0;
+}
+
+int aw_keyring_hmac(const aw_keyring *k, const char *kid, const void *msg, size_t len,
+		    unsigned char mac[32])
+{
+	for (int i = 0; k && i < k->n; i++)
+		if (kid ? strcmp(k->keys[i].id, kid) == 0 : i == 0) {
+			aw_hmac_sha256(k->keys[i].secret, k->keys[i].len, msg, len, mac);
+			return 0;
+		}
+	return -1;
 }

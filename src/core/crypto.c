@@ -77,3 +77,38 @@ void aw_base64url(const uint8_t *in, size_t len, char *out)
 	}
 	out[o] = '\0';
 }
+
+static int b64url_value(char c)
+{
+	return c >= 'A' && c <= 'Z'   ? c - 'A'
+	       : c >= 'a' && c <= 'z' ? c - 'a' + 26
+	       : c >= '0' && c <= '9' ? c - '0' + 52
+	       : c == '-'	      ? 62
+	       : c == '_'	      ? 63
+				      : -1;
+}
+
+int aw_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *outlen)
+{
+	if (len % 4 == 1 || len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0) > cap)
+		return -1;
+	size_t o = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < len; i++) {
+		int v = b64url_value(in[i]);
+		if (v < 0)
+			return -1;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (uint8_t)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	if (acc != 0) /* a second spelling of the same bytes */
+		return -1;
+	*outlen = o;
+	return 0;
+}

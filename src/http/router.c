@@ -22,6 +22,10 @@ static const struct {
 	{"GET", "/v1/platform/runs/{run_id}", aw_h_run_get, 0},
 	{"POST", "/v1/platform/runs/{run_id}/cancel", aw_h_run_cancel, 0},
 	{"GET", "/v1/platform/runs/{run_id}/diff/{other}", aw_h_run_diff, 0},
+	/* open: the approval token is the credential */
+	{"POST", "/v1/platform/runs/{run_id}/approve", aw_h_run_approve, 1},
+	{"POST", "/v1/platform/approval-tokens", aw_h_approval_mint, 0},
+	{"POST", "/v1/platform/approval-tokens:verify", aw_h_approval_verify, 0},
 	{"POST", "/v1/chat/completions", aw_h_llm_chat, 0},
 	{"GET", "/v1/models", aw_h_llm_models, 0},
 	{"GET", "/v1/projects", aw_h_projects_list, 0},

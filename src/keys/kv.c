@@ -386,6 +386,29 @@ aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *
 	return e;
 }
 
+aw_err aw_kv_set_nx(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		    int n, const char *value, int ttl_s, int *created, aw_error *err)
+{
+	BEGIN_OP();
+	*created = 0;
+	const char *keys[2];
+	int nk = write_keys(&t, keys);
+	/* the first key written decides (the new key from phase A on); a second
+	 * (dual-write) copy follows the decision */
+	redisReply *r = cmd(kv, "SET %s %s NX EX %d", keys[0], value, ttl_s > 0 ? ttl_s : 1);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		e = UNAVAILABLE();
+	else
+		*created = r->type == REDIS_REPLY_STATUS;
+	if (r)
+		freeReplyObject(r);
+	if (!e && *created && nk == 2)
+		e = reply_ok(cmd(kv, "SET %s %s EX %d", keys[1], value, ttl_s > 0 ? ttl_s : 1),
+			     err);
+	pthread_mutex_unlock(&kv->mu);
+	return e;
+}
+
 aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
 		 aw_error *err)
 {

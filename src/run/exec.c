@@ -370,10 +370,10 @@ out:
 }
 
 static const aw_executor builtins[] = {
-	{"noop", 0, 1, no_args, noop_run, NULL},
-	{"sleep", 0, 0, sleep_validate, sleep_run, NULL},
-	{"fail", 0, 1, fail_validate, fail_run, NULL},
-	{"http", 1, 0, http_validate, http_run, http_intent},
+	{"noop", 0, 1, no_args, noop_run, NULL, 0},
+	{"sleep", 0, 0, sleep_validate, sleep_run, NULL, 0},
+	{"fail", 0, 1, fail_validate, fail_run, NULL, 0},
+	{"http", 1, 0, http_validate, http_run, http_intent, 0},
 };
 
 const aw_executor *aw_executor_find(const char *kind)

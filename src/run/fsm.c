@@ -8,13 +8,13 @@
 #include "awooop/run.h"
 
 static const char *const actions[AW_RUN_NSTATES] = {
-	"run.queued",	  "run.claimed",   "run.running", "run.waiting_approval",
-	"run.retry_wait", "run.succeeded", "run.failed",  "run.cancelled",
+	"run.queued",	 "run.claimed", "run.running",	 "run.waiting_approval", "run.retry_wait",
+	"run.succeeded", "run.failed",	"run.cancelled", "run.suggested",
 };
 
 static const char *const names[AW_RUN_NSTATES] = {
-	"queued",     "claimed",   "running", "waiting_approval",
-	"retry_wait", "succeeded", "failed",  "cancelled",
+	"queued",    "claimed", "running",   "waiting_approval", "retry_wait",
+	"succeeded", "failed",	"cancelled", "suggested",
 };
 
 /* table[from][to] = the event that moves a run from -> to */
@@ -40,10 +40,13 @@ static const char *const table[AW_RUN_NSTATES][AW_RUN_NSTATES] = {
 			[AW_RUN_SUCCEEDED] = "complete",
 			[AW_RUN_FAILED] = "fail",
 			[AW_RUN_CANCELLED] = "cancel",
+			[AW_RUN_SUGGESTED] = "suggest",
 		},
+	/* an approval re-queues the run: a worker claims it and goes on with the
+	 * step after the approval (its journal says the approval succeeded) */
 	[AW_RUN_WAITING_APPROVAL] =
 		{
-			[AW_RUN_RUNNING] = "approved",
+			[AW_RUN_QUEUED] = "approved",
 			[AW_RUN_FAILED] = "rejected",
 			[AW_RUN_CANCELLED] = "cancel",
 		},
@@ -52,7 +55,7 @@ static const char *const table[AW_RUN_NSTATES][AW_RUN_NSTATES] = {
 			[AW_RUN_CLAIMED] = "claim",
 			[AW_RUN_CANCELLED] = "cancel",
 		},
-	/* succeeded, failed, cancelled: terminal */
+	/* succeeded, failed, cancelled, suggested: terminal */
 };
 
 const char *aw_run_state_name(aw_run_state s)
@@ -79,7 +82,8 @@ const char *aw_run_fsm_event(aw_run_state from, aw_run_state to)
 
 int aw_run_state_terminal(aw_run_state s)
 {
-	return s == AW_RUN_SUCCEEDED || s == AW_RUN_FAILED || s == AW_RUN_CANCELLED;
+	return s == AW_RUN_SUCCEEDED || s == AW_RUN_FAILED || s == AW_RUN_CANCELLED ||
+	       s == AW_RUN_SUGGESTED;
 }
 
 const char *aw_run_action(aw_run_state s)

@@ -34,6 +34,7 @@ typedef struct {
 	int64_t deadline_ns;
 	/* this round */
 	int executed;
+	aw_step_outcome outcome;
 	aw_err step_err;
 	char step_msg[160];
 	json_t *result;
@@ -120,8 +121,23 @@ static aw_err move_many(aw_worker *w, aw_run_txn *x, job *js, const int *idx, in
 	return move_path(w, x, js, idx, n, path, 1, chg, error_code, err);
 }
 
-/* Before the first round: where a run was attempted before, its journal
- * tells where to resume (a fresh run has no journal: no query). The claimed ->
+/* 1 when a step of j's workflow may park the run (an approval resumes it
+ * without counting an attempt, so its journal must be read at every claim). */
+static int parks(const job *j)
+{
+	size_t i;
+	json_t *step;
+	json_array_foreach (j->wf, i, step) {
+		const char *kind = json_string_value(json_object_get(step, "kind"));
+		const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
+		if (x && x->parks)
+			return 1;
+	}
+	return 0;
+}
+
+/* Before the first round: where a run was attempted before (or parked), its
+ * journal tells where to resume (a fresh run has no journal: no query). The claimed ->
  * running transition is written by the first round's transaction (begin_round),
  * so a batch costs no transaction of its own before its first step. */
 static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
@@ -133,7 +149,7 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
 		js[idx[i]].claimed = 1;
-		if (js[idx[i]].c->attempts > 1)
+		if (js[idx[i]].c->attempts > 1 || parks(&js[idx[i]]))
 			memcpy(ids[nre++], js[idx[i]].c->run_id, sizeof ids[0]);
 	}
 	aw_txn *t = NULL;
@@ -292,10 +308,14 @@ static void execute(aw_worker *w, job *j)
 			     .traceparent = tp,
 			     .args = args ? args : empty,
 			     .input = j->input,
+			     .workflow = j->wf,
 			     .deadline_ns = j->deadline_ns,
-			     .stop = &j->sl->stop};
+			     .stop = &j->sl->stop,
+			     .store = w->s,
+			     .outcome = &j->outcome};
 	aw_error err = {0};
 	j->result = NULL;
+	j->outcome = AW_STEP_NEXT;
 	aw_clock_now(j->started);
 	if (!x) {
 		j->step_err = aw_fail(&err, AW_E_RUN_WORKFLOW, "unknown step kind");
@@ -371,7 +391,7 @@ static void execute_round(aw_worker *w, job *js, const int *idx, int n)
  * gets no journal entry); runs that go on to another step are locked. A run
  * still `claimed` (its first step was instant) that finishes moves claimed ->
  * running -> succeeded in one statement. */
-enum { GO, DONE, FAILED, RELEASE, DROP };
+enum { GO, DONE, FAILED, RELEASE, DROP, PARK, SUGGEST };
 
 /* The active runs of outcome o that are still claimed (or not); sel gets them. */
 static int pick(const job *js, const int *idx, int n, const int *out, int o, int claimed, int *sel)
@@ -404,6 +424,8 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 		out[i] = !j->active			     ? DROP
 			 : j->step_err == AW_E_RUN_CANCELLED ? (stopping ? RELEASE : DROP)
 			 : j->step_err			     ? FAILED
+			 : j->outcome == AW_STEP_PARK	     ? PARK
+			 : j->outcome == AW_STEP_SUGGEST     ? SUGGEST
 			 : j->next + 1 == j->nsteps	     ? DONE
 							     : GO;
 		if (j->active && out[i] == DROP) /* lost: not ours to write */
@@ -419,7 +441,13 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 		.now = now, .holder = w->id, .clear_lease = 1, .started = 1, .finished = 1};
 	aw_run_change start = {.now = now, .holder = w->id, .started = 1};
 	aw_run_change rel = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
+	/* a parked run lets go of its lease; the attempt is not counted (the
+	 * approval re-queues it and a worker claims it again) */
+	aw_run_change park = {
+		.now = now, .holder = w->id, .clear_lease = 1, .started = 1, .attempts_delta = -1};
 	aw_run_state to_done[] = {AW_RUN_CLAIMED, AW_RUN_RUNNING, AW_RUN_SUCCEEDED};
+	aw_run_state to_park[] = {AW_RUN_CLAIMED, AW_RUN_RUNNING, AW_RUN_WAITING_APPROVAL};
+	aw_run_state to_suggest[] = {AW_RUN_CLAIMED, AW_RUN_RUNNING, AW_RUN_SUGGESTED};
 	/* same outcome and same start state: one statement */
 	for (int claimed = 1; claimed >= 0 && !e; claimed--) {
 		aw_run_state from = claimed ? AW_RUN_CLAIMED : AW_RUN_RUNNING;
@@ -427,6 +455,14 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 		e = move_path(w, &x, js, sel, m, to_done + !claimed, 1 + claimed, &fin, NULL, err);
 		for (int i = 0; i < m; i++)
 			nd += js[sel[i]].active;
+		m = pick(js, idx, n, out, PARK, claimed, sel);
+		if (!e)
+			e = move_path(w, &x, js, sel, m, to_park + !claimed, 1 + claimed, &park,
+				      NULL, err);
+		m = pick(js, idx, n, out, SUGGEST, claimed, sel);
+		if (!e)
+			e = move_path(w, &x, js, sel, m, to_suggest + !claimed, 1 + claimed, &fin,
+				      NULL, err);
 		m = pick(js, idx, n, out, RELEASE, claimed, sel);
 		if (!e)
 			e = move_many(w, &x, js, sel, m, from, AW_RUN_QUEUED, &rel, NULL, err);
@@ -469,7 +505,10 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 		job *j = &js[idx[i]];
 		if (!j->active || out[i] == RELEASE)
 			continue;
-		fill_step(j, &st[k], j->step_err ? "failed" : "succeeded");
+		fill_step(j, &st[k],
+			  j->step_err	   ? "failed"
+			  : out[i] == PARK ? "waiting"
+					   : "succeeded");
 		snprintf(st[k].finished_at, sizeof st[k].finished_at, "%s", j->finished);
 		if (j->step_err)
 			snprintf(st[k].error_code, sizeof st[k].error_code, "%s",

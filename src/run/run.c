@@ -339,7 +339,7 @@ aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char
 	if (state && aw_run_state_parse(state, &st) != 0)
 		return aw_fail_at(err, AW_E_REQ_INVALID, "state",
 				  "state must be one of queued, claimed, running, waiting_approval,"
-				  " retry_wait, succeeded, failed, cancelled");
+				  " retry_wait, succeeded, failed, cancelled, suggested");
 	if (cursor && !aw_uuid_valid(cursor))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "cursor", "cursor must be a run id");
 	aw_txn *t = NULL;

@@ -1,7 +1,7 @@
 /*
  * test_run.c - the run runtime on a real store (argv[1]: sqlite | postgres):
  * request validation, idempotency (incl. 8 racing submissions), trace ids, the
- * full 8x8 transition matrix, journal replay after a crash mid-run, lease
+ * full 9x9 transition matrix, journal replay after a crash mid-run, lease
  * expiry and heartbeat renewal, cancellation reaching a running step, retries
  * to max_attempts, graceful shutdown, shadow mode and the journal diff, and
  * tenant isolation. HTTP effects go to a local counting server.
@@ -293,15 +293,25 @@ static void test_trace(void **state)
 static int allowed(aw_run_state f, aw_run_state t)
 {
 	static const char *const ok[] = {
-		"queued>claimed",	    "queued>cancelled",
-		"claimed>queued",	    "claimed>running",
-		"claimed>retry_wait",	    "claimed>failed",
-		"claimed>cancelled",	    "running>queued",
-		"running>waiting_approval", "running>retry_wait",
-		"running>succeeded",	    "running>failed",
-		"running>cancelled",	    "waiting_approval>running",
-		"waiting_approval>failed",  "waiting_approval>cancelled",
-		"retry_wait>claimed",	    "retry_wait>cancelled",
+		"queued>claimed",
+		"queued>cancelled",
+		"claimed>queued",
+		"claimed>running",
+		"claimed>retry_wait",
+		"claimed>failed",
+		"claimed>cancelled",
+		"running>queued",
+		"running>waiting_approval",
+		"running>retry_wait",
+		"running>succeeded",
+		"running>failed",
+		"running>cancelled",
+		"running>suggested",
+		"waiting_approval>queued",
+		"waiting_approval>failed",
+		"waiting_approval>cancelled",
+		"retry_wait>claimed",
+		"retry_wait>cancelled",
 	};
 	char pair[64];
 	snprintf(pair, sizeof pair, "%s>%s", aw_run_state_name(f), aw_run_state_name(t));
@@ -346,7 +356,7 @@ static void test_fsm_matrix(void **state)
 			}
 			assert_int_equal(aw_run_fsm_event(f, t) != NULL, allowed(f, t));
 		}
-	assert_int_equal(legal, 18);
+	assert_int_equal(legal, 19);
 	/* compare-and-set: a stale `from` changes nothing */
 	aw_test_raw_sql(&aw_fx.db,
 			"UPDATE %Truns SET state = 'running' WHERE 1 = 1 AND state <> 'x'"

@@ -1,0 +1,402 @@
+/*
+ * approval.c - the approval service (approval.h): minting and verifying
+ * tokens with the current key ring, the "approval" step kind that parks a
+ * run, and the decisions that move it on.
+ *
+ * Parking: the step reads the project's approval policy (verified, as for
+ * contract activations) and journals it as the step's rule - approvers,
+ * threshold, window, expires_at - with state "waiting"; the worker moves the
+ * run to waiting_approval and lets go of it. Deciding: under the run's row
+ * lock, a decision is checked against that rule (the rule in force when the
+ * run parked), recorded, and counted; the one that reaches the threshold
+ * journals the step succeeded and re-queues the run, a deny journals it failed
+ * and fails the run. A decision that does not move the run is audited on its
+ * own ("run.approval_decision").
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/approval.h"
+#include "awooop/audit.h"
+#include "awooop/clock.h"
+#include "awooop/contract.h"
+#include "awooop/json.h"
+#include "awooop/kv.h"
+#include "awooop/run.h"
+#include "awooop/store/approval.h"
+#include "awooop/store/run.h"
+
+struct aw_approvals {
+	aw_store *store;
+	const aw_contracts *contracts;
+	aw_kv *kv;
+	char issuer[128];
+	_Atomic(const aw_keyring *) keys;
+};
+
+static aw_approvals *the_service; /* the executor's (one per process) */
+
+aw_err aw_approvals_new(const aw_approvals_opts *o, const aw_keyring *keys, aw_approvals **out,
+			aw_error *err)
+{
+	aw_approvals *a = calloc(1, sizeof *a);
+	if (!a)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	a->store = o->store;
+	a->contracts = o->contracts;
+	a->kv = o->kv;
+	snprintf(a->issuer, sizeof a->issuer, "%s", o->issuer ? o->issuer : AW_APPROVAL_ISSUER);
+	atomic_store(&a->keys, keys);
+	*out = a;
+	return AW_OK;
+}
+
+void aw_approvals_free(aw_approvals *a)
+{
+	if (a && the_service == a)
+		the_service = NULL;
+	free(a);
+}
+
+const aw_keyring *aw_approvals_set_keyring(aw_approvals *a, const aw_keyring *k)
+{
+	return atomic_exchange(&a->keys, k);
+}
+
+static aw_err read_policy(aw_approvals *a, const aw_ctx *ctx, aw_approval_policy *p, aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(a->store, ctx, AW_TXN_READ, &t, err);
+	if (e)
+		return e;
+	e = aw_contract_approval_policy(a->contracts, t, p, err);
+	aw_store_rollback(t);
+	return e;
+}
+
+aw_err aw_approvals_mint(aw_approvals *a, const aw_ctx *ctx, const char *run_id, const char *sub,
+			 const char *action, int ttl_s, char **tok, aw_approval_claims *out,
+			 aw_error *err)
+{
+	*tok = NULL;
+	aw_approval_claims c = {0};
+	if (!run_id || !aw_uuid_valid(run_id))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "run_id", "run_id must be a run id");
+	if (!sub || !*sub || strlen(sub) > AW_PROJECT_MAX)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "sub", "sub must be a principal name");
+	if (!action || (strcmp(action, "approve") && strcmp(action, "deny")))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "action",
+				  "action must be \"approve\" or \"deny\"");
+	aw_approval_policy p;
+	aw_err e = read_policy(a, ctx, &p, err);
+	if (e)
+		return e;
+	json_decref(p.approvers);
+	if (ttl_s < 1 || ttl_s > p.window_s)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "ttl_s",
+				  "ttl_s must be 1..%d (the approval policy's window_s)",
+				  p.window_s);
+	int64_t now = aw_clock_wall_ms() / 1000;
+	snprintf(c.iss, sizeof c.iss, "%s", a->issuer);
+	snprintf(c.aud, sizeof c.aud, "%s", ctx->project);
+	snprintf(c.sub, sizeof c.sub, "%s", sub);
+	snprintf(c.run_id, sizeof c.run_id, "%s", run_id);
+	snprintf(c.action, sizeof c.action, "%s", action);
+	c.iat = c.nbf = now;
+	c.exp = now + ttl_s;
+	if ((e = aw_approval_mint(atomic_load(&a->keys), &c, tok, err)))
+		return e;
+	if (out)
+		*out = c;
+	return AW_OK;
+}
+
+aw_err aw_approvals_verify(aw_approvals *a, const aw_ctx *ctx, const char *tok,
+			   aw_approval_claims *out, aw_error *err)
+{
+	const aw_keyring *k = atomic_load(&a->keys);
+	if (!aw_keyring_current(k))
+		return aw_fail(err, AW_E_APPROVAL_KEY,
+			       "no approval key: set AWOOOP_APPROVAL_KEYS or --approval-keys");
+	return aw_approval_verify(k, tok, a->issuer, ctx->project, aw_clock_wall_ms() / 1000, out,
+				  err);
+}
+
+/* ---- deciding ---- */
+
+/* The run's waiting step (the last journal entry "waiting"): its number and
+ * rule (new reference). AW_E_APPROVAL_STATE when there is none. */
+static aw_err waiting_step(aw_txn *t, const char *run_id, aw_run_step *step, json_t **rule,
+			   aw_error *err)
+{
+	char ids[1][AW_UUID_STR_LEN + 1];
+	snprintf(ids[0], sizeof ids[0], "%s", run_id);
+	aw_run_step *st = NULL;
+	int n = 0;
+	aw_err e = aw_store_run_steps(t, ids, 1, &st, &n, err);
+	if (e)
+		return e;
+	int k = -1;
+	for (int i = 0; i < n; i++)
+		if (strcmp(st[i].state, "waiting") == 0)
+			k = i;
+	if (k < 0) {
+		aw_run_steps_free(st, n);
+		return aw_fail(err, AW_E_APPROVAL_STATE,
+			       "the run has no step waiting for approval");
+	}
+	*step = st[k];
+	step->result = NULL;
+	json_error_t je;
+	*rule = st[k].result ? json_loads(st[k].result, 0, &je) : NULL;
+	aw_run_steps_free(st, n);
+	return *rule ? AW_OK : aw_fail(err, AW_E_INTERNAL, "the waiting step has no rule");
+}
+
+static int listed(const json_t *approvers, const char *principal)
+{
+	size_t i;
+	json_t *v;
+	if (!json_is_array(approvers)) /* no policy: any principal */
+		return 1;
+	json_array_foreach (approvers, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), principal) == 0)
+			return 1;
+	return 0;
+}
+
+/* Remembers the jti in Redis (cluster shape) until past the token's exp. */
+static aw_err claim_jti(aw_approvals *a, const aw_ctx *ctx, const aw_approval_decision *d,
+			aw_error *err)
+{
+	if (!a->kv || !d->jti)
+		return AW_OK;
+	char field[160];
+	snprintf(field, sizeof field, "jti.%s", d->jti);
+	const char *vals[] = {d->run_id, field};
+	int64_t ttl = d->exp_s - aw_clock_wall_ms() / 1000 + AW_APPROVAL_LEEWAY_S + 60;
+	int created = 0;
+	aw_err e = aw_kv_set_nx(a->kv, ctx, "approval", vals, 2, d->principal,
+				(int)(ttl < 60		 ? 60
+				      : ttl > 30 * 86400 ? 30 * 86400
+							 : ttl),
+				&created, err);
+	if (!e && !created)
+		e = aw_fail(err, AW_E_APPROVAL_REPLAY, "this approval token was used already");
+	return e;
+}
+
+static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
+			const aw_approval_decision *d, json_t **out, aw_error *err)
+{
+	char state[20] = "";
+	int used = 0;
+	aw_err e = aw_store_run_lock(t, d->run_id, state, err);
+	if (!e && d->jti && !(e = aw_store_run_jti_used(t, d->jti, &used, err)) && used)
+		e = aw_fail(err, AW_E_APPROVAL_REPLAY, "this approval token was used already");
+	if (e)
+		return e;
+	if (strcmp(state, "waiting_approval") != 0)
+		return aw_fail(err, AW_E_APPROVAL_STATE, "the run is %s, not waiting for approval",
+			       state);
+	aw_run_step step;
+	json_t *rule = NULL;
+	if ((e = waiting_step(t, d->run_id, &step, &rule, err)))
+		return e;
+	int threshold = (int)json_integer_value(json_object_get(rule, "threshold"));
+	int64_t window = json_integer_value(json_object_get(rule, "window_s")), until = 0;
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	aw_clock_parse(json_string_value(json_object_get(rule, "expires_at")), &until);
+	aw_run_decision *ds = NULL;
+	int nd = 0;
+	if (!listed(json_object_get(rule, "approvers"), d->principal))
+		e = aw_fail(err, AW_E_APPROVAL_APPROVER,
+			    "%s is not an approver in the run's approval policy", d->principal);
+	else if (d->lifetime_s > window)
+		e = aw_fail_at(err, AW_E_APPROVAL_TIME, "exp",
+			       "the token lives longer than the approval policy's window_s");
+	else if (aw_clock_wall_ms() > until)
+		e = aw_fail(err, AW_E_APPROVAL_STATE, "the run's approval window closed");
+	if (!e && !(e = claim_jti(a, ctx, d, err))) {
+		aw_run_decision row = {0};
+		snprintf(row.principal, sizeof row.principal, "%s", d->principal);
+		snprintf(row.decision, sizeof row.decision, "%s", d->decision);
+		snprintf(row.via, sizeof row.via, "%s", d->via ? d->via : "api");
+		memcpy(row.decided_at, now, sizeof row.decided_at);
+		e = aw_store_run_decision_add(t, d->run_id, step.step_no, &row, d->jti, err);
+	}
+	if (!e)
+		e = aw_store_run_decisions(t, d->run_id, step.step_no, &ds, &nd, err);
+	int approvals = 0, denied = 0;
+	json_t *list = json_array();
+	for (int i = 0; !e && i < nd; i++) {
+		approvals += strcmp(ds[i].decision, "approve") == 0;
+		denied |= strcmp(ds[i].decision, "deny") == 0;
+		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s}", "principal",
+						      ds[i].principal, "decision", ds[i].decision,
+						      "via", ds[i].via, "at", ds[i].decided_at));
+	}
+	free(ds);
+	int moved = !e && (denied || approvals >= threshold);
+	json_t *detail = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "approver", d->principal,
+				   "decision", d->decision, "via", d->via ? d->via : "api", "step",
+				   step.step_no, "approvals", approvals, "threshold", threshold);
+	if (!e && moved) { /* the step's journal entry says how it ended */
+		json_t *res = json_pack("{s:O, s:O}", "rule", rule, "decisions", list);
+		step.result = res ? aw_json_dump(res) : NULL;
+		json_decref(res);
+		snprintf(step.state, sizeof step.state, "%s", denied ? "failed" : "succeeded");
+		snprintf(step.finished_at, sizeof step.finished_at, "%s", now);
+		if (denied)
+			snprintf(step.error_code, sizeof step.error_code, "%s",
+				 aw_err_code(AW_E_RUN_REJECTED));
+		e = aw_store_run_steps_put(t, &step, 1, err);
+		free(step.result);
+		aw_run_change chg = {.now = now,
+				     .error_code = denied ? aw_err_code(AW_E_RUN_REJECTED) : NULL,
+				     .finished = denied};
+		if (!e)
+			e = aw_run_transition_in(t, ctx, d->run_id, NULL, AW_RUN_WAITING_APPROVAL,
+						 denied ? AW_RUN_FAILED : AW_RUN_QUEUED, &chg,
+						 detail, err);
+	} else if (!e) {
+		e = aw_audit_record(t, ctx, "run.approval_decision", d->run_id, detail, err);
+	}
+	if (!e)
+		*out = json_pack("{s:s, s:s, s:i, s:i, s:b, s:O}", "run_id", d->run_id, "state",
+				 !moved	  ? "waiting_approval"
+				 : denied ? "failed"
+					  : "queued",
+				 "approvals", approvals, "threshold", threshold, "moved", moved,
+				 "decisions", list);
+	json_decref(detail);
+	json_decref(list);
+	json_decref(rule);
+	return e;
+}
+
+aw_err aw_approvals_decide(aw_approvals *a, const aw_ctx *ctx, const aw_approval_decision *d,
+			   json_t **out, aw_error *err)
+{
+	*out = NULL;
+	if (!d->run_id || !aw_uuid_valid(d->run_id))
+		return aw_fail(err, AW_E_RUN_NOT_FOUND, "no such run");
+	if (!d->decision || (strcmp(d->decision, "approve") && strcmp(d->decision, "deny")))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "action",
+				  "a decision is \"approve\" or \"deny\"");
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(a->store, ctx, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	if ((e = decide_in(a, t, ctx, d, out, err))) {
+		aw_store_rollback(t);
+		return e;
+	}
+	if ((e = aw_store_commit(t, err))) {
+		json_decref(*out);
+		*out = NULL;
+		return e;
+	}
+	if (!strcmp(json_string_value(json_object_get(*out, "state")), "queued"))
+		aw_run_kick();
+	return AW_OK;
+}
+
+aw_err aw_approvals_decide_token(aw_approvals *a, const aw_ctx *ctx, const char *run_id,
+				 const char *tok, json_t **out, aw_error *err)
+{
+	*out = NULL;
+	aw_approval_claims c;
+	aw_err e = aw_approvals_verify(a, ctx, tok, &c, err);
+	if (e)
+		return e;
+	if (strcmp(c.run_id, run_id) != 0)
+		return aw_fail_at(err, AW_E_APPROVAL_AUDIENCE, "run_id",
+				  "the token is for another run");
+	aw_ctx as = *ctx; /* without an API key the token's subject acts */
+	if (!ctx->key_id[0])
+		snprintf(as.principal, sizeof as.principal, "%s", c.sub);
+	aw_approval_decision d = {.run_id = run_id,
+				  .principal = c.sub,
+				  .decision = c.action,
+				  .jti = c.jti,
+				  .lifetime_s = c.exp - c.iat,
+				  .exp_s = c.exp,
+				  .via = "api"};
+	return aw_approvals_decide(a, &as, &d, out, err);
+}
+
+/* ---- the step kind ---- */
+
+static aw_err step_validate(const json_t *args, aw_error *err)
+{
+	static const char *const allowed[] = {"summary", NULL};
+	aw_err e = aw_json_only(args, allowed, err);
+	json_t *s = json_object_get(args, "summary");
+	if (!e && s && (!json_is_string(s) || json_string_length(s) > 500))
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/summary",
+			       "summary must be a string of at most 500 bytes");
+	return e;
+}
+
+/* What the steps after this one would do (suggest mode). */
+static json_t *would_run(const aw_step_call *c)
+{
+	json_t *out = json_array();
+	for (size_t i = (size_t)c->step_no; out && i < json_array_size(c->workflow); i++) {
+		json_t *st = json_array_get(c->workflow, i);
+		const char *kind = json_string_value(json_object_get(st, "kind"));
+		const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
+		json_t *args = json_object_get(st, "args");
+		json_t *intent = x && x->intent && args ? x->intent(args) : json_incref(args);
+		json_array_append_new(out,
+				      json_pack("{s:s?, s:o*}", "kind", kind, "intended", intent));
+	}
+	return out;
+}
+
+static aw_err step_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	aw_approvals *a = the_service;
+	if (!a)
+		return aw_fail(err, AW_E_RUN_STEP, "this worker runs no approval service");
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, c->project);
+	aw_approval_policy p;
+	aw_err e = read_policy(a, &ctx, &p, err);
+	if (e)
+		return e;
+	const char *summary = json_string_value(json_object_get(c->args, "summary"));
+	if (p.suggest) {
+		*result = json_pack("{s:b, s:s?, s:o}", "suggested", 1, "summary", summary,
+				    "would_run", would_run(c));
+		*c->outcome = AW_STEP_SUGGEST;
+	} else {
+		char until[AW_TS_LEN + 1];
+		aw_clock_format(aw_clock_wall_ms() + (int64_t)p.window_s * 1000, until);
+		*result = json_pack("{s:O?, s:i, s:i, s:s, s:s?}", "approvers", p.approvers,
+				    "threshold", p.threshold, "window_s", p.window_s, "expires_at",
+				    until, "summary", summary);
+		*c->outcome = AW_STEP_PARK;
+	}
+	json_decref(p.approvers);
+	return *result ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+static const aw_executor approval_executor = {
+	.kind = "approval",
+	.parks = 1,
+	.validate = step_validate,
+	.run = step_run,
+};
+
+int aw_approvals_register_executor(aw_approvals *a)
+{
+	the_service = a;
+	if (aw_executor_find("approval"))
+		return 0;
+	return aw_executor_register(&approval_executor);
+}

@@ -1,0 +1,76 @@
+/*
+ * approval_cmd.c - `awooop approval mint|verify|decide`: approval tokens
+ * through a running server (AWOOOP_URL, AWOOOP_KEY). The keys stay on the
+ * server: mint needs a project-admin key, verify any key of the project,
+ * decide none (the token is the credential).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int aw_cmd_approval(int argc, char **argv)
+{
+	aw_opt opts[] = {
+		{"run", NULL, NULL, 0, "mint: the run the token decides", NULL},
+		{"sub", NULL, NULL, 0, "mint: the approver (a principal of the approval policy)",
+		 NULL},
+		{"action", NULL, "approve", 0, "mint: approve or deny", NULL},
+		{"ttl", NULL, "900", 0,
+		 "mint: seconds the token lives (at most the policy's window)", NULL},
+		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
+		{NULL, NULL, NULL, 0, NULL, NULL},
+	};
+	const char *pos[3];
+	int npos = 3;
+	int rc = aw_cli_parse(
+		argc, argv, opts, pos, &npos,
+		"usage: awooop approval mint --run ID --sub PRINCIPAL [--action approve|deny]\n"
+		"                            [--ttl SECONDS]\n"
+		"       awooop approval verify TOKEN\n"
+		"       awooop approval decide RUN_ID TOKEN\n\n"
+		"mint: an HS256 approval token for the key's project (project-admin key);\n"
+		"prints the token. verify: checks a token's signature, times, issuer and\n"
+		"audience without using it up. decide: hands the token to the run waiting\n"
+		"for approval (each token counts once; the policy's N of M moves the run).");
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	json_t *out = NULL, *body = NULL;
+	char path[128];
+	const char *what = npos ? pos[0] : "";
+	if (!strcmp(what, "mint") && npos == 1) {
+		long ttl = 0;
+		if (!aw_cli_get(opts, "run") || !aw_cli_get(opts, "sub"))
+			return aw_cli_fail(AW_E_USAGE, "mint needs --run and --sub");
+		if ((rc = aw_cli_opt_long(opts, "ttl", 1, 2592000, &ttl)))
+			return rc;
+		body = json_pack("{s:s, s:s, s:s, s:i}", "run_id", aw_cli_get(opts, "run"), "sub",
+				 aw_cli_get(opts, "sub"), "action", aw_cli_get(opts, "action"),
+				 "ttl_s", (int)ttl);
+		rc = aw_client_call("POST", "/v1/platform/approval-tokens", body, &out);
+	} else if (!strcmp(what, "verify") && npos == 2) {
+		body = json_pack("{s:s}", "token", pos[1]);
+		rc = aw_client_call("POST", "/v1/platform/approval-tokens:verify", body, &out);
+	} else if (!strcmp(what, "decide") && npos == 3) {
+		body = json_pack("{s:s}", "token", pos[2]);
+		snprintf(path, sizeof path, "/v1/platform/runs/%.40s/approve", pos[1]);
+		rc = aw_client_call("POST", path, body, &out);
+	} else {
+		return aw_cli_fail(AW_E_USAGE, "give mint, verify TOKEN or decide RUN_ID TOKEN");
+	}
+	json_decref(body);
+	if (rc) {
+		json_decref(out);
+		return rc;
+	}
+	if (aw_cli_get(opts, "json") || strcmp(what, "mint")) {
+		char *s = json_dumps(out, JSON_INDENT(2));
+		printf("%s\n", s ? s : "null");
+		free(s);
+	} else {
+		printf("%s\n", json_string_value(json_object_get(out, "token")));
+	}
+	json_decref(out);
+	return 0;
+}
