@@ -53,6 +53,10 @@ aw_err aw_kv_set(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *
  * (ttl_s >= 1). */
 aw_err aw_kv_set_nx(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
 		    int n, const char *value, int ttl_s, int *created, aw_error *err);
+/* A lease held by holder: taken when the key is free, renewed (PEXPIRE) when
+ * holder has it; *held = 1 then. release: deleted only if holder has it. */
+aw_err aw_kv_lease(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		   int n, const char *holder, int ttl_ms, int release, int *held, aw_error *err);
 aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
 		 aw_error *err);
 aw_err aw_kv_incr(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,

@@ -39,6 +39,9 @@ void aw_metrics_mcp_call(const char *project, const char *tool, const char *outc
 /* Returns a malloc'd text document; caller frees. NULL on out of memory. */
 char *aw_metrics_render(void);
 /* Forgets every series (tests). */
+/* The channel hub: one inbound or outbound event; leadership. */
+void aw_metrics_channel(const char *project, const char *direction, const char *outcome);
+void aw_metrics_channel_leader(int leader);
 void aw_metrics_reset(void);
 
 #endif

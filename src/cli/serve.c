@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "awooop/approval.h"
+#include "awooop/channel.h"
 #include "awooop/contract.h"
 #include "awooop/http.h"
 #include "awooop/llm.h"
@@ -109,7 +110,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"redis", "AWOOOP_REDIS", NULL, 0,
 		 "redis[s]://[USER:PASSWORD@]HOST:PORT[/DB][?tls_ca=...] (cluster shape; optional)",
 		 NULL},
-		{"role", "AWOOOP_ROLE", "all", 0, "all|api|relay|worker", NULL},
+		{"role", "AWOOOP_ROLE", "all", 0, "all|api|relay|worker|hub", NULL},
 		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
 		{"body-memory", "AWOOOP_BODY_MEMORY", "67108864", 0,
 		 "bytes of request bodies held at once by all requests (503 past it)", NULL},
@@ -190,6 +191,21 @@ int aw_cmd_serve(int argc, char **argv)
 		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
 		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
 		 "a tool call's default timeout (a tool's timeout_ms wins)", NULL},
+		{"channels", "AWOOOP_CHANNELS", "on", 0,
+		 "on|off: run the channel hub (Telegram bots of channel_event contracts) in roles "
+		 "all and hub",
+		 NULL},
+		{"telegram-api", "AWOOOP_TELEGRAM_API", "https://api.telegram.org", 0,
+		 "the Telegram Bot API base URL", NULL},
+		{"channel-poll-timeout-s", "AWOOOP_CHANNEL_POLL_TIMEOUT_S", "25", 0,
+		 "getUpdates long-poll timeout", NULL},
+		{"channel-lease-ms", "AWOOOP_CHANNEL_LEASE_MS", "10000", 0,
+		 "the hub leader's lease (cluster shape): a dead leader is replaced within it",
+		 NULL},
+		{"channel-per-chat-ms", "AWOOOP_CHANNEL_PER_CHAT_MS", "1000", 0,
+		 "at most one message per chat per this many ms", NULL},
+		{"channel-per-bot", "AWOOOP_CHANNEL_PER_BOT", "30", 0,
+		 "at most this many messages per bot per second", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -201,8 +217,9 @@ int aw_cmd_serve(int argc, char **argv)
 		"process, SQLite at ./var/awooop.db, HTTP on 127.0.0.1:8080. On first\n"
 		"start it prints a platform-admin API key once (or installs\n"
 		"AWOOOP_BOOTSTRAP_KEY).\n\n"
-		"Roles: all (default: API + outbox relay + run workers), api, relay\n"
-		"(outbox relay only), worker (run workers only: claim, heartbeat, reaper).\n"
+		"Roles: all (default: API + outbox relay + run workers + channel hub), api,\n"
+		"relay (outbox relay only), worker (run workers only: claim, heartbeat,\n"
+		"reaper), hub (the channel hub only: one leader polls and sends).\n"
 		"A lease must outlast several heartbeats (--lease-ms >= 2 x --heartbeat-ms).");
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -210,8 +227,11 @@ int aw_cmd_serve(int argc, char **argv)
 		return rc;
 	const char *role = aw_cli_get(opts, "role");
 	if (strcmp(role, "all") && strcmp(role, "api") && strcmp(role, "relay") &&
-	    strcmp(role, "worker"))
-		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay or worker");
+	    strcmp(role, "worker") && strcmp(role, "hub"))
+		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay, worker or hub");
+	const char *channels = aw_cli_get(opts, "channels");
+	if (strcmp(channels, "on") && strcmp(channels, "off"))
+		return aw_cli_fail(AW_E_CONFIG, "--channels must be on or off");
 	long body_limit, pool, relay_poll, body_memory, per_ip, threads, head_ms, req_s;
 	if ((rc = aw_cli_opt_long(opts, "body-limit", 1024, 64L << 20, &body_limit)) ||
 	    (rc = aw_cli_opt_long(opts, "body-memory", 1024, 16L << 30, &body_memory)) ||
@@ -243,6 +263,10 @@ int aw_cmd_serve(int argc, char **argv)
 		{"budget-lease-ms", 1000, 86400000},
 		{"mcp-workers", 1, 1024},
 		{"mcp-timeout-ms", 100, 600000},
+		{"channel-poll-timeout-s", 1, 50},
+		{"channel-lease-ms", 300, 600000},
+		{"channel-per-chat-ms", 1, 60000},
+		{"channel-per-bot", 1, 64},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -338,6 +362,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_policy_cache *policy = NULL;
 	aw_kv *kv = NULL;
 	aw_approvals *approvals = NULL;
+	aw_hub *hub = NULL;
 	aw_keyring *approval_keys = NULL;
 	aw_llm *llm = NULL;
 	aw_mcp *mcp = NULL;
@@ -429,6 +454,20 @@ int aw_cmd_serve(int argc, char **argv)
 	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) &&
 	    (e = aw_worker_start(store, &wo, &worker, &err)))
 		goto out;
+	if ((strcmp(role, "all") == 0 || strcmp(role, "hub") == 0) && !strcmp(channels, "on")) {
+		aw_hub_opts hu = {.store = store,
+				  .policy = policy,
+				  .kv = kv,
+				  .approvals = approvals,
+				  .api_base = aw_cli_get(opts, "telegram-api"),
+				  .secrets_dir = aw_cli_get(opts, "mcp-secrets-dir"),
+				  .poll_timeout_s = (int)wv[17],
+				  .lease_ms = (int)wv[18],
+				  .per_chat_ms = (int)wv[19],
+				  .per_bot_per_s = (int)wv[20]};
+		if ((e = aw_hub_start(&hu, &hub, &err)))
+			goto out;
+	}
 	char port[16];
 	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
 	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store", aw_store_backend(store),
@@ -446,6 +485,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
 out:			  /* also the way out when a part failed to start (e set) */
+	aw_hub_stop(hub); /* hands the channel lease over */
 	aw_llm_stop(llm); /* ends model calls in flight: parked connections wake */
 	aw_mcp_stop(mcp); /* answers the tool calls in flight first */
 	aw_http_stop(http);

@@ -11,6 +11,7 @@
  * operator-or-higher principal but the publisher, threshold 1, 24 h, enforce).
  */
 #include "awooop/contract.h"
+#include "awooop/secret.h"
 #include "awooop/json.h"
 #include "contract_hooks.h"
 #include "awooop/store/tenancy.h"
@@ -158,6 +159,45 @@ static aw_err check_target(const aw_ctx *ctx, const char *family, const char *co
 	return AW_OK;
 }
 
+/* channel_event: bot names unique, token references tenant-scoped, rule
+ * templates defined when the revision defines templates. */
+static aw_err channel_check(const json_t *body, aw_error *err)
+{
+	size_t i, k;
+	json_t *ch, *other, *r;
+	json_t *tpls = json_object_get(body, "templates");
+	json_array_foreach (json_object_get(body, "channels"), i, ch) {
+		json_t *bot = json_object_get(ch, "bot");
+		const char *name = json_string_value(json_object_get(bot, "name"));
+		char where[96];
+		snprintf(where, sizeof where, "/channels/%zu/bot/token", i);
+		if (bot && aw_secret_tenant_check(json_string_value(json_object_get(bot, "token")),
+						  err))
+			return aw_fail_at(err, AW_E_SECRET_REF, where,
+					  "a bot token is a secret reference: env:NAME or "
+					  "file:RELATIVE/PATH");
+		json_array_foreach (json_object_get(body, "channels"), k, other)
+			if (k < i && name &&
+			    !strcmp(json_string_value(json_object_get(json_object_get(other, "bot"),
+								      "name")) ?: "",
+				    name)) {
+				snprintf(where, sizeof where, "/channels/%zu/bot/name", i);
+				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
+						  "two channels name the bot %s", name);
+			}
+		json_array_foreach (json_object_get(ch, "rules"), k, r) {
+			const char *t = json_string_value(json_object_get(r, "run_template"));
+			if (tpls && t && !json_object_get(tpls, t)) {
+				snprintf(where, sizeof where, "/channels/%zu/rules/%zu/run_template",
+					 i, k);
+				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
+						  "no template %s in /templates", t);
+			}
+		}
+	}
+	return AW_OK;
+}
+
 aw_err aw_contract_validate(const aw_contracts *c, const char *project, const char *family,
 			    const char *contract_id, const json_t *body, aw_error *err)
 {
@@ -182,6 +222,8 @@ aw_err aw_contract_validate(const aw_contracts *c, const char *project, const ch
 				  "/threshold is larger than the number of approvers");
 	if (!strcmp(family, "mcp_tool"))
 		return aw_contract_mcp_check(body, err);
+	if (!strcmp(family, "channel_event"))
+		return channel_check(body, err);
 	return AW_OK;
 }
 

@@ -78,6 +78,12 @@ static const struct {
 	{"awooop_mcp_call_duration_seconds", "MCP gateway tools/call latency by project.",
 	 "histogram"},
 	{"awooop_mcp_refusals_total", "MCP gateway refusals by project, gate and code.", "counter"},
+	{"awooop_channel_events_total",
+	 "Channel hub events by project, direction (in, out) and outcome (run, status, approval,"
+	 " ignored; sent, retried, failed, deduplicated, silenced).",
+	 "counter"},
+	{"awooop_channel_leader", "1 while this process leads the channel hub (polls and sends).",
+	 "gauge"},
 };
 
 /* Caller holds mu. */
@@ -256,6 +262,27 @@ void aw_metrics_mcp_call(const char *project, const char *tool, const char *outc
 		if ((c = get(families[20].family, COUNTER, l)))
 			c->value += 1;
 	}
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_channel(const char *project, const char *direction, const char *outcome)
+{
+	char l[200];
+	snprintf(l, sizeof l, "project=\"%s\",direction=\"%s\",outcome=\"%s\"", project, direction,
+		 outcome);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[21].family, COUNTER, l);
+	if (c)
+		c->value += 1;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_channel_leader(int leader)
+{
+	pthread_mutex_lock(&mu);
+	series *g = get(families[22].family, GAUGE, "");
+	if (g)
+		g->value = leader;
 	pthread_mutex_unlock(&mu);
 }
 

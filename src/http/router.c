@@ -38,6 +38,7 @@ static const struct {
 	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, 1},
 	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, 1},
 	{"DELETE", "/v1/projects/{project}/mcp", aw_h_mcp_delete, 1},
+	{"POST", "/v1/projects/{project}/channels/{bot}/messages", aw_h_channel_send, 0},
 	{"GET", "/v1/projects/{project}/budget", aw_h_budget_get, 0},
 	{"GET", "/v1/projects/{project}/budget/ledger", aw_h_budget_ledger, 0},
 	{"POST", "/v1/projects/{project}/budget/{action}", aw_h_budget_action, 0},

@@ -409,6 +409,36 @@ aw_err aw_kv_set_nx(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const cha
 	return e;
 }
 
+/* A lease: taken when free, renewed when ours, in one step. */
+static const char lease_lua[] =
+	"local v = redis.call('GET', KEYS[1]) "
+	"if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end "
+	"if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end "
+	"return 0";
+static const char release_lua[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+				  "return redis.call('DEL', KEYS[1]) end return 0";
+
+aw_err aw_kv_lease(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals,
+		   int n, const char *holder, int ttl_ms, int release, int *held, aw_error *err)
+{
+	BEGIN_OP();
+	const char *keys[2];
+	write_keys(&t, keys);
+	char ttl[24];
+	snprintf(ttl, sizeof ttl, "%d", ttl_ms > 0 ? ttl_ms : 1);
+	redisReply *r = release ? cmd(kv, "EVAL %s 1 %s %s", release_lua, keys[0], holder)
+				: cmd(kv, "EVAL %s 1 %s %s %s", lease_lua, keys[0], holder, ttl);
+	*held = 0;
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		e = UNAVAILABLE();
+	else
+		*held = !release && r->integer == 1;
+	if (r)
+		freeReplyObject(r);
+	pthread_mutex_unlock(&kv->mu);
+	return e;
+}
+
 aw_err aw_kv_del(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *const *vals, int n,
 		 aw_error *err)
 {

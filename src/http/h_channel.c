@@ -1,0 +1,40 @@
+/*
+ * h_channel.c - POST /v1/projects/{project}/channels/{bot}/messages
+ * {"chat_id", "text", "fingerprint"?}: queues a message for the bot's chat
+ * (operator); the channel hub's leader delivers it (202 with its id).
+ */
+#include <string.h>
+
+#include "awooop/channel.h"
+#include "awooop/json.h"
+#include "http_internal.h"
+
+void aw_h_channel_send(aw_req *r)
+{
+	static const char *const allowed[] = {"chat_id", "text", "fingerprint", NULL};
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (aw_auth_or_reply(r) || aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped) ||
+	    aw_json_body_or_reply(r))
+		return;
+	json_t *b = NULL;
+	const char *chat = NULL, *text = NULL, *fp = NULL;
+	aw_err e = aw_json_parse_object(r->body ? r->body : "", r->body_len, &b, &err);
+	if (!e)
+		e = aw_json_only(b, allowed, &err);
+	if (!e)
+		e = aw_json_str(b, "chat_id", 1, &chat, &err);
+	if (!e)
+		e = aw_json_str(b, "text", 1, &text, &err);
+	if (!e)
+		e = aw_json_str(b, "fingerprint", 0, &fp, &err);
+	char id[AW_UUID_STR_LEN + 1];
+	if (!e)
+		e = aw_channel_send(r->store, &scoped, r->segs[4], chat, text, fp, id, &err);
+	json_decref(b);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	aw_reply_json(r, 202, json_pack("{s:s, s:s}", "msg_id", id, "state", "pending"));
+}

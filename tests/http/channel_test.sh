@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The channel hub against the Telegram double: a message starts a run from
+# the channel's template and gets one progress message edited every second
+# (never "not modified") and a final answer; /status answers from the run
+# runtime; a run that waits for approval gets Approve / Deny buttons and a
+# mapped user's press resumes it (an unmapped one is told no); queued
+# messages are delivered exactly once under injected 429s and 5xx without
+# exceeding 1 msg/s per chat or 30 msg/s per bot; a duplicate is sent once
+# and a silenced chat gets nothing; the bot token never shows.
+#   channel_test.sh AWOOOP_BINARY FAKE_TELEGRAM_BINARY sqlite|postgres [N_MESSAGES]
+set -uo pipefail
+BIN=$1
+FAKE=$2
+BACKEND=$3
+N=${4:-300}
+. "$(dirname "$0")/lib.sh"
+
+export TG_SECRET="7000001:AAH-canary-bot-token-$$"
+export AWOOOP_T_CHT__TG_TOKEN=$TG_SECRET
+"$FAKE" --token-env TG_SECRET >"$TMP/fake.out" 2>"$TMP/fake.err" &
+PIDS+=($!)
+for _ in $(seq 1 50); do grep -q '^port' "$TMP/fake.out" && break; sleep 0.1; done
+TG="http://127.0.0.1:$(awk '/^port/ {print $2}' "$TMP/fake.out")"
+stats() { curl -s "$TG/control/stats"; }
+inject() { curl -s -X POST -H 'Content-Type: application/json' --data-binary "$1" "$TG/control/updates" >/dev/null; }
+msg() { # msg CHAT USER TEXT -> an update body
+  jq -nc --arg c "$1" --arg u "$2" --arg t "$3" \
+    '{message: {message_id: 1, chat: {id: ($c | tonumber)}, from: {id: ($u | tonumber)}, text: $t}}'
+}
+
+aw_db "$BACKEND"
+aw_serve --telegram-api "$TG" --channel-poll-timeout-s 1 --channel-lease-ms 1500
+api POST /v1/projects "$ADMIN" '{"id":"cht"}' >/dev/null
+K1=$(mkkey cht pub operator); K2=$(mkkey cht appr operator)
+CHATS=$(seq 1 99 | jq -R '{chat_id: ("-10" + .)}' | jq -sc '. + [{chat_id: "-100"}]')
+BODY=$(jq -nc --argjson chats "$CHATS" '{
+  channels: [{platform: "telegram", bot: {name: "ops", token: "env:TG_TOKEN"},
+    chats: $chats,
+    users: [{user_id: "111", principal: "alice"}],
+    rules: [{event: "command", command: "/deploy", run_template: "deploy"},
+            {event: "message", match: "(?i)hello", run_template: "greet"}]}],
+  templates: {
+    deploy: {workflow: [{kind: "approval", args: {summary: "deploy to prod"}}, {kind: "noop"}]},
+    greet: {workflow: [{kind: "sleep", args: {ms: 1500}}, {kind: "sleep", args: {ms: 1500}}, {kind: "noop"}]}},
+  progress_interval_s: 1,
+  silences: [{chat_id: "-2000", until: "2099-01-01T00:00:00Z", reason: "test"}]}')
+base=/v1/projects/cht/contracts/channel_event/default/revisions
+REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
+api POST "$base/$REV/publish" "$K1" >/dev/null
+api POST "$base/$REV/approve" "$K2" >/dev/null
+check "activate" "$(api POST "$base/$REV/activate" "$K1" | jq -r .activated)" true
+
+# --- a message starts a run; progress edited every second; final answer
+inject "{\"updates\":[$(msg -100 111 'hello there')]}"
+RUN=""
+for _ in $(seq 1 100); do
+  RUN=$(api GET "/v1/platform/runs?limit=1" "$K1" | jq -r '.items[0].run_id // empty')
+  [ -n "$RUN" ] && break; sleep 0.1
+done
+check "run started from the message" "$([ -n "$RUN" ] && echo yes)" yes
+for _ in $(seq 1 150); do
+  stats | jq -e --arg r "$RUN" '[.messages[] | select(.text | contains("Run " + $r + " succeeded"))] | length == 1' >/dev/null && break
+  sleep 0.1
+done
+stats >"$TMP/s1"
+check "final answer sent" "$(jq --arg r "$RUN" '[.messages[] | select(.text | contains("Run " + $r + " succeeded"))] | length' "$TMP/s1")" 1
+PID_MSG=$(jq -r --arg s "${RUN:0:8}" '[.messages[] | select(.text | contains("Run " + $s + ":"))][0].message_id' "$TMP/s1")
+check "one progress message" "$(jq --arg s "${RUN:0:8}" '[.messages[] | select(.text | contains("Run " + $s + ":"))] | length' "$TMP/s1")" 1
+EDITS=$(jq --argjson m "$PID_MSG" '[.edits[] | select(.message_id == $m)] | length' "$TMP/s1")
+check "progress edited (>= 2 edits)" "$([ "$EDITS" -ge 2 ] && echo yes)" yes
+check "last edit says succeeded" "$(jq -r --argjson m "$PID_MSG" '[.edits[] | select(.message_id == $m)] | last | .text | contains("succeeded")' "$TMP/s1")" true
+GAP=$(jq --argjson m "$PID_MSG" '[.edits[] | select(.message_id == $m) | .at_ms] | [range(1; length) as $i | .[$i] - .[$i-1]] | min // 9999' "$TMP/s1")
+check "edits at least the interval apart (but the last)" "$(jq --argjson m "$PID_MSG" '[.edits[] | select(.message_id == $m) | .at_ms] | .[0:-1] | [range(1; length) as $i | .[$i] - .[$i-1]] | all(. >= 950)' "$TMP/s1")" true
+check "never 'not modified'" "$(jq .not_modified "$TMP/s1")" 0
+echo "progress: $EDITS edits, smallest gap ${GAP} ms" >&2
+
+# --- /status from the run runtime
+inject "{\"updates\":[$(msg -100 111 "/status $RUN")]}"
+for _ in $(seq 1 50); do
+  stats | jq -e --arg r "$RUN" '[.messages[] | select(.text == "Run " + $r + ": succeeded, 3 of 3 steps done")] | length == 1' >/dev/null && break
+  sleep 0.1
+done
+check "/status answered" "$(stats | jq --arg r "$RUN" '[.messages[] | select(.text | startswith("Run " + $r + ": succeeded"))] | length')" 1
+
+# --- approval buttons
+inject "{\"updates\":[$(msg -100 111 '/deploy now')]}"
+DRUN=""
+for _ in $(seq 1 100); do
+  DRUN=$(stats | jq -r '[.messages[] | select(.markup != null)][0].markup.inline_keyboard[0][0].callback_data // empty' | cut -d: -f2)
+  [ -n "$DRUN" ] && break; sleep 0.1
+done
+check "prompt with buttons" "$([ -n "$DRUN" ] && echo yes)" yes
+check "run waits" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" waiting_approval
+cb() { jq -nc --arg d "$1" --arg u "$2" --arg id "$3" '{callback_query: {id: $id, from: {id: ($u | tonumber)}, message: {message_id: 5, chat: {id: -100}}, data: $d}}'; }
+inject "{\"updates\":[$(cb "ap:$DRUN:a" 999 cbq-1)]}"
+inject "{\"updates\":[$(cb "ap:$DRUN:a" 111 cbq-2)]}"
+for _ in $(seq 1 100); do
+  [ "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" = succeeded ] && break; sleep 0.1
+done
+check "approved by button, finished" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" succeeded
+for _ in $(seq 1 50); do [ "$(stats | jq '.answers | length')" -ge 2 ] && break; sleep 0.1; done
+check "unmapped user told no" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-1") | .text | contains("not an approver")')" true
+check "mapped user's press recorded" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-2") | .text | startswith("Approval recorded")')" true
+req GET "/v1/platform/runs/$DRUN" "$K1"
+check "decision audited as telegram" "$(jbody '[.transitions[] | select(.event == "approved" and .via == "telegram" and .approver == "alice")] | length')" 1
+
+# --- delivery: N messages, 10% 429 and 5% 5xx, each delivered once, rates held
+curl -s -X POST --data-binary '{"p429":0.10,"p5xx":0.05,"retry_after":1}' "$TG/control/faults" >/dev/null
+T0=$(date +%s%N)
+for i in $(seq 1 "$N"); do
+  printf '{"chat_id":"-10%d","text":"m-%d"}\n' $(( (i % 99) + 1 )) "$i"
+done | while read -r b; do
+  curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $K1" -H 'Content-Type: application/json' \
+    --data-binary "$b" "$URL/v1/projects/cht/channels/ops/messages" >>"$TMP/queued"
+done
+# a duplicate (same text, same chat) and a silenced chat
+req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-101","text":"dup-1"}'
+expect "queued" 202 .state pending
+req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-101","text":"dup-1"}'
+req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-2000","text":"hush"}'
+req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"x","text":"bad"}'
+expect "bad chat id" 400 .code E-REQ-005
+check "all queued (202)" "$(grep -c 202 "$TMP/queued")" "$N"
+for _ in $(seq 1 1200); do
+  [ "$(stats | jq '[.messages[] | select(.text | startswith("m-"))] | length')" -ge "$N" ] && break
+  sleep 0.1
+done
+T1=$(date +%s%N)
+sleep 2
+Q="SELECT state, count(*), max(attempts), max(coalesce(error, '')) FROM outbound_messages GROUP BY state"
+if [ "$BACKEND" = postgres ]; then
+  psql -qAt -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d "$PGDB" -c "SET search_path = awooop; $Q" >&2
+else
+  sqlite3 "$TMP/awooop.db" "$Q" >&2
+fi
+stats >"$TMP/s2"
+check "all $N delivered" "$(jq '[.messages[] | select(.text | startswith("m-"))] | length' "$TMP/s2")" "$N"
+check "each exactly once" "$(jq '[.messages[] | select(.text | startswith("m-")) | .text] | (length == (unique | length))' "$TMP/s2")" true
+check "429s were injected" "$(jq '.injected_429 > 0' "$TMP/s2")" true
+check "5xx were injected" "$(jq '.injected_5xx > 0' "$TMP/s2")" true
+check "no rate violation" "$(jq .rate_violations "$TMP/s2")" 0
+check "per chat <= 1/s" "$(jq '.max_chat_per_s <= 1' "$TMP/s2")" true
+check "per bot <= 30/s" "$(jq '.max_bot_per_s <= 30' "$TMP/s2")" true
+check "duplicate sent once" "$(jq '[.messages[] | select(.text == "dup-1")] | length' "$TMP/s2")" 1
+check "silenced chat got nothing" "$(jq '[.messages[] | select(.chat_id == "-2000")] | length' "$TMP/s2")" 0
+echo "delivery: $N messages in $(( (T1 - T0) / 1000000 )) ms; injected 429 $(jq .injected_429 "$TMP/s2"), 5xx $(jq .injected_5xx "$TMP/s2"); max per bot $(jq .max_bot_per_s "$TMP/s2")/s, per chat $(jq .max_chat_per_s "$TMP/s2")/s" >&2
+
+# --- the inbound mirror and the audit
+req GET "/v1/projects/cht/audit?action=channel.inbound&limit=100" "$K1"
+check "every inbound update audited once" "$(jbody '[.items[].target] | (length == (unique | length)) and length == 5')" true
+check "token never in answers or logs" "$(cat "$TMP/responses" "$TMP/server.log" | grep -c "canary-bot-token")" 0
+aw_done "channel_$BACKEND"
