@@ -171,15 +171,16 @@ static aw_err channel_check(const json_t *body, aw_error *err)
 		const char *name = json_string_value(json_object_get(bot, "name"));
 		char where[96];
 		snprintf(where, sizeof where, "/channels/%zu/bot/token", i);
-		if (bot && aw_secret_tenant_check(json_string_value(json_object_get(bot, "token")),
-						  err))
+		if (bot &&
+		    aw_secret_tenant_check(json_string_value(json_object_get(bot, "token")), err))
 			return aw_fail_at(err, AW_E_SECRET_REF, where,
 					  "a bot token is a secret reference: env:NAME or "
 					  "file:RELATIVE/PATH");
 		json_array_foreach (json_object_get(body, "channels"), k, other)
 			if (k < i && name &&
-			    !strcmp(json_string_value(json_object_get(json_object_get(other, "bot"),
-								      "name")) ?: "",
+			    !strcmp(json_string_value(
+					    json_object_get(json_object_get(other, "bot"), "name"))
+					    ?: "",
 				    name)) {
 				snprintf(where, sizeof where, "/channels/%zu/bot/name", i);
 				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
@@ -188,8 +189,8 @@ static aw_err channel_check(const json_t *body, aw_error *err)
 		json_array_foreach (json_object_get(ch, "rules"), k, r) {
 			const char *t = json_string_value(json_object_get(r, "run_template"));
 			if (tpls && t && !json_object_get(tpls, t)) {
-				snprintf(where, sizeof where, "/channels/%zu/rules/%zu/run_template",
-					 i, k);
+				snprintf(where, sizeof where,
+					 "/channels/%zu/rules/%zu/run_template", i, k);
 				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
 						  "no template %s in /templates", t);
 			}
