@@ -28,6 +28,7 @@
 
 #include "awooop/ctx.h"
 #include "awooop/keyring.h"
+#include "awooop/run.h"
 #include "awooop/store.h"
 
 #define AW_APPROVAL_LEEWAY_S 30
@@ -115,6 +116,13 @@ aw_err aw_approvals_decide(aw_approvals *a, const aw_ctx *ctx, const aw_approval
 /* Verifies tok for ctx's project and run_id, then decides as its sub. */
 aw_err aw_approvals_decide_token(aw_approvals *a, const aw_ctx *ctx, const char *run_id,
 				 const char *tok, json_t **out, aw_error *err);
+
+/* A step that needs approval (the approval step; a tool step whose tool
+ * requires it) parks: *result is the policy's rule (or, in suggest mode, the
+ * suggestion with what would run - from this step when self) and
+ * *c->outcome is set. */
+aw_err aw_approvals_park(aw_approvals *a, const aw_step_call *c, const char *summary, int self,
+			 json_t **result, aw_error *err);
 
 /* Registers the "approval" step kind {"summary"?: text}: parks the run with
  * the project's approval policy (suggest mode: ends it `suggested` with what

@@ -64,6 +64,8 @@ typedef struct {
 	const char *version; /* the session's or the request's protocol version */
 	const char *run_id;  /* X-Awooop-Run-Id, carried into the audit record */
 	int step_no;
+	int approved; /* trusted callers only (the run runtime's tool step, after
+			 its approval): Gate 5 lets a requires_approval tool pass */
 } aw_mcp_meta;
 
 typedef void (*aw_mcp_wake)(void *ud);
@@ -82,6 +84,13 @@ void aw_mcp_release(aw_mcp_call *c);
 /* The whole exchange, waiting (tests, the CLI). */
 json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
 			int *status);
+
+/* Registers the "tool" step kind {"tool": federated name, "arguments"?: {}}:
+ * one tools/call through g for the run's project (all five gates). A tool
+ * that requires approval parks the run (approvals: the policy's rule, as the
+ * approval step) and, once approved, is called with the approval. At start-up. */
+struct aw_approvals;
+int aw_mcp_register_executor(aw_mcp *g, struct aw_approvals *a);
 
 /* Legacy sessions (2025-11-25 Mcp-Session-Id): per process, bound to the
  * project and key that opened them, ended after an hour idle.

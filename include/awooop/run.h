@@ -149,6 +149,7 @@ typedef struct {
 	const atomic_bool *stop;  /* true: cancelled or shutting down; return */
 	aw_store *store;	  /* the worker's store */
 	aw_step_outcome *outcome; /* parking executors set it (AW_STEP_NEXT preset) */
+	int approved;		  /* the step parked before and was approved */
 } aw_step_call;
 
 typedef struct aw_executor {

@@ -248,7 +248,12 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 		json_t *res = json_pack("{s:O, s:O}", "rule", rule, "decisions", list);
 		step.result = res ? aw_json_dump(res) : NULL;
 		json_decref(res);
-		snprintf(step.state, sizeof step.state, "%s", denied ? "failed" : "succeeded");
+		/* an approval step is done; another step that parked (a tool that needs
+		 * approval) runs again, now with the approval */
+		snprintf(step.state, sizeof step.state, "%s",
+			 denied				      ? "failed"
+			 : strcmp(step.kind, "approval") == 0 ? "succeeded"
+							      : "approved");
 		snprintf(step.finished_at, sizeof step.finished_at, "%s", now);
 		if (denied)
 			snprintf(step.error_code, sizeof step.error_code, "%s",
@@ -342,11 +347,11 @@ static aw_err step_validate(const json_t *args, aw_error *err)
 	return e;
 }
 
-/* What the steps after this one would do (suggest mode). */
-static json_t *would_run(const aw_step_call *c)
+/* What the steps after this one (self: from this one) would do. */
+static json_t *would_run(const aw_step_call *c, int self)
 {
 	json_t *out = json_array();
-	for (size_t i = (size_t)c->step_no; out && i < json_array_size(c->workflow); i++) {
+	for (size_t i = (size_t)(c->step_no - self); out && i < json_array_size(c->workflow); i++) {
 		json_t *st = json_array_get(c->workflow, i);
 		const char *kind = json_string_value(json_object_get(st, "kind"));
 		const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
@@ -358,9 +363,9 @@ static json_t *would_run(const aw_step_call *c)
 	return out;
 }
 
-static aw_err step_run(const aw_step_call *c, json_t **result, aw_error *err)
+aw_err aw_approvals_park(aw_approvals *a, const aw_step_call *c, const char *summary, int self,
+			 json_t **result, aw_error *err)
 {
-	aw_approvals *a = the_service;
 	if (!a)
 		return aw_fail(err, AW_E_RUN_STEP, "this worker runs no approval service");
 	aw_ctx ctx;
@@ -369,10 +374,9 @@ static aw_err step_run(const aw_step_call *c, json_t **result, aw_error *err)
 	aw_err e = read_policy(a, &ctx, &p, err);
 	if (e)
 		return e;
-	const char *summary = json_string_value(json_object_get(c->args, "summary"));
 	if (p.suggest) {
 		*result = json_pack("{s:b, s:s?, s:o}", "suggested", 1, "summary", summary,
-				    "would_run", would_run(c));
+				    "would_run", would_run(c, self));
 		*c->outcome = AW_STEP_SUGGEST;
 	} else {
 		char until[AW_TS_LEN + 1];
@@ -384,6 +388,13 @@ static aw_err step_run(const aw_step_call *c, json_t **result, aw_error *err)
 	}
 	json_decref(p.approvers);
 	return *result ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+static aw_err step_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	return aw_approvals_park(the_service, c,
+				 json_string_value(json_object_get(c->args, "summary")), 0, result,
+				 err);
 }
 
 static const aw_executor approval_executor = {

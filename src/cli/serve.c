@@ -406,7 +406,8 @@ int aw_cmd_serve(int argc, char **argv)
 			goto out;
 		aw_approvals_register_executor(approvals);
 	}
-	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) { /* the MCP gateway */
+	/* the MCP gateway: the API's endpoint, and the workers' tool steps */
+	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0 || strcmp(role, "worker") == 0) {
 		int na = 0;
 		if (aw_cli_get(opts, "mcp-stdio-allow") &&
 		    (allow_buf = strdup(aw_cli_get(opts, "mcp-stdio-allow"))))
@@ -422,6 +423,7 @@ int aw_cmd_serve(int argc, char **argv)
 				  .timeout_ms = (int)wv[16]};
 		if ((e = aw_mcp_new(&mo, &mcp, &err)))
 			goto out;
+		aw_mcp_register_executor(mcp, approvals);
 	}
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),

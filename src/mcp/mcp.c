@@ -828,9 +828,11 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 		goto out;
 	}
 	/* gate 5: approval, then the upstream */
-	if (t->approval) {
+	if (t->approval && !call->meta.approved) {
 		reply = refuse(n, id, 5, AW_E_MCP_APPROVAL,
-			       "the tool requires an approval and none allows this call", NULL);
+			       "the tool requires an approval: call it from a run's tool step,"
+			       " which waits for one",
+			       NULL);
 		goto out;
 	}
 	json_t *up_params = json_pack("{s:s,s:O}", "name", t->name, "arguments", a);
@@ -918,6 +920,8 @@ static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, i
 		json_object_set_new(p, "run_id", json_string(call->run_id));
 		json_object_set_new(p, "step", json_integer(call->meta.step_no));
 	}
+	if (call->meta.approved)
+		json_object_set_new(p, "approved", json_true());
 	record_queue(g, &call->ctx, n->t ? n->t->full : "-", p);
 }
 

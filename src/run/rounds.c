@@ -34,6 +34,7 @@ typedef struct {
 	int64_t deadline_ns;
 	/* this round */
 	int executed;
+	int approved; /* the next step parked and was approved: it runs with that */
 	aw_step_outcome outcome;
 	aw_err step_err;
 	char step_msg[160];
@@ -163,10 +164,13 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 	for (int k = 0; !e && k < ns; k++)
 		for (int i = 0; i < n; i++) {
 			job *j = &js[idx[i]];
-			if (strcmp(j->c->run_id, steps[k].run_id) == 0 &&
-			    strcmp(steps[k].state, "succeeded") == 0 &&
-			    steps[k].step_no == j->next + 1)
+			if (strcmp(j->c->run_id, steps[k].run_id) != 0 ||
+			    steps[k].step_no != j->next + 1)
+				continue;
+			if (strcmp(steps[k].state, "succeeded") == 0)
 				j->next++;
+			else
+				j->approved = strcmp(steps[k].state, "approved") == 0;
 		}
 	aw_run_steps_free(steps, ns);
 	free(ids);
@@ -312,7 +316,8 @@ static void execute(aw_worker *w, job *j)
 			     .deadline_ns = j->deadline_ns,
 			     .stop = &j->sl->stop,
 			     .store = w->s,
-			     .outcome = &j->outcome};
+			     .outcome = &j->outcome,
+			     .approved = j->approved};
 	aw_error err = {0};
 	j->result = NULL;
 	j->outcome = AW_STEP_NEXT;
@@ -327,6 +332,7 @@ static void execute(aw_worker *w, job *j)
 		j->step_err = x->run(&call, &j->result, &err);
 	}
 	aw_clock_now(j->finished);
+	j->approved = 0;
 	snprintf(j->step_msg, sizeof j->step_msg, "%.150s", j->step_err ? err.msg : "");
 	if (j->step_err && !j->result)
 		j->result = json_pack("{s:s}", "error", j->step_msg);

@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 
+#include "awooop/approval.h"
 #include "awooop/audit.h"
 #include "awooop/store/audit.h"
 #include "awooop/budget.h"
@@ -316,6 +317,87 @@ static void test_approval_and_disabled(void **state)
 	assert_int_equal(activate("mcp-c", body, &err), AW_OK);
 	expect_code("mcp-c", "write_thing__web", NULL, "E-MCP-GATE-008");
 	expect_code("mcp-c", "echo__web", json_pack("{s:s}", "text", "x"), "E-MCP-GATE-003");
+}
+
+/* A run's tool step on a requires_approval tool: Gate 5 refuses it, the run
+ * parks; an approval token re-queues it and the tool is called with the
+ * approval (audited as such); without one it never runs. */
+static void test_tool_step_approval(void **state)
+{
+	(void)state;
+	aw_error err = {0};
+	aw_approvals_opts ao = {.store = S, .contracts = C};
+	aw_approvals *A = NULL;
+	assert_int_equal(aw_approvals_new(&ao, KR, &A, &err), AW_OK);
+	aw_approvals_register_executor(A);
+	aw_mcp_register_executor(G, A);
+	aw_worker_opts wo = {.concurrency = 1, .batch = 4, .poll_ms = 50};
+	aw_worker *w = NULL;
+	assert_int_equal(aw_worker_start(S, &wo, &w, &err), AW_OK);
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "mcp-c", AW_SCOPE_OPERATOR, "tester");
+	static const char body[] = "{\"workflow\":[{\"kind\":\"tool\",\"args\":{\"tool\":"
+				   "\"write_thing__web\",\"arguments\":{}}}]}";
+	aw_run_request req;
+	assert_int_equal(aw_run_request_decode(body, strlen(body), &req, &err), AW_OK);
+	aw_run run;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, &ctx, &req, NULL, &run, &replayed, &err), AW_OK);
+	aw_run_request_free(&req);
+	char id[40];
+	snprintf(id, sizeof id, "%s", run.run_id);
+	aw_run_free(&run);
+	aw_run r = {0};
+	for (int i = 0; i < 250; i++) {
+		aw_run_free(&r);
+		assert_int_equal(aw_run_get(S, &ctx, id, &r, NULL, NULL, &err), AW_OK);
+		if (!strcmp(r.state, "waiting_approval"))
+			break;
+		usleep(20000);
+	}
+	assert_string_equal(r.state, "waiting_approval");
+	aw_run_free(&r);
+	char *tok = NULL;
+	assert_int_equal(aw_approvals_mint(A, &ctx, id, "alice", "approve", 60, &tok, NULL, &err),
+			 AW_OK);
+	json_t *out = NULL;
+	assert_int_equal(aw_approvals_decide_token(A, &ctx, id, tok, &out, &err), AW_OK);
+	free(tok);
+	json_decref(out);
+	aw_run_step *st = NULL;
+	int n = 0;
+	for (int i = 0; i < 250; i++) {
+		aw_run_free(&r);
+		assert_int_equal(aw_run_get(S, &ctx, id, &r, NULL, NULL, &err), AW_OK);
+		if (!strcmp(r.state, "succeeded") || !strcmp(r.state, "failed"))
+			break;
+		usleep(20000);
+	}
+	assert_string_equal(r.state, "succeeded");
+	aw_run_free(&r);
+	assert_int_equal(aw_run_get(S, &ctx, id, &r, &st, &n, &err), AW_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(st[0].state, "succeeded");
+	assert_non_null(strstr(st[0].result, "content"));
+	aw_run_free(&r);
+	aw_run_steps_free(st, n);
+	aw_worker_stop(w);
+	/* the audit: one refused call (gate 5) and one approved call of the run */
+	usleep(100000); /* the recorder's linger */
+	aw_audit_row *rows = NULL;
+	int nr = 0;
+	aw_test_audit_rows("mcp-c", "mcp.call", 1000, &rows, &nr);
+	int refused = 0, approved = 0;
+	for (int i = 0; i < nr; i++) {
+		if (!strstr(rows[i].payload, id))
+			continue;
+		refused += strstr(rows[i].payload, "E-MCP-GATE-008") != NULL;
+		approved += strstr(rows[i].payload, "\"approved\"") != NULL;
+	}
+	aw_audit_rows_free(rows, nr);
+	assert_int_equal(refused, 1);
+	assert_int_equal(approved, 1);
+	aw_approvals_free(A);
 }
 
 static void test_pin_rug_pull(void **state)
@@ -753,10 +835,15 @@ static int teardown(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gates),	       cmocka_unit_test(test_approval_and_disabled),
-		cmocka_unit_test(test_pin_rug_pull),   cmocka_unit_test(test_credentials),
-		cmocka_unit_test(test_redact_and_cut), cmocka_unit_test(test_egress),
-		cmocka_unit_test(test_stdio_life),     cmocka_unit_test(test_protocol),
+		cmocka_unit_test(test_gates),
+		cmocka_unit_test(test_approval_and_disabled),
+		cmocka_unit_test(test_tool_step_approval),
+		cmocka_unit_test(test_pin_rug_pull),
+		cmocka_unit_test(test_credentials),
+		cmocka_unit_test(test_redact_and_cut),
+		cmocka_unit_test(test_egress),
+		cmocka_unit_test(test_stdio_life),
+		cmocka_unit_test(test_protocol),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }
