@@ -51,7 +51,7 @@ struct aw_policy_cache;
 struct aw_kv;
 struct aw_approvals;
 typedef struct aw_hub aw_hub;
-typedef struct {
+typedef struct aw_hub_opts {
 	aw_store *store;
 	struct aw_policy_cache *policy; /* the projects' channel_event revisions */
 	struct aw_kv *kv;		/* cluster shape; NULL: in-process lease */
@@ -64,11 +64,20 @@ typedef struct {
 	int tick_ms;			/* sender and feedback tick; default 100 */
 	int per_chat_ms;		/* min interval per chat; default 1000 */
 	int per_bot_per_s;		/* default 30 */
+	const char *webhook_base;	/* public base URL for webhook bots (setWebhook) */
 } aw_hub_opts;
 
 aw_err aw_hub_start(const aw_hub_opts *o, aw_hub **out, aw_error *err);
 /* Releases the lease (a successor takes over at once) and stops. */
 void aw_hub_stop(aw_hub *h);
+
+/* Webhook mode: one update Telegram posted for project's bot (a channel with
+ * "mode": "webhook"), with its X-Telegram-Bot-Api-Secret-Token. The secret
+ * is compared in constant time (E-CHANNEL-005); the update is handled as a
+ * polled one (mirrored once: Telegram's retries find it). o: the hub's
+ * environment (store, policy, approvals, secrets_dir, contract_id). */
+aw_err aw_channel_webhook(const aw_hub_opts *o, const char *project, const char *bot,
+			  const char *secret, const char *body, size_t len, aw_error *err);
 
 /* Queues a message to a chat of ctx's project (the operator API, agents):
  * bot names the channel's bot; fingerprint (or NULL: the text's hash)

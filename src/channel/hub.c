@@ -50,7 +50,9 @@ typedef struct hub_bot {
 	int interval_s;
 	struct aw_hub *hub;
 	pthread_t th;
-	int started;
+	int started; /* its poller thread runs */
+	int webhook; /* mode webhook: no poller; Telegram posts to the API */
+	int active;  /* polled, or its webhook set */
 	atomic_bool stop;
 	int64_t sent_ms[64]; /* the bot's last sends, a ring (per-bot rate) */
 	int sent_next;
@@ -64,7 +66,7 @@ typedef struct {
 
 struct aw_hub {
 	aw_hub_opts o;
-	char api[256], holder[96], contract[AW_PROJECT_MAX + 1];
+	char api[256], holder[96], contract[AW_PROJECT_MAX + 1], webhook_base[512];
 	pthread_t lead_th, work_th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -196,6 +198,30 @@ static void bot_free(hub_bot *b)
 	free(b);
 }
 
+/* A bot of channel ch of a project's active revision pol (copies). */
+static hub_bot *bot_from(const char *project, const aw_policy *pol, const json_t *ch)
+{
+	const char *name = json_string_value(json_object_get(json_object_get(ch, "bot"), "name"));
+	json_t *interval = json_object_get(pol->body, "progress_interval_s");
+	hub_bot *b = name ? calloc(1, sizeof *b) : NULL;
+	if (!b)
+		return NULL;
+	snprintf(b->project, sizeof b->project, "%s", project);
+	snprintf(b->name, sizeof b->name, "%s", name);
+	b->channel = json_deep_copy(ch);
+	b->templates = json_deep_copy(json_object_get(pol->body, "templates"));
+	b->silences = json_deep_copy(json_object_get(pol->body, "silences"));
+	b->interval_s = json_is_integer(interval) ? (int)json_integer_value(interval) : 30;
+	b->webhook = !strcmp(json_string_value(json_object_get(ch, "mode")) ?: "", "webhook");
+	char *text = json_dumps(ch, JSON_COMPACT | JSON_SORT_KEYS);
+	aw_buf hb = AW_BUF_INIT(1u << 20);
+	aw_buf_addf(&hb, "%s|%s|%d", pol->revision_id, text ? text : "", b->interval_s);
+	aw_sha256_hex(aw_buf_str(&hb), hb.len, b->hash);
+	aw_buf_free(&hb);
+	free(text);
+	return b;
+}
+
 /* The bots of the active channel_event revisions of every project. */
 static hub_bot *load_bots(aw_hub *h)
 {
@@ -222,31 +248,14 @@ static hub_bot *load_bots(aw_hub *h)
 				continue;
 			size_t k;
 			json_t *ch;
-			json_t *interval = json_object_get(pol.body, "progress_interval_s");
 			json_array_foreach (json_object_get(pol.body, "channels"), k, ch) {
 				json_t *bt = json_object_get(ch, "bot");
 				const char *name = json_string_value(json_object_get(bt, "name"));
 				if (!name)
 					continue;
-				hub_bot *b = calloc(1, sizeof *b);
+				hub_bot *b = bot_from(ps[i].project_id, &pol, ch);
 				if (!b)
 					break;
-				snprintf(b->project, sizeof b->project, "%s", ps[i].project_id);
-				snprintf(b->name, sizeof b->name, "%s", name);
-				b->channel = json_deep_copy(ch);
-				b->templates =
-					json_deep_copy(json_object_get(pol.body, "templates"));
-				b->silences = json_deep_copy(json_object_get(pol.body, "silences"));
-				b->interval_s = json_is_integer(interval)
-							? (int)json_integer_value(interval)
-							: 30;
-				char *text = json_dumps(ch, JSON_COMPACT | JSON_SORT_KEYS);
-				aw_buf hb = AW_BUF_INIT(1u << 20);
-				aw_buf_addf(&hb, "%s|%s|%d", pol.revision_id, text ? text : "",
-					    b->interval_s);
-				aw_sha256_hex(aw_buf_str(&hb), hb.len, b->hash);
-				aw_buf_free(&hb);
-				free(text);
 				b->hub = h;
 				b->next = list;
 				list = b;
@@ -326,7 +335,8 @@ static void short_id(const char *run_id, char out[9])
 }
 
 /* "/status RUN": the run's state, from the run runtime. */
-static void status_text(aw_hub *h, const aw_ctx *ctx, const char *arg, char *out, size_t cap)
+static void status_text(const aw_hub_opts *o, const aw_ctx *ctx, const char *arg, char *out,
+			size_t cap)
 {
 	while (*arg == ' ')
 		arg++;
@@ -334,7 +344,7 @@ static void status_text(aw_hub *h, const aw_ctx *ctx, const char *arg, char *out
 	aw_run_step *st = NULL;
 	int n = 0;
 	aw_error err = {0};
-	if (!aw_uuid_valid(arg) || aw_run_get(h->o.store, ctx, arg, &r, &st, &n, &err) != AW_OK) {
+	if (!aw_uuid_valid(arg) || aw_run_get(o->store, ctx, arg, &r, &st, &n, &err) != AW_OK) {
 		snprintf(out, cap, "No run %.40s in this project. Usage: /status RUN_ID", arg);
 		return;
 	}
@@ -349,8 +359,9 @@ static void status_text(aw_hub *h, const aw_ctx *ctx, const char *arg, char *out
 }
 
 /* Starts the template's run for an update (idempotent by update id). */
-static aw_err start_run(aw_hub *h, const hub_bot *b, const aw_ctx *ctx, const json_t *rule,
-			const aw_tg_update *u, char run_id[AW_UUID_STR_LEN + 1], aw_error *err)
+static aw_err start_run(const aw_hub_opts *o, const hub_bot *b, const aw_ctx *ctx,
+			const json_t *rule, const aw_tg_update *u, char run_id[AW_UUID_STR_LEN + 1],
+			aw_error *err)
 {
 	const char *tname = json_string_value(json_object_get(rule, "run_template"));
 	json_t *tpl = json_object_get(b->templates, tname ? tname : "");
@@ -374,7 +385,7 @@ static aw_err start_run(aw_hub *h, const hub_bot *b, const aw_ctx *ctx, const js
 	snprintf(key, sizeof key, "tg/%s/%lld", b->name, (long long)u->update_id);
 	aw_run run;
 	int replayed = 0;
-	e = aw_run_submit(h->o.store, ctx, &req, key, &run, &replayed, err);
+	e = aw_run_submit(o->store, ctx, &req, key, &run, &replayed, err);
 	aw_run_request_free(&req);
 	if (!e) {
 		memcpy(run_id, run.run_id, AW_UUID_STR_LEN + 1);
@@ -394,7 +405,7 @@ typedef struct {
 /* Decides what an update does; the runs and decisions it causes happen here
  * (each idempotent: a re-fetched update finds them done), its rows in the
  * batch transaction. */
-static void act(aw_hub *h, const hub_bot *b, pending *p)
+static void act(const aw_hub_opts *o, const hub_bot *b, pending *p)
 {
 	aw_tg_update *u = &p->u;
 	aw_conv_event *ev = &p->ev;
@@ -426,7 +437,7 @@ static void act(aw_hub *h, const hub_bot *b, pending *p)
 		}
 		if (!aw_uuid_valid(run) || (d != 'a' && d != 'd')) {
 			snprintf(p->answer, sizeof p->answer, "Unknown button.");
-		} else if (!who || !h->o.approvals) {
+		} else if (!who || !o->approvals) {
 			snprintf(p->answer, sizeof p->answer,
 				 "Your Telegram account is not an approver here.");
 		} else {
@@ -435,7 +446,7 @@ static void act(aw_hub *h, const hub_bot *b, pending *p)
 						    .decision = d == 'a' ? "approve" : "deny",
 						    .via = "telegram"};
 			json_t *out = NULL;
-			aw_err e = aw_approvals_decide(h->o.approvals, &ctx, &dec, &out, &err);
+			aw_err e = aw_approvals_decide(o->approvals, &ctx, &dec, &out, &err);
 			if (e)
 				snprintf(p->answer, sizeof p->answer, "%s: %.150s", aw_err_code(e),
 					 err.msg);
@@ -454,13 +465,13 @@ static void act(aw_hub *h, const hub_bot *b, pending *p)
 	if (!strcmp(u->kind, "command") && !strncmp(u->text, "/status", 7) &&
 	    (u->text[7] == ' ' || u->text[7] == 0)) {
 		snprintf(ev->action, sizeof ev->action, "status");
-		status_text(h, &ctx, u->text + 7, p->reply, sizeof p->reply);
+		status_text(o, &ctx, u->text + 7, p->reply, sizeof p->reply);
 		return;
 	}
 	const json_t *rule = rule_for(b, u);
 	if (!rule)
 		return;
-	aw_err e = start_run(h, b, &ctx, rule, u, ev->run_id, &err);
+	aw_err e = start_run(o, b, &ctx, rule, u, ev->run_id, &err);
 	if (e) {
 		snprintf(ev->action, sizeof ev->action, "refused");
 		snprintf(p->reply, sizeof p->reply, "Could not start the run: %s %.200s",
@@ -471,13 +482,13 @@ static void act(aw_hub *h, const hub_bot *b, pending *p)
 }
 
 /* Mirrors, answers and commits a batch, fenced. */
-static aw_err commit_batch(aw_hub *h, const hub_bot *b, int64_t fence, pending *ps, int n,
-			   int64_t next_offset, aw_error *err)
+static aw_err commit_batch(const aw_hub_opts *o, const hub_bot *b, int64_t fence, pending *ps,
+			   int n, int64_t next_offset, aw_error *err)
 {
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, b->project);
 	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(h->o.store, &ctx, AW_TXN_WRITE, &t, err);
+	aw_err e = aw_store_begin(o->store, &ctx, AW_TXN_WRITE, &t, err);
 	if (e)
 		return e;
 	char now[AW_TS_LEN + 1];
@@ -505,7 +516,7 @@ static aw_err commit_batch(aw_hub *h, const hub_bot *b, int64_t fence, pending *
 			e = aw_audit_record(t, &ctx, "channel.inbound", target, pl, err);
 		json_decref(pl);
 	}
-	if (!e)
+	if (!e && fence) /* a webhook update has no offset: its mirror row dedups */
 		e = aw_store_channel_commit(t, b->name, fence, next_offset, err);
 	if (e) {
 		aw_store_rollback(t);
@@ -518,13 +529,13 @@ static aw_err commit_batch(aw_hub *h, const hub_bot *b, int64_t fence, pending *
 	return AW_OK;
 }
 
-static aw_err resolve_token(aw_hub *h, const hub_bot *b, aw_buf *tok, aw_error *err)
+static aw_err resolve_token(const aw_hub_opts *o, const hub_bot *b, aw_buf *tok, aw_error *err)
 {
 	const char *ref =
 		json_string_value(json_object_get(json_object_get(b->channel, "bot"), "token"));
 	if (!ref)
 		return aw_fail(err, AW_E_CHANNEL_UNKNOWN, "the bot has no token reference");
-	return aw_secret_tenant_resolve(b->project, h->o.secrets_dir, ref, tok, err);
+	return aw_secret_tenant_resolve(b->project, o->secrets_dir, ref, tok, err);
 }
 
 static void bot_nap(hub_bot *b, int ms)
@@ -549,7 +560,7 @@ static void *poll_bot(void *arg)
 	else if (t)
 		aw_store_rollback(t);
 	if (!e)
-		e = resolve_token(h, b, &tok, &err);
+		e = resolve_token(&h->o, b, &tok, &err);
 	if (e) {
 		aw_log(AW_LOG_ERROR, &ctx, "channel bot not polled", "bot", b->name, "code",
 		       aw_err_code(e), "detail", err.msg, NULL);
@@ -591,12 +602,12 @@ static void *poll_bot(void *arg)
 				next = ps[np].u.update_id + 1;
 			if (ps[np].u.update_id < offset) /* an old one: confirmed already */
 				continue;
-			act(h, b, &ps[np]);
+			act(&h->o, b, &ps[np]);
 			np++;
 		}
 		json_decref(res);
 		if (n && ps)
-			e = commit_batch(h, b, fence, ps, np, next, &err);
+			e = commit_batch(&h->o, b, fence, ps, np, next, &err);
 		for (int i = 0; ps && i < np; i++)
 			free(ps[i].redacted);
 		free(ps);
@@ -628,6 +639,45 @@ static void stop_bot(hub_bot *b)
 	b->started = 0;
 }
 
+/* setWebhook for a webhook bot: Telegram posts its updates to
+ * <--channel-webhook-url>/v1/channels/telegram/<project>/<bot> with the
+ * bot's secret token, which the API checks. */
+static aw_err set_webhook(aw_hub *h, hub_bot *b)
+{
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, b->project);
+	aw_error err = {0};
+	aw_buf tok = AW_BUF_INIT(4096), sec = AW_BUF_INIT(4096), url = AW_BUF_INIT(2048);
+	const char *ref = json_string_value(json_object_get(b->channel, "webhook_secret"));
+	aw_err e = AW_OK;
+	if (!h->webhook_base[0])
+		e = aw_fail(&err, AW_E_CONFIG, "a webhook bot needs --channel-webhook-url");
+	else if (!(e = resolve_token(&h->o, b, &tok, &err)) &&
+		 !(e = aw_secret_tenant_resolve(b->project, h->o.secrets_dir, ref ? ref : "", &sec,
+						&err))) {
+		aw_buf_addf(&url, "%s/v1/channels/telegram/%s/%s", h->webhook_base, b->project,
+			    b->name);
+		json_t *p =
+			json_pack("{s:s, s:s, s:[s, s]}", "url", aw_buf_str(&url), "secret_token",
+				  aw_buf_str(&sec), "allowed_updates", "message", "callback_query");
+		json_t *res = NULL;
+		aw_tg_status st;
+		e = aw_tg_call(h->api, aw_buf_str(&tok), "setWebhook", p, 15, NULL, &res, &st,
+			       &err);
+		json_decref(res);
+		json_decref(p);
+	}
+	if (e)
+		aw_log(AW_LOG_ERROR, &ctx, "channel webhook not set", "bot", b->name, "code",
+		       aw_err_code(e), "detail", err.msg, NULL);
+	else
+		aw_log(AW_LOG_INFO, &ctx, "channel webhook set", "bot", b->name, NULL);
+	aw_secret_wipe(&tok);
+	aw_secret_wipe(&sec);
+	aw_buf_free(&url);
+	return e;
+}
+
 /* Brings the pollers in step with the contracts (leader) or stops them. */
 static void sync_bots(aw_hub *h, int lead)
 {
@@ -644,7 +694,7 @@ static void sync_bots(aw_hub *h, int lead)
 			if (!strcmp(w->project, b->project) && !strcmp(w->name, b->name) &&
 			    !strcmp(w->hash, b->hash))
 				break;
-		if (w && b->started && !atomic_load(&b->stop)) {
+		if (w && b->active && !atomic_load(&b->stop)) {
 			snprintf(w->hash, sizeof w->hash, "taken");
 			b->next = keep;
 			keep = b;
@@ -663,7 +713,10 @@ static void sync_bots(aw_hub *h, int lead)
 			bot_free(w);
 			continue;
 		}
-		w->started = pthread_create(&w->th, NULL, poll_bot, w) == 0;
+		if (w->webhook)
+			w->active = set_webhook(h, w) == AW_OK;
+		else
+			w->active = w->started = pthread_create(&w->th, NULL, poll_bot, w) == 0;
 		w->next = keep;
 		keep = w;
 	}
@@ -1058,7 +1111,7 @@ static void send_project(aw_hub *h, const char *project)
 			continue;
 		}
 		aw_buf tok = AW_BUF_INIT(4096);
-		if (resolve_token(h, b, &tok, &err)) {
+		if (resolve_token(&h->o, b, &tok, &err)) {
 			aw_secret_wipe(&tok);
 			mark(h, project, m, "pending", "", err.msg, 0);
 			continue;
@@ -1150,6 +1203,8 @@ aw_err aw_hub_start(const aw_hub_opts *o, aw_hub **out, aw_error *err)
 		 o->api_base ? o->api_base : "https://api.telegram.org");
 	snprintf(h->contract, sizeof h->contract, "%s",
 		 o->contract_id ? o->contract_id : "default");
+	snprintf(h->webhook_base, sizeof h->webhook_base, "%s",
+		 o->webhook_base ? o->webhook_base : "");
 	h->o.poll_timeout_s = o->poll_timeout_s > 0 ? o->poll_timeout_s : 25;
 	h->o.lease_ms = o->lease_ms > 0 ? o->lease_ms : 10000;
 	h->o.tick_ms = o->tick_ms > 0 ? o->tick_ms : 100;
@@ -1209,4 +1264,65 @@ void aw_hub_stop(aw_hub *h)
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
+}
+
+/* ---- webhook mode ---- */
+
+aw_err aw_channel_webhook(const aw_hub_opts *o, const char *project, const char *bot,
+			  const char *secret, const char *body, size_t len, aw_error *err)
+{
+	if (!o || !project || strlen(project) > AW_PROJECT_MAX || !bot)
+		return aw_fail(err, AW_E_CHANNEL_UNKNOWN, "no such channel");
+	aw_ctx pc;
+	aw_ctx_system(&pc, project);
+	aw_policy pol;
+	aw_error ignored = {0};
+	if (aw_policy_effective(o->policy, &pc, "channel_event",
+				o->contract_id ? o->contract_id : "default", &pol, &ignored))
+		return aw_fail(err, AW_E_CHANNEL_UNKNOWN, "no such channel");
+	size_t i;
+	json_t *ch;
+	hub_bot *b = NULL;
+	json_array_foreach (json_object_get(pol.body, "channels"), i, ch)
+		if (!b &&
+		    !strcmp(json_string_value(json_object_get(json_object_get(ch, "bot"), "name"))
+				    ?: "",
+			    bot))
+			b = bot_from(project, &pol, ch);
+	aw_policy_release(&pol);
+	if (!b || !b->webhook) {
+		if (b)
+			bot_free(b);
+		return aw_fail(err, AW_E_CHANNEL_UNKNOWN, "no such channel");
+	}
+	/* the secret, compared in constant time (as digests: no length leak) */
+	aw_buf sec = AW_BUF_INIT(4096);
+	const char *ref = json_string_value(json_object_get(b->channel, "webhook_secret"));
+	uint8_t want[32], got[32];
+	aw_err e = aw_secret_tenant_resolve(project, o->secrets_dir, ref ? ref : "", &sec, err);
+	if (!e) {
+		aw_sha256(aw_buf_str(&sec), sec.len, want);
+		aw_sha256(secret ? secret : "", secret ? strlen(secret) : 0, got);
+		if (!secret || !aw_ct_equal(want, got, sizeof want))
+			e = aw_fail(err, AW_E_CHANNEL_WEBHOOK,
+				    "X-Telegram-Bot-Api-Secret-Token does not match");
+	} else {
+		e = aw_fail(err, AW_E_CHANNEL_UNKNOWN, "the bot's webhook secret is unavailable");
+	}
+	aw_secret_wipe(&sec);
+	json_error_t je;
+	json_t *u = e ? NULL : json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+	pending *p = e ? NULL : calloc(1, sizeof *p);
+	if (!e && !p)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!e && !(e = aw_tg_update_parse(u, &p->u, err))) {
+		act(o, b, p);
+		e = commit_batch(o, b, 0, p, 1, 0, err);
+	}
+	if (p)
+		free(p->redacted);
+	free(p);
+	json_decref(u);
+	bot_free(b);
+	return e;
 }

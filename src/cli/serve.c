@@ -206,6 +206,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "at most one message per chat per this many ms", NULL},
 		{"channel-per-bot", "AWOOOP_CHANNEL_PER_BOT", "30", 0,
 		 "at most this many messages per bot per second", NULL},
+		{"channel-webhook-url", "AWOOOP_CHANNEL_WEBHOOK_URL", NULL, 0,
+		 "the public base URL Telegram posts webhook bots' updates to "
+		 "(<URL>/v1/channels/telegram/<project>/<bot>)",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -363,6 +367,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_kv *kv = NULL;
 	aw_approvals *approvals = NULL;
 	aw_hub *hub = NULL;
+	aw_hub_opts hu = {0};
 	aw_keyring *approval_keys = NULL;
 	aw_llm *llm = NULL;
 	aw_mcp *mcp = NULL;
@@ -425,6 +430,18 @@ int aw_cmd_serve(int argc, char **argv)
 			goto out;
 		aw_mcp_register_executor(mcp, approvals);
 	}
+	/* the channel hub's environment: the hub (roles all, hub) and webhooks (API) */
+	hu = (aw_hub_opts){.store = store,
+			   .policy = policy,
+			   .kv = kv,
+			   .approvals = approvals,
+			   .api_base = aw_cli_get(opts, "telegram-api"),
+			   .secrets_dir = aw_cli_get(opts, "mcp-secrets-dir"),
+			   .poll_timeout_s = (int)wv[17],
+			   .lease_ms = (int)wv[18],
+			   .per_chat_ms = (int)wv[19],
+			   .per_bot_per_s = (int)wv[20],
+			   .webhook_base = aw_cli_get(opts, "channel-webhook-url")};
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
 				   .body_limit = (size_t)body_limit,
@@ -438,6 +455,7 @@ int aw_cmd_serve(int argc, char **argv)
 				   .llm = llm,
 				   .mcp = mcp,
 				   .approvals = approvals,
+				   .channels = policy ? &hu : NULL,
 				   .policy = policy,
 				   .llm_timeout_s = (int)wv[8],
 				   .tls_cert = aw_cli_get(opts, "tls-cert"),
@@ -456,20 +474,9 @@ int aw_cmd_serve(int argc, char **argv)
 	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) &&
 	    (e = aw_worker_start(store, &wo, &worker, &err)))
 		goto out;
-	if ((strcmp(role, "all") == 0 || strcmp(role, "hub") == 0) && !strcmp(channels, "on")) {
-		aw_hub_opts hu = {.store = store,
-				  .policy = policy,
-				  .kv = kv,
-				  .approvals = approvals,
-				  .api_base = aw_cli_get(opts, "telegram-api"),
-				  .secrets_dir = aw_cli_get(opts, "mcp-secrets-dir"),
-				  .poll_timeout_s = (int)wv[17],
-				  .lease_ms = (int)wv[18],
-				  .per_chat_ms = (int)wv[19],
-				  .per_bot_per_s = (int)wv[20]};
-		if ((e = aw_hub_start(&hu, &hub, &err)))
-			goto out;
-	}
+	if ((strcmp(role, "all") == 0 || strcmp(role, "hub") == 0) && !strcmp(channels, "on") &&
+	    (e = aw_hub_start(&hu, &hub, &err)))
+		goto out;
 	char port[16];
 	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
 	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store", aw_store_backend(store),

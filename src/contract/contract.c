@@ -176,6 +176,15 @@ static aw_err channel_check(const json_t *body, aw_error *err)
 			return aw_fail_at(err, AW_E_SECRET_REF, where,
 					  "a bot token is a secret reference: env:NAME or "
 					  "file:RELATIVE/PATH");
+		const char *mode = json_string_value(json_object_get(ch, "mode"));
+		const char *ws = json_string_value(json_object_get(ch, "webhook_secret"));
+		snprintf(where, sizeof where, "/channels/%zu/webhook_secret", i);
+		if (mode && !strcmp(mode, "webhook") && (!bot || !ws))
+			return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
+					  "a webhook channel needs a bot and a webhook_secret");
+		if (ws && aw_secret_tenant_check(ws, err))
+			return aw_fail_at(err, AW_E_SECRET_REF, where,
+					  "webhook_secret is a secret reference");
 		json_array_foreach (json_object_get(body, "channels"), k, other)
 			if (k < i && name &&
 			    !strcmp(json_string_value(

@@ -2,6 +2,8 @@
  * h_channel.c - POST /v1/projects/{project}/channels/{bot}/messages
  * {"chat_id", "text", "fingerprint"?}: queues a message for the bot's chat
  * (operator); the channel hub's leader delivers it (202 with its id).
+ * POST /v1/channels/telegram/{project}/{bot}: webhook mode, open - Telegram
+ * posts one update with X-Telegram-Bot-Api-Secret-Token, the credential.
  */
 #include <string.h>
 
@@ -37,4 +39,18 @@ void aw_h_channel_send(aw_req *r)
 		return;
 	}
 	aw_reply_json(r, 202, json_pack("{s:s, s:s}", "msg_id", id, "state", "pending"));
+}
+
+void aw_h_channel_webhook(aw_req *r)
+{
+	aw_error err = {0};
+	const char *secret = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+							 "X-Telegram-Bot-Api-Secret-Token");
+	aw_err e = aw_channel_webhook(r->opts->channels, r->segs[3], r->segs[4], secret,
+				      r->body ? r->body : "", r->body_len, &err);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	aw_reply_json(r, 200, json_pack("{s:b}", "ok", 1));
 }

@@ -29,7 +29,9 @@ msg() { # msg CHAT USER TEXT -> an update body
 }
 
 aw_db "$BACKEND"
-aw_serve --telegram-api "$TG" --channel-poll-timeout-s 1 --channel-lease-ms 1500
+export AWOOOP_T_CHW__TG_TOKEN=$TG_SECRET AWOOOP_T_CHW__HOOK_SECRET="hook-secret-$$"
+aw_serve --telegram-api "$TG" --channel-poll-timeout-s 1 --channel-lease-ms 1500 \
+  --channel-webhook-url https://hooks.example.com
 api POST /v1/projects "$ADMIN" '{"id":"cht"}' >/dev/null
 K1=$(mkkey cht pub operator); K2=$(mkkey cht appr operator)
 CHATS=$(seq 1 99 | jq -R '{chat_id: ("-10" + .)}' | jq -sc '. + [{chat_id: "-100"}]')
@@ -108,21 +110,21 @@ check "decision audited as telegram" "$(jbody '[.transitions[] | select(.event =
 curl -s -X POST --data-binary '{"p429":0.10,"p5xx":0.05,"retry_after":1}' "$TG/control/faults" >/dev/null
 T0=$(date +%s%N)
 for i in $(seq 1 "$N"); do
-  printf '{"chat_id":"-10%d","text":"m-%d"}\n' $(( (i % 99) + 1 )) "$i"
+  printf '{"chat_id":"-10%d","text":"m-%d-%d"}\n' $(( (i % 99) + 1 )) $$ "$i"
 done | while read -r b; do
   curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $K1" -H 'Content-Type: application/json' \
     --data-binary "$b" "$URL/v1/projects/cht/channels/ops/messages" >>"$TMP/queued"
 done
 # a duplicate (same text, same chat) and a silenced chat
-req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-101","text":"dup-1"}'
+req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-101","text":"dup-'"$$"'"}'
 expect "queued" 202 .state pending
-req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-101","text":"dup-1"}'
-req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-2000","text":"hush"}'
+req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-101","text":"dup-'"$$"'"}'
+req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-2000","text":"hush-'"$$"'"}'
 req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"x","text":"bad"}'
 expect "bad chat id" 400 .code E-REQ-005
 check "all queued (202)" "$(grep -c 202 "$TMP/queued")" "$N"
 for _ in $(seq 1 1200); do
-  [ "$(stats | jq '[.messages[] | select(.text | startswith("m-"))] | length')" -ge "$N" ] && break
+  [ "$(stats | jq '[.messages[] | select(.text | startswith("m-'"$$"'-"))] | length')" -ge "$N" ] && break
   sleep 0.1
 done
 T1=$(date +%s%N)
@@ -134,16 +136,49 @@ else
   sqlite3 "$TMP/awooop.db" "$Q" >&2
 fi
 stats >"$TMP/s2"
-check "all $N delivered" "$(jq '[.messages[] | select(.text | startswith("m-"))] | length' "$TMP/s2")" "$N"
-check "each exactly once" "$(jq '[.messages[] | select(.text | startswith("m-")) | .text] | (length == (unique | length))' "$TMP/s2")" true
+check "all $N delivered" "$(jq '[.messages[] | select(.text | startswith("m-'"$$"'-"))] | length' "$TMP/s2")" "$N"
+check "each exactly once" "$(jq '[.messages[] | select(.text | startswith("m-'"$$"'-")) | .text] | (length == (unique | length))' "$TMP/s2")" true
 check "429s were injected" "$(jq '.injected_429 > 0' "$TMP/s2")" true
 check "5xx were injected" "$(jq '.injected_5xx > 0' "$TMP/s2")" true
 check "no rate violation" "$(jq .rate_violations "$TMP/s2")" 0
 check "per chat <= 1/s" "$(jq '.max_chat_per_s <= 1' "$TMP/s2")" true
 check "per bot <= 30/s" "$(jq '.max_bot_per_s <= 30' "$TMP/s2")" true
-check "duplicate sent once" "$(jq '[.messages[] | select(.text == "dup-1")] | length' "$TMP/s2")" 1
+check "duplicate sent once" "$(jq '[.messages[] | select(.text == "dup-'"$$"'")] | length' "$TMP/s2")" 1
 check "silenced chat got nothing" "$(jq '[.messages[] | select(.chat_id == "-2000")] | length' "$TMP/s2")" 0
 echo "delivery: $N messages in $(( (T1 - T0) / 1000000 )) ms; injected 429 $(jq .injected_429 "$TMP/s2"), 5xx $(jq .injected_5xx "$TMP/s2"); max per bot $(jq .max_bot_per_s "$TMP/s2")/s, per chat $(jq .max_chat_per_s "$TMP/s2")/s" >&2
+
+# --- webhook mode: setWebhook with the secret; the secret checked; an update handled once
+api POST /v1/projects "$ADMIN" '{"id":"chw"}' >/dev/null
+W1=$(mkkey chw pub operator); W2=$(mkkey chw appr operator)
+WB='{"channels":[{"platform":"telegram","mode":"webhook","bot":{"name":"hook","token":"env:TG_TOKEN"},
+  "webhook_secret":"env:HOOK_SECRET","chats":[{"chat_id":"-300"}],
+  "rules":[{"event":"message","run_template":"t"}]}],"templates":{"t":{"workflow":[{"kind":"noop"}]}}}'
+wbase=/v1/projects/chw/contracts/channel_event/default/revisions
+WREV=$(api POST "$wbase" "$W1" "{\"body\":$WB}" | jq -r .revision_id)
+api POST "$wbase/$WREV/publish" "$W1" >/dev/null
+api POST "$wbase/$WREV/approve" "$W2" >/dev/null
+check "activate webhook channel" "$(api POST "$wbase/$WREV/activate" "$W1" | jq -r .activated)" true
+for _ in $(seq 1 100); do [ "$(stats | jq -r '.webhook.url // empty')" != "" ] && break; sleep 0.1; done
+check "setWebhook url" "$(stats | jq -r .webhook.url)" "https://hooks.example.com/v1/channels/telegram/chw/hook"
+check "setWebhook secret" "$(stats | jq -r .webhook.secret_token)" "hook-secret-$$"
+UPD='{"update_id":77,"message":{"message_id":1,"chat":{"id":-300},"from":{"id":5},"text":"/status nope"}}'
+RESPONSES=$TMP/responses.hook
+req POST /v1/channels/telegram/chw/hook "" "$UPD" -H "X-Telegram-Bot-Api-Secret-Token: wrong"
+expect "wrong secret" 401 .code E-CHANNEL-005
+req POST /v1/channels/telegram/chw/hook "" "$UPD"
+expect "no secret" 401 .code E-CHANNEL-005
+req POST /v1/channels/telegram/chw/nobot "" "$UPD" -H "X-Telegram-Bot-Api-Secret-Token: hook-secret-$$"
+expect "unknown bot" 404 .code E-CHANNEL-003
+req POST /v1/channels/telegram/cht/ops "" "$UPD" -H "X-Telegram-Bot-Api-Secret-Token: hook-secret-$$"
+expect "a polling bot takes no webhook" 404 .code E-CHANNEL-003
+req POST /v1/channels/telegram/chw/hook "" "$UPD" -H "X-Telegram-Bot-Api-Secret-Token: hook-secret-$$"
+expect "webhook update" 200 .ok true
+req POST /v1/channels/telegram/chw/hook "" "$UPD" -H "X-Telegram-Bot-Api-Secret-Token: hook-secret-$$"
+expect "Telegram's retry" 200 .ok true
+for _ in $(seq 1 100); do [ "$(stats | jq '[.messages[] | select(.chat_id == "-300")] | length')" -ge 1 ] && break; sleep 0.1; done
+sleep 1.5
+check "answered once" "$(stats | jq '[.messages[] | select(.chat_id == "-300" and (.text | startswith("No run nope")))] | length')" 1
+check "webhook secret never answered" "$(grep -c "hook-secret-$$" "$TMP/responses.hook")" 0
 
 # --- the inbound mirror and the audit
 req GET "/v1/projects/cht/audit?action=channel.inbound&limit=100" "$K1"

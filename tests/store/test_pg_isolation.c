@@ -107,6 +107,18 @@ static void seed(const char *p)
 		" VALUES ('%1$s', 'd', 'c', 'reserve', 1);"
 		"INSERT INTO budget_state (project_id, suspended, reason, since, by_principal)"
 		" VALUES ('%1$s', false, 'r', now(), 's');"
+		"INSERT INTO run_approvals (project_id, run_id, step_no, principal, decision, jti,"
+		" via, decided_at) VALUES ('%1$s', gen_random_uuid(), 1, 'p', 'approve', 'j-%1$s',"
+		" 'api', now());"
+		"INSERT INTO channel_offsets (project_id, bot) VALUES ('%1$s', 'b');"
+		"INSERT INTO conversation_events (project_id, bot, update_id, kind, chat_id, user_id,"
+		" text, action, received_at) VALUES ('%1$s', 'b', 1, 'message', '1', '1', 't',"
+		" 'ignored', now());"
+		"INSERT INTO outbound_messages (project_id, msg_id, bot, chat_id, method, purpose,"
+		" text, state, next_at, created_at) VALUES ('%1$s', 'm', 'b', '1', 'send', 'reply',"
+		" 't', 'pending', now(), now());"
+		"INSERT INTO conversation_runs (project_id, run_id, bot, chat_id) VALUES ('%1$s',"
+		" 'r', 'b', '1');"
 		"COMMIT;",
 		p);
 	ok(app, sql);
