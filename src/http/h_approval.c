@@ -55,11 +55,7 @@ void aw_h_approval_mint(aw_req *r)
 	static const char *const allowed[] = {"run_id", "sub", "action", "ttl_s", NULL};
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (service_or_reply(r) || aw_auth_or_reply(r))
-		return;
-	char project[AW_PROJECT_MAX + 1];
-	memcpy(project, r->ctx.project, sizeof project);
-	if (aw_project_or_reply(r, project, AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (service_or_reply(r) || aw_own_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
@@ -93,11 +89,7 @@ void aw_h_approval_verify(aw_req *r)
 	static const char *const allowed[] = {"token", NULL};
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (service_or_reply(r) || aw_auth_or_reply(r))
-		return;
-	char project[AW_PROJECT_MAX + 1];
-	memcpy(project, r->ctx.project, sizeof project);
-	if (aw_project_or_reply(r, project, AW_SCOPE_READER, &scoped))
+	if (service_or_reply(r) || aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
@@ -123,14 +115,8 @@ void aw_h_run_approve(aw_req *r)
 	if (service_or_reply(r))
 		return;
 	int keyed = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization") != NULL;
-	if (keyed) {
-		if (aw_auth_or_reply(r))
-			return;
-		char project[AW_PROJECT_MAX + 1];
-		memcpy(project, r->ctx.project, sizeof project);
-		if (aw_project_or_reply(r, project, AW_SCOPE_READER, &scoped))
-			return;
-	}
+	if (keyed && aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
 		return;

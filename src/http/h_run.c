@@ -10,16 +10,6 @@
 #include "awooop/json.h"
 #include "http_internal.h"
 
-/* Authenticates and authorises for the key's own project. */
-static int own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
-{
-	if (aw_auth_or_reply(r))
-		return -1;
-	char project[AW_PROJECT_MAX + 1];
-	memcpy(project, r->ctx.project, sizeof project);
-	return aw_project_or_reply(r, project, need, scoped);
-}
-
 static void reply_run(aw_req *r, int status, const aw_run *run, const aw_run_step *steps,
 		      int nsteps, json_t *transitions)
 {
@@ -35,7 +25,7 @@ void aw_h_runs_submit(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+	if (aw_own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
 		return;
 	const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
 	aw_run_request req;
@@ -62,7 +52,7 @@ void aw_h_runs_batch(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+	if (aw_own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
 		return;
 	json_t *body = NULL;
 	static const char *const fields[] = {"runs", NULL};
@@ -136,7 +126,7 @@ void aw_h_run_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *view = NULL;
 	aw_err e = aw_run_view(r->store, &scoped, r->segs[3], &view, &err);
@@ -151,7 +141,7 @@ void aw_h_runs_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	const char *l = aw_query(r, "limit");
 	char *end = NULL;
@@ -184,7 +174,7 @@ void aw_h_run_cancel(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (aw_own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_run run;
 	aw_err e = aw_run_cancel(r->store, &scoped, r->segs[3], &run, &err);
@@ -200,7 +190,7 @@ void aw_h_run_diff(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *out = NULL;
 	aw_err e = aw_run_diff(r->store, &scoped, r->segs[3], r->segs[5], &out, &err);

@@ -77,6 +77,8 @@ int aw_auth_or_reply(aw_req *r);
 /* Authenticates and authorises for project (URL segment) with scope need; fills
  * *scoped. 0 on success, else replied. */
 int aw_project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped);
+/* The same for the key's own project (the /v1/platform routes). */
+int aw_own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped);
 /* Checks the request declares a JSON body (Content-Type: application/json);
  * 0 or replied. The decoders below then parse it strictly. */
 int aw_json_body_or_reply(aw_req *r);

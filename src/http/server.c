@@ -214,6 +214,15 @@ int aw_auth_or_reply(aw_req *r)
 	return e ? -1 : 0;
 }
 
+int aw_own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
+{
+	if (aw_auth_or_reply(r))
+		return -1;
+	char project[AW_PROJECT_MAX + 1];
+	memcpy(project, r->ctx.project, sizeof project);
+	return aw_project_or_reply(r, project, need, scoped);
+}
+
 int aw_project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped)
 {
 	aw_error err = {0};

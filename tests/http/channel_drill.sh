@@ -18,10 +18,7 @@ LEASE=${4:-1500}
 
 export TG_SECRET="7000002:drill-token-$$"
 export AWOOOP_T_DRL__TG_TOKEN=$TG_SECRET
-"$FAKE" --token-env TG_SECRET >"$TMP/fake.out" 2>"$TMP/fake.err" &
-PIDS+=($!)
-for _ in $(seq 1 50); do grep -q '^port' "$TMP/fake.out" && break; sleep 0.1; done
-TG="http://127.0.0.1:$(awk '/^port/ {print $2}' "$TMP/fake.out")"
+fake_telegram_start "$FAKE" TG_SECRET
 stats() { curl -s "$TG/control/stats"; }
 
 aw_db postgres
@@ -33,11 +30,7 @@ BODY=$(jq -nc --argjson chats "$CHATS" '{channels: [{platform: "telegram",
   bot: {name: "drill", token: "env:TG_TOKEN"}, chats: $chats,
   rules: [{event: "command", command: "/go", run_template: "go"}]}],
   templates: {go: {workflow: [{kind: "noop"}]}}}')
-base=/v1/projects/drl/contracts/channel_event/default/revisions
-REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
-api POST "$base/$REV/publish" "$K1" >/dev/null
-api POST "$base/$REV/approve" "$K2" >/dev/null
-check "activate" "$(api POST "$base/$REV/activate" "$K1" | jq -r .activated)" true
+check "activate" "$(aw_activate drl channel_event "$BODY" "$K1" "$K2")" true
 
 HUBS=()
 hub() { # starts one hub process; its log in $TMP/hub.<n>.log

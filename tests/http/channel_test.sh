@@ -17,10 +17,7 @@ N=${4:-300}
 
 export TG_SECRET="7000001:AAH-canary-bot-token-$$"
 export AWOOOP_T_CHT__TG_TOKEN=$TG_SECRET
-"$FAKE" --token-env TG_SECRET >"$TMP/fake.out" 2>"$TMP/fake.err" &
-PIDS+=($!)
-for _ in $(seq 1 50); do grep -q '^port' "$TMP/fake.out" && break; sleep 0.1; done
-TG="http://127.0.0.1:$(awk '/^port/ {print $2}' "$TMP/fake.out")"
+fake_telegram_start "$FAKE" TG_SECRET
 stats() { curl -s "$TG/control/stats"; }
 inject() { curl -s -X POST -H 'Content-Type: application/json' --data-binary "$1" "$TG/control/updates" >/dev/null; }
 msg() { # msg CHAT USER TEXT -> an update body
@@ -46,11 +43,7 @@ BODY=$(jq -nc --argjson chats "$CHATS" '{
     greet: {workflow: [{kind: "sleep", args: {ms: 1500}}, {kind: "sleep", args: {ms: 1500}}, {kind: "noop"}]}},
   progress_interval_s: 1,
   silences: [{chat_id: "-2000", until: "2099-01-01T00:00:00Z", reason: "test"}]}')
-base=/v1/projects/cht/contracts/channel_event/default/revisions
-REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
-api POST "$base/$REV/publish" "$K1" >/dev/null
-api POST "$base/$REV/approve" "$K2" >/dev/null
-check "activate" "$(api POST "$base/$REV/activate" "$K1" | jq -r .activated)" true
+check "activate" "$(aw_activate cht channel_event "$BODY" "$K1" "$K2")" true
 
 # --- a message starts a run; progress edited every second; final answer
 inject "{\"updates\":[$(msg -100 111 'hello there')]}"
@@ -153,11 +146,7 @@ W1=$(mkkey chw pub operator); W2=$(mkkey chw appr operator)
 WB='{"channels":[{"platform":"telegram","mode":"webhook","bot":{"name":"hook","token":"env:TG_TOKEN"},
   "webhook_secret":"env:HOOK_SECRET","chats":[{"chat_id":"-300"}],
   "rules":[{"event":"message","run_template":"t"}]}],"templates":{"t":{"workflow":[{"kind":"noop"}]}}}'
-wbase=/v1/projects/chw/contracts/channel_event/default/revisions
-WREV=$(api POST "$wbase" "$W1" "{\"body\":$WB}" | jq -r .revision_id)
-api POST "$wbase/$WREV/publish" "$W1" >/dev/null
-api POST "$wbase/$WREV/approve" "$W2" >/dev/null
-check "activate webhook channel" "$(api POST "$wbase/$WREV/activate" "$W1" | jq -r .activated)" true
+check "activate webhook channel" "$(aw_activate chw channel_event "$WB" "$W1" "$W2")" true
 for _ in $(seq 1 100); do [ "$(stats | jq -r '.webhook.url // empty')" != "" ] && break; sleep 0.1; done
 check "setWebhook url" "$(stats | jq -r .webhook.url)" "https://hooks.example.com/v1/channels/telegram/chw/hook"
 check "setWebhook secret" "$(stats | jq -r .webhook.secret_token)" "hook-secret-$$"

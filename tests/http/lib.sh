@@ -90,3 +90,22 @@ expect() { # expect DESCRIPTION STATUS [JQ-PATH VALUE]
 api() { curl -s -X "$1" -H "Authorization: Bearer $3" -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "$URL$2"; }
 # mkkey PROJECT NAME SCOPE: a new key's secret (as ADMIN)
 mkkey() { api POST "/v1/projects/$1/keys" "$ADMIN" "{\"name\":\"$2\",\"scope\":\"$3\"}" | jq -r .key; }
+
+# aw_activate PROJECT FAMILY BODY PUBLISHER_KEY APPROVER_KEY: the contract
+# "default" drafted, published, approved by another key and activated;
+# prints "true" when it is active
+aw_activate() {
+  local base=/v1/projects/$1/contracts/$2/default/revisions rev
+  rev=$(api POST "$base" "$4" "{\"body\":$3}" | jq -r .revision_id)
+  api POST "$base/$rev/publish" "$4" >/dev/null
+  api POST "$base/$rev/approve" "$5" >/dev/null
+  api POST "$base/$rev/activate" "$4" | jq -r .activated
+}
+
+# fake_telegram_start BINARY TOKEN_ENV -> TG (the double's base URL)
+fake_telegram_start() {
+  "$1" --token-env "$2" >"$TMP/fake.out" 2>"$TMP/fake.err" &
+  PIDS+=($!)
+  for _ in $(seq 1 50); do grep -q '^port' "$TMP/fake.out" && break; sleep 0.1; done
+  TG="http://127.0.0.1:$(awk '/^port/ {print $2}' "$TMP/fake.out")"
+}
