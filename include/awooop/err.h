@@ -74,6 +74,7 @@
 	X(AW_E_RUN_IDEMPOTENCY, "E-RUN-IDEMPOTENCY", 409, "Idempotency-Key reused")       \
 	X(AW_E_RUN_SECRET, "E-RUN-008", 422, "Secret inside a workflow")                  \
 	X(AW_E_RUN_REJECTED, "E-RUN-009", 409, "Run rejected by an approver")             \
+	X(AW_E_RUN_APPROVAL_EXPIRED, "E-RUN-010", 409, "Approval window closed")          \
 	X(AW_E_SECRET_REF, "E-SECRET-001", 422, "Invalid secret reference")               \
 	X(AW_E_SECRET_UNRESOLVED, "E-SECRET-002", 502, "Secret reference unresolvable")   \
 	X(AW_E_LIMIT, "E-LIMIT-001", 422, "Size limit exceeded")                          \

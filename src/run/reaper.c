@@ -1,14 +1,56 @@
 /*
  * reaper.c - re-queues runs whose worker stopped heartbeating: each expired
  * lease becomes retry_wait with backoff, or failed with E-RUN-004 once the
- * run used its max_attempts; one checked, audited transition per run.
+ * run used its max_attempts; one checked, audited transition per run. Runs
+ * whose approval window closed while they waited fail with E-RUN-010 (the
+ * compare-and-set from waiting_approval loses to a decision that got there
+ * first).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
 #include "worker.h"
+
+/* Fails one run whose approval window closed; 1 when it moved. */
+static int expire_one(aw_store *s, const aw_run_ref *ref, aw_error *err)
+{
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, ref->project_id);
+	snprintf(ctx.principal, sizeof ctx.principal, "reaper");
+	aw_txn *t = NULL;
+	if (aw_store_begin(s, &ctx, AW_TXN_WRITE, &t, err))
+		return 0;
+	char ids[1][AW_UUID_STR_LEN + 1];
+	snprintf(ids[0], sizeof ids[0], "%s", ref->run_id);
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	const char *code = aw_err_code(AW_E_RUN_APPROVAL_EXPIRED);
+	aw_run_change chg = {.now = now, .error_code = code, .finished = 1};
+	json_t *d = json_pack("{s:s}", "reason", "approval window closed");
+	aw_err e = aw_run_transition_in(t, &ctx, ref->run_id, NULL, AW_RUN_WAITING_APPROVAL,
+					AW_RUN_FAILED, &chg, d, err);
+	json_decref(d);
+	aw_run_step *st = NULL;
+	int n = 0;
+	if (!e)
+		e = aw_store_run_steps(t, ids, 1, &st, &n, err);
+	for (int i = 0; !e && i < n; i++)
+		if (!strcmp(st[i].state, "waiting")) {
+			snprintf(st[i].state, sizeof st[i].state, "failed");
+			snprintf(st[i].error_code, sizeof st[i].error_code, "%s", code);
+			snprintf(st[i].finished_at, sizeof st[i].finished_at, "%s", now);
+			e = aw_store_run_steps_put(t, &st[i], 1, err);
+		}
+	aw_run_steps_free(st, n);
+	if (e) {
+		aw_store_rollback(t);
+		return 0;
+	}
+	return aw_store_commit(t, err) == AW_OK;
+}
 
 aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_error *err)
 {
@@ -64,6 +106,16 @@ aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_
 		(*n)++;
 		aw_metrics_run_event("reaped", 1);
 	}
+	free(refs);
+	refs = NULL;
+	nr = 0;
+	if ((e = aw_store_run_approval_expired(s, 100, &refs, &nr, err)))
+		return e;
+	for (int i = 0; i < nr; i++)
+		if (expire_one(s, &refs[i], err)) {
+			(*n)++;
+			aw_metrics_run_event("approval_expired", 1);
+		}
 	free(refs);
 	return AW_OK;
 }

@@ -4,7 +4,7 @@
  * RFC 7515 A.1 byte for byte, the token pitfalls refused with stable codes,
  * key rotation, a run parked and resumed, deny, N of M with the approval
  * policy, 32 concurrent approvals -> one transition, replay, suggest mode
- * executing nothing, and tenant isolation.
+ * executing nothing, the window closing, and tenant isolation.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -594,6 +594,45 @@ static void test_suggest(void **state)
 	aw_run_steps_free(st, n);
 }
 
+/* A run whose approval window closed while it waited fails (E-RUN-010) at
+ * the next reaper pass; no decision moves it afterwards. */
+static void test_window_expiry(void **state)
+{
+	(void)state;
+	char id[40];
+	submit("ap-main", PARK, id);
+	assert_true(wait_state("ap-main", id, "waiting_approval", 5000));
+	char sql[512];
+	if (aw_fx.db.pg)
+		snprintf(
+			sql, sizeof sql,
+			"UPDATE %%Trun_steps SET result = jsonb_set(result, '{expires_at}',"
+			" '\"2000-01-01T00:00:00.000Z\"') WHERE run_id = '%s' AND state = 'waiting'",
+			id);
+	else
+		snprintf(sql, sizeof sql,
+			 "UPDATE %%Trun_steps SET result = json_set(result, '$.expires_at',"
+			 " '2000-01-01T00:00:00.000Z') WHERE run_id = '%s' AND state = 'waiting'",
+			 id);
+	aw_test_raw_sql(&aw_fx.db, sql);
+	int n = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_run_reap(S, 1000, 60000, &n, &err), AW_OK);
+	assert_true(wait_state("ap-main", id, "failed", 5000));
+	aw_run r;
+	aw_run_step *st = NULL;
+	int ns = 0;
+	get("ap-main", id, &r, &st, &ns);
+	assert_string_equal(r.error_code, "E-RUN-010");
+	assert_string_equal(st[ns - 1].state, "failed");
+	assert_string_equal(st[ns - 1].error_code, "E-RUN-010");
+	aw_run_free(&r);
+	aw_run_steps_free(st, ns);
+	char *tok = mint("ap-main", id, "alice", "approve", 60);
+	assert_int_equal(decide("ap-main", id, tok, NULL), AW_E_APPROVAL_STATE);
+	free(tok);
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
@@ -641,6 +680,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_mint_rotation), cmocka_unit_test(test_park_approve_resume),
 		cmocka_unit_test(test_isolation),     cmocka_unit_test(test_n_of_m),
 		cmocka_unit_test(test_32_concurrent), cmocka_unit_test(test_suggest),
+		cmocka_unit_test(test_window_expiry),
 	};
 	return AW_TEST_MAIN("approval", tests, setup, teardown);
 }

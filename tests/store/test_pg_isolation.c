@@ -295,8 +295,9 @@ static void test_platform_path_is_definer_functions(void **state)
 	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON"
 				       " r.oid = p.proowner WHERE p.proname LIKE 'platform_%'"
 				       " AND p.prosecdef AND r.rolname = 'awooop_platform'"),
-			 9); /* key lookup, project list, the four outbox relay functions and
-				the three run worker functions (claim, heartbeat, expired) */
+			 10); /* key lookup, project list, the four outbox relay functions,
+				 the three run worker functions (claim, heartbeat, expired) and
+				 the reaper's closed approval windows */
 	assert_int_equal(scalar(owner, "SELECT rolcanlogin::int FROM pg_roles WHERE rolname ="
 				       " 'awooop_platform'"),
 			 0);

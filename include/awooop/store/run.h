@@ -107,6 +107,10 @@ typedef struct {
 	char state[20];
 } aw_run_ref;
 aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw_error *err);
+/* Runs waiting for approval whose window (the waiting step's expires_at)
+ * closed, across projects (platform path). */
+aw_err aw_store_run_approval_expired(aw_store *s, int limit, aw_run_ref **out, int *n,
+				     aw_error *err);
 
 /* ---- idempotency keys (per project and scope) ---- */
 /* found 0 when absent; expired rows count as absent and are removed. */

@@ -20,3 +20,22 @@ ALTER TABLE run_approvals FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON run_approvals
   USING (project_id = current_setting('awooop.project_id', true))
   WITH CHECK (project_id = current_setting('awooop.project_id', true));
+
+-- The reaper ends runs whose approval window closed: it finds them across
+-- tenants through this function (the journal's waiting step holds the
+-- window's end), then fails each in a transaction of its project.
+CREATE INDEX runs_waiting ON runs (run_id) WHERE state = 'waiting_approval';
+GRANT SELECT ON run_steps TO awooop_platform;
+CREATE POLICY platform_read ON run_steps FOR SELECT TO awooop_platform USING (true);
+CREATE FUNCTION platform_run_approval_expired(p_limit integer)
+RETURNS TABLE (project_id text, run_id uuid, state text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = awooop, pg_temp AS $$
+  SELECT r.project_id, r.run_id, r.state FROM runs r
+  JOIN run_steps s ON s.project_id = r.project_id AND s.run_id = r.run_id
+   AND s.state = 'waiting'
+  WHERE r.state = 'waiting_approval'
+    AND (s.result->>'expires_at')::timestamptz < clock_timestamp()
+  LIMIT least(greatest(p_limit, 1), 1000)
+$$;
+ALTER FUNCTION platform_run_approval_expired(integer) OWNER TO awooop_platform;
+REVOKE ALL ON FUNCTION platform_run_approval_expired(integer) FROM PUBLIC;

@@ -12,3 +12,4 @@ CREATE TABLE run_approvals (
   PRIMARY KEY (project_id, run_id, step_no, principal)
 );
 CREATE UNIQUE INDEX run_approvals_jti ON run_approvals (project_id, jti) WHERE jti IS NOT NULL;
+CREATE INDEX runs_waiting ON runs (run_id) WHERE state = 'waiting_approval';
