@@ -22,6 +22,7 @@ fake_telegram_start "$FAKE" TG_SECRET
 stats() { curl -s "$TG/control/stats"; }
 
 aw_db postgres
+aw_redis_db 4
 aw_serve --channels off
 api POST /v1/projects "$ADMIN" '{"id":"drl"}' >/dev/null
 K1=$(mkkey drl pub operator); K2=$(mkkey drl appr operator)
@@ -40,7 +41,7 @@ hub() { # starts one hub process; its log in $TMP/hub.<n>.log
   PIDS+=($!)
 }
 for i in 1 2 3; do hub $i; done
-RC="redis-cli -u $AWOOOP_TEST_REDIS_URL --no-auth-warning"
+RC="redis-cli -u $REDIS_URL --no-auth-warning"
 holder() { # the lease holder's pid, whichever key form the phase uses
   { $RC GET telegram:polling:leader; $RC GET platform:telegram:polling:leader; } 2>/dev/null |
     grep -o -- '-[0-9]*-[0-9a-f]*$' | head -1 | cut -d- -f2

@@ -26,6 +26,7 @@ msg() { # msg CHAT USER TEXT -> an update body
 }
 
 aw_db "$BACKEND"
+[ "$BACKEND" = postgres ] && aw_redis_db 3
 export AWOOOP_T_CHW__TG_TOKEN=$TG_SECRET AWOOOP_T_CHW__HOOK_SECRET="hook-secret-$$"
 aw_serve --telegram-api "$TG" --channel-poll-timeout-s 1 --channel-lease-ms 1500 \
   --channel-webhook-url https://hooks.example.com

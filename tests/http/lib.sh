@@ -102,6 +102,14 @@ aw_activate() {
   api POST "$base/$rev/activate" "$4" | jq -r .activated
 }
 
+# aw_redis_db N: this test's serve (and redis-cli) use Redis database N. The
+# channel hub's leader lease is one platform key per Redis: tests beside each
+# other that run hubs must not share it.
+aw_redis_db() {
+  REDIS_URL="$AWOOOP_TEST_REDIS_URL/$1"
+  EXTRA="--redis $REDIS_URL"
+}
+
 # fake_telegram_start BINARY TOKEN_ENV -> TG (the double's base URL)
 fake_telegram_start() {
   "$1" --token-env "$2" >"$TMP/fake.out" 2>"$TMP/fake.err" &
