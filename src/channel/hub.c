@@ -682,15 +682,14 @@ static aw_err set_webhook(aw_hub *h, hub_bot *b)
 static void sync_bots(aw_hub *h, int lead)
 {
 	hub_bot *want = lead ? load_bots(h) : NULL;
+	hub_bot *stale = NULL, *keep = NULL;
+	/* one swap under the lock: the sender never sees a bot missing that stays
+	 * (it reads the list under the same lock) */
 	pthread_mutex_lock(&h->mu);
-	hub_bot *have = h->bots;
-	h->bots = NULL;
-	pthread_mutex_unlock(&h->mu);
-	hub_bot *keep = NULL;
-	while (have) { /* a running poller whose configuration is unchanged stays */
-		hub_bot *b = have, *w;
-		have = b->next;
-		for (w = want; w; w = w->next)
+	for (hub_bot *b = h->bots, *next; b; b = next) {
+		next = b->next;
+		hub_bot *w;
+		for (w = want; w; w = w->next) /* running and unchanged: it stays */
 			if (!strcmp(w->project, b->project) && !strcmp(w->name, b->name) &&
 			    !strcmp(w->hash, b->hash))
 				break;
@@ -699,11 +698,8 @@ static void sync_bots(aw_hub *h, int lead)
 			b->next = keep;
 			keep = b;
 		} else {
-			stop_bot(b);
-			pthread_mutex_lock(&h->mu);
-			b->next = h->graveyard;
-			h->graveyard = b;
-			pthread_mutex_unlock(&h->mu);
+			b->next = stale;
+			stale = b;
 		}
 	}
 	while (want) {
@@ -713,16 +709,30 @@ static void sync_bots(aw_hub *h, int lead)
 			bot_free(w);
 			continue;
 		}
+		w->next = keep;
+		keep = w;
+		w->active = -1; /* to be started below */
+	}
+	h->bots = keep;
+	pthread_mutex_unlock(&h->mu);
+	/* outside the lock: thread joins and Bot API calls */
+	while (stale) {
+		hub_bot *b = stale;
+		stale = b->next;
+		stop_bot(b);
+		pthread_mutex_lock(&h->mu);
+		b->next = h->graveyard;
+		h->graveyard = b;
+		pthread_mutex_unlock(&h->mu);
+	}
+	for (hub_bot *w = keep; w; w = w->next) {
+		if (w->active != -1)
+			continue;
 		if (w->webhook)
 			w->active = set_webhook(h, w) == AW_OK;
 		else
 			w->active = w->started = pthread_create(&w->th, NULL, poll_bot, w) == 0;
-		w->next = keep;
-		keep = w;
 	}
-	pthread_mutex_lock(&h->mu);
-	h->bots = keep;
-	pthread_mutex_unlock(&h->mu);
 }
 
 static void *lead(void *arg)
@@ -1089,8 +1099,12 @@ static void send_project(aw_hub *h, const char *project)
 		pthread_mutex_unlock(&h->mu);
 		char state[16] = "", next_at[AW_TS_LEN + 1] = "", error[160] = "";
 		int64_t tg_id = 0;
-		if (!b) { /* the bot left the contract: nothing will deliver it */
-			mark(h, project, m, "failed", "", "the channel has no such bot", 0);
+		if (!b) { /* gone from the contract (or not loaded yet): retried a few
+			   times a minute apart, then failed */
+			char later[AW_TS_LEN + 1];
+			aw_clock_format(aw_clock_wall_ms() + 60000, later);
+			mark(h, project, m, m->attempts >= 4 ? "failed" : "pending",
+			     m->attempts >= 4 ? "" : later, "the channel has no such bot", 0);
 			continue;
 		}
 		int answer = !strcmp(m->method, "answer");
