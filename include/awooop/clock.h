@@ -6,6 +6,7 @@
 #ifndef AWOOOP_CLOCK_H
 #define AWOOOP_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -30,6 +31,9 @@ void aw_clock_now(char *out);
 /* The absolute time ms from now on clock (CLOCK_MONOTONIC, CLOCK_REALTIME),
  * for pthread_cond_timedwait. */
 struct timespec aw_clock_after(int clock, int64_t ms);
+/* Initialises cv to time its waits on CLOCK_MONOTONIC (pair with
+ * aw_clock_after(CLOCK_MONOTONIC, ms)): a wall-clock step moves no deadline. */
+void aw_clock_cond_init(pthread_cond_t *cv);
 /* Parses the stored format back; -1 on a malformed string. */
 int aw_clock_parse(const char *s, int64_t *epoch_ms);
 

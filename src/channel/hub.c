@@ -109,9 +109,10 @@ static int may_send(aw_hub *h)
 
 /* ---- outbound rows ---- */
 
+/* One outbound row, due now; id (may be NULL) gets its message id. */
 static aw_err queue(aw_txn *t, const char *bot, const char *chat, const char *method,
 		    const char *purpose, const char *text, const json_t *markup, const char *target,
-		    const char *run_id, const char *fingerprint, aw_error *err)
+		    const char *run_id, const char *fingerprint, char *id, aw_error *err)
 {
 	aw_outbound m = {0};
 	char now[AW_TS_LEN + 1];
@@ -130,6 +131,8 @@ static aw_err queue(aw_txn *t, const char *bot, const char *chat, const char *me
 	memcpy(m.created_at, now, sizeof now);
 	aw_err e = aw_store_outbound_put(t, &m, err);
 	free(m.markup);
+	if (!e && id)
+		memcpy(id, m.msg_id, sizeof m.msg_id);
 	return e;
 }
 
@@ -160,31 +163,20 @@ aw_err aw_channel_send(aw_store *s, const aw_ctx *ctx, const char *bot, const ch
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
 	if (e)
 		return e;
-	char *red = aw_redact_str(text);
-	aw_outbound m = {0};
-	aw_clock_now(m.next_at);
-	memcpy(m.created_at, m.next_at, sizeof m.next_at);
-	aw_uuid7_str(m.msg_id);
-	snprintf(m.bot, sizeof m.bot, "%s", bot);
-	snprintf(m.chat_id, sizeof m.chat_id, "%s", chat_id);
-	snprintf(m.method, sizeof m.method, "send");
-	snprintf(m.purpose, sizeof m.purpose, "notify");
-	snprintf(m.fingerprint, sizeof m.fingerprint, "%s", fingerprint);
-	m.text = (char *)text;
-	e = aw_store_outbound_put(t, &m, err);
-	json_t *pl = json_pack("{s:s, s:s, s:s}", "bot", bot, "chat_id", chat_id, "text",
-			       red ? red : "");
+	char id[AW_UUID_STR_LEN + 1];
+	e = queue(t, bot, chat_id, "send", "notify", text, NULL, NULL, NULL, fingerprint, id, err);
+	/* the audit record redacts its payload (the text) itself */
+	json_t *pl = json_pack("{s:s, s:s, s:s}", "bot", bot, "chat_id", chat_id, "text", text);
 	if (!e)
-		e = aw_audit_record(t, ctx, "channel.queued", m.msg_id, pl, err);
+		e = aw_audit_record(t, ctx, "channel.queued", id, pl, err);
 	json_decref(pl);
-	free(red);
 	if (e) {
 		aw_store_rollback(t);
 		return e;
 	}
 	if ((e = aw_store_commit(t, err)))
 		return e;
-	memcpy(msg_id, m.msg_id, sizeof m.msg_id);
+	memcpy(msg_id, id, sizeof id);
 	return AW_OK;
 }
 
@@ -334,6 +326,17 @@ static void short_id(const char *run_id, char out[9])
 	snprintf(out, 9, "%.8s", run_id);
 }
 
+/* How far a run is: its steps, and those its journal says succeeded. */
+static void steps_done(const aw_run *r, const aw_run_step *st, int n, int *done, int *total)
+{
+	json_t *wf = json_loads(r->workflow, 0, NULL);
+	*total = (int)json_array_size(wf);
+	json_decref(wf);
+	*done = 0;
+	for (int i = 0; i < n; i++)
+		*done += !strcmp(st[i].state, "succeeded");
+}
+
 /* "/status RUN": the run's state, from the run runtime. */
 static void status_text(const aw_hub_opts *o, const aw_ctx *ctx, const char *arg, char *out,
 			size_t cap)
@@ -348,11 +351,9 @@ static void status_text(const aw_hub_opts *o, const aw_ctx *ctx, const char *arg
 		snprintf(out, cap, "No run %.40s in this project. Usage: /status RUN_ID", arg);
 		return;
 	}
-	size_t total = 0;
-	json_t *wf = json_loads(r.workflow, 0, NULL);
-	total = json_array_size(wf);
-	json_decref(wf);
-	snprintf(out, cap, "Run %s: %s, %d of %zu steps done%s%s", r.run_id, r.state, n, total,
+	int done, total;
+	steps_done(&r, st, n, &done, &total);
+	snprintf(out, cap, "Run %s: %s, %d of %d steps done%s%s", r.run_id, r.state, done, total,
 		 r.error_code[0] ? ", error " : "", r.error_code);
 	aw_run_free(&r);
 	aw_run_steps_free(st, n);
@@ -500,10 +501,10 @@ static aw_err commit_batch(const aw_hub_opts *o, const hub_bot *b, int64_t fence
 			continue; /* mirrored before: its effects were committed with it */
 		if (p->reply[0])
 			e = queue(t, b->name, p->u.chat_id, "send", "reply", p->reply, NULL, NULL,
-				  NULL, NULL, err);
+				  NULL, NULL, NULL, err);
 		if (!e && p->answer[0])
 			e = queue(t, b->name, p->u.chat_id, "answer", "answer", p->answer, NULL,
-				  p->u.callback_id, p->ev.run_id, NULL, err);
+				  p->u.callback_id, p->ev.run_id, NULL, NULL, err);
 		if (!e && !strcmp(p->ev.action, "run"))
 			e = aw_store_conv_run_put(t, p->ev.run_id, b->name, p->u.chat_id, err);
 		char target[96];
@@ -791,7 +792,7 @@ static void progress_text(const aw_run *r, int done, int total, char *out, size_
 		 total, r->error_code[0] ? ", error " : "", r->error_code);
 }
 
-static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, const hub_bot *b,
+static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval_s,
 			   const aw_conv_run *cr, aw_error *err)
 {
 	aw_run r;
@@ -802,11 +803,8 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, const hub_bo
 		return aw_store_conv_run_set(t, cr->run_id, -2, NULL, cr->prompted, 1, err);
 	if (e)
 		return e;
-	json_t *wf = json_loads(r.workflow, 0, NULL);
-	int total = (int)json_array_size(wf), done = 0;
-	json_decref(wf);
-	for (int i = 0; i < n; i++)
-		done += !strcmp(st[i].state, "succeeded");
+	int done, total;
+	steps_done(&r, st, n, &done, &total);
 	char text[512];
 	progress_text(&r, done, total, text, sizeof text);
 	aw_run_state s = AW_RUN_QUEUED;
@@ -814,11 +812,11 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, const hub_bo
 	int terminal = aw_run_state_terminal(s);
 	int64_t now = now_ms();
 	json_t *last = json_object_get(h->edits, cr->run_id);
-	int due = !last || now - json_integer_value(last) >= (int64_t)b->interval_s * 1000;
+	int due = !last || now - json_integer_value(last) >= (int64_t)interval_s * 1000;
 	int prompted = cr->prompted;
 	if (cr->progress_id == 0) { /* the progress message, once */
 		e = queue(t, cr->bot, cr->chat_id, "send", "progress", text, NULL, NULL, cr->run_id,
-			  NULL, err);
+			  NULL, NULL, err);
 		if (!e)
 			e = aw_store_conv_run_set(t, cr->run_id, -1, text, prompted, 0, err);
 		json_object_set_new(h->edits, cr->run_id, json_integer(now));
@@ -826,7 +824,7 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, const hub_bo
 		char target[32];
 		snprintf(target, sizeof target, "%lld", (long long)cr->progress_id);
 		e = queue(t, cr->bot, cr->chat_id, "edit", "progress", text, NULL, target,
-			  cr->run_id, NULL, err);
+			  cr->run_id, NULL, NULL, err);
 		if (!e)
 			e = aw_store_conv_run_set(t, cr->run_id, -2, text, prompted, 0, err);
 		json_object_set_new(h->edits, cr->run_id, json_integer(now));
@@ -844,7 +842,7 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, const hub_bo
 				       "Approve", "callback_data", data_a, "text", "Deny",
 				       "callback_data", data_d);
 		e = queue(t, cr->bot, cr->chat_id, "send", "prompt", msg, kb, NULL, cr->run_id,
-			  NULL, err);
+			  NULL, NULL, err);
 		json_decref(kb);
 		prompted = 1;
 		if (!e)
@@ -864,7 +862,7 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, const hub_bo
 			snprintf(msg, sizeof msg, "Run %s %s%s%s.", r.run_id, r.state,
 				 r.error_code[0] ? ": " : "", r.error_code);
 		e = queue(t, cr->bot, cr->chat_id, "send", "final", msg, NULL, NULL, cr->run_id,
-			  NULL, err);
+			  NULL, NULL, err);
 		if (!e)
 			e = aw_store_conv_run_set(t, cr->run_id, -2, NULL, prompted, 1, err);
 		json_object_del(h->edits, cr->run_id);
@@ -1182,8 +1180,7 @@ static void *work(void *arg)
 				hub_bot *b = bot_named(h, projects[i], rs[k].bot);
 				int iv = b ? b->interval_s : 30;
 				pthread_mutex_unlock(&h->mu);
-				hub_bot tmp = {.interval_s = iv};
-				e = feedback_run(h, t, &ctx, &tmp, &rs[k], &err);
+				e = feedback_run(h, t, &ctx, iv, &rs[k], &err);
 			}
 			free(rs);
 			if (e)
@@ -1232,11 +1229,7 @@ aw_err aw_hub_start(const aw_hub_opts *o, aw_hub **out, aw_error *err)
 	aw_hex(r, sizeof r, rnd);
 	snprintf(h->holder, sizeof h->holder, "%.40s-%d-%s", host, (int)getpid(), rnd);
 	pthread_mutex_init(&h->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	aw_clock_cond_init(&h->cv);
 	if (pthread_create(&h->lead_th, NULL, lead, h)) {
 		json_decref(h->edits);
 		json_decref(h->sent_fp);

@@ -86,3 +86,12 @@ struct timespec aw_clock_after(int clock, int64_t ms)
 	}
 	return ts;
 }
+
+void aw_clock_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}

@@ -662,11 +662,7 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 	if (h->opts.request_timeout_s <= 0)
 		h->opts.request_timeout_s = 30;
 	pthread_mutex_init(&h->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	aw_clock_cond_init(&h->cv);
 
 	struct sockaddr_in sa;
 	aw_err e = parse_listen(h->listen, &sa, err);

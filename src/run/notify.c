@@ -19,11 +19,7 @@ static uint64_t gen;
 
 static void init(void)
 {
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&cv, &a);
-	pthread_condattr_destroy(&a);
+	aw_clock_cond_init(&cv);
 }
 
 static void bump(int all)

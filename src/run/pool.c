@@ -109,11 +109,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 		if (*p == '@' || *p == ' ')
 			*p = '-';
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->hb_cv, &a);
-	pthread_condattr_destroy(&a);
+	aw_clock_cond_init(&w->hb_cv);
 	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
 	w->threads = calloc((size_t)w->o.concurrency, sizeof *w->threads);
 	for (int i = 0; w->threads && i < w->o.concurrency; i++) {

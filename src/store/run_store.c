@@ -561,21 +561,19 @@ aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
 	return AW_OK;
 }
 
-aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw_error *err)
+/* Runs across projects for the reaper (platform path): PostgreSQL through a
+ * definer function of awooop_platform taking ($1 limit), SQLite directly
+ * ($1 limit, $2 now). */
+static aw_err reaper_refs(aw_store *s, const char *pg_sql, const char *sqlite_sql, int limit,
+			  aw_run_ref **out, int *n, aw_error *err)
 {
 	aw_ctx sys = worker_ctx("reaper");
 	aw_rows *r = NULL;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_val p[] = {AW_INT(limit), AW_TEXT(now)};
-	aw_err e = aw_store_exec1(
-		s, &sys,
-		s->drv->dialect == AW_DIALECT_PG
-			? "SELECT project_id, run_id, state FROM platform_run_expired($1)"
-			: "SELECT project_id, run_id, state FROM runs WHERE state IN"
-			  " ('claimed', 'running') AND lease_expires_at < $2"
-			  " ORDER BY lease_expires_at LIMIT $1",
-		s->drv->dialect == AW_DIALECT_PG ? 1 : 2, p, &r, err);
+	int pg = s->drv->dialect == AW_DIALECT_PG;
+	aw_err e = aw_store_exec1(s, &sys, pg ? pg_sql : sqlite_sql, pg ? 1 : 2, p, &r, err);
 	if (e)
 		return e;
 	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_run_ref, project_id),
@@ -584,29 +582,25 @@ aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw
 	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }
 
+aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw_error *err)
+{
+	return reaper_refs(s, "SELECT project_id, run_id, state FROM platform_run_expired($1)",
+			   "SELECT project_id, run_id, state FROM runs WHERE state IN"
+			   " ('claimed', 'running') AND lease_expires_at < $2"
+			   " ORDER BY lease_expires_at LIMIT $1",
+			   limit, out, n, err);
+}
+
 aw_err aw_store_run_approval_expired(aw_store *s, int limit, aw_run_ref **out, int *n,
 				     aw_error *err)
 {
-	aw_ctx sys = worker_ctx("reaper");
-	aw_rows *r = NULL;
-	char now[AW_TS_LEN + 1];
-	aw_clock_now(now);
-	aw_val p[] = {AW_INT(limit), AW_TEXT(now)};
-	aw_err e = aw_store_exec1(
-		s, &sys,
-		s->drv->dialect == AW_DIALECT_PG
-			? "SELECT project_id, run_id, state FROM platform_run_approval_expired($1)"
-			: "SELECT r.project_id, r.run_id, r.state FROM runs r JOIN run_steps s"
-			  " ON s.project_id = r.project_id AND s.run_id = r.run_id"
-			  " AND s.state = 'waiting' WHERE r.state = 'waiting_approval'"
-			  " AND json_extract(s.result, '$.expires_at') < $2 LIMIT $1",
-		s->drv->dialect == AW_DIALECT_PG ? 1 : 2, p, &r, err);
-	if (e)
-		return e;
-	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_run_ref, project_id),
-					  AW_TEXT_FIELD(aw_run_ref, run_id),
-					  AW_TEXT_FIELD(aw_run_ref, state)};
-	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+	return reaper_refs(
+		s, "SELECT project_id, run_id, state FROM platform_run_approval_expired($1)",
+		"SELECT r.project_id, r.run_id, r.state FROM runs r JOIN run_steps s"
+		" ON s.project_id = r.project_id AND s.run_id = r.run_id"
+		" AND s.state = 'waiting' WHERE r.state = 'waiting_approval'"
+		" AND json_extract(s.result, '$.expires_at') < $2 LIMIT $1",
+		limit, out, n, err);
 }
 
 /* ---- idempotency keys ---- */
