@@ -86,6 +86,9 @@ typedef struct {
 } aw_approval_policy;
 aw_err aw_contract_approval_policy(const aw_contracts *c, aw_txn *t, aw_approval_policy *p,
 				   aw_error *err);
+/* 1 when principal is in approvers (a policy's list; anything but an array:
+ * any principal may approve). */
+int aw_contract_approver(const json_t *approvers, const char *principal);
 /* RFC 6902 JSON Patch turning revision a's body into b's. */
 aw_err aw_contract_diff(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
 			const char *a, const char *b, json_t **patch, aw_error *err);

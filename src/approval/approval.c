@@ -22,6 +22,7 @@
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/contract.h"
+#include "awooop/ident.h"
 #include "awooop/json.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
@@ -84,7 +85,7 @@ aw_err aw_approvals_mint(aw_approvals *a, const aw_ctx *ctx, const char *run_id,
 	aw_approval_claims c = {0};
 	if (!run_id || !aw_uuid_valid(run_id))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "run_id", "run_id must be a run id");
-	if (!sub || !*sub || strlen(sub) > AW_PROJECT_MAX)
+	if (!sub || !aw_ident_name_ok(sub))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "sub", "sub must be a principal name");
 	if (!action || (strcmp(action, "approve") && strcmp(action, "deny")))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "action",
@@ -155,18 +156,6 @@ static aw_err waiting_step(aw_txn *t, const char *run_id, aw_run_step *step, jso
 	return *rule ? AW_OK : aw_fail(err, AW_E_INTERNAL, "the waiting step has no rule");
 }
 
-static int listed(const json_t *approvers, const char *principal)
-{
-	size_t i;
-	json_t *v;
-	if (!json_is_array(approvers)) /* no policy: any principal */
-		return 1;
-	json_array_foreach (approvers, i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v), principal) == 0)
-			return 1;
-	return 0;
-}
-
 /* Remembers the jti in Redis (cluster shape) until past the token's exp. */
 static aw_err claim_jti(aw_approvals *a, const aw_ctx *ctx, const aw_approval_decision *d,
 			aw_error *err)
@@ -212,7 +201,7 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 	aw_clock_parse(json_string_value(json_object_get(rule, "expires_at")), &until);
 	aw_run_decision *ds = NULL;
 	int nd = 0;
-	if (!listed(json_object_get(rule, "approvers"), d->principal))
+	if (!aw_contract_approver(json_object_get(rule, "approvers"), d->principal))
 		e = aw_fail(err, AW_E_APPROVAL_APPROVER,
 			    "%s is not an approver in the run's approval policy", d->principal);
 	else if (d->lifetime_s > window)

@@ -26,6 +26,7 @@
 
 #include "awooop/approval.h"
 #include "awooop/crypto.h"
+#include "awooop/ident.h"
 #include "awooop/uuid.h"
 
 #define HEADER_MAX 1024
@@ -152,6 +153,8 @@ static aw_err decode_claims(const json_t *c, aw_approval_claims *out, aw_error *
 	    copy_str(c, "sub", out->sub, sizeof out->sub))
 		return aw_fail_at(err, AW_E_APPROVAL_TOKEN, "iss",
 				  "iss, aud (one project) and sub must be strings");
+	if (!aw_ident_name_ok(out->sub)) /* it becomes an audit actor: never an email */
+		return aw_fail_at(err, AW_E_APPROVAL_TOKEN, "sub", "sub must be a principal name");
 	if (copy_str(c, "run_id", out->run_id, sizeof out->run_id) || !aw_uuid_valid(out->run_id))
 		return aw_fail_at(err, AW_E_APPROVAL_TOKEN, "run_id", "run_id must be a run id");
 	if (copy_str(c, "action", out->action, sizeof out->action) ||

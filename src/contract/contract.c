@@ -518,12 +518,14 @@ static int minted_by(const aw_apikey *keys, int n, const char *principal, const 
 	return 1; /* a chain that long is not trusted */
 }
 
-static int allowed(const aw_approval_policy *p, const char *principal)
+int aw_contract_approver(const json_t *approvers, const char *principal)
 {
-	if (!p->approvers)
+	size_t i;
+	json_t *v;
+	if (!json_is_array(approvers)) /* no list: any principal */
 		return 1;
-	for (size_t i = 0; i < json_array_size(p->approvers); i++)
-		if (!strcmp(json_string_value(json_array_get(p->approvers, i)), principal))
+	json_array_foreach (approvers, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), principal))
 			return 1;
 	return 0;
 }
@@ -550,7 +552,7 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 		e = aw_fail(err, AW_E_CONTRACT_SELF_APPROVAL,
 			    "a key the publisher minted cannot approve its revision");
 	else if (!e && !(e = aw_contract_approval_policy(c, t, &p, err)) &&
-		 !allowed(&p, ctx->principal))
+		 !aw_contract_approver(p.approvers, ctx->principal))
 		e = aw_fail(err, AW_E_CONTRACT_APPROVER, "not an approver in the approval policy");
 	free(keys);
 	if (!e) {
@@ -606,7 +608,7 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	act.threshold = p.threshold;
 	for (int i = 0; i < nap; i++) /* approvals are unique per principal */
 		act.approvals += strcmp(ap[i].expires_at, now) > 0 &&
-				 allowed(&p, ap[i].principal) &&
+				 aw_contract_approver(p.approvers, ap[i].principal) &&
 				 strcmp(ap[i].principal, r.published_by) != 0 &&
 				 !minted_by(keys, nkeys, ap[i].principal, r.published_by);
 	if (act.approvals < act.threshold) {
