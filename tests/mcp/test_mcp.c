@@ -383,7 +383,7 @@ static void test_tool_step_approval(void **state)
 	aw_run_steps_free(st, n);
 	aw_worker_stop(w);
 	/* the audit: one refused call (gate 5) and one approved call of the run */
-	usleep(100000); /* the recorder's linger */
+	aw_mcp_flush(G); /* the recorder writes asynchronously */
 	aw_audit_row *rows = NULL;
 	int nr = 0;
 	aw_test_audit_rows("mcp-c", "mcp.call", 1000, &rows, &nr);
