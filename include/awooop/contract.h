@@ -33,6 +33,10 @@ aw_err aw_contracts_new(const aw_keyring *kr, aw_contracts **out, aw_error *err)
 const aw_keyring *aw_contracts_set_keyring(aw_contracts *c, const aw_keyring *kr);
 void aw_contracts_free(aw_contracts *c);
 int aw_contract_family_ok(const char *family);
+/* The checks every call naming a contract makes first: E-CONTRACT-004 an
+ * unknown family, E-CONTRACT-009 a malformed id or a platform-only family. */
+aw_err aw_contract_target_ok(const aw_ctx *ctx, const char *family, const char *contract_id,
+			     aw_error *err);
 void aw_revision_clear(aw_revision *r);
 
 /* Schema and semantic checks; err->where is the JSON pointer of the problem. */

@@ -42,6 +42,10 @@ char *aw_metrics_render(void);
 /* The channel hub: one inbound or outbound event; leadership. */
 void aw_metrics_channel(const char *project, const char *direction, const char *outcome);
 void aw_metrics_channel_leader(int leader);
+/* The fleet: a revision learned by the policy cache (source: bus, fallback,
+ * guard, resync); a report written. */
+void aw_metrics_policy_change(const char *source);
+void aw_metrics_fleet_report(int ok);
 void aw_metrics_reset(void);
 
 #endif

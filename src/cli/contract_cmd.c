@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "awooop/uuid.h"
 #include "cli.h"
@@ -28,6 +29,75 @@ static void print_revision_row(json_t *r)
 	       json_string_value(json_object_get(r, "created_by")));
 }
 
+/* One line per activation, newest first; 1 when the newest one reached every
+ * live process. */
+static int print_convergence(const json_t *doc)
+{
+	printf("%-36s %-24s %9s %10s\n", "REVISION", "ACTIVATED", "LEARNED", "SLOWEST");
+	size_t i;
+	json_t *a;
+	json_array_foreach (json_object_get(doc, "activations"), i, a) {
+		char n[32], slow[24] = "-";
+		snprintf(n, sizeof n, "%lld/%lld",
+			 (long long)json_integer_value(json_object_get(a, "learned")),
+			 (long long)json_integer_value(json_object_get(a, "of")));
+		if (json_is_integer(json_object_get(a, "slowest_ms")))
+			snprintf(slow, sizeof slow, "%lld ms",
+				 (long long)json_integer_value(json_object_get(a, "slowest_ms")));
+		printf("%-36s %-24s %9s %10s%s\n",
+		       json_string_value(json_object_get(a, "revision_id")),
+		       json_string_value(json_object_get(a, "activated_at")), n, slow,
+		       json_is_true(json_object_get(a, "converged")) ? "  converged" : "");
+	}
+	printf("live processes: %lld (%lld stale dropped)\n",
+	       (long long)json_integer_value(json_object_get(doc, "live")),
+	       (long long)json_integer_value(json_object_get(doc, "stale")));
+	return json_is_true(json_object_get(json_array_get(json_object_get(doc, "activations"), 0),
+					    "converged"));
+}
+
+static int convergence(aw_opt *opts, const char *project, const char *family, const char *cid)
+{
+	long limit, wait_s;
+	int rc;
+	if ((rc = aw_cli_opt_long(opts, "limit", 1, 100, &limit)) ||
+	    (rc = aw_cli_opt_long(opts, "wait-s", 0, 3600, &wait_s)))
+		return rc;
+	char path[600];
+	snprintf(path, sizeof path, "/v1/projects/%s/contracts/%s/%s/convergence?limit=%ld",
+		 project, family, cid, limit);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		json_t *doc = NULL;
+		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+			return rc;
+		int done;
+		if (aw_cli_get(opts, "json")) {
+			char *s = json_dumps(doc, JSON_INDENT(2));
+			if (s)
+				puts(s);
+			free(s);
+			done = json_is_true(json_object_get(
+				json_array_get(json_object_get(doc, "activations"), 0),
+				"converged"));
+		} else {
+			done = print_convergence(doc);
+		}
+		json_decref(doc);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!wait_s || done)
+			return AW_EXIT_OK;
+		if (now.tv_sec - t0.tv_sec >= wait_s) {
+			fprintf(stderr, "not converged after %ld s\n", wait_s);
+			return AW_EXIT_FAIL;
+		}
+		struct timespec half = {0, 500000000L};
+		nanosleep(&half, NULL);
+		fflush(stdout);
+	}
+}
+
 int aw_cmd_contract(int argc, char **argv)
 {
 	aw_opt opts[] = {
@@ -39,6 +109,11 @@ int aw_cmd_contract(int argc, char **argv)
 		{"to", NULL, NULL, 0, "diff: the other revision", NULL},
 		{"file", NULL, NULL, 0, "create/update: JSON file with the contract body", NULL},
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
+		{"limit", NULL, "5", 0, "convergence: how many recent activations", NULL},
+		{"wait-s", NULL, "0", 0,
+		 "convergence: poll until the newest activation reached every live process "
+		 "(exit 1 if it did not within this many seconds)",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *usage =
@@ -48,7 +123,9 @@ int aw_cmd_contract(int argc, char **argv)
 		"  update --rev R --file BODY.json  replace a draft's body\n"
 		"  list | get --rev R | active\n"
 		"  diff --rev A --to B              RFC 6902 patch from A to B\n"
-		"  publish | approve | activate | revoke --rev R\n\n"
+		"  publish | approve | activate | revoke --rev R\n"
+		"  convergence [--limit N] [--wait-s S]  which live processes serve each\n"
+		"                                   recent activation, and how fast\n\n"
 		"Talks to AWOOOP_URL with AWOOOP_KEY. docs/contracts.md documents the fields.";
 	const char *pos[1];
 	int npos = 1;
@@ -63,6 +140,8 @@ int aw_cmd_contract(int argc, char **argv)
 		aw_cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
+	if (!strcmp(verb, "convergence"))
+		return convergence(opts, project, family, cid);
 	int needs_rev = strcmp(verb, "create") && strcmp(verb, "list") && strcmp(verb, "active");
 	if (needs_rev && !aw_uuid_valid(rev))
 		return aw_cli_fail(AW_E_USAGE, "--rev must be a revision id (UUID)");

@@ -18,6 +18,7 @@
 #include "awooop/approval.h"
 #include "awooop/channel.h"
 #include "awooop/contract.h"
+#include "awooop/fleet.h"
 #include "awooop/http.h"
 #include "awooop/llm.h"
 #include "awooop/mcp.h"
@@ -210,6 +211,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "the public base URL Telegram posts webhook bots' updates to "
 		 "(<URL>/v1/channels/telegram/<project>/<bot>)",
 		 NULL},
+		{"fleet-report-ms", "AWOOOP_FLEET_REPORT_MS", "5000", 0,
+		 "how often the process reports the revisions it serves (the contracts' "
+		 "convergence endpoint; gone after 3 missed reports)",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -271,6 +276,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"channel-lease-ms", 300, 600000},
 		{"channel-per-chat-ms", 1, 60000},
 		{"channel-per-bot", 1, 64},
+		{"fleet-report-ms", 100, 600000},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -364,6 +370,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_relay *relay = NULL;
 	aw_worker *worker = NULL;
 	aw_policy_cache *policy = NULL;
+	aw_fleet *fleet = NULL;
 	aw_kv *kv = NULL;
 	aw_approvals *approvals = NULL;
 	aw_hub *hub = NULL;
@@ -392,7 +399,9 @@ int aw_cmd_serve(int argc, char **argv)
 				  .breaker_cooldown_ms = (int)wv[13],
 				  .lease_ms = (int)wv[14],
 				  .schema_retries = 3};
+		aw_fleet_opts fo = {.store = store, .role = role, .report_ms = (int)wv[21]};
 		if ((e = aw_policy_cache_new(store, contracts, bus, &po, &policy, &err)) ||
+		    (fo.policy = policy, e = aw_fleet_start(&fo, &fleet, &err)) ||
 		    (redis && (e = aw_kv_open(redis, store, NULL, &kv, &err))))
 			goto out;
 		lo.policy = policy;
@@ -506,6 +515,7 @@ out:			  /* also the way out when a part failed to start (e set) */
 		approval_keys = (aw_keyring *)aw_approvals_set_keyring(approvals, NULL);
 	aw_approvals_free(approvals);
 	aw_kv_close(kv);
+	aw_fleet_stop(fleet); /* its rows deleted: it serves nothing any more */
 	aw_policy_cache_free(policy);
 	aw_bus_close(bus);
 	json_decref(llm_config);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/fleet.h"
 #include "awooop/log.h"
 #include "awooop/policy.h"
 #include "cli.h"
@@ -66,6 +67,8 @@ int aw_cmd_watch(int argc, char **argv)
 		{"call-log", NULL, NULL, 0, "file for (call start ns, revision) lines", NULL},
 		{"publish-keys", "AWOOOP_PUBLISH_KEYS_FILE", NULL, 0,
 		 "key file to verify signatures", NULL},
+		{"fleet-report-ms", "AWOOOP_FLEET_REPORT_MS", "5000", 0,
+		 "report the revision served this often (the convergence endpoint)", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -75,7 +78,8 @@ int aw_cmd_watch(int argc, char **argv)
 		"usage: awooop watch --project P --family F --contract C [--db URL]\n"
 		"                    [--redis URL] [--mode strict|bounded] [options]\n\n"
 		"Prints {\"ts_ns\",\"revision_id\",\"source\"} whenever the active revision\n"
-		"it observes changes. Verifies signatures with AWOOOP_PUBLISH_KEYS or\n"
+		"it observes changes, and reports it to the fleet (the contract's\n"
+		"convergence endpoint counts this process). Verifies signatures with AWOOOP_PUBLISH_KEYS or\n"
 		"--publish-keys (the embedded default reads var/publish-keys.json).");
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -84,8 +88,9 @@ int aw_cmd_watch(int argc, char **argv)
 	if (!project || !cid || (strcmp(mode, "strict") && strcmp(mode, "bounded")))
 		return aw_cli_fail(AW_E_USAGE, "--project and --contract are required; --mode is"
 					       " strict or bounded");
-	long staleness, interval, duration;
-	if ((rc = aw_cli_opt_long(opts, "max-staleness-ms", 1, 3600000, &staleness)) ||
+	long staleness, interval, duration, report;
+	if ((rc = aw_cli_opt_long(opts, "fleet-report-ms", 100, 600000, &report)) ||
+	    (rc = aw_cli_opt_long(opts, "max-staleness-ms", 1, 3600000, &staleness)) ||
 	    (rc = aw_cli_opt_long(opts, "interval-ms", 10, 86400000, &interval)) ||
 	    (rc = aw_cli_opt_long(opts, "duration-s", 0, 365L * 86400, &duration)))
 		return rc;
@@ -96,6 +101,7 @@ int aw_cmd_watch(int argc, char **argv)
 	aw_contracts *c = NULL;
 	aw_bus *bus = NULL;
 	aw_policy_cache *pc = NULL;
+	aw_fleet *fleet = NULL;
 	aw_store_opts so = {.pool_size = 2};
 	const char *db = aw_cli_get(opts, "db");
 	aw_err e = aw_store_open(db, &so, &s, &err);
@@ -113,6 +119,9 @@ int aw_cmd_watch(int argc, char **argv)
 			     .interval_ms = (int)interval};
 	if (!e)
 		e = aw_policy_cache_new(s, c, bus, &po, &pc, &err);
+	aw_fleet_opts fo = {.store = s, .policy = pc, .role = "watch", .report_ms = (int)report};
+	if (!e)
+		e = aw_fleet_start(&fo, &fleet, &err);
 	watch_key key = {aw_cli_get(opts, "family"), cid};
 	FILE *log = NULL;
 	if (!e && aw_cli_get(opts, "call-log") && !(log = fopen(aw_cli_get(opts, "call-log"), "w")))
@@ -156,13 +165,15 @@ int aw_cmd_watch(int argc, char **argv)
 	aw_policy_get_stats(pc, &st);
 	fprintf(stderr,
 		"{\"calls\":%llu,\"store_reads\":%llu,\"reloads\":%llu,\"bus_events\":%llu,"
-		"\"fallback_checks\":%llu,\"resyncs\":%llu}\n",
+		"\"fallback_checks\":%llu,\"resyncs\":%llu,\"process_id\":\"%s\"}\n",
 		(unsigned long long)st.calls, (unsigned long long)st.store_reads,
 		(unsigned long long)st.reloads, (unsigned long long)st.bus_events,
-		(unsigned long long)st.fallback_checks, (unsigned long long)st.resyncs);
+		(unsigned long long)st.fallback_checks, (unsigned long long)st.resyncs,
+		aw_fleet_process_id(fleet));
 out:
 	if (log)
 		fclose(log);
+	aw_fleet_stop(fleet);
 	aw_policy_cache_free(pc);
 	aw_bus_close(bus);
 	aw_contracts_free(c);

@@ -141,8 +141,8 @@ static int contract_id_ok(const char *s)
 	return 1;
 }
 
-static aw_err check_target(const aw_ctx *ctx, const char *family, const char *contract_id,
-			   aw_error *err)
+aw_err aw_contract_target_ok(const aw_ctx *ctx, const char *family, const char *contract_id,
+			     aw_error *err)
 {
 	if (!aw_contract_family_ok(family))
 		return aw_fail(err, AW_E_CONTRACT_FAMILY,
@@ -294,7 +294,7 @@ static json_t *audit_payload(const aw_revision *r)
 static aw_err begin_on(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
 		       const char *rev, aw_txn **t, aw_revision *r, aw_error *err)
 {
-	aw_err e = check_target(ctx, family, contract_id, err);
+	aw_err e = aw_contract_target_ok(ctx, family, contract_id, err);
 	if (e)
 		return e;
 	if (!aw_uuid_valid(rev))
@@ -324,7 +324,7 @@ aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 			  const char *contract_id, const json_t *body, aw_revision *out,
 			  aw_error *err)
 {
-	aw_err e = check_target(ctx, family, contract_id, err);
+	aw_err e = aw_contract_target_ok(ctx, family, contract_id, err);
 	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
 		return e;
 	aw_revision r = {0};
@@ -360,7 +360,7 @@ aw_err aw_contract_update(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 			  const char *contract_id, const char *rev, const json_t *body,
 			  aw_revision *out, aw_error *err)
 {
-	aw_err e = check_target(ctx, family, contract_id, err);
+	aw_err e = aw_contract_target_ok(ctx, family, contract_id, err);
 	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
 		return e;
 	aw_txn *t = NULL;
@@ -396,7 +396,7 @@ aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, co
 		       const char *contract_id, const char *rev, aw_revision *out, aw_error *err)
 {
 	(void)c;
-	aw_err e = check_target(ctx, family, contract_id, err);
+	aw_err e = aw_contract_target_ok(ctx, family, contract_id, err);
 	if (e)
 		return e;
 	if (!aw_uuid_valid(rev))
@@ -412,7 +412,7 @@ aw_err aw_contract_get(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, co
 aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family, const char *contract_id,
 			aw_revision **out, int *n, aw_error *err)
 {
-	aw_err e = check_target(ctx, family, contract_id, err);
+	aw_err e = aw_contract_target_ok(ctx, family, contract_id, err);
 	if (e)
 		return e;
 	aw_txn *t = NULL;
@@ -646,7 +646,13 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	memcpy(ev.old_revision_id, act.old_revision_id, sizeof ev.old_revision_id);
 	snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
 	aw_clock_now(ev.created_at); /* as late as possible: the commit follows */
-	if ((e = aw_store_outbox_insert(t, &ev, err)))
+	aw_activation_row hist = {0};
+	memcpy(hist.revision_id, ev.new_revision_id, sizeof hist.revision_id);
+	memcpy(hist.previous_revision_id, ev.old_revision_id, sizeof hist.previous_revision_id);
+	memcpy(hist.activated_at, ev.created_at, sizeof hist.activated_at);
+	snprintf(hist.activated_by, sizeof hist.activated_by, "%s", ctx->principal);
+	if ((e = aw_store_outbox_insert(t, &ev, err)) ||
+	    (e = aw_store_activation_add(t, family, contract_id, &hist, err)))
 		goto done;
 	memcpy(act.event_id, ev.event_id, sizeof act.event_id);
 	json_t *pl = audit_payload(&r);
@@ -725,7 +731,7 @@ aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 aw_err aw_contract_active(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
 			  const char *contract_id, aw_revision *out, aw_error *err)
 {
-	aw_err e = check_target(ctx, family, contract_id, err);
+	aw_err e = aw_contract_target_ok(ctx, family, contract_id, err);
 	if (e)
 		return e;
 	aw_txn *t = NULL;

@@ -84,6 +84,12 @@ static const struct {
 	 "counter"},
 	{"awooop_channel_leader", "1 while this process leads the channel hub (polls and sends).",
 	 "gauge"},
+	{"awooop_policy_changes_total",
+	 "Active revisions this process learned, by how (bus, fallback, guard, resync).",
+	 "counter"},
+	{"awooop_fleet_reports_total",
+	 "Fleet reports (revisions served) this process wrote, by outcome (ok, failed).",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -114,9 +120,22 @@ static void observe(series *s, double v)
 			s->bucket[i]++;
 }
 
+/* The method as a label: the request's own word only when it is a standard
+ * one (a client can send any token; each would be a new series). */
+static const char *method_label(const char *m)
+{
+	static const char *const known[] = {"GET",   "POST", "PUT",    "DELETE",
+					    "PATCH", "HEAD", "OPTIONS"};
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (!strcmp(m, known[i]))
+			return known[i];
+	return "other";
+}
+
 void aw_metrics_http_observe(const char *method, const char *route, int status, double seconds)
 {
 	char l[160];
+	method = method_label(method);
 	pthread_mutex_lock(&mu);
 	snprintf(l, sizeof l, "route=\"%s\",method=\"%s\",status=\"%d\"", route, method, status);
 	series *c = get(families[0].family, COUNTER, l);
@@ -284,6 +303,27 @@ void aw_metrics_channel_leader(int leader)
 	if (g)
 		g->value = leader;
 	pthread_mutex_unlock(&mu);
+}
+
+static void count(int family, const char *label, const char *value)
+{
+	char l[120];
+	snprintf(l, sizeof l, "%s=\"%.60s\"", label, value);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[family].family, COUNTER, l);
+	if (c)
+		c->value += 1;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_policy_change(const char *source)
+{
+	count(23, "source", source);
+}
+
+void aw_metrics_fleet_report(int ok)
+{
+	count(24, "outcome", ok ? "ok" : "failed");
 }
 
 void aw_metrics_loop_tick(const char *loop)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "awooop/contract.h"
+#include "awooop/fleet.h"
 #include "awooop/mcp.h"
 #include "http_internal.h"
 
@@ -236,4 +237,29 @@ void aw_h_contract_active(aw_req *r)
 		return reply_err(r, e, &err);
 	aw_reply_json(r, 200, revision_json(&rev));
 	aw_revision_clear(&rev);
+}
+
+/* GET .../convergence?limit=N: which live processes learned each of the
+ * last N activations, and how long after its commit (fleet.h). */
+void aw_h_contract_convergence(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+		return;
+	const char *l = aw_query(r, "limit");
+	char *end = NULL;
+	long limit = l ? strtol(l, &end, 10) : 10;
+	aw_err e = AW_OK;
+	if (l && (!*l || *end || limit < 1 || limit > 100))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "limit", "limit must be 1..100");
+	if (!e)
+		e = aw_contract_target_ok(&c, r->segs[4], r->segs[5], &err);
+	json_t *doc = NULL;
+	if (!e)
+		e = aw_fleet_convergence(r->store, &c, r->segs[4], r->segs[5], (int)limit, &doc,
+					 &err);
+	if (e)
+		return reply_err(r, e, &err);
+	aw_reply_json(r, 200, doc);
 }

@@ -58,6 +58,8 @@ static const struct {
 	 aw_h_contract_action, 0},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/active", aw_h_contract_active,
 	 0},
+	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/convergence",
+	 aw_h_contract_convergence, 0},
 };
 
 static int match(const char *tmpl, aw_req *r)

@@ -271,6 +271,45 @@ aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_
 	return AW_OK;
 }
 
+aw_err aw_store_activation_add(aw_txn *t, const char *family, const char *contract_id,
+			       const aw_activation_row *a, aw_error *err)
+{
+	aw_val p[] = {AW_TEXT(t->ctx.project),
+		      AW_TEXT(family),
+		      AW_TEXT(contract_id),
+		      AW_TEXT(a->revision_id),
+		      AW_TEXT(a->previous_revision_id[0] ? a->previous_revision_id : NULL),
+		      AW_TEXT(a->activated_at),
+		      AW_TEXT(a->activated_by)};
+	return aw_txn_exec(t,
+			   "INSERT INTO contract_activations (project_id, family, contract_id,"
+			   " revision_id, previous_revision_id, activated_at, activated_by)"
+			   " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			   7, p, NULL, err);
+}
+
+aw_err aw_store_activations_recent(aw_txn *t, const char *family, const char *contract_id,
+				   int limit, aw_activation_row **out, int *n, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id),
+		      AW_INT(limit)};
+	aw_err e =
+		aw_txn_exec(t,
+			    "SELECT revision_id, previous_revision_id, activated_at, activated_by"
+			    " FROM contract_activations WHERE project_id = $1 AND family = $2"
+			    " AND contract_id = $3 ORDER BY activated_at DESC, revision_id DESC"
+			    " LIMIT $4",
+			    4, p, &r, err);
+	if (e)
+		return e;
+	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_activation_row, revision_id),
+					  AW_TEXT_FIELD(aw_activation_row, previous_revision_id),
+					  AW_TEXT_FIELD(aw_activation_row, activated_at),
+					  AW_TEXT_FIELD(aw_activation_row, activated_by)};
+	return aw_rows_to_array(r, sizeof **out, f, 4, (void **)out, n, err);
+}
+
 aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(rev), AW_TEXT(a->principal),

@@ -119,6 +119,13 @@ static void seed(const char *p)
 		" 't', 'pending', now(), now());"
 		"INSERT INTO conversation_runs (project_id, run_id, bot, chat_id) VALUES ('%1$s',"
 		" 'r', 'b', '1');"
+		"INSERT INTO fleet_serving (project_id, family, contract_id, process_id, role,"
+		" version, started_at, revision_id, learned_at, reported_at, report_ms) VALUES"
+		" ('%1$s', 'budget', 'c1', 'p', 'api', 'v', now(), 'r', now(), now(), 5000);"
+		"INSERT INTO fleet_learned (project_id, family, contract_id, revision_id,"
+		" process_id, learned_at) VALUES ('%1$s', 'budget', 'c1', 'r', 'p', now());"
+		"INSERT INTO contract_activations (project_id, family, contract_id, revision_id,"
+		" activated_at, activated_by) VALUES ('%1$s', 'budget', 'c1', 'r', now(), 's');"
 		"COMMIT;",
 		p);
 	ok(app, sql);

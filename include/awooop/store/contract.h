@@ -77,6 +77,18 @@ aw_err aw_store_outbox_insert(aw_txn *t, const aw_outbox_event *ev, aw_error *er
 /* Events of one contract in commit (seq) order. */
 aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_id,
 			    aw_outbox_event **out, int *n, aw_error *err);
+/* The activation history (kept when the outbox rows are pruned). */
+typedef struct {
+	char revision_id[AW_UUID_STR_LEN + 1];
+	char previous_revision_id[AW_UUID_STR_LEN + 1]; /* "" when none */
+	char activated_at[AW_TS_LEN + 1];
+	char activated_by[AW_PROJECT_MAX + 1];
+} aw_activation_row;
+aw_err aw_store_activation_add(aw_txn *t, const char *family, const char *contract_id,
+			       const aw_activation_row *a, aw_error *err);
+/* The last `limit` activations of a contract, newest first. Free with free(). */
+aw_err aw_store_activations_recent(aw_txn *t, const char *family, const char *contract_id,
+				   int limit, aw_activation_row **out, int *n, aw_error *err);
 /* AW_E_CONTRACT_DUP_APPROVAL if the principal approved this revision already. */
 aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a, aw_error *err);
 aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int *n, aw_error *err);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# /metrics against Prometheus' own linter and the Grafana dashboard: after
+# traffic of every kind `promtool check metrics` (Debian's prometheus
+# package) finds nothing, label values never come from the request (a
+# thousand made-up paths and tool names add no series), and every metric the
+# dashboard in docs/grafana/ queries is one the server exports.
+#   metrics_test.sh AWOOOP_BINARY
+set -uo pipefail
+BIN=$1
+BACKEND=sqlite
+. "$(dirname "$0")/lib.sh"
+DASH="$(dirname "$0")/../../docs/grafana/awooop.json"
+command -v promtool >/dev/null || { echo "promtool missing: scripts/deps.sh --test installs prometheus" >&2; exit 1; }
+
+aw_db sqlite
+aw_serve --fleet-report-ms 300
+api POST /v1/projects "$ADMIN" '{"id":"met"}' >/dev/null
+OP=$(mkkey met op operator); OP2=$(mkkey met op2 operator)
+check "activation" "$(aw_activate met policy_routing '{"routes":[{"name":"main","match":{"task":"chat"},"candidates":[{"provider":"ollama","model":"m"}]}]}' "$OP" "$OP2")" true
+RUN=$(api POST /v1/platform/runs "$OP" '{"workflow":[{"kind":"noop"}]}' | jq -r .run_id)
+for _ in $(seq 1 100); do
+  [ "$(api GET "/v1/platform/runs/$RUN" "$OP" | jq -r .state)" = succeeded ] && break; sleep 0.05
+done
+check "a run finished" "$(api GET "/v1/platform/runs/$RUN" "$OP" | jq -r .state)" succeeded
+# made-up paths, methods, tools and models: none may become a label value
+for i in $(seq 1 200); do
+  curl -s -o /dev/null "$URL/zz-made-up-$i"
+  curl -s -o /dev/null -X PATCH "$URL/v1/projects/met"
+  [ "$i" -le 50 ] && curl -s -o /dev/null -X "ZZMETHOD$i" "$URL/healthz"
+done
+req POST /v1/projects/met/mcp "$OP" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"zz-tool-x","arguments":{}}}' -H 'Accept: application/json, text/event-stream'
+req POST /v1/chat/completions "$OP" '{"model":"zz-model-x","messages":[{"role":"user","content":"hi"}]}'
+curl -s "$URL/metrics" >"$TMP/metrics"
+promtool check metrics <"$TMP/metrics" >"$TMP/promtool" 2>&1
+check "promtool check metrics" $? 0
+[ -s "$TMP/promtool" ] && bad "promtool: $(cat "$TMP/promtool")" || ok
+grep -qi 'zz-\|zzmethod' "$TMP/metrics" && bad "a request's own words became a label value: $(grep -i 'zz-\|zzmethod' "$TMP/metrics" | head -3)" || ok
+check "unmatched routes share one label" "$(grep -c '^awooop_http_requests_total{route="unmatched"' "$TMP/metrics")" 1
+SERIES=$(grep -vc '^#' "$TMP/metrics")
+[ "$SERIES" -lt 400 ] && ok || bad "$SERIES series after the made-up traffic"
+# the dashboard's metrics are the server's
+grep -o 'awooop_[a-z_]*' "$DASH" | sed -E 's/_(bucket|sum|count)$//' | sort -u >"$TMP/dash"
+grep '^# TYPE' "$TMP/metrics" | awk '{print $3}' | sort -u >"$TMP/have"
+check "dashboard metrics not exported" "$(comm -23 "$TMP/dash" "$TMP/have" | tr '\n' ' ')" ""
+check "dashboard covers runs, relay, convergence, gateways, budget" \
+  "$(grep -cE 'awooop_(run_events|outbox_undelivered|policy_changes|llm_calls|mcp_refusals|budget_events)_total|awooop_outbox_undelivered' "$DASH" | awk '{print ($1 >= 6)}')" 1
+jq -e '.panels | length > 10' "$DASH" >/dev/null && ok || bad "dashboard JSON"
+aw_done metrics
