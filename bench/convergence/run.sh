@@ -108,6 +108,9 @@ run_scenario() {
     sleep "$(awk "BEGIN{print $GAP_MS/1000}")"
   done
   sleep $((INTERVAL_MS / 1000 + 3))
+  # the convergence endpoint's view of the same activations, while the
+  # watchers are alive (a stopped watcher deletes its fleet rows)
+  api GET "$url" "/v1/projects/bench/contracts/policy_routing/$cid/convergence?limit=100" "$OP1" >"$dir/endpoint.json"
   for w in "${wpids[@]}"; do kill -TERM "$w" 2>/dev/null || true; done
   for w in "${wpids[@]}"; do wait "$w" 2>/dev/null || true; done
   if [ "$db" = "$PGAPP" ]; then
@@ -122,6 +125,7 @@ run_scenario() {
   awk 'NR==FNR {c[$1]=$2; next} ($1 in c) {print $1, c[$1], $2}' "$dir/commits" "$dir/acked" >"$dir/activations.log"
   echo "scenario $name:"
   "$AN" "$dir" "$W" "$STALE_MS" || true
+  python3 "$(dirname "$0")/endpoint_agree.py" "$dir" "$W"
 }
 
 # run_steady NAME MODE: workers only, no activations: the guard's read budget

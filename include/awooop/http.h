@@ -53,5 +53,8 @@ void aw_http_stop(aw_http *h);
 /* Re-reads the TLS certificate and key (SIGHUP): new connections get the new
  * ones, open ones keep theirs. A bad file keeps the old material. */
 aw_err aw_http_reload(aw_http *h, aw_error *err);
+/* The route table, entry i (method, path template); 0 past its end. The
+ * OpenAPI test holds docs/api/openapi.json to it. */
+int aw_route_at(size_t i, const char **method, const char **tmpl);
 
 #endif

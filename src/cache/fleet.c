@@ -44,6 +44,8 @@ static void on_change(void *ud, const char *project, const char *family, const c
 		      const char *rev, const char *source)
 {
 	aw_fleet *f = ud;
+	char now[AW_TS_LEN + 1]; /* the moment the cache announced it, before any wait */
+	aw_clock_now(now);
 	aw_metrics_policy_change(source);
 	pthread_mutex_lock(&f->mu);
 	item *i = f->items;
@@ -59,7 +61,7 @@ static void on_change(void *ud, const char *project, const char *family, const c
 	}
 	if (i && (strcmp(i->it.revision_id, rev) || !i->it.learned_at[0])) {
 		snprintf(i->it.revision_id, sizeof i->it.revision_id, "%s", rev);
-		aw_clock_now(i->it.learned_at);
+		memcpy(i->it.learned_at, now, sizeof now);
 		i->dirty = f->dirty = 1;
 		pthread_cond_signal(&f->cv);
 	}

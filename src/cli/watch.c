@@ -119,9 +119,6 @@ int aw_cmd_watch(int argc, char **argv)
 			     .interval_ms = (int)interval};
 	if (!e)
 		e = aw_policy_cache_new(s, c, bus, &po, &pc, &err);
-	aw_fleet_opts fo = {.store = s, .policy = pc, .role = "watch", .report_ms = (int)report};
-	if (!e)
-		e = aw_fleet_start(&fo, &fleet, &err);
 	watch_key key = {aw_cli_get(opts, "family"), cid};
 	FILE *log = NULL;
 	if (!e && aw_cli_get(opts, "call-log") && !(log = fopen(aw_cli_get(opts, "call-log"), "w")))
@@ -129,6 +126,11 @@ int aw_cmd_watch(int argc, char **argv)
 	if (e)
 		goto out;
 	aw_policy_on_change(pc, on_change, &key);
+	/* the fleet listens second: the change line is printed at the moment
+	 * the fleet records (bench/convergence compares the two) */
+	aw_fleet_opts fo = {.store = s, .policy = pc, .role = "watch", .report_ms = (int)report};
+	if ((e = aw_fleet_start(&fo, &fleet, &err)))
+		goto out;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	char *cend = NULL;

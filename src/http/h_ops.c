@@ -4,6 +4,7 @@
  * reveal no tenant data.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "awooop/bus.h"
 #include "awooop/redis.h"
@@ -42,4 +43,18 @@ void aw_h_metrics(aw_req *r)
 	}
 	aw_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
 	free(text);
+}
+
+/* docs/api/openapi.json, embedded at build time (cmake/embed_files.cmake). */
+extern const struct {
+	const char *name;
+	const char *text;
+} aw_api_docs[];
+
+void aw_h_openapi(aw_req *r)
+{
+	for (int i = 0; aw_api_docs[i].name; i++)
+		if (!strcmp(aw_api_docs[i].name, "openapi"))
+			return aw_reply_text(r, 200, "application/json", aw_api_docs[i].text);
+	aw_reply_problem(r, AW_E_INTERNAL, NULL);
 }

@@ -107,6 +107,7 @@ aw_err aw_decode_path(const char *uri, aw_buf *segbuf, const char **segs, int *n
 void aw_h_healthz(aw_req *r);
 void aw_h_readyz(aw_req *r);
 void aw_h_metrics(aw_req *r);
+void aw_h_openapi(aw_req *r);
 void aw_h_projects_create(aw_req *r);
 void aw_h_projects_list(aw_req *r);
 void aw_h_project_get(aw_req *r);

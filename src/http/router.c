@@ -15,6 +15,7 @@ static const struct {
 	{"GET", "/healthz", aw_h_healthz, 1},
 	{"GET", "/readyz", aw_h_readyz, 1},
 	{"GET", "/metrics", aw_h_metrics, 1},
+	{"GET", "/v1/openapi.json", aw_h_openapi, 1},
 	{"POST", "/v1/projects", aw_h_projects_create, 0},
 	{"POST", "/v1/platform/runs", aw_h_runs_submit, 0},
 	{"GET", "/v1/platform/runs", aw_h_runs_list, 0},
@@ -79,6 +80,15 @@ static int match(const char *tmpl, aw_req *r)
 		p += n;
 	}
 	return i == r->nsegs;
+}
+
+int aw_route_at(size_t i, const char **method, const char **tmpl)
+{
+	if (i >= sizeof routes / sizeof routes[0])
+		return 0;
+	*method = routes[i].method;
+	*tmpl = routes[i].tmpl;
+	return 1;
 }
 
 aw_handler aw_route(aw_req *r, aw_err *err)

@@ -37,7 +37,9 @@ req() {
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
   STATUS=$(curl "${args[@]}" "$@" "$URL$path")
   cat "$TMP/hdr" "$TMP/body" >>"$TMP/responses" 2>/dev/null
+  aw_record "$method" "$path"
 }
+. "$(dirname "$0")/record.sh"
 jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
 expect() { # expect DESCRIPTION STATUS [CODE]
   check "$1 status" "$STATUS" "$2"
@@ -490,5 +492,6 @@ check "restart prints no key" "$(cat "$TMP/stdout")" ""
 req GET /v1/projects/beta "$BOB" ""; expect "data survives restart" 200
 stop_server
 
+aw_openapi_verdict
 echo "api ($BACKEND): $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -22,7 +22,7 @@ ok()   { PASS=$((PASS + 1)); }
 bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
 check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
 # aw_done NAME: the summary line; the exit status of the script
-aw_done() { echo "$1: $PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
+aw_done() { aw_openapi_verdict; echo "$1: $PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
@@ -79,7 +79,10 @@ req() {
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
   STATUS=$(curl "${args[@]}" "$@" "$URL$path")
   { cat "$TMP/hdr" "$TMP/body"; echo; } >>"${RESPONSES:-$TMP/responses}" 2>/dev/null
+  aw_record "$method" "$path"
 }
+# shellcheck source=tests/http/record.sh
+. "$(dirname "${BASH_SOURCE[0]}")/record.sh"
 jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
 expect() { # expect DESCRIPTION STATUS [JQ-PATH VALUE]
   check "$1 status" "$STATUS" "$2"

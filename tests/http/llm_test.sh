@@ -42,7 +42,9 @@ req() {
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
   STATUS=$(curl "${args[@]}" "$@" "${U:-$URL}$path")
   cat "$TMP/hdr" "$TMP/body" >>"$TMP/responses" 2>/dev/null
+  aw_record "$method" "$path"
 }
+. "$(dirname "$0")/record.sh"
 jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
 expect() { # expect DESCRIPTION STATUS [CODE]
   check "$1 status" "$STATUS" "$2"
@@ -376,5 +378,6 @@ check "llm.call audit records" "$(jbody '[.items[] | select(.action == "llm.call
 check "canary in no audit record" "$(grep -c "$CANARY" "$TMP/body")" 0
 check "no prompt in audit" "$(grep -c summarise "$TMP/body")" 0
 
+aw_openapi_verdict
 echo "llm_test ($BACKEND): $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -3,7 +3,8 @@
 # traffic of every kind `promtool check metrics` (Debian's prometheus
 # package) finds nothing, label values never come from the request (a
 # thousand made-up paths and tool names add no series), and every metric the
-# dashboard in docs/grafana/ queries is one the server exports.
+# dashboard in docs/grafana/ queries is one the server exports; the OpenAPI
+# document is served.
 #   metrics_test.sh AWOOOP_BINARY
 set -uo pipefail
 BIN=$1
@@ -45,4 +46,8 @@ check "dashboard metrics not exported" "$(comm -23 "$TMP/dash" "$TMP/have" | tr 
 check "dashboard covers runs, relay, convergence, gateways, budget" \
   "$(grep -cE 'awooop_(run_events|outbox_undelivered|policy_changes|llm_calls|mcp_refusals|budget_events)_total|awooop_outbox_undelivered' "$DASH" | awk '{print ($1 >= 6)}')" 1
 jq -e '.panels | length > 10' "$DASH" >/dev/null && ok || bad "dashboard JSON"
+# the OpenAPI document is served as built into the binary, without a key
+req GET /v1/openapi.json ""
+expect "openapi.json" 200 .openapi 3.1.0
+check "served document = docs/api/openapi.json" "$(jq -S . "$TMP/body" | md5sum)" "$(jq -S . "$(dirname "$0")/../../docs/api/openapi.json" | md5sum)"
 aw_done metrics

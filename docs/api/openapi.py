@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Writes docs/api/openapi.json, the OpenAPI 3.1 document of awooop's HTTP API.
+
+    python3 docs/api/openapi.py          # write it
+    python3 docs/api/openapi.py --check  # exit 1 when the file is not what this writes
+
+The document is the contract the tests hold the server to: the route table
+and the document list the same operations (test_openapi), every response the
+API tests receive validates against the schema of its status (lib.sh ->
+tests/http/openapi_check.py), and redocly lints it. The server embeds the
+file and answers it at GET /v1/openapi.json."""
+import json
+import os
+import sys
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openapi.json")
+
+S = lambda **kw: {"type": "string", **kw}
+I = lambda **kw: {"type": "integer", **kw}
+B = {"type": "boolean"}
+N = {"type": "number"}
+TS = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
+      "description": "RFC 3339 UTC with milliseconds"}
+TSN = {"type": ["string", "null"], "pattern": TS["pattern"]}
+UUID = {"type": "string", "format": "uuid", "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}
+UUIDN = {"type": ["string", "null"], "pattern": UUID["pattern"]}
+ANY = {}
+REF = lambda n: {"$ref": f"#/components/schemas/{n}"}
+
+
+def obj(required, props, extra=True):
+    o = {"type": "object", "required": list(required), "properties": props}
+    if not extra:
+        o["additionalProperties"] = False
+    return o
+
+
+schemas = {
+    "Problem": obj(["type", "title", "status", "code", "request_id", "trace_id"], {
+        "type": S(format="uri"), "title": S(), "status": I(minimum=400, maximum=599),
+        "code": S(pattern=r"^E-[A-Z0-9]+(-[A-Z0-9]+)*$", description="stable code, docs/errors.md"),
+        "request_id": S(), "trace_id": S(pattern="^[0-9a-f]{32}$"),
+        "detail": S(), "pointer": S(description="the offending field (JSON Pointer or parameter)"),
+        "error": obj(["message", "type", "code"], {"message": S(), "type": S(), "code": S(),
+                                                   "param": {"type": ["string", "null"]}},
+                     ) | {"description": "OpenAI's error object (the OpenAI-compatible routes)"}}),
+    "Project": obj(["id", "created_at", "created_by"], {"id": S(), "created_at": TS, "created_by": S()}),
+    "Key": obj(["key_id", "project", "name", "scope", "prefix", "created_at", "created_by", "revoked_at"], {
+        "key_id": UUID, "project": S(), "name": S(), "prefix": S(),
+        "scope": S(enum=["platform-admin", "project-admin", "operator", "worker", "reader"]),
+        "created_at": TS, "created_by": S(), "revoked_at": TSN,
+        "key": S(pattern="^awk_", description="the secret: only in the answer that creates it")}),
+    "Revision": obj(["revision_id", "project", "family", "contract_id", "state", "body", "created_at",
+                     "created_by", "updated_at"], {
+        "revision_id": UUID, "project": S(), "family": S(), "contract_id": S(),
+        "state": S(enum=["draft", "published", "active", "superseded", "revoked"]),
+        "body": ANY, "created_at": TS, "created_by": S(), "updated_at": TS,
+        "body_hash": {"type": ["string", "null"]}, "signature": {"type": ["string", "null"]},
+        "key_id": {"type": ["string", "null"]}, "published_at": TSN,
+        "published_by": {"type": ["string", "null"]}, "verified": B}),
+    "Step": obj(["step", "kind", "state", "idempotency_key", "attempt", "result"], {
+        "step": I(minimum=1), "kind": S(), "state": S(), "idempotency_key": S(), "attempt": I(minimum=0),
+        "result": ANY, "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN}),
+    "Run": obj(["run_id", "project", "state", "mode", "priority", "attempts", "max_attempts", "timeout_s",
+                "trace_id", "workflow", "created_at"], {
+        "run_id": UUID, "project": S(),
+        "state": S(enum=["queued", "running", "waiting_approval", "retrying", "succeeded", "failed",
+                         "cancelled", "timed_out", "suggested"]),
+        "mode": S(enum=["live", "shadow"]), "priority": I(), "attempts": I(minimum=0),
+        "max_attempts": I(minimum=1), "timeout_s": I(minimum=1), "trace_id": S(),
+        "workflow": ANY, "input": ANY, "error_code": {"type": ["string", "null"]},
+        "created_at": TSN, "updated_at": TSN, "started_at": TSN, "finished_at": TSN, "run_after": TSN,
+        "lease_owner": {"type": ["string", "null"]}, "lease_expires_at": TSN,
+        "steps": {"type": "array", "items": REF("Step")},
+        "transitions": {"type": "array", "items": {"type": "object"}}}),
+    "AuditEvent": obj(["event_id", "project", "seq", "ts", "actor", "action", "target", "trace_id",
+                       "prev_hash", "hash", "payload"], {
+        "event_id": UUID, "project": S(), "seq": I(minimum=1), "ts": TS, "actor": S(), "action": S(),
+        "target": S(), "trace_id": S(), "prev_hash": S(), "hash": S(), "payload": ANY}),
+    "Claims": obj(["kid", "iss", "aud", "sub", "run_id", "action", "jti", "iat", "nbf", "exp"], {
+        "kid": S(), "iss": S(), "aud": S(), "sub": S(), "run_id": UUID,
+        "action": S(enum=["approve", "deny"]), "jti": S(), "iat": I(), "nbf": I(), "exp": I()}),
+    "Convergence": obj(["family", "contract_id", "live", "stale", "processes", "activations"], {
+        "family": S(), "contract_id": S(),
+        "live": I(minimum=0, description="processes that reported within three of their intervals"),
+        "stale": I(minimum=0, description="processes whose reports stopped (dropped)"),
+        "processes": {"type": "array", "items": obj(
+            ["process_id", "role", "version", "started_at", "last_seen", "revision_id", "learned_at"], {
+                "process_id": UUID, "role": S(), "version": S(), "started_at": TS, "last_seen": TS,
+                "revision_id": UUIDN, "learned_at": TS})},
+        "activations": {"type": "array", "description": "newest first", "items": obj(
+            ["revision_id", "activated_at", "activated_by", "previous_revision_id", "learned", "of",
+             "converged", "slowest_ms", "processes"], {
+                "revision_id": UUID, "activated_at": TS, "activated_by": S(),
+                "previous_revision_id": UUIDN, "learned": I(minimum=0), "of": I(minimum=0),
+                "converged": B, "slowest_ms": {"type": ["integer", "null"]},
+                "processes": {"type": "array", "items": obj(
+                    ["process_id", "learned_at", "took_ms", "started_after"], {
+                        "process_id": UUID, "learned_at": TS,
+                        "took_ms": I(description="learned_at minus the activation's commit"),
+                        "started_after": B})}})}}),
+    "JsonRpc": {"type": "object", "required": ["jsonrpc"], "properties": {
+        "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
+        "result": ANY, "error": obj(["code", "message"], {"code": I(), "message": S(), "data": ANY})}},
+}
+
+HDR = {
+    "traceparent": {"description": "W3C trace context: the caller's trace continued, or a new one",
+                    "schema": S(pattern="^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")},
+    "X-Request-Id": {"description": "this request's id (also in logs and problems)", "schema": S()},
+}
+std_headers = {"traceparent": {"$ref": "#/components/headers/traceparent"},
+               "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}
+
+
+def js(schema, desc="OK", headers=True):
+    r = {"description": desc, "content": {"application/json": {"schema": schema}}}
+    if headers:
+        r["headers"] = std_headers
+    return r
+
+
+PROBLEM = {"description": "an error: application/problem+json with a stable code (docs/errors.md)",
+           "headers": std_headers,
+           "content": {"application/problem+json": {"schema": REF("Problem")}}}
+NOBODY = {"description": "no content", "headers": std_headers}
+
+params = {
+    "project": {"name": "project", "in": "path", "required": True, "schema": S(pattern="^([a-z0-9][a-z0-9_-]{1,62}|__platform__)$")},
+    "family": {"name": "family", "in": "path", "required": True, "schema": S(enum=["policy_routing", "channel_event", "mcp_tool", "budget", "approval", "platform_resource"])},
+    "contract": {"name": "contract", "in": "path", "required": True, "schema": S(pattern="^[a-z0-9][a-z0-9_.-]{0,62}$")},
+    "rev": {"name": "rev", "in": "path", "required": True, "schema": UUID},
+    "other": {"name": "other", "in": "path", "required": True, "schema": UUID},
+    "run_id": {"name": "run_id", "in": "path", "required": True, "schema": UUID},
+    "key_id": {"name": "key_id", "in": "path", "required": True, "schema": UUID},
+    "bot": {"name": "bot", "in": "path", "required": True, "schema": S()},
+    "action": {"name": "action", "in": "path", "required": True, "schema": S()},
+    "limit": {"name": "limit", "in": "query", "required": False, "schema": I(minimum=1, maximum=1000)},
+    "cursor": {"name": "cursor", "in": "query", "required": False, "schema": S()},
+    "IdempotencyKey": {"name": "Idempotency-Key", "in": "header", "required": False,
+                       "description": "same key + same request within 24 h answers the original; another request 409 E-RUN-IDEMPOTENCY",
+                       "schema": S(maxLength=255)},
+    "traceparent": {"name": "traceparent", "in": "header", "required": False,
+                    "description": "W3C trace context to continue", "schema": S()},
+}
+P = lambda n: {"$ref": f"#/components/parameters/{n}"}
+
+paths = {}
+
+
+def op(method, path, op_id, summary, tag, ok, scope, body=None, extra_params=(), extra=None, open_route=False,
+       errors=None):
+    names = [seg[1:-1] for seg in path.split("/") if seg.startswith("{")]
+    prm = [P(n) for n in names] + [P(n) if isinstance(n, str) else n for n in extra_params] + [P("traceparent")]
+    responses = dict(ok)
+    responses["4XX"] = errors or PROBLEM
+    responses["5XX"] = errors or PROBLEM
+    o = {"operationId": op_id, "summary": summary, "tags": [tag], "parameters": prm,
+         "responses": responses, "description": f"Scope: {scope}."}
+    if open_route:
+        o["security"] = []
+    if body is not None:
+        o["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    if extra:
+        o.update(extra)
+    paths.setdefault(path, {})[method.lower()] = o
+
+
+items = lambda s, cursor=True: obj(["items"], {"items": {"type": "array", "items": s},
+                                                **({"next_cursor": {"type": ["string", "null"]}} if cursor else {})})
+
+# operations
+op("GET", "/healthz", "healthz", "Liveness", "operations", {"200": js(obj(["status"], {"status": S(const="ok")}))}, "none", open_route=True)
+op("GET", "/readyz", "readyz", "Readiness: store (and Redis) answer, schema current", "operations",
+   {"200": js(obj(["status"], {"status": S(const="ready"), "store": S(), "redis": S()}))}, "none", open_route=True)
+op("GET", "/metrics", "metrics", "Prometheus metrics (text exposition format)", "operations",
+   {"200": {"description": "metrics", "headers": std_headers, "content": {"text/plain": {"schema": S()}}}}, "none", open_route=True)
+op("GET", "/v1/openapi.json", "openapi", "This document", "operations",
+   {"200": js(obj(["openapi", "paths"], {"openapi": S(), "paths": {"type": "object"}}))}, "none", open_route=True)
+
+op("POST", "/v1/projects", "createProject", "Create a project", "tenancy", {"201": js(REF("Project"), "created")},
+   "platform-admin", body=obj(["id"], {"id": S()}, extra=False))
+op("GET", "/v1/projects", "listProjects", "List projects (a project key sees its own)", "tenancy",
+   {"200": js(items(REF("Project")))}, "any", extra_params=["limit", "cursor"])
+op("GET", "/v1/projects/{project}", "getProject", "A project", "tenancy", {"200": js(REF("Project"))}, "reader")
+op("POST", "/v1/projects/{project}/keys", "createKey", "Create an API key (the secret is shown once)", "tenancy",
+   {"201": js(REF("Key"), "created")}, "project-admin",
+   body=obj(["name", "scope"], {"name": S(), "scope": S()}, extra=False))
+op("GET", "/v1/projects/{project}/keys", "listKeys", "List keys (no secrets)", "tenancy",
+   {"200": js(items(REF("Key"), cursor=False))}, "project-admin")
+op("DELETE", "/v1/projects/{project}/keys/{key_id}", "revokeKey", "Revoke a key (at once)", "tenancy",
+   {"204": NOBODY}, "project-admin")
+op("GET", "/v1/projects/{project}/audit", "listAudit", "The audit trail, oldest first", "audit",
+   {"200": js(items(REF("AuditEvent")))}, "operator",
+   extra_params=["limit", "cursor", {"name": "action", "in": "query", "schema": S()},
+                 {"name": "since", "in": "query", "schema": S()}])
+
+C = "/v1/projects/{project}/contracts/{family}/{contract}"
+op("POST", C + "/revisions", "createRevision", "New draft revision", "contracts", {"201": js(REF("Revision"), "created")},
+   "operator", body=obj(["body"], {"body": {"type": "object"}}, extra=False))
+op("GET", C + "/revisions", "listRevisions", "Revisions of a contract", "contracts",
+   {"200": js(items(REF("Revision"), cursor=False))}, "reader")
+op("GET", C + "/revisions/{rev}", "getRevision", "A revision (signature verified)", "contracts",
+   {"200": js(REF("Revision"))}, "reader")
+op("PUT", C + "/revisions/{rev}", "updateRevision", "Replace a draft's body", "contracts",
+   {"200": js(REF("Revision"))}, "operator", body=obj(["body"], {"body": {"type": "object"}}, extra=False))
+op("GET", C + "/revisions/{rev}/diff/{other}", "diffRevisions", "RFC 6902 JSON Patch from rev to other", "contracts",
+   {"200": js({"type": "array", "items": obj(["op", "path"], {"op": S(), "path": S()})})}, "reader")
+op("POST", C + "/revisions/{rev}/{action}", "revisionAction",
+   "publish (hash + sign), approve, activate (ADR-113) or revoke a revision", "contracts",
+   {"200": js({"anyOf": [REF("Revision"),
+                         obj(["revision_id", "activated", "approvals", "threshold"], {
+                             "revision_id": UUID, "activated": B, "suggested": B, "approvals": I(), "threshold": I(),
+                             "old_revision_id": UUIDN, "event_id": UUIDN}),
+                         obj(["revision_id", "state"], {"revision_id": UUID, "state": S(const="revoked")})]},
+              "publish: the revision; activate: the outcome; revoke: the new state"),
+    "201": js(obj(["revision_id", "principal", "approved_at", "expires_at"], {
+        "revision_id": UUID, "principal": S(), "approved_at": TS, "expires_at": TS}), "approve: the approval"),
+    "202": js(obj(["revision_id", "activated", "approvals", "threshold"], {
+        "revision_id": UUID, "activated": {"const": False}, "suggested": B, "approvals": I(), "threshold": I()}),
+        "activate in suggest mode below the threshold: nothing changed")},
+   "operator (revoke: project-admin)")
+op("GET", C + "/active", "activeRevision", "The active revision, hash and signature verified", "contracts",
+   {"200": js(REF("Revision"))}, "reader")
+op("GET", C + "/convergence", "contractConvergence",
+   "Which live processes serve each recent activation, and how long after its commit", "contracts",
+   {"200": js(REF("Convergence"))}, "reader",
+   extra_params=[{"name": "limit", "in": "query", "schema": I(minimum=1, maximum=100, default=10)}])
+
+RUNREQ = obj(["workflow"], {"workflow": {"type": "array", "items": obj(["kind"], {"kind": S(), "args": {"type": "object"}})},
+                            "input": ANY, "mode": S(enum=["live", "shadow"]), "priority": I(),
+                            "max_attempts": I(), "timeout_s": I(), "idempotency_key": S()})
+op("POST", "/v1/platform/runs", "submitRun", "Submit a run in the key's project", "runs",
+   {"201": js(REF("Run"), "created"), "200": js(REF("Run"), "replayed (same Idempotency-Key, same request)")},
+   "operator", body=RUNREQ, extra_params=["IdempotencyKey"])
+op("GET", "/v1/platform/runs", "listRuns", "Runs, newest first", "runs", {"200": js(items(REF("Run")))}, "reader",
+   extra_params=["limit", "cursor", {"name": "state", "in": "query", "schema": S()}])
+op("POST", "/v1/platform/runs:batch", "submitRuns", "Submit up to 1,000 runs in one transaction", "runs",
+   {"200": js(obj(["results", "created", "replayed", "refused"], {
+       "results": {"type": "array", "items": obj(["status"], {"status": I(), "run_id": UUID, "code": S(), "detail": S(), "pointer": S()})},
+       "created": I(), "replayed": I(), "refused": I()}))}, "operator",
+   body=obj(["runs"], {"runs": {"type": "array", "minItems": 1, "maxItems": 1000, "items": RUNREQ}}))
+op("GET", "/v1/platform/runs/{run_id}", "getRun", "A run with its journal and transitions", "runs",
+   {"200": js(REF("Run"))}, "reader")
+op("POST", "/v1/platform/runs/{run_id}/cancel", "cancelRun", "Cancel a run", "runs", {"200": js(REF("Run"))}, "operator")
+op("GET", "/v1/platform/runs/{run_id}/diff/{other}", "diffRuns", "Step-by-step comparison of two runs", "runs",
+   {"200": js(obj(["a", "b", "same"], {"a": UUID, "b": UUID, "same": B, "steps": {"type": "array"}}))}, "reader")
+op("POST", "/v1/platform/runs/{run_id}/approve", "decideRun", "Approve or deny a waiting run with an approval token",
+   "approvals", {"200": js(obj(["run_id", "state", "moved"], {
+       "run_id": UUID, "state": S(), "approvals": I(), "threshold": I(), "moved": B, "decisions": {"type": "array"}}))},
+   "none (the token is the credential)", body=obj(["token"], {"token": S()}, extra=False), open_route=True)
+op("POST", "/v1/platform/approval-tokens", "mintApprovalToken", "Mint an HS256 approval token", "approvals",
+   {"201": js(obj(["token", "claims"], {"token": S(), "claims": REF("Claims")}), "created")}, "project-admin",
+   body=obj(["run_id", "sub", "action"], {"run_id": UUID, "sub": S(), "action": S(enum=["approve", "deny"]), "ttl_s": I()}))
+op("POST", "/v1/platform/approval-tokens:verify", "verifyApprovalToken", "Verify a token (nothing used up)", "approvals",
+   {"200": js(obj(["valid", "claims"], {"valid": {"const": True}, "claims": REF("Claims")}))}, "reader",
+   body=obj(["token"], {"token": S()}, extra=False))
+
+op("POST", "/v1/chat/completions", "chatCompletions", "OpenAI chat completion through the LLM gateway", "llm",
+   {"200": {"description": "a chat completion, or an SSE stream when stream is true", "headers": std_headers,
+            "content": {"application/json": {"schema": obj(["choices"], {"id": S(), "object": S(), "model": S(),
+                                                                         "choices": {"type": "array"}, "usage": {"type": "object"}})},
+                        "text/event-stream": {"schema": S()}}}}, "worker",
+   body=obj(["messages"], {"model": S(), "messages": {"type": "array"}, "stream": B}))
+op("GET", "/v1/models", "listModels", "Route names and models of the project's active policy", "llm",
+   {"200": js(obj(["object", "data"], {"object": S(const="list"), "data": {"type": "array", "items": obj(["id"], {"id": S()})}}))}, "worker")
+
+MCP = "/v1/projects/{project}/mcp"
+RPCERR = {"description": "a JSON-RPC error: the MCP endpoint never answers problem+json; data.code is the stable "
+                         "code (gate refusals E-MCP-GATE-001..009)",
+          "headers": std_headers, "content": {"application/json": {"schema": REF("JsonRpc")}}}
+op("POST", MCP, "mcpPost", "MCP Streamable HTTP: JSON-RPC to the project's tools (five gates)", "mcp",
+   {"200": {"description": "a JSON-RPC response (errors are JSON-RPC errors with data.code), or an SSE stream",
+            "headers": std_headers,
+            "content": {"application/json": {"schema": REF("JsonRpc")}, "text/event-stream": {"schema": S()}}},
+    "202": {"description": "a notification or response accepted", "headers": std_headers}},
+   "worker", body={"type": ["object", "array"]}, open_route=True, errors=RPCERR,
+   extra_params=[{"name": "Mcp-Session-Id", "in": "header", "schema": S()},
+                 {"name": "MCP-Protocol-Version", "in": "header", "schema": S()}])
+op("GET", MCP, "mcpGet", "The server-initiated stream: not offered (405)", "mcp",
+   {"405": RPCERR | {"description": "no server-initiated stream (a JSON-RPC error)"}}, "worker",
+   open_route=True, errors=RPCERR)
+op("DELETE", MCP, "mcpDelete", "End a legacy MCP session", "mcp", {"204": NOBODY}, "worker", open_route=True,
+   errors=RPCERR,
+   extra_params=[{"name": "Mcp-Session-Id", "in": "header", "schema": S()}])
+
+op("POST", "/v1/projects/{project}/channels/{bot}/messages", "sendChannelMessage", "Queue a message for the channel hub",
+   "channels", {"202": js(obj(["msg_id", "state"], {"msg_id": UUID, "state": S(const="pending")}), "queued")},
+   "operator", body=obj(["chat_id", "text"], {"chat_id": {"type": ["string", "integer"]}, "text": S(), "fingerprint": S()}))
+op("POST", "/v1/channels/telegram/{project}/{bot}", "telegramWebhook", "Telegram webhook: one update", "channels",
+   {"200": js(obj(["ok"], {"ok": {"const": True}}))}, "none (X-Telegram-Bot-Api-Secret-Token)",
+   body={"type": "object"}, open_route=True,
+   extra_params=[{"name": "X-Telegram-Bot-Api-Secret-Token", "in": "header", "required": True, "schema": S()}])
+
+op("GET", "/v1/projects/{project}/budget", "getBudget", "Spend against the limits of the current period", "budget",
+   {"200": js(obj(["project", "budget", "period", "suspended"], {
+       "project": S(), "budget": B, "period": S(), "period_kind": S(), "resets": S(), "suspended": B, "reason": S(),
+       "limit": I(), "reserved": I(), "settled": I(), "ledger": {"type": "object"}, "models": {"type": "array"}}))},
+   "reader", extra_params=[{"name": "run", "in": "query", "schema": UUID}])
+op("GET", "/v1/projects/{project}/budget/ledger", "budgetLedger", "Ledger entries", "budget",
+   {"200": js(obj(["entries"], {"entries": {"type": "array"}, "next": {"type": ["integer", "null"]}}))}, "reader",
+   extra_params=["limit", {"name": "after", "in": "query", "schema": I(minimum=0)},
+                 {"name": "run", "in": "query", "schema": UUID}])
+op("POST", "/v1/projects/{project}/budget/{action}", "budgetAction", "suspend or resume the project's model calls",
+   "budget", {"200": js({"type": "object"})}, "project-admin", body={"type": "object"})
+
+doc = {
+    "openapi": "3.1.0",
+    "info": {"title": "awooop", "version": "0.1.0",
+             "description": "The control plane for AI agent operations: tenancy, contracts and their activation "
+                            "(ADR-113), runs, approvals, the LLM and MCP gateways, budgets, channels. Errors are "
+                            "application/problem+json with a stable code (docs/errors.md); every response carries "
+                            "traceparent and X-Request-Id.",
+             "license": {"name": "Proprietary", "identifier": "LicenseRef-awooop"}},
+    "servers": [{"url": "http://127.0.0.1:8080", "description": "the embedded shape's default"}],
+    "security": [{"apiKey": []}],
+    "tags": [{"name": t, "description": d} for t, d in [
+        ("operations", "health, readiness, metrics, this document"), ("tenancy", "projects and API keys"),
+        ("audit", "the hash-chained audit trail"), ("contracts", "revisions, approvals, activation, convergence"),
+        ("runs", "durable runs"), ("approvals", "approval tokens and decisions"), ("llm", "the LLM gateway"),
+        ("mcp", "the MCP gateway"), ("channels", "the channel hub"), ("budget", "the token budget ledger")]],
+    "paths": paths,
+    "components": {"schemas": schemas, "parameters": params, "headers": HDR,
+                   "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "awk_...",
+                                                  "description": "an API key; it decides the project"}}},
+}
+
+text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
+if len(sys.argv) > 1 and sys.argv[1] == "--check":
+    cur = open(OUT).read() if os.path.exists(OUT) else ""
+    if cur != text:
+        print("docs/api/openapi.json is not what docs/api/openapi.py writes: run it", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0)
+open(OUT, "w").write(text)
+print(f"wrote {OUT}: {sum(len(v) for v in paths.values())} operations")
