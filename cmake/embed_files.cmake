@@ -1,12 +1,21 @@
 # Generates a C file holding text files as {name, text} pairs, sorted by name.
 # cmake -DOUT=file.c -DVAR=name -DSRC_DIR=dir -DSUFFIX=.schema.json -P embed_files.cmake
-file(GLOB files "${SRC_DIR}/*${SUFFIX}")
+# (SUFFIX ALL: every file of the directory, named with its extension)
+if(SUFFIX STREQUAL "ALL")
+  file(GLOB files "${SRC_DIR}/*")
+else()
+  file(GLOB files "${SRC_DIR}/*${SUFFIX}")
+endif()
 list(SORT files)
 set(body "/* generated from ${SRC_DIR} - do not edit */\n#include <stddef.h>\n\n")
 string(APPEND body "const struct { const char *name; const char *text; } ${VAR}[] = {\n")
 foreach(f ${files})
   get_filename_component(fname "${f}" NAME)
-  string(REPLACE "${SUFFIX}" "" name "${fname}")
+  if(SUFFIX STREQUAL "ALL")
+    set(name "${fname}")  # every file, under its whole name
+  else()
+    string(REPLACE "${SUFFIX}" "" name "${fname}")
+  endif()
   file(READ "${f}" text)
   string(REPLACE "\\" "\\\\" text "${text}")
   string(REPLACE "\"" "\\\"" text "${text}")

@@ -7,7 +7,7 @@ BUILD_PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
   libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev
   libhiredis-dev libssl-dev libgnutls28-dev libjwt-dev libpcre2-dev libhyperscan-dev)
 TEST_PKGS=(libcmocka-dev postgresql-15 redis-server curl jq sqlite3 json-schema-test-suite clang-format
-  python3 python3-jsonschema util-linux prometheus)
+  python3 python3-jsonschema util-linux prometheus chromium)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then

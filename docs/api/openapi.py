@@ -135,6 +135,7 @@ params = {
     "key_id": {"name": "key_id", "in": "path", "required": True, "schema": UUID},
     "bot": {"name": "bot", "in": "path", "required": True, "schema": S()},
     "action": {"name": "action", "in": "path", "required": True, "schema": S()},
+    "file": {"name": "file", "in": "path", "required": True, "schema": S(pattern=r"^[a-z0-9_.-]+$")},
     "limit": {"name": "limit", "in": "query", "required": False, "schema": I(minimum=1, maximum=1000)},
     "cursor": {"name": "cursor", "in": "query", "required": False, "schema": S()},
     "IdempotencyKey": {"name": "Idempotency-Key", "in": "header", "required": False,
@@ -194,6 +195,19 @@ op("GET", "/v1/projects/{project}/audit", "listAudit", "The audit trail, oldest 
    {"200": js(items(REF("AuditEvent")))}, "operator",
    extra_params=["limit", "cursor", {"name": "action", "in": "query", "schema": S()},
                  {"name": "since", "in": "query", "schema": S()}])
+
+op("GET", "/v1/projects/{project}/audit/verify", "verifyAudit", "Walk the project's whole audit chain", "audit",
+   {"200": js(obj(["project", "ok", "records", "break_seq", "reason"], {
+       "project": S(), "ok": B, "records": I(minimum=0),
+       "break_seq": I(minimum=0, description="the first bad record (0 when intact)"), "reason": S()}))}, "operator")
+CONSOLE = {"description": "a file of the console (HTML, JavaScript, CSS), built into the binary; served with a strict "
+                          "Content-Security-Policy",
+           "headers": std_headers | {"Content-Security-Policy": {"schema": S()}},
+           "content": {"text/html": {"schema": S()}, "text/javascript": {"schema": S()}, "text/css": {"schema": S()}}}
+op("GET", "/console", "console", "The web console", "console", {"200": CONSOLE}, "none (the console asks for a key)",
+   open_route=True)
+op("GET", "/console/{file}", "consoleFile", "A file of the web console", "console", {"200": CONSOLE}, "none",
+   open_route=True)
 
 C = "/v1/projects/{project}/contracts/{family}/{contract}"
 op("POST", C + "/revisions", "createRevision", "New draft revision", "contracts", {"201": js(REF("Revision"), "created")},
@@ -318,7 +332,8 @@ doc = {
         ("operations", "health, readiness, metrics, this document"), ("tenancy", "projects and API keys"),
         ("audit", "the hash-chained audit trail"), ("contracts", "revisions, approvals, activation, convergence"),
         ("runs", "durable runs"), ("approvals", "approval tokens and decisions"), ("llm", "the LLM gateway"),
-        ("mcp", "the MCP gateway"), ("channels", "the channel hub"), ("budget", "the token budget ledger")]],
+        ("mcp", "the MCP gateway"), ("channels", "the channel hub"), ("budget", "the token budget ledger"),
+        ("console", "the web console's files")]],
     "paths": paths,
     "components": {"schemas": schemas, "parameters": params, "headers": HDR,
                    "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "awk_...",

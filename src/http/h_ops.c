@@ -3,6 +3,7 @@
  * configured, Redis reachable) and Prometheus metrics. No authentication: they
  * reveal no tenant data.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +46,13 @@ void aw_h_metrics(aw_req *r)
 	free(text);
 }
 
-/* docs/api/openapi.json, embedded at build time (cmake/embed_files.cmake). */
-extern const struct {
+/* docs/api/openapi.json and console/, embedded at build time
+ * (cmake/embed_files.cmake). */
+typedef struct {
 	const char *name;
 	const char *text;
-} aw_api_docs[];
+} embedded;
+extern const embedded aw_api_docs[], aw_console_files[];
 
 void aw_h_openapi(aw_req *r)
 {
@@ -57,4 +60,34 @@ void aw_h_openapi(aw_req *r)
 		if (!strcmp(aw_api_docs[i].name, "openapi"))
 			return aw_reply_text(r, 200, "application/json", aw_api_docs[i].text);
 	aw_reply_problem(r, AW_E_INTERNAL, NULL);
+}
+
+/* GET /console and /console/{file}: the web console's files (console/),
+ * built into the binary. A strict Content-Security-Policy: scripts and styles
+ * only from these files, no inline code, connections only to this origin. */
+void aw_h_console(aw_req *r)
+{
+	const char *file = r->nsegs > 1 && r->segs[1][0] ? r->segs[1] : "index.html";
+	static const struct {
+		const char *ext, *ctype;
+	} types[] = {{".html", "text/html; charset=utf-8"},
+		     {".js", "text/javascript; charset=utf-8"},
+		     {".css", "text/css; charset=utf-8"},
+		     {".svg", "image/svg+xml"}};
+	const char *ctype = NULL, *dot = strrchr(file, '.');
+	for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+		if (!strcmp(dot, types[i].ext))
+			ctype = types[i].ctype;
+	for (int i = 0; ctype && aw_console_files[i].name; i++)
+		if (!strcmp(aw_console_files[i].name, file)) {
+			r->xhdr_name = "Content-Security-Policy";
+			snprintf(r->xhdr_value, sizeof r->xhdr_value, "%s",
+				 "default-src 'none'; script-src 'self'; style-src 'self'; "
+				 "connect-src 'self'; img-src 'self'; base-uri 'none'; "
+				 "form-action 'none'; frame-ancestors 'none'");
+			return aw_reply_text(r, 200, ctype, aw_console_files[i].text);
+		}
+	aw_error err;
+	aw_fail(&err, AW_E_REQ_ROUTE, "no such console file");
+	aw_reply_problem(r, AW_E_REQ_ROUTE, &err);
 }

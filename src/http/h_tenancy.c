@@ -244,3 +244,22 @@ void aw_h_audit_list(aw_req *r)
 	aw_audit_rows_free(rows, n);
 	aw_reply_json(r, 200, body);
 }
+
+/* GET /v1/projects/{project}/audit/verify: the whole chain walked in the
+ * store (aw_audit_verify), for operators and the console. */
+void aw_h_audit_verify(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (aw_project_segment_or_reply(r, r->segs[2]) ||
+	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped))
+		return;
+	aw_audit_report rep;
+	aw_err e = aw_audit_verify(r->store, &scoped, &rep, &err);
+	if (e)
+		return aw_reply_problem(r, e, &err);
+	aw_reply_json(r, 200,
+		      json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", scoped.project, "ok", rep.ok,
+				"records", (json_int_t)rep.records, "break_seq",
+				(json_int_t)rep.break_seq, "reason", rep.reason));
+}

@@ -46,7 +46,7 @@ typedef struct aw_req {
 	void (*done)(struct aw_req *r);
 	void *svc;	       /* the handler's own state */
 	const char *xhdr_name; /* one more response header (static name), or NULL */
-	char xhdr_value[128];
+	char xhdr_value[192];
 } aw_req;
 
 typedef void (*aw_handler)(aw_req *r);
@@ -108,6 +108,8 @@ void aw_h_healthz(aw_req *r);
 void aw_h_readyz(aw_req *r);
 void aw_h_metrics(aw_req *r);
 void aw_h_openapi(aw_req *r);
+void aw_h_audit_verify(aw_req *r);
+void aw_h_console(aw_req *r);
 void aw_h_projects_create(aw_req *r);
 void aw_h_projects_list(aw_req *r);
 void aw_h_project_get(aw_req *r);

@@ -16,6 +16,9 @@ static const struct {
 	{"GET", "/readyz", aw_h_readyz, 1},
 	{"GET", "/metrics", aw_h_metrics, 1},
 	{"GET", "/v1/openapi.json", aw_h_openapi, 1},
+	/* open: the console's files; it calls the API with the key typed in */
+	{"GET", "/console", aw_h_console, 1},
+	{"GET", "/console/{file}", aw_h_console, 1},
 	{"POST", "/v1/projects", aw_h_projects_create, 0},
 	{"POST", "/v1/platform/runs", aw_h_runs_submit, 0},
 	{"GET", "/v1/platform/runs", aw_h_runs_list, 0},
@@ -35,6 +38,7 @@ static const struct {
 	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list, 0},
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke, 0},
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
+	{"GET", "/v1/projects/{project}/audit/verify", aw_h_audit_verify, 0},
 	/* open: the MCP endpoint answers a missing key as JSON-RPC (gate 1) */
 	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, 1},
 	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, 1},
