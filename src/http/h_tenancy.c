@@ -259,7 +259,7 @@ void aw_h_audit_verify(aw_req *r)
 	if (e)
 		return aw_reply_problem(r, e, &err);
 	aw_reply_json(r, 200,
-		      json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", scoped.project, "ok", rep.ok,
-				"records", (json_int_t)rep.records, "break_seq",
+		      json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", scoped.project, "ok",
+				rep.ok, "records", (json_int_t)rep.records, "break_seq",
 				(json_int_t)rep.break_seq, "reason", rep.reason));
 }
