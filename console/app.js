@@ -340,8 +340,15 @@ function parseMetrics(text) {
 }
 
 async function viewOps() {
-  const box = el('div');
-  view('Relay and metrics', el('p', { class: 'muted', text: 'From this process\'s /metrics, refreshed every 2 s.' }), box);
+  const box = el('div'), keys = el('div');
+  view('Relay and metrics', el('p', { class: 'muted', text: 'From this process\'s /metrics, refreshed every 2 s.' }), box,
+    el('h2', { text: 'Redis key migration (INV-1)' }), keys);
+  const k = await api('GET', `/v1/projects/${enc(project())}/key-migrations`);
+  keys.replaceChildren(k.ok ? table([{ label: 'Pattern', get: (x) => x.pattern }, { label: 'Priority', get: (x) => x.priority },
+    { label: 'Phase', get: (x) => x.phase }, { label: 'Since', get: (x) => x.since || '-' },
+    { label: 'Reads / new hits / fallbacks / old reads', num: true, get: (x) => x.counters ? [x.counters.reads, x.counters.new_hits, x.counters.fallbacks, x.counters.old_reads].join(' / ') : '-' }],
+  k.data.items, k.data.redis ? 'Phases and this process\'s counters' : 'Phases (no Redis configured: no counters)')
+    : el('p', { class: 'muted', text: 'Key migrations need an operator key (' + ((k.data && k.data.code) || k.status) + ').' }));
   every(2000, async () => {
     const r = await fetch('/metrics', { cache: 'no-store' });
     const m = parseMetrics(await r.text());

@@ -200,6 +200,16 @@ op("GET", "/v1/projects/{project}/audit/verify", "verifyAudit", "Walk the projec
    {"200": js(obj(["project", "ok", "records", "break_seq", "reason"], {
        "project": S(), "ok": B, "records": I(minimum=0),
        "break_seq": I(minimum=0, description="the first bad record (0 when intact)"), "reason": S()}))}, "operator")
+op("GET", "/v1/projects/{project}/key-migrations", "keyMigrations",
+   "INV-1 Redis key migration: the phase of every tenant key pattern and the counters that gate the next one",
+   "operations", {"200": js(obj(["project", "redis", "items"], {
+       "project": S(), "redis": {"type": "boolean", "description": "false: no Redis, phases from the store, no counters"},
+       "items": {"type": "array", "items": obj(["pattern", "priority", "phase", "legacy", "since", "counters"], {
+           "pattern": S(), "priority": S(), "phase": S(enum=["none", "A", "B", "C", "done"]), "legacy": S(),
+           "since": {"type": ["string", "null"]},
+           "counters": {"type": ["object", "null"], "description": "this process's reads since the phase began",
+                        "properties": {"reads": I(), "new_hits": I(), "fallbacks": I(), "old_reads": I()}}})}}))},
+   "operator")
 CONSOLE = {"description": "a file of the console (HTML, JavaScript, CSS), built into the binary; served with a strict "
                           "Content-Security-Policy",
            "headers": std_headers | {"Content-Security-Policy": {"schema": S()}},

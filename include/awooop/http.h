@@ -39,6 +39,7 @@ typedef struct {
 	struct aw_policy_cache *policy; /* borrowed; the guard's cache (budget status) */
 	struct aw_mcp *mcp;		/* borrowed; the MCP gateway (NULL: /mcp answers 503) */
 	struct aw_approvals *approvals; /* borrowed; approval tokens and decisions */
+	struct aw_kv *kv; /* borrowed; key-migration phases and counters (NULL: store only) */
 	const struct aw_hub_opts *channels; /* borrowed; webhook mode (NULL: 404) */
 	int llm_timeout_s;		    /* a model call's whole life on the API; default 600 */
 	const char *tls_cert, *tls_key;	    /* PEM files: HTTPS (TLS 1.2+) instead of HTTP */

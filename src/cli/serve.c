@@ -464,6 +464,7 @@ int aw_cmd_serve(int argc, char **argv)
 				   .llm = llm,
 				   .mcp = mcp,
 				   .approvals = approvals,
+				   .kv = kv,
 				   .channels = policy ? &hu : NULL,
 				   .policy = policy,
 				   .llm_timeout_s = (int)wv[8],

@@ -10,6 +10,9 @@
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/ident.h"
+#include "awooop/keys.h"
+#include "awooop/kv.h"
+#include "awooop/store/keymig.h"
 #include "awooop/tenancy.h"
 #include "http_internal.h"
 
@@ -262,4 +265,57 @@ void aw_h_audit_verify(aw_req *r)
 		      json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", scoped.project, "ok",
 				rep.ok, "records", (json_int_t)rep.records, "break_seq",
 				(json_int_t)rep.break_seq, "reason", rep.reason));
+}
+
+/* GET /v1/projects/{project}/key-migrations: the INV-1 phase of every tenant
+ * key pattern and, with Redis, this process's counters that gate the next
+ * phase (aw_kv_status_get); without Redis the phases from the store. */
+void aw_h_key_migrations(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (aw_project_segment_or_reply(r, r->segs[2]) ||
+	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped))
+		return;
+	json_t *items = json_array();
+	aw_err e = AW_OK;
+	for (int i = 0; !e && i < aw_keys_count(); i++) {
+		const aw_key_pattern *p = aw_keys_at(i);
+		if (p->scope != AW_KEY_TENANT)
+			continue;
+		aw_kv_status st = {0};
+		json_t *counters = json_null();
+		if (r->opts->kv) {
+			e = aw_kv_status_get(r->opts->kv, &scoped, p->name, &st, &err);
+			if (!e)
+				counters = json_pack("{s:I,s:I,s:I,s:I}", "reads",
+						     (json_int_t)st.reads, "new_hits",
+						     (json_int_t)st.new_hits, "fallbacks",
+						     (json_int_t)st.fallbacks, "old_reads",
+						     (json_int_t)st.old_reads);
+		} else {
+			aw_txn *t = NULL;
+			if (!(e = aw_store_begin(r->store, &scoped, AW_TXN_READ, &t, &err))) {
+				e = aw_store_keymig_get(t, p->name, st.phase, sizeof st.phase,
+							st.since, &err);
+				aw_store_rollback(t);
+			}
+		}
+		if (!e)
+			json_array_append_new(
+				items, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "pattern", p->name,
+						 "priority", p->priority, "phase", st.phase,
+						 "legacy", p->legacy, "since",
+						 st.since[0] ? json_string(st.since) : json_null(),
+						 "counters", counters));
+		else
+			json_decref(counters);
+	}
+	if (e) {
+		json_decref(items);
+		return aw_reply_problem(r, e, &err);
+	}
+	aw_reply_json(r, 200,
+		      json_pack("{s:s,s:b,s:o}", "project", scoped.project, "redis",
+				r->opts->kv != NULL, "items", items));
 }

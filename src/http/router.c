@@ -39,6 +39,7 @@ static const struct {
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke, 0},
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
 	{"GET", "/v1/projects/{project}/audit/verify", aw_h_audit_verify, 0},
+	{"GET", "/v1/projects/{project}/key-migrations", aw_h_key_migrations, 0},
 	/* open: the MCP endpoint answers a missing key as JSON-RPC (gate 1) */
 	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, 1},
 	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, 1},

@@ -114,6 +114,14 @@ expect "bad contract id" 400 .code E-CONTRACT-009
 req GET "/v1/projects/flt2/contracts/policy_routing/default/convergence" "$OTHER"
 expect "a contract never activated" 200 '.activations | length' 0
 
+# key migrations: every tenant pattern's phase (and, with Redis, counters)
+req GET /v1/projects/flt/key-migrations "$OP"
+expect "key migrations" 200 '.items | length > 5' true
+check "phases start at none" "$(jbody '(.items | length) as $n | [.items[] | select(.phase == "none")] | length == $n')" true
+check "counters with Redis only" "$(jbody '.redis == ([.items[].counters | select(. != null)] | length > 0)')" true
+req GET /v1/projects/flt/key-migrations "$RD"
+expect "key migrations need an operator" 403 .code E-AUTH-003
+
 # a SIGKILLed watcher is dropped after three missed reports; SIGTERM forgets
 kill -KILL "${WPID[1]}"
 sleep 1.3
