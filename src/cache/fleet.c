@@ -68,13 +68,18 @@ static void on_change(void *ud, const char *project, const char *family, const c
 	pthread_mutex_unlock(&f->mu);
 }
 
+static void fleet_ctx(aw_ctx *ctx, const char *project)
+{
+	aw_ctx_system(ctx, project);
+	snprintf(ctx->principal, sizeof ctx->principal, "fleet");
+}
+
 /* Writes the items of one project (all of them, or only the changed ones). */
 static void report_project(aw_fleet *f, const char *project, const aw_fleet_item *its, int n,
 			   int prune)
 {
 	aw_ctx ctx;
-	aw_ctx_system(&ctx, project);
-	snprintf(ctx.principal, sizeof ctx.principal, "fleet");
+	fleet_ctx(&ctx, project);
 	char now[AW_TS_LEN + 1], gone[AW_TS_LEN + 1], keep[AW_TS_LEN + 1];
 	int64_t ms = aw_clock_wall_ms();
 	aw_clock_format(ms, now);
@@ -213,8 +218,7 @@ void aw_fleet_stop(aw_fleet *f)
 	while (f->items) {
 		item *i = f->items;
 		aw_ctx ctx;
-		aw_ctx_system(&ctx, i->project);
-		snprintf(ctx.principal, sizeof ctx.principal, "fleet");
+		fleet_ctx(&ctx, i->project);
 		aw_txn *t = NULL;
 		aw_error err = {0};
 		if (!aw_store_begin(f->o.store, &ctx, AW_TXN_WRITE, &t, &err)) {
