@@ -253,7 +253,8 @@ op("GET", C + "/convergence", "contractConvergence",
 
 RUNREQ = obj(["workflow"], {"workflow": {"type": "array", "items": obj(["kind"], {"kind": S(), "args": {"type": "object"}})},
                             "input": ANY, "mode": S(enum=["live", "shadow"]), "priority": I(),
-                            "max_attempts": I(), "timeout_s": I(), "idempotency_key": S()})
+                            "max_attempts": I(), "timeout_s": I(), "idempotency_key": S(),
+                            "run_at": {**TS, "description": "not before this time (within a year); a past time runs now"}})
 op("POST", "/v1/platform/runs", "submitRun", "Submit a run in the key's project", "runs",
    {"201": js(REF("Run"), "created"), "200": js(REF("Run"), "replayed (same Idempotency-Key, same request)")},
    "operator", body=RUNREQ, extra_params=["IdempotencyKey"])

@@ -52,9 +52,10 @@ typedef struct {
 	json_t *workflow; /* array of {"kind", "args"} (owned) */
 	json_t *input;	  /* any JSON or NULL (owned) */
 	int shadow;
-	int priority;	  /* -1000..1000, higher first; default 0 */
-	int max_attempts; /* 1..100; default 3 */
-	int timeout_s;	  /* per attempt, 1..86400; default 300 */
+	int priority;		    /* -1000..1000, higher first; default 0 */
+	int max_attempts;	    /* 1..100; default 3 */
+	int timeout_s;		    /* per attempt, 1..86400; default 300 */
+	char run_at[AW_TS_LEN + 1]; /* not before this time ("" now); within a year */
 } aw_run_request;
 
 /* Strictly decodes a POST /v1/platform/runs body and checks every step against
@@ -193,6 +194,7 @@ typedef struct {
 	int retry_base_ms; /* backoff base (x2 per attempt, +-25% jitter); default 1000 */
 	int retry_max_ms;  /* backoff cap; default 60000 */
 	int reaper;	   /* run the reaper loop; default on (-1 = off) */
+	int retention_h;   /* the reaper prunes runs finished this long ago; 0 keeps all */
 } aw_worker_opts;
 
 aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err);

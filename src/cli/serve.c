@@ -211,6 +211,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "the public base URL Telegram posts webhook bots' updates to "
 		 "(<URL>/v1/channels/telegram/<project>/<bot>)",
 		 NULL},
+		{"run-retention-h", "AWOOOP_RUN_RETENTION_H", "168", 0,
+		 "finished runs (and their journals) are deleted this many hours after they end; "
+		 "0 keeps them (their audit records always stay)",
+		 NULL},
 		{"fleet-report-ms", "AWOOOP_FLEET_REPORT_MS", "5000", 0,
 		 "how often the process reports the revisions it serves (the contracts' "
 		 "convergence endpoint; gone after 3 missed reports)",
@@ -277,6 +281,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"channel-per-chat-ms", 1, 60000},
 		{"channel-per-bot", 1, 64},
 		{"fleet-report-ms", 100, 600000},
+		{"run-retention-h", 0, 87600},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -308,7 +313,8 @@ int aw_cmd_serve(int argc, char **argv)
 			     .lease_ms = (int)wv[3],
 			     .poll_ms = (int)wv[4],
 			     .retry_base_ms = (int)wv[5],
-			     .retry_max_ms = (int)wv[6]};
+			     .retry_max_ms = (int)wv[6],
+			     .retention_h = (int)wv[22]};
 
 	/* Block the stop signals (and SIGHUP, reload) in every thread; the main
 	 * thread waits for them. */

@@ -6,11 +6,44 @@
  * awooop_runs from any process.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "awooop/clock.h"
+#include "awooop/log.h"
+#include "awooop/metrics.h"
 #include "worker.h"
+
+#define PRUNE_BATCH 1000
+#define PRUNE_EVERY_NS (60 * 1000000000LL)
+
+/* Retention: deletes finished runs older than retention_h in batches (short
+ * transactions, no long lock), at most 20 batches a round; another round
+ * follows at once when the last batch was full, else a minute later. */
+static int64_t prune(aw_worker *w)
+{
+	char before[AW_TS_LEN + 1];
+	aw_clock_format(aw_clock_wall_ms() - (int64_t)w->o.retention_h * 3600000LL, before);
+	int64_t total = 0, n = PRUNE_BATCH;
+	aw_error err = {0};
+	for (int i = 0; i < 20 && n == PRUNE_BATCH && !atomic_load(&w->stop); i++) {
+		if (aw_store_runs_prune(w->s, before, PRUNE_BATCH, &n, &err)) {
+			aw_log(AW_LOG_WARN, NULL, "run retention: prune failed", "detail", err.msg,
+			       NULL);
+			return 0;
+		}
+		total += n;
+	}
+	if (total) {
+		char c[24];
+		snprintf(c, sizeof c, "%lld", (long long)total);
+		aw_log(AW_LOG_INFO, NULL, "run retention: finished runs pruned", "count", c,
+		       "before", before, NULL);
+		aw_metrics_run_event("pruned", (double)total);
+	}
+	return n == PRUNE_BATCH ? 0 : PRUNE_EVERY_NS;
+}
 
 /* Renews leases, flags lost runs, and reaps expired leases. */
 void *aw_worker_heartbeat_main(void *arg)
@@ -19,6 +52,7 @@ void *aw_worker_heartbeat_main(void *arg)
 	int cap = w->o.concurrency * w->o.batch;
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
 	int *lost = calloc((size_t)cap, sizeof *lost);
+	int64_t next_prune = aw_clock_mono_ns();
 	while (ids && lost && !atomic_load(&w->stop)) {
 		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, w->o.heartbeat_ms);
 		pthread_mutex_lock(&w->mu);
@@ -52,6 +86,8 @@ void *aw_worker_heartbeat_main(void *arg)
 			    AW_OK &&
 		    reaped)
 			aw_run_kick();
+		if (w->o.reaper >= 0 && w->o.retention_h > 0 && aw_clock_mono_ns() >= next_prune)
+			next_prune = aw_clock_mono_ns() + prune(w);
 	}
 	free(ids);
 	free(lost);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "awooop/jcs.h"
+#include "awooop/clock.h"
 #include "awooop/json.h"
 #include "awooop/redact.h"
 #include "awooop/run.h"
@@ -79,8 +80,8 @@ static aw_err check_step(const json_t *step, size_t i, aw_error *err)
 
 aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, aw_error *err)
 {
-	static const char *const allowed[] = {"workflow",     "input",	   "mode", "priority",
-					      "max_attempts", "timeout_s", NULL};
+	static const char *const allowed[] = {"workflow",     "input",	   "mode",   "priority",
+					      "max_attempts", "timeout_s", "run_at", NULL};
 	memset(out, 0, sizeof *out);
 	out->max_attempts = 3;
 	out->timeout_s = 300;
@@ -99,6 +100,18 @@ aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, 
 		goto out;
 	}
 	out->shadow = mode && strcmp(mode, "shadow") == 0;
+	const char *run_at = NULL;
+	int64_t at_ms = 0;
+	if ((e = aw_json_str(o, "run_at", 0, &run_at, err)))
+		goto out;
+	if (run_at && aw_clock_parse(run_at, &at_ms) != 0) {
+		e = aw_fail_at(
+			err, AW_E_REQ_INVALID, "/run_at",
+			"run_at must be a time like 2026-11-29T09:54:27.000Z (UTC, milliseconds)");
+		goto out;
+	}
+	if (run_at)
+		aw_clock_format(at_ms, out->run_at); /* canonical: the hash and the store agree */
 	json_t *wf = json_object_get(o, "workflow");
 	if (!json_is_array(wf) || json_array_size(wf) == 0 ||
 	    json_array_size(wf) > AW_RUN_MAX_STEPS) {
@@ -204,6 +217,8 @@ aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err)
 				  "max_attempts", r->max_attempts, "timeout_s", r->timeout_s);
 	if (canon && r->input)
 		json_object_set(canon, "input", r->input);
+	if (canon && r->run_at[0]) /* absent from older hashes: their replays still match */
+		json_object_set_new(canon, "run_at", json_string(r->run_at));
 	int bad = !canon || aw_jcs_sha256(canon, out) != 0;
 	json_decref(canon);
 	return bad ? aw_fail(err, AW_E_NOMEM, "out of memory") : AW_OK;

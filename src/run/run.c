@@ -57,6 +57,12 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	*audit = NULL;
 	char now[AW_TS_LEN + 1];
 	aw_clock_format(ms, now);
+	/* within a year: a typo in the year is refused rather than parked for
+	 * decades (before anything is read or written) */
+	int64_t at = 0;
+	if (req->run_at[0] && (aw_clock_parse(req->run_at, &at) || at - ms > 366LL * 86400000))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/run_at",
+				  "run_at must lie within a year from now");
 	aw_err e = AW_OK;
 	if (idem_key) {
 		int found = 0;
@@ -83,7 +89,9 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	out->max_attempts = req->max_attempts;
 	out->timeout_s = req->timeout_s;
 	snprintf(out->trace_id, sizeof out->trace_id, "%s", ctx->trace.trace_id);
-	snprintf(out->run_after, sizeof out->run_after, "%s", now);
+	/* run_at: not before it; a time already past runs now */
+	snprintf(out->run_after, sizeof out->run_after, "%s",
+		 strcmp(req->run_at, now) > 0 ? req->run_at : now);
 	snprintf(out->created_at, sizeof out->created_at, "%s", now);
 	snprintf(out->updated_at, sizeof out->updated_at, "%s", now);
 	if (!out->workflow || (req->input && !out->input))
@@ -173,7 +181,9 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		json_t *p = NULL;
 		aw_err ie = submit_in(t, ctx, &it->req, it->idem_key, hash[i], ms, &it->run,
 				      &it->replayed, &p, &it->err);
-		if (ie == AW_E_RUN_IDEMPOTENCY) { /* nothing written: the item alone fails */
+		/* nothing written (a reused key, a run_at out of range): the item
+		 * alone fails */
+		if (ie == AW_E_RUN_IDEMPOTENCY || ie == AW_E_REQ_INVALID) {
 			aw_run_free(&it->run);
 			continue;
 		}

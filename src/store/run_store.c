@@ -603,6 +603,46 @@ aw_err aw_store_run_approval_expired(aw_store *s, int limit, aw_run_ref **out, i
 		limit, out, n, err);
 }
 
+aw_err aw_store_runs_prune(aw_store *s, const char *before, int limit, int64_t *n, aw_error *err)
+{
+	aw_ctx sys = worker_ctx("reaper");
+	*n = 0;
+	if (s->drv->dialect == AW_DIALECT_PG) {
+		aw_rows *r = NULL;
+		aw_val p[] = {AW_TEXT(before), AW_INT(limit)};
+		aw_err e = aw_store_exec1(s, &sys, "SELECT platform_runs_prune($1, $2)", 2, p, &r,
+					  err);
+		if (!e)
+			*n = aw_cell_ll(r, 0, 0);
+		aw_rows_free(r);
+		return e;
+	}
+	/* SQLite: one writer, no RLS; the same deletes in one transaction */
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err);
+	aw_val p[] = {AW_TEXT(before), AW_INT(limit)};
+	static const char pick[] =
+		" (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < $1"
+		" AND state IN ('succeeded', 'failed', 'cancelled', 'timed_out', 'suggested')"
+		" ORDER BY finished_at, run_id LIMIT $2)";
+	static const char *const tables[] = {"run_steps", "run_approvals", "conversation_runs",
+					     "runs"};
+	for (size_t i = 0; !e && i < sizeof tables / sizeof tables[0]; i++) {
+		char sql[512];
+		snprintf(sql, sizeof sql, "DELETE FROM %s WHERE run_id IN%s", tables[i], pick);
+		aw_rows *r = NULL;
+		e = aw_txn_exec(t, sql, 2, p, &r, err);
+		if (!e && i == 3)
+			*n = r->affected;
+		aw_rows_free(r);
+	}
+	if (!e)
+		return aw_store_commit(t, err);
+	if (t)
+		aw_store_rollback(t);
+	return e;
+}
+
 /* ---- idempotency keys ---- */
 
 aw_err aw_store_idem_get(aw_txn *t, const char *scope, const char *key, const char *now, int *found,

@@ -554,6 +554,107 @@ static void test_retries_and_failure(void **state)
 	json_decref(tr);
 }
 
+/* run_at: a run scheduled 1.5 s ahead is not claimed before its time and
+ * runs after it; a time already past runs now; a malformed time or one more
+ * than a year ahead is refused with its pointer and writes nothing. */
+static void test_scheduled(void **state)
+{
+	char body[256], at[AW_TS_LEN + 1], id[40], past[40];
+	int64_t t0 = aw_clock_wall_ms();
+	aw_clock_format(t0 + 1500, at);
+	snprintf(body, sizeof body, "{\"workflow\":[{\"kind\":\"noop\"}],\"run_at\":\"%s\"}", at);
+	submit("rt-main", body, NULL, id);
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"noop\"}],\"run_at\":\"2020-01-01T00:00:00.000Z\"}", NULL,
+	       past);
+	aw_worker *w = worker(1, 4, 100, 1000);
+	assert_true(wait_state("rt-main", past, "succeeded", 5000));
+	char st[20];
+	state_of("rt-main", id, st, NULL);
+	assert_string_equal(st, "queued"); /* its time has not come */
+	assert_true(aw_clock_wall_ms() < t0 + 1500);
+	assert_true(wait_state("rt-main", id, "succeeded", 5000));
+	aw_worker_stop(w);
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, id, &r, NULL, NULL, &err), AW_OK);
+	assert_string_equal(r.run_after, at);
+	int64_t started = 0;
+	assert_int_equal(aw_clock_parse(r.started_at, &started), 0);
+	assert_true(started >= t0 + 1500);
+	aw_run_free(&r);
+	/* refused: malformed, and more than a year ahead (nothing written) */
+	aw_run_request req;
+	assert_int_equal(
+		decode("{\"workflow\":[{\"kind\":\"noop\"}],\"run_at\":\"tomorrow\"}", &req, &err),
+		AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/run_at");
+	assert_int_equal(decode("{\"workflow\":[{\"kind\":\"noop\"}],\"run_at\":"
+				"\"2999-01-01T00:00:00.000Z\"}",
+				&req, &err),
+			 AW_OK);
+	aw_run run;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/run_at");
+	aw_run_request_free(&req);
+}
+
+/* Retention: finished runs before the cut are deleted with their journal,
+ * in every project; runs still queued and runs finished after the cut stay;
+ * the audit chain (which keeps the pruned runs' transitions) still verifies. */
+static void test_retention(void **state)
+{
+	char a[40], b[40], q[40];
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"noop\"}]}", NULL, a);
+	submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, b);
+	aw_worker *w = worker(1, 4, 100, 1000);
+	assert_true(wait_state("rt-main", a, "succeeded", 5000));
+	assert_true(wait_state("rt-other", b, "succeeded", 5000));
+	aw_worker_stop(w);
+	char at[AW_TS_LEN + 1];
+	aw_clock_format(aw_clock_wall_ms() + 3600000, at);
+	char body[200];
+	snprintf(body, sizeof body, "{\"workflow\":[{\"kind\":\"noop\"}],\"run_at\":\"%s\"}", at);
+	submit("rt-main", body, NULL, q); /* queued for an hour: never pruned */
+	aw_error err = {0};
+	int64_t n = 0;
+	char cut[AW_TS_LEN + 1];
+	/* a cut before they finished prunes none of them */
+	aw_clock_format(aw_clock_wall_ms() - 3600000, cut);
+	assert_int_equal(aw_store_runs_prune(S, cut, 1000, &n, &err), AW_OK);
+	assert_int_equal(n, 0);
+	/* a cut after: in batches of one, both finished runs go */
+	aw_clock_format(aw_clock_wall_ms() + 1000, cut);
+	int64_t total = 0;
+	do {
+		assert_int_equal(aw_store_runs_prune(S, cut, 1, &n, &err), AW_OK);
+		total += n;
+	} while (n == 1);
+	assert_true(total >= 2);
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_run_step *steps = NULL;
+	int ns = 0;
+	assert_int_equal(aw_run_get(S, &c, a, &r, &steps, &ns, &err), AW_E_RUN_NOT_FOUND);
+	as(&c, "rt-other");
+	assert_int_equal(aw_run_get(S, &c, b, &r, NULL, NULL, &err), AW_E_RUN_NOT_FOUND);
+	as(&c, "rt-main");
+	assert_int_equal(aw_run_get(S, &c, q, &r, NULL, NULL, &err), AW_OK);
+	assert_string_equal(r.state, "queued");
+	aw_run_free(&r);
+	aw_audit_report rep;
+	assert_int_equal(aw_audit_verify(S, &c, &rep, &err), AW_OK);
+	assert_true(rep.ok);
+	/* the queued one is cancelled so later tests' workers do not wait on it */
+	aw_run cr;
+	assert_int_equal(aw_run_cancel(S, &c, q, &cr, &err), AW_OK);
+	aw_run_free(&cr);
+}
+
 static void test_graceful_shutdown(void **state)
 {
 	char id[40];
@@ -818,6 +919,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_isolation_and_list),
 		cmocka_unit_test(test_secrets_by_reference),
 		cmocka_unit_test(test_egress),
+		cmocka_unit_test(test_scheduled),
+		cmocka_unit_test(test_retention),
 	};
 	return AW_TEST_MAIN("runs", tests, setup, teardown);
 }

@@ -302,9 +302,18 @@ static void test_platform_path_is_definer_functions(void **state)
 	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON"
 				       " r.oid = p.proowner WHERE p.proname LIKE 'platform_%'"
 				       " AND p.prosecdef AND r.rolname = 'awooop_platform'"),
-			 10); /* key lookup, project list, the four outbox relay functions,
-				 the three run worker functions (claim, heartbeat, expired) and
-				 the reaper's closed approval windows */
+			 11); /* key lookup, project list, the four outbox relay functions,
+				 the three run worker functions (claim, heartbeat, expired), the
+				 reaper's closed approval windows and the run retention */
+	/* the platform role's delete on runs is reachable only through the
+	 * retention function: the app role still cannot delete another
+	 * project's run */
+	ok(app, "BEGIN");
+	ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+	assert_int_equal(scalar(app, "WITH d AS (DELETE FROM run_steps WHERE project_id = 'iso-b'"
+				     " RETURNING 1) SELECT count(*) FROM d"),
+			 0);
+	ok(app, "ROLLBACK");
 	assert_int_equal(scalar(owner, "SELECT rolcanlogin::int FROM pg_roles WHERE rolname ="
 				       " 'awooop_platform'"),
 			 0);

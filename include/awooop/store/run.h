@@ -111,6 +111,10 @@ aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw
  * closed, across projects (platform path). */
 aw_err aw_store_run_approval_expired(aw_store *s, int limit, aw_run_ref **out, int *n,
 				     aw_error *err);
+/* Deletes up to limit runs (of every project) that finished before `before`,
+ * with their journal, approvals and conversation links; *n how many. The
+ * audit records stay. */
+aw_err aw_store_runs_prune(aw_store *s, const char *before, int limit, int64_t *n, aw_error *err);
 
 /* ---- idempotency keys (per project and scope) ---- */
 /* found 0 when absent; expired rows count as absent and are removed. */
