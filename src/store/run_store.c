@@ -433,39 +433,56 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 	int64_t ms = aw_clock_wall_ms();
 	aw_clock_format(ms, now);
 	aw_clock_format(ms + lease_ms, exp);
-	aw_rows *pick = NULL, *r = NULL;
+	aw_rows *fair = NULL, *r = NULL;
+	int np = 0;
+	char(*ids)[AW_UUID_STR_LEN + 1] = NULL;
+	char(*prev)[16] = NULL;
+	/* round robin over projects (each one's first runnable run, then each
+	 * one's second, ...), priority and age within a project: a tenant's
+	 * backlog or priorities cannot hold another's runs back */
 	aw_val p[] = {AW_TEXT(now), AW_INT(limit)};
 	e = aw_txn_exec(t,
-			"SELECT run_id, state FROM runs WHERE state IN ('queued', 'retry_wait')"
-			" AND run_after <= $1 ORDER BY priority DESC, run_id LIMIT $2",
-			2, p, &pick, err);
-	if (e || pick->nrows == 0)
+			"SELECT run_id, state FROM (SELECT r.run_id, r.state, r.priority,"
+			" row_number() OVER (PARTITION BY r.project_id ORDER BY r.priority DESC,"
+			" r.run_id) AS rn FROM projects p JOIN runs r ON r.run_id IN"
+			" (SELECT x.run_id FROM runs x WHERE x.project_id = p.project_id AND"
+			" x.state IN ('queued', 'retry_wait') AND x.run_after <= $1"
+			" ORDER BY x.priority DESC, x.run_id LIMIT $2))"
+			" ORDER BY rn, priority DESC, run_id LIMIT $2",
+			2, p, &fair, err);
+	if (e)
 		goto out;
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)pick->nrows);
-	if (!ids) {
+	ids = malloc(sizeof *ids * (size_t)(fair->nrows + 1));
+	prev = malloc(sizeof *prev * (size_t)(fair->nrows + 1));
+	if (!ids || !prev) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < pick->nrows; i++)
-		aw_cell_copy(ids[i], sizeof ids[i], pick, i, 0);
+	for (; np < fair->nrows; np++) {
+		aw_cell_copy(ids[np], sizeof ids[np], fair, np, 0);
+		aw_cell_copy(prev[np], sizeof prev[np], fair, np, 1);
+	}
+	if (np == 0)
+		goto out;
 	aw_val v[] = {AW_TEXT(worker), AW_TEXT(exp), AW_TEXT(now)};
 	e = exec_in(t,
 		    "UPDATE runs SET state = 'claimed', lease_owner = $1, lease_expires_at = $2,"
 		    " attempts = attempts + 1, updated_at = $3 WHERE run_id IN",
-		    v, 3, ids, pick->nrows,
+		    v, 3, ids, np,
 		    " RETURNING project_id, run_id, mode, workflow, input, attempts, max_attempts,"
 		    " timeout_s, trace_id, updated_at",
 		    &r, err);
-	free(ids);
 	if (!e)
 		e = claims_from_rows(r, 0, out, n, err);
 	for (int i = 0; !e && i < *n; i++)
-		for (int k = 0; k < pick->nrows; k++)
-			if (strcmp(aw_rows_get(pick, k, 0), (*out)[i].run_id) == 0)
-				aw_cell_copy((*out)[i].prev_state, sizeof(*out)[i].prev_state, pick,
-					     k, 1);
+		for (int k = 0; k < np; k++)
+			if (strcmp(ids[k], (*out)[i].run_id) == 0)
+				snprintf((*out)[i].prev_state, sizeof(*out)[i].prev_state, "%s",
+					 prev[k]);
 out:
-	aw_rows_free(pick);
+	free(ids);
+	free(prev);
+	aw_rows_free(fair);
 	aw_rows_free(r);
 	if (!e)
 		e = aw_store_commit(t, err);
