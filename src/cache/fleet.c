@@ -23,11 +23,14 @@
 #define GONE_AFTER_MS (3600 * 1000LL)	     /* rows of silent processes deleted */
 #define LEARNED_KEEP_MS (7 * 86400 * 1000LL) /* learned history kept */
 
+#define HIST 16 /* revisions learned between two writes, kept in order */
+
 typedef struct item {
 	struct item *next;
 	char project[AW_PROJECT_MAX + 1];
-	aw_fleet_item it;
-	int dirty;
+	aw_fleet_item it;	  /* what the process serves now */
+	aw_fleet_item hist[HIST]; /* learned since the last write, oldest first */
+	int nhist, dirty;
 } item;
 
 struct aw_fleet {
@@ -62,6 +65,9 @@ static void on_change(void *ud, const char *project, const char *family, const c
 	if (i && (strcmp(i->it.revision_id, rev) || !i->it.learned_at[0])) {
 		snprintf(i->it.revision_id, sizeof i->it.revision_id, "%s", rev);
 		memcpy(i->it.learned_at, now, sizeof now);
+		if (i->nhist == HIST) /* a burst beyond HIST: the oldest go unrecorded */
+			memmove(i->hist, i->hist + 1, sizeof i->hist[0] * (HIST - 1));
+		i->hist[i->nhist < HIST ? i->nhist++ : HIST - 1] = i->it;
 		i->dirty = f->dirty = 1;
 		pthread_cond_signal(&f->cv);
 	}
@@ -101,13 +107,17 @@ static void report_project(aw_fleet *f, const char *project, const aw_fleet_item
 		aw_log(AW_LOG_WARN, &ctx, "fleet report failed", "detail", err.msg, NULL);
 }
 
-/* Copies the items to write (under mu), grouped by project. */
+/* Copies the items to write (under mu), grouped by project: every revision
+ * learned since the last write in order (so a burst of activations between
+ * two writes loses none), the current one last; a heartbeat writes the
+ * current one of every item. */
 static int snapshot(aw_fleet *f, int all, char (**projects)[AW_PROJECT_MAX + 1],
 		    aw_fleet_item **its)
 {
 	int n = 0;
 	for (item *i = f->items; i; i = i->next)
-		n += all || i->dirty;
+		if (all || i->dirty)
+			n += i->nhist ? i->nhist : 1;
 	*projects = calloc((size_t)n + 1, sizeof **projects);
 	*its = calloc((size_t)n + 1, sizeof **its);
 	if (!*projects || !*its) {
@@ -118,9 +128,11 @@ static int snapshot(aw_fleet *f, int all, char (**projects)[AW_PROJECT_MAX + 1],
 	int k = 0;
 	for (item *i = f->items; i; i = i->next)
 		if (all || i->dirty) {
-			memcpy((*projects)[k], i->project, sizeof i->project);
-			(*its)[k++] = i->it;
-			i->dirty = 0;
+			for (int h = 0; h < (i->nhist ? i->nhist : 1); h++) {
+				memcpy((*projects)[k], i->project, sizeof i->project);
+				(*its)[k++] = i->nhist ? i->hist[h] : i->it;
+			}
+			i->nhist = i->dirty = 0;
 		}
 	f->dirty = 0;
 	/* group by project: the items of one project in one transaction */
