@@ -104,7 +104,9 @@ aw_handler aw_route(aw_req *r, aw_err *err)
 			continue;
 		path_matched = 1;
 		r->route = routes[i].tmpl;
-		if (strcmp(routes[i].method, r->method) == 0) {
+		/* HEAD is answered as GET (the server sends the head only) */
+		if (strcmp(routes[i].method, r->method) == 0 ||
+		    (!strcmp(r->method, "HEAD") && !strcmp(routes[i].method, "GET"))) {
 			r->open_route = routes[i].open;
 			return routes[i].h;
 		}
