@@ -74,13 +74,20 @@ function table(cols, rows, caption) {
     }))) : el('tr', {}, el('td', { colspan: cols.length, class: 'muted', text: 'nothing yet' }))));
 }
 
-function view(title, ...kids) {
+/* Route generations: a view renders, and starts its refresh timers, only
+ * while it is still the route asked for last (a slow view finishing after
+ * the user moved on must not paint over the newer one). */
+let gen = 0;
+
+function view(g, title, ...kids) {
+  if (g !== gen) return;
   const m = document.getElementById('main');
   m.replaceChildren(el('h1', { text: title }), ...kids);
   document.title = title + ' - awooop console';
 }
 
-function every(ms, fn) {
+function every(g, ms, fn) {
+  if (g !== gen) return;
   fn();
   timers.push(setInterval(fn, ms));
 }
@@ -91,7 +98,7 @@ function login() {
   document.getElementById('nav').hidden = true;
   document.getElementById('who').hidden = true;
   const input = el('input', { id: 'key', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
-  view('Sign in',
+  view(++gen, 'Sign in',
     el('form', { class: 'login', onsubmit: async (ev) => {
       ev.preventDefault();
       sessionStorage.setItem(KEY, input.value.trim());
@@ -123,11 +130,11 @@ async function loadProjects() {
 
 /* ------------------------------------------------------------ projects and keys */
 
-async function viewProjects() {
+async function viewProjects(params, g) {
   const r = await api('GET', '/v1/projects?limit=1000');
   const pid = el('input', { id: 'new-project', required: true, pattern: '[a-z0-9][a-z0-9_-]{1,62}' });
   const keysBox = el('div');
-  view('Projects and keys',
+  view(g, 'Projects and keys',
     table([{ label: 'Project', get: (p) => p.id }, { label: 'Created', get: (p) => p.created_at }, { label: 'By', get: (p) => p.created_by }],
       r.ok ? r.data.items : [], 'Projects this key may see'),
     el('h2', { text: 'New project' }),
@@ -137,7 +144,7 @@ async function viewProjects() {
       if (!c.ok) return problem(c, 'Project not created');
       say('Project ' + c.data.id + ' created.', 'ok');
       await loadProjects();
-      viewProjects();
+      route();
     } }, el('label', { for: 'new-project' }, 'Project id', pid), el('button', { type: 'submit', text: 'Create project' })),
     el('h2', { text: 'Keys of ' + project() }), keysBox);
   const k = await api('GET', `/v1/projects/${enc(project())}/keys`);
@@ -152,7 +159,7 @@ async function viewProjects() {
         const d = await api('DELETE', `/v1/projects/${enc(project())}/keys/${enc(x.key_id)}`);
         if (d.status !== 204) return problem(d, 'Key not revoked');
         say('Key ' + x.name + ' revoked.', 'ok');
-        viewProjects();
+        route();
       } }, 'Revoke') }], k.data.items) : el('p', { class: 'muted', text: 'Listing keys needs a project-admin key (' + (k.data && k.data.code) + ').' }),
     el('form', { onsubmit: async (ev) => {
       ev.preventDefault();
@@ -169,7 +176,7 @@ async function viewProjects() {
 
 const FAMILIES = ['policy_routing', 'channel_event', 'mcp_tool', 'budget', 'approval'];
 
-async function viewContracts(params) {
+async function viewContracts(params, g) {
   const fam = el('select', { id: 'family' }, FAMILIES.map((f) => el('option', { value: f, selected: f === (params.family || 'policy_routing'), text: f })));
   const cid = el('input', { id: 'contract', value: params.contract || 'default', required: true });
   const body = el('textarea', { id: 'draft-body', 'aria-describedby': 'draft-help' }, '{}');
@@ -223,7 +230,7 @@ async function viewContracts(params) {
         { label: 'Learned', num: true, get: (x) => `${x.learned}/${x.of}` }, { label: 'Slowest (ms)', num: true, get: (x) => x.slowest_ms === null ? '-' : x.slowest_ms }],
         r.data.activations, 'Recent activations'));
   }
-  view('Contracts',
+  view(g, 'Contracts',
     el('form', { onsubmit: (ev) => { ev.preventDefault(); location.hash = `#/contracts/${fam.value}/${cid.value}`; } },
       el('label', { for: 'family' }, 'Family', fam), el('label', { for: 'contract' }, 'Contract', cid), el('button', { type: 'submit', text: 'Open' })),
     list,
@@ -242,13 +249,13 @@ async function viewContracts(params) {
     el('p', { id: 'draft-help', class: 'muted', text: 'docs/contracts.md documents each family\'s fields.' }),
     el('button', { type: 'submit', text: 'Create draft' })));
   await load();
-  every(1000, convergence);
+  every(g, 1000, convergence);
 }
 
 /* ------------------------------------------------------------ runs */
 
-async function viewRuns(params) {
-  if (params.id) return viewRun(params.id);
+async function viewRuns(params, g) {
+  if (params.id) return viewRun(params.id, g);
   const st = el('select', { id: 'run-state' }, ['', 'queued', 'running', 'waiting_approval', 'retrying', 'succeeded', 'failed', 'cancelled', 'timed_out', 'suggested'].map((s) => el('option', { value: s, selected: s === (params.state || ''), text: s || 'any state' })));
   const wf = el('textarea', { id: 'run-workflow' }, '[{"kind":"noop"}]');
   const box = el('div');
@@ -260,7 +267,7 @@ async function viewRuns(params) {
       { label: 'State', get: (x) => x.state }, { label: 'Mode', get: (x) => x.mode },
       { label: 'Attempts', num: true, get: (x) => x.attempts }, { label: 'Created', get: (x) => x.created_at }], r.data.items, 'Runs of ' + project() + ', newest first'));
   }
-  view('Runs',
+  view(g, 'Runs',
     el('form', { onsubmit: (ev) => { ev.preventDefault(); load(); } }, el('label', { for: 'run-state' }, 'State', st), el('button', { type: 'submit', text: 'Filter' })),
     box,
     el('h2', { text: 'Submit a run' }),
@@ -273,12 +280,12 @@ async function viewRuns(params) {
       say('Run ' + short(c.data.run_id) + ' submitted.', 'ok');
       location.hash = '#/runs/' + c.data.run_id;
     } }, el('label', { for: 'run-workflow', class: 'wide' }, 'Workflow (JSON steps)', wf), el('button', { type: 'submit', text: 'Submit run' })));
-  every(2000, load);
+  every(g, 2000, load);
 }
 
-async function viewRun(id) {
+async function viewRun(id, g) {
   const box = el('div');
-  view('Run ' + short(id), box);
+  view(g, 'Run ' + short(id), box);
   async function load() {
     const r = await api('GET', '/v1/platform/runs/' + enc(id));
     if (!r.ok) {
@@ -306,15 +313,15 @@ async function viewRun(id) {
         { label: 'Event', get: (t) => t.event || '' }, { label: 'Actor', get: (t) => t.actor || '' }], x.transitions || []));
     return !done;
   }
-  if (await load()) every(1500, load);
+  if (await load()) every(g, 1500, load);
 }
 
 /* ------------------------------------------------------------ audit */
 
-async function viewAudit() {
+async function viewAudit(params, g) {
   const out = el('p', { id: 'verify-result' });
   const r = await api('GET', `/v1/projects/${enc(project())}/audit?limit=200`);
-  view('Audit trail',
+  view(g, 'Audit trail',
     el('div', { class: 'row' }, el('button', { type: 'button', onclick: async () => {
       const v = await api('GET', `/v1/projects/${enc(project())}/audit/verify`);
       if (!v.ok) return problem(v, 'Not verified');
@@ -339,9 +346,9 @@ function parseMetrics(text) {
   return out;
 }
 
-async function viewOps() {
+async function viewOps(params, g) {
   const box = el('div'), keys = el('div');
-  view('Relay and metrics', el('p', { class: 'muted', text: 'From this process\'s /metrics, refreshed every 2 s.' }), box,
+  view(g, 'Relay and metrics', el('p', { class: 'muted', text: 'From this process\'s /metrics, refreshed every 2 s.' }), box,
     el('h2', { text: 'Redis key migration (INV-1)' }), keys);
   const k = await api('GET', `/v1/projects/${enc(project())}/key-migrations`);
   keys.replaceChildren(k.ok ? table([{ label: 'Pattern', get: (x) => x.pattern }, { label: 'Priority', get: (x) => x.priority },
@@ -349,7 +356,7 @@ async function viewOps() {
     { label: 'Reads / new hits / fallbacks / old reads', num: true, get: (x) => x.counters ? [x.counters.reads, x.counters.new_hits, x.counters.fallbacks, x.counters.old_reads].join(' / ') : '-' }],
   k.data.items, k.data.redis ? 'Phases and this process\'s counters' : 'Phases (no Redis configured: no counters)')
     : el('p', { class: 'muted', text: 'Key migrations need an operator key (' + ((k.data && k.data.code) || k.status) + ').' }));
-  every(2000, async () => {
+  every(g, 2000, async () => {
     const r = await fetch('/metrics', { cache: 'no-store' });
     const m = parseMetrics(await r.text());
     const get = (n) => m.filter((x) => x.name === n);
@@ -371,9 +378,9 @@ async function viewOps() {
 
 /* ------------------------------------------------------------ budget */
 
-async function viewBudget() {
+async function viewBudget(params, g) {
   const r = await api('GET', `/v1/projects/${enc(project())}/budget`);
-  if (!r.ok) return view('Budget', el('p', { class: 'muted', text: 'No budget view (' + ((r.data && r.data.code) || r.status) + ').' }));
+  if (!r.ok) return view(g, 'Budget', el('p', { class: 'muted', text: 'No budget view (' + ((r.data && r.data.code) || r.status) + ').' }));
   const b = r.data;
   const limit = b.limit || 0, settled = b.settled || 0, reserved = b.reserved || 0;
   const W = 500, frac = (v) => (limit ? Math.min(1, v / limit) : 0) * W;
@@ -382,7 +389,7 @@ async function viewBudget() {
     svg('rect', { x: 0, y: 0, width: W, height: 22, fill: '#e6e9ed' }),
     svg('rect', { x: 0, y: 0, width: frac(settled), height: 22, fill: '#0b5cad' }),
     svg('rect', { x: frac(settled), y: 0, width: frac(reserved), height: 22, fill: '#7aa7d6' }));
-  view('Budget',
+  view(g, 'Budget',
     el('p', { class: b.suspended ? 'bad' : 'muted', text: b.suspended ? 'Suspended: ' + b.reason : `Period ${b.period} (${b.period_kind || 'none'}), resets ${b.resets || '-'}` }),
     b.budget ? chart : el('p', { class: 'muted', text: 'No budget contract is active: spend is recorded, nothing is limited.' }),
     table([{ label: 'Tokens', get: (x) => x[0] }, { label: 'Value', num: true, get: (x) => x[1] }],
@@ -393,14 +400,14 @@ async function viewBudget() {
 
 /* ------------------------------------------------------------ MCP tools */
 
-async function viewTools() {
+async function viewTools(params, g) {
   const hdr = { Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list' };
   const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'awooop-console', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
   const r = await api('POST', `/v1/projects/${enc(project())}/mcp`, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }, hdr);
   const m = parseMetrics(await (await fetch('/metrics', { cache: 'no-store' })).text())
     .filter((x) => x.name === 'awooop_mcp_refusals_total' && x.labels.includes(`project="${project()}"`));
   const tools = r.ok && r.data && r.data.result ? r.data.result.tools : null;
-  view('MCP tools',
+  view(g, 'MCP tools',
     tools ? table([{ label: 'Tool', get: (t) => t.name }, { label: 'Description', get: (t) => t.description || '' }], tools, 'Tools this project may call')
       : el('p', { class: 'muted', text: 'No tools (' + ((r.data && r.data.error && r.data.error.data && r.data.error.data.code) || r.status) + ').' }),
     table([{ label: 'Refusals', get: (x) => x.labels.replace(/^\{|\}$/g, '') }, { label: 'Count', num: true, get: (x) => x.value }], m, 'Gate refusals (this process)'));
@@ -413,6 +420,7 @@ const VIEWS = { projects: viewProjects, contracts: viewContracts, runs: viewRuns
 async function route() {
   timers.forEach(clearInterval);
   timers = [];
+  const g = ++gen;
   if (!sessionStorage.getItem(KEY)) return login();
   if (!projects.length && !(await loadProjects())) {
     sessionStorage.removeItem(KEY);
@@ -424,7 +432,7 @@ async function route() {
   const name = VIEWS[parts[0]] ? parts[0] : 'projects';
   const params = name === 'contracts' ? { family: parts[1], contract: parts[2] } : name === 'runs' ? { id: parts[1] } : {};
   document.querySelectorAll('nav a').forEach((a) => { if (a.getAttribute('href') === '#/' + name) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current'); });
-  await VIEWS[name](params);
+  await VIEWS[name](params, g);
   document.getElementById('main').focus({ preventScroll: true });
 }
 

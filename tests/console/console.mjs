@@ -49,10 +49,12 @@ async function signOut() {
   await page.waitForSelector('#key');
 }
 async function newKey(name) {
+  const before = (await page.locator('#key-secret').textContent()) || '';
   await page.fill('#key-name', name);
   await page.selectOption('#key-scope', 'operator');
   await page.click('text=Create key');
-  await page.waitForFunction(() => document.querySelector('#key-secret').textContent.includes('awk_'));
+  // the new secret, not the previous key's still on the page
+  await page.waitForFunction((b) => { const t = document.querySelector('#key-secret').textContent; return t.includes('awk_') && t !== b; }, before);
   return (await page.locator('#key-secret').textContent()).replace(/^.*: /, '').trim();
 }
 

@@ -315,7 +315,10 @@ crowd() {
   done
   wait "${CROWD[@]}"
   OKS=$(grep -c '^200$' "$TMP/crowd"); REF=$(grep -c '^429$' "$TMP/crowd")
-  check "$1: 64 streams, each answered or refused" $((OKS + REF)) 64
+  # clients that go away ($2) may leave before the answer's head on a loaded
+  # machine (curl's 000): gone, not lost - the ledger checks below still hold
+  GONE=0; [ -n "${2:-}" ] && GONE=$(grep -c '^000$' "$TMP/crowd")
+  check "$1: 64 streams, each answered or refused${2:+ (or its client gone first)}" $((OKS + REF + GONE)) 64
   check "$1: some refused" "$([ "$REF" -gt 0 ] && echo yes)" yes
   check "$1: refusals say why" "$(grep -l E-BUDGET-002 "$TMP"/crowd.* | wc -l)" "$REF"
   echo "budget over 2 processes ($1${2:+, clients gone after $2 s}): $OKS streams answered, $REF refused"
@@ -342,7 +345,10 @@ if [ -n "${URL2:-}" ]; then
   check "next page follows" "$(jbody ".entries[0].seq > $NEXT")" true
   U=$URL1 req GET "/v1/projects/acme/budget/ledger?run=x" "$OP1" ""; expect "bad run id" 400 E-REQ-005
   U=$URL1 req GET "/v1/projects/acme/budget" "$OP1" ""
-  check "per model" "$(jbody '[.models[].model] | sort | join(",")')" "gpt-x,q;tokens=19;nousage=1,s;tokens=50;tps=10"
+  # (a reservation reaped after its lease - a holder starved past it on a
+  # loaded machine - is reported under the model "": reservations do not
+  # carry their model)
+  check "per model" "$(jbody '[.models[].model | select(. != "")] | sort | join(",")')" "gpt-x,q;tokens=19;nousage=1,s;tokens=50;tps=10"
   AWOOOP_URL=$URL1 AWOOOP_KEY=$OP1 "$BIN" budget history --project acme --limit 3 >"$TMP/hist.txt"
   check "CLI history" "$(grep -c ' reserve \| settle \| release ' "$TMP/hist.txt")" 3
   # a process dies with streams open: its reservations are reaped within the lease
