@@ -19,12 +19,6 @@
 #include "awooop/uuid.h"
 #include "http_internal.h"
 
-static int budget_ctx(aw_req *r, aw_scope need, aw_ctx *scoped)
-{
-	return aw_project_segment_or_reply(r, r->segs[2]) ||
-	       aw_project_or_reply(r, r->segs[2], need, scoped);
-}
-
 /* ?run=: a run id, or absent. */
 static aw_err run_param(aw_req *r, const char **run, aw_error *err)
 {
@@ -37,7 +31,7 @@ static aw_err run_param(aw_req *r, const char **run, aw_error *err)
 void aw_h_budget_get(aw_req *r)
 {
 	aw_ctx scoped;
-	if (budget_ctx(r, AW_SCOPE_READER, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
 	json_t *out = NULL;
@@ -56,7 +50,7 @@ void aw_h_budget_get(aw_req *r)
 void aw_h_budget_ledger(aw_req *r)
 {
 	aw_ctx scoped;
-	if (budget_ctx(r, AW_SCOPE_READER, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
 	const char *run = NULL, *period = aw_query(r, "period");
@@ -88,7 +82,7 @@ void aw_h_budget_ledger(aw_req *r)
 void aw_h_budget_action(aw_req *r)
 {
 	aw_ctx scoped;
-	if (budget_ctx(r, AW_SCOPE_OPERATOR, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_error err = {0};
 	aw_err e = AW_OK;

@@ -33,13 +33,6 @@ static json_t *revision_json(const aw_revision *r)
 	return o;
 }
 
-/* Authorises for the URL's project with scope need; 0 or replied. */
-static int scope_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
-{
-	return aw_project_segment_or_reply(r, r->segs[2]) ||
-	       aw_project_or_reply(r, r->segs[2], need, scoped);
-}
-
 static void reply_err(aw_req *r, aw_err e, aw_error *err)
 {
 	aw_reply_problem(r, e, err);
@@ -50,7 +43,7 @@ void aw_h_contract_create(aw_req *r)
 	aw_error err = {0};
 	aw_ctx c;
 	json_t *body = NULL;
-	if (scope_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
 		return;
 	aw_err e = aw_decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
 	aw_revision rev = {0};
@@ -69,7 +62,7 @@ void aw_h_contract_update(aw_req *r)
 	aw_error err = {0};
 	aw_ctx c;
 	json_t *body = NULL;
-	if (scope_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
 		return;
 	aw_err e = aw_decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
 	aw_revision rev = {0};
@@ -87,7 +80,7 @@ void aw_h_contract_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	aw_revision *revs = NULL;
 	int n = 0;
@@ -105,7 +98,7 @@ void aw_h_contract_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	aw_revision rev = {0};
 	aw_err e = aw_contract_get(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
@@ -125,7 +118,7 @@ void aw_h_contract_diff(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	if (strcmp(r->segs[8], "diff") != 0) {
 		aw_reply_problem(r, AW_E_REQ_ROUTE, NULL);
@@ -182,7 +175,7 @@ void aw_h_contract_action(aw_req *r)
 		aw_reply_problem(r, AW_E_REQ_ROUTE, NULL);
 		return;
 	}
-	if (scope_or_reply(r, revoke ? AW_SCOPE_PROJECT_ADMIN : AW_SCOPE_OPERATOR, &c))
+	if (aw_url_project_or_reply(r, revoke ? AW_SCOPE_PROJECT_ADMIN : AW_SCOPE_OPERATOR, &c))
 		return;
 	const aw_contracts *reg = r->opts->contracts;
 	const char *fam = r->segs[4], *cid = r->segs[5], *rev = r->segs[7];
@@ -228,7 +221,7 @@ void aw_h_contract_active(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	aw_revision rev = {0};
 	aw_err e = aw_contract_active(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
@@ -245,7 +238,7 @@ void aw_h_contract_convergence(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (scope_or_reply(r, AW_SCOPE_READER, &c))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	const char *l = aw_query(r, "limit");
 	char *end = NULL;

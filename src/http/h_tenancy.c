@@ -45,6 +45,12 @@ int aw_project_segment_or_reply(aw_req *r, const char *seg)
 	return -1;
 }
 
+int aw_url_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
+{
+	return aw_project_segment_or_reply(r, r->segs[2]) ||
+	       aw_project_or_reply(r, r->segs[2], need, scoped);
+}
+
 static int limit_or_reply(aw_req *r, int *limit)
 {
 	const char *l = aw_query(r, "limit");
@@ -117,8 +123,7 @@ void aw_h_project_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_project_segment_or_reply(r, r->segs[2]) ||
-	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_READER, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_project p;
 	aw_err e = aw_project_get(r->store, &scoped, &p, &err);
@@ -133,8 +138,7 @@ void aw_h_keys_create(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_project_segment_or_reply(r, r->segs[2]) ||
-	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	if (aw_json_body_or_reply(r))
 		return;
@@ -159,8 +163,7 @@ void aw_h_keys_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_project_segment_or_reply(r, r->segs[2]) ||
-	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	aw_apikey *items = NULL;
 	int n = 0;
@@ -180,8 +183,7 @@ void aw_h_key_revoke(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_project_segment_or_reply(r, r->segs[2]) ||
-	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	aw_err e = aw_key_revoke(r->store, &scoped, r->segs[4], &err);
 	if (e) {
@@ -197,9 +199,7 @@ void aw_h_audit_list(aw_req *r)
 	aw_error err = {0};
 	aw_ctx scoped;
 	int limit;
-	if (aw_project_segment_or_reply(r, r->segs[2]) ||
-	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped) ||
-	    limit_or_reply(r, &limit))
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || limit_or_reply(r, &limit))
 		return;
 	const char *action = aw_query(r, "action"), *since = aw_query(r, "since");
 	const char *cursor = aw_query(r, "cursor");
@@ -254,8 +254,7 @@ void aw_h_audit_verify(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_project_segment_or_reply(r, r->segs[2]) ||
-	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_audit_report rep;
 	aw_err e = aw_audit_verify(r->store, &scoped, &rep, &err);
@@ -274,8 +273,7 @@ void aw_h_key_migrations(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_project_segment_or_reply(r, r->segs[2]) ||
-	    aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped))
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	json_t *items = json_array();
 	aw_err e = AW_OK;

@@ -165,6 +165,9 @@ void aw_h_llm_models(aw_req *r);
 aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err);
 /* The URL's {project} segment: a slug, or __platform__; 0 or replied. */
 int aw_project_segment_or_reply(aw_req *r, const char *seg);
+/* The /v1/projects/{project}/... routes: the segment checked, then the key
+ * authorised for that project with scope need (aw_project_or_reply). */
+int aw_url_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped);
 
 /* Finds the handler for method + r->segs; sets r->route. NULL with *err set to
  * AW_E_REQ_ROUTE or AW_E_REQ_METHOD when none. */
