@@ -288,10 +288,11 @@ async function viewRun(id, g) {
   view(g, 'Run ' + short(id), box);
   async function load() {
     const r = await api('GET', '/v1/platform/runs/' + enc(id));
-    if (!r.ok) {
+    if (r.status === 404) {
       box.replaceChildren(el('p', { id: 'run-missing', class: 'bad', text: `Not found (${(r.data && r.data.code) || r.status}).` }));
       return false;
     }
+    if (!r.ok) { problem(r, 'Run not read'); return true; } /* the next poll tries again */
     const x = r.data;
     const done = ['succeeded', 'failed', 'cancelled', 'timed_out', 'suggested'].includes(x.state);
     box.replaceChildren(
