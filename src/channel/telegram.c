@@ -58,7 +58,8 @@ aw_err aw_tg_update_parse(const json_t *u, aw_tg_update *out, aw_error *err)
 		id_text(out->user_id, sizeof out->user_id, json_object_get(from, "id"));
 		id_text(out->chat_id, sizeof out->chat_id,
 			json_object_get(json_object_get(m, "chat"), "id"));
-		if (data && cid && strlen(cid) < sizeof out->callback_id && out->user_id[0]) {
+		if (data && cid && *cid && strlen(cid) < sizeof out->callback_id &&
+		    out->user_id[0]) {
 			copy(out->callback_id, sizeof out->callback_id, cid);
 			copy(out->text, sizeof out->text, data);
 			copy(out->kind, sizeof out->kind, "callback");

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# bench/runs/fairness.sh: one tenant floods, another's latency, on PostgreSQL.
+#
+#   bench/runs/fairness.sh [FLOOD] [N] [INTERVAL_MS] [PROCS] [CONC] [BATCH]
+#                          (defaults 50000 100 20 2 8 64)
+#
+# Phase "alone": PROCS worker processes (concurrency CONC, batch BATCH) run;
+# tenant "quiet" submits N no-op runs, one every INTERVAL_MS. Phase "flood":
+# in a fresh database, tenant "flood" submits FLOOD no-op runs in bulk (1,000
+# a transaction, as a client of POST /v1/platform/runs:batch would) and, once
+# its backlog is 10,000 deep, "quiet" submits the same N paced runs while the
+# backlog drains. Prints quiet's submit -> finish p50/p99 in both phases (from
+# the runs' created_at and finished_at), the p99 ratio (the issue's bound:
+# within 2x of alone) and how deep flood's backlog still was when quiet's
+# last run finished.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+FLOOD=${1:-50000} N=${2:-100} IV=${3:-20} PROCS=${4:-2} CONC=${5:-8} BATCH=${6:-64}
+. bench/runs/lib.sh
+
+phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
+  fresh_db "$1" quiet flood
+  workers "$PROCS" "$CONC" "$BATCH"
+  local fp=
+  if [ "$2" -gt 0 ]; then
+    "$BR" flood "$APP" flood "$2" >/dev/null 2>&1 &
+    fp=$!
+    while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood'")" -lt 10000 ]; do
+      sleep 0.05
+    done
+  fi
+  "$BR" paced "$APP" quiet "$N" "$IV" >/dev/null 2>&1
+  while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'quiet' AND finished_at IS NULL")" != 0 ]; do
+    sleep 0.05
+  done
+  local backlog
+  backlog=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
+  [ -z "$fp" ] || wait "$fp"
+  drain "$1"
+  echo "$(percentiles "$1" "project_id = 'quiet'") $backlog"
+}
+echo "bench/runs/fairness: tenant flood submits $FLOOD runs in bulk, tenant quiet $N runs one every $IV ms;" \
+  "$PROCS workers x $CONC, batch $BATCH (PostgreSQL)"
+read -r A50 A99 _ <<<"$(phase fairalone 0)"
+read -r F50 F99 BL <<<"$(phase fairflood "$FLOOD")"
+echo "quiet submit -> finish          p50 ms   p99 ms"
+printf '%-30s %8s %8s\n' "alone" "$A50" "$A99" "beside the flood" "$F50" "$F99"
+echo "flood's backlog when quiet's last run finished: $BL runs"
+awk -v a="$A99" -v m="$F99" 'BEGIN { printf "p99 flood / alone = %.2fx (bound: <= 2x)\n", m / a }'

@@ -1,0 +1,55 @@
+# bench/runs/lib.sh - what mixed.sh and fairness.sh share (sourced from the
+# repository root): the build, PostgreSQL and Redis started by
+# scripts/services.sh, a fresh database per phase, worker processes, and the
+# submit -> finish percentiles read from the runs themselves.
+scripts/deps.sh --test >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+BIN=$PWD/build/awooop
+BR=$PWD/build/bench/bench_runs
+. scripts/services.sh
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  aw_services_stop
+}
+trap cleanup EXIT
+aw_services_start >/dev/null
+PGH=$AWOOOP_TEST_PG_HOST PGP=$AWOOOP_TEST_PG_PORT
+sql() { psql -qtA -h "$PGH" -p "$PGP" -U postgres -d "$1" -c "$2"; }
+export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)
+
+# fresh_db DB PROJECT... -> APP (the app role's URL); the projects created
+fresh_db() {
+  local db=$1; shift
+  sql postgres "CREATE DATABASE $db" >/dev/null
+  "$BIN" migrate --db "postgresql://postgres@$PGH:$PGP/$db" >/dev/null 2>&1
+  APP="postgresql://awooop_app@$PGH:$PGP/$db"
+  for p in "$@"; do "$BR" load "$APP" "$p" 0 1 >/dev/null 2>&1; done
+}
+# workers PROCS CONC BATCH: worker processes on $APP
+workers() {
+  for _ in $(seq 1 "$1"); do
+    "$BIN" serve --role worker --db "$APP" --concurrency "$2" --batch "$3" \
+      --log-level warn 2>/dev/null &
+    PIDS+=($!)
+  done
+  sleep 1
+}
+# drain DB: waits until every run finished, then stops the workers
+drain() {
+  while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE finished_at IS NULL")" != 0 ]; do
+    sleep 0.2
+  done
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  PIDS=()
+}
+# percentiles DB WHERE -> "p50 p99" of submit -> finish (ms) of those runs
+percentiles() {
+  sql "$1" "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 1) || ' ' ||
+                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 1)
+            FROM (SELECT extract(epoch FROM finished_at - created_at) * 1000 AS d
+                  FROM awooop.runs WHERE $2) x"
+}
