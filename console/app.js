@@ -256,7 +256,7 @@ async function viewContracts(params, g) {
 
 async function viewRuns(params, g) {
   if (params.id) return viewRun(params.id, g);
-  const st = el('select', { id: 'run-state' }, ['', 'queued', 'running', 'waiting_approval', 'retrying', 'succeeded', 'failed', 'cancelled', 'timed_out', 'suggested'].map((s) => el('option', { value: s, selected: s === (params.state || ''), text: s || 'any state' })));
+  const st = el('select', { id: 'run-state' }, ['', 'queued', 'claimed', 'running', 'waiting_approval', 'retry_wait', 'succeeded', 'failed', 'cancelled', 'suggested'].map((s) => el('option', { value: s, selected: s === (params.state || ''), text: s || 'any state' })));
   const wf = el('textarea', { id: 'run-workflow' }, '[{"kind":"noop"}]');
   const box = el('div');
   async function load() {
@@ -294,9 +294,9 @@ async function viewRun(id, g) {
     }
     if (!r.ok) { problem(r, 'Run not read'); return true; } /* the next poll tries again */
     const x = r.data;
-    const done = ['succeeded', 'failed', 'cancelled', 'timed_out', 'suggested'].includes(x.state);
+    const done = ['succeeded', 'failed', 'cancelled', 'suggested'].includes(x.state);
     box.replaceChildren(
-      el('dl', {}, ...[['Run', x.run_id], ['State', x.state], ['Mode', x.mode], ['Attempts', `${x.attempts} of ${x.max_attempts}`],
+      el('dl', {}, ...[['Run', x.run_id], ['State', x.state], ['Mode', x.mode], ['Queue', x.queue], ['Attempts', `${x.attempts} of ${x.max_attempts}`],
         ['Trace id', x.trace_id], ['Error', x.error_code || '-'], ['Created', x.created_at], ['Finished', x.finished_at || '-']]
         .map(([k, v]) => [el('dt', { text: k }), el('dd', { id: 'run-' + k.toLowerCase().replace(' ', '-'), class: 'mono', text: v })]).flat()),
       done ? null : el('button', { type: 'button', class: 'danger', onclick: async () => {

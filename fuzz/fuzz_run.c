@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t n = json_array_size(req.workflow);
 		if (n < 1 || n > AW_RUN_MAX_STEPS || req.max_attempts < 1 ||
 		    req.max_attempts > 100 || req.timeout_s < 1 || req.timeout_s > 86400 ||
-		    req.priority < -1000 || req.priority > 1000)
+		    req.priority < -1000 || req.priority > 1000 || !aw_run_queue_name_ok(req.queue))
 			abort();
 		for (size_t i = 0; i < n; i++) {
 			const char *kind = json_string_value(

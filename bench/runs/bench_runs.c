@@ -2,6 +2,10 @@
  * bench_runs.c - helpers of bench/runs/run.sh and bench/drill-runs/run.sh:
  *   bench_runs load URL PROJECT N THREADS [WORKFLOW_JSON]
  *       submits N runs (default workflow: one noop step) from THREADS threads
+ *   bench_runs flood URL PROJECT N
+ *       submits N no-op runs in bulk (aw_run_submit_batch, 1,000 a transaction)
+ *   bench_runs paced URL PROJECT N INTERVAL_MS
+ *       submits N no-op runs, one every INTERVAL_MS
  *   bench_runs latency URL PROJECT N CONCURRENCY
  *       runs an in-process worker (CONCURRENCY threads), submits N runs one
  *       after another and prints the submit -> step start latency p50/p99 (ms)
@@ -79,6 +83,54 @@ static void *load_thread(void *arg)
 		submit_one(body, NULL);
 	}
 	return NULL;
+}
+
+static int flood(void)
+{
+	aw_ctx c;
+	aw_ctx_system(&c, PROJECT);
+	aw_run_batch_item *it = calloc(AW_RUN_BATCH_MAX, sizeof *it);
+	for (int done = 0; it && done < N;) {
+		int n = N - done < AW_RUN_BATCH_MAX ? N - done : AW_RUN_BATCH_MAX;
+		aw_error err = {0};
+		for (int i = 0; i < n; i++) {
+			char body[96];
+			int len = snprintf(body, sizeof body,
+					   "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":%d}",
+					   done + i);
+			memset(&it[i], 0, sizeof it[i]);
+			if (aw_run_request_decode(body, (size_t)len, &it[i].req, &err))
+				return fprintf(stderr, "bench_runs: %s\n", err.msg), 1;
+		}
+		aw_trace_new(&c.trace);
+		aw_err e = aw_run_submit_batch(S, &c, it, n, &err);
+		for (int i = 0; i < n; i++) {
+			if (!e && it[i].err.err)
+				fprintf(stderr, "bench_runs: item: %s\n", it[i].err.msg);
+			if (!e)
+				aw_run_free(&it[i].run);
+			aw_run_request_free(&it[i].req);
+		}
+		if (e)
+			return fprintf(stderr, "bench_runs: batch: %s\n", err.msg), 1;
+		done += n;
+	}
+	free(it);
+	return 0;
+}
+
+static int paced(int interval_ms)
+{
+	for (int i = 0; i < N; i++) {
+		char body[96];
+		int64_t t0 = aw_clock_mono_ns();
+		snprintf(body, sizeof body, "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":%d}", i);
+		submit_one(body, NULL);
+		int64_t left = (int64_t)interval_ms * 1000000 - (aw_clock_mono_ns() - t0);
+		if (left > 0)
+			nanosleep(&(struct timespec){left / 1000000000, left % 1000000000}, NULL);
+	}
+	return 0;
 }
 
 /* ---- latency: an executor that notes when its step starts ---- */
@@ -184,6 +236,8 @@ int main(int argc, char **argv)
 		return counter(atoi(argv[2]), argv[3], argc > 4 ? atoi(argv[4]) : 0);
 	if (argc < 5) {
 		fprintf(stderr, "usage: bench_runs load URL PROJECT N [THREADS] [WORKFLOW]\n"
+				"       bench_runs flood URL PROJECT N\n"
+				"       bench_runs paced URL PROJECT N INTERVAL_MS\n"
 				"       bench_runs latency URL PROJECT N [CONCURRENCY]\n"
 				"       bench_runs counter PORT OUTFILE [DELAY_MS]\n");
 		return 2;
@@ -206,6 +260,10 @@ int main(int argc, char **argv)
 			pthread_join(th[t], NULL);
 		double s = (double)(aw_clock_mono_ns() - t0) / 1e9;
 		fprintf(stderr, "loaded %d runs in %.2f s (%.0f submissions/s)\n", N, s, N / s);
+	} else if (strcmp(argv[1], "flood") == 0) {
+		rc = flood();
+	} else if (strcmp(argv[1], "paced") == 0) {
+		rc = paced(argc > 5 ? atoi(argv[5]) : 20);
 	} else if (strcmp(argv[1], "latency") == 0) {
 		rc = latency(argc > 5 ? atoi(argv[5]) : 4);
 	} else {

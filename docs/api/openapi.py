@@ -29,6 +29,7 @@ TS = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}
 TSN = {"type": ["string", "null"], "pattern": TS["pattern"]}
 UUID = {"type": "string", "format": "uuid", "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}
 UUIDN = {"type": ["string", "null"], "pattern": UUID["pattern"]}
+QUEUE = r"^[A-Za-z0-9._-]{1,64}$"
 ANY = {}
 REF = lambda n: {"$ref": f"#/components/schemas/{n}"}
 
@@ -69,9 +70,9 @@ schemas = {
     "Run": obj(["run_id", "project", "state", "mode", "priority", "attempts", "max_attempts", "timeout_s",
                 "trace_id", "workflow", "created_at"], {
         "run_id": UUID, "project": S(),
-        "state": S(enum=["queued", "running", "waiting_approval", "retrying", "succeeded", "failed",
-                         "cancelled", "timed_out", "suggested"]),
-        "mode": S(enum=["live", "shadow"]), "priority": I(), "attempts": I(minimum=0),
+        "state": S(enum=["queued", "claimed", "running", "waiting_approval", "retry_wait", "succeeded",
+                         "failed", "cancelled", "suggested"]),
+        "mode": S(enum=["live", "shadow"]), "queue": S(pattern=QUEUE), "priority": I(), "attempts": I(minimum=0),
         "max_attempts": I(minimum=1), "timeout_s": I(minimum=1), "trace_id": S(),
         "workflow": ANY, "input": ANY, "error_code": {"type": ["string", "null"]},
         "created_at": TSN, "updated_at": TSN, "started_at": TSN, "finished_at": TSN, "run_after": TSN,
@@ -140,6 +141,7 @@ params = {
     "key_id": {"name": "key_id", "in": "path", "required": True, "schema": UUID},
     "bot": {"name": "bot", "in": "path", "required": True, "schema": S()},
     "action": {"name": "action", "in": "path", "required": True, "schema": S()},
+    "queue": {"name": "queue", "in": "path", "required": True, "schema": S(pattern=QUEUE)},
     "file": {"name": "file", "in": "path", "required": True, "schema": S(pattern=r"^[a-z0-9_.-]+$")},
     "limit": {"name": "limit", "in": "query", "required": False, "schema": I(minimum=1, maximum=1000)},
     "cursor": {"name": "cursor", "in": "query", "required": False, "schema": S()},
@@ -259,7 +261,8 @@ op("GET", C + "/convergence", "contractConvergence",
 RUNREQ = obj(["workflow"], {"workflow": {"type": "array", "items": obj(["kind"], {"kind": S(), "args": {"type": "object"}})},
                             "input": ANY, "mode": S(enum=["live", "shadow"]), "priority": I(),
                             "max_attempts": I(), "timeout_s": I(), "idempotency_key": S(),
-                            "run_at": {**TS, "description": "not before this time (within a year); a past time runs now"}})
+                            "run_at": {**TS, "description": "not before this time (within a year); a past time runs now"},
+                            "queue": {**S(pattern=QUEUE), "description": "a declared queue of the project (default: default)"}})
 op("POST", "/v1/platform/runs", "submitRun", "Submit a run in the key's project", "runs",
    {"201": js(REF("Run"), "created"), "200": js(REF("Run"), "replayed (same Idempotency-Key, same request)")},
    "operator", body=RUNREQ, extra_params=["IdempotencyKey"])
@@ -321,6 +324,16 @@ op("POST", "/v1/channels/telegram/{project}/{bot}", "telegramWebhook", "Telegram
    {"200": js(obj(["ok"], {"ok": {"const": True}}))}, "none (X-Telegram-Bot-Api-Secret-Token)",
    body={"type": "object"}, open_route=True,
    extra_params=[{"name": "X-Telegram-Bot-Api-Secret-Token", "in": "header", "required": True, "schema": S()}])
+
+QUEUEDOC = obj(["name", "concurrency", "queued", "running"], {
+    "name": S(pattern=QUEUE), "concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": 100000},
+    "queued": I(minimum=0), "running": I(minimum=0), "updated_at": TS, "updated_by": S()})
+op("GET", "/v1/projects/{project}/queues", "listQueues", "The project's run queues: limit, runs queued and in flight",
+   "runs", {"200": js(items(QUEUEDOC, cursor=False))}, "reader")
+op("PUT", "/v1/projects/{project}/queues/{queue}", "putQueue",
+   "Declare a run queue or change its concurrency limit (null: none); at most 100 a project", "runs",
+   {"200": js(QUEUEDOC)}, "operator",
+   body=obj(["concurrency"], {"concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": 100000}}, extra=False))
 
 op("GET", "/v1/projects/{project}/budget", "getBudget", "Spend against the limits of the current period", "budget",
    {"200": js(obj(["project", "budget", "period", "suspended"], {

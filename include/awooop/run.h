@@ -52,10 +52,11 @@ typedef struct {
 	json_t *workflow; /* array of {"kind", "args"} (owned) */
 	json_t *input;	  /* any JSON or NULL (owned) */
 	int shadow;
-	int priority;		    /* -1000..1000, higher first; default 0 */
-	int max_attempts;	    /* 1..100; default 3 */
-	int timeout_s;		    /* per attempt, 1..86400; default 300 */
-	char run_at[AW_TS_LEN + 1]; /* not before this time ("" now); within a year */
+	int priority;		      /* -1000..1000, higher first; default 0 */
+	int max_attempts;	      /* 1..100; default 3 */
+	int timeout_s;		      /* per attempt, 1..86400; default 300 */
+	char run_at[AW_TS_LEN + 1];   /* not before this time ("" now); within a year */
+	char queue[AW_QUEUE_MAX + 1]; /* "default" unless named (aw_run_queue_name_ok) */
 } aw_run_request;
 
 /* Strictly decodes a POST /v1/platform/runs body and checks every step against
@@ -70,6 +71,25 @@ void aw_run_request_free(aw_run_request *r);
 aw_err aw_run_no_secrets(const json_t *v, const char *where, aw_error *err);
 /* SHA-256 hex of the request's canonical JSON (RFC 8785, defaults filled). */
 aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err);
+
+/* ---- named queues ---- A run goes to its request's queue ("default"
+ * unless named; other names must be declared first). A queue's concurrency
+ * limit holds across every worker process: at most that many of its runs
+ * claimed or running at once. Claims go round robin over projects, within a
+ * project over its queues, within a queue by priority and age. */
+#define AW_RUN_QUEUES_MAX 100
+#define AW_RUN_QUEUE_CONCURRENCY_MAX 100000
+/* 1..AW_QUEUE_MAX of [A-Za-z0-9._-]. Pure. */
+int aw_run_queue_name_ok(const char *name);
+/* Declares queue name in ctx->project, or changes its limit (concurrency
+ * 1..AW_RUN_QUEUE_CONCURRENCY_MAX, 0 for none); audited (queue.set).
+ * AW_E_REQ_INVALID (where "name" or "/concurrency") for a bad name or number
+ * or one queue more than AW_RUN_QUEUES_MAX. *out: the queue as listed. */
+aw_err aw_run_queue_set(aw_store *s, const aw_ctx *ctx, const char *name, int concurrency,
+			json_t **out, aw_error *err);
+/* {"items": [{name, concurrency (null: none), queued, running, updated_at,
+ * updated_by}]} of ctx->project, by name, "default" always there. */
+aw_err aw_run_queue_list(aw_store *s, const aw_ctx *ctx, json_t **out, aw_error *err);
 
 /* Idempotency keys: 1..255 printable ASCII characters. */
 int aw_run_idem_key_ok(const char *key);
@@ -101,7 +121,9 @@ aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *ou
 		  aw_run_step **steps, int *nsteps, aw_error *err);
 /* The run as the API shows it - fields, journal ("steps") and "transitions" -
  * read in one snapshot; new reference. AW_E_INTERNAL when the audit history
- * does not end in the run's state (never shown as an empty history). */
+ * does not end in the run's state (never shown as an empty history) - but a
+ * run "claimed", whose claim is audited with its start, may end it in the
+ * state it was claimed from. */
 aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out, aw_error *err);
 /* The run's transitions (its audit records), oldest first. */
 aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out,

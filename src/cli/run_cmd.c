@@ -109,6 +109,59 @@ static int submit_lines(char *text)
 	return rc ? rc : refused ? AW_EXIT_FAIL : 0;
 }
 
+/* run queues / run queue NAME: the project's queues, one declared or changed. */
+static int queues(const char *verb, const char *name, const char *project, const char *conc,
+		  int as_json)
+{
+	int one = !strcmp(verb, "queue");
+	static const char url_safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				       "0123456789._-";
+	if (!project || !*project || project[strspn(project, url_safe)])
+		return aw_cli_fail(AW_E_USAGE, "--project: required, a project id");
+	if (name && !aw_run_queue_name_ok(name))
+		return aw_cli_fail(AW_E_USAGE, "NAME: 1..64 letters, digits, '.', '_' or '-'");
+	if (one && (!name || !conc))
+		return aw_cli_fail(AW_E_USAGE, "give the queue's NAME and --concurrency N|none");
+	char path[256], *end = NULL;
+	snprintf(path, sizeof path, "/v1/projects/%s/queues", project);
+	json_t *doc = NULL, *body = NULL;
+	int rc;
+	if (one) {
+		long n = strcmp(conc, "none") ? strtol(conc, &end, 10) : 0;
+		if (strcmp(conc, "none") && (!*conc || *end || n < 1 || n > 100000))
+			return aw_cli_fail(AW_E_USAGE, "--concurrency: 1..100000 or none");
+		body = json_pack("{s:o}", "concurrency", n ? json_integer(n) : json_null());
+		snprintf(path + strlen(path), sizeof path - strlen(path), "/%.64s", name);
+		rc = aw_client_call("PUT", path, body, &doc);
+		json_decref(body);
+	} else {
+		rc = aw_client_call("GET", path, NULL, &doc);
+	}
+	if (rc)
+		return rc;
+	if (as_json) {
+		print_json(doc);
+		json_decref(doc);
+		return 0;
+	}
+	json_t *items = one ? json_pack("[O]", doc) : json_incref(json_object_get(doc, "items"));
+	size_t i;
+	json_t *q;
+	printf("%-24s %11s %8s %8s\n", "queue", "concurrency", "queued", "running");
+	json_array_foreach (items, i, q) {
+		json_t *c = json_object_get(q, "concurrency");
+		char lim[16] = "none";
+		if (json_is_integer(c))
+			snprintf(lim, sizeof lim, "%lld", (long long)json_integer_value(c));
+		printf("%-24s %11s %8lld %8lld\n", json_string_value(json_object_get(q, "name")),
+		       lim, (long long)json_integer_value(json_object_get(q, "queued")),
+		       (long long)json_integer_value(json_object_get(q, "running")));
+	}
+	json_decref(items);
+	json_decref(doc);
+	return 0;
+}
+
 int aw_cmd_run(int argc, char **argv)
 {
 	aw_opt opts[] = {
@@ -121,6 +174,9 @@ int aw_cmd_run(int argc, char **argv)
 		{"state", NULL, NULL, 0, "list: only runs in this state", NULL},
 		{"limit", NULL, "50", 0, "list: page size 1..1000", NULL},
 		{"cursor", NULL, NULL, 0, "list: next_cursor of the previous page", NULL},
+		{"project", NULL, NULL, 0, "queues, queue: the project", NULL},
+		{"concurrency", NULL, NULL, 0,
+		 "queue: at most N of its runs claimed or running at once (none: no limit)", NULL},
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
@@ -133,10 +189,13 @@ int aw_cmd_run(int argc, char **argv)
 		"  get RUN_ID                  state, attempts, step journal, transitions\n"
 		"  list [--state S] [--limit N] [--cursor C]   newest first\n"
 		"  cancel RUN_ID\n"
-		"  diff SHADOW_RUN LIVE_RUN    compare two runs' journals step by step\n\n"
+		"  diff SHADOW_RUN LIVE_RUN    compare two runs' journals step by step\n"
+		"  queues --project P          the project's queues: limit, queued, running\n"
+		"  queue NAME --project P --concurrency N|none\n"
+		"                              declare a queue, or change its limit\n\n"
 		"A request: {\"workflow\": [{\"kind\": \"http\", \"args\": {\"url\": \"...\"}}],\n"
 		"\"input\": ..., \"mode\": \"live\"|\"shadow\", \"priority\": 0, \"max_attempts\": 3,\n"
-		"\"timeout_s\": 300}. Step kinds: noop, sleep {ms}, fail {message}, http\n"
+		"\"timeout_s\": 300, \"queue\": \"default\", \"run_at\": TIME}. Step kinds: noop, sleep {ms}, fail {message}, http\n"
 		"{method, url, body}. Talks to AWOOOP_URL with AWOOOP_KEY.";
 	const char *pos[3];
 	int npos = 3;
@@ -250,6 +309,9 @@ int aw_cmd_run(int argc, char **argv)
 			json_decref(doc);
 			return 0;
 		}
+	} else if (!strcmp(verb, "queues") || !strcmp(verb, "queue")) {
+		return queues(verb, npos == 2 ? pos[1] : NULL, aw_cli_get(opts, "project"),
+			      aw_cli_get(opts, "concurrency"), as_json);
 	} else {
 		aw_cli_usage(usage, opts);
 		return AW_EXIT_USAGE;

@@ -200,3 +200,49 @@ void aw_h_run_diff(aw_req *r)
 	}
 	aw_reply_json(r, 200, out);
 }
+
+/* GET /v1/projects/{project}/queues (reader): the project's queues. */
+void aw_h_queues_list(aw_req *r)
+{
+	aw_ctx scoped;
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+		return;
+	aw_error err = {0};
+	json_t *out = NULL;
+	aw_err e = aw_run_queue_list(r->store, &scoped, &out, &err);
+	if (e)
+		aw_reply_problem(r, e, &err);
+	else
+		aw_reply_json(r, 200, out);
+}
+
+/* PUT /v1/projects/{project}/queues/{queue} (operator) {"concurrency": N|null}:
+ * declares the queue or changes its limit. */
+void aw_h_queue_put(aw_req *r)
+{
+	aw_ctx scoped;
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+		return;
+	static const char *const fields[] = {"concurrency", NULL};
+	aw_error err = {0};
+	json_t *body = NULL, *out = NULL;
+	aw_err e = aw_json_parse_object(r->body, r->body_len, &body, &err);
+	if (!e)
+		e = aw_json_only(body, fields, &err);
+	json_t *c = json_object_get(body, "concurrency");
+	if (!e && (!c || !(json_is_null(c) || json_is_integer(c)) ||
+		   (json_is_integer(c) && (json_integer_value(c) < 1 ||
+					   json_integer_value(c) > AW_RUN_QUEUE_CONCURRENCY_MAX))))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "/concurrency",
+			       "concurrency must be 1..%d, or null for no limit",
+			       AW_RUN_QUEUE_CONCURRENCY_MAX);
+	if (!e)
+		e = aw_run_queue_set(r->store, &scoped, r->segs[4],
+				     json_is_integer(c) ? (int)json_integer_value(c) : 0, &out,
+				     &err);
+	json_decref(body);
+	if (e)
+		aw_reply_problem(r, e, &err);
+	else
+		aw_reply_json(r, 200, out);
+}

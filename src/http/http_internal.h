@@ -133,6 +133,8 @@ void aw_h_run_get(aw_req *r);
 void aw_h_run_cancel(aw_req *r);
 void aw_h_run_diff(aw_req *r);
 void aw_h_run_approve(aw_req *r);
+void aw_h_queues_list(aw_req *r);
+void aw_h_queue_put(aw_req *r);
 void aw_h_approval_mint(aw_req *r);
 void aw_h_approval_verify(aw_req *r);
 void aw_h_channel_send(aw_req *r);

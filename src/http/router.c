@@ -47,6 +47,8 @@ static const struct {
 	{"POST", "/v1/projects/{project}/channels/{bot}/messages", aw_h_channel_send, 0},
 	/* open: Telegram's secret token is the credential */
 	{"POST", "/v1/channels/telegram/{project}/{bot}", aw_h_channel_webhook, 1},
+	{"GET", "/v1/projects/{project}/queues", aw_h_queues_list, 0},
+	{"PUT", "/v1/projects/{project}/queues/{queue}", aw_h_queue_put, 0},
 	{"GET", "/v1/projects/{project}/budget", aw_h_budget_get, 0},
 	{"GET", "/v1/projects/{project}/budget/ledger", aw_h_budget_ledger, 0},
 	{"POST", "/v1/projects/{project}/budget/{action}", aw_h_budget_action, 0},

@@ -49,7 +49,7 @@ static int64_t prune(aw_worker *w)
 void *aw_worker_heartbeat_main(void *arg)
 {
 	aw_worker *w = arg;
-	int cap = w->o.concurrency * w->o.batch;
+	int cap = aw_worker_nslots(w);
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
 	int *lost = calloc((size_t)cap, sizeof *lost);
 	int64_t next_prune = aw_clock_mono_ns();
@@ -59,11 +59,9 @@ void *aw_worker_heartbeat_main(void *arg)
 		if (!atomic_load(&w->stop))
 			pthread_cond_timedwait(&w->hb_cv, &w->mu, &ts);
 		int n = 0;
-		for (int t = 0; t < w->o.concurrency; t++)
-			for (int i = 0; i < w->o.batch; i++)
-				if (w->threads[t].slots[i].active)
-					memcpy(ids[n++], w->threads[t].slots[i].run_id,
-					       sizeof ids[0]);
+		for (int i = 0; i < cap; i++)
+			if (aw_worker_slot(w, i)->active)
+				memcpy(ids[n++], aw_worker_slot(w, i)->run_id, sizeof ids[0]);
 		pthread_mutex_unlock(&w->mu);
 		if (atomic_load(&w->stop))
 			break;
@@ -72,12 +70,11 @@ void *aw_worker_heartbeat_main(void *arg)
 				 AW_OK) {
 			pthread_mutex_lock(&w->mu);
 			for (int i = 0; i < n; i++)
-				for (int t = 0; lost[i] && t < w->o.concurrency; t++)
-					for (int k = 0; k < w->o.batch; k++) {
-						slot *sl = &w->threads[t].slots[k];
-						if (sl->active && strcmp(sl->run_id, ids[i]) == 0)
-							sl->stop = 1;
-					}
+				for (int k = 0; lost[i] && k < cap; k++) {
+					slot *sl = aw_worker_slot(w, k);
+					if (sl->active && strcmp(sl->run_id, ids[i]) == 0)
+						sl->stop = 1;
+				}
 			pthread_mutex_unlock(&w->mu);
 		}
 		int reaped = 0;

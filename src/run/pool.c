@@ -28,12 +28,19 @@ static void shutdown_worker(aw_worker *w)
 	for (int t = 0; w->threads && t < w->o.concurrency; t++)
 		for (int i = 0; w->threads[t].slots && i < w->o.batch; i++)
 			w->threads[t].slots[i].stop = 1;
+	for (int i = 0; i < w->solo_cap; i++)
+		w->solo[i].stop = 1;
 	pthread_cond_broadcast(&w->hb_cv);
 	pthread_mutex_unlock(&w->mu);
 	aw_run_notify_all();
 	for (int i = 0; w->threads && i < w->o.concurrency; i++)
 		if (w->threads[i].started)
 			pthread_join(w->threads[i].th, NULL);
+	/* no thread makes a solo run now (they are joined): wait for those driven */
+	pthread_mutex_lock(&w->mu);
+	while (w->solo_n > 0)
+		pthread_cond_wait(&w->solo_cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
 	if (w->hb_started)
 		pthread_join(w->hb, NULL);
 	if (w->listener_started)
@@ -41,8 +48,10 @@ static void shutdown_worker(aw_worker *w)
 	for (int i = 0; w->threads && i < w->o.concurrency; i++)
 		free(w->threads[i].slots);
 	free(w->threads);
+	free(w->solo);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->hb_cv);
+	pthread_cond_destroy(&w->solo_cv);
 	free(w);
 }
 
@@ -110,6 +119,15 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 			*p = '-';
 	pthread_mutex_init(&w->mu, NULL);
 	aw_clock_cond_init(&w->hb_cv);
+	pthread_cond_init(&w->solo_cv, NULL);
+	/* as many slow steps in flight as batch slots, within 16 .. 1024 */
+	int solo = w->o.concurrency * w->o.batch;
+	w->solo_cap = solo < 16 ? 16 : solo > 1024 ? 1024 : solo;
+	if (!(w->solo = calloc((size_t)w->solo_cap, sizeof(slot)))) {
+		w->solo_cap = 0;
+		shutdown_worker(w);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
 	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
 	w->threads = calloc((size_t)w->o.concurrency, sizeof *w->threads);
 	for (int i = 0; w->threads && i < w->o.concurrency; i++) {

@@ -3,6 +3,7 @@
  * validation against the executor registry, and the canonical hash that
  * Idempotency-Key replays are compared with. Pure: fuzz/fuzz_run.c drives it.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,11 +81,13 @@ static aw_err check_step(const json_t *step, size_t i, aw_error *err)
 
 aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, aw_error *err)
 {
-	static const char *const allowed[] = {"workflow",     "input",	   "mode",   "priority",
-					      "max_attempts", "timeout_s", "run_at", NULL};
+	static const char *const allowed[] = {"workflow", "input",	  "mode",
+					      "priority", "max_attempts", "timeout_s",
+					      "run_at",	  "queue",	  NULL};
 	memset(out, 0, sizeof *out);
 	out->max_attempts = 3;
 	out->timeout_s = 300;
+	snprintf(out->queue, sizeof out->queue, "default");
 	json_t *o = NULL;
 	const char *mode = NULL;
 	aw_err e = aw_json_parse_object(body, len, &o, err);
@@ -112,6 +115,17 @@ aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, 
 	}
 	if (run_at)
 		aw_clock_format(at_ms, out->run_at); /* canonical: the hash and the store agree */
+	const char *queue = NULL;
+	if ((e = aw_json_str(o, "queue", 0, &queue, err)))
+		goto out;
+	if (queue && !aw_run_queue_name_ok(queue)) {
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/queue",
+			       "queue must be 1..%d letters, digits, '.', '_' or '-'",
+			       AW_QUEUE_MAX);
+		goto out;
+	}
+	if (queue)
+		snprintf(out->queue, sizeof out->queue, "%s", queue);
 	json_t *wf = json_object_get(o, "workflow");
 	if (!json_is_array(wf) || json_array_size(wf) == 0 ||
 	    json_array_size(wf) > AW_RUN_MAX_STEPS) {
@@ -219,9 +233,22 @@ aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err)
 		json_object_set(canon, "input", r->input);
 	if (canon && r->run_at[0]) /* absent from older hashes: their replays still match */
 		json_object_set_new(canon, "run_at", json_string(r->run_at));
+	if (canon && strcmp(r->queue, "default") != 0) /* the same for the queue */
+		json_object_set_new(canon, "queue", json_string(r->queue));
 	int bad = !canon || aw_jcs_sha256(canon, out) != 0;
 	json_decref(canon);
 	return bad ? aw_fail(err, AW_E_NOMEM, "out of memory") : AW_OK;
+}
+
+int aw_run_queue_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > AW_QUEUE_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return 0;
+	return 1;
 }
 
 int aw_run_idem_key_ok(const char *key)

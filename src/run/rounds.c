@@ -1,12 +1,16 @@
 /*
  * rounds.c - the batch-round engine of the run workers. A thread's claimed
  * batch is driven in rounds, one project at a time: every run still active
- * executes its next step (slow steps side by side on threads of their own),
- * then one transaction per project moves the runs on with compare-and-sets
- * that also tell which runs the worker still holds (a cancel or a reaper that
- * got there first wins) and journals the round's steps. A step's journal entry
+ * executes its next step, then one transaction per project moves the runs on
+ * with compare-and-sets that also tell which runs the worker still holds (a
+ * cancel or a reaper that got there first wins) and journals the round's
+ * steps. A step's journal entry
  * is committed before the run's next step starts, which is what makes
- * "completed steps never execute again" hold across crashes.
+ * "completed steps never execute again" hold across crashes. A run whose next
+ * step is slow (not instant: a sleep, an http call, an approval) leaves the
+ * batch for a thread of its own and moves on when its own step ends: the
+ * batch's rounds last as long as instant steps, never as long as the slowest
+ * step of a batch-mate (no head-of-line blocking).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -357,9 +361,10 @@ static void *exec_thread(void *p)
 
 #define ROUND_THREADS 32
 
-/* One round's steps: instant ones inline, the others on threads of their own
- * (at most ROUND_THREADS at a time), so a slow step does not hold up its
- * batch-mates: a round lasts as long as its slowest step, not their sum. */
+/* One round's steps: instant ones (and a solo run's) inline, slow ones (those
+ * that stayed in the batch because no solo slot was free) on threads of their
+ * own (at most ROUND_THREADS at a time): a round lasts as long as its slowest
+ * step, not their sum. */
 static void execute_round(aw_worker *w, job *js, const int *idx, int n)
 {
 	pthread_t th[ROUND_THREADS];
@@ -372,7 +377,7 @@ static void execute_round(aw_worker *w, job *js, const int *idx, int n)
 		if (!j->active)
 			continue;
 		const aw_executor *x = next_executor(j);
-		if (!x || x->instant) {
+		if (!x || x->instant || n == 1) {
 			execute(w, j);
 			continue;
 		}
@@ -409,7 +414,7 @@ static int pick(const job *js, const int *idx, int n, const int *out, int o, int
 	return m;
 }
 
-static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job *js, const int *idx,
+static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const int *idx,
 			   int n, int stopping, aw_error *err)
 {
 	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
@@ -490,7 +495,7 @@ static aw_err finish_round(aw_worker *w, thread_ctx *tc, const aw_ctx *ctx, job 
 		aw_run_state to =
 			j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED : AW_RUN_RETRY_WAIT;
 		char after[AW_TS_LEN + 1];
-		aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(&tc->rng, j->c->attempts,
+		aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(rng, j->c->attempts,
 									  w->o.retry_base_ms,
 									  w->o.retry_max_ms),
 				after);
@@ -574,6 +579,94 @@ static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx
 	free(cl);
 }
 
+static int drive(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const int *idx, int n,
+		 int batch);
+
+/* A run that left its batch: its own claim (without the workflow and input
+ * texts, parsed into j), its job, its solo slot (j.sl). */
+typedef struct {
+	aw_worker *w;
+	aw_run_claim c;
+	job j;
+	uint64_t rng;
+} solo_run;
+
+static void *solo_main(void *p)
+{
+	solo_run *s = p;
+	aw_worker *w = s->w;
+	aw_ctx ctx = project_ctx(w, s->c.project_id);
+	int idx = 0;
+	drive(w, &s->rng, &ctx, &s->j, &idx, 1, 0);
+	slot *sl = s->j.sl;
+	json_decref(s->j.wf);
+	json_decref(s->j.input);
+	json_decref(s->j.result);
+	free(s);
+	pthread_mutex_lock(&w->mu);
+	sl->active = 0;
+	w->solo_n--;
+	pthread_cond_broadcast(&w->solo_cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* The batch's active runs whose next step is slow go to solo slots, each
+ * driven from here on by a detached thread of its own (its lease renewed
+ * through the solo slot). When every solo slot is taken a run stays, and its
+ * round waits for its step. */
+static void detach_slow(aw_worker *w, job *js, const int *idx, int n)
+{
+	for (int i = 0; i < n; i++) {
+		job *j = &js[idx[i]];
+		const aw_executor *x = j->active ? next_executor(j) : NULL;
+		if (!x || x->instant)
+			continue;
+		solo_run *s = calloc(1, sizeof *s);
+		slot *sl = NULL;
+		pthread_mutex_lock(&w->mu);
+		for (int k = 0; s && !atomic_load(&w->stop) && k < w->solo_cap && !sl; k++)
+			if (!w->solo[k].active)
+				sl = &w->solo[k];
+		if (sl) {
+			memcpy(sl->run_id, j->c->run_id, sizeof sl->run_id);
+			sl->stop = atomic_load(&j->sl->stop);
+			sl->active = 1;
+			w->solo_n++;
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (!sl) {
+			free(s);
+			return;
+		}
+		*s = (solo_run){.w = w, .c = *j->c, .j = *j, .rng = aw_worker_seed()};
+		s->c.workflow = s->c.input = NULL;
+		s->j.c = &s->c;
+		s->j.sl = sl;
+		pthread_t th;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		int rc = pthread_create(&th, &a, solo_main, s);
+		pthread_attr_destroy(&a);
+		pthread_mutex_lock(&w->mu);
+		if (rc != 0) { /* it stays in the batch */
+			sl->active = 0;
+			w->solo_n--;
+			pthread_cond_broadcast(&w->solo_cv);
+		} else { /* the solo thread's now, with its workflow and input */
+			j->sl->active = 0;
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (rc != 0) {
+			free(s);
+			return;
+		}
+		j->active = 0;
+		j->wf = j->input = NULL;
+	}
+}
+
 /* Drives one project's runs of a batch to the end (or until stopped). 1 when
  * the fault hook abandoned the batch. */
 static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int n)
@@ -581,18 +674,36 @@ static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int 
 	aw_ctx ctx = project_ctx(w, js[idx[0]].c->project_id);
 	aw_error err = {0};
 	aw_err e = start_group(w, &ctx, js, idx, n, &err);
+	if (e) {
+		aw_log(AW_LOG_WARN, &ctx, "run batch abandoned", "code", aw_err_code(e), "detail",
+		       err.msg, NULL);
+		return 0;
+	}
+	return drive(w, &tc->rng, &ctx, js, idx, n, 1);
+}
+
+/* The rounds of runs js[idx[0..n)] (one project) until none is active (or
+ * stopped); a batch (not a solo run) first lets its slow runs go. 1 when the
+ * fault hook abandoned them. */
+static int drive(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const int *idx, int n,
+		 int batch)
+{
+	aw_error err = {0};
+	aw_err e = AW_OK;
 	while (!e) {
+		if (batch)
+			detach_slow(w, js, idx, n);
 		int any = 0;
 		for (int i = 0; i < n; i++)
 			any |= js[idx[i]].active;
 		if (!any)
 			break;
 		if (atomic_load(&w->stop)) {
-			release_all(w, &ctx, js, idx, n);
+			release_all(w, ctx, js, idx, n);
 			return 0;
 		}
-		if ((e = start_slow(w, &ctx, js, idx, n, &err)) ||
-		    (e = mark_started(w, &ctx, js, idx, n, &err)))
+		if ((e = start_slow(w, ctx, js, idx, n, &err)) ||
+		    (e = mark_started(w, ctx, js, idx, n, &err)))
 			break;
 		execute_round(w, js, idx, n);
 		for (int i = 0; aw_worker_fault_hook && i < n; i++) {
@@ -600,14 +711,14 @@ static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int 
 			if (j->executed && aw_worker_fault_hook(j->c->run_id, j->next + 1))
 				return 1;
 		}
-		e = finish_round(w, tc, &ctx, js, idx, n, atomic_load(&w->stop), &err);
+		e = finish_round(w, rng, ctx, js, idx, n, atomic_load(&w->stop), &err);
 		for (int i = 0; i < n; i++) {
 			json_decref(js[idx[i]].result);
 			js[idx[i]].result = NULL;
 		}
 	}
 	if (e) /* the store failed us: the leases run out and the reaper re-queues */
-		aw_log(AW_LOG_WARN, &ctx, "run batch abandoned", "code", aw_err_code(e), "detail",
+		aw_log(AW_LOG_WARN, ctx, "run batch abandoned", "code", aw_err_code(e), "detail",
 		       err.msg, NULL);
 	return 0;
 }

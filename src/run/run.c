@@ -64,6 +64,16 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 		return aw_fail_at(err, AW_E_REQ_INVALID, "/run_at",
 				  "run_at must lie within a year from now");
 	aw_err e = AW_OK;
+	if (strcmp(req->queue, "default") != 0) {
+		int declared = 0;
+		if ((e = aw_store_queue_get(t, req->queue, &declared, NULL, err)))
+			return e;
+		if (!declared)
+			return aw_fail_at(err, AW_E_REQ_INVALID, "/queue",
+					  "no queue %s in this project: declare it with PUT"
+					  " /v1/projects/{project}/queues/{name}",
+					  req->queue);
+	}
 	if (idem_key) {
 		int found = 0;
 		char have[65], run_id[AW_UUID_STR_LEN + 1];
@@ -83,6 +93,7 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	snprintf(out->project_id, sizeof out->project_id, "%s", ctx->project);
 	snprintf(out->state, sizeof out->state, "queued");
 	snprintf(out->mode, sizeof out->mode, "%s", req->shadow ? "shadow" : "live");
+	snprintf(out->queue, sizeof out->queue, "%s", req->queue);
 	out->workflow = aw_json_dump(req->workflow);
 	out->input = req->input ? aw_json_dump(req->input) : NULL;
 	out->priority = req->priority;
@@ -351,6 +362,95 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 	return e;
 }
 
+static json_t *queue_json(const aw_run_queue *q)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I}", "name", q->name, "queued", (json_int_t)q->queued,
+			      "running", (json_int_t)q->running);
+	if (o)
+		json_object_set_new(o, "concurrency",
+				    q->concurrency ? json_integer(q->concurrency) : json_null());
+	if (o && q->updated_at[0])
+		json_object_set_new(o, "updated_at", json_string(q->updated_at));
+	if (o && q->updated_by[0])
+		json_object_set_new(o, "updated_by", json_string(q->updated_by));
+	return o;
+}
+
+/* The queues of ctx->project as the API lists them; name: only that one. */
+static aw_err queues_in(aw_txn *t, const char *name, json_t **out, aw_error *err)
+{
+	aw_run_queue *q = NULL;
+	int n = 0;
+	aw_err e = aw_store_queue_list(t, &q, &n, err);
+	json_t *items = e ? NULL : json_array();
+	for (int i = 0; items && i < n; i++)
+		if (!name || strcmp(q[i].name, name) == 0)
+			json_array_append_new(items, queue_json(&q[i]));
+	free(q);
+	if (e)
+		return e;
+	if (!items)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	*out = name ? json_incref(json_array_get(items, 0)) : json_pack("{s:O}", "items", items);
+	json_decref(items);
+	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+aw_err aw_run_queue_set(aw_store *s, const aw_ctx *ctx, const char *name, int concurrency,
+			json_t **out, aw_error *err)
+{
+	if (!aw_run_queue_name_ok(name))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "name",
+				  "a queue name is 1..%d letters, digits, '.', '_' or '-'",
+				  AW_QUEUE_MAX);
+	if (concurrency < 0 || concurrency > AW_RUN_QUEUE_CONCURRENCY_MAX)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/concurrency",
+				  "concurrency must be 1..%d, or null for no limit",
+				  AW_RUN_QUEUE_CONCURRENCY_MAX);
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	int found = 0, count = 0;
+	e = aw_store_queue_get(t, name, &found, &count, err);
+	if (!e && !found && count >= AW_RUN_QUEUES_MAX)
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "name", "a project has at most %d queues",
+			       AW_RUN_QUEUES_MAX);
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	if (!e)
+		e = aw_store_queue_put(t, name, concurrency, now, ctx->principal, err);
+	if (!e) {
+		json_t *p = json_pack("{s:s, s:o}", "queue", name, "concurrency",
+				      concurrency ? json_integer(concurrency) : json_null());
+		e = p ? aw_audit_record(t, ctx, "queue.set", name, p, err)
+		      : aw_fail(err, AW_E_NOMEM, "out of memory");
+		json_decref(p);
+	}
+	if (!e)
+		e = queues_in(t, name, out, err);
+	if (e) {
+		aw_store_rollback(t);
+		return e;
+	}
+	if ((e = aw_store_commit(t, err))) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return e;
+}
+
+aw_err aw_run_queue_list(aw_store *s, const aw_ctx *ctx, json_t **out, aw_error *err)
+{
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (e)
+		return e;
+	e = queues_in(t, NULL, out, err);
+	aw_store_rollback(t);
+	return e;
+}
+
 aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char *cursor, int limit,
 		   aw_run **out, int *n, aw_error *err)
 {
@@ -422,10 +522,11 @@ static json_t *parse_or_null(const char *text)
 
 json_t *aw_run_json(const aw_run *r, const aw_run_step *steps, int nsteps)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "run_id", r->run_id,
-			      "project", r->project_id, "state", r->state, "mode", r->mode,
-			      "priority", r->priority, "attempts", r->attempts, "max_attempts",
-			      r->max_attempts, "timeout_s", r->timeout_s, "trace_id", r->trace_id);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "run_id",
+			      r->run_id, "project", r->project_id, "state", r->state, "mode",
+			      r->mode, "queue", r->queue[0] ? r->queue : "default", "priority",
+			      r->priority, "attempts", r->attempts, "max_attempts", r->max_attempts,
+			      "timeout_s", r->timeout_s, "trace_id", r->trace_id);
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "workflow", parse_or_null(r->workflow));

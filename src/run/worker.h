@@ -37,12 +37,31 @@ struct aw_worker {
 	atomic_int stop;
 	pthread_mutex_t mu;
 	pthread_cond_t hb_cv;
+	/* runs whose slow step left their batch for a thread of their own
+	 * (rounds.c): solo_cap slots, solo_n of them driven, guarded by mu */
+	slot *solo;
+	int solo_cap, solo_n;
+	pthread_cond_t solo_cv; /* solo_n fell */
 };
+
+/* Every slot of w: the batch slots of each thread, then the solo slots. */
+static inline int aw_worker_nslots(const struct aw_worker *w)
+{
+	return w->o.concurrency * w->o.batch + w->solo_cap;
+}
+
+static inline slot *aw_worker_slot(struct aw_worker *w, int i)
+{
+	int nb = w->o.concurrency * w->o.batch;
+	return i < nb ? &w->threads[i / w->o.batch].slots[i % w->o.batch] : &w->solo[i - nb];
+}
 
 /* Retry backoff: base x 2^(attempts-1), capped, +-25 % jitter from *rng. */
 int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap);
 uint64_t aw_worker_seed(void);
-/* Drives a claimed batch to its end (rounds.c); frees nothing of c. */
+/* Drives a claimed batch to its end (rounds.c); frees nothing of c. Runs
+ * whose next step is slow leave the batch for a solo slot and a thread of
+ * their own while one is free. */
 void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n);
 /* Thread bodies (heartbeat.c): lease renewal + lost-run flags + reaper, and
  * the PostgreSQL NOTIFY listener. */

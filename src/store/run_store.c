@@ -15,7 +15,7 @@
 #define RUN_COLS                                                                              \
 	"project_id, run_id, state, mode, workflow, input, priority, attempts, max_attempts," \
 	" timeout_s, trace_id, lease_owner, lease_expires_at, run_after, error_code,"         \
-	" created_at, updated_at, started_at, finished_at"
+	" created_at, updated_at, started_at, finished_at, queue"
 #define STEP_COLS                                                                     \
 	"run_id, step_no, kind, state, idempotency_key, result, attempt, error_code," \
 	" started_at, finished_at"
@@ -90,6 +90,7 @@ static int run_from_row(aw_run *v, const aw_rows *r, int i)
 	aw_cell_copy(v->updated_at, sizeof v->updated_at, r, i, 16);
 	aw_cell_copy(v->started_at, sizeof v->started_at, r, i, 17);
 	aw_cell_copy(v->finished_at, sizeof v->finished_at, r, i, 18);
+	aw_cell_copy(v->queue, sizeof v->queue, r, i, 19);
 	return v->workflow && (v->input || !aw_rows_get(r, i, 5)) ? 0 : -1;
 }
 
@@ -131,16 +132,94 @@ static void mark_listed(const aw_rows *r, char (*ids)[AW_UUID_STR_LEN + 1], int 
 
 aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err)
 {
-	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(r->run_id),	AW_TEXT(r->state),
-		      AW_TEXT(r->mode),	       AW_TEXT(r->workflow),	AW_TEXT(r->input),
-		      AW_INT(r->priority),     AW_INT(r->max_attempts), AW_INT(r->timeout_s),
-		      AW_TEXT(r->trace_id),    AW_TEXT(r->run_after),	AW_TEXT(r->created_at)};
-	return aw_txn_defer(t,
-			    "INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
-			    " priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
-			    " created_at, updated_at)"
-			    " VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12, $12)",
-			    12, v, err);
+	aw_val v[] = {AW_TEXT(t->ctx.project),
+		      AW_TEXT(r->run_id),
+		      AW_TEXT(r->state),
+		      AW_TEXT(r->mode),
+		      AW_TEXT(r->workflow),
+		      AW_TEXT(r->input),
+		      AW_INT(r->priority),
+		      AW_INT(r->max_attempts),
+		      AW_INT(r->timeout_s),
+		      AW_TEXT(r->trace_id),
+		      AW_TEXT(r->run_after),
+		      AW_TEXT(r->created_at),
+		      AW_TEXT(r->queue[0] ? r->queue : "default")};
+	return aw_txn_defer(
+		t,
+		"INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
+		" priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
+		" created_at, updated_at, queue)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12, $12, $13)",
+		13, v, err);
+}
+
+aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name)};
+	aw_err e = aw_txn_exec(t,
+			       "SELECT (SELECT count(*) FROM run_queues WHERE project_id = $1"
+			       " AND name = $2), (SELECT count(*) FROM run_queues"
+			       " WHERE project_id = $1)",
+			       2, v, &r, err);
+	if (!e) {
+		*found = int_cell(r, 0, 0);
+		if (count)
+			*count = int_cell(r, 0, 1);
+	}
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_queue_put(aw_txn *t, const char *name, int concurrency, const char *now,
+			  const char *by, aw_error *err)
+{
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name),
+		      concurrency > 0 ? AW_INT(concurrency) : AW_TEXT(NULL), AW_TEXT(now),
+		      AW_TEXT(by)};
+	return aw_txn_exec(t,
+			   "INSERT INTO run_queues (project_id, name, concurrency, updated_at,"
+			   " updated_by) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id, name)"
+			   " DO UPDATE SET concurrency = excluded.concurrency,"
+			   " updated_at = excluded.updated_at, updated_by = excluded.updated_by",
+			   5, v, NULL, err);
+}
+
+aw_err aw_store_queue_list(aw_txn *t, aw_run_queue **out, int *n, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project)};
+	aw_err e = aw_txn_exec(
+		t,
+		"SELECT q.name, q.concurrency, (SELECT count(*) FROM runs r WHERE r.project_id = $1"
+		" AND r.queue = q.name AND r.state IN ('queued', 'retry_wait')),"
+		" (SELECT count(*) FROM runs r WHERE r.project_id = $1 AND r.queue = q.name"
+		" AND r.state IN ('claimed', 'running')), q.updated_at, q.updated_by"
+		" FROM (SELECT name, concurrency, updated_at, updated_by FROM run_queues"
+		" WHERE project_id = $1 UNION ALL SELECT 'default', NULL, NULL, NULL"
+		" WHERE NOT EXISTS (SELECT 1 FROM run_queues WHERE project_id = $1"
+		" AND name = 'default')) q ORDER BY q.name",
+		1, v, &r, err);
+	if (e)
+		return e;
+	aw_run_queue *q = calloc((size_t)r->nrows + 1, sizeof *q);
+	if (!q) {
+		aw_rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < r->nrows; i++) {
+		aw_cell_copy(q[i].name, sizeof q[i].name, r, i, 0);
+		q[i].concurrency = aw_rows_get(r, i, 1) ? int_cell(r, i, 1) : 0;
+		q[i].queued = strtoll(aw_rows_get(r, i, 2), NULL, 10);
+		q[i].running = strtoll(aw_rows_get(r, i, 3), NULL, 10);
+		aw_cell_copy(q[i].updated_at, sizeof q[i].updated_at, r, i, 4);
+		aw_cell_copy(q[i].updated_by, sizeof q[i].updated_by, r, i, 5);
+	}
+	*out = q;
+	*n = r->nrows;
+	aw_rows_free(r);
+	return AW_OK;
 }
 
 aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *err)
@@ -438,18 +517,32 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 	char(*ids)[AW_UUID_STR_LEN + 1] = NULL;
 	char(*prev)[16] = NULL;
 	/* round robin over projects (each one's first runnable run, then each
-	 * one's second, ...), priority and age within a project: a tenant's
-	 * backlog or priorities cannot hold another's runs back */
+	 * one's second, ...), within a project over its queues, priority and
+	 * age within a queue: a tenant's backlog or priorities cannot hold
+	 * another's runs back; a queue with a limit gives its free places only
+	 * (counted under the write lock this claim holds) */
 	aw_val p[] = {AW_TEXT(now), AW_INT(limit)};
-	e = aw_txn_exec(t,
-			"SELECT run_id, state FROM (SELECT r.run_id, r.state, r.priority,"
-			" row_number() OVER (PARTITION BY r.project_id ORDER BY r.priority DESC,"
-			" r.run_id) AS rn FROM projects p JOIN runs r ON r.run_id IN"
-			" (SELECT x.run_id FROM runs x WHERE x.project_id = p.project_id AND"
-			" x.state IN ('queued', 'retry_wait') AND x.run_after <= $1"
-			" ORDER BY x.priority DESC, x.run_id LIMIT $2))"
-			" ORDER BY rn, priority DESC, run_id LIMIT $2",
-			2, p, &fair, err);
+	e = aw_txn_exec(
+		t,
+		"WITH q AS (SELECT p.project_id, 'default' AS name, d.concurrency FROM projects p"
+		" LEFT JOIN run_queues d ON d.project_id = p.project_id AND d.name = 'default'"
+		" UNION ALL SELECT project_id, name, concurrency FROM run_queues"
+		" WHERE name <> 'default'),"
+		" f AS (SELECT q.project_id, q.name, CASE WHEN q.concurrency IS NULL THEN $2"
+		" ELSE max(0, min($2, q.concurrency - (SELECT count(*) FROM runs i"
+		" WHERE i.project_id = q.project_id AND i.queue = q.name"
+		" AND i.state IN ('claimed', 'running')))) END AS n FROM q),"
+		" c AS (SELECT r.run_id, r.state, r.priority, r.project_id, f.n,"
+		" row_number() OVER (PARTITION BY r.project_id, r.queue ORDER BY r.priority DESC,"
+		" r.run_id) AS qn FROM f JOIN runs r ON r.run_id IN (SELECT x.run_id FROM runs x"
+		" WHERE x.project_id = f.project_id AND x.queue = f.name"
+		" AND x.state IN ('queued', 'retry_wait') AND x.run_after <= $1"
+		" ORDER BY x.priority DESC, x.run_id LIMIT $2) WHERE f.n > 0)"
+		" SELECT run_id, state FROM (SELECT c.run_id, c.state, c.priority,"
+		" row_number() OVER (PARTITION BY c.project_id ORDER BY c.qn, c.priority DESC,"
+		" c.run_id) AS pn FROM c WHERE c.qn <= c.n)"
+		" ORDER BY pn, priority DESC, run_id LIMIT $2",
+		2, p, &fair, err);
 	if (e)
 		goto out;
 	ids = malloc(sizeof *ids * (size_t)(fair->nrows + 1));

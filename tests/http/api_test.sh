@@ -398,6 +398,26 @@ check "cli JSON lines: a result per line" "$(grep -c '"status":201' "$TMP/jl.out
 check "cli JSON lines: summary" "$(cat "$TMP/jl.err")" "runs: 1500 created, 0 replayed, 0 refused"
 AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER "$BIN" run submit --file "$TMP/runs.jsonl" >/dev/null 2>"$TMP/jl.err"
 check "cli JSON lines again: replayed" "$(cat "$TMP/jl.err")" "runs: 0 created, 1500 replayed, 0 refused"
+# named queues: declared before use, a limit per queue, per project
+req GET /v1/projects/alpha/queues "$RUNNER" ""; expect "queues" 200
+check "default queue always listed" "$(jbody '[.items[].name] | join(",")')" default
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"queue":"mail"}'
+expect "undeclared queue" 400 E-REQ-005; check "undeclared queue pointer" "$(jbody .pointer)" /queue
+req PUT /v1/projects/alpha/queues/mail "$RUNNER" '{"concurrency":2}'; expect "declare queue" 200
+check "queue limit" "$(jbody .concurrency)" 2
+req PUT /v1/projects/alpha/queues/mail "$RUNNER" '{"concurrency":0}'; expect "queue limit 0" 400 E-REQ-005
+req PUT /v1/projects/alpha/queues/mail "$RUNNER" '{"concurrency":"2"}'; expect "queue limit text" 400 E-REQ-005
+req PUT /v1/projects/alpha/queues/mail "$RUNNER" '{"concurrency":2,"x":1}'; expect "queue unknown field" 400 E-REQ-004
+req PUT '/v1/projects/alpha/queues/a%20b' "$RUNNER" '{"concurrency":2}'; expect "queue bad name" 400 E-REQ-005
+req PUT /v1/projects/beta/queues/mail "$RUNNER" '{"concurrency":2}'; expect "queue of another project" 404 E-TENANT-001
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"queue":"mail"}'; expect "run in a queue" 201
+check "run's queue" "$(jbody .queue)" mail
+req POST /v1/platform/runs "$BOB" '{"workflow":[{"kind":"noop"}],"queue":"mail"}'
+expect "queues are per project" 400 E-REQ-005
+AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER "$BIN" run queue mail --project alpha --concurrency none >/dev/null
+check "cli queue none" $? 0
+AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER "$BIN" run queues --project alpha >"$TMP/q.out"
+check "cli queues" "$(awk '$1 == "mail" {print $2}' "$TMP/q.out")" none
 req GET "/v1/platform/runs/$RUN1" "$BOB" ""; expect "other project's run" 404 E-RUN-001
 req GET "/v1/platform/runs/not-a-uuid" "$RUNNER" ""; expect "malformed run id" 404 E-RUN-001
 req GET "/v1/platform/runs/${RUN1^^}" "$RUNNER" ""; expect "uppercase run id, same on both backends" 404 E-RUN-001

@@ -824,6 +824,160 @@ static void test_batch_steps_in_parallel(void **state)
 	assert_true(ms < 1500);
 }
 
+/* A slow run and a fast one claimed in one batch: the fast one finishes while
+ * the slow one's step still runs (the slow run left the batch), and a second
+ * slow run's step starts when its own previous step ends. */
+static void test_no_head_of_line_blocking(void **state)
+{
+	char slow[40], fast[40];
+	cancel_queued("rt-main");
+	cancel_queued("rt-other");
+	submit("rt-other",
+	       "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":1500}},{\"kind\":\"noop\"}],"
+	       "\"priority\":900}",
+	       NULL, slow);
+	submit("rt-other",
+	       "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"noop\"},{\"kind\":\"noop\"}],"
+	       "\"priority\":800}",
+	       NULL, fast);
+	int64_t t0 = aw_clock_mono_ns();
+	aw_worker *w = worker(1, 4, 100, 3000);
+	assert_true(wait_state("rt-other", fast, "succeeded", 1000));
+	int64_t fast_ms = (aw_clock_mono_ns() - t0) / 1000000;
+	char st[20];
+	state_of("rt-other", slow, st, NULL);
+	assert_string_equal(st, "running"); /* its step still sleeps */
+	assert_true(wait_state("rt-other", slow, "succeeded", 5000));
+	aw_worker_stop(w);
+	assert_true(fast_ms < 1000);
+	/* the slow run's journal is whole: both steps, once each */
+	aw_ctx c;
+	as(&c, "rt-other");
+	aw_run r;
+	aw_run_step *steps = NULL;
+	int n = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, slow, &r, &steps, &n, &err), AW_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(steps[0].state, "succeeded");
+	assert_string_equal(steps[1].state, "succeeded");
+	aw_run_free(&r);
+	aw_run_steps_free(steps, n);
+	assert_int_equal(count_transitions("rt-other", slow),
+			 4); /* queued, claimed, running, succeeded */
+}
+
+/* The running count of queue q of project p (claimed + running). */
+static int queue_running(const char *p, const char *q, int *limit)
+{
+	aw_ctx c;
+	as(&c, p);
+	json_t *l = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_run_queue_list(S, &c, &l, &err), AW_OK);
+	size_t i;
+	json_t *it;
+	int running = -1;
+	json_array_foreach (json_object_get(l, "items"), i, it)
+		if (strcmp(json_string_value(json_object_get(it, "name")), q) == 0) {
+			running = (int)json_integer_value(json_object_get(it, "running"));
+			if (limit)
+				*limit =
+					(int)json_integer_value(json_object_get(it, "concurrency"));
+		}
+	json_decref(l);
+	return running;
+}
+
+/* Named queues: declared before use, refused with a pointer otherwise; a
+ * queue's limit holds across two workers claiming side by side (at most 2 of
+ * its runs claimed or running at any moment), while the default queue's
+ * runs go on beside its backlog; queues are per project. */
+static void test_queues(void **state)
+{
+	cancel_queued("rt-main");
+	cancel_queued("rt-other");
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_error err = {0};
+	json_t *q = NULL;
+	assert_int_equal(aw_run_queue_set(S, &c, "bad name", 2, &q, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "name");
+	assert_int_equal(aw_run_queue_set(S, &c, "slowq", -1, &q, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/concurrency");
+	aw_run_request req;
+	const char *bad = "{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"a/b\"}";
+	assert_int_equal(decode(bad, &req, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/queue");
+	const char *ghost = "{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"ghost\"}";
+	assert_int_equal(decode(ghost, &req, &err), AW_OK);
+	aw_run run;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/queue");
+	aw_run_request_free(&req);
+
+	assert_int_equal(aw_run_queue_set(S, &c, "slowq", 2, &q, &err), AW_OK);
+	assert_int_equal(json_integer_value(json_object_get(q, "concurrency")), 2);
+	json_decref(q);
+	char slow[6][40], fast[3][40];
+	for (int i = 0; i < 6; i++)
+		submit("rt-main",
+		       "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":300}}],"
+		       "\"queue\":\"slowq\",\"priority\":900}",
+		       NULL, slow[i]);
+	for (int i = 0; i < 3; i++)
+		submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, fast[i]);
+	int64_t t0 = aw_clock_mono_ns();
+	aw_worker *w1 = worker(2, 4, 100, 3000), *w2 = worker(2, 4, 100, 3000);
+	int most = 0, limit = 0, fast_done = 0;
+	int64_t fast_ms = 0;
+	for (int waited = 0; waited < 6000; waited += 10) {
+		int r = queue_running("rt-main", "slowq", &limit);
+		most = r > most ? r : most;
+		char st[20];
+		int done = 0;
+		for (int i = 0; i < 3; i++) {
+			state_of("rt-main", fast[i], st, NULL);
+			done += strcmp(st, "succeeded") == 0;
+		}
+		if (done == 3 && !fast_done) {
+			fast_done = 1;
+			fast_ms = (aw_clock_mono_ns() - t0) / 1000000;
+		}
+		int all = 1;
+		for (int i = 0; i < 6; i++) {
+			state_of("rt-main", slow[i], st, NULL);
+			all &= strcmp(st, "succeeded") == 0;
+		}
+		if (all && fast_done)
+			break;
+		sleep_ms(10);
+	}
+	int64_t total_ms = (aw_clock_mono_ns() - t0) / 1000000;
+	aw_worker_stop(w1);
+	aw_worker_stop(w2);
+	for (int i = 0; i < 6; i++)
+		assert_true(wait_state("rt-main", slow[i], "succeeded", 0));
+	assert_int_equal(limit, 2);
+	assert_int_equal(most, 2);	 /* the limit reached, never passed */
+	assert_true(total_ms >= 850);	 /* three waves of two 300 ms runs */
+	assert_true(fast_ms < total_ms); /* the default queue did not wait for it */
+	assert_int_equal(queue_running("rt-main", "slowq", NULL), 0);
+	/* per project: another project has no slowq and cannot use it */
+	assert_int_equal(queue_running("rt-other", "slowq", NULL), -1);
+	as(&c, "rt-other");
+	const char *other = "{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"slowq\"}";
+	assert_int_equal(decode(other, &req, &err), AW_OK);
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_E_REQ_INVALID);
+	aw_run_request_free(&req);
+	/* the limit lifted */
+	as(&c, "rt-main");
+	assert_int_equal(aw_run_queue_set(S, &c, "slowq", 0, &q, &err), AW_OK);
+	assert_true(json_is_null(json_object_get(q, "concurrency")));
+	json_decref(q);
+}
+
 static void test_isolation_and_list(void **state)
 {
 	char id[40];
@@ -993,6 +1147,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_graceful_shutdown),
 		cmocka_unit_test(test_shadow_and_diff),
 		cmocka_unit_test(test_batch_steps_in_parallel),
+		cmocka_unit_test(test_no_head_of_line_blocking),
+		cmocka_unit_test(test_queues),
 		cmocka_unit_test(test_isolation_and_list),
 		cmocka_unit_test(test_secrets_by_reference),
 		cmocka_unit_test(test_egress),

@@ -126,6 +126,8 @@ static void seed(const char *p)
 		" process_id, learned_at) VALUES ('%1$s', 'budget', 'c1', 'r', 'p', now());"
 		"INSERT INTO contract_activations (project_id, family, contract_id, revision_id,"
 		" activated_at, activated_by) VALUES ('%1$s', 'budget', 'c1', 'r', now(), 's');"
+		"INSERT INTO run_queues (project_id, name, concurrency, updated_at, updated_by)"
+		" VALUES ('%1$s', 'q', 2, now(), 's');"
 		"COMMIT;",
 		p);
 	ok(app, sql);

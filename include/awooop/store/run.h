@@ -14,6 +14,7 @@
 /* ---- runs (the run runtime; see run.h for the service) ---- */
 #define AW_RUN_ID_LEN AW_UUID_STR_LEN
 #define AW_WORKER_ID_MAX 63
+#define AW_QUEUE_MAX 64
 typedef struct {
 	char run_id[AW_UUID_STR_LEN + 1];
 	char project_id[AW_PROJECT_MAX + 1];
@@ -21,6 +22,7 @@ typedef struct {
 	char mode[8];	/* live | shadow */
 	char *workflow; /* malloc'd JSON text */
 	char *input;	/* malloc'd JSON text, NULL when none */
+	char queue[AW_QUEUE_MAX + 1];
 	int priority, attempts, max_attempts, timeout_s;
 	char trace_id[33];
 	char lease_owner[AW_WORKER_ID_MAX + 1];
@@ -59,6 +61,21 @@ void aw_run_free(aw_run *r);
 void aw_runs_free(aw_run *r, int n);
 void aw_run_steps_free(aw_run_step *s, int n);
 aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err);
+/* Named queues of the txn's project ("default" is there undeclared). */
+typedef struct {
+	char name[AW_QUEUE_MAX + 1];
+	int concurrency; /* 0: no limit */
+	int64_t queued, running;
+	char updated_at[AW_TS_LEN + 1]; /* "" for an undeclared "default" */
+	char updated_by[AW_PROJECT_MAX + 1];
+} aw_run_queue;
+/* found: 1 when name is declared; count (may be NULL): how many are. */
+aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, aw_error *err);
+/* Declares name or changes its limit (concurrency 0: none). */
+aw_err aw_store_queue_put(aw_txn *t, const char *name, int concurrency, const char *now,
+			  const char *by, aw_error *err);
+/* Every queue (with "default"), by name, with its runs queued and in flight. */
+aw_err aw_store_queue_list(aw_txn *t, aw_run_queue **out, int *n, aw_error *err);
 /* AW_E_RUN_NOT_FOUND unless the run is in the txn's project. */
 aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *err);
 /* Newest first; state NULL = any; before = cursor (a run id), NULL from the top. */
