@@ -7,8 +7,8 @@
 # Phase "alone": PROCS worker processes (concurrency CONC, batch BATCH) run;
 # tenant "quiet" submits N no-op runs, one every INTERVAL_MS. Phase "flood":
 # in a fresh database, tenant "flood" submits FLOOD no-op runs in bulk (1,000
-# a transaction, as a client of POST /v1/platform/runs:batch would) and, once
-# its backlog is 10,000 deep, "quiet" submits the same N paced runs while the
+# a transaction, as a client of POST /v1/platform/runs:batch would), then the
+# workers start and "quiet" submits the same N paced runs while the flood's
 # backlog drains. Prints quiet's submit -> finish p50/p99 in both phases (from
 # the runs' created_at and finished_at), the p99 ratio (the issue's bound:
 # within 2x of alone) and how deep flood's backlog still was when quiet's
@@ -20,30 +20,37 @@ FLOOD=${1:-50000} N=${2:-100} IV=${3:-20} PROCS=${4:-2} CONC=${5:-8} BATCH=${6:-
 
 phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
   fresh_db "$1" quiet flood
+  # the flood's backlog is queued whole before the workers start: quiet's
+  # runs arrive while it is at its deepest
+  [ "$2" -eq 0 ] || "$BR" flood "$APP" flood "$2" >/dev/null 2>&1
   workers "$PROCS" "$CONC" "$BATCH"
-  local fp=
-  if [ "$2" -gt 0 ]; then
-    "$BR" flood "$APP" flood "$2" >/dev/null 2>&1 &
-    fp=$!
-    while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood'")" -lt 10000 ]; do
-      sleep 0.05
-    done
-  fi
+  local before
+  before=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
   "$BR" paced "$APP" quiet "$N" "$IV" >/dev/null 2>&1
   while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'quiet' AND finished_at IS NULL")" != 0 ]; do
     sleep 0.05
   done
   local backlog
   backlog=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
-  [ -z "$fp" ] || wait "$fp"
   drain "$1"
-  echo "$(percentiles "$1" "project_id = 'quiet'") $backlog"
+  # where the time went: submit -> claim (the claim's time is in the run's
+  # audit record) and claim -> finished
+  sql "$1" "SET search_path = awooop;
+    SELECT 'quiet: submit -> claim p50 ' || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY c)::numeric, 1)
+      || ' p99 ' || round(percentile_cont(0.99) WITHIN GROUP (ORDER BY c)::numeric, 1)
+      || ' ms; claim -> finish p50 ' || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY f)::numeric, 1)
+      || ' p99 ' || round(percentile_cont(0.99) WITHIN GROUP (ORDER BY f)::numeric, 1) || ' ms'
+    FROM (SELECT extract(epoch FROM (a.payload::jsonb->'transitions'->0->>'at')::timestamptz - r.created_at) * 1000 AS c,
+                 extract(epoch FROM r.finished_at - (a.payload::jsonb->'transitions'->0->>'at')::timestamptz) * 1000 AS f
+          FROM runs r JOIN audit_events a ON a.project_id = r.project_id AND a.target = r.run_id::text
+           AND a.action = 'run.succeeded' WHERE r.project_id = 'quiet') x" | tail -1 >&2
+  echo "$(percentiles "$1" "project_id = 'quiet'") $before $backlog"
 }
 echo "bench/runs/fairness: tenant flood submits $FLOOD runs in bulk, tenant quiet $N runs one every $IV ms;" \
   "$PROCS workers x $CONC, batch $BATCH (PostgreSQL)"
-read -r A50 A99 _ <<<"$(phase fairalone 0)"
-read -r F50 F99 BL <<<"$(phase fairflood "$FLOOD")"
+read -r A50 A99 _ _ <<<"$(phase fairalone 0)"
+read -r F50 F99 BL0 BL <<<"$(phase fairflood "$FLOOD")"
 echo "quiet submit -> finish          p50 ms   p99 ms"
 printf '%-30s %8s %8s\n' "alone" "$A50" "$A99" "beside the flood" "$F50" "$F99"
-echo "flood's backlog when quiet's last run finished: $BL runs"
+echo "flood's backlog: $BL0 runs when quiet began, $BL when quiet's last run finished"
 awk -v a="$A99" -v m="$F99" 'BEGIN { printf "p99 flood / alone = %.2fx (bound: <= 2x)\n", m / a }'

@@ -19,13 +19,20 @@
 
 static void *exec_main(void *arg);
 
+/* The idle-tenant lane: one thread more than --concurrency claims only runs
+ * of projects with none claimed or running, LANE_BATCH at a time. A tenant
+ * flooding the pool keeps runs in flight, so the lane never takes its work;
+ * a tenant that is not flooding finds the lane free and waits for no batch
+ * of another's. */
+#define LANE_BATCH 4
+
 /* Stops and joins the threads that started (all, or those before a failed
  * start), then frees the worker. */
 static void shutdown_worker(aw_worker *w)
 {
 	atomic_store(&w->stop, 1);
 	pthread_mutex_lock(&w->mu);
-	for (int t = 0; w->threads && t < w->o.concurrency; t++)
+	for (int t = 0; w->threads && t < w->nthreads; t++)
 		for (int i = 0; w->threads[t].slots && i < w->o.batch; i++)
 			w->threads[t].slots[i].stop = 1;
 	for (int i = 0; i < w->solo_cap; i++)
@@ -33,7 +40,7 @@ static void shutdown_worker(aw_worker *w)
 	pthread_cond_broadcast(&w->hb_cv);
 	pthread_mutex_unlock(&w->mu);
 	aw_run_notify_all();
-	for (int i = 0; w->threads && i < w->o.concurrency; i++)
+	for (int i = 0; w->threads && i < w->nthreads; i++)
 		if (w->threads[i].started)
 			pthread_join(w->threads[i].th, NULL);
 	/* no thread makes a solo run now (they are joined): wait for those driven */
@@ -45,7 +52,7 @@ static void shutdown_worker(aw_worker *w)
 		pthread_join(w->hb, NULL);
 	if (w->listener_started)
 		pthread_join(w->listener, NULL);
-	for (int i = 0; w->threads && i < w->o.concurrency; i++)
+	for (int i = 0; w->threads && i < w->nthreads; i++)
 		free(w->threads[i].slots);
 	free(w->threads);
 	free(w->solo);
@@ -64,7 +71,9 @@ static void *exec_main(void *arg)
 		aw_run_claim *c = NULL;
 		int n = 0;
 		aw_error err = {0};
-		aw_err e = aw_store_run_claim(w->s, w->id, w->o.lease_ms, w->o.batch, &c, &n, &err);
+		int want = tc->lane && w->o.batch > LANE_BATCH ? LANE_BATCH : w->o.batch;
+		aw_err e = aw_store_run_claim(w->s, w->id, w->o.lease_ms, want, tc->lane, &c, &n,
+					      &err);
 		if (e) {
 			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
 			       "detail", err.msg, NULL);
@@ -77,7 +86,7 @@ static void *exec_main(void *arg)
 			continue;
 		}
 		aw_metrics_run_event("claimed", n);
-		if (n == w->o.batch) /* probably more waiting: another thread claims them */
+		if (n == want && !tc->lane) /* probably more waiting: another thread claims them */
 			aw_run_kick();
 		aw_worker_process(w, tc, c, n);
 		aw_run_claims_free(c, n);
@@ -129,8 +138,10 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
-	w->threads = calloc((size_t)w->o.concurrency, sizeof *w->threads);
-	for (int i = 0; w->threads && i < w->o.concurrency; i++) {
+	w->nthreads = w->o.concurrency + 1;
+	w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);
+	for (int i = 0; w->threads && i < w->nthreads; i++) {
+		w->threads[i].lane = i == w->o.concurrency;
 		w->threads[i].w = w;
 		w->threads[i].rng = aw_worker_seed();
 		w->threads[i].slots = calloc((size_t)w->o.batch, sizeof(slot));
@@ -145,7 +156,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	}
 	/* every thread started is recorded, so a failure stops exactly those */
 	int rc = 0;
-	for (int i = 0; !rc && i < w->o.concurrency; i++)
+	for (int i = 0; !rc && i < w->nthreads; i++)
 		if (!(rc = pthread_create(&w->threads[i].th, NULL, exec_main, &w->threads[i])))
 			w->threads[i].started = 1;
 	if (!rc && !(rc = pthread_create(&w->hb, NULL, aw_worker_heartbeat_main, w)))

@@ -747,13 +747,22 @@ void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
 		j->deadline_ns = now + (int64_t)c[i].timeout_s * 1000000000LL;
 	}
 	pthread_mutex_unlock(&w->mu);
-	/* one project at a time: its transactions, its audit chain */
-	for (int i = 0; i < n; i++) {
-		if (seen[i])
-			continue;
+	/* one project at a time (its transactions, its audit chain), the
+	 * smallest group first: a tenant's one run claimed beside another
+	 * tenant's 63 does not wait for their round */
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < n; k++)
+			seen[i] -= strcmp(c[k].project_id, c[i].project_id) == 0; /* -size */
+	for (;;) {
+		int best = -1;
+		for (int i = 0; i < n; i++)
+			if (seen[i] < 0 && (best < 0 || seen[i] > seen[best]))
+				best = i;
+		if (best < 0)
+			break;
 		int m = 0;
-		for (int k = i; k < n; k++)
-			if (!seen[k] && strcmp(c[k].project_id, c[i].project_id) == 0) {
+		for (int k = best; k < n; k++)
+			if (seen[k] < 0 && strcmp(c[k].project_id, c[best].project_id) == 0) {
 				seen[k] = 1;
 				idx[m++] = k;
 			}

@@ -24,6 +24,7 @@ typedef struct thread_ctx {
 	pthread_t th;
 	slot *slots; /* batch entries, guarded by w->mu */
 	uint64_t rng;
+	int lane;    /* the idle-tenant lane (pool.c) */
 	int started; /* th is running: join it */
 } thread_ctx;
 
@@ -31,7 +32,8 @@ struct aw_worker {
 	aw_store *s;
 	aw_worker_opts o;
 	char id[AW_WORKER_ID_MAX + 1];
-	thread_ctx *threads;
+	thread_ctx *threads; /* nthreads: concurrency, then the idle-tenant lane */
+	int nthreads;
 	pthread_t hb, listener;
 	int has_listener, hb_started, listener_started;
 	atomic_int stop;
@@ -47,12 +49,12 @@ struct aw_worker {
 /* Every slot of w: the batch slots of each thread, then the solo slots. */
 static inline int aw_worker_nslots(const struct aw_worker *w)
 {
-	return w->o.concurrency * w->o.batch + w->solo_cap;
+	return w->nthreads * w->o.batch + w->solo_cap;
 }
 
 static inline slot *aw_worker_slot(struct aw_worker *w, int i)
 {
-	int nb = w->o.concurrency * w->o.batch;
+	int nb = w->nthreads * w->o.batch;
 	return i < nb ? &w->threads[i / w->o.batch].slots[i % w->o.batch] : &w->solo[i - nb];
 }
 

@@ -500,7 +500,7 @@ static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **ou
 	return AW_OK;
 }
 
-static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int limit,
+static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int limit, int idle_only,
 			   aw_run_claim **out, int *n, aw_error *err)
 {
 	aw_ctx sys = worker_ctx(worker);
@@ -521,7 +521,7 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 	 * age within a queue: a tenant's backlog or priorities cannot hold
 	 * another's runs back; a queue with a limit gives its free places only
 	 * (counted under the write lock this claim holds) */
-	aw_val p[] = {AW_TEXT(now), AW_INT(limit)};
+	aw_val p[] = {AW_TEXT(now), AW_INT(limit), AW_INT(idle_only)};
 	e = aw_txn_exec(
 		t,
 		"WITH q AS (SELECT p.project_id, 'default' AS name, d.concurrency FROM projects p"
@@ -531,7 +531,9 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 		" f AS (SELECT q.project_id, q.name, CASE WHEN q.concurrency IS NULL THEN $2"
 		" ELSE max(0, min($2, q.concurrency - (SELECT count(*) FROM runs i"
 		" WHERE i.project_id = q.project_id AND i.queue = q.name"
-		" AND i.state IN ('claimed', 'running')))) END AS n FROM q),"
+		" AND i.state IN ('claimed', 'running')))) END AS n FROM q WHERE $3 = 0 OR"
+		" NOT EXISTS (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
+		" AND i.state IN ('claimed', 'running'))),"
 		" c AS (SELECT r.run_id, r.state, r.priority, r.project_id, f.n,"
 		" row_number() OVER (PARTITION BY r.project_id, r.queue ORDER BY r.priority DESC,"
 		" r.run_id) AS qn FROM f JOIN runs r ON r.run_id IN (SELECT x.run_id FROM runs x"
@@ -542,7 +544,7 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 		" row_number() OVER (PARTITION BY c.project_id ORDER BY c.qn, c.priority DESC,"
 		" c.run_id) AS pn FROM c WHERE c.qn <= c.n)"
 		" ORDER BY pn, priority DESC, run_id LIMIT $2",
-		2, p, &fair, err);
+		3, p, &fair, err);
 	if (e)
 		goto out;
 	ids = malloc(sizeof *ids * (size_t)(fair->nrows + 1));
@@ -589,21 +591,22 @@ out:
 	return e;
 }
 
-aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit,
+aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit, int idle_only,
 			  aw_run_claim **out, int *n, aw_error *err)
 {
 	*out = NULL;
 	*n = 0;
 	if (s->drv->dialect != AW_DIALECT_PG)
-		return sqlite_claim(s, worker, lease_ms, limit, out, n, err);
+		return sqlite_claim(s, worker, lease_ms, limit, idle_only, out, n, err);
 	aw_ctx sys = worker_ctx(worker);
 	aw_rows *r = NULL;
-	aw_val p[] = {AW_TEXT(worker), AW_INT(lease_ms), AW_INT(limit)};
+	aw_val p[] = {AW_TEXT(worker), AW_INT(lease_ms), AW_INT(limit),
+		      AW_TEXT(idle_only ? "true" : "false")};
 	aw_err e = aw_store_exec1(s, &sys,
 				  "SELECT project_id, run_id, prev_state, mode, workflow, input,"
 				  " attempts, max_attempts, timeout_s, trace_id, claimed_at"
-				  " FROM platform_run_claim($1, $2, $3)",
-				  3, p, &r, err);
+				  " FROM platform_run_claim($1, $2, $3, $4)",
+				  4, p, &r, err);
 	if (!e)
 		e = claims_from_rows(r, 1, out, n, err);
 	aw_rows_free(r);

@@ -437,7 +437,7 @@ static void test_lease_expiry(void **state)
 	aw_run_claim *cl = NULL;
 	int n = 0;
 	aw_error err = {0};
-	assert_int_equal(aw_store_run_claim(S, "ghost", 1000, 2, &cl, &n, &err), AW_OK);
+	assert_int_equal(aw_store_run_claim(S, "ghost", 1000, 2, 0, &cl, &n, &err), AW_OK);
 	assert_int_equal(n, 2);
 	assert_string_equal(cl[0].run_id, a);
 	assert_string_equal(cl[0].prev_state, "queued");

@@ -112,7 +112,7 @@ typedef struct {
 void aw_run_claims_free(aw_run_claim *c, int n);
 /* Claims up to limit runnable runs for worker (PostgreSQL: FOR UPDATE SKIP
  * LOCKED; SQLite: under its write lock), each with a lease of lease_ms. */
-aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit,
+aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit, int idle_only,
 			  aw_run_claim **out, int *n, aw_error *err);
 /* Renews worker's leases on ids; lost[i] = 1 for runs it no longer holds. */
 aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,

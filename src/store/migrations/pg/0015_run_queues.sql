@@ -33,7 +33,11 @@ CREATE INDEX runs_inflight_queue ON runs (project_id, queue)
 -- advisory lock on it (tried, never waited for: a queue another claim is
 -- filling is passed over), and counts its runs in flight in a statement
 -- after taking the lock, so two claims never both fill the same place.
-CREATE OR REPLACE FUNCTION platform_run_claim(p_worker text, p_lease_ms integer, p_limit integer)
+-- p_idle: only projects with no run claimed or running (the workers' idle-
+-- tenant lane: a tenant that is not flooding never waits behind a busy pool).
+DROP FUNCTION platform_run_claim(text, integer, integer);
+CREATE FUNCTION platform_run_claim(p_worker text, p_lease_ms integer, p_limit integer,
+                                   p_idle boolean)
 RETURNS TABLE (project_id text, run_id uuid, prev_state text, mode text, workflow jsonb,
                input jsonb, attempts integer, max_attempts integer, timeout_s integer,
                trace_id text, claimed_at timestamptz)
@@ -56,6 +60,9 @@ BEGIN
       LEFT JOIN run_queues d ON d.project_id = p.project_id AND d.name = 'default'
       UNION ALL
       SELECT rq.project_id, rq.name, rq.concurrency FROM run_queues rq WHERE rq.name <> 'default'),
+    qi AS (
+      SELECT * FROM q WHERE NOT p_idle OR NOT EXISTS (
+        SELECT 1 FROM runs i WHERE i.project_id = q.project_id AND i.state IN ('claimed', 'running'))),
     f AS (
       SELECT q.project_id, q.name,
              CASE WHEN q.concurrency IS NULL THEN lim
@@ -64,7 +71,7 @@ BEGIN
                          SELECT count(*) FROM runs i WHERE i.project_id = q.project_id
                            AND i.queue = q.name AND i.state IN ('claimed', 'running')))::integer)
              END AS n
-      FROM q)
+      FROM qi q)
     SELECT z.run_id FROM (
       SELECT y.run_id, y.priority,
              row_number() OVER (PARTITION BY y.project_id ORDER BY y.qn, y.priority DESC,
@@ -88,3 +95,5 @@ BEGIN
   RETURNING r.project_id, r.run_id, c.state, r.mode, r.workflow, r.input, r.attempts,
             r.max_attempts, r.timeout_s, r.trace_id, r.updated_at;
 END $$;
+ALTER FUNCTION platform_run_claim(text, integer, integer, boolean) OWNER TO awooop_platform;
+REVOKE ALL ON FUNCTION platform_run_claim(text, integer, integer, boolean) FROM PUBLIC;
