@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -479,8 +480,70 @@ static void fail_waiting(aw_mcp_up *u) /* holds mu */
 
 typedef struct {
 	aw_mcp_up *u;
-	int fd, gen;
+	int fd, err_fd, gen;
 } reader_arg;
+
+/* A child's stderr, line by line, into the log: at most STDERR_LINE bytes a
+ * line (the rest cut), its own resolved secrets scrubbed and then the
+ * redaction engine (aw_log), bytes outside printable ASCII shown as '?', and
+ * at most STDERR_PER_S lines a second (the lines dropped are counted in the
+ * next one logged). */
+#define STDERR_LINE 1024
+#define STDERR_PER_S 20
+typedef struct {
+	char line[STDERR_LINE + 1];
+	size_t len;
+	int cut, tokens;
+	int64_t refill_ns;
+	long dropped;
+} stderr_log;
+
+static void stderr_emit(aw_mcp_up *u, stderr_log *el)
+{
+	int64_t now = aw_clock_mono_ns();
+	if (now - el->refill_ns >= 1000000000LL) {
+		el->tokens = STDERR_PER_S;
+		el->refill_ns = now;
+	}
+	if (el->tokens == 0) {
+		el->dropped++;
+		el->len = 0;
+		el->cut = 0;
+		return;
+	}
+	el->tokens--;
+	aw_buf b = AW_BUF_INIT(STDERR_LINE + 1);
+	for (size_t i = 0; i < el->len; i++) {
+		unsigned char c = (unsigned char)el->line[i];
+		aw_buf_add(&b, c >= 0x20 && c < 0x7f ? (const char *)&el->line[i] : "?", 1);
+	}
+	pthread_mutex_lock(&u->mu);
+	scrub(&b, u->secrets, u->nsecrets);
+	pthread_mutex_unlock(&u->mu);
+	char dropped[24] = "";
+	if (el->dropped)
+		snprintf(dropped, sizeof dropped, "%ld", el->dropped);
+	aw_log(AW_LOG_INFO, NULL, "mcp stdio upstream stderr", "project", u->project, "provider",
+	       u->provider, "line", aw_buf_str(&b), "cut", el->cut ? "true" : NULL,
+	       "dropped_before", el->dropped ? dropped : NULL, NULL);
+	aw_secret_wipe(&b);
+	el->dropped = 0;
+	el->len = 0;
+	el->cut = 0;
+}
+
+static void stderr_take(aw_mcp_up *u, stderr_log *el, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			stderr_emit(u, el);
+		} else if (el->len < STDERR_LINE) {
+			el->line[el->len++] = p[i];
+		} else {
+			el->cut = 1;
+		}
+	}
+}
 
 static void *reader_main(void *arg)
 {
@@ -491,7 +554,25 @@ static void *reader_main(void *arg)
 	aw_buf line = AW_BUF_INIT(AW_MCP_MAX_RESPONSE);
 	char buf[65536];
 	int over = 0;
+	stderr_log el = {.tokens = STDERR_PER_S, .refill_ns = aw_clock_mono_ns()};
+	struct pollfd pf[2] = {{.fd = ra.fd, .events = POLLIN},
+			       {.fd = ra.err_fd, .events = POLLIN}};
+	int nfds = ra.err_fd >= 0 ? 2 : 1;
 	for (;;) {
+		if (poll(pf, (nfds_t)nfds, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (nfds == 2 && pf[1].revents) {
+			ssize_t en = read(ra.err_fd, buf, sizeof buf);
+			if (en > 0)
+				stderr_take(u, &el, buf, (size_t)en);
+			else if (en == 0 || errno != EINTR)
+				nfds = 1; /* its stderr closed: stdout alone from here */
+		}
+		if (!pf[0].revents)
+			continue;
 		ssize_t n = read(ra.fd, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -553,6 +634,10 @@ static void *reader_main(void *arg)
 	}
 out:
 	aw_buf_free(&line);
+	if (el.len)
+		stderr_emit(u, &el);
+	if (ra.err_fd >= 0)
+		close(ra.err_fd);
 	pthread_mutex_lock(&u->mu);
 	if (u->gen == ra.gen) { /* else a stop already moved on */
 		u->alive = 0;
@@ -641,29 +726,33 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 	}
 	if (!e && envp && !has_path)
 		envp[nenv++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
-	int in[2] = {-1, -1}, out[2] = {-1, -1};
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
 	if (!e && (!argv || !envp))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	if (!e && (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)))
+	if (!e && (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)))
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s", u->provider,
 			    strerror(errno));
 	pid_t pid = -1;
 	if (!e) {
-		int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		pid = fork();
 		if (pid == 0) { /* the child: async-signal-safe calls only */
 			setpgid(0, 0);
 			dup2(in[0], 0);
 			dup2(out[1], 1);
-			dup2(devnull >= 0 ? devnull : out[1], 2);
+			dup2(errp[1], 2);
 			syscall(SYS_close_range, 3, ~0U, 0);
+			/* no core dump (its environment holds its credentials), a
+			 * bound on open files and on the size of a file it writes */
+			struct rlimit none = {0, 0}, files = {1024, 1024},
+				      fsize = {1LL << 30, 1LL << 30};
+			setrlimit(RLIMIT_CORE, &none);
+			setrlimit(RLIMIT_NOFILE, &files);
+			setrlimit(RLIMIT_FSIZE, &fsize);
 			if (chdir("/") != 0)
 				_exit(126);
 			execve(argv[0], argv, envp);
 			_exit(127);
 		}
-		if (devnull >= 0)
-			close(devnull);
 		if (pid < 0)
 			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s",
 				    u->provider, strerror(errno));
@@ -676,11 +765,15 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 		close(in[0]);
 	if (out[1] >= 0)
 		close(out[1]);
+	if (errp[1] >= 0)
+		close(errp[1]);
 	if (e) {
 		if (in[1] >= 0)
 			close(in[1]);
 		if (out[0] >= 0)
 			close(out[0]);
+		if (errp[0] >= 0)
+			close(errp[0]);
 		for (int i = 0; i < u->nsecrets; i++)
 			wipe_str(u->secrets[i]);
 		u->nsecrets = 0;
@@ -695,9 +788,10 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 	u->started_ns = aw_clock_mono_ns();
 	reader_arg *ra = malloc(sizeof *ra);
 	if (ra)
-		*ra = (reader_arg){u, u->out_fd, u->gen};
+		*ra = (reader_arg){u, u->out_fd, errp[0], u->gen};
 	if (!ra || pthread_create(&u->reader, NULL, reader_main, ra) != 0) {
 		free(ra);
+		close(errp[0]);
 		u->reader_live = 0;
 		stdio_stop(u);
 		return aw_fail(err, AW_E_INTERNAL, "cannot start an upstream reader thread");

@@ -717,6 +717,51 @@ static void test_stdio_life(void **state)
 	assert_true(n1 < n0);
 }
 
+/* A stdio child's stderr reaches the log line by line, its own credential
+ * scrubbed; the child runs without core dumps and with 1,024 files. */
+static void test_stdio_stderr_and_limits(void **state)
+{
+	(void)state;
+	json_t *body =
+		json_pack("{s:{s:o},s:[o]}", "upstreams", "local", stdio_upstream("env:TOKEN"),
+			  "tools", tool("stderr", "local", "read_only"));
+	aw_error err = {0};
+	assert_int_equal(activate("mcp-a", body, &err), AW_OK);
+	char path[] = "/tmp/aw-mcp-stderr-XXXXXX";
+	int fd = mkstemp(path), saved = dup(2);
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	char got[64] = "(none)";
+	for (int i = 0; i < 40 && !strcmp(got, "(none)"); i++) { /* a restart's backoff */
+		json_t *r = tcall("mcp-a", "stderr__local",
+				  json_pack("{s:s}", "text", "token " CANARY_A));
+		if (text_of(r))
+			snprintf(got, sizeof got, "%s", text_of(r));
+		else
+			usleep(100000);
+		json_decref(r);
+	}
+	char log[65536] = "";
+	for (int i = 0; i < 100 && !strstr(log, "fake stderr"); i++) { /* the reader logs it */
+		usleep(20000);
+		fflush(stderr);
+		ssize_t n = pread(fd, log, sizeof log - 1, 0);
+		log[n > 0 ? n : 0] = '\0';
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	unlink(path);
+	assert_string_equal(got, "core=0 nofile=1024");
+	const char *line = strstr(log, "\"mcp stdio upstream stderr\"");
+	assert_non_null(line);
+	assert_non_null(strstr(line, "fake stderr: token"));
+	assert_non_null(strstr(line, "\"provider\":\"local\""));
+	assert_null(strstr(log, CANARY_A));
+}
+
 static void test_protocol(void **state)
 {
 	(void)state;
@@ -844,6 +889,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_egress),
 		cmocka_unit_test(test_stdio_life),
 		cmocka_unit_test(test_protocol),
+		cmocka_unit_test(test_stdio_stderr_and_limits),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,7 +54,7 @@ static json_t *list_tools(void)
 		desc[n] = 0;
 		fclose(f);
 	}
-	return json_pack("{s:[o,o,o,o,o,o,o,o,o]}", "tools",
+	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o]}", "tools",
 			 tool_def("echo", desc, "text", "string"),
 			 tool_def("image", "An image and a text", NULL, NULL),
 			 tool_def("env", "Reads an environment variable", "name", "string"),
@@ -62,7 +63,9 @@ static json_t *list_tools(void)
 			 tool_def("slow", "Answers late", "ms", "integer"),
 			 tool_def("fail", "Always fails", NULL, NULL),
 			 tool_def("write_thing", "Changes something", NULL, NULL),
-			 tool_def("calls", "Counts tools/call", NULL, NULL));
+			 tool_def("calls", "Counts tools/call", NULL, NULL),
+			 tool_def("stderr", "Writes the text to stderr, answers its rlimits",
+				  "text", "string"));
 }
 
 static json_t *text_result(const char *text)
@@ -128,6 +131,16 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 					"type", "text", "text", "key AKIAIOSFODNN7EXAMPLE");
 		} else if (!strcmp(name, "write_thing")) {
 			res = text_result("done");
+		} else if (!strcmp(name, "stderr")) {
+			fprintf(stderr, "fake stderr: %s\n",
+				json_string_value(json_object_get(args, "text")) ?: "");
+			fflush(stderr);
+			struct rlimit core, files;
+			getrlimit(RLIMIT_CORE, &core);
+			getrlimit(RLIMIT_NOFILE, &files);
+			snprintf(buf, sizeof buf, "core=%ld nofile=%ld", (long)core.rlim_cur,
+				 (long)files.rlim_cur);
+			res = text_result(buf);
 		} else if (!strcmp(name, "calls")) {
 			snprintf(buf, sizeof buf, "%ld", before);
 			res = text_result(buf);
