@@ -47,6 +47,7 @@
 #define RECORD_LINGER_MS 5
 #define SESSION_IDLE_NS (3600LL * 1000000000LL)
 #define SESSIONS_MAX 10000
+#define PROJECT_SESSIONS_MAX 1000
 
 /* ------------------------------------------------------------ types */
 
@@ -1152,8 +1153,11 @@ static void session_new(aw_mcp *g, aw_mcp_call *c)
 	memcpy(s->version, c->version, sizeof s->version);
 	s->used_ns = aw_clock_mono_ns();
 	pthread_mutex_lock(&g->mu);
-	/* idle ones go; past the cap, the oldest */
-	msession **pp = &g->sessions, **oldest = NULL;
+	/* idle ones go; past a cap, the project's own oldest: a tenant opening
+	 * sessions without end ends its own, never another's (the process-wide
+	 * cap takes another's oldest only from a project that has none here) */
+	msession **pp = &g->sessions, **oldest = NULL, **mine = NULL;
+	int nmine = 0;
 	while (*pp) {
 		if (s->used_ns - (*pp)->used_ns > SESSION_IDLE_NS) {
 			msession *d = *pp;
@@ -1164,11 +1168,20 @@ static void session_new(aw_mcp *g, aw_mcp_call *c)
 		}
 		if (!oldest || (*pp)->used_ns < (*oldest)->used_ns)
 			oldest = pp;
+		if (!strcmp((*pp)->project, s->project)) {
+			nmine++;
+			if (!mine || (*pp)->used_ns < (*mine)->used_ns)
+				mine = pp;
+		}
 		pp = &(*pp)->next;
 	}
-	if (g->nsessions >= SESSIONS_MAX && oldest) {
-		msession *d = *oldest;
-		*oldest = d->next;
+	msession **go = nmine >= PROJECT_SESSIONS_MAX ? mine
+			: g->nsessions < SESSIONS_MAX ? NULL
+			: mine			      ? mine
+						      : oldest;
+	if (go) {
+		msession *d = *go;
+		*go = d->next;
 		free(d);
 		g->nsessions--;
 	}
@@ -1195,6 +1208,16 @@ aw_err aw_mcp_session_get(aw_mcp *g, const aw_ctx *ctx, const char *id, char ver
 		}
 	pthread_mutex_unlock(&g->mu);
 	return e;
+}
+
+int aw_mcp_session_count(aw_mcp *g, const char *project)
+{
+	int n = 0;
+	pthread_mutex_lock(&g->mu);
+	for (msession *s = g->sessions; s; s = s->next)
+		n += !strcmp(s->project, project);
+	pthread_mutex_unlock(&g->mu);
+	return n;
 }
 
 void aw_mcp_session_end(aw_mcp *g, const aw_ctx *ctx, const char *id)

@@ -762,6 +762,26 @@ static void test_stdio_stderr_and_limits(void **state)
 	assert_null(strstr(log, CANARY_A));
 }
 
+/* Sessions are capped per project: a tenant opening sessions without end
+ * ends its own oldest, never another tenant's. */
+static void test_session_caps(void **state)
+{
+	(void)state;
+	json_t *r = call_as("mcp-b", "initialize",
+			    json_pack("{s:s}", "protocolVersion", "2025-11-25"), 0);
+	json_decref(r);
+	int other = aw_mcp_session_count(G, "mcp-b");
+	assert_true(other >= 1);
+	for (int i = 0; i < 1100; i++) {
+		r = call_as("mcp-a", "initialize",
+			    json_pack("{s:s}", "protocolVersion", "2025-11-25"), 0);
+		assert_non_null(json_object_get(r, "result"));
+		json_decref(r);
+	}
+	assert_int_equal(aw_mcp_session_count(G, "mcp-a"), 1000);
+	assert_int_equal(aw_mcp_session_count(G, "mcp-b"), other);
+}
+
 static void test_protocol(void **state)
 {
 	(void)state;
@@ -890,6 +910,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stdio_life),
 		cmocka_unit_test(test_protocol),
 		cmocka_unit_test(test_stdio_stderr_and_limits),
+		cmocka_unit_test(test_session_caps),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }
