@@ -103,6 +103,7 @@
 	X(AW_E_MCP_PROTOCOL, "E-MCP-001", 400, "Invalid MCP message")                     \
 	X(AW_E_MCP_SESSION, "E-MCP-002", 404, "Unknown MCP session")                      \
 	X(AW_E_MCP_UNAVAILABLE, "E-MCP-003", 503, "MCP gateway unavailable")              \
+	X(AW_E_MCP_CANCELLED, "E-MCP-004", 409, "MCP request cancelled by its client")    \
 	X(AW_E_APPROVAL_TOKEN, "E-APPROVAL-001", 401, "Malformed approval token")         \
 	X(AW_E_APPROVAL_ALG, "E-APPROVAL-002", 401, "Token algorithm refused")            \
 	X(AW_E_APPROVAL_KID, "E-APPROVAL-003", 401, "Token key unknown")                  \

@@ -63,6 +63,7 @@ typedef struct {
 	int stateless;	     /* 2026-07-28: results carry resultType, lists ttlMs/cacheScope */
 	const char *version; /* the session's or the request's protocol version */
 	const char *run_id;  /* X-Awooop-Run-Id, carried into the audit record */
+	const char *session; /* the legacy session's id (notifications/cancelled) */
 	int step_no;
 	int approved; /* trusted callers only (the run runtime's tool step, after
 			 its approval): Gate 5 lets a requires_approval tool pass */

@@ -147,6 +147,7 @@ void aw_h_mcp_post(aw_req *r)
 			aw_mcp_msg_clear(&m);
 			return;
 		}
+		meta.session = sid;
 	}
 	meta.stateless = stateless;
 	meta.version = version;

@@ -120,6 +120,12 @@ struct aw_mcp_call {
 	json_t *response;
 	char session[40];
 	struct aw_mcp_call *qnext;
+	/* cancellation: the legacy session the request came in (its client
+	 * names it in notifications/cancelled), set once it is cancelled;
+	 * listed in g->inflight (g->mu) while a worker runs it */
+	char req_session[40];
+	atomic_int cancel;
+	struct aw_mcp_call *inext;
 };
 
 struct aw_mcp {
@@ -130,6 +136,7 @@ struct aw_mcp {
 	catalog *catalogs;
 	msession *sessions;
 	int nsessions;
+	aw_mcp_call *inflight; /* requests of legacy sessions being run */
 	/* workers */
 	pthread_mutex_t qmu;
 	pthread_cond_t qcv;
@@ -365,8 +372,8 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 		json_t *params = cursor ? json_pack("{s:O}", "cursor", cursor) : NULL, *res = NULL;
 		json_decref(cursor);
 		cursor = NULL;
-		e = aw_mcp_up_request(u->up, "tools/list", params, g->o.timeout_ms, &res, NULL,
-				      err);
+		e = aw_mcp_up_request(u->up, "tools/list", params, g->o.timeout_ms, NULL, &res,
+				      NULL, err);
 		json_decref(params);
 		size_t i;
 		json_t *t;
@@ -687,7 +694,7 @@ void aw_mcp_flush(aw_mcp *g)
 typedef struct {
 	int gate;
 	aw_err code;
-	const char *outcome; /* ok, tool_error, refused, failed */
+	const char *outcome; /* ok, tool_error, refused, failed, cancelled */
 	mtool *t;
 	int cut;
 	size_t result_bytes;
@@ -843,9 +850,15 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 		(void)pt;
 	json_t *res = NULL, *rpc = NULL;
 	aw_err e = aw_mcp_up_request(t->u->up, "tools/call", up_params,
-				     t->timeout_ms ? t->timeout_ms : g->o.timeout_ms, &res, &rpc,
-				     &err);
+				     t->timeout_ms ? t->timeout_ms : g->o.timeout_ms, &call->cancel,
+				     &res, &rpc, &err);
 	json_decref(up_params);
+	if (e == AW_E_MCP_CANCELLED) {
+		reply = refuse(n, id, 5, e, err.msg, NULL);
+		n->outcome = "cancelled";
+		json_decref(rpc);
+		goto out;
+	}
 	if (e) {
 		if (rpc) { /* the upstream's own error: relayed, redacted */
 			aw_redact_json(rpc, NULL);
@@ -999,7 +1012,8 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 			json_object_set_new(p, "name", json_stringn(pname, pl - vl - 2));
 		}
 		json_t *r = NULL, *re = NULL;
-		e = aw_mcp_up_request(ups[i]->up, m, p, g->o.timeout_ms, &r, &re, &err);
+		e = aw_mcp_up_request(ups[i]->up, m, p, g->o.timeout_ms, &call->cancel, &r, &re,
+				      &err);
 		if (p != params)
 			json_decref(p);
 		if (e) {
@@ -1071,8 +1085,46 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 }
 
 /* The methods that touch upstreams (on a worker). */
+/* A request of a legacy session is listed while it runs, so that its client
+ * can cancel it (notifications/cancelled names the session's request id). */
+static void inflight(aw_mcp *g, aw_mcp_call *call, int on)
+{
+	if (!call->req_session[0] || !call->msg.id)
+		return;
+	pthread_mutex_lock(&g->mu);
+	if (on) {
+		call->inext = g->inflight;
+		g->inflight = call;
+	} else {
+		for (aw_mcp_call **pp = &g->inflight; *pp; pp = &(*pp)->inext)
+			if (*pp == call) {
+				*pp = call->inext;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* notifications/cancelled of ctx's session: the request it names, if it is
+ * still running, is given up (its upstream told so). */
+static void cancel_request(aw_mcp *g, const aw_mcp_call *note)
+{
+	const json_t *rid = json_object_get(note->msg.params, "requestId");
+	if (!note->req_session[0] || !(json_is_string(rid) || json_is_integer(rid)))
+		return;
+	pthread_mutex_lock(&g->mu);
+	for (aw_mcp_call *c = g->inflight; c; c = c->inext)
+		if (!strcmp(c->req_session, note->req_session) &&
+		    !strcmp(c->ctx.project, note->ctx.project) &&
+		    !strcmp(c->ctx.principal, note->ctx.principal) &&
+		    json_equal((json_t *)c->msg.id, (json_t *)rid))
+			atomic_store(&c->cancel, 1);
+	pthread_mutex_unlock(&g->mu);
+}
+
 static void run_call(aw_mcp *g, aw_mcp_call *call)
 {
+	inflight(g, call, 1);
 	const json_t *id = call->msg.id;
 	int64_t t0 = aw_clock_mono_ns();
 	aw_err e;
@@ -1094,6 +1146,7 @@ static void run_call(aw_mcp *g, aw_mcp_call *call)
 	} else {
 		call_note n = {.outcome = "ok"};
 		reply = tools_call(g, call, c, &n);
+		inflight(g, call, 0);
 		/* the client first; the record right after (a flush waits for it) */
 		pthread_mutex_lock(&g->rmu);
 		g->unrecorded++;
@@ -1108,6 +1161,7 @@ static void run_call(aw_mcp *g, aw_mcp_call *call)
 		catalog_put(c);
 		return;
 	}
+	inflight(g, call, 0);
 	catalog_put(c);
 	finish(call, reply, status);
 }
@@ -1239,6 +1293,8 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 {
 	const aw_mcp_msg *m = &c->msg;
 	if (m->kind != AW_MCP_REQUEST) { /* notifications, responses: accepted */
+		if (m->method && !strcmp(m->method, "notifications/cancelled"))
+			cancel_request(g, c);
 		finish(c, NULL, 202);
 		return 1;
 	}
@@ -1299,6 +1355,8 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 	snprintf(c->version, sizeof c->version, "%s", meta->version ? meta->version : "");
 	c->meta.version = c->version;
 	snprintf(c->run_id, sizeof c->run_id, "%s", meta->run_id ? meta->run_id : "");
+	snprintf(c->req_session, sizeof c->req_session, "%s",
+		 meta->session && !meta->stateless ? meta->session : "");
 	c->meta.run_id = c->run_id;
 	c->wake = wake;
 	c->ud = ud;

@@ -7,6 +7,7 @@
 #define AW_MCP_INTERNAL_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 
 #include "awooop/err.h"
 
@@ -30,9 +31,12 @@ void aw_mcp_up_free(aw_mcp_up *u);
 /* One request. AW_OK with *result (new reference), or AW_E_MCP_UPSTREAM with
  * err (and *rpc_error, a new reference, when the upstream answered a JSON-RPC
  * error). Credentials resolved for this request (or the child) are scrubbed
- * from what comes back. */
+ * from what comes back. cancel (may be NULL): once set, the request is given
+ * up (AW_E_MCP_CANCELLED, within 50 ms) and the upstream is sent
+ * notifications/cancelled for it. */
 aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			 json_t **result, json_t **rpc_error, aw_error *err);
+			 const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			 aw_error *err);
 /* Set when a stdio upstream sent notifications/tools/list_changed since the
  * last call (and cleared by it). */
 int aw_mcp_up_list_changed(aw_mcp_up *u);

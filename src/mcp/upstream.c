@@ -173,7 +173,14 @@ typedef struct {
 	char session[256];
 	char ctype[128];
 	int egress_refused;
+	const atomic_int *cancel; /* the client cancelled the request: abort */
 } xfer;
+
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const xfer *x = ud;
+	return x->cancel && atomic_load(x->cancel) ? 1 : 0;
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
@@ -265,8 +272,8 @@ static json_t *sse_find(const char *body, size_t len, json_int_t id)
 
 /* One POST; *msg the answer to id (NULL for a notification: 202 expected).
  * *status the HTTP status. */
-static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms, json_t **msg,
-			long *status, aw_error *err)
+static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms,
+			const atomic_int *cancel, json_t **msg, long *status, aw_error *err)
 {
 	*msg = NULL;
 	*status = 0;
@@ -310,7 +317,7 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto done;
 	}
-	xfer x = {.u = u, .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE)};
+	xfer x = {.u = u, .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE), .cancel = cancel};
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, u->url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, line);
@@ -330,6 +337,11 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &x);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	if (cancel) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
+	}
 	CURLcode rc = curl_easy_perform(h);
 	curl_slist_free_all(hdr);
 	hdr = NULL;
@@ -342,6 +354,8 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 			e = aw_fail(err, AW_E_MCP_UPSTREAM,
 				    "the upstream answered more than %u bytes",
 				    AW_MCP_MAX_RESPONSE);
+		else if (rc == CURLE_ABORTED_BY_CALLBACK)
+			e = aw_fail(err, AW_E_MCP_CANCELLED, "the client cancelled the request");
 		else if (rc == CURLE_OPERATION_TIMEDOUT)
 			e = aw_fail(err, AW_E_MCP_UPSTREAM,
 				    "the upstream did not answer within %d ms", timeout_ms);
@@ -397,7 +411,8 @@ static aw_err http_init(aw_mcp_up *u, int timeout_ms, aw_error *err)
 	u->session[0] = 0;
 	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
 	pthread_mutex_unlock(&u->mu);
-	aw_err e = http_post(u, line, atomic_load(&u->next_id) - 1, timeout_ms, &msg, &st, err);
+	aw_err e =
+		http_post(u, line, atomic_load(&u->next_id) - 1, timeout_ms, NULL, &msg, &st, err);
 	free(line);
 	if (!e && !msg)
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream refused initialize (HTTP %ld)",
@@ -410,7 +425,7 @@ static aw_err http_init(aw_mcp_up *u, int timeout_ms, aw_error *err)
 		pthread_mutex_unlock(&u->mu);
 		char *note = request_line(-1, "notifications/initialized", NULL);
 		json_t *none = NULL;
-		e = http_post(u, note, -1, timeout_ms, &none, &st, err);
+		e = http_post(u, note, -1, timeout_ms, NULL, &none, &st, err);
 		free(note);
 		json_decref(none);
 	}
@@ -419,8 +434,19 @@ static aw_err http_init(aw_mcp_up *u, int timeout_ms, aw_error *err)
 	return e;
 }
 
+/* The upstream is told a request of ours was cancelled (best effort). */
+static char *cancel_line(json_int_t id)
+{
+	json_t *p = json_pack("{s:I, s:s}", "requestId", (json_int_t)id, "reason",
+			      "cancelled by the gateway's client");
+	char *line = p ? request_line(-1, "notifications/cancelled", p) : NULL;
+	json_decref(p);
+	return line;
+}
+
 static aw_err http_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			   json_t **result, json_t **rpc_error, aw_error *err)
+			   const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			   aw_error *err)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		pthread_mutex_lock(&u->mu);
@@ -438,8 +464,18 @@ static aw_err http_request(aw_mcp_up *u, const char *method, const json_t *param
 		char *line = request_line(id, method, params);
 		json_t *msg = NULL;
 		long st = 0;
-		aw_err e = http_post(u, line, id, timeout_ms, &msg, &st, err);
+		aw_err e = http_post(u, line, id, timeout_ms, cancel, &msg, &st, err);
 		free(line);
+		if (e == AW_E_MCP_CANCELLED) {
+			char *note = cancel_line(id);
+			json_t *none = NULL;
+			aw_error ignore = {0};
+			if (note)
+				http_post(u, note, -1, 2000, NULL, &none, &st, &ignore);
+			free(note);
+			json_decref(none);
+			return e;
+		}
 		if (!e && st == 404) { /* the session ended upstream: a new one, once */
 			pthread_mutex_lock(&u->mu);
 			u->initialized = 0;
@@ -804,7 +840,7 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 
 /* Sends one line and, for a request (id >= 0), waits for its answer (holds mu). */
 static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int timeout_ms,
-			     json_t **msg, aw_error *err)
+			     const atomic_int *cancel, json_t **msg, aw_error *err)
 {
 	pending p = {.id = id};
 	if (id >= 0) {
@@ -840,19 +876,38 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 	}
 	if (id < 0)
 		return e;
-	struct timespec ts = aw_clock_after(CLOCK_REALTIME, timeout_ms);
-	while (!e && !p.done)
-		if (pthread_cond_timedwait(&p.cv, &u->mu, &ts) == ETIMEDOUT)
+	/* in slices of 50 ms when the client may cancel: it is looked at between */
+	int64_t until = aw_clock_mono_ns() + (int64_t)timeout_ms * 1000000LL;
+	int cancelled = 0;
+	while (!e && !p.done) {
+		int64_t left_ms = (until - aw_clock_mono_ns()) / 1000000LL;
+		if (left_ms <= 0)
 			break;
+		if (cancel && (cancelled = atomic_load(cancel)))
+			break;
+		struct timespec ts = aw_clock_after(CLOCK_REALTIME,
+						    (int)(cancel && left_ms > 50 ? 50 : left_ms));
+		pthread_cond_timedwait(&p.cv, &u->mu, &ts);
+	}
 	for (pending **pp = &u->waiting; *pp; pp = &(*pp)->next)
 		if (*pp == &p) {
 			*pp = p.next;
 			break;
 		}
-	if (!e && !p.done)
+	if (!e && !p.done && cancelled) {
+		e = aw_fail(err, AW_E_MCP_CANCELLED, "the client cancelled the request");
+		char *note = cancel_line(id);
+		if (note && u->alive) { /* a whole line, as every write to the child */
+			size_t nl = strlen(note);
+			note[nl] = '\n';
+			ssize_t w = write(u->in_fd, note, nl + 1);
+			(void)w;
+		}
+		free(note);
+	} else if (!e && !p.done) {
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream did not answer within %d ms",
 			    timeout_ms);
-	else if (!e && !p.msg)
+	} else if (!e && !p.msg)
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s exited", u->provider);
 	pthread_cond_destroy(&p.cv);
 	if (!e)
@@ -863,7 +918,8 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 }
 
 static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			    json_t **result, json_t **rpc_error, aw_error *err)
+			    const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			    aw_error *err)
 {
 	aw_err e = AW_OK;
 	pthread_mutex_lock(&u->mu);
@@ -894,11 +950,11 @@ static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *para
 		json_int_t id = atomic_fetch_add(&u->next_id, 1);
 		char *line = request_line(id, "initialize", p);
 		json_decref(p);
-		e = line ? stdio_exchange(u, id, line, timeout_ms, &msg, err) : AW_E_NOMEM;
+		e = line ? stdio_exchange(u, id, line, timeout_ms, NULL, &msg, err) : AW_E_NOMEM;
 		free(line);
 		if (!e && !(e = answer_of(msg, &res, NULL, err))) {
 			char *note = request_line(-1, "notifications/initialized", NULL);
-			e = stdio_exchange(u, -1, note, timeout_ms, NULL, err);
+			e = stdio_exchange(u, -1, note, timeout_ms, NULL, NULL, err);
 			free(note);
 		}
 		json_decref(res);
@@ -910,7 +966,7 @@ static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *para
 		json_t *msg = NULL;
 		json_int_t id = atomic_fetch_add(&u->next_id, 1);
 		char *line = request_line(id, method, params);
-		e = line ? stdio_exchange(u, id, line, timeout_ms, &msg, err) : AW_E_NOMEM;
+		e = line ? stdio_exchange(u, id, line, timeout_ms, cancel, &msg, err) : AW_E_NOMEM;
 		free(line);
 		if (!e)
 			e = answer_of(msg, result, rpc_error, err);
@@ -964,15 +1020,18 @@ void aw_mcp_up_free(aw_mcp_up *u)
 }
 
 aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			 json_t **result, json_t **rpc_error, aw_error *err)
+			 const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			 aw_error *err)
 {
 	*result = NULL;
 	if (rpc_error)
 		*rpc_error = NULL;
 	if (timeout_ms <= 0)
 		timeout_ms = u->timeout_ms;
-	return u->stdio ? stdio_request(u, method, params, timeout_ms, result, rpc_error, err)
-			: http_request(u, method, params, timeout_ms, result, rpc_error, err);
+	return u->stdio ? stdio_request(u, method, params, timeout_ms, cancel, result, rpc_error,
+					err)
+			: http_request(u, method, params, timeout_ms, cancel, result, rpc_error,
+				       err);
 }
 
 int aw_mcp_up_list_changed(aw_mcp_up *u)

@@ -5,7 +5,9 @@
  * federation, credential isolation (canaries), redaction and the 16 KiB cut,
  * egress, revoke stopping children, a stdio restart, and the audit records.
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include "awooop/audit.h"
 #include "awooop/store/audit.h"
 #include "awooop/budget.h"
+#include "awooop/clock.h"
 #include "awooop/contract.h"
 #include "awooop/egress.h"
 #include "awooop/mcp.h"
@@ -762,6 +765,81 @@ static void test_stdio_stderr_and_limits(void **state)
 	assert_null(strstr(log, CANARY_A));
 }
 
+/* One message of a legacy session (meta.session), as the HTTP handler
+ * passes it once the session checked out; the answer, or NULL (202). */
+static json_t *in_session(const char *session, const char *text)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "mcp-i", AW_SCOPE_WORKER, "agent");
+	aw_mcp_msg msg;
+	aw_rpc_error re;
+	assert_int_equal(aw_mcp_parse(text, strlen(text), &msg, &re), 0);
+	aw_mcp_meta meta = {.version = AW_MCP_V_LEGACY, .session = session};
+	int status = 0;
+	return aw_mcp_exchange(G, &ctx, &msg, &meta, &status);
+}
+
+typedef struct {
+	const char *tool;
+	int ms;
+	json_t *answer;
+	int64_t took_ms;
+	atomic_int done;
+} slow_call;
+
+static void *slow_main(void *arg)
+{
+	slow_call *s = arg;
+	char text[256];
+	snprintf(text, sizeof text,
+		 "{\"jsonrpc\":\"2.0\",\"id\":\"c-1\",\"method\":\"tools/call\",\"params\":"
+		 "{\"name\":\"%s\",\"arguments\":{\"ms\":%d}}}",
+		 s->tool, s->ms ? s->ms : 3000);
+	int64_t t0 = aw_clock_mono_ns();
+	s->answer = in_session("sess-1", text);
+	s->took_ms = (aw_clock_mono_ns() - t0) / 1000000;
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+/* notifications/cancelled from the request's own session gives the request
+ * up at once (E-MCP-004), over HTTP and stdio upstreams; the same request id
+ * named from another session cancels nothing. */
+static void test_cancellation(void **state)
+{
+	(void)state;
+	json_t *body =
+		json_pack("{s:{s:o,s:o},s:[o,o]}", "upstreams", "web",
+			  http_upstream(HTTP_PORT, NULL), "local", stdio_upstream(NULL), "tools",
+			  tool("slow", "web", "read_only"), tool("slow", "local", "read_only"));
+	aw_error err = {0};
+	assert_int_equal(activate("mcp-i", body, &err), AW_OK);
+	const char *cancel = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+			     "\"params\":{\"requestId\":\"c-1\",\"reason\":\"user\"}}";
+	const char *tools[] = {"slow__web", "slow__local"};
+	for (int i = 0; i < 2; i++) {
+		slow_call s = {.tool = tools[i]};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, slow_main, &s), 0);
+		usleep(400000);
+		assert_null(in_session("sess-2", cancel)); /* another session's: nothing */
+		usleep(300000);
+		assert_int_equal(atomic_load(&s.done), 0); /* still running */
+		assert_null(in_session("sess-1", cancel));
+		pthread_join(th, NULL);
+		assert_true(s.took_ms < 2000);
+		json_t *d = json_object_get(json_object_get(s.answer, "error"), "data");
+		assert_string_equal(json_string_value(json_object_get(d, "code")), "E-MCP-004");
+		json_decref(s.answer);
+	}
+	/* a later call is answered (the double finishes the given-up call first:
+	 * it ignores the notice) */
+	slow_call s = {.tool = "slow__local", .ms = 100};
+	slow_main(&s);
+	assert_true(json_object_get(s.answer, "result") != NULL);
+	json_decref(s.answer);
+}
+
 /* Sessions are capped per project: a tenant opening sessions without end
  * ends its own oldest, never another tenant's. */
 static void test_session_caps(void **state)
@@ -843,7 +921,7 @@ static int setup(void **state)
 {
 	(void)state;
 	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
-					"mcp-f", "mcp-g", "mcp-h", NULL};
+					"mcp-f", "mcp-g", "mcp-h", "mcp-i", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -911,6 +989,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_protocol),
 		cmocka_unit_test(test_stdio_stderr_and_limits),
 		cmocka_unit_test(test_session_caps),
+		cmocka_unit_test(test_cancellation),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }
