@@ -32,6 +32,7 @@ BODY="{\"allow_private_network\":true,\"upstreams\":{
   \"local\":{\"transport\":\"stdio\",\"command\":[\"$FAKE\"]}},
   \"tools\":[{\"name\":\"echo\",\"provider\":\"web\",\"mode\":\"read_only\"},
              {\"name\":\"headers\",\"provider\":\"web\",\"mode\":\"read_only\"},
+             {\"name\":\"slow\",\"provider\":\"web\",\"mode\":\"read_only\"},
              {\"name\":\"echo\",\"provider\":\"local\",\"mode\":\"read_only\"}]}"
 base=/v1/projects/acme/contracts/mcp_tool/default/revisions
 req POST "$base" "$OP1" "{\"body\": $BODY}"; expect "draft" 201; REV=$(jbody .revision_id)
@@ -63,11 +64,24 @@ check "session id" "$([ ${#SID} -ge 20 ] && echo yes)" yes
 req POST $M "$W" '{"jsonrpc":"2.0","method":"notifications/initialized"}' -H "Mcp-Session-Id: $SID"
 check "notification" "$STATUS" 202
 req POST $M "$W" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' -H "Mcp-Session-Id: $SID"
-expect "tools/list" 200 '.result.tools | map(.name) | sort | join(",")' "echo__local,echo__web,headers__web"
+expect "tools/list" 200 '.result.tools | map(.name) | sort | join(",")' "echo__local,echo__web,headers__web,slow__web"
 req POST $M "$W" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo__web","arguments":{"text":"hi"}}}' -H "Mcp-Session-Id: $SID"
 expect "tools/call" 200 '.result.content[0].text' hi
 req POST $M "$W" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"headers__web"}}' -H "Mcp-Session-Id: $SID"
 check "credential scrubbed" "$(jbody '.result.content[0].text' | grep -c 'REDACTED:credential')" 1
+# cancellation: a 3 s call given up when its session says so
+t0=$(date +%s%N)
+curl -s -X POST "$URL$M" -H "Authorization: Bearer $W" -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $SID" \
+  -d '{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"slow__web","arguments":{"ms":3000}}}' \
+  >"$TMP/slow.out" &
+SLOW=$!
+sleep 0.5
+req POST $M "$W" '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-1"}}' -H "Mcp-Session-Id: $SID"
+check "cancel notification" "$STATUS" 202
+wait "$SLOW"
+check "cancelled call answered E-MCP-004" "$(jq -r .error.data.code "$TMP/slow.out")" E-MCP-004
+check "cancelled call answered at once" "$([ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 2000 ] && echo yes)" yes
 req POST $M "$W" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}'; expect "no session" 400 .error.data.code E-MCP-002
 req POST $M "$W" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}' -H "Mcp-Session-Id: nope"
 expect "unknown session" 404 .error.data.code E-MCP-002
@@ -112,7 +126,8 @@ expect "beta calls acme's tool" 200 .error.data.code E-MCP-GATE-002
 # --- audit
 sleep 0.3
 req GET "/v1/projects/acme/audit?action=mcp.call" "$OP1" ""
-check "audited calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length' )" 4
+check "audited calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length' )" 5
+check "the cancelled call audited" "$(jbody '[.items[] | select(.payload.outcome=="cancelled")] | .[0].payload.code')" E-MCP-004
 req GET "/v1/projects/beta/audit?action=mcp.call" "$BOP1" ""
 check "beta's refusal audited in beta" "$(jbody '[.items[] | select(.action=="mcp.call")] | .[0].payload.code')" E-MCP-GATE-002
 curl -s "$URL/metrics" >"$TMP/metrics"
