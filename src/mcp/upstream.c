@@ -779,11 +779,19 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 			syscall(SYS_close_range, 3, ~0U, 0);
 			/* no core dump (its environment holds its credentials), a
 			 * bound on open files and on the size of a file it writes */
-			struct rlimit none = {0, 0}, files = {1024, 1024},
-				      fsize = {1LL << 30, 1LL << 30};
+			struct rlimit none = {0, 0}, lim;
 			setrlimit(RLIMIT_CORE, &none);
-			setrlimit(RLIMIT_NOFILE, &files);
-			setrlimit(RLIMIT_FSIZE, &fsize);
+			const struct {
+				int res;
+				rlim_t max;
+			} caps[] = {{RLIMIT_NOFILE, 1024}, {RLIMIT_FSIZE, (rlim_t)1 << 30}};
+			for (int i = 0; i < 2; i++) /* the hard limit lowered, never raised */
+				if (getrlimit(caps[i].res, &lim) == 0) {
+					if (lim.rlim_max > caps[i].max)
+						lim.rlim_max = caps[i].max;
+					lim.rlim_cur = lim.rlim_max;
+					setrlimit(caps[i].res, &lim);
+				}
 			if (chdir("/") != 0)
 				_exit(126);
 			execve(argv[0], argv, envp);

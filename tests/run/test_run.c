@@ -846,7 +846,8 @@ static void test_no_head_of_line_blocking(void **state)
 	int64_t fast_ms = (aw_clock_mono_ns() - t0) / 1000000;
 	char st[20];
 	state_of("rt-other", slow, st, NULL);
-	assert_string_equal(st, "running"); /* its step still sleeps */
+	/* its step still sleeps (its start may not be committed yet: claimed) */
+	assert_true(!strcmp(st, "running") || !strcmp(st, "claimed"));
 	assert_true(wait_state("rt-other", slow, "succeeded", 5000));
 	aw_worker_stop(w);
 	assert_true(fast_ms < 1000);
