@@ -128,7 +128,8 @@ static int queues(const char *verb, const char *name, const char *project, const
 	int rc;
 	if (one) {
 		long n = strcmp(conc, "none") ? strtol(conc, &end, 10) : 0;
-		if (strcmp(conc, "none") && (!*conc || *end || n < 1 || n > 100000))
+		if (strcmp(conc, "none") &&
+		    (!*conc || *end || n < 1 || n > AW_RUN_QUEUE_CONCURRENCY_MAX))
 			return aw_cli_fail(AW_E_USAGE, "--concurrency: 1..100000 or none");
 		body = json_pack("{s:o}", "concurrency", n ? json_integer(n) : json_null());
 		snprintf(path + strlen(path), sizeof path - strlen(path), "/%.64s", name);

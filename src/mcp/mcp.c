@@ -1084,7 +1084,6 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 	return aw_rpc_result_json(id, res);
 }
 
-/* The methods that touch upstreams (on a worker). */
 /* A request of a legacy session is listed while it runs, so that its client
  * can cancel it (notifications/cancelled names the session's request id). */
 static void inflight(aw_mcp *g, aw_mcp_call *call, int on)
@@ -1122,6 +1121,7 @@ static void cancel_request(aw_mcp *g, const aw_mcp_call *note)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* The methods that touch upstreams (on a worker). */
 static void run_call(aw_mcp *g, aw_mcp_call *call)
 {
 	inflight(g, call, 1);

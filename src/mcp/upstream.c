@@ -905,12 +905,9 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 	if (!e && !p.done && cancelled) {
 		e = aw_fail(err, AW_E_MCP_CANCELLED, "the client cancelled the request");
 		char *note = cancel_line(id);
-		if (note && u->alive) { /* a whole line, as every write to the child */
-			size_t nl = strlen(note);
-			note[nl] = '\n';
-			ssize_t w = write(u->in_fd, note, nl + 1);
-			(void)w;
-		}
+		aw_error ignore = {0}; /* best effort: the client's answer is the same */
+		if (note && u->alive)
+			stdio_exchange(u, -1, note, timeout_ms, NULL, NULL, &ignore);
 		free(note);
 	} else if (!e && !p.done) {
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream did not answer within %d ms",

@@ -211,8 +211,8 @@ aw_err aw_store_queue_list(aw_txn *t, aw_run_queue **out, int *n, aw_error *err)
 	for (int i = 0; i < r->nrows; i++) {
 		aw_cell_copy(q[i].name, sizeof q[i].name, r, i, 0);
 		q[i].concurrency = aw_rows_get(r, i, 1) ? int_cell(r, i, 1) : 0;
-		q[i].queued = strtoll(aw_rows_get(r, i, 2), NULL, 10);
-		q[i].running = strtoll(aw_rows_get(r, i, 3), NULL, 10);
+		q[i].queued = aw_cell_ll(r, i, 2);
+		q[i].running = aw_cell_ll(r, i, 3);
 		aw_cell_copy(q[i].updated_at, sizeof q[i].updated_at, r, i, 4);
 		aw_cell_copy(q[i].updated_by, sizeof q[i].updated_by, r, i, 5);
 	}
