@@ -82,10 +82,10 @@ while kill -0 "$INJ" 2>/dev/null || [ "$KILLS" -lt 3 ]; do
   [ "$KILLS" -ge 20 ] && break
 done
 wait "$INJ"
-for _ in $(seq 1 600); do
+for _ in $(seq 1 600); do # until every update has its answer (duplicates do not count)
   s=$(stats)
   [ "$(echo "$s" | jq .confirmed)" -gt "$N" ] && \
-    [ "$(echo "$s" | jq '[.messages[] | select(.text | startswith("No run x"))] | length')" -ge "$N" ] && break
+    [ "$(echo "$s" | jq '[.messages[] | select(.text | startswith("No run x")) | .text] | unique | length')" -ge "$N" ] && break
   sleep 0.2
 done
 stats >"$TMP/s"
