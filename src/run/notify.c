@@ -1,36 +1,37 @@
 /*
- * notify.c - wake-ups of idle run workers (see notify.h): a generation counter
- * under a mutex and one condition variable on CLOCK_MONOTONIC. A thread reads
- * the generation before it claims and sleeps only while it is unchanged, so a
- * submission between its empty claim and its sleep is never missed.
+ * notify.c - wake-ups of idle run workers and hand-offs (see notify.h): a
+ * generation counter and a list of waiting threads under one mutex, each
+ * waiter with a condition variable of its own on CLOCK_MONOTONIC. A thread
+ * reads the generation before it claims and sleeps only while it is
+ * unchanged, so a submission between its empty claim and its sleep is never
+ * missed. A kick signals one waiter neither woken nor reserved, so it is
+ * never spent on a thread that would go back to sleep.
  */
 #include "notify.h"
 
-#include <pthread.h>
 #include <time.h>
 
 #include "awooop/clock.h"
 #include "awooop/run.h"
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static uint64_t gen;
+enum { IDLE, RESERVED, GIVEN, CANCELLED };
 
-static void init(void)
-{
-	aw_clock_cond_init(&cv);
-}
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t gen;
+static aw_run_waiter *waiters;
 
 static void bump(int all)
 {
-	pthread_once(&once, init);
 	pthread_mutex_lock(&mu);
 	gen++;
-	if (all)
-		pthread_cond_broadcast(&cv);
-	else
-		pthread_cond_signal(&cv);
+	for (aw_run_waiter *w = waiters; w; w = w->next) {
+		if (!all && (w->woken || w->state != IDLE))
+			continue;
+		w->woken = 1;
+		pthread_cond_signal(&w->cv);
+		if (!all)
+			break;
+	}
 	pthread_mutex_unlock(&mu);
 }
 
@@ -48,20 +49,69 @@ void aw_run_notify_all(void)
 
 uint64_t aw_run_notify_seen(void)
 {
-	pthread_once(&once, init);
 	pthread_mutex_lock(&mu);
 	uint64_t g = gen;
 	pthread_mutex_unlock(&mu);
 	return g;
 }
 
+int aw_run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w)
+{
+	struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, ms);
+	aw_clock_cond_init(&w->cv);
+	pthread_mutex_lock(&mu);
+	w->state = IDLE;
+	w->woken = 0;
+	w->claim = NULL;
+	w->next = waiters;
+	waiters = w;
+	int timed_out = 0;
+	for (;;) {
+		if (w->state == GIVEN || w->state == CANCELLED)
+			break;
+		if (w->state == RESERVED) { /* the submitter answers, whatever else happens */
+			pthread_cond_wait(&w->cv, &mu);
+			continue;
+		}
+		if (gen != seen || timed_out)
+			break;
+		timed_out = pthread_cond_timedwait(&w->cv, &mu, &ts) != 0;
+	}
+	for (aw_run_waiter **p = &waiters; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	int given = w->state == GIVEN;
+	pthread_mutex_unlock(&mu);
+	pthread_cond_destroy(&w->cv);
+	return given;
+}
+
 void aw_run_notify_wait(uint64_t seen, int ms)
 {
-	pthread_once(&once, init);
-	struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, ms);
+	aw_run_waiter w = {0};
+	aw_run_notify_wait_handoff(seen, ms, &w);
+}
+
+aw_run_waiter *aw_run_handoff_reserve(const aw_store *s)
+{
+	aw_run_waiter *found = NULL;
 	pthread_mutex_lock(&mu);
-	while (gen == seen)
-		if (pthread_cond_timedwait(&cv, &mu, &ts) != 0)
-			break;
+	for (aw_run_waiter *w = waiters; w && !found; w = w->next)
+		if (w->store == s && w->state == IDLE && !w->woken) {
+			w->state = RESERVED;
+			found = w;
+		}
+	pthread_mutex_unlock(&mu);
+	return found;
+}
+
+void aw_run_handoff_give(aw_run_waiter *w, aw_run_claim *c)
+{
+	pthread_mutex_lock(&mu);
+	w->claim = c;
+	w->state = c ? GIVEN : CANCELLED;
+	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&mu);
 }

@@ -82,8 +82,13 @@ static void *exec_main(void *arg)
 		}
 		if (n == 0) {
 			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
-			aw_run_notify_wait(gen, w->o.poll_ms);
-			continue;
+			/* idle: a submission in this process may hand a run over */
+			aw_run_waiter wt = {
+				.store = w->s, .holder = w->id, .lease_ms = w->o.lease_ms};
+			if (!aw_run_notify_wait_handoff(gen, w->o.poll_ms, &wt))
+				continue;
+			c = wt.claim;
+			n = 1;
 		}
 		aw_metrics_run_event("claimed", n);
 		if (n == want && !tc->lane) /* probably more waiting: another thread claims them */

@@ -15,6 +15,7 @@
 #include "awooop/json.h"
 #include "awooop/run.h"
 #include "awooop/uuid.h"
+#include "notify.h"
 #include "transition.h"
 
 #define IDEM_TTL_MS (24LL * 3600 * 1000)
@@ -48,10 +49,14 @@ aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_
 /* One submission inside t (a write transaction of ctx->project): the
  * idempotency check, the run row, the key. *audit gets the run's first
  * transition record (NULL for a replay), for the caller to write. Nothing
- * is written when it fails before the insert (a conflicting key). */
+ * is written when it fails before the insert (a conflicting key). With ho
+ * (a reserved idle worker thread of this process), a run due now is
+ * inserted already claimed in ho's name unless its queue has a concurrency
+ * limit (its claim is audited with its start, as for any claim); *claimed
+ * tells which once t commits. */
 static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
-			const char *idem_key, const char *hash, int64_t ms, aw_run *out,
-			int *replayed, json_t **audit, aw_error *err)
+			const char *idem_key, const char *hash, int64_t ms, const aw_run_waiter *ho,
+			aw_run *out, int *replayed, int *claimed, json_t **audit, aw_error *err)
 {
 	memset(out, 0, sizeof *out); /* every path below may free it */
 	*audit = NULL;
@@ -64,9 +69,10 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 		return aw_fail_at(err, AW_E_REQ_INVALID, "/run_at",
 				  "run_at must lie within a year from now");
 	aw_err e = AW_OK;
+	int handoff = ho && strcmp(req->run_at, now) <= 0;
 	if (strcmp(req->queue, "default") != 0) {
 		int declared = 0;
-		if ((e = aw_store_queue_get(t, req->queue, &declared, NULL, err)))
+		if ((e = aw_store_queue_get(t, req->queue, &declared, NULL, NULL, err)))
 			return e;
 		if (!declared)
 			return aw_fail_at(err, AW_E_REQ_INVALID, "/queue",
@@ -91,7 +97,12 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	}
 	aw_uuid7_str(out->run_id);
 	snprintf(out->project_id, sizeof out->project_id, "%s", ctx->project);
-	snprintf(out->state, sizeof out->state, "queued");
+	snprintf(out->state, sizeof out->state, "%s", handoff ? "claimed" : "queued");
+	if (handoff) {
+		out->attempts = 1;
+		snprintf(out->lease_owner, sizeof out->lease_owner, "%s", ho->holder);
+		aw_clock_format(ms + ho->lease_ms, out->lease_expires_at);
+	}
 	snprintf(out->mode, sizeof out->mode, "%s", req->shadow ? "shadow" : "live");
 	snprintf(out->queue, sizeof out->queue, "%s", req->queue);
 	out->workflow = aw_json_dump(req->workflow);
@@ -107,7 +118,7 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	snprintf(out->updated_at, sizeof out->updated_at, "%s", now);
 	if (!out->workflow || (req->input && !out->input))
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	if ((e = aw_store_run_insert(t, out, err)))
+	if ((e = aw_store_run_insert(t, out, claimed, err)))
 		return e;
 	if (idem_key) {
 		char exp[AW_TS_LEN + 1];
@@ -122,8 +133,8 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 }
 
 static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
-			  const char *idem_key, const char *hash, aw_run *out, int *replayed,
-			  aw_error *err)
+			  const char *idem_key, const char *hash, const aw_run_waiter *ho,
+			  aw_run *out, int *replayed, aw_error *err)
 {
 	aw_txn *t = NULL;
 	json_t *p = NULL;
@@ -131,7 +142,9 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
 	if (e)
 		return e;
-	e = submit_in(t, ctx, req, idem_key, hash, aw_clock_wall_ms(), out, replayed, &p, err);
+	int claimed = 0;
+	e = submit_in(t, ctx, req, idem_key, hash, aw_clock_wall_ms(), ho, out, replayed, &claimed,
+		      &p, err);
 	if (!e && p) {
 		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
 		e = aw_audit_record_many(t, ctx, &it, 1, err);
@@ -141,10 +154,16 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 		aw_store_rollback(t);
 		return AW_OK;
 	}
-	if (!e)
-		return aw_store_commit(t, err);
-	aw_store_rollback(t);
-	aw_run_free(out);
+	if (e)
+		aw_store_rollback(t);
+	else if (!(e = aw_store_commit(t, err)) && out->lease_owner[0] && !claimed) {
+		/* not handed off after all: its queue has a limit */
+		snprintf(out->state, sizeof out->state, "queued");
+		out->attempts = 0;
+		out->lease_owner[0] = out->lease_expires_at[0] = '\0';
+	}
+	if (e)
+		aw_run_free(out);
 	return e;
 }
 
@@ -190,8 +209,9 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		if (it->err.err)
 			continue;
 		json_t *p = NULL;
-		aw_err ie = submit_in(t, ctx, &it->req, it->idem_key, hash[i], ms, &it->run,
-				      &it->replayed, &p, &it->err);
+		int claimed = 0;
+		aw_err ie = submit_in(t, ctx, &it->req, it->idem_key, hash[i], ms, NULL, &it->run,
+				      &it->replayed, &claimed, &p, &it->err);
 		/* nothing written (a reused key, a run_at out of range): the item
 		 * alone fails */
 		if (ie == AW_E_RUN_IDEMPOTENCY || ie == AW_E_REQ_INVALID) {
@@ -224,18 +244,53 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 	return e;
 }
 
+/* The claim a handed-off run is given to its worker thread with (NULL when
+ * out of memory: the run's lease runs out and the reaper re-queues it). */
+static aw_run_claim *claim_of(const aw_run *r)
+{
+	aw_run_claim *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	snprintf(c->project_id, sizeof c->project_id, "%s", r->project_id);
+	snprintf(c->run_id, sizeof c->run_id, "%s", r->run_id);
+	snprintf(c->prev_state, sizeof c->prev_state, "queued");
+	snprintf(c->mode, sizeof c->mode, "%s", r->mode);
+	snprintf(c->trace_id, sizeof c->trace_id, "%s", r->trace_id);
+	snprintf(c->claimed_at, sizeof c->claimed_at, "%s", r->created_at);
+	c->attempts = r->attempts;
+	c->max_attempts = r->max_attempts;
+	c->timeout_s = r->timeout_s;
+	c->workflow = strdup(r->workflow);
+	c->input = r->input ? strdup(r->input) : NULL;
+	if (!c->workflow || (r->input && !c->input)) {
+		aw_run_claims_free(c, 1);
+		return NULL;
+	}
+	return c;
+}
+
 aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 		     const char *idem_key, aw_run *out, int *replayed, aw_error *err)
 {
 	char hash[65] = "";
 	*replayed = 0;
 	aw_err e = submit_check(req, idem_key, "Idempotency-Key", hash, err);
+	/* an idle worker thread of this process takes the run without a claim */
+	aw_run_waiter *ho = !e ? aw_run_handoff_reserve(s) : NULL;
 	/* two submissions racing on one key: the loser retries and replays */
 	for (int i = 0; !e; i++) {
-		e = submit_once(s, ctx, req, idem_key, hash, out, replayed, err);
+		e = submit_once(s, ctx, req, idem_key, hash, ho, out, replayed, err);
 		if (e != AW_E_STORE_CONFLICT || !idem_key || i == 2)
 			break;
 		e = AW_OK;
+	}
+	if (ho) {
+		aw_run_claim *c = NULL;
+		if (!e && !*replayed && strcmp(out->state, "claimed") == 0)
+			c = claim_of(out);
+		aw_run_handoff_give(ho, c);
+		if (c)
+			return e;
 	}
 	if (!e && !*replayed)
 		aw_run_kick();
@@ -410,7 +465,7 @@ aw_err aw_run_queue_set(aw_store *s, const aw_ctx *ctx, const char *name, int co
 	if (e)
 		return e;
 	int found = 0, count = 0;
-	e = aw_store_queue_get(t, name, &found, &count, err);
+	e = aw_store_queue_get(t, name, &found, &count, NULL, err);
 	if (!e && !found && count >= AW_RUN_QUEUES_MAX)
 		e = aw_fail_at(err, AW_E_REQ_INVALID, "name", "a project has at most %d queues",
 			       AW_RUN_QUEUES_MAX);

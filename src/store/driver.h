@@ -61,10 +61,12 @@ typedef struct aw_driver {
 	/* out may be NULL when no rows are wanted */
 	aw_err (*exec)(aw_conn *c, const char *sql, int n, const aw_val *params, aw_rows **out,
 		       aw_error *err);
-	/* A statement inside a transaction whose result is not needed: may be
-	 * sent later, with the next statement or COMMIT (PostgreSQL pipelines
-	 * them); its error then surfaces there. NULL: executed at once. */
-	aw_err (*defer)(aw_conn *c, const char *sql, int n, const aw_val *params, aw_error *err);
+	/* A statement inside a transaction whose result is not waited for: may
+	 * be sent later, with the next statement or COMMIT (PostgreSQL pipelines
+	 * them); its error then surfaces there. sink (may be NULL) is called
+	 * with its rows when they arrive. NULL: executed at once. */
+	aw_err (*defer)(aw_conn *c, const char *sql, int n, const aw_val *params,
+			void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err);
 	/* Several statements, no parameters (migrations). */
 	aw_err (*script)(aw_conn *c, const char *sql, aw_error *err);
 	/* Opens a transaction scoped to project ("" = none); write asks SQLite for

@@ -25,9 +25,12 @@ typedef struct {
 	char *sql;
 	int n;
 	char **vals;
+	void (*sink)(const aw_rows *r, void *arg); /* wants its rows */
+	void *arg;
 } deferred;
 
 #define PREP_CACHE 128 /* a power of two */
+#define MAX_SINKS 8    /* deferred statements that want their rows, per pipeline */
 
 struct aw_conn {
 	PGconn *pg;
@@ -294,6 +297,14 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 	PGconn *pg = c->pg;
 	aw_err e = AW_OK;
 	int sent = 0, ok = PQenterPipelineMode(pg);
+	/* the deferred statements that want their rows (pg_defer keeps them
+	 * within MAX_SINKS): their result's index, their sink */
+	struct sink_at {
+		int at;
+		void (*sink)(const aw_rows *r, void *arg);
+		void *arg;
+	} sinks[MAX_SINKS];
+	int nsinks = 0;
 	if (ok && c->begin_pending) {
 		ok = PQsendQueryParams(pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
 		sent += ok;
@@ -305,9 +316,12 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 			sent += ok;
 		}
 	}
-	for (int i = 0; ok && i < c->nq; i++)
+	for (int i = 0; ok && i < c->nq; i++) {
 		ok = send_prepared(c, c->q[i].sql, c->q[i].n, (const char *const *)c->q[i].vals,
 				   &sent);
+		if (c->q[i].sink && nsinks < MAX_SINKS)
+			sinks[nsinks++] = (struct sink_at){sent - 1, c->q[i].sink, c->q[i].arg};
+	}
 	int last = -1; /* the index of sql's result */
 	if (ok && sql) {
 		ok = send_prepared(c, sql, n, vals, &sent);
@@ -324,8 +338,20 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 			ExecStatusType st = PQresultStatus(res);
 			if (!e && st == PGRES_PIPELINE_ABORTED)
 				e = aw_fail(err, AW_E_STORE_QUERY, "postgres pipeline aborted");
-			else if (!e)
-				e = rows_from(pg, res, i == last ? out : NULL, err);
+			else if (!e) {
+				aw_rows *r = NULL;
+				int k = 0;
+				while (k < nsinks && sinks[k].at != i)
+					k++;
+				e = rows_from(pg, res,
+					      i == last	   ? out
+					      : k < nsinks ? &r
+							   : NULL,
+					      err);
+				if (!e && k < nsinks)
+					sinks[k].sink(r, sinks[k].arg);
+				aw_rows_free(r);
+			}
 			PQclear(res);
 		}
 	}
@@ -386,8 +412,17 @@ static aw_err pg_pipeline_end(aw_conn *c, const char *sql, aw_error *err)
 	return pg_script(c, sql, err);
 }
 
-static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p, aw_error *err)
+static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p,
+		       void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err)
 {
+	int nsinks = 0;
+	for (int i = 0; sink && i < c->nq; i++)
+		nsinks += c->q[i].sink != NULL;
+	if (nsinks == MAX_SINKS) { /* the rows of those wait no longer */
+		aw_err e = pipeline(c, NULL, 0, NULL, NULL, err);
+		if (e)
+			return e;
+	}
 	if (c->nq == c->capq) {
 		int cap = c->capq ? c->capq * 2 : 8;
 		deferred *q = realloc(c->q, sizeof *q * (size_t)cap);
@@ -398,6 +433,8 @@ static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p, aw_e
 	}
 	deferred *d = &c->q[c->nq];
 	d->n = n;
+	d->sink = sink;
+	d->arg = arg;
 	d->sql = strdup(sql);
 	d->vals = calloc((size_t)n + 1, sizeof *d->vals);
 	int bad = !d->sql || !d->vals;

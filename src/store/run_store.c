@@ -130,43 +130,68 @@ static void mark_listed(const aw_rows *r, char (*ids)[AW_UUID_STR_LEN + 1], int 
 	}
 }
 
-aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err)
+static void claimed_sink(const aw_rows *r, void *arg)
 {
-	aw_val v[] = {AW_TEXT(t->ctx.project),
-		      AW_TEXT(r->run_id),
-		      AW_TEXT(r->state),
-		      AW_TEXT(r->mode),
-		      AW_TEXT(r->workflow),
-		      AW_TEXT(r->input),
-		      AW_INT(r->priority),
-		      AW_INT(r->max_attempts),
-		      AW_INT(r->timeout_s),
-		      AW_TEXT(r->trace_id),
-		      AW_TEXT(r->run_after),
-		      AW_TEXT(r->created_at),
-		      AW_TEXT(r->queue[0] ? r->queue : "default")};
+	*(int *)arg = r && r->nrows == 1 && strcmp(aw_rows_get(r, 0, 0), "claimed") == 0;
+}
+
+/* The insert of a handed-off run: claimed, unless its queue has a limit
+ * (then queued, as any other: the limit is counted by the claims). */
+#define LIMITED                                                                       \
+	"EXISTS (SELECT 1 FROM run_queues q WHERE q.project_id = $1 AND q.name = $12" \
+	" AND q.concurrency IS NOT NULL)"
+#define INSERT_HANDOFF(expires)                                                             \
+	"INSERT INTO runs (project_id, run_id, state, mode, workflow, input, priority,"     \
+	" attempts, max_attempts, timeout_s, trace_id, run_after, created_at, updated_at,"  \
+	" queue, lease_owner, lease_expires_at) VALUES ($1, $2, CASE WHEN " LIMITED         \
+	" THEN 'queued' ELSE 'claimed' END, $3, $4, $5, $6, CASE WHEN " LIMITED " THEN 0"   \
+	" ELSE 1 END, $7, $8, $9, $10, $11, $11, $12, CASE WHEN " LIMITED " THEN NULL ELSE" \
+	" $13 END, CASE WHEN " LIMITED " THEN NULL ELSE " expires " END) RETURNING state"
+
+aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int *claimed, aw_error *err)
+{
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(r->run_id), AW_TEXT(r->mode),
+		      AW_TEXT(r->workflow), AW_TEXT(r->input), AW_INT(r->priority),
+		      AW_INT(r->max_attempts), AW_INT(r->timeout_s), AW_TEXT(r->trace_id),
+		      AW_TEXT(r->run_after), AW_TEXT(r->created_at),
+		      AW_TEXT(r->queue[0] ? r->queue : "default"),
+		      /* $13: the lease owner of a hand-off, else the state */
+		      AW_TEXT(r->lease_owner[0] ? r->lease_owner : r->state),
+		      AW_TEXT(r->lease_expires_at)};
+	if (r->lease_owner[0]) {
+		*claimed = 0;
+		return aw_txn_defer_rows(t,
+					 aw_txn_dialect(t) == AW_DIALECT_PG
+						 ? INSERT_HANDOFF("CAST($14 AS timestamptz)")
+						 : INSERT_HANDOFF("$14"),
+					 14, v, claimed_sink, claimed, err);
+	}
 	return aw_txn_defer(
 		t,
 		"INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
 		" priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
 		" created_at, updated_at, queue)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12, $12, $13)",
+		" VALUES ($1, $2, $13, $3, $4, $5, $6, 0, $7, $8, $9, $10, $11, $11, $12)",
 		13, v, err);
 }
 
-aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, aw_error *err)
+aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, int *limit,
+			  aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name)};
 	aw_err e = aw_txn_exec(t,
 			       "SELECT (SELECT count(*) FROM run_queues WHERE project_id = $1"
 			       " AND name = $2), (SELECT count(*) FROM run_queues"
-			       " WHERE project_id = $1)",
+			       " WHERE project_id = $1), (SELECT coalesce(max(concurrency), 0)"
+			       " FROM run_queues WHERE project_id = $1 AND name = $2)",
 			       2, v, &r, err);
 	if (!e) {
 		*found = int_cell(r, 0, 0);
 		if (count)
 			*count = int_cell(r, 0, 1);
+		if (limit)
+			*limit = int_cell(r, 0, 2);
 	}
 	aw_rows_free(r);
 	return e;

@@ -213,11 +213,22 @@ aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows *
 	return timed_exec(t->s, t->c, sql, n, p, out, err);
 }
 
+aw_err aw_txn_defer_rows(aw_txn *t, const char *sql, int n, const aw_val *p,
+			 void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err)
+{
+	if (t->s->drv->defer)
+		return t->s->drv->defer(t->c, sql, n, p, sink, arg, err);
+	aw_rows *r = NULL;
+	aw_err e = timed_exec(t->s, t->c, sql, n, p, sink ? &r : NULL, err);
+	if (!e && sink)
+		sink(r, arg);
+	aw_rows_free(r);
+	return e;
+}
+
 aw_err aw_txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err)
 {
-	if (!t->s->drv->defer)
-		return timed_exec(t->s, t->c, sql, n, p, NULL, err);
-	return t->s->drv->defer(t->c, sql, n, p, err);
+	return aw_txn_defer_rows(t, sql, n, p, NULL, NULL, err);
 }
 
 aw_dialect aw_txn_dialect(const aw_txn *t)

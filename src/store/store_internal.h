@@ -48,6 +48,12 @@ aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows *
 		   aw_error *err);
 /* Queues one statement whose result is not needed (see driver.h defer). */
 aw_err aw_txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err);
+/* The same for a statement whose rows are wanted without a round trip of
+ * their own: sink(rows, arg) is called when they arrive - with the txn's
+ * next waited statement or its commit (at once on SQLite) - and not at all
+ * when the transaction fails first. */
+aw_err aw_txn_defer_rows(aw_txn *t, const char *sql, int n, const aw_val *p,
+			 void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err);
 /* Runs one statement on a pooled connection outside any tenant txn. */
 aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
 		      aw_rows **out, aw_error *err);

@@ -24,6 +24,7 @@
 #include "awooop/run.h"
 #include "awooop/tenancy.h"
 #include "counter.h"
+#include "run/notify.h"
 #include "run/run_hooks.h"
 #include "support.h"
 
@@ -979,6 +980,117 @@ static void test_queues(void **state)
 	json_decref(q);
 }
 
+/* A thread that waits as an idle worker thread named "ghost-handoff" would,
+ * takes one hand-off and drops it (its process "dies" after the commit). */
+static void *ghost_waiter(void *arg)
+{
+	aw_run_waiter *wt = arg;
+	for (int i = 0; i < 100; i++)
+		if (aw_run_notify_wait_handoff(aw_run_notify_seen(), 100, wt))
+			break;
+	return NULL;
+}
+
+static json_t *view_of(const char *p, const char *id)
+{
+	aw_ctx c;
+	as(&c, p);
+	json_t *v = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_run_view(S, &c, id, &v, &err), AW_OK);
+	return v;
+}
+
+/* A submission while a worker thread of this process idles hands the run
+ * straight to it: committed claimed in the worker's name, no claim query;
+ * its history is the same as a claimed run's. Not for a run due later or
+ * in a queue with a limit. A hand-off whose taker dies is re-queued by the
+ * reaper like any claim. */
+static void test_handoff(void **state)
+{
+	cancel_queued("rt-main");
+	/* the taker dies after the commit: nothing lost */
+	aw_run_waiter ghost = {.store = S, .holder = "ghost-handoff", .lease_ms = 300};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, ghost_waiter, &ghost), 0);
+	sleep_ms(50);
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run_request req;
+	aw_error err = {0};
+	aw_run run;
+	int replayed = 0;
+	assert_int_equal(decode("{\"workflow\":[{\"kind\":\"noop\"}]}", &req, &err), AW_OK);
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_OK);
+	pthread_join(th, NULL);
+	assert_string_equal(run.state, "claimed");
+	assert_string_equal(run.lease_owner, "ghost-handoff");
+	assert_non_null(ghost.claim);
+	assert_string_equal(ghost.claim->run_id, run.run_id);
+	assert_int_equal(ghost.claim->attempts, 1);
+	aw_run_claims_free(ghost.claim, 1);
+	char dead[40];
+	strcpy(dead, run.run_id);
+	aw_run_free(&run);
+	sleep_ms(400);
+	int reaped = 0;
+	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
+	assert_int_equal(reaped, 1);
+
+	aw_worker *w = worker(1, 4, 100, 3000);
+	assert_true(wait_state("rt-main", dead, "succeeded", 5000)); /* re-queued, then claimed */
+	char st[20];
+	int attempts = 0;
+	state_of("rt-main", dead, st, &attempts);
+	assert_int_equal(attempts, 2);
+	/* a live taker: the run starts without a claim, audited as any */
+	sleep_ms(200); /* the worker's threads idle */
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_OK);
+	assert_string_equal(run.state, "claimed");
+	assert_int_equal(run.attempts, 1);
+	char id[40];
+	strcpy(id, run.run_id);
+	aw_run_free(&run);
+	assert_true(wait_state("rt-main", id, "succeeded", 5000));
+	json_t *v = view_of("rt-main", id);
+	json_t *tr = json_object_get(v, "transitions");
+	const char *want[] = {"queued", "claimed", "running", "succeeded"};
+	assert_int_equal(json_array_size(tr), 4);
+	for (int i = 0; i < 4; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(tr, i), "to")),
+				    want[i]);
+	json_decref(v);
+	aw_run_request_free(&req);
+	/* not handed off: a queue with a limit, a run due later */
+	json_t *q = NULL;
+	assert_int_equal(aw_run_queue_set(S, &c, "limq", 1, &q, &err), AW_OK);
+	json_decref(q);
+	sleep_ms(200);
+	assert_int_equal(
+		decode("{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"limq\"}", &req, &err),
+		AW_OK);
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_OK);
+	assert_string_equal(run.state, "queued");
+	strcpy(id, run.run_id);
+	aw_run_free(&run);
+	aw_run_request_free(&req);
+	assert_true(wait_state("rt-main", id, "succeeded", 5000));
+	sleep_ms(200);
+	char later[AW_TS_LEN + 1], body[160];
+	aw_clock_format(aw_clock_wall_ms() + 3600000, later);
+	snprintf(body, sizeof body, "{\"workflow\":[{\"kind\":\"noop\"}],\"run_at\":\"%s\"}",
+		 later);
+	assert_int_equal(decode(body, &req, &err), AW_OK);
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_OK);
+	aw_run_request_free(&req);
+	assert_string_equal(run.state, "queued");
+	aw_run_free(&run);
+	aw_worker_stop(w);
+	cancel_queued("rt-main");
+	assert_int_equal(aw_run_queue_set(S, &c, "limq", 0, &q, &err), AW_OK);
+	json_decref(q);
+}
+
 static void test_isolation_and_list(void **state)
 {
 	char id[40];
@@ -1150,6 +1262,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_batch_steps_in_parallel),
 		cmocka_unit_test(test_no_head_of_line_blocking),
 		cmocka_unit_test(test_queues),
+		cmocka_unit_test(test_handoff),
 		cmocka_unit_test(test_isolation_and_list),
 		cmocka_unit_test(test_secrets_by_reference),
 		cmocka_unit_test(test_egress),

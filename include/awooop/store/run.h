@@ -60,7 +60,10 @@ typedef struct {
 void aw_run_free(aw_run *r);
 void aw_runs_free(aw_run *r, int n);
 void aw_run_steps_free(aw_run_step *s, int n);
-aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, aw_error *err);
+/* A run with a lease_owner is handed off: inserted claimed by it unless its
+ * queue has a concurrency limit (then queued); *claimed tells which once the
+ * transaction commits. */
+aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int *claimed, aw_error *err);
 /* Named queues of the txn's project ("default" is there undeclared). */
 typedef struct {
 	char name[AW_QUEUE_MAX + 1];
@@ -69,8 +72,10 @@ typedef struct {
 	char updated_at[AW_TS_LEN + 1]; /* "" for an undeclared "default" */
 	char updated_by[AW_PROJECT_MAX + 1];
 } aw_run_queue;
-/* found: 1 when name is declared; count (may be NULL): how many are. */
-aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, aw_error *err);
+/* found: 1 when name is declared; count (may be NULL): how many are;
+ * limit (may be NULL): its concurrency limit, 0 for none. */
+aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, int *limit,
+			  aw_error *err);
 /* Declares name or changes its limit (concurrency 0: none). */
 aw_err aw_store_queue_put(aw_txn *t, const char *name, int concurrency, const char *now,
 			  const char *by, aw_error *err);
