@@ -94,15 +94,16 @@ void aw_run_notify_wait(uint64_t seen, int ms)
 	aw_run_notify_wait_handoff(seen, ms, &w);
 }
 
+/* A thread of the idle-tenant lane only when no other idles. */
 aw_run_waiter *aw_run_handoff_reserve(const aw_store *s)
 {
 	aw_run_waiter *found = NULL;
 	pthread_mutex_lock(&mu);
-	for (aw_run_waiter *w = waiters; w && !found; w = w->next)
-		if (w->store == s && w->state == IDLE && !w->woken) {
-			w->state = RESERVED;
+	for (aw_run_waiter *w = waiters; w && (!found || found->lane); w = w->next)
+		if (w->store == s && w->state == IDLE && !w->woken)
 			found = w;
-		}
+	if (found)
+		found->state = RESERVED;
 	pthread_mutex_unlock(&mu);
 	return found;
 }

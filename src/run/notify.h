@@ -28,6 +28,7 @@ typedef struct aw_run_waiter {
 	const aw_store *store; /* NULL: takes no hand-off */
 	const char *holder;    /* the worker id that holds the lease */
 	int lease_ms;
+	int lane; /* the idle-tenant lane: only runs of projects with none in flight */
 	/* set under the notifier's lock */
 	int state;	     /* see notify.c */
 	int woken;	     /* signalled by a kick: it claims; not offered */

@@ -83,8 +83,10 @@ static void *exec_main(void *arg)
 		if (n == 0) {
 			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
 			/* idle: a submission in this process may hand a run over */
-			aw_run_waiter wt = {
-				.store = w->s, .holder = w->id, .lease_ms = w->o.lease_ms};
+			aw_run_waiter wt = {.store = w->s,
+					    .holder = w->id,
+					    .lease_ms = w->o.lease_ms,
+					    .lane = tc->lane};
 			if (!aw_run_notify_wait_handoff(gen, w->o.poll_ms, &wt))
 				continue;
 			c = wt.claim;

@@ -118,7 +118,7 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	snprintf(out->updated_at, sizeof out->updated_at, "%s", now);
 	if (!out->workflow || (req->input && !out->input))
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	if ((e = aw_store_run_insert(t, out, claimed, err)))
+	if ((e = aw_store_run_insert(t, out, handoff && ho->lane, claimed, err)))
 		return e;
 	if (idem_key) {
 		char exp[AW_TS_LEN + 1];

@@ -136,19 +136,23 @@ static void claimed_sink(const aw_rows *r, void *arg)
 }
 
 /* The insert of a handed-off run: claimed, unless its queue has a limit
- * (then queued, as any other: the limit is counted by the claims). */
-#define LIMITED                                                                       \
-	"EXISTS (SELECT 1 FROM run_queues q WHERE q.project_id = $1 AND q.name = $12" \
-	" AND q.concurrency IS NOT NULL)"
-#define INSERT_HANDOFF(expires)                                                             \
-	"INSERT INTO runs (project_id, run_id, state, mode, workflow, input, priority,"     \
-	" attempts, max_attempts, timeout_s, trace_id, run_after, created_at, updated_at,"  \
-	" queue, lease_owner, lease_expires_at) VALUES ($1, $2, CASE WHEN " LIMITED         \
-	" THEN 'queued' ELSE 'claimed' END, $3, $4, $5, $6, CASE WHEN " LIMITED " THEN 0"   \
-	" ELSE 1 END, $7, $8, $9, $10, $11, $11, $12, CASE WHEN " LIMITED " THEN NULL ELSE" \
-	" $13 END, CASE WHEN " LIMITED " THEN NULL ELSE " expires " END) RETURNING state"
+ * (then queued, as any other: the limit is counted by the claims) or, for
+ * the idle-tenant lane, its project has runs in flight. */
+#define BUSY                                                                                  \
+	" OR EXISTS (SELECT 1 FROM runs i WHERE i.project_id = $1 AND i.state IN ('claimed'," \
+	" 'running'))"
+#define QUEUED(busy)                                                                   \
+	"(EXISTS (SELECT 1 FROM run_queues q WHERE q.project_id = $1 AND q.name = $12" \
+	" AND q.concurrency IS NOT NULL)" busy ")"
+#define INSERT_HANDOFF(expires, busy)                                                                                                                                             \
+	"INSERT INTO runs (project_id, run_id, state, mode, workflow, input, priority,"                                                                                           \
+	" attempts, max_attempts, timeout_s, trace_id, run_after, created_at, updated_at,"                                                                                        \
+	" queue, lease_owner, lease_expires_at) VALUES ($1, $2, CASE WHEN " QUEUED(busy) " THEN 'queued' ELSE 'claimed' END, $3, $4, $5, $6, CASE WHEN " QUEUED(                  \
+		busy) " THEN 0 ELSE 1 END, $7, $8, $9, $10, $11, $11, $12, CASE WHEN " QUEUED(busy) " THEN NULL ELSE $13 END, CASE WHEN " QUEUED(busy) " THEN NULL ELSE " expires \
+																		       " END) RETURNING state"
+#define PG_EXPIRES "CAST($14 AS timestamptz)"
 
-aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int *claimed, aw_error *err)
+aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int idle_only, int *claimed, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(r->run_id), AW_TEXT(r->mode),
 		      AW_TEXT(r->workflow), AW_TEXT(r->input), AW_INT(r->priority),
@@ -159,12 +163,13 @@ aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int *claimed, aw_error *e
 		      AW_TEXT(r->lease_owner[0] ? r->lease_owner : r->state),
 		      AW_TEXT(r->lease_expires_at)};
 	if (r->lease_owner[0]) {
+		int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
+		const char *sql = idle_only ? pg ? INSERT_HANDOFF(PG_EXPIRES, BUSY)
+						 : INSERT_HANDOFF("$14", BUSY)
+				  : pg ? INSERT_HANDOFF(PG_EXPIRES, "")
+					    : INSERT_HANDOFF("$14", "");
 		*claimed = 0;
-		return aw_txn_defer_rows(t,
-					 aw_txn_dialect(t) == AW_DIALECT_PG
-						 ? INSERT_HANDOFF("CAST($14 AS timestamptz)")
-						 : INSERT_HANDOFF("$14"),
-					 14, v, claimed_sink, claimed, err);
+		return aw_txn_defer_rows(t, sql, 14, v, claimed_sink, claimed, err);
 	}
 	return aw_txn_defer(
 		t,

@@ -1009,18 +1009,42 @@ static json_t *view_of(const char *p, const char *id)
 static void test_handoff(void **state)
 {
 	cancel_queued("rt-main");
-	/* the taker dies after the commit: nothing lost */
-	aw_run_waiter ghost = {.store = S, .holder = "ghost-handoff", .lease_ms = 300};
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, ghost_waiter, &ghost), 0);
-	sleep_ms(50);
-	aw_ctx c;
+	cancel_queued("rt-other");
+	aw_ctx c, co;
 	as(&c, "rt-main");
+	as(&co, "rt-other");
 	aw_run_request req;
 	aw_error err = {0};
 	aw_run run;
 	int replayed = 0;
 	assert_int_equal(decode("{\"workflow\":[{\"kind\":\"noop\"}]}", &req, &err), AW_OK);
+	/* the idle-tenant lane takes only a project with nothing in flight */
+	char busy[40];
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, busy);
+	aw_run_claim *cl = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_run_claim(S, "ghost-busy", 200, 1, 0, &cl, &n, &err), AW_OK);
+	assert_int_equal(n, 1); /* rt-main has a run in flight */
+	aw_run_claims_free(cl, n);
+	aw_run_waiter lane = {.store = S, .holder = "ghost-lane", .lease_ms = 300, .lane = 1};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, ghost_waiter, &lane), 0);
+	sleep_ms(50);
+	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_OK);
+	assert_string_equal(run.state, "queued");
+	aw_run_free(&run);
+	sleep_ms(50);
+	assert_int_equal(aw_run_submit(S, &co, &req, NULL, &run, &replayed, &err), AW_OK);
+	pthread_join(th, NULL);
+	assert_string_equal(run.state, "claimed");
+	assert_string_equal(run.lease_owner, "ghost-lane");
+	assert_non_null(lane.claim);
+	aw_run_claims_free(lane.claim, 1);
+	aw_run_free(&run);
+	/* the taker dies after the commit: nothing lost */
+	aw_run_waiter ghost = {.store = S, .holder = "ghost-handoff", .lease_ms = 300};
+	assert_int_equal(pthread_create(&th, NULL, ghost_waiter, &ghost), 0);
+	sleep_ms(50);
 	assert_int_equal(aw_run_submit(S, &c, &req, NULL, &run, &replayed, &err), AW_OK);
 	pthread_join(th, NULL);
 	assert_string_equal(run.state, "claimed");
@@ -1035,9 +1059,10 @@ static void test_handoff(void **state)
 	sleep_ms(400);
 	int reaped = 0;
 	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
-	assert_int_equal(reaped, 1);
+	assert_int_equal(reaped, 3); /* ghost-busy's, ghost-lane's, ghost-handoff's */
 
 	aw_worker *w = worker(1, 4, 100, 3000);
+	assert_true(wait_state("rt-main", busy, "succeeded", 5000));
 	assert_true(wait_state("rt-main", dead, "succeeded", 5000)); /* re-queued, then claimed */
 	char st[20];
 	int attempts = 0;
@@ -1087,6 +1112,7 @@ static void test_handoff(void **state)
 	aw_run_free(&run);
 	aw_worker_stop(w);
 	cancel_queued("rt-main");
+	cancel_queued("rt-other");
 	assert_int_equal(aw_run_queue_set(S, &c, "limq", 0, &q, &err), AW_OK);
 	json_decref(q);
 }

@@ -61,9 +61,9 @@ void aw_run_free(aw_run *r);
 void aw_runs_free(aw_run *r, int n);
 void aw_run_steps_free(aw_run_step *s, int n);
 /* A run with a lease_owner is handed off: inserted claimed by it unless its
- * queue has a concurrency limit (then queued); *claimed tells which once the
- * transaction commits. */
-aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int *claimed, aw_error *err);
+ * queue has a concurrency limit or, idle_only, its project has runs claimed
+ * or running (then queued); *claimed tells which once the txn commits. */
+aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int idle_only, int *claimed, aw_error *err);
 /* Named queues of the txn's project ("default" is there undeclared). */
 typedef struct {
 	char name[AW_QUEUE_MAX + 1];
