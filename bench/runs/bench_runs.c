@@ -4,8 +4,10 @@
  *       submits N runs (default workflow: one noop step) from THREADS threads
  *   bench_runs flood URL PROJECT N
  *       submits N no-op runs in bulk (aw_run_submit_batch, 1,000 a transaction)
- *   bench_runs paced URL PROJECT N INTERVAL_MS
- *       submits N no-op runs, one every INTERVAL_MS
+ *   bench_runs paced URL PROJECT N INTERVAL_MS [CONCURRENCY BATCH]
+ *       submits N no-op runs, one every INTERVAL_MS; with CONCURRENCY the
+ *       process hosts a worker too (as `serve` with its API and a worker
+ *       role does) and returns once its N runs finished
  *   bench_runs latency URL PROJECT N CONCURRENCY
  *       runs an in-process worker (CONCURRENCY threads), submits N runs one
  *       after another and prints the submit -> step start latency p50/p99 (ms)
@@ -119,17 +121,42 @@ static int flood(void)
 	return 0;
 }
 
-static int paced(int interval_ms)
+static int paced(int interval_ms, int conc, int batch)
 {
-	for (int i = 0; i < N; i++) {
+	aw_worker *w = NULL;
+	aw_error err = {0};
+	aw_worker_opts o = {.concurrency = conc, .batch = batch};
+	if (conc > 0 && aw_worker_start(S, &o, &w, &err)) {
+		fprintf(stderr, "bench_runs: %s\n", err.msg);
+		return 1;
+	}
+	char(*ids)[AW_UUID_STR_LEN + 1] = calloc((size_t)N + 1, sizeof *ids);
+	for (int i = 0; ids && i < N; i++) {
 		char body[96];
 		int64_t t0 = aw_clock_mono_ns();
 		snprintf(body, sizeof body, "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":%d}", i);
-		submit_one(body, NULL);
+		submit_one(body, ids[i]);
 		int64_t left = (int64_t)interval_ms * 1000000 - (aw_clock_mono_ns() - t0);
 		if (left > 0)
 			nanosleep(&(struct timespec){left / 1000000000, left % 1000000000}, NULL);
 	}
+	aw_ctx c;
+	aw_ctx_system(&c, PROJECT);
+	for (int i = 0; w && ids && i < N; i++) { /* the hosted worker stays until they end */
+		aw_run r;
+		if (aw_run_get(S, &c, ids[i], &r, NULL, NULL, &err) == AW_OK) {
+			int open = !strcmp(r.state, "queued") || !strcmp(r.state, "claimed") ||
+				   !strcmp(r.state, "running") || !strcmp(r.state, "retry_wait");
+			aw_run_free(&r);
+			if (open) {
+				nanosleep(&(struct timespec){0, 20000000}, NULL);
+				i--;
+			}
+		}
+	}
+	if (w)
+		aw_worker_stop(w);
+	free(ids);
 	return 0;
 }
 
@@ -235,11 +262,12 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "counter") == 0)
 		return counter(atoi(argv[2]), argv[3], argc > 4 ? atoi(argv[4]) : 0);
 	if (argc < 5) {
-		fprintf(stderr, "usage: bench_runs load URL PROJECT N [THREADS] [WORKFLOW]\n"
-				"       bench_runs flood URL PROJECT N\n"
-				"       bench_runs paced URL PROJECT N INTERVAL_MS\n"
-				"       bench_runs latency URL PROJECT N [CONCURRENCY]\n"
-				"       bench_runs counter PORT OUTFILE [DELAY_MS]\n");
+		fprintf(stderr,
+			"usage: bench_runs load URL PROJECT N [THREADS] [WORKFLOW]\n"
+			"       bench_runs flood URL PROJECT N\n"
+			"       bench_runs paced URL PROJECT N INTERVAL_MS [CONCURRENCY BATCH]\n"
+			"       bench_runs latency URL PROJECT N [CONCURRENCY]\n"
+			"       bench_runs counter PORT OUTFILE [DELAY_MS]\n");
 		return 2;
 	}
 	S = open_store(argv[2]);
@@ -263,7 +291,8 @@ int main(int argc, char **argv)
 	} else if (strcmp(argv[1], "flood") == 0) {
 		rc = flood();
 	} else if (strcmp(argv[1], "paced") == 0) {
-		rc = paced(argc > 5 ? atoi(argv[5]) : 20);
+		rc = paced(argc > 5 ? atoi(argv[5]) : 20, argc > 6 ? atoi(argv[6]) : 0,
+			   argc > 7 ? atoi(argv[7]) : 0);
 	} else if (strcmp(argv[1], "latency") == 0) {
 		rc = latency(argc > 5 ? atoi(argv[5]) : 4);
 	} else {

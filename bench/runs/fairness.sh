@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # bench/runs/fairness.sh: one tenant floods, another's latency, on PostgreSQL.
 #
-#   bench/runs/fairness.sh [FLOOD] [N] [INTERVAL_MS] [PROCS] [CONC] [BATCH]
-#                          (defaults 50000 100 20 2 8 64)
+#   bench/runs/fairness.sh [FLOOD] [N] [INTERVAL_MS] [PROCS] [CONC] [BATCH] [SHAPE]
+#                          (defaults 50000 100 20 2 8 64 apart)
+#
+# SHAPE apart: quiet submits from a process of its own (a client writing to
+# the database); hosted: quiet's submitting process is one of the PROCS
+# worker processes (as `serve` with its API and a worker role, the default
+# shape, where a submission may be handed straight to an idle thread).
 #
 # Phase "alone": PROCS worker processes (concurrency CONC, batch BATCH) run;
 # tenant "quiet" submits N no-op runs, one every INTERVAL_MS. Phase "flood":
@@ -16,6 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FLOOD=${1:-50000} N=${2:-100} IV=${3:-20} PROCS=${4:-2} CONC=${5:-8} BATCH=${6:-64}
+SHAPE=${7:-apart}
+case $SHAPE in apart | hosted) ;; *) echo "fairness.sh: SHAPE is apart or hosted" >&2; exit 2 ;; esac
 . bench/runs/lib.sh
 
 phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
@@ -23,10 +30,16 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
   # the flood's backlog is queued whole before the workers start: quiet's
   # runs arrive while it is at its deepest
   [ "$2" -eq 0 ] || "$BR" flood "$APP" flood "$2" >/dev/null 2>&1
-  workers "$PROCS" "$CONC" "$BATCH"
+  local host=()
+  if [ "$SHAPE" = hosted ]; then
+    [ "$PROCS" -le 1 ] || workers $((PROCS - 1)) "$CONC" "$BATCH"
+    host=("$CONC" "$BATCH")
+  else
+    workers "$PROCS" "$CONC" "$BATCH"
+  fi
   local before
   before=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
-  "$BR" paced "$APP" quiet "$N" "$IV" >/dev/null 2>&1
+  "$BR" paced "$APP" quiet "$N" "$IV" "${host[@]}" >/dev/null 2>&1
   while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'quiet' AND finished_at IS NULL")" != 0 ]; do
     sleep 0.05
   done
@@ -47,7 +60,7 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
   echo "$(percentiles "$1" "project_id = 'quiet'") $before $backlog"
 }
 echo "bench/runs/fairness: tenant flood submits $FLOOD runs in bulk, tenant quiet $N runs one every $IV ms;" \
-  "$PROCS workers x $CONC, batch $BATCH (PostgreSQL)"
+  "$PROCS workers x $CONC, batch $BATCH (PostgreSQL), quiet's submitter $SHAPE"
 read -r A50 A99 _ _ <<<"$(phase fairalone 0)"
 read -r F50 F99 BL0 BL <<<"$(phase fairflood "$FLOOD")"
 echo "quiet submit -> finish          p50 ms   p99 ms"

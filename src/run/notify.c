@@ -20,31 +20,48 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t gen;
 static aw_run_waiter *waiters;
 
-static void bump(int all)
+enum { ONE, ONE_REGULAR, ALL };
+
+/* ONE: a waiter neither woken nor reserved, of the idle-tenant lane only when
+ * no other is; ONE_REGULAR: never the lane's; ALL: every waiter. */
+static void bump(int whom)
 {
 	pthread_mutex_lock(&mu);
 	gen++;
+	aw_run_waiter *pick = NULL;
 	for (aw_run_waiter *w = waiters; w; w = w->next) {
-		if (!all && (w->woken || w->state != IDLE))
-			continue;
-		w->woken = 1;
-		pthread_cond_signal(&w->cv);
-		if (!all)
-			break;
+		if (whom == ALL) {
+			w->woken = 1;
+			pthread_cond_signal(&w->cv);
+		} else if (!w->woken && w->state == IDLE && (!w->lane || whom == ONE) &&
+			   (!pick || pick->lane)) {
+			pick = w;
+		}
+	}
+	if (pick) {
+		pick->woken = 1;
+		pthread_cond_signal(&pick->cv);
 	}
 	pthread_mutex_unlock(&mu);
 }
 
-/* One thread: a thread that claims a full batch wakes the next, so a single
- * submission does not send every idle thread to the store at once. */
+/* One thread, so a single submission does not send every idle thread to the
+ * store at once. */
 void aw_run_kick(void)
 {
-	bump(0);
+	bump(ONE);
+}
+
+/* After a full batch: probably more backlog, for a regular thread - the
+ * lane stays free for a tenant that is not flooding (and for a hand-off). */
+void aw_run_kick_backlog(void)
+{
+	bump(ONE_REGULAR);
 }
 
 void aw_run_notify_all(void)
 {
-	bump(1);
+	bump(ALL);
 }
 
 uint64_t aw_run_notify_seen(void)

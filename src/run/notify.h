@@ -38,6 +38,7 @@ typedef struct aw_run_waiter {
 } aw_run_waiter;
 
 void aw_run_notify_all(void);	   /* wakes every waiting thread (shutdown) */
+void aw_run_kick_backlog(void);	   /* wakes a waiting thread not of the lane */
 uint64_t aw_run_notify_seen(void); /* the current generation, read before a claim */
 /* Waits until a wake-up after generation `seen`, or ms. */
 void aw_run_notify_wait(uint64_t seen, int ms);

@@ -19,11 +19,11 @@
 
 static void *exec_main(void *arg);
 
-/* The idle-tenant lane: one thread more than --concurrency claims only runs
- * of projects with none claimed or running, LANE_BATCH at a time. A tenant
- * flooding the pool keeps runs in flight, so the lane never takes its work;
- * a tenant that is not flooding finds the lane free and waits for no batch
- * of another's. */
+/* The idle-tenant lane: one thread more than --concurrency claims (or is
+ * handed) only runs of projects with fewer than 4 claimed or running,
+ * LANE_BATCH at a time. A tenant flooding the pool keeps batches in flight,
+ * so the lane never takes its work; a tenant that is not flooding finds the
+ * lane free and waits for no batch of another's. Backlog kicks pass it by. */
 #define LANE_BATCH 4
 
 /* Stops and joins the threads that started (all, or those before a failed
@@ -94,7 +94,7 @@ static void *exec_main(void *arg)
 		}
 		aw_metrics_run_event("claimed", n);
 		if (n == want && !tc->lane) /* probably more waiting: another thread claims them */
-			aw_run_kick();
+			aw_run_kick_backlog();
 		aw_worker_process(w, tc, c, n);
 		aw_run_claims_free(c, n);
 	}

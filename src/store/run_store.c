@@ -137,10 +137,11 @@ static void claimed_sink(const aw_rows *r, void *arg)
 
 /* The insert of a handed-off run: claimed, unless its queue has a limit
  * (then queued, as any other: the limit is counted by the claims) or, for
- * the idle-tenant lane, its project has runs in flight. */
-#define BUSY                                                                                  \
-	" OR EXISTS (SELECT 1 FROM runs i WHERE i.project_id = $1 AND i.state IN ('claimed'," \
-	" 'running'))"
+ * the idle-tenant lane, its project has 4 runs or more in flight (the lane's
+ * rule, as in the claim). */
+#define BUSY                                                                                     \
+	" OR (SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = $1 AND i.state IN" \
+	" ('claimed', 'running') LIMIT 4) fl) >= 4"
 #define QUEUED(busy)                                                                   \
 	"(EXISTS (SELECT 1 FROM run_queues q WHERE q.project_id = $1 AND q.name = $12" \
 	" AND q.concurrency IS NOT NULL)" busy ")"
@@ -562,8 +563,8 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 		" ELSE max(0, min($2, q.concurrency - (SELECT count(*) FROM runs i"
 		" WHERE i.project_id = q.project_id AND i.queue = q.name"
 		" AND i.state IN ('claimed', 'running')))) END AS n FROM q WHERE $3 = 0 OR"
-		" NOT EXISTS (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
-		" AND i.state IN ('claimed', 'running'))),"
+		" (SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
+		" AND i.state IN ('claimed', 'running') LIMIT 4)) < 4),"
 		" c AS (SELECT r.run_id, r.state, r.priority, r.project_id, f.n,"
 		" row_number() OVER (PARTITION BY r.project_id, r.queue ORDER BY r.priority DESC,"
 		" r.run_id) AS qn FROM f JOIN runs r ON r.run_id IN (SELECT x.run_id FROM runs x"

@@ -1018,13 +1018,20 @@ static void test_handoff(void **state)
 	aw_run run;
 	int replayed = 0;
 	assert_int_equal(decode("{\"workflow\":[{\"kind\":\"noop\"}]}", &req, &err), AW_OK);
-	/* the idle-tenant lane takes only a project with nothing in flight */
+	/* the idle-tenant lane takes only a project with fewer than 4 runs in
+	 * flight, by claim or by hand-off */
 	char busy[40];
-	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, busy);
+	for (int i = 0; i < 4; i++)
+		submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, busy);
 	aw_run_claim *cl = NULL;
 	int n = 0;
-	assert_int_equal(aw_store_run_claim(S, "ghost-busy", 200, 1, 0, &cl, &n, &err), AW_OK);
-	assert_int_equal(n, 1); /* rt-main has a run in flight */
+	assert_int_equal(aw_store_run_claim(S, "ghost-busy", 200, 4, 0, &cl, &n, &err), AW_OK);
+	assert_int_equal(n, 4); /* rt-main has 4 runs in flight */
+	aw_run_claims_free(cl, n);
+	char waiting[40];
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, waiting);
+	assert_int_equal(aw_store_run_claim(S, "ghost-lane", 200, 4, 1, &cl, &n, &err), AW_OK);
+	assert_int_equal(n, 0); /* not for the lane */
 	aw_run_claims_free(cl, n);
 	aw_run_waiter lane = {.store = S, .holder = "ghost-lane", .lease_ms = 300, .lane = 1};
 	pthread_t th;
@@ -1059,10 +1066,11 @@ static void test_handoff(void **state)
 	sleep_ms(400);
 	int reaped = 0;
 	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
-	assert_int_equal(reaped, 3); /* ghost-busy's, ghost-lane's, ghost-handoff's */
+	assert_int_equal(reaped, 6); /* ghost-busy's 4, ghost-lane's, ghost-handoff's */
 
 	aw_worker *w = worker(1, 4, 100, 3000);
 	assert_true(wait_state("rt-main", busy, "succeeded", 5000));
+	assert_true(wait_state("rt-main", waiting, "succeeded", 5000));
 	assert_true(wait_state("rt-main", dead, "succeeded", 5000)); /* re-queued, then claimed */
 	char st[20];
 	int attempts = 0;
