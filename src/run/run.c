@@ -52,8 +52,9 @@ aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_
  * is written when it fails before the insert (a conflicting key). With ho
  * (a reserved idle worker thread of this process), a run due now is
  * inserted already claimed in ho's name unless its queue has a concurrency
- * limit (its claim is audited with its start, as for any claim); *claimed
- * tells which once t commits. */
+ * limit or ho is the lane's and the project has runs in flight (the store's
+ * insert decides); its claim is audited with its start, as for any claim;
+ * *claimed tells which once t commits. */
 static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 			const char *idem_key, const char *hash, int64_t ms, const aw_run_waiter *ho,
 			aw_run *out, int *replayed, int *claimed, json_t **audit, aw_error *err)
@@ -72,7 +73,7 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	int handoff = ho && strcmp(req->run_at, now) <= 0;
 	if (strcmp(req->queue, "default") != 0) {
 		int declared = 0;
-		if ((e = aw_store_queue_get(t, req->queue, &declared, NULL, NULL, err)))
+		if ((e = aw_store_queue_get(t, req->queue, &declared, NULL, err)))
 			return e;
 		if (!declared)
 			return aw_fail_at(err, AW_E_REQ_INVALID, "/queue",
@@ -157,7 +158,8 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 	if (e)
 		aw_store_rollback(t);
 	else if (!(e = aw_store_commit(t, err)) && out->lease_owner[0] && !claimed) {
-		/* not handed off after all: its queue has a limit */
+		/* not handed off after all: its queue has a limit, or the
+		 * lane's thread was reserved and the project is busy */
 		snprintf(out->state, sizeof out->state, "queued");
 		out->attempts = 0;
 		out->lease_owner[0] = out->lease_expires_at[0] = '\0';
@@ -465,7 +467,7 @@ aw_err aw_run_queue_set(aw_store *s, const aw_ctx *ctx, const char *name, int co
 	if (e)
 		return e;
 	int found = 0, count = 0;
-	e = aw_store_queue_get(t, name, &found, &count, NULL, err);
+	e = aw_store_queue_get(t, name, &found, &count, err);
 	if (!e && !found && count >= AW_RUN_QUEUES_MAX)
 		e = aw_fail_at(err, AW_E_REQ_INVALID, "name", "a project has at most %d queues",
 			       AW_RUN_QUEUES_MAX);

@@ -181,23 +181,19 @@ aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int idle_only, int *claim
 		13, v, err);
 }
 
-aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, int *limit,
-			  aw_error *err)
+aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name)};
 	aw_err e = aw_txn_exec(t,
 			       "SELECT (SELECT count(*) FROM run_queues WHERE project_id = $1"
 			       " AND name = $2), (SELECT count(*) FROM run_queues"
-			       " WHERE project_id = $1), (SELECT coalesce(max(concurrency), 0)"
-			       " FROM run_queues WHERE project_id = $1 AND name = $2)",
+			       " WHERE project_id = $1)",
 			       2, v, &r, err);
 	if (!e) {
 		*found = int_cell(r, 0, 0);
 		if (count)
 			*count = int_cell(r, 0, 1);
-		if (limit)
-			*limit = int_cell(r, 0, 2);
 	}
 	aw_rows_free(r);
 	return e;

@@ -72,10 +72,8 @@ typedef struct {
 	char updated_at[AW_TS_LEN + 1]; /* "" for an undeclared "default" */
 	char updated_by[AW_PROJECT_MAX + 1];
 } aw_run_queue;
-/* found: 1 when name is declared; count (may be NULL): how many are;
- * limit (may be NULL): its concurrency limit, 0 for none. */
-aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, int *limit,
-			  aw_error *err);
+/* found: 1 when name is declared; count (may be NULL): how many are. */
+aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, aw_error *err);
 /* Declares name or changes its limit (concurrency 0: none). */
 aw_err aw_store_queue_put(aw_txn *t, const char *name, int concurrency, const char *now,
 			  const char *by, aw_error *err);
