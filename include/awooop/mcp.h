@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 
+#include "awooop/kv.h"
 #include "awooop/mcp_wire.h"
 #include "awooop/policy.h"
 
@@ -49,6 +50,8 @@ typedef struct {
 	int timeout_ms;			/* a tool call's default; 30000 */
 	int defs_ttl_ms;		/* how long upstream tool definitions are trusted
 				    before they are fetched again; 5000 */
+	aw_kv *kv; /* Gate 4's rate limits across every gateway process sharing this
+		      Redis (a one-minute sliding window); NULL: per process only */
 } aw_mcp_opts;
 
 aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err);

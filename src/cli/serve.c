@@ -440,7 +440,8 @@ int aw_cmd_serve(int argc, char **argv)
 				  .secrets_dir = aw_cli_get(opts, "mcp-secrets-dir"),
 				  .stdio_allow = allow,
 				  .workers = (int)wv[15],
-				  .timeout_ms = (int)wv[16]};
+				  .timeout_ms = (int)wv[16],
+				  .kv = kv};
 		if ((e = aw_mcp_new(&mo, &mcp, &err)))
 			goto out;
 		aw_mcp_register_executor(mcp, approvals);

@@ -66,6 +66,10 @@ static const aw_key_pattern registry[] = {
 	 "{project_id}:session:{session_id}"},
 	{"tg_sent", "P2", "string", 600, AW_KEY_TENANT, "tg_sent:{fingerprint}",
 	 "{project_id}:tg_sent:{fingerprint}"},
+	/* awooop's own (no INV-1 legacy): the MCP gateway's Gate 4 across
+	 * processes, one counter per tool and minute */
+	{"mcp_rate", "P2", "string", 120, AW_KEY_TENANT, "mcp:rate:{tool}:{minute}",
+	 "{project_id}:mcp:rate:{tool}:{minute}"},
 	{"telegram_user", "P2", "string", -1, AW_KEY_TENANT, "telegram:{user_id}:{field}",
 	 "{project_id}:telegram:{user_id}:{field}"},
 };

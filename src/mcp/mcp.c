@@ -33,6 +33,7 @@
 #include "awooop/contract.h"
 #include "awooop/crypto.h"
 #include "awooop/jcs.h"
+#include "awooop/kv.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
@@ -74,7 +75,7 @@ typedef struct mtool {
 	aw_schema *schema;
 	/* rate bucket (catalog mu) */
 	int rated;
-	double tokens, burst, per_ns;
+	double tokens, burst, per_ns, per_min;
 	int64_t last_ns;
 } mtool;
 
@@ -286,6 +287,7 @@ static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, cons
 			tl->burst = (double)int_of(rl, "burst", (int)(per_min < 1 ? 1 : per_min));
 			tl->tokens = tl->burst;
 			tl->per_ns = per_min / 60e9;
+			tl->per_min = per_min;
 			tl->last_ns = aw_clock_mono_ns();
 		}
 	}
@@ -759,6 +761,54 @@ static long take_token(catalog *c, mtool *t)
 	return wait;
 }
 
+/* Gives back a token take_token took (the shared window refused the call). */
+static void give_token(catalog *c, mtool *t)
+{
+	pthread_mutex_lock(&c->mu);
+	if (t->tokens + 1 <= t->burst)
+		t->tokens += 1;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Gate 4 across every gateway process sharing Redis: a sliding one-minute
+ * window (this minute's count plus the last minute's, weighted by how much
+ * of it the window still covers) under {project}:mcp:rate:{tool}:{minute}.
+ * 0 when the call fits the tool's per_minute, else ms until it would; a
+ * refused call is not counted. Redis unreachable: 0 (the process's own
+ * bucket still holds). */
+static long shared_rate(aw_mcp *g, const aw_ctx *ctx, const mtool *t)
+{
+	int64_t now = aw_clock_wall_ms(), into = now % 60000;
+	char cur[24], prev[24];
+	snprintf(cur, sizeof cur, "%lld", (long long)(now / 60000));
+	snprintf(prev, sizeof prev, "%lld", (long long)(now / 60000 - 1));
+	const char *vc[] = {t->full, cur}, *vp[] = {t->full, prev};
+	long long n = 0;
+	aw_error err = {0};
+	if (aw_kv_incr(g->o.kv, ctx, "mcp_rate", vc, 2, 1, &n, &err)) {
+		aw_log(AW_LOG_WARN, ctx, "mcp shared rate unavailable; this process's bucket alone",
+		       "tool", t->full, "detail", err.msg, NULL);
+		return 0;
+	}
+	if (n == 1)
+		aw_kv_expire(g->o.kv, ctx, "mcp_rate", vc, 2, 120, &err);
+	char *pv = NULL;
+	double before = 0;
+	if (!aw_kv_get(g->o.kv, ctx, "mcp_rate", vp, 2, &pv, &err) && pv)
+		before = strtod(pv, NULL);
+	free(pv);
+	double left = (60000.0 - (double)into) / 60000.0;
+	if (before * left + (double)n <= t->per_min)
+		return 0;
+	aw_kv_incr(g->o.kv, ctx, "mcp_rate", vc, 2, -1, &n, &err);
+	/* when the last minute's weight leaves room for this call (or, this
+	 * minute full by itself, when it ends) */
+	double room = t->per_min - (double)n - 1, wait = 60000.0 - (double)into;
+	if (before > 0 && room >= 0)
+		wait -= room * 60000.0 / before;
+	return wait < 1 ? 1 : (long)wait;
+}
+
 static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 {
 	const json_t *id = call->msg.id;
@@ -820,6 +870,8 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	n->args_audit = json_deep_copy(a);
 	/* gate 4: rate and budget */
 	long wait = take_token(c, t);
+	if (!wait && t->rated && g->o.kv && (wait = shared_rate(g, &call->ctx, t)))
+		give_token(c, t);
 	if (wait) {
 		snprintf(msg, sizeof msg, "the tool's rate limit is spent; retry in %ld ms", wait);
 		reply = refuse(n, id, 4, AW_E_MCP_RATE, msg, NULL);

@@ -133,7 +133,8 @@ static aw_err activate(const char *project, json_t *body, aw_error *err)
 	return e;
 }
 
-static json_t *call_as(const char *project, const char *method, json_t *params, int stateless)
+static json_t *call_on(aw_mcp *g, const char *project, const char *method, json_t *params,
+		       int stateless)
 {
 	aw_ctx ctx;
 	aw_test_ctx(&ctx, project, AW_SCOPE_WORKER, "agent");
@@ -149,9 +150,14 @@ static json_t *call_as(const char *project, const char *method, json_t *params, 
 	aw_mcp_meta meta = {.stateless = stateless,
 			    .version = stateless ? AW_MCP_V_STATELESS : AW_MCP_V_LEGACY};
 	int status = 0;
-	json_t *r = aw_mcp_exchange(G, &ctx, &msg, &meta, &status);
+	json_t *r = aw_mcp_exchange(g, &ctx, &msg, &meta, &status);
 	assert_non_null(r);
 	return r;
+}
+
+static json_t *call_as(const char *project, const char *method, json_t *params, int stateless)
+{
+	return call_on(G, project, method, params, stateless);
 }
 
 static json_t *tcall(const char *project, const char *name, json_t *args)
@@ -915,13 +921,80 @@ static void test_protocol(void **state)
 	aw_mcp_msg_clear(&m);
 }
 
+/* Gate 4 across processes: two gateways sharing one Redis (as two `serve`
+ * processes do) allow a tool's per_minute between them, not each; the
+ * counter is the tenant's INV-1 key. */
+static void test_rate_shared(void **state)
+{
+	(void)state;
+	aw_test_redis R;
+	aw_test_redis_init(&R);
+	aw_test_redis_start(&R);
+	aw_error err = {0};
+	aw_kv *kv = NULL;
+	assert_int_equal(aw_kv_open(R.url, S, NULL, &kv, &err), AW_OK);
+	aw_mcp_opts mo = {.store = S,
+			  .policy = P,
+			  .secrets_dir = DIR_,
+			  .stdio_allow = ALLOW,
+			  .workers = 4,
+			  .timeout_ms = 5000,
+			  .defs_ttl_ms = 100,
+			  .kv = kv};
+	aw_mcp *g[2] = {NULL, NULL};
+	assert_int_equal(aw_mcp_new(&mo, &g[0], &err), AW_OK);
+	assert_int_equal(aw_mcp_new(&mo, &g[1], &err), AW_OK);
+	json_t *body = json_pack("{s:s,s:{s:o},s:[o]}", "mode", "read_only", "upstreams", "web",
+				 http_upstream(HTTP_PORT, NULL), "tools",
+				 tool("echo", "web", "read_only"));
+	json_object_set_new(json_array_get(json_object_get(body, "tools"), 0), "rate_limit",
+			    json_pack("{s:i,s:i}", "per_minute", 4, "burst", 4));
+	assert_int_equal(activate("mcp-j", body, &err), AW_OK);
+	for (int i = 0; i < 4; i++) { /* 2 through each: each bucket alone allows 4 */
+		json_t *p =
+			json_pack("{s:s,s:{s:s}}", "name", "echo__web", "arguments", "text", "ok");
+		json_t *r = call_on(g[i % 2], "mcp-j", "tools/call", p, 0);
+		assert_null(code_of(r));
+		json_decref(r);
+	}
+	for (int i = 0; i < 2; i++) {
+		json_t *p =
+			json_pack("{s:s,s:{s:s}}", "name", "echo__web", "arguments", "text", "no");
+		json_t *r = call_on(g[i], "mcp-j", "tools/call", p, 0);
+		assert_string_equal(code_of(r), "E-MCP-GATE-006");
+		json_t *data = json_object_get(json_object_get(r, "error"), "data");
+		long after = (long)json_integer_value(json_object_get(data, "retry_after_ms"));
+		assert_true(after >= 1 && after <= 60000);
+		json_decref(r);
+	}
+	/* the count lives under the tenant's prefix, refused calls not in it */
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "mcp-j", AW_SCOPE_WORKER, "agent");
+	char minute[24], *v = NULL;
+	long long now = (long long)aw_clock_wall_ms();
+	long long total = 0;
+	for (int back = 0; back < 2; back++) { /* the calls may straddle a minute */
+		snprintf(minute, sizeof minute, "%lld", now / 60000 - back);
+		const char *vals[] = {"echo__web", minute};
+		assert_int_equal(aw_kv_get(kv, &ctx, "mcp_rate", vals, 2, &v, &err), AW_OK);
+		total += v ? strtoll(v, NULL, 10) : 0;
+		free(v);
+		v = NULL;
+	}
+	assert_int_equal(total, 4);
+	aw_mcp_free(g[0]);
+	aw_mcp_free(g[1]);
+	aw_kv_close(kv);
+	aw_test_redis_cleanup(&R);
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
 {
 	(void)state;
-	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
-					"mcp-f", "mcp-g", "mcp-h", "mcp-i", NULL};
+	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
+					"mcp-g", "mcp-h", "mcp-i", "mcp-j", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -990,6 +1063,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stdio_stderr_and_limits),
 		cmocka_unit_test(test_session_caps),
 		cmocka_unit_test(test_cancellation),
+		cmocka_unit_test(test_rate_shared),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }
