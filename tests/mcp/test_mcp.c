@@ -921,6 +921,18 @@ static void test_protocol(void **state)
 	aw_mcp_msg_clear(&m);
 }
 
+/* The test gateways' options (setup's and test_rate_shared's). */
+static aw_mcp_opts gateway_opts(void)
+{
+	return (aw_mcp_opts){.store = S,
+			     .policy = P,
+			     .secrets_dir = DIR_,
+			     .stdio_allow = ALLOW,
+			     .workers = 8,
+			     .timeout_ms = 5000,
+			     .defs_ttl_ms = 100};
+}
+
 /* Gate 4 across processes: two gateways sharing one Redis (as two `serve`
  * processes do) allow a tool's per_minute between them, not each; the
  * counter is the tenant's INV-1 key. */
@@ -933,14 +945,8 @@ static void test_rate_shared(void **state)
 	aw_error err = {0};
 	aw_kv *kv = NULL;
 	assert_int_equal(aw_kv_open(R.url, S, NULL, &kv, &err), AW_OK);
-	aw_mcp_opts mo = {.store = S,
-			  .policy = P,
-			  .secrets_dir = DIR_,
-			  .stdio_allow = ALLOW,
-			  .workers = 4,
-			  .timeout_ms = 5000,
-			  .defs_ttl_ms = 100,
-			  .kv = kv};
+	aw_mcp_opts mo = gateway_opts();
+	mo.kv = kv;
 	aw_mcp *g[2] = {NULL, NULL};
 	assert_int_equal(aw_mcp_new(&mo, &g[0], &err), AW_OK);
 	assert_int_equal(aw_mcp_new(&mo, &g[1], &err), AW_OK);
@@ -1019,13 +1025,7 @@ static int setup(void **state)
 	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
 	if (aw_policy_cache_new(S, C, NULL, &po, &P, &err))
 		return -1;
-	aw_mcp_opts mo = {.store = S,
-			  .policy = P,
-			  .secrets_dir = DIR_,
-			  .stdio_allow = ALLOW,
-			  .workers = 8,
-			  .timeout_ms = 5000,
-			  .defs_ttl_ms = 100};
+	aw_mcp_opts mo = gateway_opts();
 	return aw_mcp_new(&mo, &G, &err) ? -1 : 0;
 }
 
