@@ -941,7 +941,7 @@ static aw_mcp_opts gateway_opts(void)
 static void test_rate_shared(void **state)
 {
 	(void)state;
-	aw_test_redis R;
+	aw_test_redis R = {0};
 	aw_test_redis_init(&R);
 	aw_test_redis_start(&R);
 	aw_error err = {0};

@@ -150,6 +150,7 @@ static int port_in_use(int port)
 
 void aw_test_redis_init(aw_test_redis *r)
 {
+	memset(r, 0, sizeof *r); /* secure and its fields off unless asked */
 	for (int tries = 0; tries < 100; tries++) {
 		uint8_t rnd[2];
 		aw_random_bytes(rnd, sizeof rnd);
