@@ -111,6 +111,16 @@ void aw_run_notify_wait(uint64_t seen, int ms)
 	aw_run_notify_wait_handoff(seen, ms, &w);
 }
 
+int aw_run_handoff_idle(const aw_store *s)
+{
+	int n = 0;
+	pthread_mutex_lock(&mu);
+	for (aw_run_waiter *w = waiters; w; w = w->next)
+		n += w->store == s && w->state == IDLE && !w->woken;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
 /* A thread of the idle-tenant lane only when no other idles. */
 aw_run_waiter *aw_run_handoff_reserve(const aw_store *s)
 {

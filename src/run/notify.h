@@ -46,6 +46,9 @@ void aw_run_notify_wait(uint64_t seen, int ms);
  * run, claimed for w->holder) when a submission gave it one. */
 int aw_run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w);
 
+/* How many waiters idle on store s could be reserved now (tests wait for
+ * one before they submit). */
+int aw_run_handoff_idle(const aw_store *s);
 /* The submitting side: a waiter idle on store s, reserved (NULL: none). */
 aw_run_waiter *aw_run_handoff_reserve(const aw_store *s);
 /* Answers a reservation: c (one claim, the waiter takes it over) or NULL
