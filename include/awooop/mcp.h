@@ -99,10 +99,9 @@ int aw_mcp_register_executor(aw_mcp *g, struct aw_approvals *a);
 /* Legacy sessions (2025-11-25 Mcp-Session-Id): per process, bound to the
  * project and key that opened them, ended after an hour idle; at most 1,000
  * a project and 10,000 a process (past a cap the project's own oldest ends,
- * never another project's while it has one here). */
+ * never another project's while it has one here). How many a project has: */
 int aw_mcp_session_count(aw_mcp *g, const char *project);
-/* AW_E_MCP_SESSION when id names none of ctx's.
- * AW_E_MCP_SESSION when id names none of ctx's. */
+/* AW_E_MCP_SESSION when id names none of ctx's. */
 aw_err aw_mcp_session_get(aw_mcp *g, const aw_ctx *ctx, const char *id, char version[16],
 			  aw_error *err);
 void aw_mcp_session_end(aw_mcp *g, const aw_ctx *ctx, const char *id);

@@ -20,24 +20,36 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t gen;
 static aw_run_waiter *waiters;
 
+/* Neither woken by a kick nor reserved: free to be woken or reserved. */
+static int is_free(const aw_run_waiter *w)
+{
+	return w->state == IDLE && !w->woken;
+}
+
+/* A free waiter of store s (NULL: any), one not of the idle-tenant lane
+ * when there is one; with !lane_ok never the lane's. Holds mu. */
+static aw_run_waiter *free_waiter(const aw_store *s, int lane_ok)
+{
+	aw_run_waiter *pick = NULL;
+	for (aw_run_waiter *w = waiters; w && (!pick || pick->lane); w = w->next)
+		if (is_free(w) && (!s || w->store == s) && (lane_ok || !w->lane))
+			pick = w;
+	return pick;
+}
+
 enum { ONE, ONE_REGULAR, ALL };
 
-/* ONE: a waiter neither woken nor reserved, of the idle-tenant lane only when
- * no other is; ONE_REGULAR: never the lane's; ALL: every waiter. */
+/* ONE: a free waiter, of the idle-tenant lane only when no other is;
+ * ONE_REGULAR: never the lane's; ALL: every waiter. */
 static void bump(int whom)
 {
 	pthread_mutex_lock(&mu);
 	gen++;
-	aw_run_waiter *pick = NULL;
-	for (aw_run_waiter *w = waiters; w; w = w->next) {
-		if (whom == ALL) {
-			w->woken = 1;
-			pthread_cond_signal(&w->cv);
-		} else if (!w->woken && w->state == IDLE && (!w->lane || whom == ONE) &&
-			   (!pick || pick->lane)) {
-			pick = w;
-		}
+	for (aw_run_waiter *w = waiters; whom == ALL && w; w = w->next) {
+		w->woken = 1;
+		pthread_cond_signal(&w->cv);
 	}
+	aw_run_waiter *pick = whom == ALL ? NULL : free_waiter(NULL, whom == ONE);
 	if (pick) {
 		pick->woken = 1;
 		pthread_cond_signal(&pick->cv);
@@ -116,7 +128,7 @@ int aw_run_handoff_idle(const aw_store *s)
 	int n = 0;
 	pthread_mutex_lock(&mu);
 	for (aw_run_waiter *w = waiters; w; w = w->next)
-		n += w->store == s && w->state == IDLE && !w->woken;
+		n += w->store == s && is_free(w);
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -124,11 +136,8 @@ int aw_run_handoff_idle(const aw_store *s)
 /* A thread of the idle-tenant lane only when no other idles. */
 aw_run_waiter *aw_run_handoff_reserve(const aw_store *s)
 {
-	aw_run_waiter *found = NULL;
 	pthread_mutex_lock(&mu);
-	for (aw_run_waiter *w = waiters; w && (!found || found->lane); w = w->next)
-		if (w->store == s && w->state == IDLE && !w->woken)
-			found = w;
+	aw_run_waiter *found = free_waiter(s, 1);
 	if (found)
 		found->state = RESERVED;
 	pthread_mutex_unlock(&mu);
