@@ -145,8 +145,9 @@ static int paced(int interval_ms, int conc, int batch)
 	for (int i = 0; w && ids && i < N; i++) { /* the hosted worker stays until they end */
 		aw_run r;
 		if (aw_run_get(S, &c, ids[i], &r, NULL, NULL, &err) == AW_OK) {
-			int open = !strcmp(r.state, "queued") || !strcmp(r.state, "claimed") ||
-				   !strcmp(r.state, "running") || !strcmp(r.state, "retry_wait");
+			aw_run_state st;
+			int open =
+				aw_run_state_parse(r.state, &st) == 0 && !aw_run_state_terminal(st);
 			aw_run_free(&r);
 			if (open) {
 				nanosleep(&(struct timespec){0, 20000000}, NULL);
