@@ -10,6 +10,7 @@ import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
@@ -32,14 +33,14 @@ async function build() {
     { type: "resource", resource: { uri: "test://mixed-content-resource", mimeType: "application/json", text: "{\"test\":\"data\"}" } }] }));
   s.registerTool("test_error_handling", { description: "Error result" }, async () =>
     ({ isError: true, content: [{ type: "text", text: "This tool intentionally returns an error for testing" }] }));
-  s.registerTool("test_tool_with_logging", { description: "Logs" }, async (_a, extra) => {
+  s.registerTool("test_tool_with_logging", { description: "Logs" }, async (extra) => {
     for (const m of ["Tool execution started", "Tool processing data", "Tool execution completed"]) {
       await extra.sendNotification({ method: "notifications/message", params: { level: "info", data: m } });
       await new Promise((r) => setTimeout(r, 20));
     }
     return text("Tool with logging executed successfully");
   });
-  s.registerTool("test_tool_with_progress", { description: "Progress" }, async (_a, extra) => {
+  s.registerTool("test_tool_with_progress", { description: "Progress" }, async (extra) => {
     const token = extra._meta?.progressToken;
     for (const p of [0, 50, 100]) {
       if (token !== undefined)
@@ -48,13 +49,31 @@ async function build() {
     }
     return text(String(token ?? "no token"));
   });
+  // sampling and elicitation are asked on the tool call's own response
+  // stream (related to the request, as the specification says they SHOULD
+  // be), so a client - or a gateway - knows which call they belong to
   s.registerTool("test_sampling", { description: "Sampling", inputSchema: { prompt: z.string() } }, async ({ prompt }, extra) => {
-    const r = await s.server.createMessage({ messages: [{ role: "user", content: { type: "text", text: prompt } }], maxTokens: 100 });
+    const r = await extra.sendRequest({ method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: prompt } }], maxTokens: 100 } }, CreateMessageResultSchema);
     return text(`LLM response: ${r.content?.text ?? ""}`);
   });
-  s.registerTool("test_elicitation", { description: "Elicitation", inputSchema: { message: z.string() } }, async ({ message }) => {
-    const r = await s.server.elicitInput({ message, requestedSchema: { type: "object", properties: { username: { type: "string" }, email: { type: "string" } }, required: ["username", "email"] } });
+  s.registerTool("test_elicitation", { description: "Elicitation", inputSchema: { message: z.string() } }, async ({ message }, extra) => {
+    const r = await extra.sendRequest({ method: "elicitation/create", params: { message, requestedSchema: { type: "object", properties: { username: { type: "string" }, email: { type: "string" } }, required: ["username", "email"] } } }, ElicitResultSchema);
     return text(`User response: ${JSON.stringify(r)}`);
+  });
+  s.registerTool("test_elicitation_sep1034_defaults", { description: "Elicitation with defaults" }, async (extra) => {
+    const r = await extra.sendRequest({ method: "elicitation/create", params: { message: "Defaults", requestedSchema: { type: "object", properties: {
+      name: { type: "string", default: "John Doe" }, age: { type: "integer", default: 30 }, score: { type: "number", default: 95.5 },
+      status: { type: "string", enum: ["active", "inactive", "pending"], default: "active" }, verified: { type: "boolean", default: true } } } } }, ElicitResultSchema);
+    return text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+  });
+  s.registerTool("test_elicitation_sep1330_enums", { description: "Elicitation with enums" }, async (extra) => {
+    const r = await extra.sendRequest({ method: "elicitation/create", params: { message: "Enums", requestedSchema: { type: "object", properties: {
+      untitledSingle: { type: "string", enum: ["option1", "option2", "option3"] },
+      titledSingle: { type: "string", oneOf: [{ const: "value1", title: "First" }, { const: "value2", title: "Second" }] },
+      legacyEnum: { type: "string", enum: ["opt1", "opt2"], enumNames: ["Option One", "Option Two"] },
+      untitledMulti: { type: "array", items: { type: "string", enum: ["option1", "option2", "option3"] } },
+      titledMulti: { type: "array", items: { anyOf: [{ const: "value1", title: "First" }, { const: "value2", title: "Second" }] } } } } } }, ElicitResultSchema);
+    return text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
   });
   s.registerResource("static-text", "test://static-text", { mimeType: "text/plain" }, async (uri) =>
     ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: "This is the content of the static text resource." }] }));

@@ -31,6 +31,7 @@
 #define AWOOOP_MCP_H
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "awooop/kv.h"
 #include "awooop/mcp_wire.h"
@@ -68,8 +69,10 @@ typedef struct {
 	const char *run_id;  /* X-Awooop-Run-Id, carried into the audit record */
 	const char *session; /* the legacy session's id (notifications/cancelled) */
 	int step_no;
-	int approved; /* trusted callers only (the run runtime's tool step, after
+	int approved;	/* trusted callers only (the run runtime's tool step, after
 			 its approval): Gate 5 lets a requires_approval tool pass */
+	int accept_sse; /* the client's Accept: 0 no text/event-stream, 1 it
+			   accepts one, 2 it lists it before application/json */
 } aw_mcp_meta;
 
 typedef void (*aw_mcp_wake)(void *ud);
@@ -79,12 +82,28 @@ typedef void (*aw_mcp_park)(void *ud);
  * for memory: every refusal is an answer. */
 aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
 		    aw_mcp_wake wake, void *ud, aw_mcp_call **out, aw_error *err);
-/* 0 parked (park(pud) called; wake follows), or 1 with *response (new
- * reference; NULL: nothing to send, HTTP 202) and *status (HTTP). *session:
- * a new session id for the Mcp-Session-Id header (initialize), or "". */
+/* 0 parked (park(pud) called; wake follows), 1 with *response (new
+ * reference; NULL: nothing to send, HTTP 202) and *status (HTTP), or 2: the
+ * answer is an event stream (HTTP 200, text/event-stream) read with
+ * aw_mcp_read. *session: a new session id for the Mcp-Session-Id header
+ * (initialize), or "".
+ *
+ * A call streams when its upstream asks or tells its client something
+ * before answering (a legacy session whose POST accepts text/event-stream):
+ * sampling/createMessage, elicitation/create and roots/list go to the client
+ * under an id of the gateway's ("awooop-N") when it declared the capability
+ * at initialize - its answer, POSTed in the same session by the same key, is
+ * passed back to the upstream - and progress (under the client's own token)
+ * and log messages are passed on, redacted. A client that lists
+ * text/event-stream first gets every answer as a stream. */
 int aw_mcp_answer(aw_mcp_call *c, aw_mcp_park park, void *pud, json_t **response, int *status,
 		  const char **session);
+/* The stream's next bytes: > 0, 0 when parked (park(pud) called; wake
+ * follows), -1 at its end. */
+ssize_t aw_mcp_read(aw_mcp_call *c, char *buf, size_t max, aw_mcp_park park, void *pud);
 void aw_mcp_release(aw_mcp_call *c);
+/* The HTTP client is gone: asks waiting for it give up; then released. */
+void aw_mcp_hangup(aw_mcp_call *c);
 /* The whole exchange, waiting (tests, the CLI). */
 json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
 			int *status);

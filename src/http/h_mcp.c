@@ -1,6 +1,8 @@
 /*
  * h_mcp.c - the MCP gateway's front door, Streamable HTTP at
- *   POST   /v1/projects/{project}/mcp   one JSON-RPC message
+ *   POST   /v1/projects/{project}/mcp   one JSON-RPC message; the answer is
+ *                                        JSON, or an event stream (see
+ *                                        aw_mcp_answer)
  *   GET    /v1/projects/{project}/mcp   405: the gateway opens no server stream
  *   DELETE /v1/projects/{project}/mcp   ends a legacy session
  * Both protocol generations: legacy (initialize, Mcp-Session-Id, up to
@@ -67,18 +69,29 @@ static void park(void *ud)
 	aw_req_park(ud);
 }
 
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	aw_req *r = cls;
+	ssize_t n = aw_mcp_read(r->svc, buf, max, park, r);
+	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
 static void answer(aw_req *r)
 {
 	json_t *resp = NULL;
 	int status = 200;
 	const char *session = NULL;
-	if (!aw_mcp_answer(r->svc, park, r, &resp, &status, &session))
+	int how = aw_mcp_answer(r->svc, park, r, &resp, &status, &session);
+	if (!how)
 		return;
 	if (session && session[0]) {
 		r->xhdr_name = "Mcp-Session-Id";
 		snprintf(r->xhdr_value, sizeof r->xhdr_value, "%s", session);
 	}
-	if (resp)
+	if (how == 2)
+		aw_reply_stream(r, 200, "text/event-stream", read_stream, r);
+	else if (resp)
 		reply_rpc(r, status, resp);
 	else
 		aw_reply_empty(r, status);
@@ -86,8 +99,22 @@ static void answer(aw_req *r)
 
 static void done(aw_req *r)
 {
-	aw_mcp_release(r->svc);
+	aw_mcp_hangup(r->svc);
 	r->svc = NULL;
+}
+
+/* What Accept says of an event stream (aw_mcp_meta.accept_sse): 0 not
+ * acceptable, 1 acceptable, 2 listed before application/json. Media ranges
+ * are compared by their type only (parameters and q ignored). */
+static int accept_sse(const char *accept)
+{
+	if (!accept)
+		return 0;
+	const char *sse = strcasestr(accept, "text/event-stream");
+	if (!sse)
+		return 0;
+	const char *json = strcasestr(accept, "application/json");
+	return !json || sse < json ? 2 : 1;
 }
 
 void aw_h_mcp_post(aw_req *r)
@@ -151,6 +178,7 @@ void aw_h_mcp_post(aw_req *r)
 	}
 	meta.stateless = stateless;
 	meta.version = version;
+	meta.accept_sse = accept_sse(header(r, "Accept"));
 	aw_req_extend(r, 660);
 	aw_mcp_call *c = NULL;
 	aw_error err = {0};

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "awooop/audit.h"
+#include "awooop/buf.h"
 #include "awooop/budget.h"
 #include "awooop/clock.h"
 #include "awooop/contract.h"
@@ -93,9 +94,12 @@ typedef struct catalog {
 	struct catalog *next;
 } catalog;
 
+enum { CAP_SAMPLING = 1, CAP_ELICITATION = 2, CAP_ROOTS = 4 };
+
 typedef struct msession {
 	char id[40], project[AW_PROJECT_MAX + 1], principal[AW_PROJECT_MAX + 1];
 	char version[16];
+	int caps; /* CAP_*: what its client said at initialize it answers */
 	int64_t used_ns;
 	struct msession *next;
 } msession;
@@ -127,7 +131,26 @@ struct aw_mcp_call {
 	char req_session[40];
 	atomic_int cancel;
 	struct aw_mcp_call *inext;
+	/* the client's event stream (mu): the upstream's requests and
+	 * notifications during the call, then the answer, as SSE bytes */
+	aw_buf out;
+	size_t out_off;
+	int streaming, eof;
+	atomic_int gone;    /* the client hung up */
+	pthread_cond_t cv;  /* an answer to one of its asks arrived */
+	json_t *progress;   /* the client's progress token, or NULL */
+	char up_token[32];  /* the token the upstream is given in its place */
+	int ask_timeout_ms; /* how long an ask may wait for the client */
 };
+
+/* A request of an upstream's, asked of the client of a call (g->mu lists
+ * it; its answer is set under the call's mu). */
+typedef struct ask {
+	char id[32]; /* the id the client sees */
+	aw_mcp_call *call;
+	json_t *answer; /* the client's response message */
+	struct ask *next;
+} ask;
 
 struct aw_mcp {
 	aw_mcp_opts o;
@@ -138,6 +161,8 @@ struct aw_mcp {
 	msession *sessions;
 	int nsessions;
 	aw_mcp_call *inflight; /* requests of legacy sessions being run */
+	ask *asks;	       /* upstream requests waiting for a client's answer */
+	atomic_llong serial;   /* asks' ids and progress tokens */
 	/* workers */
 	pthread_mutex_t qmu;
 	pthread_cond_t qcv;
@@ -809,6 +834,206 @@ static long shared_rate(aw_mcp *g, const aw_ctx *ctx, const mtool *t)
 	return wait < 1 ? 1 : (long)wait;
 }
 
+/* One message as an SSE event on the client's stream (holds c->mu). */
+static void sse_add(aw_mcp_call *c, const json_t *msg)
+{
+	char *d = json_dumps(msg, JSON_COMPACT);
+	aw_buf_adds(&c->out, "event: message\ndata: ");
+	aw_buf_adds(&c->out, d ? d : "{}");
+	aw_buf_adds(&c->out, "\n\n");
+	free(d);
+}
+
+static void wake_client(aw_mcp_call *c) /* holds c->mu */
+{
+	if (c->parked && c->wake) {
+		c->parked = 0;
+		c->wake(c->ud);
+	}
+}
+
+/* 1 when the call's client can be sent messages before its answer: a
+ * legacy session's POST that accepts an event stream. */
+static int can_stream(const aw_mcp_call *c)
+{
+	return c->meta.accept_sse && c->req_session[0] && !c->meta.stateless;
+}
+
+/* A message to the client before the answer: the answer becomes a stream. */
+static void emit(aw_mcp_call *c, const json_t *msg)
+{
+	pthread_mutex_lock(&c->mu);
+	if (!c->eof) {
+		sse_add(c, msg);
+		c->streaming = 1;
+		wake_client(c);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The answer: the last event of a stream, or on its own - as a stream of one
+ * event when the client lists text/event-stream before application/json. */
+static void finish(aw_mcp_call *c, json_t *response, int status)
+{
+	pthread_mutex_lock(&c->mu);
+	if (!c->streaming && response && status == 200 && c->meta.accept_sse == 2)
+		c->streaming = 1;
+	if (c->streaming) {
+		if (response)
+			sse_add(c, response);
+		json_decref(response);
+		c->eof = 1;
+	} else {
+		c->response = response;
+		c->status = status;
+	}
+	c->done = 1;
+	wake_client(c);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The CAP_* of the session a call came in. */
+static int session_caps(aw_mcp *g, const aw_mcp_call *c)
+{
+	int caps = 0;
+	pthread_mutex_lock(&g->mu);
+	for (msession *s = g->sessions; s; s = s->next)
+		if (!strcmp(s->id, c->req_session) && !strcmp(s->project, c->ctx.project)) {
+			caps = s->caps;
+			break;
+		}
+	pthread_mutex_unlock(&g->mu);
+	return caps;
+}
+
+/* aw_mcp_peer.request: an upstream's request during a call, asked of the
+ * call's client on its stream under an id of the gateway's; the client's
+ * answer (a POST in the same session) goes back to the upstream. Refused
+ * (NULL) when the client cannot be asked: no stream, or it did not declare
+ * the capability at initialize. ping is answered here. */
+static json_t *peer_request(void *ud, const json_t *req)
+{
+	aw_mcp_call *c = ud;
+	aw_mcp *g = c->g;
+	const json_t *uid = json_object_get(req, "id");
+	const char *m = json_string_value(json_object_get(req, "method"));
+	if (!strcmp(m, "ping"))
+		return aw_rpc_result_json(uid, json_object());
+	int need = !strcmp(m, "sampling/createMessage") ? CAP_SAMPLING
+		   : !strcmp(m, "elicitation/create")	? CAP_ELICITATION
+		   : !strcmp(m, "roots/list")		? CAP_ROOTS
+							: 0;
+	if (!need || !can_stream(c) || !(session_caps(g, c) & need))
+		return NULL;
+	ask a = {.call = c};
+	snprintf(a.id, sizeof a.id, "awooop-%lld", (long long)atomic_fetch_add(&g->serial, 1));
+	json_t *params = json_deep_copy(json_object_get(req, "params"));
+	if (params)
+		aw_redact_json(params, NULL);
+	json_t *out = json_pack("{s:s,s:s,s:s,s:o*}", "jsonrpc", "2.0", "id", a.id, "method", m,
+				"params", params);
+	pthread_mutex_lock(&g->mu);
+	a.next = g->asks;
+	g->asks = &a;
+	pthread_mutex_unlock(&g->mu);
+	emit(c, out);
+	json_decref(out);
+	int64_t until = aw_clock_mono_ns() + (int64_t)c->ask_timeout_ms * 1000000LL;
+	pthread_mutex_lock(&c->mu);
+	while (!a.answer && !atomic_load(&c->gone) && !atomic_load(&c->cancel) &&
+	       aw_clock_mono_ns() < until) {
+		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, 50);
+		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	}
+	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_lock(&g->mu);
+	for (ask **pp = &g->asks; *pp; pp = &(*pp)->next)
+		if (*pp == &a) {
+			*pp = a.next;
+			break;
+		}
+	pthread_mutex_unlock(&g->mu);
+	json_t *res = json_object_get(a.answer, "result"), *er = json_object_get(a.answer, "error");
+	json_t *back =
+		json_is_object(res) ? aw_rpc_result_json(uid, json_incref(res))
+		: json_is_object(er)
+			? json_pack("{s:s,s:O,s:O}", "jsonrpc", "2.0", "id", uid, "error", er)
+			: aw_rpc_error_json(uid, AW_RPC_INTERNAL,
+					    a.answer ? "the client's answer holds no result"
+						     : "the client did not answer",
+					    NULL);
+	json_decref(a.answer);
+	return back;
+}
+
+/* aw_mcp_peer.notify: progress (under the client's own token) and log
+ * messages, redacted, on the call's stream; others dropped. */
+static void peer_notify(void *ud, const json_t *note)
+{
+	aw_mcp_call *c = ud;
+	const char *m = json_string_value(json_object_get(note, "method"));
+	json_t *params = json_object_get(note, "params");
+	int progress = !strcmp(m, "notifications/progress");
+	if (!can_stream(c) || !(progress || !strcmp(m, "notifications/message")))
+		return;
+	if (progress && (!c->progress ||
+			 strcmp(json_string_value(json_object_get(params, "progressToken")) ?: "",
+				c->up_token)))
+		return;
+	json_t *p = json_deep_copy(params);
+	if (!p)
+		return;
+	if (progress)
+		json_object_del(p, "progressToken");
+	aw_redact_json(p, NULL);
+	if (progress)
+		json_object_set(p, "progressToken", c->progress);
+	json_t *out = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", m, "params", p);
+	emit(c, out);
+	json_decref(out);
+}
+
+/* The peer of a call's upstream requests; up_params' _meta.progressToken
+ * (when the client sent one) replaced by one of the gateway's. */
+static aw_mcp_peer call_peer(aw_mcp_call *c, json_t *up_params, int timeout_ms)
+{
+	json_t *pt = json_object_get(json_object_get(c->msg.params, "_meta"), "progressToken");
+	c->ask_timeout_ms = timeout_ms;
+	if (up_params && (json_is_string(pt) || json_is_integer(pt)) && can_stream(c)) {
+		c->progress = json_incref(pt);
+		snprintf(c->up_token, sizeof c->up_token, "awooop-p%lld",
+			 (long long)atomic_fetch_add(&c->g->serial, 1));
+		json_object_set_new(up_params, "_meta",
+				    json_pack("{s:s}", "progressToken", c->up_token));
+	}
+	return (aw_mcp_peer){
+		.cancel = &c->cancel, .request = peer_request, .notify = peer_notify, .ud = c};
+}
+
+/* A client's response to one of the gateway's asks: handed to the ask of
+ * the same session, project and key; others dropped. */
+static void client_answer(aw_mcp *g, const aw_mcp_call *from)
+{
+	const char *id = json_string_value(from->msg.id);
+	if (!id || !from->req_session[0])
+		return;
+	pthread_mutex_lock(&g->mu);
+	for (ask *a = g->asks; a; a = a->next) {
+		aw_mcp_call *c = a->call;
+		if (strcmp(a->id, id) || strcmp(c->req_session, from->req_session) ||
+		    strcmp(c->ctx.project, from->ctx.project) ||
+		    strcmp(c->ctx.principal, from->ctx.principal))
+			continue;
+		pthread_mutex_lock(&c->mu);
+		if (!a->answer)
+			a->answer = json_incref(from->msg.doc);
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		break;
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
 static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 {
 	const json_t *id = call->msg.id;
@@ -896,14 +1121,11 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 		goto out;
 	}
 	json_t *up_params = json_pack("{s:s,s:O}", "name", t->name, "arguments", a);
-	json_t *meta = json_object_get(params, "_meta");
-	json_t *pt = json_object_get(meta, "progressToken");
-	if (pt) /* progress is not relayed; the token is dropped */
-		(void)pt;
+	int timeout_ms = t->timeout_ms ? t->timeout_ms : g->o.timeout_ms;
+	aw_mcp_peer peer = call_peer(call, up_params, timeout_ms);
 	json_t *res = NULL, *rpc = NULL;
-	aw_err e = aw_mcp_up_request(t->u->up, "tools/call", up_params,
-				     t->timeout_ms ? t->timeout_ms : g->o.timeout_ms, &call->cancel,
-				     &res, &rpc, &err);
+	aw_err e = aw_mcp_up_request(t->u->up, "tools/call", up_params, timeout_ms, &peer, &res,
+				     &rpc, &err);
 	json_decref(up_params);
 	if (e == AW_E_MCP_CANCELLED) {
 		reply = refuse(n, id, 5, e, err.msg, NULL);
@@ -993,19 +1215,6 @@ static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, i
 
 /* ------------------------------------------------------------ dispatch */
 
-static void finish(aw_mcp_call *c, json_t *response, int status)
-{
-	pthread_mutex_lock(&c->mu);
-	c->response = response;
-	c->status = status;
-	c->done = 1;
-	if (c->parked && c->wake) {
-		c->parked = 0;
-		c->wake(c->ud);
-	}
-	pthread_mutex_unlock(&c->mu);
-}
-
 static int relay_kind(const char *m)
 {
 	if (!strncmp(m, "resources/", 10) &&
@@ -1064,8 +1273,8 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 			json_object_set_new(p, "name", json_stringn(pname, pl - vl - 2));
 		}
 		json_t *r = NULL, *re = NULL;
-		e = aw_mcp_up_request(ups[i]->up, m, p, g->o.timeout_ms, &call->cancel, &r, &re,
-				      &err);
+		aw_mcp_peer peer = call_peer(call, NULL, g->o.timeout_ms);
+		e = aw_mcp_up_request(ups[i]->up, m, p, g->o.timeout_ms, &peer, &r, &re, &err);
 		if (p != params)
 			json_decref(p);
 		if (e) {
@@ -1257,6 +1466,10 @@ static void session_new(aw_mcp *g, aw_mcp_call *c)
 	memcpy(s->project, c->ctx.project, sizeof s->project);
 	memcpy(s->principal, c->ctx.principal, sizeof s->principal);
 	memcpy(s->version, c->version, sizeof s->version);
+	json_t *caps = json_object_get(c->msg.params, "capabilities");
+	s->caps = (json_is_object(json_object_get(caps, "sampling")) ? CAP_SAMPLING : 0) |
+		  (json_is_object(json_object_get(caps, "elicitation")) ? CAP_ELICITATION : 0) |
+		  (json_is_object(json_object_get(caps, "roots")) ? CAP_ROOTS : 0);
 	s->used_ns = aw_clock_mono_ns();
 	pthread_mutex_lock(&g->mu);
 	/* idle ones go; past a cap, the project's own oldest: a tenant opening
@@ -1347,6 +1560,8 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 	if (m->kind != AW_MCP_REQUEST) { /* notifications, responses: accepted */
 		if (m->method && !strcmp(m->method, "notifications/cancelled"))
 			cancel_request(g, c);
+		else if (m->kind == AW_MCP_RESPONSE)
+			client_answer(g, c);
 		finish(c, NULL, 202);
 		return 1;
 	}
@@ -1413,6 +1628,12 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 	c->wake = wake;
 	c->ud = ud;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	c->out = (aw_buf)AW_BUF_INIT(AW_MCP_MAX_RESPONSE + 65536);
 	*out = c;
 	if (answer_now(g, c))
 		return AW_OK;
@@ -1439,19 +1660,54 @@ int aw_mcp_answer(aw_mcp_call *c, aw_mcp_park park, void *pud, json_t **response
 		  const char **sess)
 {
 	pthread_mutex_lock(&c->mu);
-	int done = c->done;
-	if (!done) {
+	int r = c->streaming ? 2 : c->done;
+	if (!r) {
 		c->parked = 1;
 		if (park)
 			park(pud);
-	} else {
+	} else if (r == 1) {
 		*response = c->response;
 		c->response = NULL;
 		*status = c->status;
-		*sess = c->session;
+	}
+	*sess = c->session;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+ssize_t aw_mcp_read(aw_mcp_call *c, char *buf, size_t max, aw_mcp_park park, void *pud)
+{
+	pthread_mutex_lock(&c->mu);
+	ssize_t n = 0;
+	size_t avail = c->out.len - c->out_off;
+	if (avail) {
+		n = (ssize_t)(avail < max ? avail : max);
+		memcpy(buf, c->out.p + c->out_off, (size_t)n);
+		c->out_off += (size_t)n;
+		if (c->out_off == c->out.len) { /* all sent: start again at the front */
+			aw_buf_truncate(&c->out, 0);
+			c->out_off = 0;
+		}
+	} else if (c->eof) {
+		n = -1;
+	} else {
+		c->parked = 1;
+		park(pud);
 	}
 	pthread_mutex_unlock(&c->mu);
-	return done;
+	return n;
+}
+
+void aw_mcp_hangup(aw_mcp_call *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	atomic_store(&c->gone, 1);
+	c->parked = 0;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	aw_mcp_release(c);
 }
 
 void aw_mcp_release(aw_mcp_call *c)
@@ -1460,6 +1716,9 @@ void aw_mcp_release(aw_mcp_call *c)
 		return;
 	aw_mcp_msg_clear(&c->msg);
 	json_decref(c->response);
+	json_decref(c->progress);
+	aw_buf_free(&c->out);
+	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }

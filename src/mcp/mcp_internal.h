@@ -25,17 +25,34 @@ typedef struct {
 	int timeout_ms;			/* the upstream's default */
 } aw_mcp_up_opts;
 
+/* Who a request to an upstream is made for, while it runs: the upstream may
+ * ask that client something (sampling/createMessage, elicitation/create,
+ * roots/list) or tell it something (progress, log messages) before it
+ * answers. An HTTP upstream does so on the request's own response stream; a
+ * stdio upstream's requests and log messages are the request's only while
+ * it is the one request with a peer in flight there (progress goes by its
+ * token). Both callbacks run on the requesting thread. */
+typedef struct aw_mcp_peer {
+	const atomic_int *cancel; /* once set: the request is given up */
+	/* the upstream's request msg: the JSON-RPC response to send it back
+	 * (new reference, msg's id); NULL: refused with -32601 */
+	json_t *(*request)(void *ud, const json_t *msg);
+	void (*notify)(void *ud, const json_t *msg);
+	void *ud;
+} aw_mcp_peer;
+
 aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err);
 /* Stops a stdio child (SIGTERM, then SIGKILL), closes connections. */
 void aw_mcp_up_free(aw_mcp_up *u);
 /* One request. AW_OK with *result (new reference), or AW_E_MCP_UPSTREAM with
  * err (and *rpc_error, a new reference, when the upstream answered a JSON-RPC
  * error). Credentials resolved for this request (or the child) are scrubbed
- * from what comes back. cancel (may be NULL): once set, the request is given
+ * from what comes back. peer (may be NULL: the upstream's requests refused,
+ * its notifications dropped): once peer->cancel is set, the request is given
  * up (AW_E_MCP_CANCELLED, within 50 ms) and the upstream is sent
  * notifications/cancelled for it. */
 aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			 const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			 const aw_mcp_peer *peer, json_t **result, json_t **rpc_error,
 			 aw_error *err);
 /* Set when a stdio upstream sent notifications/tools/list_changed since the
  * last call (and cleared by it). */

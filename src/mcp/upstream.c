@@ -53,6 +53,10 @@ typedef struct pending {
 	int done;
 	pthread_cond_t cv; /* its waiter only: no herd of 32 threads per answer */
 	json_t *msg;	   /* the response (owned) */
+	const aw_mcp_peer *peer;
+	const char *token; /* its progress token (a string), or NULL */
+	json_t *inbox;	   /* the upstream's requests and notifications for it, in
+			      order, handled by its waiter (owned; NULL: none) */
 	struct pending *next;
 } pending;
 
@@ -141,9 +145,11 @@ static char *request_line(json_int_t id, const char *method, const json_t *param
 
 static json_t *init_params(void)
 {
-	return json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion", AW_MCP_V_LEGACY,
-			 "capabilities", "clientInfo", "name", "awooop-mcp-gateway", "version",
-			 AWOOOP_VERSION);
+	/* what the gateway can ask its clients during a call (each client's own
+	 * capability is checked when the upstream asks) */
+	return json_pack("{s:s,s:{s:{},s:{}},s:{s:s,s:s}}", "protocolVersion", AW_MCP_V_LEGACY,
+			 "capabilities", "sampling", "elicitation", "clientInfo", "name",
+			 "awooop-mcp-gateway", "version", AWOOOP_VERSION);
 }
 
 /* The answer to a request: result, or an upstream JSON-RPC error. */
@@ -169,23 +175,110 @@ static aw_err answer_of(json_t *msg, json_t **result, json_t **rpc_error, aw_err
 
 typedef struct {
 	aw_mcp_up *u;
-	aw_buf body;
+	aw_buf body; /* a JSON answer; for an SSE one, the line being read */
+	aw_buf data; /* SSE: the event being read */
 	char session[256];
 	char ctype[128];
-	int egress_refused;
-	const atomic_int *cancel; /* the client cancelled the request: abort */
+	int egress_refused, sse; /* sse: 1 not yet known, 2 an event stream, 0 not */
+	json_int_t id;		 /* the request's (-1: a notification or response) */
+	json_t *answer;		 /* SSE: the message answering id */
+	char *const *vals;	 /* the credentials resolved for this request */
+	int nv, timeout_ms;
+	const aw_mcp_peer *peer;
 } xfer;
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	const xfer *x = ud;
-	return x->cancel && atomic_load(x->cancel) ? 1 : 0;
+	return x->peer && x->peer->cancel && atomic_load(x->peer->cancel) ? 1 : 0;
+}
+
+static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms,
+			const aw_mcp_peer *peer, json_t **msg, long *status, aw_error *err);
+
+/* The upstream's own request, during one of ours: the peer answers it (or
+ * -32601 without one), and the answer is POSTed back in the same session. */
+static void answer_upstream(aw_mcp_up *u, const aw_mcp_peer *peer, const json_t *req,
+			    int timeout_ms)
+{
+	json_t *resp = peer && peer->request ? peer->request(peer->ud, req) : NULL;
+	if (!resp)
+		resp = aw_rpc_error_json(json_object_get(req, "id"), AW_RPC_METHOD,
+					 "the gateway's client cannot answer this request", NULL);
+	char *line = json_dumps(resp, JSON_COMPACT);
+	json_decref(resp);
+	json_t *none = NULL;
+	long st = 0;
+	aw_error ignore = {0}; /* the upstream's request times out on its side */
+	if (line)
+		http_post(u, line, -1, timeout_ms, NULL, &none, &st, &ignore);
+	json_decref(none);
+	free(line);
+}
+
+/* One SSE event's data (credentials scrubbed first): the answer to our
+ * request, a request of the upstream's, or a notification. */
+static void sse_event(xfer *x)
+{
+	if (!x->data.len)
+		return;
+	scrub(&x->data, x->vals, x->nv);
+	json_t *m = json_loadb(x->data.p, x->data.len, 0, NULL);
+	aw_buf_truncate(&x->data, 0);
+	json_t *id = json_object_get(m, "id");
+	const char *method = json_string_value(json_object_get(m, "method"));
+	if (method && id)
+		answer_upstream(x->u, x->peer, m, x->timeout_ms);
+	else if (method && x->peer && x->peer->notify)
+		x->peer->notify(x->peer->ud, m);
+	else if (!method && json_is_integer(id) && json_integer_value(id) == x->id && !x->answer)
+		x->answer = json_incref(m);
+	json_decref(m);
+}
+
+/* One line of an event stream (without its end): "data:" fields gathered,
+ * a blank line ends the event, other fields (id, event, retry) unused. */
+static int sse_line(xfer *x, const char *p, size_t n)
+{
+	if (n && p[n - 1] == '\r')
+		n--;
+	if (n == 0) {
+		sse_event(x);
+		return 0;
+	}
+	if (n < 5 || strncmp(p, "data:", 5))
+		return 0;
+	p += 5, n -= 5;
+	if (n && *p == ' ')
+		p++, n--;
+	if (x->data.len && aw_buf_add(&x->data, "\n", 1))
+		return -1;
+	return aw_buf_add(&x->data, p, n) ? -1 : 0;
 }
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
 	xfer *x = ud;
-	return aw_buf_add(&x->body, p, sz * n) ? 0 : sz * n;
+	size_t len = sz * n;
+	if (x->sse == 1)
+		x->sse = !strncasecmp(x->ctype, "text/event-stream", 17) ? 2 : 0;
+	if (!x->sse)
+		return aw_buf_add(&x->body, p, len) ? 0 : len;
+	for (size_t i = 0; i < len;) { /* lines end in LF (CRLF: the CR dropped) */
+		char *nl = memchr(p + i, '\n', len - i);
+		size_t take = nl ? (size_t)(nl - (p + i)) : len - i;
+		if (aw_buf_add(&x->body, p + i, take))
+			return 0;
+		i += take;
+		if (!nl)
+			break;
+		i++;
+		int bad = sse_line(x, x->body.p, x->body.len);
+		aw_buf_truncate(&x->body, 0);
+		if (bad)
+			return 0;
+	}
+	return len;
 }
 
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
@@ -224,56 +317,10 @@ static curl_socket_t on_open(void *ud, curlsocktype purpose, struct curl_sockadd
 	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
-/* The message with id in an SSE body (notifications and others skipped). */
-static json_t *sse_find(const char *body, size_t len, json_int_t id)
-{
-	aw_buf data = AW_BUF_INIT(AW_MCP_MAX_RESPONSE);
-	json_t *found = NULL;
-	const char *p = body, *end = body + len;
-	while (p <= end && !found) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		size_t ll = (size_t)(le - p);
-		if (ll && p[ll - 1] == '\r')
-			ll--;
-		if (ll == 0) { /* event end */
-			if (data.len) {
-				json_t *m = json_loadb(data.p, data.len, 0, NULL);
-				if (m && json_integer_value(json_object_get(m, "id")) == id &&
-				    json_is_integer(json_object_get(m, "id")))
-					found = m;
-				else
-					json_decref(m);
-			}
-			aw_buf_truncate(&data, 0);
-		} else if (ll >= 5 && !strncmp(p, "data:", 5)) {
-			const char *v = p + 5;
-			size_t vl = ll - 5;
-			if (vl && *v == ' ')
-				v++, vl--;
-			if (data.len)
-				aw_buf_add(&data, "\n", 1);
-			aw_buf_add(&data, v, vl);
-		}
-		if (!nl)
-			break;
-		p = nl + 1;
-	}
-	if (!found && data.len) { /* a last event without its blank line */
-		json_t *m = json_loadb(data.p, data.len, 0, NULL);
-		if (m && json_integer_value(json_object_get(m, "id")) == id)
-			found = m;
-		else
-			json_decref(m);
-	}
-	aw_buf_free(&data);
-	return found;
-}
-
 /* One POST; *msg the answer to id (NULL for a notification: 202 expected).
  * *status the HTTP status. */
 static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms,
-			const atomic_int *cancel, json_t **msg, long *status, aw_error *err)
+			const aw_mcp_peer *peer, json_t **msg, long *status, aw_error *err)
 {
 	*msg = NULL;
 	*status = 0;
@@ -317,7 +364,15 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto done;
 	}
-	xfer x = {.u = u, .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE), .cancel = cancel};
+	xfer x = {.u = u,
+		  .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
+		  .data = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
+		  .sse = 1,
+		  .id = id,
+		  .vals = vals,
+		  .nv = nv,
+		  .timeout_ms = timeout_ms,
+		  .peer = peer};
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, u->url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, line);
@@ -337,7 +392,7 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &x);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	if (cancel) {
+	if (peer && peer->cancel) {
 		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
@@ -366,16 +421,21 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 		curl_easy_cleanup(h);
 		h = NULL;
 	} else {
-		scrub(&x.body, vals, nv);
+		if (x.sse == 2 && x.body.len) /* a last event without its blank line */
+			sse_line(&x, x.body.p, x.body.len);
+		if (x.sse == 2)
+			sse_event(&x);
+		else
+			scrub(&x.body, vals, nv);
 		if (x.session[0]) {
 			pthread_mutex_lock(&u->mu);
 			memcpy(u->session, x.session, sizeof u->session);
 			pthread_mutex_unlock(&u->mu);
 		}
 		if (id >= 0 && *status == 200) {
-			*msg = !strncasecmp(x.ctype, "text/event-stream", 17)
-				       ? sse_find(aw_buf_str(&x.body), x.body.len, id)
-				       : json_loadb(aw_buf_str(&x.body), x.body.len, 0, NULL);
+			*msg = x.sse == 2 ? x.answer
+					  : json_loadb(aw_buf_str(&x.body), x.body.len, 0, NULL);
+			x.answer = NULL;
 			if (!*msg)
 				e = aw_fail(err, AW_E_MCP_UPSTREAM,
 					    "the upstream's answer holds no JSON-RPC response");
@@ -384,7 +444,9 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 				    *status);
 		}
 	}
+	json_decref(x.answer);
 	aw_buf_free(&x.body);
+	aw_buf_free(&x.data);
 	if (h) {
 		pthread_mutex_lock(&u->mu);
 		if (u->nidle < IDLE_HANDLES)
@@ -445,7 +507,7 @@ static char *cancel_line(json_int_t id)
 }
 
 static aw_err http_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			   const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			   const aw_mcp_peer *peer, json_t **result, json_t **rpc_error,
 			   aw_error *err)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -464,7 +526,7 @@ static aw_err http_request(aw_mcp_up *u, const char *method, const json_t *param
 		char *line = request_line(id, method, params);
 		json_t *msg = NULL;
 		long st = 0;
-		aw_err e = http_post(u, line, id, timeout_ms, cancel, &msg, &st, err);
+		aw_err e = http_post(u, line, id, timeout_ms, peer, &msg, &st, err);
 		free(line);
 		if (e == AW_E_MCP_CANCELLED) {
 			char *note = cancel_line(id);
@@ -512,6 +574,48 @@ static void fail_waiting(aw_mcp_up *u) /* holds mu */
 		p->done = 1;
 		pthread_cond_signal(&p->cv);
 	}
+}
+
+/* Writes one message to the child as a line (holds mu; the child alive). */
+static void write_msg(aw_mcp_up *u, const json_t *m)
+{
+	char *line = json_dumps(m, JSON_COMPACT);
+	size_t n = line ? strlen(line) : 0;
+	if (line) {
+		line[n] = '\n'; /* over the NUL: written with its length */
+		for (size_t off = 0; off <= n;) {
+			ssize_t w = write(u->in_fd, line + off, n + 1 - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+	}
+	free(line);
+}
+
+/* Which request in flight a message of the child's (a request or a
+ * notification) is for (holds mu): progress by its token; anything else
+ * only when one request with a peer is in flight - a stdio upstream says
+ * nothing else to tell them apart. NULL: none. */
+static pending *route(aw_mcp_up *u, const json_t *m)
+{
+	const char *method = json_string_value(json_object_get(m, "method"));
+	if (!strcmp(method, "notifications/progress")) {
+		const char *t = json_string_value(
+			json_object_get(json_object_get(m, "params"), "progressToken"));
+		for (pending *p = u->waiting; t && p; p = p->next)
+			if (p->token && !strcmp(p->token, t) && !p->done)
+				return p;
+		return NULL;
+	}
+	pending *one = NULL;
+	int n = 0;
+	for (pending *p = u->waiting; p; p = p->next)
+		if (p->peer && !p->done && (p->peer->request || p->peer->notify))
+			n++, one = p;
+	return n == 1 ? one : NULL;
 }
 
 typedef struct {
@@ -635,24 +739,26 @@ static void *reader_main(void *arg)
 			aw_buf_truncate(&line, 0);
 			const char *method = json_string_value(json_object_get(m, "method"));
 			json_t *id = json_object_get(m, "id");
-			if (method && id) { /* a request of the server's: not relayed */
-				json_t *r = aw_rpc_error_json(
-					id, AW_RPC_METHOD, "the gateway relays no server requests",
-					NULL);
-				char *s = json_dumps(r, JSON_COMPACT);
-				json_decref(r);
+			if (method && !strcmp(method, "notifications/tools/list_changed")) {
+				atomic_store(&u->list_changed, 1);
+			} else if (method) {
 				pthread_mutex_lock(&u->mu);
-				if (s && u->alive && u->gen == ra.gen) {
-					size_t sl = strlen(s);
-					s[sl] = '\n';
-					ssize_t w = write(u->in_fd, s, sl + 1);
-					(void)w;
+				pending *to = u->gen == ra.gen ? route(u, m) : NULL;
+				if (to) { /* its waiter handles it */
+					if (!to->inbox)
+						to->inbox = json_array();
+					json_array_append(to->inbox, m);
+					pthread_cond_signal(&to->cv);
+				} else if (id && u->alive && u->gen == ra.gen) {
+					json_t *r = aw_rpc_error_json(
+						id, AW_RPC_METHOD,
+						"the gateway cannot tell which of its clients this "
+						"request is for",
+						NULL);
+					write_msg(u, r);
+					json_decref(r);
 				}
 				pthread_mutex_unlock(&u->mu);
-				free(s);
-			} else if (method) {
-				if (!strcmp(method, "notifications/tools/list_changed"))
-					atomic_store(&u->list_changed, 1);
 			} else if (json_is_integer(id)) {
 				pthread_mutex_lock(&u->mu);
 				for (pending *p = u->waiting; p; p = p->next)
@@ -846,11 +952,41 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 	return AW_OK;
 }
 
-/* Sends one line and, for a request (id >= 0), waits for its answer (holds mu). */
-static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int timeout_ms,
-			     const atomic_int *cancel, json_t **msg, aw_error *err)
+/* The messages of the child's for p, one at a time with mu released (a
+ * peer may wait for its client): requests answered to the child, while it
+ * is the same child, notifications passed on (holds mu). */
+static void stdio_inbox(aw_mcp_up *u, pending *p)
 {
-	pending p = {.id = id};
+	int gen = u->gen;
+	while (json_array_size(p->inbox)) {
+		json_t *m = json_incref(json_array_get(p->inbox, 0));
+		json_array_remove(p->inbox, 0);
+		json_t *id = json_object_get(m, "id"), *resp = NULL;
+		pthread_mutex_unlock(&u->mu);
+		if (id && p->peer->request)
+			resp = p->peer->request(p->peer->ud, m);
+		else if (!id && p->peer->notify)
+			p->peer->notify(p->peer->ud, m);
+		if (id && !resp)
+			resp = aw_rpc_error_json(id, AW_RPC_METHOD,
+						 "the gateway's client cannot answer this request",
+						 NULL);
+		pthread_mutex_lock(&u->mu);
+		if (resp && u->alive && u->gen == gen)
+			write_msg(u, resp);
+		json_decref(resp);
+		json_decref(m);
+	}
+}
+
+/* Sends one line and, for a request (id >= 0), waits for its answer (holds
+ * mu); what the child asks or tells peer meanwhile is handled here. */
+static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int timeout_ms,
+			     const aw_mcp_peer *peer, const char *token, json_t **msg,
+			     aw_error *err)
+{
+	pending p = {.id = id, .peer = peer, .token = token};
+	const atomic_int *cancel = peer ? peer->cancel : NULL;
 	if (id >= 0) {
 		pthread_condattr_t ca;
 		pthread_condattr_init(&ca);
@@ -888,6 +1024,10 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 	int64_t until = aw_clock_mono_ns() + (int64_t)timeout_ms * 1000000LL;
 	int cancelled = 0;
 	while (!e && !p.done) {
+		if (json_array_size(p.inbox)) {
+			stdio_inbox(u, &p);
+			continue;
+		}
 		int64_t left_ms = (until - aw_clock_mono_ns()) / 1000000LL;
 		if (left_ms <= 0)
 			break;
@@ -902,12 +1042,15 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 			*pp = p.next;
 			break;
 		}
+	if (p.done && p.msg) /* what the child said before its answer */
+		stdio_inbox(u, &p);
+	json_decref(p.inbox);
 	if (!e && !p.done && cancelled) {
 		e = aw_fail(err, AW_E_MCP_CANCELLED, "the client cancelled the request");
 		char *note = cancel_line(id);
 		aw_error ignore = {0}; /* best effort: the client's answer is the same */
 		if (note && u->alive)
-			stdio_exchange(u, -1, note, timeout_ms, NULL, NULL, &ignore);
+			stdio_exchange(u, -1, note, timeout_ms, NULL, NULL, NULL, &ignore);
 		free(note);
 	} else if (!e && !p.done) {
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "the upstream did not answer within %d ms",
@@ -923,7 +1066,7 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 }
 
 static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			    const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			    const aw_mcp_peer *peer, json_t **result, json_t **rpc_error,
 			    aw_error *err)
 {
 	aw_err e = AW_OK;
@@ -955,11 +1098,12 @@ static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *para
 		json_int_t id = atomic_fetch_add(&u->next_id, 1);
 		char *line = request_line(id, "initialize", p);
 		json_decref(p);
-		e = line ? stdio_exchange(u, id, line, timeout_ms, NULL, &msg, err) : AW_E_NOMEM;
+		e = line ? stdio_exchange(u, id, line, timeout_ms, NULL, NULL, &msg, err)
+			 : AW_E_NOMEM;
 		free(line);
 		if (!e && !(e = answer_of(msg, &res, NULL, err))) {
 			char *note = request_line(-1, "notifications/initialized", NULL);
-			e = stdio_exchange(u, -1, note, timeout_ms, NULL, NULL, err);
+			e = stdio_exchange(u, -1, note, timeout_ms, NULL, NULL, NULL, err);
 			free(note);
 		}
 		json_decref(res);
@@ -971,7 +1115,10 @@ static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *para
 		json_t *msg = NULL;
 		json_int_t id = atomic_fetch_add(&u->next_id, 1);
 		char *line = request_line(id, method, params);
-		e = line ? stdio_exchange(u, id, line, timeout_ms, cancel, &msg, err) : AW_E_NOMEM;
+		const char *token = json_string_value(
+			json_object_get(json_object_get(params, "_meta"), "progressToken"));
+		e = line ? stdio_exchange(u, id, line, timeout_ms, peer, token, &msg, err)
+			 : AW_E_NOMEM;
 		free(line);
 		if (!e)
 			e = answer_of(msg, result, rpc_error, err);
@@ -1025,7 +1172,7 @@ void aw_mcp_up_free(aw_mcp_up *u)
 }
 
 aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			 const atomic_int *cancel, json_t **result, json_t **rpc_error,
+			 const aw_mcp_peer *peer, json_t **result, json_t **rpc_error,
 			 aw_error *err)
 {
 	*result = NULL;
@@ -1033,10 +1180,8 @@ aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params,
 		*rpc_error = NULL;
 	if (timeout_ms <= 0)
 		timeout_ms = u->timeout_ms;
-	return u->stdio ? stdio_request(u, method, params, timeout_ms, cancel, result, rpc_error,
-					err)
-			: http_request(u, method, params, timeout_ms, cancel, result, rpc_error,
-				       err);
+	return u->stdio ? stdio_request(u, method, params, timeout_ms, peer, result, rpc_error, err)
+			: http_request(u, method, params, timeout_ms, peer, result, rpc_error, err);
 }
 
 int aw_mcp_up_list_changed(aw_mcp_up *u)

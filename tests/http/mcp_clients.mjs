@@ -5,10 +5,14 @@
 // Mcp-Method / Mcp-Name headers). Each lists the tools, calls one tool of each
 // upstream, lists and reads the resources and lists the prompts one upstream
 // relays, and sees a gate refusal as a JSON-RPC error with its data.code.
+// The v1 client also answers what the upstreams ask during a call (sampling
+// over stdio, elicitation over HTTP) and gets their progress notifications;
+// the v2 ones (2026-07-28: no stream to ask them on) see sampling refused.
 // Prints one JSON line per client; exits 1 on any failure.
 //   node mcp_clients.mjs URL KEY
 import { Client as V1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as V1HTTP } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { Client as V2, StreamableHTTPClientTransport as V2HTTP } from "@modelcontextprotocol/client";
 
 const [url, key] = process.argv.slice(2);
@@ -38,6 +42,25 @@ async function exercise(label, client, transport) {
     } catch (e) {
       out.bad_args = { code: e.code, data: e.data?.code ?? null };
     }
+    if (label === "sdk-v1") {
+      const sampled = await client.callTool({ name: "trigger-sampling-request__ev", arguments: { prompt: "hi", maxTokens: 5 } });
+      out.sampling = sampled.content?.[0]?.text ?? "";
+      const elicited = await client.callTool({ name: "trigger-elicitation-request__evh", arguments: {} });
+      out.elicitation = (elicited.content ?? []).map((c) => c.text).join("\n");
+      for (const prov of ["ev", "evh"]) {
+        const seen = [];
+        await client.callTool({ name: `trigger-long-running-operation__${prov}`, arguments: { duration: 0.3, steps: 3 } },
+          undefined, { onprogress: (p) => seen.push(p.progress) });
+        out[`progress_${prov}`] = seen;
+      }
+    } else {
+      try {
+        const r = await client.callTool({ name: "trigger-sampling-request__ev", arguments: { prompt: "hi", maxTokens: 5 } });
+        out.sampling = r.isError ? "refused" : "answered";
+      } catch (e) {
+        out.sampling = "refused";
+      }
+    }
     const res = await client.listResources();
     out.resources = res.resources.length;
     const read = await client.readResource({ uri: res.resources[0].uri });
@@ -51,8 +74,11 @@ async function exercise(label, client, transport) {
   console.log(JSON.stringify(out));
 }
 
-await exercise("sdk-v1", new V1({ name: "t1", version: "1" }),
-  new V1HTTP(new URL(url), { requestInit: { headers } }));
+const v1 = new V1({ name: "t1", version: "1" }, { capabilities: { sampling: {}, elicitation: {} } });
+v1.setRequestHandler(CreateMessageRequestSchema, async () =>
+  ({ role: "assistant", content: { type: "text", text: "sampled-by-client" }, model: "test-model", stopReason: "endTurn" }));
+v1.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada", check: true } }));
+await exercise("sdk-v1", v1, new V1HTTP(new URL(url), { requestInit: { headers } }));
 await exercise("client-v2-pinned",
   new V2({ name: "t2", version: "1" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } }),
   new V2HTTP(new URL(url), { requestInit: { headers } }));

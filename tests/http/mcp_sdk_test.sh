@@ -34,7 +34,11 @@ BODY="{\"allow_private_network\":true,\"upstreams\":{
   \"tools\":[{\"name\":\"echo\",\"provider\":\"ev\",\"mode\":\"read_only\",
               \"args_schema\":{\"type\":\"object\",\"required\":[\"message\"],\"properties\":{\"message\":{\"type\":\"string\"}}}},
              {\"name\":\"get-sum\",\"provider\":\"evh\",\"mode\":\"read_only\"},
-             {\"name\":\"echo\",\"provider\":\"evh\",\"mode\":\"read_only\"}]}"
+             {\"name\":\"echo\",\"provider\":\"evh\",\"mode\":\"read_only\"},
+             {\"name\":\"trigger-sampling-request\",\"provider\":\"ev\",\"mode\":\"read_only\"},
+             {\"name\":\"trigger-elicitation-request\",\"provider\":\"evh\",\"mode\":\"read_only\"},
+             {\"name\":\"trigger-long-running-operation\",\"provider\":\"ev\",\"mode\":\"read_only\"},
+             {\"name\":\"trigger-long-running-operation\",\"provider\":\"evh\",\"mode\":\"read_only\"}]}"
 base=/v1/projects/peers/contracts/mcp_tool/default/revisions
 REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
 check "publish pins server-everything's tools" "$(api POST "$base/$REV/publish" "$K1" | jq -r '[.body.tools[].pin | startswith("sha256:")] | all')" true
@@ -48,13 +52,21 @@ for c in sdk-v1 client-v2-pinned client-v2-auto; do
   line=$(grep "\"client\":\"$c\"" "$TMP/clients")
   j() { echo "$line" | jq -r "$1"; }
   check "$c error" "$(j '.error // "none"')" none
-  check "$c tools" "$(j '.tools | join(",")')" "echo__ev,echo__evh,get-sum__evh"
+  check "$c tools" "$(j '.tools | join(",")')" "echo__ev,echo__evh,get-sum__evh,trigger-elicitation-request__evh,trigger-long-running-operation__ev,trigger-long-running-operation__evh,trigger-sampling-request__ev"
   check "$c echo over stdio" "$(j .echo)" "Echo: over stdio"
   check "$c sum over http" "$(j .sum | grep -o 42)" 42
   check "$c refusal code" "$(j .refusal.data)" E-MCP-GATE-002
   check "$c bad arguments" "$(j .bad_args.data)" E-MCP-GATE-005
   check "$c resources relayed" "$(j '.resources > 0 and .read > 0')" true
   check "$c prompts relayed" "$(j '.prompts > 0')" true
+done
+v1=$(grep '"client":"sdk-v1"' "$TMP/clients")
+check "sampling asked of the v1 client during a stdio call" "$(echo "$v1" | jq -r '.sampling | contains("sampled-by-client")')" true
+check "elicitation asked of the v1 client during an http call" "$(echo "$v1" | jq -r '.elicitation | contains("Name: Ada")')" true
+check "progress relayed from the stdio upstream" "$(echo "$v1" | jq -c .progress_ev)" "[1,2,3]"
+check "progress relayed from the http upstream" "$(echo "$v1" | jq -c .progress_evh)" "[1,2,3]"
+for c in client-v2-pinned client-v2-auto; do
+  check "$c (no stream to ask on): sampling refused" "$(grep "\"client\":\"$c\"" "$TMP/clients" | jq -r .sampling)" refused
 done
 check "v1 speaks 2025-11-25" "$(grep '"client":"sdk-v1"' "$TMP/clients" | jq -r .version)" 2025-11-25
 check "v2 pinned speaks 2026-07-28" "$(grep '"client":"client-v2-pinned"' "$TMP/clients" | jq -r .version)" 2026-07-28
