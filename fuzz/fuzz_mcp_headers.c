@@ -3,6 +3,9 @@
  * input is "proto\nmethod\nname\nbody". Accepted headers must equal the
  * body's version and method, and the decoded Mcp-Name the body's name; the
  * Base64 sentinel decoder never writes past its buffer nor yields a NUL.
+ * The first line is also an Origin, checked against the default (loopback)
+ * rule and against the second line as the allow list: an allowed origin is
+ * listed, or loopback.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		*nl = 0;
 		parts[i] = nl + 1;
 	}
+	if (aw_mcp_origin_allowed(in, NULL) && strncasecmp(in, "http", 4))
+		abort();
+	if (parts[1] && *parts[1] && aw_mcp_origin_allowed(in, parts[1]) &&
+	    !strcasestr(parts[1], in))
+		abort();
 	char dec[64];
 	if (aw_mcp_header_value(in, dec, sizeof dec) == 0 && strlen(dec) >= sizeof dec)
 		abort();

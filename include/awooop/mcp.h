@@ -124,6 +124,15 @@ int aw_mcp_session_count(aw_mcp *g, const char *project);
 aw_err aw_mcp_session_get(aw_mcp *g, const aw_ctx *ctx, const char *id, char version[16],
 			  aw_error *err);
 void aw_mcp_session_end(aw_mcp *g, const aw_ctx *ctx, const char *id);
+/* The session's own event stream (the GET of Streamable HTTP), read with
+ * aw_mcp_read and ended with aw_mcp_hangup: notifications/resources/updated
+ * for the resources the session subscribed to (resources/subscribe, relayed
+ * to the upstream that has the resource; an HTTP upstream's own GET stream is
+ * held open for its updates from then on). One a session: a newer one ends
+ * the older; the session's end ends it. AW_E_MCP_SESSION when id names none
+ * of ctx's. */
+aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake wake, void *ud,
+		     aw_mcp_call **out, aw_error *err);
 
 /* Publishing an mcp_tool revision pins its tools: each upstream is asked for
  * its definitions and every tool gets "pin": "sha256:..." of its current

@@ -57,6 +57,12 @@ json_t *aw_mcp_versions_json(int stateless);
  * "=?base64?...?=" decoded) against the body. 0, or -1 with *rerr (-32020). */
 int aw_mcp_check_headers(const aw_mcp_msg *m, const char *proto, const char *method,
 			 const char *name, aw_rpc_error *rerr);
+/* 1 when a request with this Origin header may reach the endpoint (DNS
+ * rebinding: a browser page on another site must not): no Origin (not a
+ * browser), an origin listed in allow (','-separated, exact, case-blind), or
+ * with allow NULL or empty an http(s) origin whose host is loopback
+ * (localhost, 127.0.0.0/8, [::1]). "null" and anything malformed: 0. */
+int aw_mcp_origin_allowed(const char *origin, const char *allow);
 /* Decodes an Mcp-Name value into out (cap bytes); -1 when malformed. */
 int aw_mcp_header_value(const char *v, char *out, size_t cap);
 

@@ -189,6 +189,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "programs stdio MCP upstreams may run: absolute paths or dir/ prefixes, "
 		 "':'-separated (default: none)",
 		 NULL},
+		{"mcp-allow-origins", "AWOOOP_MCP_ALLOW_ORIGINS", NULL, 0,
+		 "browser origins that may call the MCP endpoint, ','-separated "
+		 "(default: loopback ones; a request without Origin is not a browser's)",
+		 NULL},
 		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
 		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
 		 "a tool call's default timeout (a tool's timeout_ms wins)", NULL},
@@ -467,6 +471,7 @@ int aw_cmd_serve(int argc, char **argv)
 				   .head_timeout_ms = (int)head_ms,
 				   .request_timeout_s = (int)req_s,
 				   .redis_url = aw_cli_get(opts, "redis"),
+				   .mcp_origins = aw_cli_get(opts, "mcp-allow-origins"),
 				   .contracts = contracts,
 				   .llm = llm,
 				   .mcp = mcp,

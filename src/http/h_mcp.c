@@ -3,7 +3,8 @@
  *   POST   /v1/projects/{project}/mcp   one JSON-RPC message; the answer is
  *                                        JSON, or an event stream (see
  *                                        aw_mcp_answer)
- *   GET    /v1/projects/{project}/mcp   405: the gateway opens no server stream
+ *   GET    /v1/projects/{project}/mcp   a legacy session's event stream
+ *                                        (resource updates; aw_mcp_listen)
  *   DELETE /v1/projects/{project}/mcp   ends a legacy session
  * Both protocol generations: legacy (initialize, Mcp-Session-Id, up to
  * 2025-11-25) and stateless 2026-07-28 (the version in params._meta, the
@@ -31,11 +32,20 @@ static void reply_error(aw_req *r, int status, const json_t *id, int code, const
 	reply_rpc(r, status, aw_rpc_error_json(id, code, msg, stable ? aw_err_code(stable) : NULL));
 }
 
-/* Gate 1: the key, of this project, worker scope or above. 0 or replied. */
+static const char *header(aw_req *r, const char *name);
+
+/* Gate 1: the key, of this project, worker scope or above - and first, a
+ * browser's Origin (DNS rebinding: 403). 0 or replied. */
 static int gate1(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
+	if (!aw_mcp_origin_allowed(header(r, "Origin"), r->opts->mcp_origins)) {
+		reply_error(r, 403, NULL, AW_RPC_INVALID,
+			    "this Origin may not call the MCP endpoint (--mcp-allow-origins)",
+			    AW_E_MCP_ORIGIN);
+		return -1;
+	}
 	if (aw_req_authenticate(r, &err)) {
 		reply_error(r, 401, NULL, AW_RPC_GATE, err.msg, AW_E_MCP_KEY);
 		return -1;
@@ -196,11 +206,27 @@ void aw_h_mcp_get(aw_req *r)
 {
 	if (gate1(r))
 		return;
-	r->xhdr_name = "Allow";
-	snprintf(r->xhdr_value, sizeof r->xhdr_value, "POST, DELETE");
-	reply_error(r, 405, NULL, AW_RPC_METHOD,
-		    "the gateway opens no server-initiated stream (GET); POST each message",
-		    AW_E_MCP_PROTOCOL);
+	const char *sid = header(r, "Mcp-Session-Id");
+	if (!sid || !accept_sse(header(r, "Accept"))) {
+		r->xhdr_name = "Allow";
+		snprintf(r->xhdr_value, sizeof r->xhdr_value, "POST, DELETE");
+		reply_error(r, 405, NULL, AW_RPC_METHOD,
+			    "GET opens a session's event stream: send Mcp-Session-Id and Accept: "
+			    "text/event-stream",
+			    AW_E_MCP_PROTOCOL);
+		return;
+	}
+	aw_mcp_call *c = NULL;
+	aw_error err = {0};
+	if (aw_mcp_listen(r->opts->mcp, &r->ctx, sid, wake, r, &c, &err)) {
+		reply_error(r, err.err == AW_E_MCP_SESSION ? 404 : 500, NULL, AW_RPC_INVALID,
+			    err.msg, err.err);
+		return;
+	}
+	aw_req_extend(r, 3600); /* a session's idle limit */
+	r->svc = c;
+	r->done = done;
+	aw_reply_stream(r, 200, "text/event-stream", read_stream, r);
 }
 
 void aw_h_mcp_delete(aw_req *r)

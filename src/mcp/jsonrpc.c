@@ -5,6 +5,7 @@
 #include "awooop/mcp_wire.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "awooop/json.h"
 
@@ -197,4 +198,50 @@ json_t *aw_rpc_result_json(const json_t *id, json_t *result)
 {
 	return json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "result",
 			 result);
+}
+
+int aw_mcp_origin_allowed(const char *origin, const char *allow)
+{
+	if (!origin)
+		return 1;
+	size_t on = strlen(origin);
+	if (allow && *allow) {
+		for (const char *p = allow; *p;) {
+			const char *e = strchr(p, ',');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			while (n && *p == ' ')
+				p++, n--;
+			while (n && p[n - 1] == ' ')
+				n--;
+			if (n && n == on && !strncasecmp(p, origin, n))
+				return 1;
+			if (!e)
+				break;
+			p = e + 1;
+		}
+		return 0;
+	}
+	const char *h = !strncasecmp(origin, "http://", 7)    ? origin + 7
+			: !strncasecmp(origin, "https://", 8) ? origin + 8
+							      : NULL;
+	if (!h)
+		return 0;
+	size_t hl = strcspn(h, ":/");
+	if (h[0] == '[') /* an IPv6 literal: only [::1] */
+		return !strncmp(h, "[::1]", 5) && (h[5] == 0 || h[5] == ':');
+	if (h[hl] == '/' || (h[hl] == ':' && (!h[hl + 1] || strspn(h + hl + 1, "0123456789") !=
+									 strlen(h + hl + 1))))
+		return 0; /* an origin has no path; a port is digits */
+	if (hl == 9 && !strncasecmp(h, "localhost", 9))
+		return 1;
+	if (hl < 9 || hl > 15 || strncmp(h, "127.", 4))
+		return 0;
+	int dots = 0;
+	for (size_t i = 0; i < hl; i++) {
+		if (h[i] == '.')
+			dots++;
+		else if (h[i] < '0' || h[i] > '9')
+			return 0;
+	}
+	return dots == 3;
 }

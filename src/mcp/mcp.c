@@ -50,6 +50,7 @@
 #define SESSION_IDLE_NS (3600LL * 1000000000LL)
 #define SESSIONS_MAX 10000
 #define PROJECT_SESSIONS_MAX 1000
+#define SUBS_MAX 64 /* resource subscriptions a session */
 
 /* ------------------------------------------------------------ types */
 
@@ -100,6 +101,9 @@ typedef struct msession {
 	char id[40], project[AW_PROJECT_MAX + 1], principal[AW_PROJECT_MAX + 1];
 	char version[16];
 	int caps; /* CAP_*: what its client said at initialize it answers */
+	char *subs[SUBS_MAX]; /* the resource URIs it subscribed to */
+	int nsubs;
+	struct aw_mcp_call *listener; /* its GET stream (a reference), or NULL */
 	int64_t used_ns;
 	struct msession *next;
 } msession;
@@ -208,6 +212,8 @@ static void catalog_put(catalog *c)
 
 /* An upstream of the catalog being built: the old catalog's when its
  * configuration is the same. */
+static void up_event(void *ud, const char *project, const json_t *msg);
+
 static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const char *provider,
 			  const json_t *conf, int allow_private, aw_error *err)
 {
@@ -242,7 +248,9 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 			     .secrets_dir = g->secrets_dir,
 			     .allow_private = allow_private,
 			     .stdio_allow = g->o.stdio_allow,
-			     .timeout_ms = g->o.timeout_ms};
+			     .timeout_ms = g->o.timeout_ms,
+			     .event = up_event,
+			     .event_ud = g};
 	if (aw_mcp_up_new(&uo, &u->up, err)) {
 		pthread_mutex_destroy(&u->mu);
 		free(u);
@@ -333,11 +341,11 @@ static catalog *catalog_get(aw_mcp *g, const aw_ctx *ctx, aw_err *e, aw_error *e
 	for (pp = &g->catalogs; *pp; pp = &(*pp)->next)
 		if (!strcmp((*pp)->project, ctx->project))
 			break;
-	catalog *old = *pp;
+	catalog *old = *pp, *put = NULL;
 	if (*e) {
 		if (*e == AW_E_CONTRACT_NOT_FOUND && old) { /* revoked: drop it */
 			*pp = old->next;
-			catalog_put(old);
+			put = old;
 		}
 	} else if (old && !strcmp(old->revision_id, pol.revision_id)) {
 		c = old;
@@ -345,7 +353,7 @@ static catalog *catalog_get(aw_mcp *g, const aw_ctx *ctx, aw_err *e, aw_error *e
 		if (old) {
 			c->next = old->next;
 			*pp = c;
-			catalog_put(old);
+			put = old;
 		} else {
 			c->next = g->catalogs;
 			g->catalogs = c;
@@ -356,6 +364,9 @@ static catalog *catalog_get(aw_mcp *g, const aw_ctx *ctx, aw_err *e, aw_error *e
 	if (c)
 		atomic_fetch_add(&c->refs, 1);
 	pthread_mutex_unlock(&g->mu);
+	/* outside the lock: the last reference stops upstreams, which waits for
+	 * their threads, and those take g->mu to deliver events */
+	catalog_put(put);
 	aw_policy_release(&pol);
 	return c;
 }
@@ -484,14 +495,14 @@ static void decorate(json_t *result, const aw_mcp_meta *m, int cacheable)
 }
 
 /* Tools, and what the project's upstreams relay (a catalog may be NULL). */
-static json_t *capabilities(const catalog *c)
+static json_t *capabilities(const catalog *c, int sessions)
 {
 	json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
 	int relay = 0;
 	for (int i = 0; c && i < c->nups; i++)
 		relay |= c->ups[i]->relay;
-	if (relay & RELAY_RESOURCES)
-		json_object_set_new(caps, "resources", json_object());
+	if (relay & RELAY_RESOURCES) /* updates reach a session's GET stream */
+		json_object_set_new(caps, "resources", json_pack("{s:b}", "subscribe", sessions));
 	if (relay & RELAY_PROMPTS)
 		json_object_set_new(caps, "prompts", json_object());
 	if (relay & RELAY_COMPLETION)
@@ -834,13 +845,17 @@ static long shared_rate(aw_mcp *g, const aw_ctx *ctx, const mtool *t)
 	return wait < 1 ? 1 : (long)wait;
 }
 
-/* One message as an SSE event on the client's stream (holds c->mu). */
+/* One message as an SSE event on the client's stream, whole or not at all:
+ * a client that does not read loses what does not fit (holds c->mu). */
 static void sse_add(aw_mcp_call *c, const json_t *msg)
 {
+	static const char head[] = "event: message\ndata: ";
 	char *d = json_dumps(msg, JSON_COMPACT);
-	aw_buf_adds(&c->out, "event: message\ndata: ");
-	aw_buf_adds(&c->out, d ? d : "{}");
-	aw_buf_adds(&c->out, "\n\n");
+	if (d && c->out.len + sizeof head + strlen(d) + 2 <= c->out.max) {
+		aw_buf_adds(&c->out, head);
+		aw_buf_adds(&c->out, d);
+		aw_buf_adds(&c->out, "\n\n");
+	}
 	free(d);
 }
 
@@ -1034,6 +1049,90 @@ static void client_answer(aw_mcp *g, const aw_mcp_call *from)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* A session's GET stream ends (holds g->mu). */
+static void listener_end(msession *s)
+{
+	aw_mcp_call *l = s->listener;
+	if (!l)
+		return;
+	s->listener = NULL;
+	pthread_mutex_lock(&l->mu);
+	l->eof = 1;
+	wake_client(l);
+	pthread_mutex_unlock(&l->mu);
+	aw_mcp_release(l);
+}
+
+static void session_free(msession *s) /* holds g->mu, or the gateway is going */
+{
+	listener_end(s);
+	for (int i = 0; i < s->nsubs; i++)
+		free(s->subs[i]);
+	free(s);
+}
+
+/* The session of a call (holds g->mu); NULL when it ended. */
+static msession *session_of(aw_mcp *g, const aw_mcp_call *c)
+{
+	for (msession *s = g->sessions; s; s = s->next)
+		if (!strcmp(s->id, c->req_session) && !strcmp(s->project, c->ctx.project) &&
+		    !strcmp(s->principal, c->ctx.principal))
+			return s;
+	return NULL;
+}
+
+/* Adds (on) or removes uri from the call's session's subscriptions. On: 0,
+ * or -1 when the session has SUBS_MAX or ended. Off: how many other
+ * sessions of the project still subscribe to uri. */
+static int session_sub(aw_mcp *g, const aw_mcp_call *c, const char *uri, int on)
+{
+	int r = on ? -1 : 0;
+	pthread_mutex_lock(&g->mu);
+	msession *s = session_of(g, c);
+	for (int i = 0; s && i < s->nsubs; i++)
+		if (!strcmp(s->subs[i], uri)) {
+			if (on) {
+				s = NULL, r = 0; /* already */
+				break;
+			}
+			free(s->subs[i]);
+			s->subs[i] = s->subs[--s->nsubs];
+			break;
+		}
+	if (on && s && s->nsubs < SUBS_MAX && (s->subs[s->nsubs] = strdup(uri)))
+		s->nsubs++, r = 0;
+	for (msession *o = g->sessions; !on && o; o = o->next)
+		for (int i = 0; o != s && !strcmp(o->project, c->ctx.project) && i < o->nsubs; i++)
+			r += !strcmp(o->subs[i], uri);
+	pthread_mutex_unlock(&g->mu);
+	return r;
+}
+
+/* aw_mcp_up_opts.event: notifications/resources/updated of a project's
+ * upstream, to the GET stream of each of its sessions subscribed to the URI
+ * (only the URI is passed on: an upstream's other params are not). */
+static void up_event(void *ud, const char *project, const json_t *msg)
+{
+	aw_mcp *g = ud;
+	const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
+	if (!uri)
+		return;
+	json_t *note = json_pack("{s:s,s:s,s:{s:s}}", "jsonrpc", "2.0", "method",
+				 "notifications/resources/updated", "params", "uri", uri);
+	pthread_mutex_lock(&g->mu);
+	for (msession *s = g->sessions; s && note; s = s->next) {
+		if (!s->listener || strcmp(s->project, project))
+			continue;
+		for (int i = 0; i < s->nsubs; i++)
+			if (!strcmp(s->subs[i], uri)) {
+				emit(s->listener, note);
+				break;
+			}
+	}
+	pthread_mutex_unlock(&g->mu);
+	json_decref(note);
+}
+
 static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 {
 	const json_t *id = call->msg.id;
@@ -1219,7 +1318,8 @@ static int relay_kind(const char *m)
 {
 	if (!strncmp(m, "resources/", 10) &&
 	    (!strcmp(m + 10, "list") || !strcmp(m + 10, "templates/list") ||
-	     !strcmp(m + 10, "read")))
+	     !strcmp(m + 10, "read") || !strcmp(m + 10, "subscribe") ||
+	     !strcmp(m + 10, "unsubscribe")))
 		return RELAY_RESOURCES;
 	if (!strcmp(m, "prompts/list") || !strcmp(m, "prompts/get"))
 		return RELAY_PROMPTS;
@@ -1255,6 +1355,23 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 	if (!n)
 		return aw_rpc_error_json(id, AW_RPC_METHOD,
 					 "this project's upstreams relay no such method", NULL);
+	/* subscriptions are a session's: its GET stream gets the updates; an
+	 * upstream is told to stop only when no session of the project wants
+	 * the URI any more (one upstream session serves them all) */
+	int sub = !strcmp(m, "resources/subscribe"), unsub = !strcmp(m, "resources/unsubscribe");
+	const char *uri = json_string_value(json_object_get(call->msg.params, "uri"));
+	if ((sub || unsub) && (!call->req_session[0] || call->meta.stateless))
+		return aw_rpc_error_json(id, AW_RPC_METHOD,
+					 "resource subscriptions need a session (initialize); "
+					 "subscriptions/listen is not relayed",
+					 NULL);
+	if ((sub || unsub) && !uri)
+		return aw_rpc_error_json(id, AW_RPC_PARAMS, "params.uri must be a string", NULL);
+	if (sub && session_sub(g, call, uri, 1))
+		return aw_rpc_error_json(id, AW_RPC_PARAMS,
+					 "a session subscribes to at most 64 resources", NULL);
+	if (unsub && session_sub(g, call, uri, 0) > 0)
+		return aw_rpc_result_json(id, json_object());
 	json_t *params = call->msg.params ? json_deep_copy(call->msg.params) : json_object();
 	json_object_del(params, "_meta");
 	int suffix = !json_is_false(json_object_get(c->body, "suffix")) && n > 1;
@@ -1287,8 +1404,11 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 		json_decref(rpc);
 		rpc = NULL;
 		if (!list) {
+			json_decref(res);
 			res = r;
-			if (strcmp(m, "logging/setLevel"))
+			if (sub)
+				aw_mcp_up_listen(ups[i]->up);
+			if (strcmp(m, "logging/setLevel") && !unsub)
 				break;
 			continue;
 		}
@@ -1316,6 +1436,8 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 		res = merged;
 	else
 		json_decref(merged);
+	if (!res && sub) /* no upstream took it */
+		session_sub(g, call, uri, 0);
 	if (!res) {
 		if (rpc) { /* the upstream's own error, redacted */
 			aw_redact_json(rpc, NULL);
@@ -1481,7 +1603,7 @@ static void session_new(aw_mcp *g, aw_mcp_call *c)
 		if (s->used_ns - (*pp)->used_ns > SESSION_IDLE_NS) {
 			msession *d = *pp;
 			*pp = d->next;
-			free(d);
+			session_free(d);
 			g->nsessions--;
 			continue;
 		}
@@ -1501,7 +1623,7 @@ static void session_new(aw_mcp *g, aw_mcp_call *c)
 	if (go) {
 		msession *d = *go;
 		*go = d->next;
-		free(d);
+		session_free(d);
 		g->nsessions--;
 	}
 	s->next = g->sessions;
@@ -1529,6 +1651,40 @@ aw_err aw_mcp_session_get(aw_mcp *g, const aw_ctx *ctx, const char *id, char ver
 	return e;
 }
 
+aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake wake, void *ud,
+		     aw_mcp_call **out, aw_error *err)
+{
+	aw_mcp_call *c = calloc(1, sizeof *c);
+	if (!c)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	c->g = g;
+	atomic_init(&c->refs, 2); /* the session's and the caller's */
+	c->ctx = *ctx;
+	c->wake = wake;
+	c->ud = ud;
+	c->streaming = 1;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	c->out = (aw_buf)AW_BUF_INIT(1 << 20); /* a client that reads nothing loses events */
+	aw_buf_adds(&c->out, ": awooop session stream\n\n");
+	snprintf(c->req_session, sizeof c->req_session, "%s", id);
+	pthread_mutex_lock(&g->mu);
+	msession *s = session_of(g, c);
+	if (s) {
+		listener_end(s); /* one stream a session: the newest */
+		s->listener = c;
+		s->used_ns = aw_clock_mono_ns();
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (!s) {
+		atomic_store(&c->refs, 1);
+		aw_mcp_release(c);
+		return aw_fail(err, AW_E_MCP_SESSION, "no such MCP session here; initialize again");
+	}
+	*out = c;
+	return AW_OK;
+}
+
 int aw_mcp_session_count(aw_mcp *g, const char *project)
 {
 	int n = 0;
@@ -1546,7 +1702,7 @@ void aw_mcp_session_end(aw_mcp *g, const aw_ctx *ctx, const char *id)
 		if (!strcmp((*pp)->id, id) && !strcmp((*pp)->project, ctx->project)) {
 			msession *d = *pp;
 			*pp = d->next;
-			free(d);
+			session_free(d);
 			g->nsessions--;
 			break;
 		}
@@ -1583,12 +1739,12 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 				 ? want
 				 : AW_MCP_V_LEGACY);
 		res = json_pack("{s:s,s:o,s:o,s:s}", "protocolVersion", c->version, "capabilities",
-				capabilities(cat), "serverInfo", server_info(), "instructions",
+				capabilities(cat, 1), "serverInfo", server_info(), "instructions",
 				"The tools of this project, through the awooop gateway.");
 		session_new(g, c);
 	} else if (!strcmp(meth, "server/discover")) {
 		res = json_pack("{s:o,s:o,s:{s:o}}", "supportedVersions", aw_mcp_versions_json(1),
-				"capabilities", capabilities(cat), "_meta",
+				"capabilities", capabilities(cat, !c->meta.stateless), "_meta",
 				"io.modelcontextprotocol/serverInfo", server_info());
 		decorate(res, &c->meta, 1);
 		if (!c->meta.stateless) /* asked in a legacy session: still answered */
@@ -1885,7 +2041,7 @@ void aw_mcp_free(aw_mcp *g)
 	while (g->sessions) {
 		msession *s = g->sessions;
 		g->sessions = s->next;
-		free(s);
+		session_free(s);
 	}
 	free(g->secrets_dir);
 	free(g);

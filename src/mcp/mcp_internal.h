@@ -23,6 +23,10 @@ typedef struct {
 	int allow_private;
 	const char *const *stdio_allow; /* NULL-ended allowed programs or "dir/" prefixes */
 	int timeout_ms;			/* the upstream's default */
+	/* what the upstream says of its resources outside any request
+	 * (notifications/resources/updated), from the upstream's threads */
+	void (*event)(void *ud, const char *project, const json_t *msg);
+	void *event_ud;
 } aw_mcp_up_opts;
 
 /* Who a request to an upstream is made for, while it runs: the upstream may
@@ -54,6 +58,11 @@ void aw_mcp_up_free(aw_mcp_up *u);
 aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
 			 const aw_mcp_peer *peer, json_t **result, json_t **rpc_error,
 			 aw_error *err);
+/* Makes sure the upstream's events reach opts.event: an HTTP upstream's
+ * own event stream (GET) is held open from now on by a thread of its own,
+ * reconnected with backoff (1 s to 30 s), given up when the upstream answers
+ * 405; a stdio child's come with its output anyway. */
+void aw_mcp_up_listen(aw_mcp_up *u);
 /* Set when a stdio upstream sent notifications/tools/list_changed since the
  * last call (and cleared by it). */
 int aw_mcp_up_list_changed(aw_mcp_up *u);

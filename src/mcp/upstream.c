@@ -86,7 +86,19 @@ struct aw_mcp_up {
 	int nsecrets;
 	int64_t started_ns, retry_at_ns, backoff_ms;
 	int stopping;
+	/* events: the hook, and an HTTP upstream's GET stream (its thread) */
+	void (*event)(void *ud, const char *project, const json_t *msg);
+	void *event_ud;
+	pthread_t listener;
+	int listening;
+	atomic_int halt;
 };
+
+/* An upstream's message that is an event of its own, not of a request. */
+static int is_event(const char *method)
+{
+	return method && !strcmp(method, "notifications/resources/updated");
+}
 
 /* ------------------------------------------------------------ scrubbing */
 
@@ -185,12 +197,16 @@ typedef struct {
 	char *const *vals;	 /* the credentials resolved for this request */
 	int nv, timeout_ms;
 	const aw_mcp_peer *peer;
+	const atomic_int *halt; /* the upstream is being freed: abort */
 } xfer;
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	const xfer *x = ud;
-	return x->peer && x->peer->cancel && atomic_load(x->peer->cancel) ? 1 : 0;
+	return (x->peer && x->peer->cancel && atomic_load(x->peer->cancel)) ||
+			       (x->halt && atomic_load(x->halt))
+		       ? 1
+		       : 0;
 }
 
 static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms,
@@ -229,6 +245,8 @@ static void sse_event(xfer *x)
 	const char *method = json_string_value(json_object_get(m, "method"));
 	if (method && id)
 		answer_upstream(x->u, x->peer, m, x->timeout_ms);
+	else if (is_event(method) && x->u->event)
+		x->u->event(x->u->event_ud, x->u->project, m);
 	else if (method && x->peer && x->peer->notify)
 		x->peer->notify(x->peer->ud, m);
 	else if (!method && json_is_integer(id) && json_integer_value(id) == x->id && !x->answer)
@@ -317,6 +335,46 @@ static curl_socket_t on_open(void *ud, curlsocktype purpose, struct curl_sockadd
 	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
+/* The headers of a request to u: the protocol's, the session's and the
+ * contract's, whose resolved secret values are kept in vals (for scrubbing;
+ * the caller wipes them). post: a POST (JSON), else the GET stream. */
+static aw_err headers_for(aw_mcp_up *u, int post, struct curl_slist **hdr, char **vals, int *nv,
+			  aw_error *err)
+{
+	char line[512];
+	if (post)
+		*hdr = curl_slist_append(*hdr, "Content-Type: application/json");
+	*hdr = curl_slist_append(*hdr, post ? "Accept: application/json, text/event-stream"
+					    : "Accept: text/event-stream");
+	pthread_mutex_lock(&u->mu);
+	snprintf(line, sizeof line, "MCP-Protocol-Version: %s", u->version);
+	*hdr = curl_slist_append(*hdr, line);
+	if (u->session[0]) {
+		snprintf(line, sizeof line, "Mcp-Session-Id: %s", u->session);
+		*hdr = curl_slist_append(*hdr, line);
+	}
+	pthread_mutex_unlock(&u->mu);
+	const char *k;
+	json_t *v;
+	json_object_foreach (json_object_get(u->config, "headers"), k, v) {
+		aw_buf b = AW_BUF_INIT(70000);
+		const char *prefix = json_string_value(json_object_get(v, "prefix"));
+		aw_buf_addf(&b, "%s: %s", k, prefix ? prefix : "");
+		size_t at = b.len;
+		aw_err e = aw_secret_tenant_resolve(u->project, u->secrets_dir,
+						    json_string_value(json_object_get(v, "secret")),
+						    &b, err);
+		if (!e && *nv < MAX_SECRETS)
+			vals[(*nv)++] = strndup(b.p + at, b.len - at);
+		if (!e)
+			*hdr = curl_slist_append(*hdr, aw_buf_str(&b));
+		aw_secret_wipe(&b);
+		if (e)
+			return rewrap(err, AW_E_MCP_UPSTREAM);
+	}
+	return AW_OK;
+}
+
 /* One POST; *msg the answer to id (NULL for a notification: 202 expected).
  * *status the HTTP status. */
 static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms,
@@ -327,39 +385,13 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	char *vals[MAX_SECRETS] = {0};
 	int nv = 0;
 	struct curl_slist *hdr = NULL;
-	aw_err e = AW_OK;
-	char line_buf[512];
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	hdr = curl_slist_append(hdr, "Accept: application/json, text/event-stream");
+	CURL *h = NULL;
+	aw_err e = headers_for(u, 1, &hdr, vals, &nv, err);
+	if (e)
+		goto done;
 	pthread_mutex_lock(&u->mu);
-	snprintf(line_buf, sizeof line_buf, "MCP-Protocol-Version: %s", u->version);
-	hdr = curl_slist_append(hdr, line_buf);
-	if (u->session[0]) {
-		snprintf(line_buf, sizeof line_buf, "Mcp-Session-Id: %s", u->session);
-		hdr = curl_slist_append(hdr, line_buf);
-	}
-	CURL *h = u->nidle ? u->idle[--u->nidle] : NULL;
+	h = u->nidle ? u->idle[--u->nidle] : NULL;
 	pthread_mutex_unlock(&u->mu);
-	const char *k;
-	json_t *v;
-	json_object_foreach (json_object_get(u->config, "headers"), k, v) {
-		aw_buf b = AW_BUF_INIT(70000);
-		const char *prefix = json_string_value(json_object_get(v, "prefix"));
-		aw_buf_addf(&b, "%s: %s", k, prefix ? prefix : "");
-		size_t at = b.len;
-		e = aw_secret_tenant_resolve(u->project, u->secrets_dir,
-					     json_string_value(json_object_get(v, "secret")), &b,
-					     err);
-		if (!e && nv < MAX_SECRETS)
-			vals[nv++] = strndup(b.p + at, b.len - at);
-		if (!e)
-			hdr = curl_slist_append(hdr, aw_buf_str(&b));
-		aw_secret_wipe(&b);
-		if (e) {
-			e = rewrap(err, AW_E_MCP_UPSTREAM);
-			goto done;
-		}
-	}
 	if (!h && !(h = curl_easy_init())) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto done;
@@ -554,6 +586,103 @@ static aw_err http_request(aw_mcp_up *u, const char *method, const json_t *param
 	return AW_E_MCP_UPSTREAM;
 }
 
+/* The upstream's GET stream, held open while the upstream lives: its events
+ * (sse_event hands them to u->event; its requests are refused -32601). */
+static void *listener_main(void *arg)
+{
+	aw_mcp_up *u = arg;
+	pthread_setname_np(pthread_self(), "aw-mcp-listen");
+	int64_t backoff_ms = 1000;
+	while (!atomic_load(&u->halt)) {
+		aw_error err = {0};
+		pthread_mutex_lock(&u->mu);
+		int ready = u->initialized;
+		pthread_mutex_unlock(&u->mu);
+		aw_err e = AW_OK;
+		if (!ready && !(e = http_init(u, u->timeout_ms, &err))) {
+			pthread_mutex_lock(&u->mu);
+			u->initialized = 1;
+			pthread_mutex_unlock(&u->mu);
+		}
+		char *vals[MAX_SECRETS] = {0};
+		int nv = 0;
+		struct curl_slist *hdr = NULL;
+		long status = 0;
+		int64_t t0 = aw_clock_mono_ns();
+		CURL *h = NULL;
+		if (!e && !(e = headers_for(u, 0, &hdr, vals, &nv, &err)) &&
+		    (h = curl_easy_init())) {
+			xfer x = {.u = u,
+				  .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
+				  .data = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
+				  .sse = 1,
+				  .id = -1,
+				  .vals = vals,
+				  .nv = nv,
+				  .timeout_ms = u->timeout_ms,
+				  .halt = &u->halt};
+			curl_easy_setopt(h, CURLOPT_URL, u->url);
+			curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+			curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+			curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+			curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+			curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+			curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+			curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+			curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+			curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+			curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open);
+			curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &x);
+			curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
+			curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+			curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+			curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
+			curl_easy_perform(h);
+			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+			curl_easy_cleanup(h);
+			json_decref(x.answer);
+			aw_buf_free(&x.body);
+			aw_buf_free(&x.data);
+		}
+		curl_slist_free_all(hdr);
+		for (int i = 0; i < nv; i++)
+			wipe_str(vals[i]);
+		if (atomic_load(&u->halt))
+			break;
+		if (status == 405) {
+			aw_log(AW_LOG_INFO, NULL,
+			       "mcp upstream offers no event stream (GET 405): its resource "
+			       "updates cannot be relayed",
+			       "project", u->project, "provider", u->provider, NULL);
+			break;
+		}
+		if (status == 404) { /* its session ended: a new one next round */
+			pthread_mutex_lock(&u->mu);
+			u->initialized = 0;
+			pthread_mutex_unlock(&u->mu);
+		}
+		if (aw_clock_mono_ns() - t0 > 30000000000LL)
+			backoff_ms = 1000; /* it held a while: reconnect soon */
+		for (int64_t slept = 0; slept < backoff_ms && !atomic_load(&u->halt); slept += 50) {
+			struct timespec ts = {0, 50000000};
+			nanosleep(&ts, NULL);
+		}
+		backoff_ms = backoff_ms * 2 > 30000 ? 30000 : backoff_ms * 2;
+	}
+	return NULL;
+}
+
+void aw_mcp_up_listen(aw_mcp_up *u)
+{
+	if (u->stdio)
+		return;
+	pthread_mutex_lock(&u->mu);
+	if (!u->listening && !u->stopping &&
+	    pthread_create(&u->listener, NULL, listener_main, u) == 0)
+		u->listening = 1;
+	pthread_mutex_unlock(&u->mu);
+}
+
 /* ------------------------------------------------------------ stdio */
 
 static int program_allowed(const aw_mcp_up *u, const char *prog)
@@ -741,6 +870,9 @@ static void *reader_main(void *arg)
 			json_t *id = json_object_get(m, "id");
 			if (method && !strcmp(method, "notifications/tools/list_changed")) {
 				atomic_store(&u->list_changed, 1);
+			} else if (is_event(method) && !id) {
+				if (u->event)
+					u->event(u->event_ud, u->project, m);
 			} else if (method) {
 				pthread_mutex_lock(&u->mu);
 				pending *to = u->gen == ra.gen ? route(u, m) : NULL;
@@ -1150,6 +1282,8 @@ aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err)
 		 json_string_value(json_object_get(o->config, "url")) ?: "");
 	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
 	atomic_init(&u->next_id, 1);
+	u->event = o->event;
+	u->event_ud = o->event_ud;
 	pthread_mutex_init(&u->mu, NULL);
 	*out = u;
 	return AW_OK;
@@ -1161,6 +1295,12 @@ void aw_mcp_up_free(aw_mcp_up *u)
 		return;
 	pthread_mutex_lock(&u->mu);
 	u->stopping = 1;
+	int listening = u->listening;
+	pthread_mutex_unlock(&u->mu);
+	atomic_store(&u->halt, 1);
+	if (listening) /* its transfer aborts within a second (on_progress) */
+		pthread_join(u->listener, NULL);
+	pthread_mutex_lock(&u->mu);
 	stdio_stop(u);
 	for (int i = 0; i < u->nidle; i++)
 		curl_easy_cleanup(u->idle[i]);

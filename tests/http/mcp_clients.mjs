@@ -8,11 +8,13 @@
 // The v1 client also answers what the upstreams ask during a call (sampling
 // over stdio, elicitation over HTTP) and gets their progress notifications;
 // the v2 ones (2026-07-28: no stream to ask them on) see sampling refused.
+// The v1 client subscribes to a resource of the HTTP upstream and gets its
+// update on the session's GET stream.
 // Prints one JSON line per client; exits 1 on any failure.
 //   node mcp_clients.mjs URL KEY
 import { Client as V1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as V1HTTP } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { Client as V2, StreamableHTTPClientTransport as V2HTTP } from "@modelcontextprotocol/client";
 
 const [url, key] = process.argv.slice(2);
@@ -65,6 +67,17 @@ async function exercise(label, client, transport) {
     out.resources = res.resources.length;
     const read = await client.readResource({ uri: res.resources[0].uri });
     out.read = read.contents.length;
+    if (label === "sdk-v1") { // an update of a subscribed resource, on the session's GET stream
+      const uri = res.resources[0].uri;
+      const updated = new Promise((resolve) =>
+        client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)));
+      await client.subscribeResource({ uri });
+      await new Promise((r) => setTimeout(r, 500));
+      await client.callTool({ name: "toggle-subscriber-updates__evh", arguments: {} });
+      out.updated = (await Promise.race([updated, new Promise((r) => setTimeout(() => r("none"), 12000))])) === uri;
+      await client.callTool({ name: "toggle-subscriber-updates__evh", arguments: {} });
+      await client.unsubscribeResource({ uri });
+    }
     out.prompts = (await client.listPrompts()).prompts.length;
     await client.close();
   } catch (e) {

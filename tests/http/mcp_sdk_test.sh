@@ -38,7 +38,8 @@ BODY="{\"allow_private_network\":true,\"upstreams\":{
              {\"name\":\"trigger-sampling-request\",\"provider\":\"ev\",\"mode\":\"read_only\"},
              {\"name\":\"trigger-elicitation-request\",\"provider\":\"evh\",\"mode\":\"read_only\"},
              {\"name\":\"trigger-long-running-operation\",\"provider\":\"ev\",\"mode\":\"read_only\"},
-             {\"name\":\"trigger-long-running-operation\",\"provider\":\"evh\",\"mode\":\"read_only\"}]}"
+             {\"name\":\"trigger-long-running-operation\",\"provider\":\"evh\",\"mode\":\"read_only\"},
+             {\"name\":\"toggle-subscriber-updates\",\"provider\":\"evh\",\"mode\":\"read_only\"}]}"
 base=/v1/projects/peers/contracts/mcp_tool/default/revisions
 REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
 check "publish pins server-everything's tools" "$(api POST "$base/$REV/publish" "$K1" | jq -r '[.body.tools[].pin | startswith("sha256:")] | all')" true
@@ -52,7 +53,7 @@ for c in sdk-v1 client-v2-pinned client-v2-auto; do
   line=$(grep "\"client\":\"$c\"" "$TMP/clients")
   j() { echo "$line" | jq -r "$1"; }
   check "$c error" "$(j '.error // "none"')" none
-  check "$c tools" "$(j '.tools | join(",")')" "echo__ev,echo__evh,get-sum__evh,trigger-elicitation-request__evh,trigger-long-running-operation__ev,trigger-long-running-operation__evh,trigger-sampling-request__ev"
+  check "$c tools" "$(j '.tools | join(",")')" "echo__ev,echo__evh,get-sum__evh,toggle-subscriber-updates__evh,trigger-elicitation-request__evh,trigger-long-running-operation__ev,trigger-long-running-operation__evh,trigger-sampling-request__ev"
   check "$c echo over stdio" "$(j .echo)" "Echo: over stdio"
   check "$c sum over http" "$(j .sum | grep -o 42)" 42
   check "$c refusal code" "$(j .refusal.data)" E-MCP-GATE-002
@@ -65,6 +66,7 @@ check "sampling asked of the v1 client during a stdio call" "$(echo "$v1" | jq -
 check "elicitation asked of the v1 client during an http call" "$(echo "$v1" | jq -r '.elicitation | contains("Name: Ada")')" true
 check "progress relayed from the stdio upstream" "$(echo "$v1" | jq -c .progress_ev)" "[1,2,3]"
 check "progress relayed from the http upstream" "$(echo "$v1" | jq -c .progress_evh)" "[1,2,3]"
+check "a subscribed resource's update reaches the v1 client's GET stream (http upstream)" "$(echo "$v1" | jq -r .updated)" true
 for c in client-v2-pinned client-v2-auto; do
   check "$c (no stream to ask on): sampling refused" "$(grep "\"client\":\"$c\"" "$TMP/clients" | jq -r .sampling)" refused
 done

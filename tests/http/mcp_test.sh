@@ -4,7 +4,9 @@
 # gate 1 as JSON-RPC errors, publish pinning through the API, a legacy
 # session (initialize, Mcp-Session-Id, DELETE), the stateless 2026-07-28
 # protocol (server/discover, MCP-Protocol-Version / Mcp-Method / Mcp-Name
-# checked against the body), GET answered 405, two tenants isolated, the
+# checked against the body), the session's GET stream (405 without a
+# session), answers as a stream when asked first, Origin checked (DNS
+# rebinding), two tenants isolated, the
 # audit trail, and credential canaries searched in every answer and log line.
 #   mcp_test.sh AWOOOP_BINARY FAKE_MCP_BINARY sqlite|postgres
 set -uo pipefail
@@ -87,7 +89,22 @@ req POST $M "$W" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}' -H "Mcp-Sessio
 expect "unknown session" 404 .error.data.code E-MCP-002
 req POST $M "$OP1" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}' -H "Mcp-Session-Id: $SID"
 expect "another key's session" 404 .error.data.code E-MCP-002
-req GET $M "$W" ""; expect "GET" 405
+req GET $M "$W" ""; expect "GET without a session" 405
+# the session's own event stream (resource updates): open, its first bytes
+STATUS=$(curl -s -N --max-time 1 -o "$TMP/get.out" -w '%{http_code}' -H "Authorization: Bearer $W" \
+  -H 'Accept: text/event-stream' -H "Mcp-Session-Id: $SID" "$URL$M")
+check "GET opens the session's stream" "$STATUS $(head -c 24 "$TMP/get.out")" "200 : awooop session stream"
+req GET $M "$OP1" "" -H 'Accept: text/event-stream' -H "Mcp-Session-Id: $SID"
+expect "GET of another key's session" 404 .error.data.code E-MCP-002
+# a client that lists text/event-stream first gets its answer as a stream
+req POST $M "$W" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo__web","arguments":{"text":"sse"}}}' \
+  -H "Mcp-Session-Id: $SID" -H 'Accept: text/event-stream, application/json'
+check "answer as a stream" "$STATUS $(grep -ic '^content-type: text/event-stream' "$TMP/hdr")" "200 1"
+check "the answer is the stream's event" "$(sed -n 's/^data: //p' "$TMP/body" | jq -r '.result.content[0].text')" sse
+# DNS rebinding: a browser page of another origin is refused, loopback allowed
+req POST $M "$W" "$INIT" -H 'Origin: http://evil.example.com'
+expect "another site's Origin" 403 .error.data.code E-MCP-005
+req POST $M "$W" "$INIT" -H 'Origin: http://localhost:5173'; expect "a loopback Origin" 200
 req DELETE $M "$W" "" -H "Mcp-Session-Id: $SID"; check "DELETE" "$STATUS" 204
 req POST $M "$W" '{"jsonrpc":"2.0","id":6,"method":"tools/list"}' -H "Mcp-Session-Id: $SID"
 expect "ended session" 404 .error.data.code E-MCP-002
@@ -123,10 +140,10 @@ expect "beta's list" 200 '.result.tools | length' 0
 CALLB=$(echo "$CALL" | sed 's/echo__local/echo__web/')
 req POST /v1/projects/beta/mcp "$BW" "$CALLB" "${H[@]}" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo__web"
 expect "beta calls acme's tool" 200 .error.data.code E-MCP-GATE-002
-# --- audit
+# --- audit (every tools/call made with acme's keys: 6)
 sleep 0.3
 req GET "/v1/projects/acme/audit?action=mcp.call" "$OP1" ""
-check "audited calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length' )" 5
+check "audited calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length' )" 6
 check "the cancelled call audited" "$(jbody '[.items[] | select(.payload.outcome=="cancelled")] | .[0].payload.code')" E-MCP-004
 req GET "/v1/projects/beta/audit?action=mcp.call" "$BOP1" ""
 check "beta's refusal audited in beta" "$(jbody '[.items[] | select(.action=="mcp.call")] | .[0].payload.code')" E-MCP-GATE-002

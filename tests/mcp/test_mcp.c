@@ -28,6 +28,7 @@
 #include "awooop/metrics.h"
 #include "awooop/secret.h"
 #include "awooop/tenancy.h"
+#include "awooop/wake.h"
 #include "support.h"
 
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
@@ -998,11 +999,290 @@ static void test_rate_shared(void **state)
 
 /* ------------------------------------------------------------ fixture */
 
+/* ------------------------------------------------------------ streams */
+
+typedef struct {
+	aw_wake w;
+	aw_mcp_call *c;
+	aw_buf in; /* SSE bytes read, not yet taken */
+	char session[40];
+	int streamed;
+} stream;
+
+static void no_park(void *ud)
+{
+	(void)ud;
+}
+
+/* Starts text in project's session sid (NULL: none) as an HTTP client whose
+ * Accept lists text/event-stream after application/json would. */
+static void stream_start(stream *st, const char *project, const char *sid, const char *text)
+{
+	memset(st, 0, sizeof *st);
+	aw_wake_init(&st->w);
+	st->in = (aw_buf)AW_BUF_INIT(1 << 24);
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_WORKER, "agent");
+	aw_mcp_msg msg;
+	aw_rpc_error re;
+	assert_int_equal(aw_mcp_parse(text, strlen(text), &msg, &re), 0);
+	aw_mcp_meta meta = {.version = AW_MCP_V_LEGACY, .session = sid, .accept_sse = 1};
+	aw_error err = {0};
+	assert_int_equal(aw_mcp_start(G, &ctx, &msg, &meta, aw_wake_signal, &st->w, &st->c, &err),
+			 AW_OK);
+}
+
+static void stream_done(stream *st)
+{
+	aw_mcp_hangup(st->c);
+	aw_wake_destroy(&st->w);
+	aw_buf_free(&st->in);
+}
+
+/* The next message of a call: its JSON answer, or the next event of its
+ * stream (st->streamed set); NULL at the stream's end or after 10 s. */
+static json_t *stream_next(stream *st)
+{
+	int64_t until = aw_clock_mono_ns() + 10000000000LL;
+	while (!st->streamed) {
+		json_t *resp = NULL;
+		int status = 0;
+		const char *sess = NULL;
+		int how = aw_mcp_answer(st->c, NULL, NULL, &resp, &status, &sess);
+		if (sess && sess[0])
+			snprintf(st->session, sizeof st->session, "%s", sess);
+		if (how == 1)
+			return resp;
+		if (how == 2)
+			st->streamed = 1;
+		else if (aw_clock_mono_ns() > until || !aw_wake_wait(&st->w, 10000))
+			return NULL;
+	}
+	for (;;) {
+		char *p = st->in.len ? strstr(aw_buf_str(&st->in), "\n\n") : NULL;
+		if (p) {
+			size_t n = (size_t)(p - st->in.p) + 2;
+			char *data = strstr(st->in.p, "data: ");
+			json_t *m = data && data < p ? json_loadb(data + 6, (size_t)(p - data - 6), 0,
+								   NULL)
+						     : NULL;
+			memmove(st->in.p, st->in.p + n, st->in.len - n);
+			aw_buf_truncate(&st->in, st->in.len - n);
+			if (m)
+				return m;
+			continue; /* a comment */
+		}
+		char buf[4096];
+		ssize_t n = aw_mcp_read(st->c, buf, sizeof buf, no_park, NULL);
+		if (n > 0)
+			aw_buf_add(&st->in, buf, (size_t)n);
+		else if (n < 0 || aw_clock_mono_ns() > until)
+			return NULL;
+		else
+			aw_wake_wait(&st->w, 200);
+	}
+}
+
+/* A session opened by initialize, with the client capabilities caps. */
+static void open_session(const char *project, const char *caps, char sid[40])
+{
+	char text[256];
+	snprintf(text, sizeof text,
+		 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+		 "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":%s}}",
+		 caps);
+	stream st;
+	stream_start(&st, project, NULL, text);
+	json_t *r = stream_next(&st);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	assert_true(st.session[0] != 0);
+	memcpy(sid, st.session, 40);
+	stream_done(&st);
+}
+
+/* One message in project's session sid, waited for (NULL: 202). */
+static json_t *say(const char *project, const char *sid, const char *text)
+{
+	stream st;
+	stream_start(&st, project, sid, text);
+	json_t *r = stream_next(&st);
+	stream_done(&st);
+	return r;
+}
+
+static json_t *tcall_text(const char *name, const char *args, const char *meta)
+{
+	char *t = NULL;
+	if (asprintf(&t,
+		     "{\"jsonrpc\":\"2.0\",\"id\":\"c-9\",\"method\":\"tools/call\",\"params\":"
+		     "{\"name\":\"%s\",\"arguments\":%s%s%s}}",
+		     name, args, meta ? ",\"_meta\":" : "", meta ? meta : "") < 0)
+		abort();
+	json_t *m = json_loads(t, 0, NULL);
+	free(t);
+	return m;
+}
+
+static void stream_call(stream *st, const char *project, const char *sid, const char *name,
+			const char *args, const char *meta)
+{
+	json_t *m = tcall_text(name, args, meta);
+	char *t = json_dumps(m, JSON_COMPACT);
+	json_decref(m);
+	stream_start(st, project, sid, t);
+	free(t);
+}
+
+/* What a stdio upstream asks or tells during a call reaches the call's
+ * client on its stream: sampling asked of the session that declared it (its
+ * answer, from that session only, back to the upstream), refused for one
+ * that did not; progress under the client's own token; resource updates on
+ * the GET stream of the sessions subscribed, never another tenant's; the
+ * upstream is told to unsubscribe only by the last session. */
+static void test_relay_to_client(void **state)
+{
+	(void)state;
+	aw_error err = {0};
+	for (int i = 0; i < 2; i++) {
+		const char *pr = i ? "mcp-l" : "mcp-k";
+		json_t *up = stdio_upstream(NULL);
+		json_object_set_new(up, "relay", json_pack("[s]", "resources"));
+		json_t *body = json_pack("{s:b,s:{s:o},s:[o,o,o,o]}", "suffix", 0, "upstreams",
+					 "local", up, "tools", tool("ask", "local", "read_only"),
+					 tool("progress", "local", "read_only"),
+					 tool("touch", "local", "read_only"),
+					 tool("subs", "local", "read_only"));
+		assert_int_equal(activate(pr, body, &err), AW_OK);
+	}
+	char a[40], b[40], other[40];
+	open_session("mcp-k", "{\"sampling\":{}}", a);
+	open_session("mcp-k", "{}", b);
+	open_session("mcp-l", "{\"sampling\":{}}", other);
+
+	/* sampling: asked on A's stream; an answer from B is not taken */
+	stream st;
+	stream_call(&st, "mcp-k", a, "ask", "{\"method\":\"sampling/createMessage\"}", NULL);
+	json_t *q = stream_next(&st);
+	assert_true(st.streamed);
+	assert_string_equal(json_string_value(json_object_get(q, "method")),
+			    "sampling/createMessage");
+	const char *qid = json_string_value(json_object_get(q, "id"));
+	assert_non_null(qid);
+	assert_true(!strncmp(qid, "awooop-", 7));
+	char ans[300];
+	snprintf(ans, sizeof ans,
+		 "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"role\":\"assistant\","
+		 "\"model\":\"m\",\"content\":{\"type\":\"text\",\"text\":\"%s\"}}}",
+		 qid, "from-b");
+	assert_null(say("mcp-k", b, ans));
+	snprintf(ans, sizeof ans,
+		 "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"role\":\"assistant\","
+		 "\"model\":\"m\",\"content\":{\"type\":\"text\",\"text\":\"%s\"}}}",
+		 qid, "from-a");
+	json_decref(q);
+	assert_null(say("mcp-k", a, ans));
+	json_t *r = stream_next(&st);
+	assert_non_null(strstr(text_of(r), "from-a"));
+	assert_null(strstr(text_of(r), "from-b"));
+	json_decref(r);
+	assert_null(stream_next(&st)); /* the stream ends with the answer */
+	stream_done(&st);
+
+	/* B declared no sampling: the upstream is refused, B is asked nothing */
+	stream_call(&st, "mcp-k", b, "ask", "{\"method\":\"sampling/createMessage\"}", NULL);
+	r = stream_next(&st);
+	assert_non_null(strstr(text_of(r), "-32601"));
+	json_decref(r);
+	stream_done(&st);
+
+	/* progress under the client's own token, in order, then the answer */
+	stream_call(&st, "mcp-k", a, "progress", "{}", "{\"progressToken\":\"tok-7\"}");
+	for (int i = 1; i <= 3; i++) {
+		json_t *n = stream_next(&st);
+		assert_string_equal(json_string_value(json_object_get(n, "method")),
+				    "notifications/progress");
+		json_t *np = json_object_get(n, "params");
+		assert_string_equal(json_string_value(json_object_get(np, "progressToken")),
+				    "tok-7");
+		assert_int_equal(json_integer_value(json_object_get(np, "progress")), i);
+		json_decref(n);
+	}
+	r = stream_next(&st);
+	assert_string_equal(text_of(r), "done");
+	json_decref(r);
+	stream_done(&st);
+
+	/* subscriptions: A's and the other tenant's GET streams */
+	aw_ctx ka, lo;
+	aw_test_ctx(&ka, "mcp-k", AW_SCOPE_WORKER, "agent");
+	aw_test_ctx(&lo, "mcp-l", AW_SCOPE_WORKER, "agent");
+	stream la = {0}, ll = {0};
+	aw_wake_init(&la.w);
+	aw_wake_init(&ll.w);
+	la.in = (aw_buf)AW_BUF_INIT(1 << 20);
+	ll.in = (aw_buf)AW_BUF_INIT(1 << 20);
+	la.streamed = ll.streamed = 1;
+	assert_int_equal(aw_mcp_listen(G, &ka, a, aw_wake_signal, &la.w, &la.c, &err), AW_OK);
+	assert_int_equal(aw_mcp_listen(G, &lo, other, aw_wake_signal, &ll.w, &ll.c, &err), AW_OK);
+	aw_mcp_call *none = NULL;
+	assert_int_equal(aw_mcp_listen(G, &lo, a, aw_wake_signal, &ll.w, &none, &err),
+			 AW_E_MCP_SESSION); /* another tenant's session */
+	const char *sub = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/subscribe\","
+			  "\"params\":{\"uri\":\"test://x\"}}";
+	const char *unsub = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/unsubscribe\","
+			    "\"params\":{\"uri\":\"test://x\"}}";
+	const char *sids[] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		r = say("mcp-k", sids[i], sub);
+		assert_non_null(json_object_get(r, "result"));
+		json_decref(r);
+	}
+	r = say("mcp-l", other, sub);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	stream_call(&st, "mcp-k", a, "touch", "{\"uri\":\"test://x\"}", NULL);
+	json_decref(stream_next(&st));
+	stream_done(&st);
+	json_t *u = stream_next(&la);
+	assert_string_equal(json_string_value(json_object_get(u, "method")),
+			    "notifications/resources/updated");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(u, "params"), "uri")),
+		"test://x");
+	json_decref(u);
+	/* the other tenant's stream got nothing (its own touch arrives first) */
+	stream_call(&st, "mcp-l", other, "touch", "{\"uri\":\"test://x\"}", NULL);
+	json_decref(stream_next(&st));
+	stream_done(&st);
+	u = stream_next(&ll);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(u, "params"), "uri")),
+		"test://x");
+	json_decref(u);
+	assert_int_equal(ll.in.len, 0);
+	/* unsubscribing: the upstream hears it from the last session only */
+	/* the double counts every subscribe it heard (both sessions'), and one
+	 * unsubscribe: the second session's */
+	for (int i = 0; i < 2; i++) {
+		r = say("mcp-k", sids[i], unsub);
+		assert_non_null(json_object_get(r, "result"));
+		json_decref(r);
+		r = say("mcp-k", a, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+				    "\"params\":{\"name\":\"subs\",\"arguments\":{}}}");
+		assert_string_equal(text_of(r), i == 0 ? "2" : "1");
+		json_decref(r);
+	}
+	stream_done(&la);
+	stream_done(&ll);
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
-					"mcp-g", "mcp-h", "mcp-i", "mcp-j", NULL};
+					"mcp-g", "mcp-h", "mcp-i", "mcp-j", "mcp-k",
+					"mcp-l", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1066,6 +1346,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_session_caps),
 		cmocka_unit_test(test_cancellation),
 		cmocka_unit_test(test_rate_shared),
+		cmocka_unit_test(test_relay_to_client),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }

@@ -16,6 +16,13 @@
  *                      a text holding that key id
  *   write_thing        a write tool (the gateway decides; it just answers)
  *   calls              how many tools/call this process answered before
+ *   ask {method}       (stdio) asks the gateway method (a request of the
+ *                      server's) and answers with the JSON of its answer
+ *   progress           three notifications/progress under the call's
+ *                      _meta.progressToken (stdio), then "done"
+ *   touch {uri}        notifications/resources/updated for uri (stdio)
+ *   subs               how many resources/subscribe are standing
+ * resources/subscribe and resources/unsubscribe are answered {} (counted).
  * With --desc-file F, echo's description is F's contents when F exists
  * (a "rug pull": the test changes the definition under the gateway).
  */
@@ -31,7 +38,7 @@
 
 static const char *desc_file;
 static int use_sse;
-static long calls;
+static long calls, subs;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static json_t *tool_def(const char *name, const char *desc, const char *prop, const char *type)
@@ -54,7 +61,11 @@ static json_t *list_tools(void)
 		desc[n] = 0;
 		fclose(f);
 	}
-	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o]}", "tools",
+	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o,o,o,o,o]}", "tools",
+			 tool_def("ask", "Asks the client", "method", "string"),
+			 tool_def("progress", "Reports progress", NULL, NULL),
+			 tool_def("touch", "Updates a resource", "uri", "string"),
+			 tool_def("subs", "Counts subscriptions", NULL, NULL),
 			 tool_def("echo", desc, "text", "string"),
 			 tool_def("image", "An image and a text", NULL, NULL),
 			 tool_def("env", "Reads an environment variable", "name", "string"),
@@ -71,6 +82,39 @@ static json_t *list_tools(void)
 static json_t *text_result(const char *text)
 {
 	return json_pack("{s:[{s:s,s:s}]}", "content", "type", "text", "text", text);
+}
+
+static void put_line(json_t *m) /* stdio: one message to the client (steals m) */
+{
+	char *s = json_dumps(m, JSON_COMPACT);
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(m);
+}
+
+/* stdio: asks the client method and waits for the answer to "srv-1". */
+static json_t *ask(const char *method)
+{
+	put_line(json_pack("{s:s,s:s,s:s,s:{s:[{s:s,s:{s:s,s:s}}],s:i}}", "jsonrpc", "2.0", "id",
+			   "srv-1", "method", method, "params", "messages", "role", "user",
+			   "content", "type", "text", "text", "hello", "maxTokens", 10));
+	char *line = NULL;
+	size_t cap = 0;
+	json_t *answer = NULL;
+	while (!answer && getline(&line, &cap, stdin) > 0) {
+		json_t *m = json_loads(line, 0, NULL);
+		const char *id = json_string_value(json_object_get(m, "id"));
+		if (id && !strcmp(id, "srv-1") && !json_object_get(m, "method"))
+			answer = json_incref(m);
+		json_decref(m);
+	}
+	free(line);
+	char *s = answer ? json_dumps(answer, JSON_COMPACT | JSON_SORT_KEYS) : strdup("none");
+	json_t *r = text_result(s);
+	free(s);
+	json_decref(answer);
+	return r;
 }
 
 /* The answer to one message (NULL for a notification). auth/xkey: headers. */
@@ -141,6 +185,26 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 			snprintf(buf, sizeof buf, "core=%ld nofile=%ld", (long)core.rlim_cur,
 				 (long)files.rlim_cur);
 			res = text_result(buf);
+		} else if (!strcmp(name, "ask")) {
+			res = ask(json_string_value(json_object_get(args, "method")) ?: "ping");
+		} else if (!strcmp(name, "progress")) {
+			json_t *tok = json_object_get(json_object_get(params, "_meta"),
+						      "progressToken");
+			for (int i = 1; tok && i <= 3; i++)
+				put_line(json_pack("{s:s,s:s,s:{s:O,s:i,s:i}}", "jsonrpc", "2.0",
+						   "method", "notifications/progress", "params",
+						   "progressToken", tok, "progress", i, "total", 3));
+			res = text_result("done");
+		} else if (!strcmp(name, "touch")) {
+			put_line(json_pack("{s:s,s:s,s:{s:s}}", "jsonrpc", "2.0", "method",
+					   "notifications/resources/updated", "params", "uri",
+					   json_string_value(json_object_get(args, "uri")) ?: ""));
+			res = text_result("touched");
+		} else if (!strcmp(name, "subs")) {
+			pthread_mutex_lock(&mu);
+			snprintf(buf, sizeof buf, "%ld", subs);
+			pthread_mutex_unlock(&mu);
+			res = text_result(buf);
 		} else if (!strcmp(name, "calls")) {
 			snprintf(buf, sizeof buf, "%ld", before);
 			res = text_result(buf);
@@ -149,6 +213,12 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 			return json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id,
 					 "error", "code", -32602, "message", "unknown tool");
 	} else if (!strcmp(method, "ping")) {
+		res = json_object();
+	} else if (!strcmp(method, "resources/subscribe") ||
+		   !strcmp(method, "resources/unsubscribe")) {
+		pthread_mutex_lock(&mu);
+		subs += method[10] == 's' ? 1 : -1;
+		pthread_mutex_unlock(&mu);
 		res = json_object();
 	} else {
 		return json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id, "error",
