@@ -1015,7 +1015,7 @@ static aw_mcp_peer call_peer(aw_mcp_call *c, json_t *up_params, int timeout_ms)
 	json_t *pt = json_object_get(json_object_get(c->msg.params, "_meta"), "progressToken");
 	c->ask_timeout_ms = timeout_ms;
 	if (up_params && (json_is_string(pt) || json_is_integer(pt)) && can_stream(c)) {
-		c->progress = json_incref(pt);
+		c->progress = json_deep_copy(pt);
 		snprintf(c->up_token, sizeof c->up_token, "awooop-p%lld",
 			 (long long)atomic_fetch_add(&c->g->serial, 1));
 		json_object_set_new(up_params, "_meta",
@@ -1040,8 +1040,8 @@ static void client_answer(aw_mcp *g, const aw_mcp_call *from)
 		    strcmp(c->ctx.principal, from->ctx.principal))
 			continue;
 		pthread_mutex_lock(&c->mu);
-		if (!a->answer)
-			a->answer = json_incref(from->msg.doc);
+		if (!a->answer) /* a copy: the client's message is freed by its own thread */
+			a->answer = json_deep_copy(from->msg.doc);
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 		break;

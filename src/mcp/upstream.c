@@ -879,7 +879,8 @@ static void *reader_main(void *arg)
 				if (to) { /* its waiter handles it */
 					if (!to->inbox)
 						to->inbox = json_array();
-					json_array_append(to->inbox, m);
+					json_array_append_new(to->inbox, m); /* handed over */
+					m = NULL;
 					pthread_cond_signal(&to->cv);
 				} else if (id && u->alive && u->gen == ra.gen) {
 					json_t *r = aw_rpc_error_json(
