@@ -310,9 +310,16 @@ op("POST", MCP, "mcpPost", "MCP Streamable HTTP: JSON-RPC to the project's tools
    "worker", body={"type": ["object", "array"]}, open_route=True, errors=RPCERR,
    extra_params=[{"name": "Mcp-Session-Id", "in": "header", "schema": S()},
                  {"name": "MCP-Protocol-Version", "in": "header", "schema": S()}])
-op("GET", MCP, "mcpGet", "The server-initiated stream: not offered (405)", "mcp",
-   {"405": RPCERR | {"description": "no server-initiated stream (a JSON-RPC error)"}}, "worker",
-   open_route=True, errors=RPCERR)
+op("GET", MCP, "mcpGet",
+   "A legacy session's own event stream: notifications/resources/updated for its subscriptions", "mcp",
+   {"200": {"description": "the session's event stream (one a session: a newer one ends the older; "
+                           "it ends with the session)", "headers": std_headers,
+            "content": {"text/event-stream": {"schema": S()}}},
+    "405": RPCERR | {"description": "no Mcp-Session-Id, or an Accept without text/event-stream "
+                                    "(a JSON-RPC error)"}}, "worker",
+   open_route=True, errors=RPCERR,
+   extra_params=[{"name": "Mcp-Session-Id", "in": "header", "schema": S()},
+                 {"name": "Accept", "in": "header", "schema": S()}])
 op("DELETE", MCP, "mcpDelete", "End a legacy MCP session", "mcp", {"204": NOBODY}, "worker", open_route=True,
    errors=RPCERR,
    extra_params=[{"name": "Mcp-Session-Id", "in": "header", "schema": S()}])

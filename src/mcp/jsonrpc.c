@@ -230,7 +230,7 @@ int aw_mcp_origin_allowed(const char *origin, const char *allow)
 	if (h[0] == '[') /* an IPv6 literal: only [::1] */
 		return !strncmp(h, "[::1]", 5) && (h[5] == 0 || h[5] == ':');
 	if (h[hl] == '/' || (h[hl] == ':' && (!h[hl + 1] || strspn(h + hl + 1, "0123456789") !=
-									 strlen(h + hl + 1))))
+								    strlen(h + hl + 1))))
 		return 0; /* an origin has no path; a port is digits */
 	if (hl == 9 && !strncasecmp(h, "localhost", 9))
 		return 1;

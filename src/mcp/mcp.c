@@ -31,6 +31,7 @@
 #include "awooop/buf.h"
 #include "awooop/budget.h"
 #include "awooop/clock.h"
+#include "awooop/envelope.h"
 #include "awooop/contract.h"
 #include "awooop/crypto.h"
 #include "awooop/jcs.h"
@@ -100,7 +101,7 @@ enum { CAP_SAMPLING = 1, CAP_ELICITATION = 2, CAP_ROOTS = 4 };
 typedef struct msession {
 	char id[40], project[AW_PROJECT_MAX + 1], principal[AW_PROJECT_MAX + 1];
 	char version[16];
-	int caps; /* CAP_*: what its client said at initialize it answers */
+	int caps;	      /* CAP_*: what its client said at initialize it answers */
 	char *subs[SUBS_MAX]; /* the resource URIs it subscribed to */
 	int nsubs;
 	struct aw_mcp_call *listener; /* its GET stream (a reference), or NULL */
@@ -1268,23 +1269,23 @@ static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, i
 	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
 	aw_metrics_mcp_call(call->ctx.project, n->t ? n->t->full : "-", n->outcome, ms / 1e3,
 			    n->gate, n->gate ? aw_err_code(n->code) : "");
-	json_t *p = json_pack("{s:s,s:s,s:s,s:s,s:f}", "principal", call->ctx.principal, "trace_id",
-			      call->ctx.trace.trace_id, "tool", n->t ? n->t->full : call->msg.name,
-			      "outcome", n->outcome, "latency_ms", ms);
+	aw_envelope e = {.ctx = &call->ctx,
+			 .revision_id = c ? c->revision_id : NULL,
+			 .body_hash = c ? c->body_hash : NULL,
+			 .upstream = n->t ? n->t->u->provider : NULL,
+			 .outcome = n->outcome,
+			 .code = n->gate ? aw_err_code(n->code) : NULL,
+			 .gate = n->gate,
+			 .run_id = call->run_id,
+			 .step = call->meta.step_no,
+			 .latency_ms = ms};
+	json_t *p = aw_envelope_json(&e);
 	if (!p)
 		return;
-	if (c) {
-		json_object_set_new(p, "policy_revision", json_string(c->revision_id));
-		json_object_set_new(p, "policy_body_hash", json_string(c->body_hash));
-	}
-	if (n->t) {
-		json_object_set_new(p, "provider", json_string(n->t->u->provider));
+	/* the MCP door's own */
+	json_object_set_new(p, "tool", json_string(n->t ? n->t->full : call->msg.name));
+	if (n->t)
 		json_object_set_new(p, "upstream_tool", json_string(n->t->name));
-	}
-	if (n->gate) {
-		json_object_set_new(p, "gate", json_integer(n->gate));
-		json_object_set_new(p, "code", json_string(aw_err_code(n->code)));
-	}
 	if (n->has_upstream_code)
 		json_object_set_new(p, "upstream_code", json_integer(n->upstream_code));
 	if (n->args_audit) { /* redacted; a large one by its size only */
@@ -1302,10 +1303,6 @@ static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, i
 	if (n->result_bytes) {
 		json_object_set_new(p, "result_bytes", json_integer((json_int_t)n->result_bytes));
 		json_object_set_new(p, "cut", json_boolean(n->cut));
-	}
-	if (call->run_id[0]) {
-		json_object_set_new(p, "run_id", json_string(call->run_id));
-		json_object_set_new(p, "step", json_integer(call->meta.step_no));
 	}
 	if (call->meta.approved)
 		json_object_set_new(p, "approved", json_true());

@@ -20,6 +20,7 @@
 
 #include "awooop/audit.h"
 #include "awooop/clock.h"
+#include "awooop/envelope.h"
 #include "awooop/wake.h"
 #include "awooop/json.h"
 #include "awooop/log.h"
@@ -693,23 +694,26 @@ static void record_queue(aw_llm *g, aw_llm_call *c)
 /* The envelope of a finished call: what its audit record says. */
 static json_t *envelope(const aw_llm_call *c)
 {
-	double ms = (double)(aw_clock_mono_ns() - c->t0_ns) / 1e6;
-	json_t *p =
-		json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:s,s:i,s:i,s:b,s:b}",
-			  "principal", c->ctx.principal, "trace_id", c->ctx.trace.trace_id, "route",
-			  c->route, "policy_revision", c->revision_id, "policy_body_hash",
-			  c->body_hash, "model", c->rq.model ? c->rq.model : "", "upstream",
-			  c->upstream_name[0] ? c->upstream_name : "-", "upstream_model",
-			  c->model_used, "tokens_in", (json_int_t)c->st.tokens_in, "tokens_out",
-			  (json_int_t)c->st.tokens_out, "latency_ms", ms, "outcome", c->outcome,
-			  "attempts", c->attempts, "failovers", c->failovers, "stream",
-			  c->rq.stream, "emergency", c->emergency_used);
-	if (p && c->code)
-		json_object_set_new(p, "code", json_string(c->code));
-	if (p && c->run_id[0]) {
-		json_object_set_new(p, "run_id", json_string(c->run_id));
-		json_object_set_new(p, "step", json_integer(c->step_no));
-	}
+	aw_envelope e = {.ctx = &c->ctx,
+			 .revision_id = c->revision_id,
+			 .body_hash = c->body_hash,
+			 .upstream = c->upstream_name,
+			 .outcome = c->outcome,
+			 .code = c->code,
+			 .run_id = c->run_id,
+			 .step = c->step_no,
+			 .latency_ms = (double)(aw_clock_mono_ns() - c->t0_ns) / 1e6,
+			 .metered = 1,
+			 .tokens_in = c->st.tokens_in,
+			 .tokens_out = c->st.tokens_out};
+	json_t *p = aw_envelope_json(&e);
+	if (p) /* the LLM door's own */
+		json_object_update_new(p,
+				       json_pack("{s:s,s:s,s:s,s:i,s:i,s:b,s:b}", "route", c->route,
+						 "model", c->rq.model ? c->rq.model : "",
+						 "upstream_model", c->model_used, "attempts",
+						 c->attempts, "failovers", c->failovers, "stream",
+						 c->rq.stream, "emergency", c->emergency_used));
 	if (p && c->t_client_first_ns)
 		json_object_set_new(p, "ttft_ms",
 				    json_real((double)(c->t_client_first_ns - c->t0_ns) / 1e6));

@@ -1063,9 +1063,9 @@ static json_t *stream_next(stream *st)
 		if (p) {
 			size_t n = (size_t)(p - st->in.p) + 2;
 			char *data = strstr(st->in.p, "data: ");
-			json_t *m = data && data < p ? json_loadb(data + 6, (size_t)(p - data - 6), 0,
-								   NULL)
-						     : NULL;
+			json_t *m = data && data < p
+					    ? json_loadb(data + 6, (size_t)(p - data - 6), 0, NULL)
+					    : NULL;
 			memmove(st->in.p, st->in.p + n, st->in.len - n);
 			aw_buf_truncate(&st->in, st->in.len - n);
 			if (m)
@@ -1148,11 +1148,10 @@ static void test_relay_to_client(void **state)
 		const char *pr = i ? "mcp-l" : "mcp-k";
 		json_t *up = stdio_upstream(NULL);
 		json_object_set_new(up, "relay", json_pack("[s]", "resources"));
-		json_t *body = json_pack("{s:b,s:{s:o},s:[o,o,o,o]}", "suffix", 0, "upstreams",
-					 "local", up, "tools", tool("ask", "local", "read_only"),
-					 tool("progress", "local", "read_only"),
-					 tool("touch", "local", "read_only"),
-					 tool("subs", "local", "read_only"));
+		json_t *body = json_pack(
+			"{s:b,s:{s:o},s:[o,o,o,o]}", "suffix", 0, "upstreams", "local", up, "tools",
+			tool("ask", "local", "read_only"), tool("progress", "local", "read_only"),
+			tool("touch", "local", "read_only"), tool("subs", "local", "read_only"));
 		assert_int_equal(activate(pr, body, &err), AW_OK);
 	}
 	char a[40], b[40], other[40];
@@ -1247,18 +1246,16 @@ static void test_relay_to_client(void **state)
 	json_t *u = stream_next(&la);
 	assert_string_equal(json_string_value(json_object_get(u, "method")),
 			    "notifications/resources/updated");
-	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(u, "params"), "uri")),
-		"test://x");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(u, "params"), "uri")),
+			    "test://x");
 	json_decref(u);
 	/* the other tenant's stream got nothing (its own touch arrives first) */
 	stream_call(&st, "mcp-l", other, "touch", "{\"uri\":\"test://x\"}", NULL);
 	json_decref(stream_next(&st));
 	stream_done(&st);
 	u = stream_next(&ll);
-	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(u, "params"), "uri")),
-		"test://x");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(u, "params"), "uri")),
+			    "test://x");
 	json_decref(u);
 	assert_int_equal(ll.in.len, 0);
 	/* unsubscribing: the upstream hears it from the last session only */
@@ -1268,8 +1265,9 @@ static void test_relay_to_client(void **state)
 		r = say("mcp-k", sids[i], unsub);
 		assert_non_null(json_object_get(r, "result"));
 		json_decref(r);
-		r = say("mcp-k", a, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
-				    "\"params\":{\"name\":\"subs\",\"arguments\":{}}}");
+		r = say("mcp-k", a,
+			"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+			"\"params\":{\"name\":\"subs\",\"arguments\":{}}}");
 		assert_string_equal(text_of(r), i == 0 ? "2" : "1");
 		json_decref(r);
 	}
@@ -1280,9 +1278,9 @@ static void test_relay_to_client(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
-					"mcp-g", "mcp-h", "mcp-i", "mcp-j", "mcp-k",
-					"mcp-l", NULL};
+	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
+					"mcp-f", "mcp-g", "mcp-h", "mcp-i", "mcp-j",
+					"mcp-k", "mcp-l", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};

@@ -188,12 +188,13 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 		} else if (!strcmp(name, "ask")) {
 			res = ask(json_string_value(json_object_get(args, "method")) ?: "ping");
 		} else if (!strcmp(name, "progress")) {
-			json_t *tok = json_object_get(json_object_get(params, "_meta"),
-						      "progressToken");
+			json_t *tok =
+				json_object_get(json_object_get(params, "_meta"), "progressToken");
 			for (int i = 1; tok && i <= 3; i++)
 				put_line(json_pack("{s:s,s:s,s:{s:O,s:i,s:i}}", "jsonrpc", "2.0",
 						   "method", "notifications/progress", "params",
-						   "progressToken", tok, "progress", i, "total", 3));
+						   "progressToken", tok, "progress", i, "total",
+						   3));
 			res = text_result("done");
 		} else if (!strcmp(name, "touch")) {
 			put_line(json_pack("{s:s,s:s,s:{s:s}}", "jsonrpc", "2.0", "method",
