@@ -51,8 +51,12 @@ typedef struct {
 	int timeout_ms;			/* a tool call's default; 30000 */
 	int defs_ttl_ms;		/* how long upstream tool definitions are trusted
 				    before they are fetched again; 5000 */
-	aw_kv *kv; /* Gate 4's rate limits across every gateway process sharing this
+	aw_kv *kv;		/* Gate 4's rate limits across every gateway process sharing this
 		      Redis (a one-minute sliding window); NULL: per process only */
+	const char *cgroup_dir; /* a memory cgroup directory (v2 or v1) delegated to the
+				   gateway: each stdio child runs in a cgroup of its own
+				   under it, limited to memory_mb; NULL: no limit */
+	int memory_mb;		/* a stdio child's memory limit; default 512 */
 } aw_mcp_opts;
 
 aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err);

@@ -193,6 +193,15 @@ int aw_cmd_serve(int argc, char **argv)
 		 "browser origins that may call the MCP endpoint, ','-separated "
 		 "(default: loopback ones; a request without Origin is not a browser's)",
 		 NULL},
+		{"mcp-cgroup", "AWOOOP_MCP_CGROUP", NULL, 0,
+		 "a memory cgroup directory (v2, or v1's memory hierarchy) delegated to awooop: "
+		 "each stdio MCP upstream runs in a cgroup of its own under it, limited to "
+		 "--mcp-stdio-memory-mb (default: no memory limit)",
+		 NULL},
+		{"mcp-stdio-memory-mb", "AWOOOP_MCP_STDIO_MEMORY_MB", "512", 0,
+		 "a stdio MCP upstream's memory limit, with --mcp-cgroup (over it the kernel "
+		 "kills the child; it is restarted with backoff)",
+		 NULL},
 		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
 		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
 		 "a tool call's default timeout (a tool's timeout_ms wins)", NULL},
@@ -286,6 +295,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"channel-per-bot", 1, 64},
 		{"fleet-report-ms", 100, 600000},
 		{"run-retention-h", 0, 87600},
+		{"mcp-stdio-memory-mb", 16, 1048576},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -445,7 +455,9 @@ int aw_cmd_serve(int argc, char **argv)
 				  .stdio_allow = allow,
 				  .workers = (int)wv[15],
 				  .timeout_ms = (int)wv[16],
-				  .kv = kv};
+				  .kv = kv,
+				  .cgroup_dir = aw_cli_get(opts, "mcp-cgroup"),
+				  .memory_mb = (int)wv[23]};
 		if ((e = aw_mcp_new(&mo, &mcp, &err)))
 			goto out;
 		aw_mcp_register_executor(mcp, approvals);

@@ -250,6 +250,8 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 			     .allow_private = allow_private,
 			     .stdio_allow = g->o.stdio_allow,
 			     .timeout_ms = g->o.timeout_ms,
+			     .cgroup_dir = g->o.cgroup_dir,
+			     .memory_mb = g->o.memory_mb > 0 ? g->o.memory_mb : 512,
 			     .event = up_event,
 			     .event_ud = g};
 	if (aw_mcp_up_new(&uo, &u->up, err)) {

@@ -23,6 +23,8 @@ typedef struct {
 	int allow_private;
 	const char *const *stdio_allow; /* NULL-ended allowed programs or "dir/" prefixes */
 	int timeout_ms;			/* the upstream's default */
+	const char *cgroup_dir;		/* stdio: each child in a memory cgroup under it */
+	int memory_mb;			/* its limit */
 	/* what the upstream says of its resources outside any request
 	 * (notifications/resources/updated), from the upstream's threads */
 	void (*event)(void *ud, const char *project, const json_t *msg);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -86,6 +87,9 @@ struct aw_mcp_up {
 	int nsecrets;
 	int64_t started_ns, retry_at_ns, backoff_ms;
 	int stopping;
+	char *cgroup_dir;  /* each child in a memory cgroup of its own under it */
+	int memory_mb;	   /* its limit */
+	char cgroup[4096]; /* the running child's cgroup, "" none */
 	/* events: the hook, and an HTTP upstream's GET stream (its thread) */
 	void (*event)(void *ud, const char *project, const json_t *msg);
 	void *event_ud;
@@ -922,6 +926,80 @@ out:
 	return NULL;
 }
 
+/* ------------------------------------------------------------ memory cgroup */
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* A cgroup of its own for the next child (holds mu): u->cgroup, limited to
+ * memory_mb - memory.max (cgroup v2) or memory.limit_in_bytes (v1) - with
+ * swap kept out where the hierarchy allows. */
+static aw_err cgroup_make(aw_mcp_up *u, aw_error *err)
+{
+	static atomic_long seq;
+	snprintf(u->cgroup, sizeof u->cgroup, "%s/awooop-mcp-%d-%ld", u->cgroup_dir, (int)getpid(),
+		 atomic_fetch_add(&seq, 1));
+	char limit[32];
+	snprintf(limit, sizeof limit, "%lld", (long long)u->memory_mb << 20);
+	if (mkdir(u->cgroup, 0700) == 0 &&
+	    (write_file(u->cgroup, "memory.max", limit) == 0 ||
+	     write_file(u->cgroup, "memory.limit_in_bytes", limit) == 0)) {
+		if (write_file(u->cgroup, "memory.swap.max", "0")) /* v1: memsw >= limit */
+			write_file(u->cgroup, "memory.memsw.limit_in_bytes", limit);
+		return AW_OK;
+	}
+	int en = errno;
+	rmdir(u->cgroup);
+	u->cgroup[0] = 0;
+	return aw_fail(err, AW_E_MCP_UPSTREAM,
+		       "cannot give upstream %s its memory limit under %s: %s "
+		       "(--mcp-cgroup must be a writable memory cgroup)",
+		       u->provider, u->cgroup_dir, strerror(en));
+}
+
+/* How many times the kernel killed the child of cgroup over its limit. */
+static long cgroup_ooms(const char *cgroup)
+{
+	char path[4200], line[128];
+	long n = 0;
+	const char *files[] = {"memory.events", "memory.oom_control"}; /* v2, v1 */
+	for (int i = 0; i < 2 && !n; i++) {
+		snprintf(path, sizeof path, "%s/%s", cgroup, files[i]);
+		FILE *f = fopen(path, "re");
+		while (f && fgets(line, sizeof line, f))
+			if (!strncmp(line, "oom_kill ", 9))
+				n = strtol(line + 9, NULL, 10);
+		if (f)
+			fclose(f);
+	}
+	return n;
+}
+
+static void cgroup_drop(aw_mcp_up *u)
+{
+	if (!u->cgroup[0])
+		return;
+	if (cgroup_ooms(u->cgroup) > 0)
+		aw_log(AW_LOG_WARN, NULL,
+		       "mcp stdio upstream killed by the kernel: over its memory limit", "project",
+		       u->project, "provider", u->provider, NULL);
+	/* the child is reaped: empty, so it can go (v1 may take a moment) */
+	for (int i = 0; i < 50 && rmdir(u->cgroup) != 0 && errno == EBUSY; i++) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	u->cgroup[0] = 0;
+}
+
 /* Stops the child (holds mu; releases it while waiting: the upstream is
  * free for a new child at once, the old one is reaped meanwhile). */
 static void stdio_stop(aw_mcp_up *u)
@@ -957,6 +1035,7 @@ static void stdio_stop(aw_mcp_up *u)
 		pthread_join(reader, NULL);
 	close(out_fd);
 	pthread_mutex_lock(&u->mu);
+	cgroup_drop(u);
 }
 
 /* Starts the child (holds mu). */
@@ -1001,16 +1080,23 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 	}
 	if (!e && envp && !has_path)
 		envp[nenv++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1};
 	if (!e && (!argv || !envp))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	if (!e && (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)))
+	if (!e && (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) ||
+		   pipe2(go, O_CLOEXEC)))
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s", u->provider,
 			    strerror(errno));
+	if (!e && u->cgroup_dir)
+		e = cgroup_make(u, err);
 	pid_t pid = -1;
 	if (!e) {
 		pid = fork();
 		if (pid == 0) { /* the child: async-signal-safe calls only */
+			char ok;
+			close(go[1]); /* wait until the parent has put it in its cgroup */
+			if (read(go[0], &ok, 1) != 1)
+				_exit(125);
 			setpgid(0, 0);
 			dup2(in[0], 0);
 			dup2(out[1], 1);
@@ -1039,7 +1125,22 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 		if (pid < 0)
 			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s",
 				    u->provider, strerror(errno));
+		char pidtext[24];
+		snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+		if (!e && u->cgroup[0] && write_file(u->cgroup, "cgroup.procs", pidtext)) {
+			e = aw_fail(err, AW_E_MCP_UPSTREAM,
+				    "cannot put upstream %s in its memory cgroup: %s", u->provider,
+				    strerror(errno));
+			kill(pid, SIGKILL); /* it never ran: it waits for the go */
+			waitpid(pid, NULL, 0);
+		}
+		if (!e && write(go[1], "g", 1) != 1)
+			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s",
+				    u->provider);
 	}
+	for (int i = 0; i < 2; i++)
+		if (go[i] >= 0)
+			close(go[i]);
 	for (int i = 0; envp && i < nenv; i++)
 		wipe_str(envp[i]);
 	free(envp);
@@ -1051,6 +1152,9 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 	if (errp[1] >= 0)
 		close(errp[1]);
 	if (e) {
+		if (u->cgroup[0])
+			rmdir(u->cgroup);
+		u->cgroup[0] = 0;
 		if (in[1] >= 0)
 			close(in[1]);
 		if (out[0] >= 0)
@@ -1285,6 +1389,8 @@ aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err)
 	atomic_init(&u->next_id, 1);
 	u->event = o->event;
 	u->event_ud = o->event_ud;
+	u->cgroup_dir = o->cgroup_dir ? strdup(o->cgroup_dir) : NULL;
+	u->memory_mb = o->memory_mb > 0 ? o->memory_mb : 512;
 	pthread_mutex_init(&u->mu, NULL);
 	*out = u;
 	return AW_OK;
@@ -1309,6 +1415,7 @@ void aw_mcp_up_free(aw_mcp_up *u)
 	pthread_mutex_destroy(&u->mu);
 	json_decref(u->config);
 	free(u->secrets_dir);
+	free(u->cgroup_dir);
 	free(u);
 }
 

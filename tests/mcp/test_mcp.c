@@ -1275,12 +1275,101 @@ static void test_relay_to_client(void **state)
 	stream_done(&ll);
 }
 
+/* A memory cgroup the test may write (AWOOOP_TEST_CGROUP, v1's memory
+ * hierarchy, or a cgroup2 root with the memory controller): a new child of
+ * it in out, or NULL. */
+static const char *test_cgroup(char *out, size_t n)
+{
+	const char *cands[] = {getenv("AWOOOP_TEST_CGROUP"), "/sys/fs/cgroup/memory",
+			       "/sys/fs/cgroup"};
+	for (int i = 0; i < 3; i++) {
+		if (!cands[i])
+			continue;
+		snprintf(out, n, "%s/awooop-test-%d", cands[i], (int)getpid());
+		if (mkdir(out, 0700) != 0)
+			continue;
+		char f[600];
+		snprintf(f, sizeof f, "%s/memory.max", out);
+		int v2 = access(f, F_OK) == 0;
+		snprintf(f, sizeof f, "%s/memory.limit_in_bytes", out);
+		if (v2 || access(f, F_OK) == 0)
+			return out;
+		rmdir(out);
+	}
+	return NULL;
+}
+
+static int cgroups_under(const char *dir)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "ls -d %s/awooop-mcp-* 2>/dev/null | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	if (!f || fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+/* With a memory cgroup, a stdio child runs in a cgroup of its own limited
+ * to --mcp-stdio-memory-mb: within it a call is answered; over it the
+ * kernel kills the child, the call fails E-MCP-GATE-009 (not the gateway),
+ * and the next call gets a new child; the cgroups go with the children. */
+static void test_stdio_memory(void **state)
+{
+	(void)state;
+	char cg[512];
+	if (!test_cgroup(cg, sizeof cg)) {
+		print_message("no writable memory cgroup here (set AWOOOP_TEST_CGROUP)\n");
+		skip();
+	}
+	aw_error err = {0};
+	aw_mcp_opts mo = gateway_opts();
+	mo.cgroup_dir = cg;
+	mo.memory_mb = 64;
+	aw_mcp *g = NULL;
+	assert_int_equal(aw_mcp_new(&mo, &g, &err), AW_OK);
+	aw_mcp *keep = G;
+	G = g; /* activate() pins through G */
+	json_t *body = json_pack("{s:{s:o},s:[o]}", "upstreams", "local", stdio_upstream(NULL),
+				 "tools", tool("hog", "local", "read_only"));
+	if (activate("mcp-m", body, &err))
+		fail_msg("activate: %s", err.msg);
+	G = keep;
+	json_t *r =
+		call_on(g, "mcp-m", "tools/call",
+			json_pack("{s:s,s:{s:i}}", "name", "hog__local", "arguments", "mb", 8), 0);
+	assert_string_equal(text_of(r), "held");
+	json_decref(r);
+	assert_int_equal(cgroups_under(cg), 1);
+	r = call_on(g, "mcp-m", "tools/call",
+		    json_pack("{s:s,s:{s:i}}", "name", "hog__local", "arguments", "mb", 256), 0);
+	assert_non_null(code_of(r));
+	assert_string_equal(code_of(r), "E-MCP-GATE-009");
+	json_decref(r);
+	int held = 0;
+	for (int i = 0; i < 50 && !held; i++) { /* past the restart backoff */
+		usleep(100000);
+		r = call_on(g, "mcp-m", "tools/call",
+			    json_pack("{s:s,s:{s:i}}", "name", "hog__local", "arguments", "mb", 8),
+			    0);
+		held = text_of(r) && !strcmp(text_of(r), "held");
+		json_decref(r);
+	}
+	assert_true(held);
+	assert_int_equal(cgroups_under(cg), 1); /* the killed child's went with it */
+	aw_mcp_free(g);
+	assert_int_equal(cgroups_under(cg), 0);
+	assert_int_equal(rmdir(cg), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
 					"mcp-f", "mcp-g", "mcp-h", "mcp-i", "mcp-j",
-					"mcp-k", "mcp-l", NULL};
+					"mcp-k", "mcp-l", "mcp-m", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1345,6 +1434,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cancellation),
 		cmocka_unit_test(test_rate_shared),
 		cmocka_unit_test(test_relay_to_client),
+		cmocka_unit_test(test_stdio_memory),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }

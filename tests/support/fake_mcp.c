@@ -22,6 +22,7 @@
  *                      _meta.progressToken (stdio), then "done"
  *   touch {uri}        notifications/resources/updated for uri (stdio)
  *   subs               how many resources/subscribe are standing
+ *   hog {mb}           allocates and touches mb MiB, answers "held"
  * resources/subscribe and resources/unsubscribe are answered {} (counted).
  * With --desc-file F, echo's description is F's contents when F exists
  * (a "rug pull": the test changes the definition under the gateway).
@@ -61,7 +62,8 @@ static json_t *list_tools(void)
 		desc[n] = 0;
 		fclose(f);
 	}
-	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o,o,o,o,o]}", "tools",
+	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o,o,o,o,o,o]}", "tools",
+			 tool_def("hog", "Holds memory", "mb", "integer"),
 			 tool_def("ask", "Asks the client", "method", "string"),
 			 tool_def("progress", "Reports progress", NULL, NULL),
 			 tool_def("touch", "Updates a resource", "uri", "string"),
@@ -201,6 +203,13 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 					   "notifications/resources/updated", "params", "uri",
 					   json_string_value(json_object_get(args, "uri")) ?: ""));
 			res = text_result("touched");
+		} else if (!strcmp(name, "hog")) {
+			long mb = (long)json_integer_value(json_object_get(args, "mb"));
+			char *p = mb > 0 && mb < 4096 ? malloc((size_t)mb << 20) : NULL;
+			if (p)
+				memset(p, 1, (size_t)mb << 20); /* touched: resident */
+			res = text_result(p ? "held" : "no");
+			free(p);
 		} else if (!strcmp(name, "subs")) {
 			pthread_mutex_lock(&mu);
 			snprintf(buf, sizeof buf, "%ld", subs);
