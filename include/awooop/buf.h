@@ -34,6 +34,10 @@ aw_err aw_buf_adds(aw_buf *b, const char *s);
 aw_err aw_buf_addf(aw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Shortens to len bytes (len <= b->len); keeps the error state. */
 void aw_buf_truncate(aw_buf *b, size_t len);
+/* A queue of bytes read from the front: copies up to max bytes of b from
+ * *off into dst and moves *off; once all are read b is emptied and *off
+ * reset. Returns the bytes copied (0: none waiting). */
+size_t aw_buf_drain(aw_buf *b, size_t *off, char *dst, size_t max);
 static inline aw_err aw_buf_err(const aw_buf *b)
 {
 	return b->err;

@@ -73,6 +73,19 @@ void aw_buf_truncate(aw_buf *b, size_t len)
 	}
 }
 
+size_t aw_buf_drain(aw_buf *b, size_t *off, char *dst, size_t max)
+{
+	size_t avail = b->len - *off, n = avail < max ? avail : max;
+	if (n)
+		memcpy(dst, b->p + *off, n);
+	*off += n;
+	if (*off == b->len) { /* all read: start again at the front */
+		aw_buf_truncate(b, 0);
+		*off = 0;
+	}
+	return n;
+}
+
 char *aw_buf_take(aw_buf *b)
 {
 	char *s = b->p ? b->p : strdup("");

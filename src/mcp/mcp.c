@@ -1833,19 +1833,10 @@ int aw_mcp_answer(aw_mcp_call *c, aw_mcp_park park, void *pud, json_t **response
 ssize_t aw_mcp_read(aw_mcp_call *c, char *buf, size_t max, aw_mcp_park park, void *pud)
 {
 	pthread_mutex_lock(&c->mu);
-	ssize_t n = 0;
-	size_t avail = c->out.len - c->out_off;
-	if (avail) {
-		n = (ssize_t)(avail < max ? avail : max);
-		memcpy(buf, c->out.p + c->out_off, (size_t)n);
-		c->out_off += (size_t)n;
-		if (c->out_off == c->out.len) { /* all sent: start again at the front */
-			aw_buf_truncate(&c->out, 0);
-			c->out_off = 0;
-		}
-	} else if (c->eof) {
+	ssize_t n = (ssize_t)aw_buf_drain(&c->out, &c->out_off, buf, max);
+	if (!n && c->eof) {
 		n = -1;
-	} else {
+	} else if (!n) {
 		c->parked = 1;
 		park(pud);
 	}

@@ -379,6 +379,30 @@ static aw_err headers_for(aw_mcp_up *u, int post, struct curl_slist **hdr, char 
 	return AW_OK;
 }
 
+/* The options a transfer to u shares, POST or GET: x gets its events and
+ * decides egress; progress is watched for cancellation and halt. */
+static void xfer_setup(CURL *h, xfer *x, struct curl_slist *hdr)
+{
+	curl_easy_setopt(h, CURLOPT_URL, x->u->url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	if ((x->peer && x->peer->cancel) || x->halt) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+	}
+}
+
 /* One POST; *msg the answer to id (NULL for a notification: 202 expected).
  * *status the HTTP status. */
 static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms,
@@ -410,29 +434,12 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 		  .timeout_ms = timeout_ms,
 		  .peer = peer};
 	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, u->url);
+	xfer_setup(h, &x, hdr);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, line);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(line));
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 			 timeout_ms < 5000 ? (long)timeout_ms : 5000L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
-	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open);
-	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &x);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
-	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	if (peer && peer->cancel) {
-		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
-	}
 	CURLcode rc = curl_easy_perform(h);
 	curl_slist_free_all(hdr);
 	hdr = NULL;
@@ -625,22 +632,9 @@ static void *listener_main(void *arg)
 				  .nv = nv,
 				  .timeout_ms = u->timeout_ms,
 				  .halt = &u->halt};
-			curl_easy_setopt(h, CURLOPT_URL, u->url);
+			xfer_setup(h, &x, hdr);
 			curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-			curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-			curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-			curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 			curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-			curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-			curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-			curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-			curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
-			curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open);
-			curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &x);
-			curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION);
-			curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-			curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-			curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
 			curl_easy_perform(h);
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 			curl_easy_cleanup(h);
