@@ -1364,8 +1364,9 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 					 "resource subscriptions need a session (initialize); "
 					 "subscriptions/listen is not relayed",
 					 NULL);
-	if ((sub || unsub) && !uri)
-		return aw_rpc_error_json(id, AW_RPC_PARAMS, "params.uri must be a string", NULL);
+	if ((sub || unsub) && (!uri || strlen(uri) > 2048))
+		return aw_rpc_error_json(id, AW_RPC_PARAMS,
+					 "params.uri must be a string of at most 2048 bytes", NULL);
 	if (sub && session_sub(g, call, uri, 1))
 		return aw_rpc_error_json(id, AW_RPC_PARAMS,
 					 "a session subscribes to at most 64 resources", NULL);
