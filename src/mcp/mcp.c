@@ -214,6 +214,7 @@ static void catalog_put(catalog *c)
 /* An upstream of the catalog being built: the old catalog's when its
  * configuration is the same. */
 static void up_event(void *ud, const char *project, const json_t *msg);
+static void to_sessions(aw_mcp *g, const char *project, const char *method, const char *uri);
 
 static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const char *provider,
 			  const json_t *conf, int allow_private, aw_error *err)
@@ -381,7 +382,11 @@ static void on_change(void *ud, const char *project, const char *family, const c
 {
 	aw_mcp *g = ud;
 	(void)source;
-	if (strcmp(family, "mcp_tool") || strcmp(contract_id, g->contract_id) || revision_id[0])
+	if (strcmp(family, "mcp_tool") || strcmp(contract_id, g->contract_id))
+		return;
+	/* another revision (or none): the project's tools changed */
+	to_sessions(g, project, "notifications/tools/list_changed", NULL);
+	if (revision_id[0])
 		return;
 	catalog *drop = NULL;
 	pthread_mutex_lock(&g->mu);
@@ -500,7 +505,7 @@ static void decorate(json_t *result, const aw_mcp_meta *m, int cacheable)
 /* Tools, and what the project's upstreams relay (a catalog may be NULL). */
 static json_t *capabilities(const catalog *c, int sessions)
 {
-	json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+	json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", sessions);
 	int relay = 0;
 	for (int i = 0; c && i < c->nups; i++)
 		relay |= c->ups[i]->relay;
@@ -1111,29 +1116,39 @@ static int session_sub(aw_mcp *g, const aw_mcp_call *c, const char *uri, int on)
 	return r;
 }
 
-/* aw_mcp_up_opts.event: notifications/resources/updated of a project's
- * upstream, to the GET stream of each of its sessions subscribed to the URI
- * (only the URI is passed on: an upstream's other params are not). */
-static void up_event(void *ud, const char *project, const json_t *msg)
+/* A notification to the GET streams of a project's sessions: every one, or
+ * with uri those subscribed to it. */
+static void to_sessions(aw_mcp *g, const char *project, const char *method, const char *uri)
 {
-	aw_mcp *g = ud;
-	const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
-	if (!uri)
-		return;
-	json_t *note = json_pack("{s:s,s:s,s:{s:s}}", "jsonrpc", "2.0", "method",
-				 "notifications/resources/updated", "params", "uri", uri);
+	json_t *note = uri ? json_pack("{s:s,s:s,s:{s:s}}", "jsonrpc", "2.0", "method", method,
+				       "params", "uri", uri)
+			   : json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
 	pthread_mutex_lock(&g->mu);
 	for (msession *s = g->sessions; s && note; s = s->next) {
 		if (!s->listener || strcmp(s->project, project))
 			continue;
-		for (int i = 0; i < s->nsubs; i++)
-			if (!strcmp(s->subs[i], uri)) {
-				emit(s->listener, note);
-				break;
-			}
+		int want = !uri;
+		for (int i = 0; i < s->nsubs && !want; i++)
+			want = !strcmp(s->subs[i], uri);
+		if (want)
+			emit(s->listener, note);
 	}
 	pthread_mutex_unlock(&g->mu);
 	json_decref(note);
+}
+
+/* aw_mcp_up_opts.event: what a project's upstream says outside any call -
+ * notifications/resources/updated to the sessions subscribed to the URI
+ * (only the URI is passed on), notifications/tools/list_changed to all of
+ * the project's sessions (the gateway's list may hide or show a tool now). */
+static void up_event(void *ud, const char *project, const json_t *msg)
+{
+	const char *m = json_string_value(json_object_get(msg, "method"));
+	const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
+	if (!strcmp(m, "notifications/tools/list_changed"))
+		to_sessions(ud, project, m, NULL);
+	else if (uri)
+		to_sessions(ud, project, m, uri);
 }
 
 static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)

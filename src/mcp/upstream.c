@@ -101,7 +101,8 @@ struct aw_mcp_up {
 /* An upstream's message that is an event of its own, not of a request. */
 static int is_event(const char *method)
 {
-	return method && !strcmp(method, "notifications/resources/updated");
+	return method && (!strcmp(method, "notifications/resources/updated") ||
+			  !strcmp(method, "notifications/tools/list_changed"));
 }
 
 /* ------------------------------------------------------------ scrubbing */
@@ -866,9 +867,9 @@ static void *reader_main(void *arg)
 			aw_buf_truncate(&line, 0);
 			const char *method = json_string_value(json_object_get(m, "method"));
 			json_t *id = json_object_get(m, "id");
-			if (method && !strcmp(method, "notifications/tools/list_changed")) {
-				atomic_store(&u->list_changed, 1);
-			} else if (is_event(method) && !id) {
+			if (method && !strcmp(method, "notifications/tools/list_changed"))
+				atomic_store(&u->list_changed, 1); /* and an event, below */
+			if (is_event(method) && !id) {
 				if (u->event)
 					u->event(u->event_ud, u->project, m);
 			} else if (method) {

@@ -1139,7 +1139,9 @@ static void stream_call(stream *st, const char *project, const char *sid, const 
  * answer, from that session only, back to the upstream), refused for one
  * that did not; progress under the client's own token; resource updates on
  * the GET stream of the sessions subscribed, never another tenant's; the
- * upstream is told to unsubscribe only by the last session. */
+ * upstream is told to unsubscribe only by the last session; a new revision
+ * of the project's tools announced as tools/list_changed on its sessions'
+ * streams only. */
 static void test_relay_to_client(void **state)
 {
 	(void)state;
@@ -1271,6 +1273,25 @@ static void test_relay_to_client(void **state)
 		assert_string_equal(text_of(r), i == 0 ? "2" : "1");
 		json_decref(r);
 	}
+	/* another revision of the project's tools: its sessions' streams hear
+	 * tools/list_changed (once the gateway learns of it: the next call),
+	 * the other tenant's stream nothing */
+	json_t *up = stdio_upstream(NULL);
+	json_object_set_new(up, "relay", json_pack("[s]", "resources"));
+	json_t *body = json_pack(
+		"{s:b,s:{s:o},s:[o,o,o,o,o]}", "suffix", 0, "upstreams", "local", up, "tools",
+		tool("ask", "local", "read_only"), tool("progress", "local", "read_only"),
+		tool("touch", "local", "read_only"), tool("subs", "local", "read_only"),
+		tool("echo", "local", "read_only"));
+	assert_int_equal(activate("mcp-k", body, &err), AW_OK);
+	r = say("mcp-k", b, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\"}");
+	json_decref(r);
+	u = stream_next(&la);
+	assert_string_equal(json_string_value(json_object_get(u, "method")),
+			    "notifications/tools/list_changed");
+	json_decref(u);
+	char buf[256];
+	assert_int_equal(aw_mcp_read(ll.c, buf, sizeof buf, no_park, NULL), 0);
 	stream_done(&la);
 	stream_done(&ll);
 }
