@@ -1385,7 +1385,12 @@ aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err)
 	u->event = o->event;
 	u->event_ud = o->event_ud;
 	u->cgroup_dir = o->cgroup_dir ? strdup(o->cgroup_dir) : NULL;
+	/* the contract may ask for less than the gateway allows, never more */
 	u->memory_mb = o->memory_mb > 0 ? o->memory_mb : 512;
+	json_t *mem = json_object_get(o->config, "memory_mb");
+	if (json_is_integer(mem) && json_integer_value(mem) > 0 &&
+	    json_integer_value(mem) < u->memory_mb)
+		u->memory_mb = (int)json_integer_value(mem);
 	pthread_mutex_init(&u->mu, NULL);
 	*out = u;
 	return AW_OK;

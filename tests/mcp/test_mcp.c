@@ -1336,7 +1336,8 @@ static int cgroups_under(const char *dir)
 /* With a memory cgroup, a stdio child runs in a cgroup of its own limited
  * to --mcp-stdio-memory-mb: within it a call is answered; over it the
  * kernel kills the child, the call fails E-MCP-GATE-009 (not the gateway),
- * and the next call gets a new child; the cgroups go with the children. */
+ * and the next call gets a new child; the cgroups go with the children; a
+ * contract's memory_mb lowers the limit. */
 static void test_stdio_memory(void **state)
 {
 	(void)state;
@@ -1380,6 +1381,19 @@ static void test_stdio_memory(void **state)
 	}
 	assert_true(held);
 	assert_int_equal(cgroups_under(cg), 1); /* the killed child's went with it */
+	/* the contract may ask for less (32 MiB), never more than the gateway's */
+	json_t *up = stdio_upstream(NULL);
+	json_object_set_new(up, "memory_mb", json_integer(32));
+	G = g;
+	body = json_pack("{s:{s:o},s:[o]}", "upstreams", "local", up, "tools",
+			 tool("hog", "local", "read_only"));
+	assert_int_equal(activate("mcp-m", body, &err), AW_OK);
+	G = keep;
+	r = call_on(g, "mcp-m", "tools/call",
+		    json_pack("{s:s,s:{s:i}}", "name", "hog__local", "arguments", "mb", 48), 0);
+	assert_non_null(code_of(r));
+	assert_string_equal(code_of(r), "E-MCP-GATE-009");
+	json_decref(r);
 	aw_mcp_free(g);
 	assert_int_equal(cgroups_under(cg), 0);
 	assert_int_equal(rmdir(cg), 0);
