@@ -915,16 +915,14 @@ static void finish(aw_mcp_call *c, json_t *response, int status)
 	pthread_mutex_unlock(&c->mu);
 }
 
+static msession *session_of(aw_mcp *g, const aw_mcp_call *c);
+
 /* The CAP_* of the session a call came in. */
 static int session_caps(aw_mcp *g, const aw_mcp_call *c)
 {
-	int caps = 0;
 	pthread_mutex_lock(&g->mu);
-	for (msession *s = g->sessions; s; s = s->next)
-		if (!strcmp(s->id, c->req_session) && !strcmp(s->project, c->ctx.project)) {
-			caps = s->caps;
-			break;
-		}
+	msession *s = session_of(g, c);
+	int caps = s ? s->caps : 0;
 	pthread_mutex_unlock(&g->mu);
 	return caps;
 }

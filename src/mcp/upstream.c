@@ -217,15 +217,22 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeout_ms,
 			const aw_mcp_peer *peer, json_t **msg, long *status, aw_error *err);
 
+/* What goes back to the upstream for its request req: peer's answer, or
+ * -32601 when there is no peer or it cannot ask its client. */
+static json_t *peer_answer(const aw_mcp_peer *peer, const json_t *req)
+{
+	json_t *resp = peer && peer->request ? peer->request(peer->ud, req) : NULL;
+	return resp ? resp
+		    : aw_rpc_error_json(json_object_get(req, "id"), AW_RPC_METHOD,
+					"the gateway's client cannot answer this request", NULL);
+}
+
 /* The upstream's own request, during one of ours: the peer answers it (or
  * -32601 without one), and the answer is POSTed back in the same session. */
 static void answer_upstream(aw_mcp_up *u, const aw_mcp_peer *peer, const json_t *req,
 			    int timeout_ms)
 {
-	json_t *resp = peer && peer->request ? peer->request(peer->ud, req) : NULL;
-	if (!resp)
-		resp = aw_rpc_error_json(json_object_get(req, "id"), AW_RPC_METHOD,
-					 "the gateway's client cannot answer this request", NULL);
+	json_t *resp = peer_answer(peer, req);
 	char *line = json_dumps(resp, JSON_COMPACT);
 	json_decref(resp);
 	json_t *none = NULL;
@@ -550,27 +557,36 @@ static char *cancel_line(json_int_t id)
 	return line;
 }
 
+/* u's session, initialized first when it has none (or it ended). */
+static aw_err http_ready(aw_mcp_up *u, int timeout_ms, aw_error *err)
+{
+	pthread_mutex_lock(&u->mu);
+	int ready = u->initialized;
+	pthread_mutex_unlock(&u->mu);
+	if (ready)
+		return AW_OK;
+	aw_err e = http_init(u, timeout_ms, err);
+	if (!e) {
+		pthread_mutex_lock(&u->mu);
+		u->initialized = 1;
+		pthread_mutex_unlock(&u->mu);
+	}
+	return e;
+}
+
 static aw_err http_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
 			   const aw_mcp_peer *peer, json_t **result, json_t **rpc_error,
 			   aw_error *err)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
-		pthread_mutex_lock(&u->mu);
-		int ready = u->initialized;
-		pthread_mutex_unlock(&u->mu);
-		if (!ready) {
-			aw_err e = http_init(u, timeout_ms, err);
-			if (e)
-				return e;
-			pthread_mutex_lock(&u->mu);
-			u->initialized = 1;
-			pthread_mutex_unlock(&u->mu);
-		}
+		aw_err e = http_ready(u, timeout_ms, err);
+		if (e)
+			return e;
 		json_int_t id = atomic_fetch_add(&u->next_id, 1);
 		char *line = request_line(id, method, params);
 		json_t *msg = NULL;
 		long st = 0;
-		aw_err e = http_post(u, line, id, timeout_ms, peer, &msg, &st, err);
+		e = http_post(u, line, id, timeout_ms, peer, &msg, &st, err);
 		free(line);
 		if (e == AW_E_MCP_CANCELLED) {
 			char *note = cancel_line(id);
@@ -607,15 +623,7 @@ static void *listener_main(void *arg)
 	int64_t backoff_ms = 1000;
 	while (!atomic_load(&u->halt)) {
 		aw_error err = {0};
-		pthread_mutex_lock(&u->mu);
-		int ready = u->initialized;
-		pthread_mutex_unlock(&u->mu);
-		aw_err e = AW_OK;
-		if (!ready && !(e = http_init(u, u->timeout_ms, &err))) {
-			pthread_mutex_lock(&u->mu);
-			u->initialized = 1;
-			pthread_mutex_unlock(&u->mu);
-		}
+		aw_err e = http_ready(u, u->timeout_ms, &err);
 		char *vals[MAX_SECRETS] = {0};
 		int nv = 0;
 		struct curl_slist *hdr = NULL;
@@ -704,21 +712,28 @@ static void fail_waiting(aw_mcp_up *u) /* holds mu */
 	}
 }
 
+/* n bytes to fd, across short writes; -1 when it cannot take them. */
+static int write_all(int fd, const char *p, size_t n)
+{
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, p + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
 /* Writes one message to the child as a line (holds mu; the child alive). */
 static void write_msg(aw_mcp_up *u, const json_t *m)
 {
 	char *line = json_dumps(m, JSON_COMPACT);
-	size_t n = line ? strlen(line) : 0;
 	if (line) {
+		size_t n = strlen(line);
 		line[n] = '\n'; /* over the NUL: written with its length */
-		for (size_t off = 0; off <= n;) {
-			ssize_t w = write(u->in_fd, line + off, n + 1 - off);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
+		write_all(u->in_fd, line, n + 1);
 	}
 	free(line);
 }
@@ -1195,14 +1210,10 @@ static void stdio_inbox(aw_mcp_up *u, pending *p)
 		json_array_remove(p->inbox, 0);
 		json_t *id = json_object_get(m, "id"), *resp = NULL;
 		pthread_mutex_unlock(&u->mu);
-		if (id && p->peer->request)
-			resp = p->peer->request(p->peer->ud, m);
-		else if (!id && p->peer->notify)
+		if (id)
+			resp = peer_answer(p->peer, m);
+		else if (p->peer->notify)
 			p->peer->notify(p->peer->ud, m);
-		if (id && !resp)
-			resp = aw_rpc_error_json(id, AW_RPC_METHOD,
-						 "the gateway's client cannot answer this request",
-						 NULL);
 		pthread_mutex_lock(&u->mu);
 		if (resp && u->alive && u->gen == gen)
 			write_msg(u, resp);
@@ -1235,19 +1246,10 @@ static aw_err stdio_exchange(aw_mcp_up *u, json_int_t id, const char *line, int 
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	} else {
 		memcpy(l, line, n);
-		l[n] = '\n';
-		size_t off = 0;
-		while (off <= n) { /* the pipe is the child's only input: writes are whole lines */
-			ssize_t w = write(u->in_fd, l + off, n + 1 - off);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s closed its input",
-					    u->provider);
-				break;
-			}
-			off += (size_t)w;
-		}
+		l[n] = '\n'; /* the pipe is the child's only input: writes are whole lines */
+		if (write_all(u->in_fd, l, n + 1))
+			e = aw_fail(err, AW_E_MCP_UPSTREAM, "upstream %s closed its input",
+				    u->provider);
 		free(l);
 	}
 	if (id < 0)
