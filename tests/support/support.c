@@ -288,7 +288,10 @@ void aw_test_raw_sql(const aw_test_db *db, const char *sql)
 	} else {
 		sqlite3 *h = NULL;
 		char *msg = NULL;
+		/* the process under test may be writing (a worker, the reaper):
+		 * wait for its lock as the store's own connections do */
 		if (sqlite3_open(db->path, &h) != SQLITE_OK ||
+		    sqlite3_busy_timeout(h, 10000) != SQLITE_OK ||
 		    sqlite3_exec(h, buf, NULL, NULL, &msg) != SQLITE_OK)
 			die(buf, msg);
 		sqlite3_close(h);
