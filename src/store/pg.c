@@ -107,9 +107,12 @@ static aw_err pg_connect(const char *url, aw_conn **out, aw_error *err)
 		return e;
 	}
 	PQsetNoticeProcessor(c->pg, quiet_notice, NULL);
+	/* JIT off: every statement here is short, and a generic plan's estimate
+	 * (the claim's, over tables without statistics yet) could cross
+	 * jit_above_cost and compile for hundreds of ms at each execution */
 	aw_err e = pg_script(c,
 			     "SET search_path = awooop, pg_catalog;"
-			     "SET TIME ZONE 'UTC'; SET DateStyle = 'ISO';",
+			     "SET TIME ZONE 'UTC'; SET DateStyle = 'ISO'; SET jit = off;",
 			     err);
 	if (e) {
 		PQfinish(c->pg);
