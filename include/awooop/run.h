@@ -217,6 +217,11 @@ typedef struct {
 	int retry_max_ms;  /* backoff cap; default 60000 */
 	int reaper;	   /* run the reaper loop; default on (-1 = off) */
 	int retention_h;   /* the reaper prunes runs finished this long ago; 0 keeps all */
+	/* of the executing threads, how many claim and drive batches at once
+	 * (their store work is CPU-bound; more only contend): default the
+	 * online CPUs, at least 2. The idle-tenant lane, a handed-off run and
+	 * slow steps (solo threads) never wait for one. */
+	int store_threads;
 } aw_worker_opts;
 
 aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err);

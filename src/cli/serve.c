@@ -133,6 +133,9 @@ int aw_cmd_serve(int argc, char **argv)
 		 NULL},
 		{"batch", "AWOOOP_WORKER_BATCH", "16", 0,
 		 "runs one worker thread claims at once 1..1000", NULL},
+		{"store-threads", "AWOOOP_WORKER_STORE_THREADS", "0", 0,
+		 "worker threads claiming or driving a batch at once 0..256 (0: the CPUs, at least 2)",
+		 NULL},
 		{"heartbeat-ms", "AWOOOP_HEARTBEAT_MS", "5000", 0, "run lease heartbeat interval",
 		 NULL},
 		{"lease-ms", "AWOOOP_LEASE_MS", "30000", 0, "run lease length", NULL},
@@ -296,6 +299,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"fleet-report-ms", 100, 600000},
 		{"run-retention-h", 0, 87600},
 		{"mcp-stdio-memory-mb", 16, 1048576},
+		{"store-threads", 0, 256},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -328,7 +332,8 @@ int aw_cmd_serve(int argc, char **argv)
 			     .poll_ms = (int)wv[4],
 			     .retry_base_ms = (int)wv[5],
 			     .retry_max_ms = (int)wv[6],
-			     .retention_h = (int)wv[22]};
+			     .retention_h = (int)wv[22],
+			     .store_threads = (int)wv[24]};
 
 	/* Block the stop signals (and SIGHUP, reload) in every thread; the main
 	 * thread waits for them. */

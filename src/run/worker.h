@@ -44,6 +44,9 @@ struct aw_worker {
 	slot *solo;
 	int solo_cap, solo_n;
 	pthread_cond_t solo_cv; /* solo_n fell */
+	/* threads claiming or driving a batch (pool.c), at most gate_cap; mu */
+	int gate_n, gate_cap;
+	pthread_cond_t gate_cv;
 };
 
 /* Every slot of w: the batch slots of each thread, then the solo slots. */

@@ -869,6 +869,46 @@ static void test_no_head_of_line_blocking(void **state)
 			 4); /* queued, claimed, running, succeeded */
 }
 
+/* --store-threads: with one thread of four allowed to claim and drive a
+ * batch at once, the runs whose step sleeps leave their batches (solo
+ * threads hold no place), so the no-op runs behind them all finish while the
+ * sleeps still run; and a stop wakes the threads waiting for the place. */
+static void test_store_threads(void **state)
+{
+	char slow[3][40], fast[12][40];
+	cancel_queued("rt-other");
+	for (int i = 0; i < 3; i++)
+		submit("rt-other",
+		       "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":1500}}],"
+		       "\"priority\":900}",
+		       NULL, slow[i]);
+	for (int i = 0; i < 12; i++)
+		submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"noop\"}]}", NULL,
+		       fast[i]);
+	aw_worker_opts o = {.concurrency = 4,
+			    .store_threads = 1,
+			    .batch = 2,
+			    .heartbeat_ms = 100,
+			    .lease_ms = 3000,
+			    .poll_ms = 50};
+	aw_worker *w = NULL;
+	aw_error err = {0};
+	int64_t t0 = aw_clock_mono_ns();
+	assert_int_equal(aw_worker_start(S, &o, &w, &err), AW_OK);
+	for (int i = 0; i < 12; i++)
+		assert_true(wait_state("rt-other", fast[i], "succeeded", 1200));
+	int64_t fast_ms = (aw_clock_mono_ns() - t0) / 1000000;
+	char st[20];
+	for (int i = 0; i < 3; i++) {
+		state_of("rt-other", slow[i], st, NULL);
+		assert_string_equal(st, "running");
+	}
+	assert_true(fast_ms < 1200);
+	for (int i = 0; i < 3; i++)
+		assert_true(wait_state("rt-other", slow[i], "succeeded", 5000));
+	aw_worker_stop(w);
+}
+
 /* The running count of queue q of project p (claimed + running). */
 static int queue_running(const char *p, const char *q, int *limit)
 {
@@ -1310,6 +1350,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_shadow_and_diff),
 		cmocka_unit_test(test_batch_steps_in_parallel),
 		cmocka_unit_test(test_no_head_of_line_blocking),
+		cmocka_unit_test(test_store_threads),
 		cmocka_unit_test(test_queues),
 		cmocka_unit_test(test_handoff),
 		cmocka_unit_test(test_isolation_and_list),
