@@ -38,8 +38,10 @@ cleanup() {
 trap cleanup EXIT
 aw_services_start
 PGH=$AWOOOP_TEST_PG_HOST PGP=$AWOOOP_TEST_PG_PORT
-sql() { psql -qtA -h "$PGH" -p "$PGP" -U postgres -d awdrill -c "$1"; }
-psql -q -h "$PGH" -p "$PGP" -U postgres -d postgres -c "CREATE DATABASE awdrill" >/dev/null
+# the psql binary itself: Debian's psql is a Perl wrapper, and the benches
+# poll ten times a second beside the system under test
+sql() { "$AW_PGBIN/psql" -qtA -h "$PGH" -p "$PGP" -U postgres -d awdrill -c "$1"; }
+"$AW_PGBIN/psql" -q -h "$PGH" -p "$PGP" -U postgres -d postgres -c "CREATE DATABASE awdrill" >/dev/null
 "$BIN" migrate --db "postgresql://postgres@$PGH:$PGP/awdrill" >/dev/null 2>&1
 APP="postgresql://awooop_app@$PGH:$PGP/awdrill"
 export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)

@@ -17,7 +17,9 @@ cleanup() {
 trap cleanup EXIT
 aw_services_start >/dev/null
 PGH=$AWOOOP_TEST_PG_HOST PGP=$AWOOOP_TEST_PG_PORT
-sql() { psql -qtA -h "$PGH" -p "$PGP" -U postgres -d "$1" -c "$2"; }
+# the psql binary itself: Debian's psql is a Perl wrapper, and the benches
+# poll ten times a second beside the system under test
+sql() { "$AW_PGBIN/psql" -qtA -h "$PGH" -p "$PGP" -U postgres -d "$1" -c "$2"; }
 export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)
 
 # fresh_db DB PROJECT... -> APP (the app role's URL); the projects created
