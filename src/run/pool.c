@@ -123,8 +123,10 @@ static void *exec_main(void *arg)
 			aw_run_notify_wait(gen, w->o.poll_ms);
 			continue;
 		}
-		empty_ns = n == 0 ? (quiet ? empty_ns : now) : 0;
-		empty_gen = gen;
+		if (!quiet) {
+			empty_ns = n == 0 ? now : 0;
+			empty_gen = gen;
+		}
 		if (n == 0) {
 			if (gated)
 				gate_leave(w);

@@ -120,15 +120,20 @@ static int count_transitions(const char *p, const char *id)
 	return n;
 }
 
+static aw_worker_opts worker_opts(int concurrency, int batch, int hb, int lease)
+{
+	return (aw_worker_opts){.concurrency = concurrency,
+				.batch = batch,
+				.heartbeat_ms = hb,
+				.lease_ms = lease,
+				.poll_ms = 50,
+				.retry_base_ms = 20,
+				.retry_max_ms = 100};
+}
+
 static aw_worker *worker(int concurrency, int batch, int hb, int lease)
 {
-	aw_worker_opts o = {.concurrency = concurrency,
-			    .batch = batch,
-			    .heartbeat_ms = hb,
-			    .lease_ms = lease,
-			    .poll_ms = 50,
-			    .retry_base_ms = 20,
-			    .retry_max_ms = 100};
+	aw_worker_opts o = worker_opts(concurrency, batch, hb, lease);
 	aw_worker *w = NULL;
 	aw_error err = {0};
 	assert_int_equal(aw_worker_start(S, &o, &w, &err), AW_OK);
@@ -885,12 +890,8 @@ static void test_store_threads(void **state)
 	for (int i = 0; i < 12; i++)
 		submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"noop\"}]}", NULL,
 		       fast[i]);
-	aw_worker_opts o = {.concurrency = 4,
-			    .store_threads = 1,
-			    .batch = 2,
-			    .heartbeat_ms = 100,
-			    .lease_ms = 3000,
-			    .poll_ms = 50};
+	aw_worker_opts o = worker_opts(4, 2, 100, 3000);
+	o.store_threads = 1;
 	aw_worker *w = NULL;
 	aw_error err = {0};
 	int64_t t0 = aw_clock_mono_ns();
