@@ -11,6 +11,10 @@
  *   bench_runs latency URL PROJECT N CONCURRENCY
  *       runs an in-process worker (CONCURRENCY threads), submits N runs one
  *       after another and prints the submit -> step start latency p50/p99 (ms)
+ *   bench_runs wait PG_URL SQL
+ *       polls SQL every 100 ms over one connection until it answers 0 (the
+ *       burn-downs' "is everything done?": a psql started ten times a
+ *       second, each with a TLS handshake, took a sixth of the 2 cores)
  *   bench_runs counter PORT OUTFILE [DELAY_MS]
  *       the counting HTTP server of the crash drill (answers after DELAY_MS); on SIGTERM writes
  *       {"requests", "keys", "unkeyed"} to OUTFILE and "KEY COUNT" lines to
@@ -22,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <libpq-fe.h>
 
 #include "awooop/clock.h"
 #include "awooop/run.h"
@@ -258,8 +264,36 @@ static int counter(int port, const char *out, int delay_ms)
 	return 0;
 }
 
+static int wait_zero(const char *url, const char *sql)
+{
+	PGconn *c = PQconnectdb(url);
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "bench_runs: wait: %s", PQerrorMessage(c));
+		PQfinish(c);
+		return 1;
+	}
+	int rc = 1;
+	for (;;) {
+		PGresult *r = PQexec(c, sql);
+		int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+		int zero = ok && strcmp(PQgetvalue(r, 0, 0), "0") == 0;
+		if (!ok)
+			fprintf(stderr, "bench_runs: wait: %s", PQerrorMessage(c));
+		PQclear(r);
+		if (!ok || zero) {
+			rc = !ok;
+			break;
+		}
+		nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+	}
+	PQfinish(c);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "wait") == 0)
+		return wait_zero(argv[2], argv[3]);
 	if (argc >= 4 && strcmp(argv[1], "counter") == 0)
 		return counter(atoi(argv[2]), argv[3], argc > 4 ? atoi(argv[4]) : 0);
 	if (argc < 5) {
@@ -268,6 +302,7 @@ int main(int argc, char **argv)
 			"       bench_runs flood URL PROJECT N\n"
 			"       bench_runs paced URL PROJECT N INTERVAL_MS [CONCURRENCY BATCH]\n"
 			"       bench_runs latency URL PROJECT N [CONCURRENCY]\n"
+			"       bench_runs wait PG_URL SQL\n"
 			"       bench_runs counter PORT OUTFILE [DELAY_MS]\n");
 		return 2;
 	}

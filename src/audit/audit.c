@@ -81,8 +81,9 @@ out:
 	return e;
 }
 
-aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
-			    aw_error *err)
+/* Appends n records; event_id (when not NULL) gets the first one's id. */
+static aw_err append(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+		     char *event_id, aw_error *err)
 {
 	if (n <= 0)
 		return AW_OK;
@@ -92,6 +93,8 @@ aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *i
 	aw_err e = AW_OK;
 	for (int i = 0; i < n && !e; i++)
 		e = prepare(&rows[i], ctx, &items[i], err);
+	if (!e && event_id)
+		memcpy(event_id, rows[0].event_id, sizeof rows[0].event_id);
 	if (!e && aw_store_audit_in_db(t)) {
 		e = aw_store_audit_append(t, rows, n, err);
 		aw_audit_rows_free(rows, n);
@@ -109,6 +112,51 @@ aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *i
 	if (!e)
 		e = aw_store_audit_insert_many(t, rows, n, err);
 	aw_audit_rows_free(rows, n);
+	return e;
+}
+
+aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+			    aw_error *err)
+{
+	return append(t, ctx, items, n, NULL, err);
+}
+
+aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
+			     const aw_audit_item *items, int n, aw_error *err)
+{
+	if (n <= 1)
+		return aw_audit_record_many(t, ctx, items, n, err);
+	json_t *doc = json_object(), *list = json_array();
+	const char **targets = malloc(sizeof *targets * (size_t)n);
+	aw_err e = doc && list && targets && !json_object_set(doc, "items", list)
+			   ? AW_OK
+			   : aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; i < n && !e; i++) {
+		/* the index keeps targets as they are: only ids awooop made */
+		if (!items[i].target || !aw_uuid_valid(items[i].target)) {
+			e = aw_fail(err, AW_E_INTERNAL, "a grouped audit record's targets are ids");
+			break;
+		}
+		json_t *o = items[i].payload ? json_deep_copy(items[i].payload) : json_object();
+		const char *trace = items[i].trace_id ? items[i].trace_id : ctx->trace.trace_id;
+		if (!o || json_object_set_new(o, "target", json_string(items[i].target)) ||
+		    json_object_set_new(o, "trace_id", json_string(trace))) {
+			json_decref(o);
+			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		} else if (json_array_append_new(list, o)) {
+			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+		targets[i] = items[i].target;
+	}
+	char event_id[AW_UUID_STR_LEN + 1];
+	aw_audit_item group = {.action = action, .payload = doc};
+	if (!e)
+		e = append(t, ctx, &group, 1, event_id, err);
+	if (!e)
+		e = aw_store_audit_targets_put(t, event_id, targets, n, err);
+	json_decref(list);
+	json_decref(doc);
+	free(targets);
 	return e;
 }
 

@@ -324,6 +324,22 @@ aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *ou
 	return e;
 }
 
+/* The item of run_id in a record of several runs (aw_audit_record_group),
+ * without the members the group added; NULL when it has none. Steals doc. */
+static json_t *group_item(json_t *doc, const char *run_id)
+{
+	size_t i;
+	json_t *it, *found = NULL;
+	json_array_foreach (json_object_get(doc, "items"), i, it)
+		if (!found && json_is_string(json_object_get(it, "target")) &&
+		    strcmp(json_string_value(json_object_get(it, "target")), run_id) == 0)
+			found = json_incref(it);
+	json_decref(doc);
+	json_object_del(found, "target");
+	json_object_del(found, "trace_id");
+	return found;
+}
+
 /* The run's transitions (its audit records) inside t, oldest first. */
 static aw_err transitions_in(aw_txn *t, const char *run_id, json_t **out, aw_error *err)
 {
@@ -338,6 +354,8 @@ static aw_err transitions_in(aw_txn *t, const char *run_id, json_t **out, aw_err
 			continue;
 		json_error_t je;
 		json_t *p = json_loads(rows[i].payload, 0, &je);
+		if (strcmp(rows[i].target, run_id) != 0) /* a round's record: this run's item */
+			p = group_item(p, run_id);
 		/* a record of several transitions lists them under "transitions" */
 		json_t *list = json_object_get(p, "transitions");
 		size_t nt = json_is_array(list) ? json_array_size(list) : 1;

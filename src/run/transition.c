@@ -151,14 +151,25 @@ out:
 
 aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 {
+	/* the runs that made the same move share one record (a worker's round:
+	 * one hash, one row for the batch), in the order of their first run */
 	aw_audit_item *items = !e && x->n ? malloc(sizeof *items * (size_t)x->n) : NULL;
-	if (!e && x->n && !items)
+	char *done = !e && x->n ? calloc((size_t)x->n, 1) : NULL;
+	if (!e && x->n && (!items || !done))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	for (int i = 0; items && i < x->n; i++)
-		items[i] = (aw_audit_item){x->recs[i].action, x->recs[i].run_id,
-					   x->recs[i].trace_id, x->recs[i].payload};
-	if (items)
-		e = aw_audit_record_many(x->t, x->ctx, items, x->n, err);
+	for (int i = 0; !e && items && done && i < x->n; i++) {
+		int m = 0;
+		for (int k = i; k < x->n; k++)
+			if (!done[k] && strcmp(x->recs[k].action, x->recs[i].action) == 0) {
+				items[m++] =
+					(aw_audit_item){x->recs[k].action, x->recs[k].run_id,
+							x->recs[k].trace_id, x->recs[k].payload};
+				done[k] = 1;
+			}
+		if (m)
+			e = aw_audit_record_group(x->t, x->ctx, x->recs[i].action, items, m, err);
+	}
+	free(done);
 	if (x->owned) {
 		if (e)
 			aw_store_rollback(x->t);

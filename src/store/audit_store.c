@@ -113,11 +113,47 @@ aw_err aw_store_audit_by_target(aw_txn *t, const char *target, int limit, aw_aud
 				int *n, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(target), AW_INT(limit)};
-	return read_rows(t,
-			 "SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
-			 " payload, prev_hash, hash FROM audit_events WHERE project_id = $1"
-			 " AND target = $2 ORDER BY seq LIMIT $3",
-			 3, v, out, n, err);
+	return read_rows(
+		t,
+		"SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
+		" payload, prev_hash, hash FROM audit_events WHERE project_id = $1"
+		" AND target = $2"
+		" UNION ALL SELECT e.event_id, e.project_id, e.seq, e.ts, e.actor, e.action,"
+		" e.target, e.trace_id, e.payload, e.prev_hash, e.hash"
+		" FROM audit_targets x JOIN audit_events e ON e.event_id = x.event_id"
+		" WHERE x.project_id = $1 AND x.target = $2 AND e.project_id = $1"
+		" ORDER BY 3 LIMIT $3",
+		3, v, out, n, err);
+}
+
+#define TARGET_CHUNK 500
+
+aw_err aw_store_audit_targets_put(aw_txn *t, const char *event_id, const char *const *targets,
+				  int n, aw_error *err)
+{
+	size_t cap = 128 + TARGET_CHUNK * 24;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (TARGET_CHUNK + 2));
+	aw_err e = AW_OK;
+	if (!sql || !v)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int base = 0; base < n && !e; base += TARGET_CHUNK) {
+		int k = n - base < TARGET_CHUNK ? n - base : TARGET_CHUNK;
+		v[0] = AW_TEXT(t->ctx.project);
+		v[1] = AW_TEXT(event_id);
+		int o = snprintf(
+			sql, cap,
+			"INSERT INTO audit_targets (project_id, event_id, target) VALUES ");
+		for (int i = 0; i < k; i++) {
+			v[i + 2] = AW_TEXT(targets[base + i]);
+			o += snprintf(sql + o, cap - (size_t)o, "%s($1, $2, $%d)", i ? ", " : "",
+				      i + 3);
+		}
+		e = aw_txn_defer(t, sql, k + 2, v, err);
+	}
+	free(sql);
+	free(v);
+	return e;
 }
 
 #define AUDIT_COLS 11

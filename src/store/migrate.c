@@ -85,7 +85,7 @@ static aw_err pg_grants(aw_store *s, aw_conn *c, const char *app, aw_error *err)
 		 "GRANT USAGE ON SCHEMA awooop TO %s;"
 		 "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA awooop TO %s;"
 		 "REVOKE INSERT, UPDATE, DELETE ON schema_migrations FROM %s;"
-		 "REVOKE UPDATE, DELETE ON audit_events FROM %s;"
+		 "REVOKE UPDATE, DELETE ON audit_events, audit_targets FROM %s;"
 		 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA awooop TO %s;"
 		 "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA awooop TO %s;",
 		 app, app, app, app, app, app);

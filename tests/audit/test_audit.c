@@ -17,6 +17,7 @@
 
 #include "awooop/audit.h"
 #include "awooop/tenancy.h"
+#include "awooop/uuid.h"
 #include "support.h"
 
 #define S (aw_fx.s)
@@ -125,6 +126,65 @@ static void test_payload_is_redacted(void **state)
 	aw_audit_rows_free(rows, n);
 }
 
+/* One record about several targets: one row of the chain, found from each
+ * target (with the records about that target alone, in chain order), each
+ * item redacted like any payload; a target that is not an id is refused and
+ * nothing is written. */
+static void test_group_record(void **state)
+{
+	project("au-grp");
+	aw_ctx c;
+	aw_test_ctx(&c, "au-grp", AW_SCOPE_OPERATOR, "writer");
+	aw_error err = {0};
+	char ids[3][AW_UUID_STR_LEN + 1];
+	json_t *p[3];
+	aw_audit_item it[3];
+	for (int i = 0; i < 3; i++) {
+		aw_uuid7_str(ids[i]);
+		p[i] = json_pack("{s:i, s:s}", "i", i, "password", "hunter2");
+		it[i] = (aw_audit_item){"test.group", ids[i], NULL, p[i]};
+	}
+	aw_txn *t = NULL;
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_audit_record(t, &c, "test.alone", ids[1], NULL, &err), AW_OK);
+	assert_int_equal(aw_audit_record_group(t, &c, "test.group", it, 3, &err), AW_OK);
+	assert_int_equal(aw_store_commit(t, &err), AW_OK);
+	it[2].target = "not an id";
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_audit_record_group(t, &c, "test.group", it, 3, &err), AW_E_INTERNAL);
+	aw_store_rollback(t);
+	for (int i = 0; i < 3; i++)
+		json_decref(p[i]);
+
+	aw_audit_report rep;
+	verify("au-grp", &rep);
+	assert_true(rep.ok);
+	assert_int_equal(rep.records, 3); /* project.create, test.alone, the group */
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	for (int i = 0; i < 3; i++) {
+		aw_audit_row *rows = NULL;
+		int n = 0;
+		assert_int_equal(aw_store_audit_by_target(t, ids[i], 10, &rows, &n, &err), AW_OK);
+		assert_int_equal(n, i == 1 ? 2 : 1);
+		const aw_audit_row *g = &rows[n - 1];
+		assert_string_equal(g->action, "test.group");
+		assert_string_equal(g->target, "");
+		if (i == 1)
+			assert_true(rows[0].seq < g->seq);
+		json_t *doc = json_loads(g->payload, 0, NULL);
+		json_t *item = json_array_get(json_object_get(doc, "items"), (size_t)i);
+		assert_int_equal(json_array_size(json_object_get(doc, "items")), 3);
+		assert_string_equal(json_string_value(json_object_get(item, "target")), ids[i]);
+		assert_string_equal(json_string_value(json_object_get(item, "trace_id")),
+				    c.trace.trace_id);
+		assert_int_equal(json_integer_value(json_object_get(item, "i")), i);
+		assert_null(strstr(g->payload, "hunter2"));
+		json_decref(doc);
+		aw_audit_rows_free(rows, n);
+	}
+	aw_store_rollback(t);
+}
+
 static void fresh_chain(const char *p, int records)
 {
 	project(p);
@@ -205,6 +265,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_appends_form_one_chain),
 		cmocka_unit_test(test_payload_is_redacted),
+		cmocka_unit_test(test_group_record),
 		cmocka_unit_test(test_tamper_delete),
 		cmocka_unit_test(test_tamper_alter),
 		cmocka_unit_test(test_tamper_reorder),

@@ -128,6 +128,8 @@ static void seed(const char *p)
 		" activated_at, activated_by) VALUES ('%1$s', 'budget', 'c1', 'r', now(), 's');"
 		"INSERT INTO run_queues (project_id, name, concurrency, updated_at, updated_by)"
 		" VALUES ('%1$s', 'q', 2, now(), 's');"
+		"INSERT INTO audit_targets (project_id, target, event_id) VALUES ('%1$s',"
+		" gen_random_uuid(), gen_random_uuid());"
 		"COMMIT;",
 		p);
 	ok(app, sql);

@@ -39,7 +39,13 @@ aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_erro
  * is extended from C: read the head (aw_store_audit_head), hash, then insert n
  * rows (consecutive seqs of one project) and move the head to the last. */
 aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err);
-/* Rows of the txn project about one target, ascending. */
+/* A record about several targets (aw_audit_record_group) is found from each
+ * of them through the target index: n rows (target, event_id). The index is
+ * append-only like the chain; the record's payload lists the same targets. */
+aw_err aw_store_audit_targets_put(aw_txn *t, const char *event_id, const char *const *targets,
+				  int n, aw_error *err);
+/* Rows of the txn project about one target (its own records, and those about
+ * several targets that list it), ascending. */
 aw_err aw_store_audit_by_target(aw_txn *t, const char *target, int limit, aw_audit_row **out,
 				int *n, aw_error *err);
 /* The chain head: seq 0 and the genesis hash ("0" x 64) for an empty chain. */
