@@ -40,9 +40,7 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
   local before
   before=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
   "$BR" paced "$APP" quiet "$N" "$IV" "${host[@]}" >/dev/null 2>&1
-  while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'quiet' AND finished_at IS NULL")" != 0 ]; do
-    sleep 0.05
-  done
+  "$BR" wait "$(pg_url "$1")" "SELECT count(*) FROM awooop.runs WHERE project_id = 'quiet' AND finished_at IS NULL"
   local backlog
   backlog=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
   drain "$1"
@@ -55,8 +53,15 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
       || ' p99 ' || round(percentile_cont(0.99) WITHIN GROUP (ORDER BY f)::numeric, 1) || ' ms'
     FROM (SELECT extract(epoch FROM (a.payload::jsonb->'transitions'->0->>'at')::timestamptz - r.created_at) * 1000 AS c,
                  extract(epoch FROM r.finished_at - (a.payload::jsonb->'transitions'->0->>'at')::timestamptz) * 1000 AS f
-          FROM runs r JOIN audit_events a ON a.project_id = r.project_id AND a.target = r.run_id::text
-           AND a.action = 'run.succeeded' WHERE r.project_id = 'quiet') x" | tail -1 >&2
+          FROM runs r CROSS JOIN LATERAL (SELECT coalesce(
+            (SELECT a.payload::jsonb FROM audit_events a WHERE a.project_id = r.project_id
+               AND a.target = r.run_id::text AND a.action = 'run.succeeded'),
+            -- or the run's item in its round's record (runs that made the same move)
+            (SELECT i FROM audit_targets t JOIN audit_events a ON a.event_id = t.event_id
+               AND a.action = 'run.succeeded', jsonb_array_elements(a.payload::jsonb->'items') i
+             WHERE t.project_id = r.project_id AND t.target = r.run_id::text
+               AND i->>'target' = r.run_id::text)) AS payload) a
+          WHERE r.project_id = 'quiet') x" | tail -1 >&2
   echo "$(percentiles "$1" "project_id = 'quiet'") $before $backlog"
 }
 echo "bench/runs/fairness: tenant flood submits $FLOOD runs in bulk, tenant quiet $N runs one every $IV ms;" \

@@ -20,6 +20,9 @@ PGH=$AWOOOP_TEST_PG_HOST PGP=$AWOOOP_TEST_PG_PORT
 # the psql binary itself: Debian's psql is a Perl wrapper, and the benches
 # poll ten times a second beside the system under test
 sql() { "$AW_PGBIN/psql" -qtA -h "$PGH" -p "$PGP" -U postgres -d "$1" -c "$2"; }
+# the waits poll over one connection (bench_runs wait): a psql started ten
+# times a second, each with a TLS handshake, took a sixth of the 2 cores
+pg_url() { echo "postgresql://postgres@$PGH:$PGP/$1?sslmode=disable"; }
 export AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate)
 
 # fresh_db DB PROJECT... -> APP (the app role's URL); the projects created
@@ -27,7 +30,8 @@ fresh_db() {
   local db=$1; shift
   sql postgres "CREATE DATABASE $db" >/dev/null
   "$BIN" migrate --db "postgresql://postgres@$PGH:$PGP/$db" >/dev/null 2>&1
-  APP="postgresql://awooop_app@$PGH:$PGP/$db"
+  # plaintext on loopback, as run.sh (graphile-worker's node-postgres uses no TLS)
+  APP="postgresql://awooop_app@$PGH:$PGP/$db?sslmode=disable"
   for p in "$@"; do "$BR" load "$APP" "$p" 0 1 >/dev/null 2>&1; done
 }
 # workers PROCS CONC BATCH: worker processes on $APP
@@ -41,9 +45,7 @@ workers() {
 }
 # drain DB: waits until every run finished, then stops the workers
 drain() {
-  while [ "$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE finished_at IS NULL")" != 0 ]; do
-    sleep 0.2
-  done
+  "$BR" wait "$(pg_url "$1")" "SELECT count(*) FROM awooop.runs WHERE finished_at IS NULL"
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   PIDS=()
