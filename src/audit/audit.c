@@ -46,10 +46,14 @@ void aw_audit_hash(const aw_audit_row *a, char *out)
 	free(buf);
 }
 
-/* Fills a (except seq and hashes): redacted target and payload, ids, time. */
-static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *it, aw_error *err)
+/* Fills a (except seq and hashes): redacted target and payload (redacted:
+ * the caller did it), ids, time. */
+static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *it, int redacted,
+		      aw_error *err)
 {
-	json_t *doc = it->payload ? json_deep_copy(it->payload) : json_object();
+	json_t *doc = redacted	    ? json_incref((json_t *)it->payload)
+		      : it->payload ? json_deep_copy(it->payload)
+				    : json_object();
 	/* a target that is an id awooop made (run, revision, key: UUIDs) is kept
 	 * as it is - it is the record's link to its subject; anything else passes
 	 * the redaction engine like the payload */
@@ -60,7 +64,7 @@ static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *i
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
-	if ((e = aw_redact_json(doc, NULL))) {
+	if (!redacted && (e = aw_redact_json(doc, NULL))) {
 		aw_fail(err, e, "audit payload could not be redacted");
 		goto out;
 	}
@@ -82,7 +86,7 @@ out:
 }
 
 /* Appends n records; event_id (when not NULL) gets the first one's id. */
-static aw_err append(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+static aw_err append(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n, int redacted,
 		     char *event_id, aw_error *err)
 {
 	if (n <= 0)
@@ -92,7 +96,7 @@ static aw_err append(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, i
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = AW_OK;
 	for (int i = 0; i < n && !e; i++)
-		e = prepare(&rows[i], ctx, &items[i], err);
+		e = prepare(&rows[i], ctx, &items[i], redacted, err);
 	if (!e && event_id)
 		memcpy(event_id, rows[0].event_id, sizeof rows[0].event_id);
 	if (!e && aw_store_audit_in_db(t)) {
@@ -118,7 +122,7 @@ static aw_err append(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, i
 aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
 			    aw_error *err)
 {
-	return append(t, ctx, items, n, NULL, err);
+	return append(t, ctx, items, n, 0, NULL, err);
 }
 
 aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
@@ -126,9 +130,16 @@ aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
 {
 	if (n <= 1)
 		return aw_audit_record_many(t, ctx, items, n, err);
-	json_t *doc = json_object(), *list = json_array();
+	json_t *doc = json_object(), *list = json_array(), *empty = json_object();
 	const char **targets = malloc(sizeof *targets * (size_t)n);
-	aw_err e = doc && list && targets && !json_object_set(doc, "items", list)
+	/* a round's runs mostly carry equal payloads: each distinct one is
+	 * redacted once (the last MEMO distinct ones are compared) and its
+	 * members shared by the items equal to it */
+	enum { MEMO = 4 };
+	const json_t *seen[MEMO] = {0};
+	json_t *red[MEMO] = {0};
+	int nseen = 0;
+	aw_err e = doc && list && empty && targets && !json_object_set(doc, "items", list)
 			   ? AW_OK
 			   : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n && !e; i++) {
@@ -137,9 +148,28 @@ aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
 			e = aw_fail(err, AW_E_INTERNAL, "a grouped audit record's targets are ids");
 			break;
 		}
-		json_t *o = items[i].payload ? json_deep_copy(items[i].payload) : json_object();
+		const json_t *src = items[i].payload ? items[i].payload : empty;
+		json_t *r = NULL;
+		for (int k = 0; k < MEMO && k < nseen && !r; k++)
+			if (json_equal(seen[k], src))
+				r = red[k];
+		if (!r) {
+			int slot = nseen++ % MEMO;
+			json_decref(red[slot]);
+			seen[slot] = src;
+			if (!(r = red[slot] = json_deep_copy(src))) {
+				e = aw_fail(err, AW_E_NOMEM, "out of memory");
+				break;
+			}
+			if ((e = aw_redact_json(r, NULL))) {
+				aw_fail(err, e, "audit payload could not be redacted");
+				break;
+			}
+		}
 		const char *trace = items[i].trace_id ? items[i].trace_id : ctx->trace.trace_id;
-		if (!o || json_object_set_new(o, "target", json_string(items[i].target)) ||
+		json_t *o = json_object();
+		if (!o || json_object_update(o, r) ||
+		    json_object_set_new(o, "target", json_string(items[i].target)) ||
 		    json_object_set_new(o, "trace_id", json_string(trace))) {
 			json_decref(o);
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -151,9 +181,12 @@ aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
 	char event_id[AW_UUID_STR_LEN + 1];
 	aw_audit_item group = {.action = action, .payload = doc};
 	if (!e)
-		e = append(t, ctx, &group, 1, event_id, err);
+		e = append(t, ctx, &group, 1, 1, event_id, err);
 	if (!e)
 		e = aw_store_audit_targets_put(t, event_id, targets, n, err);
+	for (int k = 0; k < MEMO; k++)
+		json_decref(red[k]);
+	json_decref(empty);
 	json_decref(list);
 	json_decref(doc);
 	free(targets);
