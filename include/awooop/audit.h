@@ -34,11 +34,13 @@ aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *i
 			    aw_error *err);
 
 /* One record of action for n items about different targets (ids awooop
- * made - UUIDs - or AW_E_INTERNAL: the index keeps them as they are): the payload is {"items": [item payload + "target" + "trace_id", ...]}, the
- * record's own target is empty, and the store's target index finds it from
- * each item's target (aw_store_audit_by_target). A worker's round writes the
- * runs that made the same move this way: one hash, one row and its indexes
- * for the round instead of one a run. n <= 1: aw_audit_record_many. */
+ * made - UUIDs - or AW_E_INTERNAL: the index keeps them as they are). Its
+ * payload is {"items": [item payload + "target" + "trace_id", ...]} (equal
+ * item payloads redacted once), its own target is empty, and the store's
+ * target index finds it from each item's target (aw_store_audit_by_target).
+ * A worker's round writes the runs that made the same move this way: one
+ * hash, one row and its indexes for the round instead of one a run.
+ * n <= 1: aw_audit_record_many. */
 aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
 			     const aw_audit_item *items, int n, aw_error *err);
 
