@@ -120,6 +120,15 @@ static int count_transitions(const char *p, const char *id)
 	return n;
 }
 
+/* The run's transitions tr move to want[0..n), in order. */
+static void expect_moves(const json_t *tr, const char *const *want, size_t n)
+{
+	assert_int_equal(json_array_size(tr), n);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(tr, i), "to")),
+				    want[i]);
+}
+
 static aw_worker_opts worker_opts(int concurrency, int batch, int hb, int lease)
 {
 	return (aw_worker_opts){.concurrency = concurrency,
@@ -566,10 +575,7 @@ static void test_retries_and_failure(void **state)
 	assert_int_equal(aw_run_transitions(S, &c, id, &tr, &err), AW_OK);
 	const char *want[] = {"queued",	 "claimed", "running", "retry_wait",
 			      "claimed", "running", "failed"};
-	assert_int_equal(json_array_size(tr), 7);
-	for (size_t i = 0; i < 7; i++)
-		assert_string_equal(json_string_value(json_object_get(json_array_get(tr, i), "to")),
-				    want[i]);
+	expect_moves(tr, want, 7);
 	json_decref(tr);
 }
 
@@ -1087,11 +1093,7 @@ static void test_round_record(void **state)
 	for (int i = 0; i < 20; i++) {
 		json_t *v = view_of("rt-other", ids[i]);
 		json_t *tr = json_object_get(v, "transitions");
-		assert_int_equal(json_array_size(tr), 4);
-		for (int k = 0; k < 4; k++)
-			assert_string_equal(
-				json_string_value(json_object_get(json_array_get(tr, k), "to")),
-				want[k]);
+		expect_moves(tr, want, 4);
 		assert_null(json_object_get(json_array_get(tr, 3), "items"));
 		json_decref(v);
 	}
@@ -1197,10 +1199,7 @@ static void test_handoff(void **state)
 	json_t *v = view_of("rt-main", id);
 	json_t *tr = json_object_get(v, "transitions");
 	const char *want[] = {"queued", "claimed", "running", "succeeded"};
-	assert_int_equal(json_array_size(tr), 4);
-	for (int i = 0; i < 4; i++)
-		assert_string_equal(json_string_value(json_object_get(json_array_get(tr, i), "to")),
-				    want[i]);
+	expect_moves(tr, want, 4);
 	json_decref(v);
 	aw_run_request_free(&req);
 	/* not handed off: a queue with a limit, a run due later */
