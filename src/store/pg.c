@@ -232,14 +232,12 @@ static void clear_pending(aw_conn *c)
 
 /* Sends sql as the connection's prepared statement, preparing it first (in
  * the same pipeline) when it is not yet; the slot's former statement is
- * deallocated. *sent counts the results to read. */
+ * deallocated. Every statement of a pipeline goes this way, BEGIN, the
+ * tenant setting and COMMIT too: parsing them anew was a share of each
+ * short transaction. *sent counts the results to read. */
 static int send_prepared(aw_conn *c, const char *sql, int n, const char *const *vals, int *sent)
 {
 	PGconn *pg = c->pg;
-	if (!n) { /* COMMIT and the like */
-		*sent += 1;
-		return PQsendQueryParams(pg, sql, 0, NULL, NULL, NULL, NULL, 0);
-	}
 	unsigned i = aw_sql_slot(sql, PREP_CACHE);
 	if (!c->prep[i].sql || strcmp(c->prep[i].sql, sql)) {
 		char *copy = strdup(sql);
@@ -309,14 +307,11 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 	} sinks[MAX_SINKS];
 	int nsinks = 0;
 	if (ok && c->begin_pending) {
-		ok = PQsendQueryParams(pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
-		sent += ok;
+		ok = send_prepared(c, "BEGIN", 0, NULL, &sent);
 		if (ok && c->project[0]) {
 			const char *pv[] = {c->project};
-			ok = PQsendQueryParams(pg,
-					       "SELECT set_config('awooop.project_id', $1, true)",
-					       1, NULL, pv, NULL, NULL, 0);
-			sent += ok;
+			ok = send_prepared(c, "SELECT set_config('awooop.project_id', $1, true)", 1,
+					   pv, &sent);
 		}
 	}
 	for (int i = 0; ok && i < c->nq; i++) {
