@@ -140,13 +140,49 @@ static aw_worker_opts worker_opts(int concurrency, int batch, int hb, int lease)
 				.retry_max_ms = 100};
 }
 
+/* The workers a test started and has not stopped: a failed assertion leaves
+ * the test at once, and a worker it left running would take the runs of the
+ * tests after it (one failure would become several). stop_leaked, each
+ * test's teardown, stops them. */
+static aw_worker *test_workers[4];
+
+static aw_worker *start_worker(const aw_worker_opts *o)
+{
+	aw_worker *w = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_worker_start(S, o, &w, &err), AW_OK);
+	for (size_t i = 0; i < sizeof test_workers / sizeof test_workers[0]; i++)
+		if (!test_workers[i]) {
+			test_workers[i] = w;
+			return w;
+		}
+	fail_msg("more than %zu workers at once", sizeof test_workers / sizeof test_workers[0]);
+	return NULL;
+}
+
 static aw_worker *worker(int concurrency, int batch, int hb, int lease)
 {
 	aw_worker_opts o = worker_opts(concurrency, batch, hb, lease);
-	aw_worker *w = NULL;
-	aw_error err = {0};
-	assert_int_equal(aw_worker_start(S, &o, &w, &err), AW_OK);
-	return w;
+	return start_worker(&o);
+}
+
+static void stop_worker(aw_worker *w)
+{
+	for (size_t i = 0; i < sizeof test_workers / sizeof test_workers[0]; i++)
+		if (test_workers[i] == w)
+			test_workers[i] = NULL;
+	aw_worker_stop(w);
+}
+
+static int stop_leaked(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof test_workers / sizeof test_workers[0]; i++)
+		if (test_workers[i]) {
+			aw_worker_stop(test_workers[i]);
+			test_workers[i] = NULL;
+		}
+	return 0;
 }
 
 static void http_workflow(char *body, size_t cap, const char *mode, int steps)
@@ -415,7 +451,7 @@ static void test_journal_replay(void **state)
 	aw_worker_fault_hook = crash_after_step2;
 	aw_worker *w = worker(2, 4, 100, 400);
 	int ok = wait_state("rt-main", id, "succeeded", 10000);
-	aw_worker_stop(w);
+	stop_worker(w);
 	aw_worker_fault_hook = NULL;
 	assert_true(crashed);
 	assert_true(ok);
@@ -505,7 +541,7 @@ static void test_lease_expiry(void **state)
 	/* a worker picks the re-queued run up after its backoff */
 	aw_worker *w = worker(1, 4, 100, 1000);
 	assert_true(wait_state("rt-other", a, "succeeded", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	state_of("rt-other", a, st, &attempts);
 	assert_int_equal(attempts, 2);
 }
@@ -532,7 +568,7 @@ static void test_cancellation(void **state)
 	       next);
 	assert_true(wait_state("rt-main", next, "succeeded", 3000));
 	int64_t ms = (aw_clock_mono_ns() - t0) / 1000000;
-	aw_worker_stop(w);
+	stop_worker(w);
 	assert_true(ms < 1500);
 	aw_run_step *steps = NULL;
 	int n = 0;
@@ -553,7 +589,7 @@ static void test_retries_and_failure(void **state)
 	       NULL, id);
 	aw_worker *w = worker(1, 4, 100, 1000);
 	assert_true(wait_state("rt-main", id, "failed", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	aw_ctx c;
 	as(&c, "rt-main");
 	aw_run r;
@@ -599,7 +635,7 @@ static void test_scheduled(void **state)
 	assert_string_equal(st, "queued"); /* its time has not come */
 	assert_true(aw_clock_wall_ms() < t0 + 1500);
 	assert_true(wait_state("rt-main", id, "succeeded", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	aw_ctx c;
 	as(&c, "rt-main");
 	aw_run r;
@@ -638,7 +674,7 @@ static void test_retention(void **state)
 	aw_worker *w = worker(1, 4, 100, 1000);
 	assert_true(wait_state("rt-main", a, "succeeded", 5000));
 	assert_true(wait_state("rt-other", b, "succeeded", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	char at[AW_TS_LEN + 1];
 	aw_clock_format(aw_clock_wall_ms() + 3600000, at);
 	char body[200];
@@ -694,7 +730,7 @@ static void test_fair_claim(void **state)
 		submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, other[i]);
 	aw_worker *w = worker(2, 8, 100, 5000);
 	assert_true(wait_state("rt-main", id, "succeeded", 20000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	char last[AW_TS_LEN + 1] = "";
 	aw_ctx c;
 	aw_run r;
@@ -734,7 +770,7 @@ static void test_graceful_shutdown(void **state)
 	assert_true(wait_state("rt-main", id, "running", 5000));
 	sleep_ms(100);
 	int64_t t0 = aw_clock_mono_ns();
-	aw_worker_stop(w);
+	stop_worker(w);
 	assert_true((aw_clock_mono_ns() - t0) / 1000000 < 2000);
 	char st[20];
 	int attempts;
@@ -745,7 +781,7 @@ static void test_graceful_shutdown(void **state)
 				   "\"noop\"}]' WHERE state = 'queued'");
 	w = worker(1, 1, 100, 1000);
 	assert_true(wait_state("rt-main", id, "succeeded", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 }
 
 static void test_shadow_and_diff(void **state)
@@ -758,7 +794,7 @@ static void test_shadow_and_diff(void **state)
 	aw_worker *w = worker(2, 4, 100, 1000);
 	assert_true(wait_state("rt-main", shadow, "succeeded", 5000));
 	assert_true(wait_state("rt-main", live, "succeeded", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	aw_run_step_key(shadow, 1, key, sizeof key);
 	assert_int_equal(aw_counter_count(CNT, key), 0); /* nothing happened */
 	aw_run_step_key(live, 1, key, sizeof key);
@@ -832,7 +868,7 @@ static void test_batch_steps_in_parallel(void **state)
 	assert_true(wait_state("rt-other", a, "succeeded", 5000));
 	assert_true(wait_state("rt-other", b, "succeeded", 5000));
 	int64_t ms = (aw_clock_mono_ns() - t0) / 1000000;
-	aw_worker_stop(w);
+	stop_worker(w);
 	assert_true(ms < 1500);
 }
 
@@ -861,7 +897,7 @@ static void test_no_head_of_line_blocking(void **state)
 	/* its step still sleeps (its start may not be committed yet: claimed) */
 	assert_true(!strcmp(st, "running") || !strcmp(st, "claimed"));
 	assert_true(wait_state("rt-other", slow, "succeeded", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	assert_true(fast_ms < 1000);
 	/* the slow run's journal is whole: both steps, once each */
 	aw_ctx c;
@@ -898,10 +934,8 @@ static void test_store_threads(void **state)
 		       fast[i]);
 	aw_worker_opts o = worker_opts(4, 2, 100, 3000);
 	o.store_threads = 1;
-	aw_worker *w = NULL;
-	aw_error err = {0};
 	int64_t t0 = aw_clock_mono_ns();
-	assert_int_equal(aw_worker_start(S, &o, &w, &err), AW_OK);
+	aw_worker *w = start_worker(&o);
 	for (int i = 0; i < 12; i++)
 		assert_true(wait_state("rt-other", fast[i], "succeeded", 1200));
 	int64_t fast_ms = (aw_clock_mono_ns() - t0) / 1000000;
@@ -912,7 +946,7 @@ static void test_store_threads(void **state)
 	assert_true(fast_ms < 1200);
 	for (int i = 0; i < 3; i++)
 		assert_true(wait_state("rt-other", slow[i], "succeeded", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 }
 
 /* The running count of queue q of project p (claimed + running). */
@@ -1003,8 +1037,8 @@ static void test_queues(void **state)
 		sleep_ms(10);
 	}
 	int64_t total_ms = (aw_clock_mono_ns() - t0) / 1000000;
-	aw_worker_stop(w1);
-	aw_worker_stop(w2);
+	stop_worker(w1);
+	stop_worker(w2);
 	for (int i = 0; i < 6; i++)
 		assert_true(wait_state("rt-main", slow[i], "succeeded", 0));
 	assert_int_equal(limit, 2);
@@ -1084,7 +1118,7 @@ static void test_round_record(void **state)
 	aw_worker *w = worker(1, 32, 100, 5000);
 	for (int i = 0; i < 20; i++)
 		assert_true(wait_state("rt-other", ids[i], "succeeded", 10000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	int records = succeeded_records("rt-other") - before;
 	print_message("round record: 20 runs succeeded in %d records\n", records);
 	assert_true(records >= 1 && records < 20);
@@ -1225,7 +1259,7 @@ static void test_handoff(void **state)
 	aw_run_request_free(&req);
 	assert_string_equal(run.state, "queued");
 	aw_run_free(&run);
-	aw_worker_stop(w);
+	stop_worker(w);
 	cancel_queued("rt-main");
 	cancel_queued("rt-other");
 	assert_int_equal(aw_run_queue_set(S, &c, "limq", 0, &q, &err), AW_OK);
@@ -1293,7 +1327,7 @@ static void test_egress(void **state)
 	aw_worker *w = worker(2, 4, 100, 1000);
 	assert_true(wait_state("rt-other", denied, "failed", 5000));
 	assert_true(wait_state("rt-main", meta, "failed", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	aw_run_step_key(denied, 1, key, sizeof key);
 	assert_int_equal(aw_counter_count(CNT, key), 0);
 	const struct {
@@ -1363,7 +1397,7 @@ static void test_secrets_by_reference(void **state)
 	aw_worker *w = worker(2, 4, 100, 1000);
 	assert_true(wait_state("rt-main", id, "succeeded", 5000));
 	assert_true(wait_state("rt-main", missing, "failed", 5000));
-	aw_worker_stop(w);
+	stop_worker(w);
 	aw_run_step_key(id, 1, key, sizeof key);
 	aw_counter_authorization(CNT, key, got, sizeof got);
 	assert_string_equal(got, "Bearer canary-7c1f9e");
@@ -1389,29 +1423,29 @@ static void test_secrets_by_reference(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_request_validation),
-		cmocka_unit_test(test_idempotency),
-		cmocka_unit_test(test_idempotency_race),
-		cmocka_unit_test(test_trace),
-		cmocka_unit_test(test_fsm_matrix),
-		cmocka_unit_test(test_journal_replay),
-		cmocka_unit_test(test_lease_expiry),
-		cmocka_unit_test(test_cancellation),
-		cmocka_unit_test(test_retries_and_failure),
-		cmocka_unit_test(test_graceful_shutdown),
-		cmocka_unit_test(test_shadow_and_diff),
-		cmocka_unit_test(test_batch_steps_in_parallel),
-		cmocka_unit_test(test_no_head_of_line_blocking),
-		cmocka_unit_test(test_store_threads),
-		cmocka_unit_test(test_queues),
-		cmocka_unit_test(test_round_record),
-		cmocka_unit_test(test_handoff),
-		cmocka_unit_test(test_isolation_and_list),
-		cmocka_unit_test(test_secrets_by_reference),
-		cmocka_unit_test(test_egress),
-		cmocka_unit_test(test_scheduled),
-		cmocka_unit_test(test_retention),
-		cmocka_unit_test(test_fair_claim),
+		cmocka_unit_test_teardown(test_request_validation, stop_leaked),
+		cmocka_unit_test_teardown(test_idempotency, stop_leaked),
+		cmocka_unit_test_teardown(test_idempotency_race, stop_leaked),
+		cmocka_unit_test_teardown(test_trace, stop_leaked),
+		cmocka_unit_test_teardown(test_fsm_matrix, stop_leaked),
+		cmocka_unit_test_teardown(test_journal_replay, stop_leaked),
+		cmocka_unit_test_teardown(test_lease_expiry, stop_leaked),
+		cmocka_unit_test_teardown(test_cancellation, stop_leaked),
+		cmocka_unit_test_teardown(test_retries_and_failure, stop_leaked),
+		cmocka_unit_test_teardown(test_graceful_shutdown, stop_leaked),
+		cmocka_unit_test_teardown(test_shadow_and_diff, stop_leaked),
+		cmocka_unit_test_teardown(test_batch_steps_in_parallel, stop_leaked),
+		cmocka_unit_test_teardown(test_no_head_of_line_blocking, stop_leaked),
+		cmocka_unit_test_teardown(test_store_threads, stop_leaked),
+		cmocka_unit_test_teardown(test_queues, stop_leaked),
+		cmocka_unit_test_teardown(test_round_record, stop_leaked),
+		cmocka_unit_test_teardown(test_handoff, stop_leaked),
+		cmocka_unit_test_teardown(test_isolation_and_list, stop_leaked),
+		cmocka_unit_test_teardown(test_secrets_by_reference, stop_leaked),
+		cmocka_unit_test_teardown(test_egress, stop_leaked),
+		cmocka_unit_test_teardown(test_scheduled, stop_leaked),
+		cmocka_unit_test_teardown(test_retention, stop_leaked),
+		cmocka_unit_test_teardown(test_fair_claim, stop_leaked),
 	};
 	return AW_TEST_MAIN("runs", tests, setup, teardown);
 }
