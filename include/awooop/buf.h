@@ -34,6 +34,10 @@ aw_err aw_buf_adds(aw_buf *b, const char *s);
 aw_err aw_buf_addf(aw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Shortens to len bytes (len <= b->len); keeps the error state. */
 void aw_buf_truncate(aw_buf *b, size_t len);
+/* Appends s[0..n) as a JSON string, quotes included, with the minimal
+ * escapes (RFC 8785: '"', '\\', \b \f \n \r \t, other control characters
+ * as \u00xx); bytes from 0x20 up are copied as they are (s is UTF-8). */
+aw_err aw_buf_add_jstr(aw_buf *b, const char *s, size_t n);
 /* A queue of bytes read from the front: copies up to max bytes of b from
  * *off into dst and moves *off; once all are read b is emptied and *off
  * reset. Returns the bytes copied (0: none waiting). */

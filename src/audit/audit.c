@@ -68,7 +68,7 @@ static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *i
 		aw_fail(err, e, "audit payload could not be redacted");
 		goto out;
 	}
-	a->payload = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	a->payload = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (!a->payload) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;

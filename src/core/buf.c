@@ -65,6 +65,34 @@ aw_err aw_buf_addf(aw_buf *b, const char *fmt, ...)
 	return e;
 }
 
+aw_err aw_buf_add_jstr(aw_buf *b, const char *s, size_t n)
+{
+	aw_buf_add(b, "\"", 1);
+	size_t run = 0; /* the bytes before i that need no escape, copied at once */
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		aw_buf_add(b, s + run, i - run);
+		run = i + 1;
+		char esc[8] = {'\\', (char)c, 0};
+		size_t len = 2;
+		switch (c) {
+		case '"':
+		case '\\': break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default: len = (size_t)snprintf(esc, sizeof esc, "\\u%04x", c);
+		}
+		aw_buf_add(b, esc, len);
+	}
+	aw_buf_add(b, s + run, n - run);
+	return aw_buf_add(b, "\"", 1);
+}
+
 void aw_buf_truncate(aw_buf *b, size_t len)
 {
 	if (len < b->len) {

@@ -32,28 +32,7 @@ static void puts_(sb *b, const char *s)
 
 static void put_string(sb *b, const char *s, size_t n)
 {
-	put(b, "\"", 1);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[8];
-		switch (c) {
-		case '"': puts_(b, "\\\""); break;
-		case '\\': puts_(b, "\\\\"); break;
-		case '\b': puts_(b, "\\b"); break;
-		case '\f': puts_(b, "\\f"); break;
-		case '\n': puts_(b, "\\n"); break;
-		case '\r': puts_(b, "\\r"); break;
-		case '\t': puts_(b, "\\t"); break;
-		default:
-			if (c < 0x20) {
-				snprintf(esc, sizeof esc, "\\u%04x", c);
-				puts_(b, esc);
-			} else {
-				put(b, (const char *)&s[i], 1);
-			}
-		}
-	}
-	put(b, "\"", 1);
+	aw_buf_add_jstr(b, s, n);
 }
 
 /* ECMAScript Number::toString for a finite double. */

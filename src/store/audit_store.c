@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
+#include "awooop/buf.h"
 #include "store_internal.h"
 
 #define GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
@@ -217,27 +216,41 @@ int aw_store_audit_in_db(const aw_txn *t)
 	return aw_txn_dialect(t) == AW_DIALECT_PG;
 }
 
+/* The records as audit_append()'s JSON array, written directly: a round's
+ * record carries a payload of tens of kB, and building it as a jansson tree
+ * to dump it again cost the workers more than the rest of the append. */
+static void field_json(aw_buf *b, const char *name, const char *v, int first)
+{
+	aw_buf_adds(b, first ? "{\"" : ",\"");
+	aw_buf_adds(b, name);
+	aw_buf_adds(b, "\":");
+	aw_buf_add_jstr(b, v ? v : "", v ? strlen(v) : 0);
+}
+
 aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err)
 {
-	json_t *arr = json_array();
-	for (int i = 0; arr && i < n; i++) {
+	aw_buf b = AW_BUF_INIT((size_t)1 << 30);
+	aw_buf_adds(&b, "[");
+	for (int i = 0; i < n; i++) {
 		const aw_audit_row *a = &rows[i];
-		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
-							 "event_id", a->event_id, "ts", a->ts,
-							 "actor", a->actor, "action", a->action,
-							 "target", a->target ? a->target : "",
-							 "trace_id", a->trace_id, "payload",
-							 a->payload ? a->payload : "")) != 0) {
-			json_decref(arr);
-			arr = NULL;
-		}
+		if (i)
+			aw_buf_adds(&b, ",");
+		field_json(&b, "event_id", a->event_id, 1);
+		field_json(&b, "ts", a->ts, 0);
+		field_json(&b, "actor", a->actor, 0);
+		field_json(&b, "action", a->action, 0);
+		field_json(&b, "target", a->target, 0);
+		field_json(&b, "trace_id", a->trace_id, 0);
+		field_json(&b, "payload", a->payload, 0);
+		aw_buf_adds(&b, "}");
 	}
-	char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-	json_decref(arr);
-	if (!text)
+	aw_buf_adds(&b, "]");
+	if (aw_buf_err(&b)) {
+		aw_buf_free(&b);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	aw_val v[] = {AW_TEXT(text)};
+	}
+	aw_val v[] = {AW_TEXT(aw_buf_str(&b))};
 	aw_err e = aw_txn_defer(t, "SELECT audit_append($1)", 1, v, err);
-	free(text);
+	aw_buf_free(&b);
 	return e;
 }
