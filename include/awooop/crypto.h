@@ -19,7 +19,8 @@ void aw_sha256(const void *data, size_t len, uint8_t out[AW_SHA256_LEN]);
 void aw_sha256_hex(const void *data, size_t len, char *out);
 void aw_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
 		    uint8_t out[AW_SHA256_LEN]);
-/* Fills buf with len bytes from the OS CSPRNG; AW_E_INTERNAL if it cannot. */
+/* Fills buf with len bytes from OpenSSL's CSPRNG (up to 16 through a pool of
+ * the thread's, see crypto.c); AW_E_INTERNAL if it cannot. */
 aw_err aw_random_bytes(void *buf, size_t len);
 /* 1 if equal; time depends only on len. */
 int aw_ct_equal(const void *a, const void *b, size_t len);

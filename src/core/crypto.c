@@ -3,6 +3,9 @@
  */
 #include "awooop/crypto.h"
 
+#include <pthread.h>
+#include <string.h>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -38,9 +41,43 @@ void aw_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len
 	HMAC(EVP_sha256(), key, (int)keylen, data, len, out, &n);
 }
 
+/* Ids (a UUID's 10 random bytes, a span id's 8: several a run) are taken
+ * from a pool of the thread's, filled from the DRBG 256 bytes at a time - a
+ * RAND_bytes call each was a fifteenth of a worker's CPU. Bytes are wiped
+ * as they are taken; a forked child drops the pool it inherited (it would
+ * hand out its parent's next ids). More than 16 bytes (keys, secrets) come
+ * from the DRBG directly. */
+#define POOL 256
+static __thread uint8_t pool[POOL];
+static __thread size_t pool_left;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_drop(void)
+{
+	OPENSSL_cleanse(pool, sizeof pool);
+	pool_left = 0;
+}
+
+static void pool_init(void)
+{
+	pthread_atfork(NULL, NULL, pool_drop);
+}
+
 aw_err aw_random_bytes(void *buf, size_t len)
 {
-	return RAND_bytes(buf, (int)len) == 1 ? AW_OK : AW_E_INTERNAL;
+	if (len > 16)
+		return RAND_bytes(buf, (int)len) == 1 ? AW_OK : AW_E_INTERNAL;
+	pthread_once(&pool_once, pool_init);
+	if (pool_left < len) {
+		if (RAND_bytes(pool, POOL) != 1)
+			return AW_E_INTERNAL;
+		pool_left = POOL;
+	}
+	uint8_t *p = pool + (POOL - pool_left);
+	memcpy(buf, p, len);
+	OPENSSL_cleanse(p, len);
+	pool_left -= len;
+	return AW_OK;
 }
 
 int aw_ct_equal(const void *a, const void *b, size_t len)
