@@ -10,9 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "awooop/buf.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
@@ -281,6 +284,65 @@ static void test_jcs(void **state)
 	json_decref(b);
 }
 
+/* aw_buf_add_jstr: every byte below 0x20, '"' and '\\' escaped, the rest
+ * as it is; jansson reads back the same bytes. */
+static void test_json_string(void **state)
+{
+	char in[160];
+	size_t n = 0;
+	for (int c = 1; c < 0x20; c++)
+		in[n++] = (char)c;
+	const char *rest = "\"\\/ plain \xe2\x82\xac {\"k\":[1]} end";
+	memcpy(in + n, rest, strlen(rest));
+	n += strlen(rest);
+	aw_buf b = AW_BUF_INIT(1024);
+	assert_int_equal(aw_buf_add_jstr(&b, in, n), AW_OK);
+	assert_non_null(strstr(aw_buf_str(&b), "\\u0007\\b\\t\\n\\u000b\\f\\r"));
+	assert_non_null(
+		strstr(aw_buf_str(&b), "\\\"\\\\/ plain \xe2\x82\xac {\\\"k\\\":[1]} end\""));
+	json_t *v = json_loads(aw_buf_str(&b), JSON_DECODE_ANY, NULL);
+	assert_non_null(v);
+	assert_int_equal(json_string_length(v), n);
+	assert_memory_equal(json_string_value(v), in, n);
+	json_decref(v);
+	/* a ceiling reached on the way leaves the error, not a cut string */
+	aw_buf small = AW_BUF_INIT(8);
+	assert_int_equal(aw_buf_add_jstr(&small, in, n), AW_E_LIMIT);
+	aw_buf_free(&small);
+	aw_buf_free(&b);
+}
+
+/* Ids come from a pool of the thread's: consecutive draws differ, and a
+ * forked child does not hand out the ids its parent will. */
+static void test_random_pool(void **state)
+{
+	uint8_t a[10], b[10], child[10], parent[10];
+	assert_int_equal(aw_random_bytes(a, sizeof a), AW_OK);
+	assert_int_equal(aw_random_bytes(b, sizeof b), AW_OK);
+	assert_memory_not_equal(a, b, sizeof a);
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		aw_random_bytes(child, sizeof child);
+		_exit(write(fd[1], child, sizeof child) == (ssize_t)sizeof child ? 0 : 1);
+	}
+	close(fd[1]);
+	assert_int_equal(read(fd[0], child, sizeof child), (ssize_t)sizeof child);
+	close(fd[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	assert_int_equal(st, 0);
+	assert_int_equal(aw_random_bytes(parent, sizeof parent), AW_OK);
+	assert_memory_not_equal(child, parent, sizeof child);
+	/* more than 16 bytes: straight from the generator */
+	uint8_t k1[32], k2[32];
+	assert_int_equal(aw_random_bytes(k1, sizeof k1), AW_OK);
+	assert_int_equal(aw_random_bytes(k2, sizeof k2), AW_OK);
+	assert_memory_not_equal(k1, k2, sizeof k1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +356,8 @@ int main(void)
 		cmocka_unit_test(test_strict_json),
 		cmocka_unit_test(test_metrics_render),
 		cmocka_unit_test(test_jcs),
+		cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_random_pool),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
