@@ -99,8 +99,9 @@ int aw_run_idem_key_ok(const char *key);
  * another request under the key is AW_E_RUN_IDEMPOTENCY. */
 aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 		     const char *idem_key, aw_run *out, int *replayed, aw_error *err);
-/* Bulk submission: up to AW_RUN_BATCH_MAX runs in one transaction (and one
- * batch of audit records), each with its own idempotency key and result.
+/* Bulk submission: up to AW_RUN_BATCH_MAX runs in one transaction, each with
+ * its own idempotency key and result; the runs share one audit record
+ * (aw_audit_record_group) and those without a key are inserted together.
  * An item the caller could not decode comes with it->err set and is passed
  * over; an item whose key was used for another request fails alone
  * (AW_E_RUN_IDEMPOTENCY in it->err); a store failure fails the batch (the

@@ -54,10 +54,24 @@ aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_
  * inserted already claimed in ho's name unless its queue has a concurrency
  * limit or ho is the lane's and the project has runs in flight (the store's
  * insert decides); its claim is audited with its start, as for any claim;
- * *claimed tells which once t commits. */
+ * *claimed tells which once t commits. With pend (a bulk submission), a run
+ * without a key, or whose key the caller found new (key_new: in no row and
+ * first in the batch; then it is not looked up), is not inserted but added
+ * to pend->runs, for the caller to insert with the others
+ * (aw_store_run_insert_many) before anything may look it up. */
+typedef struct {
+	const aw_run **runs;
+	int n;
+	int key_new;
+	/* the keys of the held-back runs (their rows go in with the runs) */
+	const char **keys, **hashes, **resources;
+	int nk;
+} pending;
+
 static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 			const char *idem_key, const char *hash, int64_t ms, const aw_run_waiter *ho,
-			aw_run *out, int *replayed, int *claimed, json_t **audit, aw_error *err)
+			pending *pend, aw_run *out, int *replayed, int *claimed, json_t **audit,
+			aw_error *err)
 {
 	memset(out, 0, sizeof *out); /* every path below may free it */
 	*audit = NULL;
@@ -81,7 +95,7 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 					  " /v1/projects/{project}/queues/{name}",
 					  req->queue);
 	}
-	if (idem_key) {
+	if (idem_key && !(pend && pend->key_new)) {
 		int found = 0;
 		char have[65], run_id[AW_UUID_STR_LEN + 1];
 		e = aw_store_idem_get(t, "runs", idem_key, now, &found, have, run_id, sizeof run_id,
@@ -119,9 +133,15 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 	snprintf(out->updated_at, sizeof out->updated_at, "%s", now);
 	if (!out->workflow || (req->input && !out->input))
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	if ((e = aw_store_run_insert(t, out, handoff && ho->lane, claimed, err)))
+	if (pend && (!idem_key || pend->key_new))
+		pend->runs[pend->n++] = out;
+	else if ((e = aw_store_run_insert(t, out, handoff && ho->lane, claimed, err)))
 		return e;
-	if (idem_key) {
+	if (idem_key && pend && pend->key_new) {
+		pend->keys[pend->nk] = idem_key;
+		pend->hashes[pend->nk] = hash;
+		pend->resources[pend->nk++] = out->run_id;
+	} else if (idem_key) {
 		char exp[AW_TS_LEN + 1];
 		aw_clock_format(ms + IDEM_TTL_MS, exp);
 		if ((e = aw_store_idem_put(t, "runs", idem_key, hash, out->run_id, now, exp, err)))
@@ -144,8 +164,8 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 	if (e)
 		return e;
 	int claimed = 0;
-	e = submit_in(t, ctx, req, idem_key, hash, aw_clock_wall_ms(), ho, out, replayed, &claimed,
-		      &p, err);
+	e = submit_in(t, ctx, req, idem_key, hash, aw_clock_wall_ms(), ho, NULL, out, replayed,
+		      &claimed, &p, err);
 	if (!e && p) {
 		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
 		e = aw_audit_record_many(t, ctx, &it, 1, err);
@@ -186,6 +206,69 @@ static aw_err submit_check(const aw_run_request *req, const char *idem_key, cons
 	return e;
 }
 
+/* The held-back runs and their keys, written; pend is empty after. */
+static aw_err flush_pending(aw_txn *t, pending *pend, int64_t ms, aw_error *err)
+{
+	aw_err e = pend->n ? aw_store_run_insert_many(t, pend->runs, pend->n, err) : AW_OK;
+	if (!e && pend->nk) {
+		char now[AW_TS_LEN + 1], exp[AW_TS_LEN + 1];
+		aw_clock_format(ms, now);
+		aw_clock_format(ms + IDEM_TTL_MS, exp);
+		e = aw_store_idem_put_many(t, "runs", pend->keys, pend->hashes, pend->resources,
+					   pend->nk, now, exp, err);
+	}
+	pend->n = pend->nk = 0;
+	return e;
+}
+
+typedef struct {
+	const char *key;
+	int i;
+} keyed;
+
+static int by_key(const void *a, const void *b)
+{
+	const keyed *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* fresh[i] = 1 when item i (not refused) has a key that no row holds and no
+ * earlier item of the batch carries: it needs no lookup of its own. The
+ * others are looked up one by one, as a single submission is. */
+static aw_err fresh_keys(aw_txn *t, const aw_run_batch_item *items, int n, int *fresh,
+			 aw_error *err)
+{
+	keyed *k = malloc(sizeof *k * (size_t)n);
+	const char **keys = malloc(sizeof *keys * (size_t)n);
+	int *first = malloc(sizeof *first * (size_t)n),
+	    *present = malloc(sizeof *present * (size_t)n);
+	aw_err e =
+		k && keys && first && present ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	int nk = 0, nu = 0;
+	for (int i = 0; !e && i < n; i++) {
+		fresh[i] = 0;
+		if (!items[i].err.err && items[i].idem_key)
+			k[nk++] = (keyed){items[i].idem_key, i};
+	}
+	if (!e)
+		qsort(k, (size_t)nk, sizeof *k, by_key);
+	for (int j = 0; !e && j < nk; j++)
+		if (j == 0 || strcmp(k[j].key, k[j - 1].key) != 0) {
+			keys[nu] = k[j].key;
+			first[nu++] = k[j].i;
+		}
+	if (!e && nu)
+		e = aw_store_idem_present(t, "runs", keys, nu, present, err);
+	for (int u = 0; !e && u < nu; u++)
+		fresh[first[u]] = !present[u];
+	free(k);
+	free(keys);
+	free(first);
+	free(present);
+	return e;
+}
+
 aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *items, int n,
 			   aw_error *err)
 {
@@ -193,8 +276,15 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		return aw_fail(err, AW_E_REQ_INVALID, "a batch holds 1..%d runs", AW_RUN_BATCH_MAX);
 	char(*hash)[65] = calloc((size_t)n, sizeof *hash);
 	aw_audit_item *audit = calloc((size_t)n, sizeof *audit);
+	pending pend = {.runs = calloc((size_t)n, sizeof *pend.runs),
+			.keys = calloc((size_t)n, sizeof *pend.keys),
+			.hashes = calloc((size_t)n, sizeof *pend.hashes),
+			.resources = calloc((size_t)n, sizeof *pend.resources)};
+	int *fresh = calloc((size_t)n, sizeof *fresh);
 	aw_txn *t = NULL;
-	aw_err e = hash && audit ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_err e = hash && audit && pend.runs && pend.keys && pend.hashes && pend.resources && fresh
+			   ? AW_OK
+			   : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < n; i++) { /* what each item says of itself */
 		aw_run_batch_item *it = &items[i];
 		memset(&it->run, 0, sizeof it->run);
@@ -204,16 +294,23 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 	}
 	if (!e)
 		e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
+	if (!e)
+		e = fresh_keys(t, items, n, fresh, err);
 	int64_t ms = aw_clock_wall_ms();
 	int na = 0;
 	for (int i = 0; !e && i < n; i++) {
 		aw_run_batch_item *it = &items[i];
 		if (it->err.err)
 			continue;
+		/* a key looked up on its own may name a run of this batch: the
+		 * runs held back so far go in first */
+		pend.key_new = fresh[i];
+		if (it->idem_key && !fresh[i] && (e = flush_pending(t, &pend, ms, err)))
+			break;
 		json_t *p = NULL;
 		int claimed = 0;
-		aw_err ie = submit_in(t, ctx, &it->req, it->idem_key, hash[i], ms, NULL, &it->run,
-				      &it->replayed, &claimed, &p, &it->err);
+		aw_err ie = submit_in(t, ctx, &it->req, it->idem_key, hash[i], ms, NULL, &pend,
+				      &it->run, &it->replayed, &claimed, &p, &it->err);
 		/* nothing written (a reused key, a run_at out of range): the item
 		 * alone fails */
 		if (ie == AW_E_RUN_IDEMPOTENCY || ie == AW_E_REQ_INVALID) {
@@ -228,8 +325,11 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 			audit[na++] = (aw_audit_item){aw_run_action(AW_RUN_QUEUED), it->run.run_id,
 						      NULL, p};
 	}
+	if (!e)
+		e = flush_pending(t, &pend, ms, err);
+	/* the batch's runs share one record (the index finds it from each) */
 	if (!e && na)
-		e = aw_audit_record_many(t, ctx, audit, na, err);
+		e = aw_audit_record_group(t, ctx, aw_run_action(AW_RUN_QUEUED), audit, na, err);
 	if (!e && t)
 		e = aw_store_commit(t, err);
 	else if (t)
@@ -243,6 +343,11 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		aw_run_kick();
 	free(hash);
 	free(audit);
+	free(pend.runs);
+	free(pend.keys);
+	free(pend.hashes);
+	free(pend.resources);
+	free(fresh);
 	return e;
 }
 

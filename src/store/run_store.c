@@ -181,6 +181,51 @@ aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int idle_only, int *claim
 		13, v, err);
 }
 
+#define RUN_PARAMS 15
+#define RUN_CHUNK 200
+
+aw_err aw_store_run_insert_many(aw_txn *t, const aw_run *const *runs, int n, aw_error *err)
+{
+	size_t cap = 512 + RUN_CHUNK * (RUN_PARAMS * 8 + 4);
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * RUN_CHUNK * RUN_PARAMS);
+	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int base = 0; base < n && !e; base += RUN_CHUNK) {
+		int k = n - base < RUN_CHUNK ? n - base : RUN_CHUNK;
+		int o = snprintf(
+			sql, cap,
+			"INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
+			" priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
+			" created_at, updated_at, queue) VALUES ");
+		for (int i = 0; i < k; i++) {
+			const aw_run *r = runs[base + i];
+			aw_val *p = &v[i * RUN_PARAMS];
+			p[0] = AW_TEXT(t->ctx.project);
+			p[1] = AW_TEXT(r->run_id);
+			p[2] = AW_TEXT(r->state);
+			p[3] = AW_TEXT(r->mode);
+			p[4] = AW_TEXT(r->workflow);
+			p[5] = AW_TEXT(r->input);
+			p[6] = AW_INT(r->priority);
+			p[7] = AW_INT(0);
+			p[8] = AW_INT(r->max_attempts);
+			p[9] = AW_INT(r->timeout_s);
+			p[10] = AW_TEXT(r->trace_id);
+			p[11] = AW_TEXT(r->run_after);
+			p[12] = AW_TEXT(r->created_at);
+			p[13] = AW_TEXT(r->created_at);
+			p[14] = AW_TEXT(r->queue[0] ? r->queue : "default");
+			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
+			aw_sql_params(sql, cap, &o, i * RUN_PARAMS + 1, RUN_PARAMS);
+			o += snprintf(sql + o, cap - (size_t)o, ")");
+		}
+		e = aw_txn_defer(t, sql, k * RUN_PARAMS, v, err);
+	}
+	free(sql);
+	free(v);
+	return e;
+}
+
 aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, aw_error *err)
 {
 	aw_rows *r = NULL;
@@ -811,14 +856,83 @@ aw_err aw_store_idem_get(aw_txn *t, const char *scope, const char *key, const ch
 	return e;
 }
 
+#define IDEM_CHUNK 500
+
+aw_err aw_store_idem_present(aw_txn *t, const char *scope, const char *const *keys, int n,
+			     int *present, aw_error *err)
+{
+	size_t cap = 512 + IDEM_CHUNK * 12;
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (IDEM_CHUNK + 2));
+	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		present[i] = 0;
+	for (int base = 0; base < n && !e; base += IDEM_CHUNK) {
+		int k = n - base < IDEM_CHUNK ? n - base : IDEM_CHUNK;
+		/* a probe of the key's index for each (an IN list over the table
+		 * was planned as a scan while the table had no statistics) */
+		int o = snprintf(sql, cap, "WITH k(v) AS (VALUES ");
+		for (int i = 0; i < k; i++)
+			o += snprintf(sql + o, cap - (size_t)o, "%s($%d)", i ? ", " : "", 3 + i);
+		snprintf(sql + o, cap - (size_t)o,
+			 ") SELECT v FROM k WHERE EXISTS (SELECT 1 FROM idempotency_keys i"
+			 " WHERE i.project_id = $1 AND i.scope = $2 AND i.idem_key = k.v)");
+		v[0] = AW_TEXT(t->ctx.project);
+		v[1] = AW_TEXT(scope);
+		for (int i = 0; i < k; i++)
+			v[2 + i] = AW_TEXT(keys[base + i]);
+		aw_rows *r = NULL;
+		if ((e = aw_txn_exec(t, sql, k + 2, v, &r, err)))
+			break;
+		for (int row = 0; row < r->nrows; row++)
+			for (int i = 0; i < k; i++)
+				if (strcmp(aw_rows_get(r, row, 0), keys[base + i]) == 0)
+					present[base + i] = 1;
+		aw_rows_free(r);
+	}
+	free(sql);
+	free(v);
+	return e;
+}
+
+#define IDEM_PARAMS 5
+
+aw_err aw_store_idem_put_many(aw_txn *t, const char *scope, const char *const *keys,
+			      const char *const *hashes, const char *const *resources, int n,
+			      const char *now, const char *expires, aw_error *err)
+{
+	size_t cap = 256 + IDEM_CHUNK * (IDEM_PARAMS * 8 + 24);
+	char *sql = malloc(cap);
+	aw_val *v = malloc(sizeof *v * (IDEM_CHUNK * IDEM_PARAMS + 2));
+	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int base = 0; base < n && !e; base += IDEM_CHUNK) {
+		int k = n - base < IDEM_CHUNK ? n - base : IDEM_CHUNK;
+		/* $1 project, $2 scope, then key, hash, resource, created, expires */
+		int o = snprintf(sql, cap,
+				 "INSERT INTO idempotency_keys (project_id, scope, idem_key,"
+				 " request_hash, resource_id, created_at, expires_at) VALUES ");
+		v[0] = AW_TEXT(t->ctx.project);
+		v[1] = AW_TEXT(scope);
+		for (int i = 0; i < k; i++) {
+			aw_val *p = &v[2 + i * IDEM_PARAMS];
+			p[0] = AW_TEXT(keys[base + i]);
+			p[1] = AW_TEXT(hashes[base + i]);
+			p[2] = AW_TEXT(resources[base + i]);
+			p[3] = AW_TEXT(now);
+			p[4] = AW_TEXT(expires);
+			o += snprintf(sql + o, cap - (size_t)o, "%s($1, $2, ", i ? ", " : "");
+			aw_sql_params(sql, cap, &o, 3 + i * IDEM_PARAMS, IDEM_PARAMS);
+			o += snprintf(sql + o, cap - (size_t)o, ")");
+		}
+		e = aw_txn_defer(t, sql, 2 + k * IDEM_PARAMS, v, err);
+	}
+	free(sql);
+	free(v);
+	return e;
+}
+
 aw_err aw_store_idem_put(aw_txn *t, const char *scope, const char *key, const char *hash,
 			 const char *resource, const char *now, const char *expires, aw_error *err)
 {
-	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(scope), AW_TEXT(key),	AW_TEXT(hash),
-		      AW_TEXT(resource),       AW_TEXT(now),   AW_TEXT(expires)};
-	return aw_txn_defer(
-		t,
-		"INSERT INTO idempotency_keys (project_id, scope, idem_key, request_hash,"
-		" resource_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		7, v, err);
+	return aw_store_idem_put_many(t, scope, &key, &hash, &resource, 1, now, expires, err);
 }
