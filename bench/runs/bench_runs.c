@@ -4,6 +4,7 @@
  *       submits N runs (default workflow: one noop step) from THREADS threads
  *   bench_runs flood URL PROJECT N
  *       submits N no-op runs in bulk (aw_run_submit_batch, 1,000 a transaction)
+ *       from one thread and prints the rate
  *   bench_runs paced URL PROJECT N INTERVAL_MS [CONCURRENCY BATCH]
  *       submits N no-op runs, one every INTERVAL_MS; with CONCURRENCY the
  *       process hosts a worker too (as `serve` with its API and a worker
@@ -98,6 +99,7 @@ static int flood(void)
 	aw_ctx c;
 	aw_ctx_system(&c, PROJECT);
 	aw_run_batch_item *it = calloc(AW_RUN_BATCH_MAX, sizeof *it);
+	int64_t t0 = aw_clock_mono_ns();
 	for (int done = 0; it && done < N;) {
 		int n = N - done < AW_RUN_BATCH_MAX ? N - done : AW_RUN_BATCH_MAX;
 		aw_error err = {0};
@@ -124,6 +126,8 @@ static int flood(void)
 		done += n;
 	}
 	free(it);
+	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
+	printf("flood: %d runs in %.0f ms, %.0f runs/s\n", N, ms, ms > 0 ? N * 1000.0 / ms : 0);
 	return 0;
 }
 
