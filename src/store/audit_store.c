@@ -2,9 +2,10 @@
  * audit_store.c - store queries for the audit trail. The chain logic (hashing,
  * redaction, verification) is in src/audit/; this file only reads and writes
  * rows of the txn's project. The head row serialises appends per project: on
- * PostgreSQL audit_append() (migration 0007) locks it and extends the chain
- * in the database; on SQLite the single writer does, and the chain is
- * extended from C (aw_store_audit_head + aw_store_audit_insert_many).
+ * PostgreSQL audit_append() (migration 0007; audit_append_one(), 0020, for a
+ * single record) locks it and extends the chain in the database; on SQLite
+ * the single writer does, and the chain is extended from C
+ * (aw_store_audit_head + aw_store_audit_insert_many).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +230,18 @@ static void field_json(aw_buf *b, const char *name, const char *v, int first)
 
 aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_error *err)
 {
+	if (n == 1) { /* one record: its fields as parameters (migration 0020) */
+		const aw_audit_row *a = rows;
+		aw_val v[] = {AW_TEXT(a->event_id),
+			      AW_TEXT(a->ts),
+			      AW_TEXT(a->actor),
+			      AW_TEXT(a->action),
+			      AW_TEXT(a->target ? a->target : ""),
+			      AW_TEXT(a->trace_id),
+			      AW_TEXT(a->payload ? a->payload : "")};
+		return aw_txn_defer(t, "SELECT audit_append_one($1, $2, $3, $4, $5, $6, $7)", 7, v,
+				    err);
+	}
 	aw_buf b = AW_BUF_INIT((size_t)1 << 30);
 	aw_buf_adds(&b, "[");
 	for (int i = 0; i < n; i++) {
