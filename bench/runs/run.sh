@@ -86,7 +86,10 @@ AW_MS=$(( $(now_ms) - t0 ))
 for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 wait 2>/dev/null || true
 PIDS=()
-# latency in a database of its own, as for graphile-worker below
+# latency in a database of its own, as for graphile-worker below, with the
+# burn-down's database dropped first: its autovacuum of 100,000 finished runs
+# would otherwise share the 2 cores with the latency runs
+sql postgres "DROP DATABASE awruns" >/dev/null
 sql postgres "CREATE DATABASE awlat" >/dev/null
 "$BIN" migrate --db "postgresql://postgres@$PGH:$PGP/awlat" >/dev/null 2>&1
 AW_LAT=$("$BR" latency "postgresql://awooop_app@$PGH:$PGP/awlat?sslmode=disable" latency "$LAT" "$CONC" \
@@ -114,6 +117,7 @@ gw_burn() { # gw_burn LOCAL_QUEUE_SIZE -> elapsed ms on stdout
 }
 GW_MS=$(gw_burn 0)
 GWB_MS=$(gw_burn "$BATCH")
+sql postgres "DROP DATABASE gwruns" >/dev/null
 sql postgres "CREATE DATABASE gwlat" >/dev/null
 GWLAT="postgresql://postgres@$PGH:$PGP/gwlat"
 node "$GW/gw.js" schema "$GWLAT" 2>>"$OUT/gw.log"
