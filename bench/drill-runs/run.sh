@@ -89,7 +89,8 @@ FAIL=0
 check() { if [ "$2" = "$3" ]; then echo "ok   $1: $2"; else echo "FAIL $1: $2 (want $3)"; FAIL=1; fi; }
 total=$(sql "SELECT count(*) FROM awooop.runs")
 succ=$(sql "SELECT count(*) FROM awooop.runs WHERE state = 'succeeded'")
-journ=$(sql "SELECT count(*) FROM (SELECT run_id FROM awooop.run_steps WHERE state = 'succeeded' GROUP BY run_id HAVING count(*) = 3) x")
+# the journal as readers see it: run_steps and the last step's entry in the run row
+journ=$(sql "SELECT count(*) FROM (SELECT run_id FROM awooop.run_journal WHERE state = 'succeeded' GROUP BY run_id HAVING count(*) = 3) x")
 retried=$(sql "SELECT count(*) FROM awooop.runs WHERE attempts > 1")
 maxatt=$(sql "SELECT max(attempts) FROM awooop.runs")
 req=$(jq -r .requests "$OUT/counter.json")

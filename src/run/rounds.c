@@ -247,6 +247,31 @@ static void fill_step(const job *j, aw_run_step *st, const char *state)
 	snprintf(st->started_at, sizeof st->started_at, "%s", j->started);
 }
 
+/* The journal entries of the last step of runs that succeed, as a JSON
+ * object by run id: the compare-and-set writes each into its run's row
+ * (aw_run_change.last_steps) instead of a run_steps row. NULL: no memory. */
+static char *last_steps(const job *js, const int *sel, int m)
+{
+	json_t *o = json_object();
+	for (int i = 0; o && i < m; i++) {
+		const job *j = &js[sel[i]];
+		aw_run_step st;
+		fill_step(j, &st, "succeeded");
+		json_t *e = json_pack("{s:i, s:s, s:s, s:s, s:O?, s:i, s:n, s:s, s:s}", "step_no",
+				      st.step_no, "kind", st.kind, "state", st.state,
+				      "idempotency_key", st.idem_key, "result", j->result,
+				      "attempt", st.attempt, "error_code", "started_at",
+				      st.started_at, "finished_at", j->finished);
+		if (!e || json_object_set_new(o, j->c->run_id, e)) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	char *text = o ? aw_json_dump(o) : NULL;
+	json_decref(o);
+	return text;
+}
+
 /* Before a side-effecting live step: a "started" journal entry, so an effect
  * interrupted mid-flight is visible in the journal. */
 static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
@@ -463,7 +488,13 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 	for (int claimed = 1; claimed >= 0 && !e; claimed--) {
 		aw_run_state from = claimed ? AW_RUN_CLAIMED : AW_RUN_RUNNING;
 		int m = pick(js, idx, n, out, DONE, claimed, sel);
-		e = move_path(w, &x, js, sel, m, to_done + !claimed, 1 + claimed, &fin, NULL, err);
+		aw_run_change done = fin;
+		char *ls = m ? last_steps(js, sel, m) : NULL;
+		done.last_steps = ls;
+		e = m && !ls ? aw_fail(err, AW_E_NOMEM, "out of memory")
+			     : move_path(w, &x, js, sel, m, to_done + !claimed, 1 + claimed, &done,
+					 NULL, err);
+		free(ls);
 		for (int i = 0; i < m; i++)
 			nd += js[sel[i]].active;
 		m = pick(js, idx, n, out, PARK, claimed, sel);
@@ -511,10 +542,11 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 		e = move_path(w, &x, js, &one, 1, path + !c, 1 + c, &chg, aw_err_code(j->step_err),
 			      err);
 	}
-	/* the journal: the executed step of every run that moved or is held */
+	/* the journal: the executed step of every run that moved or is held
+	 * (those that succeeded have theirs in their row already) */
 	for (int i = 0; i < n && !e; i++) {
 		job *j = &js[idx[i]];
-		if (!j->active || out[i] == RELEASE)
+		if (!j->active || out[i] == RELEASE || out[i] == DONE)
 			continue;
 		fill_step(j, &st[k],
 			  j->step_err	   ? "failed"

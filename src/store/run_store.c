@@ -383,6 +383,14 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 		o += snprintf(sql + o, cap - (size_t)o, ", started_at = coalesce(started_at, $4)");
 	if (c->finished)
 		o += snprintf(sql + o, cap - (size_t)o, ", finished_at = $4");
+	if (c->last_steps) { /* the parameter typed jsonb: parsed once, at bind */
+		v[np++] = AW_TEXT(c->last_steps);
+		o += snprintf(sql + o, cap - (size_t)o,
+			      aw_txn_dialect(t) == AW_DIALECT_PG
+				      ? ", last_step = $%d::jsonb -> CAST(run_id AS text)"
+				      : ", last_step = json_extract($%d, '$.\"' || run_id || '\"')",
+			      np);
+	}
 	o += snprintf(sql + o, cap - (size_t)o, " WHERE project_id = $1 AND state = $2");
 	if (c->holder) {
 		v[np++] = AW_TEXT(c->holder);
@@ -449,8 +457,8 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
 	aw_rows *r = NULL;
 	aw_err e = exec_in(
-		t, "SELECT " STEP_COLS " FROM run_steps WHERE project_id = $1 AND run_id IN", v, 1,
-		ids, n, " ORDER BY run_id, step_no", &r, err);
+		t, "SELECT " STEP_COLS " FROM run_journal WHERE project_id = $1 AND run_id IN", v,
+		1, ids, n, " ORDER BY run_id, step_no", &r, err);
 	if (e)
 		return e;
 	aw_run_step *arr = calloc((size_t)r->nrows + 1, sizeof *arr);

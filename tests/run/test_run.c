@@ -487,6 +487,32 @@ static void test_journal_replay(void **state)
 	aw_counter_traceparent(CNT, key, tp, sizeof tp);
 	assert_non_null(strstr(tp, r.trace_id));
 	aw_run_free(&r);
+	/* the journal reads three succeeded steps: the last one's entry is in
+	 * the run's row and supersedes that step's "started" row */
+	aw_run_step *steps = NULL;
+	int ns = 0;
+	assert_int_equal(aw_run_get(S, &c, id, &r, &steps, &ns, &err), AW_OK);
+	assert_int_equal(ns, 3);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(steps[k].step_no, k + 1);
+		assert_string_equal(steps[k].state, "succeeded");
+	}
+	assert_int_equal(steps[2].attempt, 2);
+	aw_run_steps_free(steps, ns);
+	aw_run_free(&r);
+	/* with the run's run_steps rows gone, the row's entry remains */
+	char sql[160];
+	snprintf(sql, sizeof sql, "DELETE FROM %%Trun_steps WHERE run_id = '%s'", id);
+	aw_test_raw_sql(&aw_fx.db, sql);
+	assert_int_equal(aw_run_get(S, &c, id, &r, &steps, &ns, &err), AW_OK);
+	assert_int_equal(ns, 1);
+	assert_int_equal(steps[0].step_no, 3);
+	assert_string_equal(steps[0].state, "succeeded");
+	assert_non_null(steps[0].result);
+	assert_non_null(strstr(steps[0].idem_key, id));
+	assert_true(steps[0].started_at[0] && steps[0].finished_at[0]);
+	aw_run_steps_free(steps, ns);
+	aw_run_free(&r);
 }
 
 static void test_lease_expiry(void **state)

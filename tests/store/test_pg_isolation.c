@@ -93,6 +93,8 @@ static void seed(const char *p)
 		" VALUES ('%1$s', gen_random_uuid(), 'queued', 'live', '[]', 't', now(), now(), now());"
 		"INSERT INTO run_steps (project_id, run_id, step_no, kind, state, idempotency_key)"
 		" SELECT project_id, run_id, 0, 'noop', 'succeeded', 'k' FROM runs WHERE project_id = '%1$s';"
+		"UPDATE runs SET last_step = '{\"step_no\": 1, \"kind\": \"noop\", \"state\":"
+		" \"succeeded\", \"idempotency_key\": \"k\", \"attempt\": 1}' WHERE project_id = '%1$s';"
 		"INSERT INTO idempotency_keys (project_id, scope, idem_key, request_hash, resource_id, created_at, expires_at)"
 		" VALUES ('%1$s', 'runs', 'k1', 'h', 'r', now(), now());"
 		"INSERT INTO audit_events (project_id, event_id, seq, ts, actor, action, payload, prev_hash, hash)"
@@ -209,6 +211,27 @@ static void test_project_sees_only_own_rows(void **state)
 		if (all < 1 || other != 0)
 			fail_msg("%s as iso-a: %ld rows, %ld of other projects", t[i], all, other);
 	}
+}
+
+/* A view is read with the reader's rights (security_invoker), so the
+ * tables' policies apply through it: run_journal (pg 0021) shows a project
+ * its own journal only, from run_steps and from the runs' last_step alike. */
+static void test_views_read_as_invoker(void **state)
+{
+	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_class c JOIN pg_namespace n"
+				       " ON n.oid = c.relnamespace WHERE n.nspname = 'awooop'"
+				       " AND c.relkind = 'v' AND NOT coalesce(c.reloptions @>"
+				       " ARRAY['security_invoker=true'], false)"),
+			 0);
+	assert_int_equal(
+		scalar(owner, "SELECT count(*) FROM run_journal WHERE project_id = 'iso-b'"), 2);
+	ok(app, "BEGIN");
+	ok(app, "SET LOCAL awooop.project_id = 'iso-a'");
+	long own = scalar(app, "SELECT count(*) FROM run_journal");
+	long other = scalar(app, "SELECT count(*) FROM run_journal WHERE project_id <> 'iso-a'");
+	ok(app, "COMMIT");
+	assert_int_equal(own, 2); /* its run_steps row and its run's last_step */
+	assert_int_equal(other, 0);
 }
 
 static void test_writing_other_project_fails(void **state)
@@ -415,6 +438,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_tenant_table_forces_rls),
 		cmocka_unit_test(test_project_sees_only_own_rows),
+		cmocka_unit_test(test_views_read_as_invoker),
 		cmocka_unit_test(test_writing_other_project_fails),
 		cmocka_unit_test(test_no_project_sees_nothing),
 		cmocka_unit_test(test_app_role_cannot_bypass),

@@ -55,6 +55,10 @@ typedef struct {
 	int started;		/* started_at = coalesce(started_at, now) */
 	int finished;		/* finished_at = now */
 	const char *expired_by; /* only if the lease expired before this time */
+	/* a JSON object, run id -> the journal entry of its last step (the
+	 * columns of run_steps but run_id), written into each moved run's row:
+	 * set when runs succeed (read back through the run_journal view) */
+	const char *last_steps;
 } aw_run_change;
 
 void aw_run_free(aw_run *r);
