@@ -247,29 +247,15 @@ static void fill_step(const job *j, aw_run_step *st, const char *state)
 	snprintf(st->started_at, sizeof st->started_at, "%s", j->started);
 }
 
-/* The journal entries of the last step of runs that succeed, as a JSON
- * object by run id: the compare-and-set writes each into its run's row
- * (aw_run_change.last_steps) instead of a run_steps row. NULL: no memory. */
-static char *last_steps(const job *js, const int *sel, int m)
+/* The journal entry of j's executed step, in state `state`; its result is
+ * malloc'd (the caller frees st->result). */
+static void journal_entry(const job *j, aw_run_step *st, const char *state)
 {
-	json_t *o = json_object();
-	for (int i = 0; o && i < m; i++) {
-		const job *j = &js[sel[i]];
-		aw_run_step st;
-		fill_step(j, &st, "succeeded");
-		json_t *e = json_pack("{s:i, s:s, s:s, s:s, s:O?, s:i, s:n, s:s, s:s}", "step_no",
-				      st.step_no, "kind", st.kind, "state", st.state,
-				      "idempotency_key", st.idem_key, "result", j->result,
-				      "attempt", st.attempt, "error_code", "started_at",
-				      st.started_at, "finished_at", j->finished);
-		if (!e || json_object_set_new(o, j->c->run_id, e)) {
-			json_decref(o);
-			o = NULL;
-		}
-	}
-	char *text = o ? aw_json_dump(o) : NULL;
-	json_decref(o);
-	return text;
+	fill_step(j, st, state);
+	snprintf(st->finished_at, sizeof st->finished_at, "%s", j->finished);
+	if (j->step_err)
+		snprintf(st->error_code, sizeof st->error_code, "%s", aw_err_code(j->step_err));
+	st->result = j->result ? aw_json_dump(j->result) : NULL;
 }
 
 /* Before a side-effecting live step: a "started" journal entry, so an effect
@@ -443,13 +429,14 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 			   int n, int stopping, aw_error *err)
 {
 	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
+	aw_run_step *last = calloc((size_t)n + 1, sizeof *last);
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
 	int *held = calloc((size_t)n + 1, sizeof *held), *out = calloc((size_t)n + 1, sizeof *out);
 	int *sel = calloc((size_t)n + 1, sizeof *sel);
 	int k = 0, nd = 0;
 	aw_run_txn x = {0};
 	aw_err e = AW_OK;
-	if (!st || !ids || !held || !out || !sel) {
+	if (!st || !last || !ids || !held || !out || !sel) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
@@ -488,13 +475,15 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 	for (int claimed = 1; claimed >= 0 && !e; claimed--) {
 		aw_run_state from = claimed ? AW_RUN_CLAIMED : AW_RUN_RUNNING;
 		int m = pick(js, idx, n, out, DONE, claimed, sel);
+		/* their last step's entry goes into their row, not run_steps */
+		for (int i = 0; i < m; i++)
+			journal_entry(&js[sel[i]], &last[i], "succeeded");
 		aw_run_change done = fin;
-		char *ls = m ? last_steps(js, sel, m) : NULL;
-		done.last_steps = ls;
-		e = m && !ls ? aw_fail(err, AW_E_NOMEM, "out of memory")
-			     : move_path(w, &x, js, sel, m, to_done + !claimed, 1 + claimed, &done,
-					 NULL, err);
-		free(ls);
+		done.last_steps = last;
+		done.nlast = m;
+		e = move_path(w, &x, js, sel, m, to_done + !claimed, 1 + claimed, &done, NULL, err);
+		for (int i = 0; i < m; i++)
+			free(last[i].result);
 		for (int i = 0; i < m; i++)
 			nd += js[sel[i]].active;
 		m = pick(js, idx, n, out, PARK, claimed, sel);
@@ -548,16 +537,10 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 		job *j = &js[idx[i]];
 		if (!j->active || out[i] == RELEASE || out[i] == DONE)
 			continue;
-		fill_step(j, &st[k],
-			  j->step_err	   ? "failed"
-			  : out[i] == PARK ? "waiting"
-					   : "succeeded");
-		snprintf(st[k].finished_at, sizeof st[k].finished_at, "%s", j->finished);
-		if (j->step_err)
-			snprintf(st[k].error_code, sizeof st[k].error_code, "%s",
-				 aw_err_code(j->step_err));
-		st[k].result = j->result ? aw_json_dump(j->result) : NULL;
-		k++;
+		journal_entry(j, &st[k++],
+			      j->step_err      ? "failed"
+			      : out[i] == PARK ? "waiting"
+					       : "succeeded");
 	}
 	if (!e)
 		e = aw_store_run_steps_put(x.t, st, k, err);
@@ -577,6 +560,7 @@ out:
 	for (int i = 0; st && i < k; i++)
 		free(st[i].result);
 	free(st);
+	free(last);
 	free(ids);
 	free(held);
 	free(out);

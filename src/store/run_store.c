@@ -350,6 +350,45 @@ aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int l
 	return AW_OK;
 }
 
+/* Journal entries as a JSON object by run id, each with the columns of
+ * run_steps but run_id (pg 0021's run_journal reads them back); result is
+ * JSON text already. Returns the buffer's error. */
+/* An optional column: "" is null. */
+static void add_jstr_or_null(aw_buf *b, const char *v)
+{
+	if (*v)
+		aw_buf_add_jstr(b, v, strlen(v));
+	else
+		aw_buf_adds(b, "null");
+}
+
+/* Journal entries as a JSON object by run id, each with the columns of
+ * run_steps but run_id (pg 0021's run_journal reads them back); result is
+ * JSON text already. Returns the buffer's error. */
+static aw_err last_steps_json(const aw_run_step *s, int n, aw_buf *b)
+{
+	aw_buf_adds(b, "{");
+	for (int i = 0; i < n; i++) {
+		aw_buf_addf(b, "%s\"%s\":{\"step_no\":%d,\"kind\":", i ? "," : "", s[i].run_id,
+			    s[i].step_no);
+		aw_buf_add_jstr(b, s[i].kind, strlen(s[i].kind));
+		aw_buf_adds(b, ",\"state\":");
+		aw_buf_add_jstr(b, s[i].state, strlen(s[i].state));
+		aw_buf_adds(b, ",\"idempotency_key\":");
+		aw_buf_add_jstr(b, s[i].idem_key, strlen(s[i].idem_key));
+		aw_buf_addf(b, ",\"result\":%s,\"attempt\":%d,\"error_code\":",
+			    s[i].result ? s[i].result : "null", s[i].attempt);
+		add_jstr_or_null(b, s[i].error_code);
+		aw_buf_adds(b, ",\"started_at\":");
+		add_jstr_or_null(b, s[i].started_at);
+		aw_buf_adds(b, ",\"finished_at\":");
+		add_jstr_or_null(b, s[i].finished_at);
+		aw_buf_adds(b, "}");
+	}
+	aw_buf_adds(b, "}");
+	return aw_buf_err(b);
+}
+
 /* UPDATE runs SET ... WHERE project_id AND state = from AND run_id IN (ids);
  * ok[i] = 1 for the runs that moved. */
 static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *from,
@@ -383,8 +422,13 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 		o += snprintf(sql + o, cap - (size_t)o, ", started_at = coalesce(started_at, $4)");
 	if (c->finished)
 		o += snprintf(sql + o, cap - (size_t)o, ", finished_at = $4");
+	aw_buf last = AW_BUF_INIT((size_t)1 << 30);
 	if (c->last_steps) { /* the parameter typed jsonb: parsed once, at bind */
-		v[np++] = AW_TEXT(c->last_steps);
+		if (last_steps_json(c->last_steps, c->nlast, &last)) {
+			aw_buf_free(&last);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+		v[np++] = AW_TEXT(aw_buf_str(&last));
 		o += snprintf(sql + o, cap - (size_t)o,
 			      aw_txn_dialect(t) == AW_DIALECT_PG
 				      ? ", last_step = $%d::jsonb -> CAST(run_id AS text)"
@@ -403,6 +447,7 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 	snprintf(sql + o, cap - (size_t)o, " AND run_id IN");
 	aw_rows *r = NULL;
 	aw_err e = exec_in(t, sql, v, np, ids, n, " RETURNING run_id", &r, err);
+	aw_buf_free(&last);
 	if (e)
 		return e;
 	mark_listed(r, ids, n, ok);

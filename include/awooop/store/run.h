@@ -32,7 +32,7 @@ typedef struct {
 	char started_at[AW_TS_LEN + 1], finished_at[AW_TS_LEN + 1];
 } aw_run;
 
-typedef struct {
+typedef struct aw_run_step {
 	char run_id[AW_UUID_STR_LEN + 1];
 	int step_no; /* 1-based */
 	char kind[32];
@@ -55,10 +55,11 @@ typedef struct {
 	int started;		/* started_at = coalesce(started_at, now) */
 	int finished;		/* finished_at = now */
 	const char *expired_by; /* only if the lease expired before this time */
-	/* a JSON object, run id -> the journal entry of its last step (the
-	 * columns of run_steps but run_id), written into each moved run's row:
-	 * set when runs succeed (read back through the run_journal view) */
-	const char *last_steps;
+	/* the journal entries of the last step of the runs moved (by run_id),
+	 * written into each run's row instead of run_steps: set when runs
+	 * succeed (read back through the run_journal view) */
+	const struct aw_run_step *last_steps;
+	int nlast;
 } aw_run_change;
 
 void aw_run_free(aw_run *r);
