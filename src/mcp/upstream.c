@@ -994,20 +994,21 @@ static long cgroup_ooms(const char *cgroup)
 	return n;
 }
 
-static void cgroup_drop(aw_mcp_up *u)
+/* Removes a reaped child's cgroup (its path, taken from the upstream when
+ * the child was stopped: a new child may have its own by then). */
+static void cgroup_drop(const aw_mcp_up *u, const char *cgroup)
 {
-	if (!u->cgroup[0])
+	if (!cgroup[0])
 		return;
-	if (cgroup_ooms(u->cgroup) > 0)
+	if (cgroup_ooms(cgroup) > 0)
 		aw_log(AW_LOG_WARN, NULL,
 		       "mcp stdio upstream killed by the kernel: over its memory limit", "project",
 		       u->project, "provider", u->provider, NULL);
 	/* the child is reaped: empty, so it can go (v1 may take a moment) */
-	for (int i = 0; i < 50 && rmdir(u->cgroup) != 0 && errno == EBUSY; i++) {
+	for (int i = 0; i < 50 && rmdir(cgroup) != 0 && errno == EBUSY; i++) {
 		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
 	}
-	u->cgroup[0] = 0;
 }
 
 /* Stops the child (holds mu; releases it while waiting: the upstream is
@@ -1019,6 +1020,9 @@ static void stdio_stop(aw_mcp_up *u)
 	pid_t pid = u->pid;
 	int out_fd = u->out_fd, reader_live = u->reader_live;
 	pthread_t reader = u->reader;
+	char cgroup[sizeof u->cgroup];
+	memcpy(cgroup, u->cgroup, sizeof cgroup);
+	u->cgroup[0] = 0;
 	u->pid = 0;
 	u->alive = 0;
 	u->reader_live = 0;
@@ -1044,8 +1048,8 @@ static void stdio_stop(aw_mcp_up *u)
 	if (reader_live)
 		pthread_join(reader, NULL);
 	close(out_fd);
+	cgroup_drop(u, cgroup);
 	pthread_mutex_lock(&u->mu);
-	cgroup_drop(u);
 }
 
 /* Starts the child (holds mu). */
@@ -1311,12 +1315,14 @@ static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *para
 	}
 	if (u->pid && !u->alive) { /* it exited: collect it, back off, restart */
 		int64_t lived = aw_clock_mono_ns() - u->started_ns;
-		stdio_stop(u);
 		u->backoff_ms = lived > 60000000000LL ? 200
 				: u->backoff_ms
 					? (u->backoff_ms * 2 > 30000 ? 30000 : u->backoff_ms * 2)
 					: 200;
+		/* before the stop, which lets go of mu: a request meanwhile
+		 * finds the backoff, not a free slot for a child */
 		u->retry_at_ns = aw_clock_mono_ns() + u->backoff_ms * 1000000LL;
+		stdio_stop(u);
 		aw_log(AW_LOG_WARN, NULL, "mcp stdio upstream exited; restarting with backoff",
 		       "project", u->project, "provider", u->provider, NULL);
 	}

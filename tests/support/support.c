@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "awooop/crypto.h"
+#include "awooop/log.h"
 #include "awooop/tenancy.h"
 
 static void die(const char *what, const char *why)
@@ -304,6 +305,9 @@ aw_test_fixture aw_fx = {.backend = "sqlite"};
 
 int aw_test_store_up(const char *const *projects)
 {
+	/* the migrations' and projects' info lines kept out of the output, so
+	 * that a failure's messages come near its start (CI shows the start) */
+	aw_log_set_level(AW_LOG_WARN);
 	aw_test_db_create(aw_fx.backend, &aw_fx.db);
 	aw_fx.s = aw_test_store_open(&aw_fx.db);
 	aw_ctx admin;
@@ -314,6 +318,7 @@ int aw_test_store_up(const char *const *projects)
 			fprintf(stderr, "fixture: project %s: %s\n", projects[i], err.msg);
 			return -1;
 		}
+	aw_log_set_level(AW_LOG_INFO);
 	return 0;
 }
 
