@@ -22,7 +22,7 @@ static aw_err reserve(aw_buf *b, size_t n)
 	size_t cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	if (cap > b->max + 1)
+	if (b->max < SIZE_MAX && cap > b->max + 1) /* SIZE_MAX: no ceiling but memory */
 		cap = b->max + 1;
 	char *p = realloc(b->p, cap);
 	if (!p)

@@ -128,8 +128,9 @@ static void test_payload_is_redacted(void **state)
 
 /* One record about several targets: one row of the chain, found from each
  * target (with the records about that target alone, in chain order), each
- * item redacted like any payload (equal payloads redacted once, alike); a target that is not an id is refused and
- * nothing is written. */
+ * item redacted like any payload (equal payloads redacted once, alike), its
+ * own target and trace id over any the payload had; a target that is not an
+ * id is refused and nothing is written. */
 static void test_group_record(void **state)
 {
 	project("au-grp");
@@ -142,6 +143,8 @@ static void test_group_record(void **state)
 	for (int i = 0; i < 3; i++) { /* the third item's payload equals the second's */
 		aw_uuid7_str(ids[i]);
 		p[i] = json_pack("{s:i, s:s}", "i", i < 2 ? i : 1, "password", "hunter2");
+		if (i == 0) /* the item's own target wins, once */
+			json_object_set_new(p[i], "target", json_string("spoof"));
 		it[i] = (aw_audit_item){"test.group", ids[i], NULL, p[i]};
 	}
 	aw_txn *t = NULL;
@@ -171,7 +174,8 @@ static void test_group_record(void **state)
 		assert_string_equal(g->target, "");
 		if (i == 1)
 			assert_true(rows[0].seq < g->seq);
-		json_t *doc = json_loads(g->payload, 0, NULL);
+		json_t *doc = json_loads(g->payload, JSON_REJECT_DUPLICATES, NULL);
+		assert_non_null(doc);
 		json_t *item = json_array_get(json_object_get(doc, "items"), (size_t)i);
 		assert_int_equal(json_array_size(json_object_get(doc, "items")), 3);
 		assert_string_equal(json_string_value(json_object_get(item, "target")), ids[i]);

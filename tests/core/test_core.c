@@ -310,6 +310,12 @@ static void test_json_string(void **state)
 	assert_int_equal(aw_buf_add_jstr(&small, in, n), AW_E_LIMIT);
 	aw_buf_free(&small);
 	aw_buf_free(&b);
+	/* SIZE_MAX: no ceiling (it once wrapped to a zero-byte allocation) */
+	aw_buf big = AW_BUF_INIT(SIZE_MAX);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(aw_buf_adds(&big, "0123456789"), AW_OK);
+	assert_int_equal(strlen(aw_buf_str(&big)), 1000);
+	aw_buf_free(&big);
 }
 
 /* Ids come from a pool of the thread's: consecutive draws differ, and a
