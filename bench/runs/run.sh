@@ -83,9 +83,15 @@ wait0 awruns "SET enable_seqscan = off; SELECT count(*) FROM (
                 (SELECT 1 FROM awooop.runs WHERE state IN ('queued', 'retry_wait') LIMIT 1)
                 UNION ALL (SELECT 1 FROM awooop.runs WHERE state IN ('claimed', 'running') LIMIT 1)) x"
 AW_MS=$(( $(now_ms) - t0 ))
-for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+# a worker that died, or warned (a round abandoned: its runs wait for their
+# leases, ~30 s), is named here: the figure above would otherwise hide it
+for p in "${PIDS[@]}"; do
+  kill -0 "$p" 2>/dev/null || echo "awooop: worker $p exited before the end" >&2
+  kill "$p" 2>/dev/null || true
+done
 wait 2>/dev/null || true
 PIDS=()
+grep -v '"no key ring configured"' "$OUT/aw-worker.log" | head -5 | sed 's/^/awooop worker: /' >&2 || true
 # latency in a database of its own, as for graphile-worker below, with the
 # burn-down's database dropped first: its autovacuum of 100,000 finished runs
 # would otherwise share the 2 cores with the latency runs
