@@ -52,6 +52,10 @@ aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn *
 		      aw_error *err);
 aw_err aw_store_commit(aw_txn *t, aw_error *err);
 void aw_store_rollback(aw_txn *t);
+/* The rest of t runs as ctx (its project: PostgreSQL's row-level security
+ * setting, SQLite's scoping). For a platform transaction that writes to
+ * several projects one after another (a worker's held runs). */
+aw_err aw_txn_set_ctx(aw_txn *t, const aw_ctx *ctx, aw_error *err);
 
 /* A connection waiting for NOTIFY on channel (PostgreSQL); NULL on SQLite. */
 typedef struct aw_store_listener aw_store_listener;

@@ -24,6 +24,7 @@
 #include "awooop/redact.h"
 #include "awooop/run.h"
 #include "awooop/secret.h"
+#include "worker.h"
 
 #define MAX_EXECUTORS 32
 #define HTTP_MAX_BODY (1u << 20)
@@ -385,6 +386,20 @@ const aw_executor *aw_executor_find(const char *kind)
 		if (strcmp(registry[i]->kind, kind) == 0)
 			return registry[i];
 	return NULL;
+}
+
+char *aw_executor_instant_kinds(void)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < sizeof builtins / sizeof *builtins; i++)
+		if (builtins[i].instant)
+			json_array_append_new(a, json_string(builtins[i].kind));
+	for (int i = 0; a && i < nregistry; i++)
+		if (registry[i]->instant)
+			json_array_append_new(a, json_string(registry[i]->kind));
+	char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(a);
+	return s;
 }
 
 int aw_executor_register(const aw_executor *x)

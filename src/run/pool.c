@@ -20,8 +20,8 @@
 static void *exec_main(void *arg);
 
 /* The idle-tenant lane: one thread more than --concurrency claims (or is
- * handed) only runs of projects with fewer than 4 claimed or running,
- * LANE_BATCH at a time. A tenant flooding the pool keeps batches in flight,
+ * handed) only runs of projects with fewer than 4 claimed, running or
+ * waiting, LANE_BATCH at a time. A tenant flooding the pool keeps a backlog,
  * so the lane never takes its work; a tenant that is not flooding finds the
  * lane free and waits for no batch of another's. Backlog kicks pass it by. */
 #define LANE_BATCH 4
@@ -57,6 +57,7 @@ static void shutdown_worker(aw_worker *w)
 		free(w->threads[i].slots);
 	free(w->threads);
 	free(w->solo);
+	free(w->hold);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->hb_cv);
 	pthread_cond_destroy(&w->solo_cv);
@@ -112,12 +113,21 @@ static void *exec_main(void *arg)
 		int gated = !quiet && !tc->lane;
 		if (gated && !gate_enter(w))
 			break;
+		aw_txn *held = NULL;
 		aw_err e = quiet ? AW_OK
 				 : aw_store_run_claim(w->s, w->id, w->o.lease_ms, want, tc->lane,
-						      &c, &n, &err);
+						      w->hold, &held, &c, &n, &err);
+		/* runs held by the claim end in its transaction, which commits the
+		 * others' claim too (they come first in c) */
+		int nh = 0;
+		for (int i = 0; !e && i < n; i++)
+			nh += c[i].held;
+		if (held)
+			e = aw_worker_finish_held(w, &tc->rng, held, c + (n - nh), nh, &err);
 		if (e) {
 			if (gated)
 				gate_leave(w);
+			aw_run_claims_free(c, n);
 			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
 			       "detail", err.msg, NULL);
 			aw_run_notify_wait(gen, w->o.poll_ms);
@@ -142,10 +152,12 @@ static void *exec_main(void *arg)
 			c = wt.claim;
 			n = 1;
 		}
-		aw_metrics_run_event("claimed", n);
 		if (n == want && !tc->lane) /* probably more waiting: another thread claims them */
 			aw_run_kick_backlog();
-		aw_worker_process(w, tc, c, n);
+		if (n > nh) {
+			aw_metrics_run_event("claimed", n - nh);
+			aw_worker_process(w, tc, c, n - nh);
+		}
 		aw_run_claims_free(c, n);
 		if (gated)
 			gate_leave(w);
@@ -201,6 +213,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 		shutdown_worker(w);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
+	w->hold = aw_executor_instant_kinds();
 	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
 	w->nthreads = w->o.concurrency + 1;
 	w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);

@@ -141,7 +141,8 @@ static int parks(const job *j)
 	return 0;
 }
 
-/* Before the first round: where a run was attempted before (or parked), its
+/* Before the first round: where a run was attempted or started before (a
+ * shutdown hands a started run back without counting its attempt) or parked, its
  * journal tells where to resume (a fresh run has no journal: no query). The claimed ->
  * running transition is written by the first round's transaction (begin_round),
  * so a batch costs no transaction of its own before its first step. */
@@ -154,7 +155,7 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
 		js[idx[i]].claimed = 1;
-		if (js[idx[i]].c->attempts > 1 || parks(&js[idx[i]]))
+		if (js[idx[i]].c->attempts > 1 || js[idx[i]].c->resumed || parks(&js[idx[i]]))
 			memcpy(ids[nre++], js[idx[i]].c->run_id, sizeof ids[0]);
 	}
 	aw_txn *t = NULL;
@@ -737,6 +738,196 @@ static int drive(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const 
 		aw_log(AW_LOG_WARN, ctx, "run batch abandoned", "code", aw_err_code(e), "detail",
 		       err.msg, NULL);
 	return 0;
+}
+
+/* ---- held runs: from the claim to their end in the claim's transaction ---- */
+
+/* Moves the held job j, whose run did not succeed (a step failed, parked or
+ * suggested), from queued to where finish_round would have taken it, with its
+ * last step's journal entry. */
+static aw_err end_held(aw_worker *w, uint64_t *rng, aw_run_txn *x, job *js, int i, const char *now,
+		       aw_error *err)
+{
+	job *j = &js[i];
+	aw_run_state to = !j->step_err ? (j->outcome == AW_STEP_PARK ? AW_RUN_WAITING_APPROVAL
+								     : AW_RUN_SUGGESTED)
+			  : j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED
+								 : AW_RUN_RETRY_WAIT;
+	char after[AW_TS_LEN + 1];
+	aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(rng, j->c->attempts,
+								  w->o.retry_base_ms,
+								  w->o.retry_max_ms),
+			after);
+	/* no lease to match: the row lock is the hold; the attempt counts,
+	 * except for a parked run's (an approval re-queues it) */
+	aw_run_change chg = {.now = now,
+			     .clear_lease = 1,
+			     .started = 1,
+			     .finished = to == AW_RUN_FAILED || to == AW_RUN_SUGGESTED,
+			     .attempts_delta = to != AW_RUN_WAITING_APPROVAL,
+			     .error_code = j->step_err ? aw_err_code(j->step_err) : NULL,
+			     .run_after = to == AW_RUN_RETRY_WAIT ? after : NULL};
+	aw_run_state path[] = {AW_RUN_QUEUED, AW_RUN_CLAIMED, AW_RUN_RUNNING, to};
+	aw_err e = move_path(w, x, js, &i, 1, path, 3, &chg, chg.error_code, err);
+	if (!e && !j->active) /* the hold is a row lock: nobody else moves it */
+		e = aw_fail(err, AW_E_INTERNAL, "a held run did not move");
+	if (e)
+		return e;
+	aw_run_step st;
+	journal_entry(j, &st,
+		      j->step_err		      ? "failed"
+		      : to == AW_RUN_WAITING_APPROVAL ? "waiting"
+						      : "succeeded");
+	e = aw_store_run_steps_put(x->t, &st, 1, err);
+	free(st.result);
+	return e;
+}
+
+/* Runs held by a claim (aw_store_run_claim: never started, every step
+ * instant) are driven to their end inside the claim's transaction t: their
+ * steps execute one after another, then per project one statement moves the
+ * succeeded ones queued -> claimed -> running -> succeeded (the last step's
+ * entry in the row, the others' in run_steps), audited like a round; a run
+ * that failed, parked or suggested moves on its own. t is ended here: its
+ * commit is the claim too (of these and of t's claimed runs). Nothing an
+ * instant step does leaves the process, so a failure before the commit
+ * leaves the runs queued as they were, to be executed again at their claim. */
+aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_claim *c, int n,
+			     aw_error *err)
+{
+	job *js = calloc((size_t)n + 1, sizeof *js);
+	int *order = calloc((size_t)n + 1, sizeof *order);
+	slot none = {0}; /* held runs have no slot: nothing stops them */
+	int total = 0, k = 0, nd = 0;
+	for (int i = 0; js && i < n; i++) {
+		json_error_t je;
+		js[i].c = &c[i];
+		js[i].sl = &none;
+		js[i].wf = json_loads(c[i].workflow, 0, &je);
+		js[i].input = c[i].input ? json_loads(c[i].input, JSON_DECODE_ANY, &je) : NULL;
+		js[i].nsteps = (int)json_array_size(js[i].wf);
+		js[i].active = js[i].nsteps > 0;
+		js[i].deadline_ns = aw_clock_mono_ns() + (int64_t)c[i].timeout_s * 1000000000LL;
+		c[i].attempts++; /* this attempt: the move counts it */
+		total += js[i].nsteps;
+	}
+	aw_run_step *st = calloc((size_t)total + 1, sizeof *st);
+	aw_err e = AW_OK;
+	if (!js || !order || !st) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if (!js[i].active) { /* the claim holds none without steps: memory */
+			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+			goto out;
+		}
+	/* every step, one after another; the entries of all but each run's
+	 * last step are journaled as rows */
+	for (int i = 0; i < n; i++) {
+		job *j = &js[i];
+		while (j->active) {
+			execute(w, j);
+			if (aw_worker_fault_hook &&
+			    aw_worker_fault_hook(j->c->run_id, j->next + 1)) {
+				e = aw_fail(err, AW_E_INTERNAL, "abandoned by the fault hook");
+				goto out;
+			}
+			if (j->step_err || j->outcome != AW_STEP_NEXT || j->next + 1 == j->nsteps)
+				break;
+			journal_entry(j, &st[k++], "succeeded");
+			json_decref(j->result);
+			j->result = NULL;
+			j->next++;
+		}
+	}
+	aw_metrics_run_event("claimed", n);
+	/* one project after another, in the order of their ids: two workers'
+	 * transactions lock the projects' chain heads in the same order */
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	for (int i = 1; i < n; i++)
+		for (int q = i;
+		     q > 0 && strcmp(c[order[q - 1]].project_id, c[order[q]].project_id) > 0; q--) {
+			int tmp = order[q];
+			order[q] = order[q - 1];
+			order[q - 1] = tmp;
+		}
+	char now[AW_TS_LEN + 1];
+	aw_clock_now(now);
+	aw_run_step *last = calloc((size_t)n + 1, sizeof *last),
+		    *ps = calloc((size_t)k + 1, sizeof *ps);
+	int *sel = calloc((size_t)n + 1, sizeof *sel);
+	if (!last || !ps || !sel)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	for (int a = 0; a < n && !e;) {
+		int b = a, m = 0, np = 0;
+		while (b < n && strcmp(c[order[b]].project_id, c[order[a]].project_id) == 0)
+			b++;
+		aw_ctx ctx = project_ctx(w, c[order[a]].project_id);
+		aw_run_txn x;
+		aw_run_txn_wrap(t, &ctx, &x);
+		e = aw_txn_set_ctx(t, &ctx, err);
+		for (int q = a; !e && q < b; q++) {
+			job *j = &js[order[q]];
+			if (!j->step_err && j->outcome == AW_STEP_NEXT) {
+				journal_entry(j, &last[m], "succeeded");
+				sel[m++] = order[q];
+			} else {
+				e = end_held(w, rng, &x, js, order[q], now, err);
+			}
+		}
+		/* the succeeded ones: one statement, their last step in the row */
+		aw_run_change fin = {.now = now,
+				     .clear_lease = 1,
+				     .started = 1,
+				     .finished = 1,
+				     .attempts_delta = 1,
+				     .last_steps = last,
+				     .nlast = m};
+		aw_run_state path[] = {AW_RUN_QUEUED, AW_RUN_CLAIMED, AW_RUN_RUNNING,
+				       AW_RUN_SUCCEEDED};
+		if (!e)
+			e = move_path(w, &x, js, sel, m, path, 3, &fin, NULL, err);
+		for (int q = 0; !e && q < m; q++)
+			if (!js[sel[q]].active)
+				e = aw_fail(err, AW_E_INTERNAL, "a held run did not move");
+		for (int q = 0; q < m; q++)
+			free(last[q].result);
+		nd += m;
+		/* the entries of the steps before each one's last */
+		for (int q = 0; q < k; q++)
+			for (int r = a; r < b; r++)
+				if (strcmp(st[q].run_id, c[order[r]].run_id) == 0) {
+					ps[np++] = st[q];
+					break;
+				}
+		if (!e)
+			e = aw_store_run_steps_put(t, ps, np, err);
+		e = aw_run_txn_end(&x, e, err);
+		a = b;
+	}
+	free(last);
+	free(ps);
+	free(sel);
+out:
+	if (e)
+		aw_store_rollback(t);
+	else
+		e = aw_store_commit(t, err);
+	if (!e)
+		aw_metrics_run_event("succeeded", nd);
+	for (int q = 0; st && q < k; q++)
+		free(st[q].result);
+	free(st);
+	for (int i = 0; js && i < n; i++) {
+		json_decref(js[i].wf);
+		json_decref(js[i].input);
+		json_decref(js[i].result);
+	}
+	free(js);
+	free(order);
+	return e;
 }
 
 void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)

@@ -138,11 +138,14 @@ aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_sta
 				json_object_set_new(p, "at", json_string(m[i].claimed_at));
 			e = queue(x, &m[i], aw_run_action(AW_RUN_CLAIMED), p, err);
 		}
-		for (int h = 0; h < hops && !e; h++)
-			e = queue(x, &m[i], aw_run_action(path[h + 1]),
-				  hop_json(&m[i], path[h], path[h + 1],
-					   h == hops - 1 ? error_code : NULL),
-				  err);
+		for (int h = 0; h < hops && !e; h++) {
+			json_t *p = hop_json(&m[i], path[h], path[h + 1],
+					     h == hops - 1 ? error_code : NULL);
+			/* a held run's claim is a hop of its move, at its time */
+			if (p && path[h + 1] == AW_RUN_CLAIMED && m[i].claimed_at)
+				json_object_set_new(p, "at", json_string(m[i].claimed_at));
+			e = queue(x, &m[i], aw_run_action(path[h + 1]), p, err);
+		}
 	}
 out:
 	free(ids);

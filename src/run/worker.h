@@ -47,6 +47,7 @@ struct aw_worker {
 	/* threads claiming or driving a batch (pool.c), at most gate_cap; mu */
 	int gate_n, gate_cap;
 	pthread_cond_t gate_cv;
+	char *hold; /* the instant kinds: runs of those alone are held at a claim */
 };
 
 /* Every slot of w: the batch slots of each thread, then the solo slots. */
@@ -68,6 +69,13 @@ uint64_t aw_worker_seed(void);
  * whose next step is slow leave the batch for a solo slot and a thread of
  * their own while one is free. */
 void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n);
+/* Drives runs a claim held (see aw_store_run_claim) to their end in the
+ * claim's transaction t, which it ends (rounds.c). An error: nothing of t
+ * was committed - its held runs are still queued, its claimed runs too. */
+aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_claim *c, int n,
+			     aw_error *err);
+/* The kinds of the instant executors as a JSON array (exec.c); malloc'd. */
+char *aw_executor_instant_kinds(void);
 /* Thread bodies (heartbeat.c): lease renewal + lost-run flags + reaper, and
  * the PostgreSQL NOTIFY listener. */
 void *aw_worker_heartbeat_main(void *arg);

@@ -69,6 +69,13 @@ static int int_cell(const aw_rows *r, int row, int col)
 	return (int)aw_cell_ll(r, row, col);
 }
 
+/* A boolean cell: PostgreSQL's t/f, SQLite's 1/0. */
+static int bool_cell(const aw_rows *r, int row, int col)
+{
+	const char *v = aw_rows_get(r, row, col);
+	return v && (*v == 't' || *v == '1');
+}
+
 static int run_from_row(aw_run *v, const aw_rows *r, int i)
 {
 	aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 0);
@@ -137,11 +144,12 @@ static void claimed_sink(const aw_rows *r, void *arg)
 
 /* The insert of a handed-off run: claimed, unless its queue has a limit
  * (then queued, as any other: the limit is counted by the claims) or, for
- * the idle-tenant lane, its project has 4 runs or more in flight (the lane's
- * rule, as in the claim). */
+ * the idle-tenant lane, its project has 4 runs or more in flight and waiting
+ * (the lane's rule, as in the claim: pg 0022). */
 #define BUSY                                                                                     \
 	" OR (SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = $1 AND i.state IN" \
-	" ('claimed', 'running') LIMIT 4) fl) >= 4"
+	" ('claimed', 'running') LIMIT 4) fl) + (SELECT count(*) FROM (SELECT 1 FROM runs i"     \
+	" WHERE i.project_id = $1 AND i.state IN ('queued', 'retry_wait') LIMIT 4) fq) >= 4"
 #define QUEUED(busy)                                                                   \
 	"(EXISTS (SELECT 1 FROM run_queues q WHERE q.project_id = $1 AND q.name = $12" \
 	" AND q.concurrency IS NOT NULL)" busy ")"
@@ -595,7 +603,8 @@ static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **ou
 			       aw_error *err)
 {
 	/* columns: project_id, run_id, prev_state, mode, workflow, input, attempts,
-	 * max_attempts, timeout_s, trace_id, claimed_at (prev_state may be absent) */
+	 * max_attempts, timeout_s, trace_id, claimed_at, held, resumed (prev_state
+	 * may be absent; held and resumed too) */
 	aw_run_claim *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++) {
@@ -615,6 +624,10 @@ static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **ou
 		c->timeout_s = int_cell(r, i, k++);
 		aw_cell_copy(c->trace_id, sizeof c->trace_id, r, i, k++);
 		aw_cell_copy(c->claimed_at, sizeof c->claimed_at, r, i, k++);
+		if (k < r->ncols) {
+			c->held = bool_cell(r, i, k++);
+			c->resumed = bool_cell(r, i, k++);
+		}
 	}
 	if (bad) {
 		aw_run_claims_free(arr, arr ? r->nrows : 0);
@@ -625,86 +638,17 @@ static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **ou
 	return AW_OK;
 }
 
-static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int limit, int idle_only,
-			   aw_run_claim **out, int *n, aw_error *err)
+/* The claim's transaction ends here unless it holds runs and the caller
+ * takes it (*open); on error it is rolled back and nothing is returned. */
+static aw_err claim_end(aw_txn *t, aw_err e, aw_txn **open, aw_run_claim **out, int *n,
+			aw_error *err)
 {
-	aw_ctx sys = worker_ctx(worker);
-	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err);
-	if (e)
-		return e;
-	char now[AW_TS_LEN + 1], exp[AW_TS_LEN + 1];
-	int64_t ms = aw_clock_wall_ms();
-	aw_clock_format(ms, now);
-	aw_clock_format(ms + lease_ms, exp);
-	aw_rows *fair = NULL, *r = NULL;
-	int np = 0;
-	char(*ids)[AW_UUID_STR_LEN + 1] = NULL;
-	char(*prev)[16] = NULL;
-	/* round robin over projects (each one's first runnable run, then each
-	 * one's second, ...), within a project over its queues, priority and
-	 * age within a queue: a tenant's backlog or priorities cannot hold
-	 * another's runs back; a queue with a limit gives its free places only
-	 * (counted under the write lock this claim holds) */
-	aw_val p[] = {AW_TEXT(now), AW_INT(limit), AW_INT(idle_only)};
-	e = aw_txn_exec(
-		t,
-		"WITH q AS (SELECT p.project_id, 'default' AS name, d.concurrency FROM projects p"
-		" LEFT JOIN run_queues d ON d.project_id = p.project_id AND d.name = 'default'"
-		" UNION ALL SELECT project_id, name, concurrency FROM run_queues"
-		" WHERE name <> 'default'),"
-		" f AS (SELECT q.project_id, q.name, CASE WHEN q.concurrency IS NULL THEN $2"
-		" ELSE max(0, min($2, q.concurrency - (SELECT count(*) FROM runs i"
-		" WHERE i.project_id = q.project_id AND i.queue = q.name"
-		" AND i.state IN ('claimed', 'running')))) END AS n FROM q WHERE $3 = 0 OR"
-		" (SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
-		" AND i.state IN ('claimed', 'running') LIMIT 4)) < 4),"
-		" c AS (SELECT r.run_id, r.state, r.priority, r.project_id, f.n,"
-		" row_number() OVER (PARTITION BY r.project_id, r.queue ORDER BY r.priority DESC,"
-		" r.run_id) AS qn FROM f JOIN runs r ON r.run_id IN (SELECT x.run_id FROM runs x"
-		" WHERE x.project_id = f.project_id AND x.queue = f.name"
-		" AND x.state IN ('queued', 'retry_wait') AND x.run_after <= $1"
-		" ORDER BY x.priority DESC, x.run_id LIMIT $2) WHERE f.n > 0)"
-		" SELECT run_id, state FROM (SELECT c.run_id, c.state, c.priority,"
-		" row_number() OVER (PARTITION BY c.project_id ORDER BY c.qn, c.priority DESC,"
-		" c.run_id) AS pn FROM c WHERE c.qn <= c.n)"
-		" ORDER BY pn, priority DESC, run_id LIMIT $2",
-		3, p, &fair, err);
-	if (e)
-		goto out;
-	ids = malloc(sizeof *ids * (size_t)(fair->nrows + 1));
-	prev = malloc(sizeof *prev * (size_t)(fair->nrows + 1));
-	if (!ids || !prev) {
-		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-		goto out;
-	}
-	for (; np < fair->nrows; np++) {
-		aw_cell_copy(ids[np], sizeof ids[np], fair, np, 0);
-		aw_cell_copy(prev[np], sizeof prev[np], fair, np, 1);
-	}
-	if (np == 0)
-		goto out;
-	aw_val v[] = {AW_TEXT(worker), AW_TEXT(exp), AW_TEXT(now)};
-	e = exec_in(t,
-		    "UPDATE runs SET state = 'claimed', lease_owner = $1, lease_expires_at = $2,"
-		    " attempts = attempts + 1, updated_at = $3 WHERE run_id IN",
-		    v, 3, ids, np,
-		    " RETURNING project_id, run_id, mode, workflow, input, attempts, max_attempts,"
-		    " timeout_s, trace_id, updated_at",
-		    &r, err);
-	if (!e)
-		e = claims_from_rows(r, 0, out, n, err);
+	int held = 0;
 	for (int i = 0; !e && i < *n; i++)
-		for (int k = 0; k < np; k++)
-			if (strcmp(ids[k], (*out)[i].run_id) == 0)
-				snprintf((*out)[i].prev_state, sizeof(*out)[i].prev_state, "%s",
-					 prev[k]);
-out:
-	free(ids);
-	free(prev);
-	aw_rows_free(fair);
-	aw_rows_free(r);
-	if (!e)
+		held |= (*out)[i].held;
+	if (!e && held && open)
+		*open = t;
+	else if (!e)
 		e = aw_store_commit(t, err);
 	else
 		aw_store_rollback(t);
@@ -716,26 +660,168 @@ out:
 	return e;
 }
 
+static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int limit, int idle_only,
+			   const char *hold, aw_txn **open, aw_run_claim **out, int *n,
+			   aw_error *err)
+{
+	aw_ctx sys = worker_ctx(worker);
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err);
+	if (e)
+		return e;
+	char now[AW_TS_LEN + 1], exp[AW_TS_LEN + 1];
+	int64_t ms = aw_clock_wall_ms();
+	aw_clock_format(ms, now);
+	aw_clock_format(ms + lease_ms, exp);
+	aw_rows *fair = NULL, *r = NULL, *h = NULL;
+	int np = 0, nh = 0;
+	char(*ids)[AW_UUID_STR_LEN + 1] = NULL, (*hids)[AW_UUID_STR_LEN + 1] = NULL;
+	char(*prev)[16] = NULL;
+	int *resumed = NULL;
+	/* round robin over projects (each one's first runnable run, then each
+	 * one's second, ...), within a project over its queues, priority and
+	 * age within a queue: a tenant's backlog or priorities cannot hold
+	 * another's runs back; a queue with a limit gives its free places only
+	 * (counted under the write lock this claim holds). A run never started
+	 * whose steps are all of a kind in $4 is held (see pg 0022). */
+	aw_val p[] = {AW_TEXT(now), AW_INT(limit), AW_INT(idle_only), AW_TEXT(open ? hold : NULL)};
+	e = aw_txn_exec(
+		t,
+		"WITH q AS (SELECT p.project_id, 'default' AS name, d.concurrency FROM projects p"
+		" LEFT JOIN run_queues d ON d.project_id = p.project_id AND d.name = 'default'"
+		" UNION ALL SELECT project_id, name, concurrency FROM run_queues"
+		" WHERE name <> 'default'),"
+		" f AS (SELECT q.project_id, q.name, CASE WHEN q.concurrency IS NULL THEN $2"
+		" ELSE max(0, min($2, q.concurrency - (SELECT count(*) FROM runs i"
+		" WHERE i.project_id = q.project_id AND i.queue = q.name"
+		" AND i.state IN ('claimed', 'running')))) END AS n FROM q WHERE $3 = 0 OR"
+		" (SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
+		" AND i.state IN ('claimed', 'running') LIMIT 4)) + (SELECT count(*) FROM"
+		" (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
+		" AND i.state IN ('queued', 'retry_wait') LIMIT 4)) < 4),"
+		" c AS (SELECT r.run_id, r.state, r.priority, r.project_id, f.n,"
+		" r.state = 'queued' AND r.started_at IS NULL AND $4 IS NOT NULL"
+		" AND json_array_length(r.workflow) > 0 AND NOT EXISTS (SELECT 1"
+		" FROM json_each(r.workflow) s WHERE coalesce(json_extract(s.value, '$.kind')"
+		" IN (SELECT value FROM json_each($4)), 0) = 0) AS held,"
+		" r.started_at IS NOT NULL AS resumed,"
+		" row_number() OVER (PARTITION BY r.project_id, r.queue ORDER BY r.priority DESC,"
+		" r.run_id) AS qn FROM f JOIN runs r ON r.run_id IN (SELECT x.run_id FROM runs x"
+		" WHERE x.project_id = f.project_id AND x.queue = f.name"
+		" AND x.state IN ('queued', 'retry_wait') AND x.run_after <= $1"
+		" ORDER BY x.priority DESC, x.run_id LIMIT $2) WHERE f.n > 0)"
+		" SELECT run_id, state, held, resumed FROM (SELECT c.run_id, c.state, c.priority,"
+		" c.held, c.resumed, row_number() OVER (PARTITION BY c.project_id"
+		" ORDER BY c.qn, c.priority DESC, c.run_id) AS pn FROM c WHERE c.qn <= c.n)"
+		" ORDER BY pn, priority DESC, run_id LIMIT $2",
+		4, p, &fair, err);
+	if (e)
+		goto out;
+	ids = malloc(sizeof *ids * (size_t)(fair->nrows + 1));
+	hids = malloc(sizeof *hids * (size_t)(fair->nrows + 1));
+	prev = malloc(sizeof *prev * (size_t)(fair->nrows + 1));
+	resumed = calloc((size_t)fair->nrows + 1, sizeof *resumed);
+	if (!ids || !hids || !prev || !resumed) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < fair->nrows; i++) {
+		if (bool_cell(fair, i, 2)) {
+			aw_cell_copy(hids[nh++], sizeof hids[0], fair, i, 0);
+			continue;
+		}
+		aw_cell_copy(ids[np], sizeof ids[np], fair, i, 0);
+		aw_cell_copy(prev[np], sizeof prev[np], fair, i, 1);
+		resumed[np++] = bool_cell(fair, i, 3);
+	}
+	aw_val v[] = {AW_TEXT(worker), AW_TEXT(exp), AW_TEXT(now)};
+	const char *cols = " project_id, run_id, mode, workflow, input, attempts, max_attempts,"
+			   " timeout_s, trace_id, ";
+	char tail[160], head[160];
+	snprintf(tail, sizeof tail, " RETURNING%supdated_at", cols);
+	if (np)
+		e = exec_in(
+			t,
+			"UPDATE runs SET state = 'claimed', lease_owner = $1, lease_expires_at = $2,"
+			" attempts = attempts + 1, updated_at = $3 WHERE run_id IN",
+			v, 3, ids, np, tail, &r, err);
+	snprintf(head, sizeof head, "SELECT%s$1, 1, 0 FROM runs WHERE run_id IN", cols);
+	if (!e && nh)
+		e = exec_in(t, head, v + 2, 1, hids, nh, "", &h, err);
+	aw_run_claim *hc = NULL;
+	int nhc = 0;
+	if (!e && np)
+		e = claims_from_rows(r, 0, out, n, err);
+	if (!e && nh)
+		e = claims_from_rows(h, 0, &hc, &nhc, err);
+	for (int i = 0; !e && i < *n; i++)
+		for (int k = 0; k < np; k++)
+			if (strcmp(ids[k], (*out)[i].run_id) == 0) {
+				snprintf((*out)[i].prev_state, sizeof(*out)[i].prev_state, "%s",
+					 prev[k]);
+				(*out)[i].resumed = resumed[k];
+			}
+	if (!e && nhc) { /* the held ones after the claimed */
+		aw_run_claim *all = realloc(*out, sizeof *all * (size_t)(*n + nhc + 1));
+		if (!all) {
+			e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		} else {
+			for (int i = 0; i < nhc; i++)
+				snprintf(hc[i].prev_state, sizeof hc[i].prev_state, "queued");
+			memcpy(all + *n, hc, sizeof *hc * (size_t)nhc);
+			*out = all;
+			*n += nhc;
+			free(hc);
+			hc = NULL;
+			nhc = 0;
+		}
+	}
+	aw_run_claims_free(hc, nhc);
+out:
+	free(ids);
+	free(hids);
+	free(prev);
+	free(resumed);
+	aw_rows_free(fair);
+	aw_rows_free(r);
+	aw_rows_free(h);
+	return claim_end(t, e, open, out, n, err);
+}
+
 aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit, int idle_only,
-			  aw_run_claim **out, int *n, aw_error *err)
+			  const char *hold, aw_txn **open, aw_run_claim **out, int *n,
+			  aw_error *err)
 {
 	*out = NULL;
 	*n = 0;
+	if (open)
+		*open = NULL;
 	if (s->drv->dialect != AW_DIALECT_PG)
-		return sqlite_claim(s, worker, lease_ms, limit, idle_only, out, n, err);
+		return sqlite_claim(s, worker, lease_ms, limit, idle_only, hold, open, out, n, err);
 	aw_ctx sys = worker_ctx(worker);
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(worker), AW_INT(lease_ms), AW_INT(limit),
-		      AW_TEXT(idle_only ? "true" : "false")};
-	aw_err e = aw_store_exec1(s, &sys,
-				  "SELECT project_id, run_id, prev_state, mode, workflow, input,"
-				  " attempts, max_attempts, timeout_s, trace_id, claimed_at"
-				  " FROM platform_run_claim($1, $2, $3, $4)",
-				  4, p, &r, err);
+		      AW_TEXT(idle_only ? "true" : "false"), AW_TEXT(open && hold ? hold : "[]")};
+	const char *sql = "SELECT project_id, run_id, prev_state, mode, workflow, input,"
+			  " attempts, max_attempts, timeout_s, trace_id, claimed_at, held, resumed"
+			  " FROM platform_run_claim($1, $2, $3, $4,"
+			  " ARRAY(SELECT jsonb_array_elements_text($5::jsonb)))";
+	aw_err e;
+	if (!open || !hold) { /* nothing held: one statement, no transaction to end */
+		e = aw_store_exec1(s, &sys, sql, 5, p, &r, err);
+		if (!e)
+			e = claims_from_rows(r, 1, out, n, err);
+		aw_rows_free(r);
+		return e;
+	}
+	aw_txn *t = NULL;
+	if ((e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err)))
+		return e;
+	e = aw_txn_exec(t, sql, 5, p, &r, err);
 	if (!e)
 		e = claims_from_rows(r, 1, out, n, err);
 	aw_rows_free(r);
-	return e;
+	return claim_end(t, e, open, out, n, err);
 }
 
 /* A JSON array of ids for the PostgreSQL functions. */

@@ -208,6 +208,15 @@ void aw_store_rollback(aw_txn *t)
 	free(t);
 }
 
+aw_err aw_txn_set_ctx(aw_txn *t, const aw_ctx *ctx, aw_error *err)
+{
+	t->ctx = *ctx;
+	if (t->s->drv->dialect != AW_DIALECT_PG)
+		return AW_OK;
+	aw_val p[] = {AW_TEXT(ctx->project)};
+	return aw_txn_defer(t, "SELECT set_config('awooop.project_id', $1, true)", 1, p, err);
+}
+
 aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out, aw_error *err)
 {
 	return timed_exec(t->s, t->c, sql, n, p, out, err);

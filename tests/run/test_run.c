@@ -524,7 +524,8 @@ static void test_lease_expiry(void **state)
 	aw_run_claim *cl = NULL;
 	int n = 0;
 	aw_error err = {0};
-	assert_int_equal(aw_store_run_claim(S, "ghost", 1000, 2, 0, &cl, &n, &err), AW_OK);
+	assert_int_equal(aw_store_run_claim(S, "ghost", 1000, 2, 0, NULL, NULL, &cl, &n, &err),
+			 AW_OK);
 	assert_int_equal(n, 2);
 	assert_string_equal(cl[0].run_id, a);
 	assert_string_equal(cl[0].prev_state, "queued");
@@ -1261,12 +1262,14 @@ static void test_handoff(void **state)
 		submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, busy);
 	aw_run_claim *cl = NULL;
 	int n = 0;
-	assert_int_equal(aw_store_run_claim(S, "ghost-busy", 200, 4, 0, &cl, &n, &err), AW_OK);
+	assert_int_equal(aw_store_run_claim(S, "ghost-busy", 200, 4, 0, NULL, NULL, &cl, &n, &err),
+			 AW_OK);
 	assert_int_equal(n, 4); /* rt-main has 4 runs in flight */
 	aw_run_claims_free(cl, n);
 	char waiting[40];
 	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, waiting);
-	assert_int_equal(aw_store_run_claim(S, "ghost-lane", 200, 4, 1, &cl, &n, &err), AW_OK);
+	assert_int_equal(aw_store_run_claim(S, "ghost-lane", 200, 4, 1, NULL, NULL, &cl, &n, &err),
+			 AW_OK);
 	assert_int_equal(n, 0); /* not for the lane */
 	aw_run_claims_free(cl, n);
 	aw_run_waiter lane = {.store = S, .holder = "ghost-lane", .lease_ms = 300, .lane = 1};
@@ -1519,6 +1522,120 @@ static void test_secrets_by_reference(void **state)
 	unsetenv("AW_TEST_HOOK_TOKEN");
 }
 
+static aw_run_claim *claim_of(aw_run_claim *cl, int n, const char *id)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(cl[i].run_id, id) == 0)
+			return &cl[i];
+	fail_msg("run %s not claimed", id);
+	return NULL;
+}
+
+/* A claim holds the runs never started whose steps are all instant (pg
+ * 0022): locked, still queued, no lease, after the claimed ones; the claim's
+ * transaction is theirs. Rolled back - a worker that dies before its commit
+ * - it leaves them and the runs it claimed beside them as they were. A run
+ * started before is claimed, not held, and marked resumed. A worker drives
+ * held runs to their end in that one transaction: the journal, the history
+ * and the chain are a round's; one abandoned before the commit (the fault
+ * hook) is held again by the next claim, its abandoned attempt not counted. */
+static void test_held_claim(void **state)
+{
+	cancel_queued("rt-main");
+	cancel_queued("rt-other");
+	const char *three =
+		"{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"noop\"},{\"kind\":\"noop\"}]}";
+	char a[40], b[40], o[40], d[40], e[40], sql[160];
+	submit("rt-main", three, NULL, a);
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"sleep\",\"args\":{\"ms\":10}}]}",
+	       NULL, b);
+	submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, o);
+	submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, d);
+	snprintf(sql, sizeof sql, "UPDATE %%Truns SET started_at = created_at WHERE run_id = '%s'",
+		 d);
+	aw_test_raw_sql(&aw_fx.db, sql); /* as a run a shutdown handed back */
+	aw_run_claim *cl = NULL, *x;
+	int n = 0;
+	aw_error err = {0};
+	aw_txn *open = NULL;
+	assert_int_equal(aw_store_run_claim(S, "ghost-hold", 1000, 8, 0, "[\"noop\",\"fail\"]",
+					    &open, &cl, &n, &err),
+			 AW_OK);
+	assert_int_equal(n, 4);
+	assert_non_null(open);
+	assert_false(cl[0].held || cl[1].held);
+	assert_true(cl[2].held && cl[3].held);
+	assert_false((x = claim_of(cl, n, b))->held || x->resumed);
+	assert_true(!(x = claim_of(cl, n, d))->held && x->resumed);
+	assert_int_equal(x->attempts, 1);
+	for (int i = 2; i < 4; i++) {
+		assert_true(strcmp(cl[i].run_id, a) == 0 || strcmp(cl[i].run_id, o) == 0);
+		assert_string_equal(cl[i].prev_state, "queued");
+		assert_int_equal(cl[i].attempts, 0);
+	}
+	if (strcmp(aw_store_backend(S), "postgres") == 0) { /* all four locked */
+		aw_run_claim *c2 = NULL;
+		int n2 = -1;
+		assert_int_equal(
+			aw_store_run_claim(S, "ghost-2", 1000, 8, 0, NULL, NULL, &c2, &n2, &err),
+			AW_OK);
+		assert_int_equal(n2, 0);
+		aw_run_claims_free(c2, n2);
+	}
+	aw_store_rollback(open);
+	aw_run_claims_free(cl, n);
+	char st[20];
+	int attempts;
+	const char *all[] = {a, b, o, d};
+	for (int i = 0; i < 4; i++) {
+		state_of(i < 2 ? "rt-main" : "rt-other", all[i], st, &attempts);
+		assert_string_equal(st, "queued");
+		assert_int_equal(attempts, 0);
+	}
+	/* a worker; the fault hook abandons e's hold after its second step */
+	submit("rt-main", three, NULL, e);
+	crash_run = e;
+	crashed = 0;
+	aw_worker_fault_hook = crash_after_step2;
+	aw_worker *w = worker(2, 8, 100, 5000);
+	const char *ids[] = {a, b, e, o, d};
+	for (int i = 0; i < 5; i++)
+		assert_true(wait_state(i < 3 ? "rt-main" : "rt-other", ids[i], "succeeded", 10000));
+	stop_worker(w);
+	aw_worker_fault_hook = NULL;
+	assert_true(crashed);
+	aw_ctx c;
+	as(&c, "rt-main");
+	for (int k = 0; k < 2; k++) { /* a, and e held a second time */
+		aw_run r;
+		aw_run_step *steps = NULL;
+		int ns = 0;
+		assert_int_equal(aw_run_get(S, &c, k ? e : a, &r, &steps, &ns, &err), AW_OK);
+		assert_int_equal(r.attempts, 1);
+		assert_int_equal(ns, 3);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(steps[i].step_no, i + 1);
+			assert_string_equal(steps[i].state, "succeeded");
+			assert_int_equal(steps[i].attempt, 1);
+		}
+		aw_run_steps_free(steps, ns);
+		aw_run_free(&r);
+		json_t *v = view_of("rt-main", k ? e : a);
+		json_t *tr = json_object_get(v, "transitions");
+		const char *want[] = {"queued", "claimed", "running", "succeeded"};
+		expect_moves(tr, want, 4);
+		assert_non_null(json_object_get(json_array_get(tr, 1), "at"));
+		json_decref(v);
+	}
+	aw_audit_report rep;
+	assert_int_equal(aw_audit_verify(S, &c, &rep, &err), AW_OK);
+	assert_true(rep.ok);
+	as(&c, "rt-other");
+	assert_int_equal(aw_audit_verify(S, &c, &rep, &err), AW_OK);
+	assert_true(rep.ok);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1540,6 +1657,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_round_record, stop_leaked),
 		cmocka_unit_test_teardown(test_bulk_submit, stop_leaked),
 		cmocka_unit_test_teardown(test_handoff, stop_leaked),
+		cmocka_unit_test_teardown(test_held_claim, stop_leaked),
 		cmocka_unit_test_teardown(test_isolation_and_list, stop_leaked),
 		cmocka_unit_test_teardown(test_secrets_by_reference, stop_leaked),
 		cmocka_unit_test_teardown(test_egress, stop_leaked),

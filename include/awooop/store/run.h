@@ -119,12 +119,22 @@ typedef struct {
 	int attempts, max_attempts, timeout_s;
 	char trace_id[33];
 	char claimed_at[AW_TS_LEN + 1];
+	int held;    /* locked, not claimed: still queued (see aw_store_run_claim) */
+	int resumed; /* started before (a released or re-queued run): read its journal */
 } aw_run_claim;
 void aw_run_claims_free(aw_run_claim *c, int n);
 /* Claims up to limit runnable runs for worker (PostgreSQL: FOR UPDATE SKIP
- * LOCKED; SQLite: under its write lock), each with a lease of lease_ms. */
+ * LOCKED; SQLite: under its write lock), each with a lease of lease_ms.
+ * With hold (a JSON array of step kinds: the worker's instant executors) and
+ * open, a run never started whose steps are all of those kinds is held
+ * instead: locked and returned with held = 1 (after the claimed ones),
+ * unchanged - still queued, no lease. *open is then the transaction holding
+ * it: the caller moves the held runs in it (aw_txn_set_ctx per project) and
+ * ends it, which commits the others' claim too (they are not claimed before).
+ * Without held runs *open is NULL and the claim committed. */
 aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int limit, int idle_only,
-			  aw_run_claim **out, int *n, aw_error *err);
+			  const char *hold, aw_txn **open, aw_run_claim **out, int *n,
+			  aw_error *err);
 /* Renews worker's leases on ids; lost[i] = 1 for runs it no longer holds. */
 aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
 			      char (*ids)[AW_UUID_STR_LEN + 1], int n, int *lost, aw_error *err);
