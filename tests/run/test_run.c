@@ -825,11 +825,34 @@ static void test_graceful_shutdown(void **state)
 	state_of("rt-main", id, st, &attempts);
 	assert_string_equal(st, "queued"); /* released, attempt not counted */
 	assert_int_equal(attempts, 0);
+	/* step 1 succeeded before the shutdown: its entry stays as it was, the
+	 * next claim reads the journal (the run is "resumed", its attempt count
+	 * restored) and does not run it again */
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_run r;
+	aw_run_step *steps = NULL;
+	int ns = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_run_get(S, &c, id, &r, &steps, &ns, &err), AW_OK);
+	assert_true(ns >= 1);
+	assert_string_equal(steps[0].state, "succeeded");
+	char done1[AW_TS_LEN + 1];
+	snprintf(done1, sizeof done1, "%s", steps[0].finished_at);
+	aw_run_steps_free(steps, ns);
+	aw_run_free(&r);
+	sleep_ms(5); /* a step run again would finish at another millisecond */
 	aw_test_raw_sql(&aw_fx.db, "UPDATE %Truns SET workflow = '[{\"kind\":\"noop\"},{\"kind\":"
 				   "\"noop\"}]' WHERE state = 'queued'");
 	w = worker(1, 1, 100, 1000);
 	assert_true(wait_state("rt-main", id, "succeeded", 5000));
 	stop_worker(w);
+	assert_int_equal(aw_run_get(S, &c, id, &r, &steps, &ns, &err), AW_OK);
+	assert_int_equal(ns, 2);
+	assert_string_equal(steps[0].finished_at, done1);
+	assert_int_equal(r.attempts, 1);
+	aw_run_steps_free(steps, ns);
+	aw_run_free(&r);
 }
 
 static void test_shadow_and_diff(void **state)
