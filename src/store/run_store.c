@@ -149,7 +149,8 @@ static void claimed_sink(const aw_rows *r, void *arg)
 #define BUSY                                                                                     \
 	" OR (SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = $1 AND i.state IN" \
 	" ('claimed', 'running') LIMIT 4) fl) + (SELECT count(*) FROM (SELECT 1 FROM runs i"     \
-	" WHERE i.project_id = $1 AND i.state IN ('queued', 'retry_wait') LIMIT 4) fq) >= 4"
+	" WHERE i.project_id = $1 AND i.queue = $12 AND i.state IN ('queued', 'retry_wait')"     \
+	" ORDER BY i.priority DESC, i.run_id LIMIT 4) fq) >= 4"
 #define QUEUED(busy)                                                                   \
 	"(EXISTS (SELECT 1 FROM run_queues q WHERE q.project_id = $1 AND q.name = $12" \
 	" AND q.concurrency IS NOT NULL)" busy ")"
@@ -697,8 +698,9 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 		" AND i.state IN ('claimed', 'running')))) END AS n FROM q WHERE $3 = 0 OR"
 		" (SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
 		" AND i.state IN ('claimed', 'running') LIMIT 4)) + (SELECT count(*) FROM"
-		" (SELECT 1 FROM runs i WHERE i.project_id = q.project_id"
-		" AND i.state IN ('queued', 'retry_wait') LIMIT 4)) < 4),"
+		" (SELECT 1 FROM runs i WHERE i.project_id = q.project_id AND i.queue = q.name"
+		" AND i.state IN ('queued', 'retry_wait') ORDER BY i.priority DESC, i.run_id"
+		" LIMIT 4)) < 4),"
 		" c AS (SELECT r.run_id, r.state, r.priority, r.project_id, f.n,"
 		" r.state = 'queued' AND r.started_at IS NULL AND $4 IS NOT NULL"
 		" AND json_array_length(r.workflow) > 0 AND NOT EXISTS (SELECT 1"

@@ -9,9 +9,11 @@
 -- others are claimed as before; resumed tells a run started before (its
 -- journal is read before its next step).
 -- A held run is not "in flight" (claimed or running), so the idle-tenant
--- lane (p_idle) now takes a project's runs only while it has fewer than 4
--- in flight and waiting together: a flooding tenant's backlog, held or not,
--- keeps the lane off it.
+-- lane (p_idle) now takes a queue's runs only while its project has fewer
+-- than 4 in flight and the queue waiting together: a flooding tenant's
+-- backlog, held or not, keeps the lane off it. (The waiting ones are read in
+-- the ready index's order: a plan free to choose scanned the table from its
+-- first row, finished runs and all.)
 DROP FUNCTION platform_run_claim(text, integer, integer, boolean);
 CREATE FUNCTION platform_run_claim(p_worker text, p_lease_ms integer, p_limit integer,
                                    p_idle boolean, p_hold text[])
@@ -42,7 +44,8 @@ BEGIN
         SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = q.project_id
                               AND i.state IN ('claimed', 'running') LIMIT 4) fl) + (
         SELECT count(*) FROM (SELECT 1 FROM runs i WHERE i.project_id = q.project_id
-                              AND i.state IN ('queued', 'retry_wait') LIMIT 4) fq) < 4),
+                              AND i.queue = q.name AND i.state IN ('queued', 'retry_wait')
+                              ORDER BY i.priority DESC, i.run_id LIMIT 4) fq) < 4),
     f AS (
       SELECT q.project_id, q.name,
              CASE WHEN q.concurrency IS NULL THEN lim
