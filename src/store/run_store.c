@@ -819,7 +819,20 @@ aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int lim
 	aw_txn *t = NULL;
 	if ((e = aw_store_begin(s, &sys, AW_TXN_WRITE, &t, err)))
 		return e;
-	e = aw_txn_exec(t, sql, 5, p, &r, err);
+	/* the held runs' moves from `queued` follow in this transaction, by
+	 * run id. Before the table's first ANALYZE (a backlog just submitted)
+	 * the planner reads its indexes as near empty and chose the ready index
+	 * (a custom plan's `state = 'queued'` proves its predicate) or a bitmap
+	 * AND with the project's index - either reads the project's whole
+	 * backlog for each round's 64 ids (a burn-down of a fresh backlog ran
+	 * at half speed). A generic plan cannot prove the predicate; without
+	 * bitmaps what is left are lookups by id. */
+	e = aw_txn_defer(t,
+			 "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+			 " set_config('enable_bitmapscan', 'off', true)",
+			 0, NULL, err);
+	if (!e)
+		e = aw_txn_exec(t, sql, 5, p, &r, err);
 	if (!e)
 		e = claims_from_rows(r, 1, out, n, err);
 	aw_rows_free(r);
