@@ -408,6 +408,15 @@ static void execute_round(aw_worker *w, job *js, const int *idx, int n)
 		pthread_join(th[k], NULL);
 }
 
+/* When j's run may be tried again after its attempt failed (backoff, jitter). */
+static void retry_after(const aw_worker *w, uint64_t *rng, const job *j, char *after)
+{
+	aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(rng, j->c->attempts,
+								  w->o.retry_base_ms,
+								  w->o.retry_max_ms),
+			after);
+}
+
 /* The round's journal entries and the transitions they cause, for one project,
  * in one transaction. Each move is a compare-and-set that also tells which
  * runs this worker still held (a cancelled or reaped run does not move and
@@ -516,10 +525,7 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 		aw_run_state to =
 			j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED : AW_RUN_RETRY_WAIT;
 		char after[AW_TS_LEN + 1];
-		aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(rng, j->c->attempts,
-									  w->o.retry_base_ms,
-									  w->o.retry_max_ms),
-				after);
+		retry_after(w, rng, j, after);
 		aw_run_change chg = {.now = now,
 				     .holder = w->id,
 				     .error_code = aw_err_code(j->step_err),
@@ -754,10 +760,7 @@ static aw_err end_held(aw_worker *w, uint64_t *rng, aw_run_txn *x, job *js, int 
 			  : j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED
 								 : AW_RUN_RETRY_WAIT;
 	char after[AW_TS_LEN + 1];
-	aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(rng, j->c->attempts,
-								  w->o.retry_base_ms,
-								  w->o.retry_max_ms),
-			after);
+	retry_after(w, rng, j, after);
 	/* no lease to match: the row lock is the hold; the attempt counts,
 	 * except for a parked run's (an approval re-queues it) */
 	aw_run_change chg = {.now = now,
