@@ -844,7 +844,6 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 			j->next++;
 		}
 	}
-	aw_metrics_run_event("claimed", n);
 	/* one project after another, in the order of their ids: two workers'
 	 * transactions lock the projects' chain heads in the same order */
 	for (int i = 0; i < n; i++)
@@ -918,8 +917,10 @@ out:
 		aw_store_rollback(t);
 	else
 		e = aw_store_commit(t, err);
-	if (!e)
+	if (!e) { /* counted once committed: a claim rolled back claimed nothing */
+		aw_metrics_run_event("claimed", n);
 		aw_metrics_run_event("succeeded", nd);
+	}
 	for (int q = 0; st && q < k; q++)
 		free(st[q].result);
 	free(st);
