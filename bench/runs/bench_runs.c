@@ -6,7 +6,8 @@
  *       submits N no-op runs in bulk (aw_run_submit_batch, 1,000 a transaction)
  *       from one thread and prints the rate
  *   bench_runs paced URL PROJECT N INTERVAL_MS [CONCURRENCY BATCH]
- *       submits N no-op runs, one every INTERVAL_MS; with CONCURRENCY the
+ *       submits N no-op runs, one every INTERVAL_MS (after BENCH_WARMUP
+ *       runs whose input is "warmup", when set); with CONCURRENCY the
  *       process hosts a worker too (as `serve` with its API and a worker
  *       role does) and returns once its N runs finished
  *   bench_runs latency URL PROJECT N CONCURRENCY
@@ -140,12 +141,23 @@ static int paced(int interval_ms, int conc, int batch)
 		fprintf(stderr, "bench_runs: %s\n", err.msg);
 		return 1;
 	}
+	/* BENCH_WARMUP runs first, at the same pace, with input "warmup": the
+	 * first submissions of a process (and the first runs a worker's
+	 * connections move) prepare their statements and compile the chain
+	 * append - once per connection, not the steady state being measured */
+	const char *wu = getenv("BENCH_WARMUP");
+	int warm = wu ? atoi(wu) : 0;
 	char(*ids)[AW_UUID_STR_LEN + 1] = calloc((size_t)N + 1, sizeof *ids);
-	for (int i = 0; ids && i < N; i++) {
+	for (int i = -warm; ids && i < N; i++) {
 		char body[96];
 		int64_t t0 = aw_clock_mono_ns();
-		snprintf(body, sizeof body, "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":%d}", i);
-		submit_one(body, ids[i]);
+		if (i < 0)
+			snprintf(body, sizeof body,
+				 "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":\"warmup\"}");
+		else
+			snprintf(body, sizeof body,
+				 "{\"workflow\":[{\"kind\":\"noop\"}],\"input\":%d}", i);
+		submit_one(body, i < 0 ? NULL : ids[i]);
 		int64_t left = (int64_t)interval_ms * 1000000 - (aw_clock_mono_ns() - t0);
 		if (left > 0)
 			nanosleep(&(struct timespec){left / 1000000000, left % 1000000000}, NULL);

@@ -34,14 +34,15 @@ fresh_db() {
   APP="postgresql://awooop_app@$PGH:$PGP/$db?sslmode=disable"
   for p in "$@"; do "$BR" load "$APP" "$p" 0 1 >/dev/null 2>&1; done
 }
-# workers PROCS CONC BATCH: worker processes on $APP
+# workers PROCS CONC BATCH: worker processes on $APP, given SETTLE seconds
+# (default 1) to connect
 workers() {
   for _ in $(seq 1 "$1"); do
     "$BIN" serve --role worker --db "$APP" --concurrency "$2" --batch "$3" \
       --log-level warn 2>/dev/null &
     PIDS+=($!)
   done
-  sleep 1
+  sleep "${SETTLE:-1}"
 }
 # drain DB: waits until every run finished, then stops the workers
 drain() {
