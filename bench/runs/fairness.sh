@@ -32,7 +32,9 @@ SHAPE=${7:-apart} REPS=${8:-3} WARM=${9:-5}
 case $SHAPE in apart | hosted) ;; *) echo "fairness.sh: SHAPE is apart or hosted" >&2; exit 2 ;; esac
 . bench/runs/lib.sh
 
-phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
+# quiet's runs that count: not its warm-up ones
+COUNTED="project_id = 'quiet' AND input <> '\"warmup\"'"
+phase() { # phase DB FLOOD_COUNT -> "p50 p99 before after faced" of quiet's runs
   fresh_db "$1" quiet flood
   # the flood's backlog is queued whole before the workers start: quiet's
   # runs arrive while it is at its deepest
@@ -71,10 +73,10 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 backlog" of quiet's runs
                AND a.action = 'run.succeeded', jsonb_array_elements(a.payload::jsonb->'items') i
              WHERE t.project_id = r.project_id AND t.target = r.run_id::text
                AND i->>'target' = r.run_id::text)) AS payload) a
-          WHERE r.project_id = 'quiet' AND r.input <> '\"warmup\"') x" | tail -1 >&2
+          WHERE $COUNTED) x" | tail -1 >&2
   # beside the flood: the runs of quiet submitted before the flood's last run
   # finished (runs after it were alone, and would flatter the figure)
-  local where="project_id = 'quiet' AND input <> '\"warmup\"'" faced=$N
+  local where=$COUNTED faced=$N
   if [ "$2" -ne 0 ]; then
     where="$where AND created_at < (SELECT max(finished_at) FROM awooop.runs WHERE project_id = 'flood')"
     faced=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE $where")
@@ -87,6 +89,10 @@ RATIOS=()
 for rep in $(seq 1 "$REPS"); do
   read -r A50 A99 _ _ _ <<<"$(phase fairalone$rep 0)"
   read -r F50 F99 BL0 BL FACED <<<"$(phase fairflood$rep "$FLOOD")"
+  if [ "$FACED" -eq 0 ]; then
+    echo "fairness.sh: the flood's backlog was gone before quiet's first run: raise FLOOD" >&2
+    exit 1
+  fi
   echo "run $rep of $REPS: quiet submit -> finish     p50 ms   p99 ms"
   printf '%-30s %8s %8s\n' "alone" "$A50" "$A99" "beside the flood ($FACED runs)" "$F50" "$F99"
   echo "flood's backlog: $BL0 runs when quiet began, $BL when quiet's last run finished"

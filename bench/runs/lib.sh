@@ -52,9 +52,10 @@ drain() {
   PIDS=()
 }
 # percentiles DB WHERE -> "p50 p99" of submit -> finish (ms) of those runs
+# ("- -" when there are none)
 percentiles() {
-  sql "$1" "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 1) || ' ' ||
-                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 1)
+  sql "$1" "SELECT coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 1) || ' ' ||
+                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 1), '- -')
             FROM (SELECT extract(epoch FROM finished_at - created_at) * 1000 AS d
                   FROM awooop.runs WHERE $2) x"
 }
