@@ -223,6 +223,10 @@ typedef struct {
 	 * online CPUs, at least 2. The idle-tenant lane, a handed-off run and
 	 * slow steps (solo threads) never wait for one. */
 	int store_threads;
+	/* the same across every worker process of this user on this host
+	 * (their store work shares the host's cores): default (0) the online
+	 * CPUs; -1: no host-wide count */
+	int host_store_threads;
 } aw_worker_opts;
 
 aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err);

@@ -136,6 +136,10 @@ int aw_cmd_serve(int argc, char **argv)
 		{"store-threads", "AWOOOP_WORKER_STORE_THREADS", "0", 0,
 		 "worker threads claiming or driving a batch at once 0..256 (0: the CPUs, at least 2)",
 		 NULL},
+		{"host-store-threads", "AWOOOP_WORKER_HOST_STORE_THREADS", "0", 0,
+		 "the same, counted across this user's worker processes on this host -1..256 (0: the "
+		 "CPUs, -1: no host-wide count)",
+		 NULL},
 		{"heartbeat-ms", "AWOOOP_HEARTBEAT_MS", "5000", 0, "run lease heartbeat interval",
 		 NULL},
 		{"lease-ms", "AWOOOP_LEASE_MS", "30000", 0, "run lease length", NULL},
@@ -300,6 +304,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"run-retention-h", 0, 87600},
 		{"mcp-stdio-memory-mb", 16, 1048576},
 		{"store-threads", 0, 256},
+		{"host-store-threads", -1, 256},
 	};
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
@@ -333,7 +338,8 @@ int aw_cmd_serve(int argc, char **argv)
 			     .retry_base_ms = (int)wv[5],
 			     .retry_max_ms = (int)wv[6],
 			     .retention_h = (int)wv[22],
-			     .store_threads = (int)wv[24]};
+			     .store_threads = (int)wv[24],
+			     .host_store_threads = (int)wv[25]};
 
 	/* Block the stop signals (and SIGHUP, reload) in every thread; the main
 	 * thread waits for them. */

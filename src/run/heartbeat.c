@@ -49,6 +49,7 @@ static int64_t prune(aw_worker *w)
 void *aw_worker_heartbeat_main(void *arg)
 {
 	aw_worker *w = arg;
+	pthread_setname_np(pthread_self(), "aw-run-beat");
 	int cap = aw_worker_nslots(w);
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
 	int *lost = calloc((size_t)cap, sizeof *lost);
@@ -94,6 +95,7 @@ void *aw_worker_heartbeat_main(void *arg)
 void *aw_worker_listen_main(void *arg)
 {
 	aw_worker *w = arg;
+	pthread_setname_np(pthread_self(), "aw-run-listen");
 	aw_store_listener *l = aw_store_listen(w->s, "awooop_runs");
 	while (l && !atomic_load(&w->stop))
 		if (aw_store_listener_wait(l, 250) == 1)

@@ -65,12 +65,25 @@ static void shutdown_worker(aw_worker *w)
 	free(w);
 }
 
+static void gate_leave(aw_worker *w, thread_ctx *tc)
+{
+	if (tc->host_held)
+		aw_hostgate_leave(w->host_gate);
+	tc->host_held = 0;
+	pthread_mutex_lock(&w->mu);
+	w->gate_n--;
+	pthread_cond_signal(&w->gate_cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
 /* The batch path's store work (claim, rounds) is CPU-bound on both sides of
  * the connection: past the machine's cores more threads only add lock waits
  * and context switches (2 x 8 threads on 2 cores burned down 0.7x as fast as
- * 2 x 2). So at most gate_cap threads claim and drive a batch at once; the
- * others wait here, holding nothing. 0 when stopping. */
-static int gate_enter(aw_worker *w)
+ * 2 x 2). So at most gate_cap threads of the process claim and drive a batch
+ * at once, and at most the host gate's places of all the processes of this
+ * user on this host (hostgate.c); the others wait here, holding nothing. 0
+ * when stopping. */
+static int gate_enter(aw_worker *w, thread_ctx *tc)
 {
 	pthread_mutex_lock(&w->mu);
 	while (w->gate_n >= w->gate_cap && !atomic_load(&w->stop))
@@ -78,24 +91,30 @@ static int gate_enter(aw_worker *w)
 	int ok = !atomic_load(&w->stop);
 	w->gate_n += ok;
 	pthread_mutex_unlock(&w->mu);
+	tc->host_held = 0;
+	if (ok && w->host_gate >= 0) {
+		int r = aw_hostgate_enter(w->host_gate, &w->stop);
+		tc->host_held = r > 0;
+		if (r == 0) {
+			gate_leave(w, tc);
+			ok = 0;
+		}
+	}
 	return ok;
-}
-
-static void gate_leave(aw_worker *w)
-{
-	pthread_mutex_lock(&w->mu);
-	w->gate_n--;
-	pthread_cond_signal(&w->gate_cv);
-	pthread_mutex_unlock(&w->mu);
 }
 
 static void *exec_main(void *arg)
 {
 	thread_ctx *tc = arg;
 	aw_worker *w = tc->w;
+	pthread_setname_np(pthread_self(), tc->lane ? "aw-run-lane" : "aw-run");
 	/* the last claim that found nothing: when, and the generation it saw */
 	int64_t empty_ns = 0;
 	uint64_t empty_gen = 0;
+	/* a thread keeps its places from one batch to the next and leaves them
+	 * when it goes idle: a place given back at every batch went to a
+	 * sleeping thread (the semaphore hands it over), a switch a batch */
+	int placed = 0;
 	while (!atomic_load(&w->stop)) {
 		uint64_t gen = aw_run_notify_seen();
 		aw_run_claim *c = NULL;
@@ -110,9 +129,11 @@ static void *exec_main(void *arg)
 		int64_t now = aw_clock_mono_ns();
 		int quiet = empty_ns && gen == empty_gen &&
 			    now - empty_ns < (int64_t)w->o.poll_ms * 1000000;
-		int gated = !quiet && !tc->lane;
-		if (gated && !gate_enter(w))
-			break;
+		if (!quiet && !tc->lane && !placed) {
+			if (!gate_enter(w, tc))
+				break;
+			placed = 1;
+		}
 		aw_txn *held = NULL;
 		aw_err e = quiet ? AW_OK
 				 : aw_store_run_claim(w->s, w->id, w->o.lease_ms, want, tc->lane,
@@ -125,8 +146,9 @@ static void *exec_main(void *arg)
 		if (held)
 			e = aw_worker_finish_held(w, &tc->rng, held, c + (n - nh), nh, &err);
 		if (e) {
-			if (gated)
-				gate_leave(w);
+			if (placed)
+				gate_leave(w, tc);
+			placed = 0;
 			aw_run_claims_free(c, n);
 			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
 			       "detail", err.msg, NULL);
@@ -138,9 +160,9 @@ static void *exec_main(void *arg)
 			empty_gen = gen;
 		}
 		if (n == 0) {
-			if (gated)
-				gate_leave(w);
-			gated = 0;
+			if (placed)
+				gate_leave(w, tc);
+			placed = 0;
 			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
 			/* idle: a submission in this process may hand a run over */
 			aw_run_waiter wt = {.store = w->s,
@@ -159,9 +181,9 @@ static void *exec_main(void *arg)
 			aw_worker_process(w, tc, c, n - nh);
 		}
 		aw_run_claims_free(c, n);
-		if (gated)
-			gate_leave(w);
 	}
+	if (placed)
+		gate_leave(w, tc);
 	return NULL;
 }
 
@@ -172,6 +194,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	w->s = s;
 	w->o = *opts;
+	w->host_gate = -1;
 #define DEF(f, v)        \
 	if (w->o.f <= 0) \
 		w->o.f = (v);
@@ -205,6 +228,11 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	w->gate_cap = w->o.store_threads > 0 ? w->o.store_threads : cpus > 2 ? (int)cpus : 2;
 	if (w->gate_cap > w->o.concurrency)
 		w->gate_cap = w->o.concurrency;
+	if (w->o.host_store_threads >= 0)
+		w->host_gate = aw_hostgate_open("store", w->o.host_store_threads > 0
+								 ? w->o.host_store_threads
+							 : cpus > 1 ? (int)cpus
+								    : 1);
 	/* as many slow steps in flight as batch slots, within 16 .. 1024 */
 	int solo = w->o.concurrency * w->o.batch;
 	w->solo_cap = solo < 16 ? 16 : solo > 1024 ? 1024 : solo;

@@ -769,7 +769,8 @@ static aw_err end_held(aw_worker *w, uint64_t *rng, aw_run_txn *x, job *js, int 
 			     .finished = to == AW_RUN_FAILED || to == AW_RUN_SUGGESTED,
 			     .attempts_delta = to != AW_RUN_WAITING_APPROVAL,
 			     .error_code = j->step_err ? aw_err_code(j->step_err) : NULL,
-			     .run_after = to == AW_RUN_RETRY_WAIT ? after : NULL};
+			     .run_after = to == AW_RUN_RETRY_WAIT ? after : NULL,
+			     .locked = 1};
 	aw_run_state path[] = {AW_RUN_QUEUED, AW_RUN_CLAIMED, AW_RUN_RUNNING, to};
 	aw_err e = move_path(w, x, js, &i, 1, path, 3, &chg, chg.error_code, err);
 	if (!e && !j->active) /* the hold is a row lock: nobody else moves it */
@@ -886,7 +887,8 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 				     .finished = 1,
 				     .attempts_delta = 1,
 				     .last_steps = last,
-				     .nlast = m};
+				     .nlast = m,
+				     .locked = 1};
 		aw_run_state path[] = {AW_RUN_QUEUED, AW_RUN_CLAIMED, AW_RUN_RUNNING,
 				       AW_RUN_SUCCEEDED};
 		if (!e)

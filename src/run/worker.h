@@ -24,8 +24,9 @@ typedef struct thread_ctx {
 	pthread_t th;
 	slot *slots; /* batch entries, guarded by w->mu */
 	uint64_t rng;
-	int lane;    /* the idle-tenant lane (pool.c) */
-	int started; /* th is running: join it */
+	int lane;      /* the idle-tenant lane (pool.c) */
+	int started;   /* th is running: join it */
+	int host_held; /* holds a place of the host gate (pool.c) */
 } thread_ctx;
 
 struct aw_worker {
@@ -47,7 +48,8 @@ struct aw_worker {
 	/* threads claiming or driving a batch (pool.c), at most gate_cap; mu */
 	int gate_n, gate_cap;
 	pthread_cond_t gate_cv;
-	char *hold; /* the instant kinds: runs of those alone are held at a claim */
+	int host_gate; /* the host's places (hostgate.c), -1: none */
+	char *hold;    /* the instant kinds: runs of those alone are held at a claim */
 };
 
 /* Every slot of w: the batch slots of each thread, then the solo slots. */
@@ -76,6 +78,15 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 			     aw_error *err);
 /* The kinds of the instant executors as a JSON array (exec.c); malloc'd. */
 char *aw_executor_instant_kinds(void);
+/* Places shared by the worker processes of this user on this host
+ * (hostgate.c): the semaphore set of (name, places), -1 (logged) when the
+ * host offers none. enter: 1 a place taken, 0 stop was set first, -1 the
+ * set is gone (go on without it). remove: for tests, whose names are their
+ * own. */
+int aw_hostgate_open(const char *name, int places);
+int aw_hostgate_enter(int id, const atomic_int *stop);
+void aw_hostgate_leave(int id);
+void aw_hostgate_remove(int id);
 /* Thread bodies (heartbeat.c): lease renewal + lost-run flags + reaper, and
  * the PostgreSQL NOTIFY listener. */
 void *aw_worker_heartbeat_main(void *arg);

@@ -103,6 +103,8 @@ static int run_from_row(aw_run *v, const aw_rows *r, int i)
 
 /* Runs head "($k, ...)" tail with the n ids as the list after the nfixed
  * parameters that head refers to as $1..$nfixed. */
+/* head (ids as parameters after the fixed ones)tail: executed, or with out
+ * NULL on a txn that defers (PostgreSQL), sent with the next statement. */
 static aw_err exec_in(aw_txn *t, const char *head, const aw_val *fixed, int nfixed,
 		      char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *tail, aw_rows **out,
 		      aw_error *err)
@@ -120,7 +122,8 @@ static aw_err exec_in(aw_txn *t, const char *head, const aw_val *fixed, int nfix
 		int o = snprintf(sql, cap, "%s (", head);
 		aw_sql_params(sql, cap, &o, nfixed + 1, n);
 		snprintf(sql + o, cap - (size_t)o, ")%s", tail);
-		e = aw_txn_exec(t, sql, nfixed + n, v, out, err);
+		e = out ? aw_txn_exec(t, sql, nfixed + n, v, out, err)
+			: aw_txn_defer(t, sql, nfixed + n, v, err);
 	}
 	free(sql);
 	free(v);
@@ -454,14 +457,29 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 		o += snprintf(sql + o, cap - (size_t)o, " AND lease_expires_at < $%d", np);
 	}
 	snprintf(sql + o, cap - (size_t)o, " AND run_id IN");
-	aw_rows *r = NULL;
-	aw_err e = exec_in(t, sql, v, np, ids, n, " RETURNING run_id", &r, err);
+	aw_err e;
+	if (c->locked && aw_txn_dialect(t) == AW_DIALECT_PG) {
+		/* sent with what follows; a run that did not move fails the
+		 * statement, and with it the transaction (the CASE's text is
+		 * cast at run time only: the aggregate is not a constant) */
+		char head[sizeof sql + 32], tail[192];
+		snprintf(head, sizeof head, "WITH u AS (%s", sql);
+		snprintf(tail, sizeof tail,
+			 " RETURNING 1) SELECT CAST(CASE WHEN count(*) = %d THEN NULL"
+			 " ELSE 'a locked run did not move' END AS integer) FROM u",
+			 n);
+		e = exec_in(t, head, v, np, ids, n, tail, NULL, err);
+		for (int i = 0; !e && i < n; i++)
+			ok[i] = 1;
+	} else {
+		aw_rows *r = NULL;
+		e = exec_in(t, sql, v, np, ids, n, " RETURNING run_id", &r, err);
+		if (!e)
+			mark_listed(r, ids, n, ok);
+		aw_rows_free(r);
+	}
 	aw_buf_free(&last);
-	if (e)
-		return e;
-	mark_listed(r, ids, n, ok);
-	aw_rows_free(r);
-	return AW_OK;
+	return e;
 }
 
 aw_err aw_store_run_cas(aw_txn *t, const char *run_id, const char *from, const char *to,

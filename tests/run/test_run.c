@@ -8,6 +8,8 @@
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -26,6 +29,7 @@
 #include "counter.h"
 #include "run/notify.h"
 #include "run/run_hooks.h"
+#include "run/worker.h"
 #include "support.h"
 
 #define S (aw_fx.s)
@@ -1020,6 +1024,59 @@ static void test_store_threads(void **state)
 	stop_worker(w);
 }
 
+/* The host gate (hostgate.c): a place taken in one process is taken for
+ * another, a stop ends a wait without one, and the kernel gives back the
+ * place of a process killed holding it. */
+static atomic_int gate_stop;
+static void *stop_gate_later(void *arg)
+{
+	(void)arg;
+	struct timespec ms = {0, 150000000};
+	nanosleep(&ms, NULL);
+	atomic_store(&gate_stop, 1);
+	return NULL;
+}
+
+static void test_host_gate(void **state)
+{
+	(void)state;
+	char name[48];
+	snprintf(name, sizeof name, "test-%d", (int)getpid());
+	int id = aw_hostgate_open(name, 1);
+	assert_true(id >= 0);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) { /* takes the one place and keeps it until killed */
+		static atomic_int never;
+		int cid = aw_hostgate_open(name, 1);
+		char ok = cid == id && aw_hostgate_enter(cid, &never) == 1 ? 'y' : 'n';
+		if (write(fds[1], &ok, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char ok = 0;
+	assert_int_equal(read(fds[0], &ok, 1), 1);
+	assert_int_equal(ok, 'y');
+	atomic_store(&gate_stop, 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stop_gate_later, NULL), 0);
+	int64_t t0 = aw_clock_mono_ns();
+	assert_int_equal(aw_hostgate_enter(id, &gate_stop), 0);
+	assert_true(aw_clock_mono_ns() - t0 >= 100 * 1000000LL);
+	pthread_join(th, NULL);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	atomic_store(&gate_stop, 0);
+	assert_int_equal(aw_hostgate_enter(id, &gate_stop), 1);
+	aw_hostgate_leave(id);
+	aw_hostgate_remove(id);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* The running count of queue q of project p (claimed + running). */
 static int queue_running(const char *p, const char *q, int *limit)
 {
@@ -1606,7 +1663,27 @@ static void test_held_claim(void **state)
 		assert_int_equal(n2, 0);
 		aw_run_claims_free(c2, n2);
 	}
-	aw_store_rollback(open);
+	/* a locked compare-and-set (a held run's move) that misses a run - b
+	 * is claimed, not queued - fails its transaction on PostgreSQL, where
+	 * it is sent with the commit; SQLite answers at once */
+	aw_ctx mc;
+	as(&mc, "rt-main");
+	assert_int_equal(aw_txn_set_ctx(open, &mc, &err), AW_OK);
+	char pair[2][AW_UUID_STR_LEN + 1], now[AW_TS_LEN + 1];
+	snprintf(pair[0], sizeof pair[0], "%s", a);
+	snprintf(pair[1], sizeof pair[1], "%s", b);
+	aw_clock_now(now);
+	aw_run_change lk = {.now = now, .locked = 1};
+	int moved[2] = {0, 0};
+	assert_int_equal(
+		aw_store_run_cas_many(open, pair, 2, "queued", "claimed", &lk, moved, &err), AW_OK);
+	if (strcmp(aw_store_backend(S), "postgres") == 0) {
+		assert_int_not_equal(aw_store_commit(open, &err), AW_OK);
+		assert_non_null(strstr(err.msg, "a locked run did not move"));
+	} else {
+		assert_true(moved[0] && !moved[1]);
+		aw_store_rollback(open);
+	}
 	aw_run_claims_free(cl, n);
 	char st[20];
 	int attempts;
@@ -1681,6 +1758,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_bulk_submit, stop_leaked),
 		cmocka_unit_test_teardown(test_handoff, stop_leaked),
 		cmocka_unit_test_teardown(test_held_claim, stop_leaked),
+		cmocka_unit_test(test_host_gate),
 		cmocka_unit_test_teardown(test_isolation_and_list, stop_leaked),
 		cmocka_unit_test_teardown(test_secrets_by_reference, stop_leaked),
 		cmocka_unit_test_teardown(test_egress, stop_leaked),

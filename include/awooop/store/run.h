@@ -60,6 +60,11 @@ typedef struct {
 	 * succeed (read back through the run_journal view) */
 	const struct aw_run_step *last_steps;
 	int nlast;
+	/* every run is locked by this transaction in the state it moves from
+	 * (a claim's held runs): the compare-and-set cannot miss, so on
+	 * PostgreSQL it is sent with the transaction's next statement (no round
+	 * trip of its own) and a run that did not move fails the transaction */
+	int locked;
 } aw_run_change;
 
 void aw_run_free(aw_run *r);
