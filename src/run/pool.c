@@ -65,11 +65,13 @@ static void shutdown_worker(aw_worker *w)
 	free(w);
 }
 
-static void gate_leave(aw_worker *w, thread_ctx *tc)
+void aw_worker_places_leave(aw_worker *w, thread_ctx *tc)
 {
+	if (!tc->placed)
+		return;
 	if (tc->host_held)
 		aw_hostgate_leave(w->host_gate);
-	tc->host_held = 0;
+	tc->host_held = tc->placed = 0;
 	pthread_mutex_lock(&w->mu);
 	w->gate_n--;
 	pthread_cond_signal(&w->gate_cv);
@@ -81,22 +83,23 @@ static void gate_leave(aw_worker *w, thread_ctx *tc)
  * and context switches (2 x 8 threads on 2 cores burned down 0.7x as fast as
  * 2 x 2). So at most gate_cap threads of the process claim and drive a batch
  * at once, and at most the host gate's places of all the processes of this
- * user on this host (hostgate.c); the others wait here, holding nothing. 0
- * when stopping. */
-static int gate_enter(aw_worker *w, thread_ctx *tc)
+ * user on this host (hostgate.c); the others wait here, holding nothing. */
+int aw_worker_places_take(aw_worker *w, thread_ctx *tc)
 {
+	if (tc->placed)
+		return 1;
 	pthread_mutex_lock(&w->mu);
 	while (w->gate_n >= w->gate_cap && !atomic_load(&w->stop))
 		pthread_cond_wait(&w->gate_cv, &w->mu);
 	int ok = !atomic_load(&w->stop);
 	w->gate_n += ok;
 	pthread_mutex_unlock(&w->mu);
-	tc->host_held = 0;
+	tc->placed = ok;
 	if (ok && w->host_gate >= 0) {
 		int r = aw_hostgate_enter(w->host_gate, &w->stop);
 		tc->host_held = r > 0;
 		if (r == 0) {
-			gate_leave(w, tc);
+			aw_worker_places_leave(w, tc);
 			ok = 0;
 		}
 	}
@@ -111,10 +114,6 @@ static void *exec_main(void *arg)
 	/* the last claim that found nothing: when, and the generation it saw */
 	int64_t empty_ns = 0;
 	uint64_t empty_gen = 0;
-	/* a thread keeps its places from one batch to the next and leaves them
-	 * when it goes idle: a place given back at every batch went to a
-	 * sleeping thread (the semaphore hands it over), a switch a batch */
-	int placed = 0;
 	while (!atomic_load(&w->stop)) {
 		uint64_t gen = aw_run_notify_seen();
 		aw_run_claim *c = NULL;
@@ -129,11 +128,12 @@ static void *exec_main(void *arg)
 		int64_t now = aw_clock_mono_ns();
 		int quiet = empty_ns && gen == empty_gen &&
 			    now - empty_ns < (int64_t)w->o.poll_ms * 1000000;
-		if (!quiet && !tc->lane && !placed) {
-			if (!gate_enter(w, tc))
-				break;
-			placed = 1;
-		}
+		/* a thread keeps its places from one batch to the next and
+		 * leaves them when it goes idle: a place given back at every
+		 * batch went to a sleeping thread (the semaphore hands it over),
+		 * a switch a batch */
+		if (!quiet && !tc->lane && !aw_worker_places_take(w, tc))
+			break;
 		aw_txn *held = NULL;
 		aw_err e = quiet ? AW_OK
 				 : aw_store_run_claim(w->s, w->id, w->o.lease_ms, want, tc->lane,
@@ -146,9 +146,7 @@ static void *exec_main(void *arg)
 		if (held)
 			e = aw_worker_finish_held(w, &tc->rng, held, c + (n - nh), nh, &err);
 		if (e) {
-			if (placed)
-				gate_leave(w, tc);
-			placed = 0;
+			aw_worker_places_leave(w, tc);
 			aw_run_claims_free(c, n);
 			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
 			       "detail", err.msg, NULL);
@@ -160,9 +158,7 @@ static void *exec_main(void *arg)
 			empty_gen = gen;
 		}
 		if (n == 0) {
-			if (placed)
-				gate_leave(w, tc);
-			placed = 0;
+			aw_worker_places_leave(w, tc);
 			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
 			/* idle: a submission in this process may hand a run over */
 			aw_run_waiter wt = {.store = w->s,
@@ -182,8 +178,7 @@ static void *exec_main(void *arg)
 		}
 		aw_run_claims_free(c, n);
 	}
-	if (placed)
-		gate_leave(w, tc);
+	aw_worker_places_leave(w, tc);
 	return NULL;
 }
 

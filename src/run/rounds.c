@@ -377,13 +377,21 @@ static void *exec_thread(void *p)
  * that stayed in the batch because no solo slot was free) on threads of their
  * own (at most ROUND_THREADS at a time): a round lasts as long as its slowest
  * step, not their sum. */
-static void execute_round(aw_worker *w, job *js, const int *idx, int n)
+static void execute_round(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int n)
 {
 	pthread_t th[ROUND_THREADS];
 	exec_arg args[ROUND_THREADS];
-	int running = 0;
-	for (int i = 0; i < n; i++)
+	int running = 0, slow = 0;
+	for (int i = 0; i < n; i++) {
 		js[idx[i]].executed = 0;
+		const aw_executor *x = js[idx[i]].active ? next_executor(&js[idx[i]]) : NULL;
+		slow |= x && !x->instant;
+	}
+	/* a round that waits for slow steps (no solo slot was free) needs no
+	 * core meanwhile: its thread's places go to another batch */
+	int paused = slow && tc && tc->placed;
+	if (paused)
+		aw_worker_places_leave(w, tc);
 	for (int i = 0; i < n; i++) {
 		job *j = &js[idx[i]];
 		if (!j->active)
@@ -406,6 +414,8 @@ static void execute_round(aw_worker *w, job *js, const int *idx, int n)
 	}
 	for (int k = 0; k < running; k++)
 		pthread_join(th[k], NULL);
+	if (paused) /* 0 when stopping: the round ends and hands its runs back */
+		aw_worker_places_take(w, tc);
 }
 
 /* When j's run may be tried again after its attempt failed (backoff, jitter). */
@@ -602,8 +612,8 @@ static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx
 	free(cl);
 }
 
-static int drive(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const int *idx, int n,
-		 int batch);
+static int drive(aw_worker *w, thread_ctx *tc, uint64_t *rng, const aw_ctx *ctx, job *js,
+		 const int *idx, int n);
 
 /* A run that left its batch: its own claim (without the workflow and input
  * texts, parsed into j), its job, its solo slot (j.sl). */
@@ -620,7 +630,7 @@ static void *solo_main(void *p)
 	aw_worker *w = s->w;
 	aw_ctx ctx = project_ctx(w, s->c.project_id);
 	int idx = 0;
-	drive(w, &s->rng, &ctx, &s->j, &idx, 1, 0);
+	drive(w, NULL, &s->rng, &ctx, &s->j, &idx, 1);
 	slot *sl = s->j.sl;
 	json_decref(s->j.wf);
 	json_decref(s->j.input);
@@ -702,19 +712,19 @@ static int run_group(aw_worker *w, thread_ctx *tc, job *js, const int *idx, int 
 		       err.msg, NULL);
 		return 0;
 	}
-	return drive(w, &tc->rng, &ctx, js, idx, n, 1);
+	return drive(w, tc, &tc->rng, &ctx, js, idx, n);
 }
 
 /* The rounds of runs js[idx[0..n)] (one project) until none is active (or
- * stopped); a batch (not a solo run) first lets its slow runs go. 1 when the
- * fault hook abandoned them. */
-static int drive(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const int *idx, int n,
-		 int batch)
+ * stopped); a batch (tc: its thread; a solo run has none) first lets its slow
+ * runs go. 1 when the fault hook abandoned them. */
+static int drive(aw_worker *w, thread_ctx *tc, uint64_t *rng, const aw_ctx *ctx, job *js,
+		 const int *idx, int n)
 {
 	aw_error err = {0};
 	aw_err e = AW_OK;
 	while (!e) {
-		if (batch)
+		if (tc)
 			detach_slow(w, js, idx, n);
 		int any = 0;
 		for (int i = 0; i < n; i++)
@@ -728,7 +738,7 @@ static int drive(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const 
 		if ((e = start_slow(w, ctx, js, idx, n, &err)) ||
 		    (e = mark_started(w, ctx, js, idx, n, &err)))
 			break;
-		execute_round(w, js, idx, n);
+		execute_round(w, tc, js, idx, n);
 		for (int i = 0; aw_worker_fault_hook && i < n; i++) {
 			job *j = &js[idx[i]];
 			if (j->executed && aw_worker_fault_hook(j->c->run_id, j->next + 1))

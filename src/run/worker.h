@@ -26,7 +26,8 @@ typedef struct thread_ctx {
 	uint64_t rng;
 	int lane;      /* the idle-tenant lane (pool.c) */
 	int started;   /* th is running: join it */
-	int host_held; /* holds a place of the host gate (pool.c) */
+	int placed;    /* holds its places: the process's and the host's (pool.c) */
+	int host_held; /* of which one of the host gate */
 } thread_ctx;
 
 struct aw_worker {
@@ -78,6 +79,12 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 			     aw_error *err);
 /* The kinds of the instant executors as a JSON array (exec.c); malloc'd. */
 char *aw_executor_instant_kinds(void);
+/* The places of a thread that claims and drives batches (pool.c): taken
+ * before a claim (0: stopping), kept from batch to batch, left when it
+ * idles - and while a round waits for slow steps (rounds.c), which leave
+ * the cores to others. Both do nothing when there is nothing to do. */
+int aw_worker_places_take(aw_worker *w, thread_ctx *tc);
+void aw_worker_places_leave(aw_worker *w, thread_ctx *tc);
 /* Places shared by the worker processes of this user on this host
  * (hostgate.c): the semaphore set of (name, places), -1 (logged) when the
  * host offers none. enter: 1 a place taken, 0 stop was set first, -1 the

@@ -1077,6 +1077,39 @@ static void test_host_gate(void **state)
 	close(fds[1]);
 }
 
+/* A batch thread whose round waits for slow steps (every solo slot taken:
+ * the lockstep fallback) leaves its places meanwhile: with one place in the
+ * process and on the host, a no-op run submitted while two such sleeps run
+ * finishes long before they do. */
+static void test_slow_round_leaves_places(void **state)
+{
+	(void)state;
+	cancel_queued("rt-other");
+	char slow[18][40], fast[40];
+	for (int i = 0; i < 18; i++) /* 16 solo slots (the least), 2 in a round */
+		submit("rt-other", "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":2500}}]}",
+		       NULL, slow[i]);
+	aw_worker_opts o = worker_opts(4, 2, 100, 5000);
+	o.store_threads = 1;
+	o.host_store_threads = 1;
+	aw_worker *w = start_worker(&o);
+	for (int i = 0; i < 18; i++)
+		assert_true(wait_state("rt-other", slow[i], "running", 2000));
+	int64_t t0 = aw_clock_mono_ns();
+	submit("rt-other", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, fast);
+	assert_true(wait_state("rt-other", fast, "succeeded", 1500));
+	assert_true(aw_clock_mono_ns() - t0 < 1500 * 1000000LL);
+	char st[20];
+	int attempts;
+	for (int i = 0; i < 18; i++) { /* the sleeps were still under way */
+		state_of("rt-other", slow[i], st, &attempts);
+		assert_string_equal(st, "running");
+	}
+	for (int i = 0; i < 18; i++)
+		assert_true(wait_state("rt-other", slow[i], "succeeded", 5000));
+	stop_worker(w);
+}
+
 /* The running count of queue q of project p (claimed + running). */
 static int queue_running(const char *p, const char *q, int *limit)
 {
@@ -1759,6 +1792,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_handoff, stop_leaked),
 		cmocka_unit_test_teardown(test_held_claim, stop_leaked),
 		cmocka_unit_test(test_host_gate),
+		cmocka_unit_test_teardown(test_slow_round_leaves_places, stop_leaked),
 		cmocka_unit_test_teardown(test_isolation_and_list, stop_leaked),
 		cmocka_unit_test_teardown(test_secrets_by_reference, stop_leaked),
 		cmocka_unit_test_teardown(test_egress, stop_leaked),
