@@ -7,7 +7,8 @@
 #                       # log in with its password over TLS: scram-sha-256)
 #   aw_services_stop    # always call it (trap) - stops both and removes their dirs
 # initdb/pg_ctl refuse to run as root, so as root they run as the postgres user
-# in a temp dir it owns. Ports are free ones picked at random.
+# in a temp dir it owns. Ports are free ones picked at random. AW_PG_OPTS:
+# more server options (a bench's "-c track_commit_timestamp=on").
 
 AW_PGBIN=${AW_PGBIN:-/usr/lib/postgresql/15/bin}
 
@@ -54,7 +55,7 @@ aw_services_start() {
   mv "$AW_SVC_DIR/pg/hba.tmp" "$AW_SVC_DIR/pg/data/pg_hba.conf"
   [ "$(id -u)" -eq 0 ] && chown postgres: "$AW_SVC_DIR/pg/data/pg_hba.conf"
   aw__as_pg "$AW_PGBIN/pg_ctl" -D "$AW_SVC_DIR/pg/data" -l "$AW_SVC_DIR/pg/log" -w -t 60 \
-    -o "-p $AWOOOP_TEST_PG_PORT -k $AW_SVC_DIR/pg -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key" \
+    -o "-p $AWOOOP_TEST_PG_PORT -k $AW_SVC_DIR/pg -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key ${AW_PG_OPTS:-}" \
     start >/dev/null || { cat "$AW_SVC_DIR/pg/log" >&2; return 1; }
   psql -q -h 127.0.0.1 -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
     -c "CREATE ROLE $AWOOOP_TEST_PG_PW_USER LOGIN PASSWORD '$AWOOOP_TEST_PG_PASSWORD'" >/dev/null \
