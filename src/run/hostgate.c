@@ -12,11 +12,17 @@
  * since every hop of its run waited for a core - and for locks whose holders
  * had been preempted.
  *
+ * The set holds three semaphores: the places; one token for the reserve
+ * (pool.c: a place kept from the batch threads while an idle-tenant lane of
+ * the host has work - one reserve per host, whichever process has it); and
+ * 1 while the reserve waits for its place, which tells the batch threads,
+ * who keep their places from batch to batch, to give one back.
+ *
  * The key is a hash of the user, a name and the number of places: processes
  * configured alike share one set; a different count is a different set.
- * The set is created with its value 0 and then raised to `places` by one
- * semop, which sets its sem_otime: a process that finds the set waits for
- * that before it uses it.
+ * The set is created with its values 0 and then raised to `places` and 1
+ * (the token) by one semop, which sets its sem_otime: a process that finds the set waits
+ * for that before it uses it.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -32,7 +38,7 @@
 static key_t gate_key(const char *name, int places)
 {
 	char id[160];
-	snprintf(id, sizeof id, "awooop-store-gate/1/%u/%s/%d", (unsigned)getuid(), name, places);
+	snprintf(id, sizeof id, "awooop-store-gate/3/%u/%s/%d", (unsigned)getuid(), name, places);
 	uint32_t h = 2166136261u; /* FNV-1a */
 	for (const char *p = id; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;
@@ -49,12 +55,13 @@ static int ready(int id)
 int aw_hostgate_open(const char *name, int places)
 {
 	key_t key = gate_key(name, places);
-	int id = semget(key, 1, IPC_CREAT | IPC_EXCL | 0600);
+	int id = semget(key, 3, IPC_CREAT | IPC_EXCL | 0600);
 	if (id >= 0) {
-		struct sembuf give = {0, (short)places, 0}; /* no undo: the places stay */
-		if (semop(id, &give, 1) == 0)
+		/* no undo: the places and the token stay */
+		struct sembuf give[] = {{0, (short)places, 0}, {1, 1, 0}};
+		if (semop(id, give, 2) == 0)
 			return id;
-	} else if (errno == EEXIST && (id = semget(key, 1, 0600)) >= 0) {
+	} else if (errno == EEXIST && (id = semget(key, 3, 0600)) >= 0) {
 		/* made by another process: wait (up to a second) for its places */
 		for (int i = 0; i < 1000 && !ready(id); i++) {
 			struct timespec ms = {0, 1000000};
@@ -69,12 +76,12 @@ int aw_hostgate_open(const char *name, int places)
 	return -1;
 }
 
-int aw_hostgate_enter(int id, const atomic_int *stop)
+/* ops: the place, after (n 2) no reserve waiting for one */
+static int take(int id, struct sembuf *ops, int n, const atomic_int *stop)
 {
-	struct sembuf take = {0, -1, SEM_UNDO};
 	while (!atomic_load(stop)) {
 		struct timespec wait = {0, 50000000}; /* to see a stop */
-		if (semtimedop(id, &take, 1, &wait) == 0)
+		if (semtimedop(id, ops, (size_t)n, &wait) == 0)
 			return 1;
 		if (errno != EAGAIN && errno != EINTR)
 			return -1; /* removed under us: go on without it */
@@ -82,9 +89,43 @@ int aw_hostgate_enter(int id, const atomic_int *stop)
 	return 0;
 }
 
+int aw_hostgate_enter(int id, const atomic_int *stop)
+{
+	/* atomically: no reserve waits (it goes first), and a place */
+	struct sembuf ops[] = {{2, 0, 0}, {0, -1, SEM_UNDO}};
+	return take(id, ops, 2, stop);
+}
+
 void aw_hostgate_leave(int id)
 {
 	struct sembuf give = {0, 1, SEM_UNDO};
+	semop(id, &give, 1);
+}
+
+int aw_hostgate_wanted(int id)
+{
+	return semctl(id, 2, GETVAL) > 0;
+}
+
+int aw_hostgate_token(int id)
+{
+	struct sembuf take = {1, -1, SEM_UNDO | IPC_NOWAIT};
+	return semop(id, &take, 1) == 0;
+}
+
+int aw_hostgate_reserve(int id, const atomic_int *stop)
+{
+	struct sembuf want = {2, 1, SEM_UNDO}, got = {2, -1, SEM_UNDO};
+	struct sembuf place = {0, -1, SEM_UNDO};
+	semop(id, &want, 1);
+	int r = take(id, &place, 1, stop);
+	semop(id, &got, 1);
+	return r;
+}
+
+void aw_hostgate_token_give(int id)
+{
+	struct sembuf give = {1, 1, SEM_UNDO};
 	semop(id, &give, 1);
 }
 

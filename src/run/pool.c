@@ -39,6 +39,7 @@ static void shutdown_worker(aw_worker *w)
 		w->solo[i].stop = 1;
 	pthread_cond_broadcast(&w->hb_cv);
 	pthread_cond_broadcast(&w->gate_cv);
+	pthread_cond_broadcast(&w->reserve_cv);
 	pthread_mutex_unlock(&w->mu);
 	aw_run_notify_all();
 	for (int i = 0; w->threads && i < w->nthreads; i++)
@@ -53,6 +54,8 @@ static void shutdown_worker(aw_worker *w)
 		pthread_join(w->hb, NULL);
 	if (w->listener_started)
 		pthread_join(w->listener, NULL);
+	if (w->reserver_started)
+		pthread_join(w->reserver, NULL);
 	for (int i = 0; w->threads && i < w->nthreads; i++)
 		free(w->threads[i].slots);
 	free(w->threads);
@@ -62,6 +65,7 @@ static void shutdown_worker(aw_worker *w)
 	pthread_cond_destroy(&w->hb_cv);
 	pthread_cond_destroy(&w->solo_cv);
 	pthread_cond_destroy(&w->gate_cv);
+	pthread_cond_destroy(&w->reserve_cv);
 	free(w);
 }
 
@@ -106,6 +110,64 @@ int aw_worker_places_take(aw_worker *w, thread_ctx *tc)
 	return ok;
 }
 
+/* The reserve. A tenant flooding the pool keeps every place of the host
+ * busy, and a quiet tenant's run - served by the idle-tenant lane, which
+ * takes no place - then waits for a core at every hop (its submission, the
+ * NOTIFY, the claim, the commit: each a thread or a PostgreSQL backend
+ * woken on a machine with no core free). So while a lane of this process
+ * has had runs in the last RESERVE_LINGER_MS, this thread takes one place
+ * and keeps it: the batch threads have one core fewer, the quiet tenants
+ * one core. Only one reserve per host (the set's token: the lanes of every
+ * process would take every place), and none with fewer than two places. */
+#define RESERVE_LINGER_MS 250
+
+static int lane_recent(const aw_worker *w) /* holds w->mu */
+{
+	return w->lane_seen_ns &&
+	       aw_clock_mono_ns() - w->lane_seen_ns < (int64_t)RESERVE_LINGER_MS * 1000000;
+}
+
+/* The lane had runs: the reserve is wanted (a signal when it was not). */
+static void lane_had_runs(aw_worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	if (!lane_recent(w))
+		pthread_cond_signal(&w->reserve_cv);
+	w->lane_seen_ns = aw_clock_mono_ns();
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void *reserve_main(void *arg)
+{
+	aw_worker *w = arg;
+	pthread_setname_np(pthread_self(), "aw-run-reserve");
+	pthread_mutex_lock(&w->mu);
+	while (!atomic_load(&w->stop)) {
+		if (!lane_recent(w)) {
+			pthread_cond_wait(&w->reserve_cv, &w->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&w->mu);
+		int token = aw_hostgate_token(w->host_gate);
+		/* the place: at once, or when a batch ends */
+		int place = token && aw_hostgate_reserve(w->host_gate, &w->stop) > 0;
+		pthread_mutex_lock(&w->mu);
+		/* kept while the lane has runs (another process's reserve: wait) */
+		while (!atomic_load(&w->stop) && lane_recent(w)) {
+			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, RESERVE_LINGER_MS / 5);
+			pthread_cond_timedwait(&w->reserve_cv, &w->mu, &ts);
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (place)
+			aw_hostgate_leave(w->host_gate);
+		if (token)
+			aw_hostgate_token_give(w->host_gate);
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
 static void *exec_main(void *arg)
 {
 	thread_ctx *tc = arg;
@@ -132,6 +194,8 @@ static void *exec_main(void *arg)
 		 * leaves them when it goes idle: a place given back at every
 		 * batch went to a sleeping thread (the semaphore hands it over),
 		 * a switch a batch */
+		if (tc->host_held && aw_hostgate_wanted(w->host_gate))
+			aw_worker_places_leave(w, tc); /* for the reserve */
 		if (!quiet && !tc->lane && !aw_worker_places_take(w, tc))
 			break;
 		aw_txn *held = NULL;
@@ -172,6 +236,8 @@ static void *exec_main(void *arg)
 		}
 		if (n == want && !tc->lane) /* probably more waiting: another thread claims them */
 			aw_run_kick_backlog();
+		if (tc->lane && w->reserve)
+			lane_had_runs(w);
 		if (n > nh) {
 			aw_metrics_run_event("claimed", n - nh);
 			aw_worker_process(w, tc, c, n - nh);
@@ -219,15 +285,17 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	aw_clock_cond_init(&w->hb_cv);
 	pthread_cond_init(&w->solo_cv, NULL);
 	pthread_cond_init(&w->gate_cv, NULL);
+	aw_clock_cond_init(&w->reserve_cv);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	w->gate_cap = w->o.store_threads > 0 ? w->o.store_threads : cpus > 2 ? (int)cpus : 2;
 	if (w->gate_cap > w->o.concurrency)
 		w->gate_cap = w->o.concurrency;
+	w->host_places = w->o.host_store_threads > 0 ? w->o.host_store_threads
+			 : cpus > 1		     ? (int)cpus
+						     : 1;
 	if (w->o.host_store_threads >= 0)
-		w->host_gate = aw_hostgate_open("store", w->o.host_store_threads > 0
-								 ? w->o.host_store_threads
-							 : cpus > 1 ? (int)cpus
-								    : 1);
+		w->host_gate = aw_hostgate_open("store", w->host_places);
+	w->reserve = w->host_gate >= 0 && w->host_places >= 2;
 	/* as many slow steps in flight as batch slots, within 16 .. 1024 */
 	int solo = w->o.concurrency * w->o.batch;
 	w->solo_cap = solo < 16 ? 16 : solo > 1024 ? 1024 : solo;
@@ -264,6 +332,8 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	if (!rc && w->has_listener &&
 	    !(rc = pthread_create(&w->listener, NULL, aw_worker_listen_main, w)))
 		w->listener_started = 1;
+	if (!rc && w->reserve && !(rc = pthread_create(&w->reserver, NULL, reserve_main, w)))
+		w->reserver_started = 1;
 	if (rc) {
 		shutdown_worker(w);
 		return aw_fail(err, AW_E_INTERNAL, "cannot start a worker thread: %s",

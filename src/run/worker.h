@@ -50,7 +50,14 @@ struct aw_worker {
 	int gate_n, gate_cap;
 	pthread_cond_t gate_cv;
 	int host_gate; /* the host's places (hostgate.c), -1: none */
-	char *hold;    /* the instant kinds: runs of those alone are held at a claim */
+	int host_places;
+	/* the reserve (pool.c): when the idle-tenant lane last had runs, and
+	 * the thread that keeps a place from the batch threads meanwhile; mu */
+	int64_t lane_seen_ns;
+	pthread_cond_t reserve_cv;
+	pthread_t reserver;
+	int reserve, reserver_started; /* reserve: set before any thread starts */
+	char *hold; /* the instant kinds: runs of those alone are held at a claim */
 };
 
 /* Every slot of w: the batch slots of each thread, then the solo slots. */
@@ -94,6 +101,14 @@ int aw_hostgate_open(const char *name, int places);
 int aw_hostgate_enter(int id, const atomic_int *stop);
 void aw_hostgate_leave(int id);
 void aw_hostgate_remove(int id);
+/* The reserve's token (one per set): 1 when taken (never waits); give it
+ * back when done. The kernel gives back the token of a process that dies.
+ * reserve: a place for the token's holder, as enter, telling the batch
+ * threads meanwhile (wanted: 1) to give one back at their next batch. */
+int aw_hostgate_token(int id);
+void aw_hostgate_token_give(int id);
+int aw_hostgate_reserve(int id, const atomic_int *stop);
+int aw_hostgate_wanted(int id);
 /* Thread bodies (heartbeat.c): lease renewal + lost-run flags + reaper, and
  * the PostgreSQL NOTIFY listener. */
 void *aw_worker_heartbeat_main(void *arg);

@@ -1025,8 +1025,8 @@ static void test_store_threads(void **state)
 }
 
 /* The host gate (hostgate.c): a place taken in one process is taken for
- * another, a stop ends a wait without one, and the kernel gives back the
- * place of a process killed holding it. */
+ * another, a stop ends a wait without one, the kernel gives back the place
+ * of a process killed holding it, and the reserve goes before the batches. */
 static atomic_int gate_stop;
 static void *stop_gate_later(void *arg)
 {
@@ -1037,6 +1037,23 @@ static void *stop_gate_later(void *arg)
 	return NULL;
 }
 
+static int gate_id;
+static void nap_ms(int ms)
+{
+	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&t, NULL);
+}
+static void *reserve_later(void *arg)
+{
+	atomic_store((atomic_int *)arg, aw_hostgate_reserve(gate_id, &gate_stop));
+	return NULL;
+}
+static void *enter_later(void *arg)
+{
+	atomic_store((atomic_int *)arg, aw_hostgate_enter(gate_id, &gate_stop));
+	return NULL;
+}
+
 static void test_host_gate(void **state)
 {
 	(void)state;
@@ -1044,6 +1061,7 @@ static void test_host_gate(void **state)
 	snprintf(name, sizeof name, "test-%d", (int)getpid());
 	int id = aw_hostgate_open(name, 1);
 	assert_true(id >= 0);
+	gate_id = id;
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
 	pid_t child = fork();
@@ -1071,6 +1089,30 @@ static void test_host_gate(void **state)
 	waitpid(child, NULL, 0);
 	atomic_store(&gate_stop, 0);
 	assert_int_equal(aw_hostgate_enter(id, &gate_stop), 1);
+	/* the reserve: one token; while it waits for a place, a batch thread
+	 * that frees one does not get it back before the reserve has it */
+	assert_int_equal(aw_hostgate_token(id), 1);
+	assert_int_equal(aw_hostgate_token(id), 0);
+	pthread_t rs, bt;
+	atomic_int reserved = 0, entered = 0;
+	assert_int_equal(pthread_create(&rs, NULL, reserve_later, &reserved), 0);
+	while (!aw_hostgate_wanted(id))
+		nap_ms(1);
+	assert_int_equal(pthread_create(&bt, NULL, enter_later, &entered), 0);
+	nap_ms(100);
+	assert_int_equal(atomic_load(&reserved) + atomic_load(&entered), 0);
+	aw_hostgate_leave(id); /* the batch's place: to the reserve */
+	pthread_join(rs, NULL);
+	assert_int_equal(atomic_load(&reserved), 1);
+	assert_false(aw_hostgate_wanted(id));
+	nap_ms(100);
+	assert_int_equal(atomic_load(&entered), 0);
+	aw_hostgate_leave(id); /* the reserve's: to the batch */
+	aw_hostgate_token_give(id);
+	pthread_join(bt, NULL);
+	assert_int_equal(atomic_load(&entered), 1);
+	assert_int_equal(aw_hostgate_token(id), 1);
+	aw_hostgate_token_give(id);
 	aw_hostgate_leave(id);
 	aw_hostgate_remove(id);
 	close(fds[0]);
