@@ -76,7 +76,8 @@ int aw_hostgate_open(const char *name, int places)
 	return -1;
 }
 
-/* ops: the place, after (n 2) no reserve waiting for one */
+/* Takes ops (a place; for a batch thread, only while no reserve waits for
+ * one), waiting 50 ms at a time to see a stop. */
 static int take(int id, struct sembuf *ops, int n, const atomic_int *stop)
 {
 	while (!atomic_load(stop)) {

@@ -147,13 +147,21 @@ static void *reserve_main(void *arg)
 			pthread_cond_wait(&w->reserve_cv, &w->mu);
 			continue;
 		}
-		pthread_mutex_unlock(&w->mu);
-		int token = aw_hostgate_token(w->host_gate);
-		/* the place: at once, or when a batch ends */
-		int place = token && aw_hostgate_reserve(w->host_gate, &w->stop) > 0;
-		pthread_mutex_lock(&w->mu);
-		/* kept while the lane has runs (another process's reserve: wait) */
+		/* while the lane has runs: the token (another process may hold
+		 * it: tried again at every tick), then the place, at once or when
+		 * a batch ends; kept until the lane has had none for a while */
+		int token = 0, place = 0, gone = 0;
 		while (!atomic_load(&w->stop) && lane_recent(w)) {
+			if (!gone && !token)
+				token = aw_hostgate_token(w->host_gate);
+			if (!gone && token && !place) {
+				pthread_mutex_unlock(&w->mu);
+				int r = aw_hostgate_reserve(w->host_gate, &w->stop);
+				pthread_mutex_lock(&w->mu);
+				place = r > 0;
+				gone = r < 0; /* the set was removed */
+				continue;
+			}
 			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, RESERVE_LINGER_MS / 5);
 			pthread_cond_timedwait(&w->reserve_cv, &w->mu, &ts);
 		}
