@@ -44,7 +44,7 @@ AW_PG_OPTS="-c track_commit_timestamp=on"
 
 # quiet's runs that count: not its warm-up ones
 COUNTED="project_id = 'quiet' AND input <> '\"warmup\"'"
-phase() { # phase DB FLOOD_COUNT -> "p50 p99 before after faced" of quiet's runs
+phase() { # phase DB FLOOD_COUNT -> "p50 p99 commit-p50 commit-p99 before after faced" of quiet's runs
   fresh_db "$1" quiet flood
   # the flood's backlog is queued whole before the workers start: quiet's
   # runs arrive while it is at its deepest
@@ -98,13 +98,11 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 before after faced" of quiet's runs
 # commit_percentiles DB WHERE -> "p50 p99" (ms, to the microsecond) from the
 # commit of each run's submission to the commit of its last move
 commit_percentiles() {
-  sql "$1" "SELECT coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 3) || ' ' ||
-                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 3), '- -')
-            FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(r.fin)
-                                          - pg_xact_commit_timestamp(a.xmin)) * 1000 AS d
+  p50_p99 "$1" 3 "SELECT extract(epoch FROM pg_xact_commit_timestamp(r.fin)
+                                   - pg_xact_commit_timestamp(a.xmin)) * 1000 AS d
                   FROM (SELECT xmin AS fin, project_id, run_id FROM awooop.runs WHERE $2) r
                   JOIN awooop.audit_events a ON a.project_id = r.project_id
-                   AND a.target = r.run_id::text AND a.action = 'run.queued') x"
+                   AND a.target = r.run_id::text AND a.action = 'run.queued'"
 }
 echo "bench/runs/fairness: tenant flood submits $FLOOD runs in bulk, tenant quiet $N runs one every $IV ms;" \
   "$PROCS workers x $CONC, batch $BATCH (PostgreSQL), quiet's submitter $SHAPE"

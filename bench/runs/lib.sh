@@ -51,11 +51,15 @@ drain() {
   wait 2>/dev/null || true
   PIDS=()
 }
+# p50_p99 DB DIGITS QUERY -> "p50 p99" of QUERY's column d, rounded to DIGITS
+# ("- -" when it has no rows)
+p50_p99() {
+  sql "$1" "SELECT coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, $2) || ' ' ||
+                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, $2), '- -')
+            FROM ($3) x"
+}
 # percentiles DB WHERE -> "p50 p99" of submit -> finish (ms) of those runs
-# ("- -" when there are none)
 percentiles() {
-  sql "$1" "SELECT coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 1) || ' ' ||
-                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 1), '- -')
-            FROM (SELECT extract(epoch FROM finished_at - created_at) * 1000 AS d
-                  FROM awooop.runs WHERE $2) x"
+  p50_p99 "$1" 1 "SELECT extract(epoch FROM finished_at - created_at) * 1000 AS d
+                  FROM awooop.runs WHERE $2"
 }

@@ -21,8 +21,8 @@
  * The key is a hash of the user, a name and the number of places: processes
  * configured alike share one set; a different count is a different set.
  * The set is created with its values 0 and then raised to `places` and 1
- * (the token) by one semop, which sets its sem_otime: a process that finds the set waits
- * for that before it uses it.
+ * (the token) by one semop, which sets its sem_otime: a process that finds
+ * the set waits for that before it uses it.
  */
 #include <errno.h>
 #include <stdint.h>

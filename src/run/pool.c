@@ -298,12 +298,12 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	w->gate_cap = w->o.store_threads > 0 ? w->o.store_threads : cpus > 2 ? (int)cpus : 2;
 	if (w->gate_cap > w->o.concurrency)
 		w->gate_cap = w->o.concurrency;
-	w->host_places = w->o.host_store_threads > 0 ? w->o.host_store_threads
-			 : cpus > 1		     ? (int)cpus
-						     : 1;
+	int host_places = w->o.host_store_threads > 0 ? w->o.host_store_threads
+			  : cpus > 1		      ? (int)cpus
+						      : 1;
 	if (w->o.host_store_threads >= 0)
-		w->host_gate = aw_hostgate_open("store", w->host_places);
-	w->reserve = w->host_gate >= 0 && w->host_places >= 2;
+		w->host_gate = aw_hostgate_open("store", host_places);
+	w->reserve = w->host_gate >= 0 && host_places >= 2;
 	/* as many slow steps in flight as batch slots, within 16 .. 1024 */
 	int solo = w->o.concurrency * w->o.batch;
 	w->solo_cap = solo < 16 ? 16 : solo > 1024 ? 1024 : solo;

@@ -50,7 +50,6 @@ struct aw_worker {
 	int gate_n, gate_cap;
 	pthread_cond_t gate_cv;
 	int host_gate; /* the host's places (hostgate.c), -1: none */
-	int host_places;
 	/* the reserve (pool.c): when the idle-tenant lane last had runs, and
 	 * the thread that keeps a place from the batch threads meanwhile; mu */
 	int64_t lane_seen_ns;

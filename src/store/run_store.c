@@ -102,9 +102,8 @@ static int run_from_row(aw_run *v, const aw_rows *r, int i)
 }
 
 /* Runs head "($k, ...)" tail with the n ids as the list after the nfixed
- * parameters that head refers to as $1..$nfixed. */
-/* head (ids as parameters after the fixed ones)tail: executed, or with out
- * NULL on a txn that defers (PostgreSQL), sent with the next statement. */
+ * parameters that head refers to as $1..$nfixed; with out NULL the statement
+ * is deferred (aw_txn_defer: on PostgreSQL, sent with the next one). */
 static aw_err exec_in(aw_txn *t, const char *head, const aw_val *fixed, int nfixed,
 		      char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *tail, aw_rows **out,
 		      aw_error *err)
