@@ -57,9 +57,11 @@ void aw_store_rollback(aw_txn *t);
  * several projects one after another (a worker's held runs). */
 aw_err aw_txn_set_ctx(aw_txn *t, const aw_ctx *ctx, aw_error *err);
 
-/* A connection waiting for NOTIFY on channel (PostgreSQL); NULL on SQLite. */
+/* A connection waiting for NOTIFY on channel (PostgreSQL); NULL on SQLite.
+ * others_only: notifications sent over s's own connections are not heard
+ * (the process wakes its own threads without the database's help). */
 typedef struct aw_store_listener aw_store_listener;
-aw_store_listener *aw_store_listen(aw_store *s, const char *channel);
+aw_store_listener *aw_store_listen(aw_store *s, const char *channel, int others_only);
 /* 1 notified, 0 timed out; reconnects by itself after a broken connection. */
 int aw_store_listener_wait(aw_store_listener *l, int timeout_ms);
 void aw_store_listener_close(aw_store_listener *l);

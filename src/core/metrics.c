@@ -50,7 +50,8 @@ static const struct {
 	{"awooop_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered event.",
 	 "gauge"},
 	{"awooop_run_events_total",
-	 "Run runtime events: runs claimed, steps executed, runs succeeded, leases reaped.",
+	 "Run runtime events: runs claimed, steps executed, runs succeeded, leases reaped,"
+	 " claims that found nothing (empty_claim).",
 	 "counter"},
 	{"awooop_http_connections_cut_total",
 	 "Connections closed for missing a deadline: the request head, or the rest of the request.",

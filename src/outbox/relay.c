@@ -226,7 +226,7 @@ aw_err aw_relay_start(aw_store *s, aw_bus *bus, const aw_relay_opts *opts, aw_re
 		r->o.retention_s = 7 * 86400;
 	if (r->o.backoff_max_ms <= 0)
 		r->o.backoff_max_ms = 5000;
-	r->listener = aw_store_listen(s, "awooop_outbox");
+	r->listener = aw_store_listen(s, "awooop_outbox", 0);
 	if (r->listener && pthread_create(&r->lth, NULL, listen_main, r) == 0)
 		r->listening = 1;
 	if (pthread_create(&r->th, NULL, relay_main, r) != 0) {

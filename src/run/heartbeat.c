@@ -3,7 +3,8 @@
  * the heartbeat renews the leases of every run the threads hold, flags the
  * runs this worker lost (cancelled, reaped) so their executors return, and
  * runs the reaper; on PostgreSQL a listener wakes idle threads on NOTIFY
- * awooop_runs from any process.
+ * awooop_runs from other processes (a submission in this one wakes them
+ * itself).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -96,7 +97,7 @@ void *aw_worker_listen_main(void *arg)
 {
 	aw_worker *w = arg;
 	pthread_setname_np(pthread_self(), "aw-run-listen");
-	aw_store_listener *l = aw_store_listen(w->s, "awooop_runs");
+	aw_store_listener *l = aw_store_listen(w->s, "awooop_runs", 1);
 	while (l && !atomic_load(&w->stop))
 		if (aw_store_listener_wait(l, 250) == 1)
 			aw_run_kick();

@@ -19,6 +19,11 @@ enum { IDLE, RESERVED, GIVEN, CANCELLED };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t gen;
 static aw_run_waiter *waiters;
+/* Of the waiters that share their poll, the one that waits ms; the others
+ * wait POLL_SHARED times as long: idle threads that would each claim once
+ * per poll interval, to find nothing, take turns instead. */
+static aw_run_waiter *poller;
+#define POLL_SHARED 4
 
 /* Neither woken by a kick nor reserved: free to be woken or reserved. */
 static int is_free(const aw_run_waiter *w)
@@ -86,9 +91,12 @@ uint64_t aw_run_notify_seen(void)
 
 int aw_run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w)
 {
-	struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, ms);
 	aw_clock_cond_init(&w->cv);
 	pthread_mutex_lock(&mu);
+	if (w->share_poll && !poller)
+		poller = w;
+	struct timespec ts = aw_clock_after(
+		CLOCK_MONOTONIC, w->share_poll && poller != w ? (int64_t)ms * POLL_SHARED : ms);
 	w->state = IDLE;
 	w->woken = 0;
 	w->claim = NULL;
@@ -111,6 +119,8 @@ int aw_run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w)
 			*p = w->next;
 			break;
 		}
+	if (poller == w)
+		poller = NULL;
 	int given = w->state == GIVEN;
 	pthread_mutex_unlock(&mu);
 	pthread_cond_destroy(&w->cv);

@@ -29,6 +29,9 @@ typedef struct aw_run_waiter {
 	const char *holder;    /* the worker id that holds the lease */
 	int lease_ms;
 	int lane; /* the idle-tenant lane: only runs of projects with none in flight */
+	/* one of the process's idle threads that take turns to poll: while
+	 * another waits out the interval this one waits four times as long */
+	int share_poll;
 	/* set under the notifier's lock */
 	int state;	     /* see notify.c */
 	int woken;	     /* signalled by a kick: it claims; not offered */
@@ -40,7 +43,7 @@ typedef struct aw_run_waiter {
 void aw_run_notify_all(void);	   /* wakes every waiting thread (shutdown) */
 void aw_run_kick_backlog(void);	   /* wakes a waiting thread not of the lane */
 uint64_t aw_run_notify_seen(void); /* the current generation, read before a claim */
-/* Waits until a wake-up after generation `seen`, or ms. */
+/* Waits until a wake-up after generation `seen`, or ms (see share_poll). */
 void aw_run_notify_wait(uint64_t seen, int ms);
 /* The same, offering w for a hand-off meanwhile: 1 with w->claim set (one
  * run, claimed for w->holder) when a submission gave it one. */

@@ -176,28 +176,52 @@ static void *reserve_main(void *arg)
 	return NULL;
 }
 
+/* A claim drained the store: it found fewer runs than it asked for, at ns,
+ * with nothing announced since generation gen. Until something is announced
+ * (every submission kicks, NOTIFYs or hands off) or poll_ms passed, another
+ * claim of the same kind would find nothing: the thread waits at once. An
+ * empty claim after each batch, and one per idle thread at every poll_ms
+ * (the regular threads share one record: one claim per poll_ms a process),
+ * cost the next submission a share of the CPU. */
+static int fresh(const aw_worker *w, const drained *d, uint64_t gen, int64_t now)
+{
+	return d->ns && d->gen == gen && now - d->ns < (int64_t)w->o.poll_ms * 1000000;
+}
+
+/* d, or the regular threads' record (it drains the lane's claims too). */
+static int is_drained(aw_worker *w, const drained *d, uint64_t gen, int64_t now)
+{
+	pthread_mutex_lock(&w->mu);
+	int r = fresh(w, d, gen, now) || fresh(w, &w->drained, gen, now);
+	pthread_mutex_unlock(&w->mu);
+	return r;
+}
+
+static void set_drained(aw_worker *w, drained *d, int yes, uint64_t gen, int64_t now)
+{
+	pthread_mutex_lock(&w->mu);
+	d->ns = yes ? now : 0;
+	d->gen = gen;
+	pthread_mutex_unlock(&w->mu);
+}
+
 static void *exec_main(void *arg)
 {
 	thread_ctx *tc = arg;
 	aw_worker *w = tc->w;
 	pthread_setname_np(pthread_self(), tc->lane ? "aw-run-lane" : "aw-run");
-	/* the last claim that found nothing: when, and the generation it saw */
-	int64_t empty_ns = 0;
-	uint64_t empty_gen = 0;
+	/* the lane's own record of a drained claim: its claims see fewer
+	 * projects than the regular threads' (their record drains it too) */
+	drained mine = {0};
+	drained *d = tc->lane ? &mine : &w->drained;
 	while (!atomic_load(&w->stop)) {
 		uint64_t gen = aw_run_notify_seen();
 		aw_run_claim *c = NULL;
 		int n = 0;
 		aw_error err = {0};
 		int want = tc->lane && w->o.batch > LANE_BATCH ? LANE_BATCH : w->o.batch;
-		/* Back from a hand-off, with nothing announced since a claim found
-		 * nothing less than poll_ms ago: the store has nothing new for a
-		 * claim either (every submission kicks, NOTIFYs or hands off), so
-		 * the thread waits at once - an empty claim per handed-off run
-		 * cost the next submission a share of the CPU. */
 		int64_t now = aw_clock_mono_ns();
-		int quiet = empty_ns && gen == empty_gen &&
-			    now - empty_ns < (int64_t)w->o.poll_ms * 1000000;
+		int quiet = is_drained(w, d, gen, now);
 		/* a thread keeps its places from one batch to the next and
 		 * leaves them when it goes idle: a place given back at every
 		 * batch went to a sleeping thread (the semaphore hands it over),
@@ -225,10 +249,10 @@ static void *exec_main(void *arg)
 			aw_run_notify_wait(gen, w->o.poll_ms);
 			continue;
 		}
-		if (!quiet) {
-			empty_ns = n == 0 ? now : 0;
-			empty_gen = gen;
-		}
+		if (!quiet)
+			set_drained(w, d, n < want, gen, now);
+		if (!quiet && n == 0)
+			aw_metrics_run_event("empty_claim", 1);
 		if (n == 0) {
 			aw_worker_places_leave(w, tc);
 			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
@@ -236,7 +260,8 @@ static void *exec_main(void *arg)
 			aw_run_waiter wt = {.store = w->s,
 					    .holder = w->id,
 					    .lease_ms = w->o.lease_ms,
-					    .lane = tc->lane};
+					    .lane = tc->lane,
+					    .share_poll = !tc->lane};
 			if (!aw_run_notify_wait_handoff(gen, w->o.poll_ms, &wt))
 				continue;
 			c = wt.claim;

@@ -30,6 +30,12 @@ typedef struct thread_ctx {
 	int host_held; /* of which one of the host gate */
 } thread_ctx;
 
+/* When a claim last found fewer runs than it asked for (pool.c). */
+typedef struct {
+	int64_t ns; /* 0: never, or a later claim found a full batch */
+	uint64_t gen;
+} drained;
+
 struct aw_worker {
 	aw_store *s;
 	aw_worker_opts o;
@@ -53,6 +59,7 @@ struct aw_worker {
 	/* the reserve (pool.c): when the idle-tenant lane last had runs, and
 	 * the thread that keeps a place from the batch threads meanwhile; mu */
 	int64_t lane_seen_ns;
+	drained drained; /* the regular threads' claims (guarded by mu) */
 	pthread_cond_t reserve_cv;
 	pthread_t reserver;
 	int reserve, reserver_started; /* reserve: set before any thread starts */

@@ -73,9 +73,13 @@ typedef struct aw_driver {
 	 * the write lock up front. */
 	aw_err (*begin)(aw_conn *c, const char *project, int write, aw_error *err);
 	/* LISTEN support (NULL when the backend has none): wait returns 1 on a
-	 * notification, 0 on timeout, -1 when the connection broke. */
+	 * notification (those whose sender's server process skip(arg, pid)
+	 * names are dropped; skip may be NULL), 0 on timeout, -1 when the
+	 * connection broke. */
 	aw_err (*listen)(aw_conn *c, const char *channel, aw_error *err);
-	int (*wait)(aw_conn *c, int timeout_ms);
+	int (*wait)(aw_conn *c, int timeout_ms, int (*skip)(void *arg, int pid), void *arg);
+	/* The connection's server process (NULL: none to tell). */
+	int (*backend_pid)(aw_conn *c);
 } aw_driver;
 
 extern const aw_driver aw_driver_sqlite;

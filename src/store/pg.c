@@ -476,16 +476,22 @@ static aw_err pg_listen(aw_conn *c, const char *channel, aw_error *err)
 	return pg_script(c, sql, err);
 }
 
-static int pg_wait(aw_conn *c, int timeout_ms)
+/* 1 when a notification not skipped arrived. */
+static int pg_drain(aw_conn *c, int (*skip)(void *arg, int pid), void *arg)
 {
 	int got = 0;
 	PGnotify *n;
-	PQconsumeInput(c->pg);
 	while ((n = PQnotifies(c->pg))) {
-		got = 1;
+		got |= !skip || !skip(arg, n->be_pid);
 		PQfreemem(n);
 	}
-	if (got)
+	return got;
+}
+
+static int pg_wait(aw_conn *c, int timeout_ms, int (*skip)(void *arg, int pid), void *arg)
+{
+	PQconsumeInput(c->pg);
+	if (pg_drain(c, skip, arg))
 		return 1;
 	struct pollfd p = {.fd = PQsocket(c->pg), .events = POLLIN};
 	if (p.fd < 0)
@@ -495,16 +501,18 @@ static int pg_wait(aw_conn *c, int timeout_ms)
 		return rc < 0 ? -1 : 0;
 	if (!PQconsumeInput(c->pg))
 		return -1;
-	while ((n = PQnotifies(c->pg))) {
-		got = 1;
-		PQfreemem(n);
-	}
-	return got;
+	return pg_drain(c, skip, arg);
+}
+
+static int pg_backend_pid(aw_conn *c)
+{
+	return PQbackendPID(c->pg);
 }
 
 const aw_driver aw_driver_pg = {
 	.listen = pg_listen,
 	.wait = pg_wait,
+	.backend_pid = pg_backend_pid,
 	.name = "postgres",
 	.dialect = AW_DIALECT_PG,
 	.connect = pg_connect,

@@ -125,6 +125,7 @@ aw_err aw_store_active_list(aw_txn *t, aw_active_pointer **out, int *n, aw_error
 struct aw_store_listener {
 	aw_store *s;
 	aw_conn *c;
+	int others_only;
 	char channel[64];
 };
 
@@ -144,7 +145,7 @@ static int listener_connect(aw_store_listener *l)
 	return 0;
 }
 
-aw_store_listener *aw_store_listen(aw_store *s, const char *channel)
+aw_store_listener *aw_store_listen(aw_store *s, const char *channel, int others_only)
 {
 	if (!s->drv->listen)
 		return NULL;
@@ -152,6 +153,7 @@ aw_store_listener *aw_store_listen(aw_store *s, const char *channel)
 	if (!l)
 		return NULL;
 	l->s = s;
+	l->others_only = others_only;
 	snprintf(l->channel, sizeof l->channel, "%s", channel);
 	listener_connect(l); /* retried in wait() if the database is down now */
 	return l;
@@ -164,7 +166,7 @@ int aw_store_listener_wait(aw_store_listener *l, int timeout_ms)
 		nanosleep(&ts, NULL);
 		return 0;
 	}
-	int rc = l->s->drv->wait(l->c, timeout_ms);
+	int rc = l->s->drv->wait(l->c, timeout_ms, l->others_only ? aw_store_own_pid : NULL, l->s);
 	if (rc < 0) {
 		l->s->drv->disconnect(l->c);
 		l->c = NULL;

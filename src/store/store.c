@@ -39,7 +39,8 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 		opts && opts->acquire_timeout_ms > 0 ? opts->acquire_timeout_ms : 5000;
 	s->url = strdup(url);
 	s->idle = calloc((size_t)s->pool_size, sizeof *s->idle);
-	if (!s->url || !s->idle) {
+	s->pids = calloc((size_t)s->pool_size, sizeof *s->pids);
+	if (!s->url || !s->idle || !s->pids) {
 		aw_store_close(s);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
@@ -78,6 +79,7 @@ void aw_store_close(aw_store *s)
 		pthread_mutex_destroy(&s->write_mu);
 	}
 	free(s->idle);
+	free(s->pids);
 	free(s->url);
 	free(s);
 }
@@ -120,13 +122,27 @@ aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error 
 	pthread_mutex_unlock(&s->mu);
 
 	aw_err e = s->drv->connect(s->url, out, err);
+	int pid = !e && s->drv->backend_pid ? s->drv->backend_pid(*out) : 0;
+	pthread_mutex_lock(&s->mu);
 	if (e) {
-		pthread_mutex_lock(&s->mu);
 		s->nopen--;
 		pthread_cond_signal(&s->cv);
-		pthread_mutex_unlock(&s->mu);
+	} else if (pid > 0 && s->npids < s->pool_size) {
+		s->pids[s->npids++] = pid;
 	}
+	pthread_mutex_unlock(&s->mu);
 	return e;
+}
+
+int aw_store_own_pid(void *arg, int pid)
+{
+	aw_store *s = arg;
+	pthread_mutex_lock(&s->mu);
+	int own = 0;
+	for (int i = 0; i < s->npids && !own; i++)
+		own = s->pids[i] == pid;
+	pthread_mutex_unlock(&s->mu);
+	return own;
 }
 
 void aw_store_release(aw_store *s, aw_conn *c)
@@ -134,11 +150,17 @@ void aw_store_release(aw_store *s, aw_conn *c)
 	if (!c)
 		return;
 	int keep = s->drv->healthy(c);
+	int pid = !keep && s->drv->backend_pid ? s->drv->backend_pid(c) : 0;
 	pthread_mutex_lock(&s->mu);
 	if (keep) {
 		s->idle[s->nidle++] = c;
 	} else {
 		s->nopen--;
+		for (int i = 0; pid > 0 && i < s->npids; i++)
+			if (s->pids[i] == pid) {
+				s->pids[i] = s->pids[--s->npids];
+				break;
+			}
 	}
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);

@@ -24,6 +24,9 @@ struct aw_store {
 	int pool_size, acquire_timeout_ms;
 	aw_conn **idle; /* stack of idle connections */
 	int nidle, nopen;
+	/* the server processes of the open connections (PostgreSQL; a
+	 * listener tells this process's NOTIFYs from others' by them) */
+	int *pids, npids;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	/* SQLite has one writer at a time, and a writer that finds the lock
@@ -41,6 +44,8 @@ struct aw_txn {
 };
 
 aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error *err);
+/* pid is the server process of one of store s's pooled connections. */
+int aw_store_own_pid(void *s, int pid);
 void aw_store_release(aw_store *s, aw_conn *c);
 
 /* Runs one statement in t; records store latency. out may be NULL. */

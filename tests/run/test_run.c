@@ -27,6 +27,7 @@
 #include "awooop/run.h"
 #include "awooop/tenancy.h"
 #include "counter.h"
+#include "awooop/metrics.h"
 #include "run/notify.h"
 #include "run/run_hooks.h"
 #include "run/worker.h"
@@ -908,21 +909,30 @@ static void test_shadow_and_diff(void **state)
  * thread finish together, not one after the other. */
 /* Cancels what earlier tests left queued in p (claims go round robin over
  * projects: a leftover of another project would take one of the slots). */
-static void cancel_queued(const char *p)
+/* Cancels project p's runs in state st (NULL: those waiting to be claimed). */
+static void cancel_runs(const char *p, const char *st)
 {
 	aw_ctx c;
 	as(&c, p);
-	aw_run *runs = NULL;
-	int n = 0;
 	aw_error err = {0};
-	assert_int_equal(aw_run_list(S, &c, "queued", NULL, 1000, &runs, &n, &err), AW_OK);
-	for (int i = 0; i < n; i++) {
-		aw_run cr;
-		if (aw_run_cancel(S, &c, runs[i].run_id, &cr, &err) == AW_OK)
-			aw_run_free(&cr);
-		aw_run_free(&runs[i]);
+	const char *sts[] = {st ? st : "queued", st ? NULL : "retry_wait", NULL};
+	for (int k = 0; sts[k]; k++) {
+		aw_run *runs = NULL;
+		int n = 0;
+		assert_int_equal(aw_run_list(S, &c, sts[k], NULL, 1000, &runs, &n, &err), AW_OK);
+		for (int i = 0; i < n; i++) {
+			aw_run cr;
+			if (aw_run_cancel(S, &c, runs[i].run_id, &cr, &err) == AW_OK)
+				aw_run_free(&cr);
+			aw_run_free(&runs[i]);
+		}
+		free(runs);
 	}
-	free(runs);
+}
+
+static void cancel_queued(const char *p)
+{
+	cancel_runs(p, NULL);
 }
 
 static void test_batch_steps_in_parallel(void **state)
@@ -1393,6 +1403,65 @@ static void test_bulk_submit(void **state)
 	assert_true(rep.ok);
 }
 
+/* Claims of this process that found nothing. */
+static double empty_claims(void)
+{
+	static const char key[] = "awooop_run_events_total{event=\"empty_claim\"} ";
+	char *m = aw_metrics_render();
+	const char *p = m ? strstr(m, key) : NULL;
+	double v = p ? strtod(p + sizeof key - 1, NULL) : 0;
+	free(m);
+	return v;
+}
+
+/* A claim that found fewer runs than it asked for stands for every idle
+ * thread of the process until something is announced or poll_ms passed:
+ * idle threads poll the store once per poll_ms a process (not each), and a
+ * thread that drained the store with its batch does not claim again to
+ * find nothing. */
+static void test_idle_polls(void **state)
+{
+	(void)state;
+	cancel_queued("rt-main");
+	cancel_queued("rt-other");
+	aw_worker_opts o = worker_opts(4, 8, 100, 3000);
+	o.poll_ms = 200;
+	aw_worker *w = start_worker(&o);
+	until_idle();
+	double before = empty_claims();
+	sleep_ms(2000);
+	double idle = empty_claims() - before;
+	printf("idle polls: %.0f empty claims in 2 s of 5 threads polling every 200 ms\n", idle);
+	assert_true(idle >= 3);	 /* it polls: runs come due unannounced */
+	assert_true(idle <= 25); /* not 5 threads x 10 (45 with a record a thread) */
+	stop_worker(w);
+
+	o.poll_ms = 5000; /* no poll in the window below */
+	w = start_worker(&o);
+	until_idle();
+	enum { N = 3 };
+	aw_run_batch_item it[N];
+	memset(it, 0, sizeof it);
+	aw_error err = {0};
+	const char *body = "{\"workflow\":[{\"kind\":\"noop\"}]}";
+	for (int i = 0; i < N; i++)
+		assert_int_equal(aw_run_request_decode(body, strlen(body), &it[i].req, &err),
+				 AW_OK);
+	aw_ctx c;
+	as(&c, "rt-other");
+	before = empty_claims();
+	assert_int_equal(aw_run_submit_batch(S, &c, it, N, &err), AW_OK); /* one kick */
+	for (int i = 0; i < N; i++)
+		assert_true(wait_state("rt-other", it[i].run.run_id, "succeeded", 4000));
+	sleep_ms(100);
+	assert_int_equal(empty_claims() - before, 0);
+	stop_worker(w);
+	for (int i = 0; i < N; i++) {
+		aw_run_free(&it[i].run);
+		aw_run_request_free(&it[i].req);
+	}
+}
+
 /* A submission while a worker thread of this process idles hands the run
  * straight to it: committed claimed in the worker's name, no claim query;
  * its history is the same as a claimed run's. Not for a run due later or
@@ -1832,6 +1901,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_round_record, stop_leaked),
 		cmocka_unit_test_teardown(test_bulk_submit, stop_leaked),
 		cmocka_unit_test_teardown(test_handoff, stop_leaked),
+		cmocka_unit_test_teardown(test_idle_polls, stop_leaked),
 		cmocka_unit_test_teardown(test_held_claim, stop_leaked),
 		cmocka_unit_test(test_host_gate),
 		cmocka_unit_test_teardown(test_slow_round_leaves_places, stop_leaked),
