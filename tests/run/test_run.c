@@ -1403,6 +1403,53 @@ static void test_bulk_submit(void **state)
 	assert_true(rep.ok);
 }
 
+/* The idle-tenant lane's claim passes a project by while it has 4 runs or
+ * more in flight and waiting; the waiting ones are counted from the newest
+ * end of the ready index (pg 0023), so a backlog whose oldest runs already
+ * ended (their queued versions dead until vacuum) counts the same. With
+ * fewer, the lane takes them. */
+static void test_lane_check(void **state)
+{
+	(void)state;
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_error err = {0};
+	/* none in flight (the FSM matrix leaves one running) */
+	cancel_runs("rt-main", "claimed");
+	cancel_runs("rt-main", "running");
+	cancel_queued("rt-main");
+	cancel_queued("rt-other");
+	char id[8][40];
+	for (int i = 0; i < 8; i++)
+		submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}]}", NULL, id[i]);
+	aw_run cr;
+	aw_run_claim *cl = NULL;
+	int n = 0;
+	for (int i = 0; i < 5; i++) {
+		if (i >= 3) { /* 5, then 4 waiting: not for the lane */
+			assert_int_equal(aw_store_run_claim(S, "ghost-lane", 200, 4, 1, NULL, NULL,
+							    &cl, &n, &err),
+					 AW_OK);
+			assert_int_equal(n, 0);
+			aw_run_claims_free(cl, n);
+		}
+		assert_int_equal(aw_run_cancel(S, &c, id[i], &cr, &err),
+				 AW_OK); /* the oldest end */
+		aw_run_free(&cr);
+	}
+	assert_int_equal(aw_store_run_claim(S, "ghost-lane", 200, 4, 1, NULL, NULL, &cl, &n, &err),
+			 AW_OK);
+	assert_int_equal(n, 3); /* 3 waiting */
+	for (int i = 0; i < n; i++)
+		assert_string_equal(cl[i].run_id, id[5 + i]);
+	aw_run_claims_free(cl, n);
+	sleep_ms(400);
+	int reaped = 0;
+	assert_int_equal(aw_run_reap(S, 10, 10, &reaped, &err), AW_OK);
+	assert_int_equal(reaped, 3);
+	cancel_queued("rt-main");
+}
+
 /* Claims of this process that found nothing. */
 static double empty_claims(void)
 {
@@ -1902,6 +1949,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_bulk_submit, stop_leaked),
 		cmocka_unit_test_teardown(test_handoff, stop_leaked),
 		cmocka_unit_test_teardown(test_idle_polls, stop_leaked),
+		cmocka_unit_test_teardown(test_lane_check, stop_leaked),
 		cmocka_unit_test_teardown(test_held_claim, stop_leaked),
 		cmocka_unit_test(test_host_gate),
 		cmocka_unit_test_teardown(test_slow_round_leaves_places, stop_leaked),
