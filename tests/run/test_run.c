@@ -1450,6 +1450,14 @@ static void test_lane_check(void **state)
 	cancel_queued("rt-main");
 }
 
+/* Until n threads idle on S (every thread of a worker that has nothing). */
+static void until_all_idle(int n)
+{
+	for (int i = 0; i < 500 && aw_run_handoff_idle(S) < n; i++)
+		sleep_ms(10);
+	assert_int_equal(aw_run_handoff_idle(S), n);
+}
+
 /* Claims of this process that found nothing. */
 static double empty_claims(void)
 {
@@ -1473,8 +1481,9 @@ static void test_idle_polls(void **state)
 	cancel_queued("rt-other");
 	aw_worker_opts o = worker_opts(4, 8, 100, 3000);
 	o.poll_ms = 200;
+	o.reaper = -1; /* a re-queued leftover of another test would kick */
 	aw_worker *w = start_worker(&o);
-	until_idle();
+	until_all_idle(5); /* each thread's first claim is behind it */
 	double before = empty_claims();
 	sleep_ms(2000);
 	double idle = empty_claims() - before;
@@ -1485,7 +1494,7 @@ static void test_idle_polls(void **state)
 
 	o.poll_ms = 5000; /* no poll in the window below */
 	w = start_worker(&o);
-	until_idle();
+	until_all_idle(5);
 	enum { N = 3 };
 	aw_run_batch_item it[N];
 	memset(it, 0, sizeof it);
