@@ -249,10 +249,11 @@ static void *exec_main(void *arg)
 			aw_run_notify_wait(gen, w->o.poll_ms);
 			continue;
 		}
-		if (!quiet)
+		if (!quiet) {
 			set_drained(w, d, n < want, gen, now);
-		if (!quiet && n == 0)
-			aw_metrics_run_event("empty_claim", 1);
+			if (n == 0)
+				aw_metrics_run_event("empty_claim", 1);
+		}
 		if (n == 0) {
 			aw_worker_places_leave(w, tc);
 			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */

@@ -1340,6 +1340,19 @@ static void test_round_record(void **state)
 	assert_true(rep.ok);
 }
 
+#define NOOP_BODY "{\"workflow\":[{\"kind\":\"noop\"}]}"
+
+/* n batch items, each a one-step no-op run request (no key). */
+static void noop_batch(aw_run_batch_item *it, int n)
+{
+	memset(it, 0, sizeof *it * (size_t)n);
+	aw_error err = {0};
+	for (int i = 0; i < n; i++)
+		assert_int_equal(
+			aw_run_request_decode(NOOP_BODY, strlen(NOOP_BODY), &it[i].req, &err),
+			AW_OK);
+}
+
 /* A bulk submission: the runs without a key and those with a new key
  * inserted together, one run.queued record for the batch; a second item
  * with a key of the batch replays the first, an item with a key used before
@@ -1349,12 +1362,9 @@ static void test_bulk_submit(void **state)
 {
 	enum { N = 7 };
 	aw_run_batch_item it[N];
-	memset(it, 0, sizeof it);
+	noop_batch(it, N);
 	aw_error err = {0};
-	const char *body = "{\"workflow\":[{\"kind\":\"noop\"}]}";
-	for (int i = 0; i < N; i++)
-		assert_int_equal(aw_run_request_decode(body, strlen(body), &it[i].req, &err),
-				 AW_OK);
+	const char *body = NOOP_BODY;
 	char old[40];
 	submit("rt-other", body, "bulk-old", old);
 	it[1].idem_key = "bulk-new";
@@ -1497,12 +1507,8 @@ static void test_idle_polls(void **state)
 	until_all_idle(5);
 	enum { N = 3 };
 	aw_run_batch_item it[N];
-	memset(it, 0, sizeof it);
+	noop_batch(it, N);
 	aw_error err = {0};
-	const char *body = "{\"workflow\":[{\"kind\":\"noop\"}]}";
-	for (int i = 0; i < N; i++)
-		assert_int_equal(aw_run_request_decode(body, strlen(body), &it[i].req, &err),
-				 AW_OK);
 	aw_ctx c;
 	as(&c, "rt-other");
 	before = empty_claims();
