@@ -115,25 +115,48 @@ int aw_worker_places_take(aw_worker *w, thread_ctx *tc)
  * takes no place - then waits for a core at every hop (its submission, the
  * NOTIFY, the claim, the commit: each a thread or a PostgreSQL backend
  * woken on a machine with no core free). So while a lane of this process
- * has had runs in the last RESERVE_LINGER_MS, this thread takes one place
- * and keeps it: the batch threads have one core fewer, the quiet tenants
- * one core. Only one reserve per host (the set's token: the lanes of every
- * process would take every place), and none with fewer than two places. */
+ * has had runs of another project than the batch threads' in the last
+ * RESERVE_LINGER_MS, this thread takes one place and keeps it: the batch
+ * threads have one core fewer, the quiet tenants one core. Only one reserve
+ * per host (the set's token: the lanes of every process would take every
+ * place), and none with fewer than two places. A lone tenant whose runs
+ * trickle in finds the lane too, between its bursts: it has no other tenant
+ * to be kept from, and a reserve would only take a core from its own. */
 #define RESERVE_LINGER_MS 250
+
+static int recent(int64_t ns, int64_t now)
+{
+	return ns && now - ns < (int64_t)RESERVE_LINGER_MS * 1000000;
+}
 
 static int lane_recent(const aw_worker *w) /* holds w->mu */
 {
-	return w->lane_seen_ns &&
-	       aw_clock_mono_ns() - w->lane_seen_ns < (int64_t)RESERVE_LINGER_MS * 1000000;
+	return recent(w->lane_seen_ns, aw_clock_mono_ns());
 }
 
-/* The lane had runs: the reserve is wanted (a signal when it was not). */
-static void lane_had_runs(aw_worker *w)
+/* A batch thread claimed c: its project (the first run's) is busy. */
+static void batch_had_runs(aw_worker *w, const aw_run_claim *c)
 {
 	pthread_mutex_lock(&w->mu);
-	if (!lane_recent(w))
-		pthread_cond_signal(&w->reserve_cv);
-	w->lane_seen_ns = aw_clock_mono_ns();
+	w->batch_ns = aw_clock_mono_ns();
+	memcpy(w->batch_project, c->project_id, sizeof w->batch_project);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* The lane had the n runs of c: the reserve is wanted (a signal when it was
+ * not) if one is of another project than the batch threads' busy one. */
+static void lane_had_runs(aw_worker *w, const aw_run_claim *c, int n)
+{
+	pthread_mutex_lock(&w->mu);
+	int64_t now = aw_clock_mono_ns();
+	int other = 0;
+	for (int i = 0; i < n && !other && recent(w->batch_ns, now); i++)
+		other = strcmp(c[i].project_id, w->batch_project) != 0;
+	if (other) {
+		if (!recent(w->lane_seen_ns, now))
+			pthread_cond_signal(&w->reserve_cv);
+		w->lane_seen_ns = now;
+	}
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -270,8 +293,12 @@ static void *exec_main(void *arg)
 		}
 		if (n == want && !tc->lane) /* probably more waiting: another thread claims them */
 			aw_run_kick_backlog();
-		if (tc->lane && w->reserve)
-			lane_had_runs(w);
+		if (w->reserve) { /* n > 0 here, the held runs too */
+			if (tc->lane)
+				lane_had_runs(w, c, n);
+			else
+				batch_had_runs(w, c);
+		}
 		if (n > nh) {
 			aw_metrics_run_event("claimed", n - nh);
 			aw_worker_process(w, tc, c, n - nh);

@@ -56,9 +56,12 @@ struct aw_worker {
 	int gate_n, gate_cap;
 	pthread_cond_t gate_cv;
 	int host_gate; /* the host's places (hostgate.c), -1: none */
-	/* the reserve (pool.c): when the idle-tenant lane last had runs, and
-	 * the thread that keeps a place from the batch threads meanwhile; mu */
-	int64_t lane_seen_ns;
+	/* the reserve (pool.c): when the idle-tenant lane last had runs of a
+	 * project other than the batch threads', the project of the batch
+	 * threads' last claim and when, and the thread that keeps a place from
+	 * the batch threads meanwhile; mu */
+	int64_t lane_seen_ns, batch_ns;
+	char batch_project[AW_PROJECT_MAX + 1];
 	drained drained; /* the regular threads' claims (guarded by mu) */
 	pthread_cond_t reserve_cv;
 	pthread_t reserver;
