@@ -61,11 +61,12 @@ struct aw_conn {
  * that filters a whole project's runs, where the runs are looked up by id;
  * at 20,000 runs such a claim read 540 pages for a few runs (3.1 ms against
  * 0.5) and the round's compare-and-set 4,000 (6.5 ms against 0.3), and the
- * runs of a tenant submitting 1,500 a second waited 70-220 ms (p99) for
+ * runs of a tenant submitting 1,500 a second waited 77-269 ms (p99) for
  * workers that fell behind. So the plans are dropped (DISCARD PLANS: the
- * statements stay prepared) when the connection is 1, 2, 4 ... 512 seconds
- * old, then every REPLAN_MAX_S: the planner sees the tables' pages as they
- * are then, statistics or not. Each costs a few planned statements. */
+ * statements stay prepared) when the connection is 1, 2, 4 ... 1,024
+ * seconds old, then every REPLAN_MAX_S: the planner sees the tables' pages
+ * as they are then, statistics or not. Each costs a few planned statements
+ * (the claim's ~1-3 ms). */
 #define REPLAN_MAX_S 600
 
 static int replan_due(aw_conn *c, int64_t now)
