@@ -150,8 +150,9 @@ static void lane_had_runs(aw_worker *w, const aw_run_claim *c, int n)
 	pthread_mutex_lock(&w->mu);
 	int64_t now = aw_clock_mono_ns();
 	int other = 0;
-	for (int i = 0; i < n && !other && recent(w->batch_ns, now); i++)
-		other = strcmp(c[i].project_id, w->batch_project) != 0;
+	if (recent(w->batch_ns, now)) /* else no batch is busy: nobody to keep from */
+		for (int i = 0; i < n && !other; i++)
+			other = strcmp(c[i].project_id, w->batch_project) != 0;
 	if (other) {
 		if (!recent(w->lane_seen_ns, now))
 			pthread_cond_signal(&w->reserve_cv);
