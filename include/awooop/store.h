@@ -35,6 +35,10 @@ typedef struct {
 aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out, aw_error *err);
 void aw_store_close(aw_store *s);
 const char *aw_store_backend(const aw_store *s); /* "sqlite" | "postgres" */
+/* Where s's data lives, as its URL without credentials or options
+ * ("postgres://HOST:PORT/DB", "sqlite:PATH"): what tells two deployments on
+ * one host apart. Truncated to cap. */
+void aw_store_where(const aw_store *s, char *out, size_t cap);
 
 /* Applies pending migrations. On PostgreSQL, run as the schema owner: creates
  * the NOLOGIN role awooop_platform and app_role (LOGIN, no superuser, no

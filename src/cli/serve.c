@@ -137,8 +137,8 @@ int aw_cmd_serve(int argc, char **argv)
 		 "worker threads claiming or driving a batch at once 0..256 (0: the CPUs, at least 2)",
 		 NULL},
 		{"host-store-threads", "AWOOOP_WORKER_HOST_STORE_THREADS", "0", 0,
-		 "the same, counted across this user's worker processes on this host -1..256 (0: the "
-		 "CPUs, -1: no host-wide count)",
+		 "the same, counted across this user's worker processes on this host that serve the "
+		 "same database -1..256 (0: the CPUs, -1: no host-wide count)",
 		 NULL},
 		{"heartbeat-ms", "AWOOOP_HEARTBEAT_MS", "5000", 0, "run lease heartbeat interval",
 		 NULL},

@@ -1,8 +1,9 @@
 /*
  * hostgate.c - places shared by the run workers of every process of one user
- * on one host (see worker.h): a System V semaphore, taken and given back with
- * SEM_UNDO, so the kernel returns the places of a process that dies holding
- * them (a SIGKILL in the middle of a batch leaks nothing).
+ * on one host that serve one database (see worker.h, pool.c): a System V
+ * semaphore, taken and given back with SEM_UNDO, so the kernel returns the
+ * places of a process that dies holding them (a SIGKILL in the middle of a
+ * batch leaks nothing).
  *
  * Why a host and not a process: a batch's store work is CPU on both sides of
  * the connection, and the cores are the host's. Two worker processes with
@@ -18,8 +19,9 @@
  * 1 while the reserve waits for its place, which tells the batch threads,
  * who keep their places from batch to batch, to give one back.
  *
- * The key is a hash of the user, a name and the number of places: processes
- * configured alike share one set; a different count is a different set.
+ * The key is a hash of the user, a name (the database the workers serve,
+ * pool.c) and the number of places: processes configured alike share one
+ * set; a different count is a different set.
  * The set is created with its values 0 and then raised to `places` and 1
  * (the token) by one semop, which sets its sem_otime: a process that finds
  * the set waits for that before it uses it.
@@ -37,8 +39,8 @@
 
 static key_t gate_key(const char *name, int places)
 {
-	char id[160];
-	snprintf(id, sizeof id, "awooop-store-gate/3/%u/%s/%d", (unsigned)getuid(), name, places);
+	char id[400];
+	snprintf(id, sizeof id, "awooop-store-gate/3/%u/%d/%s", (unsigned)getuid(), places, name);
 	uint32_t h = 2166136261u; /* FNV-1a */
 	for (const char *p = id; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;

@@ -110,6 +110,22 @@ int aw_worker_places_take(aw_worker *w, thread_ctx *tc)
 	return ok;
 }
 
+/* The host gate of the workers of store s's database. One per database,
+ * not per host: the workers of one deployment serve the same runs, and a
+ * place one of them keeps serves them all; another deployment's workers
+ * (a tenant on a database of its own, on the same host) never claim this
+ * one's runs, and with one gate they waited for its places until its
+ * backlog was gone - 1.3-2.0 s of a 50,000-run flood, each run
+ * (bench/runs/fairness.sh, its control). Two busy deployments on one host
+ * run a batch more than the cores then: a cost, where the other was
+ * starvation. */
+int aw_worker_host_gate(const aw_store *s, int places)
+{
+	char where[256];
+	aw_store_where(s, where, sizeof where);
+	return aw_hostgate_open(where, places);
+}
+
 /* The reserve. A tenant flooding the pool keeps every place of the host
  * busy, and a quiet tenant's run - served by the idle-tenant lane, which
  * takes no place - then waits for a core at every hop (its submission, the
@@ -356,7 +372,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 			  : cpus > 1		      ? (int)cpus
 						      : 1;
 	if (w->o.host_store_threads >= 0)
-		w->host_gate = aw_hostgate_open("store", host_places);
+		w->host_gate = aw_worker_host_gate(s, host_places);
 	w->reserve = w->host_gate >= 0 && host_places >= 2;
 	/* as many slow steps in flight as batch slots, within 16 .. 1024 */
 	int solo = w->o.concurrency * w->o.batch;

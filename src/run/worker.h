@@ -107,6 +107,8 @@ void aw_worker_places_leave(aw_worker *w, thread_ctx *tc);
  * set is gone (go on without it). remove: for tests, whose names are their
  * own. */
 int aw_hostgate_open(const char *name, int places);
+/* The set of the workers of s's database (pool.c), as open. */
+int aw_worker_host_gate(const aw_store *s, int places);
 int aw_hostgate_enter(int id, const atomic_int *stop);
 void aw_hostgate_leave(int id);
 void aw_hostgate_remove(int id);

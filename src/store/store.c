@@ -89,6 +89,22 @@ const char *aw_store_backend(const aw_store *s)
 	return s->drv->name;
 }
 
+void aw_store_where(const aw_store *s, char *out, size_t cap)
+{
+	const char *u = s->url;
+	const char *rest = strstr(u, "://");
+	if (strncmp(u, "sqlite:", 7) == 0 || !rest) {
+		snprintf(out, cap, "%.*s", (int)strcspn(u, "?"), u);
+		return;
+	}
+	rest += 3; /* [user[:password]@]host[:port][/db][?options] */
+	const char *host = rest;
+	for (size_t i = 0, auth = strcspn(rest, "/?"); i < auth; i++)
+		if (rest[i] == '@') /* the last: a password may hold one */
+			host = rest + i + 1;
+	snprintf(out, cap, "postgres://%.*s", (int)strcspn(host, "?"), host);
+}
+
 aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error *err)
 {
 	struct timespec until;

@@ -1552,6 +1552,21 @@ static void noop_flood(const char *p, int n)
 	}
 }
 
+/* How many runs of project p are in state st (up to 1,000). */
+static int runs_in(const char *p, const char *st)
+{
+	aw_ctx c;
+	as(&c, p);
+	aw_error err = {0};
+	aw_run *runs = NULL;
+	int n = 0;
+	assert_int_equal(aw_run_list(S, &c, st, NULL, 1000, &runs, &n, &err), AW_OK);
+	for (int i = 0; i < n; i++)
+		aw_run_free(&runs[i]);
+	free(runs);
+	return n;
+}
+
 /* The reserve (pool.c) keeps one of the host's places from the batch
  * threads while the idle-tenant lane has runs of a project other than
  * theirs: a quiet tenant beside another's backlog - not a lone tenant whose
@@ -1574,7 +1589,7 @@ static void test_reserve_wants_another_tenant(void **state)
 	/* a set of its own: a count no other worker of the host uses (the
 	 * other backend's test binary may run at the same time) */
 	int places = strcmp(aw_store_backend(S), "postgres") ? 41 : 42;
-	int id = aw_hostgate_open("store", places);
+	int id = aw_worker_host_gate(S, places);
 	assert_true(id >= 0);
 	aw_worker_opts o = worker_opts(2, 16, 100, 5000);
 	o.host_store_threads = places;
@@ -1604,6 +1619,55 @@ static void test_reserve_wants_another_tenant(void **state)
 	stop_worker(w);
 	cancel_queued("rt-other");
 	aw_hostgate_remove(id);
+}
+
+/* The host gate is the database's (pool.c): a deployment on a database of
+ * its own is not kept waiting for the places another's workers keep from
+ * batch to batch while its backlog drains. The other deployment here: a
+ * thread holding every place of its gate. The gate follows the database,
+ * not the credentials it is reached with, and names neither the user nor
+ * a password. */
+static void test_gate_per_database(void **state)
+{
+	(void)state;
+	cancel_queued("rt-main");
+	int places = strcmp(aw_store_backend(S), "postgres") ? 43 : 44;
+	aw_test_db other;
+	aw_test_db_create(aw_fx.backend, &other);
+	aw_store *s2 = aw_test_store_open(&other);
+	int busy = aw_worker_host_gate(s2, places);
+	assert_true(busy >= 0);
+	atomic_int never = 0;
+	for (int i = 0; i < places; i++)
+		assert_int_equal(aw_hostgate_enter(busy, &never), 1);
+	char where[256];
+	aw_store_where(S, where, sizeof where);
+	assert_non_null(strstr(where, other.pg ? aw_fx.db.dbname : aw_fx.db.path));
+	assert_null(strchr(where, '@'));
+	if (other.pg) { /* the same database as its owner: the same gate */
+		aw_store *owner = NULL;
+		aw_error err = {0};
+		assert_int_equal(aw_store_open(other.owner_url, NULL, &owner, &err), AW_OK);
+		assert_int_equal(aw_worker_host_gate(owner, places), busy);
+		aw_store_close(owner);
+	}
+	aw_worker_opts o = worker_opts(2, 16, 100, 5000);
+	o.host_store_threads = places;
+	aw_worker *w = start_worker(&o);
+	/* more than the idle-tenant lane takes (it waits for no place), in
+	 * bulk (no hand-off to an idle thread): only a batch thread runs them */
+	noop_flood("rt-main", 12);
+	int left = 12;
+	for (int i = 0; i < 250 && left; i++, sleep_ms(20))
+		left = runs_in("rt-main", "queued") + runs_in("rt-main", "claimed") +
+		       runs_in("rt-main", "running");
+	assert_int_equal(left, 0);
+	stop_worker(w);
+	for (int i = 0; i < places; i++)
+		aw_hostgate_leave(busy);
+	aw_hostgate_remove(busy);
+	aw_store_close(s2);
+	aw_test_db_drop(&other);
 }
 
 /* A submission while a worker thread of this process idles hands the run
@@ -2051,6 +2115,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_host_gate),
 		cmocka_unit_test_teardown(test_slow_round_leaves_places, stop_leaked),
 		cmocka_unit_test_teardown(test_reserve_wants_another_tenant, stop_leaked),
+		cmocka_unit_test_teardown(test_gate_per_database, stop_leaked),
 		cmocka_unit_test_teardown(test_isolation_and_list, stop_leaked),
 		cmocka_unit_test_teardown(test_secrets_by_reference, stop_leaked),
 		cmocka_unit_test_teardown(test_egress, stop_leaked),
