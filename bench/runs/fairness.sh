@@ -20,7 +20,18 @@
 # submitted before the flood's last run finished count), the p99 ratio (the
 # issue's bound: within 2x of alone) and how deep flood's backlog still was
 # when quiet's last run finished; REPS times, then the ratios' median and
-# range (p99 of 100 samples moves a lot). In both phases quiet's submitter
+# range (p99 of 100 samples moves a lot).
+#
+# Phase "control": the same flood, but in a database of its own served by
+# PROCS worker processes of its own - two deployments sharing the host and
+# the PostgreSQL server and nothing else - while quiet submits to its own as
+# in the alone phase. Its p99 against alone is what the host costs quiet
+# whatever a queue does (on 2 cores, every hop of a run waits for a core a
+# flood keeps busy); flood / control is what sharing awooop's queue with the
+# flood adds to that. The bound of 2x holds for the queue only where the
+# host alone keeps within it.
+#
+# In every phase quiet's submitter
 # sends WARM runs first, not counted: a process's first submission and a
 # worker connection's first runs prepare statements and compile the chain
 # append (alone 16 ms, beside the flood 45 ms for the first run - with 100
@@ -44,11 +55,24 @@ AW_PG_OPTS="-c track_commit_timestamp=on"
 
 # quiet's runs that count: not its warm-up ones
 COUNTED="project_id = 'quiet' AND input <> '\"warmup\"'"
-phase() { # phase DB FLOOD_COUNT -> "p50 p99 commit-p50 commit-p99 before after faced" of quiet's runs
+phase() { # phase DB FLOOD_COUNT [other] -> "p50 p99 commit-p50 commit-p99 before after faced" of quiet's runs
+  # FDB: the flood's database - quiet's own, or with "other" a database of
+  # its own served by PROCS worker processes of its own: the control, two
+  # deployments that share the host and the PostgreSQL server and nothing
+  # else (what the host costs quiet, whatever the queue does)
+  local FDB=$1
+  [ "${3:-}" != other ] || FDB=${1}other
   fresh_db "$1" quiet flood
-  # the flood's backlog is queued whole before the workers start: quiet's
-  # runs arrive while it is at its deepest
-  [ "$2" -eq 0 ] || "$BR" flood "$APP" flood "$2" >/dev/null 2>&1
+  local QAPP=$APP
+  if [ "$FDB" != "$1" ]; then
+    fresh_db "$FDB" flood
+    "$BR" flood "$APP" flood "$2" >/dev/null 2>&1
+  else
+    # the flood's backlog is queued whole before the workers start: quiet's
+    # runs arrive while it is at its deepest
+    [ "$2" -eq 0 ] || "$BR" flood "$APP" flood "$2" >/dev/null 2>&1
+  fi
+  APP=$QAPP
   local host=() n=$PROCS settle=1
   [ "$SHAPE" = apart ] || { n=$((PROCS - 1)); host=("$CONC" "$BATCH"); }
   # beside the flood, quiet begins as soon as the workers have ended the
@@ -57,16 +81,24 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 commit-p50 commit-p99 before after 
   # flood lasts at 25,000-28,000 runs/s (at 20 ms a third of them came after
   # the flood, and p99 of the rest was their worst)
   [ "$2" -eq 0 ] || settle=0.2
-  [ "$n" -le 0 ] || SETTLE=$settle workers "$n" "$CONC" "$BATCH"
-  [ "$2" -eq 0 ] || [ "$n" -le 0 ] || "$BR" wait "$(pg_url "$1")" \
-    "SELECT (count(*) < 1000)::int FROM (SELECT 1 FROM awooop.runs
-     WHERE project_id = 'flood' AND finished_at IS NOT NULL LIMIT 1000) x"
+  if [ "$FDB" != "$1" ]; then # quiet's workers first, idle; then the flood's
+    [ "$n" -le 0 ] || workers "$n" "$CONC" "$BATCH"
+    APP=${QAPP/$1/$FDB} SETTLE=$settle workers "$PROCS" "$CONC" "$BATCH"
+  else
+    [ "$n" -le 0 ] || SETTLE=$settle workers "$n" "$CONC" "$BATCH"
+  fi
+  if [ "$2" -ne 0 ] && { [ "$n" -gt 0 ] || [ "$FDB" != "$1" ]; }; then
+    "$BR" wait "$(pg_url "$FDB")" \
+      "SELECT (count(*) < 1000)::int FROM (SELECT 1 FROM awooop.runs
+       WHERE project_id = 'flood' AND finished_at IS NOT NULL LIMIT 1000) x"
+  fi
   local before
-  before=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
+  before=$(sql "$FDB" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
   BENCH_WARMUP=$WARM "$BR" paced "$APP" quiet "$N" "$IV" "${host[@]}" >/dev/null 2>&1
   "$BR" wait "$(pg_url "$1")" "SELECT count(*) FROM awooop.runs WHERE project_id = 'quiet' AND finished_at IS NULL"
   local backlog
-  backlog=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
+  backlog=$(sql "$FDB" "SELECT count(*) FROM awooop.runs WHERE project_id = 'flood' AND finished_at IS NULL")
+  [ "$FDB" = "$1" ] || "$BR" wait "$(pg_url "$FDB")" "SELECT count(*) FROM awooop.runs WHERE finished_at IS NULL"
   drain "$1"
   # where the time went: submit -> claim (the claim's time is in the run's
   # audit record) and claim -> finished
@@ -90,7 +122,7 @@ phase() { # phase DB FLOOD_COUNT -> "p50 p99 commit-p50 commit-p99 before after 
   # finished (runs after it were alone, and would flatter the figure)
   local where=$COUNTED faced=$N
   if [ "$2" -ne 0 ]; then
-    where="$where AND created_at < (SELECT max(finished_at) FROM awooop.runs WHERE project_id = 'flood')"
+    where="$where AND created_at < '$(sql "$FDB" "SELECT max(finished_at) FROM awooop.runs WHERE project_id = 'flood'")'"
     faced=$(sql "$1" "SELECT count(*) FROM awooop.runs WHERE $where")
   fi
   echo "$(percentiles "$1" "$where") $(commit_percentiles "$1" "$where") $before $backlog $faced"
@@ -106,24 +138,34 @@ commit_percentiles() {
 }
 echo "bench/runs/fairness: tenant flood submits $FLOOD runs in bulk, tenant quiet $N runs one every $IV ms;" \
   "$PROCS workers x $CONC, batch $BATCH (PostgreSQL), quiet's submitter $SHAPE"
-RATIOS=()
+RATIOS=() CTL=() SHARE=()
+median() { # median LABEL VALUES...
+  local label=$1; shift
+  printf '%s\n' "$@" | sort -n | awk -v l="$label" '{ r[NR] = $1 } END {
+    printf "%s over %d runs: median %.2fx, lowest %.2fx, highest %.2fx\n", l, NR, r[int((NR + 1) / 2)], r[1], r[NR] }'
+}
 for rep in $(seq 1 "$REPS"); do
   read -r A50 A99 AC50 AC99 _ _ _ <<<"$(phase fairalone$rep 0)"
   read -r F50 F99 FC50 FC99 BL0 BL FACED <<<"$(phase fairflood$rep "$FLOOD")"
-  if [ "$FACED" -eq 0 ]; then
+  read -r O50 O99 OC50 OC99 OBL0 OBL OFACED <<<"$(phase fairctl$rep "$FLOOD" other)"
+  if [ "$FACED" -eq 0 ] || [ "$OFACED" -eq 0 ]; then
     echo "fairness.sh: the flood's backlog was gone before quiet's first run: raise FLOOD" >&2
     exit 1
   fi
-  echo "run $rep of $REPS: quiet                    submit -> finish (ms)   commit -> commit (ms)"
-  echo "                                     p50      p99            p50       p99"
-  printf '%-30s %8s %8s      %9s %9s\n' "alone" "$A50" "$A99" "$AC50" "$AC99" \
-    "beside the flood ($FACED runs)" "$F50" "$F99" "$FC50" "$FC99"
-  echo "flood's backlog: $BL0 runs when quiet began, $BL when quiet's last run finished"
+  echo "run $rep of $REPS: quiet                                 submit -> finish (ms)   commit -> commit (ms)"
+  echo "                                                  p50      p99            p50       p99"
+  printf '%-43s %8s %8s      %9s %9s\n' "alone" "$A50" "$A99" "$AC50" "$AC99" \
+    "beside the flood ($FACED runs)" "$F50" "$F99" "$FC50" "$FC99" \
+    "control: flood in another deployment ($OFACED)" "$O50" "$O99" "$OC50" "$OC99"
+  echo "flood's backlog: $BL0 runs when quiet began, $BL when quiet's last run finished (control: $OBL0, $OBL)"
   R=$(awk -v a="$AC99" -v m="$FC99" 'BEGIN { printf "%.2f", m / a }')
   RMS=$(awk -v a="$A99" -v m="$F99" 'BEGIN { printf "%.2f", m / a }')
-  RATIOS+=("$R")
+  RC=$(awk -v a="$AC99" -v m="$OC99" 'BEGIN { printf "%.2f", m / a }')
+  RS=$(awk -v a="$OC99" -v m="$FC99" 'BEGIN { printf "%.2f", m / a }')
+  RATIOS+=("$R") CTL+=("$RC") SHARE+=("$RS")
   echo "p99 flood / alone = ${R}x from the commits (bound: <= 2x); ${RMS}x from the stored milliseconds"
+  echo "p99 control / alone = ${RC}x (the host's share); flood / control = ${RS}x (what sharing the queue adds)"
 done
-printf '%s\n' "${RATIOS[@]}" | sort -n | awk '{ r[NR] = $1 } END {
-  printf "p99 ratio over %d runs: median %.2fx, lowest %.2fx, highest %.2fx (bound: <= 2x)\n",
-    NR, r[int((NR + 1) / 2)], r[1], r[NR] }'
+median "p99 flood / alone (bound: <= 2x)" "${RATIOS[@]}"
+median "p99 control / alone (two deployments, one host)" "${CTL[@]}"
+median "p99 flood / control" "${SHARE[@]}"
