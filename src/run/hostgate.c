@@ -15,7 +15,7 @@
  *
  * The set holds three semaphores: the places; one token for the reserve
  * (pool.c: a place kept from the batch threads while an idle-tenant lane of
- * the host has work - one reserve per host, whichever process has it); and
+ * the host has work - one reserve per set, whichever process has it); and
  * 1 while the reserve waits for its place, which tells the batch threads,
  * who keep their places from batch to batch, to give one back.
  *

@@ -134,7 +134,7 @@ int aw_worker_host_gate(const aw_store *s, int places)
  * has had runs of another project than the batch threads' in the last
  * RESERVE_LINGER_MS, this thread takes one place and keeps it: the batch
  * threads have one core fewer, the quiet tenants one core. Only one reserve
- * per host (the set's token: the lanes of every process would take every
+ * per gate (the set's token: the lanes of every process would take every
  * place), and none with fewer than two places. A lone tenant whose runs
  * trickle in finds the lane too, between its bursts: it has no other tenant
  * to be kept from, and a reserve would only take a core from its own. */

@@ -101,9 +101,9 @@ char *aw_executor_instant_kinds(void);
  * the cores to others. Both do nothing when there is nothing to do. */
 int aw_worker_places_take(aw_worker *w, thread_ctx *tc);
 void aw_worker_places_leave(aw_worker *w, thread_ctx *tc);
-/* Places shared by the worker processes of this user on this host
- * (hostgate.c): the semaphore set of (name, places), -1 (logged) when the
- * host offers none. enter: 1 a place taken, 0 stop was set first, -1 the
+/* Places shared by the worker processes of this user on this host that
+ * serve one database (hostgate.c): the semaphore set of (name, places), -1
+ * (logged) when the host offers none. enter: 1 a place taken, 0 stop was set first, -1 the
  * set is gone (go on without it). remove: for tests, whose names are their
  * own. */
 int aw_hostgate_open(const char *name, int places);

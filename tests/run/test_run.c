@@ -1642,7 +1642,7 @@ static void test_gate_per_database(void **state)
 		assert_int_equal(aw_hostgate_enter(busy, &never), 1);
 	char where[256];
 	aw_store_where(S, where, sizeof where);
-	assert_non_null(strstr(where, other.pg ? aw_fx.db.dbname : aw_fx.db.path));
+	assert_non_null(strstr(where, aw_fx.db.pg ? aw_fx.db.dbname : aw_fx.db.path));
 	assert_null(strchr(where, '@'));
 	if (other.pg) { /* the same database as its owner: the same gate */
 		aw_store *owner = NULL;
