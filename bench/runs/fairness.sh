@@ -63,10 +63,11 @@ phase() { # phase DB FLOOD_COUNT [other] -> "p50 p99 commit-p50 commit-p99 befor
   local FDB=$1
   [ "${3:-}" != other ] || FDB=${1}other
   fresh_db "$1" quiet flood
-  local QAPP=$APP
+  local QAPP=$APP FAPP=$APP
   if [ "$FDB" != "$1" ]; then
     fresh_db "$FDB" flood
-    "$BR" flood "$APP" flood "$2" >/dev/null 2>&1
+    FAPP=$APP
+    "$BR" flood "$FAPP" flood "$2" >/dev/null 2>&1
   else
     # the flood's backlog is queued whole before the workers start: quiet's
     # runs arrive while it is at its deepest
@@ -83,7 +84,7 @@ phase() { # phase DB FLOOD_COUNT [other] -> "p50 p99 commit-p50 commit-p99 befor
   [ "$2" -eq 0 ] || settle=0.2
   if [ "$FDB" != "$1" ]; then # quiet's workers first, idle; then the flood's
     [ "$n" -le 0 ] || workers "$n" "$CONC" "$BATCH"
-    APP=${QAPP/$1/$FDB} SETTLE=$settle workers "$PROCS" "$CONC" "$BATCH"
+    APP=$FAPP SETTLE=$settle workers "$PROCS" "$CONC" "$BATCH"
   else
     [ "$n" -le 0 ] || SETTLE=$settle workers "$n" "$CONC" "$BATCH"
   fi

@@ -103,9 +103,9 @@ int aw_worker_places_take(aw_worker *w, thread_ctx *tc);
 void aw_worker_places_leave(aw_worker *w, thread_ctx *tc);
 /* Places shared by the worker processes of this user on this host that
  * serve one database (hostgate.c): the semaphore set of (name, places), -1
- * (logged) when the host offers none. enter: 1 a place taken, 0 stop was set first, -1 the
- * set is gone (go on without it). remove: for tests, whose names are their
- * own. */
+ * (logged) when the host offers none. enter: 1 a place taken, 0 stop was
+ * set first, -1 the set is gone (go on without it). remove: for tests,
+ * whose names are their own. */
 int aw_hostgate_open(const char *name, int places);
 /* The set of the workers of s's database (pool.c), as open. */
 int aw_worker_host_gate(const aw_store *s, int places);

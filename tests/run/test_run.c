@@ -1567,13 +1567,6 @@ static int runs_in(const char *p, const char *st)
 	return n;
 }
 
-/* The reserve (pool.c) keeps one of the host's places from the batch
- * threads while the idle-tenant lane has runs of a project other than
- * theirs: a quiet tenant beside another's backlog - not a lone tenant whose
- * runs trickle in (the lane serves it too, between its bursts, and a
- * reserve would only take a core from its own batches). Seen from the host
- * gate's token, which the reserve holds while it is wanted and gives back
- * when the lane has had no such runs for a while. */
 /* The reserve's token of host gate set id (hostgate.c: its semaphore 1) is
  * held by a reserve. */
 static int token_taken(int id)
@@ -1581,6 +1574,13 @@ static int token_taken(int id)
 	return semctl(id, 1, GETVAL) == 0;
 }
 
+/* The reserve (pool.c) keeps one of the host's places from the batch
+ * threads while the idle-tenant lane has runs of a project other than
+ * theirs: a quiet tenant beside another's backlog - not a lone tenant whose
+ * runs trickle in (the lane serves it too, between its bursts, and a
+ * reserve would only take a core from its own batches). Seen from the host
+ * gate's token, which the reserve holds while it is wanted and gives back
+ * when the lane has had no such runs for a while. */
 static void test_reserve_wants_another_tenant(void **state)
 {
 	(void)state;
