@@ -197,6 +197,12 @@ typedef struct aw_executor {
  * loopback and private addresses (egress.h); link-local and metadata
  * addresses are refused to all. Default: none. Call before workers start. */
 void aw_run_egress_allow(const char *projects);
+/* The root of tenants' file: secret references: an http step's header
+ * {"secret_ref": REF} resolves in its run's project's namespace only
+ * (aw_secret_tenant_resolve: env:NAME is AWOOOP_T_<PROJECT>__NAME, file:PATH
+ * is DIR/<project>/PATH). NULL or "": file: references do not resolve. Call
+ * before workers start. */
+void aw_run_secrets_dir(const char *dir);
 
 /* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
  * "body"?}; llm (llm.h) and approval (approval.h) are registered by their

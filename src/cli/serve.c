@@ -188,10 +188,12 @@ int aw_cmd_serve(int argc, char **argv)
 		 NULL},
 		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
 		 "the mcp_tool contract id that lists a project's tool servers", NULL},
-		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,
-		 "tenants' file: secret references resolve in DIR/<project>/ (env: ones in "
-		 "AWOOOP_T_<PROJECT>__NAME)",
+		{"secrets-dir", "AWOOOP_SECRETS_DIR", NULL, 0,
+		 "tenants' file: secret references (run steps, MCP upstreams, bots) resolve in "
+		 "DIR/<project>/ (env: ones in AWOOOP_T_<PROJECT>__NAME)",
 		 NULL},
+		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,
+		 "the older name of --secrets-dir", NULL},
 		{"mcp-stdio-allow", "AWOOOP_MCP_STDIO_ALLOW", NULL, 0,
 		 "programs stdio MCP upstreams may run: absolute paths or dir/ prefixes, "
 		 "':'-separated (default: none)",
@@ -351,6 +353,14 @@ int aw_cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	const char *secrets_dir = aw_cli_get(opts, "secrets-dir");
+	if (secrets_dir && aw_cli_get(opts, "mcp-secrets-dir"))
+		return aw_cli_fail(AW_E_CONFIG, "set --secrets-dir or --mcp-secrets-dir, not both");
+	if (!secrets_dir)
+		secrets_dir = aw_cli_get(opts, "mcp-secrets-dir");
+	if (secrets_dir && secrets_dir[0] != '/')
+		return aw_cli_fail(AW_E_CONFIG, "--secrets-dir must be an absolute path");
+
 	const char *db = aw_cli_get(opts, "db");
 	/* the database holds every tenant's data and key hashes: private files */
 	umask(077);
@@ -396,6 +406,7 @@ int aw_cmd_serve(int argc, char **argv)
 		return aw_cli_fail(e, err.msg);
 	}
 	aw_run_egress_allow(aw_cli_get(opts, "egress-allow-private"));
+	aw_run_secrets_dir(secrets_dir);
 	aw_http *http = NULL;
 	aw_bus *bus = NULL;
 	aw_relay *relay = NULL;
@@ -462,7 +473,7 @@ int aw_cmd_serve(int argc, char **argv)
 		aw_mcp_opts mo = {.store = store,
 				  .policy = policy,
 				  .contract_id = aw_cli_get(opts, "mcp-contract"),
-				  .secrets_dir = aw_cli_get(opts, "mcp-secrets-dir"),
+				  .secrets_dir = secrets_dir,
 				  .stdio_allow = allow,
 				  .workers = (int)wv[15],
 				  .timeout_ms = (int)wv[16],
@@ -479,7 +490,7 @@ int aw_cmd_serve(int argc, char **argv)
 			   .kv = kv,
 			   .approvals = approvals,
 			   .api_base = aw_cli_get(opts, "telegram-api"),
-			   .secrets_dir = aw_cli_get(opts, "mcp-secrets-dir"),
+			   .secrets_dir = secrets_dir,
 			   .poll_timeout_s = (int)wv[17],
 			   .lease_ms = (int)wv[18],
 			   .per_chat_ms = (int)wv[19],

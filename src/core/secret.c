@@ -229,6 +229,9 @@ aw_err aw_secret_tenant_resolve(const char *project, const char *root, const cha
 	aw_err e = aw_secret_tenant_check(ref, err);
 	if (e)
 		return e;
+	if (!project || !*project || strchr(project, '/') || !strcmp(project, ".") ||
+	    !strcmp(project, ".."))
+		return aw_fail(err, AW_E_SECRET_UNRESOLVED, "%s: no project to resolve it in", ref);
 	if (!strncmp(ref, "env:", 4)) {
 		char var[256];
 		const char *v = NULL;

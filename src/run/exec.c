@@ -135,16 +135,28 @@ static aw_err headers_validate(const json_t *h, aw_error *err)
 					   (!json_object_get(v, "prefix") ||
 					    (pre && strlen(pre) <= 64 && !strpbrk(pre, "\r\n")));
 		if (!good)
-			return aw_fail_at(err, AW_E_REQ_INVALID, "/headers",
-					  "a header value is a string of at most 1024 bytes or"
-					  " {\"secret_ref\": \"env:NAME\", \"prefix\": \"...\"}");
+			return aw_fail_at(
+				err, AW_E_REQ_INVALID, "/headers",
+				"a header value is a string of at most 1024 bytes or"
+				" {\"secret_ref\": \"env:NAME\" | \"file:rel/path\", \"prefix\": \"...\"}");
 	}
 	return AW_OK;
 }
 
-/* Adds the step's headers to *hdr, resolving secret references now; the
- * resolved values live only in the request (wiped buffers, curl's copy). */
-static aw_err headers_add(const json_t *h, struct curl_slist **hdr, aw_error *err)
+/* Where the project's file: references live (secret.h); set once at start. */
+static char secrets_root[1024];
+
+void aw_run_secrets_dir(const char *dir)
+{
+	snprintf(secrets_root, sizeof secrets_root, "%s", dir ? dir : "");
+}
+
+/* Adds the step's headers to *hdr, resolving secret references now, inside
+ * the run's project's namespace only (never the worker's own environment or
+ * files); the resolved values live only in the request (wiped buffers,
+ * curl's copy). */
+static aw_err headers_add(const char *project, const json_t *h, struct curl_slist **hdr,
+			  aw_error *err)
 {
 	const char *k;
 	json_t *v;
@@ -157,8 +169,9 @@ static aw_err headers_add(const json_t *h, struct curl_slist **hdr, aw_error *er
 		} else {
 			const char *pre = json_string_value(json_object_get(v, "prefix"));
 			aw_buf_adds(&line, pre ? pre : "");
-			e = aw_secret_resolve(json_string_value(json_object_get(v, "secret_ref")),
-					      &line, err);
+			e = aw_secret_tenant_resolve(
+				project, secrets_root,
+				json_string_value(json_object_get(v, "secret_ref")), &line, err);
 			if (!e && strpbrk(aw_buf_str(&line), "\r\n"))
 				e = aw_fail(err, AW_E_SECRET_UNRESOLVED,
 					    "a secret for header %s holds a line break", k);
@@ -293,7 +306,7 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 		hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	hdr = curl_slist_append(hdr, "Expect:");
 	json_t *extra = json_object_get(c->args, "headers");
-	if (extra && (e = headers_add(extra, &hdr, err)))
+	if (extra && (e = headers_add(c->project ? c->project : "", extra, &hdr, err)))
 		goto out;
 	long timeout_ms = 30000;
 	if (c->deadline_ns) {

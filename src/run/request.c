@@ -183,10 +183,11 @@ static aw_err scan(const json_t *v, aw_buf *path, aw_error *err)
 		}
 	} else if (json_is_object(v)) {
 		json_t *ref = json_object_get(v, "secret_ref");
-		if (ref) { /* a reference, checked for shape; resolved at execution */
+		if (ref) { /* a reference in the project's own namespace, checked
+			      for shape now; resolved at execution */
 			aw_json_ptr_push(path, "secret_ref");
 			e = json_is_string(ref)
-				    ? aw_secret_ref_check(json_string_value(ref), err)
+				    ? aw_secret_tenant_check(json_string_value(ref), err)
 				    : aw_fail(err, AW_E_SECRET_REF, "secret_ref must be a string");
 			if (e && err)
 				snprintf(err->where, sizeof err->where, "%.120s", aw_buf_str(path));

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/sem.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/run.h"
+#include "awooop/secret.h"
 #include "awooop/tenancy.h"
 #include "counter.h"
 #include "awooop/metrics.h"
@@ -1913,45 +1915,100 @@ static void test_secrets_by_reference(void **state)
 				&req, &err),
 			 AW_E_SECRET_REF);
 
-	/* by reference: resolved when the step runs, sent, never journaled */
-	setenv("AW_TEST_HOOK_TOKEN", "canary-7c1f9e", 1);
-	snprintf(body, sizeof body,
-		 "{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:%d/hook\","
-		 "\"headers\":{\"Authorization\":{\"secret_ref\":\"env:AW_TEST_HOOK_TOKEN\","
-		 "\"prefix\":\"Bearer \"}}}}]}",
-		 aw_counter_port(CNT));
-	char id[40], missing[40], key[64], got[128];
-	submit("rt-main", body, NULL, id);
-	snprintf(body, sizeof body,
-		 "{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://127.0.0.1:%d/hook\","
-		 "\"headers\":{\"X-Token\":{\"secret_ref\":\"env:AW_TEST_UNSET_VAR\"}}}}],"
-		 "\"max_attempts\":1}",
-		 aw_counter_port(CNT));
-	submit("rt-main", body, NULL, missing);
+	/* a reference outside the project's namespace is refused at submission */
+	const char *outside[] = {"file:/etc/passwd", "file:/proc/self/environ",
+				 "file:../rt-other/token", "file:./token", "env:lower"};
+	for (size_t i = 0; i < sizeof outside / sizeof *outside; i++) {
+		snprintf(body, sizeof body,
+			 "{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://"
+			 "127.0.0.1:1/x\",\"headers\":{\"X-Token\":{\"secret_ref\":\"%s\"}}}}]}",
+			 outside[i]);
+		assert_int_equal(decode(body, &req, &err), AW_E_SECRET_REF);
+		assert_string_equal(err.where, "/workflow/0/args/headers/X-Token/secret_ref");
+	}
+
+	/* by reference: resolved when the step runs, in the run's project's
+	 * namespace only (AWOOOP_T_<PROJECT>__NAME, <secrets-dir>/<project>/PATH),
+	 * sent, never journaled. The worker's own variables (the bootstrap key,
+	 * the store URL) and another project's secrets do not resolve. */
+	char var[128], dir[] = "/tmp/aw-run-secrets-XXXXXX", path[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/rt-main", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/rt-main/file-token", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("canary-f11e5\n", f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/rt-other", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/rt-other/escape", dir);
+	assert_int_equal(symlink("../rt-main/file-token", path), 0);
+	aw_run_secrets_dir(dir);
+	assert_int_equal(aw_secret_tenant_env_name("rt-main", "HOOK_TOKEN", var, sizeof var), 0);
+	setenv(var, "canary-7c1f9e", 1);
+	setenv("HOOK_TOKEN", "canary-server-own", 1);
+	setenv("AWOOOP_BOOTSTRAP_KEY", "canary-bootstrap", 1);
+	struct {
+		const char *project, *ref, *want; /* want NULL: the step fails E-SECRET-002 */
+		char id[40];
+	} by_ref[] = {
+		{"rt-main", "env:HOOK_TOKEN", "Bearer canary-7c1f9e", ""},
+		{"rt-main", "file:file-token", "Bearer canary-f11e5", ""},
+		{"rt-main", "env:AW_TEST_UNSET_VAR", NULL, ""},
+		{"rt-main", "env:AWOOOP_BOOTSTRAP_KEY", NULL, ""},
+		{"rt-other", "env:HOOK_TOKEN", NULL, ""},  /* rt-main's */
+		{"rt-other", "file:file-token", NULL, ""}, /* rt-main's */
+		{"rt-other", "file:escape", NULL, ""},	   /* a symlink out */
+	};
+	enum { NREF = sizeof by_ref / sizeof *by_ref };
+	for (int i = 0; i < NREF; i++) {
+		snprintf(body, sizeof body,
+			 "{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"http://"
+			 "127.0.0.1:%d/hook\",\"headers\":{\"Authorization\":{\"secret_ref\":"
+			 "\"%s\",\"prefix\":\"Bearer \"}}}}],\"max_attempts\":1}",
+			 aw_counter_port(CNT), by_ref[i].ref);
+		submit(by_ref[i].project, body, NULL, by_ref[i].id);
+	}
+	char key[64], got[128];
 	aw_worker *w = worker(2, 4, 100, 1000);
-	assert_true(wait_state("rt-main", id, "succeeded", 5000));
-	assert_true(wait_state("rt-main", missing, "failed", 5000));
+	for (int i = 0; i < NREF; i++)
+		assert_true(wait_state(by_ref[i].project, by_ref[i].id,
+				       by_ref[i].want ? "succeeded" : "failed", 5000));
 	stop_worker(w);
-	aw_run_step_key(id, 1, key, sizeof key);
-	aw_counter_authorization(CNT, key, got, sizeof got);
-	assert_string_equal(got, "Bearer canary-7c1f9e");
-	aw_ctx c;
-	as(&c, "rt-main");
-	json_t *view = NULL;
-	assert_int_equal(aw_run_view(S, &c, id, &view, &err), AW_OK);
-	char *text = json_dumps(view, 0);
-	assert_null(strstr(text, "canary-7c1f9e")); /* not in the workflow, journal, history */
-	free(text);
-	json_decref(view);
-	aw_run r;
-	aw_run_step *steps = NULL;
-	int n = 0;
-	assert_int_equal(aw_run_get(S, &c, missing, &r, &steps, &n, &err), AW_OK);
-	assert_int_equal(n, 1);
-	assert_string_equal(steps[0].error_code, "E-SECRET-002");
-	aw_run_free(&r);
-	aw_run_steps_free(steps, n);
-	unsetenv("AW_TEST_HOOK_TOKEN");
+	for (int i = 0; i < NREF; i++) {
+		aw_run_step_key(by_ref[i].id, 1, key, sizeof key);
+		if (by_ref[i].want) {
+			aw_counter_authorization(CNT, key, got, sizeof got);
+			assert_string_equal(got, by_ref[i].want);
+		} else {
+			assert_int_equal(aw_counter_count(CNT, key), 0); /* nothing sent */
+		}
+		aw_ctx c;
+		as(&c, by_ref[i].project);
+		json_t *view = NULL;
+		assert_int_equal(aw_run_view(S, &c, by_ref[i].id, &view, &err), AW_OK);
+		char *text = json_dumps(view, 0);
+		assert_null(strstr(text, "canary-")); /* not in the workflow, journal, history */
+		free(text);
+		json_decref(view);
+		if (by_ref[i].want)
+			continue;
+		aw_run r;
+		aw_run_step *steps = NULL;
+		int n = 0;
+		assert_int_equal(aw_run_get(S, &c, by_ref[i].id, &r, &steps, &n, &err), AW_OK);
+		assert_int_equal(n, 1);
+		assert_string_equal(steps[0].error_code, "E-SECRET-002");
+		aw_run_free(&r);
+		aw_run_steps_free(steps, n);
+	}
+	aw_run_secrets_dir(NULL);
+	unsetenv(var);
+	unsetenv("HOOK_TOKEN");
+	unsetenv("AWOOOP_BOOTSTRAP_KEY");
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
 }
 
 static aw_run_claim *claim_of(aw_run_claim *cl, int n, const char *id)
