@@ -11,7 +11,6 @@
  * per-bot rates hold across processes.
  */
 #include <pthread.h>
-#include <regex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include "awooop/kv.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/pattern.h"
 #include "awooop/policy.h"
 #include "awooop/redact.h"
 #include "awooop/run.h"
@@ -284,19 +284,23 @@ static int chat_served(const hub_bot *b, const char *chat_id)
 	return 0;
 }
 
-static int matches(const char *pattern, const char *text)
+/* A rule's pattern (checked when its revision was written) against a
+ * message: bounded whatever either holds (pattern.h). */
+static int matches(const hub_bot *b, const char *pattern, const char *text)
 {
-	int flags = REG_EXTENDED | REG_NOSUB;
-	if (!strncmp(pattern, "(?i)", 4)) {
-		pattern += 4;
-		flags |= REG_ICASE;
-	}
-	regex_t re;
-	if (regcomp(&re, pattern, flags))
+	aw_pattern *re = NULL;
+	aw_error err = {0};
+	if (aw_pattern_compile(pattern, &re, &err))
 		return 0;
-	int ok = regexec(&re, text, 0, NULL, 0) == 0;
-	regfree(&re);
-	return ok;
+	int ok = aw_pattern_match(re, text, strlen(text));
+	aw_pattern_free(re);
+	if (ok < 0) {
+		aw_ctx ctx;
+		aw_ctx_system(&ctx, b->project);
+		aw_log(AW_LOG_WARN, &ctx, "a rule's pattern hit its match limit: no match", "bot",
+		       b->name, NULL);
+	}
+	return ok == 1;
 }
 
 /* The rule a message or command triggers, or NULL. */
@@ -314,7 +318,7 @@ static const json_t *rule_for(const hub_bot *b, const aw_tg_update *u)
 			    (u->text[n] == 0 || u->text[n] == ' ' || u->text[n] == '@'))
 				return r;
 		} else if (!strcmp(u->kind, "message") && ev && !strcmp(ev, "message") &&
-			   (!m || matches(m, u->text))) {
+			   (!m || matches(b, m, u->text))) {
 			return r;
 		}
 	}
@@ -406,7 +410,8 @@ typedef struct {
 /* Decides what an update does; the runs and decisions it causes happen here
  * (each idempotent: a re-fetched update finds them done), its rows in the
  * batch transaction. */
-static void act(const aw_hub_opts *o, const hub_bot *b, pending *p)
+/* The update's mirror row (its text redacted), with action. */
+static void mirror_of(pending *p, const char *action)
 {
 	aw_tg_update *u = &p->u;
 	aw_conv_event *ev = &p->ev;
@@ -416,7 +421,14 @@ static void act(const aw_hub_opts *o, const hub_bot *b, pending *p)
 	memcpy(ev->user_id, u->user_id, sizeof ev->user_id);
 	p->redacted = aw_redact_str(u->text);
 	ev->text = p->redacted ? p->redacted : "";
-	snprintf(ev->action, sizeof ev->action, "ignored");
+	snprintf(ev->action, sizeof ev->action, "%s", action);
+}
+
+static void act(const aw_hub_opts *o, const hub_bot *b, pending *p)
+{
+	aw_tg_update *u = &p->u;
+	aw_conv_event *ev = &p->ev;
+	mirror_of(p, "ignored");
 	if (!u->chat_id[0] || !chat_served(b, u->chat_id) || !strcmp(u->kind, "other"))
 		return;
 	const char *who = principal_of(b, u->user_id);
@@ -530,6 +542,39 @@ static aw_err commit_batch(const aw_hub_opts *o, const hub_bot *b, int64_t fence
 	return AW_OK;
 }
 
+/* A batch the leader fetched this often at one offset without committing it
+ * (its handling crashed the process, or its commit kept failing) is not
+ * acted on again: its first update is committed as poisoned. */
+#define POISON_TRIES 3
+
+static aw_err count_try(const aw_hub_opts *o, const hub_bot *b, int64_t fence, int64_t offset,
+			int *tries, aw_error *err)
+{
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, b->project);
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(o->store, &ctx, AW_TXN_WRITE, &t, err);
+	if (!e && (e = aw_store_channel_try(t, b->name, fence, offset, tries, err)))
+		aw_store_rollback(t);
+	else if (!e)
+		e = aw_store_commit(t, err);
+	return e;
+}
+
+/* Mirrors p as poisoned: recorded (its text redacted, as any), audited with
+ * the batch, never acted on. */
+static void poison(const hub_bot *b, pending *p, aw_error *err)
+{
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, b->project);
+	char id[24];
+	snprintf(id, sizeof id, "%lld", (long long)p->u.update_id);
+	aw_log(AW_LOG_ERROR, &ctx, "channel update poisoned: skipped after repeated failures",
+	       "bot", b->name, "update_id", id, "detail",
+	       err->msg[0] ? err->msg : "the batch was fetched again without a commit", NULL);
+	mirror_of(p, "poisoned");
+}
+
 static aw_err resolve_token(const aw_hub_opts *o, const hub_bot *b, aw_buf *tok, aw_error *err)
 {
 	const char *ref =
@@ -603,11 +648,20 @@ static void *poll_bot(void *arg)
 				next = ps[np].u.update_id + 1;
 			if (ps[np].u.update_id < offset) /* an old one: confirmed already */
 				continue;
-			act(&h->o, b, &ps[np]);
 			np++;
 		}
 		json_decref(res);
-		if (n && ps)
+		int tries = 0;
+		e = np ? count_try(&h->o, b, fence, offset, &tries, &err) : AW_OK;
+		if (!e && tries > POISON_TRIES) {
+			poison(b, &ps[0], &err);
+			np = 1;
+			next = ps[0].u.update_id + 1;
+		} else {
+			for (int i = 0; !e && i < np; i++)
+				act(&h->o, b, &ps[i]);
+		}
+		if (!e && n && ps)
 			e = commit_batch(&h->o, b, fence, ps, np, next, &err);
 		for (int i = 0; ps && i < np; i++)
 			free(ps[i].redacted);
@@ -1275,18 +1329,27 @@ void aw_hub_stop(aw_hub *h)
 
 /* ---- webhook mode ---- */
 
+/* Every refusal before the secret matched answers alike - no such project,
+ * no such bot, a polling bot, a wrong or missing secret - so nobody without
+ * the secret learns which projects and bots exist. */
+static aw_err webhook_refused(aw_error *err)
+{
+	return aw_fail(err, AW_E_CHANNEL_WEBHOOK,
+		       "no webhook here takes that X-Telegram-Bot-Api-Secret-Token");
+}
+
 aw_err aw_channel_webhook(const aw_hub_opts *o, const char *project, const char *bot,
 			  const char *secret, const char *body, size_t len, aw_error *err)
 {
 	if (!o || !project || strlen(project) > AW_PROJECT_MAX || !bot)
-		return aw_fail(err, AW_E_CHANNEL_UNKNOWN, "no such channel");
+		return webhook_refused(err);
 	aw_ctx pc;
 	aw_ctx_system(&pc, project);
 	aw_policy pol;
 	aw_error ignored = {0};
 	if (aw_policy_effective(o->policy, &pc, "channel_event",
 				o->contract_id ? o->contract_id : "default", &pol, &ignored))
-		return aw_fail(err, AW_E_CHANNEL_UNKNOWN, "no such channel");
+		return webhook_refused(err);
 	size_t i;
 	json_t *ch;
 	hub_bot *b = NULL;
@@ -1300,7 +1363,7 @@ aw_err aw_channel_webhook(const aw_hub_opts *o, const char *project, const char 
 	if (!b || !b->webhook) {
 		if (b)
 			bot_free(b);
-		return aw_fail(err, AW_E_CHANNEL_UNKNOWN, "no such channel");
+		return webhook_refused(err);
 	}
 	/* the secret, compared in constant time (as digests: no length leak) */
 	aw_buf sec = AW_BUF_INIT(4096);
@@ -1311,10 +1374,12 @@ aw_err aw_channel_webhook(const aw_hub_opts *o, const char *project, const char 
 		aw_sha256(aw_buf_str(&sec), sec.len, want);
 		aw_sha256(secret ? secret : "", secret ? strlen(secret) : 0, got);
 		if (!secret || !aw_ct_equal(want, got, sizeof want))
-			e = aw_fail(err, AW_E_CHANNEL_WEBHOOK,
-				    "X-Telegram-Bot-Api-Secret-Token does not match");
+			e = webhook_refused(err);
 	} else {
-		e = aw_fail(err, AW_E_CHANNEL_UNKNOWN, "the bot's webhook secret is unavailable");
+		aw_log(AW_LOG_WARN, &pc,
+		       "a webhook's secret is unavailable: its updates are refused", "bot", bot,
+		       "detail", err->msg, NULL);
+		e = webhook_refused(err);
 	}
 	aw_secret_wipe(&sec);
 	json_error_t je;

@@ -11,6 +11,7 @@
  * operator-or-higher principal but the publisher, threshold 1, 24 h, enforce).
  */
 #include "awooop/contract.h"
+#include "awooop/pattern.h"
 #include "awooop/secret.h"
 #include "awooop/json.h"
 #include "contract_hooks.h"
@@ -196,6 +197,13 @@ static aw_err channel_check(const json_t *body, aw_error *err)
 						  "two channels name the bot %s", name);
 			}
 		json_array_foreach (json_object_get(ch, "rules"), k, r) {
+			const char *m = json_string_value(json_object_get(r, "match"));
+			aw_error pe = {0};
+			if (m && aw_pattern_check(m, &pe)) {
+				snprintf(where, sizeof where, "/channels/%zu/rules/%zu/match", i,
+					 k);
+				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where, "%s", pe.msg);
+			}
 			const char *t = json_string_value(json_object_get(r, "run_template"));
 			if (tpls && t && !json_object_get(tpls, t)) {
 				snprintf(where, sizeof where,

@@ -47,6 +47,26 @@ aw_err aw_store_channel_commit(aw_txn *t, const char *bot, int64_t fence, int64_
 	return e;
 }
 
+aw_err aw_store_channel_try(aw_txn *t, const char *bot, int64_t fence, int64_t offset, int *tries,
+			    aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(bot), AW_INT(fence), AW_INT(offset)};
+	aw_err e = aw_txn_exec(t,
+			       "UPDATE channel_offsets SET tries = CASE WHEN tried_offset = $4 THEN"
+			       " tries + 1 ELSE 1 END, tried_offset = $4 WHERE project_id = $1 AND"
+			       " bot = $2 AND fence = $3 RETURNING tries",
+			       4, v, &r, err);
+	if (e)
+		return e;
+	if (r->nrows != 1)
+		e = aw_fail(err, AW_E_CHANNEL_FENCED, "another hub process leads this bot now");
+	else
+		*tries = (int)aw_cell_ll(r, 0, 0);
+	aw_rows_free(r);
+	return e;
+}
+
 aw_err aw_store_conv_event_put(aw_txn *t, const char *bot, const aw_conv_event *ev, const char *at,
 			       int *inserted, aw_error *err)
 {

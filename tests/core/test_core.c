@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -22,6 +23,7 @@
 #include "awooop/jcs.h"
 #include "awooop/json.h"
 #include "awooop/metrics.h"
+#include "awooop/pattern.h"
 #include "awooop/trace.h"
 #include "awooop/uuid.h"
 #include "http/http_internal.h"
@@ -349,6 +351,47 @@ static void test_random_pool(void **state)
 	assert_memory_not_equal(k1, k2, sizeof k1);
 }
 
+/* A tenant's pattern: glibc's regcomp crashed on "(|)(\1\1)*" (issue 38);
+ * back references and callouts are refused, an over-long pattern too, and a
+ * catastrophic one ends at its limit in bounded time. */
+static void test_pattern_limits(void **state)
+{
+	(void)state;
+	aw_pattern *p = NULL;
+	aw_error err = {0};
+	const char *refused[] = {"(|)(\\1\\1)*", "(a)\\1", "(?<n>a)\\k<n>", "(?C1)a", "(", "a\\C"};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		assert_int_equal(aw_pattern_compile(refused[i], &p, &err), AW_E_REQ_INVALID);
+		assert_null(p);
+		assert_true(err.msg[0] != 0);
+	}
+	char longer[AW_PATTERN_MAX + 2];
+	memset(longer, 'a', sizeof longer - 1);
+	longer[sizeof longer - 1] = 0;
+	assert_int_equal(aw_pattern_check(longer, &err), AW_E_REQ_INVALID);
+
+	assert_int_equal(aw_pattern_compile("(?i)^deploy\\b", &p, &err), AW_OK);
+	assert_int_equal(aw_pattern_match(p, "DEPLOY now", 10), 1);
+	assert_int_equal(aw_pattern_match(p, "please deploy", 13), 0);
+	aw_pattern_free(p);
+	assert_int_equal(aw_pattern_compile("caf\u00e9", &p, &err), AW_OK);
+	aw_pattern_free(p);
+
+	/* exponential backtracking: ended by the limit, quickly */
+	assert_int_equal(aw_pattern_compile("^(a+)+$", &p, &err), AW_OK);
+	char text[4096];
+	memset(text, 'a', sizeof text - 2);
+	text[sizeof text - 2] = 'b';
+	text[sizeof text - 1] = 0;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int m = aw_pattern_match(p, text, strlen(text));
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(m == -1 || m == 0);
+	assert_true((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < 2000);
+	aw_pattern_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_jcs),
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_random_pool),
+		cmocka_unit_test(test_pattern_limits),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -20,7 +20,7 @@ typedef struct {
 	char chat_id[AW_CHAT_ID_MAX + 1];
 	char user_id[AW_CHAT_ID_MAX + 1];
 	const char *text; /* redacted */
-	char action[16];  /* run | status | approval | ignored | refused */
+	char action[16];  /* run | status | approval | ignored | refused | poisoned */
 	char run_id[AW_UUID_STR_LEN + 1];
 } aw_conv_event;
 
@@ -58,6 +58,12 @@ aw_err aw_store_channel_lead(aw_txn *t, const char *bot, int64_t *fence, int64_t
  * longer the bot's: another leader took over. */
 aw_err aw_store_channel_commit(aw_txn *t, const char *bot, int64_t fence, int64_t next_offset,
 			       aw_error *err);
+/* Counts a try at the batch that starts at offset (a try at another offset
+ * starts the count again at 1) and returns the count in *tries; fenced as
+ * aw_store_channel_commit. The leader's transaction of its own, committed
+ * before it acts, so a crash while acting is counted too. */
+aw_err aw_store_channel_try(aw_txn *t, const char *bot, int64_t fence, int64_t offset, int *tries,
+			    aw_error *err);
 /* *inserted = 0 when the update was mirrored already. */
 aw_err aw_store_conv_event_put(aw_txn *t, const char *bot, const aw_conv_event *e, const char *at,
 			       int *inserted, aw_error *err);
