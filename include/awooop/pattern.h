@@ -14,6 +14,12 @@
 #include "awooop/err.h"
 
 #define AW_PATTERN_MAX 200 /* bytes of a pattern */
+/* The limits of every match of a tenant's pattern, here and in JSON Schema
+ * "pattern"/"patternProperties" (schema.c: a client's response_format, a
+ * tool's input schema): backtracking steps, nesting depth, heap KiB. */
+#define AW_PATTERN_MATCH_LIMIT 100000
+#define AW_PATTERN_DEPTH_LIMIT 1000
+#define AW_PATTERN_HEAP_KB 1024
 
 typedef struct aw_pattern aw_pattern;
 

@@ -1,7 +1,7 @@
 /*
  * pattern.c - tenants' regular expressions (pattern.h) on PCRE2 with limits.
- * A match may backtrack at most MATCH_LIMIT times, nest DEPTH_LIMIT deep and
- * use HEAP_LIMIT_KB of heap, so its cost is bounded whatever the pattern and
+ * A match may backtrack at most AW_PATTERN_MATCH_LIMIT times, nest
+ * AW_PATTERN_DEPTH_LIMIT deep and use AW_PATTERN_HEAP_KB of heap, so its cost is bounded whatever the pattern and
  * the text; past a limit it ends as "no match" (-1). Back references
  * (\1, \k<name>, (?P=name)) make matching exponential in ways the limits only
  * cut short, and callouts run code: both are refused at compile time, so a
@@ -13,10 +13,6 @@
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MATCH_LIMIT 100000
-#define DEPTH_LIMIT 1000
-#define HEAP_LIMIT_KB 1024
 
 struct aw_pattern {
 	pcre2_code *re;
@@ -69,9 +65,9 @@ aw_err aw_pattern_compile(const char *src, aw_pattern **out, aw_error *err)
 		pcre2_code_free(re);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
-	pcre2_set_match_limit(mc, MATCH_LIMIT);
-	pcre2_set_depth_limit(mc, DEPTH_LIMIT);
-	pcre2_set_heap_limit(mc, HEAP_LIMIT_KB);
+	pcre2_set_match_limit(mc, AW_PATTERN_MATCH_LIMIT);
+	pcre2_set_depth_limit(mc, AW_PATTERN_DEPTH_LIMIT);
+	pcre2_set_heap_limit(mc, AW_PATTERN_HEAP_KB);
 	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* best effort: limits hold either way */
 	p->re = re;
 	p->mc = mc;

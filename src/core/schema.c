@@ -17,8 +17,10 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <pthread.h>
 
 #include "awooop/json.h"
+#include "awooop/pattern.h"
 
 #define MAX_DEPTH 128
 /* Evaluation steps per validation: self-referencing anyOf/oneOf can otherwise
@@ -375,13 +377,30 @@ static const pcre2_code *regex_for(const aw_schema *s, const char *src)
 	return NULL;
 }
 
+/* A schema may be a tenant's (a response_format, a tool's input schema): its
+ * patterns match under the limits of pattern.h; one that hits a limit does
+ * not match. Read-only once made, so shared by every thread. */
+static pcre2_match_context *limits;
+static pthread_once_t limits_once = PTHREAD_ONCE_INIT;
+
+static void limits_make(void)
+{
+	limits = pcre2_match_context_create(NULL);
+	if (!limits)
+		return; /* NULL: PCRE2's own defaults (10 million steps) */
+	pcre2_set_match_limit(limits, AW_PATTERN_MATCH_LIMIT);
+	pcre2_set_depth_limit(limits, AW_PATTERN_DEPTH_LIMIT);
+	pcre2_set_heap_limit(limits, AW_PATTERN_HEAP_KB);
+}
+
 static int re_match(const aw_schema *s, const char *src, const char *subject, size_t len)
 {
 	const pcre2_code *re = regex_for(s, src);
 	if (!re)
 		return 0;
+	pthread_once(&limits_once, limits_make);
 	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-	int rc = md ? pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, md, NULL) : -1;
+	int rc = md ? pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, md, limits) : -1;
 	pcre2_match_data_free(md);
 	return rc >= 0;
 }

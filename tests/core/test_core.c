@@ -24,6 +24,7 @@
 #include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/pattern.h"
+#include "awooop/schema.h"
 #include "awooop/trace.h"
 #include "awooop/uuid.h"
 #include "http/http_internal.h"
@@ -390,6 +391,21 @@ static void test_pattern_limits(void **state)
 	assert_true(m == -1 || m == 0);
 	assert_true((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < 2000);
 	aw_pattern_free(p);
+
+	/* a tenant's JSON Schema pattern (a response_format, a tool's input
+	 * schema) matches under the same limits: a hit is a mismatch */
+	json_t *doc = json_pack("{s:s, s:s}", "type", "string", "pattern", "^(a+)+$");
+	aw_schema *sch = NULL;
+	assert_int_equal(aw_schema_compile(doc, &sch, &err), AW_OK);
+	json_t *str = json_string(text);
+	aw_schema_error se[1];
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_true(aw_schema_validate(sch, str, se, 1) > 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < 2000);
+	json_decref(str);
+	aw_schema_free(sch);
+	json_decref(doc);
 }
 
 int main(void)
