@@ -54,6 +54,7 @@
 	X(AW_E_CONTRACT_APPROVER, "E-CONTRACT-008", 403, "Not an allowed approver")       \
 	X(AW_E_CONTRACT_ID, "E-CONTRACT-009", 400, "Invalid contract id")                 \
 	X(AW_E_CONTRACT_NO_KEY, "E-CONTRACT-010", 503, "No publish key configured")       \
+	X(AW_E_CONTRACT_SECRET, "E-CONTRACT-011", 422, "Secret inside a contract")        \
 	X(AW_E_CONTRACT_SIG, "E-CONTRACT-SIG", 409, "Signature or body hash mismatch")    \
 	X(AW_E_MIGRATE_ROLE, "E-MIGRATE-001", 500, "Unsafe application role")             \
 	X(AW_E_CONFIG, "E-CONFIG-001", 400, "Invalid configuration")                      \

@@ -71,6 +71,16 @@ char *aw_redact_str(const char *in);
 aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats);
 /* 1 if a JSON member name is one whose value is always redacted. */
 int aw_redact_sensitive_key(const char *key);
+/* Refuses a document that holds a credential in plain text (readers of the
+ * project see it as written: a run's workflow, a contract's body): a string
+ * the redactor finds a key, token, URL userinfo or assignment in, or a
+ * non-empty string under a sensitive member name, fails with code and its
+ * JSON pointer (where + the path). {"secret_ref": REF} is a reference, REF
+ * checked as a tenant's (secret.h, AW_E_SECRET_REF); with ref_strings, a
+ * string under a sensitive name that starts "env:" or "file:" is one too
+ * (the caller checks its shape where the field is defined). */
+aw_err aw_redact_refuse_credentials(const json_t *v, const char *where, aw_err code,
+				    int ref_strings, aw_error *err);
 
 /* Streaming: feed chunks of any size; redacted output goes to sink in order.
  * A secret split across chunks is still found (up to AW_REDACT_MAX_HOLD bytes

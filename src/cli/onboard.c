@@ -6,8 +6,9 @@
  *    "keys": [{"name": "ewoooc-agent", "scope": "worker"}, ...],
  *    "contracts": [{"family": "mcp_tool", "contract": "default", "body": {...}}, ...]}
  *
- * ${NAME} in the file is replaced by the environment variable NAME (an unset
- * one is an error), so a file can name paths and URLs of the machine.
+ * ${NAME} in the file is replaced by the environment variable NAME when
+ * --var names it (any other, an unset one and every AWOOOP_* is an error),
+ * so a file can name paths and URLs of the machine and nothing else.
  *
  * Steps, each printed as it completes: the project is created; two
  * operator keys are minted for the onboarding only (a publisher and an
@@ -28,8 +29,24 @@
 #include "awooop/crypto.h"
 #include "cli.h"
 
-/* ${NAME} -> getenv(NAME). NULL (and said) when one is unset. */
-static char *expand(const char *text)
+/* 1 when NAME is one of vars (",NAME,NAME,", as --var gave them). */
+static int named(const char *vars, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = vars; p && *p;) {
+		size_t k = strcspn(p, ",");
+		if (k == n && !strncmp(p, name, n))
+			return 1;
+		p += k + (p[k] == ',');
+	}
+	return 0;
+}
+
+/* ${NAME} -> getenv(NAME), for the names --var lists only: the operator's
+ * environment holds its own key (AWOOOP_KEY) and the server's settings, and
+ * what is expanded lands in contract bodies the tenant reads. AWOOOP_* is
+ * never expanded. NULL (and said) when a ${NAME} is not listed or unset. */
+static char *expand(const char *text, const char *vars)
 {
 	aw_buf b = AW_BUF_INIT(16u << 20);
 	for (const char *p = text; *p;) {
@@ -44,11 +61,17 @@ static char *expand(const char *text)
 			if (ok) {
 				memcpy(name, p + 2, n);
 				name[n] = 0;
-				const char *v = getenv(name);
-				if (!v) {
+				const char *why = NULL, *v = NULL;
+				if (!strncmp(name, "AWOOOP_", 7))
+					why = "is never expanded (the operator's own settings)";
+				else if (!named(vars, name))
+					why = "is not named by --var";
+				else if (!(v = getenv(name)))
+					why = "is not set";
+				if (why) {
 					fprintf(stderr,
-						"awooop: E-CLI-001: the file names ${%s}, which is not set\n",
-						name);
+						"awooop: E-CLI-001: the file names ${%s}, which %s\n",
+						name, why);
 					aw_buf_free(&b);
 					return NULL;
 				}
@@ -139,18 +162,23 @@ static int contract(const char *project, json_t *c, const char *pub, const char 
 int aw_cmd_onboard(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"file", NULL, NULL, 0,
-		 "the tenant file (JSON; ${NAME} taken from the environment)", NULL},
+		{"file", NULL, NULL, 0, "the tenant file (JSON)", NULL},
+		{"var", NULL, NULL, 0,
+		 "NAME[,NAME...]: the environment variables the file's ${NAME} may expand "
+		 "(no others; never AWOOOP_*)",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
 	int npos = 0;
 	int rc = aw_cli_parse(
 		argc, argv, opts, pos, &npos,
-		"usage: awooop onboard --file TENANT.json\n\n"
+		"usage: awooop onboard --file TENANT.json [--var NAME,...]\n\n"
 		"Creates a tenant in one command with a platform-admin AWOOOP_KEY: the project,\n"
 		"its contracts (drafted, published, approved and activated; the approval policy\n"
-		"last) and its keys, printed once. See examples/ewoooc.json.");
+		"last) and its keys, printed once. ${NAME} in the file is replaced by the\n"
+		"variable NAME when --var names it; contract bodies never hold credentials\n"
+		"(the server refuses them, E-CONTRACT-011). See examples/ewoooc.json.");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *file = aw_cli_get(opts, "file");
@@ -168,7 +196,7 @@ int aw_cmd_onboard(int argc, char **argv)
 		aw_buf_free(&raw);
 		return aw_cli_fail(AW_E_USAGE, "cannot read --file");
 	}
-	char *text = expand(aw_buf_str(&raw));
+	char *text = expand(aw_buf_str(&raw), aw_cli_get(opts, "var"));
 	aw_buf_free(&raw);
 	if (!text)
 		return AW_EXIT_USAGE;

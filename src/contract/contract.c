@@ -12,6 +12,7 @@
  */
 #include "awooop/contract.h"
 #include "awooop/pattern.h"
+#include "awooop/redact.h"
 #include "awooop/secret.h"
 #include "awooop/json.h"
 #include "contract_hooks.h"
@@ -232,6 +233,10 @@ aw_err aw_contract_validate(const aw_contracts *c, const char *project, const ch
 		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, se[0].pointer, "%s %s (%s)",
 				  se[0].pointer[0] ? se[0].pointer : "the body", se[0].message,
 				  se[0].keyword);
+	/* every reader of the project reads the body: credentials by reference */
+	aw_err ce = aw_redact_refuse_credentials(body, "", AW_E_CONTRACT_SECRET, 1, err);
+	if (ce)
+		return ce;
 	/* what a JSON Schema cannot say */
 	if (!strcmp(family, "approval") &&
 	    json_integer_value(json_object_get(body, "threshold")) >

@@ -152,77 +152,9 @@ out:
 /* ---- no credential travels in a run definition: readers of the project see
  * the workflow and its input as submitted, so a credential there is refused;
  * a step names it by reference instead ({"secret_ref": "env:NAME"}) */
-
-static int credential_class(aw_redact_class c)
-{
-	return c >= AW_RC_AWS_KEY_ID; /* keys, tokens, URL userinfo, assignments, ... */
-}
-
-static aw_err scan(const json_t *v, aw_buf *path, aw_error *err)
-{
-	size_t mark = path->len;
-	aw_err e = AW_OK;
-	if (json_is_string(v)) {
-		aw_redact_stats st = {0};
-		char *red = NULL;
-		if (aw_redact_text(json_string_value(v), json_string_length(v), &red, NULL, &st))
-			return aw_fail(err, AW_E_NOMEM, "out of memory");
-		free(red);
-		for (int c = 0; c < AW_RC__COUNT; c++)
-			if (st.count[c] && credential_class((aw_redact_class)c))
-				return aw_fail_at(err, AW_E_RUN_SECRET, aw_buf_str(path),
-						  "%s holds a credential (%s): refer to it with"
-						  " {\"secret_ref\": \"env:NAME\"}",
-						  aw_buf_str(path),
-						  aw_redact_class_label((aw_redact_class)c));
-	} else if (json_is_array(v)) {
-		for (size_t i = 0; !e && i < json_array_size(v); i++) {
-			aw_json_ptr_push_index(path, i);
-			e = scan(json_array_get(v, i), path, err);
-			aw_buf_truncate(path, mark);
-		}
-	} else if (json_is_object(v)) {
-		json_t *ref = json_object_get(v, "secret_ref");
-		if (ref) { /* a reference in the project's own namespace, checked
-			      for shape now; resolved at execution */
-			aw_json_ptr_push(path, "secret_ref");
-			e = json_is_string(ref)
-				    ? aw_secret_tenant_check(json_string_value(ref), err)
-				    : aw_fail(err, AW_E_SECRET_REF, "secret_ref must be a string");
-			if (e && err)
-				snprintf(err->where, sizeof err->where, "%.120s", aw_buf_str(path));
-			aw_buf_truncate(path, mark);
-			return e;
-		}
-		const char *k;
-		json_t *x;
-		json_object_foreach ((json_t *)v, k, x) {
-			aw_json_ptr_push(path, k);
-			if (aw_redact_sensitive_key(k) && json_is_string(x) &&
-			    json_string_length(x))
-				e = aw_fail_at(err, AW_E_RUN_SECRET, aw_buf_str(path),
-					       "%s is a credential field: give it as"
-					       " {\"secret_ref\": \"env:NAME\"}",
-					       aw_buf_str(path));
-			else
-				e = scan(x, path, err);
-			aw_buf_truncate(path, mark);
-			if (e)
-				break;
-		}
-	}
-	return e;
-}
-
 aw_err aw_run_no_secrets(const json_t *v, const char *where, aw_error *err)
 {
-	if (!v)
-		return AW_OK;
-	aw_buf path = AW_BUF_INIT(AW_JSON_PTR_MAX);
-	aw_buf_adds(&path, where);
-	aw_err e = scan(v, &path, err);
-	aw_buf_free(&path);
-	return e;
+	return aw_redact_refuse_credentials(v, where, AW_E_RUN_SECRET, 0, err);
 }
 
 aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err)

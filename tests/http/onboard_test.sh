@@ -13,10 +13,10 @@ BACKEND=$4
 
 aw_db "$BACKEND"
 aw_serve --mcp-stdio-allow "$EXAMPLE"
-export AWOOOP_URL=$URL AWOOOP_EXAMPLE_MCP=$EXAMPLE
+export AWOOOP_URL=$URL EXAMPLE_MCP=$EXAMPLE
 
 # --- onboarding
-AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" >"$TMP/ewoooc.out" 2>"$TMP/ewoooc.err"
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" --var EXAMPLE_MCP >"$TMP/ewoooc.out" 2>"$TMP/ewoooc.err"
 check "onboard ewoooc" $? 0
 check "three contracts active" "$(grep -c ' active$' "$TMP/ewoooc.out")" 3
 check "approval last" "$(grep ' active$' "$TMP/ewoooc.out" | tail -1 | awk '{print $2}')" approval/default
@@ -24,18 +24,34 @@ check "four keys shown" "$(grep -c '^key ' "$TMP/ewoooc.out")" 4
 keyof() { awk -v n="$2" '$1=="key" && $2==n {print $4}' "$1"; }
 EA=$(keyof "$TMP/ewoooc.out" ewoooc-agent); EAD=$(keyof "$TMP/ewoooc.out" ewoooc-admin)
 EO1=$(keyof "$TMP/ewoooc.out" ewoooc-oncall-1); EO2=$(keyof "$TMP/ewoooc.out" ewoooc-oncall-2)
-AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" >/dev/null 2>"$TMP/again.err"
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" --var EXAMPLE_MCP >/dev/null 2>"$TMP/again.err"
 check "onboarding twice refused" $? 1
 check "says where it stopped" "$(grep -c 'stopped at: the project' "$TMP/again.err")" 1
 sed 's/ewoooc/tenant2/g' "$SRC/examples/ewoooc.json" >"$TMP/tenant2.json"
-AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$TMP/tenant2.json" >"$TMP/t2.out" 2>&1
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$TMP/tenant2.json" --var EXAMPLE_MCP >"$TMP/t2.out" 2>&1
 check "onboard tenant2" $? 0
 TA=$(keyof "$TMP/t2.out" tenant2-agent); TAD=$(keyof "$TMP/t2.out" tenant2-admin)
 TO1=$(keyof "$TMP/t2.out" tenant2-oncall-1)
 AWOOOP_KEY=$ADMIN "$BIN" onboard --file /dev/null >/dev/null 2>&1
 check "bad file" $? 2
-(unset AWOOOP_EXAMPLE_MCP; AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" 2>&1 | grep -c 'AWOOOP_EXAMPLE_MCP' >"$TMP/unset")
+(unset EXAMPLE_MCP; AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" --var EXAMPLE_MCP 2>&1 | grep -c 'EXAMPLE_MCP}, which is not set' >"$TMP/unset")
 check "an unset \${NAME} named" "$(cat "$TMP/unset")" 1
+# only what --var names is expanded, never AWOOOP_*: the operator's own key
+# must not land in a body the tenant reads
+sed 's/ewoooc/tenant3/g' "$SRC/examples/ewoooc.json" >"$TMP/tenant3.json"
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$TMP/tenant3.json" >/dev/null 2>"$TMP/novar.err"
+check "a \${NAME} not named by --var refused" $? 2
+check "says so" "$(grep -c 'EXAMPLE_MCP}, which is not named by --var' "$TMP/novar.err")" 1
+jq --arg k '${AWOOOP_KEY}' '.contracts[0].body.upstreams.ops.command = [$k]' "$TMP/tenant3.json" >"$TMP/leak.json"
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$TMP/leak.json" --var EXAMPLE_MCP,AWOOOP_KEY >"$TMP/leak.out" 2>"$TMP/leak.err"
+check "AWOOOP_* never expanded" $? 2
+check "says why" "$(grep -c 'AWOOOP_KEY}, which is never expanded' "$TMP/leak.err")" 1
+check "the key nowhere" "$(grep -c -- "$ADMIN" "$TMP/leak.out" "$TMP/leak.err" | awk -F: '{s += $2} END {print s}')" 0
+# a credential written into a contract body is refused, with its pointer
+jq --arg t "$(printf 'ghp_%s' wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx)" '.contracts[0].body.upstreams.ops.env = {"GITHUB_TOKEN": $t}' "$TMP/tenant3.json" >"$TMP/cred.json"
+AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$TMP/cred.json" --var EXAMPLE_MCP >/dev/null 2>"$TMP/cred.err"
+check "plain credential in a body refused" $? 1
+check "E-CONTRACT-011" "$(grep -c 'E-CONTRACT-011' "$TMP/cred.err")" 1
 # the onboarding keys were revoked
 RESPONSES=$TMP/responses.ewoooc
 req GET /v1/projects/ewoooc/keys "$EAD"
