@@ -53,6 +53,13 @@ async function api(method, path, body, headers) {
 }
 
 /* An answer that is not 2xx: its stable code and detail in the status line. */
+/* /metrics holds every tenant's series: answered to a key of the platform
+ * project only. The parsed series, or null when this key may not read them. */
+async function metrics() {
+  const r = await fetch('/metrics', { cache: 'no-store', headers: { Authorization: 'Bearer ' + sessionStorage.getItem(KEY) } });
+  return r.ok ? parseMetrics(await r.text()) : null;
+}
+
 function problem(res, what) {
   const d = res.data || {};
   const code = d.code || (d.error && d.error.data && d.error.data.code) || res.status;
@@ -358,8 +365,8 @@ async function viewOps(params, g) {
   k.data.items, k.data.redis ? 'Phases and this process\'s counters' : 'Phases (no Redis configured: no counters)')
     : el('p', { class: 'muted', text: 'Key migrations need an operator key (' + ((k.data && k.data.code) || k.status) + ').' }));
   every(g, 2000, async () => {
-    const r = await fetch('/metrics', { cache: 'no-store' });
-    const m = parseMetrics(await r.text());
+    const m = await metrics();
+    if (!m) return box.replaceChildren(el('p', { class: 'muted', text: 'Metrics hold every tenant\'s series: they need a key of the platform project.' }));
     const get = (n) => m.filter((x) => x.name === n);
     const one = (n) => { const x = get(n)[0]; return x ? x.value : '-'; };
     const now = Date.now() / 1000;
@@ -405,7 +412,7 @@ async function viewTools(params, g) {
   const hdr = { Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list' };
   const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'awooop-console', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
   const r = await api('POST', `/v1/projects/${enc(project())}/mcp`, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }, hdr);
-  const m = parseMetrics(await (await fetch('/metrics', { cache: 'no-store' })).text())
+  const m = ((await metrics()) || [])
     .filter((x) => x.name === 'awooop_mcp_refusals_total' && x.labels.includes(`project="${project()}"`));
   const tools = r.ok && r.data && r.data.result ? r.data.result.tools : null;
   view(g, 'MCP tools',

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "awooop/bus.h"
+#include "awooop/log.h"
 #include "awooop/redis.h"
 #include "awooop/metrics.h"
 #include "http_internal.h"
@@ -25,8 +26,12 @@ void aw_h_readyz(aw_req *r)
 		e = aw_store_check_schema(r->store, &err);
 	if (!e && r->opts->redis_url)
 		e = aw_redis_ping(r->opts->redis_url, 1000, &err);
-	if (e) {
-		aw_reply_problem(r, e, &err);
+	if (e) { /* open: the detail (addresses, ports) goes to the log only */
+		aw_log(AW_LOG_WARN, &r->ctx, "not ready", "code", aw_err_code(e), "detail", err.msg,
+		       NULL);
+		aw_error bare = {0};
+		aw_fail(&bare, e, "not ready: see the server's log");
+		aw_reply_problem(r, e, &bare);
 		return;
 	}
 	aw_reply_json(r, 200,
@@ -35,8 +40,14 @@ void aw_h_readyz(aw_req *r)
 				r->opts->redis_url ? "ok" : "not configured"));
 }
 
+/* Every tenant's series (projects, routes, tools, token counts): a key of
+ * the platform project, at least a reader's (Prometheus: a bearer token
+ * file). */
 void aw_h_metrics(aw_req *r)
 {
+	aw_ctx scoped;
+	if (aw_project_or_reply(r, AW_PLATFORM_PROJECT, AW_SCOPE_READER, &scoped))
+		return;
 	char *text = aw_metrics_render();
 	if (!text) {
 		aw_reply_problem(r, AW_E_NOMEM, NULL);

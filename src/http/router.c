@@ -14,7 +14,7 @@ static const struct {
 } routes[] = {
 	{"GET", "/healthz", aw_h_healthz, 1},
 	{"GET", "/readyz", aw_h_readyz, 1},
-	{"GET", "/metrics", aw_h_metrics, 1},
+	{"GET", "/metrics", aw_h_metrics, 0},
 	{"GET", "/v1/openapi.json", aw_h_openapi, 1},
 	/* open: the console's files; it calls the API with the key typed in */
 	{"GET", "/console", aw_h_console, 1},

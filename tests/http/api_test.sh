@@ -111,6 +111,23 @@ req GET /healthz "" ""; expect "healthz" 200
 req GET /readyz "" ""; expect "readyz" 200
 check "readyz store" "$(jbody .store)" "$( [ "$BACKEND" = postgres ] && echo postgres || echo sqlite)"
 [ "$BACKEND" = postgres ] && check "readyz redis" "$(jbody .redis)" "ok"
+# /readyz is open: a failure says "not ready" and nothing of the deployment
+# (the Redis address went into the answer)
+DEAD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis-server --port "$DEAD" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+RPID=$!
+for _ in $(seq 1 50); do redis-cli -p "$DEAD" ping >/dev/null 2>&1 && break; sleep 0.1; done
+AWOOOP_BOOTSTRAP_KEY=$("$BIN" key generate) "$BIN" serve --db "sqlite:$TMP/ready.db" --listen 127.0.0.1:0 \
+  --redis "redis://127.0.0.1:$DEAD" --channels off >/dev/null 2>"$TMP/ready.log" &
+READY_PID=$!
+for _ in $(seq 1 100); do grep -q '"awooop serving"' "$TMP/ready.log" && break; sleep 0.1; done
+RURL="http://127.0.0.1:$(grep '"awooop serving"' "$TMP/ready.log" | tail -1 | jq -r .port)"
+kill "$RPID"; wait "$RPID" 2>/dev/null
+RSTATUS=$(curl -s -o "$TMP/ready.body" -w '%{http_code}' "$RURL/readyz")
+kill "$READY_PID"; wait "$READY_PID" 2>/dev/null
+check "readyz without redis" "$RSTATUS" 503
+check "readyz failure names no port" "$(grep -c "$DEAD" "$TMP/ready.body")" 0
+check "the log does" "$(grep '"not ready"' "$TMP/ready.log" | grep -c "$DEAD")" 1
 
 # --- authentication
 req GET /v1/projects "" ""; expect "no key" 401 E-AUTH-001
@@ -202,7 +219,11 @@ check "invalid traceparent starts a new trace" \
   "$(echo "$RTP" | grep -cE '^00-[0-9a-f]{32}-[0-9a-f]{16}-01$')$( [ "$(echo "$RTP" | cut -d- -f2)" != 4bf92f3577b34da6a3ce929d0e0e4736 ] && echo new)" "1new"
 
 # --- metrics
-req GET /metrics "" ""; expect "metrics" 200
+# every tenant's series: a key of the platform project only
+req GET /metrics "" ""; expect "metrics without a key" 401 E-AUTH-001
+req GET /metrics "$AADMIN" ""; expect "metrics with a tenant admin's key" 404
+check "no series to a tenant" "$(grep -c awooop_ "$TMP/body")" 0
+req GET /metrics "$ADMIN" ""; expect "metrics" 200
 check "metrics requests" "$(grep -c '^awooop_http_requests_total{route="/v1/projects",method="POST",status="201"}' "$TMP/body")" 1
 check "metrics store latency" "$(grep -c '^awooop_store_query_duration_seconds_count' "$TMP/body")" 1
 

@@ -147,7 +147,7 @@ check "audited calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | lengt
 check "the cancelled call audited" "$(jbody '[.items[] | select(.payload.outcome=="cancelled")] | .[0].payload.code')" E-MCP-004
 req GET "/v1/projects/beta/audit?action=mcp.call" "$BOP1" ""
 check "beta's refusal audited in beta" "$(jbody '[.items[] | select(.action=="mcp.call")] | .[0].payload.code')" E-MCP-GATE-002
-curl -s "$URL/metrics" >"$TMP/metrics"
+curl -s -H "Authorization: Bearer $ADMIN" "$URL/metrics" >"$TMP/metrics"
 check "metrics" "$(grep -c '^awooop_mcp_calls_total{project="acme",tool="echo__web",outcome="ok"}' "$TMP/metrics")" 1
 
 # --- the canary: nowhere

@@ -31,7 +31,7 @@ for i in $(seq 1 200); do
 done
 req POST /v1/projects/met/mcp "$OP" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"zz-tool-x","arguments":{}}}' -H 'Accept: application/json, text/event-stream'
 req POST /v1/chat/completions "$OP" '{"model":"zz-model-x","messages":[{"role":"user","content":"hi"}]}'
-curl -s "$URL/metrics" >"$TMP/metrics"
+curl -s -H "Authorization: Bearer $ADMIN" "$URL/metrics" >"$TMP/metrics"
 promtool check metrics <"$TMP/metrics" >"$TMP/promtool" 2>&1
 check "promtool check metrics" $? 0
 [ -s "$TMP/promtool" ] && bad "promtool: $(cat "$TMP/promtool")" || ok

@@ -104,7 +104,7 @@ req GET "/v1/projects/ewoooc/audit" "$TO1"; check "tenant2 reads ewoooc's trail"
 # --- errors tenant2 received never name ewoooc (its URLs aside)
 check "no ewoooc in tenant2's answers" "$(grep -c ewoooc "$TMP/responses.tenant2")" 0
 # --- metrics: tenant labels are project ids only, one per series
-curl -s "$URL/metrics" >"$TMP/metrics"
+curl -s -H "Authorization: Bearer $ADMIN" "$URL/metrics" >"$TMP/metrics"
 check "ewoooc metric series" "$(grep -c '^awooop_mcp_calls_total{project="ewoooc"' "$TMP/metrics")" 3
 check "no series mixes tenants" "$(grep 'ewoooc' "$TMP/metrics" | grep -c tenant2)" 0
 # --- Redis keys (cluster shape): every key naming a tenant is under its prefix
