@@ -230,7 +230,7 @@ async function viewContracts(params, g) {
       a ? el('p', { id: 'conv-summary', class: a.converged ? 'ok' : 'warn' },
         `${a.learned} of ${a.of} processes serve ${short(a.revision_id)}${a.of ? ' (' + Math.round(100 * a.learned / a.of) + '%)' : ''}` +
         (a.slowest_ms !== null ? `, slowest ${a.slowest_ms} ms after the commit` : '')) : el('p', { class: 'muted', text: 'Never activated.' }),
-      table([{ label: 'Process', get: (p) => el('span', { class: 'mono', title: p.process_id, text: short(p.process_id) }) },
+      table([{ label: 'Process', get: (p) => p.process_id ? el('span', { class: 'mono', title: p.process_id, text: short(p.process_id) }) : '(the platform\'s)' },
         { label: 'Role', get: (p) => p.role }, { label: 'Serves', get: (p) => short(p.revision_id) }, { label: 'Last seen', get: (p) => p.last_seen }],
         r.data.processes, `${r.data.live} live processes (${r.data.stale} stale dropped)`),
       table([{ label: 'Activation', get: (x) => short(x.revision_id) }, { label: 'At', get: (x) => x.activated_at },

@@ -91,7 +91,7 @@ schemas = {
         "live": I(minimum=0, description="processes that reported within three of their intervals"),
         "stale": I(minimum=0, description="processes whose reports stopped (dropped)"),
         "processes": {"type": "array", "items": obj(
-            ["process_id", "role", "version", "started_at", "last_seen", "revision_id", "learned_at"], {
+            ["role", "version", "started_at", "last_seen", "revision_id", "learned_at"], {
                 "process_id": UUID, "role": S(), "version": S(), "started_at": TS, "last_seen": TS,
                 "revision_id": UUIDN, "learned_at": TS})},
         "activations": {"type": "array", "description": "newest first", "items": obj(
@@ -101,7 +101,7 @@ schemas = {
                 "previous_revision_id": UUIDN, "learned": I(minimum=0), "of": I(minimum=0),
                 "converged": B, "slowest_ms": {"type": ["integer", "null"]},
                 "processes": {"type": "array", "items": obj(
-                    ["process_id", "learned_at", "took_ms", "started_after"], {
+                    ["learned_at", "took_ms", "started_after"], {
                         "process_id": UUID, "learned_at": TS,
                         "took_ms": I(description="learned_at minus the activation's commit"),
                         "started_after": B})}})}}),

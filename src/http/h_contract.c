@@ -234,6 +234,19 @@ void aw_h_contract_active(aw_req *r)
 
 /* GET .../convergence?limit=N: which live processes learned each of the
  * last N activations, and how long after its commit (fleet.h). */
+/* The processes serve every tenant: their ids are the platform's to see. A
+ * tenant's reader sees the counts, roles and times. */
+static void hide_process_ids(json_t *doc)
+{
+	size_t i, k;
+	json_t *p, *a;
+	json_array_foreach (json_object_get(doc, "processes"), i, p)
+		json_object_del(p, "process_id");
+	json_array_foreach (json_object_get(doc, "activations"), i, a)
+		json_array_foreach (json_object_get(a, "processes"), k, p)
+			json_object_del(p, "process_id");
+}
+
 void aw_h_contract_convergence(aw_req *r)
 {
 	aw_error err = {0};
@@ -254,5 +267,7 @@ void aw_h_contract_convergence(aw_req *r)
 					 &err);
 	if (e)
 		return reply_err(r, e, &err);
+	if (strcmp(r->ctx.project, AW_PLATFORM_PROJECT) != 0)
+		hide_process_ids(doc);
 	aw_reply_json(r, 200, doc);
 }

@@ -57,6 +57,10 @@ check "three activations listed" "$(jbody '.activations | length')" 3
 check "newest first, chained" "$(jbody '.activations[0].previous_revision_id == .activations[1].revision_id')" true
 check "every listed activation reached both" "$(jbody '[.activations[] | select(.learned == 2 and .of == 2 and .converged)] | length')" 3
 check "two watch processes" "$(jbody '[.processes[] | select(.role == "watch")] | length')" 2
+check "a tenant's reader sees no process id" "$(jbody '[.. | objects | select(has("process_id"))] | length')" 0
+req GET "$BASE/convergence?limit=3" "$ADMIN"
+check "the platform sees them" "$(jbody '[.processes[] | select(.process_id | test("^[0-9a-f-]{36}$"))] | length')" 2
+req GET "$BASE/convergence?limit=3" "$RD"
 check "they serve the last revision" "$(jbody "[.processes[] | select(.revision_id == \"$LAST\")] | length")" 2
 check "times are commit -> learned, small and not negative" \
   "$(jbody '[.activations[].processes[].took_ms | select(. >= 0 and . < 5000)] | length')" 6
