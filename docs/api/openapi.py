@@ -278,13 +278,17 @@ op("GET", "/v1/platform/runs/{run_id}", "getRun", "A run with its journal and tr
 op("POST", "/v1/platform/runs/{run_id}/cancel", "cancelRun", "Cancel a run", "runs", {"200": js(REF("Run"))}, "operator")
 op("GET", "/v1/platform/runs/{run_id}/diff/{other}", "diffRuns", "Step-by-step comparison of two runs", "runs",
    {"200": js(obj(["a", "b", "same"], {"a": UUID, "b": UUID, "same": B, "steps": {"type": "array"}}))}, "reader")
-op("POST", "/v1/platform/runs/{run_id}/approve", "decideRun", "Approve or deny a waiting run with an approval token",
+op("POST", "/v1/platform/runs/{run_id}/approve", "decideRun",
+   "Approve or deny a waiting run: an approver's token, or the key's own decision",
    "approvals", {"200": js(obj(["run_id", "state", "moved"], {
        "run_id": UUID, "state": S(), "approvals": I(), "threshold": I(), "moved": B, "decisions": {"type": "array"}}))},
-   "none (the token is the credential)", body=obj(["token"], {"token": S()}, extra=False), open_route=True)
-op("POST", "/v1/platform/approval-tokens", "mintApprovalToken", "Mint an HS256 approval token", "approvals",
-   {"201": js(obj(["token", "claims"], {"token": S(), "claims": REF("Claims")}), "created")}, "project-admin",
-   body=obj(["run_id", "sub", "action"], {"run_id": UUID, "sub": S(), "action": S(enum=["approve", "deny"]), "ttl_s": I()}))
+   "none with a token (its minter's own decision); the approver's key with a decision",
+   body=obj([], {"token": S(), "decision": S(enum=["approve", "deny"])}, extra=False), open_route=True)
+op("POST", "/v1/platform/approval-tokens", "mintApprovalToken", "Mint an HS256 token carrying the key's own decision",
+   "approvals",
+   {"201": js(obj(["token", "claims"], {"token": S(), "claims": REF("Claims")}), "created")}, "reader",
+   body=obj(["run_id", "action"], {"run_id": UUID, "sub": S(description="the key's own principal (no other)"),
+                                   "action": S(enum=["approve", "deny"]), "ttl_s": I()}))
 op("POST", "/v1/platform/approval-tokens:verify", "verifyApprovalToken", "Verify a token (nothing used up)", "approvals",
    {"200": js(obj(["valid", "claims"], {"valid": {"const": True}, "claims": REF("Claims")}))}, "reader",
    body=obj(["token"], {"token": S()}, extra=False))

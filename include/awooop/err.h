@@ -117,6 +117,7 @@
 	X(AW_E_APPROVAL_APPROVER, "E-APPROVAL-009", 403, "Not an approver of this run")   \
 	X(AW_E_APPROVAL_STATE, "E-APPROVAL-010", 409, "Run is not waiting for approval")  \
 	X(AW_E_APPROVAL_DUP, "E-APPROVAL-011", 409, "Approver already decided")           \
+	X(AW_E_APPROVAL_OTHER, "E-APPROVAL-012", 403, "Decision for another principal")   \
 	X(AW_E_CHANNEL_FENCED, "E-CHANNEL-001", 409, "Channel leader was replaced")       \
 	X(AW_E_CHANNEL_UPSTREAM, "E-CHANNEL-002", 502, "Telegram Bot API failed")         \
 	X(AW_E_CHANNEL_UNKNOWN, "E-CHANNEL-003", 404, "No such channel")                  \

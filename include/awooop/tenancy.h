@@ -38,6 +38,12 @@ aw_err aw_key_create(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope 
 		     aw_apikey *out, char *secret, aw_error *err);
 aw_err aw_key_list(aw_store *s, const aw_ctx *ctx, aw_apikey **out, int *n, aw_error *err);
 aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_error *err);
+/* 1 when principal's key was minted by `by`, directly or through a chain of
+ * keys `by` minted (at most 16 deep; a longer chain counts as minted): a sock
+ * puppet of `by`, whose approval never counts as another person's. keys: the
+ * project's keys (aw_store_key_list); a principal with no key of the project,
+ * or whose key minted itself, was minted by nobody here. */
+int aw_key_minted_by(const aw_apikey *keys, int n, const char *principal, const char *by);
 
 /* First start: makes sure __platform__ exists and has a platform-admin key.
  * With env_key (AWOOOP_BOOTSTRAP_KEY) that key is installed (replacing an older

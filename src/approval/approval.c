@@ -28,6 +28,8 @@
 #include "awooop/run.h"
 #include "awooop/store/approval.h"
 #include "awooop/store/run.h"
+#include "awooop/store/audit.h"
+#include "awooop/tenancy.h"
 
 struct aw_approvals {
 	aw_store *store;
@@ -85,8 +87,15 @@ aw_err aw_approvals_mint(aw_approvals *a, const aw_ctx *ctx, const char *run_id,
 	aw_approval_claims c = {0};
 	if (!run_id || !aw_uuid_valid(run_id))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "run_id", "run_id must be a run id");
-	if (!sub || !aw_ident_name_ok(sub))
+	if (!sub) /* a token carries its minter's own decision */
+		sub = ctx->principal;
+	if (!aw_ident_name_ok(sub))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "sub", "sub must be a principal name");
+	if (strcmp(sub, ctx->principal) != 0)
+		return aw_fail_at(err, AW_E_APPROVAL_OTHER, "sub",
+				  "a token carries its minter's own decision: %s cannot mint one "
+				  "for %s",
+				  ctx->principal, sub);
 	if (!action || (strcmp(action, "approve") && strcmp(action, "deny")))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "action",
 				  "action must be \"approve\" or \"deny\"");
@@ -177,6 +186,37 @@ static aw_err claim_jti(aw_approvals *a, const aw_ctx *ctx, const aw_approval_de
 	return e;
 }
 
+/* Who submitted the run: the actor of its first audit record. */
+static aw_err submitter_of(aw_txn *t, const char *run_id, char *out, size_t cap, aw_error *err)
+{
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	aw_err e = aw_store_audit_by_target(t, run_id, 1, &rows, &n, err);
+	if (!e && n == 1)
+		snprintf(out, cap, "%s", rows[0].actor);
+	aw_audit_rows_free(rows, n);
+	return e;
+}
+
+/* The principal whose puppet `who` is - its key minted, directly or down a
+ * chain, by the run's submitter or by another approver of the list - or
+ * NULL. Such a decision would count one person twice. */
+static const char *puppeteer_of(const aw_apikey *keys, int nkeys, const json_t *approvers,
+				const char *submitter, const char *who)
+{
+	if (submitter[0] && strcmp(submitter, who) != 0 &&
+	    aw_key_minted_by(keys, nkeys, who, submitter))
+		return submitter;
+	size_t i;
+	json_t *v;
+	json_array_foreach (approvers, i, v) {
+		const char *q = json_string_value(v);
+		if (q && strcmp(q, who) != 0 && aw_key_minted_by(keys, nkeys, who, q))
+			return q;
+	}
+	return NULL;
+}
+
 static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 			const aw_approval_decision *d, json_t **out, aw_error *err)
 {
@@ -200,10 +240,21 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 	aw_clock_now(now);
 	aw_clock_parse(json_string_value(json_object_get(rule, "expires_at")), &until);
 	aw_run_decision *ds = NULL;
-	int nd = 0;
-	if (!aw_contract_approver(json_object_get(rule, "approvers"), d->principal))
+	aw_apikey *keys = NULL;
+	int nd = 0, nkeys = 0;
+	char submitter[sizeof ctx->principal] = "";
+	json_t *approvers = json_object_get(rule, "approvers");
+	if ((e = aw_store_key_list(t, &keys, &nkeys, err)) ||
+	    (e = submitter_of(t, d->run_id, submitter, sizeof submitter, err)))
+		goto out;
+	const char *puppeteer = puppeteer_of(keys, nkeys, approvers, submitter, d->principal);
+	if (!aw_contract_approver(approvers, d->principal))
 		e = aw_fail(err, AW_E_APPROVAL_APPROVER,
 			    "%s is not an approver in the run's approval policy", d->principal);
+	else if (puppeteer)
+		e = aw_fail(err, AW_E_APPROVAL_APPROVER,
+			    "%s's key was minted by %s: its decision would be %s's again",
+			    d->principal, puppeteer, puppeteer);
 	else if (d->lifetime_s > window)
 		e = aw_fail_at(err, AW_E_APPROVAL_TIME, "exp",
 			       "the token lives longer than the approval policy's window_s");
@@ -222,7 +273,11 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 	int approvals = 0, denied = 0;
 	json_t *list = json_array();
 	for (int i = 0; !e && i < nd; i++) {
-		approvals += strcmp(ds[i].decision, "approve") == 0;
+		/* distinct principals of the list (one decision each), none a
+		 * puppet of the submitter or of another approver */
+		approvals += strcmp(ds[i].decision, "approve") == 0 &&
+			     aw_contract_approver(approvers, ds[i].principal) &&
+			     !puppeteer_of(keys, nkeys, approvers, submitter, ds[i].principal);
 		denied |= strcmp(ds[i].decision, "deny") == 0;
 		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s}", "principal",
 						      ds[i].principal, "decision", ds[i].decision,
@@ -268,6 +323,8 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 				 "decisions", list);
 	json_decref(detail);
 	json_decref(list);
+out:
+	free(keys);
 	json_decref(rule);
 	return e;
 }
@@ -310,7 +367,12 @@ aw_err aw_approvals_decide_token(aw_approvals *a, const aw_ctx *ctx, const char 
 	if (strcmp(c.run_id, run_id) != 0)
 		return aw_fail_at(err, AW_E_APPROVAL_AUDIENCE, "run_id",
 				  "the token is for another run");
-	aw_ctx as = *ctx; /* without an API key the token's subject acts */
+	/* the token is its minter's own decision (aw_approvals_mint): with an API
+	 * key, only that minter may present it; without one, its subject acts */
+	if (ctx->key_id[0] && strcmp(c.sub, ctx->principal) != 0)
+		return aw_fail(err, AW_E_APPROVAL_OTHER, "the token is %s's decision, not %s's",
+			       c.sub, ctx->principal);
+	aw_ctx as = *ctx;
 	if (!ctx->key_id[0])
 		snprintf(as.principal, sizeof as.principal, "%s", c.sub);
 	aw_approval_decision d = {.run_id = run_id,

@@ -1,8 +1,10 @@
 /*
  * approval_cmd.c - `awooop approval mint|verify|decide`: approval tokens
  * through a running server (AWOOOP_URL, AWOOOP_KEY). The keys stay on the
- * server: mint needs a project-admin key, verify any key of the project,
- * decide none (the token is the credential).
+ * server. A token is its minter's own decision, signed (for a link or a chat
+ * button): mint with the approver's own key; verify with any key of the
+ * project; decide with the token (no key needed) or with the approver's own
+ * key and --action.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +16,9 @@ int aw_cmd_approval(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"run", NULL, NULL, 0, "mint: the run the token decides", NULL},
-		{"sub", NULL, NULL, 0, "mint: the approver (a principal of the approval policy)",
-		 NULL},
-		{"action", NULL, "approve", 0, "mint: approve or deny", NULL},
+		{"sub", NULL, NULL, 0,
+		 "mint: the approver - the key's own principal (the default; no other)", NULL},
+		{"action", NULL, "approve", 0, "mint, decide: approve or deny", NULL},
 		{"ttl", NULL, "900", 0,
 		 "mint: seconds the token lives (at most the policy's window)", NULL},
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
@@ -26,14 +28,16 @@ int aw_cmd_approval(int argc, char **argv)
 	int npos = 3;
 	int rc = aw_cli_parse(
 		argc, argv, opts, pos, &npos,
-		"usage: awooop approval mint --run ID --sub PRINCIPAL [--action approve|deny]\n"
-		"                            [--ttl SECONDS]\n"
+		"usage: awooop approval mint --run ID [--action approve|deny] [--ttl SECONDS]\n"
 		"       awooop approval verify TOKEN\n"
-		"       awooop approval decide RUN_ID TOKEN\n\n"
-		"mint: an HS256 approval token for the key's project (project-admin key);\n"
-		"prints the token. verify: checks a token's signature, times, issuer and\n"
-		"audience without using it up. decide: hands the token to the run waiting\n"
-		"for approval (each token counts once; the policy's N of M moves the run).");
+		"       awooop approval decide RUN_ID TOKEN\n"
+		"       awooop approval decide RUN_ID --action approve|deny\n\n"
+		"mint: an HS256 token carrying the key's own decision on a run (for a link or\n"
+		"a chat button; nobody mints another principal's); prints the token. verify:\n"
+		"checks a token's signature, times, issuer and audience without using it up.\n"
+		"decide: hands the token to the run waiting for approval, or decides with\n"
+		"the key's own principal. Each approver counts once; a key the submitter or\n"
+		"another approver minted does not decide; the policy's N of M moves the run.");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	json_t *out = NULL, *body = NULL;
@@ -41,23 +45,26 @@ int aw_cmd_approval(int argc, char **argv)
 	const char *what = npos ? pos[0] : "";
 	if (!strcmp(what, "mint") && npos == 1) {
 		long ttl = 0;
-		if (!aw_cli_get(opts, "run") || !aw_cli_get(opts, "sub"))
-			return aw_cli_fail(AW_E_USAGE, "mint needs --run and --sub");
+		if (!aw_cli_get(opts, "run"))
+			return aw_cli_fail(AW_E_USAGE, "mint needs --run");
 		if ((rc = aw_cli_opt_long(opts, "ttl", 1, 2592000, &ttl)))
 			return rc;
-		body = json_pack("{s:s, s:s, s:s, s:i}", "run_id", aw_cli_get(opts, "run"), "sub",
-				 aw_cli_get(opts, "sub"), "action", aw_cli_get(opts, "action"),
-				 "ttl_s", (int)ttl);
+		body = json_pack("{s:s, s:s, s:i}", "run_id", aw_cli_get(opts, "run"), "action",
+				 aw_cli_get(opts, "action"), "ttl_s", (int)ttl);
+		if (body && aw_cli_get(opts, "sub"))
+			json_object_set_new(body, "sub", json_string(aw_cli_get(opts, "sub")));
 		rc = aw_client_call("POST", "/v1/platform/approval-tokens", body, &out);
 	} else if (!strcmp(what, "verify") && npos == 2) {
 		body = json_pack("{s:s}", "token", pos[1]);
 		rc = aw_client_call("POST", "/v1/platform/approval-tokens:verify", body, &out);
-	} else if (!strcmp(what, "decide") && npos == 3) {
-		body = json_pack("{s:s}", "token", pos[2]);
+	} else if (!strcmp(what, "decide") && (npos == 3 || npos == 2)) {
+		body = npos == 3 ? json_pack("{s:s}", "token", pos[2])
+				 : json_pack("{s:s}", "decision", aw_cli_get(opts, "action"));
 		snprintf(path, sizeof path, "/v1/platform/runs/%.40s/approve", pos[1]);
 		rc = aw_client_call("POST", path, body, &out);
 	} else {
-		return aw_cli_fail(AW_E_USAGE, "give mint, verify TOKEN or decide RUN_ID TOKEN");
+		return aw_cli_fail(AW_E_USAGE,
+				   "give mint, verify TOKEN or decide RUN_ID [TOKEN | --action A]");
 	}
 	json_decref(body);
 	if (rc) {

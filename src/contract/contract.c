@@ -17,6 +17,7 @@
 #include "awooop/json.h"
 #include "contract_hooks.h"
 #include "awooop/store/tenancy.h"
+#include "awooop/tenancy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,26 +512,6 @@ aw_err aw_contract_approval_policy(const aw_contracts *c, aw_txn *t, aw_approval
 	return AW_OK;
 }
 
-/* 1 when principal's key was minted by the publisher, directly or through a
- * chain of keys the publisher minted: a sock puppet, whose approval never
- * counts, with an approval contract or without. keys: the project's keys. */
-static int minted_by(const aw_apikey *keys, int n, const char *principal, const char *publisher)
-{
-	const char *who = principal;
-	for (int depth = 0; depth < 16; depth++) {
-		const aw_apikey *k = NULL;
-		for (int i = n - 1; i >= 0 && !k; i--) /* the newest key of the name */
-			if (!strcmp(keys[i].name, who))
-				k = &keys[i];
-		if (!k || !strcmp(k->created_by, who))
-			return 0; /* minted outside the project, or by itself */
-		if (!strcmp(k->created_by, publisher))
-			return 1;
-		who = k->created_by;
-	}
-	return 1; /* a chain that long is not trusted */
-}
-
 int aw_contract_approver(const json_t *approvers, const char *principal)
 {
 	size_t i;
@@ -561,7 +542,7 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 	else if (!strcmp(r.published_by, ctx->principal))
 		e = aw_fail(err, AW_E_CONTRACT_SELF_APPROVAL, "the publisher cannot approve");
 	else if (!(e = aw_store_key_list(t, &keys, &nkeys, err)) &&
-		 minted_by(keys, nkeys, ctx->principal, r.published_by))
+		 aw_key_minted_by(keys, nkeys, ctx->principal, r.published_by))
 		e = aw_fail(err, AW_E_CONTRACT_SELF_APPROVAL,
 			    "a key the publisher minted cannot approve its revision");
 	else if (!e && !(e = aw_contract_approval_policy(c, t, &p, err)) &&
@@ -623,7 +604,7 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		act.approvals += strcmp(ap[i].expires_at, now) > 0 &&
 				 aw_contract_approver(p.approvers, ap[i].principal) &&
 				 strcmp(ap[i].principal, r.published_by) != 0 &&
-				 !minted_by(keys, nkeys, ap[i].principal, r.published_by);
+				 !aw_key_minted_by(keys, nkeys, ap[i].principal, r.published_by);
 	if (act.approvals < act.threshold) {
 		if (p.suggest) { /* record what would have happened, change nothing */
 			act.suggested = 1;

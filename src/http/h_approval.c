@@ -1,12 +1,14 @@
 /*
  * h_approval.c - approval tokens and decisions:
- *   POST /v1/platform/approval-tokens         mint (project-admin)
+ *   POST /v1/platform/approval-tokens         mint the key's own decision (any key)
  *   POST /v1/platform/approval-tokens:verify  verify, nothing consumed (reader)
  *   POST /v1/platform/runs/{run_id}/approve   decide with a token
- * The approve route is open: the token is the credential (an approver who
- * follows a link holds no API key). With a key, the key's project must be the
- * token's audience; without one, the audience names the project and the
- * signature vouches for it.
+ * A token is its minter's own decision, signed: minted by the approver's own
+ * key (never for another principal), it can be handed to a link or a chat
+ * button. The approve route is open: the token is the credential. With a
+ * key, the key's project must be the token's audience and the token the
+ * key's own; without one, the audience names the project and the signature
+ * vouches for it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +57,7 @@ void aw_h_approval_mint(aw_req *r)
 	static const char *const allowed[] = {"run_id", "sub", "action", "ttl_s", NULL};
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (service_or_reply(r) || aw_own_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (service_or_reply(r) || aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
@@ -64,7 +66,7 @@ void aw_h_approval_mint(aw_req *r)
 	const char *run_id = NULL, *sub = NULL, *action = NULL;
 	aw_err e = aw_json_str(b, "run_id", 1, &run_id, &err);
 	if (!e)
-		e = aw_json_str(b, "sub", 1, &sub, &err);
+		e = aw_json_str(b, "sub", 0, &sub, &err);
 	if (!e)
 		e = aw_json_str(b, "action", 1, &action, &err);
 	if (!e && ttl && !json_is_integer(ttl))
@@ -109,7 +111,7 @@ void aw_h_approval_verify(aw_req *r)
 
 void aw_h_run_approve(aw_req *r)
 {
-	static const char *const allowed[] = {"token", NULL};
+	static const char *const allowed[] = {"token", "decision", NULL};
 	aw_error err = {0};
 	aw_ctx scoped;
 	if (service_or_reply(r))
@@ -120,8 +122,27 @@ void aw_h_run_approve(aw_req *r)
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
 		return;
-	const char *tok = NULL;
-	aw_err e = aw_json_str(b, "token", 1, &tok, &err);
+	const char *tok = NULL, *decision = NULL;
+	aw_err e = aw_json_str(b, "token", 0, &tok, &err);
+	if (!e)
+		e = aw_json_str(b, "decision", 0, &decision, &err);
+	if (!e && !tok == !decision)
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "", "give a token or a decision");
+	else if (!e && decision && !keyed)
+		e = aw_fail(&err, AW_E_AUTH_MISSING,
+			    "a decision is made with the approver's own key");
+	if (!e && decision) { /* the key's own decision */
+		json_t *out = NULL;
+		aw_approval_decision d = {.run_id = r->segs[3],
+					  .principal = scoped.principal,
+					  .decision = decision,
+					  .via = "api"};
+		e = aw_approvals_decide(r->opts->approvals, &scoped, &d, &out, &err);
+		json_decref(b);
+		if (e)
+			return aw_reply_problem(r, e, &err);
+		return aw_reply_json(r, 200, out);
+	}
 	if (!e && !keyed) { /* the audience names the project; the signature vouches */
 		aw_jws j;
 		if (!(e = aw_jws_parse(tok, strlen(tok), &j, &err))) {

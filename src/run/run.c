@@ -519,8 +519,10 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 		 * row while it claims across projects): a run "claimed" ends its
 		 * history in a state it may be claimed from */
 		size_t n = json_array_size(tr);
-		const char *last =
-			json_string_value(json_object_get(json_array_get(tr, n - 1), "to"));
+		const char *last = NULL; /* the last move (a decision that moved
+					    nothing, an N-of-M vote, has no "to") */
+		for (size_t k = n; k > 0 && !last; k--)
+			last = json_string_value(json_object_get(json_array_get(tr, k - 1), "to"));
 		aw_run_state from;
 		int claim_unaudited = last && !strcmp(run.state, "claimed") &&
 				      aw_run_state_parse(last, &from) == 0 &&

@@ -337,3 +337,20 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 		printed[0] = '\0';
 	return e;
 }
+
+int aw_key_minted_by(const aw_apikey *keys, int n, const char *principal, const char *by)
+{
+	const char *who = principal;
+	for (int depth = 0; depth < 16; depth++) {
+		const aw_apikey *k = NULL;
+		for (int i = n - 1; i >= 0 && !k; i--) /* the newest key of the name */
+			if (!strcmp(keys[i].name, who))
+				k = &keys[i];
+		if (!k || !strcmp(k->created_by, who))
+			return 0; /* minted outside the project, or by itself */
+		if (!strcmp(k->created_by, by))
+			return 1;
+		who = k->created_by;
+	}
+	return 1; /* a chain that long is not trusted */
+}

@@ -25,6 +25,7 @@
 #include "awooop/crypto.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
+#include "awooop/tenancy.h"
 #include "counter.h"
 #include "support.h"
 
@@ -299,10 +300,11 @@ static json_int_t result_int(const char *result, const char *key)
 	return v;
 }
 
+/* A token is its minter's own decision: sub mints it with its own key. */
 static char *mint(const char *p, const char *run, const char *sub, const char *action, int ttl)
 {
 	aw_ctx c;
-	as(&c, p);
+	aw_test_ctx(&c, p, AW_SCOPE_READER, sub);
 	char *tok = NULL;
 	aw_error err = {0};
 	aw_err e = aw_approvals_mint(A, &c, run, sub, action, ttl, &tok, NULL, &err);
@@ -476,11 +478,18 @@ static void test_n_of_m(void **state)
 	/* a token living longer than the policy's window is refused: minting
 	 * says so, and a hand-made one is refused at the decision */
 	aw_ctx c;
-	as(&c, "ap-nofm");
+	aw_test_ctx(&c, "ap-nofm", AW_SCOPE_READER, "bob");
 	char *tok = NULL;
 	aw_error err = {0};
 	assert_int_equal(aw_approvals_mint(A, &c, id, "bob", "approve", 7200, &tok, NULL, &err),
 			 AW_E_REQ_INVALID);
+	/* the run reads while a vote is in (it answered 500: its history's last
+	 * record, the vote, moved nothing) */
+	json_t *view = NULL;
+	as(&c, "ap-nofm");
+	assert_int_equal(aw_run_view(S, &c, id, &view, &err), AW_OK);
+	assert_string_equal(json_string_value(json_object_get(view, "state")), "waiting_approval");
+	json_decref(view);
 	aw_approval_claims cl = {0};
 	snprintf(cl.iss, sizeof cl.iss, "awooop");
 	snprintf(cl.aud, sizeof cl.aud, "ap-nofm");
@@ -503,6 +512,69 @@ static void test_n_of_m(void **state)
 	free(a1);
 	free(a2);
 	free(b);
+}
+
+/* ---- the approvers themselves (issue 40): a decision counts for whoever
+ * presents it, never for a name another wrote; a key minted by the submitter
+ * or by another approver (down a chain) is that person's puppet */
+static void key_by(const char *project, const char *by, const char *name)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, project, AW_SCOPE_PROJECT_ADMIN, by);
+	aw_apikey k;
+	char secret[AW_KEY_SECRET_LEN + 1];
+	aw_error err = {0};
+	if (aw_key_create(S, &c, name, AW_SCOPE_OPERATOR, &k, secret, &err))
+		fail_msg("key %s by %s: %s", name, by, err.msg);
+}
+
+static void test_sock_puppets(void **state)
+{
+	(void)state;
+	set_policy("ap-sock", "{\"approvers\":[\"alice\",\"bob\",\"carol\",\"dave\"],"
+			      "\"threshold\":2,\"window_s\":3600,\"mode\":\"enforce\"}");
+	key_by("ap-sock", "root", "alice");
+	key_by("ap-sock", "alice", "bob");    /* alice's puppet */
+	key_by("ap-sock", "tester", "carol"); /* the submitter's (as() submits) */
+	key_by("ap-sock", "root", "dave");
+	char id[40];
+	submit("ap-sock", PARK, id);
+	assert_true(wait_state("ap-sock", id, "waiting_approval", 5000));
+	/* the attack: a project-admin mints two approvers' votes */
+	aw_ctx adm;
+	aw_test_ctx(&adm, "ap-sock", AW_SCOPE_PROJECT_ADMIN, "mallory");
+	char *tok = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_approvals_mint(A, &adm, id, "alice", "approve", 60, &tok, NULL, &err),
+			 AW_E_APPROVAL_OTHER);
+	assert_null(tok);
+	/* a token presented with another principal's key */
+	char *a = mint("ap-sock", id, "alice", "approve", 60);
+	aw_ctx keyed;
+	aw_test_ctx(&keyed, "ap-sock", AW_SCOPE_OPERATOR, "dave");
+	snprintf(keyed.key_id, sizeof keyed.key_id, "%s", "01a24285-d60a-7345-bccd-e7e5248a597e");
+	json_t *out = NULL;
+	assert_int_equal(aw_approvals_decide_token(A, &keyed, id, a, &out, &err),
+			 AW_E_APPROVAL_OTHER);
+	/* puppets of an approver and of the submitter do not decide */
+	char *b = mint("ap-sock", id, "bob", "approve", 60);
+	char *c = mint("ap-sock", id, "carol", "approve", 60);
+	assert_int_equal(decide("ap-sock", id, a, &out), AW_OK);
+	assert_false(json_is_true(json_object_get(out, "moved")));
+	json_decref(out);
+	assert_int_equal(decide("ap-sock", id, b, NULL), AW_E_APPROVAL_APPROVER);
+	assert_int_equal(decide("ap-sock", id, c, NULL), AW_E_APPROVAL_APPROVER);
+	assert_true(wait_state("ap-sock", id, "waiting_approval", 10));
+	/* a second person: moved */
+	aw_approval_decision d = {.run_id = id, .principal = "dave", .decision = "approve"};
+	assert_int_equal(aw_approvals_decide(A, &keyed, &d, &out, &err), AW_OK);
+	assert_true(json_is_true(json_object_get(out, "moved")));
+	assert_int_equal(json_integer_value(json_object_get(out, "approvals")), 2);
+	json_decref(out);
+	assert_true(wait_state("ap-sock", id, "succeeded", 5000));
+	free(a);
+	free(b);
+	free(c);
 }
 
 typedef struct {
@@ -638,8 +710,8 @@ static void test_window_expiry(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	const char *const projects[] = {"ap-main", "ap-other", "ap-nofm",
-					"ap-race", "ap-sugg",  NULL};
+	const char *const projects[] = {"ap-main", "ap-other", "ap-nofm", "ap-race",
+					"ap-sugg", "ap-sock",  NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -679,8 +751,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rfc7515_a1),    cmocka_unit_test(test_pitfalls),
 		cmocka_unit_test(test_mint_rotation), cmocka_unit_test(test_park_approve_resume),
 		cmocka_unit_test(test_isolation),     cmocka_unit_test(test_n_of_m),
-		cmocka_unit_test(test_32_concurrent), cmocka_unit_test(test_suggest),
-		cmocka_unit_test(test_window_expiry),
+		cmocka_unit_test(test_sock_puppets),  cmocka_unit_test(test_32_concurrent),
+		cmocka_unit_test(test_suggest),	      cmocka_unit_test(test_window_expiry),
 	};
 	return AW_TEST_MAIN("approval", tests, setup, teardown);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Approval tokens over the API and the CLI against a real `awooop serve`: a
-# run parks at its approval step, `awooop approval mint` and `decide` move it
-# (the approve route needs no API key: the token is the credential), the
+# run parks at its approval step, `awooop approval mint` (by the approver's
+# own key: a token is its minter's own decision) and `decide` move it (the
+# approve route needs no API key: the token is the credential), the
 # pitfalls answer their stable codes, another tenant's key, token or run is
 # refused, and jose (npm) interoperates both ways.
 #   approval_test.sh AWOOOP_BINARY sqlite|postgres
@@ -28,6 +29,7 @@ api POST /v1/projects "$ADMIN" '{"id":"apv"}' >/dev/null
 api POST /v1/projects "$ADMIN" '{"id":"apv2"}' >/dev/null
 AD=$(mkkey apv boss project-admin); OP=$(mkkey apv op operator); RD=$(mkkey apv eye reader)
 AD2=$(mkkey apv2 boss2 project-admin); OP2=$(mkkey apv2 op2 operator)
+ALICE=$(mkkey apv alice operator); BOB=$(mkkey apv bob reader)
 
 PARK='{"workflow":[{"kind":"noop"},{"kind":"approval","args":{"summary":"deploy"}},{"kind":"noop"}]}'
 park() { # park KEY -> run id, once it waits
@@ -50,10 +52,13 @@ check "parked" "$(state "$R1" "$OP")" waiting_approval
 req GET "/v1/platform/runs/$R1" "$OP"
 check "journal says waiting" "$(jbody '.steps[1].state')" waiting
 check "transition recorded" "$(jbody '[.transitions[] | select(.to == "waiting_approval")] | length')" 1
-T1=$(AWOOOP_KEY=$AD "$BIN" approval mint --run "$R1" --sub alice --ttl 120)
+T1=$(AWOOOP_KEY=$ALICE "$BIN" approval mint --run "$R1" --ttl 120)
 check "cli mint" $? 0
-AWOOOP_KEY=$OP "$BIN" approval mint --run "$R1" --sub alice >/dev/null 2>&1
-check "mint needs project-admin" $? 1
+# nobody mints another principal's decision (a project-admin minted two
+# approvers' votes and passed a 2-of-3 approval alone)
+AWOOOP_KEY=$AD "$BIN" approval mint --run "$R1" --sub alice >/dev/null 2>"$TMP/other.err"
+check "minting another's decision refused" $? 1
+check "says E-APPROVAL-012" "$(grep -c 'E-APPROVAL-012' "$TMP/other.err")" 1
 AWOOOP_KEY=$RD "$BIN" approval verify "$T1" >"$TMP/verify"
 check "cli verify" "$(jq -r '.claims.sub + " " + .claims.action + " " + .claims.aud' "$TMP/verify")" "alice approve apv"
 req POST "/v1/platform/runs/$R1/approve" "" "{\"token\":\"$T1\"}"
@@ -94,10 +99,10 @@ expect "unknown field" 400 .code E-REQ-004
 check "still waiting" "$(state "$R2" "$OP")" waiting_approval
 
 # --- tenants: another project's key, token and run
-T2=$(AWOOOP_KEY=$AD "$BIN" approval mint --run "$R2" --sub alice --ttl 60)
+T2=$(AWOOOP_KEY=$ALICE "$BIN" approval mint --run "$R2" --ttl 60)
 req POST "/v1/platform/runs/$R2/approve" "$OP2" "{\"token\":\"$T2\"}"
 expect "other tenant's key" 403 .code E-APPROVAL-006
-T3=$(AWOOOP_KEY=$AD2 "$BIN" approval mint --run "$R2" --sub alice --ttl 60)
+T3=$(AWOOOP_KEY=$AD2 "$BIN" approval mint --run "$R2" --ttl 60)
 req POST "/v1/platform/runs/$R2/approve" "" "{\"token\":\"$T3\"}"
 expect "own token, other tenant's run" 404 .code E-RUN-001
 req POST "/v1/platform/runs/$R2/approve" "$OP" "{\"token\":\"$T3\"}"
@@ -114,17 +119,30 @@ TJ=$(jose sign "$HEX" ka apv "$R2" alice approve)
 req POST /v1/platform/approval-tokens:verify "$RD" "{\"token\":\"$TJ\"}"
 expect "awooop verifies jose's token" 200 .claims.sub alice
 req POST "/v1/platform/runs/$R2/approve" "$OP" "{\"token\":\"$TJ\"}"
+expect "alice's token with op's key" 403 .code E-APPROVAL-012
+req POST "/v1/platform/runs/$R2/approve" "$ALICE" "{\"token\":\"$TJ\"}"
 expect "jose's token decides" 200 .moved true
 wait_state "$R2" "$OP" succeeded
 check "R2 finished" $? 0
 
 # --- deny
 R3=$(park "$OP")
-TD=$(AWOOOP_KEY=$AD "$BIN" approval mint --run "$R3" --sub bob --action deny --ttl 60)
+TD=$(AWOOOP_KEY=$BOB "$BIN" approval mint --run "$R3" --action deny --ttl 60)
 req POST "/v1/platform/runs/$R3/approve" "" "{\"token\":\"$TD\"}"
 expect "deny" 200 .state failed
 req GET "/v1/platform/runs/$R3" "$OP"
 check "rejected" "$(jbody .error_code)" E-RUN-009
+
+# --- deciding with one's own key
+R4=$(park "$OP")
+req POST "/v1/platform/runs/$R4/approve" "" '{"decision":"approve"}'
+expect "a decision needs a key" 401 .code E-AUTH-001
+req POST "/v1/platform/runs/$R4/approve" "$ALICE" '{"decision":"approve","token":"x"}'
+expect "token or decision, not both" 400 .code E-REQ-005
+AWOOOP_KEY=$BOB "$BIN" approval decide "$R4" --action approve >"$TMP/own"
+check "cli decides with its own key" "$(jq -r '.moved and (.decisions[0].principal == "bob")' "$TMP/own")" true
+wait_state "$R4" "$OP" succeeded
+check "R4 finished" $? 0
 
 # --- the secret never shows
 check "key never answered" "$(grep -c "$HEX" "$TMP/responses" "$TMP/server.log" | awk -F: '{s+=$2} END {print s}')" 0
