@@ -27,6 +27,7 @@
 	X(AW_E_REQ_URI_LONG, "E-REQ-010", 414, "Path too long")                           \
 	X(AW_E_REQ_HEADER, "E-REQ-011", 400, "Malformed request header")                  \
 	X(AW_E_REQ_BUSY, "E-REQ-012", 503, "Server at its request memory limit")          \
+	X(AW_E_REQ_SHUTDOWN, "E-REQ-013", 503, "Server shutting down")                    \
 	X(AW_E_AUTH_MISSING, "E-AUTH-001", 401, "Missing credentials")                    \
 	X(AW_E_AUTH_INVALID, "E-AUTH-002", 401, "Invalid or revoked API key")             \
 	X(AW_E_AUTH_SCOPE, "E-AUTH-003", 403, "Insufficient scope")                       \

@@ -52,6 +52,18 @@ typedef struct {
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err);
 /* The port actually bound. */
 int aw_http_port(const aw_http *h);
+/* Shutdown, first step: stops accepting connections, refuses new requests
+ * on open ones (503 E-REQ-013, Connection: close) and ends the endless event
+ * streams (MCP session GET streams) at once. Returns at once. */
+void aw_http_quiesce(aw_http *h);
+/* Shutdown, second step (quiescing first if not done): waits until drain_ms
+ * after the quiesce for the requests in flight (model calls, streams, tool
+ * calls) to finish; the ones left are then cut (a parked one answers 503
+ * E-REQ-013, a stream ends without its last chunk). Returns when none is in
+ * flight, or about a second after the bound. Then stop the services that
+ * answer parked requests, then aw_http_stop. */
+void aw_http_drain(aw_http *h, int drain_ms);
+/* Resumes and closes every connection left (drained or not) and frees h. */
 void aw_http_stop(aw_http *h);
 /* Re-reads the TLS certificate and key (SIGHUP): new connections get the new
  * ones, open ones keep theirs. A bad file keeps the old material. */

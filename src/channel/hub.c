@@ -71,6 +71,7 @@ struct aw_hub {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stopping;
+	atomic_bool quit; /* stopping, for Bot API calls in flight (they abort) */
 	atomic_int leader;
 	_Atomic int64_t send_until_ns; /* sending allowed until (monotonic) */
 	hub_bot *bots;		       /* guarded by mu; pollers read their own */
@@ -717,7 +718,7 @@ static aw_err set_webhook(aw_hub *h, hub_bot *b)
 				  aw_buf_str(&sec), "allowed_updates", "message", "callback_query");
 		json_t *res = NULL;
 		aw_tg_status st;
-		e = aw_tg_call(h->api, aw_buf_str(&tok), "setWebhook", p, 15, NULL, &res, &st,
+		e = aw_tg_call(h->api, aw_buf_str(&tok), "setWebhook", p, 15, &h->quit, &res, &st,
 			       &err);
 		json_decref(res);
 		json_decref(p);
@@ -1058,7 +1059,7 @@ static void deliver(aw_hub *h, hub_bot *b, const aw_outbound *m, const char *tok
 	json_t *res = NULL;
 	aw_tg_status st;
 	aw_error err = {0};
-	aw_err e = aw_tg_call(h->api, token, method, p, 15, NULL, &res, &st, &err);
+	aw_err e = aw_tg_call(h->api, token, method, p, 15, &h->quit, &res, &st, &err);
 	json_decref(p);
 	if (!e) {
 		json_t *mid = json_object_get(res, "message_id");
@@ -1309,6 +1310,7 @@ void aw_hub_stop(aw_hub *h)
 {
 	if (!h)
 		return;
+	atomic_store(&h->quit, 1); /* a send to a stalled Bot API aborts (retried later) */
 	pthread_mutex_lock(&h->mu);
 	h->stopping = 1;
 	pthread_cond_broadcast(&h->cv);

@@ -123,6 +123,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 NULL},
 		{"request-timeout-s", "AWOOOP_REQUEST_TIMEOUT_S", "30", 0,
 		 "the body and the answer, from the end of the head", NULL},
+		{"drain-s", "AWOOOP_DRAIN_S", "10", 0,
+		 "on SIGTERM/SIGINT, requests in flight get this long to finish before they are "
+		 "cut (event streams end at once; no new ones are taken)",
+		 NULL},
 		{"pool-size", "AWOOOP_POOL_SIZE", "8", 0, "store connections", NULL},
 		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
 		{"relay-poll-ms", "AWOOOP_RELAY_POLL_MS", "1000", 0, "outbox relay safety-net poll",
@@ -267,13 +271,14 @@ int aw_cmd_serve(int argc, char **argv)
 	const char *channels = aw_cli_get(opts, "channels");
 	if (strcmp(channels, "on") && strcmp(channels, "off"))
 		return aw_cli_fail(AW_E_CONFIG, "--channels must be on or off");
-	long body_limit, pool, relay_poll, body_memory, per_ip, threads, head_ms, req_s;
+	long body_limit, pool, relay_poll, body_memory, per_ip, threads, head_ms, req_s, drain_s;
 	if ((rc = aw_cli_opt_long(opts, "body-limit", 1024, 64L << 20, &body_limit)) ||
 	    (rc = aw_cli_opt_long(opts, "body-memory", 1024, 16L << 30, &body_memory)) ||
 	    (rc = aw_cli_opt_long(opts, "max-per-ip", 1, 100000, &per_ip)) ||
 	    (rc = aw_cli_opt_long(opts, "http-threads", 1, 256, &threads)) ||
 	    (rc = aw_cli_opt_long(opts, "head-timeout-ms", 100, 600000, &head_ms)) ||
 	    (rc = aw_cli_opt_long(opts, "request-timeout-s", 1, 3600, &req_s)) ||
+	    (rc = aw_cli_opt_long(opts, "drain-s", 0, 3600, &drain_s)) ||
 	    (rc = aw_cli_opt_long(opts, "pool-size", 1, 256, &pool)) ||
 	    (rc = aw_cli_opt_long(opts, "relay-poll-ms", 10, 3600000, &relay_poll)))
 		return rc;
@@ -549,11 +554,15 @@ int aw_cmd_serve(int argc, char **argv)
 		reload(&rl);
 	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	       NULL);
-out:			  /* also the way out when a part failed to start (e set) */
+out: /* also the way out when a part failed to start (e set) */
+	/* no new connections or requests, event streams end; the requests in
+	 * flight get --drain-s from here, while the hub stops, then are cut */
+	aw_http_quiesce(http);
 	aw_hub_stop(hub); /* hands the channel lease over */
-	aw_llm_stop(llm); /* ends model calls in flight: parked connections wake */
-	aw_mcp_stop(mcp); /* answers the tool calls in flight first */
-	aw_http_stop(http);
+	aw_http_drain(http, (int)drain_s * 1000);
+	aw_llm_stop(llm);	/* ends model calls still in flight */
+	aw_mcp_stop(mcp);	/* answers the tool calls in flight first */
+	aw_http_stop(http);	/* closes what is left: nothing stays suspended */
 	aw_worker_stop(worker); /* finishes the round in flight, re-queues the rest */
 	aw_relay_stop(relay);
 	aw_llm_free(llm);

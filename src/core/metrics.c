@@ -54,7 +54,8 @@ static const struct {
 	 " claims that found nothing (empty_claim).",
 	 "counter"},
 	{"awooop_http_connections_cut_total",
-	 "Connections closed for missing a deadline: the request head, or the rest of the request.",
+	 "Connections closed for missing a deadline (the request head, or the rest of the "
+	 "request), or ended when their peer hung up while parked (hangup).",
 	 "counter"},
 	{"awooop_llm_calls_total", "LLM gateway calls by project, route, upstream and outcome.",
 	 "counter"},

@@ -224,6 +224,7 @@ void aw_h_mcp_get(aw_req *r)
 		return;
 	}
 	aw_req_extend(r, 3600); /* a session's idle limit */
+	aw_req_endless(r);	/* a shutdown ends it at once */
 	r->svc = c;
 	r->done = done;
 	aw_reply_stream(r, 200, "text/event-stream", read_stream, r);

@@ -19,6 +19,7 @@
 typedef struct aw_req {
 	struct MHD_Connection *conn;
 	struct aw_http *srv;
+	struct track *trk; /* its connection's state (server.c), or NULL */
 	aw_store *store;
 	const aw_http_opts *opts;
 	const char *method;
@@ -47,6 +48,9 @@ typedef struct aw_req {
 	void *svc;	       /* the handler's own state */
 	const char *xhdr_name; /* one more response header (static name), or NULL */
 	char xhdr_value[192];
+	/* aw_reply_stream's reader and its argument */
+	ssize_t (*stream)(void *cls, uint64_t pos, char *buf, size_t max);
+	void *stream_cls;
 } aw_req;
 
 typedef void (*aw_handler)(aw_req *r);
@@ -59,9 +63,16 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err);
 
 /* ---- answering later (suspend/resume; the LLM gateway) ---- */
 /* Stops handling r's connection until aw_req_unpark (from any thread). Only
- * from a handler, resume() or a stream reader. */
+ * from a handler, resume() or a stream reader. A connection whose peer hangs
+ * up while parked is resumed and ends by itself within 100 ms (resume() is
+ * not called, a stream reader not either): the service learns it from done().
+ * While the server shuts down a park may not happen; the caller is then
+ * called again soon, and must not mind. */
 void aw_req_park(aw_req *r);
 void aw_req_unpark(aw_req *r);
+/* Marks r's answer as an event stream with no end of its own (an MCP
+ * session's GET stream): the drain ends it at once instead of waiting. */
+void aw_req_endless(aw_req *r);
 /* Moves r's deadline to seconds from now (a long stream). */
 void aw_req_extend(aw_req *r, int seconds);
 /* Answers with a body produced by read(cls, buf, max): > 0 bytes, 0 when the

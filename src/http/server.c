@@ -14,8 +14,24 @@
  *   - framing and header checks, then route, key and content type - all from
  *     the head, answered before any body byte is kept;
  *   - a per-request body limit and a budget for all bodies together.
+ *
+ * A handler that answers later parks its connection (MHD suspends it: the
+ * event loop no longer watches the socket). The sweeper therefore also looks
+ * at every parked socket each tick and resumes the ones whose peer hung up,
+ * which then end at once (the MCP GET stream of a closed SDK client, an LLM
+ * stream whose client went away): a parked connection never lingers in
+ * CLOSE-WAIT. Park and resume go through one lock with the connection's
+ * state, so a connection is resumed once per suspension, never before it.
+ *
+ * Shutdown (aw_http_drain, then aw_http_stop): stop accepting, end the
+ * endless event streams (marked by aw_req_endless), refuse new requests on
+ * open connections (503 E-REQ-013, Connection: close), let the requests in
+ * flight finish up to the drain bound, then cut what is left; once no
+ * connection can be parked any more, the daemon stops (MHD aborts the
+ * process if one still is).
  */
 #include <errno.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -35,13 +51,27 @@
 #include "awooop/tenancy.h"
 #include "http_internal.h"
 
-/* A connection's deadline, kept by the sweeper (its socket context). */
+/* How a connection is being ended (track.closing; GONE: its peer hung up). */
+enum { OPEN = 0, END = 1, CUT = 2, GONE = 3 };
+
+/* A connection's state, kept by the sweeper (its socket context). The
+ * list and the first fields are guarded by aw_http.mu; the parking state by
+ * the connection's own pmu (taken inside aw_http.mu, never around it), so
+ * that parking, which a stream does per chunk, contends with nobody. */
 typedef struct track {
 	struct track *prev, *next;
+	struct MHD_Connection *conn;
 	int fd;
 	int64_t deadline_ns; /* the head's or the request's, whichever is running */
 	const char *why;     /* what the deadline is for: "head" or "request" */
 	int cut;
+	int busy;    /* a request is in flight */
+	int endless; /* that request is an event stream with no end of its own */
+	pthread_mutex_t pmu;
+	int parked;  /* suspended by aw_req_park, not resumed yet (pmu) */
+	int closing; /* OPEN, or END (a stream ends cleanly) / CUT (aborted): never
+			parked again (pmu) */
+	int gone;    /* the peer hung up while it was parked (pmu) */
 } track;
 
 struct aw_http {
@@ -52,13 +82,19 @@ struct aw_http {
 	char redis[256];
 	int port;
 	_Atomic size_t buffered; /* body bytes held by all requests */
-	pthread_mutex_t mu;	 /* guards the track list */
-	pthread_cond_t cv;
+	pthread_mutex_t mu;	 /* guards the track list and the tracks */
+	pthread_cond_t cv;	 /* wakes the sweeper */
+	pthread_cond_t idle;	 /* a request ended while draining */
 	track *tracks;
 	aw_tls *tls; /* NULL: plain HTTP */
 	pthread_t sweeper;
 	int sweeper_started;
 	atomic_bool stop;
+	atomic_bool draining; /* refuse new requests, close after each answer */
+	/* the stopping thread's: the listen socket is closed, since when, and
+	 * how many event streams were ended then */
+	int quiesced, streams_ended;
+	int64_t quiesced_ns;
 };
 
 /* ---------------------------------------------------------------- replies */
@@ -75,6 +111,8 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->xhdr_name)
 		MHD_add_response_header(resp, r->xhdr_name, r->xhdr_value);
+	if (atomic_load(&r->srv->draining))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	MHD_queue_response(r->conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	r->status = status;
@@ -156,24 +194,89 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 	reply_dumped(r, status, "application/problem+json", p);
 }
 
+/* How r's connection is being ended: OPEN, END, CUT or GONE. */
+static int closing_of(aw_req *r)
+{
+	track *t = r->trk;
+	if (!t)
+		return OPEN;
+	pthread_mutex_lock(&t->pmu);
+	int c = t->gone ? GONE : t->closing;
+	pthread_mutex_unlock(&t->pmu);
+	return c;
+}
+
+/* The stream's reader as MHD calls it: the handler's, until the connection
+ * is being ended - cleanly (an endless stream at shutdown: the client sees
+ * the end of the chunked body) or cut (the peer is gone, or the drain bound
+ * passed: no last chunk, so the client knows the answer is incomplete). */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	aw_req *r = cls;
+	switch (closing_of(r)) {
+	case END: return MHD_CONTENT_READER_END_OF_STREAM;
+	case CUT:
+	case GONE: return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	return r->stream(r->stream_cls, pos, buf, max);
+}
+
 void aw_reply_stream(aw_req *r, int status, const char *ctype,
 		     ssize_t (*read)(void *cls, uint64_t pos, char *buf, size_t max), void *cls)
 {
+	r->stream = read;
+	r->stream_cls = cls;
 	struct MHD_Response *resp =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read, cls, NULL);
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, r, NULL);
 	if (resp)
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	queue(r, status, resp);
 }
 
+/* A connection being ended is never suspended again: the caller returns as
+ * if parked, and MHD calls it again at once (it then ends). */
 void aw_req_park(aw_req *r)
 {
-	MHD_suspend_connection(r->conn);
+	track *t = r->trk;
+	if (!t) {
+		MHD_suspend_connection(r->conn);
+		return;
+	}
+	pthread_mutex_lock(&t->pmu);
+	if (!t->closing && !t->gone && !t->parked) {
+		t->parked = 1;
+		MHD_suspend_connection(r->conn);
+	}
+	pthread_mutex_unlock(&t->pmu);
 }
 
 void aw_req_unpark(aw_req *r)
 {
-	MHD_resume_connection(r->conn);
+	track *t = r->trk;
+	if (!t) {
+		MHD_resume_connection(r->conn);
+		return;
+	}
+	pthread_mutex_lock(&t->pmu);
+	if (t->parked) {
+		t->parked = 0;
+		MHD_resume_connection(r->conn);
+	}
+	pthread_mutex_unlock(&t->pmu);
+}
+
+void aw_req_endless(aw_req *r)
+{
+	track *t = r->trk;
+	if (!t)
+		return;
+	pthread_mutex_lock(&r->srv->mu);
+	t->endless = 1;
+	pthread_mutex_lock(&t->pmu);
+	if (atomic_load(&r->srv->draining) && !t->closing)
+		t->closing = END;
+	pthread_mutex_unlock(&t->pmu);
+	pthread_mutex_unlock(&r->srv->mu);
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -278,6 +381,9 @@ static void *req_new(void *cls, const char *uri, struct MHD_Connection *conn)
 	if (!r)
 		return NULL;
 	r->conn = conn;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	r->trk = ci ? ci->socket_context : NULL;
 	r->srv = h;
 	r->store = h->store;
 	r->opts = &h->opts;
@@ -315,12 +421,10 @@ static int append_body(aw_req *r, const char *data, size_t n)
 	return 0;
 }
 
-/* The socket context of r's connection: its deadline. */
+/* The socket context of r's connection: its deadline and state. */
 static track *track_of(aw_req *r)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	return ci ? ci->socket_context : NULL;
+	return r->trk;
 }
 
 static void set_deadline(aw_http *h, track *t, int64_t ms, const char *why)
@@ -382,7 +486,10 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 	if (tp && aw_trace_parse(tp, strlen(tp), &in) == 0)
 		aw_trace_child(&in, &r->ctx.trace);
 	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
-	if (hc.nul)
+	if (atomic_load(&h->draining))
+		e = aw_fail(&err, AW_E_REQ_SHUTDOWN,
+			    "the server is shutting down; retry elsewhere");
+	else if (hc.nul)
 		e = aw_fail(&err, AW_E_REQ_HEADER, "a header holds a NUL byte");
 	else if (hc.content_length && hc.transfer_encoding)
 		e = aw_fail(&err, AW_E_REQ_HEADER,
@@ -420,6 +527,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_NO; /* out of memory when the request line came */
 	if (!r->started) {     /* the head is complete: the body deadline starts */
 		r->started = 1;
+		if (r->trk) {
+			pthread_mutex_lock(&h->mu);
+			r->trk->busy = 1;
+			pthread_mutex_unlock(&h->mu);
+		}
 		set_deadline(h, track_of(r), (int64_t)h->opts.request_timeout_s * 1000, "request");
 		on_head(h, r, method);
 		return MHD_YES;
@@ -455,6 +567,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (r->resume) { /* resumed after the handler parked */
+		int closing = closing_of(r);
+		if (closing == GONE) /* nobody to answer: the connection closes */
+			return MHD_NO;
+		if (closing) { /* the drain bound passed before the answer came */
+			aw_fail(&err, AW_E_REQ_SHUTDOWN,
+				"the server shut down before the answer was ready; retry");
+			aw_reply_problem(r, err.err, &err);
+			return MHD_YES;
+		}
 		r->resume(r);
 		return MHD_YES;
 	}
@@ -475,6 +596,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	atomic_fetch_sub(&h->buffered, r->reserved);
 	if (r->done)
 		r->done(r);
+	if (r->trk) {
+		pthread_mutex_lock(&h->mu);
+		r->trk->busy = r->trk->endless = 0;
+		pthread_mutex_unlock(&h->mu);
+		if (atomic_load(&h->draining)) /* aw_http_drain waits for it */
+			pthread_cond_broadcast(&h->idle);
+	}
 	/* the next request on this connection has head_timeout to arrive whole */
 	set_deadline(h, track_of(r), h->opts.head_timeout_ms, "head");
 	double secs = (double)(aw_clock_mono_ns() - r->t0_ns) / 1e9;
@@ -509,6 +637,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			return;
 		}
 		t->fd = ci->connect_fd;
+		t->conn = conn;
+		pthread_mutex_init(&t->pmu, NULL);
 		t->deadline_ns = aw_clock_mono_ns() + (int64_t)h->opts.head_timeout_ms * 1000000LL;
 		t->why = "head";
 		pthread_mutex_lock(&h->mu);
@@ -531,12 +661,57 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	if (t->next)
 		t->next->prev = t->prev;
 	pthread_mutex_unlock(&h->mu);
+	pthread_mutex_destroy(&t->pmu);
 	free(t);
 	*socket_context = NULL;
 }
 
+/* Marks t as ending (how, or gone) and resumes it when parked (holds
+ * h->mu). */
+static void end_parked(track *t, int how, int gone)
+{
+	pthread_mutex_lock(&t->pmu);
+	if (t->closing < how)
+		t->closing = how;
+	t->gone |= gone;
+	if (t->parked) {
+		t->parked = 0;
+		MHD_resume_connection(t->conn);
+	}
+	pthread_mutex_unlock(&t->pmu);
+}
+
+/* The parked connections whose peer hung up (FIN or RST) are resumed and
+ * end (holds h->mu). MHD does not watch a suspended socket, so without this
+ * a closed event stream would sit in CLOSE-WAIT, holding one of its
+ * address's --max-per-ip places, until something was written to it. */
+static void sweep_parked(aw_http *h)
+{
+	struct pollfd fds[256];
+	track *ts[256];
+	track *t = h->tracks;
+	while (t) {
+		int n = 0;
+		for (; t && n < 256; t = t->next) {
+			pthread_mutex_lock(&t->pmu);
+			if (t->parked && !t->gone) {
+				fds[n] = (struct pollfd){.fd = t->fd, .events = POLLRDHUP};
+				ts[n++] = t;
+			}
+			pthread_mutex_unlock(&t->pmu);
+		}
+		if (n && poll(fds, (nfds_t)n, 0) > 0)
+			for (int i = 0; i < n; i++)
+				if (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+					end_parked(ts[i], CUT, 1);
+					aw_metrics_http_cut("hangup");
+				}
+	}
+}
+
 /* Every 100 ms: connections past their deadline are shut down (the event loop
- * then sees the end of the stream and closes them the ordinary way). */
+ * then sees the end of the stream and closes them the ordinary way), and
+ * parked ones whose peer hung up are resumed to end. */
 static void *sweeper_main(void *arg)
 {
 	aw_http *h = arg;
@@ -552,6 +727,7 @@ static void *sweeper_main(void *arg)
 			shutdown(t->fd, SHUT_RDWR);
 			aw_metrics_http_cut(t->why);
 		}
+		sweep_parked(h);
 		aw_metrics_loop_tick("http_sweeper");
 	}
 	pthread_mutex_unlock(&h->mu);
@@ -608,6 +784,7 @@ static void http_free(aw_http *h)
 	aw_tls_free(h->tls);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
+	pthread_cond_destroy(&h->idle);
 	free(h);
 }
 
@@ -663,6 +840,7 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 		h->opts.request_timeout_s = 30;
 	pthread_mutex_init(&h->mu, NULL);
 	aw_clock_cond_init(&h->cv);
+	aw_clock_cond_init(&h->idle);
 
 	struct sockaddr_in sa;
 	aw_err e = parse_listen(h->listen, &sa, err);
@@ -725,10 +903,94 @@ aw_err aw_http_reload(aw_http *h, aw_error *err)
 	return h->tls ? aw_tls_reload(h->tls, err) : AW_OK;
 }
 
+/* Ends every connection's request: endless streams and the rest (how),
+ * resuming the parked ones; none can be parked afterwards (holds h->mu). */
+static void end_all(aw_http *h, int how, int endless_only)
+{
+	for (track *t = h->tracks; t; t = t->next)
+		if (!endless_only || t->endless)
+			end_parked(t, how, 0);
+}
+
+/* Requests in flight (holds h->mu). */
+static int busy(aw_http *h)
+{
+	int n = 0;
+	for (track *t = h->tracks; t; t = t->next)
+		n += t->busy;
+	return n;
+}
+
+/* Waits until no request is in flight or deadline_ns passes (holds h->mu);
+ * the requests still in flight. */
+static int wait_idle(aw_http *h, int64_t deadline_ns)
+{
+	int n;
+	while ((n = busy(h)) && aw_clock_mono_ns() < deadline_ns) {
+		int64_t left_ms = (deadline_ns - aw_clock_mono_ns()) / 1000000;
+		struct timespec ts =
+			aw_clock_after(CLOCK_MONOTONIC, left_ms < 50 ? (int)left_ms + 1 : 50);
+		pthread_cond_timedwait(&h->idle, &h->mu, &ts);
+	}
+	return n;
+}
+
+/* No new connections (the listen socket is ours to close), and no new
+ * requests on the open ones. */
+static void stop_accepting(aw_http *h)
+{
+	atomic_store(&h->draining, 1);
+	if (h->quiesced)
+		return;
+	h->quiesced = 1;
+	MHD_socket fd = MHD_quiesce_daemon(h->d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+}
+
+void aw_http_quiesce(aw_http *h)
+{
+	if (!h || h->quiesced)
+		return;
+	h->quiesced_ns = aw_clock_mono_ns();
+	stop_accepting(h);
+	pthread_mutex_lock(&h->mu);
+	for (track *t = h->tracks; t; t = t->next)
+		h->streams_ended += t->endless;
+	end_all(h, END, 1); /* event streams end now: they would never finish */
+	pthread_mutex_unlock(&h->mu);
+}
+
+void aw_http_drain(aw_http *h, int drain_ms)
+{
+	if (!h)
+		return;
+	aw_http_quiesce(h);
+	pthread_mutex_lock(&h->mu);
+	int left = wait_idle(h, h->quiesced_ns + (int64_t)drain_ms * 1000000);
+	if (left) { /* past the bound: cut, and give them a moment to go */
+		end_all(h, CUT, 0);
+		wait_idle(h, aw_clock_mono_ns() + 1000000000LL);
+	}
+	pthread_mutex_unlock(&h->mu);
+	char ns[16], nl[16], ms[32];
+	snprintf(ns, sizeof ns, "%d", h->streams_ended);
+	snprintf(nl, sizeof nl, "%d", left);
+	snprintf(ms, sizeof ms, "%.0f", (double)(aw_clock_mono_ns() - h->quiesced_ns) / 1e6);
+	aw_log(left ? AW_LOG_WARN : AW_LOG_INFO, NULL, "HTTP drained", "streams_ended", ns,
+	       "requests_cut", nl, "duration_ms", ms, NULL);
+}
+
 void aw_http_stop(aw_http *h)
 {
 	if (!h)
 		return;
+	/* MHD aborts the process when it stops with a suspended connection:
+	 * resume them all, and none can be suspended again (aw_req_park) */
+	stop_accepting(h);
+	pthread_mutex_lock(&h->mu);
+	end_all(h, CUT, 0);
+	pthread_mutex_unlock(&h->mu);
 	MHD_stop_daemon(h->d); /* closes every connection: the track list empties */
 	if (h->sweeper_started) {
 		pthread_mutex_lock(&h->mu);

@@ -16,7 +16,9 @@
  * 30 per second per bot): one over answers 429 and counts a violation.
  * Injected faults (POST /control/faults {"p429", "p5xx", "pdrop",
  * "retry_after"}) answer 429 with retry_after, 502, or close the connection,
- * before anything is recorded.
+ * before anything is recorded; {"stall": true} makes every Bot API call
+ * (getUpdates waiting already too) hang without a byte of answer until
+ * {"stall": false} (a stalled connection); stats count them ("stalled").
  *   POST /control/updates {"updates": [update without update_id, ...]}
  *   GET  /control/stats   counts, the messages and edits, the max per-chat
  *        and per-bot rates seen over any second, the confirmed offset
@@ -46,6 +48,7 @@ static json_t *edits, *answers, *webhook;
 static long conflicts, not_modified, violations, inj429, inj5xx, injdrop, getupdates;
 static double p429, p5xx, pdrop;
 static int retry_after = 1;
+static int stall, stalled; /* getUpdates hang; how many hang now */
 static long long msg_seq = 100;
 static long long accepted_ms[100000]; /* sends and edits, in order */
 static char accepted_chat[100000][24];
@@ -146,6 +149,16 @@ static enum MHD_Result get_updates(struct MHD_Connection *c, json_t *p)
 	dl.tv_sec += timeout;
 	json_t *out = json_array();
 	for (;;) {
+		if (stall) { /* no answer while stalled (a poll waiting too); then
+				the connection closes */
+			stalled++;
+			while (stall)
+				pthread_cond_wait(&cv, &mu);
+			stalled--;
+			pthread_mutex_unlock(&mu);
+			json_decref(out);
+			return MHD_NO;
+		}
 		if (poll_gen != gen) {
 			conflicts++;
 			pthread_mutex_unlock(&mu);
@@ -178,6 +191,14 @@ static enum MHD_Result bot_method(struct MHD_Connection *c, const char *method, 
 	char chat[32];
 	chat_of(p, chat, sizeof chat);
 	pthread_mutex_lock(&mu);
+	if (stall) { /* no answer while stalled; then the connection closes */
+		stalled++;
+		while (stall)
+			pthread_cond_wait(&cv, &mu);
+		stalled--;
+		pthread_mutex_unlock(&mu);
+		return MHD_NO;
+	}
 	int send = !strcmp(method, "sendMessage"), edit = !strcmp(method, "editMessageText");
 	if (send || edit || !strcmp(method, "answerCallbackQuery")) {
 		if (r < pdrop) {
@@ -305,6 +326,10 @@ static enum MHD_Result control(struct MHD_Connection *c, const char *what, json_
 		p429 = json_number_value(json_object_get(p, "p429"));
 		p5xx = json_number_value(json_object_get(p, "p5xx"));
 		pdrop = json_number_value(json_object_get(p, "pdrop"));
+		if (json_is_boolean(json_object_get(p, "stall"))) {
+			stall = json_is_true(json_object_get(p, "stall"));
+			pthread_cond_broadcast(&cv);
+		}
 		if (json_is_integer(json_object_get(p, "retry_after")))
 			retry_after = (int)json_integer_value(json_object_get(p, "retry_after"));
 		pthread_mutex_unlock(&mu);
@@ -315,14 +340,15 @@ static enum MHD_Result control(struct MHD_Connection *c, const char *what, json_
 		max_rates(&mb, &mc);
 		json_t *s = json_pack(
 			"{s:O, s:O, s:O, s:O*, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i,"
-			" s:i}",
+			" s:i, s:i}",
 			"messages", messages, "edits", edits, "answers", answers, "webhook",
 			webhook, "conflicts", (int)conflicts, "not_modified", (int)not_modified,
 			"rate_violations", (int)violations, "injected_429", (int)inj429,
 			"injected_5xx", (int)inj5xx, "injected_drop", (int)injdrop, "getupdates",
 			(int)getupdates, "pending_updates", (int)json_array_size(updates),
 			"confirmed", (json_int_t)confirmed, "last_update_id",
-			(json_int_t)(next_id - 1), "max_bot_per_s", mb, "max_chat_per_s", mc);
+			(json_int_t)(next_id - 1), "max_bot_per_s", mb, "max_chat_per_s", mc,
+			"stalled", stalled);
 		pthread_mutex_unlock(&mu);
 		return reply_json(c, 200, s);
 	}
