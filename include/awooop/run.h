@@ -193,11 +193,6 @@ typedef struct aw_executor {
 		      journal at every claim (an approval resumes it) */
 } aw_executor;
 
-/* The projects (comma-separated ids, or "*") whose http steps may reach
- * loopback and private addresses (egress.h); link-local and metadata
- * addresses are refused to all. Default: none. Call before workers start. */
-void aw_run_egress_allow(const char *projects);
-
 /* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
  * "body"?}; llm (llm.h) and approval (approval.h) are registered by their
  * services. */
