@@ -111,8 +111,6 @@ static aw_err activate(const char *project, json_t *body, aw_error *err)
 	aw_test_ctx(&appr, project, AW_SCOPE_OPERATOR, "approver");
 	aw_test_ctx(&op, project, AW_SCOPE_OPERATOR, "operator");
 	json_t *pinned = NULL;
-	if (!json_object_get(body, "allow_private_network")) /* the doubles are on loopback */
-		json_object_set_new(body, "allow_private_network", json_true());
 	aw_err e = aw_mcp_pin(G, &pub, body, &pinned, err);
 	json_decref(body);
 	if (e)
@@ -645,21 +643,43 @@ static void test_egress(void **state)
 			fail_msg("%s: class %d, want %d", cases[i].a, aw_egress_classify(sa),
 				 cases[i].want);
 	}
-	/* a loopback upstream without allow_private_network: refused at connect
-	 * (after resolution: the name "localhost" too), nothing reaches it */
+	/* a loopback upstream of a project the operator did not grant private
+	 * egress (mcp-g): refused at connect (after resolution: the name
+	 * "localhost" too), nothing reaches it */
 	char url[64];
 	snprintf(url, sizeof url, "http://localhost:%d/mcp", HTTP_PORT);
-	json_t *body = json_pack("{s:b,s:{s:{s:s,s:s}},s:[o]}", "allow_private_network", 0,
-				 "upstreams", "web", "transport", "http", "url", url, "tools",
-				 tool("echo", "web", "read_only"));
+	json_t *body = json_pack("{s:{s:{s:s,s:s}},s:[o]}", "upstreams", "web", "transport", "http",
+				 "url", url, "tools", tool("echo", "web", "read_only"));
 	aw_error err = {0};
 	assert_int_equal(activate("mcp-g", body, &err), AW_E_MCP_UPSTREAM);
 	assert_non_null(strstr(err.msg, "loopback or private"));
-	/* the metadata address: never, even when private networks are allowed */
-	body = json_pack("{s:b,s:{s:{s:s,s:s,s:i}},s:[o]}", "allow_private_network", 1, "upstreams",
-			 "web", "transport", "http", "url", "http://169.254.169.254/mcp",
-			 "timeout_ms", 1000, "tools", tool("echo", "web", "read_only"));
-	assert_int_equal(activate("mcp-g", body, &err), AW_E_MCP_UPSTREAM);
+	/* the contract cannot grant it: publish (pinning) still refuses at
+	 * connect, and the schema refuses the field itself */
+	body = json_pack("{s:b,s:{s:{s:s,s:s}},s:[o]}", "allow_private_network", 1, "upstreams",
+			 "web", "transport", "http", "url", url, "tools",
+			 tool("echo", "web", "read_only"));
+	aw_ctx pub;
+	aw_test_ctx(&pub, "mcp-g", AW_SCOPE_OPERATOR, "publisher");
+	json_t *pinned = NULL;
+	assert_int_equal(aw_mcp_pin(G, &pub, body, &pinned, &err), AW_E_MCP_UPSTREAM);
+	assert_non_null(strstr(err.msg, "loopback or private"));
+	aw_revision r = {0};
+	assert_int_equal(aw_contract_create(C, S, &pub, "mcp_tool", "default", body, &r, &err),
+			 AW_E_CONTRACT_SCHEMA);
+	aw_revision_clear(&r);
+	json_decref(body);
+	/* the metadata address: never, even for a project granted private egress */
+	body = json_pack("{s:{s:{s:s,s:s,s:i}},s:[o]}", "upstreams", "web", "transport", "http",
+			 "url", "http://169.254.169.254/mcp", "timeout_ms", 1000, "tools",
+			 tool("echo", "web", "read_only"));
+	assert_true(aw_egress_private_granted("mcp-a"));
+	assert_int_equal(activate("mcp-a", body, &err), AW_E_MCP_UPSTREAM);
+	assert_non_null(strstr(err.msg, "metadata"));
+	/* nor through an IPv6 form carrying it (NAT64) */
+	body = json_pack("{s:{s:{s:s,s:s,s:i}},s:[o]}", "upstreams", "web", "transport", "http",
+			 "url", "http://[64:ff9b::a9fe:a9fe]/mcp", "timeout_ms", 1000, "tools",
+			 tool("echo", "web", "read_only"));
+	assert_int_equal(activate("mcp-a", body, &err), AW_E_MCP_UPSTREAM);
 	assert_non_null(strstr(err.msg, "metadata"));
 }
 
@@ -1404,7 +1424,7 @@ static int setup(void **state)
 	(void)state;
 	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
 					"mcp-f", "mcp-g", "mcp-h", "mcp-i", "mcp-j",
-					"mcp-k", "mcp-l", "mcp-m", NULL};
+					"mcp-k", "mcp-l", "mcp-m", "mcp-n", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1420,6 +1440,12 @@ static int setup(void **state)
 	if (system(cmd) != 0)
 		return -1;
 	write_desc("Echoes the text back");
+	/* the doubles are on loopback: the operator grants every project of the
+	 * suite private egress but mcp-g (test_egress) */
+	if (aw_egress_grant("mcp-a,mcp-b,mcp-c,mcp-d,mcp-e,mcp-f,mcp-h,mcp-i,mcp-j,mcp-k,mcp-l,"
+			    "mcp-m,mcp-n",
+			    &err))
+		return -1;
 	setenv("AWOOOP_T_MCP_HA__XKEY", CANARY_A, 1);
 	setenv("AWOOOP_T_MCP_HB__XKEY", CANARY_B, 1);
 	setenv("AWOOOP_T_MCP_HA__TOKEN", CANARY_A, 1);
