@@ -6,6 +6,13 @@
  *          message with the request's id is the answer), a session initialized
  *          once (legacy protocol 2025-11-25; a 404 on the session starts a new
  *          one and retries once), idle curl handles kept for keep-alive.
+ *          What the upstream asks on a response stream (a server request:
+ *          ping, sampling, ...) is queued by libcurl's write callback and
+ *          answered by the requesting thread between rounds of the
+ *          transfer's multi loop, never inside the callback: at most
+ *          MAX_ASKS per request of ours, none on the POST of an answer or a
+ *          notification (the rest dropped and logged), so a hostile
+ *          upstream cannot make answers beget answers.
  *          Headers carry the contract's secret references, resolved for each
  *          request and wiped after. Every connect passes the egress policy on
  *          the address being connected (curl's opensocket callback), so DNS
@@ -48,6 +55,7 @@
 #define SCRUBBED "[REDACTED:credential]"
 #define MAX_SECRETS 80
 #define IDLE_HANDLES 64
+#define MAX_ASKS 16 /* an upstream's requests answered per request of ours */
 
 typedef struct pending {
 	json_int_t id;
@@ -76,6 +84,7 @@ struct aw_mcp_up {
 	char version[16];
 	int initialized;
 	CURL *idle[IDLE_HANDLES];
+	CURLM *idle_m[IDLE_HANDLES]; /* each handle's multi: it holds the connection */
 	int nidle;
 	/* stdio */
 	pid_t pid;
@@ -203,6 +212,9 @@ typedef struct {
 	int nv, timeout_ms;
 	const aw_mcp_peer *peer;
 	const atomic_int *halt; /* the upstream is being freed: abort */
+	json_t *asks;		/* the upstream's requests, queued by on_body for the
+				   requesting thread (owned; NULL: none taken) */
+	int nasks, dropped;	/* taken so far; past MAX_ASKS or not taken */
 } xfer;
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -244,8 +256,57 @@ static void answer_upstream(aw_mcp_up *u, const aw_mcp_peer *peer, const json_t 
 	free(line);
 }
 
+/* The upstream's requests queued during x's transfer, answered in order
+ * (the requesting thread, outside libcurl's callbacks). */
+static void answer_asks(xfer *x)
+{
+	while (x->asks && json_array_size(x->asks)) {
+		json_t *req = json_incref(json_array_get(x->asks, 0));
+		json_array_remove(x->asks, 0);
+		answer_upstream(x->u, x->peer, req, x->timeout_ms);
+		json_decref(req);
+	}
+}
+
+/* The upstream asked more than it is answered (x's transfer over). */
+static void log_dropped(const xfer *x, const char *what)
+{
+	if (!x->dropped)
+		return;
+	char n[24];
+	snprintf(n, sizeof n, "%d", x->dropped);
+	aw_log(AW_LOG_WARN, NULL, "mcp upstream's requests dropped, not answered", "project",
+	       x->u->project, "provider", x->u->provider, "dropped", n, "during", what, NULL);
+}
+
+/* Runs h (its options set, x its callbacks' data) to its end on multi m,
+ * answering the upstream's queued requests between rounds: an answer is a
+ * POST of its own, made here and never inside a callback of h. */
+static CURLcode perform(CURLM *m, CURL *h, xfer *x)
+{
+	if (curl_multi_add_handle(m, h) != CURLM_OK)
+		return CURLE_FAILED_INIT;
+	CURLcode rc = CURLE_FAILED_INIT; /* unless h is seen done */
+	int running = 1;
+	while (running) {
+		if (curl_multi_perform(m, &running) != CURLM_OK)
+			break;
+		answer_asks(x);
+		if (running && curl_multi_poll(m, NULL, 0, 200, NULL) != CURLM_OK)
+			break;
+	}
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(m, &left)))
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == h)
+			rc = msg->data.result;
+	curl_multi_remove_handle(m, h);
+	answer_asks(x); /* asked in the last round */
+	return rc;
+}
+
 /* One SSE event's data (credentials scrubbed first): the answer to our
- * request, a request of the upstream's, or a notification. */
+ * request, a request of the upstream's (queued), or a notification. */
 static void sse_event(xfer *x)
 {
 	if (!x->data.len)
@@ -255,9 +316,12 @@ static void sse_event(xfer *x)
 	aw_buf_truncate(&x->data, 0);
 	json_t *id = json_object_get(m, "id");
 	const char *method = json_string_value(json_object_get(m, "method"));
-	if (method && id)
-		answer_upstream(x->u, x->peer, m, x->timeout_ms);
-	else if (is_event(method) && x->u->event)
+	if (method && id) { /* queued: answered outside libcurl (perform) */
+		if (x->asks && x->nasks < MAX_ASKS && !json_array_append(x->asks, m))
+			x->nasks++;
+		else
+			x->dropped++;
+	} else if (is_event(method) && x->u->event)
 		x->u->event(x->u->event_ud, x->u->project, m);
 	else if (method && x->peer && x->peer->notify)
 		x->peer->notify(x->peer->ud, m);
@@ -422,13 +486,15 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	int nv = 0;
 	struct curl_slist *hdr = NULL;
 	CURL *h = NULL;
+	CURLM *m = NULL;
 	aw_err e = headers_for(u, 1, &hdr, vals, &nv, err);
 	if (e)
 		goto done;
 	pthread_mutex_lock(&u->mu);
-	h = u->nidle ? u->idle[--u->nidle] : NULL;
+	if (u->nidle)
+		u->nidle--, h = u->idle[u->nidle], m = u->idle_m[u->nidle];
 	pthread_mutex_unlock(&u->mu);
-	if (!h && !(h = curl_easy_init())) {
+	if (!h && (!(h = curl_easy_init()) || !(m = curl_multi_init()))) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto done;
 	}
@@ -440,7 +506,9 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 		  .vals = vals,
 		  .nv = nv,
 		  .timeout_ms = timeout_ms,
-		  .peer = peer};
+		  .peer = peer,
+		  /* a request's stream may ask; an answer's or a notification's not */
+		  .asks = id >= 0 ? json_array() : NULL};
 	curl_easy_reset(h);
 	xfer_setup(h, &x, hdr);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, line);
@@ -448,7 +516,8 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 			 timeout_ms < 5000 ? (long)timeout_ms : 5000L);
-	CURLcode rc = curl_easy_perform(h);
+	CURLcode rc = perform(m, h, &x);
+	log_dropped(&x, id >= 0 ? "a request" : "an answer or notification");
 	curl_slist_free_all(hdr);
 	hdr = NULL;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -470,12 +539,15 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 				    "the upstream could not be reached (%s)",
 				    curl_easy_strerror(rc));
 		curl_easy_cleanup(h);
-		h = NULL;
+		curl_multi_cleanup(m);
+		h = NULL, m = NULL;
 	} else {
 		if (x.sse == 2 && x.body.len) /* a last event without its blank line */
 			sse_line(&x, x.body.p, x.body.len);
 		if (x.sse == 2)
 			sse_event(&x);
+		if (x.sse == 2)
+			answer_asks(&x);
 		else
 			scrub(&x.body, vals, nv);
 		if (x.session[0]) {
@@ -496,17 +568,20 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 		}
 	}
 	json_decref(x.answer);
+	json_decref(x.asks);
 	aw_buf_free(&x.body);
 	aw_buf_free(&x.data);
 	if (h) {
 		pthread_mutex_lock(&u->mu);
 		if (u->nidle < IDLE_HANDLES)
-			u->idle[u->nidle++] = h, h = NULL;
+			u->idle[u->nidle] = h, u->idle_m[u->nidle++] = m, h = NULL, m = NULL;
 		pthread_mutex_unlock(&u->mu);
-		if (h)
-			curl_easy_cleanup(h);
 	}
 done:
+	if (h)
+		curl_easy_cleanup(h);
+	if (m)
+		curl_multi_cleanup(m);
 	curl_slist_free_all(hdr);
 	for (int i = 0; i < nv; i++)
 		wipe_str(vals[i]);
@@ -630,8 +705,9 @@ static void *listener_main(void *arg)
 		long status = 0;
 		int64_t t0 = aw_clock_mono_ns();
 		CURL *h = NULL;
+		CURLM *m = NULL;
 		if (!e && !(e = headers_for(u, 0, &hdr, vals, &nv, &err)) &&
-		    (h = curl_easy_init())) {
+		    (h = curl_easy_init()) && (m = curl_multi_init())) {
 			xfer x = {.u = u,
 				  .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
 				  .data = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
@@ -640,17 +716,23 @@ static void *listener_main(void *arg)
 				  .vals = vals,
 				  .nv = nv,
 				  .timeout_ms = u->timeout_ms,
-				  .halt = &u->halt};
+				  .halt = &u->halt,
+				  .asks = json_array()};
 			xfer_setup(h, &x, hdr);
 			curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 			curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-			curl_easy_perform(h);
+			perform(m, h, &x);
+			log_dropped(&x, "the event stream");
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-			curl_easy_cleanup(h);
 			json_decref(x.answer);
+			json_decref(x.asks);
 			aw_buf_free(&x.body);
 			aw_buf_free(&x.data);
 		}
+		if (h)
+			curl_easy_cleanup(h);
+		if (m)
+			curl_multi_cleanup(m);
 		curl_slist_free_all(hdr);
 		for (int i = 0; i < nv; i++)
 			wipe_str(vals[i]);
@@ -1417,8 +1499,10 @@ void aw_mcp_up_free(aw_mcp_up *u)
 		pthread_join(u->listener, NULL);
 	pthread_mutex_lock(&u->mu);
 	stdio_stop(u);
-	for (int i = 0; i < u->nidle; i++)
+	for (int i = 0; i < u->nidle; i++) {
 		curl_easy_cleanup(u->idle[i]);
+		curl_multi_cleanup(u->idle_m[i]);
+	}
 	pthread_mutex_unlock(&u->mu);
 	pthread_mutex_destroy(&u->mu);
 	json_decref(u->config);

@@ -42,7 +42,7 @@ static aw_contracts *C;
 static aw_policy_cache *P;
 static aw_mcp *G;
 static char DIR_[256], DESC[300];
-static pid_t HTTP_PID, SSE_PID;
+static pid_t HTTP_PID, SSE_PID, HOSTILE_PID; /* HOSTILE_PID: a test's, killed in teardown too */
 static int HTTP_PORT, SSE_PORT;
 static const char *ALLOW[2] = {FAKE_MCP_BIN, NULL};
 
@@ -63,6 +63,27 @@ static pid_t fake_http_start(int sse, int *port)
 		else
 			execl(FAKE_MCP_BIN, "fake_mcp", "--http", "0", "--desc-file", DESC,
 			      (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	FILE *in = fdopen(fd[0], "r");
+	if (!in || fscanf(in, "%d", port) != 1)
+		abort();
+	fclose(in);
+	return pid;
+}
+
+/* A hostile double: fake_mcp --http 0 with mode and arg (fake_mcp.c). */
+static pid_t fake_hostile_start(const char *mode, const char *arg, int *port)
+{
+	int fd[2];
+	if (pipe(fd))
+		abort();
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		execl(FAKE_MCP_BIN, "fake_mcp", "--http", "0", mode, arg, (char *)NULL);
 		_exit(127);
 	}
 	close(fd[1]);
@@ -1419,6 +1440,43 @@ static void test_stdio_memory(void **state)
 	assert_int_equal(rmdir(cg), 0);
 }
 
+/* A hostile HTTP upstream answers every POST - the gateway's answers to its
+ * own requests too - with an SSE stream of 40 pings before its answer. The
+ * gateway answers them outside libcurl's write callback, at most 16 per
+ * request of its own and none on the POST of an answer (before: each answer
+ * was POSTed inside the callback, its pings answered in turn, until the
+ * stack ran out and the process died). */
+static void test_hostile_ping_storm(void **state)
+{
+	(void)state;
+	int port;
+	pid_t pid = HOSTILE_PID = fake_hostile_start("--ping-storm", "40", &port);
+	json_t *body = json_pack(
+		"{s:{s:o},s:[o,o]}", "upstreams", "storm", http_upstream(port, NULL), "tools",
+		tool("echo", "storm", "read_only"), tool("pongs", "storm", "read_only"));
+	aw_error err = {0};
+	assert_int_equal(activate("mcp-n", body, &err), AW_OK);
+	json_t *r = tcall("mcp-n", "pongs__storm", NULL);
+	assert_non_null(text_of(r));
+	long before = strtol(text_of(r), NULL, 10);
+	json_decref(r);
+	r = tcall("mcp-n", "echo__storm", json_pack("{s:s}", "text", "still here"));
+	assert_string_equal(text_of(r), "still here");
+	json_decref(r);
+	r = tcall("mcp-n", "pongs__storm", NULL);
+	long after = strtol(text_of(r), NULL, 10);
+	json_decref(r);
+	/* the echo call and the first pongs call (whose pings came after its
+	 * count): 16 answered each, of 40 asked */
+	if (after - before != 32)
+		fail_msg("answered %ld pings for two calls, want 32 (before %ld)", after - before,
+			 before);
+	assert_true(before > 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	HOSTILE_PID = 0;
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -1468,6 +1526,10 @@ static int teardown(void **state)
 	kill(SSE_PID, SIGKILL);
 	waitpid(HTTP_PID, NULL, 0);
 	waitpid(SSE_PID, NULL, 0);
+	if (HOSTILE_PID > 0) {
+		kill(HOSTILE_PID, SIGKILL);
+		waitpid(HOSTILE_PID, NULL, 0);
+	}
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", DIR_);
 	if (system(cmd) != 0)
@@ -1496,6 +1558,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rate_shared),
 		cmocka_unit_test(test_relay_to_client),
 		cmocka_unit_test(test_stdio_memory),
+		cmocka_unit_test(test_hostile_ping_storm),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }
