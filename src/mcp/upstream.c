@@ -24,7 +24,9 @@
  *          what it held and is restarted at the next request, with backoff.
  *          Its own process group, stopped with SIGTERM then SIGKILL.
  * What comes back has every credential value of the upstream replaced by
- * [REDACTED:credential] before it is parsed.
+ * [REDACTED:credential] before it is parsed, and (HTTP) again in the parsed
+ * strings and member names, which JSON escapes (\/, \uXXXX) hid from the
+ * first pass.
  */
 #include "mcp_internal.h"
 
@@ -134,6 +136,84 @@ static void scrub(aw_buf *b, char *const *secrets, int n)
 			aw_buf_free(&tail);
 			from = at + rl;
 		}
+	}
+}
+
+/* 1 when p[0..n) holds one of the credentials (those scrub() replaces). */
+static int holds_secret(const char *p, size_t n, char *const *secrets, int ns)
+{
+	for (int i = 0; i < ns; i++) {
+		size_t sl = strlen(secrets[i]);
+		if (sl >= 4 && memmem(p, n, secrets[i], sl))
+			return 1;
+	}
+	return 0;
+}
+
+/* p[0..n) scrubbed, as a new buffer (NULL: out of memory or over the cap -
+ * the caller then replaces the whole string). */
+static char *scrubbed_copy(const char *p, size_t n, char *const *secrets, int ns, size_t *len)
+{
+	aw_buf b = AW_BUF_INIT(4 * (size_t)AW_MCP_MAX_RESPONSE);
+	if (aw_buf_add(&b, p, n)) {
+		aw_buf_free(&b);
+		return NULL;
+	}
+	scrub(&b, secrets, ns);
+	if (holds_secret(b.p, b.len, secrets, ns)) { /* the cap cut a replacement */
+		aw_buf_free(&b);
+		return NULL;
+	}
+	*len = b.len;
+	return aw_buf_take(&b);
+}
+
+/* Every string value and member name of j (in place, all depths) that
+ * holds a credential gets it replaced - the pass after parsing, for what
+ * the upstream wrote with JSON escapes. */
+static void scrub_json(json_t *j, char *const *secrets, int ns)
+{
+	if (!ns)
+		return;
+	if (json_is_string(j)) {
+		const char *v = json_string_value(j);
+		size_t n = json_string_length(j), len = 0;
+		if (!holds_secret(v, n, secrets, ns))
+			return;
+		char *c = scrubbed_copy(v, n, secrets, ns, &len);
+		if (!c || json_string_setn(j, c, len))
+			json_string_set(j, SCRUBBED);
+		free(c);
+	} else if (json_is_array(j)) {
+		size_t i;
+		json_t *v;
+		json_array_foreach (j, i, v)
+			scrub_json(v, secrets, ns);
+	} else if (json_is_object(j)) {
+		const char *k;
+		json_t *v, *renamed = NULL;
+		json_object_foreach (j, k, v) {
+			scrub_json(v, secrets, ns);
+			if (holds_secret(k, strlen(k), secrets, ns)) {
+				if (!renamed)
+					renamed = json_array();
+				json_array_append_new(renamed, json_string(k));
+			}
+		}
+		size_t i;
+		json_t *kv;
+		json_array_foreach (renamed, i, kv) {
+			const char *old = json_string_value(kv);
+			size_t len = 0;
+			char *c = old ? scrubbed_copy(old, strlen(old), secrets, ns, &len) : NULL;
+			json_t *val = old ? json_incref(json_object_get(j, old)) : NULL;
+			if (old)
+				json_object_del(j, old);
+			if (val)
+				json_object_set_new(j, c ? c : SCRUBBED, val);
+			free(c);
+		}
+		json_decref(renamed);
 	}
 }
 
@@ -314,6 +394,7 @@ static void sse_event(xfer *x)
 	scrub(&x->data, x->vals, x->nv);
 	json_t *m = json_loadb(x->data.p, x->data.len, 0, NULL);
 	aw_buf_truncate(&x->data, 0);
+	scrub_json(m, x->vals, x->nv);
 	json_t *id = json_object_get(m, "id");
 	const char *method = json_string_value(json_object_get(m, "method"));
 	if (method && id) { /* queued: answered outside libcurl (perform) */
@@ -559,6 +640,8 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 			*msg = x.sse == 2 ? x.answer
 					  : json_loadb(aw_buf_str(&x.body), x.body.len, 0, NULL);
 			x.answer = NULL;
+			if (x.sse != 2)
+				scrub_json(*msg, vals, nv);
 			if (!*msg)
 				e = aw_fail(err, AW_E_MCP_UPSTREAM,
 					    "the upstream's answer holds no JSON-RPC response");

@@ -35,6 +35,9 @@
 #define CANARY_A "canary-tenant-a-5b1e8f2d9c7a4e63"
 #define CANARY_B "canary-tenant-b-0f9e8d7c6b5a4938"
 #define CANARY_FILE "canary-file-a-77aa66bb55cc44dd"
+/* a credential with slashes, which JSON may write \/ or \u002f */
+#define CANARY_SLASH_TAIL "0d1e2f3a4b5c6d7e"
+#define CANARY_SLASH "canary/tenant-n/" CANARY_SLASH_TAIL
 #define S (aw_fx.s)
 
 static aw_keyring *KR;
@@ -1477,6 +1480,47 @@ static void test_hostile_ping_storm(void **state)
 	HOSTILE_PID = 0;
 }
 
+/* A hostile HTTP upstream echoes the credential it was sent with JSON
+ * escapes ('/' as \/, or \u002f): the bytes on the wire hold no credential,
+ * the parsed strings do. Both are scrubbed, so neither the agent, the
+ * upstream's error message nor the audit carries it. */
+static void test_hostile_escapes(void **state)
+{
+	(void)state;
+	const char *modes[] = {"\\/", "\\u002f"};
+	for (int i = 0; i < 2; i++) {
+		int port;
+		pid_t pid = HOSTILE_PID = fake_hostile_start("--slash-escape", modes[i], &port);
+		json_t *body = json_pack("{s:{s:o},s:[o,o]}", "upstreams", "esc",
+					 http_upstream(port, "env:XKEY"), "tools",
+					 tool("headers", "esc", "read_only"),
+					 tool("fail", "esc", "read_only"));
+		json_object_set_new(json_array_get(json_object_get(body, "tools"), 1),
+				    "requires_approval", json_false());
+		aw_error err = {0};
+		assert_int_equal(activate("mcp-n", body, &err), AW_OK);
+		json_t *r = tcall("mcp-n", "headers__esc", NULL);
+		char *s = json_dumps(r, 0);
+		if (!text_of(r) || strstr(s, CANARY_SLASH_TAIL) ||
+		    !strstr(text_of(r), "[REDACTED:credential]"))
+			fail_msg("%s: %s", modes[i], s);
+		free(s);
+		json_decref(r);
+		r = tcall("mcp-n", "fail__esc", NULL);
+		s = json_dumps(r, 0);
+		if (!code_of(r) || strstr(s, CANARY_SLASH_TAIL))
+			fail_msg("%s: %s", modes[i], s);
+		free(s);
+		json_decref(r);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		HOSTILE_PID = 0;
+	}
+	char *a = audit_text("mcp-n");
+	assert_null(strstr(a, CANARY_SLASH_TAIL));
+	free(a);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -1508,6 +1552,7 @@ static int setup(void **state)
 	setenv("AWOOOP_T_MCP_HB__XKEY", CANARY_B, 1);
 	setenv("AWOOOP_T_MCP_HA__TOKEN", CANARY_A, 1);
 	setenv("AWOOOP_T_MCP_HB__TOKEN", CANARY_B, 1);
+	setenv("AWOOOP_T_MCP_HN__XKEY", CANARY_SLASH, 1);
 	HTTP_PID = fake_http_start(0, &HTTP_PORT);
 	SSE_PID = fake_http_start(1, &SSE_PORT);
 	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
@@ -1559,6 +1604,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_relay_to_client),
 		cmocka_unit_test(test_stdio_memory),
 		cmocka_unit_test(test_hostile_ping_storm),
+		cmocka_unit_test(test_hostile_escapes),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }
