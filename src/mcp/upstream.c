@@ -598,7 +598,6 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 			 timeout_ms < 5000 ? (long)timeout_ms : 5000L);
 	CURLcode rc = perform(m, h, &x);
-	log_dropped(&x, id >= 0 ? "a request" : "an answer or notification");
 	curl_slist_free_all(hdr);
 	hdr = NULL;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -650,6 +649,7 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 				    *status);
 		}
 	}
+	log_dropped(&x, id >= 0 ? "a request" : "an answer or notification");
 	json_decref(x.answer);
 	json_decref(x.asks);
 	aw_buf_free(&x.body);
