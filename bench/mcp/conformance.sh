@@ -40,7 +40,7 @@ else
 fi
 PIDS+=($!)
 ADMIN=$("$BIN" key generate)
-AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "sqlite:$OUT/aw.db" --listen 127.0.0.1:$AW --log-level warn \
+AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "sqlite:$OUT/aw.db" --listen 127.0.0.1:$AW --log-level warn --egress-allow-private "*" \
   >/dev/null 2>"$OUT/aw.log" &
 PIDS+=($!)
 wait_port "$PE"; wait_port "$AW"
@@ -58,7 +58,7 @@ api POST /v1/projects "$ADMIN" '{"id":"conf"}' >/dev/null
 K1=$(api POST /v1/projects/conf/keys "$ADMIN" '{"name":"op1","scope":"operator"}' | jq -r .key)
 K2=$(api POST /v1/projects/conf/keys "$ADMIN" '{"name":"op2","scope":"operator"}' | jq -r .key)
 W=$(api POST /v1/projects/conf/keys "$ADMIN" '{"name":"agent","scope":"worker"}' | jq -r .key)
-BODY="{\"suffix\":false,\"allow_private_network\":true,\"upstreams\":{\"ev\":{\"transport\":\"http\",
+BODY="{\"suffix\":false,\"upstreams\":{\"ev\":{\"transport\":\"http\",
   \"url\":\"http://127.0.0.1:$PE/mcp\",\"relay\":[\"resources\",\"prompts\",\"completion\",\"logging\"]}},\"tools\":$TOOLS}"
 base=/v1/projects/conf/contracts/mcp_tool/default/revisions
 REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)

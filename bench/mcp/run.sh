@@ -67,7 +67,7 @@ for _ in $(seq 1 50); do PE=$(head -1 "$OUT/fake.port"); [ -n "$PE" ] && break; 
 ADMIN=$("$BIN" key generate)
 AW=$(free_port)
 AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "sqlite:$OUT/aw.db" --listen 127.0.0.1:$AW \
-  --log-level warn --max-per-ip 1024 --mcp-stdio-allow "$NODE" 2>"$OUT/aw.log" >/dev/null &
+  --log-level warn --max-per-ip 1024 --mcp-stdio-allow "$NODE" --egress-allow-private "*" 2>"$OUT/aw.log" >/dev/null &
 PIDS+=($!)
 wait_port "$AW"
 export AWOOOP_URL=http://127.0.0.1:$AW
@@ -83,7 +83,7 @@ for p in stdio http fake; do
   if [ $p = stdio ]; then UP="{\"transport\":\"stdio\",\"command\":[\"$NODE\",\"$EVERY\",\"stdio\"]}"
   elif [ $p = http ]; then UP="{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PA/mcp\"}"
   else UP="{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PE/mcp\"}"; fi
-  BODY="{\"suffix\":false,\"allow_private_network\":true,\"upstreams\":{\"ev\":$UP},\"tools\":[$TOOL]}"
+  BODY="{\"suffix\":false,\"upstreams\":{\"ev\":$UP},\"tools\":[$TOOL]}"
   base="/v1/projects/bench-$p/contracts/mcp_tool/default/revisions"
   REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
   api POST "$base/$REV/publish" "$K1" >/dev/null

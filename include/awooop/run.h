@@ -193,10 +193,6 @@ typedef struct aw_executor {
 		      journal at every claim (an approval resumes it) */
 } aw_executor;
 
-/* The projects (comma-separated ids, or "*") whose http steps may reach
- * loopback and private addresses (egress.h); link-local and metadata
- * addresses are refused to all. Default: none. Call before workers start. */
-void aw_run_egress_allow(const char *projects);
 /* The root of tenants' file: secret references: an http step's header
  * {"secret_ref": REF} resolves in its run's project's namespace only
  * (aw_secret_tenant_resolve: env:NAME is AWOOOP_T_<PROJECT>__NAME, file:PATH

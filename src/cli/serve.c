@@ -18,6 +18,7 @@
 #include "awooop/approval.h"
 #include "awooop/channel.h"
 #include "awooop/contract.h"
+#include "awooop/egress.h"
 #include "awooop/fleet.h"
 #include "awooop/http.h"
 #include "awooop/llm.h"
@@ -187,8 +188,8 @@ int aw_cmd_serve(int argc, char **argv)
 		 "quarter of it the reaper looks)",
 		 NULL},
 		{"egress-allow-private", "AWOOOP_EGRESS_ALLOW_PRIVATE", NULL, 0,
-		 "projects (comma-separated, or *) whose http run steps may reach loopback and "
-		 "private addresses (link-local and metadata: never)",
+		 "projects (comma-separated, or *) whose http run steps and MCP upstreams may "
+		 "reach loopback and private addresses (link-local and metadata: never)",
 		 NULL},
 		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
 		 "the mcp_tool contract id that lists a project's tool servers", NULL},
@@ -410,7 +411,13 @@ int aw_cmd_serve(int argc, char **argv)
 		json_decref(llm_config);
 		return aw_cli_fail(e, err.msg);
 	}
-	aw_run_egress_allow(aw_cli_get(opts, "egress-allow-private"));
+	if ((e = aw_egress_grant(aw_cli_get(opts, "egress-allow-private"), &err))) {
+		aw_contracts_free(contracts);
+		aw_keyring_free(keys);
+		aw_store_close(store);
+		json_decref(llm_config);
+		return aw_cli_fail(e, err.msg);
+	}
 	aw_run_secrets_dir(secrets_dir);
 	aw_http *http = NULL;
 	aw_bus *bus = NULL;

@@ -31,6 +31,7 @@
 #include "awooop/buf.h"
 #include "awooop/budget.h"
 #include "awooop/clock.h"
+#include "awooop/egress.h"
 #include "awooop/envelope.h"
 #include "awooop/contract.h"
 #include "awooop/crypto.h"
@@ -285,7 +286,7 @@ static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, cons
 	c->read_only = json_is_string(json_object_get(b, "mode")) &&
 		       !strcmp(json_string_value(json_object_get(b, "mode")), "read_only");
 	int suffix = !json_is_false(json_object_get(b, "suffix"));
-	int priv = json_is_true(json_object_get(b, "allow_private_network"));
+	int priv = aw_egress_private_granted(project); /* the operator's, never the contract's */
 	const char *k;
 	json_t *v;
 	json_object_foreach (json_object_get(b, "upstreams"), k, v) {
@@ -1908,7 +1909,7 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 {
 	json_t *b = json_deep_copy(body), *ups = json_object_get(b, "upstreams");
 	json_t *tools = json_object_get(b, "tools");
-	int priv = json_is_true(json_object_get(b, "allow_private_network"));
+	int priv = aw_egress_private_granted(ctx->project); /* the operator's grant */
 	aw_err e = AW_OK;
 	const char *k;
 	json_t *v;

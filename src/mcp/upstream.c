@@ -6,6 +6,13 @@
  *          message with the request's id is the answer), a session initialized
  *          once (legacy protocol 2025-11-25; a 404 on the session starts a new
  *          one and retries once), idle curl handles kept for keep-alive.
+ *          What the upstream asks on a response stream (a server request:
+ *          ping, sampling, ...) is queued by libcurl's write callback and
+ *          answered by the requesting thread between rounds of the
+ *          transfer's multi loop, never inside the callback: at most
+ *          MAX_ASKS per request of ours, none on the POST of an answer or a
+ *          notification (the rest dropped and logged), so a hostile
+ *          upstream cannot make answers beget answers.
  *          Headers carry the contract's secret references, resolved for each
  *          request and wiped after. Every connect passes the egress policy on
  *          the address being connected (curl's opensocket callback), so DNS
@@ -17,7 +24,9 @@
  *          what it held and is restarted at the next request, with backoff.
  *          Its own process group, stopped with SIGTERM then SIGKILL.
  * What comes back has every credential value of the upstream replaced by
- * [REDACTED:credential] before it is parsed.
+ * [REDACTED:credential] before it is parsed, and (HTTP) again in the parsed
+ * strings and member names, which JSON escapes (\/, \uXXXX) hid from the
+ * first pass.
  */
 #include "mcp_internal.h"
 
@@ -48,6 +57,7 @@
 #define SCRUBBED "[REDACTED:credential]"
 #define MAX_SECRETS 80
 #define IDLE_HANDLES 64
+#define MAX_ASKS 16 /* an upstream's requests answered per request of ours */
 
 typedef struct pending {
 	json_int_t id;
@@ -76,6 +86,7 @@ struct aw_mcp_up {
 	char version[16];
 	int initialized;
 	CURL *idle[IDLE_HANDLES];
+	CURLM *idle_m[IDLE_HANDLES]; /* each handle's multi: it holds the connection */
 	int nidle;
 	/* stdio */
 	pid_t pid;
@@ -125,6 +136,84 @@ static void scrub(aw_buf *b, char *const *secrets, int n)
 			aw_buf_free(&tail);
 			from = at + rl;
 		}
+	}
+}
+
+/* 1 when p[0..n) holds one of the credentials (those scrub() replaces). */
+static int holds_secret(const char *p, size_t n, char *const *secrets, int ns)
+{
+	for (int i = 0; i < ns; i++) {
+		size_t sl = strlen(secrets[i]);
+		if (sl >= 4 && memmem(p, n, secrets[i], sl))
+			return 1;
+	}
+	return 0;
+}
+
+/* p[0..n) scrubbed, as a new buffer (NULL: out of memory or over the cap -
+ * the caller then replaces the whole string). */
+static char *scrubbed_copy(const char *p, size_t n, char *const *secrets, int ns, size_t *len)
+{
+	aw_buf b = AW_BUF_INIT(4 * (size_t)AW_MCP_MAX_RESPONSE);
+	if (aw_buf_add(&b, p, n)) {
+		aw_buf_free(&b);
+		return NULL;
+	}
+	scrub(&b, secrets, ns);
+	if (holds_secret(b.p, b.len, secrets, ns)) { /* the cap cut a replacement */
+		aw_buf_free(&b);
+		return NULL;
+	}
+	*len = b.len;
+	return aw_buf_take(&b);
+}
+
+/* Every string value and member name of j (in place, all depths) that
+ * holds a credential gets it replaced - the pass after parsing, for what
+ * the upstream wrote with JSON escapes. */
+static void scrub_json(json_t *j, char *const *secrets, int ns)
+{
+	if (!ns)
+		return;
+	if (json_is_string(j)) {
+		const char *v = json_string_value(j);
+		size_t n = json_string_length(j), len = 0;
+		if (!holds_secret(v, n, secrets, ns))
+			return;
+		char *c = scrubbed_copy(v, n, secrets, ns, &len);
+		if (!c || json_string_setn(j, c, len))
+			json_string_set(j, SCRUBBED);
+		free(c);
+	} else if (json_is_array(j)) {
+		size_t i;
+		json_t *v;
+		json_array_foreach (j, i, v)
+			scrub_json(v, secrets, ns);
+	} else if (json_is_object(j)) {
+		const char *k;
+		json_t *v, *renamed = NULL;
+		json_object_foreach (j, k, v) {
+			scrub_json(v, secrets, ns);
+			if (holds_secret(k, strlen(k), secrets, ns)) {
+				if (!renamed)
+					renamed = json_array();
+				json_array_append_new(renamed, json_string(k));
+			}
+		}
+		size_t i;
+		json_t *kv;
+		json_array_foreach (renamed, i, kv) {
+			const char *old = json_string_value(kv);
+			size_t len = 0;
+			char *c = old ? scrubbed_copy(old, strlen(old), secrets, ns, &len) : NULL;
+			json_t *val = old ? json_incref(json_object_get(j, old)) : NULL;
+			if (old)
+				json_object_del(j, old);
+			if (val)
+				json_object_set_new(j, c ? c : SCRUBBED, val);
+			free(c);
+		}
+		json_decref(renamed);
 	}
 }
 
@@ -203,6 +292,9 @@ typedef struct {
 	int nv, timeout_ms;
 	const aw_mcp_peer *peer;
 	const atomic_int *halt; /* the upstream is being freed: abort */
+	json_t *asks;		/* the upstream's requests, queued by on_body for the
+				   requesting thread (owned; NULL: none taken) */
+	int nasks, dropped;	/* taken so far; past MAX_ASKS or not taken */
 } xfer;
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -244,8 +336,57 @@ static void answer_upstream(aw_mcp_up *u, const aw_mcp_peer *peer, const json_t 
 	free(line);
 }
 
+/* The upstream's requests queued during x's transfer, answered in order
+ * (the requesting thread, outside libcurl's callbacks). */
+static void answer_asks(xfer *x)
+{
+	while (x->asks && json_array_size(x->asks)) {
+		json_t *req = json_incref(json_array_get(x->asks, 0));
+		json_array_remove(x->asks, 0);
+		answer_upstream(x->u, x->peer, req, x->timeout_ms);
+		json_decref(req);
+	}
+}
+
+/* The upstream asked more than it is answered (x's transfer over). */
+static void log_dropped(const xfer *x, const char *what)
+{
+	if (!x->dropped)
+		return;
+	char n[24];
+	snprintf(n, sizeof n, "%d", x->dropped);
+	aw_log(AW_LOG_WARN, NULL, "mcp upstream's requests dropped, not answered", "project",
+	       x->u->project, "provider", x->u->provider, "dropped", n, "during", what, NULL);
+}
+
+/* Runs h (its options set, x its callbacks' data) to its end on multi m,
+ * answering the upstream's queued requests between rounds: an answer is a
+ * POST of its own, made here and never inside a callback of h. */
+static CURLcode perform(CURLM *m, CURL *h, xfer *x)
+{
+	if (curl_multi_add_handle(m, h) != CURLM_OK)
+		return CURLE_FAILED_INIT;
+	CURLcode rc = CURLE_FAILED_INIT; /* unless h is seen done */
+	int running = 1;
+	while (running) {
+		if (curl_multi_perform(m, &running) != CURLM_OK)
+			break;
+		answer_asks(x);
+		if (running && curl_multi_poll(m, NULL, 0, 200, NULL) != CURLM_OK)
+			break;
+	}
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(m, &left)))
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == h)
+			rc = msg->data.result;
+	curl_multi_remove_handle(m, h);
+	answer_asks(x); /* asked in the last round */
+	return rc;
+}
+
 /* One SSE event's data (credentials scrubbed first): the answer to our
- * request, a request of the upstream's, or a notification. */
+ * request, a request of the upstream's (queued), or a notification. */
 static void sse_event(xfer *x)
 {
 	if (!x->data.len)
@@ -253,11 +394,15 @@ static void sse_event(xfer *x)
 	scrub(&x->data, x->vals, x->nv);
 	json_t *m = json_loadb(x->data.p, x->data.len, 0, NULL);
 	aw_buf_truncate(&x->data, 0);
+	scrub_json(m, x->vals, x->nv);
 	json_t *id = json_object_get(m, "id");
 	const char *method = json_string_value(json_object_get(m, "method"));
-	if (method && id)
-		answer_upstream(x->u, x->peer, m, x->timeout_ms);
-	else if (is_event(method) && x->u->event)
+	if (method && id) { /* queued: answered outside libcurl (perform) */
+		if (x->asks && x->nasks < MAX_ASKS && !json_array_append(x->asks, m))
+			x->nasks++;
+		else
+			x->dropped++;
+	} else if (is_event(method) && x->u->event)
 		x->u->event(x->u->event_ud, x->u->project, m);
 	else if (method && x->peer && x->peer->notify)
 		x->peer->notify(x->peer->ud, m);
@@ -422,13 +567,15 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	int nv = 0;
 	struct curl_slist *hdr = NULL;
 	CURL *h = NULL;
+	CURLM *m = NULL;
 	aw_err e = headers_for(u, 1, &hdr, vals, &nv, err);
 	if (e)
 		goto done;
 	pthread_mutex_lock(&u->mu);
-	h = u->nidle ? u->idle[--u->nidle] : NULL;
+	if (u->nidle)
+		u->nidle--, h = u->idle[u->nidle], m = u->idle_m[u->nidle];
 	pthread_mutex_unlock(&u->mu);
-	if (!h && !(h = curl_easy_init())) {
+	if (!h && (!(h = curl_easy_init()) || !(m = curl_multi_init()))) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto done;
 	}
@@ -440,7 +587,9 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 		  .vals = vals,
 		  .nv = nv,
 		  .timeout_ms = timeout_ms,
-		  .peer = peer};
+		  .peer = peer,
+		  /* a request's stream may ask; an answer's or a notification's not */
+		  .asks = id >= 0 ? json_array() : NULL};
 	curl_easy_reset(h);
 	xfer_setup(h, &x, hdr);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, line);
@@ -448,7 +597,7 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 			 timeout_ms < 5000 ? (long)timeout_ms : 5000L);
-	CURLcode rc = curl_easy_perform(h);
+	CURLcode rc = perform(m, h, &x);
 	curl_slist_free_all(hdr);
 	hdr = NULL;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -470,12 +619,15 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 				    "the upstream could not be reached (%s)",
 				    curl_easy_strerror(rc));
 		curl_easy_cleanup(h);
-		h = NULL;
+		curl_multi_cleanup(m);
+		h = NULL, m = NULL;
 	} else {
 		if (x.sse == 2 && x.body.len) /* a last event without its blank line */
 			sse_line(&x, x.body.p, x.body.len);
 		if (x.sse == 2)
 			sse_event(&x);
+		if (x.sse == 2)
+			answer_asks(&x);
 		else
 			scrub(&x.body, vals, nv);
 		if (x.session[0]) {
@@ -487,6 +639,8 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 			*msg = x.sse == 2 ? x.answer
 					  : json_loadb(aw_buf_str(&x.body), x.body.len, 0, NULL);
 			x.answer = NULL;
+			if (x.sse != 2)
+				scrub_json(*msg, vals, nv);
 			if (!*msg)
 				e = aw_fail(err, AW_E_MCP_UPSTREAM,
 					    "the upstream's answer holds no JSON-RPC response");
@@ -495,18 +649,22 @@ static aw_err http_post(aw_mcp_up *u, const char *line, json_int_t id, int timeo
 				    *status);
 		}
 	}
+	log_dropped(&x, id >= 0 ? "a request" : "an answer or notification");
 	json_decref(x.answer);
+	json_decref(x.asks);
 	aw_buf_free(&x.body);
 	aw_buf_free(&x.data);
 	if (h) {
 		pthread_mutex_lock(&u->mu);
 		if (u->nidle < IDLE_HANDLES)
-			u->idle[u->nidle++] = h, h = NULL;
+			u->idle[u->nidle] = h, u->idle_m[u->nidle++] = m, h = NULL, m = NULL;
 		pthread_mutex_unlock(&u->mu);
-		if (h)
-			curl_easy_cleanup(h);
 	}
 done:
+	if (h)
+		curl_easy_cleanup(h);
+	if (m)
+		curl_multi_cleanup(m);
 	curl_slist_free_all(hdr);
 	for (int i = 0; i < nv; i++)
 		wipe_str(vals[i]);
@@ -630,8 +788,9 @@ static void *listener_main(void *arg)
 		long status = 0;
 		int64_t t0 = aw_clock_mono_ns();
 		CURL *h = NULL;
+		CURLM *m = NULL;
 		if (!e && !(e = headers_for(u, 0, &hdr, vals, &nv, &err)) &&
-		    (h = curl_easy_init())) {
+		    (h = curl_easy_init()) && (m = curl_multi_init())) {
 			xfer x = {.u = u,
 				  .body = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
 				  .data = AW_BUF_INIT(AW_MCP_MAX_RESPONSE),
@@ -640,17 +799,23 @@ static void *listener_main(void *arg)
 				  .vals = vals,
 				  .nv = nv,
 				  .timeout_ms = u->timeout_ms,
-				  .halt = &u->halt};
+				  .halt = &u->halt,
+				  .asks = json_array()};
 			xfer_setup(h, &x, hdr);
 			curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 			curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-			curl_easy_perform(h);
+			perform(m, h, &x);
+			log_dropped(&x, "the event stream");
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-			curl_easy_cleanup(h);
 			json_decref(x.answer);
+			json_decref(x.asks);
 			aw_buf_free(&x.body);
 			aw_buf_free(&x.data);
 		}
+		if (h)
+			curl_easy_cleanup(h);
+		if (m)
+			curl_multi_cleanup(m);
 		curl_slist_free_all(hdr);
 		for (int i = 0; i < nv; i++)
 			wipe_str(vals[i]);
@@ -1417,8 +1582,10 @@ void aw_mcp_up_free(aw_mcp_up *u)
 		pthread_join(u->listener, NULL);
 	pthread_mutex_lock(&u->mu);
 	stdio_stop(u);
-	for (int i = 0; i < u->nidle; i++)
+	for (int i = 0; i < u->nidle; i++) {
 		curl_easy_cleanup(u->idle[i]);
+		curl_multi_cleanup(u->idle_m[i]);
+	}
 	pthread_mutex_unlock(&u->mu);
 	pthread_mutex_destroy(&u->mu);
 	json_decref(u->config);

@@ -245,29 +245,8 @@ static int http_on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, 
 	return call->stop && *call->stop; /* non-zero aborts the transfer */
 }
 
-/* ---- egress (egress.h): which projects' http steps may reach loopback and
- * private addresses. Set once at start (aw_run_egress_allow), read after. */
-static char egress_allow[4096];
-
-void aw_run_egress_allow(const char *projects)
-{
-	snprintf(egress_allow, sizeof egress_allow, "%s", projects ? projects : "");
-}
-
-static int egress_private_ok(const char *project)
-{
-	if (!strcmp(egress_allow, "*"))
-		return 1;
-	size_t n = strlen(project);
-	for (const char *p = egress_allow; *p;) {
-		size_t len = strcspn(p, ",");
-		if (len == n && !strncmp(p, project, n))
-			return 1;
-		p += len + (p[len] == ',');
-	}
-	return 0;
-}
-
+/* ---- egress (egress.h): the address a step connects to, checked against
+ * the operator's grant for its project (aw_egress_private_granted). */
 typedef struct {
 	int allow_private;
 	int refused; /* an aw_egress_class */
@@ -286,7 +265,7 @@ static curl_socket_t http_open(void *ud, curlsocktype purpose, struct curl_socka
 
 static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 {
-	egress_check eg = {egress_private_ok(c->project ? c->project : ""), 0};
+	egress_check eg = {aw_egress_private_granted(c->project), 0};
 	json_t *body = json_object_get(c->args, "body");
 	char *payload = body ? aw_jcs(body) : NULL;
 	CURL *h = curl_easy_init();

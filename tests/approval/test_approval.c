@@ -22,6 +22,7 @@
 #include "awooop/approval.h"
 #include "awooop/clock.h"
 #include "awooop/contract.h"
+#include "awooop/egress.h"
 #include "awooop/crypto.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
@@ -726,7 +727,7 @@ static int setup(void **state)
 	if (aw_approvals_new(&o, KR, &A, &err))
 		return -1;
 	aw_approvals_register_executor(A);
-	aw_run_egress_allow("ap-sugg");
+	aw_egress_grant("ap-sugg", NULL);
 	CNT = aw_counter_start(0, 0);
 	aw_worker_opts wo = {.concurrency = 2, .batch = 8, .poll_ms = 50};
 	return CNT && aw_worker_start(S, &wo, &W, &err) == AW_OK ? 0 : -1;

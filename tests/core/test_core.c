@@ -14,11 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 #include <cmocka.h>
 
 #include "awooop/buf.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
+#include "awooop/egress.h"
 #include "awooop/ident.h"
 #include "awooop/jcs.h"
 #include "awooop/json.h"
@@ -408,6 +411,100 @@ static void test_pattern_limits(void **state)
 	json_decref(doc);
 }
 
+/* An address's class (egress.h), IPv4 or IPv6 text. */
+static aw_egress_class class_of(const char *a)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+	if (inet_pton(AF_INET, a, &in.sin_addr) == 1)
+		return aw_egress_classify((const struct sockaddr *)&in);
+	if (inet_pton(AF_INET6, a, &in6.sin6_addr) != 1)
+		fail_msg("%s: not an address", a);
+	return aw_egress_classify((const struct sockaddr *)&in6);
+}
+
+/* IPv6 forms that carry an IPv4 address are judged as that address: a
+ * private, loopback or metadata address is not reached through NAT64, 6to4,
+ * the compatible, mapped or translated forms. */
+static void test_egress_embedded_v4(void **state)
+{
+	(void)state;
+	const struct {
+		const char *a;
+		aw_egress_class want;
+	} cases[] = {
+		{"127.0.0.1", AW_EGRESS_PRIVATE},
+		{"169.254.169.254", AW_EGRESS_FORBIDDEN},
+		{"8.8.8.8", AW_EGRESS_OK},
+		{"::", AW_EGRESS_FORBIDDEN},
+		{"::1", AW_EGRESS_PRIVATE},
+		/* IPv4-mapped, IPv4-translated, IPv4-compatible */
+		{"::ffff:127.0.0.1", AW_EGRESS_PRIVATE},
+		{"::ffff:169.254.169.254", AW_EGRESS_FORBIDDEN},
+		{"::ffff:8.8.8.8", AW_EGRESS_OK},
+		{"::ffff:0:10.0.0.1", AW_EGRESS_PRIVATE},
+		{"::ffff:0:169.254.169.254", AW_EGRESS_FORBIDDEN},
+		{"::127.0.0.1", AW_EGRESS_PRIVATE},
+		{"::10.1.2.3", AW_EGRESS_PRIVATE},
+		{"::169.254.169.254", AW_EGRESS_FORBIDDEN},
+		{"::0.0.0.2", AW_EGRESS_FORBIDDEN},
+		{"::8.8.8.8", AW_EGRESS_OK},
+		/* NAT64, well-known prefix */
+		{"64:ff9b::127.0.0.1", AW_EGRESS_PRIVATE},
+		{"64:ff9b::7f00:1", AW_EGRESS_PRIVATE},
+		{"64:ff9b::192.168.1.1", AW_EGRESS_PRIVATE},
+		{"64:ff9b::169.254.169.254", AW_EGRESS_FORBIDDEN},
+		{"64:ff9b::a9fe:a9fe", AW_EGRESS_FORBIDDEN},
+		{"64:ff9b::8.8.8.8", AW_EGRESS_OK},
+		/* NAT64, local-use 64:ff9b:1::/48: every RFC 6052 placement */
+		{"64:ff9b:1::10.0.0.1", AW_EGRESS_PRIVATE},	     /* /96 */
+		{"64:ff9b:1::169.254.169.254", AW_EGRESS_FORBIDDEN}, /* /96 */
+		{"64:ff9b:1:7f00:0:100::", AW_EGRESS_PRIVATE},	     /* /48: 127.0.0.1 */
+		{"64:ff9b:1:a9:fe:a9fe::", AW_EGRESS_FORBIDDEN},     /* /56: 169.254.169.254 */
+		{"64:ff9b:1:0:a:0:100::", AW_EGRESS_PRIVATE},	     /* /64: 10.0.0.1 */
+		{"64:ff9b:1:808:8:808::", AW_EGRESS_OK},	     /* /48: 8.8.8.8 */
+		{"64:ff9b:1::", AW_EGRESS_FORBIDDEN},		     /* no address */
+		/* 6to4 */
+		{"2002:7f00:1::", AW_EGRESS_PRIVATE},
+		{"2002:a9fe:a9fe::1", AW_EGRESS_FORBIDDEN},
+		{"2002:c0a8:101:1::1", AW_EGRESS_PRIVATE},
+		{"2002:ac10::", AW_EGRESS_PRIVATE},
+		{"2002:6440::", AW_EGRESS_PRIVATE},
+		{"2002:e000:1::", AW_EGRESS_FORBIDDEN},
+		{"2002:808:808::", AW_EGRESS_OK},
+		/* not carriers: as before */
+		{"fd00:ec2::254", AW_EGRESS_FORBIDDEN},
+		{"fe80::1", AW_EGRESS_FORBIDDEN},
+		{"fc00::1", AW_EGRESS_PRIVATE},
+		{"ff02::1", AW_EGRESS_FORBIDDEN},
+		{"64:ff9c::127.0.0.1", AW_EGRESS_OK},
+		{"2001:4860::8888", AW_EGRESS_OK},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		if (class_of(cases[i].a) != cases[i].want)
+			fail_msg("%s: class %d, want %d", cases[i].a, class_of(cases[i].a),
+				 cases[i].want);
+}
+
+/* The operator's grant: named projects, "*", none; a later grant replaces. */
+static void test_egress_grant(void **state)
+{
+	(void)state;
+	assert_int_equal(aw_egress_grant("alpha,beta", NULL), AW_OK);
+	assert_true(aw_egress_private_granted("alpha"));
+	assert_true(aw_egress_private_granted("beta"));
+	assert_false(aw_egress_private_granted("alph"));
+	assert_false(aw_egress_private_granted("alphabet"));
+	assert_false(aw_egress_private_granted(""));
+	assert_false(aw_egress_private_granted(NULL));
+	assert_int_equal(aw_egress_grant("x,*", NULL), AW_OK);
+	assert_true(aw_egress_private_granted("anyone"));
+	assert_int_equal(aw_egress_grant(NULL, NULL), AW_OK);
+	assert_false(aw_egress_private_granted("alpha"));
+	assert_int_equal(aw_egress_grant("", NULL), AW_OK);
+	assert_false(aw_egress_private_granted("alpha"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +512,8 @@ int main(void)
 		cmocka_unit_test(test_errors_doc_lists_every_code),
 		cmocka_unit_test(test_uuid7_layout_and_order),
 		cmocka_unit_test(test_traceparent),
+		cmocka_unit_test(test_egress_embedded_v4),
+		cmocka_unit_test(test_egress_grant),
 		cmocka_unit_test(test_crypto_vectors),
 		cmocka_unit_test(test_clock_format),
 		cmocka_unit_test(test_identifiers),
@@ -424,6 +523,8 @@ int main(void)
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_random_pool),
 		cmocka_unit_test(test_pattern_limits),
+		cmocka_unit_test(test_egress_embedded_v4),
+		cmocka_unit_test(test_egress_grant),
 	};
 	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

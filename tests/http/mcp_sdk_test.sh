@@ -24,11 +24,11 @@ PE=$(free_port)
 PIDS+=($!)
 DB="sqlite:$TMP/aw.db"
 EXTRA=""
-aw_serve --mcp-stdio-allow "$NODE"
+aw_serve --mcp-stdio-allow "$NODE" --egress-allow-private peers
 wait_port "$PE"
 api POST /v1/projects "$ADMIN" '{"id":"peers"}' >/dev/null
 K1=$(mkkey peers op1 operator); K2=$(mkkey peers op2 operator); W=$(mkkey peers agent worker)
-BODY="{\"allow_private_network\":true,\"upstreams\":{
+BODY="{\"upstreams\":{
   \"ev\":{\"transport\":\"stdio\",\"command\":[\"$NODE\",\"$EVERY\",\"stdio\"]},
   \"evh\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PE/mcp\",\"relay\":[\"resources\",\"prompts\"]}},
   \"tools\":[{\"name\":\"echo\",\"provider\":\"ev\",\"mode\":\"read_only\",

@@ -21,14 +21,14 @@ export AWOOOP_T_ACME__TOKEN=$CANARY
 PIDS+=($!)
 for _ in $(seq 1 50); do FPORT=$(head -1 "$TMP/fake"); [ -n "$FPORT" ] && break; sleep 0.1; done
 aw_db "$BACKEND"
-aw_serve --mcp-stdio-allow "$FAKE"
+aw_serve --mcp-stdio-allow "$FAKE" --egress-allow-private acme,beta
 
-for p in acme beta; do req POST /v1/projects "$ADMIN" "{\"id\":\"$p\"}"; expect "project $p" 201; done
+for p in acme beta gamma; do req POST /v1/projects "$ADMIN" "{\"id\":\"$p\"}"; expect "project $p" 201; done
 OP1=$(mkkey acme op1 operator); OP2=$(mkkey acme op2 operator); W=$(mkkey acme w1 worker)
 BOP1=$(mkkey beta op1 operator); BOP2=$(mkkey beta op2 operator); BW=$(mkkey beta w1 worker)
 RD=$(mkkey acme r1 reader)
 
-BODY="{\"allow_private_network\":true,\"upstreams\":{
+BODY="{\"upstreams\":{
   \"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$FPORT/mcp\",
            \"headers\":{\"X-Key\":{\"secret\":\"env:TOKEN\"}}},
   \"local\":{\"transport\":\"stdio\",\"command\":[\"$FAKE\"]}},
@@ -44,12 +44,29 @@ check "pinned" "$(jbody '[.body.tools[].pin | startswith("sha256:")] | all')" tr
 req POST "$base/$REV/approve" "$OP2" ""; expect "approve" 201
 req POST "$base/$REV/activate" "$OP1" ""; expect "activate" 200
 # beta: an upstream that does not offer the tool: publish refused
-BBODY="{\"allow_private_network\":true,\"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$FPORT/mcp\"}},
+BBODY="{\"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$FPORT/mcp\"}},
   \"tools\":[{\"name\":\"nosuch\",\"provider\":\"web\",\"mode\":\"read_only\"}]}"
 req POST /v1/projects/beta/contracts/mcp_tool/default/revisions "$BOP1" "{\"body\": $BBODY}"
 BREV=$(jbody .revision_id)
 req POST "/v1/projects/beta/contracts/mcp_tool/default/revisions/$BREV/publish" "$BOP1" ""
 expect "publish of a tool the upstream lacks" 400 .code E-MCP-001
+# gamma: no operator grant of private egress. A contract cannot grant it
+# (the field is gone: the schema refuses it), and publish never reaches the
+# loopback upstream (refused at connect, the same answer open port or not)
+GOP1=$(mkkey gamma op1 operator)
+GBODY="{\"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$FPORT/mcp\"}},
+  \"tools\":[{\"name\":\"echo\",\"provider\":\"web\",\"mode\":\"read_only\"}]}"
+gbase=/v1/projects/gamma/contracts/mcp_tool/default/revisions
+req POST "$gbase" "$GOP1" "{\"body\": $(jq -c '. + {allow_private_network: true}' <<<"$GBODY")}"
+expect "a contract granting itself private egress" 422 .code E-CONTRACT-001
+req POST "$gbase" "$GOP1" "{\"body\": $GBODY}"; expect "gamma draft" 201; GREV=$(jbody .revision_id)
+req POST "$gbase/$GREV/publish" "$GOP1" ""
+expect "publish to a loopback upstream without the grant" 502 .code E-MCP-GATE-009
+check "refused by the egress policy" "$(jbody .detail | grep -c 'loopback or private')" 1
+req POST "$gbase" "$GOP1" "{\"body\": ${GBODY//127.0.0.1:$FPORT/127.0.0.1:1}}"; GREV=$(jbody .revision_id)
+req POST "$gbase/$GREV/publish" "$GOP1" ""
+expect "a closed loopback port answers the same" 502 .code E-MCP-GATE-009
+check "same refusal for a closed port" "$(jbody .detail | grep -c 'loopback or private')" 1
 
 M=/v1/projects/acme/mcp
 INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'

@@ -35,6 +35,9 @@
 #define CANARY_A "canary-tenant-a-5b1e8f2d9c7a4e63"
 #define CANARY_B "canary-tenant-b-0f9e8d7c6b5a4938"
 #define CANARY_FILE "canary-file-a-77aa66bb55cc44dd"
+/* a credential with slashes, which JSON may write \/ or \u002f */
+#define CANARY_SLASH_TAIL "0d1e2f3a4b5c6d7e"
+#define CANARY_SLASH "canary/tenant-n/" CANARY_SLASH_TAIL
 #define S (aw_fx.s)
 
 static aw_keyring *KR;
@@ -42,7 +45,7 @@ static aw_contracts *C;
 static aw_policy_cache *P;
 static aw_mcp *G;
 static char DIR_[256], DESC[300];
-static pid_t HTTP_PID, SSE_PID;
+static pid_t HTTP_PID, SSE_PID, HOSTILE_PID; /* HOSTILE_PID: a test's, killed in teardown too */
 static int HTTP_PORT, SSE_PORT;
 static const char *ALLOW[2] = {FAKE_MCP_BIN, NULL};
 
@@ -63,6 +66,27 @@ static pid_t fake_http_start(int sse, int *port)
 		else
 			execl(FAKE_MCP_BIN, "fake_mcp", "--http", "0", "--desc-file", DESC,
 			      (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	FILE *in = fdopen(fd[0], "r");
+	if (!in || fscanf(in, "%d", port) != 1)
+		abort();
+	fclose(in);
+	return pid;
+}
+
+/* A hostile double: fake_mcp --http 0 with mode and arg (fake_mcp.c). */
+static pid_t fake_hostile_start(const char *mode, const char *arg, int *port)
+{
+	int fd[2];
+	if (pipe(fd))
+		abort();
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		execl(FAKE_MCP_BIN, "fake_mcp", "--http", "0", mode, arg, (char *)NULL);
 		_exit(127);
 	}
 	close(fd[1]);
@@ -111,8 +135,6 @@ static aw_err activate(const char *project, json_t *body, aw_error *err)
 	aw_test_ctx(&appr, project, AW_SCOPE_OPERATOR, "approver");
 	aw_test_ctx(&op, project, AW_SCOPE_OPERATOR, "operator");
 	json_t *pinned = NULL;
-	if (!json_object_get(body, "allow_private_network")) /* the doubles are on loopback */
-		json_object_set_new(body, "allow_private_network", json_true());
 	aw_err e = aw_mcp_pin(G, &pub, body, &pinned, err);
 	json_decref(body);
 	if (e)
@@ -645,21 +667,43 @@ static void test_egress(void **state)
 			fail_msg("%s: class %d, want %d", cases[i].a, aw_egress_classify(sa),
 				 cases[i].want);
 	}
-	/* a loopback upstream without allow_private_network: refused at connect
-	 * (after resolution: the name "localhost" too), nothing reaches it */
+	/* a loopback upstream of a project the operator did not grant private
+	 * egress (mcp-g): refused at connect (after resolution: the name
+	 * "localhost" too), nothing reaches it */
 	char url[64];
 	snprintf(url, sizeof url, "http://localhost:%d/mcp", HTTP_PORT);
-	json_t *body = json_pack("{s:b,s:{s:{s:s,s:s}},s:[o]}", "allow_private_network", 0,
-				 "upstreams", "web", "transport", "http", "url", url, "tools",
-				 tool("echo", "web", "read_only"));
+	json_t *body = json_pack("{s:{s:{s:s,s:s}},s:[o]}", "upstreams", "web", "transport", "http",
+				 "url", url, "tools", tool("echo", "web", "read_only"));
 	aw_error err = {0};
 	assert_int_equal(activate("mcp-g", body, &err), AW_E_MCP_UPSTREAM);
 	assert_non_null(strstr(err.msg, "loopback or private"));
-	/* the metadata address: never, even when private networks are allowed */
-	body = json_pack("{s:b,s:{s:{s:s,s:s,s:i}},s:[o]}", "allow_private_network", 1, "upstreams",
-			 "web", "transport", "http", "url", "http://169.254.169.254/mcp",
-			 "timeout_ms", 1000, "tools", tool("echo", "web", "read_only"));
-	assert_int_equal(activate("mcp-g", body, &err), AW_E_MCP_UPSTREAM);
+	/* the contract cannot grant it: publish (pinning) still refuses at
+	 * connect, and the schema refuses the field itself */
+	body = json_pack("{s:b,s:{s:{s:s,s:s}},s:[o]}", "allow_private_network", 1, "upstreams",
+			 "web", "transport", "http", "url", url, "tools",
+			 tool("echo", "web", "read_only"));
+	aw_ctx pub;
+	aw_test_ctx(&pub, "mcp-g", AW_SCOPE_OPERATOR, "publisher");
+	json_t *pinned = NULL;
+	assert_int_equal(aw_mcp_pin(G, &pub, body, &pinned, &err), AW_E_MCP_UPSTREAM);
+	assert_non_null(strstr(err.msg, "loopback or private"));
+	aw_revision r = {0};
+	assert_int_equal(aw_contract_create(C, S, &pub, "mcp_tool", "default", body, &r, &err),
+			 AW_E_CONTRACT_SCHEMA);
+	aw_revision_clear(&r);
+	json_decref(body);
+	/* the metadata address: never, even for a project granted private egress */
+	body = json_pack("{s:{s:{s:s,s:s,s:i}},s:[o]}", "upstreams", "web", "transport", "http",
+			 "url", "http://169.254.169.254/mcp", "timeout_ms", 1000, "tools",
+			 tool("echo", "web", "read_only"));
+	assert_true(aw_egress_private_granted("mcp-a"));
+	assert_int_equal(activate("mcp-a", body, &err), AW_E_MCP_UPSTREAM);
+	assert_non_null(strstr(err.msg, "metadata"));
+	/* nor through an IPv6 form carrying it (NAT64) */
+	body = json_pack("{s:{s:{s:s,s:s,s:i}},s:[o]}", "upstreams", "web", "transport", "http",
+			 "url", "http://[64:ff9b::a9fe:a9fe]/mcp", "timeout_ms", 1000, "tools",
+			 tool("echo", "web", "read_only"));
+	assert_int_equal(activate("mcp-a", body, &err), AW_E_MCP_UPSTREAM);
 	assert_non_null(strstr(err.msg, "metadata"));
 }
 
@@ -1399,12 +1443,90 @@ static void test_stdio_memory(void **state)
 	assert_int_equal(rmdir(cg), 0);
 }
 
+/* A hostile HTTP upstream answers every POST - the gateway's answers to its
+ * own requests too - with an SSE stream of 40 pings before its answer. The
+ * gateway answers them outside libcurl's write callback, at most 16 per
+ * request of its own and none on the POST of an answer (before: each answer
+ * was POSTed inside the callback, its pings answered in turn, until the
+ * stack ran out and the process died). */
+static void test_hostile_ping_storm(void **state)
+{
+	(void)state;
+	int port;
+	pid_t pid = HOSTILE_PID = fake_hostile_start("--ping-storm", "40", &port);
+	json_t *body = json_pack(
+		"{s:{s:o},s:[o,o]}", "upstreams", "storm", http_upstream(port, NULL), "tools",
+		tool("echo", "storm", "read_only"), tool("pongs", "storm", "read_only"));
+	aw_error err = {0};
+	assert_int_equal(activate("mcp-n", body, &err), AW_OK);
+	json_t *r = tcall("mcp-n", "pongs__storm", NULL);
+	assert_non_null(text_of(r));
+	long before = strtol(text_of(r), NULL, 10);
+	json_decref(r);
+	r = tcall("mcp-n", "echo__storm", json_pack("{s:s}", "text", "still here"));
+	assert_string_equal(text_of(r), "still here");
+	json_decref(r);
+	r = tcall("mcp-n", "pongs__storm", NULL);
+	long after = strtol(text_of(r), NULL, 10);
+	json_decref(r);
+	/* the echo call and the first pongs call (whose pings came after its
+	 * count): 16 answered each, of 40 asked */
+	if (after - before != 32)
+		fail_msg("answered %ld pings for two calls, want 32 (before %ld)", after - before,
+			 before);
+	assert_true(before > 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	HOSTILE_PID = 0;
+}
+
+/* A hostile HTTP upstream echoes the credential it was sent with JSON
+ * escapes ('/' as \/, or \u002f): the bytes on the wire hold no credential,
+ * the parsed strings do. Both are scrubbed, so neither the agent, the
+ * upstream's error message nor the audit carries it. */
+static void test_hostile_escapes(void **state)
+{
+	(void)state;
+	const char *modes[] = {"\\/", "\\u002f"};
+	for (int i = 0; i < 2; i++) {
+		int port;
+		pid_t pid = HOSTILE_PID = fake_hostile_start("--slash-escape", modes[i], &port);
+		json_t *body = json_pack("{s:{s:o},s:[o,o]}", "upstreams", "esc",
+					 http_upstream(port, "env:XKEY"), "tools",
+					 tool("headers", "esc", "read_only"),
+					 tool("fail", "esc", "read_only"));
+		json_object_set_new(json_array_get(json_object_get(body, "tools"), 1),
+				    "requires_approval", json_false());
+		aw_error err = {0};
+		assert_int_equal(activate("mcp-n", body, &err), AW_OK);
+		json_t *r = tcall("mcp-n", "headers__esc", NULL);
+		char *s = json_dumps(r, 0);
+		if (!text_of(r) || strstr(s, CANARY_SLASH_TAIL) ||
+		    !strstr(text_of(r), "[REDACTED:credential]"))
+			fail_msg("%s: %s", modes[i], s);
+		free(s);
+		json_decref(r);
+		r = tcall("mcp-n", "fail__esc", NULL);
+		s = json_dumps(r, 0);
+		if (!code_of(r) || strstr(s, CANARY_SLASH_TAIL))
+			fail_msg("%s: %s", modes[i], s);
+		free(s);
+		json_decref(r);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		HOSTILE_PID = 0;
+	}
+	char *a = audit_text("mcp-n");
+	assert_null(strstr(a, CANARY_SLASH_TAIL));
+	free(a);
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
 					"mcp-f", "mcp-g", "mcp-h", "mcp-i", "mcp-j",
-					"mcp-k", "mcp-l", "mcp-m", NULL};
+					"mcp-k", "mcp-l", "mcp-m", "mcp-n", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1420,10 +1542,17 @@ static int setup(void **state)
 	if (system(cmd) != 0)
 		return -1;
 	write_desc("Echoes the text back");
+	/* the doubles are on loopback: the operator grants every project of the
+	 * suite private egress but mcp-g (test_egress) */
+	if (aw_egress_grant("mcp-a,mcp-b,mcp-c,mcp-d,mcp-e,mcp-f,mcp-h,mcp-i,mcp-j,mcp-k,mcp-l,"
+			    "mcp-m,mcp-n",
+			    &err))
+		return -1;
 	setenv("AWOOOP_T_MCP_HA__XKEY", CANARY_A, 1);
 	setenv("AWOOOP_T_MCP_HB__XKEY", CANARY_B, 1);
 	setenv("AWOOOP_T_MCP_HA__TOKEN", CANARY_A, 1);
 	setenv("AWOOOP_T_MCP_HB__TOKEN", CANARY_B, 1);
+	setenv("AWOOOP_T_MCP_HN__XKEY", CANARY_SLASH, 1);
 	HTTP_PID = fake_http_start(0, &HTTP_PORT);
 	SSE_PID = fake_http_start(1, &SSE_PORT);
 	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
@@ -1442,6 +1571,10 @@ static int teardown(void **state)
 	kill(SSE_PID, SIGKILL);
 	waitpid(HTTP_PID, NULL, 0);
 	waitpid(SSE_PID, NULL, 0);
+	if (HOSTILE_PID > 0) {
+		kill(HOSTILE_PID, SIGKILL);
+		waitpid(HOSTILE_PID, NULL, 0);
+	}
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", DIR_);
 	if (system(cmd) != 0)
@@ -1470,6 +1603,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rate_shared),
 		cmocka_unit_test(test_relay_to_client),
 		cmocka_unit_test(test_stdio_memory),
+		cmocka_unit_test(test_hostile_ping_storm),
+		cmocka_unit_test(test_hostile_escapes),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }

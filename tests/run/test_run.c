@@ -26,6 +26,7 @@
 
 #include "awooop/audit.h"
 #include "awooop/clock.h"
+#include "awooop/egress.h"
 #include "awooop/run.h"
 #include "awooop/secret.h"
 #include "awooop/tenancy.h"
@@ -44,7 +45,7 @@ static int setup(void **state)
 	const char *const projects[] = {"rt-main", "rt-other", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
-	aw_run_egress_allow("rt-main"); /* the counter is on loopback */
+	aw_egress_grant("rt-main", NULL); /* the counter is on loopback */
 	CNT = aw_counter_start(0, 0);
 	return CNT ? 0 : -1;
 }

@@ -24,8 +24,15 @@
  *   subs               how many resources/subscribe are standing
  *   hog {mb}           allocates and touches mb MiB, answers "held"
  * resources/subscribe and resources/unsubscribe are answered {} (counted).
+ *   pongs              (HTTP) how many JSON-RPC responses the client POSTed
  * With --desc-file F, echo's description is F's contents when F exists
  * (a "rug pull": the test changes the definition under the gateway).
+ * Hostile modes (HTTP):
+ *   --ping-storm N     every POST, answers and notifications too, is
+ *                      answered with an SSE stream of N ping requests
+ *                      (ids "storm-K") before its answer, if any
+ *   --slash-escape S   every '/' in the JSON it answers written as S
+ *                      ("\/" or "\u002f": still the same JSON)
  */
 #include <microhttpd.h>
 #include <jansson.h>
@@ -37,9 +44,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *desc_file;
-static int use_sse;
-static long calls, subs;
+static const char *desc_file, *slash_escape;
+static int use_sse, ping_storm;
+static long calls, subs, pongs, storm_ids;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static json_t *tool_def(const char *name, const char *desc, const char *prop, const char *type)
@@ -62,7 +69,7 @@ static json_t *list_tools(void)
 		desc[n] = 0;
 		fclose(f);
 	}
-	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o,o,o,o,o,o]}", "tools",
+	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o,o,o,o,o,o,o]}", "tools",
 			 tool_def("hog", "Holds memory", "mb", "integer"),
 			 tool_def("ask", "Asks the client", "method", "string"),
 			 tool_def("progress", "Reports progress", NULL, NULL),
@@ -78,7 +85,8 @@ static json_t *list_tools(void)
 			 tool_def("write_thing", "Changes something", NULL, NULL),
 			 tool_def("calls", "Counts tools/call", NULL, NULL),
 			 tool_def("stderr", "Writes the text to stderr, answers its rlimits",
-				  "text", "string"));
+				  "text", "string"),
+			 tool_def("pongs", "Counts the client's responses", NULL, NULL));
 }
 
 static json_t *text_result(const char *text)
@@ -215,6 +223,11 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 			snprintf(buf, sizeof buf, "%ld", subs);
 			pthread_mutex_unlock(&mu);
 			res = text_result(buf);
+		} else if (!strcmp(name, "pongs")) {
+			pthread_mutex_lock(&mu);
+			snprintf(buf, sizeof buf, "%ld", pongs);
+			pthread_mutex_unlock(&mu);
+			res = text_result(buf);
 		} else if (!strcmp(name, "calls")) {
 			snprintf(buf, sizeof buf, "%ld", before);
 			res = text_result(buf);
@@ -263,6 +276,44 @@ static int run_stdio(void)
 
 /* ------------------------------------------------------------ http */
 
+/* s with every '/' written as slash_escape (s freed; new string). */
+static char *escape_slashes(char *s)
+{
+	size_t n = 0, el = strlen(slash_escape);
+	for (const char *p = s; *p; p++)
+		n += *p == '/' ? el : 1;
+	char *o = malloc(n + 1), *q = o;
+	for (const char *p = s; *p; p++) {
+		if (*p == '/') {
+			memcpy(q, slash_escape, el);
+			q += el;
+		} else {
+			*q++ = *p;
+		}
+	}
+	*q = 0;
+	free(s);
+	return o;
+}
+
+/* The SSE stream of the ping storm, then the answer s (may be NULL; freed). */
+static char *storm(char *s)
+{
+	size_t cap = (size_t)ping_storm * 96 + (s ? strlen(s) : 0) + 64, len = 0;
+	char *o = malloc(cap);
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ping_storm; i++)
+		len += (size_t)snprintf(o + len, cap - len,
+					"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"
+					"\"storm-%ld\",\"method\":\"ping\"}\n\n",
+					++storm_ids);
+	pthread_mutex_unlock(&mu);
+	if (s)
+		snprintf(o + len, cap - len, "event: message\ndata: %s\n\n", s);
+	free(s);
+	return o;
+}
+
 typedef struct {
 	char *body;
 	size_t len;
@@ -298,6 +349,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *meth = json_string_value(json_object_get(m, "method"));
 		int init = meth && !strcmp(meth, "initialize");
 		json_t *r = NULL;
+		if (m && !meth && json_object_get(m, "id")) {
+			pthread_mutex_lock(&mu);
+			pongs++;
+			pthread_mutex_unlock(&mu);
+		}
 		if (!init && (!sid || strcmp(sid, "fake-session-1"))) {
 			status = 404; /* no or unknown session */
 		} else {
@@ -309,7 +365,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			status = r ? 200 : 202;
 		}
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
-		if (s && use_sse) {
+		if (s && slash_escape)
+			s = escape_slashes(s);
+		if (ping_storm && status != 404) {
+			s = storm(s);
+			status = 200;
+		} else if (s && use_sse) {
 			size_t n = strlen(s) + 200;
 			char *ev = malloc(n);
 			snprintf(ev, n,
@@ -324,7 +385,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 						       s ? MHD_RESPMEM_MUST_FREE
 							 : MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(resp, "Content-Type",
-					use_sse ? "text/event-stream" : "application/json");
+					use_sse || ping_storm ? "text/event-stream"
+							      : "application/json");
 		if (init)
 			MHD_add_response_header(resp, "Mcp-Session-Id", "fake-session-1");
 		json_decref(r);
@@ -359,6 +421,10 @@ int main(int argc, char **argv)
 			use_sse = 1;
 		else if (!strcmp(argv[i], "--desc-file") && i + 1 < argc)
 			desc_file = argv[++i];
+		else if (!strcmp(argv[i], "--ping-storm") && i + 1 < argc)
+			ping_storm = (int)strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--slash-escape") && i + 1 < argc)
+			slash_escape = argv[++i];
 	}
 	if (port < 0)
 		return run_stdio();
