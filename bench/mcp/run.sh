@@ -67,7 +67,7 @@ for _ in $(seq 1 50); do PE=$(head -1 "$OUT/fake.port"); [ -n "$PE" ] && break; 
 ADMIN=$("$BIN" key generate)
 AW=$(free_port)
 AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "sqlite:$OUT/aw.db" --listen 127.0.0.1:$AW \
-  --log-level warn --max-per-ip 1024 --mcp-stdio-allow "$NODE" --egress-allow-private "*" 2>"$OUT/aw.log" >/dev/null &
+  --log-level warn --max-per-ip 1024 --mcp-stdio-allow "[{\"argv\":[\"$NODE\",\"$EVERY\",\"stdio\"],\"paths\":[\"$NM/node_modules\"]}]" --egress-allow-private "*" 2>"$OUT/aw.log" >/dev/null &
 PIDS+=($!)
 wait_port "$AW"
 export AWOOOP_URL=http://127.0.0.1:$AW

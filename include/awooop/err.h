@@ -107,6 +107,8 @@
 	X(AW_E_MCP_UNAVAILABLE, "E-MCP-003", 503, "MCP gateway unavailable")              \
 	X(AW_E_MCP_CANCELLED, "E-MCP-004", 409, "MCP request cancelled by its client")    \
 	X(AW_E_MCP_ORIGIN, "E-MCP-005", 403, "Origin may not call the MCP endpoint")      \
+	X(AW_E_MCP_STDIO, "E-MCP-006", 403, "stdio upstream not allowed by the operator") \
+	X(AW_E_MCP_SANDBOX, "E-MCP-007", 503, "stdio upstream sandbox cannot be set up")  \
 	X(AW_E_APPROVAL_TOKEN, "E-APPROVAL-001", 401, "Malformed approval token")         \
 	X(AW_E_APPROVAL_ALG, "E-APPROVAL-002", 401, "Token algorithm refused")            \
 	X(AW_E_APPROVAL_KID, "E-APPROVAL-003", 401, "Token key unknown")                  \

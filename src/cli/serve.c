@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -200,8 +201,26 @@ int aw_cmd_serve(int argc, char **argv)
 		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,
 		 "the older name of --secrets-dir", NULL},
 		{"mcp-stdio-allow", "AWOOOP_MCP_STDIO_ALLOW", NULL, 0,
-		 "programs stdio MCP upstreams may run: absolute paths or dir/ prefixes, "
-		 "':'-separated (default: none)",
+		 "what stdio MCP upstreams may run, each in a sandbox: whole argvs separated by "
+		 "';' (\"/usr/bin/node /opt/t/server.js *\": a last * allows more arguments), or "
+		 "@FILE / a JSON array of {argv, env (names a tenant may set), paths (shown "
+		 "read-only)} (default: none)",
+		 NULL},
+		{"mcp-stdio-network", "AWOOOP_MCP_STDIO_NETWORK", NULL, 0,
+		 "projects (comma-separated, or *) whose stdio MCP upstreams share the host's "
+		 "network (default: none; a child has no network)",
+		 NULL},
+		{"mcp-sandbox-uid", "AWOOOP_MCP_SANDBOX_UID", "65534", 0,
+		 "the uid and gid stdio MCP upstreams run as outside their user namespaces when "
+		 "awooop runs as root",
+		 NULL},
+		{"mcp-stdio-pids", "AWOOOP_MCP_STDIO_PIDS", "128", 0,
+		 "processes and threads a stdio MCP upstream may have (RLIMIT_NPROC in its user "
+		 "namespace; pids.max too with a cgroup v2 --mcp-cgroup)",
+		 NULL},
+		{"mcp-stdio-cpu-s", "AWOOOP_MCP_STDIO_CPU_S", "3600", 0,
+		 "CPU seconds a stdio MCP upstream may use before the kernel stops it (it is "
+		 "restarted with backoff)",
 		 NULL},
 		{"mcp-allow-origins", "AWOOOP_MCP_ALLOW_ORIGINS", NULL, 0,
 		 "browser origins that may call the MCP endpoint, ','-separated "
@@ -213,8 +232,9 @@ int aw_cmd_serve(int argc, char **argv)
 		 "--mcp-stdio-memory-mb (default: no memory limit)",
 		 NULL},
 		{"mcp-stdio-memory-mb", "AWOOOP_MCP_STDIO_MEMORY_MB", "512", 0,
-		 "a stdio MCP upstream's memory limit, with --mcp-cgroup (over it the kernel "
-		 "kills the child; it is restarted with backoff)",
+		 "a stdio MCP upstream's memory limit: its cgroup's with --mcp-cgroup (over it "
+		 "the kernel kills the child; it is restarted with backoff), else RLIMIT_DATA "
+		 "(allocations fail); 0: none",
 		 NULL},
 		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
 		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
@@ -310,10 +330,17 @@ int aw_cmd_serve(int argc, char **argv)
 		{"channel-per-bot", 1, 64},
 		{"fleet-report-ms", 100, 600000},
 		{"run-retention-h", 0, 87600},
-		{"mcp-stdio-memory-mb", 16, 1048576},
+		{"mcp-stdio-memory-mb", 0, 1048576},
 		{"store-threads", 0, 256},
 		{"host-store-threads", -1, 256},
+		{"mcp-sandbox-uid", 1, 4294967294L},
+		{"mcp-stdio-pids", 8, 65536},
+		{"mcp-stdio-cpu-s", 1, 31536000},
 	};
+	/* no process of this uid (a stdio child before its sandbox, anything
+	 * else the host runs as awooop) may read this one's memory or
+	 * /proc/<pid>/environ: it holds keys and tenants' secrets */
+	prctl(PR_SET_DUMPABLE, 0);
 	long wv[sizeof ranges / sizeof ranges[0]];
 	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
 		if ((rc = aw_cli_opt_long(opts, ranges[i].name, ranges[i].lo, ranges[i].hi,
@@ -432,8 +459,6 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_keyring *approval_keys = NULL;
 	aw_llm *llm = NULL;
 	aw_mcp *mcp = NULL;
-	char *allow_buf = NULL;
-	const char *allow[65] = {0};
 	const char *redis = aw_cli_get(opts, "redis");
 	/* one bus: the relay publishes on it, the policy cache listens (in the
 	 * embedded shape it is the in-process bus, so both must share it) */
@@ -476,22 +501,20 @@ int aw_cmd_serve(int argc, char **argv)
 	}
 	/* the MCP gateway: the API's endpoint, and the workers' tool steps */
 	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0 || strcmp(role, "worker") == 0) {
-		int na = 0;
-		if (aw_cli_get(opts, "mcp-stdio-allow") &&
-		    (allow_buf = strdup(aw_cli_get(opts, "mcp-stdio-allow"))))
-			for (char *sv = NULL, *t = strtok_r(allow_buf, ":", &sv); t && na < 64;
-			     t = strtok_r(NULL, ":", &sv))
-				allow[na++] = t;
 		aw_mcp_opts mo = {.store = store,
 				  .policy = policy,
 				  .contract_id = aw_cli_get(opts, "mcp-contract"),
 				  .secrets_dir = secrets_dir,
-				  .stdio_allow = allow,
+				  .stdio_allow = aw_cli_get(opts, "mcp-stdio-allow"),
+				  .stdio_network = aw_cli_get(opts, "mcp-stdio-network"),
+				  .sandbox_uid = wv[26],
+				  .stdio_pids = wv[27],
+				  .stdio_cpu_s = wv[28],
 				  .workers = (int)wv[15],
 				  .timeout_ms = (int)wv[16],
 				  .kv = kv,
 				  .cgroup_dir = aw_cli_get(opts, "mcp-cgroup"),
-				  .memory_mb = (int)wv[23]};
+				  .memory_mb = wv[23] ? (int)wv[23] : -1};
 		if ((e = aw_mcp_new(&mo, &mcp, &err)))
 			goto out;
 		aw_mcp_register_executor(mcp, approvals);
@@ -582,7 +605,6 @@ out: /* also the way out when a part failed to start (e set) */
 	aw_policy_cache_free(policy);
 	aw_bus_close(bus);
 	json_decref(llm_config);
-	free(allow_buf);
 	if (contracts) /* the ring in use; replaced ones are in rl.old */
 		keys = (aw_keyring *)aw_contracts_set_keyring(contracts, NULL);
 	for (int i = 0; i < rl.nold; i++)

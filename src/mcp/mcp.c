@@ -43,6 +43,7 @@
 #include "awooop/schema.h"
 #include "awooop/wake.h"
 #include "mcp_internal.h"
+#include "stdio_sandbox.h"
 
 #define DEFAULT_RESULT_BYTES 16384
 #define DEFAULT_ARGS_BYTES 65536
@@ -162,6 +163,7 @@ struct aw_mcp {
 	aw_mcp_opts o;
 	char contract_id[AW_PROJECT_MAX + 1];
 	char *secrets_dir;
+	aw_sbx_policy *sbx; /* the operator's allow-list and the children's box */
 	pthread_mutex_t mu; /* catalogs, sessions */
 	catalog *catalogs;
 	msession *sessions;
@@ -250,10 +252,11 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 			     .config = conf,
 			     .secrets_dir = g->secrets_dir,
 			     .allow_private = allow_private,
-			     .stdio_allow = g->o.stdio_allow,
+			     .sbx = g->sbx,
+			     .pids_max = g->o.stdio_pids,
 			     .timeout_ms = g->o.timeout_ms,
 			     .cgroup_dir = g->o.cgroup_dir,
-			     .memory_mb = g->o.memory_mb > 0 ? g->o.memory_mb : 512,
+			     .memory_mb = g->o.memory_mb ? g->o.memory_mb : 512,
 			     .event = up_event,
 			     .event_ud = g};
 	if (aw_mcp_up_new(&uo, &u->up, err)) {
@@ -750,6 +753,12 @@ typedef struct {
 	int has_upstream_code;
 } call_note;
 
+/* A failed upstream's code: the operator's refusals keep their own. */
+static aw_err up_code(aw_err e)
+{
+	return e == AW_E_MCP_STDIO || e == AW_E_MCP_SANDBOX ? e : AW_E_MCP_UPSTREAM;
+}
+
 static json_t *refuse(call_note *n, const json_t *id, int gate, aw_err code, const char *msg,
 		      const char *pointer)
 {
@@ -1176,7 +1185,7 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	char pin[72];
 	aw_error err = {0};
 	if (defs_get(g, t->u, 0, t->name, pin, NULL, &err))
-		return refuse(n, id, 5, AW_E_MCP_UPSTREAM, err.msg, NULL);
+		return refuse(n, id, 5, up_code(err.err), err.msg, NULL);
 	int same = t->pin && !strcmp(pin, t->pin), def = pin[0] != 0;
 	if (!same) {
 		snprintf(msg, sizeof msg, "%s",
@@ -1266,7 +1275,7 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 			reply = json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error",
 					  rpc);
 		} else {
-			reply = refuse(n, id, 5, AW_E_MCP_UPSTREAM, err.msg, NULL);
+			reply = refuse(n, id, 5, up_code(err.err), err.msg, NULL);
 		}
 		goto out;
 	}
@@ -1905,6 +1914,11 @@ json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_
 
 /* ------------------------------------------------------------ pinning */
 
+int aw_mcp_sandbox_probe(char *why, size_t n)
+{
+	return aw_sbx_probe(why, n);
+}
+
 aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pinned, aw_error *err)
 {
 	json_t *b = json_deep_copy(body), *ups = json_object_get(b, "upstreams");
@@ -1913,6 +1927,15 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 	aw_err e = AW_OK;
 	const char *k;
 	json_t *v;
+	/* nothing starts unless the operator allows every stdio upstream */
+	json_object_foreach (ups, k, v) {
+		int at;
+		const char *tr = json_string_value(json_object_get(v, "transport"));
+		if (tr && !strcmp(tr, "stdio") && (e = aw_sbx_check(g->sbx, k, v, &at, err))) {
+			json_decref(b);
+			return e;
+		}
+	}
 	json_object_foreach (ups, k, v) {
 		int used = 0;
 		for (size_t i = 0; i < json_array_size(tools); i++)
@@ -1929,6 +1952,8 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 		}
 		e = fetch_defs(g, u, &defs, err);
 		upinst_put(u);
+		if (e == AW_E_MCP_STDIO || e == AW_E_MCP_SANDBOX)
+			break;
 		if (e) {
 			char msg[sizeof err->msg];
 			memcpy(msg, err->msg, sizeof msg);
@@ -1975,6 +2000,16 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 	if (!g)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	g->o = *o;
+	aw_sbx_opts so = {.spec = o->stdio_allow,
+			  .network = o->stdio_network,
+			  .uid = o->sandbox_uid > 0 ? o->sandbox_uid : -1,
+			  .pids = o->stdio_pids,
+			  .cpu_s = o->stdio_cpu_s};
+	aw_err pe = aw_sbx_policy_parse(&so, &g->sbx, err);
+	if (pe) {
+		free(g);
+		return pe;
+	}
 	if (g->o.workers <= 0)
 		g->o.workers = 32;
 	if (g->o.timeout_ms <= 0)
@@ -2049,5 +2084,6 @@ void aw_mcp_free(aw_mcp *g)
 		session_free(s);
 	}
 	free(g->secrets_dir);
+	aw_sbx_policy_free(g->sbx);
 	free(g);
 }

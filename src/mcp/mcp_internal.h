@@ -21,10 +21,11 @@ typedef struct {
 	const json_t *config; /* the contract's upstream object (copied) */
 	const char *secrets_dir;
 	int allow_private;
-	const char *const *stdio_allow; /* NULL-ended allowed programs or "dir/" prefixes */
-	int timeout_ms;			/* the upstream's default */
-	const char *cgroup_dir;		/* stdio: each child in a memory cgroup under it */
-	int memory_mb;			/* its limit */
+	const struct aw_sbx_policy *sbx; /* what stdio upstreams may run, and how */
+	int timeout_ms;			 /* the upstream's default */
+	const char *cgroup_dir;		 /* stdio: each child in a memory cgroup under it */
+	int memory_mb;			 /* its limit (< 0: none) */
+	long pids_max;			 /* its pids.max (cgroup v2 with pids) */
 	/* what the upstream says of its resources outside any request
 	 * (notifications/resources/updated), from the upstream's threads */
 	void (*event)(void *ud, const char *project, const json_t *msg);

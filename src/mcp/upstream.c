@@ -17,9 +17,10 @@
  *          request and wiped after. Every connect passes the egress policy on
  *          the address being connected (curl's opensocket callback), so DNS
  *          rebinding gains nothing.
- *   stdio  a child process (fork + execve of an allow-listed absolute path)
- *          whose environment holds only the contract's env (secrets resolved
- *          at start) and PATH; JSON-RPC lines on stdin/stdout, many requests in
+ *   stdio  a child process in a sandbox of its own (stdio_sandbox.c): its
+ *          argv and env names must match an entry of the operator's
+ *          allow-list; its environment holds only the contract's env (secrets
+ *          resolved at start) and PATH; JSON-RPC lines on stdin/stdout, many requests in
  *          flight matched by id by a reader thread; a child that exits fails
  *          what it held and is restarted at the next request, with backoff.
  *          Its own process group, stopped with SIGTERM then SIGKILL.
@@ -29,6 +30,7 @@
  * first pass.
  */
 #include "mcp_internal.h"
+#include "stdio_sandbox.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -76,7 +78,7 @@ struct aw_mcp_up {
 	json_t *config;
 	char *secrets_dir;
 	int allow_private, stdio, timeout_ms;
-	const char *const *stdio_allow;
+	const aw_sbx_policy *sbx;
 	atomic_llong next_id;
 	atomic_int list_changed;
 	pthread_mutex_t mu; /* everything below */
@@ -99,7 +101,8 @@ struct aw_mcp_up {
 	int64_t started_ns, retry_at_ns, backoff_ms;
 	int stopping;
 	char *cgroup_dir;  /* each child in a memory cgroup of its own under it */
-	int memory_mb;	   /* its limit */
+	int memory_mb;	   /* its limit (< 0: none) */
+	long pids_max;	   /* pids.max where the cgroup has the pids controller */
 	char cgroup[4096]; /* the running child's cgroup, "" none */
 	/* events: the hook, and an HTTP upstream's GET stream (its thread) */
 	void (*event)(void *ud, const char *project, const json_t *msg);
@@ -857,18 +860,6 @@ void aw_mcp_up_listen(aw_mcp_up *u)
 
 /* ------------------------------------------------------------ stdio */
 
-static int program_allowed(const aw_mcp_up *u, const char *prog)
-{
-	for (int i = 0; u->stdio_allow && u->stdio_allow[i]; i++) {
-		const char *a = u->stdio_allow[i];
-		size_t n = strlen(a);
-		if (n && a[n - 1] == '/' ? !strncmp(prog, a, n) && !strstr(prog, "/../")
-					 : !strcmp(prog, a))
-			return 1;
-	}
-	return 0;
-}
-
 static void fail_waiting(aw_mcp_up *u) /* holds mu */
 {
 	for (pending *p = u->waiting; p; p = p->next) {
@@ -1042,8 +1033,9 @@ static void *reader_main(void *arg)
 			}
 			pthread_mutex_lock(&u->mu);
 			scrub(&line, u->secrets, u->nsecrets);
-			pthread_mutex_unlock(&u->mu);
 			json_t *m = json_loadb(aw_buf_str(&line), line.len, 0, NULL);
+			scrub_json(m, u->secrets, u->nsecrets); /* escaped forms too */
+			pthread_mutex_unlock(&u->mu);
 			aw_buf_truncate(&line, 0);
 			const char *method = json_string_value(json_object_get(m, "method"));
 			json_t *id = json_object_get(m, "id");
@@ -1126,8 +1118,13 @@ static aw_err cgroup_make(aw_mcp_up *u, aw_error *err)
 	char limit[32];
 	snprintf(limit, sizeof limit, "%lld", (long long)u->memory_mb << 20);
 	if (mkdir(u->cgroup, 0700) == 0 &&
-	    (write_file(u->cgroup, "memory.max", limit) == 0 ||
-	     write_file(u->cgroup, "memory.limit_in_bytes", limit) == 0)) {
+	    (write_file(u->cgroup, "memory.max", u->memory_mb < 0 ? "max" : limit) == 0 ||
+	     write_file(u->cgroup, "memory.limit_in_bytes", u->memory_mb < 0 ? "-1" : limit) ==
+		     0)) {
+		/* cgroup v2 with the pids controller: its processes too */
+		char pids[24];
+		snprintf(pids, sizeof pids, "%ld", u->pids_max);
+		write_file(u->cgroup, "pids.max", pids);
 		if (write_file(u->cgroup, "memory.swap.max", "0")) /* v1: memsw >= limit */
 			write_file(u->cgroup, "memory.memsw.limit_in_bytes", limit);
 		return AW_OK;
@@ -1221,17 +1218,23 @@ static void stdio_stop(aw_mcp_up *u)
 static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 {
 	json_t *cmd = json_object_get(u->config, "command");
-	const char *prog = json_string_value(json_array_get(cmd, 0));
-	if (!prog || !program_allowed(u, prog))
-		return aw_fail(err, AW_E_MCP_UPSTREAM,
-			       "this gateway does not allow the stdio program of upstream %s "
-			       "(--mcp-stdio-allow)",
-			       u->provider);
+	int entry = -1;
+	aw_err ce = aw_sbx_check(u->sbx, u->provider, u->config, &entry, err);
+	if (ce)
+		return ce;
+	char secret_dir[4200] = "";
+	if (u->secrets_dir)
+		snprintf(secret_dir, sizeof secret_dir, "%s/%s", u->secrets_dir, u->project);
+	aw_sbx_plan plan;
+	ce = aw_sbx_plan_make(u->sbx, entry, u->project, u->secrets_dir ? secret_dir : NULL,
+			      u->cgroup_dir || u->memory_mb < 0 ? 0 : u->memory_mb, &plan, err);
+	if (ce)
+		return ce;
 	size_t argc = json_array_size(cmd);
 	char **argv = calloc(argc + 1, sizeof *argv);
-	char **envp = calloc(json_object_size(json_object_get(u->config, "env")) + 2, sizeof *envp);
+	char **envp = calloc(json_object_size(json_object_get(u->config, "env")) + 3, sizeof *envp);
 	aw_err e = AW_OK;
-	int nenv = 0, has_path = 0;
+	int nenv = 0;
 	for (size_t i = 0; argv && i < argc; i++)
 		argv[i] = (char *)json_string_value(json_array_get(cmd, i));
 	const char *k;
@@ -1242,7 +1245,6 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 		aw_buf b = AW_BUF_INIT(70000);
 		aw_buf_addf(&b, "%s=", k);
 		size_t at = b.len;
-		has_path |= !strcmp(k, "PATH");
 		if (json_is_string(v)) {
 			aw_buf_adds(&b, json_string_value(v));
 		} else if ((e = aw_secret_tenant_resolve(
@@ -1257,13 +1259,14 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 		envp[nenv++] = strndup(b.p, b.len);
 		aw_secret_wipe(&b);
 	}
-	if (!e && envp && !has_path)
+	if (!e && envp) /* aw_sbx_check refused a tenant's PATH */
 		envp[nenv++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1};
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1},
+	    rep[2] = {-1, -1};
 	if (!e && (!argv || !envp))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (!e && (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) ||
-		   pipe2(go, O_CLOEXEC)))
+		   pipe2(go, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)))
 		e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s", u->provider,
 			    strerror(errno));
 	if (!e && u->cgroup_dir)
@@ -1280,7 +1283,8 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 			dup2(in[0], 0);
 			dup2(out[1], 1);
 			dup2(errp[1], 2);
-			syscall(SYS_close_range, 3, ~0U, 0);
+			dup2(rep[1], 3); /* the sandbox's report */
+			syscall(SYS_close_range, 4, ~0U, 0);
 			/* no core dump (its environment holds its credentials), a
 			 * bound on open files and on the size of a file it writes */
 			struct rlimit none = {0, 0}, lim;
@@ -1296,10 +1300,7 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 					lim.rlim_cur = lim.rlim_max;
 					setrlimit(caps[i].res, &lim);
 				}
-			if (chdir("/") != 0)
-				_exit(126);
-			execve(argv[0], argv, envp);
-			_exit(127);
+			aw_sbx_exec(&plan, argv, envp);
 		}
 		if (pid < 0)
 			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s",
@@ -1316,7 +1317,19 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 		if (!e && write(go[1], "g", 1) != 1)
 			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s",
 				    u->provider);
+		if (rep[1] >= 0)
+			close(rep[1]);
+		rep[1] = -1;
+		/* the box is built (or failed) before the program runs */
+		if (!e && (e = aw_sbx_ready(rep[0], 10000, u->provider, err))) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
 	}
+	aw_sbx_plan_clear(&plan);
+	for (int i = 0; i < 2; i++)
+		if (rep[i] >= 0)
+			close(rep[i]);
 	for (int i = 0; i < 2; i++)
 		if (go[i] >= 0)
 			close(go[i]);
@@ -1545,7 +1558,8 @@ aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err)
 	u->config = json_deep_copy(o->config);
 	u->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
 	u->allow_private = o->allow_private;
-	u->stdio_allow = o->stdio_allow;
+	u->sbx = o->sbx;
+	u->pids_max = o->pids_max > 0 ? o->pids_max : 128;
 	json_t *to = json_object_get(o->config, "timeout_ms");
 	u->timeout_ms = to		    ? (int)json_integer_value(to)
 			: o->timeout_ms > 0 ? o->timeout_ms
@@ -1559,10 +1573,10 @@ aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err)
 	u->event_ud = o->event_ud;
 	u->cgroup_dir = o->cgroup_dir ? strdup(o->cgroup_dir) : NULL;
 	/* the contract may ask for less than the gateway allows, never more */
-	u->memory_mb = o->memory_mb > 0 ? o->memory_mb : 512;
+	u->memory_mb = o->memory_mb > 0 ? o->memory_mb : o->memory_mb < 0 ? -1 : 512;
 	json_t *mem = json_object_get(o->config, "memory_mb");
 	if (json_is_integer(mem) && json_integer_value(mem) > 0 &&
-	    json_integer_value(mem) < u->memory_mb)
+	    (u->memory_mb < 0 || json_integer_value(mem) < u->memory_mb))
 		u->memory_mb = (int)json_integer_value(mem);
 	pthread_mutex_init(&u->mu, NULL);
 	*out = u;

@@ -24,12 +24,16 @@ PE=$(free_port)
 PIDS+=($!)
 DB="sqlite:$TMP/aw.db"
 EXTRA=""
-aw_serve --mcp-stdio-allow "$NODE" --egress-allow-private peers
+# the whole argv, and node_modules shown read-only in the child's sandbox:
+# a copy the sandbox uid can walk to ($HOME is 0700)
+chmod 755 "$TMP" && mkdir -p "$TMP/nm" && cp -a "$NM/node_modules" "$TMP/nm/" || exit 1
+EVERY_S=$TMP/nm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+aw_serve --mcp-stdio-allow "[{\"argv\":[\"$NODE\",\"$EVERY_S\",\"stdio\"],\"paths\":[\"$TMP/nm\"]}]" --egress-allow-private peers
 wait_port "$PE"
 api POST /v1/projects "$ADMIN" '{"id":"peers"}' >/dev/null
 K1=$(mkkey peers op1 operator); K2=$(mkkey peers op2 operator); W=$(mkkey peers agent worker)
 BODY="{\"upstreams\":{
-  \"ev\":{\"transport\":\"stdio\",\"command\":[\"$NODE\",\"$EVERY\",\"stdio\"]},
+  \"ev\":{\"transport\":\"stdio\",\"command\":[\"$NODE\",\"$EVERY_S\",\"stdio\"]},
   \"evh\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PE/mcp\",\"relay\":[\"resources\",\"prompts\"]}},
   \"tools\":[{\"name\":\"echo\",\"provider\":\"ev\",\"mode\":\"read_only\",
               \"args_schema\":{\"type\":\"object\",\"required\":[\"message\"],\"properties\":{\"message\":{\"type\":\"string\"}}}},
@@ -42,7 +46,7 @@ BODY="{\"upstreams\":{
              {\"name\":\"toggle-subscriber-updates\",\"provider\":\"evh\",\"mode\":\"read_only\"}]}"
 base=/v1/projects/peers/contracts/mcp_tool/default/revisions
 REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
-check "publish pins server-everything's tools" "$(api POST "$base/$REV/publish" "$K1" | jq -r '[.body.tools[].pin | startswith("sha256:")] | all')" true
+PUB=$(api POST "$base/$REV/publish" "$K1"); check "publish pins server-everything's tools" "$(echo "$PUB" | jq -r '[.body.tools[].pin | startswith("sha256:")] | all')" true
 api POST "$base/$REV/approve" "$K2" >/dev/null
 check "activate" "$(api POST "$base/$REV/activate" "$K1" | jq -r .activated)" true
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,7 +48,10 @@ static aw_mcp *G;
 static char DIR_[256], DESC[300];
 static pid_t HTTP_PID, SSE_PID, HOSTILE_PID; /* HOSTILE_PID: a test's, killed in teardown too */
 static int HTTP_PORT, SSE_PORT;
-static const char *ALLOW[2] = {FAKE_MCP_BIN, NULL};
+/* the operator's allow-list (setup): the double with its description file
+ * and the two variables it reads; the sandbox probe with any arguments */
+static char ALLOW[2048];
+static char TAG[32]; /* the probe's argument: its processes, this test's */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -391,8 +395,10 @@ static void test_tool_step_approval(void **state)
 	}
 	assert_string_equal(r.state, "waiting_approval");
 	aw_run_free(&r);
-	char *tok = NULL;
-	assert_int_equal(aw_approvals_mint(A, &ctx, id, "alice", "approve", 60, &tok, NULL, &err),
+	char *tok = NULL; /* alice's own decision, minted with her key */
+	aw_ctx alice = ctx;
+	snprintf(alice.principal, sizeof alice.principal, "alice");
+	assert_int_equal(aw_approvals_mint(A, &alice, id, "alice", "approve", 60, &tok, NULL, &err),
 			 AW_OK);
 	json_t *out = NULL;
 	assert_int_equal(aw_approvals_decide_token(A, &ctx, id, tok, &out, &err), AW_OK);
@@ -710,8 +716,7 @@ static void test_egress(void **state)
 static int child_count(void)
 {
 	char cmd[512];
-	snprintf(cmd, sizeof cmd, "pgrep -P %d -f -- 'fake_mcp --desc-file' | wc -l",
-		 (int)getpid());
+	snprintf(cmd, sizeof cmd, "pgrep -f -- 'fake_mcp --desc-file %s$' | wc -l", DESC);
 	FILE *p = popen(cmd, "r");
 	int n = -1;
 	if (p && fscanf(p, "%d", &n) != 1)
@@ -737,7 +742,7 @@ static void test_stdio_life(void **state)
 	/* the child dies: the next call fails or restarts it (backoff), a later
 	 * one is answered by a new child */
 	char cmd[256];
-	snprintf(cmd, sizeof cmd, "pkill -KILL -P %d -f -- 'fake_mcp --desc-file'", (int)getpid());
+	snprintf(cmd, sizeof cmd, "pkill -KILL -f -- 'fake_mcp --desc-file %s$'", DESC);
 	assert_int_equal(system(cmd) == -1, 0);
 	usleep(100000);
 	int ok = 0;
@@ -753,7 +758,7 @@ static void test_stdio_life(void **state)
 	json_t *bad =
 		json_pack("{s:{s:{s:s,s:[s]}},s:[o]}", "upstreams", "sh", "transport", "stdio",
 			  "command", "/bin/sh", "tools", tool("x", "sh", "read_only"));
-	assert_int_equal(activate("mcp-h", bad, &err), AW_E_MCP_UPSTREAM);
+	assert_int_equal(activate("mcp-h", bad, &err), AW_E_MCP_STDIO);
 	assert_non_null(strstr(err.msg, "--mcp-stdio-allow"));
 	/* revoke: the project's children stop */
 	aw_ctx op;
@@ -975,6 +980,10 @@ static aw_mcp_opts gateway_opts(void)
 			     .policy = P,
 			     .secrets_dir = DIR_,
 			     .stdio_allow = ALLOW,
+			     .stdio_network = "mcp-o",
+#ifdef AW_SANITIZED /* the sanitizers reserve terabytes of writable memory */
+			     .memory_mb = -1,
+#endif
 			     .workers = 8,
 			     .timeout_ms = 5000,
 			     .defs_ttl_ms = 100};
@@ -1521,12 +1530,243 @@ static void test_hostile_escapes(void **state)
 	free(a);
 }
 
+/* ------------------------------------------------------------ the sandbox */
+
+static json_t *stdio_cmd(const char *const *argv, json_t *env)
+{
+	json_t *cmd = json_array();
+	for (int i = 0; argv[i]; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_t *u = json_pack("{s:s,s:o}", "transport", "stdio", "command", cmd);
+	if (env)
+		json_object_set_new(u, "env", env);
+	return u;
+}
+
+/* Publishing an upstream that is refused: E-MCP-006, and nothing ran. */
+static void expect_refused(const char *const *argv, json_t *env, const char *why)
+{
+	int before = child_count();
+	json_t *body = json_pack("{s:{s:o},s:[o]}", "upstreams", "x", stdio_cmd(argv, env), "tools",
+				 tool("echo", "x", "read_only"));
+	aw_error err = {0};
+	aw_err e = activate("mcp-n", body, &err);
+	if (e != AW_E_MCP_STDIO)
+		fail_msg("%s: %s (%s)", why, aw_err_code(e), err.msg);
+	assert_int_equal(child_count(), before);
+}
+
+/* The two attacks of issue 38 and their kin, refused at publish: an argv
+ * that is not an operator's entry (an interpreter's -e, sh -c, arguments
+ * added to an exact entry), and loader or interpreter variables, listed or
+ * not; the operator cannot list them either. */
+static void test_sandbox_allow_list(void **state)
+{
+	(void)state;
+	const char *node_e[] = {"/usr/bin/node", "-e", "require('fs')", NULL};
+	const char *sh_c[] = {"/bin/sh", "-c", "cat /proc/1/environ", NULL};
+	const char *more[] = {FAKE_MCP_BIN, "--desc-file", DESC, "--http", "0", NULL};
+	const char *other_desc[] = {FAKE_MCP_BIN, "--desc-file", "/etc/shadow", NULL};
+	const char *fake[] = {FAKE_MCP_BIN, "--desc-file", DESC, NULL};
+	expect_refused(node_e, NULL, "node -e");
+	expect_refused(sh_c, NULL, "sh -c");
+	expect_refused(more, NULL, "arguments past an exact entry");
+	expect_refused(other_desc, NULL, "another argument");
+	const char *vars[] = {
+		"NODE_OPTIONS", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH",	 "PERL5OPT",
+		"RUBYOPT",	"PATH",	      "BASH_ENV",	 "node_options", NULL};
+	for (int i = 0; vars[i]; i++)
+		expect_refused(fake, json_pack("{s:s}", vars[i], "--import=data:text/javascript,x"),
+			       vars[i]);
+	expect_refused(fake, json_pack("{s:s}", "NOT_LISTED", "x"), "an unlisted variable");
+	/* the operator cannot list them either */
+	const char *denied[] = {
+		"[{\"argv\": [\"/usr/bin/node\", \"*\"], \"env\": [\"NODE_OPTIONS\"]}]",
+		"/usr/bin/env *",
+		"[{\"argv\": [\"node\"]}]",
+		"[{\"argv\": [\"/usr/bin/x\", \"*\", \"y\"]}]",
+		"[{\"argv\": [\"/usr/bin/x\"], \"env\": [\"LD_AUDIT\"]}]",
+		NULL};
+	for (int i = 0; denied[i]; i++) {
+		aw_mcp_opts mo = gateway_opts();
+		mo.stdio_allow = denied[i];
+		aw_mcp *g = NULL;
+		aw_error err = {0};
+		aw_err e = aw_mcp_new(&mo, &g, &err);
+		if (i == 1) { /* a plain argv is fine (env may run anything: the
+				 operator's own choice) */
+			assert_int_equal(e, AW_OK);
+			aw_mcp_free(g);
+			continue;
+		}
+		if (e != AW_E_CONFIG)
+			fail_msg("allow-list %s accepted", denied[i]);
+	}
+	/* allowed: the exact entry with its listed variables */
+	json_t *ok = json_pack("{s:{s:o},s:[o]}", "upstreams", "x",
+			       stdio_cmd(fake, json_pack("{s:s}", "PLAIN", "p")), "tools",
+			       tool("echo", "x", "read_only"));
+	aw_error err = {0};
+	assert_int_equal(activate("mcp-n", ok, &err), AW_OK);
+}
+
+static char *probe(const char *project, const char *name, json_t *args)
+{
+	json_t *r = tcall(project, name, args);
+	const char *t = text_of(r);
+	if (!t) {
+		char *d = json_dumps(r, 0);
+		fail_msg("%s %s: %s", project, name, d);
+	}
+	char *out = strdup(t);
+	json_decref(r);
+	return out;
+}
+
+static int probe_count(void)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "pgrep -f -- '^%s --tag %s$' | wc -l", SBX_CHILD_BIN, TAG);
+	FILE *p = popen(cmd, "r");
+	int n = -1;
+	if (p && fscanf(p, "%d", &n) != 1)
+		n = -1;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* What a child sees from inside its box, measured by the probe: its own
+ * uid, a root of its own (no host files, no other tenant's secrets, the
+ * gateway's database and environment out of reach), its own processes only,
+ * no network without the operator's grant (and the network with it), and a
+ * fork bomb that stops at its bound while the gateway and another tenant go
+ * on answering; its processes all end with it. */
+static void test_sandbox_view(void **state)
+{
+	(void)state;
+	char why[512];
+	if (!aw_mcp_sandbox_probe(why, sizeof why)) {
+		print_message("SKIPPED: this kernel refuses the stdio sandbox's namespaces: %s\n",
+			      why);
+		skip();
+	}
+	int lsock = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof a;
+	assert_int_equal(bind(lsock, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(lsock, 16), 0);
+	assert_int_equal(getsockname(lsock, (struct sockaddr *)&a, &al), 0);
+	int port = ntohs(a.sin_port);
+	const char *argv[] = {SBX_CHILD_BIN, "--tag", TAG, NULL};
+	const char *tools[] = {"read", "ls", "connect", "id", "forkbomb", NULL};
+	const char *projects[] = {"mcp-n", "mcp-o", "mcp-p", NULL};
+	for (int p = 0; projects[p]; p++) {
+		json_t *ts = json_array();
+		for (int i = 0; tools[i]; i++)
+			json_array_append_new(ts, tool(tools[i], "box", "read_only"));
+		json_t *body = json_pack("{s:{s:o},s:o}", "upstreams", "box", stdio_cmd(argv, NULL),
+					 "tools", ts);
+		aw_error err = {0};
+		if (activate(projects[p], body, &err))
+			fail_msg("activate %s: %s", projects[p], err.msg);
+	}
+	char *t = probe("mcp-n", "id__box", NULL);
+	print_message("child id: %s\n", t);
+	assert_non_null(strstr(t, "uid=1000 gid=1000 pid=2 ppid=1 host=mcp"));
+	free(t);
+	t = probe("mcp-n", "ls__box", json_pack("{s:s}", "path", "/"));
+	print_message("child ls /: %s\n", t);
+	assert_null(strstr(t, "root "));
+	assert_null(strstr(t, "var "));
+	assert_null(strstr(t, "home "));
+	assert_non_null(strstr(t, "usr "));
+	free(t);
+	t = probe("mcp-n", "ls__box", json_pack("{s:s}", "path", "/proc"));
+	print_message("child ls /proc: %s\n", t);
+	char mine[32];
+	snprintf(mine, sizeof mine, " %d ", (int)getpid());
+	assert_null(strstr(t, mine));
+	assert_non_null(strstr(t, "1 "));
+	free(t);
+	t = probe("mcp-n", "ls__box", json_pack("{s:s}", "path", DIR_));
+	print_message("child ls %s: %s\n", DIR_, t);
+	assert_non_null(strstr(t, "err:"));
+	free(t);
+	char path[512];
+	struct {
+		const char *path, *want;
+	} reads[] = {{"/proc/1/environ", "err:Permission denied"},
+		     {path, "err:No such file or directory"},
+		     {"/etc/shadow", "err:No such file or directory"},
+		     {DESC, "err:No such file or directory"},
+		     {"/proc/self/status", "ok:"}};
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)getpid());
+	for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+		t = probe("mcp-n", "read__box", json_pack("{s:s}", "path", reads[i].path));
+		print_message("child read %s: %.60s\n", reads[i].path, t);
+		if (strncmp(t, reads[i].want, strlen(reads[i].want)))
+			fail_msg("read %s: %s", reads[i].path, t);
+		free(t);
+	}
+	/* another tenant's secret directory: absent; its own: read-only */
+	char other[512];
+	snprintf(other, sizeof other, "%s/mcp-a/token", DIR_);
+	t = probe("mcp-n", "read__box", json_pack("{s:s}", "path", other));
+	assert_string_equal(t, "err:No such file or directory");
+	free(t);
+	t = probe("mcp-n", "connect__box", json_pack("{s:i}", "port", port));
+	print_message("child connect 127.0.0.1:%d: %s\n", port, t);
+	assert_non_null(strstr(t, "err:"));
+	free(t);
+	t = probe("mcp-o", "connect__box", json_pack("{s:i}", "port", port));
+	print_message("granted child connect 127.0.0.1:%d: %s\n", port, t);
+	assert_string_equal(t, "ok");
+	free(t);
+	/* a fork bomb stops at its bound; the others go on */
+	t = probe("mcp-p", "id__box", NULL); /* mcp-p's child is up */
+	free(t);
+	int64_t t0 = aw_clock_mono_ns();
+	t = probe("mcp-n", "forkbomb__box", NULL);
+	print_message("fork bomb: %s in %lld ms\n", t,
+		      (long long)((aw_clock_mono_ns() - t0) / 1000000));
+	assert_non_null(strstr(t, "Resource temporarily unavailable"));
+	assert_true(atoi(t + 6) < 128);
+	free(t);
+	assert_true(probe_count() >= 100);
+	t = probe("mcp-p", "id__box", NULL);
+	assert_non_null(strstr(t, "uid=1000"));
+	free(t);
+	t = probe("mcp-o", "read__box", json_pack("{s:s}", "path", "/proc/self/status"));
+	assert_non_null(strstr(t, "ok:"));
+	free(t);
+	/* a new child of another project starts meanwhile: the bound is the
+	 * bomb's own */
+	aw_ctx op;
+	aw_error err = {0};
+	aw_test_ctx(&op, "mcp-n", AW_SCOPE_PROJECT_ADMIN, "admin");
+	aw_revision act = {0};
+	assert_int_equal(aw_contract_active(C, S, &op, "mcp_tool", "default", &act, &err), AW_OK);
+	assert_int_equal(
+		aw_contract_revoke(C, S, &op, "mcp_tool", "default", act.revision_id, &err), AW_OK);
+	aw_revision_clear(&act);
+	expect_code("mcp-n", "id__box", NULL, "E-MCP-GATE-002");
+	int n = probe_count();
+	for (int i = 0; i < 50 && n > 2; i++) {
+		usleep(100000);
+		n = probe_count();
+	}
+	assert_int_equal(n, 2); /* mcp-o's and mcp-p's: the bomb went with its child */
+	close(lsock);
+}
+
 static int setup(void **state)
 {
 	(void)state;
-	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
-					"mcp-f", "mcp-g", "mcp-h", "mcp-i", "mcp-j",
-					"mcp-k", "mcp-l", "mcp-m", "mcp-n", NULL};
+	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
+					"mcp-g", "mcp-h", "mcp-i", "mcp-j", "mcp-k", "mcp-l",
+					"mcp-m", "mcp-n", "mcp-o", "mcp-p", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1534,6 +1774,11 @@ static int setup(void **state)
 		return -1;
 	snprintf(DIR_, sizeof DIR_, "/tmp/aw-mcp-test-%d", (int)getpid());
 	snprintf(DESC, sizeof DESC, "%s/desc", DIR_);
+	snprintf(TAG, sizeof TAG, "%d", (int)getpid());
+	snprintf(ALLOW, sizeof ALLOW,
+		 "[{\"argv\": [\"%s\", \"--desc-file\", \"%s\"], \"env\": [\"TOKEN\", "
+		 "\"PLAIN\"]}, {\"argv\": [\"%s\", \"--tag\", \"%s\", \"*\"]}]",
+		 FAKE_MCP_BIN, DESC, SBX_CHILD_BIN, TAG);
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd,
 		 "rm -rf %s && mkdir -p %s/mcp-a %s/mcp-b && printf '%s\\n' > %s/mcp-a/token && "
@@ -1605,6 +1850,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stdio_memory),
 		cmocka_unit_test(test_hostile_ping_storm),
 		cmocka_unit_test(test_hostile_escapes),
+		cmocka_unit_test(test_sandbox_allow_list),
+		cmocka_unit_test(test_sandbox_view),
 	};
 	return AW_TEST_MAIN("mcp", tests, setup, teardown);
 }
