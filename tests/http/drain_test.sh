@@ -51,7 +51,7 @@ echo "{\"providers\": {\"openai\": {\"url\": \"http://127.0.0.1:$PL/v1\", \"api\
 aw_db "$BACKEND"
 [ "$BACKEND" = postgres ] && aw_redis_db 6
 COMMON=(--llm-config "$TMP/llm.json" --telegram-api "$TG" --channel-poll-timeout-s 20
-  --drain-s "$DRAIN_S")
+  --drain-s "$DRAIN_S" --egress-allow-private drn)
 aw_serve "${COMMON[@]}"
 S1=${PIDS[-1]}
 PORT=${URL##*:}
@@ -61,8 +61,7 @@ check "routing active" "$(aw_activate drn policy_routing '{"routes":[
   {"name":"short","match":{"task":"short"},"candidates":[{"provider":"openai","model":"s;tokens=15;tps=10"}]},
   {"name":"long","match":{"task":"long"},"candidates":[{"provider":"openai","model":"l;tokens=600;tps=10"}]}]}' \
   "$K1" "$K2")" true
-check "tools active" "$(aw_activate drn mcp_tool "{\"allow_private_network\":true,
-  \"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PM/mcp\"}},
+check "tools active" "$(aw_activate drn mcp_tool "{\"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PM/mcp\"}},
   \"tools\":[{\"name\":\"slow\",\"provider\":\"web\",\"mode\":\"read_only\"}]}" "$K1" "$K2")" true
 check "channel active" "$(aw_activate drn channel_event '{"channels":[{"platform":"telegram",
   "bot":{"name":"ops","token":"env:TG_TOKEN"},"chats":[{"chat_id":"-100"}],
