@@ -177,6 +177,24 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	return e ? 0 : len;
 }
 
+/* The signed candidate's limits on the request (req is the call's shallow
+ * copy): max_output_tokens bounds max_tokens / max_completion_tokens (set
+ * when the client set none, so the upstream cannot answer longer), and the
+ * candidate's temperature replaces the client's. */
+static void apply_limits(json_t *req, const target *t)
+{
+	if (t->max_out) {
+		const char *name = json_object_get(req, "max_completion_tokens")
+					   ? "max_completion_tokens"
+					   : "max_tokens";
+		json_t *mt = json_object_get(req, name);
+		if (!json_is_number(mt) || json_number_value(mt) > (double)t->max_out)
+			json_object_set_new(req, name, json_integer(t->max_out));
+	}
+	if (t->has_temp)
+		json_object_set_new(req, "temperature", json_real(t->temp));
+}
+
 /* The request body for target t. */
 static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 {
@@ -189,6 +207,7 @@ static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 		json_array_extend(msgs, c->feedback);
 		json_object_set_new(req, "messages", msgs);
 	}
+	apply_limits(req, t);
 	json_t *body = NULL;
 	if (t->u->api == API_OLLAMA) {
 		if (aw_llm_to_ollama(req, t->model, c->up_stream, &body, err)) {

@@ -366,7 +366,9 @@ static int serves(const upstream *u, const char *model)
 	return 0;
 }
 
-static void add_target(aw_llm_call *c, upstream *u, const char *model, int timeout_ms,
+/* cand: the signed candidate whose limits the target keeps (the emergency
+ * model keeps those of the candidate it stands in for). */
+static void add_target(aw_llm_call *c, upstream *u, const char *model, const json_t *cand,
 		       int emergency)
 {
 	if (!u || c->nt >= MAX_TARGETS)
@@ -375,8 +377,13 @@ static void add_target(aw_llm_call *c, upstream *u, const char *model, int timeo
 	target *t = &c->t[c->nt++];
 	t->u = u;
 	snprintf(t->model, sizeof t->model, "%s", model);
-	t->timeout_ms = timeout_ms;
+	t->timeout_ms = emergency ? 0 : (int)json_number_value(json_object_get(cand, "timeout_ms"));
 	t->emergency = emergency;
+	t->max_out = (long long)json_number_value(json_object_get(cand, "max_output_tokens"));
+	t->max_in = (long long)json_number_value(json_object_get(cand, "max_input_tokens"));
+	json_t *temp = json_object_get(cand, "temperature");
+	t->has_temp = json_is_number(temp);
+	t->temp = json_number_value(temp);
 }
 
 static const json_t *pick_route(const json_t *body, const char *model, const char *task)
@@ -422,25 +429,28 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 			break;
 		const char *p = json_string_value(json_object_get(cand, "provider"));
 		const char *model = json_string_value(json_object_get(cand, "model"));
-		int tmo = (int)json_number_value(json_object_get(cand, "timeout_ms"));
 		if (strcmp(p, "ollama") != 0) {
-			add_target(c, provider(g, p), model, tmo, 0);
+			add_target(c, provider(g, p), model, cand, 0);
 			continue;
 		}
 		int hosts = 0;
 		for (int k = 0; k < 3; k++)
 			if (g->topo[k] && serves(g->topo[k], model)) {
-				add_target(c, g->topo[k], model, tmo, 0);
+				add_target(c, g->topo[k], model, cand, 0);
 				hosts++;
 			}
 		if (!g->topo_rev[0])
-			add_target(c, provider(g, "ollama"), model, tmo, 0);
+			add_target(c, provider(g, "ollama"), model, cand, 0);
 		if (hosts && !emergency_added && g->emergency_model[0]) {
-			add_target(c, provider(g, g->emergency_provider), g->emergency_model, 0, 1);
+			add_target(c, provider(g, g->emergency_provider), g->emergency_model, cand,
+				   1);
 			emergency_added = 1;
 		}
 	}
 }
+
+static long long prompt_bound(const json_t *req);
+static aw_err drop_too_long(aw_llm_call *c, aw_error *err);
 
 static aw_err route_call(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
 {
@@ -478,6 +488,40 @@ static aw_err route_call(aw_llm *g, aw_llm_call *c, const char *task, aw_error *
 			       "route %s has no configured upstream (providers of its candidates "
 			       "are not in the gateway configuration)",
 			       c->route);
+	return drop_too_long(c, err);
+}
+
+/* The prompt's tokens as max_input_tokens is held against: a token per 4
+ * bytes of the messages' text, their tool calls and the tools' JSON (the
+ * usual ratio of English text to BPE tokens), plus 8 per message. */
+static long long prompt_estimate(const json_t *req)
+{
+	return (prompt_bound(req) + 3) / 4;
+}
+
+/* Candidates whose max_input_tokens the prompt exceeds are never called;
+ * when none is left the call is refused before any upstream (E-LLM-008). */
+static aw_err drop_too_long(aw_llm_call *c, aw_error *err)
+{
+	long long est = prompt_estimate(c->req), smallest = 0;
+	int kept = 0;
+	for (int i = 0; i < c->nt; i++) {
+		target *t = &c->t[i];
+		if (t->max_in && est > t->max_in) {
+			if (!smallest || t->max_in < smallest)
+				smallest = t->max_in;
+			aw_llm_upstream_put(t->u);
+			continue;
+		}
+		c->t[kept++] = *t;
+	}
+	c->nt = kept;
+	if (!kept)
+		return aw_fail_at(
+			err, AW_E_LLM_PROMPT, "/messages",
+			"the prompt (about %lld tokens) is over what route %s's candidates "
+			"take (max_input_tokens %lld)",
+			est, c->route, smallest);
 	return AW_OK;
 }
 
@@ -523,6 +567,12 @@ static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error
 		mt_name = "max_tokens";
 	}
 	long long asked = json_is_number(mt) ? (long long)json_number_value(mt) : -1;
+	/* the most any target may answer, when every candidate bounds it */
+	long long bound = 0;
+	for (int i = 0; i < c->nt && bound >= 0; i++)
+		bound = c->t[i].max_out ? (c->t[i].max_out > bound ? c->t[i].max_out : bound) : -1;
+	if (bound > 0 && (asked < 0 || asked > bound))
+		asked = bound;
 	long long prompt = prompt_bound(c->req);
 	/* structured output may call the model 1 + retries times */
 	int tries = c->schema ? 1 + c->schema_retries : 1;

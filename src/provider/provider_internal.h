@@ -39,6 +39,12 @@ typedef struct {
 	int timeout_ms;	       /* candidate's, 0 = upstream's or the gateway's */
 	int emergency;	       /* counted against the daily cap before it is tried */
 	aw_budget_price price; /* the budget's, for the cost of its tokens */
+	/* the signed candidate's limits (0 / has_temp 0: none): max_out clamps
+	 * the request's max_tokens, temperature replaces the client's; a
+	 * prompt over max_in never reaches the target */
+	long long max_out, max_in;
+	int has_temp;
+	double temp;
 } target;
 
 #define MAX_TARGETS 24

@@ -368,6 +368,67 @@ static void test_route_and_activation(void **state)
 	gateway_down();
 }
 
+/* A signed candidate's limits reach the upstream (issue 40: max_tokens 500,
+ * a 6,000-byte prompt and temperature 2 reached it under a policy limiting
+ * them to 10, 100 and 0): max_output_tokens clamps max_tokens (and sets it
+ * when the client did not), temperature replaces the client's, a prompt
+ * over max_input_tokens is refused before any upstream is called, and a
+ * candidate it is too long for is skipped for one that takes it. */
+static void test_candidate_limits(void **state)
+{
+	(void)state;
+	gateway_up(5, 10000, NULL);
+	json_t *body = json_pack(
+		"{s:[{s:s,s:{s:s},s:[{s:s,s:s,s:i,s:i,s:f}]},"
+		"{s:s,s:{s:s},s:[{s:s,s:s,s:i},{s:s,s:s}]}]}",
+		"routes", "name", "tight", "match", "task", "tight", "candidates", "provider",
+		"openai", "model", "m-tight;tokens=50", "max_output_tokens", 10, "max_input_tokens",
+		100, "temperature", 0.0, "name", "two", "match", "task", "two", "candidates",
+		"provider", "openai", "model", "m-small;tokens=5", "max_input_tokens", 100,
+		"provider", "anthropic", "model", "m-big;tokens=5");
+	activate("limits", "policy_routing", "default", body, NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	assert_int_equal(ask("limits", "tight",
+			     json_pack("{s:i,s:f}", "max_tokens", 500, "temperature", 2.0), &resp,
+			     &err),
+			 AW_OK);
+	assert_int_equal(stat_of(&A, "last_max_tokens"), 10);
+	json_t *st = fake_http(&A, "GET", "/stats", NULL);
+	assert_true(json_real_value(json_object_get(st, "last_temperature")) == 0.0);
+	json_decref(st);
+	assert_true(json_integer_value(json_object_get(json_object_get(resp, "usage"),
+						       "completion_tokens")) <= 10);
+	json_decref(resp);
+	/* none asked: the upstream is still told the bound */
+	assert_int_equal(ask("limits", "tight", NULL, &resp, &err), AW_OK);
+	assert_int_equal(stat_of(&A, "last_max_tokens"), 10);
+	json_decref(resp);
+	/* fewer asked: kept */
+	assert_int_equal(ask("limits", "tight", json_pack("{s:i}", "max_tokens", 3), &resp, &err),
+			 AW_OK);
+	assert_int_equal(stat_of(&A, "last_max_tokens"), 3);
+	json_decref(resp);
+	/* over max_input_tokens: refused, no upstream asked */
+	char big[6001];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	long a0 = stat_of(&A, "requests");
+	json_t *long_prompt =
+		json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", big);
+	assert_int_equal(ask("limits", "tight", json_incref(long_prompt), &resp, &err),
+			 AW_E_LLM_PROMPT);
+	assert_string_equal(err.where, "/messages");
+	assert_int_equal(stat_of(&A, "requests"), a0);
+	/* a candidate too small for the prompt is passed over for the next */
+	long b0 = stat_of(&B, "requests");
+	assert_int_equal(ask("limits", "two", long_prompt, &resp, &err), AW_OK);
+	assert_int_equal(stat_of(&A, "requests"), a0);
+	assert_int_equal(stat_of(&B, "requests"), b0 + 1);
+	json_decref(resp);
+	gateway_down();
+}
+
 static void test_failover_order(void **state)
 {
 	(void)state;
@@ -1443,7 +1504,7 @@ static int setup(void **state)
 {
 	(void)state;
 	setenv("AW_TEST_CANARY_KEY", CANARY, 1);
-	const char *const projects[] = {"acme", "beta", "gamma", "delta", NULL};
+	const char *const projects[] = {"acme", "beta", "gamma", "delta", "limits", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1486,6 +1547,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route_and_activation),
+		cmocka_unit_test(test_candidate_limits),
 		cmocka_unit_test(test_failover_order),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_breaker),

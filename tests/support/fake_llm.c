@@ -25,7 +25,8 @@
  * every chat answer N, to take a whole host down and up.
  *
  * GET /stats: {"requests", "connections" (that carried a chat request), "auth_ok", "auth_bad",
- * "last_traceparent", "last_model"}. With --expect-key K every request
+ * "last_traceparent", "last_model", "last_max_tokens" (-1: none),
+ * "last_temperature" (-1: none)}. With --expect-key K every request
  * must carry "Authorization: Bearer K" (else 401).
  *
  * usage: fake_llm [--port N] [--name S] [--expect-key-env VAR]; prints
@@ -50,6 +51,8 @@ static atomic_long n_requests, n_connections, n_auth_ok, n_auth_bad;
 static atomic_int forced_status;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char last_tp[128], last_model[256];
+static long last_max_tokens = -1; /* -1: the request set none */
+static double last_temperature = -1;
 
 typedef struct {
 	char *body;
@@ -292,6 +295,13 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 		mt = json_object_get(json_object_get(req, "options"), "num_predict");
 	if (json_is_integer(mt) && json_integer_value(mt) < a->tokens)
 		a->tokens = (long)json_integer_value(mt);
+	json_t *temp = json_object_get(req, "temperature");
+	if (!temp)
+		temp = json_object_get(json_object_get(req, "options"), "temperature");
+	pthread_mutex_lock(&mu);
+	last_max_tokens = json_is_integer(mt) ? (long)json_integer_value(mt) : -1;
+	last_temperature = json_is_number(temp) ? json_number_value(temp) : -1;
+	pthread_mutex_unlock(&mu);
 	if (directive(model, "nousage", 0))
 		a->include_usage = 0;
 	a->ttft = directive(model, "ttft", 0);
@@ -361,12 +371,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (!strcmp(method, "GET") && !strcmp(url, "/stats")) {
 		pthread_mutex_lock(&mu);
-		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:s}", "requests",
+		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:I,s:f}", "requests",
 				      (json_int_t)atomic_load(&n_requests), "connections",
 				      (json_int_t)atomic_load(&n_connections), "auth_ok",
 				      (json_int_t)atomic_load(&n_auth_ok), "auth_bad",
 				      (json_int_t)atomic_load(&n_auth_bad), "last_traceparent",
-				      last_tp, "last_model", last_model, "name", name);
+				      last_tp, "last_model", last_model, "name", name,
+				      "last_max_tokens", (json_int_t)last_max_tokens,
+				      "last_temperature", last_temperature);
 		pthread_mutex_unlock(&mu);
 		char *s = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
