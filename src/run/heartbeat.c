@@ -83,9 +83,8 @@ void *aw_worker_heartbeat_main(void *arg)
 			pthread_mutex_unlock(&w->mu);
 		}
 		int reaped = 0;
-		if (w->o.reaper >= 0 &&
-		    aw_run_reap(w->s, w->o.retry_base_ms, w->o.retry_max_ms, &reaped, &err) ==
-			    AW_OK) {
+		if (w->o.reaper >= 0 && aw_run_reap(w->s, w->o.retry_base_ms, w->o.retry_max_ms,
+						    &reaped, &err) == AW_OK) {
 			aw_metrics_loop_tick("reaper");
 			if (reaped)
 				aw_run_kick();
