@@ -62,6 +62,10 @@ void aw_metrics_audit_verify(const char *project, int intact);
 void aw_metrics_mcp_stdio_restart(const char *project);
 /* The Redis bus subscription: 1 up, 0 down. */
 void aw_metrics_bus_connected(int connected);
+/* The LLM gateway's calls in flight of a project (in this process). */
+void aw_metrics_llm_inflight(const char *project, int calls);
+/* A settlement's cost (micro-USD; exported in USD). */
+void aw_metrics_budget_cost(const char *project, long long micro_usd);
 /* Forgets every series (tests). */
 void aw_metrics_reset(void);
 

@@ -533,6 +533,8 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amou
 	if (!e && found) {
 		aw_metrics_budget(h->project, "settled", (double)u.tokens);
 		aw_metrics_budget(h->project, "released", (double)(h->reserved.tokens - u.tokens));
+		if (u.cost > 0)
+			aw_metrics_budget_cost(h->project, u.cost);
 		used_metrics(h->project, &after);
 		e = alerts(t, h, &u, &after, err);
 	}

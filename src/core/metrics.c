@@ -111,6 +111,11 @@ static const struct {
 	 "MCP stdio upstream children that exited and are restarted, by project.", "counter"},
 	{"awooop_bus_connected", "1 while the Redis bus subscription is up, 0 while it is not.",
 	 "gauge"},
+	{"awooop_llm_inflight", "LLM gateway calls in flight in this process, by project.",
+	 "gauge"},
+	{"awooop_budget_cost_usd_total",
+	 "Cost settled through the budget ledger by project, in US dollars (priced models).",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -410,6 +415,24 @@ void aw_metrics_mcp_stdio_restart(const char *project)
 void aw_metrics_bus_connected(int connected)
 {
 	gauge(30, "", connected, 0);
+}
+
+void aw_metrics_llm_inflight(const char *project, int calls)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	gauge(31, l, calls, 0);
+}
+
+void aw_metrics_budget_cost(const char *project, long long micro_usd)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[32].family, COUNTER, l);
+	if (c)
+		c->value += (double)micro_usd / 1e6;
+	pthread_mutex_unlock(&mu);
 }
 
 #define METRICS_MAX ((size_t)64 << 20)

@@ -594,6 +594,7 @@ static void inflight(aw_llm *g, const char *project, int delta)
 	for (int i = 0; i < 64; i++) { /* a project stays listed once seen (the reaper) */
 		if (g->inflight[i].project[0] && !strcmp(g->inflight[i].project, project)) {
 			g->inflight[i].calls += delta;
+			aw_metrics_llm_inflight(project, g->inflight[i].calls);
 			pthread_mutex_unlock(&g->mu);
 			return;
 		}
@@ -604,6 +605,7 @@ static void inflight(aw_llm *g, const char *project, int delta)
 		snprintf(g->inflight[free_slot].project, sizeof g->inflight[free_slot].project,
 			 "%s", project);
 		g->inflight[free_slot].calls = delta;
+		aw_metrics_llm_inflight(project, delta);
 	}
 	pthread_mutex_unlock(&g->mu);
 }
