@@ -6,6 +6,8 @@
 #ifndef AWOOOP_METRICS_H
 #define AWOOOP_METRICS_H
 
+#include <stdint.h>
+
 #include "awooop/err.h"
 
 void aw_metrics_http_observe(const char *method, const char *route, int status, double seconds);
@@ -13,7 +15,8 @@ void aw_metrics_store_observe(const char *backend, double seconds, aw_err result
 /* The outbox relay: one publish's latency; backlog size and age. */
 void aw_metrics_relay_publish(double seconds, int ok);
 void aw_metrics_outbox_backlog(double undelivered, double oldest_age_s);
-/* Run runtime counters; event is one of claimed, step, succeeded, reaped. */
+/* Run runtime counters; event is one of claimed, step, succeeded, failed,
+ * reaped, empty_claim, approval_expired, pruned. */
 void aw_metrics_run_event(const char *event, double n);
 /* Seconds since the epoch of a background loop's last successful tick. */
 void aw_metrics_loop_tick(const char *loop);
@@ -38,7 +41,6 @@ void aw_metrics_mcp_call(const char *project, const char *tool, const char *outc
 			 int gate, const char *code);
 /* Returns a malloc'd text document; caller frees. NULL on out of memory. */
 char *aw_metrics_render(void);
-/* Forgets every series (tests). */
 /* The channel hub: one inbound or outbound event; leadership. */
 void aw_metrics_channel(const char *project, const char *direction, const char *outcome);
 void aw_metrics_channel_leader(int leader);
@@ -46,6 +48,25 @@ void aw_metrics_channel_leader(int leader);
  * guard, resync); a report written. */
 void aw_metrics_policy_change(const char *source);
 void aw_metrics_fleet_report(int ok);
+/* Alerting (deploy/prometheus/alerts.yml). The emergency cloud model's
+ * daily cap: calls granted this UTC day (Redis: the cluster's count) and the
+ * cap; both series leave the text at day_end_ms (the count starts again). */
+void aw_metrics_llm_emergency(double granted, double cap, int64_t day_end_ms);
+/* A project's settled share of its period's limit (the larger of tokens and
+ * cost); the series leaves the text 15 minutes after its last settlement. */
+void aw_metrics_budget_used(const char *project, double ratio);
+/* A finished audit chain verification: intact 1, a break found 0. */
+void aw_metrics_audit_verify(const char *project, int intact);
+/* An MCP stdio upstream's child exited and is restarted (the provider name
+ * is the tenant's: the project only). */
+void aw_metrics_mcp_stdio_restart(const char *project);
+/* The Redis bus subscription: 1 up, 0 down. */
+void aw_metrics_bus_connected(int connected);
+/* The LLM gateway's calls in flight of a project (in this process). */
+void aw_metrics_llm_inflight(const char *project, int calls);
+/* A settlement's cost (micro-USD; exported in USD). */
+void aw_metrics_budget_cost(const char *project, long long micro_usd);
+/* Forgets every series (tests). */
 void aw_metrics_reset(void);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
+#include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/uuid.h"
 
@@ -294,6 +295,8 @@ aw_err aw_audit_verify(aw_store *s, const aw_ctx *ctx, aw_audit_report *rep, aw_
 	rep->ok = rep->break_seq == 0;
 out:
 	aw_store_rollback(t);
+	if (!e)
+		aw_metrics_audit_verify(ctx->project, rep->ok);
 	return e;
 }
 

@@ -500,6 +500,24 @@ static aw_err alerts(aw_txn *t, const aw_budget_hold *h, const aw_budget_amount 
 	return e;
 }
 
+/* The alerting metrics of a settled period: the share of its limit spent,
+ * and an overshoot (settled past the limit: admission should make that
+ * impossible, short of a limit lowered under calls already admitted). */
+static void used_metrics(const char *project, const aw_budget_period *p)
+{
+	double r = 0;
+	if (p->limit.tokens > 0)
+		r = (double)p->settled.tokens / (double)p->limit.tokens;
+	if (p->limit.cost > 0 && (double)p->settled.cost / (double)p->limit.cost > r)
+		r = (double)p->settled.cost / (double)p->limit.cost;
+	if (p->limit.tokens <= 0 && p->limit.cost <= 0)
+		return; /* no limit: no share */
+	aw_metrics_budget_used(project, r);
+	if ((p->limit.tokens > 0 && p->settled.tokens > p->limit.tokens) ||
+	    (p->limit.cost > 0 && p->settled.cost > p->limit.cost))
+		aw_metrics_budget(project, "overshoot", 0);
+}
+
 aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amount *used,
 			const char *model, aw_error *err)
 {
@@ -515,6 +533,9 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amou
 	if (!e && found) {
 		aw_metrics_budget(h->project, "settled", (double)u.tokens);
 		aw_metrics_budget(h->project, "released", (double)(h->reserved.tokens - u.tokens));
+		if (u.cost > 0)
+			aw_metrics_budget_cost(h->project, u.cost);
+		used_metrics(h->project, &after);
 		e = alerts(t, h, &u, &after, err);
 	}
 	return e;

@@ -66,6 +66,7 @@ static void dispatch(aw_bus *b, redisReply *r)
 	const char *kind = r->element[0]->str;
 	if (!strcmp(kind, "psubscribe")) {
 		b->connected = 1;
+		aw_metrics_bus_connected(1);
 		aw_log(AW_LOG_INFO, NULL, "bus subscribed", "pattern", b->pattern, NULL);
 		if (b->resync)
 			b->resync(b->ud);
@@ -86,6 +87,7 @@ static void *subscriber(void *arg)
 			aw_log(AW_LOG_WARN, NULL, "bus cannot connect; retrying", "detail", err.msg,
 			       NULL);
 		if (!c) {
+			aw_metrics_bus_connected(0);
 			uint32_t j = 0;
 			aw_random_bytes(&j, sizeof j);
 			sleep_ms(backoff / 2 + (int)(j % (uint32_t)(backoff / 2 + 1)));
@@ -119,6 +121,8 @@ static void *subscriber(void *arg)
 		if (b->connected && !b->stop)
 			aw_log(AW_LOG_WARN, NULL, "bus disconnected; reconnecting", NULL);
 		b->connected = 0;
+		if (!b->stop)
+			aw_metrics_bus_connected(0);
 		aw_redis_free(c);
 	}
 	return NULL;

@@ -29,6 +29,7 @@ typedef struct series {
 	char labels[256];
 	double value; /* counter total, gauge value, or histogram sum */
 	unsigned long long count, bucket[NB];
+	int64_t expires_ms; /* a gauge left out of the text from then on; 0: never */
 } series;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -50,8 +51,8 @@ static const struct {
 	{"awooop_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered event.",
 	 "gauge"},
 	{"awooop_run_events_total",
-	 "Run runtime events: runs claimed, steps executed, runs succeeded, leases reaped,"
-	 " claims that found nothing (empty_claim).",
+	 "Run runtime events: runs claimed, steps executed, runs succeeded, runs failed, leases"
+	 " reaped, claims that found nothing (empty_claim).",
 	 "counter"},
 	{"awooop_http_connections_cut_total",
 	 "Connections closed for missing a deadline (the request head, or the rest of the "
@@ -69,7 +70,8 @@ static const struct {
 	{"awooop_llm_breaker_state", "Circuit breaker per upstream: 0 closed, 1 open, 2 half-open.",
 	 "gauge"},
 	{"awooop_budget_events_total",
-	 "Token budget events by project: reserved, clamped, refused, suspended, cut, reaped.",
+	 "Token budget events by project: reserved, clamped, refused, suspended, cut, reaped,"
+	 " settled, released, alert, overshoot.",
 	 "counter"},
 	{"awooop_budget_tokens_total",
 	 "Tokens through the budget ledger by project: reserved, settled, released, reaped.",
@@ -91,6 +93,29 @@ static const struct {
 	 "counter"},
 	{"awooop_fleet_reports_total",
 	 "Fleet reports (revisions served) this process wrote, by outcome (ok, failed).",
+	 "counter"},
+	{"awooop_llm_emergency_calls",
+	 "Emergency cloud calls granted this UTC day, as this process last counted them"
+	 " (cluster-wide with Redis); gone at the day's end.",
+	 "gauge"},
+	{"awooop_llm_emergency_cap", "The emergency cloud model's daily cap, while the count is.",
+	 "gauge"},
+	{"awooop_budget_used_ratio",
+	 "Share of its period's limit a project has settled (the larger of tokens and cost), as of"
+	 " its last settlement in this process; gone 15 minutes after it.",
+	 "gauge"},
+	{"awooop_audit_chain_intact",
+	 "1 when this process's last verification of a project's audit chain found it intact,"
+	 " 0 when it found a break.",
+	 "gauge"},
+	{"awooop_mcp_stdio_restarts_total",
+	 "MCP stdio upstream children that exited and are restarted, by project.", "counter"},
+	{"awooop_bus_connected", "1 while the Redis bus subscription is up, 0 while it is not.",
+	 "gauge"},
+	{"awooop_llm_inflight", "LLM gateway calls in flight in this process, by project.",
+	 "gauge"},
+	{"awooop_budget_cost_usd_total",
+	 "Cost settled through the budget ledger by project, in US dollars (priced models).",
 	 "counter"},
 };
 
@@ -339,16 +364,90 @@ void aw_metrics_loop_tick(const char *loop)
 	pthread_mutex_unlock(&mu);
 }
 
+/* A gauge that leaves the text at expires_ms (0: never). */
+static void gauge(int family, const char *labels, double v, int64_t expires_ms)
+{
+	pthread_mutex_lock(&mu);
+	series *g = get(families[family].family, GAUGE, labels);
+	if (g) {
+		g->value = v;
+		g->expires_ms = expires_ms;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_llm_emergency(double granted, double cap, int64_t day_end_ms)
+{
+	gauge(25, "", granted, day_end_ms);
+	gauge(26, "", cap, day_end_ms);
+}
+
+#define BUDGET_RATIO_TTL_MS (15 * 60 * 1000LL)
+void aw_metrics_budget_used(const char *project, double ratio)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	gauge(27, l, ratio, aw_clock_wall_ms() + BUDGET_RATIO_TTL_MS);
+}
+
+static void add1(int family, const char *labels)
+{
+	pthread_mutex_lock(&mu);
+	series *c = get(families[family].family, COUNTER, labels);
+	if (c)
+		c->value += 1;
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_audit_verify(const char *project, int intact)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	gauge(28, l, intact, 0);
+}
+
+void aw_metrics_mcp_stdio_restart(const char *project)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	add1(29, l);
+}
+
+void aw_metrics_bus_connected(int connected)
+{
+	gauge(30, "", connected, 0);
+}
+
+void aw_metrics_llm_inflight(const char *project, int calls)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	gauge(31, l, calls, 0);
+}
+
+void aw_metrics_budget_cost(const char *project, long long micro_usd)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	pthread_mutex_lock(&mu);
+	series *c = get(families[32].family, COUNTER, l);
+	if (c)
+		c->value += (double)micro_usd / 1e6;
+	pthread_mutex_unlock(&mu);
+}
+
 #define METRICS_MAX ((size_t)64 << 20)
 char *aw_metrics_render(void)
 {
 	aw_buf b = AW_BUF_INIT(METRICS_MAX);
+	int64_t now = aw_clock_wall_ms();
 	pthread_mutex_lock(&mu);
 	for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
 		aw_buf_addf(&b, "# HELP %s %s\n# TYPE %s %s\n", families[f].family,
 			    families[f].help, families[f].family, families[f].type);
 		for (series *s = head; s; s = s->next) {
-			if (s->family != families[f].family)
+			if (s->family != families[f].family ||
+			    (s->expires_ms && now >= s->expires_ms))
 				continue;
 			const char *l = s->labels, *sep = l[0] ? "," : "";
 			if (s->kind != HISTOGRAM) {

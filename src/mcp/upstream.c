@@ -54,6 +54,7 @@
 #include "awooop/jcs.h"
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
+#include "awooop/metrics.h"
 #include "awooop/secret.h"
 
 #define SCRUBBED "[REDACTED:credential]"
@@ -1503,6 +1504,7 @@ static aw_err stdio_request(aw_mcp_up *u, const char *method, const json_t *para
 		stdio_stop(u);
 		aw_log(AW_LOG_WARN, NULL, "mcp stdio upstream exited; restarting with backoff",
 		       "project", u->project, "provider", u->provider, NULL);
+		aw_metrics_mcp_stdio_restart(u->project);
 	}
 	if (!u->pid) {
 		if (aw_clock_mono_ns() < u->retry_at_ns)

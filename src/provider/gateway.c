@@ -234,19 +234,23 @@ void aw_llm_test_shift_days(int days)
 	atomic_store(&day_shift, days);
 }
 
-/* The UTC day the cap counts in: the counter's key changes at midnight. */
-static void utc_date(char out[16])
+/* The UTC day the cap counts in: the counter's key changes at midnight.
+ * *end_ms: the day's end on the wall clock (the metric's expiry). */
+static void utc_date(char out[16], int64_t *end_ms)
 {
-	time_t now = (time_t)(aw_clock_wall_ms() / 1000) + (time_t)atomic_load(&day_shift) * 86400;
+	int64_t shift = (int64_t)atomic_load(&day_shift) * 86400;
+	time_t now = (time_t)(aw_clock_wall_ms() / 1000 + shift);
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(out, 16, "%Y-%m-%d", &tm);
+	*end_ms = ((int64_t)now / 86400 + 1 - shift / 86400) * 86400 * 1000;
 }
 
 int aw_llm_cap_take(aw_llm *g)
 {
 	char date[16];
-	utc_date(date);
+	int64_t day_end = 0;
+	utc_date(date, &day_end);
 	pthread_mutex_lock(&g->mu);
 	long cap = g->emergency_cap;
 	if (!g->o.kv) {
@@ -256,6 +260,8 @@ int aw_llm_cap_take(aw_llm *g)
 		}
 		int ok = g->cap_count < cap;
 		g->cap_count += ok;
+		if (cap > 0)
+			aw_metrics_llm_emergency((double)g->cap_count, (double)cap, day_end);
 		pthread_mutex_unlock(&g->mu);
 		return ok;
 	}
@@ -274,6 +280,8 @@ int aw_llm_cap_take(aw_llm *g)
 	}
 	if (n == 1)
 		aw_kv_expire(g->o.kv, &ctx, "gemini_daily_count", vals, 1, 2 * 86400, &err);
+	if (cap > 0) /* granted: the count past the cap was refused */
+		aw_metrics_llm_emergency((double)(n < cap ? n : cap), (double)cap, day_end);
 	return n <= cap;
 }
 
@@ -636,6 +644,7 @@ static void inflight(aw_llm *g, const char *project, int delta)
 	for (int i = 0; i < 64; i++) { /* a project stays listed once seen (the reaper) */
 		if (g->inflight[i].project[0] && !strcmp(g->inflight[i].project, project)) {
 			g->inflight[i].calls += delta;
+			aw_metrics_llm_inflight(project, g->inflight[i].calls);
 			pthread_mutex_unlock(&g->mu);
 			return;
 		}
@@ -646,6 +655,7 @@ static void inflight(aw_llm *g, const char *project, int delta)
 		snprintf(g->inflight[free_slot].project, sizeof g->inflight[free_slot].project,
 			 "%s", project);
 		g->inflight[free_slot].calls = delta;
+		aw_metrics_llm_inflight(project, delta);
 	}
 	pthread_mutex_unlock(&g->mu);
 }

@@ -68,8 +68,11 @@ void *aw_worker_heartbeat_main(void *arg)
 		if (atomic_load(&w->stop))
 			break;
 		aw_error err = {0};
-		if (n && aw_store_run_heartbeat(w->s, w->id, w->o.lease_ms, ids, n, lost, &err) ==
-				 AW_OK) {
+		if (!n)
+			aw_metrics_loop_tick("heartbeat");
+		else if (aw_store_run_heartbeat(w->s, w->id, w->o.lease_ms, ids, n, lost, &err) ==
+			 AW_OK) {
+			aw_metrics_loop_tick("heartbeat");
 			pthread_mutex_lock(&w->mu);
 			for (int i = 0; i < n; i++)
 				for (int k = 0; lost[i] && k < cap; k++) {
@@ -80,11 +83,12 @@ void *aw_worker_heartbeat_main(void *arg)
 			pthread_mutex_unlock(&w->mu);
 		}
 		int reaped = 0;
-		if (w->o.reaper >= 0 &&
-		    aw_run_reap(w->s, w->o.retry_base_ms, w->o.retry_max_ms, &reaped, &err) ==
-			    AW_OK &&
-		    reaped)
-			aw_run_kick();
+		if (w->o.reaper >= 0 && aw_run_reap(w->s, w->o.retry_base_ms, w->o.retry_max_ms,
+						    &reaped, &err) == AW_OK) {
+			aw_metrics_loop_tick("reaper");
+			if (reaped)
+				aw_run_kick();
+		}
 		if (w->o.reaper >= 0 && w->o.retention_h > 0 && aw_clock_mono_ns() >= next_prune)
 			next_prune = aw_clock_mono_ns() + prune(w);
 	}

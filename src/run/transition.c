@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "awooop/audit.h"
+#include "awooop/metrics.h"
 
 struct aw_run_pending {
 	const char *run_id, *trace_id; /* borrowed from the mover: live until the end */
@@ -179,6 +180,14 @@ aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 		else
 			e = aw_store_commit(x->t, err);
 	}
+	/* runs that ended failed (the alert on the failed-run rate): counted
+	 * once committed; a wrapped txn's when recorded (its caller commits
+	 * next; a rollback there counts one too many) */
+	int failed = 0;
+	for (int i = 0; !e && i < x->n; i++)
+		failed += !strcmp(x->recs[i].action, aw_run_action(AW_RUN_FAILED));
+	if (failed)
+		aw_metrics_run_event("failed", failed);
 	for (int i = 0; i < x->n; i++)
 		json_decref(x->recs[i].payload);
 	free(items);

@@ -254,6 +254,51 @@ static void test_metrics_render(void **state)
 	aw_metrics_reset();
 }
 
+/* The series the alerts read (deploy/prometheus/alerts.yml): a gauge with an
+ * expiry leaves the text from then on; labels carry project ids only. */
+static void test_metrics_alerting(void **state)
+{
+	(void)state;
+	aw_metrics_reset();
+	int64_t now = aw_clock_wall_ms();
+	aw_metrics_llm_emergency(90, 100, now + 60000);
+	aw_metrics_budget_used("p1", 0.5);
+	aw_metrics_audit_verify("p1", 0);
+	aw_metrics_mcp_stdio_restart("p1");
+	aw_metrics_mcp_stdio_restart("p1");
+	aw_metrics_bus_connected(0);
+	aw_metrics_llm_inflight("p1", 3);
+	aw_metrics_budget_cost("p1", 1500000);
+	aw_metrics_run_event("failed", 2);
+	char *m = aw_metrics_render();
+	assert_non_null(m);
+	assert_non_null(strstr(m, "awooop_llm_emergency_calls 90\n"));
+	assert_non_null(strstr(m, "awooop_llm_emergency_cap 100\n"));
+	assert_non_null(strstr(m, "awooop_budget_used_ratio{project=\"p1\"} 0.5\n"));
+	assert_non_null(strstr(m, "awooop_audit_chain_intact{project=\"p1\"} 0\n"));
+	assert_non_null(strstr(m, "awooop_mcp_stdio_restarts_total{project=\"p1\"} 2\n"));
+	assert_non_null(strstr(m, "awooop_bus_connected 0\n"));
+	assert_non_null(strstr(m, "awooop_llm_inflight{project=\"p1\"} 3\n"));
+	assert_non_null(strstr(m, "awooop_budget_cost_usd_total{project=\"p1\"} 1.5\n"));
+	assert_non_null(strstr(m, "awooop_run_events_total{event=\"failed\"} 2\n"));
+	free(m);
+	/* the day is over: the count and the cap leave the text, the rest stays */
+	aw_metrics_llm_emergency(90, 100, now - 1);
+	m = aw_metrics_render();
+	assert_non_null(m);
+	assert_null(strstr(m, "awooop_llm_emergency_calls 9"));
+	assert_null(strstr(m, "awooop_llm_emergency_cap 1"));
+	assert_non_null(strstr(m, "# TYPE awooop_llm_emergency_calls gauge\n"));
+	assert_non_null(strstr(m, "awooop_bus_connected 0\n"));
+	free(m);
+	/* a new count starts the series again */
+	aw_metrics_llm_emergency(1, 100, now + 60000);
+	m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_llm_emergency_calls 1\n"));
+	free(m);
+	aw_metrics_reset();
+}
+
 static void jcs_is(const char *in, const char *want)
 {
 	json_error_t je;
@@ -519,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_identifiers),
 		cmocka_unit_test(test_strict_json),
 		cmocka_unit_test(test_metrics_render),
+		cmocka_unit_test(test_metrics_alerting),
 		cmocka_unit_test(test_jcs),
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_random_pool),

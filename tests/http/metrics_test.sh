@@ -45,6 +45,8 @@ grep '^# TYPE' "$TMP/metrics" | awk '{print $3}' | sort -u >"$TMP/have"
 check "dashboard metrics not exported" "$(comm -23 "$TMP/dash" "$TMP/have" | tr '\n' ' ')" ""
 check "dashboard covers runs, relay, convergence, gateways, budget" \
   "$(grep -cE 'awooop_(run_events|outbox_undelivered|policy_changes|llm_calls|mcp_refusals|budget_events)_total|awooop_outbox_undelivered' "$DASH" | awk '{print ($1 >= 6)}')" 1
+check "dashboard covers in-flight, cost, budget share, emergency cap" \
+  "$(grep -oE 'awooop_(llm_inflight|budget_cost_usd_total|budget_used_ratio|llm_emergency_cap)\b' "$DASH" | sort -u | wc -l)" 4
 jq -e '.panels | length > 10' "$DASH" >/dev/null && ok || bad "dashboard JSON"
 # the OpenAPI document is served as built into the binary, without a key
 req GET /v1/openapi.json ""

@@ -721,6 +721,11 @@ static void test_emergency_cap(void **state)
 	assert_int_equal(stat_of(&G, "requests"), g0 + 5);
 	assert_int_equal(stat_of(&G, "auth_ok"), stat_of(&G, "requests")); /* the key arrived */
 	cap_run(8, 5, 0); /* the day's cap is spent */
+	/* the alert's series: calls granted of the cap */
+	char *m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_llm_emergency_calls 5\n"));
+	assert_non_null(strstr(m, "awooop_llm_emergency_cap 5\n"));
+	free(m);
 	/* the counter is the INV-1 key, in Redis */
 	char date[16];
 	time_t now = time(NULL);
@@ -757,6 +762,10 @@ static void test_emergency_cap(void **state)
 	fake_status(&O1, 503);
 	fake_status(&O2, 503);
 	cap_run(16, 3, 3);
+	m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_llm_emergency_calls 3\n"));
+	assert_non_null(strstr(m, "awooop_llm_emergency_cap 3\n"));
+	free(m);
 	aw_llm_test_shift_days(1);
 	cap_run(4, 3, 3);
 	aw_llm_test_shift_days(0);
@@ -1107,6 +1116,16 @@ static void test_budget(void **state)
 	assert_int_equal(cw.ok + cw.refused, 64);
 	assert_true(cw.ok > 0 && cw.refused > 0);
 	ledger_balances("beta", 600);
+	/* the alerts' series: the share settled of the day's limit, no overshoot */
+	json_t *st = budget_status("beta");
+	char *m = aw_metrics_render();
+	const char *r = strstr(m, "awooop_budget_used_ratio{project=\"beta\"} ");
+	assert_non_null(r);
+	double ratio = strtod(strchr(r, '}') + 2, NULL);
+	assert_true(fabs(ratio - (double)jll(st, "settled") / 600.0) < 1e-9);
+	assert_null(strstr(m, "project=\"beta\",event=\"overshoot\""));
+	free(m);
+	json_decref(st);
 
 	/* an upstream that sends no usage: the stream is counted */
 	set_budget("beta", 100000, "block");
