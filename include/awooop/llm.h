@@ -38,20 +38,24 @@ typedef struct aw_llm aw_llm;
 typedef struct aw_llm_call aw_llm_call;
 
 typedef struct {
-	aw_store *store;	 /* audit records; borrowed */
-	aw_policy_cache *policy; /* the per-call guard; borrowed */
-	aw_kv *kv;		 /* the emergency cap counter in Redis; NULL: in-process */
-	const json_t *config;	 /* {"providers": {...}} (aw_llm_config_check); copied */
-	const char *contract_id; /* the policy_routing contract; default "default" */
-	int connect_timeout_ms;	 /* default 3000 */
-	int first_byte_ms;	 /* before the first byte; default 60000 (a candidate's
-				    timeout_ms wins) */
-	int idle_ms;		 /* between bytes of a stream; default 30000 */
-	int breaker_failures;	 /* consecutive failures that open it; default 5 */
-	int breaker_cooldown_ms; /* open -> half-open; default 10000 */
-	int schema_retries;	 /* default 3 (the policy's limits.schema_retries wins) */
-	int lease_ms;		 /* a budget reservation outlives a dead holder this long;
+	aw_store *store;	      /* audit records; borrowed */
+	aw_policy_cache *policy;      /* the per-call guard; borrowed */
+	aw_kv *kv;		      /* the emergency cap counter in Redis; NULL: in-process */
+	const json_t *config;	      /* {"providers": {...}} (aw_llm_config_check); copied */
+	const char *contract_id;      /* the policy_routing contract; default "default" */
+	int connect_timeout_ms;	      /* default 3000 */
+	int first_byte_ms;	      /* before the first byte; default 60000 (a candidate's
+				    timeout_ms may shorten it, never lengthen it) */
+	int idle_ms;		      /* between bytes of a stream; default 30000 */
+	int breaker_failures;	      /* consecutive failures that open it; default 5 */
+	int breaker_cooldown_ms;      /* open -> half-open; default 10000 */
+	int schema_retries;	      /* default 3 (the policy's limits.schema_retries wins) */
+	int lease_ms;		      /* a budget reservation outlives a dead holder this long;
 				    default 660000 (the longest call + a minute) */
+	const char *project_inflight; /* calls (streams included) one project may have in
+					 flight here: "N" or "N,project=M,..." (bounds.h);
+					 NULL: 64, a quarter of an upstream host's 256
+					 connections; past it: 429 E-LLM-009 */
 } aw_llm_opts;
 
 /* Checks a gateway configuration document:

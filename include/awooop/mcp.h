@@ -41,30 +41,36 @@ typedef struct aw_mcp aw_mcp;
 typedef struct aw_mcp_call aw_mcp_call;
 
 typedef struct {
-	aw_store *store;	   /* audit records; borrowed */
-	aw_policy_cache *policy;   /* the per-call guard; borrowed */
-	const char *contract_id;   /* the mcp_tool contract; default "default" */
-	const char *secrets_dir;   /* tenants' file: secrets live in <dir>/<project>/ */
-	const char *stdio_allow;   /* what stdio upstreams may run: whole argvs, the env
+	aw_store *store;	     /* audit records; borrowed */
+	aw_policy_cache *policy;     /* the per-call guard; borrowed */
+	const char *contract_id;     /* the mcp_tool contract; default "default" */
+	const char *secrets_dir;     /* tenants' file: secrets live in <dir>/<project>/ */
+	const char *stdio_allow;     /* what stdio upstreams may run: whole argvs, the env
 				      names tenants may set, the paths shown (the format of
 				      --mcp-stdio-allow, src/mcp/stdio_sandbox.h); NULL: none */
-	const char *stdio_network; /* projects (','-separated, or "*") whose stdio children
+	const char *stdio_network;   /* projects (','-separated, or "*") whose stdio children
 				      share the host's network; NULL: none has one */
-	long sandbox_uid;	   /* the children's uid/gid outside their user namespaces
+	long sandbox_uid;	     /* the children's uid/gid outside their user namespaces
 				      when the gateway runs as root; 0: 65534 */
-	long stdio_pids;	   /* processes a child may have (RLIMIT_NPROC in its user
+	long stdio_pids;	     /* processes a child may have (RLIMIT_NPROC in its user
 				      namespace); default 128 */
-	long stdio_cpu_s;	   /* a child's CPU seconds (RLIMIT_CPU); default 3600 */
-	int workers;		   /* upstream I/O threads; default 32 */
-	int timeout_ms;		   /* a tool call's default; 30000 */
-	int defs_ttl_ms;	   /* how long upstream tool definitions are trusted
+	long stdio_cpu_s;	     /* a child's CPU seconds (RLIMIT_CPU); default 3600 */
+	int workers;		     /* upstream I/O threads; default 32 */
+	const char *project_workers; /* of them, how many one project's requests may hold at
+					once: "N" or "N,project=M,..." (bounds.h); NULL: a
+					quarter of the workers */
+	int max_queued;		     /* requests one project may have waiting; default 1024
+					(past it: 429 E-MCP-008) */
+	int timeout_ms;		     /* a tool call's default; 30000 */
+	int timeout_max_ms;	     /* the most a tool's own timeout_ms may be; 120000 */
+	int defs_ttl_ms;	     /* how long upstream tool definitions are trusted
 				    before they are fetched again; 5000 */
-	aw_kv *kv;		   /* Gate 4's rate limits across every gateway process sharing this
+	aw_kv *kv;		/* Gate 4's rate limits across every gateway process sharing this
 		      Redis (a one-minute sliding window); NULL: per process only */
-	const char *cgroup_dir;	   /* a memory cgroup directory (v2 or v1) delegated to the
+	const char *cgroup_dir; /* a memory cgroup directory (v2 or v1) delegated to the
 				   gateway: each stdio child runs in a cgroup of its own
 				   under it, limited to memory_mb; NULL: no limit */
-	int memory_mb;		   /* a stdio child's memory limit: the cgroup's with cgroup_dir,
+	int memory_mb;		/* a stdio child's memory limit: the cgroup's with cgroup_dir,
 				   else RLIMIT_DATA; default 512, < 0: none */
 } aw_mcp_opts;
 

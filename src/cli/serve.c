@@ -177,8 +177,14 @@ int aw_cmd_serve(int argc, char **argv)
 		{"llm-connect-ms", "AWOOOP_LLM_CONNECT_MS", "3000", 0, "upstream connect timeout",
 		 NULL},
 		{"llm-first-byte-ms", "AWOOOP_LLM_FIRST_BYTE_MS", "60000", 0,
-		 "upstream first-byte timeout (a candidate's timeout_ms wins)", NULL},
+		 "upstream first-byte timeout (a candidate's timeout_ms may shorten it, never lengthen it)",
+		 NULL},
 		{"llm-idle-ms", "AWOOOP_LLM_IDLE_MS", "30000", 0, "upstream stream idle timeout",
+		 NULL},
+		{"llm-project-inflight", "AWOOOP_LLM_PROJECT_INFLIGHT", NULL, 0,
+		 "model calls (streams included) one project may have in flight in this process: "
+		 "N, or N,PROJECT=M,... (default 64, a quarter of an upstream host's 256 "
+		 "connections); past it 429 E-LLM-009",
 		 NULL},
 		{"breaker-failures", "AWOOOP_BREAKER_FAILURES", "5", 0,
 		 "consecutive upstream failures that open its circuit", NULL},
@@ -238,7 +244,18 @@ int aw_cmd_serve(int argc, char **argv)
 		 NULL},
 		{"mcp-workers", "AWOOOP_MCP_WORKERS", "32", 0, "MCP upstream I/O threads", NULL},
 		{"mcp-timeout-ms", "AWOOOP_MCP_TIMEOUT_MS", "30000", 0,
-		 "a tool call's default timeout (a tool's timeout_ms wins)", NULL},
+		 "a tool call's default timeout (a tool's timeout_ms wins, up to "
+		 "--mcp-timeout-max-ms)",
+		 NULL},
+		{"mcp-timeout-max-ms", "AWOOOP_MCP_TIMEOUT_MAX_MS", "120000", 0,
+		 "the longest timeout_ms a tenant's tool may set", NULL},
+		{"mcp-project-workers", "AWOOOP_MCP_PROJECT_WORKERS", NULL, 0,
+		 "of the --mcp-workers, how many one project's requests may hold at once: N, or "
+		 "N,PROJECT=M,... (default: a quarter of the workers); one more is always kept "
+		 "for list requests",
+		 NULL},
+		{"mcp-project-queue", "AWOOOP_MCP_PROJECT_QUEUE", "1024", 0,
+		 "MCP requests one project may have waiting (past it: 429 E-MCP-008)", NULL},
 		{"channels", "AWOOOP_CHANNELS", "on", 0,
 		 "on|off: run the channel hub (Telegram bots of channel_event contracts) in roles "
 		 "all and hub",
@@ -336,6 +353,8 @@ int aw_cmd_serve(int argc, char **argv)
 		{"mcp-sandbox-uid", 1, 4294967294L},
 		{"mcp-stdio-pids", 8, 65536},
 		{"mcp-stdio-cpu-s", 1, 31536000},
+		{"mcp-timeout-max-ms", 100, 3600000},
+		{"mcp-project-queue", 1, 1000000},
 	};
 	/* no process of this uid (a stdio child before its sandbox, anything
 	 * else the host runs as awooop) may read this one's memory or
@@ -477,7 +496,8 @@ int aw_cmd_serve(int argc, char **argv)
 				  .breaker_failures = (int)wv[12],
 				  .breaker_cooldown_ms = (int)wv[13],
 				  .lease_ms = (int)wv[14],
-				  .schema_retries = 3};
+				  .schema_retries = 3,
+				  .project_inflight = aw_cli_get(opts, "llm-project-inflight")};
 		aw_fleet_opts fo = {.store = store, .role = role, .report_ms = (int)wv[21]};
 		if ((e = aw_policy_cache_new(store, contracts, bus, &po, &policy, &err)) ||
 		    (fo.policy = policy, e = aw_fleet_start(&fo, &fleet, &err)) ||
@@ -511,7 +531,10 @@ int aw_cmd_serve(int argc, char **argv)
 				  .stdio_pids = wv[27],
 				  .stdio_cpu_s = wv[28],
 				  .workers = (int)wv[15],
+				  .project_workers = aw_cli_get(opts, "mcp-project-workers"),
+				  .max_queued = (int)wv[30],
 				  .timeout_ms = (int)wv[16],
+				  .timeout_max_ms = (int)wv[29],
 				  .kv = kv,
 				  .cgroup_dir = aw_cli_get(opts, "mcp-cgroup"),
 				  .memory_mb = wv[23] ? (int)wv[23] : -1};

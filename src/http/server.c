@@ -111,6 +111,10 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->xhdr_name)
 		MHD_add_response_header(resp, r->xhdr_name, r->xhdr_value);
+	/* every 429 says when to come back (a bound per tenant or a rate: each
+	 * frees within a second or so; the answer's code names which) */
+	if (status == 429 && !MHD_get_response_header(resp, "Retry-After"))
+		MHD_add_response_header(resp, "Retry-After", "1");
 	if (atomic_load(&r->srv->draining))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	MHD_queue_response(r->conn, (unsigned)status, resp);

@@ -42,6 +42,7 @@
 #include "awooop/redact.h"
 #include "awooop/schema.h"
 #include "awooop/wake.h"
+#include "fairq.h"
 #include "mcp_internal.h"
 #include "stdio_sandbox.h"
 
@@ -131,7 +132,6 @@ struct aw_mcp_call {
 	int done, parked, status;
 	json_t *response;
 	char session[40];
-	struct aw_mcp_call *qnext;
 	/* cancellation: the legacy session the request came in (its client
 	 * names it in notifications/cancelled), set once it is cancelled;
 	 * listed in g->inflight (g->mu) while a worker runs it */
@@ -171,10 +171,9 @@ struct aw_mcp {
 	aw_mcp_call *inflight; /* requests of legacy sessions being run */
 	ask *asks;	       /* upstream requests waiting for a client's answer */
 	atomic_llong serial;   /* asks' ids and progress tokens */
-	/* workers */
-	pthread_mutex_t qmu;
-	pthread_cond_t qcv;
-	aw_mcp_call *qhead, *qtail;
+	/* workers, fed fairly between projects (fairq.h) */
+	aw_bounds per_project; /* requests of one project run at once */
+	aw_fairq *fq;
 	pthread_t *workers;
 	int nworkers;
 	/* recorder */
@@ -1246,7 +1245,10 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 		goto out;
 	}
 	json_t *up_params = json_pack("{s:s,s:O}", "name", t->name, "arguments", a);
+	/* a tool's own timeout, never past the platform's bound */
 	int timeout_ms = t->timeout_ms ? t->timeout_ms : g->o.timeout_ms;
+	if (timeout_ms > g->o.timeout_max_ms)
+		timeout_ms = g->o.timeout_max_ms;
 	aw_mcp_peer peer = call_peer(call, up_params, timeout_ms);
 	json_t *res = NULL, *rpc = NULL;
 	aw_err e = aw_mcp_up_request(t->u->up, "tools/call", up_params, timeout_ms, &peer, &res,
@@ -1577,13 +1579,8 @@ static void *worker_main(void *arg)
 	aw_mcp *g = arg;
 	pthread_setname_np(pthread_self(), "aw-mcp-worker");
 	for (;;) {
-		pthread_mutex_lock(&g->qmu);
-		while (!g->qhead && !atomic_load(&g->stopping))
-			pthread_cond_wait(&g->qcv, &g->qmu);
-		aw_mcp_call *c = g->qhead;
-		if (c && !(g->qhead = c->qnext))
-			g->qtail = NULL;
-		pthread_mutex_unlock(&g->qmu);
+		aw_fairq_ticket t;
+		aw_mcp_call *c = aw_fairq_pop(g->fq, &t);
 		if (!c)
 			break;
 		if (atomic_load(&g->stopping))
@@ -1594,9 +1591,19 @@ static void *worker_main(void *arg)
 			       503);
 		else
 			run_call(g, c);
+		aw_fairq_done(g->fq, &t);
 		aw_mcp_release(c);
 	}
 	return NULL;
+}
+
+/* Requests that cost the upstream little (lists, subscriptions, the log
+ * level) go before upstream calls (tools/call and the relayed reads), so
+ * they never wait behind a slow upstream's calls. */
+static int cheap(const char *method)
+{
+	return strcmp(method, "tools/call") && strcmp(method, "resources/read") &&
+	       strcmp(method, "prompts/get") && strcmp(method, "completion/complete");
 }
 
 static void session_new(aw_mcp *g, aw_mcp_call *c)
@@ -1824,14 +1831,18 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 		return AW_OK;
 	}
 	atomic_fetch_add(&c->refs, 1); /* the worker's */
-	pthread_mutex_lock(&g->qmu);
-	if (g->qtail)
-		g->qtail->qnext = c;
-	else
-		g->qhead = c;
-	g->qtail = c;
-	pthread_cond_signal(&g->qcv);
-	pthread_mutex_unlock(&g->qmu);
+	int q = aw_fairq_push(g->fq, c->ctx.project, cheap(c->msg.method), c);
+	if (q) { /* the project's own queue is full: it waits for itself */
+		aw_mcp_release(c);
+		finish(c,
+		       aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL,
+					 q == -1 ? "this project has as many requests waiting as "
+						   "it may (its tool calls are slower than it "
+						   "sends them): retry later"
+						 : "out of memory",
+					 aw_err_code(q == -1 ? AW_E_MCP_BUSY : AW_E_NOMEM)),
+		       q == -1 ? 429 : 503);
+	}
 	return AW_OK;
 }
 
@@ -2014,18 +2025,29 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		g->o.workers = 32;
 	if (g->o.timeout_ms <= 0)
 		g->o.timeout_ms = 30000;
+	if (g->o.timeout_max_ms <= 0)
+		g->o.timeout_max_ms = 120000;
+	if (g->o.timeout_ms > g->o.timeout_max_ms)
+		g->o.timeout_ms = g->o.timeout_max_ms;
 	if (g->o.defs_ttl_ms <= 0)
 		g->o.defs_ttl_ms = 5000;
 	snprintf(g->contract_id, sizeof g->contract_id, "%s",
 		 o->contract_id ? o->contract_id : "default");
 	g->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
 	pthread_mutex_init(&g->mu, NULL);
-	pthread_mutex_init(&g->qmu, NULL);
-	pthread_cond_init(&g->qcv, NULL);
 	pthread_mutex_init(&g->rmu, NULL);
 	pthread_cond_init(&g->rcv, NULL);
 	pthread_cond_init(&g->rdone, NULL);
-	aw_err e = aw_redact_init(err);
+	/* a project runs at most a quarter of the workers at once, unless the
+	 * platform says otherwise per project */
+	long share = g->o.workers >= 4 ? g->o.workers / 4 : 1;
+	aw_err e = aw_bounds_parse(o->project_workers, share, 1, g->o.workers,
+				   "--mcp-project-workers", &g->per_project, err);
+	if (!e && !(g->fq = aw_fairq_new(g->o.workers, &g->per_project,
+					 o->max_queued > 0 ? o->max_queued : 1024)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!e)
+		e = aw_redact_init(err);
 	if (!e && aw_policy_on_change(o->policy, on_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many policy listeners");
 	if (!e && !(g->workers = calloc((size_t)g->o.workers, sizeof *g->workers)))
@@ -2053,9 +2075,8 @@ void aw_mcp_stop(aw_mcp *g)
 	if (!g || atomic_exchange(&g->stopping, 1))
 		return;
 	aw_policy_off(g->o.policy, on_change, g);
-	pthread_mutex_lock(&g->qmu);
-	pthread_cond_broadcast(&g->qcv);
-	pthread_mutex_unlock(&g->qmu);
+	if (g->fq)
+		aw_fairq_stop(g->fq);
 	for (int i = 0; i < g->nworkers; i++)
 		pthread_join(g->workers[i], NULL);
 	g->nworkers = 0;
@@ -2067,6 +2088,7 @@ void aw_mcp_free(aw_mcp *g)
 		return;
 	aw_mcp_stop(g);
 	free(g->workers);
+	aw_fairq_free(g->fq);
 	if (g->recorder_started) {
 		pthread_mutex_lock(&g->rmu);
 		pthread_cond_broadcast(&g->rcv);

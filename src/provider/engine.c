@@ -97,6 +97,13 @@ static void breaker_result(aw_llm *g, upstream *u, int ok)
 	}
 }
 
+/* A timeout the tenant chose ended a try: nothing is counted against the
+ * upstream, and a half-open probe it held is given back. */
+static void own_timeout(upstream *u)
+{
+	u->probing = 0;
+}
+
 /* ------------------------------------------------------------- transfer */
 
 static void transfer_end(aw_llm *g, aw_llm_call *c)
@@ -278,9 +285,12 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)g->o.connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-	c->fb_ms = t->timeout_ms   ? t->timeout_ms
-		   : u->timeout_ms ? u->timeout_ms
-				   : g->o.first_byte_ms;
+	/* the platform's first-byte timeout (the endpoint's, else the
+	 * gateway's); a candidate's timeout_ms may only shorten it, and a
+	 * timeout it shortened is the tenant's own (c->own_timeout) */
+	int platform_fb = u->timeout_ms ? u->timeout_ms : g->o.first_byte_ms;
+	c->fb_ms = t->timeout_ms && t->timeout_ms < platform_fb ? t->timeout_ms : platform_fb;
+	c->fb_own = c->fb_ms < platform_fb;
 	c->status = 0;
 	c->t_try_ns = aw_clock_mono_ns();
 	c->t_first_ns = c->t_last_ns = 0;
@@ -332,6 +342,10 @@ static void advance(aw_llm *g, aw_llm_call *c)
 		if (!breaker_allows(t->u, aw_clock_mono_ns())) {
 			note(c, "circuit open");
 			c->failovers++;
+			continue;
+		}
+		if (t->emergency && c->own_failure) { /* spent on upstreams' failures only */
+			note(c, "the emergency model is not spent on the route's own timeouts");
 			continue;
 		}
 		if (t->emergency && !aw_llm_cap_take(g)) {
@@ -620,10 +634,17 @@ static void sweep(aw_llm *g)
 			aw_llm_finish(c, AW_LLM_FAILED, "client_gone", AW_E_LLM_BROKEN,
 				      "the client went away");
 		} else if (!c->t_first_ns && now - c->t_try_ns > (int64_t)c->fb_ms * 1000000) {
-			char why[64];
-			snprintf(why, sizeof why, "no first byte within %d ms", c->fb_ms);
-			account(c, 1); /* the upstream may be at work on the prompt */
-			breaker_result(g, c->t[c->ti].u, 0);
+			char why[96];
+			snprintf(why, sizeof why, "no first byte within %d ms%s", c->fb_ms,
+				 c->fb_own ? " (the route's own timeout_ms)" : "");
+			account(c, 1);	 /* the upstream may be at work on the prompt */
+			if (c->fb_own) { /* the tenant's choice: its call fails, the
+					    shared upstream is not charged */
+				own_timeout(c->t[c->ti].u);
+				c->own_failure = 1;
+			} else {
+				breaker_result(g, c->t[c->ti].u, 0);
+			}
 			failover(g, c, why);
 		} else if (c->t_first_ns && now - c->t_last_ns > (int64_t)g->o.idle_ms * 1000000) {
 			if (c->bytes_out) {

@@ -139,6 +139,9 @@ void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err 
 	/* queued before the client wakes: records are in the order clients saw
 	 * their calls end, and a drain (aw_llm_flush) after a call sees it */
 	inflight(c->g, c->ctx.project, -1);
+	if (c->slot)
+		aw_slots_give(c->g->slots, c->ctx.project);
+	c->slot = 0;
 	record_queue(c->g, c);
 	if (parked) { /* a parked client cannot release the call: wake it now */
 		pthread_mutex_lock(&c->mu);
@@ -441,7 +444,10 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 			add_target(c, provider(g, p), model, cand, 0);
 			continue;
 		}
-		int hosts = 0;
+		/* the platform's Ollama hosts keep the platform's timeouts: a
+		 * route cannot time its calls out there to trip the shared
+		 * hosts' breakers or reach the emergency model */
+		int hosts = 0, first = c->nt;
 		for (int k = 0; k < 3; k++)
 			if (g->topo[k] && serves(g->topo[k], model)) {
 				add_target(c, g->topo[k], model, cand, 0);
@@ -449,6 +455,8 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 			}
 		if (!g->topo_rev[0])
 			add_target(c, provider(g, "ollama"), model, cand, 0);
+		for (int k = first; k < c->nt; k++)
+			c->t[k].timeout_ms = 0;
 		if (hosts && !emergency_added && g->emergency_model[0]) {
 			add_target(c, provider(g, g->emergency_provider), g->emergency_model, cand,
 				   1);
@@ -699,10 +707,21 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 			snprintf(err->where, sizeof err->where,
 				 "/response_format/json_schema/schema");
 	}
+	long held = 0, bound = 0;
+	if (!e && !(c->slot = aw_slots_take(g->slots, c->ctx.project, &held, &bound)))
+		e = aw_fail(
+			err, AW_E_LLM_BUSY,
+			"this project has %ld model calls in flight, its bound here (shared "
+			"upstream connections are kept for other projects): retry when one ends",
+			held);
 	if (!e)
 		e = route_call(g, c, meta ? meta->task : NULL, err);
 	if (!e)
 		e = admit(g, c, meta, err);
+	if (e && c->slot) {
+		aw_slots_give(g->slots, c->ctx.project);
+		c->slot = 0;
+	}
 	if (e) { /* refused before any upstream: recorded all the same */
 		snprintf(c->outcome, sizeof c->outcome, "refused");
 		c->code = aw_err_code(e);
@@ -955,6 +974,14 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 #undef DEF
 	if (o->schema_retries < 0 || o->schema_retries > 10)
 		g->o.schema_retries = 3;
+	aw_bounds pb;
+	aw_err be = aw_bounds_parse(o->project_inflight, 64, 1, 1000000, "--llm-project-inflight",
+				    &pb, err);
+	if (be || !(g->slots = aw_slots_new(&pb))) {
+		json_decref(g->config);
+		free(g);
+		return be ? be : aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->rmu, NULL);
 	pthread_cond_init(&g->rcv, NULL);
@@ -1030,6 +1057,7 @@ void aw_llm_free(aw_llm *g)
 		aw_llm_upstream_put(g->providers[i]);
 	for (int i = 0; i < 3; i++)
 		aw_llm_upstream_put(g->topo[i]);
+	aw_slots_free(g->slots);
 	json_decref(g->config);
 	pthread_mutex_destroy(&g->mu);
 	pthread_mutex_destroy(&g->rmu);

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "awooop/budget.h"
+#include "awooop/bounds.h"
 #include "awooop/llm.h"
 #include "awooop/llm_wire.h"
 #include "awooop/schema.h"
@@ -78,7 +79,9 @@ struct aw_llm_call {
 	long status;
 	int64_t t0_ns, t_try_ns, t_first_ns, t_last_ns, t_client_first_ns;
 	int fb_ms, saw_end, bytes_out, failovers, attempts, schema_fails;
-	aw_buf notes; /* why each target failed, for the error detail */
+	int fb_own;	 /* fb_ms is the route's own, shorter than the platform's */
+	int own_failure; /* a try ended on the route's own timeout */
+	aw_buf notes;	 /* why each target failed, for the error detail */
 	/* what the client reads (mu) */
 	pthread_mutex_t mu;
 	aw_llm_state state;
@@ -87,6 +90,7 @@ struct aw_llm_call {
 	aw_buf out;
 	size_t out_off;
 	int eof, parked, released, finished;
+	int slot; /* holds one of its project's in-flight slots (g->slots) */
 	aw_llm_wake wake;
 	void *wake_ud;
 	/* the budget (lines 1-3) */
@@ -105,6 +109,7 @@ struct aw_llm_call {
 
 struct aw_llm {
 	aw_llm_opts o;
+	aw_slots *slots; /* calls in flight per project, under its bound */
 	json_t *config;
 	char contract_id[AW_PROJECT_MAX + 1];
 	char holder[96];    /* this process, as the holder of budget reservations */

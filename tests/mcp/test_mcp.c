@@ -898,6 +898,68 @@ static void test_cancellation(void **state)
 	json_decref(s.answer);
 }
 
+/* ---- no tenant starves another (issue 39): a tenant whose upstream is slow
+ * holds at most its share of the workers (8 here: 2 at once), so another's
+ * list and calls are answered at once (before: they waited for the slow
+ * calls, 23.6 s in the attack pass) */
+typedef struct {
+	const char *project, *tool;
+	int ms;
+	json_t *answer;
+} noisy_call;
+
+static void *noisy_main(void *arg)
+{
+	noisy_call *n = arg;
+	n->answer = tcall(n->project, n->tool, json_pack("{s:i}", "ms", n->ms));
+	return NULL;
+}
+
+static int64_t ms_of(const char *project, const char *method, json_t *params)
+{
+	int64_t t0 = aw_clock_mono_ns();
+	json_t *r = call_as(project, method, params, 0);
+	int64_t ms = (aw_clock_mono_ns() - t0) / 1000000;
+	if (!json_object_get(r, "result"))
+		fail_msg("%s of %s not answered", method, project);
+	json_decref(r);
+	return ms;
+}
+
+static void test_fair_workers(void **state)
+{
+	(void)state;
+	aw_error err = {0};
+	json_t *body =
+		json_pack("{s:{s:o},s:[o]}", "upstreams", "web", http_upstream(HTTP_PORT, NULL),
+			  "tools", tool("slow", "web", "read_only"));
+	assert_int_equal(activate("mcp-q", body, &err), AW_OK);
+	body = json_pack("{s:{s:o},s:[o]}", "upstreams", "web", http_upstream(HTTP_PORT, NULL),
+			 "tools", tool("echo", "web", "read_only"));
+	assert_int_equal(activate("mcp-r", body, &err), AW_OK);
+	enum { N = 10 };
+	noisy_call calls[N];
+	pthread_t th[N];
+	for (int i = 0; i < N; i++) {
+		calls[i] = (noisy_call){"mcp-q", "slow__web", 1200, NULL};
+		assert_int_equal(pthread_create(&th[i], NULL, noisy_main, &calls[i]), 0);
+	}
+	usleep(200000); /* the flood is in: every one of the 8 workers could be its */
+	int64_t list_ms = ms_of("mcp-r", "tools/list", NULL);
+	int64_t call_ms =
+		ms_of("mcp-r", "tools/call",
+		      json_pack("{s:s,s:{s:s}}", "name", "echo__web", "arguments", "text", "hi"));
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		if (!json_object_get(calls[i].answer, "result")) /* slow, never refused */
+			fail_msg("the flood's call %d: %s", i, json_dumps(calls[i].answer, 0));
+		json_decref(calls[i].answer);
+	}
+	if (list_ms > 600 || call_ms > 600)
+		fail_msg("beside the flood: tools/list %lld ms, tools/call %lld ms",
+			 (long long)list_ms, (long long)call_ms);
+}
+
 /* Sessions are capped per project: a tenant opening sessions without end
  * ends its own oldest, never another tenant's. */
 static void test_session_caps(void **state)
@@ -1764,9 +1826,10 @@ static void test_sandbox_view(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
-					"mcp-g", "mcp-h", "mcp-i", "mcp-j", "mcp-k", "mcp-l",
-					"mcp-m", "mcp-n", "mcp-o", "mcp-p", NULL};
+	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
+					"mcp-f", "mcp-g", "mcp-h", "mcp-i", "mcp-j",
+					"mcp-k", "mcp-l", "mcp-m", "mcp-n", "mcp-o",
+					"mcp-p", "mcp-q", "mcp-r", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1790,7 +1853,7 @@ static int setup(void **state)
 	/* the doubles are on loopback: the operator grants every project of the
 	 * suite private egress but mcp-g (test_egress) */
 	if (aw_egress_grant("mcp-a,mcp-b,mcp-c,mcp-d,mcp-e,mcp-f,mcp-h,mcp-i,mcp-j,mcp-k,mcp-l,"
-			    "mcp-m,mcp-n",
+			    "mcp-m,mcp-n,mcp-q,mcp-r",
 			    &err))
 		return -1;
 	setenv("AWOOOP_T_MCP_HA__XKEY", CANARY_A, 1);
@@ -1845,6 +1908,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stdio_stderr_and_limits),
 		cmocka_unit_test(test_session_caps),
 		cmocka_unit_test(test_cancellation),
+		cmocka_unit_test(test_fair_workers),
 		cmocka_unit_test(test_rate_shared),
 		cmocka_unit_test(test_relay_to_client),
 		cmocka_unit_test(test_stdio_memory),

@@ -191,6 +191,8 @@ static aw_policy_cache *PC;
 static aw_kv *KV;
 static aw_llm *GW;
 
+static const char *PROJECT_INFLIGHT; /* the gateway's bound, NULL: its default */
+
 static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 {
 	aw_error err = {0};
@@ -220,7 +222,8 @@ static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 			  .breaker_failures = breaker_failures,
 			  .breaker_cooldown_ms = cooldown_ms,
 			  .schema_retries = 3,
-			  .lease_ms = 2000};
+			  .lease_ms = 2000,
+			  .project_inflight = PROJECT_INFLIGHT};
 	if (aw_llm_new(&lo, &GW, &err))
 		fail_msg("gateway: %s", err.msg);
 	json_decref(cfg);
@@ -632,6 +635,85 @@ static json_t *topology(int cap)
 			 "gemini", "model", "g-flash", "daily_cap", cap);
 }
 
+/* Failures are charged to whoever caused them (issue 39): a route that sets
+ * a timeout_ms shorter than the upstream answers fails its own calls, and
+ * the shared upstream's breaker never opens for it - another tenant's calls
+ * are answered (before: "circuit open" for as long as the first kept
+ * probing). A route's timeout_ms only shortens the platform's. */
+static void test_breaker_charged_to_cause(void **state)
+{
+	(void)state;
+	gateway_up(2, 10000, NULL);
+	json_t *mine = json_pack("{s:[{s:s,s:{s:s},s:[{s:s,s:s,s:i}]}]}", "routes", "name", "chat",
+				 "match", "task", "chat", "candidates", "provider", "openai",
+				 "model", "m;ttft=300", "timeout_ms", 100);
+	activate("gamma", "policy_routing", "default", mine, NULL);
+	const char *theirs[] = {"openai=m;ttft=300", NULL};
+	set_policy("delta", theirs, NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	for (int i = 0; i < 4; i++) { /* twice the breaker's failures */
+		assert_int_equal(ask("gamma", "chat", NULL, &resp, &err), AW_E_LLM_UPSTREAMS);
+		assert_non_null(strstr(err.msg, "the route's own timeout_ms"));
+	}
+	char *m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_llm_breaker_state{upstream=\"openai\"} 0"));
+	free(m);
+	assert_int_equal(ask("delta", "chat", NULL, &resp, &err), AW_OK);
+	json_decref(resp);
+	gateway_down();
+}
+
+/* One project's calls hold at most its bound of the gateway (issue 39: 300
+ * parked streams of one tenant made another's 4-token call wait 34 s on the
+ * shared connections); past it 429 E-LLM-009, the others unaffected. */
+typedef struct {
+	const char *project;
+	aw_err e;
+} busy_arg;
+
+static void *busy_caller(void *arg)
+{
+	busy_arg *b = arg;
+	json_t *resp = NULL;
+	aw_error err = {0};
+	b->e = ask(b->project, "chat", NULL, &resp, &err);
+	json_decref(resp);
+	return NULL;
+}
+
+static void test_project_inflight(void **state)
+{
+	(void)state;
+	PROJECT_INFLIGHT = "2,delta=3";
+	gateway_up(5, 10000, NULL);
+	PROJECT_INFLIGHT = NULL;
+	const char *slow[] = {"openai=slow;ttft=1500", NULL};
+	set_policy("gamma", slow, NULL);
+	const char *fast[] = {"openai=fast", NULL};
+	set_policy("delta", fast, NULL);
+	busy_arg b[2] = {{"gamma", AW_OK}, {"gamma", AW_OK}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, busy_caller, &b[i]), 0);
+	usleep(300000);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	assert_int_equal(ask("gamma", "chat", NULL, &resp, &err), AW_E_LLM_BUSY);
+	int64_t t0 = aw_clock_mono_ns();
+	assert_int_equal(ask("delta", "chat", NULL, &resp, &err), AW_OK);
+	assert_true((aw_clock_mono_ns() - t0) / 1000000 < 1000);
+	json_decref(resp);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(b[i].e, AW_OK);
+	}
+	/* freed as they end */
+	assert_int_equal(ask("gamma", "chat", NULL, &resp, &err), AW_OK);
+	json_decref(resp);
+	gateway_down();
+}
+
 static void test_topology(void **state)
 {
 	(void)state;
@@ -771,6 +853,24 @@ static void test_emergency_cap(void **state)
 	aw_llm_test_shift_days(0);
 	fake_status(&O1, 0);
 	fake_status(&O2, 0);
+
+	/* the lever of issue 39: a route's timeout_ms on an ollama candidate,
+	 * shorter than the hosts answer, forced the emergency model (spending the
+	 * platform's cap) and tripped the shared hosts' breakers. The platform's
+	 * hosts keep the platform's timeouts: the call is the host's. */
+	aw_llm_test_shift_days(2);
+	json_t *lever = json_pack("{s:[{s:s,s:{s:s},s:[{s:s,s:s,s:i}]}]}", "routes", "name", "chat",
+				  "match", "task", "chat", "candidates", "provider", "ollama",
+				  "model", "llama3;ttft=300", "timeout_ms", 100);
+	activate("acme", "policy_routing", "default", lever, NULL);
+	g0 = stat_of(&G, "requests");
+	for (int i = 0; i < 4; i++)
+		answered_by("acme", "O1");
+	assert_int_equal(stat_of(&G, "requests"), g0); /* no emergency call */
+	m = aw_metrics_render();
+	assert_null(strstr(m, "awooop_llm_breaker_state{upstream=\"ollama-primary\"} 1"));
+	free(m);
+	aw_llm_test_shift_days(0);
 	gateway_down();
 }
 
@@ -1567,6 +1667,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route_and_activation),
 		cmocka_unit_test(test_candidate_limits),
+		cmocka_unit_test(test_breaker_charged_to_cause),
+		cmocka_unit_test(test_project_inflight),
 		cmocka_unit_test(test_failover_order),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_breaker),
