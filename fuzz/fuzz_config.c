@@ -1,13 +1,15 @@
 /*
  * fuzz_config.c - parsers of input that arrives from outside the process but
  * not over HTTP: ADR-113 invalidation messages read from Redis, the publish key
- * spec (AWOOOP_PUBLISH_KEYS), and Redis URLs. Checks: no crash, and a decoded
- * message carries valid revision ids.
+ * spec (AWOOOP_PUBLISH_KEYS), Redis URLs and per-project bounds
+ * (--mcp-project-workers, --llm-project-inflight). Checks: no crash, a
+ * decoded message carries valid revision ids, a parsed bound is in range.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/bounds.h"
 #include "awooop/redis.h"
 #include "awooop/keyring.h"
 #include "awooop/policy.h"
@@ -36,6 +38,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (aw_redis_url_parse(s, &u, &err) == AW_OK &&
 	    (u.port < 1 || u.port > 65535 || u.db < 0 || u.db > 15 || !u.host[0]))
 		abort();
+	aw_bounds b;
+	if (aw_bounds_parse(s, 7, 1, 1000, "x", &b, &err) == AW_OK) {
+		if (b.def < 1 || b.def > 1000 || b.n > AW_BOUNDS_MAX)
+			abort();
+		for (int i = 0; i < b.n; i++)
+			if (b.o[i].v < 1 || b.o[i].v > 1000 || aw_bounds_of(&b, b.o[i].project) < 1)
+				abort();
+	}
 	free(s);
 	return 0;
 }

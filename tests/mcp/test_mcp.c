@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 
 #include "awooop/approval.h"
+#include "mcp/fairq.h"
 #include "awooop/audit.h"
 #include "awooop/store/audit.h"
 #include "awooop/budget.h"
@@ -924,6 +925,54 @@ static int64_t ms_of(const char *project, const char *method, json_t *params)
 		fail_msg("%s of %s not answered", method, project);
 	json_decref(r);
 	return ms;
+}
+
+/* The fair queue alone, against what it promises: lists first, round robin
+ * between projects, a project's bound, one worker kept from upstream calls,
+ * a project's backlog bounded, and everything handed out once stopped. */
+static void test_fairq_model(void **state)
+{
+	(void)state;
+	aw_bounds b;
+	aw_error err = {0};
+	assert_int_equal(aw_bounds_parse("2,pb=1", 0, 1, 100, "x", &b, &err), AW_OK);
+	assert_int_equal(aw_bounds_parse("2,PB!=1", 0, 1, 100, "x", &b, &err), AW_E_CONFIG);
+	assert_int_equal(aw_bounds_parse("2,pb=0", 0, 1, 100, "x", &b, &err), AW_E_CONFIG);
+	assert_int_equal(aw_bounds_parse("2,pb=1", 0, 1, 100, "x", &b, &err), AW_OK);
+	aw_fairq *q = aw_fairq_new(4, &b, 3);
+	int items[16];
+	for (int i = 0; i < 3; i++) /* a: three calls; the fourth is refused */
+		assert_int_equal(aw_fairq_push(q, "pa", 0, &items[i]), 0);
+	assert_int_equal(aw_fairq_push(q, "pa", 0, &items[3]), -1);
+	assert_int_equal(aw_fairq_push(q, "pb", 0, &items[4]), 0);
+	assert_int_equal(aw_fairq_push(q, "pb", 0, &items[5]), 0);
+	assert_int_equal(aw_fairq_push(q, "pc", 1, &items[6]), 0); /* a list */
+	aw_fairq_ticket t[8];
+	assert_ptr_equal(aw_fairq_pop(q, &t[0]), &items[6]); /* the list first */
+	assert_ptr_equal(aw_fairq_pop(q, &t[1]), &items[0]); /* then round robin */
+	assert_ptr_equal(aw_fairq_pop(q, &t[2]), &items[4]);
+	assert_ptr_equal(aw_fairq_pop(q, &t[3]), &items[1]); /* a's second: its bound is 2 */
+	int running, waiting;
+	aw_fairq_counts(q, "pa", &running, &waiting);
+	assert_int_equal(running, 2);
+	assert_int_equal(waiting, 1);
+	/* 3 calls run of 4 workers: the last is kept for lists; b is at its
+	 * bound (1), a at its (2) */
+	assert_int_equal(aw_fairq_push(q, "pd", 1, &items[7]), 0);
+	assert_ptr_equal(aw_fairq_pop(q, &t[4]), &items[7]);
+	aw_fairq_done(q, &t[4]);
+	aw_fairq_done(q, &t[0]);
+	aw_fairq_done(q, &t[2]); /* b's done: its next may go */
+	assert_ptr_equal(aw_fairq_pop(q, &t[5]), &items[5]);
+	aw_fairq_counts(q, "pc", &running, &waiting); /* idle projects are gone */
+	assert_int_equal(running + waiting, 0);
+	aw_fairq_stop(q); /* everything left is handed out, bounds or not */
+	assert_ptr_equal(aw_fairq_pop(q, &t[6]), &items[2]);
+	assert_null(aw_fairq_pop(q, &t[7]));
+	for (int i = 1; i < 7; i++)
+		if (i != 4 && i != 0 && i != 2)
+			aw_fairq_done(q, &t[i]);
+	aw_fairq_free(q);
 }
 
 static void test_fair_workers(void **state)
@@ -1908,6 +1957,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stdio_stderr_and_limits),
 		cmocka_unit_test(test_session_caps),
 		cmocka_unit_test(test_cancellation),
+		cmocka_unit_test(test_fairq_model),
 		cmocka_unit_test(test_fair_workers),
 		cmocka_unit_test(test_rate_shared),
 		cmocka_unit_test(test_relay_to_client),
