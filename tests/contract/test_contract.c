@@ -995,6 +995,30 @@ static void test_rollback(void **state)
 	assert_string_equal(err.where, "/legacy_limit");
 	aw_policy_cache_free(pc);
 
+	/* after an emergency revoke: back to the revision before the revoked one */
+	char xy[2][40];
+	aw_ctx admin;
+	aw_test_ctx(&admin, "ct-rb", AW_SCOPE_PROJECT_ADMIN, "root");
+	for (int i = 0; i < 2; i++) {
+		published("ct-rb", "budget", "b3", budget(20 + i), xy[i]);
+		approve("ct-rb", "budget", "b3", xy[i], "alice", AW_OK);
+		approve("ct-rb", "budget", "b3", xy[i], "bob", AW_OK);
+		assert_int_equal(activate("ct-rb", "budget", "b3", xy[i], &act), AW_OK);
+	}
+	assert_int_equal(aw_contract_revoke(C, S, &admin, "budget", "b3", xy[1], &err), AW_OK);
+	assert_int_equal(aw_contract_rollback(C, S, &oncall, "budget", "b3", NULL, &rb, &err),
+			 AW_OK);
+	assert_string_equal(rb.revision.rollback_of, xy[0]);
+	assert_string_equal(rb.revision.rollback_from, "");
+	aw_ctx carol;
+	as(&carol, "ct-rb", "carol");
+	assert_int_equal(aw_contract_approve_ex(C, S, &carol, "budget", "b3",
+						rb.revision.revision_id, NULL, &res, &err),
+			 AW_OK);
+	assert_true(res.act.activated);
+	assert_string_equal(res.act.old_revision_id, "");
+	aw_revision_clear(&rb.revision);
+
 	/* restoring an older approval policy needs the full threshold */
 	char pol2[40];
 	published("ct-rb", "approval", AW_APPROVAL_CONTRACT,
