@@ -196,19 +196,32 @@ async function viewContracts(params, g) {
     const act = (rev, what) => el('button', { type: 'button', class: 'secondary', 'aria-label': what + ' revision ' + short(rev.revision_id), onclick: async () => {
       const a = await api('POST', `${base()}/revisions/${rev.revision_id}/${what}`);
       if (!a.ok) return problem(a, 'Not ' + what + 'd');
-      say(`Revision ${short(rev.revision_id)}: ${what} done${a.status === 202 ? ' (suggest mode: nothing changed)' : ''}.`, 'ok');
+      const rb = a.data && a.data.rollback ? (a.data.activated ? ' Rollback activated.'
+        : a.data.activation_error ? ` Rollback not activated: ${a.data.activation_error.code} ${a.data.activation_error.detail}`
+          : ` Rollback: ${a.data.approvals} of ${a.data.approvals_needed} approval(s).`) : '';
+      say(`Revision ${short(rev.revision_id)}: ${what} done${a.status === 202 ? ' (suggest mode: nothing changed)' : ''}.${rb}`, 'ok');
       load();
     } }, what);
+    // a superseded revision comes back as a new revision with its body, published here and
+    // activated by the approval that completes the policy's rollback quorum (another principal)
+    const rollback = (rev) => el('button', { type: 'button', class: 'secondary', 'aria-label': 'Roll back to revision ' + short(rev.revision_id), onclick: async () => {
+      const a = await api('POST', `${base()}/rollback`, { to: rev.revision_id });
+      if (!a.ok) return problem(a, 'Not rolled back');
+      say(`Rollback to ${short(rev.revision_id)}: revision ${short(a.data.revision_id)} published, waiting for ${a.data.approvals_needed} approval(s) by another approver.`, 'ok');
+      load();
+    } }, 'Roll back');
     const selA = el('select', { id: 'diff-a' }, revs.map((x) => el('option', { value: x.revision_id, text: short(x.revision_id) + ' ' + x.state })));
     const selB = el('select', { id: 'diff-b' }, revs.map((x, i) => el('option', { value: x.revision_id, selected: i === 1, text: short(x.revision_id) + ' ' + x.state })));
     list.replaceChildren(
       table([
         { label: 'Revision', get: (x) => el('span', { class: 'mono', title: x.revision_id, text: short(x.revision_id) }) },
-        { label: 'State', get: (x) => x.state }, { label: 'Updated', get: (x) => x.updated_at }, { label: 'By', get: (x) => x.created_by },
+        { label: 'State', get: (x) => x.rollback_of ? `${x.state} (rollback to ${short(x.rollback_of)})` : x.state },
+        { label: 'Updated', get: (x) => x.updated_at }, { label: 'By', get: (x) => x.created_by },
         { label: 'Actions', get: (x) => el('span', { class: 'row' },
           x.state === 'draft' ? act(x, 'publish') : null,
           x.state === 'published' ? [act(x, 'approve'), act(x, 'activate')] : null,
-          x.state === 'active' || x.state === 'published' ? act(x, 'revoke') : null) }], revs, 'Revisions, newest first'),
+          x.state === 'active' || x.state === 'published' ? act(x, 'revoke') : null,
+          x.state === 'superseded' ? rollback(x) : null) }], revs, 'Revisions, newest first'),
       revs.length > 1 ? el('form', { onsubmit: async (ev) => {
         ev.preventDefault();
         const [a, b] = await Promise.all([api('GET', `${base()}/revisions/${selA.value}`), api('GET', `${base()}/revisions/${selB.value}`)]);

@@ -63,7 +63,9 @@ schemas = {
         "body": ANY, "created_at": TS, "created_by": S(), "updated_at": TS,
         "body_hash": {"type": ["string", "null"]}, "signature": {"type": ["string", "null"]},
         "key_id": {"type": ["string", "null"]}, "published_at": TSN,
-        "published_by": {"type": ["string", "null"]}, "verified": B}),
+        "published_by": {"type": ["string", "null"]}, "verified": B,
+        "rollback_of": {**UUIDN, "description": "a rollback revision: the earlier revision whose body it restores"},
+        "rollback_from": {**UUIDN, "description": "a rollback revision: the revision active when it was requested"}}),
     "Step": obj(["step", "kind", "state", "idempotency_key", "attempt", "result"], {
         "step": I(minimum=1), "kind": S(), "state": S(), "idempotency_key": S(), "attempt": I(minimum=0),
         "result": ANY, "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN}),
@@ -246,11 +248,29 @@ op("POST", C + "/revisions/{rev}/{action}", "revisionAction",
                          obj(["revision_id", "state"], {"revision_id": UUID, "state": S(const="revoked")})]},
               "publish: the revision; activate: the outcome; revoke: the new state"),
     "201": js(obj(["revision_id", "principal", "approved_at", "expires_at"], {
-        "revision_id": UUID, "principal": S(), "approved_at": TS, "expires_at": TS}), "approve: the approval"),
+        "revision_id": UUID, "principal": S(), "approved_at": TS, "expires_at": TS,
+        "rollback": {"const": True, "description": "present for a rollback revision, with what follows"},
+        "approvals": I(), "approvals_needed": I(),
+        "activated": {"type": "boolean", "description": "this approval completed the rollback quorum and activated it"},
+        "old_revision_id": UUIDN, "event_id": UUIDN,
+        "activation_error": obj(["code", "detail"], {"code": S(enum=CODES), "detail": S()})}),
+        "approve: the approval (a rollback's: and whether it activated)"),
     "202": js(obj(["revision_id", "activated", "approvals", "threshold"], {
         "revision_id": UUID, "activated": {"const": False}, "suggested": B, "approvals": I(), "threshold": I()}),
         "activate in suggest mode below the threshold: nothing changed")},
    "operator (revoke: project-admin)")
+op("POST", C + "/rollback", "rollbackContract",
+   "Roll back in one step: a published revision restoring an earlier active revision's body, activated by the "
+   "approval that completes the approval policy's rollback quorum", "contracts",
+   {"201": js({"allOf": [REF("Revision"), obj(
+       ["rollback_of", "approvals", "approvals_needed"], {
+           "rollback_of": UUID, "approvals": I(const=0),
+           "approvals_needed": I(minimum=1, description="valid approvals its activation needs: the policy's "
+                                                         "rollback_threshold, else threshold")})]},
+              "the rollback revision, published")},
+   "operator", extra={"requestBody": {"required": False, "content": {"application/json": {"schema": obj([], {
+       "to": {**UUID, "description": "the earlier (superseded) revision to restore; default: the one active "
+                                     "before the current activation"}}, extra=False)}}}})
 op("GET", C + "/active", "activeRevision", "The active revision, hash and signature verified", "contracts",
    {"200": js(REF("Revision"))}, "reader")
 op("GET", C + "/convergence", "contractConvergence",

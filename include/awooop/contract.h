@@ -56,9 +56,6 @@ aw_err aw_contract_list(aw_store *s, const aw_ctx *ctx, const char *family, cons
 aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 			   const char *family, const char *contract_id, const char *rev,
 			   aw_revision *out, aw_error *err);
-aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
-			   const char *family, const char *contract_id, const char *rev,
-			   aw_approval *out, aw_error *err);
 
 typedef struct {
 	int activated; /* 1: the pointer now names the revision */
@@ -72,6 +69,45 @@ typedef struct {
 aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 			    const char *family, const char *contract_id, const char *rev,
 			    aw_activation *out, aw_error *err);
+
+/* Records the caller's approval of a published revision. When the revision is
+ * a rollback and this approval completes its quorum, the revision is activated
+ * at once, in a transaction of its own with every check of
+ * aw_contract_activate (the approval stands whatever that answers). */
+aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			   const char *family, const char *contract_id, const char *rev,
+			   aw_approval *out, aw_error *err);
+typedef struct {
+	int rollback;	       /* 1: the revision is a rollback */
+	int approvals, needed; /* rollback: valid approvals now, and what it needs */
+	aw_activation act;     /* act.activated: this approval activated it */
+	aw_error act_err;      /* act_err.err != AW_OK: the activation ran and refused */
+} aw_approve_result;
+/* aw_contract_approve, saying what the approval set off (res may be NULL). */
+aw_err aw_contract_approve_ex(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			      const char *family, const char *contract_id, const char *rev,
+			      aw_approval *out, aw_approve_result *res, aw_error *err);
+
+/* Rollback in one step: a new revision of the contract whose body is the
+ * body of `to` (NULL or "": the revision active before the current
+ * activation), created and published by the caller in one transaction and
+ * audited as contract.draft, contract.publish and contract.rollback. It is
+ * activated like any revision - by aw_contract_activate, or by the approval
+ * that completes its quorum - with the approval policy's rollback_threshold in
+ * place of threshold (not for family approval), only while the active
+ * revision is still the one it rolls back from (E-CONTRACT-014) and only
+ * while its body hash equals the target's. `to` must be a superseded revision
+ * of this contract (E-CONTRACT-002 another contract's or tenant's,
+ * E-CONTRACT-012 any other state, or no earlier revision) whose body passes
+ * today's validation (E-CONTRACT-013, err->where the member) and verifies
+ * (E-CONTRACT-SIG). out->revision's body is freed with aw_revision_clear. */
+typedef struct {
+	aw_revision revision; /* the rollback revision, published */
+	int needed;	      /* valid approvals its activation needs today */
+} aw_rollback;
+aw_err aw_contract_rollback(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			    const char *family, const char *contract_id, const char *to,
+			    aw_rollback *out, aw_error *err);
 aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx, const char *family,
 			  const char *contract_id, const char *rev, aw_error *err);
 /* The active revision, its body hash and signature verified (AW_E_CONTRACT_SIG
@@ -87,7 +123,11 @@ int aw_contract_verify(const aw_contracts *c, const aw_revision *r);
 typedef struct {
 	json_t *approvers;
 	int threshold, window_s, suggest;
+	int rollback_threshold; /* 0: not stated (a rollback needs threshold) */
 } aw_approval_policy;
+/* The valid approvals revision r needs under policy p: rollback_threshold for
+ * a rollback revision of any family but approval, else threshold. */
+int aw_contract_quorum(const aw_approval_policy *p, const aw_revision *r);
 aw_err aw_contract_approval_policy(const aw_contracts *c, aw_txn *t, aw_approval_policy *p,
 				   aw_error *err);
 /* 1 when principal is in approvers (a policy's list; anything but an array:

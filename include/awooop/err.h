@@ -56,6 +56,9 @@
 	X(AW_E_CONTRACT_ID, "E-CONTRACT-009", 400, "Invalid contract id")                  \
 	X(AW_E_CONTRACT_NO_KEY, "E-CONTRACT-010", 503, "No publish key configured")        \
 	X(AW_E_CONTRACT_SECRET, "E-CONTRACT-011", 422, "Secret inside a contract")         \
+	X(AW_E_CONTRACT_RB_TARGET, "E-CONTRACT-012", 409, "Not a rollback target")         \
+	X(AW_E_CONTRACT_RB_INVALID, "E-CONTRACT-013", 422, "Rollback body now invalid")    \
+	X(AW_E_CONTRACT_RB_STALE, "E-CONTRACT-014", 409, "Rollback no longer applies")     \
 	X(AW_E_CONTRACT_SIG, "E-CONTRACT-SIG", 409, "Signature or body hash mismatch")     \
 	X(AW_E_MIGRATE_ROLE, "E-MIGRATE-001", 500, "Unsafe application role")              \
 	X(AW_E_CONFIG, "E-CONFIG-001", 400, "Invalid configuration")                       \

@@ -106,7 +106,10 @@ int aw_cmd_contract(int argc, char **argv)
 		 "policy_routing|channel_event|mcp_tool|budget|approval|platform_resource", NULL},
 		{"contract", NULL, NULL, 0, "contract id", NULL},
 		{"rev", NULL, NULL, 0, "revision id", NULL},
-		{"to", NULL, NULL, 0, "diff: the other revision", NULL},
+		{"to", NULL, NULL, 0,
+		 "diff: the other revision; rollback: the earlier revision to restore"
+		 " (default: the one active before the current activation)",
+		 NULL},
 		{"file", NULL, NULL, 0, "create/update: JSON file with the contract body", NULL},
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
 		{"limit", NULL, "5", 0, "convergence: how many recent activations", NULL},
@@ -124,6 +127,11 @@ int aw_cmd_contract(int argc, char **argv)
 		"  list | get --rev R | active\n"
 		"  diff --rev A --to B              RFC 6902 patch from A to B\n"
 		"  publish | approve | activate | revoke --rev R\n"
+		"  rollback [--to R]                a new revision restoring an earlier active\n"
+		"                                   one's body (default: the one before the\n"
+		"                                   current activation), published; the approval\n"
+		"                                   that completes the policy's rollback quorum\n"
+		"                                   (rollback_threshold) activates it\n"
 		"  convergence [--limit N] [--wait-s S]  which live processes serve each\n"
 		"                                   recent activation, and how fast\n\n"
 		"Talks to AWOOOP_URL with AWOOOP_KEY. docs/contracts.md documents the fields.";
@@ -142,7 +150,8 @@ int aw_cmd_contract(int argc, char **argv)
 	}
 	if (!strcmp(verb, "convergence"))
 		return convergence(opts, project, family, cid);
-	int needs_rev = strcmp(verb, "create") && strcmp(verb, "list") && strcmp(verb, "active");
+	int needs_rev = strcmp(verb, "create") && strcmp(verb, "list") && strcmp(verb, "active") &&
+			strcmp(verb, "rollback");
 	if (needs_rev && !aw_uuid_valid(rev))
 		return aw_cli_fail(AW_E_USAGE, "--rev must be a revision id (UUID)");
 	char base[512], path[700];
@@ -164,6 +173,13 @@ int aw_cmd_contract(int argc, char **argv)
 			snprintf(path, sizeof path, "%s/revisions", base);
 		else
 			snprintf(path, sizeof path, "%s/revisions/%s", base, rev);
+	} else if (!strcmp(verb, "rollback")) {
+		const char *to = aw_cli_get(opts, "to");
+		if (to && !aw_uuid_valid(to))
+			return aw_cli_fail(AW_E_USAGE, "--to must be a revision id (UUID)");
+		method = "POST";
+		snprintf(path, sizeof path, "%s/rollback", base);
+		body = to ? json_pack("{s:s}", "to", to) : NULL;
 	} else if (!strcmp(verb, "list")) {
 		snprintf(path, sizeof path, "%s/revisions", base);
 	} else if (!strcmp(verb, "active")) {
@@ -205,9 +221,30 @@ int aw_cmd_contract(int argc, char **argv)
 			       : "not activated: suggested only",
 		       (long long)json_integer_value(json_object_get(doc, "approvals")),
 		       (long long)json_integer_value(json_object_get(doc, "threshold")));
+	} else if (!strcmp(verb, "rollback")) {
+		printf("%s rolls back %s to %s: published, waiting for %lld approval(s)\n",
+		       json_string_value(json_object_get(doc, "revision_id")),
+		       json_string_value(json_object_get(doc, "rollback_from")) ?: "(none active)",
+		       json_string_value(json_object_get(doc, "rollback_of")),
+		       (long long)json_integer_value(json_object_get(doc, "approvals_needed")));
 	} else if (!strcmp(verb, "approve")) {
 		printf("approved %s until %s\n", rev,
 		       json_string_value(json_object_get(doc, "expires_at")));
+		json_t *ae = json_object_get(doc, "activation_error");
+		if (json_is_true(json_object_get(doc, "activated")))
+			printf("rollback %s activated (approvals %lld of %lld)\n", rev,
+			       (long long)json_integer_value(json_object_get(doc, "approvals")),
+			       (long long)json_integer_value(
+				       json_object_get(doc, "approvals_needed")));
+		else if (ae)
+			printf("rollback %s not activated: %s %s\n", rev,
+			       json_string_value(json_object_get(ae, "code")),
+			       json_string_value(json_object_get(ae, "detail")));
+		else if (json_is_true(json_object_get(doc, "rollback")))
+			printf("rollback %s: %lld of %lld approval(s)\n", rev,
+			       (long long)json_integer_value(json_object_get(doc, "approvals")),
+			       (long long)json_integer_value(
+				       json_object_get(doc, "approvals_needed")));
 	} else {
 		print_revision_row(doc);
 	}

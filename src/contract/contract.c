@@ -9,6 +9,14 @@
  * Approvals: the project's active approval contract "default" sets approvers,
  * threshold, window and mode; without one the platform default applies (any
  * operator-or-higher principal but the publisher, threshold 1, 24 h, enforce).
+ *
+ * Rollback: a new revision carrying an earlier active revision's body, created
+ * and published in one call, activated like any other revision (same checks,
+ * same outbox event) with the policy's rollback_threshold as its quorum. It
+ * names its target (rollback_of) and the revision it replaces (rollback_from):
+ * it activates only while that one is still active and its body hash still
+ * equals the target's, so the faster quorum only ever restores a body that
+ * was approved and active before, over the state its approvers saw.
  */
 #include "awooop/contract.h"
 #include "awooop/pattern.h"
@@ -244,6 +252,12 @@ aw_err aw_contract_validate(const aw_contracts *c, const char *project, const ch
 		    (json_int_t)json_array_size(json_object_get(body, "approvers")))
 		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/threshold",
 				  "/threshold is larger than the number of approvers");
+	if (!strcmp(family, "approval") && json_object_get(body, "rollback_threshold") &&
+	    json_integer_value(json_object_get(body, "rollback_threshold")) >
+		    json_integer_value(json_object_get(body, "threshold")))
+		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/rollback_threshold",
+				  "/rollback_threshold is larger than /threshold: a rollback"
+				  " quorum may be faster, never slower");
 	if (!strcmp(family, "mcp_tool"))
 		return aw_contract_mcp_check(body, err);
 	if (!strcmp(family, "channel_event"))
@@ -487,7 +501,7 @@ aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 aw_err aw_contract_approval_policy(const aw_contracts *c, aw_txn *t, aw_approval_policy *p,
 				   aw_error *err)
 {
-	*p = (aw_approval_policy){NULL, 1, 86400, 0};
+	*p = (aw_approval_policy){NULL, 1, 86400, 0, 0};
 	char rev[AW_UUID_STR_LEN + 1];
 	aw_err e = aw_store_active_get(t, "approval", AW_APPROVAL_CONTRACT, rev, err);
 	if (e || !rev[0])
@@ -508,8 +522,40 @@ aw_err aw_contract_approval_policy(const aw_contracts *c, aw_txn *t, aw_approval
 	p->threshold = (int)json_integer_value(json_object_get(b, "threshold"));
 	p->window_s = (int)json_integer_value(json_object_get(b, "window_s"));
 	p->suggest = !strcmp(json_string_value(json_object_get(b, "mode")), "suggest");
+	p->rollback_threshold = (int)json_integer_value(json_object_get(b, "rollback_threshold"));
 	json_decref(b);
 	return AW_OK;
+}
+
+int aw_contract_quorum(const aw_approval_policy *p, const aw_revision *r)
+{
+	/* restoring an older approval policy is a change of who approves: it
+	 * always needs the full threshold of the signers it replaces */
+	if (r->rollback_of[0] && strcmp(r->family, "approval") != 0 && p->rollback_threshold > 0)
+		return p->rollback_threshold;
+	return p->threshold;
+}
+
+/* Valid approvals of r in t at `now`: unexpired, by an approver of the
+ * policy, neither the publisher nor a key the publisher minted. */
+static aw_err count_approvals(aw_txn *t, const aw_approval_policy *p, const aw_revision *r,
+			      const char *now, int *n, aw_error *err)
+{
+	aw_approval *ap = NULL;
+	aw_apikey *keys = NULL;
+	int nap = 0, nkeys = 0;
+	aw_err e = aw_store_approval_list(t, r->revision_id, &ap, &nap, err);
+	if (!e)
+		e = aw_store_key_list(t, &keys, &nkeys, err);
+	*n = 0;
+	for (int i = 0; !e && i < nap; i++) /* approvals are unique per principal */
+		*n += strcmp(ap[i].expires_at, now) > 0 &&
+		      aw_contract_approver(p->approvers, ap[i].principal) &&
+		      strcmp(ap[i].principal, r->published_by) != 0 &&
+		      !aw_key_minted_by(keys, nkeys, ap[i].principal, r->published_by);
+	free(ap);
+	free(keys);
+	return e;
 }
 
 int aw_contract_approver(const json_t *approvers, const char *principal)
@@ -528,6 +574,14 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 			   const char *family, const char *contract_id, const char *rev,
 			   aw_approval *out, aw_error *err)
 {
+	return aw_contract_approve_ex(c, s, ctx, family, contract_id, rev, out, NULL, err);
+}
+
+aw_err aw_contract_approve_ex(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			      const char *family, const char *contract_id, const char *rev,
+			      aw_approval *out, aw_approve_result *res, aw_error *err)
+{
+	aw_approve_result rr = {0};
 	aw_txn *t = NULL;
 	aw_revision r = {0};
 	aw_err e = begin_on(s, ctx, family, contract_id, rev, &t, &r, err);
@@ -560,11 +614,24 @@ aw_err aw_contract_approve(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 			e = aw_audit_record(t, ctx, "contract.approve", rev, ap, err);
 			json_decref(ap);
 		}
+		if (!e && (rr.rollback = r.rollback_of[0] != '\0')) {
+			char ts[AW_TS_LEN + 1];
+			aw_clock_now(ts);
+			rr.needed = aw_contract_quorum(&p, &r);
+			e = count_approvals(t, &p, &r, ts, &rr.approvals, err);
+		}
 	}
 	json_decref(p.approvers);
 	aw_revision_clear(&r);
 	if (!(e = finish(t, e, err)) && out)
 		*out = a;
+	/* the approval that completes a rollback's quorum activates it: every
+	 * check again, in a transaction of its own */
+	if (!e && rr.rollback && rr.approvals >= rr.needed)
+		rr.act_err.err = aw_contract_activate(c, s, ctx, family, contract_id, rev, &rr.act,
+						      &rr.act_err);
+	if (res)
+		*res = rr;
 	return e;
 }
 
@@ -579,9 +646,7 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	if (e)
 		return e;
 	aw_approval_policy p = {0};
-	aw_approval *ap = NULL;
-	aw_apikey *keys = NULL;
-	int nap = 0, nkeys = 0;
+	aw_revision target = {0};
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	if (!transition_ok(r.state, "active")) {
@@ -596,15 +661,26 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		goto done;
 	}
 	if ((e = aw_contract_approval_policy(c, t, &p, err)) ||
-	    (e = aw_store_approval_list(t, rev, &ap, &nap, err)) ||
-	    (e = aw_store_key_list(t, &keys, &nkeys, err)))
+	    (e = count_approvals(t, &p, &r, now, &act.approvals, err)) ||
+	    (e = aw_store_active_get(t, family, contract_id, act.old_revision_id, err)))
 		goto done;
-	act.threshold = p.threshold;
-	for (int i = 0; i < nap; i++) /* approvals are unique per principal */
-		act.approvals += strcmp(ap[i].expires_at, now) > 0 &&
-				 aw_contract_approver(p.approvers, ap[i].principal) &&
-				 strcmp(ap[i].principal, r.published_by) != 0 &&
-				 !aw_key_minted_by(keys, nkeys, ap[i].principal, r.published_by);
+	act.threshold = aw_contract_quorum(&p, &r);
+	if (r.rollback_of[0]) { /* approved as "from this one back to that one" */
+		if (strcmp(act.old_revision_id, r.rollback_from) != 0) {
+			e = aw_fail(err, AW_E_CONTRACT_RB_STALE,
+				    "the active revision is no longer the one this rollback"
+				    " replaces (%s); request a new rollback",
+				    r.rollback_from[0] ? r.rollback_from : "none");
+			goto done;
+		}
+		if ((e = aw_store_rev_get(t, family, contract_id, r.rollback_of, &target, err)))
+			goto done;
+		if (strcmp(target.body_hash, r.body_hash) != 0) {
+			e = aw_fail(err, AW_E_CONTRACT_SIG,
+				    "the rollback's body is not its target's body");
+			goto done;
+		}
+	}
 	if (act.approvals < act.threshold) {
 		if (p.suggest) { /* record what would have happened, change nothing */
 			act.suggested = 1;
@@ -620,8 +696,6 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		}
 		goto done;
 	}
-	if ((e = aw_store_active_get(t, family, contract_id, act.old_revision_id, err)))
-		goto done;
 	if (act.old_revision_id[0] &&
 	    (e = aw_store_rev_transition(t, act.old_revision_id, "active", "superseded", now, err)))
 		goto done;
@@ -655,14 +729,15 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 						   : json_null());
 	json_object_set_new(pl, "approvals", json_integer(act.approvals));
 	json_object_set_new(pl, "event_id", json_string(ev.event_id));
+	if (r.rollback_of[0])
+		json_object_set_new(pl, "rollback_of", json_string(r.rollback_of));
 	e = aw_audit_record(t, ctx, "contract.activate", rev, pl, err);
 	json_decref(pl);
 	act.activated = !e;
 done:
-	free(ap);
-	free(keys);
 	json_decref(p.approvers);
 	aw_revision_clear(&r);
+	aw_revision_clear(&target);
 	if (t)
 		e = finish(t, e, err);
 	if (e)
@@ -671,6 +746,138 @@ done:
 		aw_outbox_kick(); /* the relay of this process delivers at once */
 	if (out)
 		*out = act;
+	return e;
+}
+
+/* The rollback's target: `to`, or the revision active before the current
+ * activation; it must have been active and be superseded now. */
+static aw_err rollback_target(aw_txn *t, const char *family, const char *contract_id,
+			      const char *to, aw_revision *target, aw_error *err)
+{
+	char want[AW_UUID_STR_LEN + 1] = "";
+	if (to && *to) {
+		snprintf(want, sizeof want, "%s", to);
+	} else {
+		aw_activation_row *h = NULL;
+		int n = 0;
+		aw_err e = aw_store_activations_recent(t, family, contract_id, 1, &h, &n, err);
+		if (!e && n)
+			memcpy(want, h[0].previous_revision_id, sizeof want);
+		free(h);
+		if (e)
+			return e;
+		if (!want[0])
+			return aw_fail(err, AW_E_CONTRACT_RB_TARGET,
+				       "no revision was active before the current activation: name"
+				       " the target (to)");
+	}
+	aw_err e = aw_store_rev_get(t, family, contract_id, want, target, err);
+	if (!e && strcmp(target->state, "superseded") != 0) {
+		e = aw_fail(err, AW_E_CONTRACT_RB_TARGET,
+			    "revision %s is %s: only an earlier active revision, now superseded,"
+			    " can be rolled back to",
+			    want, target->state);
+		aw_revision_clear(target);
+	}
+	return e;
+}
+
+aw_err aw_contract_rollback(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
+			    const char *family, const char *contract_id, const char *to,
+			    aw_rollback *out, aw_error *err)
+{
+	aw_err e = aw_contract_target_ok(ctx, family, contract_id, err);
+	if (e)
+		return e;
+	if (to && *to && !aw_uuid_valid(to))
+		return aw_fail_at(err, AW_E_REQ_ID, "to", "the target revision id must be a UUID");
+	aw_txn *t = NULL;
+	aw_revision target = {0}, r = {0};
+	aw_approval_policy p = {0};
+	json_t *body = NULL, *ap = NULL;
+	char *tuple = NULL;
+	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err)))
+		return e;
+	if ((e = aw_store_contract_lock(t, family, contract_id, err)) ||
+	    (e = aw_store_active_get(t, family, contract_id, r.rollback_from, err)) ||
+	    (e = rollback_target(t, family, contract_id, to, &target, err)))
+		goto done;
+	if (aw_contract_verify(c, &target)) { /* restore only what verifies */
+		aw_store_rollback(t);
+		t = NULL;
+		audit_tamper(s, ctx, &target);
+		e = aw_fail(err, AW_E_CONTRACT_SIG,
+			    "the target's body or signature does not verify");
+		goto done;
+	}
+	aw_error ve = {0};
+	if (!(body = json_loads(target.body, 0, NULL))) {
+		e = aw_fail(err, AW_E_INTERNAL, "the target's stored body does not parse");
+		goto done;
+	}
+	if (aw_contract_validate(c, ctx->project, family, contract_id, body, &ve)) {
+		e = aw_fail_at(err, AW_E_CONTRACT_RB_INVALID, ve.where,
+			       "revision %s fails today's validation (%s): %s", target.revision_id,
+			       aw_err_code(ve.err), ve.msg);
+		goto done;
+	}
+	aw_uuid7_str(r.revision_id);
+	snprintf(r.project_id, sizeof r.project_id, "%s", ctx->project);
+	snprintf(r.family, sizeof r.family, "%s", family);
+	snprintf(r.contract_id, sizeof r.contract_id, "%s", contract_id);
+	snprintf(r.state, sizeof r.state, "draft");
+	memcpy(r.rollback_of, target.revision_id, sizeof r.rollback_of);
+	aw_clock_now(r.created_at);
+	memcpy(r.updated_at, r.created_at, sizeof r.updated_at);
+	snprintf(r.created_by, sizeof r.created_by, "%s", ctx->principal);
+	if (!(r.body = aw_jcs(body)) || aw_jcs_sha256(body, r.body_hash) ||
+	    !(tuple = signed_tuple(ctx->project, &r, r.body_hash))) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto done;
+	}
+	if (strcmp(r.body_hash, target.body_hash) != 0) {
+		e = aw_fail(err, AW_E_INTERNAL, "the restored body does not hash as its target's");
+		goto done;
+	}
+	ap = audit_payload(&r);
+	json_object_set_new(ap, "rollback_of", json_string(r.rollback_of));
+	if ((e = aw_store_rev_insert(t, &r, err)) ||
+	    (e = aw_audit_record(t, ctx, "contract.draft", r.revision_id, ap, err)) ||
+	    (e = aw_keyring_sign(atomic_load(&c->kr), tuple, strlen(tuple), r.sign_key_id,
+				 sizeof r.sign_key_id, r.signature, err)) ||
+	    (e = aw_store_rev_publish(t, r.revision_id, r.body_hash, r.signature, r.sign_key_id,
+				      ctx->principal, r.created_at, err)))
+		goto done;
+	snprintf(r.state, sizeof r.state, "published");
+	memcpy(r.published_at, r.created_at, sizeof r.published_at);
+	snprintf(r.published_by, sizeof r.published_by, "%s", ctx->principal);
+	json_object_set_new(ap, "state", json_string(r.state));
+	json_object_set_new(ap, "body_hash", json_string(r.body_hash));
+	json_object_set_new(ap, "key_id", json_string(r.sign_key_id));
+	if ((e = aw_audit_record(t, ctx, "contract.publish", r.revision_id, ap, err)) ||
+	    (e = aw_contract_approval_policy(c, t, &p, err)))
+		goto done;
+	json_decref(ap);
+	ap = json_pack("{s:s, s:s, s:s, s:o, s:s, s:i}", "family", family, "contract_id",
+		       contract_id, "to_revision_id", r.rollback_of, "from_revision_id",
+		       r.rollback_from[0] ? json_string(r.rollback_from) : json_null(), "body_hash",
+		       r.body_hash, "approvals_needed", aw_contract_quorum(&p, &r));
+	e = ap ? aw_audit_record(t, ctx, "contract.rollback", r.revision_id, ap, err)
+	       : aw_fail(err, AW_E_NOMEM, "out of memory");
+done:
+	json_decref(ap);
+	json_decref(body);
+	free(tuple);
+	aw_revision_clear(&target);
+	if (t)
+		e = finish(t, e, err);
+	if (!e && out) {
+		out->needed = aw_contract_quorum(&p, &r);
+		out->revision = r;
+		r.body = NULL;
+	}
+	json_decref(p.approvers);
+	aw_revision_clear(&r);
 	return e;
 }
 

@@ -1,13 +1,15 @@
 /*
  * h_contract.c - /v1/projects/{project}/contracts/{family}/{contract}/...
  * Reads need reader, changes operator, revoking project-admin. Segments:
- * 2 project, 4 family, 5 contract, 7 revision, 8 action, 9 other revision.
+ * 2 project, 4 family, 5 contract, 6 "rollback", 7 revision, 8 action, 9 other
+ * revision.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "awooop/contract.h"
 #include "awooop/fleet.h"
+#include "awooop/json.h"
 #include "awooop/mcp.h"
 #include "http_internal.h"
 
@@ -23,11 +25,10 @@ static json_t *revision_json(const aw_revision *r)
 		return NULL;
 	const struct {
 		const char *k, *v;
-	} opt[] = {{"body_hash", r->body_hash},
-		   {"signature", r->signature},
-		   {"key_id", r->sign_key_id},
-		   {"published_at", r->published_at},
-		   {"published_by", r->published_by}};
+	} opt[] = {{"body_hash", r->body_hash},	       {"signature", r->signature},
+		   {"key_id", r->sign_key_id},	       {"published_at", r->published_at},
+		   {"published_by", r->published_by},  {"rollback_of", r->rollback_of},
+		   {"rollback_from", r->rollback_from}};
 	for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
 		json_object_set_new(o, opt[i].k, opt[i].v[0] ? json_string(opt[i].v) : json_null());
 	return o;
@@ -164,6 +165,25 @@ static aw_err pin_tools(aw_req *r, const aw_ctx *c, const char *fam, const char 
 	return e;
 }
 
+static void approve_rollback_json(json_t *o, const aw_approve_result *res)
+{
+	json_object_set_new(o, "rollback", json_true());
+	json_object_set_new(o, "approvals", json_integer(res->approvals));
+	json_object_set_new(o, "approvals_needed", json_integer(res->needed));
+	json_object_set_new(o, "activated", json_boolean(res->act.activated));
+	if (res->act.activated) {
+		json_object_set_new(o, "event_id", json_string(res->act.event_id));
+		json_object_set_new(o, "old_revision_id",
+				    res->act.old_revision_id[0]
+					    ? json_string(res->act.old_revision_id)
+					    : json_null());
+	}
+	if (res->act_err.err)
+		json_object_set_new(o, "activation_error",
+				    json_pack("{s:s, s:s}", "code", aw_err_code(res->act_err.err),
+					      "detail", res->act_err.msg));
+}
+
 void aw_h_contract_action(aw_req *r)
 {
 	aw_error err = {0};
@@ -190,12 +210,16 @@ void aw_h_contract_action(aw_req *r)
 		aw_revision_clear(&out);
 	} else if (!strcmp(action, "approve")) {
 		aw_approval a;
-		if ((e = aw_contract_approve(reg, r->store, &c, fam, cid, rev, &a, &err)))
+		aw_approve_result res;
+		if ((e = aw_contract_approve_ex(reg, r->store, &c, fam, cid, rev, &a, &res, &err)))
 			return reply_err(r, e, &err);
-		aw_reply_json(r, 201,
-			      json_pack("{s:s, s:s, s:s, s:s}", "revision_id", rev, "principal",
-					a.principal, "approved_at", a.approved_at, "expires_at",
-					a.expires_at));
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "revision_id", rev, "principal",
+				      a.principal, "approved_at", a.approved_at, "expires_at",
+				      a.expires_at);
+		if (o &&
+		    res.rollback) /* the approval completing a rollback's quorum activates it */
+			approve_rollback_json(o, &res);
+		aw_reply_json(r, 201, o);
 	} else if (!strcmp(action, "activate")) {
 		aw_activation act;
 		if ((e = aw_contract_activate(reg, r->store, &c, fam, cid, rev, &act, &err)))
@@ -270,4 +294,40 @@ void aw_h_contract_convergence(aw_req *r)
 	if (strcmp(r->ctx.project, AW_PLATFORM_PROJECT) != 0)
 		hide_process_ids(doc);
 	aw_reply_json(r, 200, doc);
+}
+
+/* POST .../rollback {"to": REV} (body optional; no "to": the revision active
+ * before the current activation): a published rollback revision, waiting for
+ * the approval policy's rollback quorum. */
+void aw_h_contract_rollback(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx c;
+	json_t *in = NULL;
+	const char *to = NULL;
+	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &c))
+		return;
+	aw_err e = AW_OK;
+	if (r->body_len) {
+		static const char *const allowed[] = {"to", NULL};
+		if (aw_json_body_or_reply(r))
+			return;
+		if (!(e = aw_json_parse_object(r->body, r->body_len, &in, &err)) &&
+		    !(e = aw_json_only(in, allowed, &err)))
+			e = aw_json_str(in, "to", 0, &to, &err);
+	}
+	aw_rollback rb = {0};
+	if (!e)
+		e = aw_contract_rollback(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
+					 to, &rb, &err);
+	json_decref(in);
+	if (e)
+		return reply_err(r, e, &err);
+	json_t *o = revision_json(&rb.revision);
+	if (o) {
+		json_object_set_new(o, "approvals", json_integer(0));
+		json_object_set_new(o, "approvals_needed", json_integer(rb.needed));
+	}
+	aw_revision_clear(&rb.revision);
+	aw_reply_json(r, 201, o);
 }

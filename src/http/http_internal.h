@@ -135,6 +135,7 @@ void aw_h_contract_get(aw_req *r);
 void aw_h_contract_update(aw_req *r);
 void aw_h_contract_diff(aw_req *r);
 void aw_h_contract_action(aw_req *r);
+void aw_h_contract_rollback(aw_req *r);
 void aw_h_contract_active(aw_req *r);
 void aw_h_contract_convergence(aw_req *r);
 void aw_h_runs_submit(aw_req *r);

@@ -64,6 +64,8 @@ static const struct {
 	 aw_h_contract_diff, 0},
 	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions/{rev}/{action}",
 	 aw_h_contract_action, 0},
+	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/rollback",
+	 aw_h_contract_rollback, 0},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/active", aw_h_contract_active,
 	 0},
 	{"GET", "/v1/projects/{project}/contracts/{family}/{contract}/convergence",

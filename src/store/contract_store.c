@@ -21,7 +21,8 @@ void aw_revisions_free(aw_revision *r, int n)
 
 #define REV_COLS                                                                           \
 	"revision_id, project_id, family, contract_id, state, body, body_hash, signature," \
-	" sign_key_id, created_at, created_by, published_at, published_by, updated_at"
+	" sign_key_id, created_at, created_by, published_at, published_by, updated_at,"    \
+	" rollback_of, rollback_from"
 
 static int rev_from_row(aw_revision *v, const aw_rows *r, int i)
 {
@@ -40,20 +41,29 @@ static int rev_from_row(aw_revision *v, const aw_rows *r, int i)
 	aw_cell_copy(v->published_at, sizeof v->published_at, r, i, 11);
 	aw_cell_copy(v->published_by, sizeof v->published_by, r, i, 12);
 	aw_cell_copy(v->updated_at, sizeof v->updated_at, r, i, 13);
+	aw_cell_copy(v->rollback_of, sizeof v->rollback_of, r, i, 14);
+	aw_cell_copy(v->rollback_from, sizeof v->rollback_from, r, i, 15);
 	return v->body ? 0 : -1;
 }
 
 aw_err aw_store_rev_insert(aw_txn *t, const aw_revision *v, aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(v->revision_id), AW_TEXT(t->ctx.project), AW_TEXT(v->family),
-		      AW_TEXT(v->contract_id), AW_TEXT(v->body),	AW_TEXT(v->created_at),
-		      AW_TEXT(v->created_by)};
+	aw_val p[] = {AW_TEXT(v->revision_id),
+		      AW_TEXT(t->ctx.project),
+		      AW_TEXT(v->family),
+		      AW_TEXT(v->contract_id),
+		      AW_TEXT(v->body),
+		      AW_TEXT(v->created_at),
+		      AW_TEXT(v->created_by),
+		      AW_TEXT(v->rollback_of[0] ? v->rollback_of : NULL),
+		      AW_TEXT(v->rollback_from[0] ? v->rollback_from : NULL)};
 	return aw_txn_exec(
 		t,
 		"INSERT INTO contract_revisions (revision_id, project_id, family,"
-		" contract_id, state, body, body_hash, created_at, created_by, updated_at)"
-		" VALUES ($1, $2, $3, $4, 'draft', $5, '', $6, $7, $6)",
-		7, p, NULL, err);
+		" contract_id, state, body, body_hash, created_at, created_by, updated_at,"
+		" rollback_of, rollback_from)"
+		" VALUES ($1, $2, $3, $4, 'draft', $5, '', $6, $7, $6, $8, $9)",
+		9, p, NULL, err);
 }
 
 aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id, const char *rev,

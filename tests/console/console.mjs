@@ -117,6 +117,34 @@ try {
   await page.click('text=Compare');
   await page.waitForSelector('text=Side by side');
   ok((await page.locator('table').last().textContent()).includes('replace'), 'the diff shows the replaced model');
+  // roll back: the second revision activated, the first one comes back in one click (op1),
+  // and op2's approval completes the rollback quorum and activates it
+  await page.click('button:text("publish")');
+  await page.waitForSelector('button:text("approve")');
+  await signOut();
+  await signIn(op2);
+  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
+  await page.click('button:text("approve")');
+  await page.waitForFunction(() => /approve done/.test(document.querySelector('#status').textContent));
+  await signOut();
+  await signIn(op1);
+  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
+  await page.click('button:text("activate")');
+  await page.waitForFunction(() => /activate done/.test(document.querySelector('#status').textContent));
+  await page.waitForSelector('button:text("Roll back")');
+  await page.click('button:text("Roll back")');
+  await page.waitForFunction(() => /published, waiting for 1 approval/.test(document.querySelector('#status').textContent));
+  await signOut();
+  await signIn(op2);
+  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
+  await page.click('button:text("approve")');
+  await page.waitForFunction(() => /Rollback activated/.test(document.querySelector('#status').textContent));
+  await page.waitForSelector('text=/^active \\(rollback to/');
+  ok(true, 'a superseded revision rolled back from the console: requested by op1, activated by op2\'s approval');
+  await signOut();
+  await signIn(op1);
+  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
+  await page.waitForSelector('#draft-body');
   await audit('03-contracts');
 
   // runs: submit a long run, see it in its view, cancel it

@@ -2,8 +2,9 @@
  * test_contract.c - the contract registry on a real store (argv[1]: sqlite |
  * postgres): golden fixtures of all six families, lifecycle and illegal
  * transitions, signatures and key rotation, tampering in the database,
- * approval rules, fault injection inside activation, and 8 threads activating
- * revisions of one contract.
+ * approval rules, fault injection inside activation, 8 threads activating
+ * revisions of one contract, and rollback in one step (faster quorum, sock
+ * puppets, stale and foreign targets, bodies today's schema refuses).
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -19,7 +20,9 @@
 
 #include "awooop/audit.h"
 #include "awooop/contract.h"
+#include "awooop/jcs.h"
 #include "awooop/json.h"
+#include "awooop/policy.h"
 #include "awooop/tenancy.h"
 #include "contract/contract_hooks.h"
 #include "support.h"
@@ -33,8 +36,8 @@ static aw_contracts *C;
 
 static int setup(void **state)
 {
-	const char *const projects[] = {"ct-main",  "ct-appr", "ct-conc", "ct-tamp",
-					"ct-other", "ct-sock", NULL};
+	const char *const projects[] = {"ct-main", "ct-appr", "ct-conc", "ct-tamp", "ct-other",
+					"ct-sock", "ct-rb",   "ct-rb2",	 NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -779,6 +782,267 @@ static void test_sock_puppet_approvals(void **state)
 			 AW_OK);
 }
 
+/* ---- rollback in one step */
+
+static aw_err rb_approve(const char *who, const char *rev, aw_approve_result *res)
+{
+	aw_ctx c;
+	as(&c, "ct-rb", who);
+	aw_error err = {0};
+	return aw_contract_approve_ex(C, S, &c, "budget", "b", rev, NULL, res, &err);
+}
+
+static aw_err rb_request(const char *to, aw_rollback *out, aw_error *err)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, "ct-rb", AW_SCOPE_PROJECT_ADMIN, "oncall");
+	memset(out, 0, sizeof *out);
+	return aw_contract_rollback(C, S, &c, "budget", "b", to, out, err);
+}
+
+/* A budget revision of ct-rb contract b, approved by alice and bob, active. */
+static void rb_active(int tokens, char *rev)
+{
+	published("ct-rb", "budget", "b", budget(tokens), rev);
+	approve("ct-rb", "budget", "b", rev, "alice", AW_OK);
+	approve("ct-rb", "budget", "b", rev, "bob", AW_OK);
+	aw_activation act;
+	assert_int_equal(activate("ct-rb", "budget", "b", rev, &act), AW_OK);
+}
+
+static int64_t served_tokens(aw_policy_cache *pc, char *rev_out)
+{
+	aw_ctx c;
+	as(&c, "ct-rb", "worker");
+	aw_policy pol;
+	aw_error err = {0};
+	aw_err e = aw_policy_effective(pc, &c, "budget", "b", &pol, &err);
+	if (e)
+		fail_msg("effective: %s %s", aw_err_code(e), err.msg);
+	strcpy(rev_out, pol.revision_id);
+	int64_t n = json_integer_value(json_object_get(pol.body, "token_limit"));
+	aw_policy_release(&pol);
+	return n;
+}
+
+static int audit_has(const char *action, const char *target, const char *member, const char *value)
+{
+	aw_audit_row *rows = NULL;
+	int n = 0, found = 0;
+	aw_test_audit_rows("ct-rb", action, 1000, &rows, &n);
+	for (int i = 0; i < n && !found; i++) {
+		json_t *pl = json_loads(rows[i].payload, 0, NULL);
+		found = !strcmp(rows[i].target, target) &&
+			(!member ||
+			 !strcmp(json_string_value(json_object_get(pl, member)) ?: "", value));
+		json_decref(pl);
+	}
+	aw_audit_rows_free(rows, n);
+	return found;
+}
+
+static void test_rollback(void **state)
+{
+	aw_apikey k;
+	aw_ctx root;
+	aw_test_ctx(&root, "ct-rb", AW_SCOPE_PLATFORM_ADMIN, "root");
+	aw_error err = {0};
+	char secret[AW_KEY_SECRET_LEN + 1];
+	assert_int_equal(
+		aw_key_create(S, &root, "oncall", AW_SCOPE_PROJECT_ADMIN, &k, secret, &err), AW_OK);
+	aw_ctx oncall;
+	aw_test_ctx(&oncall, "ct-rb", AW_SCOPE_PROJECT_ADMIN, "oncall");
+	assert_int_equal(aw_key_create(S, &oncall, "oncall-2", AW_SCOPE_OPERATOR, &k, secret, &err),
+			 AW_OK);
+
+	/* policy: 2 of alice, bob, carol, oncall-2; a rollback needs 1 */
+	char pol[40];
+	published("ct-rb", "approval", AW_APPROVAL_CONTRACT,
+		  json_pack("{s:[s,s,s,s], s:i, s:i, s:i, s:s}", "approvers", "alice", "bob",
+			    "carol", "oncall-2", "threshold", 2, "rollback_threshold", 1,
+			    "window_s", 3600, "mode", "enforce"),
+		  pol);
+	approve("ct-rb", "approval", AW_APPROVAL_CONTRACT, pol, "dave", AW_OK);
+	aw_activation act;
+	assert_int_equal(activate("ct-rb", "approval", AW_APPROVAL_CONTRACT, pol, &act), AW_OK);
+
+	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
+	aw_policy_cache *pc = NULL;
+	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &pc, &err), AW_OK);
+	char a[40], b[40], served[40];
+	aw_rollback rb;
+	/* nothing earlier to roll back to */
+	assert_int_equal(rb_request(NULL, &rb, &err), AW_E_CONTRACT_RB_TARGET);
+	rb_active(5, a);
+	assert_int_equal(rb_request(NULL, &rb, &err), AW_E_CONTRACT_RB_TARGET);
+	rb_active(6, b);
+	assert_int_equal(served_tokens(pc, served), 6);
+	assert_string_equal(served, b);
+
+	/* one call: a published revision with a's body, from b to a */
+	assert_int_equal(rb_request(NULL, &rb, &err), AW_OK);
+	char r1[40];
+	strcpy(r1, rb.revision.revision_id);
+	assert_string_equal(rb.revision.state, "published");
+	assert_string_equal(rb.revision.rollback_of, a);
+	assert_string_equal(rb.revision.rollback_from, b);
+	assert_string_equal(rb.revision.published_by, "oncall");
+	assert_int_equal(rb.needed, 1);
+	aw_revision ra = {0};
+	assert_int_equal(aw_contract_get(C, S, &oncall, "budget", "b", a, &ra, &err), AW_OK);
+	json_t *jr = json_loads(rb.revision.body, 0, NULL), *ja = json_loads(ra.body, 0, NULL);
+	assert_true(json_equal(jr, ja));
+	json_decref(jr);
+	json_decref(ja);
+	assert_string_equal(rb.revision.body_hash, ra.body_hash);
+	aw_revision_clear(&ra);
+	aw_revision_clear(&rb.revision);
+
+	/* the same guarantees: no approval, no activation; never the requester,
+	 * its puppet or a stranger */
+	assert_int_equal(activate("ct-rb", "budget", "b", r1, &act), AW_E_CONTRACT_APPROVALS);
+	assert_int_equal(act.threshold, 1);
+	aw_approve_result res;
+	assert_int_equal(rb_approve("oncall", r1, &res), AW_E_CONTRACT_SELF_APPROVAL);
+	assert_int_equal(rb_approve("oncall-2", r1, &res), AW_E_CONTRACT_SELF_APPROVAL);
+	assert_int_equal(rb_approve("mallory", r1, &res), AW_E_CONTRACT_APPROVER);
+	assert_int_equal(served_tokens(pc, served), 6);
+	/* the faster quorum: carol's approval activates it at once */
+	assert_int_equal(rb_approve("carol", r1, &res), AW_OK);
+	assert_true(res.rollback);
+	assert_int_equal(res.approvals, 1);
+	assert_int_equal(res.needed, 1);
+	assert_int_equal(res.act_err.err, AW_OK);
+	assert_true(res.act.activated);
+	assert_string_equal(res.act.old_revision_id, b);
+	assert_int_equal(served_tokens(pc, served), 5);
+	assert_string_equal(served, r1);
+	aw_revision cur = {0};
+	assert_int_equal(aw_contract_get(C, S, &oncall, "budget", "b", b, &cur, &err), AW_OK);
+	assert_string_equal(cur.state, "superseded");
+	aw_revision_clear(&cur);
+	/* the outbox carries it like any activation */
+	aw_txn *t = NULL;
+	aw_outbox_event *ev = NULL;
+	int nev = 0;
+	assert_int_equal(aw_store_begin(S, &oncall, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_outbox_list(t, "budget", "b", &ev, &nev, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_true(nev >= 3);
+	assert_string_equal(ev[nev - 1].event_type, "revision_activated");
+	assert_string_equal(ev[nev - 1].old_revision_id, b);
+	assert_string_equal(ev[nev - 1].new_revision_id, r1);
+	free(ev);
+	/* audited as a rollback, and as the usual steps */
+	assert_true(audit_has("contract.rollback", r1, "to_revision_id", a));
+	assert_true(audit_has("contract.rollback", r1, "from_revision_id", b));
+	assert_true(audit_has("contract.draft", r1, "rollback_of", a));
+	assert_true(audit_has("contract.publish", r1, NULL, NULL));
+	assert_true(audit_has("contract.approve", r1, NULL, NULL));
+	assert_true(audit_has("contract.activate", r1, "rollback_of", a));
+
+	/* stale: another activation lands between request and approval */
+	assert_int_equal(rb_request(NULL, &rb, &err), AW_OK); /* back to b */
+	char r2[40], c3[40];
+	strcpy(r2, rb.revision.revision_id);
+	assert_string_equal(rb.revision.rollback_of, b);
+	aw_revision_clear(&rb.revision);
+	rb_active(7, c3);
+	assert_int_equal(rb_approve("carol", r2, &res), AW_OK);
+	assert_int_equal(res.act_err.err, AW_E_CONTRACT_RB_STALE);
+	assert_false(res.act.activated);
+	assert_int_equal(activate("ct-rb", "budget", "b", r2, &act), AW_E_CONTRACT_RB_STALE);
+	assert_int_equal(served_tokens(pc, served), 7);
+
+	/* targets: an explicit earlier one works; never a revision that was not
+	 * active, the active one, another contract's or another tenant's */
+	assert_int_equal(rb_request(b, &rb, &err), AW_OK);
+	assert_string_equal(rb.revision.rollback_of, b);
+	assert_string_equal(rb.revision.rollback_from, c3);
+	aw_revision_clear(&rb.revision);
+	char never[40], other[40], foreign[40];
+	published("ct-rb", "budget", "b", budget(8), never);
+	assert_int_equal(rb_request(never, &rb, &err), AW_E_CONTRACT_RB_TARGET);
+	assert_int_equal(rb_request(r2, &rb, &err), AW_E_CONTRACT_RB_TARGET);
+	assert_int_equal(rb_request(c3, &rb, &err), AW_E_CONTRACT_RB_TARGET);
+	published("ct-rb", "budget", "b2", budget(9), other);
+	assert_int_equal(rb_request(other, &rb, &err), AW_E_CONTRACT_NOT_FOUND);
+	published("ct-rb2", "budget", "b", budget(9), foreign);
+	assert_int_equal(rb_request(foreign, &rb, &err), AW_E_CONTRACT_NOT_FOUND);
+	assert_int_equal(rb_request("not-a-uuid", &rb, &err), AW_E_REQ_ID);
+
+	/* a body today's schema refuses (written, signed and active before the
+	 * schema changed) is refused with its pointer */
+	char sql[1024], hash[65], kid[64], sig[65];
+	json_t *old = json_pack("{s:s, s:i, s:s, s:i}", "period", "day", "token_limit", 4,
+				"action_on_exceed", "kill", "legacy_limit", 1);
+	char *text = aw_jcs(old);
+	assert_int_equal(aw_jcs_sha256(old, hash), 0);
+	json_t *tj = json_pack("[s,s,s,s,s]", "ct-rb", "budget", "b", a, hash);
+	char *tuple = aw_jcs(tj);
+	assert_int_equal(aw_keyring_sign(KR, tuple, strlen(tuple), kid, sizeof kid, sig, &err),
+			 AW_OK);
+	snprintf(sql, sizeof sql,
+		 "UPDATE %%Tcontract_revisions SET body = '%s', body_hash = '%s',"
+		 " signature = '%s' WHERE revision_id = '%s'",
+		 text, hash, sig, a);
+	raw(sql);
+	free(text);
+	free(tuple);
+	json_decref(tj);
+	json_decref(old);
+	assert_int_equal(rb_request(a, &rb, &err), AW_E_CONTRACT_RB_INVALID);
+	assert_string_equal(err.where, "/legacy_limit");
+	aw_policy_cache_free(pc);
+
+	/* after an emergency revoke: back to the revision before the revoked one */
+	char xy[2][40];
+	aw_ctx admin;
+	aw_test_ctx(&admin, "ct-rb", AW_SCOPE_PROJECT_ADMIN, "root");
+	for (int i = 0; i < 2; i++) {
+		published("ct-rb", "budget", "b3", budget(20 + i), xy[i]);
+		approve("ct-rb", "budget", "b3", xy[i], "alice", AW_OK);
+		approve("ct-rb", "budget", "b3", xy[i], "bob", AW_OK);
+		assert_int_equal(activate("ct-rb", "budget", "b3", xy[i], &act), AW_OK);
+	}
+	assert_int_equal(aw_contract_revoke(C, S, &admin, "budget", "b3", xy[1], &err), AW_OK);
+	assert_int_equal(aw_contract_rollback(C, S, &oncall, "budget", "b3", NULL, &rb, &err),
+			 AW_OK);
+	assert_string_equal(rb.revision.rollback_of, xy[0]);
+	assert_string_equal(rb.revision.rollback_from, "");
+	aw_ctx carol;
+	as(&carol, "ct-rb", "carol");
+	assert_int_equal(aw_contract_approve_ex(C, S, &carol, "budget", "b3",
+						rb.revision.revision_id, NULL, &res, &err),
+			 AW_OK);
+	assert_true(res.act.activated);
+	assert_string_equal(res.act.old_revision_id, "");
+	aw_revision_clear(&rb.revision);
+
+	/* restoring an older approval policy needs the full threshold */
+	char pol2[40];
+	published("ct-rb", "approval", AW_APPROVAL_CONTRACT,
+		  json_pack("{s:[s,s,s], s:i, s:i, s:i, s:s}", "approvers", "alice", "bob", "carol",
+			    "threshold", 2, "rollback_threshold", 1, "window_s", 3600, "mode",
+			    "enforce"),
+		  pol2);
+	approve("ct-rb", "approval", AW_APPROVAL_CONTRACT, pol2, "alice", AW_OK);
+	approve("ct-rb", "approval", AW_APPROVAL_CONTRACT, pol2, "bob", AW_OK);
+	assert_int_equal(activate("ct-rb", "approval", AW_APPROVAL_CONTRACT, pol2, &act), AW_OK);
+	assert_int_equal(aw_contract_rollback(C, S, &oncall, "approval", AW_APPROVAL_CONTRACT, NULL,
+					      &rb, &err),
+			 AW_OK);
+	assert_int_equal(rb.needed, 2);
+	aw_ctx alice;
+	as(&alice, "ct-rb", "alice");
+	assert_int_equal(aw_contract_approve_ex(C, S, &alice, "approval", AW_APPROVAL_CONTRACT,
+						rb.revision.revision_id, NULL, &res, &err),
+			 AW_OK);
+	assert_false(res.act.activated);
+	assert_int_equal(res.needed, 2);
+	aw_revision_clear(&rb.revision);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -791,6 +1055,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_number_policy_round_trip),
 		cmocka_unit_test(test_sock_puppet_approvals),
+		cmocka_unit_test(test_rollback),
 	};
 	return AW_TEST_MAIN("contracts", tests, setup, teardown);
 }

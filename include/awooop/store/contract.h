@@ -25,6 +25,11 @@ typedef struct {
 	char created_at[AW_TS_LEN + 1], created_by[AW_PROJECT_MAX + 1];
 	char published_at[AW_TS_LEN + 1], published_by[AW_PROJECT_MAX + 1];
 	char updated_at[AW_TS_LEN + 1];
+	/* a rollback revision: the earlier revision whose body it restores and
+	 * the revision active when it was requested; "" otherwise (and
+	 * rollback_from "" when nothing was active) */
+	char rollback_of[AW_UUID_STR_LEN + 1];
+	char rollback_from[AW_UUID_STR_LEN + 1];
 } aw_revision;
 
 typedef struct {
