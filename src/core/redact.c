@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <hs/hs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -523,6 +524,10 @@ static int discord_ok(const char *s, size_t n)
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static hs_database_t *hs_db;
 static pcre2_code *pcre[AW_RC__COUNT];
+/* JIT-compiled on a class's first candidate, not at start: ~60 classes cost a
+ * short `awooop redact` 5 ms of JIT, and most inputs wake few of them. */
+static _Atomic int jitted[AW_RC__COUNT];
+static pthread_mutex_t jit_mu = PTHREAD_MUTEX_INITIALIZER;
 static char init_error[256];
 static pthread_key_t tls_key;
 
@@ -568,7 +573,6 @@ static void compile_all(void)
 				 (size_t)eo, (char *)msg);
 			return;
 		}
-		pcre2_jit_compile(pcre[c], PCRE2_JIT_COMPLETE);
 		if (!defs[c].hs)
 			continue;
 		pats[n] = defs[c].hs;
@@ -710,9 +714,22 @@ static int id_valued(const char *buf, size_t at)
 }
 
 /* Confirms a prefilter report of class c ending at `to`. */
+static void jit_once(aw_redact_class c)
+{
+	if (atomic_load_explicit(&jitted[c], memory_order_acquire))
+		return;
+	pthread_mutex_lock(&jit_mu);
+	if (!atomic_load_explicit(&jitted[c], memory_order_relaxed)) {
+		pcre2_jit_compile(pcre[c], PCRE2_JIT_COMPLETE); /* no JIT: the interpreter */
+		atomic_store_explicit(&jitted[c], 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&jit_mu);
+}
+
 static void confirm(scan_ctx *sc, aw_redact_class c, size_t to)
 {
 	const struct cls_def *d = &defs[c];
+	jit_once(c);
 	size_t from = to > d->back ? to - d->back : 0;
 	if (from < sc->covered[c])
 		from = sc->covered[c];
