@@ -17,7 +17,7 @@
 
 const char *const loggen_formats[] = {"synthetic",  "nginx",   "apache", "syslog3164", "syslog5424",
 				      "postgres",   "jsonl",   "k8s",	 "java",       "python",
-				      "prometheus", "numeric", "agent",	     NULL};
+				      "prometheus", "numeric", "agent",	 NULL};
 
 static const char *const secrets[] = {
 	"jane.doe@example.com",
@@ -211,8 +211,8 @@ static void agent_line(gen *g, const char *sec)
 {
 	static const char *const models[] = {"gpt-4o-2024-08-06", "claude-sonnet-4-20250514",
 					     "gemini-2.0-flash", "llama3.1:70b", "qwen2.5:32b"};
-	static const char *const tools[] = {"read_file", "search_logs", "kubectl_get",
-					    "http_get", "query_metrics"};
+	static const char *const tools[] = {"read_file", "search_logs", "kubectl_get", "http_get",
+					    "query_metrics"};
 	static const char *const env_keys[] = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN",
 					       "STRIPE_SECRET_KEY", "SLACK_WEBHOOK_URL"};
 	char ts[40], id[32], call[32], span[20], parent[20];
@@ -263,8 +263,13 @@ static void agent_line(gen *g, const char *sec)
 		    "MODEL=%s\\nMAX_TOKENS=%u\\n%s%s%s\"}]}\n",
 		    ts, tool, call, parent, hosts[rnd(g) % 5], rnd(g) % 2 ? "info" : "debug",
 		    8000 + rnd(g) % 1000, W(g), rnd(g) % 16, model, 1024 << rnd(g) % 4,
-		    !has ? "" : strchr(sec, ' ') ? "# " : env_keys[rnd(g) % 5],
-		    !has ? "" : strchr(sec, ' ') ? "" : "=", sec);
+		    !has	       ? ""
+		    : strchr(sec, ' ') ? "# "
+				       : env_keys[rnd(g) % 5],
+		    !has	       ? ""
+		    : strchr(sec, ' ') ? ""
+				       : "=",
+		    sec);
 		break;
 	default:
 		put(g,
@@ -272,8 +277,9 @@ static void agent_line(gen *g, const char *sec)
 		    "%08x%04x\",\"step\":%u,\"state\":\"%s\",\"span\":\"%s\",\"trace\":\"%s\","
 		    "\"tokens\":{\"in\":%u,\"out\":%u},\"cost_usd\":0.%04u,\"note\":\"%s %s%s%s\"}\n",
 		    ts, rnd(g), rnd(g) & 0xffff, rnd(g) & 0xfff, 0x8000 | (rnd(g) & 0x3fff), rnd(g),
-		    rnd(g) & 0xffff, rnd(g) % 20, rnd(g) % 2 ? "running" : "succeeded", span, parent,
-		    rnd(g) % 100000, rnd(g) % 4000, rnd(g) % 10000, W(g), W(g), has ? " " : "", sec);
+		    rnd(g) & 0xffff, rnd(g) % 20, rnd(g) % 2 ? "running" : "succeeded", span,
+		    parent, rnd(g) % 100000, rnd(g) % 4000, rnd(g) % 10000, W(g), W(g),
+		    has ? " " : "", sec);
 	}
 }
 

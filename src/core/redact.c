@@ -86,9 +86,10 @@ static const struct cls_def {
 	[AW_RC_SSN] = {NULL, "(?<![\\w.+/-])\\d{3}-\\d{2}-\\d{4}(?![\\w-]|\\.\\d)", 16, 16, ssn_ok},
 	/* IBAN, compact or in groups of 4: the shape scanner finds "CCdd" at a
 	   token start; iban_ok checks the country's length and mod 97 */
-	[AW_RC_IBAN] = {NULL,
-			"(?<![A-Za-z0-9])[A-Z]{2}\\d{2}(?:(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?|[A-Z0-9]{11,30})(?![A-Za-z0-9])",
-			8, 56, iban_ok},
+	[AW_RC_IBAN] =
+		{NULL,
+		 "(?<![A-Za-z0-9])[A-Z]{2}\\d{2}(?:(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?|[A-Z0-9]{11,30})(?![A-Za-z0-9])",
+		 8, 56, iban_ok},
 	[AW_RC_AWS_KEY_ID] =
 		{"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}",
 		 "(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])", 20, 4,
@@ -105,9 +106,10 @@ static const struct cls_def {
 		{"xox[abeoprs]-[A-Za-z0-9-]{10}|xapp-\\d-[A-Za-z0-9-]{10}",
 		 "(?<![A-Za-z0-9-])(?:(?:xoxe\\.)?xox[abeoprs]-[A-Za-z0-9-]{10,250}|xapp-\\d-[A-Za-z0-9-]{10,250})",
 		 20, 260, NULL},
-	[AW_RC_SLACK_WEBHOOK] = {"hooks\\.slack\\.com/(?:services|workflows|triggers)/",
-				 "https?://hooks\\.slack\\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,200}",
-				 50, 210, NULL},
+	[AW_RC_SLACK_WEBHOOK] =
+		{"hooks\\.slack\\.com/(?:services|workflows|triggers)/",
+		 "https?://hooks\\.slack\\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,200}",
+		 50, 210, NULL},
 	[AW_RC_JWT] =
 		{"eyJ[A-Za-z0-9_-]{4,}\\.eyJ",
 		 "(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,1024}\\.eyJ[A-Za-z0-9_-]{2,8192}\\.[A-Za-z0-9_-]{0,1024}(?![A-Za-z0-9_-])",
@@ -134,29 +136,35 @@ static const struct cls_def {
 	/* ---- provider credentials: a documented prefix and alphabet, most of a
 	   fixed length; tok_ok drops placeholders (xxxx, 0123456789, few distinct
 	   characters), crc_token_ok checks GitHub's and npm's CRC32 ---- */
-	[AW_RC_AWS_SESSION] = {"IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE",
-			       "(?<![A-Za-z0-9/+])(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9/+]{80,4000}={0,2}",
-			       24, 4100, NULL},
-	[AW_RC_BEDROCK] = {"ABSKQmVkcm9ja0FQSUtleS|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t",
-			   "(?<![A-Za-z0-9/+-])(?:ABSKQmVkcm9ja0FQSUtleS|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t)[A-Za-z0-9/+]{20,4000}={0,2}",
-			   64, 4100, NULL},
-	[AW_RC_OPENAI] = {"T3BlbkFJ|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20}",
-			  TB "sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})" TE,
-			  270, 260, tok_ok},
+	[AW_RC_AWS_SESSION] =
+		{"IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE",
+		 "(?<![A-Za-z0-9/+])(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9/+]{80,4000}={0,2}",
+		 24, 4100, NULL},
+	[AW_RC_BEDROCK] =
+		{"ABSKQmVkcm9ja0FQSUtleS|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t",
+		 "(?<![A-Za-z0-9/+-])(?:ABSKQmVkcm9ja0FQSUtleS|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t)[A-Za-z0-9/+]{20,4000}={0,2}",
+		 64, 4100, NULL},
+	[AW_RC_OPENAI] =
+		{"T3BlbkFJ|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20}",
+		 TB
+		 "sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})" TE,
+		 270, 260, tok_ok},
 	[AW_RC_ANTHROPIC] = {"sk-ant-(?:api|admin|oat|ort)[0-9][0-9]-",
-			     TB "sk-ant-(?:api|admin|oat|ort)\\d\\d-[A-Za-z0-9_-]{32,200}" TE, 20, 210,
-			     tok_ok},
-	[AW_RC_GOOGLE_API] = {"AIza[0-9A-Za-z_-]{35}", TB "AIza[0-9A-Za-z_-]{35}" TE, 40, 4, tok_ok},
+			     TB "sk-ant-(?:api|admin|oat|ort)\\d\\d-[A-Za-z0-9_-]{32,200}" TE, 20,
+			     210, tok_ok},
+	[AW_RC_GOOGLE_API] = {"AIza[0-9A-Za-z_-]{35}", TB "AIza[0-9A-Za-z_-]{35}" TE, 40, 4,
+			      tok_ok},
 	[AW_RC_GOOGLE_OAUTH] = {"GOCSPX-|ya29\\.[A-Za-z0-9_-]{20}",
-				TB "(?:GOCSPX-[A-Za-z0-9_-]{28}|ya29\\.[A-Za-z0-9_-]{20,2048})" TE, 30,
-				2060, tok_ok},
+				TB "(?:GOCSPX-[A-Za-z0-9_-]{28}|ya29\\.[A-Za-z0-9_-]{20,2048})" TE,
+				30, 2060, tok_ok},
 	[AW_RC_HUGGINGFACE] = {"hf_[A-Za-z]{34}|api_org_[A-Za-z]{34}",
 			       TB "(?:hf|api_org)_[A-Za-z]{34}" TE, 44, 4, tok_ok},
 	[AW_RC_GROQ] = {"gsk_[A-Za-z0-9]{52}", TB "gsk_[A-Za-z0-9]{52}" TE, 60, 4, tok_ok},
 	[AW_RC_PERPLEXITY] = {"pplx-[A-Za-z0-9]{48}", TB "pplx-[A-Za-z0-9]{48}" TE, 56, 4, tok_ok},
 	[AW_RC_REPLICATE] = {"r8_[A-Za-z0-9]{37}", TB "r8_[A-Za-z0-9]{37}" TE, 44, 4, tok_ok},
 	[AW_RC_XAI] = {"xai-[A-Za-z0-9]{80}", TB "xai-[A-Za-z0-9]{80}" TE, 88, 4, tok_ok},
-	[AW_RC_OPENROUTER] = {"sk-or-v1-[0-9a-f]{64}", TB "sk-or-v1-[0-9a-f]{64}" TE, 76, 4, tok_ok},
+	[AW_RC_OPENROUTER] = {"sk-or-v1-[0-9a-f]{64}", TB "sk-or-v1-[0-9a-f]{64}" TE, 76, 4,
+			      tok_ok},
 	[AW_RC_LANGSMITH] = {"lsv2_(?:pt|sk)_[0-9a-f]{32}_",
 			     TB "lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}" TE, 44, 14, tok_ok},
 	/* Entra ID (Azure AD) client secrets: 3 characters, a digit, "Q~", 31-34 */
@@ -167,7 +175,8 @@ static const struct cls_def {
 	[AW_RC_AZURE_STORAGE] = {"AccountKey=", "AccountKey=([A-Za-z0-9+/]{86}==)", 16, 92, NULL},
 	[AW_RC_GITLAB] =
 		{"gl(?:pat|dt|rt|rtr|ptt|ft|imt|agent|oas|cbt|soat|ffct)-[A-Za-z0-9_-]{20}|GR1348941[A-Za-z0-9_-]{20}",
-		 TB "(?:gl(?:pat|dt|rt|rtr|ptt|ft|imt|agent|oas|cbt|soat|ffct)-[A-Za-z0-9_-]{20,300}(?:\\.[A-Za-z0-9_-]{1,64}){0,3}|GR1348941[A-Za-z0-9_-]{20})" TE,
+		 TB
+		 "(?:gl(?:pat|dt|rt|rtr|ptt|ft|imt|agent|oas|cbt|soat|ffct)-[A-Za-z0-9_-]{20,300}(?:\\.[A-Za-z0-9_-]{1,64}){0,3}|GR1348941[A-Za-z0-9_-]{20})" TE,
 		 36, 500, tok_ok},
 	[AW_RC_BITBUCKET] = {"ATBB[A-Za-z0-9]{28}|ATCTT3xFfGN0",
 			     TB "(?:ATBB[A-Za-z0-9]{28,40}|ATCTT3xFfGN0[A-Za-z0-9_=-]{30,250})" TE,
@@ -189,14 +198,18 @@ static const struct cls_def {
 			    tok_ok},
 	[AW_RC_STRIPE] =
 		{"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20}|whsec_[A-Za-z0-9]{32}",
-		 TB "(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,247}|whsec_[A-Za-z0-9+/=]{32,100})" TE,
+		 TB
+		 "(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,247}|whsec_[A-Za-z0-9+/=]{32,100})" TE,
 		 40, 260, tok_ok},
-	[AW_RC_SQUARE] = {"EAAA[A-Za-z0-9_-]{60}|sq0(?:atp|csp)-",
-			  TB "(?:EAAA[A-Za-z0-9_-]{60}|sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43})" TE,
-			  70, 50, tok_ok},
-	[AW_RC_BRAINTREE] = {"access_token\\$(?:production|sandbox)\\$",
-			     "access_token\\$(?:production|sandbox)\\$[0-9a-z]{16}\\$[0-9a-f]{32}" TE,
-			     32, 52, NULL},
+	[AW_RC_SQUARE] =
+		{"EAAA[A-Za-z0-9_-]{60}|sq0(?:atp|csp)-",
+		 TB
+		 "(?:EAAA[A-Za-z0-9_-]{60}|sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43})" TE,
+		 70, 50, tok_ok},
+	[AW_RC_BRAINTREE] =
+		{"access_token\\$(?:production|sandbox)\\$",
+		 "access_token\\$(?:production|sandbox)\\$[0-9a-z]{16}\\$[0-9a-f]{32}" TE, 32, 52,
+		 NULL},
 	[AW_RC_NPM] = {"npm_[A-Za-z0-9]{36}", TB "npm_[A-Za-z0-9]{36}" TE, 44, 4, crc_token_ok},
 	[AW_RC_PYPI] = {"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)",
 			TB "pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,2000}" TE,
@@ -209,20 +222,24 @@ static const struct cls_def {
 		{"(?i)(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key",
 		 "(?i)\\b(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key[\"']?\\s*[:=]\\s*[\"']?([0-9a-f]{40}|[0-9a-f]{32})(?![0-9a-z])",
 		 32, 70, NULL},
-	[AW_RC_NEWRELIC] = {"NR(?:AK|AA|II|IQ|JS|RA|SP)-|NRAL",
-			    "(?<![A-Za-z0-9_-])(?:NR(?:AK|AA|II|IQ|JS|RA|SP)-[A-Za-z0-9]{19,32}|[0-9a-fA-F]{36}NRAL)" TE,
-			    44, 40, tok_ok},
+	[AW_RC_NEWRELIC] =
+		{"NR(?:AK|AA|II|IQ|JS|RA|SP)-|NRAL",
+		 "(?<![A-Za-z0-9_-])(?:NR(?:AK|AA|II|IQ|JS|RA|SP)-[A-Za-z0-9]{19,32}|[0-9a-fA-F]{36}NRAL)" TE,
+		 44, 40, tok_ok},
 	[AW_RC_SENTRY_DSN] =
 		{"://[0-9a-f]{32}(?::[0-9a-f]{32})?@",
 		 "\\bhttps?://[0-9a-f]{32}(?::[0-9a-f]{32})?@[A-Za-z0-9.-]{1,200}(?::\\d{1,5})?/(?:[A-Za-z0-9_.-]{1,64}/){0,4}\\d{1,20}(?![\\w.-])",
 		 80, 320, NULL},
-	[AW_RC_SENTRY_TOKEN] = {"sntrys_eyJ|sntryu_[0-9a-f]{64}",
-				TB "(?:sntrys_eyJ[A-Za-z0-9+/=_]{40,2000}|sntryu_[0-9a-f]{64})(?![A-Za-z0-9+/=_-])",
-				72, 2010, tok_ok},
-	[AW_RC_SHOPIFY] = {"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", TB "shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" TE,
-			   40, 4, tok_ok},
+	[AW_RC_SENTRY_TOKEN] =
+		{"sntrys_eyJ|sntryu_[0-9a-f]{64}",
+		 TB
+		 "(?:sntrys_eyJ[A-Za-z0-9+/=_]{40,2000}|sntryu_[0-9a-f]{64})(?![A-Za-z0-9+/=_-])",
+		 72, 2010, tok_ok},
+	[AW_RC_SHOPIFY] = {"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
+			   TB "shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" TE, 40, 4, tok_ok},
 	[AW_RC_DOPPLER] = {"dp\\.(?:pt|st|sa|ct|scim|audit)\\.[A-Za-z0-9]{40}",
-			   TB "dp\\.(?:pt|st|sa|ct|scim|audit)\\.[A-Za-z0-9]{40,44}" TE, 56, 8, tok_ok},
+			   TB "dp\\.(?:pt|st|sa|ct|scim|audit)\\.[A-Za-z0-9]{40,44}" TE, 56, 8,
+			   tok_ok},
 	[AW_RC_VAULT] = {"hv[sbr]\\.[A-Za-z0-9_-]{24}",
 			 "(?<![A-Za-z0-9_.-])hv[sbr]\\.[A-Za-z0-9_-]{24,300}" TE, 30, 300, tok_ok},
 	[AW_RC_ONEPASSWORD] = {"ops_eyJ",
@@ -233,12 +250,15 @@ static const struct cls_def {
 		       tok_ok},
 	[AW_RC_DIGITALOCEAN] = {"do[por]_v1_[a-f0-9]{64}", TB "do[por]_v1_[a-f0-9]{64}" TE, 76, 4,
 				tok_ok},
-	[AW_RC_LINEAR] = {"lin_api_[A-Za-z0-9]{40}", TB "lin_api_[A-Za-z0-9]{40}" TE, 52, 4, tok_ok},
+	[AW_RC_LINEAR] = {"lin_api_[A-Za-z0-9]{40}", TB "lin_api_[A-Za-z0-9]{40}" TE, 52, 4,
+			  tok_ok},
 	[AW_RC_POSTMAN] = {"PMAK-[a-f0-9]{24}-", TB "PMAK-[a-f0-9]{24}-[a-f0-9]{34}" TE, 32, 38,
 			   tok_ok},
-	[AW_RC_GRAFANA] = {"glsa_[A-Za-z0-9]{32}_|glc_eyJ",
-			   TB "(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_eyJ[A-Za-z0-9+/]{32,400}={0,2})(?![A-Za-z0-9+/=_-])",
-			   40, 410, tok_ok},
+	[AW_RC_GRAFANA] =
+		{"glsa_[A-Za-z0-9]{32}_|glc_eyJ",
+		 TB
+		 "(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_eyJ[A-Za-z0-9+/]{32,400}={0,2})(?![A-Za-z0-9+/=_-])",
+		 40, 410, tok_ok},
 	[AW_RC_DATABRICKS] = {"dapi[a-f0-9]{32}", TB "dapi[a-f0-9]{32}(?:-\\d)?" TE, 40, 6, tok_ok},
 	[AW_RC_SUPABASE] = {"sbp_[a-f0-9]{40}", TB "sbp_[a-f0-9]{40}" TE, 48, 4, tok_ok},
 	[AW_RC_PULUMI] = {"pul-[a-f0-9]{40}", TB "pul-[a-f0-9]{40}" TE, 48, 4, tok_ok},

@@ -115,7 +115,8 @@ static void test_negative_lookalikes(void **state)
 	/* GitHub's documentation example: the right shape, not its checksum */
 	untouched("gho_16C7e42F292c6912E7710c838347Ae178B4a");
 	/* a fine-grained token's shape filled with the alphabet in order */
-	untouched("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234");
+	untouched(
+		"github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234");
 	untouched("xoxb-short");
 	untouched("eyJhbGciOiJIUzI1NiJ9 alone"); /* one segment */
 	untouched("-----BEGIN PUBLIC KEY-----");
@@ -139,7 +140,6 @@ static void test_negative_lookalikes(void **state)
 	untouched("{\"span_id\":\"4111111111111111\"}"); /* an all-digit hex id */
 	untouched("order_id=4111111111111111 traceId: 4111111111111111");
 }
-
 
 /* ------------------------------------------------- generated credentials
  * Every token below is made here from its provider's documented shape:
@@ -236,8 +236,8 @@ static const struct {
 	{"sk-{A20}T3BlbkFJ{A20}", "openai_key", "legacy ", " key"},
 	{"sk-ant-api03-{u93}AA", "anthropic_key", "x-api-key: ", "\n"},
 	{"sk-ant-admin01-{u93}AA", "anthropic_key", "admin ", ""},
-	{"AIzaSy{u33}", "google_api_key", "https://generativelanguage.googleapis.com/v1/models?key=",
-	 "&alt=sse"},
+	{"AIzaSy{u33}", "google_api_key",
+	 "https://generativelanguage.googleapis.com/v1/models?key=", "&alt=sse"},
 	{"GOCSPX-{u28}", "google_oauth", "client secret ", "."},
 	{"ya29.a0{u150}", "google_oauth", "access ", " expires"},
 	{"hf_{l34}", "huggingface_token", "HF_TOKEN=", ""},
@@ -345,11 +345,12 @@ static void test_provider_credentials(void **state)
 		snprintf(key, sizeof key, "ABSK%s", enc);
 		caught(key, "aws_bedrock_key", "AWS_BEARER_TOKEN_BEDROCK=", "\n");
 		free(enc);
-		n = snprintf(plain, sizeof plain,
-			     "bedrock.amazonaws.com/?Action=CallWithBearerToken&X-Amz-Algorithm="
-			     "AWS4-HMAC-SHA256&X-Amz-Credential=ASIA%s%%2F20261201&X-Amz-Signature=%s"
-			     "&Version=1",
-			     id, sec);
+		n = snprintf(
+			plain, sizeof plain,
+			"bedrock.amazonaws.com/?Action=CallWithBearerToken&X-Amz-Algorithm="
+			"AWS4-HMAC-SHA256&X-Amz-Credential=ASIA%s%%2F20261201&X-Amz-Signature=%s"
+			"&Version=1",
+			id, sec);
 		enc = b64((unsigned char *)plain, (size_t)n, 1);
 		snprintf(key, sizeof key, "bedrock-api-key-%s", enc);
 		caught(key, "aws_bedrock_key", "", "");
