@@ -493,6 +493,16 @@ static void test_iban(void **state)
 			untouched(iban);
 		}
 	}
+	/* an IBAN at every offset after text without digits: its letters may
+	   end one 48-byte step of the shape scanner and its digits begin the next */
+	char iban[64];
+	iban_make(iban, "DE", 22, 0);
+	for (int pad = 0; pad < 100; pad++) {
+		char before[160];
+		memset(before, 'x', (size_t)pad);
+		snprintf(before + pad, sizeof before - (size_t)pad, " it says ");
+		caught(iban, "iban", before, "\"}");
+	}
 	untouched("ZZ12345678901234567890 and de89370400440532013000");
 	untouched("ID42 [meta seq=1] AB12 CDEF GH");
 }
@@ -623,6 +633,32 @@ static void test_stream_split_secrets(void **state)
 	free(out.buf);
 }
 
+/* A stream flush ends after a line end (or a space or quote), not inside a
+ * number or between a name and its value. "1234222222222222" is no card (no
+ * network issues 1...), but cut after "123" its tail is a Luhn-valid Visa
+ * number: the first chunk's size moves the flush boundary over every offset
+ * of a line. */
+static void test_stream_ids_not_cut(void **state)
+{
+	static char doc[300000];
+	const char *line = "{\"span\":\"1234222222222222\",\"n\":1}\n";
+	size_t ll = strlen(line), n = 0;
+	while (n + ll < sizeof doc) {
+		memcpy(doc + n, line, ll);
+		n += ll;
+	}
+	for (size_t first = 131072; first < 131072 + ll; first++) {
+		sinkbuf out = {0};
+		aw_redact_stream *s = aw_redact_stream_new(sink, &out, NULL);
+		assert_int_equal(aw_redact_stream_feed(s, doc, first), AW_OK);
+		assert_int_equal(aw_redact_stream_feed(s, doc + first, n - first), AW_OK);
+		assert_int_equal(aw_redact_stream_finish(s), AW_OK);
+		if (out.len != n || memcmp(out.buf, doc, n) != 0)
+			fail_msg("first chunk %zu: an id was cut and redacted", first);
+		free(out.buf);
+	}
+}
+
 static void test_json_mode(void **state)
 {
 	json_error_t je;
@@ -739,6 +775,7 @@ int main(void)
 		cmocka_unit_test(test_card_vs_id),
 		cmocka_unit_test(test_stats_and_idempotent),
 		cmocka_unit_test(test_stream_split_secrets),
+		cmocka_unit_test(test_stream_ids_not_cut),
 		cmocka_unit_test(test_json_mode),
 		cmocka_unit_test(test_binary_input),
 	};
