@@ -489,7 +489,7 @@ static uint32_t crc32_of(const char *s, size_t n)
  * characters, then their CRC32 in base62 (0-9A-Za-z), 6 characters with
  * leading zeros. The 40-character forms must carry it; longer GitHub forms
  * (github_pat_, long server tokens) are only checked for randomness. */
-int aw_redact_base62_crc(const char *body, size_t n, char out[7])
+void aw_redact_base62_crc(const char *body, size_t n, char out[7])
 {
 	static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 	uint32_t v = crc32_of(body, n);
@@ -498,7 +498,6 @@ int aw_redact_base62_crc(const char *body, size_t n, char out[7])
 		v /= 62;
 	}
 	out[6] = '\0';
-	return v == 0;
 }
 
 static int crc_token_ok(const char *s, size_t n)
@@ -1096,11 +1095,15 @@ static void scan_shapes(scan_ctx *sc)
 		shape_masks m;
 		shape_load(p, &m);
 		/* Discord bot token: a letter or digit, '.', 6 of [A-Za-z0-9_-], '.',
-		   one of those (the bit is the first dot) */
-		uint64_t an = m.alpha | m.digit, w = an | m.dash | m.under;
-		uint64_t dc = m.dot & (m.dot >> 7) & (an << 1) & (w >> 8) & (w >> 1) & (w >> 2) &
-			      (w >> 3) & (w >> 4) & (w >> 5) & (w >> 6);
-		if (dc & keep)
+		   one of those (the bit is the first dot); two dots 7 apart first,
+		   which most windows do not have */
+		uint64_t dc = m.dot & (m.dot >> 7) & keep;
+		if (dc) {
+			uint64_t an = m.alpha | m.digit, w = an | m.dash | m.under;
+			dc &= (an << 1) & (w >> 8) & (w >> 1) & (w >> 2) & (w >> 3) & (w >> 4) &
+			      (w >> 5) & (w >> 6);
+		}
+		if (dc)
 			discord_candidates(sc, i - 1, dc & keep);
 		/* "+" or "(" may lead digits beyond; an IBAN's letters may be the
 		   step's last bytes and its digits beyond them */

@@ -25,6 +25,6 @@ int aw_redact_validate(aw_redact_class c, const char *s, size_t len);
 /* The base62 CRC32 that ends GitHub's and npm's 40-character tokens, of the
  * n characters of body, into out (6 characters and a NUL); for tests that
  * generate such tokens. */
-int aw_redact_base62_crc(const char *body, size_t n, char out[7]);
+void aw_redact_base62_crc(const char *body, size_t n, char out[7]);
 
 #endif
