@@ -61,9 +61,12 @@ static const struct cls_def {
 	validator ok;	  /* on the replaced part */
 } defs[AW_RC__COUNT] = {
 	[AW_RC_EMAIL] =
-		{"[A-Za-z0-9._%+-]@[A-Za-z0-9][A-Za-z0-9-]{0,62}\\.[A-Za-z]",
-		 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
-		 140, 300, NULL},
+		/* '@' and the first letter after it: a prefilter ending in "\.[A-Za-z]"
+		   let Hyperscan anchor on every ".x" of the text and look back for an
+		   '@' (20-30% of every clean corpus, with no '@' in it) */
+	{"@[A-Za-z0-9.-]{0,62}[A-Za-z]",
+	 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
+	 140, 300, NULL},
 	/* phone, card, ipv4 and ipv6 have no Hyperscan prefilter: they are found
 	   by the shape scanner below (Hyperscan is slow on the character-class
 	   runs and one-byte literals they are made of, in digit-rich log text) */

@@ -49,6 +49,10 @@ static void untouched(const char *text)
 static void test_positive_each_class(void **state)
 {
 	caught("jane.doe+ops@example.co.uk", "email", "contact ", " today");
+	/* domains that start with digits; an @ without a domain before one */
+	caught("ops@123.example.com", "email", "to ", "");
+	caught("x_y@1-2-3.4.example", "email", "<", ">");
+	caught("a@b.io", "email", "meta@32473 ", "");
 	caught("+14155552671", "phone", "call ", " now");
 	caught("+44 20 7946 0958", "phone", "tel: ", ".");
 	caught("(415) 555-2671", "phone", "office ", " ext");
