@@ -17,7 +17,7 @@
 
 const char *const loggen_formats[] = {"synthetic",  "nginx",   "apache", "syslog3164", "syslog5424",
 				      "postgres",   "jsonl",   "k8s",	 "java",       "python",
-				      "prometheus", "numeric", NULL};
+				      "prometheus", "numeric", "agent",	 NULL};
 
 static const char *const secrets[] = {
 	"jane.doe@example.com",
@@ -36,7 +36,87 @@ static const char *const secrets[] = {
 	"password=hunter2hunter2",
 	"awk_HZpoKRzdLSXUjhp3JiTUc66JzdXmJiHlaCOpJqXZw14",
 };
-#define NSECRETS (sizeof secrets / sizeof secrets[0])
+#define NFIXED (sizeof secrets / sizeof secrets[0])
+
+/* The credentials agents leak, generated once from each provider's shape
+ * (random characters of the documented alphabet and length; none is a real
+ * key): {Xn} = n characters of alphabet X. Then a US SSN and an IBAN. */
+static const char *const templates[] = {
+	"sk-proj-{u74}T3BlbkFJ{u74}",
+	"sk-ant-api03-{u93}AA",
+	"AIzaSy{u33}",
+	"hf_{l34}",
+	"gsk_{A52}",
+	"sk_live_{A24}",
+	"glpat-{u20}",
+	"https://hooks.slack.com/workflows/T{U10}/A{U10}/{d18}/{A24}",
+	"{d10}:AA{u33}",
+	"IQoJb3JpZ2luX2Vj{b300}",
+	"SG.{u22}.{u43}",
+	"hvs.CAES{u90}",
+	"https://{h32}@o{d6}.ingest.sentry.io/{d7}",
+};
+#define NTEMPL (sizeof templates / sizeof templates[0])
+#define NSECRETS (NFIXED + NTEMPL + 2)
+static char generated[NTEMPL + 2][512];
+
+static const char *alpha(char x)
+{
+	switch (x) {
+	case 'A': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	case 'l': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	case 'U': return "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	case 'h': return "0123456789abcdef";
+	case 'u': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	case 'b': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	default: return "0123456789";
+	}
+}
+
+static uint64_t gx = 0x853c49e6748fea9bULL;
+
+static uint32_t next_u32(void)
+{
+	gx ^= gx << 13;
+	gx ^= gx >> 7;
+	gx ^= gx << 17;
+	return (uint32_t)(gx >> 11);
+}
+#define NEXT() next_u32()
+
+static void generate_secrets(void)
+{
+	if (generated[0][0])
+		return;
+	for (size_t t = 0; t < NTEMPL; t++) {
+		char *o = generated[t];
+		for (const char *p = templates[t]; *p;) {
+			if (*p != '{') {
+				*o++ = *p++;
+				continue;
+			}
+			const char *a = alpha(p[1]);
+			char *e;
+			long k = strtol(p + 2, &e, 10);
+			for (long i = 0; i < k; i++)
+				*o++ = a[NEXT() % strlen(a)];
+			p = e + 1;
+		}
+		*o = '\0';
+	}
+	/* an SSN in an issued range, and a German IBAN with its check digits */
+	unsigned area = 100 + NEXT() % 500, group = 10 + NEXT() % 90, serial = 1000 + NEXT() % 9000;
+	snprintf(generated[NTEMPL], sizeof generated[0], "%03u-%02u-%04u", area, group, serial);
+	char bban[19], num[32];
+	for (int i = 0; i < 18; i++)
+		bban[i] = (char)('0' + NEXT() % 10);
+	bban[18] = '\0';
+	snprintf(num, sizeof num, "%s131400", bban); /* D=13 E=14, "00" */
+	unsigned rem = 0;
+	for (char *p = num; *p; p++)
+		rem = (rem * 10 + (unsigned)(*p - '0')) % 97;
+	snprintf(generated[NTEMPL + 1], sizeof generated[0], "DE%02u%s", 98 - rem, bban);
+}
 
 static const char *const words[] = {"request", "handled",   "cache",  "miss",  "upstream",
 				    "retry",   "scheduled", "worker", "lease", "renewed",
@@ -80,7 +160,8 @@ static const char *secret(gen *g)
 		return "";
 	g->next_secret += 1024;
 	g->planted++;
-	return secrets[g->planted % NSECRETS];
+	size_t k = g->planted % NSECRETS;
+	return k < NFIXED ? secrets[k] : generated[k - NFIXED];
 }
 
 static void put(gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -111,6 +192,95 @@ static void iso(gen *g, char *out, size_t cap)
 {
 	snprintf(out, cap, "2026-12-01T%02u:%02u:%02u.%03uZ", rnd(g) % 24, rnd(g) % 60, rnd(g) % 60,
 		 rnd(g) % 1000);
+}
+
+static void rnd_chars(gen *g, char *out, size_t n, const char *a)
+{
+	size_t al = strlen(a);
+	for (size_t i = 0; i < n; i++)
+		out[i] = a[rnd(g) % al];
+	out[n] = '\0';
+}
+
+/* An agent's JSON lines: the request to the model (trace and span ids, some
+ * numeric: "span": "4212201616914172" is an id, not a card), its answer with
+ * a tool call and token usage, the tool's result - a config dump with a .env
+ * file - and the run's step record. A dense corpus puts the secret where an
+ * agent leaks it: the user's message, the tool's output, an .env line. */
+static void agent_line(gen *g, const char *sec)
+{
+	static const char *const models[] = {"gpt-4o-2024-08-06", "claude-sonnet-4-20250514",
+					     "gemini-2.0-flash", "llama3.1:70b", "qwen2.5:32b"};
+	static const char *const tools[] = {"read_file", "search_logs", "kubectl_get", "http_get",
+					    "query_metrics"};
+	static const char *const env_keys[] = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN",
+					       "STRIPE_SECRET_KEY", "SLACK_WEBHOOK_URL"};
+	char ts[40], id[32], call[32], span[20], parent[20];
+	const char *b62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	int has = sec[0] != 0;
+	iso(g, ts, sizeof ts);
+	rnd_chars(g, id, 29, b62);
+	rnd_chars(g, call, 24, b62);
+	/* numeric span ids, as some tracers write them: about one in ten is
+	   Luhn-valid with a card's first digit */
+	snprintf(span, sizeof span, "%u%07u%08u", 1 + rnd(g) % 9, rnd(g) % 10000000,
+		 rnd(g) % 100000000);
+	snprintf(parent, sizeof parent, "%u%07u%08u", 1 + rnd(g) % 9, rnd(g) % 10000000,
+		 rnd(g) % 100000000);
+	const char *model = models[rnd(g) % 5], *tool = tools[rnd(g) % 5];
+	switch (rnd(g) % 4) {
+	case 0:
+		put(g,
+		    "{\"ts\":\"%s\",\"type\":\"llm.request\",\"project\":\"acme\",\"trace_id\":"
+		    "\"%08x%08x%08x%08x\",\"span\":\"%s\",\"parent\":\"%s\",\"model\":\"%s\","
+		    "\"messages\":[{\"role\":\"system\",\"content\":\"You are the on-call "
+		    "assistant for %s. Use tools; never print credentials.\"},{\"role\":\"user\","
+		    "\"content\":\"why did the %s %s %s?%s%s\"}],\"max_tokens\":%u,\"temperature\":"
+		    "0.%u,\"stream\":true}\n",
+		    ts, rnd(g), rnd(g), rnd(g), rnd(g), span, parent, model, hosts[rnd(g) % 5],
+		    W(g), W(g), W(g), has ? " it says " : "", sec, 256 << rnd(g) % 5, rnd(g) % 10);
+		break;
+	case 1:
+		put(g,
+		    "{\"ts\":\"%s\",\"type\":\"llm.response\",\"id\":\"chatcmpl-%s\",\"model\":"
+		    "\"%s\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+		    "\"content\":\"Checking the %s %s.%s%s\",\"tool_calls\":[{\"id\":\"call_%s\","
+		    "\"type\":\"function\",\"function\":{\"name\":\"%s\",\"arguments\":"
+		    "\"{\\\"path\\\":\\\"/srv/%s/.env\\\",\\\"lines\\\":%u}\"}}]},"
+		    "\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":%u,"
+		    "\"completion_tokens\":%u,\"total_tokens\":%u},\"span\":\"%s\"}\n",
+		    ts, id, model, W(g), W(g), has ? " Found " : "", sec, call, tool,
+		    hosts[rnd(g) % 5], rnd(g) % 200, rnd(g) % 100000, rnd(g) % 4000,
+		    rnd(g) % 104000, span);
+		break;
+	case 2:
+		put(g,
+		    "{\"ts\":\"%s\",\"type\":\"tool.result\",\"tool\":\"%s\",\"call_id\":"
+		    "\"call_%s\",\"parent\":\"%s\",\"is_error\":false,\"content\":[{\"type\":"
+		    "\"text\",\"text\":\"# /srv/%s/.env\\nNODE_ENV=production\\nLOG_LEVEL=%s\\n"
+		    "PORT=%u\\nDATABASE_URL=postgres://db.internal:5432/%s\\nREDIS_URL=redis://"
+		    "cache:6379/%u\\nOTEL_EXPORTER_OTLP_ENDPOINT=http://otel-collector:4318\\n"
+		    "MODEL=%s\\nMAX_TOKENS=%u\\n%s%s%s\"}]}\n",
+		    ts, tool, call, parent, hosts[rnd(g) % 5], rnd(g) % 2 ? "info" : "debug",
+		    8000 + rnd(g) % 1000, W(g), rnd(g) % 16, model, 1024 << rnd(g) % 4,
+		    !has	       ? ""
+		    : strchr(sec, ' ') ? "# "
+				       : env_keys[rnd(g) % 5],
+		    !has	       ? ""
+		    : strchr(sec, ' ') ? ""
+				       : "=",
+		    sec);
+		break;
+	default:
+		put(g,
+		    "{\"ts\":\"%s\",\"type\":\"run.step\",\"run_id\":\"%08x-%04x-7%03x-%04x-"
+		    "%08x%04x\",\"step\":%u,\"state\":\"%s\",\"span\":\"%s\",\"trace\":\"%s\","
+		    "\"tokens\":{\"in\":%u,\"out\":%u},\"cost_usd\":0.%04u,\"note\":\"%s %s%s%s\"}\n",
+		    ts, rnd(g), rnd(g) & 0xffff, rnd(g) & 0xfff, 0x8000 | (rnd(g) & 0x3fff), rnd(g),
+		    rnd(g) & 0xffff, rnd(g) % 20, rnd(g) % 2 ? "running" : "succeeded", span,
+		    parent, rnd(g) % 100000, rnd(g) % 4000, rnd(g) % 10000, W(g), W(g),
+		    has ? " " : "", sec);
+	}
 }
 
 /* One record of format f (several lines for stack traces). The secrets hold
@@ -227,6 +397,9 @@ static void one_line(gen *g, int f)
 		    rnd(g) % 2 ? "get" : "post", 200 + (rnd(g) % 4) * 100, W(g), sec,
 		    rnd(g) % 100000, rnd(g) % 100000000);
 		break;
+	case 12: /* agent traffic: LLM requests and answers, tool calls, .env dumps */
+		agent_line(g, sec);
+		break;
 	default: /* numeric: every line ends in a number, the next starts with a date */
 		iso(g, ts, sizeof ts);
 		put(g, "%s worker=%u processed batch %s items=%u%s%s bytes=%u\n", ts, rnd(g) % 64,
@@ -244,6 +417,7 @@ int loggen_format_index(const char *name)
 
 char *loggen(int format, size_t size, int dense, size_t *len, size_t *planted)
 {
+	generate_secrets();
 	gen g = {.s = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(format + 1) * 0x100000001b3ULL,
 		 .next_secret = 1024,
 		 .dense = dense};

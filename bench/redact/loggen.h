@@ -3,7 +3,8 @@
  * bench's own synthetic lines, nginx and Apache combined access logs, RFC 3164
  * and RFC 5424 syslog, PostgreSQL server logs, JSON lines with trace ids,
  * Kubernetes (CRI) container logs, Java and Python stack traces, Prometheus
- * exposition lines and lines that end in a number before a date-led line.
+ * exposition lines, lines that end in a number before a date-led line, and
+ * agent traffic (JSON lines of LLM requests and answers, tool calls, .env dumps).
  */
 #ifndef AW_BENCH_LOGGEN_H
 #define AW_BENCH_LOGGEN_H

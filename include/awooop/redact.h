@@ -20,24 +20,72 @@
 
 #include "awooop/err.h"
 
-/* X(enum, label) - the label appears in the replacement text. */
-#define AW_REDACT_CLASSES(X)                     \
-	X(AW_RC_EMAIL, "email")                  \
-	X(AW_RC_PHONE, "phone")                  \
-	X(AW_RC_CARD, "card")                    \
-	X(AW_RC_IPV4, "ipv4")                    \
-	X(AW_RC_IPV6, "ipv6")                    \
-	X(AW_RC_AWS_KEY_ID, "aws_access_key_id") \
-	X(AW_RC_AWS_SECRET, "aws_secret_key")    \
-	X(AW_RC_GITHUB, "github_token")          \
-	X(AW_RC_SLACK, "slack_token")            \
-	X(AW_RC_SLACK_WEBHOOK, "slack_webhook")  \
-	X(AW_RC_JWT, "jwt")                      \
-	X(AW_RC_PEM, "private_key")              \
-	X(AW_RC_AUTH_HEADER, "authorization")    \
-	X(AW_RC_URL_CREDS, "url_credentials")    \
-	X(AW_RC_ASSIGNMENT, "secret_assignment") \
-	X(AW_RC_AWOOOP_KEY, "awooop_key")        \
+/* X(enum, label) - the label appears in the replacement text. Personal data
+ * first; every class from AW_RC_AWS_KEY_ID on is a credential (nocred.c). */
+#define AW_REDACT_CLASSES(X)                         \
+	X(AW_RC_EMAIL, "email")                      \
+	X(AW_RC_PHONE, "phone")                      \
+	X(AW_RC_CARD, "card")                        \
+	X(AW_RC_IPV4, "ipv4")                        \
+	X(AW_RC_IPV6, "ipv6")                        \
+	X(AW_RC_SSN, "us_ssn")                       \
+	X(AW_RC_IBAN, "iban")                        \
+	X(AW_RC_AWS_KEY_ID, "aws_access_key_id")     \
+	X(AW_RC_AWS_SECRET, "aws_secret_key")        \
+	X(AW_RC_GITHUB, "github_token")              \
+	X(AW_RC_SLACK, "slack_token")                \
+	X(AW_RC_SLACK_WEBHOOK, "slack_webhook")      \
+	X(AW_RC_JWT, "jwt")                          \
+	X(AW_RC_PEM, "private_key")                  \
+	X(AW_RC_AUTH_HEADER, "authorization")        \
+	X(AW_RC_URL_CREDS, "url_credentials")        \
+	X(AW_RC_ASSIGNMENT, "secret_assignment")     \
+	X(AW_RC_AWOOOP_KEY, "awooop_key")            \
+	X(AW_RC_AWS_SESSION, "aws_session_token")    \
+	X(AW_RC_BEDROCK, "aws_bedrock_key")          \
+	X(AW_RC_OPENAI, "openai_key")                \
+	X(AW_RC_ANTHROPIC, "anthropic_key")          \
+	X(AW_RC_GOOGLE_API, "google_api_key")        \
+	X(AW_RC_GOOGLE_OAUTH, "google_oauth")        \
+	X(AW_RC_HUGGINGFACE, "huggingface_token")    \
+	X(AW_RC_GROQ, "groq_key")                    \
+	X(AW_RC_PERPLEXITY, "perplexity_key")        \
+	X(AW_RC_REPLICATE, "replicate_token")        \
+	X(AW_RC_XAI, "xai_key")                      \
+	X(AW_RC_OPENROUTER, "openrouter_key")        \
+	X(AW_RC_LANGSMITH, "langsmith_key")          \
+	X(AW_RC_AZURE_SECRET, "azure_client_secret") \
+	X(AW_RC_AZURE_STORAGE, "azure_storage_key")  \
+	X(AW_RC_GITLAB, "gitlab_token")              \
+	X(AW_RC_BITBUCKET, "bitbucket_token")        \
+	X(AW_RC_ATLASSIAN, "atlassian_token")        \
+	X(AW_RC_DISCORD, "discord_token")            \
+	X(AW_RC_DISCORD_WEBHOOK, "discord_webhook")  \
+	X(AW_RC_TELEGRAM, "telegram_bot_token")      \
+	X(AW_RC_STRIPE, "stripe_key")                \
+	X(AW_RC_SQUARE, "square_token")              \
+	X(AW_RC_BRAINTREE, "braintree_token")        \
+	X(AW_RC_NPM, "npm_token")                    \
+	X(AW_RC_PYPI, "pypi_token")                  \
+	X(AW_RC_TWILIO, "twilio_key")                \
+	X(AW_RC_SENDGRID, "sendgrid_key")            \
+	X(AW_RC_MAILGUN, "mailgun_key")              \
+	X(AW_RC_DATADOG, "datadog_key")              \
+	X(AW_RC_NEWRELIC, "newrelic_key")            \
+	X(AW_RC_SENTRY_DSN, "sentry_dsn")            \
+	X(AW_RC_SENTRY_TOKEN, "sentry_token")        \
+	X(AW_RC_SHOPIFY, "shopify_token")            \
+	X(AW_RC_DOPPLER, "doppler_token")            \
+	X(AW_RC_VAULT, "vault_token")                \
+	X(AW_RC_ONEPASSWORD, "onepassword_token")    \
+	X(AW_RC_AGE, "age_secret_key")               \
+	X(AW_RC_DIGITALOCEAN, "digitalocean_token")  \
+	X(AW_RC_LINEAR, "linear_key")                \
+	X(AW_RC_POSTMAN, "postman_key")              \
+	X(AW_RC_GRAFANA, "grafana_token")            \
+	X(AW_RC_DATABRICKS, "databricks_token")      \
+	X(AW_RC_SUPABASE, "supabase_token")          \
+	X(AW_RC_PULUMI, "pulumi_token")              \
 	X(AW_RC_SENSITIVE_FIELD, "sensitive_field")
 
 typedef enum {

@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <hs/hs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,15 @@ static int card_ok(const char *s, size_t n);
 static int luhn_ok(const char *s, size_t n);
 static int digits_phone_ok(const char *s, size_t n);
 static int ipv6_ok(const char *s, size_t n);
+static int ssn_ok(const char *s, size_t n);
+static int iban_ok(const char *s, size_t n);
+static int tok_ok(const char *s, size_t n);
+static int crc_token_ok(const char *s, size_t n);
+static int discord_ok(const char *s, size_t n);
+
+/* Boundaries of a token made of the URL-safe base64 alphabet */
+#define TB "(?<![A-Za-z0-9_-])"
+#define TE "(?![A-Za-z0-9_-])"
 
 static const struct cls_def {
 	const char *hs;	  /* prefilter: cheap, may be broader than pcre */
@@ -51,9 +61,12 @@ static const struct cls_def {
 	validator ok;	  /* on the replaced part */
 } defs[AW_RC__COUNT] = {
 	[AW_RC_EMAIL] =
-		{"[A-Za-z0-9._%+-]@[A-Za-z0-9][A-Za-z0-9-]{0,62}\\.[A-Za-z]",
-		 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
-		 140, 300, NULL},
+		/* '@' and the first letter after it: a prefilter ending in "\.[A-Za-z]"
+		   let Hyperscan anchor on every ".x" of the text and look back for an
+		   '@' (20-30% of every clean corpus, with no '@' in it) */
+	{"@[A-Za-z0-9.-]{0,62}[A-Za-z]",
+	 "(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
+	 140, 300, NULL},
 	/* phone, card, ipv4 and ipv6 have no Hyperscan prefilter: they are found
 	   by the shape scanner below (Hyperscan is slow on the character-class
 	   runs and one-byte literals they are made of, in digit-rich log text) */
@@ -71,6 +84,15 @@ static const struct cls_def {
 		 16, 16, NULL},
 	[AW_RC_IPV6] = {NULL, "(?<![\\w:.])[0-9A-Fa-f:.]{1,44}[0-9A-Fa-f:](?![\\w:])", 48, 48,
 			ipv6_ok},
+	/* US SSN, dashed: found by the shape scanner; ssn_ok drops the numbers
+	   the SSA never issues */
+	[AW_RC_SSN] = {NULL, "(?<![\\w.+/-])\\d{3}-\\d{2}-\\d{4}(?![\\w-]|\\.\\d)", 16, 16, ssn_ok},
+	/* IBAN, compact or in groups of 4: the shape scanner finds "CCdd" at a
+	   token start; iban_ok checks the country's length and mod 97 */
+	[AW_RC_IBAN] =
+		{NULL,
+		 "(?<![A-Za-z0-9])[A-Z]{2}\\d{2}(?:(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?|[A-Z0-9]{11,30})(?![A-Za-z0-9])",
+		 8, 56, iban_ok},
 	[AW_RC_AWS_KEY_ID] =
 		{"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}",
 		 "(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])", 20, 4,
@@ -82,14 +104,15 @@ static const struct cls_def {
 	[AW_RC_GITHUB] =
 		{"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22}",
 		 "(?<![A-Za-z0-9_])(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,244})(?![A-Za-z0-9_])",
-		 40, 260, NULL},
+		 40, 260, crc_token_ok},
 	[AW_RC_SLACK] =
-		{"xox[bpeasr]-[A-Za-z0-9-]{10}|xapp-\\d-[A-Za-z0-9-]{10}",
-		 "(?<![A-Za-z0-9-])(?:xox[bpeasr]-[A-Za-z0-9-]{10,250}|xapp-\\d-[A-Za-z0-9-]{10,250})",
+		{"xox[abeoprs]-[A-Za-z0-9-]{10}|xapp-\\d-[A-Za-z0-9-]{10}",
+		 "(?<![A-Za-z0-9-])(?:(?:xoxe\\.)?xox[abeoprs]-[A-Za-z0-9-]{10,250}|xapp-\\d-[A-Za-z0-9-]{10,250})",
 		 20, 260, NULL},
-	[AW_RC_SLACK_WEBHOOK] = {"hooks\\.slack\\.com/services/",
-				 "https?://hooks\\.slack\\.com/services/[A-Za-z0-9_/-]{8,200}", 40,
-				 210, NULL},
+	[AW_RC_SLACK_WEBHOOK] =
+		{"hooks\\.slack\\.com/(?:services|workflows|triggers)/",
+		 "https?://hooks\\.slack\\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,200}",
+		 50, 210, NULL},
 	[AW_RC_JWT] =
 		{"eyJ[A-Za-z0-9_-]{4,}\\.eyJ",
 		 "(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,1024}\\.eyJ[A-Za-z0-9_-]{2,8192}\\.[A-Za-z0-9_-]{0,1024}(?![A-Za-z0-9_-])",
@@ -113,6 +136,138 @@ static const struct cls_def {
 	[AW_RC_AWOOOP_KEY] = {"awk_[A-Za-z0-9_-]{43}",
 			      "(?<![A-Za-z0-9_-])awk_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", 48, 4,
 			      NULL},
+	/* ---- provider credentials: a documented prefix and alphabet, most of a
+	   fixed length; tok_ok drops placeholders (xxxx, 0123456789, few distinct
+	   characters), crc_token_ok checks GitHub's and npm's CRC32 ---- */
+	[AW_RC_AWS_SESSION] =
+		{"IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE",
+		 "(?<![A-Za-z0-9/+])(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9/+]{80,4000}={0,2}",
+		 24, 4100, NULL},
+	[AW_RC_BEDROCK] =
+		{"ABSKQmVkcm9ja0FQSUtleS|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t",
+		 "(?<![A-Za-z0-9/+-])(?:ABSKQmVkcm9ja0FQSUtleS|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t)[A-Za-z0-9/+]{20,4000}={0,2}",
+		 64, 4100, NULL},
+	[AW_RC_OPENAI] =
+		{"T3BlbkFJ|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20}",
+		 TB
+		 "sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})" TE,
+		 270, 260, tok_ok},
+	[AW_RC_ANTHROPIC] = {"sk-ant-(?:api|admin|oat|ort)[0-9][0-9]-",
+			     TB "sk-ant-(?:api|admin|oat|ort)\\d\\d-[A-Za-z0-9_-]{32,200}" TE, 20,
+			     210, tok_ok},
+	[AW_RC_GOOGLE_API] = {"AIza[0-9A-Za-z_-]{35}", TB "AIza[0-9A-Za-z_-]{35}" TE, 40, 4,
+			      tok_ok},
+	[AW_RC_GOOGLE_OAUTH] = {"GOCSPX-|ya29\\.[A-Za-z0-9_-]{20}",
+				TB "(?:GOCSPX-[A-Za-z0-9_-]{28}|ya29\\.[A-Za-z0-9_-]{20,2048})" TE,
+				30, 2060, tok_ok},
+	[AW_RC_HUGGINGFACE] = {"hf_[A-Za-z]{34}|api_org_[A-Za-z]{34}",
+			       TB "(?:hf|api_org)_[A-Za-z]{34}" TE, 44, 4, tok_ok},
+	[AW_RC_GROQ] = {"gsk_[A-Za-z0-9]{52}", TB "gsk_[A-Za-z0-9]{52}" TE, 60, 4, tok_ok},
+	[AW_RC_PERPLEXITY] = {"pplx-[A-Za-z0-9]{48}", TB "pplx-[A-Za-z0-9]{48}" TE, 56, 4, tok_ok},
+	[AW_RC_REPLICATE] = {"r8_[A-Za-z0-9]{37}", TB "r8_[A-Za-z0-9]{37}" TE, 44, 4, tok_ok},
+	[AW_RC_XAI] = {"xai-[A-Za-z0-9]{80}", TB "xai-[A-Za-z0-9]{80}" TE, 88, 4, tok_ok},
+	[AW_RC_OPENROUTER] = {"sk-or-v1-[0-9a-f]{64}", TB "sk-or-v1-[0-9a-f]{64}" TE, 76, 4,
+			      tok_ok},
+	[AW_RC_LANGSMITH] = {"lsv2_(?:pt|sk)_[0-9a-f]{32}_",
+			     TB "lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}" TE, 44, 14, tok_ok},
+	/* Entra ID (Azure AD) client secrets: 3 characters, a digit, "Q~", 31-34 */
+	/* (the prefilter is the bare literal: with the class run after it, it
+	   cost the PostgreSQL corpus a third of its Hyperscan speed) */
+	[AW_RC_AZURE_SECRET] =
+		{"Q~",
+		 "(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])",
+		 8, 40, tok_ok},
+	[AW_RC_AZURE_STORAGE] = {"AccountKey=", "AccountKey=([A-Za-z0-9+/]{86}==)", 16, 92, NULL},
+	[AW_RC_GITLAB] =
+		{"gl(?:pat|dt|rt|rtr|ptt|ft|imt|agent|oas|cbt|soat|ffct)-[A-Za-z0-9_-]{20}|GR1348941[A-Za-z0-9_-]{20}",
+		 TB
+		 "(?:gl(?:pat|dt|rt|rtr|ptt|ft|imt|agent|oas|cbt|soat|ffct)-[A-Za-z0-9_-]{20,300}(?:\\.[A-Za-z0-9_-]{1,64}){0,3}|GR1348941[A-Za-z0-9_-]{20})" TE,
+		 36, 500, tok_ok},
+	[AW_RC_BITBUCKET] = {"ATBB[A-Za-z0-9]{28}|ATCTT3xFfGN0",
+			     TB "(?:ATBB[A-Za-z0-9]{28,40}|ATCTT3xFfGN0[A-Za-z0-9_=-]{30,250})" TE,
+			     40, 260, tok_ok},
+	[AW_RC_ATLASSIAN] = {"ATATT3xFfGF0", TB "ATATT3xFfGF0[A-Za-z0-9_=-]{30,300}" TE, 16, 310,
+			     tok_ok},
+	/* a bot token is base64(snowflake id).timestamp.hmac: no literal, so
+	   the shape scanner finds its ".xxxxxx." (a Hyperscan prefilter made of
+	   character classes halved the speed of every corpus) */
+	[AW_RC_DISCORD] = {NULL,
+			   TB
+			   "[MNO][A-Za-z0-9]{21,27}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,38}" TE,
+			   32, 48, discord_ok},
+	[AW_RC_DISCORD_WEBHOOK] =
+		{"discord(?:app)?\\.com/api/webhooks/",
+		 "https?://(?:(?:ptb|canary)\\.)?discord(?:app)?\\.com/api/webhooks/\\d{17,20}/[A-Za-z0-9_-]{60,68}",
+		 60, 100, NULL},
+	[AW_RC_TELEGRAM] = {":AA[A-Za-z0-9_-]{33}",
+			    "(?:(?<=bot)|(?<![A-Za-z0-9_]))\\d{8,10}:AA[A-Za-z0-9_-]{33}" TE, 50, 4,
+			    tok_ok},
+	[AW_RC_STRIPE] =
+		{"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20}|whsec_[A-Za-z0-9]{32}",
+		 TB
+		 "(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,247}|whsec_[A-Za-z0-9+/=]{32,100})" TE,
+		 40, 260, tok_ok},
+	[AW_RC_SQUARE] =
+		{"EAAA[A-Za-z0-9_-]{60}|sq0(?:atp|csp)-",
+		 TB
+		 "(?:EAAA[A-Za-z0-9_-]{60}|sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43})" TE,
+		 70, 50, tok_ok},
+	[AW_RC_BRAINTREE] =
+		{"access_token\\$(?:production|sandbox)\\$",
+		 "access_token\\$(?:production|sandbox)\\$[0-9a-z]{16}\\$[0-9a-f]{32}" TE, 32, 52,
+		 NULL},
+	[AW_RC_NPM] = {"npm_[A-Za-z0-9]{36}", TB "npm_[A-Za-z0-9]{36}" TE, 44, 4, crc_token_ok},
+	[AW_RC_PYPI] = {"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)",
+			TB "pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,2000}" TE,
+			40, 2010, NULL},
+	[AW_RC_TWILIO] = {"SK[0-9a-f]{32}", TB "SK[0-9a-f]{32}" TE, 40, 4, tok_ok},
+	[AW_RC_SENDGRID] = {"SG\\.[A-Za-z0-9_-]{22}\\.",
+			    TB "SG\\.[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}" TE, 30, 48, tok_ok},
+	[AW_RC_MAILGUN] = {"key-[0-9a-z]{32}", TB "key-[0-9a-z]{32}" TE, 40, 4, tok_ok},
+	[AW_RC_DATADOG] =
+		{"(?i)(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key",
+		 "(?i)\\b(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key[\"']?\\s*[:=]\\s*[\"']?([0-9a-f]{40}|[0-9a-f]{32})(?![0-9a-z])",
+		 32, 70, NULL},
+	[AW_RC_NEWRELIC] =
+		{"NR(?:AK|AA|II|IQ|JS|RA|SP)-|NRAL",
+		 "(?<![A-Za-z0-9_-])(?:NR(?:AK|AA|II|IQ|JS|RA|SP)-[A-Za-z0-9]{19,32}|[0-9a-fA-F]{36}NRAL)" TE,
+		 44, 40, tok_ok},
+	[AW_RC_SENTRY_DSN] =
+		{"://[0-9a-f]{32}(?::[0-9a-f]{32})?@",
+		 "\\bhttps?://[0-9a-f]{32}(?::[0-9a-f]{32})?@[A-Za-z0-9.-]{1,200}(?::\\d{1,5})?/(?:[A-Za-z0-9_.-]{1,64}/){0,4}\\d{1,20}(?![\\w.-])",
+		 80, 320, NULL},
+	[AW_RC_SENTRY_TOKEN] =
+		{"sntrys_eyJ|sntryu_[0-9a-f]{64}",
+		 TB
+		 "(?:sntrys_eyJ[A-Za-z0-9+/=_]{40,2000}|sntryu_[0-9a-f]{64})(?![A-Za-z0-9+/=_-])",
+		 72, 2010, tok_ok},
+	[AW_RC_SHOPIFY] = {"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
+			   TB "shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" TE, 40, 4, tok_ok},
+	[AW_RC_DOPPLER] = {"dp\\.(?:pt|st|sa|ct|scim|audit)\\.[A-Za-z0-9]{40}",
+			   TB "dp\\.(?:pt|st|sa|ct|scim|audit)\\.[A-Za-z0-9]{40,44}" TE, 56, 8,
+			   tok_ok},
+	[AW_RC_VAULT] = {"hv[sbr]\\.[A-Za-z0-9_-]{24}",
+			 "(?<![A-Za-z0-9_.-])hv[sbr]\\.[A-Za-z0-9_-]{24,300}" TE, 30, 300, tok_ok},
+	[AW_RC_ONEPASSWORD] = {"ops_eyJ",
+			       TB "ops_eyJ[A-Za-z0-9+/=_-]{100,4000}(?![A-Za-z0-9+/=_-])", 8, 4010,
+			       tok_ok},
+	[AW_RC_AGE] = {"AGE-SECRET-KEY-1",
+		       TB "AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}" TE, 16, 62,
+		       tok_ok},
+	[AW_RC_DIGITALOCEAN] = {"do[por]_v1_[a-f0-9]{64}", TB "do[por]_v1_[a-f0-9]{64}" TE, 76, 4,
+				tok_ok},
+	[AW_RC_LINEAR] = {"lin_api_[A-Za-z0-9]{40}", TB "lin_api_[A-Za-z0-9]{40}" TE, 52, 4,
+			  tok_ok},
+	[AW_RC_POSTMAN] = {"PMAK-[a-f0-9]{24}-", TB "PMAK-[a-f0-9]{24}-[a-f0-9]{34}" TE, 32, 38,
+			   tok_ok},
+	[AW_RC_GRAFANA] =
+		{"glsa_[A-Za-z0-9]{32}_|glc_eyJ",
+		 TB
+		 "(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_eyJ[A-Za-z0-9+/]{32,400}={0,2})(?![A-Za-z0-9+/=_-])",
+		 40, 410, tok_ok},
+	[AW_RC_DATABRICKS] = {"dapi[a-f0-9]{32}", TB "dapi[a-f0-9]{32}(?:-\\d)?" TE, 40, 6, tok_ok},
+	[AW_RC_SUPABASE] = {"sbp_[a-f0-9]{40}", TB "sbp_[a-f0-9]{40}" TE, 48, 4, tok_ok},
+	[AW_RC_PULUMI] = {"pul-[a-f0-9]{40}", TB "pul-[a-f0-9]{40}" TE, 48, 4, tok_ok},
 	[AW_RC_SENSITIVE_FIELD] = {NULL, NULL, 0, 0, NULL},
 };
 
@@ -241,11 +396,163 @@ static int ipv6_ok(const char *s, size_t n)
 	return inet_pton(AF_INET6, buf, &a) == 1;
 }
 
+/* US Social Security numbers the SSA never issues: area 000, 666 or 900-999,
+ * group 00, serial 0000, and the two famous voided ones (078-05-1120 from a
+ * wallet insert, 123-45-6789 from advertising). */
+static int ssn_ok(const char *s, size_t n)
+{
+	if (n != 11)
+		return 0;
+	int area = (s[0] - '0') * 100 + (s[1] - '0') * 10 + s[2] - '0';
+	int group = (s[4] - '0') * 10 + s[5] - '0';
+	int serial = (s[7] - '0') * 1000 + (s[8] - '0') * 100 + (s[9] - '0') * 10 + s[10] - '0';
+	if (area == 0 || area == 666 || area >= 900 || group == 0 || serial == 0)
+		return 0;
+	return memcmp(s, "078-05-1120", 11) != 0 && memcmp(s, "123-45-6789", 11) != 0;
+}
+
+/* IBAN lengths per country (the SWIFT IBAN registry): a country that is not
+ * listed, or a length that is not its own, is no IBAN. */
+static int iban_len(const char *cc)
+{
+	static const char tbl[] = "AD24AE23AL28AT20AZ28BA20BE16BG22BH22BI27BR29BY28CH21CR22CY28CZ24"
+				  "DE22DJ27DK18DO28EE20EG29ES24FI18FK18FO18FR27GB22GE22GI23GL18GR27"
+				  "GT28HN28HR21HU28IE22IL23IQ23IS26IT27JO30KW30KZ20LB28LC32LI21LT20"
+				  "LU20LV21LY25MC27MD24ME22MK19MN20MR27MT31MU30NI28NL18NO15OM23PK24"
+				  "PL28PS29PT25QA29RO24RS22RU33SA24SC31SD18SE24SI19SK24SM27SO23ST25"
+				  "SV28TL23TN24TR26UA29VA22VG24XK20YE30";
+	for (const char *p = tbl; *p; p += 4)
+		if (p[0] == cc[0] && p[1] == cc[1])
+			return (p[2] - '0') * 10 + p[3] - '0';
+	return 0;
+}
+
+/* ISO 13616: the country's length, then the number (letters as 10-35, the
+ * first four characters moved to the end) mod 97 is 1. */
+static int iban_ok(const char *s, size_t n)
+{
+	char c[40];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == ' ')
+			continue;
+		if (k == sizeof c)
+			return 0;
+		c[k++] = s[i];
+	}
+	if (k < 15 || (size_t)iban_len(c) != k)
+		return 0;
+	unsigned rem = 0;
+	for (size_t i = 0; i < k; i++) {
+		char ch = c[(i + 4) % k];
+		if (ch >= '0' && ch <= '9')
+			rem = (rem * 10 + (unsigned)(ch - '0')) % 97;
+		else
+			rem = (rem * 100 + (unsigned)(ch - 'A' + 10)) % 97;
+	}
+	return rem == 1;
+}
+
+/* A random token, not a placeholder: no character 8 times in a row
+ * ("xxxxxxxx"), no 8 in alphabetical order ("abcdefgh", "12345678"), and at
+ * least a quarter as many distinct characters as its length (at most 10
+ * needed). A random 64-hex token fails this about once in 10^7 (a run of 8);
+ * structured prefixes like Vault's "hvb.AAAAAQ" pass. */
+static int tok_ok(const char *s, size_t n)
+{
+	unsigned char seen[256] = {0};
+	int distinct = 0, same = 1, up = 1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		distinct += !seen[c];
+		seen[c] = 1;
+		if (i) {
+			same = c == (unsigned char)s[i - 1] ? same + 1 : 1;
+			up = c == (unsigned char)s[i - 1] + 1 ? up + 1 : 1;
+			if (same >= 8 || up >= 8)
+				return 0;
+		}
+	}
+	size_t need = n / 4 < 10 ? n / 4 : 10;
+	return (size_t)distinct >= need;
+}
+
+static uint32_t crc32_of(const char *s, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+	for (size_t i = 0; i < n; i++) {
+		c ^= (unsigned char)s[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+	}
+	return ~c;
+}
+
+/* GitHub's (2021) and npm's token format: prefix_, 30 random base62
+ * characters, then their CRC32 in base62 (0-9A-Za-z), 6 characters with
+ * leading zeros. The 40-character forms must carry it; longer GitHub forms
+ * (github_pat_, long server tokens) are only checked for randomness. */
+void aw_redact_base62_crc(const char *body, size_t n, char out[7])
+{
+	static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	uint32_t v = crc32_of(body, n);
+	for (int i = 5; i >= 0; i--) {
+		out[i] = b62[v % 62];
+		v /= 62;
+	}
+	out[6] = '\0';
+}
+
+static int crc_token_ok(const char *s, size_t n)
+{
+	const char *us = memchr(s, '_', n < 12 ? n : 12);
+	if (n == 40 && us == s + 3) { /* ghp_ gho_ ghu_ ghs_ ghr_ npm_ */
+		char want[7];
+		aw_redact_base62_crc(s + 4, 30, want);
+		return memcmp(s + 34, want, 6) == 0;
+	}
+	return tok_ok(s, n);
+}
+
+/* A Discord bot token's first part is the bot's snowflake id (17-20 digits)
+ * in unpadded base64. */
+static int discord_ok(const char *s, size_t n)
+{
+	const char *dot = memchr(s, '.', n);
+	if (!dot)
+		return 0;
+	size_t k = (size_t)(dot - s);
+	int val = 0, bits = 0, digits = 0;
+	for (size_t i = 0; i < k; i++) {
+		char c = s[i];
+		int x = c >= 'A' && c <= 'Z'   ? c - 'A'
+			: c >= 'a' && c <= 'z' ? c - 'a' + 26
+			: c >= '0' && c <= '9' ? c - '0' + 52
+					       : -1;
+		if (x < 0)
+			return 0;
+		val = (val << 6 | x) & 0xfff;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			int byte = (val >> bits) & 0xff;
+			if (byte < '0' || byte > '9')
+				return 0;
+			digits++;
+		}
+	}
+	return digits >= 17 && digits <= 20 && tok_ok(dot + 1, n - k - 1);
+}
+
 /* ----------------------------------------------------------------- engine */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static hs_database_t *hs_db;
 static pcre2_code *pcre[AW_RC__COUNT];
+/* JIT-compiled on a class's first candidate, not at start: ~60 classes cost a
+ * short `awooop redact` 5 ms of JIT, and most inputs wake few of them. */
+static _Atomic int jitted[AW_RC__COUNT];
+static pthread_mutex_t jit_mu = PTHREAD_MUTEX_INITIALIZER;
 static char init_error[256];
 static pthread_key_t tls_key;
 
@@ -291,7 +598,6 @@ static void compile_all(void)
 				 (size_t)eo, (char *)msg);
 			return;
 		}
-		pcre2_jit_compile(pcre[c], PCRE2_JIT_COMPLETE);
 		if (!defs[c].hs)
 			continue;
 		pats[n] = defs[c].hs;
@@ -360,6 +666,7 @@ typedef struct {
 	finding *f;
 	size_t nf, capf;
 	int oom;
+	int no_card; /* the buffer is a JSON value under an id-like key */
 } scan_ctx;
 
 static void add_finding(scan_ctx *sc, finding fd)
@@ -377,9 +684,35 @@ static void add_finding(scan_ctx *sc, finding fd)
 	sc->f[sc->nf++] = fd;
 }
 
+/* 1 when a member or field name (len bytes) names an identifier: it ends in
+ * "id" or "ids" (span_id, traceId, X-Request-ID), or, without separators and
+ * case, in span, trace, parent, request, correlation, uuid or guid. */
+static int id_key(const char *k, size_t len)
+{
+	static const char *const tail[] = {"id",      "ids",	     "span", "trace", "parent",
+					   "request", "correlation", "uuid", "guid",  NULL};
+	char norm[32];
+	size_t n = 0;
+	/* the last 31 name characters, separators dropped, lower case */
+	for (size_t i = len; i-- > 0 && n < sizeof norm - 1;) {
+		char c = k[i];
+		if (c == '_' || c == '-' || c == '.')
+			continue;
+		norm[sizeof norm - 2 - n++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+	}
+	const char *w = norm + sizeof norm - 1 - n;
+	norm[sizeof norm - 1] = '\0';
+	for (int t = 0; tail[t]; t++) {
+		size_t tl = strlen(tail[t]);
+		if (n >= tl && memcmp(w + n - tl, tail[t], tl) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* 1 when the value starting at buf[at] is the value of a key named like an
- * identifier ("span_id":"...", request_id=..., traceId: ...): an id of 16
- * digits is an id, whatever Luhn says of it. */
+ * identifier ("span_id":"...", request_id=..., "span": "...", traceId: ...):
+ * an id of 16 digits is an id, whatever Luhn says of it. */
 static int id_valued(const char *buf, size_t at)
 {
 	size_t i = at, k = 0;
@@ -390,15 +723,38 @@ static int id_valued(const char *buf, size_t at)
 	if (!i || (buf[i - 1] != ':' && buf[i - 1] != '='))
 		return 0;
 	i--;
+	while (i && buf[i - 1] == ' ' && k++ < 8)
+		i--;
 	if (i && (buf[i - 1] == '"' || buf[i - 1] == '\''))
 		i--;
-	return i >= 2 && (buf[i - 1] | 0x20) == 'd' && (buf[i - 2] | 0x20) == 'i';
+	size_t end = i;
+	while (i && end - i < 64) {
+		char c = buf[i - 1];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			break;
+		i--;
+	}
+	return end > i && id_key(buf + i, end - i);
 }
 
 /* Confirms a prefilter report of class c ending at `to`. */
+static void jit_once(aw_redact_class c)
+{
+	if (atomic_load_explicit(&jitted[c], memory_order_acquire))
+		return;
+	pthread_mutex_lock(&jit_mu);
+	if (!atomic_load_explicit(&jitted[c], memory_order_relaxed)) {
+		pcre2_jit_compile(pcre[c], PCRE2_JIT_COMPLETE); /* no JIT: the interpreter */
+		atomic_store_explicit(&jitted[c], 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&jit_mu);
+}
+
 static void confirm(scan_ctx *sc, aw_redact_class c, size_t to)
 {
 	const struct cls_def *d = &defs[c];
+	jit_once(c);
 	size_t from = to > d->back ? to - d->back : 0;
 	if (from < sc->covered[c])
 		from = sc->covered[c];
@@ -423,7 +779,7 @@ static void confirm(scan_ctx *sc, aw_redact_class c, size_t to)
 			re = ov[3];
 		}
 		if ((d->ok && !d->ok(sc->buf + rs, re - rs)) ||
-		    (c == AW_RC_CARD && id_valued(sc->buf, ms))) {
+		    (c == AW_RC_CARD && (sc->no_card || id_valued(sc->buf, ms)))) {
 			/* not this one; a real one may start inside it ("offset 52345
 			 * 4111 1111 1111 1111" is no card, its tail is) */
 			from = ms + 1;
@@ -618,8 +974,36 @@ static void shape_confirm(scan_ctx *sc, size_t base, uint64_t bits, aw_redact_cl
 	while (bits) {
 		size_t to = base + (size_t)__builtin_ctzll(bits) + 1;
 		bits &= bits - 1;
+		/* a number under an id-like name is no card: decided before PCRE2
+		   (span ids in agent traces are 16 digits, a tenth Luhn-valid) */
+		if (cls == AW_RC_CARD && (sc->no_card || id_valued(sc->buf, to - 1)))
+			continue;
 		if (to > sc->covered[cls])
 			confirm(sc, cls, to);
+	}
+}
+
+static int is_an(char c)
+{
+	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* A ".xxxxxx." is a Discord token's middle only with 22 letters or digits
+ * before it and 27 token characters after: checked byte-wise here, so
+ * package names and host names ("org.example.orders.") cost no PCRE2 run. */
+static void discord_candidates(scan_ctx *sc, size_t base, uint64_t bits)
+{
+	for (; bits; bits &= bits - 1) {
+		size_t dot = base + (size_t)__builtin_ctzll(bits);
+		if (dot < 22 || sc->len - dot < 8 + 27)
+			continue;
+		int ok = 1;
+		for (size_t k = dot - 22; ok && k < dot; k++)
+			ok = is_an(sc->buf[k]);
+		for (size_t k = dot + 8; ok && k < dot + 8 + 27; k++)
+			ok = is_an(sc->buf[k]) || sc->buf[k] == '-' || sc->buf[k] == '_';
+		if (ok && dot + 1 > sc->covered[AW_RC_DISCORD])
+			confirm(sc, AW_RC_DISCORD, dot + 1);
 	}
 }
 
@@ -638,9 +1022,21 @@ static uint64_t keep_bytes(const char *p, uint64_t cand, char lo, char hi)
 
 /* The candidate starts of one window (bit i: the byte p[i]). */
 static void shape_candidates(const char *p, const shape_masks *m, uint64_t *card, uint64_t *phone,
-			     uint64_t *ip4, uint64_t *ip6)
+			     uint64_t *ip4, uint64_t *ip6, uint64_t *ssn, uint64_t *iban)
 {
 	uint64_t d = m->digit;
+	/* IBAN: two letters at a token start, two digits, then a letter or digit
+	   (compact) or a space (groups of 4); both letters upper case */
+	uint64_t al = m->alpha, an = al | d;
+	*iban = 0;
+	for (uint64_t b = al & ~(an << 1) & (al >> 1) & (d >> 2) & (d >> 3) &
+			  ((an | m->space) >> 4) & (an >> 5);
+	     b; b &= b - 1) {
+		int i = __builtin_ctzll(b);
+		if (p[i] >= 'A' && p[i] <= 'Z' && p[i + 1] >= 'A' && p[i + 1] <= 'Z')
+			*iban |= 1ULL << i;
+	}
+	*ssn = 0;
 	uint64_t dotd = m->dot & (d << 1) & (d >> 1); /* digit.digit */
 	uint64_t next = (dotd >> 2) | (dotd >> 3) | (dotd >> 4);
 	*ip4 = dotd & next & ((next >> 2) | (next >> 3) | (next >> 4));
@@ -657,6 +1053,9 @@ static void shape_candidates(const char *p, const shape_masks *m, uint64_t *card
 	uint64_t st = d & ~(glued << 1); /* numeric token starts */
 	uint64_t r4 = r3 & (d >> 3), exact3 = r3 & ~(d >> 3), exact4 = r4 & ~(d >> 4);
 	uint64_t exact6 = r4 & (d >> 4) & (d >> 5) & ~(d >> 6);
+	uint64_t exact2 = d & (d >> 1) & ~(d >> 2);
+	/* SSN: exactly ddd-dd-dddd */
+	*ssn = st & exact3 & (m->dash >> 3) & (exact2 >> 4) & (m->dash >> 6) & (exact4 >> 7);
 	uint64_t r7 = r4 & (r3 >> 4), r13 = r7 & (r7 >> 6);
 	uint64_t sd = m->space | m->dash, dd = m->dash | m->dot;
 	uint64_t cc = st & (r13 | (exact4 & (sd >> 4) & ((exact4 >> 5) | (exact6 >> 5))));
@@ -698,10 +1097,23 @@ static void scan_shapes(scan_ctx *sc)
 		}
 		shape_masks m;
 		shape_load(p, &m);
-		if (!((m.digit | m.colon | m.pp) & keep)) /* "+" or "(" may lead digits beyond */
+		/* Discord bot token: a letter or digit, '.', 6 of [A-Za-z0-9_-], '.',
+		   one of those (the bit is the first dot); two dots 7 apart first,
+		   which most windows do not have */
+		uint64_t dc = m.dot & (m.dot >> 7) & keep;
+		if (dc) {
+			uint64_t an = m.alpha | m.digit, w = an | m.dash | m.under;
+			dc &= (an << 1) & (w >> 8) & (w >> 1) & (w >> 2) & (w >> 3) & (w >> 4) &
+			      (w >> 5) & (w >> 6);
+		}
+		if (dc)
+			discord_candidates(sc, i - 1, dc & keep);
+		/* "+" or "(" may lead digits beyond; an IBAN's letters may be the
+		   step's last bytes and its digits beyond them */
+		if (!((m.digit & (keep | keep << 3)) | ((m.colon | m.pp) & keep)))
 			continue;
-		uint64_t card, phone, ip4, ip6;
-		shape_candidates(p, &m, &card, &phone, &ip4, &ip6);
+		uint64_t card, phone, ip4, ip6, ssn, iban;
+		shape_candidates(p, &m, &card, &phone, &ip4, &ip6, &ssn, &iban);
 		size_t base = i - 1; /* wraps for i == 0; bit 0 is never set in keep */
 		if (card & keep)
 			shape_confirm(sc, base, card & keep, AW_RC_CARD);
@@ -711,7 +1123,17 @@ static void scan_shapes(scan_ctx *sc)
 			shape_confirm(sc, base, ip4 & keep, AW_RC_IPV4);
 		if (ip6 & keep)
 			shape_confirm(sc, base, ip6 & keep, AW_RC_IPV6);
+		if (ssn & keep)
+			shape_confirm(sc, base, ssn & keep, AW_RC_SSN);
+		if (iban & keep)
+			shape_confirm(sc, base, iban & keep, AW_RC_IBAN);
 	}
+}
+
+static int generic(aw_redact_class c)
+{
+	return c == AW_RC_AUTH_HEADER || c == AW_RC_URL_CREDS || c == AW_RC_ASSIGNMENT ||
+	       c == AW_RC_AWS_SECRET;
 }
 
 static int cmp_finding(const void *a, const void *b)
@@ -721,15 +1143,21 @@ static int cmp_finding(const void *a, const void *b)
 		return x->rstart < y->rstart ? -1 : 1;
 	if (x->rend != y->rend)
 		return x->rend > y->rend ? -1 : 1;
+	/* the same span: a provider's class names it better than "authorization"
+	   or "secret_assignment" (OPENAI_API_KEY=sk-proj-... is an openai_key) */
+	int gx = generic(x->cls), gy = generic(y->cls);
+	if (gx != gy)
+		return gx - gy;
 	return (int)x->cls - (int)y->cls;
 }
 
 /* Finds and orders the non-overlapping findings of buf. */
-static aw_err scan(const char *buf, size_t len, scan_ctx *sc)
+static aw_err scan(const char *buf, size_t len, scan_ctx *sc, int no_card)
 {
 	memset(sc, 0, sizeof *sc);
 	sc->buf = buf;
 	sc->len = len;
+	sc->no_card = no_card;
 	if (aw_redact_init(NULL))
 		return AW_E_INTERNAL;
 	if (!(sc->tls = tls_get()))
@@ -795,11 +1223,11 @@ static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_s
 	return out;
 }
 
-aw_err aw_redact_text(const char *in, size_t len, char **out, size_t *outlen,
-		      aw_redact_stats *stats)
+static aw_err redact_text(const char *in, size_t len, char **out, size_t *outlen,
+			  aw_redact_stats *stats, int no_card)
 {
 	scan_ctx sc;
-	aw_err e = scan(in, len, &sc);
+	aw_err e = scan(in, len, &sc, no_card);
 	if (!e) {
 		size_t n = 0;
 		*out = render(&sc, len, &n, stats);
@@ -810,6 +1238,12 @@ aw_err aw_redact_text(const char *in, size_t len, char **out, size_t *outlen,
 	}
 	free(sc.f);
 	return e;
+}
+
+aw_err aw_redact_text(const char *in, size_t len, char **out, size_t *outlen,
+		      aw_redact_stats *stats)
+{
+	return redact_text(in, len, out, outlen, stats, 0);
 }
 
 char *aw_redact_str(const char *in)
@@ -850,11 +1284,25 @@ int aw_redact_sensitive_key(const char *key)
 	return 0;
 }
 
-static aw_err redact_json_string(json_t *s, aw_redact_stats *st)
+/* 1 if v is a string of digits only (an id's shape, or a card's) */
+static int all_digits(const json_t *v)
+{
+	const char *p = json_string_value(v);
+	size_t n = json_string_length(v);
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+	return n > 0;
+}
+
+/* idkey: the string is the value of a member named like an id ("span",
+ * "trace_id", ...): a string of digits there is an id, not a card. */
+static aw_err redact_json_string(json_t *s, aw_redact_stats *st, int idkey)
 {
 	char *out = NULL;
 	size_t n = 0;
-	aw_err e = aw_redact_text(json_string_value(s), json_string_length(s), &out, &n, st);
+	aw_err e = redact_text(json_string_value(s), json_string_length(s), &out, &n, st,
+			       idkey && all_digits(s));
 	if (e)
 		return e;
 	if (n != json_string_length(s) || memcmp(out, json_string_value(s), n) != 0)
@@ -863,17 +1311,17 @@ static aw_err redact_json_string(json_t *s, aw_redact_stats *st)
 	return AW_OK;
 }
 
-static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
+static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey)
 {
 	if (depth > 512)
 		return AW_E_REQ_JSON;
 	if (json_is_string(v))
-		return redact_json_string(v, st);
+		return redact_json_string(v, st, idkey);
 	if (json_is_array(v)) {
 		size_t i;
 		json_t *x;
 		json_array_foreach (v, i, x) {
-			aw_err e = walk(x, st, depth + 1);
+			aw_err e = walk(x, st, depth + 1, 0);
 			if (e)
 				return e;
 		}
@@ -902,7 +1350,7 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
 				if (st)
 					st->count[AW_RC_SENSITIVE_FIELD]++;
 			}
-		} else if ((e = walk(x, st, depth + 1))) {
+		} else if ((e = walk(x, st, depth + 1, id_key(key, strlen(key))))) {
 			free(rk);
 			break;
 		}
@@ -928,7 +1376,7 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth)
 aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats)
 {
 	aw_err e = aw_redact_init(NULL);
-	return e ? e : walk(doc, stats, 0);
+	return e ? e : walk(doc, stats, 0, 0);
 }
 
 /* -------------------------------------------------------------- streaming */
@@ -952,20 +1400,38 @@ aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_
 	return s;
 }
 
+/* Where a flush may end: after a line end within 4 KiB before `at`, else
+ * after a space or quote within 512 bytes, else at `at`. The next scan starts
+ * there, without the bytes before it: a cut inside a number or between a
+ * name and its value would lose the look-behind that says "part of an id"
+ * ("trace":"7764...": a card in the second half of a 16-digit id). */
+static size_t cut_point(const char *buf, size_t at)
+{
+	for (size_t k = 0; k < 4096 && k < at; k++)
+		if (buf[at - 1 - k] == '\n')
+			return at - k;
+	for (size_t k = 0; k < 512 && k < at; k++) {
+		char c = buf[at - 1 - k];
+		if (c == ' ' || c == '\t' || c == '"' || c == '\'')
+			return at - k;
+	}
+	return at;
+}
+
 /* Emits the redacted prefix that no later byte can change. */
 static aw_err flush(aw_redact_stream *s, int final)
 {
 	if (s->len == 0)
 		return AW_OK;
 	scan_ctx sc;
-	aw_err e = scan(s->buf, s->len, &sc);
+	aw_err e = scan(s->buf, s->len, &sc, 0);
 	if (e) {
 		free(sc.f);
 		return e;
 	}
 	size_t safe = s->len;
 	if (!final) {
-		safe = s->len > HOLD ? s->len - HOLD : 0;
+		safe = cut_point(s->buf, s->len > HOLD ? s->len - HOLD : 0);
 		for (size_t i = 0; i < sc.nf; i++)
 			if (sc.f[i].end > safe && sc.f[i].start < safe)
 				safe = sc.f[i].start;

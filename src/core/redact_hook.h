@@ -22,5 +22,9 @@ int aw_redact_hs_serialize(char **out, size_t *len); /* 0 ok, -1 failed */
  * validator (Luhn, issuers, ...). */
 const char *aw_redact_pcre_pattern(aw_redact_class c);
 int aw_redact_validate(aw_redact_class c, const char *s, size_t len);
+/* The base62 CRC32 that ends GitHub's and npm's 40-character tokens, of the
+ * n characters of body, into out (6 characters and a NUL); for tests that
+ * generate such tokens. */
+void aw_redact_base62_crc(const char *body, size_t n, char out[7]);
 
 #endif

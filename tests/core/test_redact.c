@@ -49,6 +49,10 @@ static void untouched(const char *text)
 static void test_positive_each_class(void **state)
 {
 	caught("jane.doe+ops@example.co.uk", "email", "contact ", " today");
+	/* domains that start with digits; an @ without a domain before one */
+	caught("ops@123.example.com", "email", "to ", "");
+	caught("x_y@1-2-3.4.example", "email", "<", ">");
+	caught("a@b.io", "email", "meta@32473 ", "");
 	caught("+14155552671", "phone", "call ", " now");
 	caught("+44 20 7946 0958", "phone", "tel: ", ".");
 	caught("(415) 555-2671", "phone", "office ", " ext");
@@ -80,9 +84,6 @@ static void test_positive_each_class(void **state)
 	caught("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_key",
 	       "aws_secret_access_key = ", "\n");
 	caught("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", "github_token", "token ", "");
-	caught("gho_16C7e42F292c6912E7710c838347Ae178B4a", "github_token", "", "");
-	caught("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234",
-	       "github_token", "pat ", "");
 	caught("xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "slack_token", "slack ",
 	       "");
 	caught("xapp-1-A0123456789-1234567890123-abcdef0123456789", "slack_token", "", "");
@@ -115,6 +116,11 @@ static void test_negative_lookalikes(void **state)
 	untouched("std::vector<int> and foo::bar()");
 	untouched("AKIAIOSFODNN7EXAMPL"); /* 19 chars */
 	untouched("ghp_short");
+	/* GitHub's documentation example: the right shape, not its checksum */
+	untouched("gho_16C7e42F292c6912E7710c838347Ae178B4a");
+	/* a fine-grained token's shape filled with the alphabet in order */
+	untouched(
+		"github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234");
 	untouched("xoxb-short");
 	untouched("eyJhbGciOiJIUzI1NiJ9 alone"); /* one segment */
 	untouched("-----BEGIN PUBLIC KEY-----");
@@ -137,6 +143,401 @@ static void test_negative_lookalikes(void **state)
 	untouched("sha 4111111111111111_suffix");
 	untouched("{\"span_id\":\"4111111111111111\"}"); /* an all-digit hex id */
 	untouched("order_id=4111111111111111 traceId: 4111111111111111");
+}
+
+/* ------------------------------------------------- generated credentials
+ * Every token below is made here from its provider's documented shape:
+ * random characters of the right alphabet and length, checksums computed.
+ * None is a real key. Template: literal text, {Xn} = n random characters of
+ * alphabet X, {C} = the base62 CRC32 of the 30 characters before it (GitHub,
+ * npm). */
+static uint64_t rng = 0x2545f4914f6cdd1dULL;
+
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return (uint32_t)(rng >> 11);
+}
+
+static const char *alphabet(char x)
+{
+	switch (x) {
+	case 'A': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	case 'l': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	case 'U': return "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	case 'h': return "0123456789abcdef";
+	case 'H': return "0123456789ABCDEF";
+	case 'u': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	case 'b': return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	case 'd': return "0123456789";
+	case 'z': return "abcdefghijklmnopqrstuvwxyz0123456789";
+	case 'B': return "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"; /* bech32, upper case */
+	default: fail_msg("no alphabet %c", x); return "";
+	}
+}
+
+/* out gets the token of template t (malloc'd) */
+static char *gen_token(const char *t)
+{
+	char *out = malloc(8192);
+	size_t n = 0;
+	assert_non_null(out);
+	for (const char *p = t; *p;) {
+		if (p[0] == '{' && p[1] == 'C' && p[2] == '}') {
+			char crc[7];
+			assert_true(n >= 30);
+			aw_redact_base62_crc(out + n - 30, 30, crc);
+			memcpy(out + n, crc, 6);
+			n += 6;
+			p += 3;
+		} else if (p[0] == '{') {
+			const char *a = alphabet(p[1]);
+			size_t al = strlen(a);
+			char *e;
+			long k = strtol(p + 2, &e, 10);
+			assert_true(*e == '}' && k > 0 && n + (size_t)k < 8000);
+			for (long i = 0; i < k; i++)
+				out[n++] = a[rnd() % al];
+			p = e + 1;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static char *b64(const unsigned char *in, size_t n, int pad)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc(n * 4 / 3 + 8);
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
+			     (i + 2 < n ? in[i + 2] : 0);
+		out[o++] = a[v >> 18 & 63];
+		out[o++] = a[v >> 12 & 63];
+		if (i + 1 < n)
+			out[o++] = a[v >> 6 & 63];
+		else if (pad)
+			out[o++] = '=';
+		if (i + 2 < n)
+			out[o++] = a[v & 63];
+		else if (pad)
+			out[o++] = '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static const struct {
+	const char *tmpl, *label, *before, *after;
+} provider_cases[] = {
+	/* AI providers */
+	{"sk-proj-{u74}T3BlbkFJ{u74}", "openai_key", "OPENAI_API_KEY=", "\n"},
+	{"sk-svcacct-{u74}T3BlbkFJ{u74}", "openai_key", "{\"key\": \"", "\"}"},
+	{"sk-admin-{u58}T3BlbkFJ{u58}", "openai_key", "Authorization: Bearer ", "\r\n"},
+	{"sk-{A20}T3BlbkFJ{A20}", "openai_key", "legacy ", " key"},
+	{"sk-ant-api03-{u93}AA", "anthropic_key", "x-api-key: ", "\n"},
+	{"sk-ant-admin01-{u93}AA", "anthropic_key", "admin ", ""},
+	{"AIzaSy{u33}", "google_api_key",
+	 "https://generativelanguage.googleapis.com/v1/models?key=", "&alt=sse"},
+	{"GOCSPX-{u28}", "google_oauth", "client secret ", "."},
+	{"ya29.a0{u150}", "google_oauth", "access ", " expires"},
+	{"hf_{l34}", "huggingface_token", "HF_TOKEN=", ""},
+	{"api_org_{l34}", "huggingface_token", "org ", ""},
+	{"gsk_{A52}", "groq_key", "GROQ_API_KEY=", ""},
+	{"pplx-{A48}", "perplexity_key", "key ", ""},
+	{"r8_{A37}", "replicate_token", "REPLICATE_API_TOKEN=", ""},
+	{"xai-{A80}", "xai_key", "xai ", ""},
+	{"sk-or-v1-{h64}", "openrouter_key", "or ", ""},
+	{"lsv2_pt_{h32}_{h10}", "langsmith_key", "LANGSMITH_API_KEY=", ""},
+	/* clouds */
+	{"ASIA{U16}", "aws_access_key_id", "session key ", ""},
+	{"AKIA{U16}", "aws_access_key_id", "\"AccessKeyId\": \"", "\""},
+	{"IQoJb3JpZ2luX2Vj{b300}", "aws_session_token", "AWS_SESSION_TOKEN=", "\n"},
+	{"FwoGZXIvYXdzE{b200}", "aws_session_token", "token ", ""},
+	{"{A3}8Q~{A34}", "azure_client_secret", "AZURE_CLIENT_SECRET=", ""},
+	{"{b86}==", "azure_storage_key",
+	 "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=",
+	 ";EndpointSuffix=core.windows.net"},
+	/* source hosts */
+	{"ghp_{A30}{C}", "github_token", "token ", ""},
+	{"gho_{A30}{C}", "github_token", "", ""},
+	{"ghu_{A30}{C}", "github_token", "user ", ""},
+	{"ghs_{A30}{C}", "github_token", "GITHUB_TOKEN=", ""},
+	{"ghr_{A30}{C}", "github_token", "refresh ", ""},
+	{"github_pat_11{U20}_{A59}", "github_token", "pat ", ""},
+	{"glpat-{u20}", "gitlab_token", "PRIVATE-TOKEN: ", ""},
+	{"glpat-{u27}.01.{z9}", "gitlab_token", "token ", " ok"},
+	{"gldt-{u20}", "gitlab_token", "deploy ", ""},
+	{"glrt-{u20}", "gitlab_token", "runner ", ""},
+	{"glptt-{h40}", "gitlab_token", "trigger ", ""},
+	{"ATBB{A28}{H8}", "bitbucket_token", "app password ", ""},
+	{"ATCTT3xFfGN0{u100}={H8}", "bitbucket_token", "repo token ", ""},
+	{"ATATT3xFfGF0{u170}={H8}", "atlassian_token", "jira ", ""},
+	/* chat */
+	{"xoxb-{d12}-{d13}-{A24}", "slack_token", "", ""},
+	{"xoxe.xoxp-1-{A140}", "slack_token", "refresh ", ""},
+	{"https://hooks.slack.com/workflows/T{U10}/A{U10}/{d18}/{A24}", "slack_webhook", "post ",
+	 " now"},
+	{"https://hooks.slack.com/triggers/T{U10}/{d13}/{h32}", "slack_webhook", "", ""},
+	{"https://hooks.slack.com/services/T{U10}/B{U10}/{A24}", "slack_webhook", "", ""},
+	{"https://discord.com/api/webhooks/1{d18}/{u68}", "discord_webhook", "hook ", ""},
+	{"{d10}:AA{u33}", "telegram_bot_token", "TELEGRAM_BOT_TOKEN=", ""},
+	{"{d9}:AA{u33}", "telegram_bot_token", "https://api.telegram.org/bot", "/getMe"},
+	/* payments */
+	{"sk_live_{A24}", "stripe_key", "STRIPE_SECRET_KEY=", ""},
+	{"rk_live_{A99}", "stripe_key", "restricted ", ""},
+	{"sk_test_{A99}", "stripe_key", "", ""},
+	{"whsec_{A32}", "stripe_key", "webhook ", ""},
+	{"EAAA{u60}", "square_token", "square ", ""},
+	{"sq0csp-{u43}", "square_token", "", ""},
+	{"access_token$production${z16}${h32}", "braintree_token", "bt ", ""},
+	/* the rest of a scanner's list */
+	{"npm_{A30}{C}", "npm_token", "//registry.npmjs.org/:_authToken=", "\n"},
+	{"pypi-AgEIcHlwaS5vcmc{u120}", "pypi_token", "password = ", ""},
+	{"SK{h32}", "twilio_key", "twilio ", ""},
+	{"SG.{u22}.{u43}", "sendgrid_key", "SENDGRID_API_KEY=", ""},
+	{"key-{h32}", "mailgun_key", "mailgun ", ""},
+	{"{h32}", "datadog_key", "DD_API_KEY=", ""},
+	{"{h40}", "datadog_key", "DD-APPLICATION-KEY: ", ""},
+	{"NRAK-{U27}", "newrelic_key", "NEW_RELIC_API_KEY=", ""},
+	{"{h36}NRAL", "newrelic_key", "license ", ""},
+	{"https://{h32}@o{d6}.ingest.sentry.io/{d7}", "sentry_dsn", "SENTRY_DSN=", ""},
+	{"http://{h32}:{h32}@sentry.internal:9000/{d3}", "sentry_dsn", "dsn ", " (legacy)"},
+	{"sntryu_{h64}", "sentry_token", "", ""},
+	{"sntrys_eyJ{b150}_{b43}", "sentry_token", "SENTRY_AUTH_TOKEN=", ""},
+	{"shpat_{h32}", "shopify_token", "X-Shopify-Access-Token: ", ""},
+	{"shpss_{h32}", "shopify_token", "", ""},
+	{"dp.pt.{A43}", "doppler_token", "DOPPLER_TOKEN=", ""},
+	{"hvs.CAES{u90}", "vault_token", "VAULT_TOKEN=", ""},
+	{"hvb.AAAAAQ{u130}", "vault_token", "batch ", ""},
+	{"ops_eyJ{u400}", "onepassword_token", "OP_SERVICE_ACCOUNT_TOKEN=", ""},
+	{"AGE-SECRET-KEY-1{B58}", "age_secret_key", "# created: 2026-12-01\n", "\n"},
+	{"dop_v1_{h64}", "digitalocean_token", "", ""},
+	{"lin_api_{A40}", "linear_key", "", ""},
+	{"PMAK-{h24}-{h34}", "postman_key", "", ""},
+	{"glsa_{A32}_{h8}", "grafana_token", "", ""},
+	{"glc_eyJ{b120}", "grafana_token", "", ""},
+	{"dapi{h32}", "databricks_token", "DATABRICKS_TOKEN=", ""},
+	{"sbp_{h40}", "supabase_token", "", ""},
+	{"pul-{h40}", "pulumi_token", "PULUMI_ACCESS_TOKEN=", ""},
+};
+
+/* Every class on 20 generated tokens each, in the context it is leaked in
+ * (the provider's class wins over secret_assignment / authorization). */
+static void test_provider_credentials(void **state)
+{
+	for (size_t i = 0; i < sizeof provider_cases / sizeof *provider_cases; i++) {
+		for (int r = 0; r < 20; r++) {
+			char *tok = gen_token(provider_cases[i].tmpl);
+			char *after = gen_token(provider_cases[i].after[0] ? provider_cases[i].after
+									   : " ");
+			caught(tok, provider_cases[i].label, provider_cases[i].before, after);
+			free(after);
+			free(tok);
+		}
+	}
+	for (int r = 0; r < 20; r++) {
+		/* AWS Bedrock API keys: long-term ABSK + base64("BedrockAPIKey-..."),
+		 * short-term bedrock-api-key- + base64(a presigned URL) */
+		char plain[512];
+		char *id = gen_token("{z4}-at-{d12}"), *sec = gen_token("{b40}");
+		int n = snprintf(plain, sizeof plain, "BedrockAPIKey-%s:%s", id, sec);
+		char *enc = b64((unsigned char *)plain, (size_t)n, 1), key[1024];
+		snprintf(key, sizeof key, "ABSK%s", enc);
+		caught(key, "aws_bedrock_key", "AWS_BEARER_TOKEN_BEDROCK=", "\n");
+		free(enc);
+		n = snprintf(
+			plain, sizeof plain,
+			"bedrock.amazonaws.com/?Action=CallWithBearerToken&X-Amz-Algorithm="
+			"AWS4-HMAC-SHA256&X-Amz-Credential=ASIA%s%%2F20261201&X-Amz-Signature=%s"
+			"&Version=1",
+			id, sec);
+		enc = b64((unsigned char *)plain, (size_t)n, 1);
+		snprintf(key, sizeof key, "bedrock-api-key-%s", enc);
+		caught(key, "aws_bedrock_key", "", "");
+		free(enc);
+		free(id);
+		free(sec);
+		/* Discord bot token: base64(snowflake id).timestamp.hmac */
+		char *snow = gen_token("1{d17}");
+		enc = b64((unsigned char *)snow, strlen(snow), 0);
+		char *rest = gen_token(".{u6}.{u38}");
+		snprintf(key, sizeof key, "%s%s", enc, rest);
+		caught(key, "discord_token", "DISCORD_TOKEN=", "");
+		caught(key, "discord_token", "Authorization: Bot ", "");
+		free(enc);
+		free(rest);
+		free(snow);
+	}
+	/* a GCP service account's JSON key, written into a log as it is */
+	char *pk = gen_token("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC{b64}\\n{b64}\\n{b20}==");
+	char sa[2048];
+	snprintf(sa, sizeof sa,
+		 "{\"type\": \"service_account\", \"project_id\": \"acme\", \"private_key\": "
+		 "\"-----BEGIN PRIVATE KEY-----\\n%s\\n-----END PRIVATE KEY-----\\n\", "
+		 "\"client_email\": \"ci@acme.iam.gserviceaccount.com\"}",
+		 pk);
+	char *out = red(sa);
+	assert_null(strstr(out, pk));
+	assert_non_null(strstr(out, "[REDACTED:private_key]"));
+	free(out);
+	free(pk);
+}
+
+/* Shapes that look like credentials and are not: placeholders, documentation
+ * stand-ins, hex hashes, a checksum that does not match. */
+static void test_provider_lookalikes(void **state)
+{
+	static const char *const plain[] = {
+		"use a key like sk-xxxx here",
+		"set it to sk-... in your env",
+		"sk-proj-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		"sk-proj-XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+		"sk-ant-api03-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		"AIzaSyXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+		"hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		"hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+		"sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
+		"sk_test_0123456789abcdefghijklmnop",
+		"glpat-xxxxxxxxxxxxxxxxxxxx",
+		"glpat-<your-token>",
+		"xai-XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+		"AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
+		"pplx-<your-key> and gsk_... and r8_...",
+		"curl -H \"Authorization: Bearer $OPENAI_API_KEY\"",
+		"Authorization: Bearer <token>",
+		"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		"commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+		"etag d41d8cd98f00b204e9800998ecf8427e",
+		"https://cdn.example.com/d41d8cd98f00b204e9800998ecf8427e/app.js",
+		"model=gpt-4o-2024-08-06 task-runner disk-usage sk-learn",
+		"MTk4NjIyNDgzNDcxOTI1MjQ4.no.discord", /* too short to be a token */
+	};
+	for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+		untouched(plain[i]);
+	/* GitHub and npm 40-character tokens whose checksum is wrong */
+	for (int r = 0; r < 50; r++) {
+		char *t = gen_token("ghp_{A30}{C}");
+		t[39] = t[39] == 'a' ? 'b' : 'a';
+		untouched(t);
+		memcpy(t, "npm_", 4);
+		untouched(t);
+		free(t);
+	}
+}
+
+/* US SSNs: valid areas, groups and serials caught; the ranges the SSA never
+ * issues, the voided numbers, and other dashed digits left alone. */
+static void test_ssn(void **state)
+{
+	for (int r = 0; r < 200; r++) {
+		int area;
+		do
+			area = 1 + (int)(rnd() % 899);
+		while (area == 666);
+		char ssn[16];
+		snprintf(ssn, sizeof ssn, "%03d-%02d-%04d", area, 1 + (int)(rnd() % 99),
+			 1 + (int)(rnd() % 9999));
+		if (!strcmp(ssn, "078-05-1120") || !strcmp(ssn, "123-45-6789"))
+			continue;
+		caught(ssn, "us_ssn", "ssn ", " on file");
+		caught(ssn, "us_ssn", "{\"ssn\":\"", "\"}");
+	}
+	untouched("000-12-3456 666-12-3456 900-12-3456 999-99-9999");
+	untouched("219-00-4567 219-45-0000");
+	untouched("078-05-1120 and 123-45-6789 are voided");
+	untouched("released 2026-12-01, build 1234-56-7890, ticket ABC-123-45-6789");
+	untouched("v1.219-45-6789 x219-45-6789 219-45-67890 219-45-6789-1");
+}
+
+static void iban_make(char out[64], const char *cc, int len, int letters)
+{
+	char bban[40], num[128];
+	int n = len - 4;
+	for (int i = 0; i < n; i++)
+		bban[i] = i < letters ? (char)('A' + rnd() % 26) : (char)('0' + rnd() % 10);
+	bban[n] = '\0';
+	/* check digits: 98 - (BBAN + country + "00") mod 97 */
+	snprintf(num, sizeof num, "%s%s00", bban, cc);
+	unsigned rem = 0;
+	for (char *p = num; *p; p++)
+		rem = *p >= 'A' ? (rem * 100 + (unsigned)(*p - 'A' + 10)) % 97
+				: (rem * 10 + (unsigned)(*p - '0')) % 97;
+	snprintf(out, 64, "%s%02u%s", cc, 98 - rem, bban);
+}
+
+static void test_iban(void **state)
+{
+	static const struct {
+		const char *cc;
+		int len, letters;
+	} c[] = {{"DE", 22, 0}, {"GB", 22, 4}, {"FR", 27, 0}, {"NL", 18, 4},
+		 {"NO", 15, 0}, {"ES", 24, 0}, {"IT", 27, 1}, {"CH", 21, 0}};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+		for (int r = 0; r < 20; r++) {
+			char iban[64], spaced[80];
+			iban_make(iban, c[i].cc, c[i].len, c[i].letters);
+			caught(iban, "iban", "IBAN ", ", BIC DEUTDEFF");
+			size_t o = 0;
+			for (size_t k = 0; iban[k]; k++) {
+				if (k && k % 4 == 0)
+					spaced[o++] = ' ';
+				spaced[o++] = iban[k];
+			}
+			spaced[o] = '\0';
+			caught(spaced, "iban", "{\"iban\": \"", "\"}");
+			/* one digit changed: mod 97 fails */
+			iban[c[i].len - 1] = iban[c[i].len - 1] == '1' ? '2' : '1';
+			untouched(iban);
+			/* one character short: not this country's length */
+			iban[c[i].len - 1] = '\0';
+			untouched(iban);
+		}
+	}
+	/* an IBAN at every offset after text without digits: its letters may
+	   end one 48-byte step of the shape scanner and its digits begin the next */
+	char iban[64];
+	iban_make(iban, "DE", 22, 0);
+	for (int pad = 0; pad < 100; pad++) {
+		char before[160];
+		memset(before, 'x', (size_t)pad);
+		snprintf(before + pad, sizeof before - (size_t)pad, " it says ");
+		caught(iban, "iban", before, "\"}");
+	}
+	untouched("ZZ12345678901234567890 and de89370400440532013000");
+	untouched("ID42 [meta seq=1] AB12 CDEF GH");
+}
+
+/* A 16-digit Luhn-valid number is an id under an id-like name, a card
+ * elsewhere: in text and in JSON mode. */
+static void test_card_vs_id(void **state)
+{
+	const char *num = "4212201616914172"; /* Visa prefix, Luhn-valid */
+	caught(num, "card", "{\"pan\": \"", "\"}");
+	caught("4212 2016 1691 4172", "card", "{\"note\": \"paid with ", "\"}");
+	untouched("{\"span\": \"4212201616914172\"}");
+	untouched("{\"trace\":\"4212201616914172\",\"parent\":\"4212201616914172\"}");
+	untouched("correlation=4212201616914172 request: 4212201616914172");
+	untouched("X-Request-ID: 4212201616914172");
+	untouched("{\"parentSpanId\" : \"4212201616914172\"}");
+	untouched("blob Zm9v+4212201616914172+YmFy and Zm9v4212201616914172YmFy");
+	untouched("sha ab4212201616914172cd");
+	json_error_t je;
+	json_t *doc = json_loads("{\"span\":\"4212201616914172\",\"trace_id\":\"4212201616914172\","
+				 "\"card\":\"4212201616914172\",\"request\":\"paid 4212 2016 1691 "
+				 "4172\"}",
+				 0, &je);
+	assert_non_null(doc);
+	assert_int_equal(aw_redact_json(doc, NULL), AW_OK);
+	assert_string_equal(json_string_value(json_object_get(doc, "span")), num);
+	assert_string_equal(json_string_value(json_object_get(doc, "trace_id")), num);
+	assert_string_equal(json_string_value(json_object_get(doc, "card")), "[REDACTED:card]");
+	assert_string_equal(json_string_value(json_object_get(doc, "request")),
+			    "paid [REDACTED:card]");
+	json_decref(doc);
 }
 
 static void test_stats_and_idempotent(void **state)
@@ -234,6 +635,32 @@ static void test_stream_split_secrets(void **state)
 	assert_int_equal(aw_redact_stream_finish(s), AW_OK);
 	assert_string_equal(out.buf, "x [REDACTED:private_key]");
 	free(out.buf);
+}
+
+/* A stream flush ends after a line end (or a space or quote), not inside a
+ * number or between a name and its value. "1234222222222222" is no card (no
+ * network issues 1...), but cut after "123" its tail is a Luhn-valid Visa
+ * number: the first chunk's size moves the flush boundary over every offset
+ * of a line. */
+static void test_stream_ids_not_cut(void **state)
+{
+	static char doc[300000];
+	const char *line = "{\"span\":\"1234222222222222\",\"n\":1}\n";
+	size_t ll = strlen(line), n = 0;
+	while (n + ll < sizeof doc) {
+		memcpy(doc + n, line, ll);
+		n += ll;
+	}
+	for (size_t first = 131072; first < 131072 + ll; first++) {
+		sinkbuf out = {0};
+		aw_redact_stream *s = aw_redact_stream_new(sink, &out, NULL);
+		assert_int_equal(aw_redact_stream_feed(s, doc, first), AW_OK);
+		assert_int_equal(aw_redact_stream_feed(s, doc + first, n - first), AW_OK);
+		assert_int_equal(aw_redact_stream_finish(s), AW_OK);
+		if (out.len != n || memcmp(out.buf, doc, n) != 0)
+			fail_msg("first chunk %zu: an id was cut and redacted", first);
+		free(out.buf);
+	}
 }
 
 static void test_json_mode(void **state)
@@ -345,8 +772,14 @@ int main(void)
 		cmocka_unit_test(test_scalar_path_same_output),
 		cmocka_unit_test(test_positive_each_class),
 		cmocka_unit_test(test_negative_lookalikes),
+		cmocka_unit_test(test_provider_credentials),
+		cmocka_unit_test(test_provider_lookalikes),
+		cmocka_unit_test(test_ssn),
+		cmocka_unit_test(test_iban),
+		cmocka_unit_test(test_card_vs_id),
 		cmocka_unit_test(test_stats_and_idempotent),
 		cmocka_unit_test(test_stream_split_secrets),
+		cmocka_unit_test(test_stream_ids_not_cut),
 		cmocka_unit_test(test_json_mode),
 		cmocka_unit_test(test_binary_input),
 	};

@@ -249,7 +249,7 @@ check "audit export lines" "$("$BIN" audit export --db "$DB" --project alpha | j
 
 # --- canaries: secrets planted everywhere a client can put them never come back
 CAN_AWS=AKIAQWERTYUIOPASDFGH
-CAN_GH=ghp_CanaryCanaryCanaryCanaryCanaryCana01
+CAN_GH=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  # checksum-valid: GitHub CRC32 (redact.c)
 CAN_MAIL=canary.leak@example.org
 CAN_PW=CanaryPassw0rdValue
 : >"$TMP/responses"
