@@ -52,6 +52,11 @@ typedef struct {
 	int schema_retries;	 /* default 3 (the policy's limits.schema_retries wins) */
 	int lease_ms;		 /* a budget reservation outlives a dead holder this long;
 				    default 660000 (the longest call + a minute) */
+	int watch_idle_ms;	 /* a project without calls here stays watched (its
+				    suspension, the reservations of another process
+				    that may die) this long after its last call here,
+				    and while any reservation of it is open; default
+				    10 x lease_ms */
 } aw_llm_opts;
 
 /* Checks a gateway configuration document:
