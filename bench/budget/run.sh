@@ -9,6 +9,11 @@
 #   free and metered alternate in 3 rounds of SECS each, medians: the
 #   machine's drift over a minute is as large as what is measured)
 #   calls/s at 64 concurrent.
+# Then the adversarial row (issue 40 s3): request shapes that made upstreams
+# bill past a budget (n, images, a 6 KB schema, legacy functions and function
+# calls in the history, schema retries) against a 2,000-token limit, each
+# called until the budget refuses: what the fake upstream (which bills like
+# OpenAI) billed vs the limit, and any overshoot (goal <= 1.0x, 0 overshoot).
 #
 #   bench/budget/run.sh [SECS]     (default 5)
 set -euo pipefail
@@ -44,7 +49,7 @@ serve() { # serve DB [extra] -> URL
   echo "serve did not start" >&2; cat "$OUT/aw.log" >&2; exit 1
 }
 api() { curl -sf -X "$1" -H "Authorization: Bearer $2" -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "$URL$3"; }
-setup_project() { # setup_project NAME BUDGET? -> worker key in W_<NAME>
+setup_project() { # setup_project NAME BUDGET? MODEL? -> worker key in W_<NAME>, operator O1_<NAME>
   api POST "$ADMIN" /v1/projects "{\"id\":\"$1\"}" >/dev/null
   local op1 op2 w base rev
   op1=$(api POST "$ADMIN" "/v1/projects/$1/keys" '{"name":"op1","scope":"operator"}' | jq -r .key)
@@ -57,9 +62,9 @@ setup_project() { # setup_project NAME BUDGET? -> worker key in W_<NAME>
     api POST "$op2" "$base/$rev/approve" >/dev/null
     api POST "$op1" "$base/$rev/activate" >/dev/null
   }
-  act "$1" policy_routing '{"routes":[{"name":"chat","match":{"task":"chat"},"candidates":[{"provider":"openai","model":"m;tokens=16"}]}]}'
+  act "$1" policy_routing "{\"routes\":[{\"name\":\"chat\",\"match\":{\"task\":\"chat\"},\"candidates\":[{\"provider\":\"openai\",\"model\":\"${3:-m;tokens=16}\"}]}]}"
   [ -n "${2:-}" ] && act "$1" budget "$2"
-  eval "W_$1=$w"
+  eval "W_$1=$w O1_$1=$op1"
 }
 j() { echo "$1" | jq -r "$2"; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
@@ -93,6 +98,56 @@ ADMIN=$("$BIN" key generate)
 serve "sqlite:$OUT/aw.db"
 setup_project free; setup_project metered "$BUDGET"
 figures sqlite
+
+adversarial() { # one project per shape, each against its own 2,000-token limit
+  local line i name p w o body calls code st billed over
+  echo "   adversarial shapes against a 2,000-token limit (called until refused, at most 8 calls):"
+  python3 - >"$OUT/shapes" <<'PY'
+import json
+big = "".join("field %03d must hold a value. " % i for i in range(200))
+img = lambda d: {"type": "image_url", "image_url": dict({"url": "https://example.com/a.png"}, **d)}
+hello = [{"role": "user", "content": "hello"}]
+small = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+bigs = dict(small, description=big)
+shapes = [
+  ("n=20", "gpt-4o;tokens=400", {"messages": hello, "n": 20, "max_tokens": 400}),
+  ("8 image_url parts", "gpt-4o;tokens=400", {"messages": [{"role": "user", "content": [img({})] * 8}]}),
+  ("8 image_url parts, detail low", "gpt-4o;tokens=400", {"messages": [{"role": "user", "content": [img({"detail": "low"})] * 8}]}),
+  ("6 KB response_format schema", "gpt-4o;tokens=400", {"messages": hello, "response_format": {"type": "json_schema", "json_schema": {"name": "big", "schema": bigs}}}),
+  ("legacy functions + function_call history", "gpt-4o;tokens=400", {"messages": [
+      {"role": "user", "content": "look it up"},
+      {"role": "assistant", "content": None, "function_call": {"name": "lookup", "arguments": big}},
+      {"role": "function", "name": "lookup", "content": big}],
+    "functions": [{"name": "lookup", "description": big, "parameters": {"type": "object"}}]}),
+  ("schema retries (answers always invalid)", "gpt-4o;tokens=300;invalid=99", {"messages": hello, "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": small}}}),
+  ("upstream ignores max_tokens (forced overshoot)", "gpt-4o;tokens=500;ignoremax=1", {"messages": hello, "max_tokens": 50}),
+]
+for i, (name, model, body) in enumerate(shapes):
+  print(json.dumps({"i": i, "name": name, "model": model, "body": dict(body, model="chat")}))
+PY
+  printf "   | %-46s | %6s | %7s | %5s | %-12s | %9s |\n" shape billed "x limit" calls then overshoot
+  while IFS= read -r line; do
+    i=$(j "$line" .i); name=$(j "$line" .name); p=adv$i
+    setup_project "$p" '{"period":"day","token_limit":2000,"action_on_exceed":"block"}' "$(j "$line" .model)"
+    eval "w=\$W_$p o=\$O1_$p"
+    body=$(echo "$line" | jq -c .body)
+    calls=0; code=OK
+    for _ in $(seq 1 8); do
+      code=$(curl -s -o "$OUT/adv.out" -w '%{http_code}' -H "Authorization: Bearer $w" \
+        -H 'Content-Type: application/json' --data-binary "$body" "$URL/v1/chat/completions")
+      if [ "$code" = 200 ]; then calls=$((calls + 1)); code=OK; continue; fi
+      code=$(jq -r '.code // "?"' "$OUT/adv.out")
+      [ "$code" = E-SCHEMA-001 ] && continue
+      break
+    done
+    sleep 0.5 # the recorder settles
+    st=$(api GET "$o" "/v1/projects/$p/budget")
+    billed=$(j "$st" .settled); over=$(j "$st" .ledger.overshoot.tokens)
+    printf "   | %-46s | %6s | %7s | %5s | %-12s | %9s |\n" "$name" "$billed" \
+      "$(awk -v a="$billed" 'BEGIN { printf "%.2fx", a / 2000 }')" "$calls" "$code" "$over"
+  done <"$OUT/shapes"
+}
+adversarial
 
 PGDB=aw_budget_bench_$$
 psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres -c "CREATE DATABASE $PGDB" >/dev/null

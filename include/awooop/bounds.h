@@ -27,14 +27,4 @@ aw_err aw_bounds_parse(const char *spec, long def_value, long lo, long hi, const
 /* The bound of project: its override, else the default. */
 long aw_bounds_of(const aw_bounds *b, const char *project);
 
-/* In-flight slots per project under a bound (a bulkhead): one project's
- * calls can hold at most its bound of a shared resource at once. */
-typedef struct aw_slots aw_slots;
-aw_slots *aw_slots_new(const aw_bounds *b); /* b is copied */
-void aw_slots_free(aw_slots *s);
-/* 1 and one more held when project is under its bound (or has none); 0
- * when it holds its bound already. *held: what it holds now. */
-int aw_slots_take(aw_slots *s, const char *project, long *held, long *bound);
-void aw_slots_give(aw_slots *s, const char *project);
-
 #endif

@@ -40,6 +40,8 @@ typedef struct {
 } aw_budget_price;
 
 #define AW_BUDGET_MAX_ALERTS 10
+/* The output tokens reserved for a call that asks none (max_tokens absent). */
+#define AW_BUDGET_DEFAULT_MAX_OUT 4096
 
 typedef struct {
 	int active; /* a reservation is held */
@@ -74,13 +76,15 @@ long long aw_budget_cost(const aw_budget_price *p, long long in, long long out);
 /* Lines 1 and 2 for one call; h->active 0 when the project has no budget. */
 aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_budget_ask *ask,
 		       aw_budget_hold *h, aw_error *err);
-/* What settling h at used charges (used NULL: unknown, the whole
- * reservation). */
+/* What settling h at used charges: what the upstream billed, even past
+ * the reservation (used NULL: unknown, the whole reservation). */
 aw_budget_amount aw_budget_charge(const aw_budget_hold *h, const aw_budget_amount *used);
 /* Settles h inside t (the caller's transaction of h's project): charges
- * aw_budget_charge(h, used) to model, releases the rest; a settlement that
- * crosses one of the budget's alert_at_percent writes a budget.alert audit
- * record in t. */
+ * aw_budget_charge(h, used) to model, releases the rest; a settlement past
+ * the reservation is an overshoot (its own ledger line, the metric
+ * awooop_budget_tokens_total{event="overshoot"}, a warn log line); a
+ * settlement that crosses one of the budget's alert_at_percent writes a
+ * budget.alert audit record in t. */
 aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amount *used,
 			const char *model, aw_error *err);
 /* Line 3 by hand, or by the gateway: audited. */
@@ -107,6 +111,8 @@ aw_err aw_budget_history(aw_store *s, const aw_ctx *ctx, const char *period, con
  * holder's heartbeat). */
 aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int lease_ms,
 		       aw_error *err);
+/* How many reservations of ctx->project are open, of any holder. */
+aw_err aw_budget_open(aw_store *s, const aw_ctx *ctx, long long *open, aw_error *err);
 /* Reaps ctx->project's reservations whose lease ended (charged in full). */
 aw_err aw_budget_reap(aw_store *s, const aw_ctx *ctx, int *reaped, aw_error *err);
 

@@ -56,6 +56,11 @@ typedef struct {
 					 flight here: "N" or "N,project=M,..." (bounds.h);
 					 NULL: 64, a quarter of an upstream host's 256
 					 connections; past it: 429 E-LLM-009 */
+	int watch_idle_ms;	      /* a project without calls here stays watched (its
+				    suspension, the reservations of another process
+				    that may die) this long after its last call here,
+				    and while any reservation of it is open; default
+				    10 x lease_ms */
 } aw_llm_opts;
 
 /* Checks a gateway configuration document:

@@ -48,10 +48,15 @@ typedef struct {
 	int stream, include_usage;
 	const json_t *schema; /* response_format json_schema's schema, or NULL */
 	int json_mode;	      /* response_format json_object */
+	int n;		      /* choices asked (1..128) */
 } aw_llm_req;
-/* Checks an OpenAI chat completion request (model, messages, stream,
- * stream_options, response_format, numbers): AW_E_REQ_INVALID with a
- * pointer. Unknown fields are passed to the upstream as they are. */
+/* Checks an OpenAI chat completion request (model, messages and their
+ * content parts, stream, stream_options, response_format, n, the output
+ * bounds, numbers): AW_E_REQ_INVALID with a pointer. Its members are an
+ * allow-list: an unknown one is refused (AW_E_REQ_UNKNOWN_FIELD), for an
+ * upstream may bill it; one billed in a way the budget cannot price (audio,
+ * web search, predicted outputs, a paid service tier, audio or file parts)
+ * is refused with AW_E_BUDGET_UNPRICED. */
 aw_err aw_llm_req_check(const json_t *req, aw_llm_req *out, aw_error *err);
 
 /* The body for an Ollama /api/chat call: messages (text parts joined),

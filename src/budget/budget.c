@@ -28,7 +28,6 @@
 #include "awooop/run.h"
 #include "budget_hooks.h"
 
-#define DEFAULT_MAX_OUT 4096 /* a request without max_tokens reserves this much */
 #define BUDGET_CONTRACT "default"
 #define NO_COST_LIMIT (-1)
 
@@ -392,7 +391,7 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	snprintf(h->call_id, sizeof h->call_id, "%s", ask->call_id);
 	snprintf(h->project, sizeof h->project, "%s", ctx->project);
 	long long prompt = ask->prompt;
-	long long out = ask->max_out >= 0 ? ask->max_out : DEFAULT_MAX_OUT;
+	long long out = ask->max_out >= 0 ? ask->max_out : AW_BUDGET_DEFAULT_MAX_OUT;
 	int suspended = 0, fits = 0, by_cost = 0;
 	char reason[160];
 	aw_budget_period p;
@@ -457,9 +456,9 @@ aw_budget_amount aw_budget_charge(const aw_budget_hold *h, const aw_budget_amoun
 {
 	if (!used)
 		return h->reserved;
-	aw_budget_amount u = *used;
-	u.tokens = u.tokens < 0 ? 0 : u.tokens > h->reserved.tokens ? h->reserved.tokens : u.tokens;
-	u.cost = u.cost < 0 ? 0 : u.cost > h->reserved.cost ? h->reserved.cost : u.cost;
+	aw_budget_amount u = *used; /* never capped at the reservation */
+	u.tokens = u.tokens < 0 ? 0 : u.tokens;
+	u.cost = u.cost < 0 ? 0 : u.cost;
 	return u;
 }
 
@@ -513,9 +512,6 @@ static void used_metrics(const char *project, const aw_budget_period *p)
 	if (p->limit.tokens <= 0 && p->limit.cost <= 0)
 		return; /* no limit: no share */
 	aw_metrics_budget_used(project, r);
-	if ((p->limit.tokens > 0 && p->settled.tokens > p->limit.tokens) ||
-	    (p->limit.cost > 0 && p->settled.cost > p->limit.cost))
-		aw_metrics_budget(project, "overshoot", 0);
 }
 
 aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amount *used,
@@ -531,8 +527,24 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amou
 	aw_err e = aw_store_budget_close(t, h->call_id, &u, model ? model : "", bucket, &after,
 					 &found, err);
 	if (!e && found) {
+		long long over = u.tokens - h->reserved.tokens;
 		aw_metrics_budget(h->project, "settled", (double)u.tokens);
-		aw_metrics_budget(h->project, "released", (double)(h->reserved.tokens - u.tokens));
+		if (over < 0)
+			aw_metrics_budget(h->project, "released", (double)-over);
+		if (over > 0 || u.cost > h->reserved.cost) { /* the reservation under-counted */
+			char call[80], res[24], billed[24], cost[48];
+			snprintf(call, sizeof call, "%s", h->call_id);
+			snprintf(res, sizeof res, "%lld", h->reserved.tokens);
+			snprintf(billed, sizeof billed, "%lld", u.tokens);
+			snprintf(cost, sizeof cost, "%lld of %lld", u.cost, h->reserved.cost);
+			aw_metrics_budget(h->project, "overshoot", (double)(over > 0 ? over : 0));
+			aw_ctx ctx;
+			aw_ctx_system(&ctx, h->project);
+			aw_log(AW_LOG_WARN, &ctx,
+			       "budget overshoot: the upstream billed more than the call reserved",
+			       "call_id", call, "reserved_tokens", res, "billed_tokens", billed,
+			       "cost_micro_usd", cost, "model", model ? model : "", NULL);
+		}
 		if (u.cost > 0)
 			aw_metrics_budget_cost(h->project, u.cost);
 		used_metrics(h->project, &after);
@@ -681,6 +693,7 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, con
 			    json_pack("{s:o,s:o,s:o,s:o}", "reserve", amounts(&sums.reserve),
 				      "settle", amounts(&sums.settle), "release",
 				      amounts(&sums.release), "reap", amounts(&sums.reap)));
+	json_object_set_new(json_object_get(o, "ledger"), "overshoot", amounts(&sums.overshoot));
 	json_t *ms = json_array();
 	for (int i = 0; i < nm; i++)
 		json_array_append_new(ms, json_pack("{s:s,s:I,s:f,s:I}", "model", models[i].model,
@@ -741,6 +754,18 @@ aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int l
 	if (!e)
 		e = aw_store_commit(t, err);
 	else if (t)
+		aw_store_rollback(t);
+	return e;
+}
+
+aw_err aw_budget_open(aw_store *s, const aw_ctx *ctx, long long *open, aw_error *err)
+{
+	aw_txn *t = NULL;
+	*open = 0;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (!e)
+		e = aw_store_budget_open(t, open, err);
+	if (t)
 		aw_store_rollback(t);
 	return e;
 }

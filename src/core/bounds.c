@@ -3,7 +3,6 @@
  */
 #include "awooop/bounds.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,76 +68,4 @@ long aw_bounds_of(const aw_bounds *b, const char *project)
 		if (!strcmp(b->o[i].project, project))
 			return b->o[i].v;
 	return b->def;
-}
-
-/* ------------------------------------------------------------ slots */
-
-typedef struct slot {
-	char project[AW_PROJECT_MAX + 1];
-	long held;
-	struct slot *next;
-} slot;
-
-struct aw_slots {
-	pthread_mutex_t mu;
-	aw_bounds b;
-	slot *list; /* projects holding a slot; gone at zero */
-};
-
-aw_slots *aw_slots_new(const aw_bounds *b)
-{
-	aw_slots *s = calloc(1, sizeof *s);
-	if (!s)
-		return NULL;
-	pthread_mutex_init(&s->mu, NULL);
-	s->b = *b;
-	return s;
-}
-
-void aw_slots_free(aw_slots *s)
-{
-	if (!s)
-		return;
-	for (slot *x = s->list, *nx; x; x = nx) {
-		nx = x->next;
-		free(x);
-	}
-	pthread_mutex_destroy(&s->mu);
-	free(s);
-}
-
-int aw_slots_take(aw_slots *s, const char *project, long *held, long *bound)
-{
-	long b = aw_bounds_of(&s->b, project);
-	pthread_mutex_lock(&s->mu);
-	slot *x = s->list;
-	while (x && strcmp(x->project, project))
-		x = x->next;
-	int ok = !b || !x || x->held < b;
-	if (ok && !x && (x = calloc(1, sizeof *x))) {
-		snprintf(x->project, sizeof x->project, "%s", project);
-		x->next = s->list;
-		s->list = x;
-	}
-	if (ok && x)
-		x->held++;
-	*held = x ? x->held : 0;
-	*bound = b;
-	pthread_mutex_unlock(&s->mu);
-	return ok && x; /* out of memory: refused */
-}
-
-void aw_slots_give(aw_slots *s, const char *project)
-{
-	pthread_mutex_lock(&s->mu);
-	for (slot **p = &s->list; *p; p = &(*p)->next)
-		if (!strcmp((*p)->project, project)) {
-			if (--(*p)->held <= 0) {
-				slot *gone = *p;
-				*p = gone->next;
-				free(gone);
-			}
-			break;
-		}
-	pthread_mutex_unlock(&s->mu);
 }

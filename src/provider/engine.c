@@ -450,15 +450,14 @@ static void answered(aw_llm *g, aw_llm_call *c)
 	snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
 	snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
 	if (c->schema) {
-		aw_buf problems = AW_BUF_INIT(2048);
+		aw_buf problems = AW_BUF_INIT(SCHEMA_PROBLEMS_MAX);
 		if (schema_check(c, content, &problems)) {
 			if (++c->schema_fails <= c->schema_retries) {
 				aw_metrics_llm_event("schema_retry", t->u->name);
 				json_t *fb = json_pack(
 					"[{s:s,s:s},{s:s,s:s+}]", "role", "assistant", "content",
 					content ? content : "", "role", "user", "content",
-					"Your answer does not match the required JSON schema: ",
-					aw_buf_str(&problems));
+					SCHEMA_FEEDBACK_PREFIX, aw_buf_str(&problems));
 				if (!c->feedback)
 					c->feedback = json_array();
 				json_array_extend(c->feedback, fb);
@@ -581,12 +580,7 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 /* 1 when c's project was suspended after c started (line 3). */
 static int killed(aw_llm *g, const aw_llm_call *c)
 {
-	int k = 0;
-	pthread_mutex_lock(&g->mu);
-	for (int i = 0; i < g->nkills && !k; i++)
-		k = !strcmp(g->kills[i].project, c->ctx.project) && c->t0_ns < g->kills[i].kill_ns;
-	pthread_mutex_unlock(&g->mu);
-	return k;
+	return aw_llm_killed(g, c->ctx.project, c->t0_ns);
 }
 
 /* Line 3: the calls of a suspended project end now; a stream gets a last

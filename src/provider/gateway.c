@@ -9,6 +9,7 @@
  * Numbers from contracts are read with json_number_value: a whole number
  * written 1e3 is an integer to the schema and a real to jansson.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +109,7 @@ void aw_llm_call_put(aw_llm_call *c)
 }
 
 static void record_queue(aw_llm *g, aw_llm_call *c);
-static void inflight(aw_llm *g, const char *project, int delta);
+static aw_err inflight(aw_llm *g, const char *project, int delta, long *held);
 
 void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
 		   ...)
@@ -138,10 +139,7 @@ void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err 
 	pthread_mutex_unlock(&c->mu);
 	/* queued before the client wakes: records are in the order clients saw
 	 * their calls end, and a drain (aw_llm_flush) after a call sees it */
-	inflight(c->g, c->ctx.project, -1);
-	if (c->slot)
-		aw_slots_give(c->g->slots, c->ctx.project);
-	c->slot = 0;
+	inflight(c->g, c->ctx.project, -1, NULL);
 	record_queue(c->g, c);
 	if (parked) { /* a parked client cannot release the call: wake it now */
 		pthread_mutex_lock(&c->mu);
@@ -465,7 +463,6 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 	}
 }
 
-static long long prompt_bound(const json_t *req);
 static aw_err drop_too_long(aw_llm_call *c, aw_error *err);
 
 static aw_err route_call(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
@@ -507,19 +504,211 @@ static aw_err route_call(aw_llm *g, aw_llm_call *c, const char *task, aw_error *
 	return drop_too_long(c, err);
 }
 
-/* The prompt's tokens as max_input_tokens is held against: a token per 4
- * bytes of the messages' text, their tool calls and the tools' JSON (the
- * usual ratio of English text to BPE tokens), plus 8 per message. */
-static long long prompt_estimate(const json_t *req)
+/* ------------------------------------------------------------ the prompt's bound */
+
+/* Images at the provider's documented token price. OpenAI bills an image
+ * by tiles (base + per 512 px tile after fitting 2048 x 2048 and scaling the
+ * short side to 768; "low" detail: the base alone) or, for some models, by
+ * 32 px patches (at most 1536) times a multiplier. Without dimensions (a URL
+ * the gateway does not fetch, a format it does not read) an image is priced
+ * at the most one image can cost: 8 tiles, or 1536 patches. A model not
+ * listed here cannot be priced: the request is refused (E-BUDGET-005). */
+typedef struct {
+	const char *prefix;
+	int patches; /* 0: tiles */
+	double base, tile, mult;
+} image_price;
+
+static const image_price image_prices[] = {
+	/* longer prefixes first */
+	{"gpt-4o-mini", 0, 2833, 5667, 0},
+	{"gpt-4.1-mini", 1, 0, 0, 1.62},
+	{"gpt-4.1-nano", 1, 0, 0, 2.46},
+	{"o4-mini", 1, 0, 0, 1.72},
+	{"gpt-4o", 0, 85, 170, 0},
+	{"gpt-4.1", 0, 85, 170, 0},
+	{"gpt-4-turbo", 0, 85, 170, 0},
+	{"gpt-4.5", 0, 85, 170, 0},
+	{"o1", 0, 75, 150, 0},
+	{"o3", 0, 75, 150, 0},
+	{NULL, 0, 0, 0, 0}};
+
+static const image_price *image_price_of(const char *model)
 {
-	return (prompt_bound(req) + 3) / 4;
+	for (int i = 0; image_prices[i].prefix; i++)
+		if (!strncmp(model, image_prices[i].prefix, strlen(image_prices[i].prefix)))
+			return &image_prices[i];
+	return NULL;
+}
+
+/* Decodes the first bytes of base64 text (stops at the first non-base64
+ * character); returns how many bytes it wrote. */
+static size_t b64_head(const char *s, unsigned char *out, size_t max)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = 0;
+	unsigned v = 0;
+	int bits = 0;
+	for (; *s && n < max; s++) {
+		const char *p = strchr(tab, *s);
+		if (!p || !*s)
+			break;
+		v = (v << 6) | (unsigned)(p - tab);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (unsigned char)(v >> bits);
+		}
+	}
+	return n;
+}
+
+/* The dimensions of a base64 data URL's PNG or GIF (0: unknown). */
+static void image_dims(const char *url, long *w, long *h)
+{
+	*w = *h = 0;
+	const char *b = strncmp(url, "data:", 5) ? NULL : strstr(url, ";base64,");
+	if (!b)
+		return;
+	unsigned char d[32];
+	size_t n = b64_head(b + 8, d, sizeof d);
+	if (n >= 24 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8) && !memcmp(d + 12, "IHDR", 4)) {
+		*w = (long)d[16] << 24 | (long)d[17] << 16 | (long)d[18] << 8 | d[19];
+		*h = (long)d[20] << 24 | (long)d[21] << 16 | (long)d[22] << 8 | d[23];
+	} else if (n >= 10 && !memcmp(d, "GIF8", 4)) {
+		*w = d[6] | (long)d[7] << 8;
+		*h = d[8] | (long)d[9] << 8;
+	}
+	if (*w <= 0 || *h <= 0 || *w > 100000 || *h > 100000)
+		*w = *h = 0;
+}
+
+static long long image_cost(const image_price *p, long w, long h, int low)
+{
+	if (p->patches) {
+		double patches = 1536;
+		if (w && h) {
+			double pw = ceil((double)w / 32), ph = ceil((double)h / 32);
+			patches = pw * ph > 1536 ? 1536 : pw * ph;
+		}
+		return (long long)ceil(patches * p->mult);
+	}
+	if (low)
+		return (long long)p->base;
+	double tiles = 8; /* 2048 x 768: the most tiles an image can take */
+	if (w && h) {
+		double fw = (double)w, fh = (double)h;
+		if (fw > 2048 || fh > 2048) { /* fit in 2048 x 2048 */
+			double k = 2048 / (fw > fh ? fw : fh);
+			fw *= k, fh *= k;
+		}
+		double shortest = fw < fh ? fw : fh;
+		if (shortest > 768) /* the short side to 768 */
+			fw *= 768 / shortest, fh *= 768 / shortest;
+		tiles = ceil(fw / 512) * ceil(fh / 512);
+	}
+	return (long long)(p->base + p->tile * tiles);
+}
+
+/* An image part's tokens at the dearest of the call's models; -1 when one
+ * of them cannot be priced. */
+static long long image_tokens(const aw_llm_call *c, const json_t *part)
+{
+	json_t *iu = json_object_get(part, "image_url");
+	const char *url = json_string_value(json_object_get(iu, "url"));
+	const char *detail = json_string_value(json_object_get(iu, "detail"));
+	long w, h;
+	image_dims(url ? url : "", &w, &h);
+	long long most = 0;
+	for (int i = 0; i < c->nt; i++) {
+		const image_price *p = image_price_of(c->t[i].model);
+		if (!p)
+			return -1;
+		long long v = image_cost(p, w, h, detail && !strcmp(detail, "low"));
+		most = v > most ? v : most;
+	}
+	return most;
+}
+
+static long long json_bytes(const json_t *v)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_string(v))
+		return (long long)json_string_length(v);
+	char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	long long n = d ? (long long)strlen(d) : 0;
+	free(d);
+	return n;
+}
+
+/* The request's prompt, as the upstream bills it, in two parts: *bytes, the
+ * text - every member of every message (text parts, names, tool calls and
+ * their arguments, legacy function calls), 8 per message for the chat
+ * template, and the request's tools, functions, tool_choice, function_call
+ * and response_format (its schema) as JSON - an upper bound of its tokens
+ * for the byte-level BPE tokenizers models use (a token is at least one
+ * byte); *images, the images' tokens at the provider's price. AW_E_BUDGET_
+ * UNPRICED when an image goes to a model the budget cannot price. */
+static aw_err prompt_bound(const aw_llm_call *c, const json_t *req, long long *bytes,
+			   long long *images, aw_error *err)
+{
+	static const char *const billed[] = {"tools",	      "functions",	 "tool_choice",
+					     "function_call", "response_format", NULL};
+	long long n = 0, img = 0;
+	size_t i, k;
+	json_t *m, *part, *v;
+	const char *key;
+	json_array_foreach (json_object_get(req, "messages"), i, m) {
+		n += 8;
+		json_object_foreach (m, key, v) {
+			if (strcmp(key, "content") || !json_is_array(v)) {
+				n += json_bytes(v);
+				continue;
+			}
+			json_array_foreach (v, k, part) {
+				const char *type = json_string_value(json_object_get(part, "type"));
+				if (type && !strcmp(type, "image_url")) {
+					long long t = image_tokens(c, part);
+					if (t < 0)
+						return aw_fail_at(
+							err, AW_E_BUDGET_UNPRICED, "/messages",
+							"an image goes to a model whose image price "
+							"the budget does not know (route %s)",
+							c->route);
+					img += t;
+				} else {
+					n += json_bytes(
+						json_object_get(part, type ? type : "text"));
+				}
+			}
+		}
+	}
+	for (int b = 0; billed[b]; b++)
+		n += json_bytes(json_object_get(req, billed[b]));
+	*bytes = n;
+	*images = img;
+	return AW_OK;
+}
+
+/* The prompt's tokens as max_input_tokens is held against: a token per 4
+ * bytes of its text (the usual ratio of English text to BPE tokens), and
+ * its images at their price. */
+static long long prompt_estimate(long long bytes, long long images)
+{
+	return (bytes + 3) / 4 + images;
 }
 
 /* Candidates whose max_input_tokens the prompt exceeds are never called;
  * when none is left the call is refused before any upstream (E-LLM-008). */
 static aw_err drop_too_long(aw_llm_call *c, aw_error *err)
 {
-	long long est = prompt_estimate(c->req), smallest = 0;
+	long long bytes = 0, images = 0, smallest = 0;
+	aw_err e = prompt_bound(c, c->req, &bytes, &images, err);
+	if (e)
+		return e;
+	long long est = prompt_estimate(bytes, images);
 	int kept = 0;
 	for (int i = 0; i < c->nt; i++) {
 		target *t = &c->t[i];
@@ -541,39 +730,27 @@ static aw_err drop_too_long(aw_llm_call *c, aw_error *err)
 	return AW_OK;
 }
 
-/* The request's prompt, in bytes: an upper bound of its tokens for the
- * byte-level BPE tokenizers models use (a token is at least one byte), plus
- * 8 tokens per message for the chat template, plus the tools' JSON. */
-static long long prompt_bound(const json_t *req)
+/* A schema retry resends the messages, the previous answer (at most the
+ * attempt's max_tokens: counted with the answers) and the validation
+ * errors (the gateway's text, at most this many bytes), 8 per message. */
+#define RETRY_GROWTH ((long long)sizeof SCHEMA_FEEDBACK_PREFIX - 1 + SCHEMA_PROBLEMS_MAX + 16)
+/* The least answer a schema call keeps before it gives up retries for it
+ * (when the budget cannot hold every retry at the answer asked). */
+#define MIN_ANSWER 256
+
+/* What attempts 0..r of a call reserve beyond the first prompt, each
+ * answering a tokens in n choices: the later attempts' prompts (the first
+ * prompt and the growth of the retries before them) and every answer. */
+static long long beyond_prompt(long long prompt, int r, int n, long long a)
 {
-	long long n = 0;
-	size_t i, k;
-	json_t *m, *part;
-	json_array_foreach (json_object_get(req, "messages"), i, m) {
-		json_t *content = json_object_get(m, "content");
-		n += 8;
-		if (json_is_string(content))
-			n += (long long)json_string_length(content);
-		else
-			json_array_foreach (content, k, part)
-				n += (long long)json_string_length(json_object_get(part, "text"));
-		json_t *tcs = json_object_get(m, "tool_calls");
-		if (tcs) {
-			char *d = json_dumps(tcs, JSON_COMPACT);
-			n += d ? (long long)strlen(d) : 0;
-			free(d);
-		}
-	}
-	json_t *tools = json_object_get(req, "tools");
-	if (tools) {
-		char *d = json_dumps(tools, JSON_COMPACT);
-		n += d ? (long long)strlen(d) : 0;
-		free(d);
-	}
-	return n;
+	long long grown = (long long)r * (r + 1) / 2; /* retries resent so far, summed */
+	return r * prompt + grown * RETRY_GROWTH + a * ((long long)n * (1 + r) + grown);
 }
 
-/* Lines 1 and 2: refuse, or reserve the worst case (clamping max_tokens). */
+/* Lines 1 and 2: refuse, or reserve what the upstream may bill - the prompt
+ * (text, tools, schemas, images), n answers of max_tokens, and for
+ * structured output every retry with its growth - clamping max_tokens (and
+ * the retries) to what remains. */
 static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err)
 {
 	json_t *mt = json_object_get(c->req, "max_completion_tokens");
@@ -589,9 +766,14 @@ static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error
 		bound = c->t[i].max_out ? (c->t[i].max_out > bound ? c->t[i].max_out : bound) : -1;
 	if (bound > 0 && (asked < 0 || asked > bound))
 		asked = bound;
-	long long prompt = prompt_bound(c->req);
-	/* structured output may call the model 1 + retries times */
-	int tries = c->schema ? 1 + c->schema_retries : 1;
+	long long a = asked >= 0 ? asked : AW_BUDGET_DEFAULT_MAX_OUT;
+	long long bytes = 0, images = 0;
+	aw_err e = prompt_bound(c, c->req, &bytes, &images, err);
+	if (e)
+		return e;
+	long long prompt = bytes + images;
+	int n = c->rq.n > 0 ? c->rq.n : 1;
+	int retries = c->schema ? c->schema_retries : 0;
 	char call_id[64];
 	snprintf(call_id, sizeof call_id, "%s", c->st.id + strlen("chatcmpl-"));
 	const char *models[MAX_TARGETS];
@@ -602,70 +784,161 @@ static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error
 		.call_id = call_id,
 		.run_id = meta && meta->run_id ? meta->run_id : "",
 		.holder = g->holder,
-		.prompt = prompt * tries,
-		.max_out = asked,
+		.prompt = prompt,
+		/* "output" to the budget: everything past the first prompt */
+		.max_out = beyond_prompt(prompt, retries, n, a),
 		.lease_ms = g->o.lease_ms,
 		.models = models,
 		.nmodels = c->nt,
 		.prices = prices,
 	};
-	aw_err e = aw_budget_admit(g->o.store, g->o.policy, &c->ctx, &ask, &c->hold, err);
-	if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_RUN)
-		inflight(g, c->ctx.project, 0); /* listed: its reaper runs here from now on */
+	long long want = ask.max_out;
+	e = aw_budget_admit(g->o.store, g->o.policy, &c->ctx, &ask, &c->hold, err);
 	for (int i = 0; !e && i < c->nt; i++)
 		c->t[i].price = prices[i];
-	long long out = ask.max_out;
 	if (e == AW_E_BUDGET_EXHAUSTED && c->hold.killed)
 		aw_llm_kill(g, c->ctx.project);
 	if (e || !c->hold.active)
 		return e;
-	if (tries > 1) /* the reservation holds every attempt's answer */
-		out /= tries;
-	if (out != asked) /* clamped to what remains, or none was asked */
-		json_object_set_new(c->req, mt_name, json_integer(out > 0 ? out : 1));
+	long long room = ask.max_out; /* what the reservation holds past the prompt */
+	if (room < want) {	      /* clamped: the answer, then the retries, give way */
+		int r = retries;
+		long long fit = 0;
+		for (; r >= 0; r--) {
+			long long fixed = beyond_prompt(prompt, r, n, 0);
+			long long per = (long long)n * (1 + r) + (long long)r * (r + 1) / 2;
+			fit = room > fixed ? (room - fixed) / per : 0;
+			if (fit >= (a < MIN_ANSWER ? a : MIN_ANSWER) || (r == 0 && fit >= 1))
+				break;
+		}
+		if (r < 0 || fit < 1) /* not one answer token in n choices: released */
+			return aw_fail(err, AW_E_BUDGET_EXHAUSTED,
+				       "the budget left cannot hold %d answer(s) of even one token "
+				       "besides the prompt (%lld tokens reserved)",
+				       n, c->hold.reserved.tokens);
+		if (r < retries) {
+			aw_metrics_budget(c->ctx.project, "retries_clamped", 0);
+			c->schema_retries = r;
+		}
+		a = fit < a ? fit : a;
+	}
+	if (a != asked) /* clamped to what remains, or none was asked */
+		json_object_set_new(c->req, mt_name, json_integer(a));
 	return AW_OK;
+}
+
+/* ------------------------------------------------------------ projects watched */
+
+/* Caller holds g->mu. The index of project's entry, or -(where it goes) - 1. */
+static int proj_find(const aw_llm *g, const char *project)
+{
+	int lo = 0, hi = g->nprojs;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2, cmp = strcmp(g->projs[mid].project, project);
+		if (!cmp)
+			return mid;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -lo - 1;
+}
+
+/* Caller holds g->mu. project's entry, added when absent (NULL: out of
+ * memory). */
+static struct aw_llm_proj *proj_get(aw_llm *g, const char *project)
+{
+	int i = proj_find(g, project);
+	if (i >= 0)
+		return &g->projs[i];
+	i = -i - 1;
+	if (g->nprojs == g->projs_cap) {
+		int cap = g->projs_cap ? g->projs_cap * 2 : 16;
+		struct aw_llm_proj *p = realloc(g->projs, (size_t)cap * sizeof *p);
+		if (!p)
+			return NULL;
+		g->projs = p;
+		g->projs_cap = cap;
+	}
+	memmove(&g->projs[i + 1], &g->projs[i], (size_t)(g->nprojs - i) * sizeof *g->projs);
+	g->nprojs++;
+	memset(&g->projs[i], 0, sizeof g->projs[i]);
+	snprintf(g->projs[i].project, sizeof g->projs[i].project, "%s", project);
+	return &g->projs[i];
+}
+
+/* A call of project starts (+1) or ends (-1). A start is refused when the
+ * project has its bound of calls in flight here (AW_E_LLM_BUSY, *held says
+ * how many: one tenant's calls never hold every shared connection) or
+ * cannot be watched (AW_E_NOMEM). The entry stays while the project has
+ * calls, and until the watcher finds nothing of it to reap (proj_drop). */
+static aw_err inflight(aw_llm *g, const char *project, int delta, long *held)
+{
+	long bound = delta > 0 ? aw_bounds_of(&g->per_project, project) : 0;
+	pthread_mutex_lock(&g->mu);
+	struct aw_llm_proj *p = delta > 0 ? proj_get(g, project) : NULL;
+	if (delta <= 0) {
+		int i = proj_find(g, project);
+		p = i >= 0 ? &g->projs[i] : NULL;
+	}
+	aw_err e = p || delta <= 0 ? AW_OK : AW_E_NOMEM;
+	if (p && bound && delta > 0 && p->calls >= bound)
+		e = AW_E_LLM_BUSY;
+	else if (p && !(p->calls += delta))
+		p->idle_ns = aw_clock_mono_ns();
+	if (p)
+		aw_metrics_llm_inflight(project, p->calls);
+	if (held)
+		*held = p ? p->calls : 0;
+	pthread_mutex_unlock(&g->mu);
+	return e;
+}
+
+/* The watcher found no reservation of project open: its entry goes once
+ * it has been without calls here for watch_idle_ms (unless a call started
+ * meanwhile). */
+static void proj_drop(aw_llm *g, const char *project)
+{
+	pthread_mutex_lock(&g->mu);
+	int i = proj_find(g, project);
+	if (i >= 0 && !g->projs[i].calls &&
+	    aw_clock_mono_ns() - g->projs[i].idle_ns >= (int64_t)g->o.watch_idle_ms * 1000000LL) {
+		memmove(&g->projs[i], &g->projs[i + 1],
+			(size_t)(g->nprojs - i - 1) * sizeof *g->projs);
+		g->nprojs--;
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+int aw_llm_killed(aw_llm *g, const char *project, int64_t t0_ns)
+{
+	pthread_mutex_lock(&g->mu);
+	int i = proj_find(g, project);
+	int k = i >= 0 && g->projs[i].kill_ns && t0_ns < g->projs[i].kill_ns;
+	pthread_mutex_unlock(&g->mu);
+	return k;
+}
+
+int aw_llm_test_watched(aw_llm *g)
+{
+	pthread_mutex_lock(&g->mu);
+	int n = g->nprojs;
+	pthread_mutex_unlock(&g->mu);
+	return n;
 }
 
 void aw_llm_kill(aw_llm *g, const char *project)
 {
 	pthread_mutex_lock(&g->mu);
-	int slot = 0;
-	for (int i = 0; i < g->nkills; i++)
-		if (!strcmp(g->kills[i].project, project) ||
-		    g->kills[i].kill_ns < g->kills[slot].kill_ns)
-			slot = i;
-	if (g->nkills < 16 && strcmp(g->nkills ? g->kills[slot].project : "", project))
-		slot = g->nkills++;
-	snprintf(g->kills[slot].project, sizeof g->kills[slot].project, "%s", project);
-	g->kills[slot].kill_ns = aw_clock_mono_ns();
+	int i = proj_find(g, project); /* no entry: no call of it in flight here */
+	if (i >= 0)
+		g->projs[i].kill_ns = aw_clock_mono_ns();
 	pthread_mutex_unlock(&g->mu);
 	atomic_fetch_add(&g->kill_gen, 1);
 	if (g->multi)
 		curl_multi_wakeup(g->multi);
 	aw_log(AW_LOG_WARN, NULL, "llm calls of a suspended project cut", "project", project, NULL);
-}
-
-static void inflight(aw_llm *g, const char *project, int delta)
-{
-	pthread_mutex_lock(&g->mu);
-	int free_slot = -1;
-	for (int i = 0; i < 64; i++) { /* a project stays listed once seen (the reaper) */
-		if (g->inflight[i].project[0] && !strcmp(g->inflight[i].project, project)) {
-			g->inflight[i].calls += delta;
-			aw_metrics_llm_inflight(project, g->inflight[i].calls);
-			pthread_mutex_unlock(&g->mu);
-			return;
-		}
-		if (!g->inflight[i].project[0] && free_slot < 0)
-			free_slot = i;
-	}
-	if (delta >= 0 && free_slot >= 0) { /* 0: listed for the watcher, no call */
-		snprintf(g->inflight[free_slot].project, sizeof g->inflight[free_slot].project,
-			 "%s", project);
-		g->inflight[free_slot].calls = delta;
-		aw_metrics_llm_inflight(project, delta);
-	}
-	pthread_mutex_unlock(&g->mu);
 }
 
 aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
@@ -707,22 +980,25 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 			snprintf(err->where, sizeof err->where,
 				 "/response_format/json_schema/schema");
 	}
-	long held = 0, bound = 0;
-	if (!e && !(c->slot = aw_slots_take(g->slots, c->ctx.project, &held, &bound)))
-		e = aw_fail(
-			err, AW_E_LLM_BUSY,
+	if (!e)
+		e = route_call(g, c, meta ? meta->task : NULL, err);
+	/* watched from before its reservation (a refusal for a spent budget
+	 * keeps the project listed: a dead holder's reservations are reaped
+	 * here) */
+	long held = 0;
+	int counted = !e && !(e = inflight(g, c->ctx.project, 1, &held));
+	if (e == AW_E_NOMEM)
+		aw_fail(err, e, "out of memory (the projects in flight)");
+	else if (e == AW_E_LLM_BUSY)
+		aw_fail(err, e,
 			"this project has %ld model calls in flight, its bound here (shared "
 			"upstream connections are kept for other projects): retry when one ends",
 			held);
 	if (!e)
-		e = route_call(g, c, meta ? meta->task : NULL, err);
-	if (!e)
 		e = admit(g, c, meta, err);
-	if (e && c->slot) {
-		aw_slots_give(g->slots, c->ctx.project);
-		c->slot = 0;
-	}
 	if (e) { /* refused before any upstream: recorded all the same */
+		if (counted)
+			inflight(g, c->ctx.project, -1, NULL);
 		snprintf(c->outcome, sizeof c->outcome, "refused");
 		c->code = aw_err_code(e);
 		aw_metrics_llm_event("refused", c->code);
@@ -733,7 +1009,6 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	c->up_stream = c->rq.stream && !c->schema;
 	c->st.created = aw_clock_wall_ms() / 1000;
 	c->st.model = c->rq.model;
-	inflight(g, c->ctx.project, 1);
 	aw_llm_submit(g, c);
 	*out = c;
 	return AW_OK;
@@ -798,6 +1073,9 @@ static json_t *envelope(const aw_llm_call *c)
 					      c->spent_unknown ? "unknown (the reservation charged)"
 					      : c->spent_counted ? "counted from the stream"
 								 : "upstream"));
+		if (ch.tokens > c->hold.reserved.tokens) /* billed past the reservation */
+			json_object_set_new(json_object_get(p, "budget"), "overshoot",
+					    json_integer(ch.tokens - c->hold.reserved.tokens));
 	}
 	if (p && c->schema)
 		json_object_set_new(p, "schema_attempts",
@@ -843,24 +1121,33 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
  * an operator) suspended get their calls cut here too (line 3 within 1 s);
  * every lease/4, this process's reservations are renewed (a live call is
  * never reaped) and those of the projects it served whose holder died are
- * reaped. */
+ * reaped; a project without calls here for watch_idle_ms and with no
+ * reservation left open is no longer watched. */
 #define WATCH_MS 500
 static void watch(aw_llm *g, int reap)
 {
-	char projects[64][AW_PROJECT_MAX + 1];
-	int busy[64], n = 0;
+	char(*projects)[AW_PROJECT_MAX + 1] = NULL;
+	int *busy = NULL, n = 0, listed;
 	pthread_mutex_lock(&g->mu);
-	for (int i = 0; i < 64; i++)
-		if (g->inflight[i].calls || (reap && g->inflight[i].project[0])) {
-			busy[n] = g->inflight[i].calls > 0;
-			snprintf(projects[n++], sizeof projects[0], "%s", g->inflight[i].project);
+	listed = g->nprojs;
+	if (listed) {
+		projects = malloc((size_t)g->nprojs * sizeof *projects);
+		busy = malloc((size_t)g->nprojs * sizeof *busy);
+	}
+	for (int i = 0; projects && busy && i < g->nprojs; i++)
+		if (g->projs[i].calls || reap) {
+			busy[n] = g->projs[i].calls > 0;
+			snprintf(projects[n++], sizeof projects[0], "%s", g->projs[i].project);
 		}
 	pthread_mutex_unlock(&g->mu);
+	if (listed && (!projects || !busy)) /* the next tick tries again */
+		aw_log(AW_LOG_ERROR, NULL, "llm watcher: out of memory", NULL);
 	for (int i = 0; i < n; i++) {
 		aw_ctx ctx;
 		aw_ctx_system(&ctx, projects[i]);
 		aw_error err = {0};
 		int suspended = 0, reaped = 0;
+		long long open = -1;
 		if (aw_budget_suspended(g->o.store, &ctx, &suspended, &err) == AW_OK && suspended)
 			aw_llm_kill(g, projects[i]);
 		if (reap && busy[i]) /* the heartbeat of this process's reservations */
@@ -872,7 +1159,12 @@ static void watch(aw_llm *g, int reap)
 			aw_log(AW_LOG_WARN, &ctx, "budget reservations of a dead holder reaped",
 			       "count", count, NULL);
 		}
+		if (reap && !busy[i] && aw_budget_open(g->o.store, &ctx, &open, &err) == AW_OK &&
+		    !open)
+			proj_drop(g, projects[i]);
 	}
+	free(projects);
+	free(busy);
 }
 
 static void *recorder_main(void *arg)
@@ -971,16 +1263,16 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	DEF(breaker_failures, 5)
 	DEF(breaker_cooldown_ms, 10000)
 	DEF(lease_ms, 660000)
+	DEF(watch_idle_ms, 10 * g->o.lease_ms)
 #undef DEF
 	if (o->schema_retries < 0 || o->schema_retries > 10)
 		g->o.schema_retries = 3;
-	aw_bounds pb;
 	aw_err be = aw_bounds_parse(o->project_inflight, 64, 1, 1000000, "--llm-project-inflight",
-				    &pb, err);
-	if (be || !(g->slots = aw_slots_new(&pb))) {
+				    &g->per_project, err);
+	if (be) {
 		json_decref(g->config);
 		free(g);
-		return be ? be : aw_fail(err, AW_E_NOMEM, "out of memory");
+		return be;
 	}
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->rmu, NULL);
@@ -1018,8 +1310,8 @@ void aw_llm_flush(aw_llm *g)
 	for (int busy = 1; busy;) { /* calls still in flight end first */
 		busy = 0;
 		pthread_mutex_lock(&g->mu);
-		for (int i = 0; i < 64; i++)
-			busy += g->inflight[i].calls;
+		for (int i = 0; i < g->nprojs; i++)
+			busy += g->projs[i].calls;
 		pthread_mutex_unlock(&g->mu);
 		if (busy)
 			usleep(5000);
@@ -1057,8 +1349,8 @@ void aw_llm_free(aw_llm *g)
 		aw_llm_upstream_put(g->providers[i]);
 	for (int i = 0; i < 3; i++)
 		aw_llm_upstream_put(g->topo[i]);
-	aw_slots_free(g->slots);
 	json_decref(g->config);
+	free(g->projs);
 	pthread_mutex_destroy(&g->mu);
 	pthread_mutex_destroy(&g->rmu);
 	pthread_cond_destroy(&g->rcv);

@@ -50,6 +50,11 @@ typedef struct {
 
 #define MAX_TARGETS 24
 
+/* A schema retry's message to the model: this, then the validation errors
+ * (at most SCHEMA_PROBLEMS_MAX bytes; the budget reserves for them). */
+#define SCHEMA_FEEDBACK_PREFIX "Your answer does not match the required JSON schema: "
+#define SCHEMA_PROBLEMS_MAX 512
+
 struct aw_llm_call {
 	aw_llm *g;
 	atomic_int refs;
@@ -90,7 +95,6 @@ struct aw_llm_call {
 	aw_buf out;
 	size_t out_off;
 	int eof, parked, released, finished;
-	int slot; /* holds one of its project's in-flight slots (g->slots) */
 	aw_llm_wake wake;
 	void *wake_ud;
 	/* the budget (lines 1-3) */
@@ -109,7 +113,7 @@ struct aw_llm_call {
 
 struct aw_llm {
 	aw_llm_opts o;
-	aw_slots *slots; /* calls in flight per project, under its bound */
+	aw_bounds per_project; /* calls one project may have in flight here */
 	json_t *config;
 	char contract_id[AW_PROJECT_MAX + 1];
 	char holder[96];    /* this process, as the holder of budget reservations */
@@ -131,19 +135,19 @@ struct aw_llm {
 	atomic_int flushing; /* aw_llm_flush waits: the recorder does not linger */
 	aw_llm_call *inbox;
 	aw_llm_call *active; /* engine thread */
-	/* line 3: projects whose calls started before kill_ns are cut (mu) */
-	struct {
-		char project[AW_PROJECT_MAX + 1];
-		int64_t kill_ns;
-	} kills[16];
-	int nkills;
-	atomic_uint kill_gen;
-	unsigned kill_seen; /* engine thread */
-	/* projects with calls in flight, watched for a suspension (mu) */
-	struct {
+	/* the projects this process serves (mu), sorted by name, grown as
+	 * needed: each with calls in flight, or reservations its watcher may
+	 * still reap, is watched for a suspension; an entry goes when it has
+	 * neither. Line 3: its calls that started before kill_ns are cut. */
+	struct aw_llm_proj {
 		char project[AW_PROJECT_MAX + 1];
 		int calls;
-	} inflight[64];
+		int64_t kill_ns; /* 0: none */
+		int64_t idle_ns; /* when its calls here last went to 0 */
+	} * projs;
+	int nprojs, projs_cap;
+	atomic_uint kill_gen;
+	unsigned kill_seen; /* engine thread */
 	/* recorder */
 	pthread_mutex_t rmu;
 	pthread_cond_t rcv;
@@ -161,6 +165,8 @@ upstream *aw_llm_upstream_new(const char *name, int api, const char *url, const 
 void aw_llm_upstream_put(upstream *u);
 /* gateway.c */
 void aw_llm_call_put(aw_llm_call *c);
+/* 1 when project was suspended (aw_llm_kill) after t0_ns. */
+int aw_llm_killed(aw_llm *g, const char *project, int64_t t0_ns);
 /* Ends the call (engine thread or stop): sets what the client reads, wakes
  * it, queues the audit record. */
 void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,

@@ -1,8 +1,13 @@
 /*
  * wire.c - OpenAI chat completion requests checked, translated to Ollama's
- * /api/chat and back (see llm_wire.h). Only what the gateway must understand
- * is checked; every other field of a request goes to an OpenAI-compatible
- * upstream untouched, so new API fields work without a gateway release.
+ * /api/chat and back (see llm_wire.h). The request's members are an
+ * allow-list: a field the gateway does not know may be one an upstream
+ * bills (n_predict, web_search_options, prediction, audio: each made the
+ * budget under-count), so it is refused (E-REQ-004) rather than passed
+ * through blind; a known field that bills in a way the budget cannot price
+ * (audio, web search, predicted outputs, a paid service tier, audio or file
+ * parts) is refused with E-BUDGET-005. A new API field takes a gateway
+ * release: the price of a budget that holds.
  */
 #include "awooop/llm_wire.h"
 
@@ -25,6 +30,171 @@ static int role_ok(const char *r)
 		if (!strcmp(r, roles[i]))
 			return 1;
 	return 0;
+}
+
+static aw_err unpriced(aw_error *err, const char *where, const char *msg)
+{
+	return aw_fail_at(err, AW_E_BUDGET_UNPRICED, where, "%s", msg);
+}
+
+/* The members of a chat completion request the gateway knows, and so the
+ * budget prices (the prompt's, the answer's) or knows not to bill. */
+static const char *const known[] = {"model",
+				    "messages",
+				    "stream",
+				    "stream_options",
+				    "response_format",
+				    "max_tokens",
+				    "max_completion_tokens",
+				    "n",
+				    "tools",
+				    "tool_choice",
+				    "parallel_tool_calls",
+				    "functions",
+				    "function_call",
+				    "temperature",
+				    "top_p",
+				    "seed",
+				    "stop",
+				    "presence_penalty",
+				    "frequency_penalty",
+				    "logit_bias",
+				    "logprobs",
+				    "top_logprobs",
+				    "user",
+				    "metadata",
+				    "store",
+				    "reasoning_effort",
+				    "verbosity",
+				    "prompt_cache_key",
+				    "safety_identifier",
+				    "service_tier",
+				    "modalities",
+				    "audio",
+				    "prediction",
+				    "web_search_options",
+				    NULL};
+
+/* Fields the budget cannot price: what each would bill besides tokens. */
+static const char *const billed_apart[][2] = {
+	{"audio", "audio output is billed in audio tokens the budget does not price"},
+	{"prediction", "predicted outputs bill rejected prediction tokens beyond max_tokens"},
+	{"web_search_options", "web search is billed per call and its results as prompt"},
+	{NULL, NULL}};
+
+static aw_err check_max(const json_t *req, const char *name, aw_error *err)
+{
+	json_t *v = json_object_get(req, name);
+	char where[32];
+	snprintf(where, sizeof where, "/%s", name);
+	if (v && !json_is_null(v) &&
+	    (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000000))
+		return bad(err, where,
+			   "must be an integer of 0..100000000 (not a string or a real)");
+	return AW_OK;
+}
+
+/* A message's content parts: text, image_url (priced by the budget) and an
+ * assistant's refusal; audio and file parts are refused. */
+static aw_err check_parts(const json_t *parts, const char *where, aw_error *err)
+{
+	size_t k;
+	json_t *part;
+	json_array_foreach (parts, k, part) {
+		char w[96];
+		snprintf(w, sizeof w, "%s/content/%zu", where, k);
+		const char *type = json_string_value(json_object_get(part, "type"));
+		if (!json_is_object(part) || !type)
+			return bad(err, w, "a content part is an object with a type");
+		if (!strcmp(type, "text") || !strcmp(type, "refusal")) {
+			if (!json_is_string(json_object_get(part, type)))
+				return bad(err, w, "a text part holds its text as a string");
+		} else if (!strcmp(type, "image_url")) {
+			json_t *iu = json_object_get(part, "image_url");
+			const char *d = json_string_value(json_object_get(iu, "detail"));
+			if (!json_is_string(json_object_get(iu, "url")))
+				return bad(err, w,
+					   "an image_url part is {\"image_url\": {\"url\"}}");
+			if (json_object_get(iu, "detail") &&
+			    (!d || (strcmp(d, "low") && strcmp(d, "high") && strcmp(d, "auto"))))
+				return bad(err, w, "detail is low, high or auto");
+		} else if (!strcmp(type, "input_audio") || !strcmp(type, "file")) {
+			return unpriced(err, w,
+					"audio and file parts are billed in ways the budget cannot "
+					"price (audio tokens, PDF pages as images)");
+		} else {
+			return bad(err, w, "content parts are text, image_url or refusal");
+		}
+	}
+	return AW_OK;
+}
+
+/* Members the upstream may bill besides messages and the answer: refused or
+ * checked (n, the output bounds, service tier, modalities). */
+static aw_err check_billing(const json_t *req, aw_llm_req *out, aw_error *err)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach ((json_t *)req, key, v) {
+		int ok = 0;
+		for (int i = 0; known[i] && !ok; i++)
+			ok = !strcmp(key, known[i]);
+		if (!ok) {
+			char where[80];
+			snprintf(where, sizeof where, "/%.64s", key);
+			return aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, where,
+					  "%.64s is not a chat completion field this gateway "
+					  "knows: an upstream may bill it, so it is not passed on",
+					  key);
+		}
+	}
+	for (int i = 0; billed_apart[i][0]; i++) {
+		char where[32];
+		snprintf(where, sizeof where, "/%s", billed_apart[i][0]);
+		v = json_object_get(req, billed_apart[i][0]);
+		if (v && !json_is_null(v))
+			return unpriced(err, where, billed_apart[i][1]);
+	}
+	size_t i;
+	json_array_foreach (json_object_get(req, "modalities"), i, v)
+		if (!json_is_string(v) || strcmp(json_string_value(v), "text"))
+			return unpriced(err, "/modalities",
+					"only text output is priced (audio is billed apart)");
+	v = json_object_get(req, "modalities");
+	if (v && !json_is_null(v) && !json_is_array(v))
+		return bad(err, "/modalities", "modalities is an array");
+	v = json_object_get(req, "service_tier");
+	if (v && !json_is_null(v) &&
+	    (!json_is_string(v) ||
+	     (strcmp(json_string_value(v), "auto") && strcmp(json_string_value(v), "default"))))
+		return unpriced(
+			err, "/service_tier",
+			"service_tier is auto or default: other tiers bill at other prices");
+	aw_err e = check_max(req, "max_tokens", err);
+	if (!e)
+		e = check_max(req, "max_completion_tokens", err);
+	if (e)
+		return e;
+	if (json_is_integer(json_object_get(req, "max_tokens")) &&
+	    json_is_integer(json_object_get(req, "max_completion_tokens")))
+		return bad(err, "/max_tokens",
+			   "max_tokens and max_completion_tokens: send one (the budget clamps it)");
+	v = json_object_get(req, "n");
+	out->n = 1;
+	if (v && !json_is_null(v)) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 128)
+			return bad(err, "/n", "n must be an integer of 1..128");
+		out->n = (int)json_integer_value(v);
+	}
+	static const char *const arrays[] = {"tools", "functions", NULL};
+	for (int k = 0; arrays[k]; k++) {
+		char where[32];
+		snprintf(where, sizeof where, "/%s", arrays[k]);
+		v = json_object_get(req, arrays[k]);
+		if (v && !json_is_null(v) && !json_is_array(v))
+			return bad(err, where, "must be an array");
+	}
+	return AW_OK;
 }
 
 aw_err aw_llm_req_check(const json_t *req, aw_llm_req *out, aw_error *err)
@@ -57,7 +227,19 @@ aw_err aw_llm_req_check(const json_t *req, aw_llm_req *out, aw_error *err)
 		if (c && !json_is_string(c) && !json_is_array(c) && !json_is_null(c))
 			return bad(err, where,
 				   "content must be a string, an array of parts or null");
+		if (json_is_array(c) && (e = check_parts(c, where, err)))
+			return e;
+		json_t *audio = json_object_get(m, "audio");
+		if (audio && !json_is_null(audio)) {
+			char w[64];
+			snprintf(w, sizeof w, "%s/audio", where);
+			return unpriced(err, w,
+					"an earlier audio answer is billed in audio tokens the "
+					"budget does not price");
+		}
 	}
+	if ((e = check_billing(req, out, err)))
+		return e;
 	json_t *st = json_object_get(req, "stream");
 	if (st && !json_is_boolean(st) && !json_is_null(st))
 		return bad(err, "/stream", "stream must be a boolean");

@@ -176,11 +176,11 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
 	aw_cell_copy(run_id, sizeof run_id, r, 0, 1);
 	aw_budget_amount held = {aw_cell_ll(r, 0, 2), aw_cell_ll(r, 0, 3)};
 	aw_rows_free(r);
+	/* what the upstream billed, never capped at what was held: the excess
+	 * is settled too, and shows as an "overshoot" line of its own */
 	aw_budget_amount u = used ? *used : held;
-	if (u.tokens < 0 || u.tokens > held.tokens)
-		u.tokens = u.tokens < 0 ? 0 : held.tokens;
-	if (u.cost < 0 || u.cost > held.cost)
-		u.cost = u.cost < 0 ? 0 : held.cost;
+	u.tokens = u.tokens < 0 ? 0 : u.tokens;
+	u.cost = u.cost < 0 ? 0 : u.cost;
 	e = move(t, period, &held, &u, after, err);
 	if (!e && !strcmp(period, "rolling")) { /* the spend of the window's hour */
 		static const aw_budget_amount nolimit = {0, -1}, none = {0, 0};
@@ -194,11 +194,17 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
 	}
 	if (!e && !used)
 		return ledger(t, period, call_id, run_id, "reap", &held, model, err);
+	/* settle: at most what was held (reserve = settle + release + reap) */
+	aw_budget_amount in = {u.tokens < held.tokens ? u.tokens : held.tokens,
+			       u.cost < held.cost ? u.cost : held.cost};
+	aw_budget_amount rest = {held.tokens - in.tokens, held.cost - in.cost};
+	aw_budget_amount over = {u.tokens - in.tokens, u.cost - in.cost};
 	if (!e)
-		e = ledger(t, period, call_id, run_id, "settle", &u, model, err);
-	aw_budget_amount rest = {held.tokens - u.tokens, held.cost - u.cost};
+		e = ledger(t, period, call_id, run_id, "settle", &in, model, err);
 	if (!e && (rest.tokens || rest.cost))
 		e = ledger(t, period, call_id, run_id, "release", &rest, "", err);
+	if (!e && (over.tokens || over.cost))
+		e = ledger(t, period, call_id, run_id, "overshoot", &over, model, err);
 	return e;
 }
 
@@ -214,6 +220,17 @@ aw_err aw_store_budget_expired(aw_txn *t, const char *now, char (*ids)[64], int 
 	*n = 0;
 	for (int i = 0; !e && i < r->nrows && i < max; i++)
 		aw_cell_copy(ids[(*n)++], 64, r, i, 0);
+	aw_rows_free(r);
+	return e;
+}
+
+aw_err aw_store_budget_open(aw_txn *t, long long *n, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(t->ctx.project)};
+	aw_err e = aw_txn_exec(t, "SELECT COUNT(*) FROM budget_reservations WHERE project_id = $1",
+			       1, p, &r, err);
+	*n = !e && r->nrows ? aw_cell_ll(r, 0, 0) : 0;
 	aw_rows_free(r);
 	return e;
 }
@@ -248,6 +265,8 @@ aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, 
 			out->release = v;
 		else if (!strcmp(kind, "reap"))
 			out->reap = v;
+		else if (!strcmp(kind, "overshoot"))
+			out->overshoot = v;
 	}
 	aw_rows_free(r);
 	return e;
@@ -261,16 +280,19 @@ aw_err aw_store_budget_models(aw_txn *t, const char *period, const char *since,
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period),
 		      AW_TEXT(since ? since : "1970-01-01T00:00:00.000Z")};
+	/* a call's overshoot line is not another call */
+#define CALLS "SUM(CASE WHEN kind = 'overshoot' THEN 0 ELSE 1 END)"
 	const char *sql =
 		aw_txn_dialect(t) == AW_DIALECT_PG
-			? "SELECT model, SUM(tokens), SUM(cost), COUNT(*) FROM budget_ledger"
+			? "SELECT model, SUM(tokens), SUM(cost), " CALLS " FROM budget_ledger"
 			  " WHERE project_id = $1 AND period_key = $2 AND kind IN"
-			  " ('settle', 'reap') AND at >= $3::timestamptz"
+			  " ('settle', 'reap', 'overshoot') AND at >= $3::timestamptz"
 			  " GROUP BY model ORDER BY 3 DESC, 2 DESC, 1 LIMIT 256"
-			: "SELECT model, SUM(tokens), SUM(cost), COUNT(*) FROM budget_ledger"
+			: "SELECT model, SUM(tokens), SUM(cost), " CALLS " FROM budget_ledger"
 			  " WHERE project_id = $1 AND period_key = $2 AND kind IN"
-			  " ('settle', 'reap') AND at >= $3"
+			  " ('settle', 'reap', 'overshoot') AND at >= $3"
 			  " GROUP BY model ORDER BY 3 DESC, 2 DESC, 1 LIMIT 256";
+#undef CALLS
 	aw_err e = aw_txn_exec(t, sql, 3, p, &r, err);
 	if (!e && r->nrows && !(*out = calloc((size_t)r->nrows, sizeof **out)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

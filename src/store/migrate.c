@@ -30,21 +30,36 @@ static int role_name_ok(const char *r)
 	return 1;
 }
 
+/* The version of the binary's newest migration. Versions may have gaps
+ * (branches number theirs apart, e.g. 0026 before another's 0025 lands):
+ * a store is current when every migration of the binary is recorded. */
 int aw_store_schema_target(const aw_store *s)
 {
-	return s->drv->dialect == AW_DIALECT_PG ? aw_migrations_pg_count
-						: aw_migrations_sqlite_count;
+	int pg = s->drv->dialect == AW_DIALECT_PG;
+	const aw_migration *list = pg ? aw_migrations_pg : aw_migrations_sqlite;
+	int count = pg ? aw_migrations_pg_count : aw_migrations_sqlite_count;
+	return count ? list[count - 1].version : 0;
 }
 
-static aw_err current_version(aw_store *s, aw_conn *c, int *v, aw_error *err)
+static int recorded(const aw_rows *r, int version)
 {
-	aw_rows *r = NULL;
-	aw_err e = s->drv->exec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0,
-				NULL, &r, err);
-	if (!e)
-		*v = (int)aw_cell_ll(r, 0, 0);
-	aw_rows_free(r);
-	return e;
+	for (int i = 0; r && i < r->nrows; i++)
+		if ((int)aw_cell_ll(r, i, 0) == version)
+			return 1;
+	return 0;
+}
+
+/* newest: the highest version recorded; missing: the binary's migrations
+ * not recorded. */
+static void schema_state(const aw_rows *r, const aw_migration *list, int count, int *newest,
+			 int *missing)
+{
+	*newest = *missing = 0;
+	for (int i = 0; r && i < r->nrows; i++)
+		if ((int)aw_cell_ll(r, i, 0) > *newest)
+			*newest = (int)aw_cell_ll(r, i, 0);
+	for (int i = 0; i < count; i++)
+		*missing += !recorded(r, list[i].version);
 }
 
 static aw_err pg_roles(aw_store *s, aw_conn *c, const char *app, aw_error *err)
@@ -126,30 +141,40 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 			   err);
 	if (e)
 		goto rollback;
-	int have = 0;
-	if ((e = current_version(s, c, &have, err)))
-		goto rollback;
-	if (have > count) {
-		e = aw_fail(err, AW_E_STORE_SCHEMA,
-			    "schema version %d is newer than this binary (%d)", have, count);
+	aw_rows *have = NULL;
+	if ((e = s->drv->exec(c, "SELECT version FROM schema_migrations", 0, NULL, &have, err))) {
+		aw_rows_free(have);
 		goto rollback;
 	}
-	for (int i = have; i < count; i++) {
+	int newest = 0, missing = 0, target = aw_store_schema_target(s);
+	schema_state(have, list, count, &newest, &missing);
+	if (newest > target) {
+		aw_rows_free(have);
+		e = aw_fail(err, AW_E_STORE_SCHEMA,
+			    "schema version %d is newer than this binary (%d)", newest, target);
+		goto rollback;
+	}
+	for (int i = 0; i < count; i++) {
+		if (recorded(have, list[i].version))
+			continue;
 		if ((e = s->drv->script(c, list[i].sql, err))) {
 			char msg[sizeof err->msg];
 			snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
 			aw_fail(err, e, "migration %04d_%s failed: %s", list[i].version,
 				list[i].name, msg);
-			goto rollback;
+			break;
 		}
 		aw_val p[] = {AW_INT(list[i].version), AW_TEXT(list[i].name)};
 		e = s->drv->exec(c, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
 				 2, p, NULL, err);
 		if (e)
-			goto rollback;
+			break;
 		aw_log(AW_LOG_INFO, &sys, "migration applied", "backend", s->drv->name, "migration",
 		       list[i].name, NULL);
 	}
+	aw_rows_free(have);
+	if (e)
+		goto rollback;
 	if (pg && (e = pg_grants(s, c, app, err)))
 		goto rollback;
 	e = s->drv->script(c, "COMMIT", err);
@@ -167,20 +192,21 @@ aw_err aw_store_check_schema(aw_store *s, aw_error *err)
 	aw_ctx_system(&sys, NULL);
 	aw_rows *r = NULL;
 	aw_err e =
-		aw_store_exec1(s, &sys, "SELECT coalesce(max(version), 0) FROM schema_migrations",
-			       0, NULL, &r, err);
+		aw_store_exec1(s, &sys, "SELECT version FROM schema_migrations", 0, NULL, &r, err);
 	if (e) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_STORE_SCHEMA,
 			       "store has no awooop schema; run `awooop migrate --db URL`");
 	}
-	int have = (int)aw_cell_ll(r, 0, 0);
+	int pg = s->drv->dialect == AW_DIALECT_PG;
+	int newest = 0, missing = 0, want = aw_store_schema_target(s);
+	schema_state(r, pg ? aw_migrations_pg : aw_migrations_sqlite,
+		     pg ? aw_migrations_pg_count : aw_migrations_sqlite_count, &newest, &missing);
 	aw_rows_free(r);
-	int want = aw_store_schema_target(s);
-	if (have != want)
+	if (newest != want || missing)
 		return aw_fail(err, AW_E_STORE_SCHEMA,
-			       "store schema is at version %d, this binary needs %d; run"
-			       " `awooop migrate`",
-			       have, want);
+			       "store schema is at version %d (%d of this binary's migrations not "
+			       "applied), this binary needs %d; run `awooop migrate`",
+			       newest, missing, want);
 	return AW_OK;
 }

@@ -49,6 +49,10 @@
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
 #define CANARY "sk-canary-7f3e9a1b2c4d5e6f708192a3b4c5d6e7"
 #define S (aw_fx.s)
+/* The gateway's bound of the prompt [{"role":"user","content":"hello"}]: 8
+ * for the template + "user" + "hello"; the fake bills it 9 (3 + 3 + 1 + 2). */
+#define HELLO_BOUND 17
+#define HELLO_BILLED 9
 
 static aw_keyring *KR;
 static aw_contracts *C;
@@ -223,7 +227,8 @@ static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 			  .breaker_cooldown_ms = cooldown_ms,
 			  .schema_retries = 3,
 			  .lease_ms = 2000,
-			  .project_inflight = PROJECT_INFLIGHT};
+			  .project_inflight = PROJECT_INFLIGHT,
+			  .watch_idle_ms = 500};
 	if (aw_llm_new(&lo, &GW, &err))
 		fail_msg("gateway: %s", err.msg);
 	json_decref(cfg);
@@ -569,7 +574,8 @@ static void test_streams(void **state)
 	json_t *rows = audit_rows("acme");
 	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
 	assert_int_equal(json_integer_value(json_object_get(p, "tokens_out")), 5);
-	assert_int_equal(json_integer_value(json_object_get(p, "tokens_in")), 11);
+	/* the fake bills "hi" 3 + 3 + 1 + 1 */
+	assert_int_equal(json_integer_value(json_object_get(p, "tokens_in")), 8);
 	assert_true(json_real_value(json_object_get(p, "ttft_ms")) > 0);
 	json_decref(rows);
 
@@ -1117,7 +1123,8 @@ static void ledger_balances(const char *project, long long limit)
 	       jll(st, "ledger.reserve.tokens"), jll(st, "ledger.settle.tokens"),
 	       jll(st, "ledger.release.tokens"), jll(st, "ledger.reap.tokens"),
 	       jnum(st, "cost_settled_usd"), jnum(st, "cost_reserved_usd"));
-	assert_true(jll(st, "settled") <= limit);
+	if (limit >= 0)
+		assert_true(jll(st, "settled") <= limit);
 	assert_int_equal(jll(st, "reserved"), 0);
 	assert_int_equal(jmicro(st, "cost_reserved_usd"), 0);
 	static const char *const m[] = {"tokens", "cost_usd"};
@@ -1130,10 +1137,13 @@ static void ledger_balances(const char *project, long long limit)
 		long long (*get)(const json_t *, const char *) = k ? jmicro : jll;
 		assert_int_equal(get(st, r), get(st, s_) + get(st, l) + get(st, p));
 	}
-	assert_int_equal(jll(st, "settled"),
-			 jll(st, "ledger.settle.tokens") + jll(st, "ledger.reap.tokens"));
+	/* what was billed past a reservation is settled too, as an overshoot */
+	assert_int_equal(jll(st, "settled"), jll(st, "ledger.settle.tokens") +
+						     jll(st, "ledger.reap.tokens") +
+						     jll(st, "ledger.overshoot.tokens"));
 	assert_int_equal(jmicro(st, "cost_settled_usd"),
-			 jmicro(st, "ledger.settle.cost_usd") + jmicro(st, "ledger.reap.cost_usd"));
+			 jmicro(st, "ledger.settle.cost_usd") + jmicro(st, "ledger.reap.cost_usd") +
+				 jmicro(st, "ledger.overshoot.cost_usd"));
 	json_decref(st);
 }
 
@@ -1237,8 +1247,8 @@ static void test_budget(void **state)
 	assert_int_equal(cw2.ok, 4);
 	ledger_balances("beta", 100000);
 	json_t *after = budget_status("beta");
-	/* 4 x (the prompt's bound 13 + 30 content events and the finish event) */
-	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 4 * (13 + 31));
+	/* 4 x (the prompt's bound + 30 content events and the finish event) */
+	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 4 * (HELLO_BOUND + 31));
 	json_decref(before);
 	json_decref(after);
 
@@ -1264,8 +1274,9 @@ static void test_budget(void **state)
 	ledger_balances("beta", 100000);
 	after = budget_status("beta");
 	long long charged = jll(after, "settled") - jll(before, "settled");
-	printf("client gone after ~0.3 s of a 2 s stream: charged %lld of 53 reserved\n", charged);
-	assert_true(charged > 13 && charged < 13 + 20);
+	printf("client gone after ~0.3 s of a 2 s stream: charged %lld of %d reserved\n", charged,
+	       HELLO_BOUND + 40);
+	assert_true(charged > HELLO_BOUND && charged < HELLO_BOUND + 20);
 	json_decref(before);
 	json_decref(after);
 	gateway_down();
@@ -1282,8 +1293,8 @@ static void test_budget_kill(void **state)
 	json_t *st0 = budget_status("beta");
 	long long spent = jll(st0, "settled");
 	json_decref(st0);
-	/* 16 x (prompt 13 + 40) reserved, 5 left: less than a prompt */
-	set_budget("beta", spent + 16 * 53 + 5, "kill");
+	/* 16 x (prompt + 40) reserved, 5 left: less than a prompt */
+	set_budget("beta", spent + 16 * (HELLO_BOUND + 40) + 5, "kill");
 	/* a run of the project, queued (no worker here): line 3 cancels it */
 	aw_ctx opc;
 	aw_test_ctx(&opc, "beta", AW_SCOPE_OPERATOR, "operator");
@@ -1328,7 +1339,7 @@ static void test_budget_kill(void **state)
 	json_t *st = budget_status("beta");
 	assert_true(json_is_true(json_object_get(st, "suspended")));
 	json_decref(st);
-	ledger_balances("beta", spent + 16 * 53 + 5);
+	ledger_balances("beta", spent + 16 * (HELLO_BOUND + 40) + 5);
 	/* resume (with a new day's worth of budget): calls work again */
 	aw_ctx op;
 	aw_test_ctx(&op, "beta", AW_SCOPE_OPERATOR, "operator");
@@ -1456,8 +1467,9 @@ static void test_budget_per_run(void **state)
 	aw_uuid7_str(other);
 	json_t *resp = NULL;
 	aw_error err = {0};
-	/* 100 tokens for the run: 41 + 41 (11 in + 30 out each), then the third
-	 * call's answer is clamped to 18 - 13 = 5 tokens, then the run is spent */
+	/* 100 tokens for the run: 39 + 39 (9 in + 30 out each), then the third
+	 * call's answer is clamped to 22 - 17 (the prompt's bound) = 5 tokens,
+	 * then the run is spent */
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(ask_run(run, &resp, &err), AW_OK);
 		json_decref(resp);
@@ -1486,7 +1498,7 @@ static void test_budget_cost(void **state)
 	gateway_up(1000, 10000, NULL);
 	const char *c[] = {"openai=priced;tokens=30", NULL};
 	set_policy("gamma", c, NULL);
-	/* each call reserves 13 x 10 + 40 x 30 = 1,330 micro-USD: 0.01 USD holds 7 */
+	/* each call reserves 17 x 10 + 40 x 30 = 1,370 micro-USD: 0.01 USD holds 7 */
 	activate("gamma", "budget", "default",
 		 json_pack("{s:s,s:I,s:f,s:{s:{s:f,s:f},s:{s:f,s:f}},s:s,s:[i]}", "period", "day",
 			   "token_limit", (json_int_t)1000000000, "cost_limit_usd", 0.01, "prices",
@@ -1617,13 +1629,372 @@ static void test_budget_rolling(void **state)
 	gateway_down();
 }
 
+/* ------------------------------------------------------------ issue 40: exact budget */
+
+/* A request's JSON (a fresh reference) with extra's members, to a shape. */
+static json_t *shape_req(const char *text, json_t *extra)
+{
+	json_t *req = json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role", "user",
+				"content", text);
+	if (extra)
+		json_object_update(req, extra);
+	json_decref(extra);
+	return req;
+}
+
+/* Calls with req until the budget refuses (at most 8 calls) against a fresh
+ * limit of `limit` tokens: what the upstream billed (the settlements: they
+ * are not capped), the overshoot, the calls answered and the last code. */
+static void shape_run(const char *project, const json_t *req, long long limit, long long *billed,
+		      long long *overshoot, int *answered, const char **last)
+{
+	json_t *st0 = budget_status(project);
+	long long settled0 = jll(st0, "settled"), over0 = jll(st0, "ledger.overshoot.tokens");
+	json_decref(st0);
+	set_budget(project, settled0 + limit, "block");
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_WORKER, "agent-1");
+	*answered = 0;
+	*last = "OK";
+	for (int i = 0; i < 8; i++) {
+		json_t *resp = NULL;
+		aw_error err = {0};
+		aw_err e = aw_llm_complete(GW, &ctx, req, NULL, &resp, &err);
+		json_decref(resp);
+		aw_llm_flush(GW);
+		if (e == AW_E_BUDGET_EXHAUSTED) {
+			*last = aw_err_code(e);
+			break;
+		}
+		if (e && e != AW_E_SCHEMA_OUTPUT)
+			fail_msg("shape call: %s %s", aw_err_code(e), err.msg);
+		*last = e ? aw_err_code(e) : "OK";
+		*answered += !e;
+	}
+	ledger_balances(project, -1);
+	json_t *st = budget_status(project);
+	*billed = jll(st, "settled") - settled0;
+	*overshoot = jll(st, "ledger.overshoot.tokens") - over0;
+	json_decref(st);
+}
+
+/* Each request shape that made the upstream bill past a 2,000-token limit
+ * (issue 40 s3: n, images, a 6 KB schema, legacy functions and function
+ * calls in the history, schema retries) now bills at most the limit, with
+ * no overshoot: the reservation covers what the upstream bills. */
+static void test_budget_shapes(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=gpt-4o;tokens=400", NULL};
+	set_policy("limits", c, NULL);
+	aw_buf big = AW_BUF_INIT(1 << 20);
+	for (int i = 0; i < 200; i++)
+		aw_buf_addf(&big, "field %03d must hold a value. ", i);
+	json_t *parts = json_array();
+	json_t *low = json_array();
+	for (int i = 0; i < 8; i++) {
+		json_array_append_new(parts,
+				      json_pack("{s:s,s:{s:s}}", "type", "image_url", "image_url",
+						"url", "https://example.com/a.png"));
+		json_array_append_new(low, json_pack("{s:s,s:{s:s,s:s}}", "type", "image_url",
+						     "image_url", "url",
+						     "https://example.com/a.png", "detail", "low"));
+	}
+	json_t *schema = json_pack("{s:s,s:s,s:{s:{s:s}},s:[s]}", "type", "object", "description",
+				   aw_buf_str(&big), "properties", "answer", "type", "integer",
+				   "required", "answer");
+	struct {
+		const char *name;
+		json_t *req;
+	} shapes[] = {
+		{"n=20", shape_req("hello", json_pack("{s:i,s:i}", "n", 20, "max_tokens", 400))},
+		{"8 images (auto)", json_pack("{s:s,s:[{s:s,s:o}]}", "model", "chat", "messages",
+					      "role", "user", "content", json_incref(parts))},
+		{"8 images (low)", json_pack("{s:s,s:[{s:s,s:o}]}", "model", "chat", "messages",
+					     "role", "user", "content", json_incref(low))},
+		{"6 KB response_format schema",
+		 shape_req("hello", json_pack("{s:{s:s,s:{s:s,s:O}}}", "response_format", "type",
+					      "json_schema", "json_schema", "name", "big", "schema",
+					      schema))},
+		{"functions + function_call history",
+		 json_pack("{s:s,s:[{s:s,s:s},{s:s,s:n,s:{s:s,s:s}},{s:s,s:s,s:s}],s:[{s:s,s:s,s:"
+			   "{s:s,s:s}}]}",
+			   "model", "chat", "messages", "role", "user", "content", "look it up",
+			   "role", "assistant", "content", "function_call", "name", "lookup",
+			   "arguments", aw_buf_str(&big), "role", "function", "name", "lookup",
+			   "content", aw_buf_str(&big), "functions", "name", "lookup",
+			   "description", aw_buf_str(&big), "parameters", "type", "object", "title",
+			   "args")},
+	};
+	int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+	for (int i = 0; i < nshapes; i++) {
+		long long billed = 0, over = 0;
+		int ok = 0;
+		const char *last = "";
+		shape_run("limits", shapes[i].req, 2000, &billed, &over, &ok, &last);
+		printf("shape %-34s billed %5lld of 2000 (%.2fx), %d answered, then %s, overshoot "
+		       "%lld\n",
+		       shapes[i].name, billed, (double)billed / 2000, ok, last, over);
+		assert_true(billed <= 2000);
+		assert_int_equal(over, 0);
+		json_decref(shapes[i].req);
+	}
+	/* schema retries resend the answer and its errors: an upstream whose
+	 * answers always fail the schema */
+	const char *c2[] = {"openai=gpt-4o;tokens=300;invalid=99", NULL};
+	set_policy("limits", c2, NULL);
+	json_t *rf = shape_req("hello",
+			       json_pack("{s:{s:s,s:{s:s,s:{s:s,s:{s:{s:s}},s:[s]}}}}",
+					 "response_format", "type", "json_schema", "json_schema",
+					 "name", "n", "schema", "type", "object", "properties",
+					 "answer", "type", "integer", "required", "answer"));
+	for (int k = 0; k < 2; k++) { /* a tight limit, then one that holds every retry */
+		long long limit = k ? 20000 : 2000, billed = 0, over = 0;
+		int ok = 0;
+		long a0 = stat_of(&A, "requests");
+		const char *last = "";
+		shape_run("limits", rf, limit, &billed, &over, &ok, &last);
+		printf("shape schema retries (limit %lld)        billed %5lld (%.2fx), %ld attempts, "
+		       "then %s, overshoot %lld\n",
+		       limit, billed, (double)billed / (double)limit, stat_of(&A, "requests") - a0,
+		       last, over);
+		assert_true(billed <= limit);
+		assert_int_equal(over, 0);
+	}
+	json_decref(rf);
+	/* images to a model the budget cannot price: refused */
+	const char *c3[] = {"openai=llava;tokens=10", NULL};
+	set_policy("limits", c3, NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "limits", AW_SCOPE_WORKER, "agent-1");
+	json_t *img = json_pack("{s:s,s:[{s:s,s:O}]}", "model", "chat", "messages", "role", "user",
+				"content", low);
+	assert_int_equal(aw_llm_complete(GW, &ctx, img, NULL, &resp, &err), AW_E_BUDGET_UNPRICED);
+	json_decref(img);
+	json_decref(parts);
+	json_decref(low);
+	json_decref(schema);
+	aw_buf_free(&big);
+	gateway_down();
+}
+
+/* Fields an upstream may bill that the gateway does not price: refused with
+ * a stable code and a pointer, never passed through. */
+static void test_budget_unpriced_fields(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=gpt-4o;tokens=10", NULL};
+	set_policy("limits", c, NULL);
+	struct {
+		json_t *extra;
+		aw_err code;
+		const char *where;
+	} cases[] = {
+		{json_pack("{s:i}", "n_predict", 100000), AW_E_REQ_UNKNOWN_FIELD, "/n_predict"},
+		{json_pack("{s:s}", "max_completion_tokens", "2000"), AW_E_REQ_INVALID,
+		 "/max_completion_tokens"},
+		{json_pack("{s:f}", "max_tokens", 20.5), AW_E_REQ_INVALID, "/max_tokens"},
+		{json_pack("{s:{}}", "web_search_options"), AW_E_BUDGET_UNPRICED,
+		 "/web_search_options"},
+		{json_pack("{s:s}", "service_tier", "priority"), AW_E_BUDGET_UNPRICED,
+		 "/service_tier"},
+		{json_pack("{s:{s:s,s:s}}", "prediction", "type", "content", "content", "x"),
+		 AW_E_BUDGET_UNPRICED, "/prediction"},
+		{json_pack("{s:[s,s]}", "modalities", "text", "audio"), AW_E_BUDGET_UNPRICED,
+		 "/modalities"},
+		{json_pack("{s:{s:s,s:s}}", "audio", "voice", "alloy", "format", "wav"),
+		 AW_E_BUDGET_UNPRICED, "/audio"},
+		{json_pack("{s:i}", "n", 0), AW_E_REQ_INVALID, "/n"},
+		{json_pack("{s:[{s:s,s:[{s:s,s:{s:s,s:s}}]}]}", "messages", "role", "user",
+			   "content", "type", "input_audio", "input_audio", "data", "AAAA",
+			   "format", "wav"),
+		 AW_E_BUDGET_UNPRICED, "/messages/0/content/0"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json_t *resp = NULL;
+		aw_error err = {0};
+		long a0 = stat_of(&A, "requests");
+		aw_err e = ask("limits", "chat", cases[i].extra, &resp, &err);
+		if (e != cases[i].code || strcmp(err.where, cases[i].where))
+			fail_msg("case %zu: %s at '%s' (%s), expected %s at %s", i,
+				 e ? aw_err_code(e) : "OK", err.where, err.msg,
+				 aw_err_code(cases[i].code), cases[i].where);
+		assert_int_equal(stat_of(&A, "requests"), a0); /* never reached the upstream */
+	}
+	/* what stays allowed: service_tier default, text modalities, n */
+	json_t *resp = NULL;
+	aw_error err = {0};
+	assert_int_equal(ask("limits", "chat",
+			     json_pack("{s:s,s:[s],s:i}", "service_tier", "default", "modalities",
+				       "text", "n", 2),
+			     &resp, &err),
+			 AW_OK);
+	assert_int_equal(json_array_size(json_object_get(resp, "choices")), 2);
+	json_decref(resp);
+	gateway_down();
+}
+
+/* An upstream that bills past the reservation (it ignores max_tokens): the
+ * settlement records what it billed, the excess as an "overshoot" ledger
+ * line and metric, never capped away. */
+static void test_budget_overshoot(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=gpt-4o;tokens=500;ignoremax=1", NULL};
+	set_policy("limits", c, NULL);
+	json_t *req = shape_req("hello", json_pack("{s:i}", "max_tokens", 50));
+	long long billed = 0, over = 0;
+	int ok = 0;
+	const char *last = "";
+	aw_ctx op;
+	aw_test_ctx(&op, "limits", AW_SCOPE_OPERATOR, "operator");
+	shape_run("limits", req, 100000, &billed, &over, &ok, &last);
+	printf("overshoot: %d calls billed %lld, of which %lld past their reservations\n", ok,
+	       billed, over);
+	/* each call reserved 17 + 50 and was billed 9 + 500 */
+	assert_int_equal(ok, 8);
+	assert_int_equal(billed, 8 * (HELLO_BILLED + 500));
+	assert_int_equal(over, 8 * (HELLO_BILLED + 500 - (HELLO_BOUND + 50)));
+	json_t *h = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_budget_history(S, &op, NULL, NULL, 0, 100000, &h, &err), AW_OK);
+	int lines = 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach (json_object_get(h, "entries"), i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "kind")), "overshoot")) {
+			lines++;
+			assert_int_equal(json_integer_value(json_object_get(v, "tokens")),
+					 HELLO_BILLED + 500 - (HELLO_BOUND + 50));
+			assert_string_equal(json_string_value(json_object_get(v, "model")),
+					    "gpt-4o;tokens=500;ignoremax=1");
+		}
+	assert_int_equal(lines, 8);
+	json_decref(h);
+	char *m = aw_metrics_render();
+	char want[160];
+	snprintf(want, sizeof want,
+		 "awooop_budget_tokens_total{project=\"limits\",event=\"overshoot\"} %lld", over);
+	if (!strstr(m, want))
+		fail_msg("no '%s' in the metrics", want);
+	free(m);
+	/* the audit record says so too */
+	json_t *rows = audit_rows("limits");
+	json_t *b = json_object_get(json_object_get(json_array_get(rows, 0), "payload"), "budget");
+	assert_int_equal(json_integer_value(json_object_get(b, "overshoot")),
+			 HELLO_BILLED + 500 - (HELLO_BOUND + 50));
+	json_decref(rows);
+	json_decref(req);
+	gateway_down();
+}
+
+/* 100 projects with calls in flight in one process: a suspension (written
+ * by another process: the store) cuts every one of them, the reservations
+ * of their dead holders are reaped, and the projects are no longer watched
+ * once nothing of them is left (the table grows and shrinks). */
+#define MANY 100
+static char many[MANY][16];
+
+static void test_watch_many(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=w;tokens=40;tps=8", NULL};
+	for (int i = 0; i < MANY; i++) {
+		set_policy(many[i], c, NULL);
+		set_budget(many[i], 1000000, "block");
+	}
+	crowd cw[MANY];
+	pthread_t t[MANY];
+	for (int i = 0; i < MANY; i++) {
+		cw[i] = (crowd){many[i], 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+		pthread_create(&t[i], NULL, budget_caller, &cw[i]);
+	}
+	/* a dead holder's reservation in each project */
+	for (int i = 0; i < MANY; i++) {
+		aw_ctx ctx;
+		aw_test_ctx(&ctx, many[i], AW_SCOPE_WORKER, "w");
+		aw_budget_hold h;
+		const char *models[] = {"w"};
+		aw_budget_price prices[1];
+		char call[32];
+		snprintf(call, sizeof call, "dead-%d", i);
+		aw_budget_ask da = {.call_id = call,
+				    .run_id = "",
+				    .holder = "dead-holder",
+				    .prompt = 10,
+				    .max_out = 10,
+				    .lease_ms = 300,
+				    .models = models,
+				    .nmodels = 1,
+				    .prices = prices};
+		aw_error err = {0};
+		assert_int_equal(aw_budget_admit(S, PC, &ctx, &da, &h, &err), AW_OK);
+	}
+	usleep(1500000); /* every stream is under way (40 tokens at 8/s: 5 s) */
+	printf("watched: %d projects\n", aw_llm_test_watched(GW));
+	assert_true(aw_llm_test_watched(GW) >= MANY);
+	int64_t t0 = aw_clock_mono_ns();
+	for (int i = 0; i < MANY; i++) {
+		aw_ctx op;
+		aw_test_ctx(&op, many[i], AW_SCOPE_OPERATOR, "operator");
+		aw_error err = {0};
+		assert_int_equal(aw_budget_suspend(S, &op, "drill", &err), AW_OK);
+	}
+	int cut = 0, other = 0;
+	for (int i = 0; i < MANY; i++) {
+		pthread_join(t[i], NULL);
+		cut += cw[i].cut;
+		other += cw[i].ok + cw[i].other + cw[i].refused;
+	}
+	printf("100 projects suspended: %d streams cut, %d not, in %.0f ms\n", cut, other,
+	       (double)(aw_clock_mono_ns() - t0) / 1e6);
+	assert_int_equal(cut, MANY);
+	/* reaped, and no longer watched */
+	int left = -1;
+	for (int k = 0; k < 100 && left; k++) {
+		usleep(100000);
+		left = 0;
+		for (int i = 0; i < MANY; i++) {
+			json_t *st = budget_status(many[i]);
+			left += jll(st, "reserved") > 0;
+			json_decref(st);
+		}
+	}
+	assert_int_equal(left, 0);
+	for (int i = 0; i < MANY; i++) {
+		json_t *st = budget_status(many[i]);
+		assert_int_equal(jll(st, "ledger.reap.tokens"), 20);
+		json_decref(st);
+		ledger_balances(many[i], 1000000);
+	}
+	int watched = -1;
+	for (int k = 0; k < 50 && watched; k++) {
+		usleep(100000);
+		watched = aw_llm_test_watched(GW);
+	}
+	printf("watched after: %d projects\n", watched);
+	assert_int_equal(watched, 0);
+	gateway_down();
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
 {
 	(void)state;
 	setenv("AW_TEST_CANARY_KEY", CANARY, 1);
-	const char *const projects[] = {"acme", "beta", "gamma", "delta", "limits", NULL};
+	const char *projects[MANY + 6] = {"acme", "beta", "gamma", "delta", "limits"};
+	for (int i = 0; i < MANY; i++) {
+		snprintf(many[i], sizeof many[i], "many%03d", i);
+		projects[5 + i] = many[i];
+	}
+	projects[5 + MANY] = NULL;
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -1683,6 +2054,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_per_run),
 		cmocka_unit_test(test_budget_cost),
 		cmocka_unit_test(test_budget_rolling),
+		cmocka_unit_test(test_budget_shapes),
+		cmocka_unit_test(test_budget_unpriced_fields),
+		cmocka_unit_test(test_budget_overshoot),
+		cmocka_unit_test(test_watch_many),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }

@@ -17,8 +17,17 @@
  * A request that offers tools is answered (not streamed) with a call of
  * the first tool.
  *   nousage=1   never send the usage chunk, even when asked
+ *   ignoremax=1 an upstream that ignores max_tokens (answers tokens=N)
  * Answers stop at the request's max_tokens (max_completion_tokens,
  * options.num_predict), as a model does.
+ *
+ * It bills like OpenAI: usage.prompt_tokens counts 3 per message + 3, the
+ * messages' text (every string member, text parts, tool calls and legacy
+ * function calls as JSON) at a token per 4 bytes, the request's tools,
+ * functions, tool_choice, function_call and response_format as JSON, and
+ * images at OpenAI's tile price (85 + 170 per 512 px tile, 85 at "low";
+ * a PNG data URL's own size, else 2048 x 768: 8 tiles, the most);
+ * completion_tokens is n x the answer's tokens and n choices come back.
  *   echo=1      with status=N: the error message quotes the Authorization
  *               header received (an upstream that leaks the credential)
  * The process-wide mode (POST /control {"status": N} , 0 = normal) makes
@@ -63,6 +72,7 @@ typedef struct {
 	int ollama, stream, include_usage;
 	long tokens, ttft, tps, drop, hang, invalid, badjson, status, echo;
 	int assistants;
+	long n, prompt; /* choices; prompt tokens billed */
 	char model[256];
 	char tool[64]; /* the request offered tools: call the first */
 	/* stream progress */
@@ -118,7 +128,7 @@ static char *tool_answer(const answer *a)
 		j = json_pack("{s:s,s:{s:s,s:s,s:[{s:{s:s,s:{s:s}}}]},s:b,s:i,s:i}", "model",
 			      a->model, "message", "role", "assistant", "content", "", "tool_calls",
 			      "function", "name", a->tool, "arguments", "city", "Oslo", "done", 1,
-			      "prompt_eval_count", 11, "eval_count", 3);
+			      "prompt_eval_count", (int)a->prompt, "eval_count", 3);
 	else
 		j = json_pack(
 			"{s:s,s:s,s:i,s:s,s:[{s:i,s:{s:s,s:n,s:[{s:s,s:s,s:{s:s,s:s}}]},s:s}],"
@@ -127,8 +137,8 @@ static char *tool_answer(const answer *a)
 			"model", a->model, "choices", "index", 0, "message", "role", "assistant",
 			"content", "tool_calls", "id", "call_1", "type", "function", "function",
 			"name", a->tool, "arguments", "{\"city\":\"Oslo\"}", "finish_reason",
-			"tool_calls", "usage", "prompt_tokens", 11, "completion_tokens", 3,
-			"total_tokens", 14);
+			"tool_calls", "usage", "prompt_tokens", (int)a->prompt, "completion_tokens",
+			3, "total_tokens", (int)a->prompt + 3);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -140,17 +150,23 @@ static char *whole(const answer *a)
 		return tool_answer(a);
 	char *text = text_of(a);
 	json_t *j;
-	if (a->ollama)
-		j = json_pack("{s:s,s:{s:s,s:s},s:b,s:s,s:i,s:I}", "model", a->model, "message",
+	json_int_t in = (json_int_t)a->prompt, out = (json_int_t)(a->n * a->tokens);
+	if (a->ollama) {
+		j = json_pack("{s:s,s:{s:s,s:s},s:b,s:s,s:I,s:I}", "model", a->model, "message",
 			      "role", "assistant", "content", text, "done", 1, "done_reason",
-			      "stop", "prompt_eval_count", 11, "eval_count", (json_int_t)a->tokens);
-	else
-		j = json_pack("{s:s,s:s,s:i,s:s,s:[{s:i,s:{s:s,s:s},s:s}],s:{s:i,s:I,s:I}}", "id",
-			      "chatcmpl-fake", "object", "chat.completion", "created", 1700000000,
-			      "model", a->model, "choices", "index", 0, "message", "role",
-			      "assistant", "content", text, "finish_reason", "stop", "usage",
-			      "prompt_tokens", 11, "completion_tokens", (json_int_t)a->tokens,
-			      "total_tokens", (json_int_t)(11 + a->tokens));
+			      "stop", "prompt_eval_count", in, "eval_count", out);
+	} else {
+		json_t *choices = json_array();
+		for (long i = 0; i < a->n; i++)
+			json_array_append_new(choices, json_pack("{s:I,s:{s:s,s:s},s:s}", "index",
+								 (json_int_t)i, "message", "role",
+								 "assistant", "content", text,
+								 "finish_reason", "stop"));
+		j = json_pack("{s:s,s:s,s:i,s:s,s:o,s:{s:I,s:I,s:I}}", "id", "chatcmpl-fake",
+			      "object", "chat.completion", "created", 1700000000, "model", a->model,
+			      "choices", choices, "usage", "prompt_tokens", in, "completion_tokens",
+			      out, "total_tokens", in + out);
+	}
 	free(text);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -197,9 +213,9 @@ static int next_piece(answer *a)
 		a->plen = (size_t)snprintf(
 			a->pending, sizeof a->pending,
 			"{\"model\":\"x\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
-			"\"done\":true,\"done_reason\":\"stop\",\"prompt_eval_count\":11,"
+			"\"done\":true,\"done_reason\":\"stop\",\"prompt_eval_count\":%ld,"
 			"\"eval_count\":%ld}\n",
-			a->tokens);
+			a->prompt, a->n * a->tokens);
 		return 1;
 	}
 	int n = snprintf(a->pending, sizeof a->pending,
@@ -211,9 +227,9 @@ static int next_piece(answer *a)
 			a->pending + n, sizeof a->pending - (size_t)n,
 			"data: {\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\","
 			"\"created\":1700000000,\"model\":\"x\",\"choices\":[],\"usage\":{"
-			"\"prompt_tokens\":11,\"completion_tokens\":%ld,\"total_tokens\":%ld}}"
+			"\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld}}"
 			"\n\n",
-			a->tokens, a->tokens + 11);
+			a->prompt, a->n * a->tokens, a->prompt + a->n * a->tokens);
 	n += snprintf(a->pending + n, sizeof a->pending - (size_t)n, "data: [DONE]\n\n");
 	a->plen = (size_t)n;
 	return 1;
@@ -243,6 +259,98 @@ static enum MHD_Result reply(struct MHD_Connection *c, int status, const char *c
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ok;
+}
+
+/* ------------------------------------------------------------ billing */
+
+static long tok(long long bytes)
+{
+	return (long)((bytes + 3) / 4);
+}
+
+static long json_tok(const json_t *v)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_string(v))
+		return tok((long long)json_string_length(v));
+	char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	long n = d ? tok((long long)strlen(d)) : 0;
+	free(d);
+	return n;
+}
+
+static long image_bill(const json_t *part)
+{
+	json_t *iu = json_object_get(part, "image_url");
+	const char *detail = json_string_value(json_object_get(iu, "detail"));
+	if (detail && !strcmp(detail, "low"))
+		return 85;
+	const char *url = json_string_value(json_object_get(iu, "url"));
+	const char *b = url && !strncmp(url, "data:", 5) ? strstr(url, ";base64,") : NULL;
+	double w = 2048, h = 768;
+	if (b) {
+		static const char tab[] =
+			"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		unsigned char d[24];
+		size_t n = 0;
+		unsigned v = 0;
+		int bits = 0;
+		for (const char *q = b + 8; *q && n < sizeof d; q++) {
+			const char *x = strchr(tab, *q);
+			if (!x)
+				break;
+			v = (v << 6) | (unsigned)(x - tab);
+			if ((bits += 6) >= 8)
+				bits -= 8, d[n++] = (unsigned char)(v >> bits);
+		}
+		if (n == 24 && !memcmp(d + 12, "IHDR", 4)) {
+			w = (double)((long)d[16] << 24 | (long)d[17] << 16 | (long)d[18] << 8 |
+				     d[19]);
+			h = (double)((long)d[20] << 24 | (long)d[21] << 16 | (long)d[22] << 8 |
+				     d[23]);
+		}
+	}
+	if (w > 2048 || h > 2048) {
+		double k = 2048 / (w > h ? w : h);
+		w *= k, h *= k;
+	}
+	double s = w < h ? w : h;
+	if (s > 768)
+		w *= 768 / s, h *= 768 / s;
+	long tiles = (long)(((long)w + 511) / 512) * (((long)h + 511) / 512);
+	return 85 + 170 * tiles;
+}
+
+/* usage.prompt_tokens of an OpenAI request (Ollama's: the same count) */
+static long prompt_bill(const json_t *req)
+{
+	long n = 3;
+	size_t i, k;
+	json_t *m, *v, *part;
+	const char *key;
+	json_array_foreach (json_object_get(req, "messages"), i, m) {
+		n += 3;
+		json_object_foreach (m, key, v) {
+			if (strcmp(key, "content") || !json_is_array(v)) {
+				n += json_tok(v);
+				continue;
+			}
+			json_array_foreach (v, k, part) {
+				const char *type = json_string_value(json_object_get(part, "type"));
+				if (type && !strcmp(type, "image_url"))
+					n += image_bill(part);
+				else
+					n += json_tok(json_object_get(part, type ? type : "text"));
+			}
+		}
+	}
+	static const char *const billed[] = {
+		"tools",	   "functions", "tool_choice", "function_call",
+		"response_format", "format",	NULL};
+	for (int b = 0; billed[b]; b++)
+		n += json_tok(json_object_get(req, billed[b]));
+	return n;
 }
 
 static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *body, size_t len)
@@ -293,8 +401,12 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 		mt = json_object_get(req, "max_completion_tokens");
 	if (!json_is_integer(mt))
 		mt = json_object_get(json_object_get(req, "options"), "num_predict");
-	if (json_is_integer(mt) && json_integer_value(mt) < a->tokens)
+	if (json_is_integer(mt) && json_integer_value(mt) < a->tokens &&
+	    !directive(model, "ignoremax", 0))
 		a->tokens = (long)json_integer_value(mt);
+	json_t *nv = json_object_get(req, "n");
+	a->n = json_is_integer(nv) && json_integer_value(nv) > 1 ? (long)json_integer_value(nv) : 1;
+	a->prompt = prompt_bill(req);
 	json_t *temp = json_object_get(req, "temperature");
 	if (!temp)
 		temp = json_object_get(json_object_get(req, "options"), "temperature");

@@ -53,8 +53,9 @@ aw_err aw_store_budget_window_set(aw_txn *t, const char *period, const aw_budget
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
 			    const aw_budget_amount *n, const char *holder, const char *lease_until,
 			    aw_error *err);
-/* Closes call_id's reservation: used settled (at most what was held), the
- * rest released (kind "settle"/"release"); used NULL: reaped, the whole of
+/* Closes call_id's reservation: used settled in full, even past what was
+ * held (lines "settle" of at most what was held, "release" of the rest,
+ * "overshoot" of what used passed it by); used NULL: reaped, the whole of
  * it charged (kind "reap"). model: who answered ("" unknown). A reservation
  * of the rolling window ("rolling") settles into the hourly row bucket too.
  * after (or NULL): the period row's limits and settled spend after it.
@@ -66,14 +67,17 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
  * most max: call ids into ids. */
 aw_err aw_store_budget_expired(aw_txn *t, const char *now, char (*ids)[64], int max, int *n,
 			       aw_error *err);
+/* How many reservations of the txn's project are open (any holder). */
+aw_err aw_store_budget_open(aw_txn *t, long long *n, aw_error *err);
 /* Moves the lease of every open reservation of holder in the txn's project. */
 aw_err aw_store_budget_renew(aw_txn *t, const char *holder, const char *lease_until, aw_error *err);
 /* Sums of the ledger for a period, by kind. */
 typedef struct {
-	aw_budget_amount reserve, settle, release, reap;
+	aw_budget_amount reserve, settle, release, reap, overshoot;
 } aw_budget_sums;
 aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, aw_error *err);
-/* What each model was charged in a period (settle and reap lines), biggest
+/* What each model was charged in a period (settle, reap and overshoot
+ * lines; calls counts the calls), biggest
  * first; since (a store timestamp) or NULL. */
 typedef struct {
 	char model[129];
@@ -85,7 +89,7 @@ aw_err aw_store_budget_models(aw_txn *t, const char *period, const char *since,
  * filter when not NULL. */
 typedef struct {
 	long long seq;
-	char period_key[16], call_id[64], run_id[64], kind[8], model[129], at[40];
+	char period_key[16], call_id[64], run_id[64], kind[16], model[129], at[40];
 	long long tokens, cost;
 } aw_budget_entry;
 aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id, long long after,
