@@ -121,6 +121,21 @@ crash() { # crash MODE: a send in flight (held by the double) when the leader di
 crash before
 crash after
 
+# a send that did not happen leaves no claim: a message Telegram refused
+# (400) does not make the same text within 10 minutes a duplicate of it
+faults '{"fail_chat":"-101"}'
+id=$(send -101 "refused-$$")
+for _ in $(seq 1 100); do
+  [ "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$id'")" != pending ] && break
+  sleep 0.1
+done
+check "refused by Telegram: failed" "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$id'")" failed
+faults '{"fail_chat":false}'
+id=$(send -101 "refused-$$")
+for _ in $(seq 1 100); do [ "$(delivered "refused-$$")" = 1 ] && break; sleep 0.1; done
+check "the same text later: delivered" "$(delivered "refused-$$")" 1
+check "its row" "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$id'")" sent
+
 # after the crashes a new message still goes through, once
 send -101 "late-$$" >/dev/null
 for _ in $(seq 1 100); do [ "$(delivered "late-$$")" = 1 ] && break; sleep 0.1; done

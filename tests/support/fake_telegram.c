@@ -24,6 +24,8 @@
  * records the message and then hangs without answering (a send Telegram
  * delivered whose answer was lost); {"stall_send": false} ends it, the
  * connection closing without an answer. stats count them ("stalled_sends").
+ * {"fail_chat": "-100..."} answers sendMessage to that chat 400 "chat not
+ * found" (a chat the bot cannot write to) until {"fail_chat": false}.
  *   POST /control/updates {"updates": [update without update_id, ...]}
  *   GET  /control/stats   counts, the messages and edits, the max per-chat
  *        and per-bot rates seen over any second, the confirmed offset
@@ -56,6 +58,7 @@ static int retry_after = 1;
 static int stall, stalled; /* getUpdates hang; how many hang now */
 static int stall_send;	   /* sendMessage hangs: 0 no, 1 before recording, 2 after */
 static int stalled_sends;  /* how many sendMessage hang now */
+static char fail_chat[32]; /* sendMessage there answers 400, or "" */
 static long long msg_seq = 100;
 static long long accepted_ms[100000]; /* sends and edits, in order */
 static char accepted_chat[100000][24];
@@ -224,6 +227,10 @@ static enum MHD_Result bot_method(struct MHD_Connection *c, const char *method, 
 			return fail(c, 502, "Bad Gateway", 0);
 		}
 	}
+	if (send && fail_chat[0] && !strcmp(chat, fail_chat)) {
+		pthread_mutex_unlock(&mu);
+		return fail(c, 400, "Bad Request: chat not found", 0);
+	}
 	if (send && stall_send == 1) { /* never reached Telegram: nothing recorded */
 		stalled_sends++;
 		while (stall_send == 1)
@@ -353,6 +360,9 @@ static enum MHD_Result control(struct MHD_Connection *c, const char *what, json_
 			stall = json_is_true(json_object_get(p, "stall"));
 			pthread_cond_broadcast(&cv);
 		}
+		json_t *fc = json_object_get(p, "fail_chat");
+		if (fc)
+			snprintf(fail_chat, sizeof fail_chat, "%s", json_string_value(fc) ?: "");
 		json_t *ss = json_object_get(p, "stall_send");
 		if (ss) {
 			const char *v = json_string_value(ss);
