@@ -18,7 +18,11 @@
  * leader stops sending before its lease can expire), 429 honouring
  * retry_after, 5xx and network errors backed off with jitter, 400/403 failed
  * with the reason; identical text to a chat within 10 minutes is sent once
- * ({project}:tg_sent:{fingerprint}), silenced chats get nothing.
+ * ({project}:tg_sent:{fingerprint} names the message that claimed it; a
+ * message is deduplicated only against one the store marks sent), silenced
+ * chats get nothing. At least once across a leader crash: a row is marked
+ * sent only after Telegram answered, so the successor sends a message whose
+ * send was in flight (perhaps a second time - the Bot API cannot tell).
  *
  * Progressive feedback: a run started from a conversation gets one progress
  * message, edited every progress_interval_s while its text changes, Approve /

@@ -982,45 +982,156 @@ static int silenced(aw_hub *h, const hub_bot *b, const char *chat)
 	return on;
 }
 
-/* 1: send it; 0: sent before within 10 minutes (deduplicated). */
-static int first_send(aw_hub *h, const hub_bot *b, const aw_outbound *m, int undo)
+/* ---- the fingerprint's claim (identical text to a chat within 10 minutes
+ * is sent once) ----
+ *
+ * The claim is taken before the send and names the message that took it
+ * ({project}:tg_sent:{fingerprint} = msg id; in-process in the embedded
+ * shape); it is dropped again when the send did not happen. A message is
+ * deduplicated only against a claim whose message the store says was sent:
+ * a claim can outlive its leader (SIGKILLed with the send in flight), and
+ * then it says "claimed", not "sent". Its own claim is sent again - whether
+ * Telegram got the first send nobody can tell (the Bot API has no
+ * idempotency key): at least once, never zero times. */
+
+#define FP_TTL_S 600
+
+enum { FP_SEND, FP_DUP, FP_WAIT };
+
+/* Who holds the fingerprint: 1 and holder filled, 0 nobody, -1 unknown. */
+static int fp_holder(aw_hub *h, const hub_bot *b, const char *fp, char holder[AW_UUID_STR_LEN + 1])
 {
-	if (!m->fingerprint[0])
-		return 1;
-	if (!h->o.kv) { /* the embedded shape: one process, an in-memory window */
+	holder[0] = 0;
+	if (!h->o.kv) {
 		char key[AW_PROJECT_MAX + 70];
-		snprintf(key, sizeof key, "%s/%s", b->project, m->fingerprint);
-		json_t *at = json_object_get(h->sent_fp, key);
-		int64_t now = now_ms();
-		if (undo) {
-			json_object_del(h->sent_fp, key);
-			return 1;
-		}
-		if (at && now - json_integer_value(at) < 600000)
+		snprintf(key, sizeof key, "%s/%s", b->project, fp);
+		json_t *c = json_object_get(h->sent_fp, key);
+		if (!c || now_ms() - json_integer_value(json_object_get(c, "at")) >=
+				  (int64_t)FP_TTL_S * 1000)
 			return 0;
+		snprintf(holder, AW_UUID_STR_LEN + 1, "%s",
+			 json_string_value(json_object_get(c, "id")) ?: "");
+		return 1;
+	}
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, b->project);
+	const char *vals[] = {fp};
+	char *v = NULL;
+	aw_error err = {0};
+	if (aw_kv_get(h->o.kv, &ctx, "tg_sent", vals, 1, &v, &err))
+		return -1;
+	if (v)
+		snprintf(holder, AW_UUID_STR_LEN + 1, "%s", v);
+	free(v);
+	return v != NULL;
+}
+
+/* Takes the fingerprint for m: only if nobody holds it (nx; *taken says
+ * whether it did), or over a holder whose message was not sent. */
+static aw_err fp_take(aw_hub *h, const hub_bot *b, const aw_outbound *m, int nx, int *taken)
+{
+	*taken = 1;
+	if (!h->o.kv) {
+		char key[AW_PROJECT_MAX + 70], held[AW_UUID_STR_LEN + 1];
+		snprintf(key, sizeof key, "%s/%s", b->project, m->fingerprint);
+		int64_t now = now_ms();
+		if (nx && fp_holder(h, b, m->fingerprint, held) == 1) {
+			*taken = 0;
+			return AW_OK;
+		}
 		if (json_object_size(h->sent_fp) > 100000) { /* forget the expired */
 			const char *k;
 			json_t *v;
 			void *tmp;
 			json_object_foreach_safe (h->sent_fp, tmp, k, v)
-				if (now - json_integer_value(v) >= 600000)
+				if (now - json_integer_value(json_object_get(v, "at")) >=
+				    (int64_t)FP_TTL_S * 1000)
 					json_object_del(h->sent_fp, k);
 		}
-		json_object_set_new(h->sent_fp, key, json_integer(now));
-		return 1;
+		json_object_set_new(
+			h->sent_fp, key,
+			json_pack("{s:s, s:I}", "id", m->msg_id, "at", (json_int_t)now));
+		return AW_OK;
 	}
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, b->project);
 	const char *vals[] = {m->fingerprint};
 	aw_error err = {0};
-	if (undo) {
-		aw_kv_del(h->o.kv, &ctx, "tg_sent", vals, 1, &err);
-		return 1;
+	if (nx)
+		return aw_kv_set_nx(h->o.kv, &ctx, "tg_sent", vals, 1, m->msg_id, FP_TTL_S, taken,
+				    &err);
+	return aw_kv_set(h->o.kv, &ctx, "tg_sent", vals, 1, m->msg_id, FP_TTL_S, &err);
+}
+
+/* Drops m's claim (a send that did not happen): a retry, or another message
+ * with the same text, may send it. Another holder's claim stays. */
+static void fp_drop(aw_hub *h, const hub_bot *b, const aw_outbound *m)
+{
+	char held[AW_UUID_STR_LEN + 1];
+	if (!m->fingerprint[0] || fp_holder(h, b, m->fingerprint, held) != 1 ||
+	    strcmp(held, m->msg_id))
+		return; /* one sender at a time: nobody takes it in between */
+	if (!h->o.kv) {
+		char key[AW_PROJECT_MAX + 70];
+		snprintf(key, sizeof key, "%s/%s", b->project, m->fingerprint);
+		json_object_del(h->sent_fp, key);
+		return;
 	}
-	int created = 1;
-	if (aw_kv_set_nx(h->o.kv, &ctx, "tg_sent", vals, 1, m->msg_id, 600, &created, &err))
-		return 1; /* Redis down: deliver rather than lose */
-	return created;
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, b->project);
+	const char *vals[] = {m->fingerprint};
+	aw_error err = {0};
+	aw_kv_del(h->o.kv, &ctx, "tg_sent", vals, 1, &err);
+}
+
+/* The state of the message that holds a claim, from the store. */
+static aw_err holder_state(aw_hub *h, const char *project, const char *msg_id, char state[16])
+{
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, project);
+	aw_error err = {0};
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(h->o.store, &ctx, AW_TXN_READ, &t, &err);
+	if (e)
+		return e;
+	e = aw_store_outbound_state(t, msg_id, state, &err);
+	aw_store_rollback(t);
+	return e;
+}
+
+/* FP_SEND: m holds its fingerprint's claim now (or has none), send it;
+ * FP_DUP: a message with the same text was sent within the window;
+ * FP_WAIT: one holds the claim whose send is not settled yet (its leader
+ * died with it in flight; it is due again): m goes after it. */
+static int claim(aw_hub *h, const hub_bot *b, const aw_outbound *m)
+{
+	if (!m->fingerprint[0])
+		return FP_SEND;
+	for (int round = 0; round < 2; round++) {
+		int taken = 0;
+		if (fp_take(h, b, m, 1, &taken))
+			return FP_SEND; /* Redis down: deliver rather than lose */
+		if (taken)
+			return FP_SEND;
+		char holder[AW_UUID_STR_LEN + 1], state[16];
+		int held = fp_holder(h, b, m->fingerprint, holder);
+		if (held < 0)
+			return FP_SEND;
+		if (held == 0)
+			continue; /* expired in between: take it again */
+		if (!strcmp(holder, m->msg_id))
+			return FP_SEND; /* its own: a leader died between send and mark */
+		if (holder_state(h, b->project, holder, state))
+			return FP_WAIT; /* the store cannot say: ask again later */
+		if (!strcmp(state, "sent"))
+			return FP_DUP;
+		if (!strcmp(state, "pending"))
+			return FP_WAIT;
+		/* its holder was not delivered (failed, or no such message) */
+		fp_take(h, b, m, 0, &taken);
+		return FP_SEND;
+	}
+	return FP_SEND;
 }
 
 static int64_t backoff_ms(int attempts)
@@ -1173,13 +1284,20 @@ static void send_project(aw_hub *h, const char *project)
 			mark(h, project, m, "silenced", "", "", 0);
 			continue;
 		}
-		if (!first_send(h, b, m, 0)) {
+		int c = claim(h, b, m);
+		if (c == FP_DUP) {
 			mark(h, project, m, "deduplicated", "", "", 0);
+			continue;
+		}
+		if (c == FP_WAIT) { /* after the message that holds the claim */
+			if (nb < 64)
+				snprintf(blocked[nb++], sizeof blocked[0], "%s", ck);
 			continue;
 		}
 		aw_buf tok = AW_BUF_INIT(4096);
 		if (resolve_token(&h->o, b, &tok, &err)) {
 			aw_secret_wipe(&tok);
+			fp_drop(h, b, m);
 			mark(h, project, m, "pending", "", err.msg, 0);
 			continue;
 		}
@@ -1189,8 +1307,8 @@ static void send_project(aw_hub *h, const char *project)
 		}
 		deliver(h, b, m, aw_buf_str(&tok), state, next_at, error, &tg_id);
 		aw_secret_wipe(&tok);
-		if (!strcmp(state, "pending"))
-			first_send(h, b, m, 1); /* not delivered: a retry may send it */
+		if (strcmp(state, "sent"))
+			fp_drop(h, b, m); /* not delivered: a retry (or the same text) may be */
 		mark(h, project, m, state, next_at, error, tg_id);
 		if (!strcmp(state, "pending") && nb < 64)
 			snprintf(blocked[nb++], sizeof blocked[0], "%s", ck);

@@ -192,6 +192,20 @@ aw_err aw_store_outbound_mark(aw_txn *t, const char *msg_id, const char *state, 
 			   8, v, NULL, err);
 }
 
+aw_err aw_store_outbound_state(aw_txn *t, const char *msg_id, char state[16], aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(msg_id)};
+	state[0] = 0;
+	aw_err e = aw_txn_exec(
+		t, "SELECT state FROM outbound_messages WHERE project_id = $1 AND msg_id = $2", 2,
+		v, &r, err);
+	if (!e && r->nrows == 1)
+		aw_cell_copy(state, 16, r, 0, 0);
+	aw_rows_free(r);
+	return e;
+}
+
 aw_err aw_store_outbound_count(aw_txn *t, const char *state, long long *n, aw_error *err)
 {
 	aw_rows *r = NULL;

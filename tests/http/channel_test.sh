@@ -3,7 +3,9 @@
 # the channel's template and gets one progress message edited every second
 # (never "not modified") and a final answer; /status answers from the run
 # runtime; a run that waits for approval gets Approve / Deny buttons and a
-# mapped user's press resumes it (an unmapped one is told no); queued
+# mapped user's press resumes it as that user's principal (an unmapped one,
+# and one mapped to a principal the approval policy does not list, are told
+# no); queued
 # messages are delivered exactly once under injected 429s and 5xx without
 # exceeding 1 msg/s per chat or 30 msg/s per bot; a duplicate is sent once
 # and a silenced chat gets nothing; the bot token never shows.
@@ -36,7 +38,7 @@ CHATS=$(seq 1 99 | jq -R '{chat_id: ("-10" + .)}' | jq -sc '. + [{chat_id: "-100
 BODY=$(jq -nc --argjson chats "$CHATS" '{
   channels: [{platform: "telegram", bot: {name: "ops", token: "env:TG_TOKEN"},
     chats: $chats,
-    users: [{user_id: "111", principal: "alice"}],
+    users: [{user_id: "111", principal: "alice"}, {user_id: "222", principal: "bob"}],
     rules: [{event: "command", command: "/deploy", run_template: "deploy"},
             {event: "message", match: "(?i)hello", run_template: "greet"}]}],
   templates: {
@@ -87,7 +89,10 @@ for _ in $(seq 1 50); do
 done
 check "/status answered" "$(stats | jq --arg r "$RUN" '[.messages[] | select(.text | startswith("Run " + $r + ": succeeded"))] | length')" 1
 
-# --- approval buttons
+# --- approval buttons: a user decides as the principal mapped to it, and
+# only where that principal is an approver (alice is, bob is not; 999 is
+# nobody's)
+check "approval policy" "$(aw_activate cht approval '{"approvers":["alice","appr"],"threshold":1,"window_s":3600,"mode":"enforce"}' "$K1" "$K2")" true
 inject "{\"updates\":[$(msg -100 111 '/deploy now')]}"
 DRUN=""
 for _ in $(seq 1 100); do
@@ -98,16 +103,21 @@ check "prompt with buttons" "$([ -n "$DRUN" ] && echo yes)" yes
 check "run waits" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" waiting_approval
 cb() { jq -nc --arg d "$1" --arg u "$2" --arg id "$3" '{callback_query: {id: $id, from: {id: ($u | tonumber)}, message: {message_id: 5, chat: {id: -100}}, data: $d}}'; }
 inject "{\"updates\":[$(cb "ap:$DRUN:a" 999 cbq-1)]}"
+inject "{\"updates\":[$(cb "ap:$DRUN:a" 222 cbq-3)]}"
+for _ in $(seq 1 50); do [ "$(stats | jq '.answers | length')" -ge 2 ] && break; sleep 0.1; done
+check "a mapped non-approver told no" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-3") | .text | startswith("E-APPROVAL-009")')" true
+check "run still waits" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" waiting_approval
 inject "{\"updates\":[$(cb "ap:$DRUN:a" 111 cbq-2)]}"
 for _ in $(seq 1 100); do
   [ "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" = succeeded ] && break; sleep 0.1
 done
 check "approved by button, finished" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" succeeded
-for _ in $(seq 1 50); do [ "$(stats | jq '.answers | length')" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 1 50); do [ "$(stats | jq '.answers | length')" -ge 3 ] && break; sleep 0.1; done
 check "unmapped user told no" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-1") | .text | contains("not an approver")')" true
 check "mapped user's press recorded" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-2") | .text | startswith("Approval recorded")')" true
 req GET "/v1/platform/runs/$DRUN" "$K1"
 check "decision audited as telegram" "$(jbody '[.transitions[] | select(.event == "approved" and .via == "telegram" and .approver == "alice")] | length')" 1
+check "no decision as anyone else" "$(jbody '[.transitions[] | select(.approver != null and .approver != "alice")] | length')" 0
 
 # --- delivery: N messages, 10% 429 and 5% 5xx, each delivered once, rates held
 curl -s -X POST --data-binary '{"p429":0.10,"p5xx":0.05,"retry_after":1}' "$TG/control/faults" >/dev/null
@@ -216,6 +226,6 @@ check "poisoning logged" "$(grep -c 'channel update poisoned' "$TMP/server.log")
 
 # --- the inbound mirror and the audit
 req GET "/v1/projects/cht/audit?action=channel.inbound&limit=100" "$K1"
-check "every inbound update audited once" "$(jbody '[.items[].target] | (length == (unique | length)) and length == 7')" true
+check "every inbound update audited once" "$(jbody '[.items[].target] | (length == (unique | length)) and length == 8')" true
 check "token never in answers or logs" "$(cat "$TMP/responses" "$TMP/server.log" | grep -c "canary-bot-token")" 0
 aw_done "channel_$BACKEND"

@@ -19,6 +19,13 @@
  * before anything is recorded; {"stall": true} makes every Bot API call
  * (getUpdates waiting already too) hang without a byte of answer until
  * {"stall": false} (a stalled connection); stats count them ("stalled").
+ * {"stall_send": "before"} makes sendMessage alone hang before anything is
+ * recorded (a send that never reached Telegram), {"stall_send": "after"}
+ * records the message and then hangs without answering (a send Telegram
+ * delivered whose answer was lost); {"stall_send": false} ends it, the
+ * connection closing without an answer. stats count them ("stalled_sends").
+ * {"fail_chat": "-100..."} answers sendMessage to that chat 400 "chat not
+ * found" (a chat the bot cannot write to) until {"fail_chat": false}.
  *   POST /control/updates {"updates": [update without update_id, ...]}
  *   GET  /control/stats   counts, the messages and edits, the max per-chat
  *        and per-bot rates seen over any second, the confirmed offset
@@ -49,6 +56,9 @@ static long conflicts, not_modified, violations, inj429, inj5xx, injdrop, getupd
 static double p429, p5xx, pdrop;
 static int retry_after = 1;
 static int stall, stalled; /* getUpdates hang; how many hang now */
+static int stall_send;	   /* sendMessage hangs: 0 no, 1 before recording, 2 after */
+static int stalled_sends;  /* how many sendMessage hang now */
+static char fail_chat[32]; /* sendMessage there answers 400, or "" */
 static long long msg_seq = 100;
 static long long accepted_ms[100000]; /* sends and edits, in order */
 static char accepted_chat[100000][24];
@@ -217,6 +227,18 @@ static enum MHD_Result bot_method(struct MHD_Connection *c, const char *method, 
 			return fail(c, 502, "Bad Gateway", 0);
 		}
 	}
+	if (send && fail_chat[0] && !strcmp(chat, fail_chat)) {
+		pthread_mutex_unlock(&mu);
+		return fail(c, 400, "Bad Request: chat not found", 0);
+	}
+	if (send && stall_send == 1) { /* never reached Telegram: nothing recorded */
+		stalled_sends++;
+		while (stall_send == 1)
+			pthread_cond_wait(&cv, &mu);
+		stalled_sends--;
+		pthread_mutex_unlock(&mu);
+		return MHD_NO;
+	}
 	long long now = now_ms();
 	if (send || edit) {
 		if (over_rate(chat, now)) {
@@ -238,6 +260,14 @@ static enum MHD_Result bot_method(struct MHD_Connection *c, const char *method, 
 		if (json_object_get(p, "reply_markup"))
 			json_object_set(m, "markup", json_object_get(p, "reply_markup"));
 		json_array_append_new(messages, m);
+		if (stall_send == 2) { /* delivered; the answer is lost */
+			stalled_sends++;
+			while (stall_send == 2)
+				pthread_cond_wait(&cv, &mu);
+			stalled_sends--;
+			pthread_mutex_unlock(&mu);
+			return MHD_NO;
+		}
 		pthread_mutex_unlock(&mu);
 		return ok(c, json_pack("{s:I, s:{s:s}, s:s}", "message_id", (json_int_t)id, "chat",
 				       "id", chat, "text", text));
@@ -330,6 +360,17 @@ static enum MHD_Result control(struct MHD_Connection *c, const char *what, json_
 			stall = json_is_true(json_object_get(p, "stall"));
 			pthread_cond_broadcast(&cv);
 		}
+		json_t *fc = json_object_get(p, "fail_chat");
+		if (fc)
+			snprintf(fail_chat, sizeof fail_chat, "%s", json_string_value(fc) ?: "");
+		json_t *ss = json_object_get(p, "stall_send");
+		if (ss) {
+			const char *v = json_string_value(ss);
+			stall_send = v && !strcmp(v, "before")	? 1
+				     : v && !strcmp(v, "after") ? 2
+								: 0;
+			pthread_cond_broadcast(&cv);
+		}
 		if (json_is_integer(json_object_get(p, "retry_after")))
 			retry_after = (int)json_integer_value(json_object_get(p, "retry_after"));
 		pthread_mutex_unlock(&mu);
@@ -340,7 +381,7 @@ static enum MHD_Result control(struct MHD_Connection *c, const char *what, json_
 		max_rates(&mb, &mc);
 		json_t *s = json_pack(
 			"{s:O, s:O, s:O, s:O*, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i,"
-			" s:i, s:i}",
+			" s:i, s:i, s:i}",
 			"messages", messages, "edits", edits, "answers", answers, "webhook",
 			webhook, "conflicts", (int)conflicts, "not_modified", (int)not_modified,
 			"rate_violations", (int)violations, "injected_429", (int)inj429,
@@ -348,7 +389,7 @@ static enum MHD_Result control(struct MHD_Connection *c, const char *what, json_
 			(int)getupdates, "pending_updates", (int)json_array_size(updates),
 			"confirmed", (json_int_t)confirmed, "last_update_id",
 			(json_int_t)(next_id - 1), "max_bot_per_s", mb, "max_chat_per_s", mc,
-			"stalled", stalled);
+			"stalled", stalled, "stalled_sends", stalled_sends);
 		pthread_mutex_unlock(&mu);
 		return reply_json(c, 200, s);
 	}

@@ -77,6 +77,8 @@ void aw_outbound_free(aw_outbound *m, int n);
 aw_err aw_store_outbound_mark(aw_txn *t, const char *msg_id, const char *state, int attempts,
 			      const char *next_at, const char *error, int64_t tg_message_id,
 			      const char *now, aw_error *err);
+/* One message's state ("" when there is no such message). */
+aw_err aw_store_outbound_state(aw_txn *t, const char *msg_id, char state[16], aw_error *err);
 /* Counts by state (tests, the operator). */
 aw_err aw_store_outbound_count(aw_txn *t, const char *state, long long *n, aw_error *err);
 
