@@ -56,6 +56,9 @@ typedef struct {
 					 flight here: "N" or "N,project=M,..." (bounds.h);
 					 NULL: 64, a quarter of an upstream host's 256
 					 connections; past it: 429 E-LLM-009 */
+	const char *emergency_share;  /* the percent of the emergency model's daily cap one
+					project may use: "N" or "N,project=M,..."
+					(bounds.h); NULL: 50 */
 	int watch_idle_ms;	      /* a project without calls here stays watched (its
 				    suspension, the reservations of another process
 				    that may die) this long after its last call here,

@@ -186,6 +186,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "N, or N,PROJECT=M,... (default 64, a quarter of an upstream host's 256 "
 		 "connections); past it 429 E-LLM-009",
 		 NULL},
+		{"llm-emergency-share", "AWOOOP_LLM_EMERGENCY_SHARE", NULL, 0,
+		 "the percent of the emergency model's daily cap one project may use: N, or "
+		 "N,PROJECT=M,... (default 50); the cap's total still holds across processes",
+		 NULL},
 		{"breaker-failures", "AWOOOP_BREAKER_FAILURES", "5", 0,
 		 "consecutive upstream failures that open its circuit", NULL},
 		{"breaker-cooldown-ms", "AWOOOP_BREAKER_COOLDOWN_MS", "10000", 0,
@@ -497,7 +501,8 @@ int aw_cmd_serve(int argc, char **argv)
 				  .breaker_cooldown_ms = (int)wv[13],
 				  .lease_ms = (int)wv[14],
 				  .schema_retries = 3,
-				  .project_inflight = aw_cli_get(opts, "llm-project-inflight")};
+				  .project_inflight = aw_cli_get(opts, "llm-project-inflight"),
+				  .emergency_share = aw_cli_get(opts, "llm-emergency-share")};
 		aw_fleet_opts fo = {.store = store, .role = role, .report_ms = (int)wv[21]};
 		if ((e = aw_policy_cache_new(store, contracts, bus, &po, &policy, &err)) ||
 		    (fo.policy = policy, e = aw_fleet_start(&fo, &fleet, &err)) ||

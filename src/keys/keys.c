@@ -72,6 +72,10 @@ static const aw_key_pattern registry[] = {
 	 "{project_id}:mcp:rate:{tool}:{minute}"},
 	{"telegram_user", "P2", "string", -1, AW_KEY_TENANT, "telegram:{user_id}:{field}",
 	 "{project_id}:telegram:{user_id}:{field}"},
+	/* awooop's own: a project's emergency-model calls of a UTC day, its share
+	 * of the platform's gemini_daily_count */
+	{"llm_emergency", "P2", "string", 172800, AW_KEY_TENANT, "llm:emergency:{date}",
+	 "{project_id}:llm:emergency:{date}"},
 };
 #define NREG (int)(sizeof registry / sizeof registry[0])
 

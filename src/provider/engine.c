@@ -348,7 +348,7 @@ static void advance(aw_llm *g, aw_llm_call *c)
 			note(c, "the emergency model is not spent on the route's own timeouts");
 			continue;
 		}
-		if (t->emergency && !aw_llm_cap_take(g)) {
+		if (t->emergency && !aw_llm_cap_take(g, c->ctx.project)) {
 			if (t->u->state == BREAKER_HALF_OPEN)
 				t->u->probing = 0;
 			note(c, "emergency daily cap reached");

@@ -247,19 +247,52 @@ static void utc_date(char out[16], int64_t *end_ms)
 	*end_ms = ((int64_t)now / 86400 + 1 - shift / 86400) * 86400 * 1000;
 }
 
-int aw_llm_cap_take(aw_llm *g)
+/* The project's share of the day's cap (at least 1 when the cap is set). */
+static long share_of(aw_llm *g, const char *project, long cap)
+{
+	long pct = aw_bounds_of(&g->em_share, project);
+	long n = cap * pct / 100;
+	return cap > 0 && n < 1 ? 1 : n;
+}
+
+/* In process: one more of project's emergency calls today, under its share
+ * (holds g->mu; the day's table is cleared at midnight with the count). */
+static int em_take(aw_llm *g, const char *project, long share)
+{
+	struct aw_llm_em *x = NULL;
+	for (int i = 0; i < g->nem && !x; i++)
+		if (!strcmp(g->em[i].project, project))
+			x = &g->em[i];
+	if (!x) {
+		struct aw_llm_em *n = realloc(g->em, (size_t)(g->nem + 1) * sizeof *n);
+		if (!n)
+			return 0;
+		g->em = n;
+		x = &g->em[g->nem++];
+		snprintf(x->project, sizeof x->project, "%s", project);
+		x->count = 0;
+	}
+	return x->count++ < share;
+}
+
+/* One unit of the day's emergency cap for a call of project: within the
+ * project's share (--llm-emergency-share, percent of the cap: one tenant's
+ * upstream failures never spend every other tenant's fallback) and within
+ * the platform's total. 0 when either is spent. */
+int aw_llm_cap_take(aw_llm *g, const char *project)
 {
 	char date[16];
 	int64_t day_end = 0;
 	utc_date(date, &day_end);
 	pthread_mutex_lock(&g->mu);
-	long cap = g->emergency_cap;
+	long cap = g->emergency_cap, share = share_of(g, project, cap);
 	if (!g->o.kv) {
 		if (strcmp(date, g->cap_date)) {
 			snprintf(g->cap_date, sizeof g->cap_date, "%s", date);
 			g->cap_count = 0;
+			g->nem = 0;
 		}
-		int ok = g->cap_count < cap;
+		int ok = em_take(g, project, share) && g->cap_count < cap;
 		g->cap_count += ok;
 		if (cap > 0)
 			aw_metrics_llm_emergency((double)g->cap_count, (double)cap, day_end);
@@ -267,13 +300,26 @@ int aw_llm_cap_take(aw_llm *g)
 		return ok;
 	}
 	pthread_mutex_unlock(&g->mu);
-	/* INCRBY answers each caller a distinct count: exactly cap of them are
-	 * at or under it, whatever the concurrency, in every process */
-	aw_ctx ctx;
-	aw_ctx_system(&ctx, AW_PLATFORM_PROJECT);
+	/* INCRBY answers each caller a distinct count: exactly the share (then
+	 * the cap) of them are at or under it, whatever the concurrency, in
+	 * every process. The project's own count first: a project past its
+	 * share never touches the platform's. */
 	const char *vals[] = {date};
 	long long n = 0;
 	aw_error err = {0};
+	aw_ctx pctx;
+	aw_ctx_system(&pctx, project);
+	if (aw_kv_incr(g->o.kv, &pctx, "llm_emergency", vals, 1, 1, &n, &err)) {
+		aw_log(AW_LOG_WARN, &pctx, "llm emergency share unreadable: refused", "detail",
+		       err.msg, NULL);
+		return 0; /* fails closed */
+	}
+	if (n == 1)
+		aw_kv_expire(g->o.kv, &pctx, "llm_emergency", vals, 1, 2 * 86400, &err);
+	if (n > share)
+		return 0;
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, AW_PLATFORM_PROJECT);
 	if (aw_kv_incr(g->o.kv, &ctx, "gemini_daily_count", vals, 1, 1, &n, &err)) {
 		aw_log(AW_LOG_WARN, NULL, "llm emergency cap unreadable: refused", "detail",
 		       err.msg, NULL);
@@ -1269,6 +1315,9 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		g->o.schema_retries = 3;
 	aw_err be = aw_bounds_parse(o->project_inflight, 64, 1, 1000000, "--llm-project-inflight",
 				    &g->per_project, err);
+	if (!be)
+		be = aw_bounds_parse(o->emergency_share, 50, 1, 100, "--llm-emergency-share",
+				     &g->em_share, err);
 	if (be) {
 		json_decref(g->config);
 		free(g);

@@ -127,6 +127,13 @@ struct aw_llm {
 	long emergency_cap;
 	char cap_date[16];
 	long cap_count;
+	/* the day's emergency calls per project, in process (cap_date's day) */
+	struct aw_llm_em {
+		char project[AW_PROJECT_MAX + 1];
+		long count;
+	} * em;
+	int nem;
+	aw_bounds em_share; /* percent of the daily cap one project may use */
 	/* engine */
 	CURLM *multi;
 	pthread_t engine, recorder;
@@ -182,6 +189,6 @@ aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm
 		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
 /* In-process or Redis daily counter; 1 when this call may use the emergency
  * model. */
-int aw_llm_cap_take(aw_llm *g);
+int aw_llm_cap_take(aw_llm *g, const char *project);
 
 #endif

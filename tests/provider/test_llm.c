@@ -195,7 +195,8 @@ static aw_policy_cache *PC;
 static aw_kv *KV;
 static aw_llm *GW;
 
-static const char *PROJECT_INFLIGHT; /* the gateway's bound, NULL: its default */
+static const char *PROJECT_INFLIGHT;	    /* the gateway's bound, NULL: its default */
+static const char *EMERGENCY_SHARE = "100"; /* of the daily cap, per project */
 
 static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 {
@@ -228,6 +229,7 @@ static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 			  .schema_retries = 3,
 			  .lease_ms = 2000,
 			  .project_inflight = PROJECT_INFLIGHT,
+			  .emergency_share = EMERGENCY_SHARE,
 			  .watch_idle_ms = 500};
 	if (aw_llm_new(&lo, &GW, &err))
 		fail_msg("gateway: %s", err.msg);
@@ -777,10 +779,10 @@ static void *cap_caller(void *p)
 	return NULL;
 }
 
-static void cap_run(int callers, int cap, int expect_ok)
+static void cap_run_of(const char *project, int callers, int cap, int expect_ok)
 {
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	cap_arg a = {"acme", 0, 0, 0, &mu};
+	cap_arg a = {project, 0, 0, 0, &mu};
 	pthread_t t[64];
 	for (int i = 0; i < callers; i++)
 		pthread_create(&t[i], NULL, cap_caller, &a);
@@ -790,6 +792,49 @@ static void cap_run(int callers, int cap, int expect_ok)
 	       a.ok, a.capped, a.other);
 	assert_int_equal(a.ok, expect_ok);
 	assert_int_equal(a.capped, callers - expect_ok);
+}
+
+static void cap_run(int callers, int cap, int expect_ok)
+{
+	cap_run_of("acme", callers, cap, expect_ok);
+}
+
+/* The emergency cap is split between projects (issue 39): a project uses at
+ * most its share (here 40 % of 5: 2, beta 100 %), so one tenant's failures
+ * leave the others their fallback; the platform's total still holds. In
+ * process and across processes (Redis). */
+static void test_emergency_share(void **state)
+{
+	(void)state;
+	for (int redis = 0; redis < 2; redis++) {
+		aw_error err = {0};
+		if (redis) {
+			aw_test_redis_start(&R);
+			assert_int_equal(aw_kv_open(R.url, S, NULL, &KV, &err), AW_OK);
+		}
+		aw_llm_test_shift_days(3 + redis); /* a day of its own */
+		EMERGENCY_SHARE = "40,beta=100";
+		gateway_up(1000, 10000, redis ? KV : NULL);
+		EMERGENCY_SHARE = "100";
+		const char *c[] = {"ollama=llama3", NULL};
+		set_policy("acme", c, NULL);
+		set_policy("beta", c, NULL);
+		activate(AW_PLATFORM_PROJECT, "platform_resource", "ollama_topology", topology(5),
+			 NULL);
+		fake_status(&O1, 503);
+		fake_status(&O2, 503);
+		cap_run_of("acme", 6, 5, 2); /* its 40 % */
+		cap_run_of("beta", 6, 5, 3); /* the rest of the platform's 5 */
+		cap_run_of("acme", 2, 5, 0);
+		fake_status(&O1, 0);
+		fake_status(&O2, 0);
+		aw_llm_test_shift_days(0);
+		gateway_down();
+		if (redis) {
+			aw_kv_close(KV);
+			KV = NULL;
+		}
+	}
 }
 
 static void test_emergency_cap(void **state)
@@ -826,7 +871,15 @@ static void test_emergency_cap(void **state)
 	char *v = NULL;
 	assert_int_equal(aw_kv_get(KV, &pc, "gemini_daily_count", vals, 1, &v, &err), AW_OK);
 	assert_non_null(v);
-	assert_int_equal(atoi(v), 40); /* every attempt counted; 5 under the cap */
+	/* every attempt counted against the project's share (100 % here), and
+	 * those within it against the platform's: 5, all under the cap */
+	assert_int_equal(atoi(v), 5);
+	free(v);
+	aw_ctx ac;
+	aw_test_ctx(&ac, "acme", AW_SCOPE_OPERATOR, "t");
+	assert_int_equal(aw_kv_get(KV, &ac, "llm_emergency", vals, 1, &v, &err), AW_OK);
+	assert_non_null(v);
+	assert_int_equal(atoi(v), 40);
 	free(v);
 	/* the next UTC day starts a new count */
 	const char *tomorrow[] = {"2099-01-01"};
@@ -2040,6 +2093,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_candidate_limits),
 		cmocka_unit_test(test_breaker_charged_to_cause),
 		cmocka_unit_test(test_project_inflight),
+		cmocka_unit_test(test_emergency_share),
 		cmocka_unit_test(test_failover_order),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_breaker),
