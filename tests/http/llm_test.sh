@@ -11,6 +11,9 @@ BIN=$1
 FAKE=$2
 BACKEND=$3
 TMP=$(mktemp -d /tmp/aw-llm.XXXXXX)
+# the platform's emergency cap across processes is what this test counts: one
+# project may use all of it (the per-project share is test_emergency_share's)
+export AWOOOP_LLM_EMERGENCY_SHARE=100
 PASS=0
 FAIL=0
 PIDS=()
@@ -238,6 +241,8 @@ if [ "$BACKEND" = postgres ]; then
   D=$(date -u +%F)
   redis-cli -u "$AWOOOP_TEST_REDIS_URL" DEL "ollama:gemini_daily_count:$D" \
     "platform:ollama:gemini_daily_count:$D" >/dev/null
+  redis-cli -u "$AWOOOP_TEST_REDIS_URL" --scan --pattern "*:llm:emergency:$D" |
+    xargs -r redis-cli -u "$AWOOOP_TEST_REDIS_URL" DEL >/dev/null
   URL1=$URL
   start_server s2 --role api
   URL2=$URL
