@@ -428,10 +428,12 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 		json_t *t;
 		json_array_foreach (json_object_get(res, "tools"), i, t) {
 			const char *name = json_string_value(json_object_get(t, "name"));
-			char pin[72];
-			if (name && aw_mcp_def_pin(t, pin) == 0) /* hashed once per fetch */
+			char pin[AW_MCP_PIN_MAX], pin1[AW_MCP_PIN_MAX];
+			if (name && aw_mcp_def_pin(t, pin) == 0 && /* hashed once per fetch */
+			    aw_mcp_def_pin_v1(t, pin1) == 0)
 				json_object_set_new(defs, name,
-						    json_pack("{s:O,s:s}", "def", t, "pin", pin));
+						    json_pack("{s:O,s:s,s:s}", "def", t, "pin", pin,
+							      "pin1", pin1));
 		}
 		json_t *next = json_object_get(res, "nextCursor");
 		if (json_is_string(next))
@@ -449,13 +451,20 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 	return AW_OK;
 }
 
-/* The upstream's definitions ({name: {"def", "pin"}}), fetched again when
- * older than the TTL, when the upstream said its list changed, or when fresh
- * is set. What a caller needs is taken under the lock - the pin of name (""
- * when the upstream lacks it) and/or a deep copy - so no thread shares the
- * cached document (jansson's counts are not fences). */
-static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, char pin[72],
-		       json_t **copy, aw_error *err)
+/* The member of a definitions entry holding its pin in the format of pin (a
+ * revision's: "sha256:" is the older format, see mcp_internal.h). */
+static const char *pin_member(const char *pin)
+{
+	return pin && !strncmp(pin, AW_MCP_PIN_V1, strlen(AW_MCP_PIN_V1)) ? "pin1" : "pin";
+}
+
+/* The upstream's definitions ({name: {"def", "pin", "pin1"}}), fetched again
+ * when older than the TTL, when the upstream said its list changed, or when
+ * fresh is set. What a caller needs is taken under the lock - the pin of name
+ * in the format of want ("" when the upstream lacks it) and/or a deep copy -
+ * so no thread shares the cached document (jansson's counts are not fences). */
+static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, const char *want,
+		       char pin[AW_MCP_PIN_MAX], json_t **copy, aw_error *err)
 {
 	pthread_mutex_lock(&u->mu);
 	int64_t now = aw_clock_mono_ns();
@@ -471,8 +480,9 @@ static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, char p
 		}
 	}
 	if (!e && name)
-		snprintf(pin, 72, "%s",
-			 json_string_value(json_object_get(json_object_get(u->defs, name), "pin"))
+		snprintf(pin, AW_MCP_PIN_MAX, "%s",
+			 json_string_value(
+				 json_object_get(json_object_get(u->defs, name), pin_member(want)))
 				 ?: "");
 	if (!e && copy)
 		*copy = json_deep_copy(u->defs);
@@ -544,7 +554,7 @@ static json_t *list_tools(aw_mcp *g, catalog *c)
 		if (!fetched[ui]) {
 			aw_error err = {0};
 			fetched[ui] = 1;
-			if (defs_get(g, t->u, 1, NULL, NULL, &defs[ui], &err)) {
+			if (defs_get(g, t->u, 1, NULL, NULL, NULL, &defs[ui], &err)) {
 				aw_ctx lc;
 				aw_ctx_system(&lc, c->project);
 				aw_log(AW_LOG_WARN, &lc, "mcp upstream unavailable for tools/list",
@@ -553,10 +563,16 @@ static json_t *list_tools(aw_mcp *g, catalog *c)
 		}
 		json_t *entry = json_object_get(defs[ui], t->name);
 		json_t *def = json_object_get(entry, "def");
-		const char *pin = json_string_value(json_object_get(entry, "pin"));
+		const char *pm = pin_member(t->pin);
+		const char *pin = json_string_value(json_object_get(entry, pm));
 		if (!def || !pin || strcmp(pin, t->pin))
 			continue; /* missing or changed since approval: hidden */
-		json_t *d = json_deep_copy(def);
+		/* exactly what the pin covers: the whole definition, or an older
+		 * pin's four members (a title or annotations it never saw stay
+		 * behind) */
+		json_t *d = strcmp(pm, "pin1") ? json_deep_copy(def) : aw_mcp_def_v1(def);
+		if (!d)
+			continue;
 		json_object_set_new(d, "name", json_string(t->full));
 		json_array_append_new(out, d);
 	}
@@ -1181,9 +1197,9 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	if (t->write && c->read_only)
 		return refuse(n, id, 2, AW_E_MCP_POLICY, "a write tool in a read_only project",
 			      NULL);
-	char pin[72];
+	char pin[AW_MCP_PIN_MAX];
 	aw_error err = {0};
-	if (defs_get(g, t->u, 0, t->name, pin, NULL, &err))
+	if (defs_get(g, t->u, 0, t->name, t->pin, pin, NULL, &err))
 		return refuse(n, id, 5, up_code(err.err), err.msg, NULL);
 	int same = t->pin && !strcmp(pin, t->pin), def = pin[0] != 0;
 	if (!same) {
@@ -1981,14 +1997,17 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 			char ptr[64];
 			snprintf(ptr, sizeof ptr, "/tools/%zu/pin", i);
 			const char *given = json_string_value(json_object_get(t, "pin"));
+			const char *given_as = json_string_value(
+				json_object_get(json_object_get(defs, name), pin_member(given)));
 			if (!pin)
 				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
 					       "upstream %s offers no tool %s", k, name);
-			else if (given && strcmp(given, pin))
+			else if (given && (!given_as || strcmp(given, given_as)))
 				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
 					       "%s: upstream %s's definition of %s is %s now", ptr,
 					       k, name, pin);
-			else
+			else /* always the current format (an older given pin that
+				still holds is replaced by the whole definition's) */
 				json_object_set_new(t, "pin", json_string(pin));
 		}
 		json_decref(defs);
