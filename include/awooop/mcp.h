@@ -24,6 +24,10 @@
  * (JSON-aware) and cut at the tool's max_result_bytes (16 KiB default) with
  * a marker; arguments are redacted before they are audited.
  *
+ * Relayed methods (resources, prompts, completion, logging/setLevel, as the
+ * revision's "relay" allows) pass the guard and gate 4's suspension (007)
+ * too, and each writes an mcp.relay audit record (never its content).
+ *
  * Upstream I/O runs on the gateway's worker threads: aw_mcp_start returns at
  * once and wakes the caller when the answer is ready (aw_mcp_answer).
  */

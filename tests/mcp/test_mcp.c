@@ -608,6 +608,102 @@ static void test_pin_members(void **state)
 	write_desc("Echoes the text back");
 }
 
+/* Issue 40 s2: the relayed methods pass the gates of a tools/call that
+ * apply - the project's suspension (gate 4, E-MCP-GATE-007) - and each
+ * leaves an mcp.relay audit record (method, upstream, outcome, gate, code;
+ * never the answer). */
+static void test_relay_gates(void **state)
+{
+	(void)state;
+	aw_error err = {0};
+	json_t *up = stdio_upstream(NULL);
+	json_object_set_new(up, "relay", json_pack("[s,s]", "resources", "prompts"));
+	json_t *body = json_pack("{s:b,s:{s:o},s:[o]}", "suffix", 0, "upstreams", "local", up,
+				 "tools", tool("echo", "local", "read_only"));
+	assert_int_equal(activate("mcp-t", body, &err), AW_OK);
+	json_t *r =
+		call_as("mcp-t", "resources/read", json_pack("{s:s}", "uri", "test://status"), 0);
+	json_t *c0 = json_array_get(json_object_get(json_object_get(r, "result"), "contents"), 0);
+	assert_string_equal(json_string_value(json_object_get(c0, "text")),
+			    "status of test://status");
+	json_decref(r);
+	r = call_as("mcp-t", "prompts/get", json_pack("{s:s}", "name", "greet"), 0);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	r = call_as("mcp-t", "resources/list", NULL, 0);
+	assert_int_equal(
+		json_array_size(json_object_get(json_object_get(r, "result"), "resources")), 1);
+	json_decref(r);
+
+	/* suspended: no relayed method reaches the upstream */
+	aw_ctx adm;
+	aw_test_ctx(&adm, "mcp-t", AW_SCOPE_PROJECT_ADMIN, "admin");
+	assert_int_equal(aw_budget_suspend(S, &adm, "test", &err), AW_OK);
+	const char *const methods[] = {"resources/read", "resources/list", "prompts/get",
+				       "prompts/list"};
+	for (int i = 0; i < 4; i++) {
+		json_t *p = !strcmp(methods[i], "resources/read")
+				    ? json_pack("{s:s}", "uri", "test://suspended")
+			    : !strcmp(methods[i], "prompts/get")
+				    ? json_pack("{s:s}", "name", "greet")
+				    : NULL;
+		r = call_as("mcp-t", methods[i], p, 0);
+		if (!code_of(r) || strcmp(code_of(r), "E-MCP-GATE-007")) {
+			char *s = json_dumps(r, 0);
+			fail_msg("%s while suspended: %s", methods[i], s);
+		}
+		assert_int_equal(
+			json_integer_value(json_object_get(
+				json_object_get(json_object_get(r, "error"), "data"), "gate")),
+			4);
+		json_decref(r);
+	}
+	assert_int_equal(aw_budget_resume(S, &adm, &err), AW_OK);
+	r = call_as("mcp-t", "resources/read", json_pack("{s:s}", "uri", "test://again"), 0);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+
+	/* the records: one a relayed call, the answers' content in none */
+	aw_mcp_flush(G);
+	aw_audit_row *rows;
+	int n;
+	aw_test_audit_rows("mcp-t", "mcp.relay", 1000, &rows, &n);
+	assert_int_equal(n, 8);
+	int ok_read = 0, refused_read = 0;
+	for (int i = 0; i < n; i++) {
+		json_t *p = json_loads(rows[i].payload, 0, NULL);
+		assert_non_null(p);
+		const char *outcome = json_string_value(json_object_get(p, "outcome"));
+		const char *method = json_string_value(json_object_get(p, "method"));
+		assert_string_equal(method, rows[i].target);
+		assert_non_null(json_object_get(p, "principal"));
+		assert_non_null(json_object_get(p, "policy_revision"));
+		if (!strcmp(method, "resources/read") && !strcmp(outcome, "ok")) {
+			ok_read++;
+			assert_string_equal(json_string_value(json_object_get(p, "upstream")),
+					    "local");
+			assert_null(json_object_get(p, "code"));
+		}
+		if (!strcmp(outcome, "refused")) {
+			assert_string_equal(json_string_value(json_object_get(p, "code")),
+					    "E-MCP-GATE-007");
+			assert_int_equal(json_integer_value(json_object_get(p, "gate")), 4);
+			assert_null(json_object_get(p, "upstreams")); /* none asked */
+			if (!strcmp(method, "resources/read")) {
+				refused_read++;
+				assert_string_equal(json_string_value(json_object_get(p, "uri")),
+						    "test://suspended");
+			}
+		}
+		assert_null(strstr(rows[i].payload, "status of")); /* never the content */
+		assert_null(strstr(rows[i].payload, "hello"));
+		json_decref(p);
+	}
+	aw_audit_rows_free(rows, n);
+	assert_int_equal(ok_read, 2);
+	assert_int_equal(refused_read, 1);
+}
+
 static void test_credentials(void **state)
 {
 	(void)state;
@@ -2006,10 +2102,10 @@ static void test_sandbox_view(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e",
-					"mcp-f", "mcp-g", "mcp-h", "mcp-i", "mcp-j",
-					"mcp-k", "mcp-l", "mcp-m", "mcp-n", "mcp-o",
-					"mcp-p", "mcp-q", "mcp-r", "mcp-s", NULL};
+	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
+					"mcp-g", "mcp-h", "mcp-i", "mcp-j", "mcp-k", "mcp-l",
+					"mcp-m", "mcp-n", "mcp-o", "mcp-p", "mcp-q", "mcp-r",
+					"mcp-s", "mcp-t", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -2033,7 +2129,7 @@ static int setup(void **state)
 	/* the doubles are on loopback: the operator grants every project of the
 	 * suite private egress but mcp-g (test_egress) */
 	if (aw_egress_grant("mcp-a,mcp-b,mcp-c,mcp-d,mcp-e,mcp-f,mcp-h,mcp-i,mcp-j,mcp-k,mcp-l,"
-			    "mcp-m,mcp-n,mcp-q,mcp-r,mcp-s",
+			    "mcp-m,mcp-n,mcp-q,mcp-r,mcp-s,mcp-t",
 			    &err))
 		return -1;
 	setenv("AWOOOP_T_MCP_HA__XKEY", CANARY_A, 1);
@@ -2081,6 +2177,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tool_step_approval),
 		cmocka_unit_test(test_pin_rug_pull),
 		cmocka_unit_test(test_pin_members),
+		cmocka_unit_test(test_relay_gates),
 		cmocka_unit_test(test_credentials),
 		cmocka_unit_test(test_redact_and_cut),
 		cmocka_unit_test(test_egress),
