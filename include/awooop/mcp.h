@@ -24,6 +24,10 @@
  * (JSON-aware) and cut at the tool's max_result_bytes (16 KiB default) with
  * a marker; arguments are redacted before they are audited.
  *
+ * Relayed methods (resources, prompts, completion, logging/setLevel, as the
+ * revision's "relay" allows) pass the guard and gate 4's suspension (007)
+ * too, and each writes an mcp.relay audit record (never its content).
+ *
  * Upstream I/O runs on the gateway's worker threads: aw_mcp_start returns at
  * once and wakes the caller when the answer is ready (aw_mcp_answer).
  */
@@ -158,9 +162,13 @@ aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake w
 		     aw_mcp_call **out, aw_error *err);
 
 /* Publishing an mcp_tool revision pins its tools: each upstream is asked for
- * its definitions and every tool gets "pin": "sha256:..." of its current
- * definition. *pinned: a new body (new reference). A tool the upstream does
- * not offer, or whose given pin differs from what it offers now, is
+ * its definitions and every tool gets "pin": "sha256v2:..." of its current
+ * definition, whole (every member tools/list passes on: title, annotations,
+ * _meta, icons, outputSchema, ...). Revisions pinned before carry
+ * "sha256:..." (four members); the gateway honours them, passing on only
+ * those members, until a new revision pins again. *pinned: a new body (new
+ * reference). A tool the upstream does not offer, or whose given pin (either
+ * format) differs from what it offers now, is
  * AW_E_MCP_PROTOCOL; an upstream that cannot be asked AW_E_MCP_UPSTREAM. */
 aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pinned, aw_error *err);
 

@@ -3,7 +3,8 @@
  * active mcp_tool revision, the five gates of a tools/call, tools/list
  * federation, sessions, the worker threads that do upstream I/O, pinning at
  * publish, and the recorder thread that writes one mcp.call audit record per
- * tools/call, batched per project.
+ * tools/call and one mcp.relay record per relayed method (resources,
+ * prompts, completion, logging), batched per project.
  *
  * A project's catalog (tools, compiled argument schemas, rate buckets, its
  * upstreams) is built when a call first sees a revision and shared by the
@@ -114,6 +115,7 @@ typedef struct msession {
 
 typedef struct record {
 	aw_ctx ctx;
+	const char *action; /* mcp.call, mcp.relay (static) */
 	char tool[AW_MCP_NAME_MAX + 1];
 	json_t *payload;
 	struct record *next;
@@ -428,10 +430,12 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 		json_t *t;
 		json_array_foreach (json_object_get(res, "tools"), i, t) {
 			const char *name = json_string_value(json_object_get(t, "name"));
-			char pin[72];
-			if (name && aw_mcp_def_pin(t, pin) == 0) /* hashed once per fetch */
+			char pin[AW_MCP_PIN_MAX], pin1[AW_MCP_PIN_MAX];
+			if (name && aw_mcp_def_pin(t, pin) == 0 && /* hashed once per fetch */
+			    aw_mcp_def_pin_v1(t, pin1) == 0)
 				json_object_set_new(defs, name,
-						    json_pack("{s:O,s:s}", "def", t, "pin", pin));
+						    json_pack("{s:O,s:s,s:s}", "def", t, "pin", pin,
+							      "pin1", pin1));
 		}
 		json_t *next = json_object_get(res, "nextCursor");
 		if (json_is_string(next))
@@ -449,13 +453,20 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 	return AW_OK;
 }
 
-/* The upstream's definitions ({name: {"def", "pin"}}), fetched again when
- * older than the TTL, when the upstream said its list changed, or when fresh
- * is set. What a caller needs is taken under the lock - the pin of name (""
- * when the upstream lacks it) and/or a deep copy - so no thread shares the
- * cached document (jansson's counts are not fences). */
-static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, char pin[72],
-		       json_t **copy, aw_error *err)
+/* The member of a definitions entry holding its pin in the format of pin (a
+ * revision's: "sha256:" is the older format, see mcp_internal.h). */
+static const char *pin_member(const char *pin)
+{
+	return pin && !strncmp(pin, AW_MCP_PIN_V1, strlen(AW_MCP_PIN_V1)) ? "pin1" : "pin";
+}
+
+/* The upstream's definitions ({name: {"def", "pin", "pin1"}}), fetched again
+ * when older than the TTL, when the upstream said its list changed, or when
+ * fresh is set. What a caller needs is taken under the lock - the pin of name
+ * in the format of want ("" when the upstream lacks it) and/or a deep copy -
+ * so no thread shares the cached document (jansson's counts are not fences). */
+static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, const char *want,
+		       char pin[AW_MCP_PIN_MAX], json_t **copy, aw_error *err)
 {
 	pthread_mutex_lock(&u->mu);
 	int64_t now = aw_clock_mono_ns();
@@ -471,8 +482,9 @@ static aw_err defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, char p
 		}
 	}
 	if (!e && name)
-		snprintf(pin, 72, "%s",
-			 json_string_value(json_object_get(json_object_get(u->defs, name), "pin"))
+		snprintf(pin, AW_MCP_PIN_MAX, "%s",
+			 json_string_value(
+				 json_object_get(json_object_get(u->defs, name), pin_member(want)))
 				 ?: "");
 	if (!e && copy)
 		*copy = json_deep_copy(u->defs);
@@ -544,7 +556,7 @@ static json_t *list_tools(aw_mcp *g, catalog *c)
 		if (!fetched[ui]) {
 			aw_error err = {0};
 			fetched[ui] = 1;
-			if (defs_get(g, t->u, 1, NULL, NULL, &defs[ui], &err)) {
+			if (defs_get(g, t->u, 1, NULL, NULL, NULL, &defs[ui], &err)) {
 				aw_ctx lc;
 				aw_ctx_system(&lc, c->project);
 				aw_log(AW_LOG_WARN, &lc, "mcp upstream unavailable for tools/list",
@@ -553,10 +565,16 @@ static json_t *list_tools(aw_mcp *g, catalog *c)
 		}
 		json_t *entry = json_object_get(defs[ui], t->name);
 		json_t *def = json_object_get(entry, "def");
-		const char *pin = json_string_value(json_object_get(entry, "pin"));
+		const char *pm = pin_member(t->pin);
+		const char *pin = json_string_value(json_object_get(entry, pm));
 		if (!def || !pin || strcmp(pin, t->pin))
 			continue; /* missing or changed since approval: hidden */
-		json_t *d = json_deep_copy(def);
+		/* exactly what the pin covers: the whole definition, or an older
+		 * pin's four members (a title or annotations it never saw stay
+		 * behind) */
+		json_t *d = strcmp(pm, "pin1") ? json_deep_copy(def) : aw_mcp_def_v1(def);
+		if (!d)
+			continue;
 		json_object_set_new(d, "name", json_string(t->full));
 		json_array_append_new(out, d);
 	}
@@ -624,7 +642,8 @@ static json_t *cut_result(json_t *res, int limit, size_t *orig, int *cut)
 
 /* ------------------------------------------------------------ recorder */
 
-static void record_queue(aw_mcp *g, const aw_ctx *ctx, const char *target, json_t *payload)
+static void record_queue(aw_mcp *g, const aw_ctx *ctx, const char *action, const char *target,
+			 json_t *payload)
 {
 	record *r = calloc(1, sizeof *r);
 	if (!r) {
@@ -632,6 +651,7 @@ static void record_queue(aw_mcp *g, const aw_ctx *ctx, const char *target, json_
 		return;
 	}
 	r->ctx = *ctx;
+	r->action = action;
 	snprintf(r->tool, sizeof r->tool, "%s", target);
 	r->payload = payload;
 	pthread_mutex_lock(&g->rmu);
@@ -649,7 +669,7 @@ static void record_batch(aw_mcp *g, record **rs, int n)
 {
 	aw_audit_item items[RECORD_BATCH];
 	for (int i = 0; i < n; i++)
-		items[i] = (aw_audit_item){.action = "mcp.call",
+		items[i] = (aw_audit_item){.action = rs[i]->action,
 					   .target = rs[i]->tool,
 					   .trace_id = rs[i]->ctx.trace.trace_id,
 					   .payload = rs[i]->payload};
@@ -1181,9 +1201,9 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	if (t->write && c->read_only)
 		return refuse(n, id, 2, AW_E_MCP_POLICY, "a write tool in a read_only project",
 			      NULL);
-	char pin[72];
+	char pin[AW_MCP_PIN_MAX];
 	aw_error err = {0};
-	if (defs_get(g, t->u, 0, t->name, pin, NULL, &err))
+	if (defs_get(g, t->u, 0, t->name, t->pin, pin, NULL, &err))
 		return refuse(n, id, 5, up_code(err.err), err.msg, NULL);
 	int same = t->pin && !strcmp(pin, t->pin), def = pin[0] != 0;
 	if (!same) {
@@ -1301,7 +1321,7 @@ static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, i
 			 .body_hash = c ? c->body_hash : NULL,
 			 .upstream = n->t ? n->t->u->provider : NULL,
 			 .outcome = n->outcome,
-			 .code = n->gate ? aw_err_code(n->code) : NULL,
+			 .code = n->gate || n->code ? aw_err_code(n->code) : NULL,
 			 .gate = n->gate,
 			 .run_id = call->run_id,
 			 .step = call->meta.step_no,
@@ -1333,7 +1353,7 @@ static void audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, i
 	}
 	if (call->meta.approved)
 		json_object_set_new(p, "approved", json_true());
-	record_queue(g, &call->ctx, n->t ? n->t->full : "-", p);
+	record_queue(g, &call->ctx, "mcp.call", n->t ? n->t->full : "-", p);
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -1352,12 +1372,32 @@ static int relay_kind(const char *m)
 	return !strcmp(m, "logging/setLevel") ? RELAY_LOGGING : 0;
 }
 
+/* What a relayed method's mcp.relay record says besides the envelope (the
+ * code it ended with is read from the answer itself). */
+typedef struct {
+	int gate;	      /* 4 (suspended), 5 (the upstream), 0 */
+	const char *outcome;  /* ok, refused, failed, cancelled */
+	const char *upstream; /* the one upstream that answered a read, get or completion */
+	const char *asked[32];
+	int nasked;
+	/* from the answer, read before it goes to the client */
+	int error;
+	long long rpc_code;
+	char code[48];
+} relay_note;
+
 /* resources, prompts, completion and logging, to the upstreams whose revision
  * entry lets them through ("relay"): lists merged (prompt names federated
  * like tools when several upstreams relay prompts), a read, get or
  * completion to the one upstream that answers it, setLevel to each. Answers
- * are redacted like tool results; _meta is not passed on. */
-static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
+ * are redacted like tool results; _meta is not passed on.
+ *
+ * The gates of a tools/call that apply: the per-call guard (the catalog,
+ * run_call), then the project's suspension (gate 4, E-MCP-GATE-007: a
+ * suspended project reaches no upstream; resources/unsubscribe alone still
+ * passes, it only stops work), then the upstream (gate 5). There is no
+ * rate limit to apply: rate_limit is a tool's. */
+static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note *rn)
 {
 	const json_t *id = call->msg.id;
 	const char *m = call->msg.method;
@@ -1366,6 +1406,7 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 	for (int i = 0; c && i < c->nups; i++)
 		if (c->ups[i]->relay & kind)
 			ups[n++] = c->ups[i];
+	rn->outcome = "refused";
 	int list = !strcmp(m + strlen(m) - 5, "/list");
 	/* the member a list answer holds its items in */
 	const char *k = kind == RELAY_PROMPTS	 ? "prompts"
@@ -1374,6 +1415,7 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 	if (!n && list) { /* nothing relayed: an empty list, as before */
 		json_t *res = json_pack("{s:[]}", k);
 		decorate(res, &call->meta, 1);
+		rn->outcome = "ok";
 		return aw_rpc_result_json(id, res);
 	}
 	if (!n)
@@ -1392,18 +1434,32 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 	if ((sub || unsub) && (!uri || strlen(uri) > 2048))
 		return aw_rpc_error_json(id, AW_RPC_PARAMS,
 					 "params.uri must be a string of at most 2048 bytes", NULL);
+	/* gate 4: a suspended project reaches no upstream */
+	int suspended = 0;
+	aw_error err = {0};
+	if (!unsub &&
+	    (aw_budget_suspended_recent(g->o.store, &call->ctx, &suspended, &err) || suspended)) {
+		rn->gate = 4;
+		return gate_error(id, AW_E_MCP_BUDGET, 4,
+				  suspended ? "the project is suspended by its budget"
+					    : "the budget could not be read",
+				  NULL);
+	}
+	err = (aw_error){0};
 	if (sub && session_sub(g, call, uri, 1))
 		return aw_rpc_error_json(id, AW_RPC_PARAMS,
 					 "a session subscribes to at most 64 resources", NULL);
-	if (unsub && session_sub(g, call, uri, 0) > 0)
+	if (unsub && session_sub(g, call, uri, 0) > 0) {
+		rn->outcome = "ok";
 		return aw_rpc_result_json(id, json_object());
+	}
 	json_t *params = call->msg.params ? json_deep_copy(call->msg.params) : json_object();
 	json_object_del(params, "_meta");
 	int suffix = !json_is_false(json_object_get(c->body, "suffix")) && n > 1;
 	const char *pname = json_string_value(json_object_get(params, "name"));
 	json_t *merged = NULL, *rpc = NULL, *res = NULL;
-	aw_error err = {0};
 	aw_err e = AW_E_MCP_UPSTREAM;
+	rn->gate = 5; /* from here on the upstreams decide */
 	for (int i = 0; i < n; i++) {
 		json_t *p = params;
 		if (suffix && pname && !strcmp(m, "prompts/get")) { /* name__provider */
@@ -1415,6 +1471,7 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 			json_object_set_new(p, "name", json_stringn(pname, pl - vl - 2));
 		}
 		json_t *r = NULL, *re = NULL;
+		rn->asked[rn->nasked++] = ups[i]->provider;
 		aw_mcp_peer peer = call_peer(call, NULL, g->o.timeout_ms);
 		e = aw_mcp_up_request(ups[i]->up, m, p, g->o.timeout_ms, &peer, &r, &re, &err);
 		if (p != params)
@@ -1431,6 +1488,7 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 		if (!list) {
 			json_decref(res);
 			res = r;
+			rn->upstream = ups[i]->provider;
 			if (sub)
 				aw_mcp_up_listen(ups[i]->up);
 			if (strcmp(m, "logging/setLevel") && !unsub)
@@ -1464,6 +1522,7 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 	if (!res && sub) /* no upstream took it */
 		session_sub(g, call, uri, 0);
 	if (!res) {
+		rn->outcome = err.err == AW_E_MCP_CANCELLED ? "cancelled" : "failed";
 		if (rpc) { /* the upstream's own error, redacted */
 			aw_redact_json(rpc, NULL);
 			json_t *d = json_pack("{s:s}", "code", aw_err_code(AW_E_MCP_UPSTREAM));
@@ -1489,7 +1548,58 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind)
 			json_object_set_new(item, "blob", blob);
 	}
 	decorate(res, &call->meta, list || !strcmp(m, "resources/read"));
+	rn->gate = 0;
+	rn->outcome = "ok";
 	return aw_rpc_result_json(id, res);
+}
+
+/* The mcp.relay record of a relayed method: the envelope (principal, trace,
+ * revision, the upstream that answered, outcome, code, gate, latency), the
+ * method, the upstreams asked, the JSON-RPC code of an error answer
+ * (rpc_code), and what the request named - the resource's uri or the
+ * prompt's name, redacted (over 1 KiB: its size only). No arguments and
+ * nothing of any answer. */
+static void audit_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, const relay_note *rn, int64_t t0)
+{
+	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
+	int error = rn->error;
+	const char *code = rn->code[0] ? rn->code : NULL;
+	aw_envelope e = {.ctx = &call->ctx,
+			 .revision_id = c ? c->revision_id : NULL,
+			 .body_hash = c ? c->body_hash : NULL,
+			 .upstream = rn->upstream,
+			 .outcome = rn->outcome ? rn->outcome : (error ? "failed" : "ok"),
+			 .code = code,
+			 .gate = error ? rn->gate : 0,
+			 .run_id = call->run_id,
+			 .step = call->meta.step_no,
+			 .latency_ms = ms};
+	json_t *p = aw_envelope_json(&e);
+	if (!p)
+		return;
+	const char *m = call->msg.method;
+	json_object_set_new(p, "method", json_string(m));
+	if (rn->nasked) {
+		json_t *asked = json_array();
+		for (int i = 0; i < rn->nasked; i++)
+			json_array_append_new(asked, json_string(rn->asked[i]));
+		json_object_set_new(p, "upstreams", asked);
+	}
+	if (error)
+		json_object_set_new(p, "rpc_code", json_integer(rn->rpc_code));
+	const char *k = !strncmp(m, "resources/", 10) ? "uri" : "name";
+	const char *named = strcmp(m, "prompts/get") && strncmp(m, "resources/", 10)
+				    ? NULL
+				    : json_string_value(json_object_get(call->msg.params, k));
+	char *red = named && strlen(named) <= 1024 ? aw_redact_str(named) : NULL;
+	if (red) {
+		json_object_set_new(p, k, json_string(red));
+		free(red);
+	} else if (named) {
+		json_object_set_new(p, !strcmp(k, "uri") ? "uri_bytes" : "name_bytes",
+				    json_integer((json_int_t)strlen(named)));
+	}
+	record_queue(g, &call->ctx, "mcp.relay", m, p);
 }
 
 /* A request of a legacy session is listed while it runs, so that its client
@@ -1529,6 +1639,34 @@ static void cancel_request(aw_mcp *g, const aw_mcp_call *note)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* Answers a call that leaves an audit record (a tools/call's n or a relayed
+ * method's rn): the client first, the record right after - a flush waits for
+ * it. */
+static void recorded_answer(aw_mcp *g, aw_mcp_call *call, json_t *reply, int status, relay_note *rn,
+			    call_note *n, catalog *c, int64_t t0)
+{
+	pthread_mutex_lock(&g->rmu);
+	g->unrecorded++;
+	pthread_mutex_unlock(&g->rmu);
+	json_t *error = json_object_get(reply, "error");
+	if (rn && error) { /* read now: the answer is the client's once finished */
+		rn->error = 1;
+		rn->rpc_code = json_integer_value(json_object_get(error, "code"));
+		snprintf(rn->code, sizeof rn->code, "%s",
+			 json_string_value(json_object_get(json_object_get(error, "data"), "code"))
+				 ?: "");
+	}
+	finish(call, reply, status);
+	if (rn)
+		audit_relay(g, call, c, rn, t0);
+	else
+		audit_call(g, call, c, n, t0);
+	pthread_mutex_lock(&g->rmu);
+	g->unrecorded--;
+	pthread_cond_broadcast(&g->rdone);
+	pthread_mutex_unlock(&g->rmu);
+}
+
 /* The methods that touch upstreams (on a worker). */
 static void run_call(aw_mcp *g, aw_mcp_call *call)
 {
@@ -1540,13 +1678,30 @@ static void run_call(aw_mcp *g, aw_mcp_call *call)
 	catalog *c = catalog_get(g, &call->ctx, &e, &err);
 	json_t *reply;
 	int status = 200;
+	int kind = relay_kind(call->msg.method);
 	if (e && e != AW_E_CONTRACT_NOT_FOUND) {
 		reply = aw_rpc_error_json(
 			id, AW_RPC_INTERNAL, err.msg,
 			aw_err_code(e == AW_E_MCP_UPSTREAM ? e : AW_E_MCP_UNAVAILABLE));
 		status = 503;
-	} else if (relay_kind(call->msg.method)) {
-		reply = relay(g, call, c, relay_kind(call->msg.method));
+		if (kind || !strcmp(call->msg.method, "tools/call")) {
+			/* the guard could not say which revision governs: recorded
+			 * like any other end of a call */
+			relay_note rn = {.outcome = "failed"};
+			call_note n = {.outcome = "failed",
+				       .code = e == AW_E_MCP_UPSTREAM ? e : AW_E_MCP_UNAVAILABLE};
+			inflight(g, call, 0);
+			recorded_answer(g, call, reply, status, kind ? &rn : NULL, kind ? NULL : &n,
+					NULL, t0);
+			return;
+		}
+	} else if (kind) {
+		relay_note rn = {0};
+		reply = relay(g, call, c, kind, &rn);
+		inflight(g, call, 0);
+		recorded_answer(g, call, reply, status, &rn, NULL, c, t0);
+		catalog_put(c);
+		return;
 	} else if (!strcmp(call->msg.method, "tools/list")) {
 		json_t *res = json_pack("{s:o}", "tools", list_tools(g, c));
 		decorate(res, &call->meta, 1);
@@ -1555,17 +1710,8 @@ static void run_call(aw_mcp *g, aw_mcp_call *call)
 		call_note n = {.outcome = "ok"};
 		reply = tools_call(g, call, c, &n);
 		inflight(g, call, 0);
-		/* the client first; the record right after (a flush waits for it) */
-		pthread_mutex_lock(&g->rmu);
-		g->unrecorded++;
-		pthread_mutex_unlock(&g->rmu);
-		finish(call, reply, status);
-		audit_call(g, call, c, &n, t0);
+		recorded_answer(g, call, reply, status, NULL, &n, c, t0);
 		json_decref(n.args_audit);
-		pthread_mutex_lock(&g->rmu);
-		g->unrecorded--;
-		pthread_cond_broadcast(&g->rdone);
-		pthread_mutex_unlock(&g->rmu);
 		catalog_put(c);
 		return;
 	}
@@ -1981,14 +2127,17 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 			char ptr[64];
 			snprintf(ptr, sizeof ptr, "/tools/%zu/pin", i);
 			const char *given = json_string_value(json_object_get(t, "pin"));
+			const char *given_as = json_string_value(
+				json_object_get(json_object_get(defs, name), pin_member(given)));
 			if (!pin)
 				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
 					       "upstream %s offers no tool %s", k, name);
-			else if (given && strcmp(given, pin))
+			else if (given && (!given_as || strcmp(given, given_as)))
 				e = aw_fail_at(err, AW_E_MCP_PROTOCOL, ptr,
 					       "%s: upstream %s's definition of %s is %s now", ptr,
 					       k, name, pin);
-			else
+			else /* always the current format (an older given pin that
+				still holds is replaced by the whole definition's) */
 				json_object_set_new(t, "pin", json_string(pin));
 		}
 		json_decref(defs);

@@ -70,8 +70,22 @@ void aw_mcp_up_listen(aw_mcp_up *u);
  * last call (and cleared by it). */
 int aw_mcp_up_list_changed(aw_mcp_up *u);
 
-/* "sha256:<hex>" of a tool definition: JCS of {name, description,
- * inputSchema, outputSchema} (the members present). -1 on OOM. */
-int aw_mcp_def_pin(const json_t *def, char out[72]);
+/* Pins of a tool definition (a revision's tools[].pin).
+ *  - "sha256v2:<hex>" (what a publish writes): SHA-256 of
+ *    the JCS of the whole definition as the upstream lists it - every member
+ *    the gateway passes on to clients (title, annotations, _meta, icons,
+ *    outputSchema, and any member a later protocol adds).
+ *  - "sha256:<hex>" (older revisions): of {name, description, inputSchema,
+ *    outputSchema} only (the members present). Still honoured until the
+ *    revision is replaced; a tool pinned so is listed with those four
+ *    members only (aw_mcp_def_v1), so nothing unpinned reaches a client.
+ * -1 on OOM. */
+#define AW_MCP_PIN_V1 "sha256:"
+#define AW_MCP_PIN_V2 "sha256v2:"
+#define AW_MCP_PIN_MAX 80
+int aw_mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX]);
+int aw_mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX]);
+/* The members of def a "sha256:" pin covers (a new object; NULL on OOM). */
+json_t *aw_mcp_def_v1(const json_t *def);
 
 #endif

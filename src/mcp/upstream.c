@@ -1628,19 +1628,38 @@ int aw_mcp_up_list_changed(aw_mcp_up *u)
 	return atomic_exchange(&u->list_changed, 0);
 }
 
-int aw_mcp_def_pin(const json_t *def, char out[72])
+int aw_mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX])
 {
-	json_t *d = json_object();
-	const char *keep[] = {"name", "description", "inputSchema", "outputSchema"};
-	for (int i = 0; i < 4; i++) {
-		json_t *v = json_object_get(def, keep[i]);
-		if (v)
-			json_object_set(d, keep[i], v);
-	}
+	char hex[65];
+	int rc = aw_jcs_sha256(def, hex);
+	if (rc == 0)
+		snprintf(out, AW_MCP_PIN_MAX, "%s%s", AW_MCP_PIN_V2, hex);
+	return rc;
+}
+
+int aw_mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX])
+{
+	json_t *d = aw_mcp_def_v1(def);
+	if (!d)
+		return -1;
 	char hex[65];
 	int rc = aw_jcs_sha256(d, hex);
 	json_decref(d);
 	if (rc == 0)
-		snprintf(out, 72, "sha256:%s", hex);
+		snprintf(out, AW_MCP_PIN_MAX, "%s%s", AW_MCP_PIN_V1, hex);
 	return rc;
+}
+
+json_t *aw_mcp_def_v1(const json_t *def)
+{
+	json_t *d = json_object();
+	const char *keep[] = {"name", "description", "inputSchema", "outputSchema"};
+	for (int i = 0; d && i < 4; i++) {
+		json_t *v = json_object_get(def, keep[i]);
+		if (v && json_object_set(d, keep[i], v)) {
+			json_decref(d);
+			return NULL;
+		}
+	}
+	return d;
 }

@@ -46,7 +46,7 @@ BODY="{\"upstreams\":{
              {\"name\":\"toggle-subscriber-updates\",\"provider\":\"evh\",\"mode\":\"read_only\"}]}"
 base=/v1/projects/peers/contracts/mcp_tool/default/revisions
 REV=$(api POST "$base" "$K1" "{\"body\":$BODY}" | jq -r .revision_id)
-PUB=$(api POST "$base/$REV/publish" "$K1"); check "publish pins server-everything's tools" "$(echo "$PUB" | jq -r '[.body.tools[].pin | startswith("sha256:")] | all')" true
+PUB=$(api POST "$base/$REV/publish" "$K1"); check "publish pins server-everything's tools" "$(echo "$PUB" | jq -r '[.body.tools[].pin | startswith("sha256v2:")] | all')" true
 api POST "$base/$REV/approve" "$K2" >/dev/null
 check "activate" "$(api POST "$base/$REV/activate" "$K1" | jq -r .activated)" true
 

@@ -40,7 +40,7 @@ base=/v1/projects/acme/contracts/mcp_tool/default/revisions
 req POST "$base" "$OP1" "{\"body\": $BODY}"; expect "draft" 201; REV=$(jbody .revision_id)
 check "no pin in the draft" "$(jbody '.body.tools[0].pin // "none"')" none
 req POST "$base/$REV/publish" "$OP1" ""; expect "publish pins" 200
-check "pinned" "$(jbody '[.body.tools[].pin | startswith("sha256:")] | all')" true
+check "pinned (the whole definition)" "$(jbody '[.body.tools[].pin | startswith("sha256v2:")] | all')" true
 req POST "$base/$REV/approve" "$OP2" ""; expect "approve" 201
 req POST "$base/$REV/activate" "$OP1" ""; expect "activate" 200
 # beta: an upstream that does not offer the tool: publish refused
