@@ -390,8 +390,8 @@ static aw_err live_run(aw_txn *t, const char *run_id, long long per_run, aw_erro
 	aw_err e = aw_store_budget_run_state(t, run_id, state, err);
 	if (e)
 		return e;
-	static const char *const live[] = {"queued", "claimed", "running", "waiting_approval",
-					   "retry_wait", NULL};
+	static const char *const live[] = {"queued",	       "claimed",    "running",
+					   "waiting_approval", "retry_wait", NULL};
 	for (int i = 0; live[i]; i++)
 		if (!strcmp(state, live[i]))
 			return AW_OK;

@@ -387,8 +387,8 @@ aw_err aw_store_budget_run_state(aw_txn *t, const char *run_id, char state[24], 
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id)};
-	aw_err e = aw_txn_exec(t, "SELECT state FROM runs WHERE project_id = $1 AND run_id = $2",
-			       2, p, &r, err);
+	aw_err e = aw_txn_exec(t, "SELECT state FROM runs WHERE project_id = $1 AND run_id = $2", 2,
+			       p, &r, err);
 	state[0] = '\0';
 	if (!e && r->nrows)
 		aw_cell_copy(state, 24, r, 0, 0);

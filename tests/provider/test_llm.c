@@ -1598,7 +1598,8 @@ static void test_budget_per_run(void **state)
 	assert_int_equal(ask_run(other, &resp, &err), AW_E_BUDGET_NO_RUN);
 	assert_non_null(strstr(err.msg, "cancelled"));
 	char *m = aw_metrics_render();
-	assert_non_null(strstr(m, "awooop_budget_events_total{project=\"beta\",event=\"refused\"}"));
+	assert_non_null(
+		strstr(m, "awooop_budget_events_total{project=\"beta\",event=\"refused\"}"));
 	free(m);
 	ledger_balances("beta", 100000000);
 	/* without a per-run limit a call needs no run */
