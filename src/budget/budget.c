@@ -220,8 +220,8 @@ static int seen_get(const char *project)
 
 /* ------------------------------------------------------------ admission */
 
-/* Who imposes a suspension by hand: the platform (a platform-admin key, or
- * the CLI's system context) or the project's own operator. */
+/* Who imposes a suspension by hand: the platform (a platform-admin key, which
+ * only __platform__ has, or a system context) or the project's own operator. */
 static const char *imposer(const aw_ctx *ctx)
 {
 	return ctx->scope >= AW_SCOPE_PLATFORM_ADMIN ? "platform" : "project";
@@ -231,8 +231,8 @@ static const char *imposer(const aw_ctx *ctx)
 static const char *lifter(const aw_budget_state *st)
 {
 	return !strcmp(st->imposed_by, "platform")
-		       ? "the platform imposed it; only the platform lifts it (awooop budget "
-			 "resume, or a platform-admin key)"
+		       ? "the platform imposed it; only the platform lifts it (a platform-admin "
+			 "key: awooop budget resume)"
 		       : "an operator resumes it (awooop budget resume)";
 }
 
@@ -662,7 +662,7 @@ aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err)
 	    strcmp(imposer(ctx), "platform"))
 		e = aw_fail(err, AW_E_BUDGET_PLATFORM,
 			    "project %s was suspended by the platform (%s, by %s since %s): only "
-			    "the platform lifts it (awooop budget resume, or a platform-admin key)",
+			    "the platform lifts it (a platform-admin key: awooop budget resume)",
 			    ctx->project, st.reason, st.by, st.since);
 	json_t *p = st.suspended ? json_pack("{s:s,s:s,s:s}", "was_imposed_by", st.imposed_by,
 					     "was_by", st.by, "reason", st.reason)

@@ -437,6 +437,48 @@ static void test_candidate_limits(void **state)
 	gateway_down();
 }
 
+/* The routing fields that pick a route and bound its fallbacks: match.intent
+ * (X-Awooop-Task names a task or an intent), default_route (no route serves
+ * the model), limits.max_fallbacks (the candidates tried after the first). */
+static void test_route_fields(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	activate("acme", "policy_routing", "default",
+		 json_pack("{s:s,s:[{s:s,s:{s:s},s:[{s:s,s:s}]},{s:s,s:{s:s},s:[{s:s,s:s}]},"
+			   "{s:s,s:{s:s},s:[{s:s,s:s},{s:s,s:s}]}],s:{s:i}}",
+			   "default_route", "fallback-route", "routes", "name", "summaries",
+			   "match", "intent", "summarise", "candidates", "provider", "openai",
+			   "model", "sum-model", "name", "fallback-route", "match", "task", "other",
+			   "candidates", "provider", "anthropic", "model", "def-model", "name",
+			   "fb", "match", "task", "fb", "candidates", "provider", "openai", "model",
+			   "x;status=503", "provider", "anthropic", "model", "ok", "limits",
+			   "max_fallbacks", 0),
+		 NULL);
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "acme", AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:[{s:s,s:s}]}", "model", "anything", "messages", "role",
+				"user", "content", "hello");
+	aw_llm_meta meta = {.task = "summarise"};
+	json_t *resp = NULL;
+	aw_error err = {0};
+	/* the intent picks the route */
+	assert_int_equal(aw_llm_complete(GW, &ctx, req, &meta, &resp, &err), AW_OK);
+	assert_int_equal(strncmp(content(resp), "A:", 2), 0);
+	json_decref(resp);
+	/* no route serves "anything" and no task: the default route */
+	answered_by("acme", "B"); /* model "chat": served by no route */
+	assert_int_equal(aw_llm_complete(GW, &ctx, req, NULL, &resp, &err), AW_OK);
+	assert_int_equal(strncmp(content(resp), "B:", 2), 0);
+	json_decref(resp);
+	json_decref(req);
+	/* max_fallbacks 0: the 503 is not failed over to the healthy second */
+	long b0 = stat_of(&B, "requests");
+	assert_int_equal(ask("acme", "fb", NULL, &resp, &err), AW_E_LLM_UPSTREAMS);
+	assert_int_equal(stat_of(&B, "requests"), b0);
+	gateway_down();
+}
+
 static void test_failover_order(void **state)
 {
 	(void)state;
@@ -1514,7 +1556,7 @@ static void test_budget_suspension_owner(void **state)
 	assert_string_equal(jstr(st, "suspension.imposed_by"), "platform");
 	json_decref(st);
 	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_BUDGET_SUSPENDED);
-	/* the platform lifts it (the CLI acts as the platform: the system ctx) */
+	/* the platform lifts it (a system context is the platform's) */
 	aw_ctx sys;
 	aw_ctx_system(&sys, "beta");
 	assert_int_equal(aw_budget_resume(S, &sys, &err), AW_OK);
@@ -2161,6 +2203,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_candidate_limits),
 		cmocka_unit_test(test_breaker_charged_to_cause),
 		cmocka_unit_test(test_project_inflight),
+		cmocka_unit_test(test_route_fields),
 		cmocka_unit_test(test_failover_order),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_breaker),
