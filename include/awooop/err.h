@@ -98,6 +98,8 @@
 	X(AW_E_BUDGET_RUN, "E-BUDGET-003", 429, "Run token budget spent")                  \
 	X(AW_E_BUDGET_PRICE, "E-BUDGET-004", 409, "Model has no price")                    \
 	X(AW_E_BUDGET_UNPRICED, "E-BUDGET-005", 400, "Billing the budget cannot price")    \
+	X(AW_E_BUDGET_PLATFORM, "E-BUDGET-006", 403, "Suspended by the platform")          \
+	X(AW_E_BUDGET_NO_RUN, "E-BUDGET-007", 403, "Model call outside a live run")        \
 	X(AW_E_TLS_CLIENT, "E-TLS-001", 401, "Client certificate required")                \
 	X(AW_E_MCP_KEY, "E-MCP-GATE-001", 401, "No or unknown key")                        \
 	X(AW_E_MCP_TOOL, "E-MCP-GATE-002", 404, "Tool not visible to this project")        \

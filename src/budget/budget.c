@@ -220,12 +220,42 @@ static int seen_get(const char *project)
 
 /* ------------------------------------------------------------ admission */
 
-static aw_err suspend_in(aw_txn *t, const aw_ctx *ctx, const char *reason, aw_error *err)
+/* Who imposes a suspension by hand: the platform (a platform-admin key, which
+ * only __platform__ has, or a system context) or the project's own operator. */
+static const char *imposer(const aw_ctx *ctx)
 {
-	char now[AW_TS_LEN + 1];
-	aw_clock_now(now);
-	aw_err e = aw_store_budget_state_set(t, 1, reason, now, ctx->principal, err);
-	json_t *p = json_pack("{s:s}", "reason", reason);
+	return ctx->scope >= AW_SCOPE_PLATFORM_ADMIN ? "platform" : "project";
+}
+
+/* What a refused call's detail says of who lifts a suspension. */
+static const char *lifter(const aw_budget_state *st)
+{
+	return !strcmp(st->imposed_by, "platform")
+		       ? "the platform imposed it; only the platform lifts it (a platform-admin "
+			 "key: awooop budget resume)"
+		       : "an operator resumes it (awooop budget resume)";
+}
+
+/* Suspends the project, recording who imposed it ("platform", "project" or
+ * "budget"). A suspension the platform imposed stays the platform's: the
+ * project suspending it again changes nothing (else its own resume would
+ * lift the platform's). */
+static aw_err suspend_in(aw_txn *t, const aw_ctx *ctx, const char *reason, const char *imposed_by,
+			 aw_error *err)
+{
+	aw_budget_state st;
+	aw_err e = aw_store_budget_state_get(t, &st, err);
+	if (e)
+		return e;
+	if (st.suspended && !strcmp(st.imposed_by, "platform") && strcmp(imposed_by, "platform"))
+		return AW_OK;
+	st.suspended = 1;
+	snprintf(st.reason, sizeof st.reason, "%s", reason);
+	aw_clock_now(st.since);
+	snprintf(st.by, sizeof st.by, "%s", ctx->principal);
+	snprintf(st.imposed_by, sizeof st.imposed_by, "%s", imposed_by);
+	e = aw_store_budget_state_set(t, &st, err);
+	json_t *p = json_pack("{s:s,s:s}", "reason", reason, "imposed_by", imposed_by);
 	if (!e)
 		e = aw_audit_record(t, ctx, "budget.suspend", ctx->project, p, err);
 	json_decref(p);
@@ -345,6 +375,34 @@ static aw_err run_reserve(aw_txn *t, const budget_cfg *b, const char *period, co
 	return e;
 }
 
+/* Under a per-run limit every model call belongs to a live run of the
+ * project: a call that could leave out its run id, or name a run it made
+ * up, would escape the limit (a fresh id per call is a fresh limit). */
+static aw_err live_run(aw_txn *t, const char *run_id, long long per_run, aw_error *err)
+{
+	if (!run_id || !run_id[0])
+		return aw_fail(err, AW_E_BUDGET_NO_RUN,
+			       "the project's budget limits each run to %lld tokens "
+			       "(per_run_token_limit): a model call must name its run "
+			       "(X-Awooop-Run-Id)",
+			       per_run);
+	char state[24];
+	aw_err e = aw_store_budget_run_state(t, run_id, state, err);
+	if (e)
+		return e;
+	static const char *const live[] = {"queued",	       "claimed",    "running",
+					   "waiting_approval", "retry_wait", NULL};
+	for (int i = 0; live[i]; i++)
+		if (!strcmp(state, live[i]))
+			return AW_OK;
+	return aw_fail(err, AW_E_BUDGET_NO_RUN,
+		       state[0] ? "run %s is %s: under the budget's per_run_token_limit only a "
+				  "live run's steps call models"
+				: "run %s%s is no run of this project: under the budget's "
+				  "per_run_token_limit a model call names the run it works for",
+		       run_id, state);
+}
+
 static aw_err refuse(aw_error *err, const budget_cfg *b, const char *key, const aw_budget_period *p,
 		     int by_cost)
 {
@@ -392,24 +450,24 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	snprintf(h->project, sizeof h->project, "%s", ctx->project);
 	long long prompt = ask->prompt;
 	long long out = ask->max_out >= 0 ? ask->max_out : AW_BUDGET_DEFAULT_MAX_OUT;
-	int suspended = 0, fits = 0, by_cost = 0;
-	char reason[160];
+	int fits = 0, by_cost = 0;
+	aw_budget_state st = {0};
 	aw_budget_period p;
 	/* the reservation checks the suspension too: it is read only on a miss */
 	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err)) ||
+	    (b.per_run >= 0 && (e = live_run(t, ask->run_id, b.per_run, err))) ||
 	    (!strcmp(b.period, "rolling") && (e = window_refresh(t, &b, err))) ||
 	    (e = reserve_period(t, &b, h->period_key, prompt, &out, &fits, &p, &by_cost, err)) ||
-	    (!fits && (e = aw_store_budget_state_get(t, &suspended, reason, sizeof reason, err))))
+	    (!fits && (e = aw_store_budget_state_get(t, &st, err))))
 		goto out;
-	if (suspended) {
-		e = aw_fail(err, AW_E_BUDGET_SUSPENDED,
-			    "project %s is suspended (%s); an operator resumes it "
-			    "(awooop budget resume)",
-			    ctx->project, reason);
+	if (st.suspended) {
+		e = aw_fail(err, AW_E_BUDGET_SUSPENDED, "project %s is suspended (%s) by %s; %s",
+			    ctx->project, st.reason, st.by, lifter(&st));
 		goto out;
 	}
 	if (!fits) {
-		if (h->kill && !(e = suspend_in(t, ctx, "budget spent", err))) { /* line 3 */
+		if (h->kill &&
+		    !(e = suspend_in(t, ctx, "budget spent", "budget", err))) { /* line 3 */
 			aw_error cerr = {0};
 			h->killed = aw_store_commit(t, &cerr) == AW_OK;
 			t = NULL;
@@ -422,7 +480,7 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 			e = refuse(err, &b, h->period_key, &p, by_cost);
 		goto out;
 	}
-	if (ask->run_id && ask->run_id[0] && b.per_run >= 0 &&
+	if (b.per_run >= 0 &&
 	    (e = run_reserve(t, &b, h->period_key, ask->run_id, prompt, &out, err)))
 		goto out;
 	char lease[AW_TS_LEN + 1];
@@ -445,7 +503,7 @@ out:
 	if (t)
 		aw_store_rollback(t);
 	if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_SUSPENDED || e == AW_E_BUDGET_RUN ||
-	    e == AW_E_BUDGET_PRICE)
+	    e == AW_E_BUDGET_PRICE || e == AW_E_BUDGET_NO_RUN)
 		aw_metrics_budget(ctx->project, h->killed ? "suspended" : "refused", 0);
 	return e;
 }
@@ -559,8 +617,10 @@ aw_err aw_budget_suspended(aw_store *s, const aw_ctx *ctx, int *suspended, aw_er
 {
 	aw_txn *t = NULL;
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	aw_budget_state st = {0};
 	if (!e)
-		e = aw_store_budget_state_get(t, suspended, NULL, 0, err);
+		e = aw_store_budget_state_get(t, &st, err);
+	*suspended = st.suspended;
 	if (t)
 		aw_store_rollback(t);
 	if (!e)
@@ -579,7 +639,7 @@ aw_err aw_budget_suspend(aw_store *s, const aw_ctx *ctx, const char *reason, aw_
 	aw_txn *t = NULL;
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
 	if (!e)
-		e = suspend_in(t, ctx, reason, err);
+		e = suspend_in(t, ctx, reason, imposer(ctx), err);
 	if (!e)
 		e = aw_store_commit(t, err);
 	else if (t)
@@ -594,13 +654,30 @@ aw_err aw_budget_suspend(aw_store *s, const aw_ctx *ctx, const char *reason, aw_
 aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err)
 {
 	aw_txn *t = NULL;
-	char now[AW_TS_LEN + 1];
-	aw_clock_now(now);
+	aw_budget_state st = {0};
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);
 	if (!e)
-		e = aw_store_budget_state_set(t, 0, "resumed", now, ctx->principal, err);
+		e = aw_store_budget_state_get(t, &st, err);
+	if (!e && st.suspended && !strcmp(st.imposed_by, "platform") &&
+	    strcmp(imposer(ctx), "platform"))
+		e = aw_fail(err, AW_E_BUDGET_PLATFORM,
+			    "project %s was suspended by the platform (%s, by %s since %s): only "
+			    "the platform lifts it (a platform-admin key: awooop budget resume)",
+			    ctx->project, st.reason, st.by, st.since);
+	json_t *p = st.suspended ? json_pack("{s:s,s:s,s:s}", "was_imposed_by", st.imposed_by,
+					     "was_by", st.by, "reason", st.reason)
+				 : NULL;
+	if (!e) {
+		st.suspended = 0;
+		snprintf(st.reason, sizeof st.reason, "resumed");
+		aw_clock_now(st.since);
+		snprintf(st.by, sizeof st.by, "%s", ctx->principal);
+		st.imposed_by[0] = '\0';
+		e = aw_store_budget_state_set(t, &st, err);
+	}
 	if (!e)
-		e = aw_audit_record(t, ctx, "budget.resume", ctx->project, NULL, err);
+		e = aw_audit_record(t, ctx, "budget.resume", ctx->project, p, err);
+	json_decref(p);
 	if (!e)
 		e = aw_store_commit(t, err);
 	else if (t)
@@ -661,8 +738,8 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, con
 	aw_budget_sums sums;
 	aw_budget_amount window = {0, 0};
 	aw_budget_model *models = NULL;
-	int found = 0, rfound = 0, suspended = 0, nm = 0;
-	char reason[160];
+	int found = 0, rfound = 0, nm = 0;
+	aw_budget_state st = {0};
 	char run_key[80];
 	aw_budget_run_key(run_id ? run_id : "", run_key);
 	if ((e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)) ||
@@ -671,7 +748,7 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, con
 	    (run_id && (e = aw_store_budget_period_get(t, run_key, &rp, &rfound, err))) ||
 	    (e = aw_store_budget_sums(t, key, &sums, err)) ||
 	    (e = aw_store_budget_models(t, key, rolling ? since : NULL, &models, &nm, err)) ||
-	    (e = aw_store_budget_state_get(t, &suspended, reason, sizeof reason, err))) {
+	    (e = aw_store_budget_state_get(t, &st, err))) {
 		if (t)
 			aw_store_rollback(t);
 		free(models);
@@ -686,7 +763,14 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, con
 	json_object_update_new(o, json_pack("{s:s,s:b,s:s,s:s,s:s,s:b,s:s}", "project",
 					    ctx->project, "budget", has_budget, "period", key,
 					    "period_kind", b.period, "resets", reset, "suspended",
-					    suspended, "reason", suspended ? reason : ""));
+					    st.suspended, "reason", st.suspended ? st.reason : ""));
+	if (st.suspended) /* who imposed it: who may lift it */
+		json_object_set_new(
+			o, "suspension",
+			json_pack("{s:s,s:s,s:s,s:b,s:s}", "by", st.by, "imposed_by",
+				  st.imposed_by[0] ? st.imposed_by : "project", "since", st.since,
+				  "platform", !strcmp(st.imposed_by, "platform"), "lifted_by",
+				  !strcmp(st.imposed_by, "platform") ? "platform" : "project"));
 	if (rolling)
 		json_object_set_new(o, "window_hours", json_integer(b.window_h));
 	json_object_set_new(o, "ledger",

@@ -315,9 +315,13 @@ static void account(aw_llm_call *c, int streamed)
 	snprintf(c->model_charged, sizeof c->model_charged, "%s", c->t[c->ti].model);
 	if (c->st.usage_seen)
 		in = c->st.tokens_in, out = c->st.tokens_out;
-	else if (streamed)
+	else if (streamed) { /* counted by its events: the role and finish events
+				carry no token, so no more than the output reserved */
+		long long room = c->hold.reserved.tokens - c->hold.prompt;
 		in = c->hold.prompt, out = c->chunks, c->spent_counted = 1;
-	else {
+		if (c->hold.active && room >= 0 && out > room)
+			out = room;
+	} else {
 		c->spent_unknown = 1;
 		return;
 	}

@@ -339,43 +339,59 @@ aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id
 	return e;
 }
 
-aw_err aw_store_budget_state_get(aw_txn *t, int *suspended, char *reason, size_t cap, aw_error *err)
+aw_err aw_store_budget_state_get(aw_txn *t, aw_budget_state *out, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project)};
-	aw_err e =
-		aw_txn_exec(t, "SELECT suspended, reason FROM budget_state WHERE project_id = $1",
-			    1, p, &r, err);
-	*suspended = 0;
-	if (reason && cap)
-		reason[0] = '\0';
+	aw_err e = aw_txn_exec(t,
+			       "SELECT suspended, reason, since, by_principal, imposed_by"
+			       " FROM budget_state WHERE project_id = $1",
+			       1, p, &r, err);
+	memset(out, 0, sizeof *out);
 	if (!e && r->nrows) {
 		char s[8];
 		aw_cell_copy(s, sizeof s, r, 0, 0);
-		*suspended = !strcmp(s, "1") || !strcmp(s, "t") || !strcmp(s, "true");
-		if (reason)
-			aw_cell_copy(reason, cap, r, 0, 1);
+		out->suspended = !strcmp(s, "1") || !strcmp(s, "t") || !strcmp(s, "true");
+		aw_cell_copy(out->reason, sizeof out->reason, r, 0, 1);
+		aw_cell_copy(out->since, sizeof out->since, r, 0, 2);
+		aw_cell_copy(out->by, sizeof out->by, r, 0, 3);
+		aw_cell_copy(out->imposed_by, sizeof out->imposed_by, r, 0, 4);
 	}
 	aw_rows_free(r);
 	return e;
 }
 
-aw_err aw_store_budget_state_set(aw_txn *t, int suspended, const char *reason, const char *since,
-				 const char *by, aw_error *err)
+aw_err aw_store_budget_state_set(aw_txn *t, const aw_budget_state *st, aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(suspended ? "1" : "0"), AW_TEXT(reason),
-		      AW_TEXT(since), AW_TEXT(by)};
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(st->suspended ? "1" : "0"),
+		      AW_TEXT(st->reason),     AW_TEXT(st->since),
+		      AW_TEXT(st->by),	       AW_TEXT(st->imposed_by)};
 	const char *sql =
 		aw_txn_dialect(t) == AW_DIALECT_PG
 			? "INSERT INTO budget_state (project_id, suspended, reason, since,"
-			  " by_principal) VALUES ($1, $2::int::boolean, $3, $4, $5)"
+			  " by_principal, imposed_by) VALUES ($1, $2::int::boolean, $3, $4, $5, $6)"
 			  " ON CONFLICT (project_id) DO UPDATE SET suspended ="
 			  " excluded.suspended, reason = excluded.reason, since ="
-			  " excluded.since, by_principal = excluded.by_principal"
+			  " excluded.since, by_principal = excluded.by_principal,"
+			  " imposed_by = excluded.imposed_by"
 			: "INSERT INTO budget_state (project_id, suspended, reason, since,"
-			  " by_principal) VALUES ($1, CAST($2 AS INTEGER), $3, $4, $5)"
-			  " ON CONFLICT (project_id) DO UPDATE SET suspended ="
+			  " by_principal, imposed_by) VALUES ($1, CAST($2 AS INTEGER), $3, $4, $5,"
+			  " $6) ON CONFLICT (project_id) DO UPDATE SET suspended ="
 			  " excluded.suspended, reason = excluded.reason, since ="
-			  " excluded.since, by_principal = excluded.by_principal";
-	return aw_txn_exec(t, sql, 5, p, NULL, err);
+			  " excluded.since, by_principal = excluded.by_principal,"
+			  " imposed_by = excluded.imposed_by";
+	return aw_txn_exec(t, sql, 6, p, NULL, err);
+}
+
+aw_err aw_store_budget_run_state(aw_txn *t, const char *run_id, char state[24], aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id)};
+	aw_err e = aw_txn_exec(t, "SELECT state FROM runs WHERE project_id = $1 AND run_id = $2", 2,
+			       p, &r, err);
+	state[0] = '\0';
+	if (!e && r->nrows)
+		aw_cell_copy(state, 24, r, 0, 0);
+	aw_rows_free(r);
+	return e;
 }

@@ -296,6 +296,43 @@ if [ -n "${URL2:-}" ]; then
   U=$URL1 req POST /v1/projects/acme/budget/resume "$OP1" ""; expect "resume" 200
 fi
 
+# --- a suspension remembers who imposed it: the project lifts its own,
+# never the platform's (E-BUDGET-006)
+U=${URL1:-$URL} req POST /v1/projects/acme/budget/suspend "$POP1" '{"reason":"abuse report"}'
+expect "platform suspends" 200
+check "view: by" "$(jbody .suspension.by)" pop1
+check "view: imposed by the platform" "$(jbody '.suspension.imposed_by, .suspension.platform, .suspension.lifted_by' | paste -sd,)" "platform,true,platform"
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "platform-suspended" 402 E-BUDGET-001
+check "says who lifts it" "$(jbody '.detail // .error.message' | grep -c 'only the platform lifts it')" 1
+U=${URL1:-$URL} req POST /v1/projects/acme/budget/resume "$OP1" ""; expect "tenant cannot lift it" 403 E-BUDGET-006
+U=${URL1:-$URL} req POST /v1/projects/acme/budget/suspend "$OP1" '{"reason":"mine"}'; expect "tenant suspends again" 200
+check "still the platform's" "$(jbody '.suspension.imposed_by, .reason' | paste -sd,)" "platform,abuse report"
+AWOOOP_URL=${URL1:-$URL} AWOOOP_KEY=$OP2 "$BIN" budget resume --project acme >/dev/null 2>"$TMP/res.err"
+check "cli: tenant cannot lift it" "$(grep -c E-BUDGET-006 "$TMP/res.err")" 1
+AWOOOP_URL=${URL1:-$URL} AWOOOP_KEY=$POP2 "$BIN" budget resume --project acme >/dev/null
+check "cli: the platform lifts it" $? 0
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "platform resumed" 200
+U=${URL1:-$URL} req POST /v1/projects/acme/budget/suspend "$OP1" ""; expect "tenant suspends" 200
+check "view: the project's" "$(jbody '.suspension.imposed_by, .suspension.by, .suspension.platform' | paste -sd,)" "project,op1,false"
+U=${URL1:-$URL} req POST /v1/projects/acme/budget/resume "$OP2" ""; expect "tenant lifts its own" 200
+check "view: none" "$(jbody '.suspended, .suspension' | paste -sd,)" "false,null"
+
+# --- a per-run limit cannot be escaped by leaving out the run (E-BUDGET-007)
+activate acme budget default '{"period":"day","token_limit":100000000,"per_run_token_limit":1000,"action_on_exceed":"block"}' "$OP1" "$OP2"
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "no run id" 403 E-BUDGET-007
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT" -H "X-Awooop-Run-Id: 0190a5e2-7c3b-7d4e-8f00-000000000001"
+expect "a made-up run id" 403 E-BUDGET-007
+U=${URL1:-$URL} req POST /v1/platform/runs "$OP1" '{"workflow":[{"kind":"sleep","args":{"ms":3000}}]}' -H "Idempotency-Key: per-run-live-1"
+expect "a live run" 201
+LIVE=$(jbody .run_id)
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT" -H "X-Awooop-Run-Id: $LIVE"; expect "the live run's call" 200
+U=${URL1:-$URL} req GET "/v1/projects/acme/budget?run=$LIVE" "$OP1" ""
+check "the run's row" "$(jbody '.run.limit')" 1000
+U=${URL1:-$URL} req POST "/v1/platform/runs/$LIVE/cancel" "$OP1" ""
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT" -H "X-Awooop-Run-Id: $LIVE"; expect "a finished run" 403 E-BUDGET-007
+activate acme budget default '{"period":"day","token_limit":1000000,"action_on_exceed":"kill"}' "$OP1" "$OP2"
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "no per-run limit: no run needed" 200
+
 ledger_ok() { # the budget's ledger balances and nothing is held
   U=$URL1 req GET /v1/projects/acme/budget "$OP1" ""
   check "$1: nothing reserved" "$(jbody .reserved)" 0

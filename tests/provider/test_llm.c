@@ -439,6 +439,48 @@ static void test_candidate_limits(void **state)
 	gateway_down();
 }
 
+/* The routing fields that pick a route and bound its fallbacks: match.intent
+ * (X-Awooop-Task names a task or an intent), default_route (no route serves
+ * the model), limits.max_fallbacks (the candidates tried after the first). */
+static void test_route_fields(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	activate("acme", "policy_routing", "default",
+		 json_pack("{s:s,s:[{s:s,s:{s:s},s:[{s:s,s:s}]},{s:s,s:{s:s},s:[{s:s,s:s}]},"
+			   "{s:s,s:{s:s},s:[{s:s,s:s},{s:s,s:s}]}],s:{s:i}}",
+			   "default_route", "fallback-route", "routes", "name", "summaries",
+			   "match", "intent", "summarise", "candidates", "provider", "openai",
+			   "model", "sum-model", "name", "fallback-route", "match", "task", "other",
+			   "candidates", "provider", "anthropic", "model", "def-model", "name",
+			   "fb", "match", "task", "fb", "candidates", "provider", "openai", "model",
+			   "x;status=503", "provider", "anthropic", "model", "ok", "limits",
+			   "max_fallbacks", 0),
+		 NULL);
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "acme", AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:[{s:s,s:s}]}", "model", "anything", "messages", "role",
+				"user", "content", "hello");
+	aw_llm_meta meta = {.task = "summarise"};
+	json_t *resp = NULL;
+	aw_error err = {0};
+	/* the intent picks the route */
+	assert_int_equal(aw_llm_complete(GW, &ctx, req, &meta, &resp, &err), AW_OK);
+	assert_int_equal(strncmp(content(resp), "A:", 2), 0);
+	json_decref(resp);
+	/* no route serves "anything" and no task: the default route */
+	answered_by("acme", "B"); /* model "chat": served by no route */
+	assert_int_equal(aw_llm_complete(GW, &ctx, req, NULL, &resp, &err), AW_OK);
+	assert_int_equal(strncmp(content(resp), "B:", 2), 0);
+	json_decref(resp);
+	json_decref(req);
+	/* max_fallbacks 0: the 503 is not failed over to the healthy second */
+	long b0 = stat_of(&B, "requests");
+	assert_int_equal(ask("acme", "fb", NULL, &resp, &err), AW_E_LLM_UPSTREAMS);
+	assert_int_equal(stat_of(&B, "requests"), b0);
+	gateway_down();
+}
+
 static void test_failover_order(void **state)
 {
 	(void)state;
@@ -1151,6 +1193,17 @@ static long long jll(const json_t *o, const char *path)
 	return (long long)jnum(o, path);
 }
 
+/* A string at a dotted path, "" when absent. */
+static const char *jstr(const json_t *o, const char *path)
+{
+	char buf[128];
+	snprintf(buf, sizeof buf, "%s", path);
+	const json_t *v = o;
+	for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, "."))
+		v = json_object_get(v, tok);
+	return json_string_value(v) ? json_string_value(v) : "";
+}
+
 /* A USD figure as micro-USD. */
 static long long jmicro(const json_t *o, const char *path)
 {
@@ -1391,6 +1444,9 @@ static void test_budget_kill(void **state)
 	aw_run_free(&queued);
 	json_t *st = budget_status("beta");
 	assert_true(json_is_true(json_object_get(st, "suspended")));
+	/* line 3 is the project's own budget: the project lifts it */
+	assert_string_equal(jstr(st, "suspension.imposed_by"), "budget");
+	assert_string_equal(jstr(st, "suspension.lifted_by"), "project");
 	json_decref(st);
 	ledger_balances("beta", spent + 16 * (HELLO_BOUND + 40) + 5);
 	/* resume (with a new day's worth of budget): calls work again */
@@ -1490,6 +1546,87 @@ static void test_budget_reap(void **state)
 	gateway_down();
 }
 
+/* Submits a run of project (queued: no worker claims it here). */
+static void submit_run(const char *project, char id[AW_UUID_STR_LEN + 1])
+{
+	aw_ctx opc;
+	aw_test_ctx(&opc, project, AW_SCOPE_OPERATOR, "operator");
+	aw_run_request rreq;
+	aw_error rerr = {0};
+	const char *rbody = "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":1000}}]}";
+	assert_int_equal(aw_run_request_decode(rbody, strlen(rbody), &rreq, &rerr), AW_OK);
+	aw_run r;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, &opc, &rreq, NULL, &r, &replayed, &rerr), AW_OK);
+	aw_run_request_free(&rreq);
+	snprintf(id, AW_UUID_STR_LEN + 1, "%s", r.run_id);
+	aw_run_free(&r);
+}
+
+/* A suspension remembers who imposed it: the project's operator lifts its
+ * own, never the platform's. */
+static void test_budget_suspension_owner(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=k", NULL};
+	set_policy("beta", c, NULL);
+	set_budget("beta", 100000000, "block");
+	aw_ctx op, op2, plat;
+	aw_test_ctx(&op, "beta", AW_SCOPE_OPERATOR, "operator");
+	aw_test_ctx(&op2, "beta", AW_SCOPE_PROJECT_ADMIN, "beta-admin");
+	aw_test_ctx(&plat, "beta", AW_SCOPE_PLATFORM_ADMIN, "platform-oncall");
+	aw_error err = {0};
+	json_t *resp = NULL;
+	/* the project's own: its operator lifts it */
+	assert_int_equal(aw_budget_suspend(S, &op, "tenant drill", &err), AW_OK);
+	json_t *st = budget_status("beta");
+	assert_string_equal(jstr(st, "suspension.by"), "operator");
+	assert_string_equal(jstr(st, "suspension.imposed_by"), "project");
+	assert_true(json_is_false(json_object_get(json_object_get(st, "suspension"), "platform")));
+	json_decref(st);
+	assert_int_equal(aw_budget_resume(S, &op, &err), AW_OK);
+	answered_by("beta", "A");
+	/* the platform's: the project cannot lift it, nor make it its own by
+	 * suspending again */
+	assert_int_equal(aw_budget_suspend(S, &plat, "abuse report 7", &err), AW_OK);
+	st = budget_status("beta");
+	assert_true(json_is_true(json_object_get(st, "suspended")));
+	assert_string_equal(jstr(st, "suspension.by"), "platform-oncall");
+	assert_string_equal(jstr(st, "suspension.imposed_by"), "platform");
+	assert_string_equal(jstr(st, "suspension.lifted_by"), "platform");
+	assert_true(json_is_true(json_object_get(json_object_get(st, "suspension"), "platform")));
+	json_decref(st);
+	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_BUDGET_SUSPENDED);
+	assert_non_null(strstr(err.msg, "only the platform lifts it"));
+	assert_int_equal(aw_budget_suspend(S, &op, "mine now", &err), AW_OK);
+	assert_int_equal(aw_budget_resume(S, &op, &err), AW_E_BUDGET_PLATFORM);
+	assert_non_null(strstr(err.msg, "abuse report 7"));
+	assert_int_equal(aw_budget_resume(S, &op2, &err), AW_E_BUDGET_PLATFORM);
+	st = budget_status("beta");
+	assert_true(json_is_true(json_object_get(st, "suspended")));
+	assert_string_equal(jstr(st, "reason"), "abuse report 7");
+	assert_string_equal(jstr(st, "suspension.imposed_by"), "platform");
+	json_decref(st);
+	assert_int_equal(ask("beta", "chat", NULL, &resp, &err), AW_E_BUDGET_SUSPENDED);
+	/* the platform lifts it (a system context is the platform's) */
+	aw_ctx sys;
+	aw_ctx_system(&sys, "beta");
+	assert_int_equal(aw_budget_resume(S, &sys, &err), AW_OK);
+	st = budget_status("beta");
+	assert_true(json_is_false(json_object_get(st, "suspended")));
+	assert_null(json_object_get(st, "suspension"));
+	json_decref(st);
+	answered_by("beta", "A");
+	/* a platform suspension over the project's own becomes the platform's */
+	assert_int_equal(aw_budget_suspend(S, &op, "tenant first", &err), AW_OK);
+	assert_int_equal(aw_budget_suspend(S, &sys, "platform too", &err), AW_OK);
+	assert_int_equal(aw_budget_resume(S, &op, &err), AW_E_BUDGET_PLATFORM);
+	assert_int_equal(aw_budget_resume(S, &plat, &err), AW_OK);
+	answered_by("beta", "A");
+	gateway_down();
+}
+
 static aw_err ask_run(const char *run_id, json_t **resp, aw_error *err)
 {
 	aw_ctx ctx;
@@ -1515,11 +1652,20 @@ static void test_budget_per_run(void **state)
 			   (json_int_t)100000000, "per_run_token_limit", (json_int_t)100,
 			   "action_on_exceed", "block"),
 		 NULL);
-	char run[AW_UUID_STR_LEN + 1], other[AW_UUID_STR_LEN + 1];
-	aw_uuid7_str(run);
-	aw_uuid7_str(other);
+	/* two live runs of the project (queued: no worker here) */
+	char run[AW_UUID_STR_LEN + 1], other[AW_UUID_STR_LEN + 1], made_up[AW_UUID_STR_LEN + 1];
+	submit_run("beta", run);
+	submit_run("beta", other);
+	aw_uuid7_str(made_up);
 	json_t *resp = NULL;
 	aw_error err = {0};
+	/* under a per-run limit a call outside a live run is refused: no run
+	 * id, a made-up one, another project's (alpha's is unknown here) */
+	assert_int_equal(ask_run(NULL, &resp, &err), AW_E_BUDGET_NO_RUN);
+	assert_non_null(strstr(err.msg, "X-Awooop-Run-Id"));
+	assert_int_equal(ask_run("", &resp, &err), AW_E_BUDGET_NO_RUN);
+	assert_int_equal(ask_run(made_up, &resp, &err), AW_E_BUDGET_NO_RUN);
+	assert_non_null(strstr(err.msg, "no run of this project"));
 	/* 100 tokens for the run: 39 + 39 (9 in + 30 out each), then the third
 	 * call's answer is clamped to 22 - 17 (the prompt's bound) = 5 tokens,
 	 * then the run is spent */
@@ -1538,7 +1684,24 @@ static void test_budget_per_run(void **state)
 	assert_non_null(strstr(err.msg, run));
 	assert_int_equal(ask_run(other, &resp, &err), AW_OK); /* another run has its own */
 	json_decref(resp);
+	/* a finished run's id does not call either */
+	aw_ctx opc;
+	aw_test_ctx(&opc, "beta", AW_SCOPE_OPERATOR, "operator");
+	aw_run done;
+	assert_int_equal(aw_run_cancel(S, &opc, other, &done, &err), AW_OK);
+	aw_run_free(&done);
+	assert_int_equal(ask_run(other, &resp, &err), AW_E_BUDGET_NO_RUN);
+	assert_non_null(strstr(err.msg, "cancelled"));
+	char *m = aw_metrics_render();
+	assert_non_null(
+		strstr(m, "awooop_budget_events_total{project=\"beta\",event=\"refused\"}"));
+	free(m);
 	ledger_balances("beta", 100000000);
+	/* without a per-run limit a call needs no run */
+	set_budget("beta", 100000000, "block");
+	assert_int_equal(ask_run(NULL, &resp, &err), AW_OK);
+	json_decref(resp);
+	aw_llm_flush(GW);
 	gateway_down();
 }
 
@@ -2094,6 +2257,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_breaker_charged_to_cause),
 		cmocka_unit_test(test_project_inflight),
 		cmocka_unit_test(test_emergency_share),
+		cmocka_unit_test(test_route_fields),
 		cmocka_unit_test(test_failover_order),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_breaker),
@@ -2106,6 +2270,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_kill),
 		cmocka_unit_test(test_budget_reap),
 		cmocka_unit_test(test_budget_per_run),
+		cmocka_unit_test(test_budget_suspension_owner),
 		cmocka_unit_test(test_budget_cost),
 		cmocka_unit_test(test_budget_rolling),
 		cmocka_unit_test(test_budget_shapes),

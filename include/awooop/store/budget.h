@@ -94,9 +94,20 @@ typedef struct {
 } aw_budget_entry;
 aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id, long long after,
 			       int limit, aw_budget_entry **out, int *n, aw_error *err);
-aw_err aw_store_budget_state_get(aw_txn *t, int *suspended, char *reason, size_t cap,
-				 aw_error *err);
-aw_err aw_store_budget_state_set(aw_txn *t, int suspended, const char *reason, const char *since,
-				 const char *by, aw_error *err);
+/* A project's suspension (line 3): who imposed it says who may lift it. */
+typedef struct {
+	int suspended;
+	char reason[201];
+	char since[40];
+	char by[64];	     /* the principal that suspended (or resumed) */
+	char imposed_by[16]; /* "platform", "project", "budget" or "" (before 0027) */
+} aw_budget_state;
+/* The project's state; all zero when it has none. */
+aw_err aw_store_budget_state_get(aw_txn *t, aw_budget_state *out, aw_error *err);
+/* Sets it (suspended, reason, since, by and imposed_by of st). */
+aw_err aw_store_budget_state_set(aw_txn *t, const aw_budget_state *st, aw_error *err);
+/* The state of run_id in the txn's project ("queued", ...; "" when the
+ * project has no such run): a per-run limit binds only a run that exists. */
+aw_err aw_store_budget_run_state(aw_txn *t, const char *run_id, char state[24], aw_error *err);
 
 #endif
