@@ -25,7 +25,8 @@ static aw_egress_class v6(const uint8_t b[16])
 static aw_egress_class form(const uint8_t *p, size_t n, const uint8_t a[4], const int at[4])
 {
 	uint8_t b[16] = {0};
-	memcpy(b, p, n);
+	if (n) /* memcpy's source may not be NULL, even for 0 bytes */
+		memcpy(b, p, n);
 	for (int i = 0; i < 4; i++)
 		b[at[i]] = a[i];
 	return v6(b);
