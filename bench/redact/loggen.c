@@ -496,6 +496,11 @@ static void grid_line(gen *g, int linelen, int runs, int endnum)
 		budget -= used;
 		if (i == 0 && sec[0])
 			o += snprintf(line + o, sizeof line - (size_t)o, " %s", sec);
+		/* a bare number right after a number ("6287 657 5882 152367 6807")
+		   can be a card's grouping by chance, Luhn and all: a word between */
+		if (i < n && o && line[o - 1] >= '0' && line[o - 1] <= '9' && tok[i][1] >= '0' &&
+		    tok[i][1] <= '9')
+			o += snprintf(line + o, sizeof line - (size_t)o, " %s", W(g));
 		if (i < n && o < 900) {
 			memcpy(line + o, tok[i], (size_t)tl[i]);
 			o += tl[i];
