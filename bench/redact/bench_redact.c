@@ -7,7 +7,8 @@
  *             same validators) applied in turn over the whole text
  * on a clean corpus (nothing to redact: every changed line is a false
  * positive) and a dense one (a secret about every 1 KB).
- * usage: bench_redact [MB] [FORMAT ...]   (default 20 MB, every format)
+ * usage: bench_redact [MB] [FORMAT ...]   (default 20 MB, every format;
+ *        FORMAT may be grid:LINELEN:RUNS:ENDNUM, loggen.h)
  * Prints a table and one "ROW ..." line per corpus for scripts.
  */
 #include <stdint.h>
@@ -169,15 +170,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_redact [MB] [FORMAT ...] (engine must compile)\n");
 		return 2;
 	}
-	int want[64], nw = 0;
+	const char *want[64];
+	int nw = 0;
 	for (int i = 2; i < argc && nw < 64; i++)
-		if ((want[nw++] = loggen_format_index(argv[i])) < 0) {
-			fprintf(stderr, "unknown format %s\n", argv[i]);
-			return 2;
-		}
-	if (!nw) /* every format */
+		want[nw++] = argv[i]; /* a format or grid:LINELEN:RUNS:ENDNUM */
+	if (!nw)		      /* every format */
 		for (int i = 0; loggen_formats[i] && nw < 64; i++)
-			want[nw++] = i;
+			want[nw++] = loggen_formats[i];
 	printf("bench/redact: one thread, %zu MB per corpus, median of 3\n", mb);
 	printf("%-11s %-5s %10s %10s %10s %7s %9s %9s %6s\n", "format", "kind", "stream", "whole",
 	       "baseline", "ratio", "found", "planted", "fp");
@@ -186,10 +185,14 @@ int main(int argc, char **argv)
 	for (int w = 0; w < nw; w++) {
 		for (int dense = 0; dense < 2; dense++) {
 			size_t len, planted;
-			char *buf = loggen(want[w], mb * 1000000, dense, &len, &planted);
+			char *buf = loggen_named(want[w], mb * 1000000, dense, &len, &planted);
+			if (!buf) {
+				fprintf(stderr, "unknown format %s\n", want[w]);
+				return 2;
+			}
 			result r = measure(buf, len);
 			free(buf);
-			const char *name = loggen_formats[want[w]];
+			const char *name = want[w];
 			printf("%-11s %-5s %6.0f MB/s %6.0f MB/s %6.1f MB/s %6.1fx %9zu %9zu %6zu\n",
 			       name, dense ? "dense" : "clean", r.stream, r.whole, r.base,
 			       r.stream / r.base, r.found, planted, dense ? 0 : r.fp);

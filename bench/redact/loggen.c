@@ -427,3 +427,109 @@ char *loggen(int format, size_t size, int dense, size_t *len, size_t *planted)
 	*planted = g.planted;
 	return g.buf;
 }
+
+/* ------------------------------------------------------------------ grid */
+
+/* One digit run in a shape log lines carry it in: a counter, a port, a pid,
+ * a label value, a line number, a duration, a bare field. nd: its digits. */
+static int grid_run(gen *g, char *o, size_t cap, unsigned nd, int last)
+{
+	static const char *const keys[] = {"n",	   "port",  "pid",   "attempt", "took",
+					   "code", "count", "bytes", "shard",	"seq"};
+	unsigned v = 0;
+	for (unsigned i = 0; i < nd; i++)
+		v = v * 10 + (i ? rnd(g) % 10 : 1 + rnd(g) % 9);
+	if (nd > 9) /* an epoch in seconds: ten digits */
+		return snprintf(o, cap, " 17%08u", rnd(g) % 100000000);
+	if (last) { /* the line ends in it */
+		switch (rnd(g) % 4) {
+		case 0: return snprintf(o, cap, " %u", v);
+		case 1: return snprintf(o, cap, " %s=%u", keys[rnd(g) % 10], v);
+		case 2: return snprintf(o, cap, " (%s.java:%u)", W(g), v);
+		default: return snprintf(o, cap, " %s:%u", hosts[rnd(g) % 5], v);
+		}
+	}
+	switch (rnd(g) % 7) {
+	case 0: return snprintf(o, cap, " %s=%u", keys[rnd(g) % 10], v);
+	case 1: return snprintf(o, cap, " [%u]", v);
+	case 2: return snprintf(o, cap, " %s=\"%u\"", keys[rnd(g) % 10], v);
+	case 3: return snprintf(o, cap, " %s:%u", hosts[rnd(g) % 5], v);
+	case 4: return snprintf(o, cap, " %ums", v);
+	case 5: return snprintf(o, cap, " #%u", v);
+	default: return snprintf(o, cap, " %u", v);
+	}
+}
+
+/* A line of about linelen bytes with `runs` digit runs of 1-6 digits (a few
+ * of 10) among words and dotted names, the last run at the line's end when
+ * endnum; when the runs alone are longer than linelen the line is longer. */
+static void grid_line(gen *g, int linelen, int runs, int endnum)
+{
+	static const char *const names[] = {"com.example.orders.OrderService", "io.netty.channel",
+					    "controller.go", "kube-proxy", "web-7f9c.default"};
+	char tok[16][48], line[1024];
+	int tl[16], total = 0, n = runs < 16 ? runs : 16;
+	const char *sec = secret(g);
+	for (int i = 0; i < n; i++) {
+		unsigned nd = rnd(g) % 16 == 0 ? 10 : 1 + rnd(g) % 6;
+		if (linelen < 80 && nd > 3 && runs > 3)
+			nd = 1 + rnd(g) % 3; /* short lines with many runs: short runs */
+		tl[i] = grid_run(g, tok[i], sizeof tok[i], nd, endnum && i == n - 1);
+		total += tl[i];
+	}
+	/* words between the runs (not after the last one when it ends the line) */
+	int o = 0, gaps = n + 1, budget = linelen - 1 - total - (int)strlen(sec);
+	for (int i = 0; i <= n; i++) {
+		if (i == n && endnum && n)
+			break;
+		int share = budget > 0 ? budget / gaps : 0, used = 0;
+		if (i == 0)
+			share = share > 3 ? share : 3;
+		gaps--;
+		while (used < share && o < 900) {
+			const char *w = rnd(g) % 4 ? W(g) : names[rnd(g) % 5];
+			int k = snprintf(line + o, sizeof line - (size_t)o, "%s%s",
+					 o && line[o - 1] != ' ' ? " " : "", w);
+			o += k;
+			used += k;
+		}
+		budget -= used;
+		if (i == 0 && sec[0])
+			o += snprintf(line + o, sizeof line - (size_t)o, " %s", sec);
+		/* a bare number right after a number ("6287 657 5882 152367 6807")
+		   can be a card's grouping by chance, Luhn and all: a word between */
+		if (i < n && o && line[o - 1] >= '0' && line[o - 1] <= '9' && tok[i][1] >= '0' &&
+		    tok[i][1] <= '9')
+			o += snprintf(line + o, sizeof line - (size_t)o, " %s", W(g));
+		if (i < n && o < 900) {
+			memcpy(line + o, tok[i], (size_t)tl[i]);
+			o += tl[i];
+		}
+	}
+	line[o] = '\0';
+	put(g, "%s\n", line);
+}
+
+char *loggen_grid(int linelen, int runs, int endnum, size_t size, int dense, size_t *len,
+		  size_t *planted)
+{
+	generate_secrets();
+	gen g = {.s = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(linelen * 131 + runs * 7 + endnum + 1),
+		 .next_secret = 1024,
+		 .dense = dense};
+	while (g.len < size)
+		grid_line(&g, linelen, runs, endnum);
+	*len = g.len;
+	*planted = g.planted;
+	return g.buf;
+}
+
+char *loggen_named(const char *name, size_t size, int dense, size_t *len, size_t *planted)
+{
+	int l, r, e;
+	if (sscanf(name, "grid:%d:%d:%d", &l, &r, &e) == 3 && l > 0 && l <= 800 && r >= 0 &&
+	    r <= 16)
+		return loggen_grid(l, r, e != 0, size, dense, len, planted);
+	int f = loggen_format_index(name);
+	return f < 0 ? NULL : loggen(f, size, dense, len, planted);
+}

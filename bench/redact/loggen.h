@@ -17,4 +17,12 @@ int loggen_format_index(const char *name); /* -1 if unknown */
  * (*planted counts them). Deterministic. malloc'd, NUL-terminated. */
 char *loggen(int format, size_t size, int dense, size_t *len, size_t *planted);
 
+/* The shape grid: lines of about linelen bytes (40-200) with `runs` digit
+ * runs (0-12; timestamps, ports, pids, counters, label values, line numbers),
+ * the last at the line's end when endnum. Same contract as loggen(). */
+char *loggen_grid(int linelen, int runs, int endnum, size_t size, int dense, size_t *len,
+		  size_t *planted);
+/* Either a format name or "grid:LINELEN:RUNS:ENDNUM" (e.g. grid:60:8:1). */
+char *loggen_named(const char *name, size_t size, int dense, size_t *len, size_t *planted);
+
 #endif
