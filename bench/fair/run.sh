@@ -64,6 +64,7 @@ cleanup() { stop_all; rm -rf "$OUT"; }
 trap cleanup EXIT
 
 start_fakes() { # -> PMA PMB (MCP doubles of A and B), PF (openai), PO1 PO2 (Ollama), PG (emergency)
+  rm -f "$OUT"/mcp-*.port "$OUT"/fake-* # a port of the previous build's doubles is not theirs
   "$FAKE_MCP" --http 0 >"$OUT/mcp-a.port" & PIDS+=($!)
   "$FAKE_MCP" --http 0 >"$OUT/mcp-b.port" & PIDS+=($!)
   local n
@@ -91,13 +92,14 @@ activate() { # activate PROJECT FAMILY NAME BODY KEY1 KEY2
   rev=$(api POST "$base" "$5" "{\"body\":$4}" | jq -r .revision_id)
   api POST "$base/$rev/publish" "$5" >/dev/null
   api POST "$base/$rev/approve" "$6" >/dev/null
-  [ "$(api POST "$base/$rev/activate" "$5" | jq -r .activated)" = true ] ||
-    { echo "activating $1 $2 failed" >&2; exit 1; }
+  local a; a=$(api POST "$base/$rev/activate" "$5")
+  [ "$(echo "$a" | jq -r .activated)" = true ] || { echo "activating $1 $2 failed: $a" >&2; exit 1; }
 }
 
 deploy() { # deploy NAME BIN -> URL_NAME, and (main) the keys WA WB
   local name=$1 bin=$2 log=$OUT/$1.log
   ADMIN=$("$bin" key generate)
+  rm -f "$log" # the previous build's serving line is not this server's
   AWOOOP_BOOTSTRAP_KEY=$ADMIN "$bin" serve --db "sqlite:$OUT/$name.db" --listen 127.0.0.1:0 \
     --llm-config "$OUT/llm.json" --egress-allow-private tenant-a,tenant-b --max-per-ip 4096 \
     >/dev/null 2>"$log" &
