@@ -178,6 +178,7 @@ gem() { curl -s "http://127.0.0.1:$PG/stats" | jq .requests; }
 
 run_build() { # run_build before|after: every row against that build's awooop
   local b=$1 g0
+  rm -f "$OUT"/*.db* # a fresh store per build: bootstrap keys are taken by an empty one only
   start_fakes
   deploy main "${BINS[$b]}"; WB_main=$W_b; WA_main=$W_a
   deploy ctl "${BINS[$b]}"; WA_ctl=$W_a
