@@ -23,7 +23,7 @@
 # Goal per row: B's p99 within 2x of alone, 0 failures. The table prints
 # flood / alone and flood / control.
 #
-#   bench/fair/run.sh [SECS] [BEFORE_REF]   (default 10; ~4 minutes a build)
+#   bench/fair/run.sh [SECS] [BEFORE_REF]   (default 10; ~3 minutes a build, the before build longer)
 # With BEFORE_REF (e.g. 834a7c4^, the build before the bulkheads) that commit
 # is exported (git archive) and built under build/fair-before-SHA, the same
 # rows run against it, and a before / after table follows.
