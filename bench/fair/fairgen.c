@@ -119,7 +119,7 @@ static void start(CURLM *m, client *c)
 		c->hdr = curl_slist_append(c->hdr, h);
 		c->hdr = curl_slist_append(c->hdr, "MCP-Protocol-Version: 2025-11-25");
 	}
-	const char *b = kind == K_LLM ? call_body
+	const char *b = kind == K_LLM	? call_body
 			: c->phase == 0 ? init
 			: c->phase == 1 ? inited
 					: call_body;
@@ -177,9 +177,10 @@ int main(int argc, char **argv)
 		case 'f': flood = 1; break;
 		case 'r': honor_retry = 1; break;
 		default:
-			fprintf(stderr, "usage: fairgen [-k mcp-list|mcp-call|llm] [-t TOOL] [-a JSON] "
-					"[-m MODEL] [-s] [-c N] [-d SECS] [-i MS] [-w SECS] [-f] [-r] "
-					"URL [HEADER...]\n");
+			fprintf(stderr,
+				"usage: fairgen [-k mcp-list|mcp-call|llm] [-t TOOL] [-a JSON] "
+				"[-m MODEL] [-s] [-c N] [-d SECS] [-i MS] [-w SECS] [-f] [-r] "
+				"URL [HEADER...]\n");
 			return 2;
 		}
 	}
@@ -202,7 +203,9 @@ int main(int argc, char **argv)
 		snprintf(call_body, sizeof call_body,
 			 "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":"
 			 "\"ping\"}],\"max_tokens\":8%s}",
-			 model, stream ? ",\"stream\":true,\"stream_options\":{\"include_usage\":true}" : "");
+			 model,
+			 stream ? ",\"stream\":true,\"stream_options\":{\"include_usage\":true}"
+				: "");
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CURLM *m = curl_multi_init();
@@ -241,8 +244,10 @@ int main(int argc, char **argv)
 				curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
 				curl_multi_remove_handle(m, c->h);
 				c->busy = 0;
-				if (msg->data.result != CURLE_OK || (c->phase == 0 && !c->session[0])) {
-					fprintf(stderr, "fairgen: initialize failed: %s\n", c->body);
+				if (msg->data.result != CURLE_OK ||
+				    (c->phase == 0 && !c->session[0])) {
+					fprintf(stderr, "fairgen: initialize failed: %s\n",
+						c->body);
 					return 1;
 				}
 				if (++c->phase == 2)
@@ -315,7 +320,9 @@ int main(int argc, char **argv)
 			}
 			c->next = c->t0 + interval;
 			if (status == 429 && honor_retry) {
-				double ra = c->retry_after < 0 ? 1 : c->retry_after > 5 ? 5 : (double)c->retry_after;
+				double ra = c->retry_after < 0	 ? 1
+					    : c->retry_after > 5 ? 5
+								 : (double)c->retry_after;
 				if (done + ra * 1000 > c->next)
 					c->next = done + ra * 1000;
 			}
