@@ -1400,6 +1400,7 @@ void aw_llm_free(aw_llm *g)
 		aw_llm_upstream_put(g->topo[i]);
 	json_decref(g->config);
 	free(g->projs);
+	free(g->em);
 	pthread_mutex_destroy(&g->mu);
 	pthread_mutex_destroy(&g->rmu);
 	pthread_cond_destroy(&g->rcv);
