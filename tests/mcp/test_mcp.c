@@ -798,6 +798,20 @@ static void test_credentials(void **state)
 	assert_null(strstr(s, "XKEY"));
 	free(s);
 	json_decref(list);
+	/* 12: an env secret's prefix goes before the value in the child's
+	 * environment (the value alone is the credential, scrubbed) */
+	json_t *local = stdio_upstream(NULL);
+	json_object_set_new(
+		local, "env",
+		json_pack("{s:{s:s,s:s}}", "TOKEN", "secret", "env:TOKEN", "prefix", "pre-"));
+	body = json_pack("{s:{s:o},s:[o]}", "upstreams", "local", local, "tools",
+			 tool("env", "local", "read_only"));
+	aw_err e = activate("mcp-b", body, &err);
+	if (e)
+		fail_msg("%s %s %s", aw_err_code(e), err.msg, err.where);
+	r = tcall("mcp-b", "env__local", json_pack("{s:s}", "name", "TOKEN"));
+	assert_string_equal(text_of(r), "pre-[REDACTED:credential]");
+	json_decref(r);
 }
 
 static void test_redact_and_cut(void **state)
