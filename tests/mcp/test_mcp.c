@@ -239,6 +239,17 @@ static int has_tool(json_t *list, const char *name)
 	return 0;
 }
 
+/* The description tools/list gives the tool name, NULL when not listed. */
+static const char *listed_desc(json_t *list, const char *name)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach (json_object_get(json_object_get(list, "result"), "tools"), i, t)
+		if (!strcmp(json_string_value(json_object_get(t, "name")), name))
+			return json_string_value(json_object_get(t, "description"));
+	return NULL;
+}
+
 static void write_desc(const char *text)
 {
 	FILE *f = fopen(DESC, "w");
@@ -283,6 +294,8 @@ static void test_gates(void **state)
 	json_object_set_new(json_array_get(tools, 0), "rate_limit",
 			    json_pack("{s:i,s:i}", "per_minute", 1, "burst", 3));
 	json_object_set_new(json_array_get(tools, 2), "timeout_ms", json_integer(300));
+	json_object_set_new(json_array_get(tools, 2), "description",
+			    json_string("the contract's words, never listed"));
 	json_object_set_new(json_array_get(tools, 3), "requires_approval", json_false());
 	json_object_set_new(json_array_get(tools, 6), "max_args_bytes", json_integer(20));
 	aw_error err = {0};
@@ -293,6 +306,9 @@ static void test_gates(void **state)
 	assert_true(has_tool(list, "echo__web"));
 	assert_true(has_tool(list, "echo__local"));
 	assert_false(has_tool(list, "write_thing__web")); /* write in read_only: hidden */
+	/* a tool's description in the contract is the reviewers' label: clients
+	 * see the pinned upstream definition's, which a revision cannot reword */
+	assert_string_equal(listed_desc(list, "slow__web"), "Answers late");
 	json_decref(list);
 	json_t *r = tcall("mcp-a", "echo__web", json_pack("{s:s}", "text", "hello"));
 	assert_string_equal(text_of(r), "hello");
