@@ -1093,6 +1093,21 @@ static void test_schema_retry(void **state)
 	assert_int_equal(ask("acme", "chat", json_deep_copy(rf), &resp, &err), AW_E_SCHEMA_OUTPUT);
 	assert_int_equal(stat_of(&A, "requests"), a0 + 4); /* 1 + 3 retries */
 	assert_non_null(strstr(err.msg, "/answer"));
+	/* the revision's limits.schema_retries replaces the gateway's 3 */
+	for (int n = 0; n <= 1; n++) {
+		json_t *body = policy(c2);
+		json_object_set_new(body, "limits", json_pack("{s:i}", "schema_retries", n));
+		activate("acme", "policy_routing", "default", body, NULL);
+		a0 = stat_of(&A, "requests");
+		assert_int_equal(ask("acme", "chat", json_deep_copy(rf), &resp, &err),
+				 AW_E_SCHEMA_OUTPUT);
+		assert_int_equal(stat_of(&A, "requests"), a0 + 1 + n);
+	}
+	/* invalid=2 needs two retries: one is not enough */
+	json_t *one = policy(c);
+	json_object_set_new(one, "limits", json_pack("{s:i}", "schema_retries", 1));
+	activate("acme", "policy_routing", "default", one, NULL);
+	assert_int_equal(ask("acme", "chat", json_deep_copy(rf), &resp, &err), AW_E_SCHEMA_OUTPUT);
 	/* a schema the validator cannot compile is the caller's error */
 	json_t *bad = json_pack("{s:{s:s,s:{s:{s:s}}}}", "response_format", "type", "json_schema",
 				"json_schema", "schema", "type", "nonsense");
