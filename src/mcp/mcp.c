@@ -63,7 +63,8 @@ enum { RELAY_RESOURCES = 1, RELAY_PROMPTS = 2, RELAY_COMPLETION = 4, RELAY_LOGGI
 
 typedef struct upinst {
 	atomic_int refs;
-	int relay; /* RELAY_* the revision lets through to this upstream */
+	int relay;	/* RELAY_* the revision lets through to this upstream */
+	int timeout_ms; /* its requests' default: its timeout_ms or the gateway's */
 	char provider[40];
 	char key[72]; /* hash of the upstream's configuration */
 	aw_mcp_up *up;
@@ -215,6 +216,12 @@ static void catalog_put(catalog *c)
 	free(c);
 }
 
+static int int_of(const json_t *o, const char *k, int def)
+{
+	json_t *v = json_object_get(o, k);
+	return v ? (int)json_integer_value(v) : def;
+}
+
 /* An upstream of the catalog being built: the old catalog's when its
  * configuration is the same. */
 static void up_event(void *ud, const char *project, const json_t *msg);
@@ -247,6 +254,10 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 	}
 	snprintf(u->provider, sizeof u->provider, "%s", provider);
 	memcpy(u->key, key, sizeof key);
+	/* the contract's default, never past the platform's bound */
+	u->timeout_ms = int_of(conf, "timeout_ms", g->o.timeout_ms);
+	if (u->timeout_ms > g->o.timeout_max_ms)
+		u->timeout_ms = g->o.timeout_max_ms;
 	pthread_mutex_init(&u->mu, NULL);
 	aw_mcp_up_opts uo = {.project = project,
 			     .provider = provider,
@@ -266,12 +277,6 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 		return NULL;
 	}
 	return u;
-}
-
-static int int_of(const json_t *o, const char *k, int def)
-{
-	json_t *v = json_object_get(o, k);
-	return v ? (int)json_integer_value(v) : def;
 }
 
 static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, const aw_policy *pol,
@@ -423,8 +428,8 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 		json_t *params = cursor ? json_pack("{s:O}", "cursor", cursor) : NULL, *res = NULL;
 		json_decref(cursor);
 		cursor = NULL;
-		e = aw_mcp_up_request(u->up, "tools/list", params, g->o.timeout_ms, NULL, &res,
-				      NULL, err);
+		e = aw_mcp_up_request(u->up, "tools/list", params, u->timeout_ms, NULL, &res, NULL,
+				      err);
 		json_decref(params);
 		size_t i;
 		json_t *t;
@@ -1265,8 +1270,9 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 		goto out;
 	}
 	json_t *up_params = json_pack("{s:s,s:O}", "name", t->name, "arguments", a);
-	/* a tool's own timeout, never past the platform's bound */
-	int timeout_ms = t->timeout_ms ? t->timeout_ms : g->o.timeout_ms;
+	/* a tool's own timeout, else its upstream's, never past the platform's
+	 * bound */
+	int timeout_ms = t->timeout_ms ? t->timeout_ms : t->u->timeout_ms;
 	if (timeout_ms > g->o.timeout_max_ms)
 		timeout_ms = g->o.timeout_max_ms;
 	aw_mcp_peer peer = call_peer(call, up_params, timeout_ms);
@@ -1472,8 +1478,8 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_n
 		}
 		json_t *r = NULL, *re = NULL;
 		rn->asked[rn->nasked++] = ups[i]->provider;
-		aw_mcp_peer peer = call_peer(call, NULL, g->o.timeout_ms);
-		e = aw_mcp_up_request(ups[i]->up, m, p, g->o.timeout_ms, &peer, &r, &re, &err);
+		aw_mcp_peer peer = call_peer(call, NULL, ups[i]->timeout_ms);
+		e = aw_mcp_up_request(ups[i]->up, m, p, ups[i]->timeout_ms, &peer, &r, &re, &err);
 		if (p != params)
 			json_decref(p);
 		if (e) {

@@ -1248,14 +1248,20 @@ static aw_err stdio_start(aw_mcp_up *u, aw_error *err)
 		size_t at = b.len;
 		if (json_is_string(v)) {
 			aw_buf_adds(&b, json_string_value(v));
-		} else if ((e = aw_secret_tenant_resolve(
-				    u->project, u->secrets_dir,
-				    json_string_value(json_object_get(v, "secret")), &b, err))) {
-			aw_secret_wipe(&b);
-			e = rewrap(err, AW_E_MCP_UPSTREAM);
-			break;
-		} else if (u->nsecrets < MAX_SECRETS) {
-			u->secrets[u->nsecrets++] = strndup(b.p + at, b.len - at);
+		} else {
+			/* the prefix, then the secret (the secret alone is
+			 * scrubbed from what the child answers) */
+			aw_buf_adds(&b, json_string_value(json_object_get(v, "prefix")) ?: "");
+			at = b.len;
+			if ((e = aw_secret_tenant_resolve(
+				     u->project, u->secrets_dir,
+				     json_string_value(json_object_get(v, "secret")), &b, err))) {
+				aw_secret_wipe(&b);
+				e = rewrap(err, AW_E_MCP_UPSTREAM);
+				break;
+			}
+			if (u->nsecrets < MAX_SECRETS)
+				u->secrets[u->nsecrets++] = strndup(b.p + at, b.len - at);
 		}
 		envp[nenv++] = strndup(b.p, b.len);
 		aw_secret_wipe(&b);

@@ -239,6 +239,17 @@ static int has_tool(json_t *list, const char *name)
 	return 0;
 }
 
+/* The description tools/list gives the tool name, NULL when not listed. */
+static const char *listed_desc(json_t *list, const char *name)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach (json_object_get(json_object_get(list, "result"), "tools"), i, t)
+		if (!strcmp(json_string_value(json_object_get(t, "name")), name))
+			return json_string_value(json_object_get(t, "description"));
+	return NULL;
+}
+
 static void write_desc(const char *text)
 {
 	FILE *f = fopen(DESC, "w");
@@ -283,6 +294,8 @@ static void test_gates(void **state)
 	json_object_set_new(json_array_get(tools, 0), "rate_limit",
 			    json_pack("{s:i,s:i}", "per_minute", 1, "burst", 3));
 	json_object_set_new(json_array_get(tools, 2), "timeout_ms", json_integer(300));
+	json_object_set_new(json_array_get(tools, 2), "description",
+			    json_string("the contract's words, never listed"));
 	json_object_set_new(json_array_get(tools, 3), "requires_approval", json_false());
 	json_object_set_new(json_array_get(tools, 6), "max_args_bytes", json_integer(20));
 	aw_error err = {0};
@@ -293,6 +306,9 @@ static void test_gates(void **state)
 	assert_true(has_tool(list, "echo__web"));
 	assert_true(has_tool(list, "echo__local"));
 	assert_false(has_tool(list, "write_thing__web")); /* write in read_only: hidden */
+	/* a tool's description in the contract is the reviewers' label: clients
+	 * see the pinned upstream definition's, which a revision cannot reword */
+	assert_string_equal(listed_desc(list, "slow__web"), "Answers late");
 	json_decref(list);
 	json_t *r = tcall("mcp-a", "echo__web", json_pack("{s:s}", "text", "hello"));
 	assert_string_equal(text_of(r), "hello");
@@ -798,6 +814,20 @@ static void test_credentials(void **state)
 	assert_null(strstr(s, "XKEY"));
 	free(s);
 	json_decref(list);
+	/* 12: an env secret's prefix goes before the value in the child's
+	 * environment (the value alone is the credential, scrubbed) */
+	json_t *local = stdio_upstream(NULL);
+	json_object_set_new(
+		local, "env",
+		json_pack("{s:{s:s,s:s}}", "TOKEN", "secret", "env:TOKEN", "prefix", "pre-"));
+	body = json_pack("{s:{s:o},s:[o]}", "upstreams", "local", local, "tools",
+			 tool("env", "local", "read_only"));
+	aw_err e = activate("mcp-b", body, &err);
+	if (e)
+		fail_msg("%s %s %s", aw_err_code(e), err.msg, err.where);
+	r = tcall("mcp-b", "env__local", json_pack("{s:s}", "name", "TOKEN"));
+	assert_string_equal(text_of(r), "pre-[REDACTED:credential]");
+	json_decref(r);
 }
 
 static void test_redact_and_cut(void **state)
@@ -1325,6 +1355,48 @@ static aw_mcp_opts gateway_opts(void)
 			     .workers = 8,
 			     .timeout_ms = 5000,
 			     .defs_ttl_ms = 100};
+}
+
+/* An upstream's timeout_ms is the default deadline of its tools' calls
+ * (the gateway's --mcp-timeout-ms is 5000 here): a tool's own timeout_ms
+ * wins, and the gateway's --mcp-timeout-max-ms bounds both. */
+static void test_upstream_timeout(void **state)
+{
+	(void)state;
+	json_t *quick = http_upstream(HTTP_PORT, NULL), *own = http_upstream(HTTP_PORT, NULL);
+	json_object_set_new(quick, "timeout_ms", json_integer(300));
+	json_object_set_new(own, "timeout_ms", json_integer(300));
+	json_t *body =
+		json_pack("{s:{s:o,s:o},s:[o,o]}", "upstreams", "quick", quick, "own", own, "tools",
+			  tool("slow", "quick", "read_only"), tool("slow", "own", "read_only"));
+	json_object_set_new(json_array_get(json_object_get(body, "tools"), 1), "timeout_ms",
+			    json_integer(4000));
+	aw_error err = {0};
+	assert_int_equal(activate("mcp-u", body, &err), AW_OK);
+	int64_t t0 = aw_clock_mono_ns();
+	expect_code("mcp-u", "slow__quick", json_pack("{s:i}", "ms", 1500), "E-MCP-GATE-009");
+	assert_true((aw_clock_mono_ns() - t0) / 1000000 < 1500); /* not the answer's 1500 */
+	json_t *r = tcall("mcp-u", "slow__own", json_pack("{s:i}", "ms", 800));
+	assert_string_equal(text_of(r), "late");
+	json_decref(r);
+	/* a gateway bounding calls to 400 ms: an upstream's 5000 is cut to it */
+	aw_mcp_opts mo = gateway_opts();
+	mo.timeout_max_ms = 400;
+	aw_mcp *g2 = NULL;
+	assert_int_equal(aw_mcp_new(&mo, &g2, &err), AW_OK);
+	json_t *slow = http_upstream(HTTP_PORT, NULL);
+	json_object_set_new(slow, "timeout_ms", json_integer(5000));
+	body = json_pack("{s:{s:o},s:[o]}", "upstreams", "quick", slow, "tools",
+			 tool("slow", "quick", "read_only"));
+	assert_int_equal(activate("mcp-u", body, &err), AW_OK);
+	r = tcall("mcp-u", "slow__quick", json_pack("{s:i}", "ms", 1000));
+	assert_string_equal(text_of(r), "late"); /* G's bound is 120000 */
+	json_decref(r);
+	r = call_on(g2, "mcp-u", "tools/call",
+		    json_pack("{s:s,s:{s:i}}", "name", "slow__quick", "arguments", "ms", 1000), 0);
+	assert_string_equal(code_of(r), "E-MCP-GATE-009");
+	json_decref(r);
+	aw_mcp_free(g2);
 }
 
 /* Gate 4 across processes: two gateways sharing one Redis (as two `serve`
@@ -2105,7 +2177,7 @@ static int setup(void **state)
 	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
 					"mcp-g", "mcp-h", "mcp-i", "mcp-j", "mcp-k", "mcp-l",
 					"mcp-m", "mcp-n", "mcp-o", "mcp-p", "mcp-q", "mcp-r",
-					"mcp-s", "mcp-t", NULL};
+					"mcp-s", "mcp-t", "mcp-u", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -2129,7 +2201,7 @@ static int setup(void **state)
 	/* the doubles are on loopback: the operator grants every project of the
 	 * suite private egress but mcp-g (test_egress) */
 	if (aw_egress_grant("mcp-a,mcp-b,mcp-c,mcp-d,mcp-e,mcp-f,mcp-h,mcp-i,mcp-j,mcp-k,mcp-l,"
-			    "mcp-m,mcp-n,mcp-q,mcp-r,mcp-s,mcp-t",
+			    "mcp-m,mcp-n,mcp-q,mcp-r,mcp-s,mcp-t,mcp-u",
 			    &err))
 		return -1;
 	setenv("AWOOOP_T_MCP_HA__XKEY", CANARY_A, 1);
@@ -2181,6 +2253,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_credentials),
 		cmocka_unit_test(test_redact_and_cut),
 		cmocka_unit_test(test_egress),
+		cmocka_unit_test(test_upstream_timeout),
 		cmocka_unit_test(test_stdio_life),
 		cmocka_unit_test(test_protocol),
 		cmocka_unit_test(test_stdio_stderr_and_limits),

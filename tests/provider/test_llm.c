@@ -796,6 +796,95 @@ static void test_topology(void **state)
 	gateway_down();
 }
 
+/* An endpoint of a topology: url, models (NULL-ended, NULL: every model)
+ * and timeout_ms (0: none). */
+static json_t *endpoint(const fake *f, const char *const *models, int timeout_ms)
+{
+	json_t *ep = json_pack("{s:s}", "url", f->url);
+	if (models) {
+		json_t *ms = json_array();
+		for (int i = 0; models[i]; i++)
+			json_array_append_new(ms, json_string(models[i]));
+		json_object_set_new(ep, "models", ms);
+	}
+	if (timeout_ms)
+		json_object_set_new(ep, "timeout_ms", json_integer(timeout_ms));
+	return ep;
+}
+
+static void set_hosts(json_t *primary, json_t *secondary, json_t *fallback)
+{
+	activate(AW_PLATFORM_PROJECT, "platform_resource", "ollama_topology",
+		 json_pack("{s:s,s:o,s:o,s:o}", "kind", "ollama_topology", "primary", primary,
+			   "secondary", secondary, "fallback", fallback),
+		 NULL);
+}
+
+/* The three hosts' own fields (no emergency model: a call no host serves
+ * fails): a host whose models do not list the model is skipped, the
+ * fallback is tried third, a host's timeout_ms is its first-byte deadline
+ * (the platform's --llm-first-byte-ms is 2000 here). */
+static void test_topology_hosts(void **state)
+{
+	(void)state;
+	fake O3;
+	fake_start(&O3, "O3", 0);
+	gateway_up(1000, 10000, NULL);
+	const char *both[] = {"llama3", "m2", NULL};
+	const char *fb[] = {"llama3", "solo", NULL};
+	set_hosts(endpoint(&O1, both, 0), endpoint(&O2, both, 0), endpoint(&O3, fb, 0));
+	const char *llama[] = {"ollama=llama3", NULL};
+	set_policy("acme", llama, NULL);
+	answered_by("acme", "O1");
+	/* models: a model only the fallback lists skips the primary and the
+	 * secondary (no request reaches them) */
+	const char *solo[] = {"ollama=solo", NULL};
+	set_policy("acme", solo, NULL);
+	long o1 = stat_of(&O1, "requests"), o2 = stat_of(&O2, "requests");
+	answered_by("acme", "O3");
+	assert_int_equal(stat_of(&O1, "requests"), o1);
+	assert_int_equal(stat_of(&O2, "requests"), o2);
+	/* fallback: third, after the primary and the secondary failed */
+	set_policy("acme", llama, NULL);
+	fake_status(&O1, 503);
+	answered_by("acme", "O2");
+	fake_status(&O2, 503);
+	long o3 = stat_of(&O3, "requests");
+	answered_by("acme", "O3");
+	assert_int_equal(stat_of(&O3, "requests"), o3 + 1);
+	/* fallback.models: m2 is not the fallback's: nothing answers */
+	const char *m2[] = {"ollama=m2", NULL};
+	set_policy("acme", m2, NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	o3 = stat_of(&O3, "requests");
+	assert_int_not_equal(ask("acme", "chat", NULL, &resp, &err), AW_OK);
+	assert_int_equal(stat_of(&O3, "requests"), o3);
+	fake_status(&O1, 0);
+	fake_status(&O2, 0);
+
+	/* timeout_ms: the hosts answer after 600 ms, within the platform's
+	 * 2000; a host's 200 fails over to the next one */
+	const char *late[] = {"late;ttft=600", NULL};
+	const char *late_c[] = {"ollama=late;ttft=600", NULL};
+	set_policy("acme", late_c, NULL);
+	set_hosts(endpoint(&O1, late, 200), endpoint(&O2, late, 0), endpoint(&O3, late, 0));
+	o1 = stat_of(&O1, "requests");
+	answered_by("acme", "O2");
+	assert_int_equal(stat_of(&O1, "requests"), o1 + 1); /* asked, timed out */
+	set_hosts(endpoint(&O1, late, 200), endpoint(&O2, late, 200), endpoint(&O3, late, 0));
+	o2 = stat_of(&O2, "requests");
+	answered_by("acme", "O3");
+	assert_int_equal(stat_of(&O2, "requests"), o2 + 1);
+	set_hosts(endpoint(&O1, late, 200), endpoint(&O2, late, 200), endpoint(&O3, late, 200));
+	o3 = stat_of(&O3, "requests");
+	assert_int_not_equal(ask("acme", "chat", NULL, &resp, &err), AW_OK);
+	assert_int_equal(stat_of(&O3, "requests"), o3 + 1); /* asked, timed out */
+	gateway_down();
+	kill(O3.pid, SIGKILL);
+	waitpid(O3.pid, NULL, 0);
+}
+
 typedef struct {
 	const char *project;
 	int ok, capped, other;
@@ -1004,6 +1093,21 @@ static void test_schema_retry(void **state)
 	assert_int_equal(ask("acme", "chat", json_deep_copy(rf), &resp, &err), AW_E_SCHEMA_OUTPUT);
 	assert_int_equal(stat_of(&A, "requests"), a0 + 4); /* 1 + 3 retries */
 	assert_non_null(strstr(err.msg, "/answer"));
+	/* the revision's limits.schema_retries replaces the gateway's 3 */
+	for (int n = 0; n <= 1; n++) {
+		json_t *body = policy(c2);
+		json_object_set_new(body, "limits", json_pack("{s:i}", "schema_retries", n));
+		activate("acme", "policy_routing", "default", body, NULL);
+		a0 = stat_of(&A, "requests");
+		assert_int_equal(ask("acme", "chat", json_deep_copy(rf), &resp, &err),
+				 AW_E_SCHEMA_OUTPUT);
+		assert_int_equal(stat_of(&A, "requests"), a0 + 1 + n);
+	}
+	/* invalid=2 needs two retries: one is not enough */
+	json_t *one = policy(c);
+	json_object_set_new(one, "limits", json_pack("{s:i}", "schema_retries", 1));
+	activate("acme", "policy_routing", "default", one, NULL);
+	assert_int_equal(ask("acme", "chat", json_deep_copy(rf), &resp, &err), AW_E_SCHEMA_OUTPUT);
 	/* a schema the validator cannot compile is the caller's error */
 	json_t *bad = json_pack("{s:{s:s,s:{s:{s:s}}}}", "response_format", "type", "json_schema",
 				"json_schema", "schema", "type", "nonsense");
@@ -2262,6 +2366,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_breaker),
 		cmocka_unit_test(test_topology),
+		cmocka_unit_test(test_topology_hosts),
 		cmocka_unit_test(test_emergency_cap),
 		cmocka_unit_test(test_schema_retry),
 		cmocka_unit_test(test_canary_and_trace),
