@@ -63,8 +63,13 @@ enum { RELAY_RESOURCES = 1, RELAY_PROMPTS = 2, RELAY_COMPLETION = 4, RELAY_LOGGI
 
 typedef struct upinst {
 	atomic_int refs;
-	int relay;	/* RELAY_* the revision lets through to this upstream */
-	int timeout_ms; /* its requests' default: its timeout_ms or the gateway's */
+	int relay; /* RELAY_* the revision lets through to this upstream */
+	/* gate 4 of the relayed methods: relay_rate_limit's bucket (mu) */
+	int rated;
+	double tokens, burst, per_ns, per_min;
+	int64_t last_ns;
+	char rate_name[48]; /* "@relay.<provider>": no tool's name has an '@' */
+	int timeout_ms;	    /* its requests' default: its timeout_ms or the gateway's */
 	char provider[40];
 	char key[72]; /* hash of the upstream's configuration */
 	aw_mcp_up *up;
@@ -254,6 +259,17 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 	}
 	snprintf(u->provider, sizeof u->provider, "%s", provider);
 	memcpy(u->key, key, sizeof key);
+	json_t *rrl = json_object_get(conf, "relay_rate_limit");
+	if (json_is_object(rrl)) {
+		double per_min = (double)int_of(rrl, "per_minute", 60);
+		u->rated = 1;
+		u->burst = (double)int_of(rrl, "burst", (int)per_min);
+		u->tokens = u->burst;
+		u->per_ns = per_min / 60e9;
+		u->per_min = per_min;
+		u->last_ns = aw_clock_mono_ns();
+		snprintf(u->rate_name, sizeof u->rate_name, "@relay.%s", provider);
+	}
 	/* the contract's default, never past the platform's bound */
 	u->timeout_ms = int_of(conf, "timeout_ms", g->o.timeout_ms);
 	if (u->timeout_ms > g->o.timeout_max_ms)
@@ -854,18 +870,18 @@ static void give_token(catalog *c, mtool *t)
  * 0 when the call fits the tool's per_minute, else ms until it would; a
  * refused call is not counted. Redis unreachable: 0 (the process's own
  * bucket still holds). */
-static long shared_rate(aw_mcp *g, const aw_ctx *ctx, const mtool *t)
+static long shared_rate(aw_mcp *g, const aw_ctx *ctx, const char *name, double per_min)
 {
 	int64_t now = aw_clock_wall_ms(), into = now % 60000;
 	char cur[24], prev[24];
 	snprintf(cur, sizeof cur, "%lld", (long long)(now / 60000));
 	snprintf(prev, sizeof prev, "%lld", (long long)(now / 60000 - 1));
-	const char *vc[] = {t->full, cur}, *vp[] = {t->full, prev};
+	const char *vc[] = {name, cur}, *vp[] = {name, prev};
 	long long n = 0;
 	aw_error err = {0};
 	if (aw_kv_incr(g->o.kv, ctx, "mcp_rate", vc, 2, 1, &n, &err)) {
 		aw_log(AW_LOG_WARN, ctx, "mcp shared rate unavailable; this process's bucket alone",
-		       "tool", t->full, "detail", err.msg, NULL);
+		       "tool", name, "detail", err.msg, NULL);
 		return 0;
 	}
 	if (n == 1)
@@ -876,12 +892,12 @@ static long shared_rate(aw_mcp *g, const aw_ctx *ctx, const mtool *t)
 		before = strtod(pv, NULL);
 	free(pv);
 	double left = (60000.0 - (double)into) / 60000.0;
-	if (before * left + (double)n <= t->per_min)
+	if (before * left + (double)n <= per_min)
 		return 0;
 	aw_kv_incr(g->o.kv, ctx, "mcp_rate", vc, 2, -1, &n, &err);
 	/* when the last minute's weight leaves room for this call (or, this
 	 * minute full by itself, when it ends) */
-	double room = t->per_min - (double)n - 1, wait = 60000.0 - (double)into;
+	double room = per_min - (double)n - 1, wait = 60000.0 - (double)into;
 	if (before > 0 && room >= 0)
 		wait -= room * 60000.0 / before;
 	return wait < 1 ? 1 : (long)wait;
@@ -1244,7 +1260,8 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	n->args_audit = json_deep_copy(a);
 	/* gate 4: rate and budget */
 	long wait = take_token(c, t);
-	if (!wait && t->rated && g->o.kv && (wait = shared_rate(g, &call->ctx, t)))
+	if (!wait && t->rated && g->o.kv &&
+	    (wait = shared_rate(g, &call->ctx, t->full, t->per_min)))
 		give_token(c, t);
 	if (wait) {
 		snprintf(msg, sizeof msg, "the tool's rate limit is spent; retry in %ld ms", wait);
@@ -1403,6 +1420,33 @@ typedef struct {
  * suspended project reaches no upstream; resources/unsubscribe alone still
  * passes, it only stops work), then the upstream (gate 5). There is no
  * rate limit to apply: rate_limit is a tool's. */
+/* A token of upstream u's relay bucket (this process's, then the window
+ * shared over Redis): 0, else ms until one is. */
+static long relay_token(aw_mcp *g, aw_mcp_call *call, upinst *u)
+{
+	if (!u->rated)
+		return 0;
+	pthread_mutex_lock(&u->mu);
+	int64_t now = aw_clock_mono_ns();
+	u->tokens += (double)(now - u->last_ns) * u->per_ns;
+	if (u->tokens > u->burst)
+		u->tokens = u->burst;
+	u->last_ns = now;
+	long wait = 0;
+	if (u->tokens >= 1)
+		u->tokens -= 1;
+	else
+		wait = (long)((1 - u->tokens) / u->per_ns / 1e6) + 1;
+	pthread_mutex_unlock(&u->mu);
+	if (!wait && g->o.kv && (wait = shared_rate(g, &call->ctx, u->rate_name, u->per_min))) {
+		pthread_mutex_lock(&u->mu);
+		if (u->tokens + 1 <= u->burst)
+			u->tokens += 1;
+		pthread_mutex_unlock(&u->mu);
+	}
+	return wait;
+}
+
 static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note *rn)
 {
 	const json_t *id = call->msg.id;
@@ -1450,6 +1494,22 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_n
 				  suspended ? "the project is suspended by its budget"
 					    : "the budget could not be read",
 				  NULL);
+	}
+	/* gate 4: each upstream's relay_rate_limit, as a tool's rate_limit */
+	for (int i = 0; !unsub && i < n; i++) {
+		long wait = relay_token(g, call, ups[i]);
+		if (wait) {
+			char msg[160];
+			snprintf(msg, sizeof msg,
+				 "upstream %s's relay rate limit is spent; retry in %ld ms",
+				 ups[i]->provider, wait);
+			rn->gate = 4;
+			json_t *reply = gate_error(id, AW_E_MCP_RATE, 4, msg, NULL);
+			json_object_set_new(
+				json_object_get(json_object_get(reply, "error"), "data"),
+				"retry_after_ms", json_integer(wait));
+			return reply;
+		}
 	}
 	err = (aw_error){0};
 	if (sub && session_sub(g, call, uri, 1))

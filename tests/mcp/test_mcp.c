@@ -718,6 +718,28 @@ static void test_relay_gates(void **state)
 	aw_audit_rows_free(rows, n);
 	assert_int_equal(ok_read, 2);
 	assert_int_equal(refused_read, 1);
+
+	/* relay_rate_limit: relayed calls pass gate 4's rate as tools/call does
+	 * (a new revision: a fresh bucket of 2) */
+	up = stdio_upstream(NULL);
+	json_object_set_new(up, "relay", json_pack("[s]", "resources"));
+	json_object_set_new(up, "relay_rate_limit",
+			    json_pack("{s:i,s:i}", "per_minute", 2, "burst", 2));
+	body = json_pack("{s:b,s:{s:o},s:[o]}", "suffix", 0, "upstreams", "local", up, "tools",
+			 tool("echo", "local", "read_only"));
+	assert_int_equal(activate("mcp-t", body, &err), AW_OK);
+	for (int i = 0; i < 2; i++) {
+		r = call_as("mcp-t", "resources/list", NULL, 0);
+		assert_non_null(json_object_get(r, "result"));
+		json_decref(r);
+	}
+	r = call_as("mcp-t", "resources/read", json_pack("{s:s}", "uri", "test://third"), 0);
+	assert_non_null(code_of(r));
+	assert_string_equal(code_of(r), "E-MCP-GATE-006");
+	json_t *d = json_object_get(json_object_get(r, "error"), "data");
+	assert_int_equal(json_integer_value(json_object_get(d, "gate")), 4);
+	assert_true(json_integer_value(json_object_get(d, "retry_after_ms")) > 0);
+	json_decref(r);
 }
 
 static void test_credentials(void **state)
