@@ -61,13 +61,18 @@
 
 enum { RELAY_RESOURCES = 1, RELAY_PROMPTS = 2, RELAY_COMPLETION = 4, RELAY_LOGGING = 8 };
 
-typedef struct upinst {
-	atomic_int refs;
-	int relay; /* RELAY_* the revision lets through to this upstream */
-	/* gate 4 of the relayed methods: relay_rate_limit's bucket (mu) */
+/* Gate 4's rate (a tool's rate_limit, an upstream's relay_rate_limit): this
+ * process's token bucket, guarded by its owner's mutex (rate_take). */
+typedef struct {
 	int rated;
 	double tokens, burst, per_ns, per_min;
 	int64_t last_ns;
+} rate_bucket;
+
+typedef struct upinst {
+	atomic_int refs;
+	int relay;	    /* RELAY_* the revision lets through to this upstream */
+	rate_bucket rate;   /* gate 4 of the relayed methods: relay_rate_limit (mu) */
 	char rate_name[48]; /* "@relay.<provider>": no tool's name has an '@' */
 	int timeout_ms;	    /* its requests' default: its timeout_ms or the gateway's */
 	char provider[40];
@@ -86,10 +91,7 @@ typedef struct mtool {
 	int timeout_ms, max_args, max_result;
 	const char *pin; /* NULL: not pinned */
 	aw_schema *schema;
-	/* rate bucket (catalog mu) */
-	int rated;
-	double tokens, burst, per_ns, per_min;
-	int64_t last_ns;
+	rate_bucket rate; /* rate_limit (catalog mu) */
 } mtool;
 
 typedef struct catalog {
@@ -227,6 +229,21 @@ static int int_of(const json_t *o, const char *k, int def)
 	return v ? (int)json_integer_value(v) : def;
 }
 
+/* rl: a {"per_minute", "burst"?} of the contract (burst: per_minute by
+ * default), or NULL: no rate. */
+static void rate_init(rate_bucket *r, const json_t *rl)
+{
+	if (!json_is_object(rl))
+		return;
+	double per_min = (double)json_integer_value(json_object_get(rl, "per_minute"));
+	r->rated = 1;
+	r->burst = (double)int_of(rl, "burst", (int)(per_min < 1 ? 1 : per_min));
+	r->tokens = r->burst;
+	r->per_ns = per_min / 60e9;
+	r->per_min = per_min;
+	r->last_ns = aw_clock_mono_ns();
+}
+
 /* An upstream of the catalog being built: the old catalog's when its
  * configuration is the same. */
 static void up_event(void *ud, const char *project, const json_t *msg);
@@ -259,17 +276,8 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 	}
 	snprintf(u->provider, sizeof u->provider, "%s", provider);
 	memcpy(u->key, key, sizeof key);
-	json_t *rrl = json_object_get(conf, "relay_rate_limit");
-	if (json_is_object(rrl)) {
-		double per_min = (double)int_of(rrl, "per_minute", 60);
-		u->rated = 1;
-		u->burst = (double)int_of(rrl, "burst", (int)per_min);
-		u->tokens = u->burst;
-		u->per_ns = per_min / 60e9;
-		u->per_min = per_min;
-		u->last_ns = aw_clock_mono_ns();
-		snprintf(u->rate_name, sizeof u->rate_name, "@relay.%s", provider);
-	}
+	rate_init(&u->rate, json_object_get(conf, "relay_rate_limit"));
+	snprintf(u->rate_name, sizeof u->rate_name, "@relay.%s", provider);
 	/* the contract's default, never past the platform's bound */
 	u->timeout_ms = int_of(conf, "timeout_ms", g->o.timeout_ms);
 	if (u->timeout_ms > g->o.timeout_max_ms)
@@ -342,17 +350,7 @@ static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, cons
 		json_t *as = json_object_get(t, "args_schema");
 		if (as && aw_schema_compile(as, &tl->schema, err))
 			goto fail;
-		json_t *rl = json_object_get(t, "rate_limit");
-		if (rl) {
-			tl->rated = 1;
-			double per_min =
-				(double)json_integer_value(json_object_get(rl, "per_minute"));
-			tl->burst = (double)int_of(rl, "burst", (int)(per_min < 1 ? 1 : per_min));
-			tl->tokens = tl->burst;
-			tl->per_ns = per_min / 60e9;
-			tl->per_min = per_min;
-			tl->last_ns = aw_clock_mono_ns();
-		}
+		rate_init(&tl->rate, json_object_get(t, "rate_limit"));
 	}
 	return c;
 fail:
@@ -835,35 +833,6 @@ static void redact_result(json_t *res)
 	json_decref(held);
 }
 
-/* Gate 4's rate bucket; 0 when a token was taken, else ms until one is. */
-static long take_token(catalog *c, mtool *t)
-{
-	if (!t->rated)
-		return 0;
-	pthread_mutex_lock(&c->mu);
-	int64_t now = aw_clock_mono_ns();
-	t->tokens += (double)(now - t->last_ns) * t->per_ns;
-	if (t->tokens > t->burst)
-		t->tokens = t->burst;
-	t->last_ns = now;
-	long wait = 0;
-	if (t->tokens >= 1)
-		t->tokens -= 1;
-	else
-		wait = (long)((1 - t->tokens) / t->per_ns / 1e6) + 1;
-	pthread_mutex_unlock(&c->mu);
-	return wait;
-}
-
-/* Gives back a token take_token took (the shared window refused the call). */
-static void give_token(catalog *c, mtool *t)
-{
-	pthread_mutex_lock(&c->mu);
-	if (t->tokens + 1 <= t->burst)
-		t->tokens += 1;
-	pthread_mutex_unlock(&c->mu);
-}
-
 /* Gate 4 across every gateway process sharing Redis: a sliding one-minute
  * window (this minute's count plus the last minute's, weighted by how much
  * of it the window still covers) under {project}:mcp:rate:{tool}:{minute}.
@@ -901,6 +870,35 @@ static long shared_rate(aw_mcp *g, const aw_ctx *ctx, const char *name, double p
 	if (before > 0 && room >= 0)
 		wait -= room * 60000.0 / before;
 	return wait < 1 ? 1 : (long)wait;
+}
+
+/* A token of r (name: its key in the shared window): this process's bucket,
+ * then - with Redis - the window every gateway process shares (a token the
+ * window refuses is given back). 0, else ms until one is. */
+static long rate_take(aw_mcp *g, const aw_ctx *ctx, pthread_mutex_t *mu, rate_bucket *r,
+		      const char *name)
+{
+	if (!r->rated)
+		return 0;
+	pthread_mutex_lock(mu);
+	int64_t now = aw_clock_mono_ns();
+	r->tokens += (double)(now - r->last_ns) * r->per_ns;
+	if (r->tokens > r->burst)
+		r->tokens = r->burst;
+	r->last_ns = now;
+	long wait = 0;
+	if (r->tokens >= 1)
+		r->tokens -= 1;
+	else
+		wait = (long)((1 - r->tokens) / r->per_ns / 1e6) + 1;
+	pthread_mutex_unlock(mu);
+	if (!wait && g->o.kv && (wait = shared_rate(g, ctx, name, r->per_min))) {
+		pthread_mutex_lock(mu);
+		if (r->tokens + 1 <= r->burst)
+			r->tokens += 1;
+		pthread_mutex_unlock(mu);
+	}
+	return wait;
 }
 
 /* One message as an SSE event on the client's stream, whole or not at all:
@@ -1259,10 +1257,7 @@ static json_t *tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n
 	}
 	n->args_audit = json_deep_copy(a);
 	/* gate 4: rate and budget */
-	long wait = take_token(c, t);
-	if (!wait && t->rated && g->o.kv &&
-	    (wait = shared_rate(g, &call->ctx, t->full, t->per_min)))
-		give_token(c, t);
+	long wait = rate_take(g, &call->ctx, &c->mu, &t->rate, t->full);
 	if (wait) {
 		snprintf(msg, sizeof msg, "the tool's rate limit is spent; retry in %ld ms", wait);
 		reply = refuse(n, id, 4, AW_E_MCP_RATE, msg, NULL);
@@ -1418,35 +1413,8 @@ typedef struct {
  * The gates of a tools/call that apply: the per-call guard (the catalog,
  * run_call), then the project's suspension (gate 4, E-MCP-GATE-007: a
  * suspended project reaches no upstream; resources/unsubscribe alone still
- * passes, it only stops work), then the upstream (gate 5). There is no
- * rate limit to apply: rate_limit is a tool's. */
-/* A token of upstream u's relay bucket (this process's, then the window
- * shared over Redis): 0, else ms until one is. */
-static long relay_token(aw_mcp *g, aw_mcp_call *call, upinst *u)
-{
-	if (!u->rated)
-		return 0;
-	pthread_mutex_lock(&u->mu);
-	int64_t now = aw_clock_mono_ns();
-	u->tokens += (double)(now - u->last_ns) * u->per_ns;
-	if (u->tokens > u->burst)
-		u->tokens = u->burst;
-	u->last_ns = now;
-	long wait = 0;
-	if (u->tokens >= 1)
-		u->tokens -= 1;
-	else
-		wait = (long)((1 - u->tokens) / u->per_ns / 1e6) + 1;
-	pthread_mutex_unlock(&u->mu);
-	if (!wait && g->o.kv && (wait = shared_rate(g, &call->ctx, u->rate_name, u->per_min))) {
-		pthread_mutex_lock(&u->mu);
-		if (u->tokens + 1 <= u->burst)
-			u->tokens += 1;
-		pthread_mutex_unlock(&u->mu);
-	}
-	return wait;
-}
-
+ * passes, it only stops work) and each relaying upstream's relay_rate_limit
+ * (gate 4, E-MCP-GATE-006), then the upstream (gate 5). */
 static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note *rn)
 {
 	const json_t *id = call->msg.id;
@@ -1497,7 +1465,7 @@ static json_t *relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_n
 	}
 	/* gate 4: each upstream's relay_rate_limit, as a tool's rate_limit */
 	for (int i = 0; !unsub && i < n; i++) {
-		long wait = relay_token(g, call, ups[i]);
+		long wait = rate_take(g, &call->ctx, &ups[i]->mu, &ups[i]->rate, ups[i]->rate_name);
 		if (wait) {
 			char msg[160];
 			snprintf(msg, sizeof msg,

@@ -13,7 +13,6 @@
 #include "awooop/json.h"
 #include "awooop/redact.h"
 #include "awooop/run.h"
-#include "awooop/secret.h"
 
 void aw_run_request_free(aw_run_request *r)
 {
