@@ -212,26 +212,28 @@ void aw_metrics_outbox_backlog(double undelivered, double oldest_age_s)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Adds n to the counter of family with labels. */
+static void counter_add(int family, const char *labels, double n)
+{
+	pthread_mutex_lock(&mu);
+	series *c = get(families[family].family, COUNTER, labels);
+	if (c)
+		c->value += n;
+	pthread_mutex_unlock(&mu);
+}
+
 void aw_metrics_run_event(const char *event, double n)
 {
 	char l[64];
 	snprintf(l, sizeof l, "event=\"%s\"", event);
-	pthread_mutex_lock(&mu);
-	series *c = get(families[9].family, COUNTER, l);
-	if (c)
-		c->value += n;
-	pthread_mutex_unlock(&mu);
+	counter_add(9, l, n);
 }
 
 void aw_metrics_http_cut(const char *reason)
 {
 	char l[64];
 	snprintf(l, sizeof l, "reason=\"%s\"", reason);
-	pthread_mutex_lock(&mu);
-	series *c = get(families[10].family, COUNTER, l);
-	if (c)
-		c->value += 1;
-	pthread_mutex_unlock(&mu);
+	counter_add(10, l, 1);
 }
 
 void aw_metrics_llm_call(const char *project, const char *route, const char *upstream,
@@ -260,11 +262,7 @@ void aw_metrics_llm_event(const char *event, const char *upstream)
 {
 	char l[160];
 	snprintf(l, sizeof l, "event=\"%s\",upstream=\"%s\"", event, upstream);
-	pthread_mutex_lock(&mu);
-	series *c = get(families[14].family, COUNTER, l);
-	if (c)
-		c->value += 1;
-	pthread_mutex_unlock(&mu);
+	counter_add(14, l, 1);
 }
 
 void aw_metrics_llm_breaker(const char *upstream, int state)
@@ -316,11 +314,7 @@ void aw_metrics_channel(const char *project, const char *direction, const char *
 	char l[200];
 	snprintf(l, sizeof l, "project=\"%s\",direction=\"%s\",outcome=\"%s\"", project, direction,
 		 outcome);
-	pthread_mutex_lock(&mu);
-	series *c = get(families[21].family, COUNTER, l);
-	if (c)
-		c->value += 1;
-	pthread_mutex_unlock(&mu);
+	counter_add(21, l, 1);
 }
 
 void aw_metrics_channel_leader(int leader)
@@ -390,15 +384,6 @@ void aw_metrics_budget_used(const char *project, double ratio)
 	gauge(27, l, ratio, aw_clock_wall_ms() + BUDGET_RATIO_TTL_MS);
 }
 
-static void add1(int family, const char *labels)
-{
-	pthread_mutex_lock(&mu);
-	series *c = get(families[family].family, COUNTER, labels);
-	if (c)
-		c->value += 1;
-	pthread_mutex_unlock(&mu);
-}
-
 void aw_metrics_audit_verify(const char *project, int intact)
 {
 	char l[120];
@@ -410,7 +395,7 @@ void aw_metrics_mcp_stdio_restart(const char *project)
 {
 	char l[120];
 	snprintf(l, sizeof l, "project=\"%s\"", project);
-	add1(29, l);
+	counter_add(29, l, 1);
 }
 
 void aw_metrics_bus_connected(int connected)
