@@ -47,6 +47,8 @@ typedef struct hub_bot {
 	char project[AW_PROJECT_MAX + 1], name[AW_BOT_NAME_MAX + 1];
 	char hash[65]; /* of its configuration: a change restarts the poller */
 	json_t *channel, *templates, *silences; /* private deep copies */
+	aw_pattern **match; /* rule i's compiled "match" (NULL: it has none, or it
+			       does not compile: the rule never matches then) */
 	int interval_s;
 	struct aw_hub *hub;
 	pthread_t th;
@@ -185,6 +187,10 @@ aw_err aw_channel_send(aw_store *s, const aw_ctx *ctx, const char *bot, const ch
 
 static void bot_free(hub_bot *b)
 {
+	for (size_t i = 0; b->match && i < json_array_size(json_object_get(b->channel, "rules"));
+	     i++)
+		aw_pattern_free(b->match[i]);
+	free(b->match);
 	json_decref(b->channel);
 	json_decref(b->templates);
 	json_decref(b->silences);
@@ -206,6 +212,17 @@ static hub_bot *bot_from(const char *project, const aw_policy *pol, const json_t
 	b->silences = json_deep_copy(json_object_get(pol->body, "silences"));
 	b->interval_s = json_is_integer(interval) ? (int)json_integer_value(interval) : 30;
 	b->webhook = !strcmp(json_string_value(json_object_get(ch, "mode")) ?: "", "webhook");
+	/* the rules' patterns, compiled once per revision, not per message */
+	json_t *rules = json_object_get(b->channel, "rules");
+	b->match = calloc(json_array_size(rules) + 1, sizeof *b->match);
+	size_t ri;
+	json_t *r;
+	json_array_foreach (rules, ri, r) {
+		const char *m = json_string_value(json_object_get(r, "match"));
+		aw_error perr = {0};
+		if (m && b->match)
+			aw_pattern_compile(m, &b->match[ri], &perr);
+	}
 	char *text = json_dumps(ch, JSON_COMPACT | JSON_SORT_KEYS);
 	aw_buf hb = AW_BUF_INIT(1u << 20);
 	aw_buf_addf(&hb, "%s|%s|%d", pol->revision_id, text ? text : "", b->interval_s);
@@ -285,16 +302,14 @@ static int chat_served(const hub_bot *b, const char *chat_id)
 	return 0;
 }
 
-/* A rule's pattern (checked when its revision was written) against a
- * message: bounded whatever either holds (pattern.h). */
-static int matches(const hub_bot *b, const char *pattern, const char *text)
+/* Rule i's pattern (checked when its revision was written, compiled in
+ * bot_from) against a message: bounded whatever either holds (pattern.h). */
+static int matches(const hub_bot *b, size_t i, const char *text)
 {
-	aw_pattern *re = NULL;
-	aw_error err = {0};
-	if (aw_pattern_compile(pattern, &re, &err))
+	const aw_pattern *re = b->match ? b->match[i] : NULL;
+	if (!re)
 		return 0;
 	int ok = aw_pattern_match(re, text, strlen(text));
-	aw_pattern_free(re);
 	if (ok < 0) {
 		aw_ctx ctx;
 		aw_ctx_system(&ctx, b->project);
@@ -319,7 +334,7 @@ static const json_t *rule_for(const hub_bot *b, const aw_tg_update *u)
 			    (u->text[n] == 0 || u->text[n] == ' ' || u->text[n] == '@'))
 				return r;
 		} else if (!strcmp(u->kind, "message") && ev && !strcmp(ev, "message") &&
-			   (!m || matches(b, m, u->text))) {
+			   (!m || matches(b, i, u->text))) {
 			return r;
 		}
 	}
