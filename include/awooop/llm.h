@@ -118,9 +118,11 @@ aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw
  * active policy, as an OpenAI model list. */
 aw_err aw_llm_models(aw_llm *g, const aw_ctx *ctx, json_t **out, aw_error *err);
 
-/* Budget line 3: cuts every call of project in flight in this process (a
- * stream gets a last SSE event E-BUDGET-001). */
-void aw_llm_kill(aw_llm *g, const char *project);
+/* Budget line 3: cuts every call of project in flight in this process that
+ * started before seen_ns (aw_clock_mono_ns() taken before the suspension was
+ * read from the store; 0: now). A stream gets a last SSE event E-BUDGET-001.
+ * A call started later was admitted after the suspension was lifted. */
+void aw_llm_kill(aw_llm *g, const char *project, int64_t seen_ns);
 
 /* Registers the run runtime's `llm` step kind, calling g (one gateway per
  * process). */

@@ -106,7 +106,7 @@ void aw_h_budget_action(aw_req *r)
 			e = aw_budget_suspend(r->store, &scoped, reason, &err);
 		json_decref(body);
 		if (!e && r->opts->llm)
-			aw_llm_kill(r->opts->llm, scoped.project);
+			aw_llm_kill(r->opts->llm, scoped.project, 0);
 	} else if (!strcmp(action, "resume")) {
 		e = aw_budget_resume(r->store, &scoped, &err);
 	} else {

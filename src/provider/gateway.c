@@ -843,7 +843,7 @@ static aw_err admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error
 	for (int i = 0; !e && i < c->nt; i++)
 		c->t[i].price = prices[i];
 	if (e == AW_E_BUDGET_EXHAUSTED && c->hold.killed)
-		aw_llm_kill(g, c->ctx.project);
+		aw_llm_kill(g, c->ctx.project, 0);
 	if (e || !c->hold.active)
 		return e;
 	long long room = ask.max_out; /* what the reservation holds past the prompt */
@@ -974,12 +974,14 @@ int aw_llm_test_watched(aw_llm *g)
 	return n;
 }
 
-void aw_llm_kill(aw_llm *g, const char *project)
+void aw_llm_kill(aw_llm *g, const char *project, int64_t seen_ns)
 {
+	if (!seen_ns)
+		seen_ns = aw_clock_mono_ns();
 	pthread_mutex_lock(&g->mu);
 	int i = proj_find(g, project); /* no entry: no call of it in flight here */
-	if (i >= 0)
-		g->projs[i].kill_ns = aw_clock_mono_ns();
+	if (i >= 0 && seen_ns > g->projs[i].kill_ns)
+		g->projs[i].kill_ns = seen_ns;
 	pthread_mutex_unlock(&g->mu);
 	atomic_fetch_add(&g->kill_gen, 1);
 	if (g->multi)
@@ -1194,8 +1196,11 @@ static void watch(aw_llm *g, int reap)
 		aw_error err = {0};
 		int suspended = 0, reaped = 0;
 		long long open = -1;
+		/* taken before the read: a call started after it was admitted
+		 * after a resume the read may not have seen */
+		int64_t seen = aw_clock_mono_ns();
 		if (aw_budget_suspended(g->o.store, &ctx, &suspended, &err) == AW_OK && suspended)
-			aw_llm_kill(g, projects[i]);
+			aw_llm_kill(g, projects[i], seen);
 		if (reap && busy[i]) /* the heartbeat of this process's reservations */
 			aw_budget_renew(g->o.store, &ctx, g->holder, g->o.lease_ms, &err);
 		if (reap && aw_budget_reap(g->o.store, &ctx, &reaped, &err) == AW_OK && reaped) {
