@@ -3,7 +3,8 @@
 #  - no raw SQL outside src/store/ (services talk to the store interface);
 #  - no Redis commands outside src/bus/ and (later) src/keys/;
 #  - every .c file starts with a comment saying what it is for;
-#  - no sprintf, strcpy, strcat, atoi or gets in src/ and include/.
+#  - no sprintf, strcpy, strcat, atoi or gets in src/ and include/;
+#  - includes point down the layers (scripts/check-layers.py has the table).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -21,6 +22,8 @@ if [ -n "$scan" ]; then echo "SCAN/KEYS outside src/keys/:"; echo "$scan"; fail=
 # atoi cannot report a bad number (strtol / aw_cli_int)
 banned=$(grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|atoi|atol|gets)[[:space:]]*\(' src include --include=*.[ch] || true)
 if [ -n "$banned" ]; then echo "banned function (use aw_buf, snprintf, strtol):"; echo "$banned"; fail=1; fi
+# dependencies point down: a folder includes only folders below it
+python3 scripts/check-layers.py || fail=1
 # one name, one file: backtraces and logs name files without their folder
 dup=$(find src -name '*.[ch]' -printf '%f\n' | sort | uniq -d)
 if [ -n "$dup" ]; then echo "file names used twice under src/:"; echo "$dup"; fail=1; fi

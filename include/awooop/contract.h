@@ -70,6 +70,13 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 			    const char *family, const char *contract_id, const char *rev,
 			    aw_activation *out, aw_error *err);
 
+/* fn is called, on the committing thread, after a transaction that changed an
+ * active pointer (an activation, a revocation of the active revision) and so
+ * wrote an outbox row: the relay above registers its wake-up here
+ * (aw_outbox_kick) to deliver at once instead of at its next poll. One per
+ * process; NULL: none. */
+void aw_contract_on_change(void (*fn)(void));
+
 /* Records the caller's approval of a published revision. When the revision is
  * a rollback and this approval completes its quorum, the revision is activated
  * at once, in a transaction of its own with every check of

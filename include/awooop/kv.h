@@ -13,7 +13,7 @@
  * Legacy keys belong to one project (default "awoooi"; platform patterns to
  * __platform__); for every other project only new keys exist.
  *
- * Gates (aw_kv_migrate): A->B once A has run its window (default 30 days);
+ * Gates (aw_keymig_step, keymig.h): A->B once A has run its window (default 30 days);
  * B->C once B has run its window (14 days) with a fallback rate below 1% of
  * reads; C->done once C has run its window (7 days) with zero old-key reads.
  * --force skips a gate and is audited. Counters live in Redis and restart at
@@ -81,11 +81,20 @@ typedef struct {
 
 aw_err aw_kv_status_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, aw_kv_status *st,
 			aw_error *err);
-/* Moves one step (none->A->B->C->done); AW_E_KEYS_GATE with the counters in
- * err->msg when a gate is not met and force is 0. st gets the counters that
- * decided. */
-aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *to, int force,
-		     aw_kv_status *st, aw_error *err);
+
+/* What the phase engine (keymig.h) builds on. Phases are numbered in order:
+ * 0 none, 1 A, 2 B, 3 C, 4 done. */
+int aw_kv_phase_of(const char *name);	 /* -1: not a phase */
+const char *aw_kv_phase_name(int phase); /* NULL: not a phase */
+/* The observation window of phase, in seconds. */
+int aw_kv_window_s(const aw_kv *kv, int phase);
+/* The project whose data p's keys belong to (platform patterns: __platform__). */
+const char *aw_kv_owner(const aw_key_pattern *p, const aw_ctx *ctx);
+/* Fills st's counters with phase's last window in (project, pattern). */
+void aw_kv_counters(aw_kv *kv, const char *project, const char *pattern, int phase,
+		    aw_kv_status *st);
+/* Forgets the cached phases: the next access reads them from the store. */
+void aw_kv_phases_forget(aw_kv *kv);
 
 typedef struct {
 	long long legacy, modern, missing_ttl;

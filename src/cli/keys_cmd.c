@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "awooop/kv.h"
+#include "awooop/keymig.h"
 #include "cli.h"
 
 static const char *ttl_text(int ttl, char *buf, size_t cap)
@@ -244,11 +244,11 @@ int aw_cmd_keys(int argc, char **argv)
 	snprintf(ctx.principal, sizeof ctx.principal, "cli");
 	aw_kv_status st;
 	if (!e && !strcmp(verb, "status")) {
-		if (!(e = aw_kv_status_get(kv, &ctx, aw_cli_get(opts, "pattern"), &st, &err)))
+		if (!(e = aw_keymig_status(s, kv, &ctx, aw_cli_get(opts, "pattern"), &st, &err)))
 			print_status(&st);
 	} else if (!e && !strcmp(verb, "migrate")) {
-		e = aw_kv_migrate(kv, &ctx, aw_cli_get(opts, "pattern"), aw_cli_get(opts, "to"),
-				  aw_cli_get(opts, "force") != NULL, &st, &err);
+		e = aw_keymig_step(s, kv, &ctx, aw_cli_get(opts, "pattern"), aw_cli_get(opts, "to"),
+				   aw_cli_get(opts, "force") != NULL, &st, &err);
 		print_status(&st); /* the counters that decided */
 	} else if (!e) {
 		long long copied = 0, skipped = 0;

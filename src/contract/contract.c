@@ -36,7 +36,6 @@
 #include "awooop/ident.h"
 #include "awooop/jcs.h"
 #include "awooop/log.h"
-#include "awooop/relay.h"
 #include "awooop/schema.h"
 
 extern const struct {
@@ -54,6 +53,20 @@ struct aw_contracts {
 };
 
 int (*aw_contract_fault_hook)(const char *point);
+
+static void (*_Atomic on_change)(void);
+
+void aw_contract_on_change(void (*fn)(void))
+{
+	atomic_store(&on_change, fn);
+}
+
+static void changed(void)
+{
+	void (*fn)(void) = atomic_load(&on_change);
+	if (fn)
+		fn();
+}
 
 /* ---------------------------------------------------------- transitions */
 
@@ -743,7 +756,7 @@ done:
 	if (e)
 		act.activated = act.suggested = 0;
 	if (act.activated)
-		aw_outbox_kick(); /* the relay of this process delivers at once */
+		changed(); /* the relay of this process delivers at once */
 	if (out)
 		*out = act;
 	return e;
@@ -925,7 +938,7 @@ aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	aw_revision_clear(&r);
 	e = finish(t, e, err);
 	if (!e && was_active)
-		aw_outbox_kick();
+		changed();
 	return e;
 }
 

@@ -11,8 +11,7 @@
 #include "awooop/clock.h"
 #include "awooop/ident.h"
 #include "awooop/keys.h"
-#include "awooop/kv.h"
-#include "awooop/store/keymig.h"
+#include "awooop/keymig.h"
 #include "awooop/tenancy.h"
 #include "http_internal.h"
 
@@ -268,7 +267,7 @@ void aw_h_audit_verify(aw_req *r)
 
 /* GET /v1/projects/{project}/key-migrations: the INV-1 phase of every tenant
  * key pattern and, with Redis, this process's counters that gate the next
- * phase (aw_kv_status_get); without Redis the phases from the store. */
+ * phase (aw_keymig_status); without Redis the phases from the store. */
 void aw_h_key_migrations(aw_req *r)
 {
 	aw_error err = {0};
@@ -283,22 +282,12 @@ void aw_h_key_migrations(aw_req *r)
 			continue;
 		aw_kv_status st = {0};
 		json_t *counters = json_null();
-		if (r->opts->kv) {
-			e = aw_kv_status_get(r->opts->kv, &scoped, p->name, &st, &err);
-			if (!e)
-				counters = json_pack("{s:I,s:I,s:I,s:I}", "reads",
-						     (json_int_t)st.reads, "new_hits",
-						     (json_int_t)st.new_hits, "fallbacks",
-						     (json_int_t)st.fallbacks, "old_reads",
-						     (json_int_t)st.old_reads);
-		} else {
-			aw_txn *t = NULL;
-			if (!(e = aw_store_begin(r->store, &scoped, AW_TXN_READ, &t, &err))) {
-				e = aw_store_keymig_get(t, p->name, st.phase, sizeof st.phase,
-							st.since, &err);
-				aw_store_rollback(t);
-			}
-		}
+		e = aw_keymig_status(r->store, r->opts->kv, &scoped, p->name, &st, &err);
+		if (!e && r->opts->kv)
+			counters = json_pack("{s:I,s:I,s:I,s:I}", "reads", (json_int_t)st.reads,
+					     "new_hits", (json_int_t)st.new_hits, "fallbacks",
+					     (json_int_t)st.fallbacks, "old_reads",
+					     (json_int_t)st.old_reads);
 		if (!e)
 			json_array_append_new(
 				items, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "pattern", p->name,

@@ -1,6 +1,6 @@
 /*
- * kv.c - phase-aware Redis access, migration gates, inventory and backfill
- * (see kv.h). One hiredis connection under a mutex; phases are cached per
+ * kv.c - phase-aware Redis access, the migration's counters, inventory and
+ * backfill (see kv.h; the gates and the audited phase steps are keymig/). One hiredis connection under a mutex; phases are cached per
  * (project, pattern) for phase_cache_ms and refreshed from the store.
  */
 #include "awooop/kv.h"
@@ -14,8 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "awooop/audit.h"
-#include "awooop/store/tenancy.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/redis.h"
@@ -133,8 +131,7 @@ void aw_kv_close(aw_kv *kv)
 
 /* ---------------------------------------------------------------- phases */
 
-/* The project whose data a pattern's keys belong to. */
-static const char *owner(const aw_key_pattern *p, const aw_ctx *ctx)
+const char *aw_kv_owner(const aw_key_pattern *p, const aw_ctx *ctx)
 {
 	return p->scope == AW_KEY_PLATFORM ? AW_PLATFORM_PROJECT : ctx->project;
 }
@@ -240,7 +237,7 @@ static aw_err resolve(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const c
 	t->p = aw_keys_find(pattern);
 	if (!t->p)
 		return aw_fail(err, AW_E_KEYS_PATTERN, "unknown key pattern");
-	t->project = owner(t->p, ctx);
+	t->project = aw_kv_owner(t->p, ctx);
 	aw_err e = aw_keys_build(t->p, 1, t->project, vals, n, t->new_key, sizeof t->new_key, err);
 	if (!e)
 		e = aw_keys_build(t->p, 0, t->project, vals, n, t->old_key, sizeof t->old_key, err);
@@ -579,7 +576,7 @@ aw_err aw_kv_status_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, aw_kv
 	if (!p)
 		return aw_fail(err, AW_E_KEYS_PATTERN, "unknown key pattern");
 	phase_t ph;
-	const char *project = owner(p, ctx);
+	const char *project = aw_kv_owner(p, ctx);
 	aw_err e = read_phase(kv, project, p->name, &ph, st->since, err);
 	if (e)
 		return e;
@@ -590,93 +587,38 @@ aw_err aw_kv_status_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, aw_kv
 	return AW_OK;
 }
 
-aw_err aw_kv_migrate(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *to, int force,
-		     aw_kv_status *st, aw_error *err)
+int aw_kv_phase_of(const char *name)
+{
+	return name ? phase_of(name) : -1;
+}
+
+const char *aw_kv_phase_name(int phase)
+{
+	return phase >= PH_NONE && phase <= PH_DONE ? phase_names[phase] : NULL;
+}
+
+int aw_kv_window_s(const aw_kv *kv, int phase)
+{
+	return window_of(kv, (phase_t)phase);
+}
+
+void aw_kv_counters(aw_kv *kv, const char *project, const char *pattern, int phase,
+		    aw_kv_status *st)
 {
 	const aw_key_pattern *p = aw_keys_find(pattern);
-	int want = to ? phase_of(to) : -1;
-	if (!p)
-		return aw_fail(err, AW_E_KEYS_PATTERN, "unknown key pattern");
-	if (want < 0)
-		return aw_fail(err, AW_E_KEYS_PHASE, "--to must be A, B, C or done");
-	const char *project = owner(p, ctx);
-	aw_ctx c;
-	aw_ctx_with_project(ctx, project, &c);
-	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(kv->s, &c, AW_TXN_WRITE, &t, err);
-	if (e)
-		return e;
-	char name[8];
-	memset(st, 0, sizeof *st);
-	aw_project proj;
-	if ((e = aw_store_project_get(t, &proj, err))) {
-		if (e == AW_E_TENANT_NOT_FOUND)
-			aw_fail(err, e, "project %s does not exist", project);
-		goto out;
-	}
-	if ((e = aw_store_keymig_get(t, p->name, name, sizeof name, st->since, err)))
-		goto out;
-	int have = phase_of(name);
-	snprintf(st->phase, sizeof st->phase, "%s", name);
+	if (!p || phase < PH_NONE || phase > PH_DONE)
+		return;
 	pthread_mutex_lock(&kv->mu);
-	read_counters(kv, project, p, (phase_t)have, st);
+	read_counters(kv, project, p, (phase_t)phase, st);
 	pthread_mutex_unlock(&kv->mu);
-	if (want != have + 1) {
-		e = aw_fail(err, AW_E_KEYS_PHASE, "phase is %s; the next step is %s", name,
-			    have < PH_DONE ? phase_names[have + 1] : "none (done)");
-		goto out;
-	}
-	int64_t since_ms = 0, age_s = 0;
-	if (st->since[0] && aw_clock_parse(st->since, &since_ms) == 0)
-		age_s = (aw_clock_wall_ms() - since_ms) / 1000;
-	const char *why = NULL;
-	char msg[200];
-	if (want == PH_B && age_s < kv->o.window_a_s) {
-		snprintf(msg, sizeof msg, "phase A has run %llds of its %ds window",
-			 (long long)age_s, kv->o.window_a_s);
-		why = msg;
-	} else if (want == PH_C && (age_s < kv->o.window_b_s || st->reads == 0 ||
-				    st->fallbacks * 100 >= st->reads)) {
-		snprintf(msg, sizeof msg,
-			 "phase B: %llds of %ds, %lld fallbacks in %lld reads (needs < 1%%)",
-			 (long long)age_s, kv->o.window_b_s, st->fallbacks, st->reads);
-		why = msg;
-	} else if (want == PH_DONE && (age_s < kv->o.window_c_s || st->old_reads > 0)) {
-		snprintf(msg, sizeof msg, "phase C: %llds of %ds, %lld old-key reads (needs 0)",
-			 (long long)age_s, kv->o.window_c_s, st->old_reads);
-		why = msg;
-	}
-	if (why && !force) {
-		e = aw_fail(err, AW_E_KEYS_GATE, "%s", why);
-		goto out;
-	}
-	char now[AW_TS_LEN + 1];
-	aw_clock_now(now);
-	json_t *pl =
-		json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I}", "pattern", p->name, "from",
-			  name, "to", phase_names[want], "forced", force && why, "reads",
-			  (json_int_t)st->reads, "new_hits", (json_int_t)st->new_hits, "fallbacks",
-			  (json_int_t)st->fallbacks, "old_reads", (json_int_t)st->old_reads);
-	if (pl && why)
-		json_object_set_new(pl, "gate_not_met", json_string(why));
-	if (!(e = aw_store_keymig_set(t, p->name, phase_names[want], now, ctx->principal, err)))
-		e = aw_audit_record(t, &c, "keys.migrate", p->name, pl, err);
-	json_decref(pl);
-out:
-	if (e) {
-		aw_store_rollback(t);
-		return e;
-	}
-	if ((e = aw_store_commit(t, err)))
-		return e;
-	/* counters are per phase, so the new phase starts from zero; forget
-	 * cached phases so this process applies the new one at once */
+}
+
+void aw_kv_phases_forget(aw_kv *kv)
+{
 	pthread_mutex_lock(&kv->mu);
 	for (cached *cc = kv->phases; cc; cc = cc->next)
 		cc->read_ns = AW_MONO_NEVER;
 	pthread_mutex_unlock(&kv->mu);
-	snprintf(st->phase, sizeof st->phase, "%s", phase_names[want]);
-	return AW_OK;
 }
 
 /* ---------------------------------------------------------------- inventory */
@@ -795,7 +737,7 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 	const aw_key_pattern *p = aw_keys_find(pattern);
 	if (!p)
 		return aw_fail(err, AW_E_KEYS_PATTERN, "unknown key pattern");
-	const char *project = owner(p, ctx);
+	const char *project = aw_kv_owner(p, ctx);
 	if (p->scope == AW_KEY_TENANT && strcmp(project, kv->legacy_project) != 0)
 		return AW_OK; /* this project never had legacy keys */
 	/* the legacy template as a glob: every {component} becomes '*' */

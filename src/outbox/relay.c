@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/contract.h"
 #include "awooop/crypto.h"
 #include "awooop/keys.h"
 #include "awooop/log.h"
@@ -214,6 +215,7 @@ aw_err aw_relay_start(aw_store *s, aw_bus *bus, const aw_relay_opts *opts, aw_re
 	aw_relay *r = calloc(1, sizeof *r);
 	if (!r)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_contract_on_change(aw_outbox_kick); /* activations here: delivered at once */
 	r->s = s;
 	r->bus = bus;
 	if (opts)

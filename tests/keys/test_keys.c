@@ -26,7 +26,7 @@
 
 #include "awooop/audit.h"
 #include "awooop/bus.h"
-#include "awooop/kv.h"
+#include "awooop/keymig.h"
 #include "awooop/redis.h"
 #include "awooop/tenancy.h"
 #include "support.h"
@@ -256,7 +256,7 @@ static void migrate(const char *pattern, const char *to, aw_err want, int force)
 	aw_test_ctx(&c, "awoooi", AW_SCOPE_PROJECT_ADMIN, "operator");
 	aw_kv_status st;
 	aw_error err = {0};
-	aw_err e = aw_kv_migrate(KV, &c, pattern, to, force, &st, &err);
+	aw_err e = aw_keymig_step(S, KV, &c, pattern, to, force, &st, &err);
 	if (e != want)
 		fail_msg("migrate %s to %s: %s %s (want %s)", pattern, to, aw_err_code(e), err.msg,
 			 aw_err_code(want));
@@ -461,7 +461,7 @@ static void test_every_pattern_full_cycle(void **state)
 			if (p->scope == AW_KEY_PLATFORM)
 				aw_ctx_with_project(&c, AW_PLATFORM_PROJECT, &pc);
 			aw_kv_status s2;
-			aw_err e = aw_kv_migrate(kv, &pc, p->name, steps[st], 1, &s2, &err);
+			aw_err e = aw_keymig_step(S, kv, &pc, p->name, steps[st], 1, &s2, &err);
 			if (e && e != AW_E_KEYS_PHASE) /* PHASE: moved ahead earlier in this file */
 				fail_msg("%s -> %s: %s", p->name, steps[st], err.msg);
 			if (st == 1) { /* idempotent, whatever the phase */
