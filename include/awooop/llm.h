@@ -64,6 +64,10 @@ typedef struct {
 				    that may die) this long after its last call here,
 				    and while any reservation of it is open; default
 				    10 x lease_ms */
+	int watch_bus_ms;	      /* while suspensions of other processes arrive over a
+				    connected Redis bus, the store is read for them
+				    this often as a fallback (else every 500 ms);
+				    default 5000 */
 } aw_llm_opts;
 
 /* Checks a gateway configuration document:

@@ -84,6 +84,22 @@ int aw_policy_on_platform_change(aw_policy_cache *p, aw_policy_listener fn, void
 /* Removes a listener (either kind); after it returns the listener is not
  * running and will not run. */
 void aw_policy_off(aw_policy_cache *p, aw_policy_listener fn, void *ud);
+
+/* Kills ride the invalidations' bus: a process that suspends a project (an
+ * operator, budget line 3) announces it on the project's channel, and every
+ * process's kill listeners hear it at once. A listener runs on the bus
+ * thread under the cache's lock: it only notes the project and wakes its own
+ * thread, which reads the suspension from the store (the truth) and cuts.
+ * Up to 8; aw_policy_off_kill removes one (not running after it returns). */
+typedef void (*aw_policy_kill_fn)(void *ud, const char *project);
+int aw_policy_on_kill(aw_policy_cache *p, aw_policy_kill_fn fn, void *ud);
+void aw_policy_off_kill(aw_policy_cache *p, aw_policy_kill_fn fn, void *ud);
+/* Publishes the announcement (at most once, like every bus message: a
+ * listener's own poll of the store is the fallback). No bus: AW_OK. */
+aw_err aw_policy_announce_kill(aw_policy_cache *p, const char *project, aw_error *err);
+/* 1 while kills of other processes arrive over a connected Redis bus (the
+ * listener may then poll the store rarely); 0: local bus, none or down. */
+int aw_policy_kill_remote(aw_policy_cache *p);
 void aw_policy_get_stats(aw_policy_cache *p, aw_policy_stats *out);
 
 #endif

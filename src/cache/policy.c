@@ -60,7 +60,11 @@ struct aw_policy_cache {
 	entry *entries;
 	pstate *projects;
 	listener on_change[MAX_LISTENERS], on_platform[MAX_LISTENERS];
-	int n_change, n_platform;
+	struct {
+		aw_policy_kill_fn fn;
+		void *ud;
+	} on_kill[MAX_LISTENERS];
+	int n_change, n_platform, n_kill;
 	aw_policy_stats st;
 	pthread_t checker;
 	int stop, resync_pending;
@@ -329,13 +333,35 @@ int aw_invalidation_decode(const char *payload, size_t len, aw_invalidation *out
 	return ok ? 0 : -1;
 }
 
+/* A suspension's announcement: {"event_type":"project_suspended"} on the
+ * project's channel (aw_policy_announce_kill). */
+static const char KILL_EVENT[] = "project_suspended";
+
+static int is_kill(const char *payload, size_t len)
+{
+	json_t *j = json_loadb(payload, len, 0, NULL);
+	const char *t = json_string_value(json_object_get(j, "event_type"));
+	int k = t && !strcmp(t, KILL_EVENT);
+	json_decref(j);
+	return k;
+}
+
 static void on_message(void *ud, const char *channel, const char *payload, size_t len)
 {
 	aw_policy_cache *p = ud;
 	char project[AW_PROJECT_MAX + 1];
 	aw_invalidation m;
-	if (aw_keys_invalidate_project(channel, project, sizeof project) ||
-	    aw_invalidation_decode(payload, len, &m))
+	if (aw_keys_invalidate_project(channel, project, sizeof project))
+		return;
+	if (is_kill(payload, len)) {
+		pthread_mutex_lock(&p->mu);
+		p->st.bus_events++;
+		for (int i = 0; i < p->n_kill; i++)
+			p->on_kill[i].fn(p->on_kill[i].ud, project);
+		pthread_mutex_unlock(&p->mu);
+		return;
+	}
+	if (aw_invalidation_decode(payload, len, &m))
 		return; /* not ours, or malformed: the fallback checker still converges */
 	const char *fam = m.family, *cid = m.contract_id, *type = m.event_type;
 	const char *oldr = m.old_revision_id;
@@ -514,6 +540,42 @@ int aw_policy_on_platform_change(aw_policy_cache *p, aw_policy_listener fn, void
 		p->on_platform[p->n_platform++] = (listener){fn, ud};
 	pthread_mutex_unlock(&p->mu);
 	return ok ? 0 : -1;
+}
+
+int aw_policy_on_kill(aw_policy_cache *p, aw_policy_kill_fn fn, void *ud)
+{
+	pthread_mutex_lock(&p->mu);
+	int ok = p->n_kill < MAX_LISTENERS;
+	if (ok) {
+		p->on_kill[p->n_kill].fn = fn;
+		p->on_kill[p->n_kill++].ud = ud;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return ok ? 0 : -1;
+}
+
+void aw_policy_off_kill(aw_policy_cache *p, aw_policy_kill_fn fn, void *ud)
+{
+	pthread_mutex_lock(&p->mu);
+	for (int i = 0; i < p->n_kill; i++)
+		if (p->on_kill[i].fn == fn && p->on_kill[i].ud == ud)
+			p->on_kill[i--] = p->on_kill[--p->n_kill];
+	pthread_mutex_unlock(&p->mu);
+}
+
+aw_err aw_policy_announce_kill(aw_policy_cache *p, const char *project, aw_error *err)
+{
+	char channel[AW_PROJECT_MAX + 64];
+	if (!p->bus)
+		return AW_OK;
+	if (aw_keys_invalidate_channel(project, channel, sizeof channel))
+		return aw_fail(err, AW_E_TENANT_SLUG, "not a project id");
+	return aw_bus_publish(p->bus, channel, "{\"event_type\":\"project_suspended\"}", err);
+}
+
+int aw_policy_kill_remote(aw_policy_cache *p)
+{
+	return p->bus && strcmp(aw_bus_kind(p->bus), "local") != 0 && aw_bus_connected(p->bus);
 }
 
 void aw_policy_off(aw_policy_cache *p, aw_policy_listener fn, void *ud)

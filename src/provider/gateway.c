@@ -976,7 +976,8 @@ int aw_llm_test_watched(aw_llm *g)
 
 void aw_llm_kill(aw_llm *g, const char *project, int64_t seen_ns)
 {
-	if (!seen_ns)
+	int local = !seen_ns; /* suspended here: announced to the other processes */
+	if (local)
 		seen_ns = aw_clock_mono_ns();
 	pthread_mutex_lock(&g->mu);
 	int i = proj_find(g, project); /* no entry: no call of it in flight here */
@@ -987,6 +988,21 @@ void aw_llm_kill(aw_llm *g, const char *project, int64_t seen_ns)
 	if (g->multi)
 		curl_multi_wakeup(g->multi);
 	aw_log(AW_LOG_WARN, NULL, "llm calls of a suspended project cut", "project", project, NULL);
+	aw_error err = {0};
+	if (local && aw_policy_announce_kill(g->o.policy, project, &err)) /* other processes */
+		aw_log(AW_LOG_WARN, NULL, "suspension not announced on the bus (others poll)",
+		       "project", project, "detail", err.msg, NULL);
+}
+
+/* The bus thread, under the cache's lock: the recorder watches at once. */
+static void on_kill(void *ud, const char *project)
+{
+	aw_llm *g = ud;
+	(void)project;
+	atomic_store(&g->check_now, 1);
+	pthread_mutex_lock(&g->rmu);
+	pthread_cond_signal(&g->rcv);
+	pthread_mutex_unlock(&g->rmu);
 }
 
 aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
@@ -1165,13 +1181,16 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 		json_decref(payloads[i]);
 }
 
-/* Every WATCH_MS: the projects with calls in flight that another process (or
- * an operator) suspended get their calls cut here too (line 3 within 1 s);
+/* Every WATCH_MS (WATCH_BUS_MS while another process's suspension arrives
+ * over a connected Redis bus, and at once when one does): the projects with
+ * calls in flight that another process (or an operator) suspended get their
+ * calls cut here too (line 3 within 1 s);
  * every lease/4, this process's reservations are renewed (a live call is
  * never reaped) and those of the projects it served whose holder died are
  * reaped; a project without calls here for watch_idle_ms and with no
  * reservation left open is no longer watched. */
 #define WATCH_MS 500
+#define WATCH_BUS_MS 5000
 static void watch(aw_llm *g, int reap)
 {
 	char(*projects)[AW_PROJECT_MAX + 1] = NULL;
@@ -1228,7 +1247,7 @@ static void *recorder_main(void *arg)
 	int64_t next_watch = aw_clock_mono_ns(), next_reap = next_watch;
 	pthread_mutex_lock(&g->rmu);
 	for (;;) {
-		while (!g->rq_head && !atomic_load(&g->stopping) &&
+		while (!g->rq_head && !atomic_load(&g->stopping) && !atomic_load(&g->check_now) &&
 		       aw_clock_mono_ns() < next_watch) {
 			struct timespec ts = aw_clock_after(CLOCK_REALTIME, WATCH_MS);
 			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
@@ -1266,10 +1285,11 @@ static void *recorder_main(void *arg)
 				aw_llm_call_put(batch[i]);
 		}
 		int64_t now = aw_clock_mono_ns();
-		if (now >= next_watch) {
+		if (atomic_exchange(&g->check_now, 0) || now >= next_watch) {
 			int reap = now >= next_reap;
 			watch(g, reap);
-			next_watch = now + WATCH_MS * 1000000LL;
+			int ms = aw_policy_kill_remote(g->o.policy) ? g->o.watch_bus_ms : WATCH_MS;
+			next_watch = now + ms * 1000000LL;
 			if (reap)
 				next_reap = now + (int64_t)g->o.lease_ms / 4 * 1000000LL;
 		}
@@ -1315,6 +1335,7 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	DEF(breaker_cooldown_ms, 10000)
 	DEF(lease_ms, 660000)
 	DEF(watch_idle_ms, 10 * g->o.lease_ms)
+	DEF(watch_bus_ms, WATCH_BUS_MS)
 #undef DEF
 	if (o->schema_retries < 0 || o->schema_retries > 10)
 		g->o.schema_retries = 3;
@@ -1350,6 +1371,8 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		g->recorder_started = 1;
 	if (!e && aw_policy_on_platform_change(o->policy, on_platform_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many platform listeners");
+	if (!e && aw_policy_on_kill(o->policy, on_kill, g) != 0)
+		e = aw_fail(err, AW_E_INTERNAL, "too many kill listeners");
 	if (e) {
 		aw_llm_stop(g);
 		aw_llm_free(g);
@@ -1397,8 +1420,10 @@ void aw_llm_free(aw_llm *g)
 {
 	if (!g)
 		return;
-	if (g->o.policy)
+	if (g->o.policy) {
 		aw_policy_off(g->o.policy, on_platform_change, g);
+		aw_policy_off_kill(g->o.policy, on_kill, g);
+	}
 	for (int i = 0; i < g->nproviders; i++)
 		aw_llm_upstream_put(g->providers[i]);
 	for (int i = 0; i < 3; i++)

@@ -139,7 +139,8 @@ struct aw_llm {
 	pthread_t engine, recorder;
 	int engine_started, recorder_started;
 	atomic_bool stopping;
-	atomic_int flushing; /* aw_llm_flush waits: the recorder does not linger */
+	atomic_int flushing;  /* aw_llm_flush waits: the recorder does not linger */
+	atomic_int check_now; /* a kill was announced on the bus: watch at once */
 	aw_llm_call *inbox;
 	aw_llm_call *active; /* engine thread */
 	/* the projects this process serves (mu), sorted by name, grown as

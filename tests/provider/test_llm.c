@@ -36,6 +36,7 @@
 #include "awooop/audit.h"
 #include "awooop/budget.h"
 #include "awooop/buf.h"
+#include "awooop/bus.h"
 #include "awooop/clock.h"
 #include "awooop/contract.h"
 #include "awooop/llm.h"
@@ -197,12 +198,14 @@ static aw_llm *GW;
 
 static const char *PROJECT_INFLIGHT;	    /* the gateway's bound, NULL: its default */
 static const char *EMERGENCY_SHARE = "100"; /* of the daily cap, per project */
+static aw_bus *BUS;			    /* the policy cache's; NULL: none */
+static int WATCH_BUS;			    /* the gateway's watch_bus_ms; 0: its default */
 
 static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 {
 	aw_error err = {0};
 	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
-	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &PC, &err), AW_OK);
+	assert_int_equal(aw_policy_cache_new(S, C, BUS, &po, &PC, &err), AW_OK);
 	json_t *cfg = json_pack("{s:{s:{s:s,s:s},s:{s:s},s:{s:s,s:s},s:{s:s}}}", "providers",
 				"openai", "url", "", "api_key", "env:AW_TEST_CANARY_KEY",
 				"anthropic", "url", "", "gemini", "url", "", "api_key",
@@ -230,7 +233,8 @@ static void gateway_up(int breaker_failures, int cooldown_ms, aw_kv *kv)
 			  .lease_ms = 2000,
 			  .project_inflight = PROJECT_INFLIGHT,
 			  .emergency_share = EMERGENCY_SHARE,
-			  .watch_idle_ms = 500};
+			  .watch_idle_ms = 500,
+			  .watch_bus_ms = WATCH_BUS};
 	if (aw_llm_new(&lo, &GW, &err))
 		fail_msg("gateway: %s", err.msg);
 	json_decref(cfg);
@@ -1731,6 +1735,61 @@ static void test_budget_suspension_owner(void **state)
 	gateway_down();
 }
 
+/* A suspension made in another process reaches this one's calls in flight
+ * over the bus within 0.5 s, with this process's poll of the store a minute
+ * away (issue 41). Two gateways on two Redis bus connections stand for the
+ * two processes. */
+static void test_kill_over_bus(void **state)
+{
+	(void)state;
+	aw_test_redis_start(&R);
+	aw_error err = {0};
+	aw_bus *mine = NULL, *theirs = NULL;
+	assert_int_equal(aw_bus_open(R.url, &mine, &err), AW_OK);
+	assert_int_equal(aw_bus_open(R.url, &theirs, &err), AW_OK);
+	WATCH_BUS = 60000;
+	BUS = theirs;
+	gateway_up(1000, 10000, NULL);
+	aw_llm *other = GW;
+	aw_policy_cache *other_pc = PC;
+	BUS = mine;
+	gateway_up(1000, 10000, NULL);
+	BUS = NULL;
+	WATCH_BUS = 0;
+	for (int i = 0; i < 100 && !(aw_policy_kill_remote(PC) && aw_policy_kill_remote(other_pc));
+	     i++)
+		usleep(20000);
+	assert_true(aw_policy_kill_remote(PC));
+	usleep(1000000); /* this gateway's poll is now a minute away */
+	const char *c[] = {"openai=k;tokens=40;tps=10", NULL};
+	set_policy("beta", c, NULL);
+	set_budget("beta", 100000000, "block");
+	crowd cw = {"beta", 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, budget_caller, &cw);
+	usleep(500000); /* all 4 are streaming here (4 s each) */
+	aw_ctx op;
+	aw_test_ctx(&op, "beta", AW_SCOPE_OPERATOR, "operator");
+	int64_t t0 = aw_clock_mono_ns();
+	/* the other process: suspends, cuts its own (none) and announces */
+	assert_int_equal(aw_budget_suspend(S, &op, "drill over the bus", &err), AW_OK);
+	aw_llm_kill(other, "beta", 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
+	printf("suspended in another process: %d of 4 streams here cut in %.0f ms\n", cw.cut, ms);
+	assert_int_equal(cw.cut, 4);
+	assert_true(ms < 500);
+	assert_int_equal(aw_budget_resume(S, &op, &err), AW_OK);
+	gateway_down();
+	aw_llm_stop(other);
+	aw_llm_free(other);
+	aw_policy_cache_free(other_pc);
+	aw_bus_close(mine);
+	aw_bus_close(theirs);
+}
+
 static aw_err ask_run(const char *run_id, json_t **resp, aw_error *err)
 {
 	aw_ctx ctx;
@@ -2376,6 +2435,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_reap),
 		cmocka_unit_test(test_budget_per_run),
 		cmocka_unit_test(test_budget_suspension_owner),
+		cmocka_unit_test(test_kill_over_bus),
 		cmocka_unit_test(test_budget_cost),
 		cmocka_unit_test(test_budget_rolling),
 		cmocka_unit_test(test_budget_shapes),
