@@ -132,6 +132,15 @@ static void run_call(aw_mcp *g, aw_mcp_call *call)
 	mcp_finish(call, reply, status);
 }
 
+/* The answer to a request the gateway will not run: it is stopping. */
+static void finish_stopping(aw_mcp_call *c)
+{
+	mcp_finish(c,
+		   aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL, "the gateway is shutting down",
+				     aw_err_code(AW_E_MCP_UNAVAILABLE)),
+		   503);
+}
+
 void *mcp_worker_main(void *arg)
 {
 	aw_mcp *g = arg;
@@ -142,11 +151,7 @@ void *mcp_worker_main(void *arg)
 		if (!c)
 			break;
 		if (atomic_load(&g->stopping))
-			mcp_finish(c,
-				   aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL,
-						     "the gateway is shutting down",
-						     aw_err_code(AW_E_MCP_UNAVAILABLE)),
-				   503);
+			finish_stopping(c);
 		else
 			run_call(g, c);
 		aw_fairq_done(g->fq, &t);
@@ -272,11 +277,7 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 	if (answer_now(g, c))
 		return AW_OK;
 	if (atomic_load(&g->stopping)) {
-		mcp_finish(c,
-			   aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL,
-					     "the gateway is shutting down",
-					     aw_err_code(AW_E_MCP_UNAVAILABLE)),
-			   503);
+		finish_stopping(c);
 		return AW_OK;
 	}
 	atomic_fetch_add(&c->refs, 1); /* the worker's */

@@ -34,6 +34,34 @@ json_t *mcp_gate_error(const json_t *id, aw_err code, int gate, const char *msg,
 	return r;
 }
 
+/* The upstream's own JSON-RPC error (rpc, stolen) as the answer to id,
+ * redacted: its data under data.upstream, data.code E-MCP-GATE-009 and, for
+ * a tools/call, data.gate (0: none). */
+json_t *mcp_upstream_error(const json_t *id, json_t *rpc, int gate)
+{
+	aw_redact_json(rpc, NULL);
+	json_t *ed = json_object_get(rpc, "data");
+	json_t *d =
+		gate ? json_pack("{s:s,s:i}", "code", aw_err_code(AW_E_MCP_UPSTREAM), "gate", gate)
+		     : json_pack("{s:s}", "code", aw_err_code(AW_E_MCP_UPSTREAM));
+	if (ed)
+		json_object_set(d, "upstream", ed);
+	json_object_set_new(rpc, "data", d);
+	return json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error", rpc);
+}
+
+/* Gate 4's budget: NULL when the project may reach its upstreams, else why
+ * not (suspended, or its budget could not be read). */
+const char *mcp_suspended(aw_mcp *g, const aw_ctx *ctx)
+{
+	int suspended = 0;
+	aw_error err = {0};
+	if (aw_budget_suspended_recent(g->o.store, ctx, &suspended, &err) || suspended)
+		return suspended ? "the project is suspended by its budget"
+				 : "the budget could not be read";
+	return NULL;
+}
+
 /* A failed upstream's code: the operator's refusals keep their own. */
 static aw_err up_code(aw_err e)
 {
@@ -272,12 +300,9 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 				    "retry_after_ms", json_integer(wait));
 		goto out;
 	}
-	int suspended = 0;
-	if (aw_budget_suspended_recent(g->o.store, &call->ctx, &suspended, &err) || suspended) {
-		reply = refuse(n, id, 4, AW_E_MCP_BUDGET,
-			       suspended ? "the project is suspended by its budget"
-					 : "the budget could not be read",
-			       NULL);
+	const char *why = mcp_suspended(g, &call->ctx);
+	if (why) {
+		reply = refuse(n, id, 4, AW_E_MCP_BUDGET, why, NULL);
 		goto out;
 	}
 	/* gate 5: approval, then the upstream */
@@ -307,20 +332,13 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 	}
 	if (e) {
 		if (rpc) { /* the upstream's own error: relayed, redacted */
-			aw_redact_json(rpc, NULL);
-			json_t *ed = json_object_get(rpc, "data");
-			json_t *d = json_pack("{s:s,s:i}", "code", aw_err_code(AW_E_MCP_UPSTREAM),
-					      "gate", 5);
-			if (ed)
-				json_object_set(d, "upstream", ed);
-			json_object_set_new(rpc, "data", d);
+			reply = mcp_upstream_error(id, rpc, 5);
 			n->has_upstream_code = 1;
-			n->upstream_code = json_integer_value(json_object_get(rpc, "code"));
+			n->upstream_code = json_integer_value(
+				json_object_get(json_object_get(reply, "error"), "code"));
 			n->gate = 5;
 			n->code = AW_E_MCP_UPSTREAM;
 			n->outcome = "failed";
-			reply = json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error",
-					  rpc);
 		} else {
 			reply = refuse(n, id, 5, up_code(err.err), err.msg, NULL);
 		}
@@ -341,16 +359,11 @@ void mcp_audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, int6
 	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
 	aw_metrics_mcp_call(call->ctx.project, n->t ? n->t->full : "-", n->outcome, ms / 1e3,
 			    n->gate, n->gate ? aw_err_code(n->code) : "");
-	aw_envelope e = {.ctx = &call->ctx,
-			 .revision_id = c ? c->revision_id : NULL,
-			 .body_hash = c ? c->body_hash : NULL,
-			 .upstream = n->t ? n->t->u->provider : NULL,
-			 .outcome = n->outcome,
-			 .code = n->gate || n->code ? aw_err_code(n->code) : NULL,
-			 .gate = n->gate,
-			 .run_id = call->run_id,
-			 .step = call->meta.step_no,
-			 .latency_ms = ms};
+	aw_envelope e = mcp_envelope(call, c, ms);
+	e.upstream = n->t ? n->t->u->provider : NULL;
+	e.outcome = n->outcome;
+	e.code = n->gate || n->code ? aw_err_code(n->code) : NULL;
+	e.gate = n->gate;
 	json_t *p = aw_envelope_json(&e);
 	if (!p)
 		return;

@@ -28,6 +28,7 @@
 
 #include "awooop/bounds.h"
 #include "awooop/buf.h"
+#include "awooop/envelope.h"
 #include "awooop/mcp.h"
 #include "awooop/schema.h"
 #include "fairq.h"
@@ -219,6 +220,8 @@ json_t *mcp_list_tools(aw_mcp *g, catalog *c);
 /* gates.c */
 json_t *mcp_gate_error(const json_t *id, aw_err code, int gate, const char *msg,
 		       const char *pointer);
+json_t *mcp_upstream_error(const json_t *id, json_t *rpc, int gate);
+const char *mcp_suspended(aw_mcp *g, const aw_ctx *ctx);
 void mcp_redact_result(json_t *res);
 void mcp_rate_init(rate_bucket *r, const json_t *rl);
 long mcp_rate_take(aw_mcp *g, const aw_ctx *ctx, pthread_mutex_t *mu, rate_bucket *r,
@@ -248,6 +251,7 @@ mcp_peer mcp_call_peer(aw_mcp_call *c, json_t *up_params, int timeout_ms);
 void mcp_client_answer(aw_mcp *g, const aw_mcp_call *from);
 
 /* recorder.c */
+aw_envelope mcp_envelope(const aw_mcp_call *call, const catalog *c, double ms);
 void mcp_record_queue(aw_mcp *g, const aw_ctx *ctx, const char *action, const char *target,
 		      json_t *payload);
 void *mcp_recorder_main(void *arg);

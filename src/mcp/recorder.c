@@ -21,6 +21,19 @@
 #define RECORD_BATCH 64
 #define RECORD_LINGER_MS 5
 
+/* The envelope of a record of call: who made it, the revision that governed
+ * it (c; NULL: none applied), its run step and latency (ms); how it ended
+ * (upstream, outcome, code, gate) is the caller's to add. */
+aw_envelope mcp_envelope(const aw_mcp_call *call, const catalog *c, double ms)
+{
+	return (aw_envelope){.ctx = &call->ctx,
+			     .revision_id = c ? c->revision_id : NULL,
+			     .body_hash = c ? c->body_hash : NULL,
+			     .run_id = call->run_id,
+			     .step = call->meta.step_no,
+			     .latency_ms = ms};
+}
+
 void mcp_record_queue(aw_mcp *g, const aw_ctx *ctx, const char *action, const char *target,
 		      json_t *payload)
 {

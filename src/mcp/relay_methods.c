@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "awooop/budget.h"
 #include "awooop/clock.h"
 #include "awooop/envelope.h"
 #include "awooop/redact.h"
@@ -77,15 +76,10 @@ json_t *mcp_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note
 		return aw_rpc_error_json(id, AW_RPC_PARAMS,
 					 "params.uri must be a string of at most 2048 bytes", NULL);
 	/* gate 4: a suspended project reaches no upstream */
-	int suspended = 0;
-	aw_error err = {0};
-	if (!unsub &&
-	    (aw_budget_suspended_recent(g->o.store, &call->ctx, &suspended, &err) || suspended)) {
+	const char *why = unsub ? NULL : mcp_suspended(g, &call->ctx);
+	if (why) {
 		rn->gate = 4;
-		return mcp_gate_error(id, AW_E_MCP_BUDGET, 4,
-				      suspended ? "the project is suspended by its budget"
-						: "the budget could not be read",
-				      NULL);
+		return mcp_gate_error(id, AW_E_MCP_BUDGET, 4, why, NULL);
 	}
 	/* gate 4: each upstream's relay_rate_limit, as a tool's rate_limit */
 	for (int i = 0; !unsub && i < n; i++) {
@@ -104,7 +98,7 @@ json_t *mcp_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note
 			return reply;
 		}
 	}
-	err = (aw_error){0};
+	aw_error err = {0};
 	if (sub && mcp_session_sub(g, call, uri, 1))
 		return aw_rpc_error_json(id, AW_RPC_PARAMS,
 					 "a session subscribes to at most 64 resources", NULL);
@@ -182,14 +176,8 @@ json_t *mcp_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note
 		mcp_session_sub(g, call, uri, 0);
 	if (!res) {
 		rn->outcome = err.err == AW_E_MCP_CANCELLED ? "cancelled" : "failed";
-		if (rpc) { /* the upstream's own error, redacted */
-			aw_redact_json(rpc, NULL);
-			json_t *d = json_pack("{s:s}", "code", aw_err_code(AW_E_MCP_UPSTREAM));
-			if (json_object_get(rpc, "data"))
-				json_object_set(d, "upstream", json_object_get(rpc, "data"));
-			json_object_set_new(rpc, "data", d);
-			return json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error", rpc);
-		}
+		if (rpc) /* the upstream's own error, redacted */
+			return mcp_upstream_error(id, rpc, 0);
 		return aw_rpc_error_json(id, AW_RPC_GATE,
 					 err.msg[0] ? err.msg : "no upstream answered",
 					 aw_err_code(AW_E_MCP_UPSTREAM));
@@ -223,16 +211,11 @@ void mcp_audit_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, const relay_note 
 	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
 	int error = rn->error;
 	const char *code = rn->code[0] ? rn->code : NULL;
-	aw_envelope e = {.ctx = &call->ctx,
-			 .revision_id = c ? c->revision_id : NULL,
-			 .body_hash = c ? c->body_hash : NULL,
-			 .upstream = rn->upstream,
-			 .outcome = rn->outcome ? rn->outcome : (error ? "failed" : "ok"),
-			 .code = code,
-			 .gate = error ? rn->gate : 0,
-			 .run_id = call->run_id,
-			 .step = call->meta.step_no,
-			 .latency_ms = ms};
+	aw_envelope e = mcp_envelope(call, c, ms);
+	e.upstream = rn->upstream;
+	e.outcome = rn->outcome ? rn->outcome : (error ? "failed" : "ok");
+	e.code = code;
+	e.gate = error ? rn->gate : 0;
 	json_t *p = aw_envelope_json(&e);
 	if (!p)
 		return;

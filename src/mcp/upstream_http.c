@@ -300,6 +300,28 @@ static void xfer_setup(CURL *h, xfer *x, struct curl_slist *hdr)
 	}
 }
 
+/* What a transfer's callbacks gathered. */
+static void xfer_free(xfer *x)
+{
+	json_decref(x->answer);
+	json_decref(x->asks);
+	aw_buf_free(&x->body);
+	aw_buf_free(&x->data);
+}
+
+/* What a transfer was made with: its handles (NULL: none), its headers, and
+ * the credentials resolved for it (wiped). */
+static void transfer_free(CURL *h, CURLM *m, struct curl_slist *hdr, char **vals, int nv)
+{
+	if (h)
+		curl_easy_cleanup(h);
+	if (m)
+		curl_multi_cleanup(m);
+	curl_slist_free_all(hdr);
+	for (int i = 0; i < nv; i++)
+		mcp_wipe_str(vals[i]);
+}
+
 /* One POST; *msg the answer to id (NULL for a notification: 202 expected).
  * *status the HTTP status. */
 static aw_err http_post(mcp_up *u, const char *line, json_int_t id, int timeout_ms,
@@ -394,10 +416,7 @@ static aw_err http_post(mcp_up *u, const char *line, json_int_t id, int timeout_
 		}
 	}
 	log_dropped(&x, id >= 0 ? "a request" : "an answer or notification");
-	json_decref(x.answer);
-	json_decref(x.asks);
-	aw_buf_free(&x.body);
-	aw_buf_free(&x.data);
+	xfer_free(&x);
 	if (h) {
 		pthread_mutex_lock(&u->mu);
 		if (u->nidle < IDLE_HANDLES)
@@ -405,13 +424,7 @@ static aw_err http_post(mcp_up *u, const char *line, json_int_t id, int timeout_
 		pthread_mutex_unlock(&u->mu);
 	}
 done:
-	if (h)
-		curl_easy_cleanup(h);
-	if (m)
-		curl_multi_cleanup(m);
-	curl_slist_free_all(hdr);
-	for (int i = 0; i < nv; i++)
-		mcp_wipe_str(vals[i]);
+	transfer_free(h, m, hdr, vals, nv);
 	return e;
 }
 
@@ -540,18 +553,9 @@ static void *listener_main(void *arg)
 			perform(m, h, &x);
 			log_dropped(&x, "the event stream");
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-			json_decref(x.answer);
-			json_decref(x.asks);
-			aw_buf_free(&x.body);
-			aw_buf_free(&x.data);
+			xfer_free(&x);
 		}
-		if (h)
-			curl_easy_cleanup(h);
-		if (m)
-			curl_multi_cleanup(m);
-		curl_slist_free_all(hdr);
-		for (int i = 0; i < nv; i++)
-			mcp_wipe_str(vals[i]);
+		transfer_free(h, m, hdr, vals, nv);
 		if (atomic_load(&u->halt))
 			break;
 		if (status == 405) {

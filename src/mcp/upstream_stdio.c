@@ -264,16 +264,13 @@ out:
 	return NULL;
 }
 
+/* ------------------------------------------------------------ memory cgroup */
+
 static int write_file(const char *dir, const char *name, const char *text)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, text, strlen(text));
-	close(fd);
-	return n == (ssize_t)strlen(text) ? 0 : -1;
+	return mcp_write_text(path, text);
 }
 
 /* A cgroup of its own for the next child (holds mu): u->cgroup, limited to
