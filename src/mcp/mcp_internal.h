@@ -1,7 +1,10 @@
 /*
  * mcp_internal.h - what the files of src/mcp/ share: an upstream (one MCP
- * server of one project: a Streamable HTTP endpoint or a stdio child), the
- * requests the gateway makes of it, and tool definition hashing.
+ * server of one project: a Streamable HTTP endpoint or a stdio child;
+ * upstream.c, its transports in upstream_http.c and upstream_stdio.c), the
+ * requests the gateway makes of it, and tool definition hashing (catalog.c).
+ * Module-internal names are mcp_ (the pins keep aw_: tests call them); the
+ * gateway's own state is in mcp_gateway.h.
  */
 #ifndef AW_MCP_INTERNAL_H
 #define AW_MCP_INTERNAL_H
@@ -14,7 +17,7 @@
 /* Responses larger than this are refused (E-MCP-GATE-009), whatever the cut. */
 #define AW_MCP_MAX_RESPONSE (8u << 20)
 
-typedef struct aw_mcp_up aw_mcp_up;
+typedef struct mcp_up mcp_up;
 
 typedef struct {
 	const char *project, *provider;
@@ -30,7 +33,7 @@ typedef struct {
 	 * (notifications/resources/updated), from the upstream's threads */
 	void (*event)(void *ud, const char *project, const json_t *msg);
 	void *event_ud;
-} aw_mcp_up_opts;
+} mcp_up_opts;
 
 /* Who a request to an upstream is made for, while it runs: the upstream may
  * ask that client something (sampling/createMessage, elicitation/create,
@@ -39,18 +42,18 @@ typedef struct {
  * stdio upstream's requests and log messages are the request's only while
  * it is the one request with a peer in flight there (progress goes by its
  * token). Both callbacks run on the requesting thread. */
-typedef struct aw_mcp_peer {
+typedef struct mcp_peer {
 	const atomic_int *cancel; /* once set: the request is given up */
 	/* the upstream's request msg: the JSON-RPC response to send it back
 	 * (new reference, msg's id); NULL: refused with -32601 */
 	json_t *(*request)(void *ud, const json_t *msg);
 	void (*notify)(void *ud, const json_t *msg);
 	void *ud;
-} aw_mcp_peer;
+} mcp_peer;
 
-aw_err aw_mcp_up_new(const aw_mcp_up_opts *o, aw_mcp_up **out, aw_error *err);
+aw_err mcp_up_new(const mcp_up_opts *o, mcp_up **out, aw_error *err);
 /* Stops a stdio child (SIGTERM, then SIGKILL), closes connections. */
-void aw_mcp_up_free(aw_mcp_up *u);
+void mcp_up_free(mcp_up *u);
 /* One request. AW_OK with *result (new reference), or AW_E_MCP_UPSTREAM with
  * err (and *rpc_error, a new reference, when the upstream answered a JSON-RPC
  * error). Credentials resolved for this request (or the child) are scrubbed
@@ -58,17 +61,16 @@ void aw_mcp_up_free(aw_mcp_up *u);
  * its notifications dropped): once peer->cancel is set, the request is given
  * up (AW_E_MCP_CANCELLED, within 50 ms) and the upstream is sent
  * notifications/cancelled for it. */
-aw_err aw_mcp_up_request(aw_mcp_up *u, const char *method, const json_t *params, int timeout_ms,
-			 const aw_mcp_peer *peer, json_t **result, json_t **rpc_error,
-			 aw_error *err);
+aw_err mcp_up_request(mcp_up *u, const char *method, const json_t *params, int timeout_ms,
+		      const mcp_peer *peer, json_t **result, json_t **rpc_error, aw_error *err);
 /* Makes sure the upstream's events reach opts.event: an HTTP upstream's
  * own event stream (GET) is held open from now on by a thread of its own,
  * reconnected with backoff (1 s to 30 s), given up when the upstream answers
  * 405; a stdio child's come with its output anyway. */
-void aw_mcp_up_listen(aw_mcp_up *u);
+void mcp_up_listen(mcp_up *u);
 /* Set when a stdio upstream sent notifications/tools/list_changed since the
  * last call (and cleared by it). */
-int aw_mcp_up_list_changed(aw_mcp_up *u);
+int mcp_up_list_changed(mcp_up *u);
 
 /* Pins of a tool definition (a revision's tools[].pin).
  *  - "sha256v2:<hex>" (what a publish writes): SHA-256 of

@@ -481,7 +481,7 @@ static int put_num(char *p, unsigned long v)
 	return k;
 }
 
-static int write_text(const char *path, const char *text)
+int mcp_write_text(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -713,14 +713,14 @@ _Noreturn void aw_sbx_exec(const aw_sbx_plan *plan, char *const *argv, char *con
 	map[k++] = ' ';
 	k += put_num(map + k, plan->uid);
 	memcpy(map + k, " 1\n", 4);
-	if (write_text("/proc/self/uid_map", map) ||
-	    write_text("/proc/self/setgroups", "deny") != 0)
+	if (mcp_write_text("/proc/self/uid_map", map) ||
+	    mcp_write_text("/proc/self/setgroups", "deny") != 0)
 		fail(ST_MAP);
 	k = put_num(map, INSIDE_ID);
 	map[k++] = ' ';
 	k += put_num(map + k, plan->gid);
 	memcpy(map + k, " 1\n", 4);
-	if (write_text("/proc/self/gid_map", map))
+	if (mcp_write_text("/proc/self/gid_map", map))
 		fail(ST_MAP);
 	prctl(PR_SET_DUMPABLE, 0);
 	/* counted in this user namespace: one child's fork bomb stops at its

@@ -72,6 +72,9 @@ _Noreturn void aw_sbx_exec(const aw_sbx_plan *plan, char *const *argv, char *con
  * was executed (EOF: AW_OK) or a stage failed (AW_E_MCP_SANDBOX naming the
  * stage and the error), at most timeout_ms. */
 aw_err aw_sbx_ready(int fd, int timeout_ms, const char *provider, aw_error *err);
+/* Writes text to the file at path (a kernel's control file: uid_map, a
+ * cgroup's memory.max, ...): 0, or -1 with errno. Async-signal-safe. */
+int mcp_write_text(const char *path, const char *text);
 /* 1 when this kernel lets this process build the box (a child tries it);
  * else 0 with why. */
 int aw_sbx_probe(char *why, size_t n);

@@ -1,0 +1,317 @@
+/*
+ * dispatch.c - a request in (aw_mcp_start): notifications, responses,
+ * initialize, server/discover and ping answered at once; the methods that
+ * touch upstreams (tools/list, tools/call, the relayed ones) queued in the
+ * fair queue (fairq.h) for the worker threads, which run them and answer -
+ * an audited one first to its client, then to the recorder. A legacy
+ * session's request is listed while it runs so that its client can cancel it.
+ */
+#include "mcp_gateway.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/clock.h"
+#include "awooop/wake.h"
+
+/* A request of a legacy session is listed while it runs, so that its client
+ * can cancel it (notifications/cancelled names the session's request id). */
+static void inflight(aw_mcp *g, aw_mcp_call *call, int on)
+{
+	if (!call->req_session[0] || !call->msg.id)
+		return;
+	pthread_mutex_lock(&g->mu);
+	if (on) {
+		call->inext = g->inflight;
+		g->inflight = call;
+	} else {
+		for (aw_mcp_call **pp = &g->inflight; *pp; pp = &(*pp)->inext)
+			if (*pp == call) {
+				*pp = call->inext;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* notifications/cancelled of ctx's session: the request it names, if it is
+ * still running, is given up (its upstream told so). */
+static void cancel_request(aw_mcp *g, const aw_mcp_call *note)
+{
+	const json_t *rid = json_object_get(note->msg.params, "requestId");
+	if (!note->req_session[0] || !(json_is_string(rid) || json_is_integer(rid)))
+		return;
+	pthread_mutex_lock(&g->mu);
+	for (aw_mcp_call *c = g->inflight; c; c = c->inext)
+		if (!strcmp(c->req_session, note->req_session) &&
+		    !strcmp(c->ctx.project, note->ctx.project) &&
+		    !strcmp(c->ctx.principal, note->ctx.principal) &&
+		    json_equal((json_t *)c->msg.id, (json_t *)rid))
+			atomic_store(&c->cancel, 1);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Answers a call that leaves an audit record (a tools/call's n or a relayed
+ * method's rn): the client first, the record right after - a flush waits for
+ * it. */
+static void recorded_answer(aw_mcp *g, aw_mcp_call *call, json_t *reply, int status, relay_note *rn,
+			    call_note *n, catalog *c, int64_t t0)
+{
+	pthread_mutex_lock(&g->rmu);
+	g->unrecorded++;
+	pthread_mutex_unlock(&g->rmu);
+	json_t *error = json_object_get(reply, "error");
+	if (rn && error) { /* read now: the answer is the client's once finished */
+		rn->error = 1;
+		rn->rpc_code = json_integer_value(json_object_get(error, "code"));
+		snprintf(rn->code, sizeof rn->code, "%s",
+			 json_string_value(json_object_get(json_object_get(error, "data"), "code"))
+				 ?: "");
+	}
+	mcp_finish(call, reply, status);
+	if (rn)
+		mcp_audit_relay(g, call, c, rn, t0);
+	else
+		mcp_audit_call(g, call, c, n, t0);
+	pthread_mutex_lock(&g->rmu);
+	g->unrecorded--;
+	pthread_cond_broadcast(&g->rdone);
+	pthread_mutex_unlock(&g->rmu);
+}
+
+/* The methods that touch upstreams (on a worker). */
+static void run_call(aw_mcp *g, aw_mcp_call *call)
+{
+	inflight(g, call, 1);
+	const json_t *id = call->msg.id;
+	int64_t t0 = aw_clock_mono_ns();
+	aw_err e;
+	aw_error err = {0};
+	catalog *c = mcp_catalog_get(g, &call->ctx, &e, &err);
+	json_t *reply;
+	int status = 200;
+	int kind = mcp_relay_kind(call->msg.method);
+	if (e && e != AW_E_CONTRACT_NOT_FOUND) {
+		reply = aw_rpc_error_json(
+			id, AW_RPC_INTERNAL, err.msg,
+			aw_err_code(e == AW_E_MCP_UPSTREAM ? e : AW_E_MCP_UNAVAILABLE));
+		status = 503;
+		if (kind || !strcmp(call->msg.method, "tools/call")) {
+			/* the guard could not say which revision governs: recorded
+			 * like any other end of a call */
+			relay_note rn = {.outcome = "failed"};
+			call_note n = {.outcome = "failed",
+				       .code = e == AW_E_MCP_UPSTREAM ? e : AW_E_MCP_UNAVAILABLE};
+			inflight(g, call, 0);
+			recorded_answer(g, call, reply, status, kind ? &rn : NULL, kind ? NULL : &n,
+					NULL, t0);
+			return;
+		}
+	} else if (kind) {
+		relay_note rn = {0};
+		reply = mcp_relay(g, call, c, kind, &rn);
+		inflight(g, call, 0);
+		recorded_answer(g, call, reply, status, &rn, NULL, c, t0);
+		mcp_catalog_put(c);
+		return;
+	} else if (!strcmp(call->msg.method, "tools/list")) {
+		json_t *res = json_pack("{s:o}", "tools", mcp_list_tools(g, c));
+		mcp_decorate(res, &call->meta, 1);
+		reply = aw_rpc_result_json(id, res);
+	} else {
+		call_note n = {.outcome = "ok"};
+		reply = mcp_tools_call(g, call, c, &n);
+		inflight(g, call, 0);
+		recorded_answer(g, call, reply, status, NULL, &n, c, t0);
+		json_decref(n.args_audit);
+		mcp_catalog_put(c);
+		return;
+	}
+	inflight(g, call, 0);
+	mcp_catalog_put(c);
+	mcp_finish(call, reply, status);
+}
+
+/* The answer to a request the gateway will not run: it is stopping. */
+static void finish_stopping(aw_mcp_call *c)
+{
+	mcp_finish(c,
+		   aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL, "the gateway is shutting down",
+				     aw_err_code(AW_E_MCP_UNAVAILABLE)),
+		   503);
+}
+
+void *mcp_worker_main(void *arg)
+{
+	aw_mcp *g = arg;
+	pthread_setname_np(pthread_self(), "aw-mcp-worker");
+	for (;;) {
+		aw_fairq_ticket t;
+		aw_mcp_call *c = aw_fairq_pop(g->fq, &t);
+		if (!c)
+			break;
+		if (atomic_load(&g->stopping))
+			finish_stopping(c);
+		else
+			run_call(g, c);
+		aw_fairq_done(g->fq, &t);
+		aw_mcp_release(c);
+	}
+	return NULL;
+}
+
+/* Requests that cost the upstream little (lists, subscriptions, the log
+ * level) go before upstream calls (tools/call and the relayed reads), so
+ * they never wait behind a slow upstream's calls. */
+static int cheap(const char *method)
+{
+	return strcmp(method, "tools/call") && strcmp(method, "resources/read") &&
+	       strcmp(method, "prompts/get") && strcmp(method, "completion/complete");
+}
+
+/* Tools, and what the project's upstreams relay (a catalog may be NULL). */
+static json_t *capabilities(const catalog *c, int sessions)
+{
+	json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", sessions);
+	int relay = 0;
+	for (int i = 0; c && i < c->nups; i++)
+		relay |= c->ups[i]->relay;
+	if (relay & RELAY_RESOURCES) /* updates reach a session's GET stream */
+		json_object_set_new(caps, "resources", json_pack("{s:b}", "subscribe", sessions));
+	if (relay & RELAY_PROMPTS)
+		json_object_set_new(caps, "prompts", json_object());
+	if (relay & RELAY_COMPLETION)
+		json_object_set_new(caps, "completions", json_object());
+	if (relay & RELAY_LOGGING)
+		json_object_set_new(caps, "logging", json_object());
+	return caps;
+}
+
+static json_t *server_info(void)
+{
+	return json_pack("{s:s,s:s}", "name", "awooop-mcp-gateway", "version", AWOOOP_VERSION);
+}
+
+/* The methods answered at once; 1 when answered. */
+static int answer_now(aw_mcp *g, aw_mcp_call *c)
+{
+	const aw_mcp_msg *m = &c->msg;
+	if (m->kind != AW_MCP_REQUEST) { /* notifications, responses: accepted */
+		if (m->method && !strcmp(m->method, "notifications/cancelled"))
+			cancel_request(g, c);
+		else if (m->kind == AW_MCP_RESPONSE)
+			mcp_client_answer(g, c);
+		mcp_finish(c, NULL, 202);
+		return 1;
+	}
+	const char *meth = m->method;
+	if (!strcmp(meth, "tools/list") || !strcmp(meth, "tools/call") ||
+	    (mcp_relay_kind(meth) && !(c->meta.stateless && !strcmp(meth, "logging/setLevel"))))
+		return 0;
+	json_t *res = NULL;
+	catalog *cat = NULL;
+	if (!strcmp(meth, "initialize") || !strcmp(meth, "server/discover")) {
+		aw_err e; /* what the project relays: no upstream is asked */
+		aw_error err = {0};
+		cat = mcp_catalog_get(g, &c->ctx, &e, &err);
+	}
+	if (!strcmp(meth, "initialize") && !c->meta.stateless) {
+		const char *want = json_string_value(json_object_get(m->params, "protocolVersion"));
+		snprintf(c->version, sizeof c->version, "%s",
+			 want && aw_mcp_version_supported(want) && strcmp(want, AW_MCP_V_STATELESS)
+				 ? want
+				 : AW_MCP_V_LEGACY);
+		res = json_pack("{s:s,s:o,s:o,s:s}", "protocolVersion", c->version, "capabilities",
+				capabilities(cat, 1), "serverInfo", server_info(), "instructions",
+				"The tools of this project, through the awooop gateway.");
+		mcp_session_new(g, c);
+	} else if (!strcmp(meth, "server/discover")) {
+		res = json_pack("{s:o,s:o,s:{s:o}}", "supportedVersions", aw_mcp_versions_json(1),
+				"capabilities", capabilities(cat, !c->meta.stateless), "_meta",
+				"io.modelcontextprotocol/serverInfo", server_info());
+		mcp_decorate(res, &c->meta, 1);
+		if (!c->meta.stateless) /* asked in a legacy session: still answered */
+			json_object_set_new(res, "resultType", json_string("complete"));
+	} else if (!strcmp(meth, "ping") && !c->meta.stateless) {
+		res = json_object();
+	} else {
+		mcp_finish(c, aw_rpc_error_json(m->id, AW_RPC_METHOD, "method not found", NULL),
+			   c->meta.stateless ? 404 : 200);
+		return 1;
+	}
+	mcp_catalog_put(cat);
+	mcp_finish(c, aw_rpc_result_json(m->id, res), 200);
+	return 1;
+}
+
+aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
+		    aw_mcp_wake wake, void *ud, aw_mcp_call **out, aw_error *err)
+{
+	aw_mcp_call *c = calloc(1, sizeof *c);
+	if (!c) {
+		aw_mcp_msg_clear(msg);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	c->g = g;
+	atomic_init(&c->refs, 1);
+	c->ctx = *ctx;
+	c->msg = *msg;
+	memset(msg, 0, sizeof *msg);
+	c->meta = *meta;
+	snprintf(c->version, sizeof c->version, "%s", meta->version ? meta->version : "");
+	c->meta.version = c->version;
+	snprintf(c->run_id, sizeof c->run_id, "%s", meta->run_id ? meta->run_id : "");
+	snprintf(c->req_session, sizeof c->req_session, "%s",
+		 meta->session && !meta->stateless ? meta->session : "");
+	c->meta.run_id = c->run_id;
+	c->wake = wake;
+	c->ud = ud;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	c->out = (aw_buf)AW_BUF_INIT(AW_MCP_MAX_RESPONSE + 65536);
+	*out = c;
+	if (answer_now(g, c))
+		return AW_OK;
+	if (atomic_load(&g->stopping)) {
+		finish_stopping(c);
+		return AW_OK;
+	}
+	atomic_fetch_add(&c->refs, 1); /* the worker's */
+	int q = aw_fairq_push(g->fq, c->ctx.project, cheap(c->msg.method), c);
+	if (q) { /* the project's own queue is full: it waits for itself */
+		aw_mcp_release(c);
+		mcp_finish(
+			c,
+			aw_rpc_error_json(c->msg.id, AW_RPC_INTERNAL,
+					  q == -1 ? "this project has as many requests waiting as "
+						    "it may (its tool calls are slower than it "
+						    "sends them): retry later"
+						  : "out of memory",
+					  aw_err_code(q == -1 ? AW_E_MCP_BUSY : AW_E_NOMEM)),
+			q == -1 ? 429 : 503);
+	}
+	return AW_OK;
+}
+
+json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
+			int *status)
+{
+	aw_wake w;
+	aw_wake_init(&w);
+	aw_mcp_call *c = NULL;
+	aw_error err = {0};
+	*status = 500;
+	json_t *resp = NULL;
+	const char *sess = NULL;
+	if (aw_mcp_start(g, ctx, msg, meta, aw_wake_signal, &w, &c, &err) == AW_OK) {
+		while (!aw_mcp_answer(c, NULL, NULL, &resp, status, &sess))
+			aw_wake_wait(&w, -1);
+		aw_mcp_release(c);
+	}
+	aw_wake_destroy(&w);
+	return resp;
+}
