@@ -17,8 +17,9 @@ RANK = {
     "contract": 4, "run": 4, "keymig": 4,  # registry, run runtime, INV-1 engine
     "cache": 5, "outbox": 5,  # ADR-113 machinery
     "approval": 6, "budget": 6,
-    "provider": 7, "mcp": 7, "channel": 7,  # agent-facing services
-    "http": 8, "cli": 8,  # entry points
+    "call": 7,  # what the agent-call doors share: the in-flight registry
+    "provider": 8, "mcp": 8, "channel": 8,  # agent-facing services
+    "http": 9, "cli": 9,  # entry points
 }
 SAME_RANK = {
     ("keys", "bus"),  # the key wrapper's Redis connection

@@ -38,6 +38,7 @@ typedef struct {
 	struct aw_llm *llm;		/* borrowed; the LLM gateway (NULL: /v1/chat answers 503) */
 	struct aw_policy_cache *policy; /* borrowed; the guard's cache (budget status) */
 	struct aw_mcp *mcp;		/* borrowed; the MCP gateway (NULL: /mcp answers 503) */
+	struct aw_calls *calls;		/* borrowed; the calls in flight: a suspension cuts them */
 	const char *mcp_origins;	/* browser origins that may call /mcp (','-separated;
 				    NULL: loopback ones; aw_mcp_origin_allowed) */
 	struct aw_approvals *approvals; /* borrowed; approval tokens and decisions */

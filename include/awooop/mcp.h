@@ -37,6 +37,7 @@
 #include <jansson.h>
 #include <sys/types.h>
 
+#include "awooop/call.h"
 #include "awooop/kv.h"
 #include "awooop/mcp_wire.h"
 #include "awooop/policy.h"
@@ -76,6 +77,8 @@ typedef struct {
 				   under it, limited to memory_mb; NULL: no limit */
 	int memory_mb;		/* a stdio child's memory limit: the cgroup's with cgroup_dir,
 				   else RLIMIT_DATA; default 512, < 0: none */
+	aw_calls *calls;	/* the process's in-flight registry (call.h): a suspension
+			    cuts the project's calls in flight; NULL: one of its own */
 } aw_mcp_opts;
 
 aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err);

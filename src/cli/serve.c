@@ -482,6 +482,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_keyring *approval_keys = NULL;
 	aw_llm *llm = NULL;
 	aw_mcp *mcp = NULL;
+	aw_calls *calls = NULL;
 	const char *redis = aw_cli_get(opts, "redis");
 	/* one bus: the relay publishes on it, the policy cache listens (in the
 	 * embedded shape it is the in-process bus, so both must share it) */
@@ -507,6 +508,10 @@ int aw_cmd_serve(int argc, char **argv)
 		if ((e = aw_policy_cache_new(store, contracts, bus, &po, &policy, &err)) ||
 		    (fo.policy = policy, e = aw_fleet_start(&fo, &fleet, &err)) ||
 		    (redis && (e = aw_kv_open(redis, store, NULL, &kv, &err))))
+			goto out;
+		/* the calls in flight of both gateways: one registry */
+		aw_calls_opts co = {.store = store, .policy = policy, .lease_ms = (int)wv[14]};
+		if ((e = aw_calls_new(&co, &calls, &err)))
 			goto out;
 		lo.policy = policy;
 		lo.kv = kv;
@@ -541,6 +546,7 @@ int aw_cmd_serve(int argc, char **argv)
 				  .timeout_ms = (int)wv[16],
 				  .timeout_max_ms = (int)wv[29],
 				  .kv = kv,
+				  .calls = calls,
 				  .cgroup_dir = aw_cli_get(opts, "mcp-cgroup"),
 				  .memory_mb = wv[23] ? (int)wv[23] : -1};
 		if ((e = aw_mcp_new(&mo, &mcp, &err)))
@@ -572,6 +578,7 @@ int aw_cmd_serve(int argc, char **argv)
 				   .contracts = contracts,
 				   .llm = llm,
 				   .mcp = mcp,
+				   .calls = calls,
 				   .approvals = approvals,
 				   .kv = kv,
 				   .channels = policy ? &hu : NULL,
@@ -625,7 +632,8 @@ out: /* also the way out when a part failed to start (e set) */
 	aw_relay_stop(relay);
 	aw_llm_free(llm);
 	aw_mcp_free(mcp);
-	if (approvals) /* the ring in use; replaced ones are in rl.old */
+	aw_calls_free(calls); /* both doors have left */
+	if (approvals)	      /* the ring in use; replaced ones are in rl.old */
 		approval_keys = (aw_keyring *)aw_approvals_set_keyring(approvals, NULL);
 	aw_approvals_free(approvals);
 	aw_kv_close(kv);

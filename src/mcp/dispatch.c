@@ -12,14 +12,21 @@
 #include <string.h>
 
 #include "awooop/clock.h"
+#include "awooop/log.h"
 #include "awooop/wake.h"
 
-/* A request of a legacy session is listed while it runs, so that its client
- * can cancel it (notifications/cancelled names the session's request id). */
+/* A request is listed while a worker runs it, so that its client can cancel
+ * it (a legacy session's: notifications/cancelled names the session's
+ * request id) and a suspension of its project can cut it; the registry
+ * counts it. */
 static void inflight(aw_mcp *g, aw_mcp_call *call, int on)
 {
-	if (!call->req_session[0] || !call->msg.id)
-		return;
+	if (on) {
+		call->t0_ns = aw_clock_mono_ns();
+		aw_calls_enter(g->calls, g->door, call->ctx.project, 0, NULL);
+	} else {
+		aw_calls_leave(g->calls, g->door, call->ctx.project, NULL);
+	}
 	pthread_mutex_lock(&g->mu);
 	if (on) {
 		call->inext = g->inflight;
@@ -49,6 +56,26 @@ static void cancel_request(aw_mcp *g, const aw_mcp_call *note)
 		    json_equal((json_t *)c->msg.id, (json_t *)rid))
 			atomic_store(&c->cancel, 1);
 	pthread_mutex_unlock(&g->mu);
+}
+
+/* The registry's cut hook: project was suspended at seen_ns; its requests
+ * taken before are given up (their upstreams told so) and answered
+ * E-MCP-GATE-007. */
+void mcp_cut(void *ud, const char *project, int64_t seen_ns)
+{
+	aw_mcp *g = ud;
+	int n = 0;
+	pthread_mutex_lock(&g->mu);
+	for (aw_mcp_call *c = g->inflight; c; c = c->inext)
+		if (!strcmp(c->ctx.project, project) && c->t0_ns < seen_ns &&
+		    !atomic_exchange(&c->killed, 1)) {
+			atomic_store(&c->cancel, 1);
+			n++;
+		}
+	pthread_mutex_unlock(&g->mu);
+	if (n)
+		aw_log(AW_LOG_WARN, NULL, "mcp calls of a suspended project cut", "project",
+		       project, NULL);
 }
 
 /* Answers a call that leaves an audit record (a tools/call's n or a relayed

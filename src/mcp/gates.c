@@ -324,6 +324,13 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 	aw_err e = mcp_up_request(t->u->up, "tools/call", up_params, timeout_ms, &peer, &res, &rpc,
 				  &err);
 	json_decref(up_params);
+	if (e == AW_E_MCP_CANCELLED && atomic_load(&call->killed)) {
+		reply = refuse(n, id, 4, AW_E_MCP_BUDGET,
+			       "the project was suspended: its calls in flight were cut", NULL);
+		n->outcome = "cancelled";
+		json_decref(rpc);
+		goto out;
+	}
 	if (e == AW_E_MCP_CANCELLED) {
 		reply = refuse(n, id, 5, e, err.msg, NULL);
 		n->outcome = "cancelled";

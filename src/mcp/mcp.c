@@ -59,6 +59,14 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (!e)
 		e = aw_redact_init(err);
+	if (!e && !(g->calls = o->calls)) {
+		aw_calls_opts co = {.store = o->store, .policy = o->policy};
+		if (!(e = aw_calls_new(&co, &g->own_calls, err)))
+			g->calls = g->own_calls;
+	}
+	g->door = -1;
+	if (!e && (g->door = aw_calls_door(g->calls, mcp_cut, g)) < 0)
+		e = aw_fail(err, AW_E_INTERNAL, "too many doors in the call registry");
 	if (!e && aw_policy_on_change(o->policy, mcp_on_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many policy listeners");
 	if (!e && !(g->workers = calloc((size_t)g->o.workers, sizeof *g->workers)))
@@ -86,6 +94,8 @@ void aw_mcp_stop(aw_mcp *g)
 	if (!g || atomic_exchange(&g->stopping, 1))
 		return;
 	aw_policy_off(g->o.policy, mcp_on_change, g);
+	if (g->calls)
+		aw_calls_door_off(g->calls, g->door); /* no cut runs after this */
 	if (g->fq)
 		aw_fairq_stop(g->fq);
 	for (int i = 0; i < g->nworkers; i++)
@@ -117,6 +127,7 @@ void aw_mcp_free(aw_mcp *g)
 		mcp_session_free(s);
 	}
 	free(g->secrets_dir);
+	aw_calls_free(g->own_calls);
 	aw_sbx_policy_free(g->sbx);
 	free(g);
 }

@@ -125,6 +125,8 @@ struct aw_mcp_call {
 	 * listed in g->inflight (g->mu) while a worker runs it */
 	char req_session[40];
 	atomic_int cancel;
+	atomic_int killed; /* cancelled because its project was suspended */
+	int64_t t0_ns;	   /* when a worker took it */
 	struct aw_mcp_call *inext;
 	/* the client's event stream (mu): the upstream's requests and
 	 * notifications during the call, then the answer, as SSE bytes */
@@ -156,9 +158,12 @@ struct aw_mcp {
 	catalog *catalogs;
 	msession *sessions;
 	int nsessions;
-	aw_mcp_call *inflight; /* requests of legacy sessions being run */
-	ask *asks;	       /* upstream requests waiting for a client's answer */
-	atomic_llong serial;   /* asks' ids and progress tokens */
+	aw_mcp_call *inflight; /* requests being run on a worker */
+	aw_calls *calls;       /* the in-flight registry (o.calls or own_calls) */
+	aw_calls *own_calls;
+	int door;	     /* ours in calls */
+	ask *asks;	     /* upstream requests waiting for a client's answer */
+	atomic_llong serial; /* asks' ids and progress tokens */
 	/* workers, fed fairly between projects (fairq.h) */
 	aw_bounds per_project; /* requests of one project run at once */
 	aw_fairq *fq;
@@ -257,6 +262,8 @@ void mcp_record_queue(aw_mcp *g, const aw_ctx *ctx, const char *action, const ch
 void *mcp_recorder_main(void *arg);
 
 /* dispatch.c */
+/* The in-flight registry's cut hook (dispatch.c): project was suspended. */
+void mcp_cut(void *ud, const char *project, int64_t seen_ns);
 void *mcp_worker_main(void *arg);
 
 #endif

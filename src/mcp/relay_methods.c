@@ -174,6 +174,13 @@ json_t *mcp_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note
 		json_decref(merged);
 	if (!res && sub) /* no upstream took it */
 		mcp_session_sub(g, call, uri, 0);
+	if (!res && err.err == AW_E_MCP_CANCELLED && atomic_load(&call->killed)) {
+		rn->outcome = "cancelled";
+		json_decref(rpc);
+		return aw_rpc_error_json(id, AW_RPC_GATE,
+					 "the project was suspended: its calls in flight were cut",
+					 aw_err_code(AW_E_MCP_BUDGET));
+	}
 	if (!res) {
 		rn->outcome = err.err == AW_E_MCP_CANCELLED ? "cancelled" : "failed";
 		if (rpc) /* the upstream's own error, redacted */

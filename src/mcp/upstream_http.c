@@ -112,11 +112,18 @@ static CURLcode perform(CURLM *m, CURL *h, xfer *x)
 		return CURLE_FAILED_INIT;
 	CURLcode rc = CURLE_FAILED_INIT; /* unless h is seen done */
 	int running = 1;
+	/* given up (cancelled, halted): seen between rounds, every 50 ms - the
+	 * progress callback alone may wait a second */
+	int slice = (x->peer && x->peer->cancel) || x->halt ? 50 : 200;
 	while (running) {
 		if (curl_multi_perform(m, &running) != CURLM_OK)
 			break;
 		answer_asks(x);
-		if (running && curl_multi_poll(m, NULL, 0, 200, NULL) != CURLM_OK)
+		if (running && on_progress(x, 0, 0, 0, 0)) {
+			curl_multi_remove_handle(m, h);
+			return CURLE_ABORTED_BY_CALLBACK;
+		}
+		if (running && curl_multi_poll(m, NULL, 0, slice, NULL) != CURLM_OK)
 			break;
 	}
 	CURLMsg *msg;

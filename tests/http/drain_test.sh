@@ -134,18 +134,21 @@ wait_stalled "$N0"
 check "the hub is mid-send to the stalled Bot API" "$?" 0
 open_streams all
 # a keep-alive connection that asks again once the drain has begun
-python3 - "$PORT" "$TMP/asked" >"$TMP/keepalive" 2>&1 <<'PY' &
+python3 - "$PORT" "$TMP/asked" "$TMP/ka_ready" >"$TMP/keepalive" 2>&1 <<'PY' &
 import http.client, json, os, sys, time
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
 c.request("GET", "/healthz"); r = c.getresponse(); r.read()
 first = r.status
+open(sys.argv[3], "w").close()
 while not os.path.exists(sys.argv[2]):
     time.sleep(0.05)
 c.request("GET", "/healthz"); r = c.getresponse(); body = r.read()
 print(first, r.status, json.loads(body).get("code"), r.getheader("Connection"))
 PY
 KA_PID=$!
-sleep 0.3
+# its connection is open (a loaded machine may take longer than a fixed sleep
+# to start python)
+for _ in $(seq 1 100); do [ -e "$TMP/ka_ready" ] && break; sleep 0.05; done
 t0=$(date +%s%N)
 kill -TERM "$S1"
 sleep 0.3

@@ -24,6 +24,8 @@
 #include "awooop/audit.h"
 #include "awooop/store/audit.h"
 #include "awooop/budget.h"
+#include "awooop/bus.h"
+#include "awooop/call.h"
 #include "awooop/clock.h"
 #include "awooop/contract.h"
 #include "awooop/egress.h"
@@ -1421,6 +1423,90 @@ static void test_upstream_timeout(void **state)
 	aw_mcp_free(g2);
 }
 
+typedef struct {
+	aw_mcp *g;
+	const char *tool;
+	json_t *answer;
+} kill_call;
+
+static void *kill_main(void *arg)
+{
+	kill_call *k = arg;
+	k->answer =
+		call_on(k->g, "mcp-v", "tools/call",
+			json_pack("{s:s,s:{s:i}}", "name", k->tool, "arguments", "ms", 3000), 0);
+	return NULL;
+}
+
+/* A suspension made in another process cuts this process's tool calls in
+ * flight within 0.5 s, over HTTP and stdio upstreams: answered
+ * E-MCP-GATE-007. Two registries on two Redis bus connections stand for the
+ * two processes; this one's poll of the store is a minute away, so the bus
+ * carries it (issue 41). */
+static void test_kill_in_flight(void **state)
+{
+	(void)state;
+	aw_test_redis R = {0};
+	aw_test_redis_init(&R);
+	aw_test_redis_start(&R);
+	aw_error err = {0};
+	aw_bus *here = NULL, *there = NULL;
+	assert_int_equal(aw_bus_open(R.url, &here, &err), AW_OK);
+	assert_int_equal(aw_bus_open(R.url, &there, &err), AW_OK);
+	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
+	aw_policy_cache *ph = NULL, *pt = NULL;
+	assert_int_equal(aw_policy_cache_new(S, C, here, &po, &ph, &err), AW_OK);
+	assert_int_equal(aw_policy_cache_new(S, C, there, &po, &pt, &err), AW_OK);
+	aw_calls_opts co = {.store = S, .policy = ph, .watch_bus_ms = 60000};
+	aw_calls *rh = NULL, *rt = NULL;
+	assert_int_equal(aw_calls_new(&co, &rh, &err), AW_OK);
+	co.policy = pt;
+	assert_int_equal(aw_calls_new(&co, &rt, &err), AW_OK);
+	aw_mcp_opts mo = gateway_opts();
+	mo.policy = ph;
+	mo.calls = rh;
+	aw_mcp *g = NULL;
+	assert_int_equal(aw_mcp_new(&mo, &g, &err), AW_OK);
+	for (int i = 0; i < 100 && !(aw_policy_kill_remote(ph) && aw_policy_kill_remote(pt)); i++)
+		usleep(20000);
+	assert_true(aw_policy_kill_remote(ph));
+	usleep(1000000); /* this registry's poll is now a minute away */
+	json_t *body =
+		json_pack("{s:{s:o,s:o},s:[o,o]}", "upstreams", "web",
+			  http_upstream(HTTP_PORT, NULL), "local", stdio_upstream(NULL), "tools",
+			  tool("slow", "web", "read_only"), tool("slow", "local", "read_only"));
+	assert_int_equal(activate("mcp-v", body, &err), AW_OK);
+	aw_ctx op;
+	aw_test_ctx(&op, "mcp-v", AW_SCOPE_OPERATOR, "operator");
+	const char *tools[] = {"slow__web", "slow__local"};
+	for (int i = 0; i < 2; i++) {
+		kill_call k = {g, tools[i], NULL};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, kill_main, &k), 0);
+		usleep(400000); /* under way at the upstream (3 s) */
+		assert_int_equal(aw_calls_busy(rh), 1);
+		int64_t t0 = aw_clock_mono_ns();
+		assert_int_equal(aw_budget_suspend(S, &op, "drill", &err), AW_OK);
+		aw_calls_kill(rt, "mcp-v"); /* the other process: none of its own, announced */
+		pthread_join(th, NULL);
+		double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
+		printf("%s: cut %.0f ms after a suspension in another process\n", tools[i], ms);
+		assert_string_equal(code_of(k.answer), "E-MCP-GATE-007");
+		assert_true(ms < 500);
+		json_decref(k.answer);
+		assert_int_equal(aw_budget_resume(S, &op, &err), AW_OK);
+	}
+	assert_int_equal(aw_calls_busy(rh), 0);
+	aw_mcp_free(g);
+	aw_calls_free(rh);
+	aw_calls_free(rt);
+	aw_policy_cache_free(ph);
+	aw_policy_cache_free(pt);
+	aw_bus_close(here);
+	aw_bus_close(there);
+	aw_test_redis_cleanup(&R);
+}
+
 /* Gate 4 across processes: two gateways sharing one Redis (as two `serve`
  * processes do) allow a tool's per_minute between them, not each; the
  * counter is the tenant's INV-1 key. */
@@ -2199,7 +2285,7 @@ static int setup(void **state)
 	const char *const projects[] = {"mcp-a", "mcp-b", "mcp-c", "mcp-d", "mcp-e", "mcp-f",
 					"mcp-g", "mcp-h", "mcp-i", "mcp-j", "mcp-k", "mcp-l",
 					"mcp-m", "mcp-n", "mcp-o", "mcp-p", "mcp-q", "mcp-r",
-					"mcp-s", "mcp-t", "mcp-u", NULL};
+					"mcp-s", "mcp-t", "mcp-u", "mcp-v", NULL};
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -2223,7 +2309,7 @@ static int setup(void **state)
 	/* the doubles are on loopback: the operator grants every project of the
 	 * suite private egress but mcp-g (test_egress) */
 	if (aw_egress_grant("mcp-a,mcp-b,mcp-c,mcp-d,mcp-e,mcp-f,mcp-h,mcp-i,mcp-j,mcp-k,mcp-l,"
-			    "mcp-m,mcp-n,mcp-q,mcp-r,mcp-s,mcp-t,mcp-u",
+			    "mcp-m,mcp-n,mcp-q,mcp-r,mcp-s,mcp-t,mcp-u,mcp-v",
 			    &err))
 		return -1;
 	setenv("AWOOOP_T_MCP_HA__XKEY", CANARY_A, 1);
@@ -2284,6 +2370,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fairq_model),
 		cmocka_unit_test(test_fair_workers),
 		cmocka_unit_test(test_rate_shared),
+		cmocka_unit_test(test_kill_in_flight),
 		cmocka_unit_test(test_relay_to_client),
 		cmocka_unit_test(test_stdio_memory),
 		cmocka_unit_test(test_hostile_ping_storm),

@@ -1,0 +1,76 @@
+/*
+ * call.h - what the agent-call doors (the LLM gateway, the MCP gateway) share:
+ * the in-flight registry of a process.
+ *
+ * Every call of a door is entered here while it runs. Per project the
+ * registry counts each door's calls (a door's per-project bound is checked
+ * at entry), remembers when the project was last suspended, and watches it:
+ * a watcher thread reads, for every project with calls here, whether it is
+ * suspended, and cuts its calls in every door (each door registers a cut
+ * hook); it renews this process's budget reservations (the holder id is the
+ * registry's), reaps those of dead holders and forgets a project once it has
+ * had no call here for watch_idle_ms and no reservation left open.
+ *
+ * A suspension made here (an operator's, budget line 3) cuts at once and is
+ * announced on the invalidations' bus (policy.h); every other process's
+ * registry hears it and reads the suspension from the store (the truth: an
+ * announcement may arrive after a resume) before it cuts. The store is also
+ * polled, every 500 ms, or every watch_bus_ms while a Redis bus is connected.
+ */
+#ifndef AWOOOP_CALL_H
+#define AWOOOP_CALL_H
+
+#include <stdint.h>
+
+#include "awooop/ctx.h"
+#include "awooop/err.h"
+#include "awooop/policy.h"
+#include "awooop/store.h"
+
+typedef struct aw_calls aw_calls;
+
+typedef struct {
+	aw_store *store;	 /* suspensions and reservations; borrowed */
+	aw_policy_cache *policy; /* kills ride its bus; borrowed, may be NULL */
+	int lease_ms;		 /* reservations renewed every lease/4; default 660000 */
+	int watch_idle_ms;	 /* a project without calls stays watched this long;
+				    default 10 x lease_ms */
+	int watch_bus_ms;	 /* the store's poll while a Redis bus is up; default
+				    5000 */
+} aw_calls_opts;
+
+aw_err aw_calls_new(const aw_calls_opts *o, aw_calls **out, aw_error *err);
+/* Stops the watcher. Every door must have left (aw_calls_door_off). */
+void aw_calls_free(aw_calls *r);
+/* This process's name for its budget reservations ("host-pid"). */
+const char *aw_calls_holder(const aw_calls *r);
+
+/* A door's cut hook: end project's calls that started before seen_ns
+ * (aw_clock_mono_ns). It runs on the watcher's or the suspending thread,
+ * holding no lock of the registry. */
+typedef void (*aw_calls_cut)(void *ud, const char *project, int64_t seen_ns);
+#define AW_CALLS_DOORS 4
+/* Registers a door: its number (0..AW_CALLS_DOORS-1), or -1 when full. */
+int aw_calls_door(aw_calls *r, aw_calls_cut cut, void *ud);
+/* After it returns the hook is not running and will not run. */
+void aw_calls_door_off(aw_calls *r, int door);
+
+/* A call of project starts in door: 0, or 1 (not entered) when the project
+ * has bound calls of this door in flight here (bound 0: none), -1 out of
+ * memory. *held (may be NULL): the door's calls of project now. */
+int aw_calls_enter(aw_calls *r, int door, const char *project, long bound, long *held);
+/* The call ended; *held as above. */
+void aw_calls_leave(aw_calls *r, int door, const char *project, long *held);
+/* 1 when project was suspended after t0_ns (a call started then is cut). */
+int aw_calls_killed(aw_calls *r, const char *project, int64_t t0_ns);
+/* Suspended here: every door's calls of project are cut now and the
+ * suspension is announced to the other processes. */
+void aw_calls_kill(aw_calls *r, const char *project);
+/* Calls in flight here, over every door and project (a drain waits on it). */
+long aw_calls_busy(aw_calls *r);
+
+/* Tests: projects watched; one watcher pass now (reap: renew and reap too). */
+int aw_calls_watched(aw_calls *r);
+void aw_calls_watch_now(aw_calls *r, int reap);
+
+#endif
