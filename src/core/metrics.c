@@ -438,18 +438,27 @@ void aw_metrics_budget_cost(const char *project, long long micro_usd)
 void aw_metrics_run_finished(const char *project, const char *queue, const char *outcome, double n)
 {
 	static const char *const outcomes[] = {"succeeded", "failed", "cancelled", "suggested"};
+	const char *family = families[33].family;
 	char l[200];
+	snprintf(l, sizeof l, "project=\"%s\",queue=\"%s\",outcome=\"%s\"", project, queue,
+		 outcome);
 	pthread_mutex_lock(&mu);
-	/* the queue's four series start together at 0: a queue's first failure
-	 * is an increase of its failed series, not the series appearing at 1
-	 * (which increase() cannot see) */
-	for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++) {
-		snprintf(l, sizeof l, "project=\"%s\",queue=\"%s\",outcome=\"%s\"", project, queue,
+	series *c = head;
+	while (c && (c->family != family || strcmp(c->labels, l)))
+		c = c->next;
+	/* a queue's first count: its four series start together at 0, so its
+	 * first failure is an increase of its failed series, not the series
+	 * appearing at 1 (which increase() cannot see) */
+	for (size_t i = 0; !c && i < sizeof outcomes / sizeof outcomes[0]; i++) {
+		char o[200];
+		snprintf(o, sizeof o, "project=\"%s\",queue=\"%s\",outcome=\"%s\"", project, queue,
 			 outcomes[i]);
-		series *c = get(families[33].family, COUNTER, l);
-		if (c && !strcmp(outcome, outcomes[i]))
-			c->value += n;
+		get(family, COUNTER, o);
 	}
+	if (!c)
+		c = get(family, COUNTER, l);
+	if (c)
+		c->value += n;
 	pthread_mutex_unlock(&mu);
 }
 
