@@ -32,6 +32,16 @@ aw_err aw_fleet_start(const aw_fleet_opts *o, aw_fleet **out, aw_error *err);
 /* Stops the reporter and deletes the process's rows. NULL is a no-op. */
 void aw_fleet_stop(aw_fleet *f);
 const char *aw_fleet_process_id(const aw_fleet *f);
+/* Compares what the process serves (the revisions its policy cache last
+ * announced) with the store's active pointers of those projects, in one
+ * statement, and publishes per (project, family) the lag: seconds since the
+ * activation of a revision the process has not learned (since the probe
+ * first saw a revocation it has not learned), the worst of the family's
+ * contracts, 0 when converged (awooop_policy_convergence_lag_seconds; the
+ * series leave the text after three report intervals without a probe).
+ * *worst_s (may be NULL): the largest lag. The reporter calls it at every
+ * heartbeat; it changes nothing in the cache. */
+aw_err aw_fleet_probe(aw_fleet *f, double *worst_s, aw_error *err);
 
 /* The convergence of the contract's last `limit` activations (1..100) as
  * the API answers it (docs/api.md): the live processes serving the contract

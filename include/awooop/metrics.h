@@ -66,6 +66,22 @@ void aw_metrics_bus_connected(int connected);
 void aw_metrics_llm_inflight(const char *project, int calls);
 /* A settlement's cost (micro-USD; exported in USD). */
 void aw_metrics_budget_cost(const char *project, long long micro_usd);
+/* Runs of a project's queue that reached a final state (outcome:
+ * succeeded, failed, cancelled, suggested). The queue's four series start at
+ * 0 together. queue is a declared name ([A-Za-z0-9._-], at most
+ * AW_RUN_QUEUES_MAX + "default" a project), never a request's own word. */
+void aw_metrics_run_finished(const char *project, const char *queue, const char *outcome, double n);
+/* The seconds the oldest runnable run of each of n queues has waited since
+ * it became due: replaces every series of the gauge (a queue not listed has
+ * none waiting and leaves the text). */
+void aw_metrics_run_queue_ages(const char *const *projects, const char *const *queues,
+			       const double *ages, int n);
+/* This process's convergence lag per (project, family) it serves (0:
+ * converged): replaces every series of the gauge; they leave the text at
+ * expires_ms (0: never), so a reporter that stops measuring shows nothing
+ * rather than an old value. family is one of the six contract families. */
+void aw_metrics_policy_lag(const char *const *projects, const char *const *families,
+			   const double *lag, int n, int64_t expires_ms);
 /* Forgets every series (tests). */
 void aw_metrics_reset(void);
 

@@ -91,6 +91,19 @@ aw_err aw_run_queue_set(aw_store *s, const aw_ctx *ctx, const char *name, int co
  * updated_by}]} of ctx->project, by name, "default" always there. */
 aw_err aw_run_queue_list(aw_store *s, const aw_ctx *ctx, json_t **out, aw_error *err);
 
+/* The age of the oldest runnable run (queued or retry_wait, due) of every
+ * queue of every project that has one, read in one statement (platform
+ * path) and published as awooop_run_queue_oldest_age_seconds (every series
+ * replaced: a queue with none waiting leaves the text). *out (may be NULL;
+ * free()) gets the queues, *n how many. Workers call it every
+ * queue_age_ms. */
+typedef struct {
+	char project[AW_PROJECT_MAX + 1];
+	char queue[AW_QUEUE_MAX + 1];
+	double age_s; /* since its run_after */
+} aw_run_queue_age;
+aw_err aw_run_queue_age_sample(aw_store *s, aw_run_queue_age **out, int *n, aw_error *err);
+
 /* Idempotency keys: 1..255 printable ASCII characters. */
 int aw_run_idem_key_ok(const char *key);
 
@@ -229,6 +242,10 @@ typedef struct {
 	 * (their store work shares the host's cores): default (0) the online
 	 * CPUs; -1: no host-wide count */
 	int host_store_threads;
+	/* how often the heartbeat thread measures the queues' oldest runnable
+	 * run (aw_run_queue_age_sample), with the reaper: default (0) 15000;
+	 * -1: never (another worker process does) */
+	int queue_age_ms;
 } aw_worker_opts;
 
 aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err);

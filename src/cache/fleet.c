@@ -4,6 +4,12 @@
  * The policy cache calls on_change under its own lock: the listener only
  * records the change and wakes the reporter thread, which writes with no
  * lock held (lock order: policy cache, then the fleet's).
+ *
+ * At every heartbeat the reporter also probes its own convergence: what the
+ * process serves against the store's active pointers of those projects (one
+ * statement), published as awooop_policy_convergence_lag_seconds (the alert
+ * AwooopPolicyNotConverged). The probe only reads: it measures the bus,
+ * the relay and the fallback checker, it does not stand in for them.
  */
 #include "awooop/fleet.h"
 
@@ -31,6 +37,10 @@ typedef struct item {
 	aw_fleet_item it;	  /* what the process serves now */
 	aw_fleet_item hist[HIST]; /* learned since the last write, oldest first */
 	int nhist, dirty;
+	/* the probe: since when (wall ms) it has seen it.revision_id differ
+	 * from a store with no active revision for it (a revocation has no
+	 * activation time); 0 when not */
+	int64_t gone_since_ms;
 } item;
 
 struct aw_fleet {
@@ -180,6 +190,12 @@ static void *reporter_main(void *arg)
 			next_beat = now + (int64_t)f->o.report_ms * 1000000LL;
 		if (prune)
 			next_prune = now + PRUNE_EVERY_MS * 1000000LL;
+		if (beat) {
+			aw_error perr = {0};
+			if (aw_fleet_probe(f, NULL, &perr))
+				aw_log(AW_LOG_WARN, NULL, "fleet convergence probe failed",
+				       "detail", perr.msg, NULL);
+		}
 		aw_metrics_loop_tick("fleet_reporter");
 		pthread_mutex_lock(&f->mu);
 	}
@@ -256,6 +272,143 @@ void aw_fleet_stop(aw_fleet *f)
 const char *aw_fleet_process_id(const aw_fleet *f)
 {
 	return f->me.process_id;
+}
+
+/* ------------------------------------------------------------ the probe */
+
+/* What the process served when the probe began. */
+typedef struct {
+	char project[AW_PROJECT_MAX + 1];
+	aw_fleet_item it;
+	double lag_s;
+} served;
+
+static int64_t ts_ms(const char *s);
+
+/* The store's active revision of s (rows of its project), or NULL. */
+static const aw_fleet_active *active_of(const aw_fleet_active *rows, int n, const served *s)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(rows[i].project_id, s->project) &&
+		    !strcmp(rows[i].family, s->it.family) &&
+		    !strcmp(rows[i].contract_id, s->it.contract_id))
+			return &rows[i];
+	return NULL;
+}
+
+/* Copies what the process serves (under mu) and the JSON array of its
+ * projects; 0 items: *sv NULL. */
+static aw_err served_now(aw_fleet *f, served **sv, int *n, char **projects, aw_error *err)
+{
+	*sv = NULL;
+	*n = 0;
+	*projects = NULL;
+	json_t *ps = json_array();
+	pthread_mutex_lock(&f->mu);
+	int k = 0;
+	for (item *i = f->items; i; i = i->next)
+		k++;
+	served *v = k ? calloc((size_t)k, sizeof *v) : NULL;
+	int m = 0;
+	for (item *i = f->items; v && ps && i; i = i->next) {
+		memcpy(v[m].project, i->project, sizeof i->project);
+		v[m++].it = i->it;
+		size_t j, np = json_array_size(ps);
+		for (j = 0; j < np; j++)
+			if (!strcmp(json_string_value(json_array_get(ps, j)), i->project))
+				break;
+		if (j == np)
+			json_array_append_new(ps, json_string(i->project));
+	}
+	pthread_mutex_unlock(&f->mu);
+	char *txt = ps ? json_dumps(ps, JSON_COMPACT) : NULL;
+	json_decref(ps);
+	if ((k && !v) || !txt) {
+		free(v);
+		free(txt);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	*sv = v;
+	*n = m;
+	*projects = txt;
+	return AW_OK;
+}
+
+aw_err aw_fleet_probe(aw_fleet *f, double *worst_s, aw_error *err)
+{
+	if (worst_s)
+		*worst_s = 0;
+	served *sv = NULL;
+	char *projects = NULL;
+	aw_fleet_active *rows = NULL;
+	int n = 0, nr = 0;
+	/* what the process serves is read first, the store after: a revision
+	 * the process learns meanwhile is one the store had already, never a
+	 * newer one compared with an older pointer */
+	aw_err e = served_now(f, &sv, &n, &projects, err);
+	if (!e && n)
+		e = aw_store_fleet_active(f->o.store, projects, &rows, &nr, err);
+	free(projects);
+	if (e) {
+		free(sv);
+		return e;
+	}
+	int64_t now = aw_clock_wall_ms();
+	pthread_mutex_lock(&f->mu);
+	for (int k = 0; k < n; k++) {
+		const aw_fleet_active *a = active_of(rows, nr, &sv[k]);
+		const char *want = a ? a->revision_id : "";
+		item *i = f->items;
+		while (i && (strcmp(i->project, sv[k].project) ||
+			     strcmp(i->it.family, sv[k].it.family) ||
+			     strcmp(i->it.contract_id, sv[k].it.contract_id)))
+			i = i->next;
+		if (!strcmp(want, sv[k].it.revision_id)) {
+			if (i)
+				i->gone_since_ms = 0;
+			continue;
+		}
+		/* behind: since the activation the process has not learned, or
+		 * since the probe first saw a revocation it has not learned */
+		int64_t since = a ? ts_ms(a->activated_at) : 0;
+		if (!a && i) {
+			if (!i->gone_since_ms)
+				i->gone_since_ms = now;
+			since = i->gone_since_ms;
+		}
+		if (since && since < now)
+			sv[k].lag_s = (double)(now - since) / 1000.0;
+	}
+	pthread_mutex_unlock(&f->mu);
+	/* per (project, family): the worst of its contracts */
+	const char **pj = calloc((size_t)n + 1, sizeof *pj),
+		   **fm = calloc((size_t)n + 1, sizeof *fm);
+	double *lag = calloc((size_t)n + 1, sizeof *lag);
+	int m = 0;
+	for (int k = 0; pj && fm && lag && k < n; k++) {
+		int j = 0;
+		while (j < m && (strcmp(pj[j], sv[k].project) || strcmp(fm[j], sv[k].it.family)))
+			j++;
+		if (j == m) {
+			pj[m] = sv[k].project;
+			fm[m] = sv[k].it.family;
+			lag[m++] = 0;
+		}
+		if (sv[k].lag_s > lag[j])
+			lag[j] = sv[k].lag_s;
+		if (worst_s && sv[k].lag_s > *worst_s)
+			*worst_s = sv[k].lag_s;
+	}
+	if (pj && fm && lag)
+		aw_metrics_policy_lag(pj, fm, lag, m, now + 3LL * f->o.report_ms);
+	else
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	free(pj);
+	free(fm);
+	free(lag);
+	free(rows);
+	free(sv);
+	return e;
 }
 
 /* ------------------------------------------------------------ convergence */

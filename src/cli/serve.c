@@ -287,6 +287,11 @@ int aw_cmd_serve(int argc, char **argv)
 		 "how often the process reports the revisions it serves (the contracts' "
 		 "convergence endpoint; gone after 3 missed reports)",
 		 NULL},
+		{"queue-age-ms", "AWOOOP_QUEUE_AGE_MS", "15000", 0,
+		 "how often a worker measures each queue's oldest runnable run (metric "
+		 "awooop_run_queue_oldest_age_seconds; one statement for every project), at most "
+		 "once a heartbeat; 0: not in this process",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -359,6 +364,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"mcp-stdio-cpu-s", 1, 31536000},
 		{"mcp-timeout-max-ms", 100, 3600000},
 		{"mcp-project-queue", 1, 1000000},
+		{"queue-age-ms", 0, 30000},
 	};
 	/* no process of this uid (a stdio child before its sandbox, anything
 	 * else the host runs as awooop) may read this one's memory or
@@ -397,7 +403,8 @@ int aw_cmd_serve(int argc, char **argv)
 			     .retry_max_ms = (int)wv[6],
 			     .retention_h = (int)wv[22],
 			     .store_threads = (int)wv[24],
-			     .host_store_threads = (int)wv[25]};
+			     .host_store_threads = (int)wv[25],
+			     .queue_age_ms = wv[31] ? (int)wv[31] : -1};
 
 	/* Block the stop signals (and SIGHUP, reload) in every thread; the main
 	 * thread waits for them. */

@@ -117,6 +117,20 @@ static const struct {
 	{"awooop_budget_cost_usd_total",
 	 "Cost settled through the budget ledger by project, in US dollars (priced models).",
 	 "counter"},
+	{"awooop_run_finished_total",
+	 "Runs that reached a final state, by project, queue (a declared one) and outcome"
+	 " (succeeded, failed, cancelled, suggested).",
+	 "counter"},
+	{"awooop_run_queue_oldest_age_seconds",
+	 "Seconds the oldest runnable run (queued or retry_wait, due) of a queue has waited"
+	 " since it became due, as this worker process last measured; queues without one are"
+	 " absent.",
+	 "gauge"},
+	{"awooop_policy_convergence_lag_seconds",
+	 "Per project and family this process serves: seconds since the store's active revision"
+	 " of one of its contracts was activated while this process still serves another; 0"
+	 " when converged.",
+	 "gauge"},
 };
 
 /* Caller holds mu. */
@@ -419,6 +433,67 @@ void aw_metrics_budget_cost(const char *project, long long micro_usd)
 	if (c)
 		c->value += (double)micro_usd / 1e6;
 	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_run_finished(const char *project, const char *queue, const char *outcome, double n)
+{
+	static const char *const outcomes[] = {"succeeded", "failed", "cancelled", "suggested"};
+	const char *family = families[33].family;
+	char l[200];
+	snprintf(l, sizeof l, "project=\"%s\",queue=\"%s\",outcome=\"%s\"", project, queue,
+		 outcome);
+	pthread_mutex_lock(&mu);
+	series *c = head;
+	while (c && (c->family != family || strcmp(c->labels, l)))
+		c = c->next;
+	/* a queue's first count: its four series start together at 0, so its
+	 * first failure is an increase of its failed series, not the series
+	 * appearing at 1 (which increase() cannot see) */
+	for (size_t i = 0; !c && i < sizeof outcomes / sizeof outcomes[0]; i++) {
+		char o[200];
+		snprintf(o, sizeof o, "project=\"%s\",queue=\"%s\",outcome=\"%s\"", project, queue,
+			 outcomes[i]);
+		get(family, COUNTER, o);
+	}
+	if (!c)
+		c = get(family, COUNTER, l);
+	if (c)
+		c->value += n;
+	pthread_mutex_unlock(&mu);
+}
+
+/* Replaces every series of a gauge family: the n given (labels "a=x,b=y"
+ * from two label names and their values) get their value, the others leave
+ * the text (kept in the list: a later set may bring them back). */
+static void gauge_replace(int family, const char *la, const char *const *va, const char *lb,
+			  const char *const *vb, const double *v, int n, int64_t expires_ms)
+{
+	char l[200];
+	pthread_mutex_lock(&mu);
+	for (series *s = head; s; s = s->next)
+		if (s->family == families[family].family)
+			s->expires_ms = 1; /* long past: out of the text */
+	for (int i = 0; i < n; i++) {
+		snprintf(l, sizeof l, "%s=\"%s\",%s=\"%s\"", la, va[i], lb, vb[i]);
+		series *g = get(families[family].family, GAUGE, l);
+		if (g) {
+			g->value = v[i];
+			g->expires_ms = expires_ms;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_run_queue_ages(const char *const *projects, const char *const *queues,
+			       const double *ages, int n)
+{
+	gauge_replace(34, "project", projects, "queue", queues, ages, n, 0);
+}
+
+void aw_metrics_policy_lag(const char *const *projects, const char *const *families_,
+			   const double *lag, int n, int64_t expires_ms)
+{
+	gauge_replace(35, "project", projects, "family", families_, lag, n, expires_ms);
 }
 
 #define METRICS_MAX ((size_t)64 << 20)

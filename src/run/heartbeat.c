@@ -2,7 +2,8 @@
  * heartbeat.c - the run workers' background threads besides the executors:
  * the heartbeat renews the leases of every run the threads hold, flags the
  * runs this worker lost (cancelled, reaped) so their executors return, and
- * runs the reaper; on PostgreSQL a listener wakes idle threads on NOTIFY
+ * runs the reaper and measures the queues' oldest runnable run
+ * (queue_age.c); on PostgreSQL a listener wakes idle threads on NOTIFY
  * awooop_runs from other processes (a submission in this one wakes them
  * itself).
  */
@@ -54,7 +55,7 @@ void *aw_worker_heartbeat_main(void *arg)
 	int cap = aw_worker_nslots(w);
 	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
 	int *lost = calloc((size_t)cap, sizeof *lost);
-	int64_t next_prune = aw_clock_mono_ns();
+	int64_t next_prune = aw_clock_mono_ns(), next_age = next_prune;
 	while (ids && lost && !atomic_load(&w->stop)) {
 		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, w->o.heartbeat_ms);
 		pthread_mutex_lock(&w->mu);
@@ -91,6 +92,14 @@ void *aw_worker_heartbeat_main(void *arg)
 		}
 		if (w->o.reaper >= 0 && w->o.retention_h > 0 && aw_clock_mono_ns() >= next_prune)
 			next_prune = aw_clock_mono_ns() + prune(w);
+		if (w->o.queue_age_ms > 0 && aw_clock_mono_ns() >= next_age) {
+			next_age = aw_clock_mono_ns() + (int64_t)w->o.queue_age_ms * 1000000LL;
+			if (aw_run_queue_age_sample(w->s, NULL, NULL, &err) == AW_OK)
+				aw_metrics_loop_tick("queue_age");
+			else
+				aw_log(AW_LOG_WARN, NULL, "run queue age: read failed", "detail",
+				       err.msg, NULL);
+		}
 	}
 	free(ids);
 	free(lost);

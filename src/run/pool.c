@@ -345,6 +345,8 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	DEF(retry_base_ms, 1000)
 	DEF(retry_max_ms, 60000)
 #undef DEF
+	if (w->o.queue_age_ms == 0)
+		w->o.queue_age_ms = 15000;
 	if (w->o.batch > 1000)
 		w->o.batch = 1000;
 	if (opts->id && *opts->id) {

@@ -101,7 +101,8 @@ static aw_err move_path(aw_worker *w, aw_run_txn *x, job *js, const int *idx, in
 		const aw_run_claim *c = js[idx[i]].c;
 		if (!(d[i] = json_pack("{s:s, s:i}", "worker", w->id, "attempt", c->attempts)))
 			break;
-		m[i] = (aw_run_mover){c->run_id, c->trace_id, d[i], c->prev_state, c->claimed_at};
+		m[i] = (aw_run_mover){c->run_id,     c->trace_id,   d[i],
+				      c->prev_state, c->claimed_at, c->queue[0] ? c->queue : NULL};
 	}
 	if (!m || !d || !ok || (n && !d[n - 1]))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

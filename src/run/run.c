@@ -360,6 +360,7 @@ static aw_run_claim *claim_of(const aw_run *r)
 		return NULL;
 	snprintf(c->project_id, sizeof c->project_id, "%s", r->project_id);
 	snprintf(c->run_id, sizeof c->run_id, "%s", r->run_id);
+	snprintf(c->queue, sizeof c->queue, "%s", r->queue[0] ? r->queue : "default");
 	snprintf(c->prev_state, sizeof c->prev_state, "queued");
 	snprintf(c->mode, sizeof c->mode, "%s", r->mode);
 	snprintf(c->trace_id, sizeof c->trace_id, "%s", r->trace_id);

@@ -15,6 +15,7 @@ struct aw_run_pending {
 	const char *run_id, *trace_id; /* borrowed from the mover: live until the end */
 	const char *action;
 	json_t *payload;
+	char queue[AW_QUEUE_MAX + 1]; /* "" unknown: read at the end when it matters */
 };
 
 aw_err aw_run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error *err)
@@ -81,7 +82,10 @@ static aw_err queue(aw_run_txn *x, const aw_run_mover *m, const char *action, js
 		x->recs = r;
 		x->cap = cap;
 	}
-	x->recs[x->n++] = (aw_run_pending){m->run_id, m->trace_id, action, p};
+	aw_run_pending *r = &x->recs[x->n++];
+	*r = (aw_run_pending){
+		.run_id = m->run_id, .trace_id = m->trace_id, .action = action, .payload = p};
+	snprintf(r->queue, sizeof r->queue, "%s", m->queue ? m->queue : "");
 	return AW_OK;
 }
 
@@ -153,6 +157,81 @@ out:
 	return e;
 }
 
+/* The final states a run's records count for (awooop_run_finished_total). */
+static const aw_run_state finals[] = {AW_RUN_SUCCEEDED, AW_RUN_FAILED, AW_RUN_CANCELLED,
+				      AW_RUN_SUGGESTED};
+#define NFINALS (sizeof finals / sizeof finals[0])
+
+static int final_of(const char *action)
+{
+	for (size_t f = 0; f < NFINALS; f++)
+		if (!strcmp(action, aw_run_action(finals[f])))
+			return (int)f;
+	return -1;
+}
+
+/* Reads the queue of the runs that end in this txn and whose mover did not
+ * name it (a worker's claims do; cancel, the reaper and approvals do not):
+ * one statement, only when there are such runs. */
+static aw_err queues_needed(aw_run_txn *x, aw_error *err)
+{
+	int k = 0;
+	for (int i = 0; i < x->n; i++)
+		k += !x->recs[i].queue[0] && final_of(x->recs[i].action) >= 0;
+	if (!k)
+		return AW_OK;
+	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)k);
+	char(*qs)[AW_QUEUE_MAX + 1] = malloc(sizeof *qs * (size_t)k);
+	int *at = malloc(sizeof *at * (size_t)k);
+	aw_err e = AW_OK;
+	if (!ids || !qs || !at) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto out;
+	}
+	k = 0;
+	for (int i = 0; i < x->n; i++)
+		if (!x->recs[i].queue[0] && final_of(x->recs[i].action) >= 0) {
+			snprintf(ids[k], sizeof ids[k], "%s", x->recs[i].run_id);
+			at[k++] = i;
+		}
+	if ((e = aw_store_run_queues_of(x->t, ids, k, qs, err)))
+		goto out;
+	for (int i = 0; i < k; i++)
+		memcpy(x->recs[at[i]].queue, qs[i], sizeof qs[i]);
+out:
+	free(ids);
+	free(qs);
+	free(at);
+	return e;
+}
+
+/* Counts the runs that ended, per queue and final state, in the txn's
+ * project (a handful of queues a txn: the counts are gathered first). */
+static void count_finished(const aw_run_txn *x)
+{
+	int failed = 0;
+	for (int i = 0; i < x->n; i++)
+		failed += !strcmp(x->recs[i].action, aw_run_action(AW_RUN_FAILED));
+	if (failed)
+		aw_metrics_run_event("failed", failed);
+	char *done = x->n ? calloc((size_t)x->n, 1) : NULL;
+	for (int i = 0; done && i < x->n; i++) {
+		int f = final_of(x->recs[i].action);
+		if (f < 0 || done[i] || !x->recs[i].queue[0])
+			continue;
+		int n = 0;
+		for (int k = i; k < x->n; k++)
+			if (!done[k] && !strcmp(x->recs[k].action, x->recs[i].action) &&
+			    !strcmp(x->recs[k].queue, x->recs[i].queue)) {
+				done[k] = 1;
+				n++;
+			}
+		aw_metrics_run_finished(x->ctx->project, x->recs[i].queue,
+					aw_run_state_name(finals[f]), n);
+	}
+	free(done);
+}
+
 aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 {
 	/* the runs that made the same move share one record (a worker's round:
@@ -174,20 +253,19 @@ aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 			e = aw_audit_record_group(x->t, x->ctx, x->recs[i].action, items, m, err);
 	}
 	free(done);
+	if (!e)
+		e = queues_needed(x, err);
 	if (x->owned) {
 		if (e)
 			aw_store_rollback(x->t);
 		else
 			e = aw_store_commit(x->t, err);
 	}
-	/* runs that ended failed (the alert on the failed-run rate): counted
-	 * once committed; a wrapped txn's when recorded (its caller commits
-	 * next; a rollback there counts one too many) */
-	int failed = 0;
-	for (int i = 0; !e && i < x->n; i++)
-		failed += !strcmp(x->recs[i].action, aw_run_action(AW_RUN_FAILED));
-	if (failed)
-		aw_metrics_run_event("failed", failed);
+	/* runs that ended (the alerts on the failed-run rate): counted once
+	 * committed; a wrapped txn's when recorded (its caller commits next; a
+	 * rollback there counts one too many) */
+	if (!e)
+		count_finished(x);
 	for (int i = 0; i < x->n; i++)
 		json_decref(x->recs[i].payload);
 	free(items);

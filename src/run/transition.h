@@ -37,6 +37,9 @@ typedef struct {
 	/* when the path starts at claimed: the claim itself (prev_state ->
 	 * claimed at claimed_at) is audited with the move */
 	const char *prev_state, *claimed_at;
+	/* its queue (borrowed), or NULL: read from the store when the run ends
+	 * here (awooop_run_finished_total counts per queue) */
+	const char *queue;
 } aw_run_mover;
 
 aw_err aw_run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error *err);

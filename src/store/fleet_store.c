@@ -1,6 +1,7 @@
 /*
  * fleet_store.c - which process serves which revision (store/fleet.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "awooop/store/fleet.h"
@@ -111,4 +112,33 @@ aw_err aw_store_fleet_learned(aw_txn *t, const char *family, const char *contrac
 					  AW_TEXT_FIELD(aw_fleet_learned, process_id),
 					  AW_TEXT_FIELD(aw_fleet_learned, learned_at)};
 	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+}
+
+aw_err aw_store_fleet_active(aw_store *s, const char *projects_json, aw_fleet_active **out, int *n,
+			     aw_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	aw_ctx sys;
+	aw_ctx_system(&sys, NULL);
+	snprintf(sys.principal, sizeof sys.principal, "fleet");
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(projects_json)};
+	aw_err e = aw_store_exec1(
+		s, &sys,
+		s->drv->dialect == AW_DIALECT_PG
+			? "SELECT project_id, family, contract_id, revision_id, activated_at"
+			  " FROM platform_active_revisions($1)"
+			: "SELECT project_id, family, contract_id, revision_id, activated_at"
+			  " FROM active_revisions WHERE project_id IN (SELECT value FROM"
+			  " json_each($1))",
+		1, p, &r, err);
+	if (e)
+		return e;
+	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_fleet_active, project_id),
+					  AW_TEXT_FIELD(aw_fleet_active, family),
+					  AW_TEXT_FIELD(aw_fleet_active, contract_id),
+					  AW_TEXT_FIELD(aw_fleet_active, revision_id),
+					  AW_TEXT_FIELD(aw_fleet_active, activated_at)};
+	return aw_rows_to_array(r, sizeof **out, f, 5, (void **)out, n, err);
 }

@@ -620,9 +620,9 @@ static aw_ctx worker_ctx(const char *who)
 static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **out, int *n,
 			       aw_error *err)
 {
-	/* columns: project_id, run_id, prev_state, mode, workflow, input, attempts,
-	 * max_attempts, timeout_s, trace_id, claimed_at, held, resumed (prev_state
-	 * may be absent; held and resumed too) */
+	/* columns: project_id, run_id, queue, prev_state, mode, workflow, input,
+	 * attempts, max_attempts, timeout_s, trace_id, claimed_at, held, resumed
+	 * (prev_state may be absent; held and resumed too) */
 	aw_run_claim *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++) {
@@ -630,6 +630,7 @@ static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **ou
 		int k = 0;
 		aw_cell_copy(c->project_id, sizeof c->project_id, r, i, k++);
 		aw_cell_copy(c->run_id, sizeof c->run_id, r, i, k++);
+		aw_cell_copy(c->queue, sizeof c->queue, r, i, k++);
 		if (prev_col)
 			aw_cell_copy(c->prev_state, sizeof c->prev_state, r, i, k++);
 		aw_cell_copy(c->mode, sizeof c->mode, r, i, k++);
@@ -754,9 +755,9 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 		resumed[np++] = bool_cell(fair, i, 3);
 	}
 	aw_val v[] = {AW_TEXT(worker), AW_TEXT(exp), AW_TEXT(now)};
-	const char *cols = " project_id, run_id, mode, workflow, input, attempts, max_attempts,"
-			   " timeout_s, trace_id, ";
-	char tail[160], head[160];
+	const char *cols = " project_id, run_id, queue, mode, workflow, input, attempts,"
+			   " max_attempts, timeout_s, trace_id, ";
+	char tail[200], head[200];
 	snprintf(tail, sizeof tail, " RETURNING%supdated_at", cols);
 	if (np)
 		e = exec_in(
@@ -821,8 +822,9 @@ aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int lim
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(worker), AW_INT(lease_ms), AW_INT(limit),
 		      AW_TEXT(idle_only ? "true" : "false"), AW_TEXT(open && hold ? hold : "[]")};
-	const char *sql = "SELECT project_id, run_id, prev_state, mode, workflow, input,"
-			  " attempts, max_attempts, timeout_s, trace_id, claimed_at, held, resumed"
+	const char *sql = "SELECT project_id, run_id, queue_name, prev_state, mode, workflow,"
+			  " input, attempts, max_attempts, timeout_s, trace_id, claimed_at, held,"
+			  " resumed"
 			  " FROM platform_run_claim($1, $2, $3, $4,"
 			  " ARRAY(SELECT jsonb_array_elements_text($5::jsonb)))";
 	aw_err e;
@@ -957,6 +959,55 @@ aw_err aw_store_run_approval_expired(aw_store *s, int limit, aw_run_ref **out, i
 		" AND s.state = 'waiting' WHERE r.state = 'waiting_approval'"
 		" AND json_extract(s.result, '$.expires_at') < $2 LIMIT $1",
 		limit, out, n, err);
+}
+
+aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_oldest **out, int *n,
+				 aw_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	aw_ctx sys = worker_ctx("queue-age");
+	aw_rows *r = NULL;
+	aw_val p[] = {AW_TEXT(now)};
+	/* per queue one descent of runs_due_queue (migrations 0028 / 0023) */
+	aw_err e = aw_store_exec1(
+		s, &sys,
+		s->drv->dialect == AW_DIALECT_PG
+			? "SELECT project_id, queue, due_at FROM platform_run_queue_oldest($1)"
+			: "SELECT project_id, name, due_at FROM (SELECT q.project_id, q.name,"
+			  " (SELECT min(r.run_after) FROM runs r WHERE r.project_id = q.project_id"
+			  " AND r.queue = q.name AND r.state IN ('queued', 'retry_wait')) AS due_at"
+			  " FROM (SELECT project_id, 'default' AS name FROM projects UNION ALL"
+			  " SELECT project_id, name FROM run_queues WHERE name <> 'default') q)"
+			  " WHERE due_at <= $1",
+		1, p, &r, err);
+	if (e)
+		return e;
+	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_run_queue_oldest, project_id),
+					  AW_TEXT_FIELD(aw_run_queue_oldest, queue),
+					  AW_TEXT_FIELD(aw_run_queue_oldest, due_at)};
+	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+}
+
+aw_err aw_store_run_queues_of(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n,
+			      char (*queues)[AW_QUEUE_MAX + 1], aw_error *err)
+{
+	for (int i = 0; i < n; i++)
+		queues[i][0] = '\0';
+	if (n <= 0)
+		return AW_OK;
+	aw_val v[] = {AW_TEXT(t->ctx.project)};
+	aw_rows *r = NULL;
+	aw_err e = exec_in(t, "SELECT run_id, queue FROM runs WHERE project_id = $1 AND run_id IN",
+			   v, 1, ids, n, "", &r, err);
+	if (e)
+		return e;
+	for (int k = 0; k < r->nrows; k++)
+		for (int i = 0; i < n; i++)
+			if (!queues[i][0] && strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
+				aw_cell_copy(queues[i], sizeof queues[i], r, k, 1);
+	aw_rows_free(r);
+	return AW_OK;
 }
 
 aw_err aw_store_runs_prune(aw_store *s, const char *before, int limit, int64_t *n, aw_error *err)

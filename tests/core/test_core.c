@@ -296,6 +296,35 @@ static void test_metrics_alerting(void **state)
 	m = aw_metrics_render();
 	assert_non_null(strstr(m, "awooop_llm_emergency_calls 1\n"));
 	free(m);
+	/* runs finished: a queue's four outcomes start together at 0 */
+	aw_metrics_run_finished("p1", "q1", "failed", 2);
+	/* queue ages and convergence lags: each set replaces the last */
+	const char *pj[] = {"p1", "p2"}, *qs[] = {"q1", "default"}, *fm[] = {"budget", "budget"};
+	double ages[] = {12.5, 3}, lags[] = {0, 40};
+	aw_metrics_run_queue_ages(pj, qs, ages, 2);
+	aw_metrics_policy_lag(pj, fm, lags, 2, now + 60000);
+	m = aw_metrics_render();
+	assert_non_null(strstr(
+		m,
+		"awooop_run_finished_total{project=\"p1\",queue=\"q1\",outcome=\"failed\"} 2\n"));
+	assert_non_null(strstr(
+		m,
+		"awooop_run_finished_total{project=\"p1\",queue=\"q1\",outcome=\"succeeded\"} 0\n"));
+	assert_non_null(strstr(
+		m, "awooop_run_queue_oldest_age_seconds{project=\"p1\",queue=\"q1\"} 12.5\n"));
+	assert_non_null(strstr(
+		m, "awooop_run_queue_oldest_age_seconds{project=\"p2\",queue=\"default\"} 3\n"));
+	assert_non_null(strstr(
+		m, "awooop_policy_convergence_lag_seconds{project=\"p2\",family=\"budget\"} 40\n"));
+	free(m);
+	aw_metrics_run_queue_ages(pj + 1, qs + 1, ages + 1, 1); /* q1 drained */
+	aw_metrics_policy_lag(pj, fm, lags, 2, now - 1);	/* not measured since */
+	m = aw_metrics_render();
+	assert_null(strstr(m, "awooop_run_queue_oldest_age_seconds{project=\"p1\""));
+	assert_non_null(strstr(
+		m, "awooop_run_queue_oldest_age_seconds{project=\"p2\",queue=\"default\"} 3\n"));
+	assert_null(strstr(m, "awooop_policy_convergence_lag_seconds{"));
+	free(m);
 	aw_metrics_reset();
 }
 

@@ -14,7 +14,7 @@ DASH="$(dirname "$0")/../../docs/grafana/awooop.json"
 command -v promtool >/dev/null || { echo "promtool missing: scripts/deps.sh --test installs prometheus" >&2; exit 1; }
 
 aw_db sqlite
-aw_serve --fleet-report-ms 300
+aw_serve --fleet-report-ms 300 --heartbeat-ms 200 --queue-age-ms 200
 api POST /v1/projects "$ADMIN" '{"id":"met"}' >/dev/null
 OP=$(mkkey met op operator); OP2=$(mkkey met op2 operator)
 check "activation" "$(aw_activate met policy_routing '{"routes":[{"name":"main","match":{"task":"chat"},"candidates":[{"provider":"ollama","model":"m"}]}]}' "$OP" "$OP2")" true
@@ -23,6 +23,15 @@ for _ in $(seq 1 100); do
   [ "$(api GET "/v1/platform/runs/$RUN" "$OP" | jq -r .state)" = succeeded ] && break; sleep 0.05
 done
 check "a run finished" "$(api GET "/v1/platform/runs/$RUN" "$OP" | jq -r .state)" succeeded
+# the queue alerts' series: a queue of one place held by a slow run, a second
+# run waiting behind it; the finished run counted in its queue
+api PUT /v1/projects/met/queues/held "$OP" '{"concurrency":1}' >/dev/null
+SLOW=$(api POST /v1/platform/runs "$OP" '{"workflow":[{"kind":"sleep","args":{"ms":30000}}],"queue":"held"}' | jq -r .run_id)
+for _ in $(seq 1 100); do
+  [ "$(api GET "/v1/platform/runs/$SLOW" "$OP" | jq -r .state)" = running ] && break; sleep 0.05
+done
+WAITING=$(api POST /v1/platform/runs "$OP" '{"workflow":[{"kind":"noop"}],"queue":"held"}' | jq -r .run_id)
+sleep 1.5
 # made-up paths, methods, tools and models: none may become a label value
 for i in $(seq 1 200); do
   curl -s -o /dev/null "$URL/zz-made-up-$i"
@@ -36,6 +45,14 @@ promtool check metrics <"$TMP/metrics" >"$TMP/promtool" 2>&1
 check "promtool check metrics" $? 0
 [ -s "$TMP/promtool" ] && bad "promtool: $(cat "$TMP/promtool")" || ok
 grep -qi 'zz-\|zzmethod' "$TMP/metrics" && bad "a request's own words became a label value: $(grep -i 'zz-\|zzmethod' "$TMP/metrics" | head -3)" || ok
+age=$(sed -n 's/^awooop_run_queue_oldest_age_seconds{project="met",queue="held"} //p' "$TMP/metrics")
+[ -n "$age" ] && awk -v a="$age" 'BEGIN{exit !(a >= 1 && a < 60)}' && ok || bad "queue age of met/held: '$age'"
+check "runs finished per queue" "$(grep -c '^awooop_run_finished_total{project="met",queue="default",outcome="succeeded"} 1$' "$TMP/metrics")" 1
+# (the channel hub reads each project's channel_event contract)
+check "convergence lag of a converged process" \
+  "$(grep -c '^awooop_policy_convergence_lag_seconds{project="met",family="[a-z_]*"} 0$' "$TMP/metrics" | awk '{print ($1 >= 1)}')" 1
+api POST "/v1/platform/runs/$SLOW/cancel" "$OP" >/dev/null
+api POST "/v1/platform/runs/$WAITING/cancel" "$OP" >/dev/null
 check "unmatched routes share one label" "$(grep -c '^awooop_http_requests_total{route="unmatched"' "$TMP/metrics")" 1
 SERIES=$(grep -vc '^#' "$TMP/metrics")
 [ "$SERIES" -lt 400 ] && ok || bad "$SERIES series after the made-up traffic"
@@ -45,6 +62,8 @@ grep '^# TYPE' "$TMP/metrics" | awk '{print $3}' | sort -u >"$TMP/have"
 check "dashboard metrics not exported" "$(comm -23 "$TMP/dash" "$TMP/have" | tr '\n' ' ')" ""
 check "dashboard covers runs, relay, convergence, gateways, budget" \
   "$(grep -cE 'awooop_(run_events|outbox_undelivered|policy_changes|llm_calls|mcp_refusals|budget_events)_total|awooop_outbox_undelivered' "$DASH" | awk '{print ($1 >= 6)}')" 1
+check "dashboard covers queue age, runs finished per queue, convergence lag" \
+  "$(grep -oE 'awooop_(run_queue_oldest_age_seconds|run_finished_total|policy_convergence_lag_seconds)\b' "$DASH" | sort -u | wc -l)" 3
 check "dashboard covers in-flight, cost, budget share, emergency cap" \
   "$(grep -oE 'awooop_(llm_inflight|budget_cost_usd_total|budget_used_ratio|llm_emergency_cap)\b' "$DASH" | sort -u | wc -l)" 4
 jq -e '.panels | length > 10' "$DASH" >/dev/null && ok || bad "dashboard JSON"

@@ -8,7 +8,9 @@
  *    back, the resync catches what the dead bus missed;
  *  - bounded mode reads the store about once per max_staleness, strict mode
  *    once per call; the guard never returns a revision it knows is stale;
- *  - D5: a __platform__ ollama_topology activation calls platform listeners.
+ *  - D5: a __platform__ ollama_topology activation calls platform listeners;
+ *  - the fleet's probe: a process behind the store shows its lag, converged
+ *    after the relay delivers.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -26,6 +28,8 @@
 #include <cmocka.h>
 
 #include "awooop/contract.h"
+#include "awooop/fleet.h"
+#include "awooop/metrics.h"
 #include "awooop/policy.h"
 #include "awooop/relay.h"
 #include "awooop/tenancy.h"
@@ -523,6 +527,94 @@ static void test_concurrent_relays_and_prune(void **state)
 	aw_bus_close(shared_bus);
 }
 
+/* The lag of (adr, policy_routing) in /metrics, or -1 when absent. */
+static double lag_metric(void)
+{
+	char *m = aw_metrics_render();
+	assert_non_null(m);
+	const char *k =
+		"awooop_policy_convergence_lag_seconds{project=\"adr\",family=\"policy_routing\"} ";
+	const char *p = strstr(m, k);
+	double v = p ? strtod(p + strlen(k), NULL) : -1;
+	free(m);
+	return v;
+}
+
+/* The direct signal of a process not converged (issue 47): the fleet's
+ * probe compares what the process serves with the store. Converged: 0. An
+ * activation the relay has not delivered (no fallback, no guard refresh in
+ * this cache): the lag is the time since its activation. Delivered: 0 again.
+ * A revocation not delivered: its lag counts from the probe that first saw
+ * it; delivered: 0. */
+static void test_fleet_convergence_lag(void **state)
+{
+	redis_start();
+	aw_bus *pub = NULL, *sub = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_bus_open(redis_url, &pub, &err), AW_OK);
+	assert_int_equal(aw_bus_open(redis_url, &sub, &err), AW_OK);
+	aw_policy_opts po = {
+		.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 600000, .interval_ms = 600000};
+	aw_policy_cache *pc = NULL;
+	assert_int_equal(aw_policy_cache_new(S, C, sub, &po, &pc, &err), AW_OK);
+	aw_fleet *fl = NULL;
+	aw_fleet_opts fo = {.store = S, .policy = pc, .role = "test", .report_ms = 600000};
+	assert_int_equal(aw_fleet_start(&fo, &fl, &err), AW_OK);
+	seen_t seen = {.mu = PTHREAD_MUTEX_INITIALIZER}; /* hears after the fleet */
+	aw_policy_on_change(pc, on_change, &seen);
+	char r1[40], r2[40], got[40];
+	ready_revision("adr", "policy_routing", "lag", routing(300), r1);
+	ready_revision("adr", "policy_routing", "lag", routing(301), r2);
+	activate("adr", "policy_routing", "lag", r1);
+	int delivered = 0;
+	assert_int_equal(aw_relay_round(S, pub, 1000, &delivered, &err), AW_OK);
+	call(pc, "lag", got);
+	assert_string_equal(got, r1);
+	for (int i = 0; i < 100 && !aw_bus_connected(sub); i++)
+		usleep(10000);
+	aw_policy_stats ps; /* the first connect's resync done (see above) */
+	for (int i = 0; i < 200; i++) {
+		aw_policy_get_stats(pc, &ps);
+		if (ps.resyncs >= 1 && ps.fallback_checks >= 1)
+			break;
+		usleep(10000);
+	}
+	double worst = -1;
+	assert_int_equal(aw_fleet_probe(fl, &worst, &err), AW_OK);
+	assert_true(worst == 0);
+	assert_true(lag_metric() == 0);
+
+	activate("adr", "policy_routing", "lag", r2); /* not delivered yet */
+	usleep(1200000);
+	assert_int_equal(aw_fleet_probe(fl, &worst, &err), AW_OK);
+	assert_true(worst >= 1.2 && worst < 30);
+	assert_true(lag_metric() >= 1.2);
+	assert_int_equal(aw_relay_round(S, pub, 1000, &delivered, &err), AW_OK);
+	assert_non_null(wait_for(&seen, r2, 3000));
+	assert_int_equal(aw_fleet_probe(fl, &worst, &err), AW_OK);
+	assert_true(worst == 0);
+	assert_true(lag_metric() == 0);
+
+	aw_ctx op;
+	aw_test_ctx(&op, "adr", AW_SCOPE_OPERATOR, "operator");
+	assert_int_equal(aw_contract_revoke(C, S, &op, "policy_routing", "lag", r2, &err), AW_OK);
+	assert_int_equal(aw_fleet_probe(fl, &worst, &err), AW_OK); /* first seen */
+	usleep(300000);
+	assert_int_equal(aw_fleet_probe(fl, &worst, &err), AW_OK);
+	assert_true(worst >= 0.3 && worst < 30);
+	assert_int_equal(aw_relay_round(S, pub, 1000, &delivered, &err), AW_OK);
+	assert_non_null(wait_for(&seen, "", 3000));
+	assert_int_equal(aw_fleet_probe(fl, &worst, &err), AW_OK);
+	assert_true(worst == 0);
+	assert_true(lag_metric() == 0);
+
+	aw_fleet_stop(fl);
+	aw_policy_cache_free(pc);
+	aw_bus_close(sub);
+	aw_bus_close(pub);
+	redis_kill();
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,6 +625,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_platform_resource_listeners),
 		cmocka_unit_test(test_relay_thread_wakes_on_activation),
 		cmocka_unit_test(test_concurrent_relays_and_prune),
+		cmocka_unit_test(test_fleet_convergence_lag),
 	};
 	return AW_TEST_MAIN("adr-113", tests, setup, teardown);
 }

@@ -1277,6 +1277,122 @@ static void test_queues(void **state)
 	json_decref(q);
 }
 
+/* The value of one series of /metrics (exact name and labels), or -1 when
+ * the text has none. */
+static double metric(const char *series)
+{
+	char *m = aw_metrics_render();
+	assert_non_null(m);
+	double v = -1;
+	size_t len = strlen(series);
+	for (const char *p = m; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, series, len) && p[len] == ' ') {
+			v = strtod(p + len + 1, NULL);
+			break;
+		}
+	free(m);
+	return v;
+}
+
+/* The age of queue q of project p in a fresh sample (-1: not listed), and
+ * the same in the gauge's text. */
+static double queue_age(const char *p, const char *q)
+{
+	aw_run_queue_age *a = NULL;
+	int n = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_run_queue_age_sample(S, &a, &n, &err), AW_OK);
+	double v = -1;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(a[i].project, p) && !strcmp(a[i].queue, q))
+			v = a[i].age_s;
+	free(a);
+	char series[200];
+	snprintf(series, sizeof series,
+		 "awooop_run_queue_oldest_age_seconds{project=\"%s\",queue=\"%s\"}", p, q);
+	double g = metric(series);
+	assert_true(g == v || (g >= v - 0.001 && g <= v + 0.001));
+	return v;
+}
+
+static double finished(const char *p, const char *q, const char *outcome)
+{
+	char series[200];
+	snprintf(series, sizeof series,
+		 "awooop_run_finished_total{project=\"%s\",queue=\"%s\",outcome=\"%s\"}", p, q,
+		 outcome);
+	double v = metric(series);
+	return v < 0 ? 0 : v;
+}
+
+/* What the queue alerts read (issue 47): the age of each queue's oldest
+ * runnable run - a run waiting 1.5 s shows at least 1.5 s, one due
+ * later and a queue of another project none, a claimed run leaves the
+ * gauge - and the runs finished per (project, queue, outcome) on every path:
+ * a worker's held claim (instant steps) and its regular claim (a slow step),
+ * a cancel (queue read from the store), failed and succeeded. */
+static void test_queue_metrics(void **state)
+{
+	cancel_queued("rt-main");
+	cancel_queued("rt-other");
+	aw_ctx c;
+	as(&c, "rt-main");
+	aw_error err = {0};
+	json_t *q = NULL;
+	assert_int_equal(aw_run_queue_set(S, &c, "agedq", 0, &q, &err), AW_OK);
+	json_decref(q);
+	assert_int_equal(aw_run_queue_set(S, &c, "laterq", 0, &q, &err), AW_OK);
+	json_decref(q);
+	as(&c, "rt-other");
+	assert_int_equal(aw_run_queue_set(S, &c, "agedq", 0, &q, &err), AW_OK);
+	json_decref(q);
+	char body[300], at[AW_TS_LEN + 1], aged[40], later[40], fails[40], slow[40], ok[40];
+	/* a run_at already past is due now: the age counts from the submission */
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"agedq\"}", NULL, aged);
+	aw_clock_format(aw_clock_wall_ms() + 3600000, at);
+	snprintf(body, sizeof body,
+		 "{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"laterq\",\"run_at\":\"%s\"}", at);
+	submit("rt-main", body, NULL, later);
+	sleep_ms(1500);
+	double age = queue_age("rt-main", "agedq");
+	assert_true(age >= 1.5 && age < 30.0);
+	assert_true(queue_age("rt-main", "laterq") < 0); /* not due: not waiting */
+	assert_true(queue_age("rt-other", "agedq") < 0); /* its own queue is empty */
+	assert_true(queue_age("rt-main", "default") < 0);
+
+	double f0 = finished("rt-main", "agedq", "failed"),
+	       s0 = finished("rt-main", "agedq", "succeeded"),
+	       c0 = finished("rt-main", "laterq", "cancelled"),
+	       o0 = finished("rt-other", "agedq", "succeeded");
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"fail\",\"args\":{\"message\":\"boom\"}}],"
+	       "\"queue\":\"agedq\",\"max_attempts\":1}",
+	       NULL, fails);
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":10}}],\"queue\":\"agedq\"}",
+	       NULL, slow);
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"agedq\"}", NULL, ok);
+	aw_worker *w = worker(1, 8, 100, 2000);
+	assert_true(wait_state("rt-main", aged, "succeeded", 5000));
+	assert_true(wait_state("rt-main", fails, "failed", 5000));
+	assert_true(wait_state("rt-main", slow, "succeeded", 5000));
+	assert_true(wait_state("rt-main", ok, "succeeded", 5000));
+	stop_worker(w);
+	assert_true(queue_age("rt-main", "agedq") < 0); /* nothing waits any more */
+	assert_true(finished("rt-main", "agedq", "failed") == f0 + 1);
+	assert_true(finished("rt-main", "agedq", "succeeded") == s0 + 3);
+	/* the queue's other series exist from its first count, at their value */
+	assert_true(metric("awooop_run_finished_total{project=\"rt-main\",queue=\"agedq\","
+			   "outcome=\"suggested\"}") >= 0);
+	/* a cancel names no queue: read in its transaction */
+	aw_run r;
+	as(&c, "rt-main");
+	assert_int_equal(aw_run_cancel(S, &c, later, &r, &err), AW_OK);
+	aw_run_free(&r);
+	assert_true(finished("rt-main", "laterq", "cancelled") == c0 + 1);
+	assert_true(finished("rt-other", "agedq", "succeeded") == o0); /* another project's */
+}
+
 /* A thread that waits as an idle worker thread named "ghost-handoff" would,
  * takes one hand-off and drops it (its process "dies" after the commit). */
 static void *ghost_waiter(void *arg)
@@ -2164,6 +2280,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_no_head_of_line_blocking, stop_leaked),
 		cmocka_unit_test_teardown(test_store_threads, stop_leaked),
 		cmocka_unit_test_teardown(test_queues, stop_leaked),
+		cmocka_unit_test_teardown(test_queue_metrics, stop_leaked),
 		cmocka_unit_test_teardown(test_round_record, stop_leaked),
 		cmocka_unit_test_teardown(test_bulk_submit, stop_leaked),
 		cmocka_unit_test_teardown(test_handoff, stop_leaked),

@@ -332,9 +332,11 @@ static void test_platform_path_is_definer_functions(void **state)
 	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON"
 				       " r.oid = p.proowner WHERE p.proname LIKE 'platform_%'"
 				       " AND p.prosecdef AND r.rolname = 'awooop_platform'"),
-			 11); /* key lookup, project list, the four outbox relay functions,
+			 13); /* key lookup, project list, the four outbox relay functions,
 				 the three run worker functions (claim, heartbeat, expired), the
-				 reaper's closed approval windows and the run retention */
+				 reaper's closed approval windows, the run retention, the
+				 queues' oldest runnable runs and a process's active pointers
+				 (the alerts, 0028) */
 	/* the platform role's delete on runs is reachable only through the
 	 * retention function: the app role still cannot delete another
 	 * project's run */
@@ -358,6 +360,21 @@ static void test_platform_path_is_definer_functions(void **state)
 	for (int i = 0; i < PQnfields(r); i++)
 		assert_string_not_equal(PQfname(r, i), "key_hash");
 	PQclear(r);
+	/* the alerts' reads: ids and times only, never a revision's body or a
+	 * run's workflow or input */
+	const char *reads[] = {"SELECT * FROM platform_active_revisions('[\"iso-a\"]')",
+			       "SELECT * FROM platform_run_queue_oldest(now())"};
+	for (size_t k = 0; k < sizeof reads / sizeof reads[0]; k++) {
+		r = q(app, reads[k]);
+		assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+		assert_int_equal(PQnfields(r), k ? 3 : 5);
+		for (int i = 0; i < PQnfields(r); i++) {
+			assert_string_not_equal(PQfname(r, i), "body");
+			assert_string_not_equal(PQfname(r, i), "workflow");
+			assert_string_not_equal(PQfname(r, i), "input");
+		}
+		PQclear(r);
+	}
 }
 
 static void test_service_store_through_app_role(void **state)

@@ -334,6 +334,8 @@ int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMU
 {
 	if (argc > 1)
 		aw_fx.backend = argv[1];
+	if (argc > 2) /* a pattern (cmocka's: * and ?) of the tests to run */
+		cmocka_set_test_filter(argv[2]);
 	curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread: as main() does */
 	char name[96];
 	snprintf(name, sizeof name, "%s (%s)", suite, aw_fx.backend);

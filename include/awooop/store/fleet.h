@@ -60,4 +60,17 @@ aw_err aw_store_fleet_serving(aw_txn *t, const char *family, const char *contrac
 aw_err aw_store_fleet_learned(aw_txn *t, const char *family, const char *contract_id,
 			      const char *since, aw_fleet_learned **out, int *n, aw_error *err);
 
+/* The active pointers of the projects in projects_json (a JSON array of
+ * project ids): the platform path a process's fleet reporter compares what
+ * it serves with (one statement; ids and times, no body). Free with free(). */
+typedef struct {
+	char project_id[AW_PROJECT_MAX + 1];
+	char family[32];
+	char contract_id[AW_PROJECT_MAX + 1];
+	char revision_id[AW_UUID_STR_LEN + 1];
+	char activated_at[AW_TS_LEN + 1];
+} aw_fleet_active;
+aw_err aw_store_fleet_active(aw_store *s, const char *projects_json, aw_fleet_active **out, int *n,
+			     aw_error *err);
+
 #endif

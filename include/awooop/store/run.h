@@ -118,6 +118,7 @@ aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_err
 typedef struct {
 	char project_id[AW_PROJECT_MAX + 1];
 	char run_id[AW_UUID_STR_LEN + 1];
+	char queue[AW_QUEUE_MAX + 1];
 	char prev_state[20];
 	char mode[8];
 	char *workflow, *input;
@@ -154,6 +155,20 @@ aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw
  * closed, across projects (platform path). */
 aw_err aw_store_run_approval_expired(aw_store *s, int limit, aw_run_ref **out, int *n,
 				     aw_error *err);
+/* Per queue (of every project) that has a runnable run - queued or in
+ * retry_wait - due by now: the due time (run_after) of its oldest (platform
+ * path; one statement, one index descent per queue). Free with free(). */
+typedef struct {
+	char project_id[AW_PROJECT_MAX + 1];
+	char queue[AW_QUEUE_MAX + 1];
+	char due_at[AW_TS_LEN + 1];
+} aw_run_queue_oldest;
+aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_oldest **out, int *n,
+				 aw_error *err);
+/* The queue of each of n runs of the txn's project (queues[i] "" for a run
+ * not there). */
+aw_err aw_store_run_queues_of(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n,
+			      char (*queues)[AW_QUEUE_MAX + 1], aw_error *err);
 /* Deletes up to limit runs (of every project) that finished before `before`,
  * with their journal, approvals and conversation links; *n how many. The
  * audit records stay. */
