@@ -14,6 +14,10 @@ TMP=$(mktemp -d /tmp/aw-llm.XXXXXX)
 # the platform's emergency cap across processes is what this test counts: one
 # project may use all of it (the per-project share is test_emergency_share's)
 export AWOOOP_LLM_EMERGENCY_SHARE=100
+# the budget crowds count the budget's refusals of one project's 64 streams at
+# once: here its admissions may use every store connection of the process
+# (the per-project bound of the pool is bulkheads_test.sh's)
+export AWOOOP_PROJECT_POOL=64
 PASS=0
 FAIL=0
 PIDS=()
