@@ -61,8 +61,7 @@ typedef struct {
 } client;
 
 static int kind = K_LLM, stream, flood, honor_retry;
-static const char *url, *tool = "echo", *args = "{}", *model = "chat", *method = "GET",
-		  *http_body;
+static const char *url, *tool = "echo", *args = "{}", *model = "chat", *method = "GET", *http_body;
 static char **extra;
 static int nextra;
 static char call_body[4096];
@@ -266,8 +265,8 @@ static int run_uploads(int n, double secs, const char *hdr_extra[], int nhdr)
 				calls++;
 			if (u->fd >= 0)
 				up_send(u);
-			pf[i] = (struct pollfd){.fd = u->fd,
-						.events = POLLIN | (u->sent < u->want ? POLLOUT : 0)};
+			pf[i] = (struct pollfd){
+				.fd = u->fd, .events = POLLIN | (u->sent < u->want ? POLLOUT : 0)};
 		}
 		poll(pf, (nfds_t)n, 50);
 		for (int i = 0; i < n; i++) {
@@ -300,9 +299,11 @@ static int run_uploads(int n, double secs, const char *hdr_extra[], int nhdr)
 			}
 			close(u->fd);
 			u->fd = -1;
-			u->next = now_ms() + (honor_retry && status == 429
-						      ? (ra < 0 ? 1000 : ra > 5 ? 5000 : ra * 1000.0)
-						      : 0);
+			u->next =
+				now_ms() + (honor_retry && status == 429 ? (ra < 0   ? 1000
+									    : ra > 5 ? 5000
+										     : ra * 1000.0)
+									 : 0);
 		}
 	}
 	long holding = 0;
