@@ -4,9 +4,13 @@
  * as the flood (tenant A's worst shape, cut at the deadline).
  *
  *   fairgen [options] URL [HEADER...]
- *     -k KIND   mcp-list | mcp-call | llm (default llm)
+ *     -k KIND   mcp-list | mcp-call | llm | http | upload (default llm)
  *     -t TOOL   the tool of mcp-call; -a JSON its arguments (default {})
  *     -m MODEL  the model of llm; -s streamed (stream_options.include_usage)
+ *     -X METHOD the method of http (default GET); -b BODY its body (none)
+ *     -b BYTES  upload: each client declares a body of BYTES, sends all but
+ *               its last byte and holds it (a slow upload) until the server
+ *               answers or closes, then starts again
  *     -c N      clients, each one call at a time (default 1)
  *     -d SECS   calls are started for SECS seconds (default 10)
  *     -i MS     a client starts a call at most every MS ms (default 0)
@@ -19,21 +23,29 @@
  * libcurl multi, one keep-alive connection per client; MCP clients open a
  * legacy session first (initialize + notifications/initialized, not timed).
  * A call is ok when it is answered 200 and its answer holds a result (MCP,
- * not isError) or choices / the stream's [DONE] (LLM). Prints one JSON line:
+ * not isError) or choices / the stream's [DONE] (LLM), or 2xx (http). An
+ * upload is never ok: it counts its answers (429 in rejected) and the ones
+ * the server cut (failed), over plain sockets. Prints one JSON line:
  * calls, ok, failed, rejected (429s, within failed), unfinished, the ok
  * calls' p50/p99/max ms, and the first failure's status and answer (cut to
  * 160 bytes).
  */
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-enum { K_LLM, K_LIST, K_CALL };
+enum { K_LLM, K_LIST, K_CALL, K_HTTP, K_UPLOAD };
 
 typedef struct {
 	CURL *h;
@@ -49,7 +61,7 @@ typedef struct {
 } client;
 
 static int kind = K_LLM, stream, flood, honor_retry;
-static const char *url, *tool = "echo", *args = "{}", *model = "chat";
+static const char *url, *tool = "echo", *args = "{}", *model = "chat", *method = "GET", *http_body;
 static char **extra;
 static int nextra;
 static char call_body[4096];
@@ -109,11 +121,11 @@ static void start(CURLM *m, client *c)
 		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
 	curl_slist_free_all(c->hdr);
 	c->hdr = curl_slist_append(NULL, "Content-Type: application/json");
-	if (kind != K_LLM)
+	if (kind == K_LIST || kind == K_CALL)
 		c->hdr = curl_slist_append(c->hdr, "Accept: application/json, text/event-stream");
 	for (int i = 0; i < nextra; i++)
 		c->hdr = curl_slist_append(c->hdr, extra[i]);
-	if (kind != K_LLM && c->phase > 0) {
+	if ((kind == K_LIST || kind == K_CALL) && c->phase > 0) {
 		char h[200];
 		snprintf(h, sizeof h, "Mcp-Session-Id: %s", c->session);
 		c->hdr = curl_slist_append(c->hdr, h);
@@ -124,7 +136,13 @@ static void start(CURLM *m, client *c)
 			: c->phase == 1 ? inited
 					: call_body;
 	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, c->hdr);
-	curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, b);
+	if (kind == K_HTTP) {
+		curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, method);
+		if (http_body)
+			curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, http_body);
+	} else {
+		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, b);
+	}
 	c->len = 0;
 	c->body[0] = 0;
 	c->done_seen = 0;
@@ -155,16 +173,169 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* ---- -k upload: slow uploads over plain sockets */
+
+typedef struct {
+	int fd;
+	size_t sent, want; /* bytes of head + body sent, and to send (all but one) */
+	double next;	   /* when to connect again */
+	char in[512];
+	size_t inlen;
+} uploader;
+
+static char up_head[1024];
+static size_t up_size, up_headlen;
+static struct sockaddr_in up_addr;
+static char up_zeros[65536];
+
+static int up_connect(uploader *u)
+{
+	u->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (u->fd < 0)
+		return -1;
+	int one = 1;
+	setsockopt(u->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (connect(u->fd, (struct sockaddr *)&up_addr, sizeof up_addr) && errno != EINPROGRESS) {
+		close(u->fd);
+		u->fd = -1;
+		return -1;
+	}
+	u->sent = u->inlen = 0;
+	u->want = up_headlen + up_size - 1;
+	return 0;
+}
+
+/* Sends what the socket takes of the head and all but the body's last byte. */
+static void up_send(uploader *u)
+{
+	while (u->sent < u->want) {
+		const char *p;
+		size_t n;
+		if (u->sent < up_headlen) {
+			p = up_head + u->sent;
+			n = up_headlen - u->sent;
+		} else {
+			p = up_zeros;
+			n = u->want - u->sent;
+			if (n > sizeof up_zeros)
+				n = sizeof up_zeros;
+		}
+		ssize_t w = send(u->fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		u->sent += (size_t)w;
+	}
+}
+
+static int run_uploads(int n, double secs, const char *hdr_extra[], int nhdr)
+{
+	/* http://HOST:PORT/PATH, an IPv4 host */
+	unsigned a, b, c, d, port;
+	char path[512] = "/";
+	if (sscanf(url, "http://%u.%u.%u.%u:%u%511s", &a, &b, &c, &d, &port, path) < 5) {
+		fprintf(stderr, "fairgen: upload needs http://IPV4:PORT/PATH\n");
+		return 2;
+	}
+	up_addr.sin_family = AF_INET;
+	up_addr.sin_port = htons((uint16_t)port);
+	up_addr.sin_addr.s_addr = htonl(a << 24 | b << 16 | c << 8 | d);
+	memset(up_zeros, ' ', sizeof up_zeros);
+	int o = snprintf(up_head, sizeof up_head,
+			 "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\n",
+			 path, up_size);
+	for (int i = 0; i < nhdr; i++)
+		o += snprintf(up_head + o, sizeof up_head - (size_t)o, "%s\r\n", hdr_extra[i]);
+	o += snprintf(up_head + o, sizeof up_head - (size_t)o, "\r\n");
+	up_headlen = (size_t)o;
+	uploader *us = calloc((size_t)n, sizeof *us);
+	struct pollfd *pf = calloc((size_t)n, sizeof *pf);
+	long calls = 0, failed = 0, rejected = 0;
+	long first_status = 0;
+	char first_fail[200] = "";
+	double end = now_ms() + secs * 1000;
+	for (int i = 0; i < n; i++)
+		us[i].fd = -1;
+	signal(SIGTERM, on_term);
+	while (!stop && now_ms() < end) {
+		double t = now_ms();
+		for (int i = 0; i < n; i++) {
+			uploader *u = &us[i];
+			if (u->fd < 0 && u->next <= t && !up_connect(u))
+				calls++;
+			if (u->fd >= 0)
+				up_send(u);
+			pf[i] = (struct pollfd){
+				.fd = u->fd, .events = POLLIN | (u->sent < u->want ? POLLOUT : 0)};
+		}
+		poll(pf, (nfds_t)n, 50);
+		for (int i = 0; i < n; i++) {
+			uploader *u = &us[i];
+			if (u->fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t r = recv(u->fd, u->in + u->inlen, sizeof u->in - 1 - u->inlen, 0);
+			if (r > 0) {
+				u->inlen += (size_t)r;
+				u->in[u->inlen] = 0;
+				if (!strstr(u->in, "\r\n\r\n") && u->inlen < sizeof u->in - 1)
+					continue;
+			} else if (r < 0 && errno == EAGAIN) {
+				continue;
+			}
+			/* an answer (its head), or the server closed: start again */
+			long status = 0, ra = -1;
+			if (!strncmp(u->in, "HTTP/1.1 ", 9))
+				status = strtol(u->in + 9, NULL, 10);
+			const char *h = strcasestr(u->in, "\r\nretry-after:");
+			if (h)
+				ra = strtol(h + 15, NULL, 10);
+			failed++;
+			if (status == 429)
+				rejected++;
+			if (!first_fail[0]) {
+				first_status = status;
+				snprintf(first_fail, sizeof first_fail, "%.160s",
+					 status ? u->in : "closed by the server");
+			}
+			close(u->fd);
+			u->fd = -1;
+			u->next =
+				now_ms() + (honor_retry && status == 429 ? (ra < 0   ? 1000
+									    : ra > 5 ? 5000
+										     : ra * 1000.0)
+									 : 0);
+		}
+	}
+	long holding = 0;
+	for (int i = 0; i < n; i++)
+		holding += us[i].fd >= 0;
+	printf("{\"calls\":%ld,\"ok\":0,\"failed\":%ld,\"rejected\":%ld,\"unfinished\":%ld,"
+	       "\"p50_ms\":0,\"p99_ms\":0,\"max_ms\":0,\"first_status\":%ld,"
+	       "\"first_failure\":",
+	       calls, failed, rejected, holding, first_status);
+	json_str(stdout, first_fail);
+	printf("}\n");
+	fflush(stdout);
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	int n = 1, opt;
 	double secs = 10, interval = 0, wait_max = 90;
-	while ((opt = getopt(argc, argv, "k:t:a:m:sc:d:i:w:fr")) != -1) {
+	while ((opt = getopt(argc, argv, "k:t:a:m:sc:d:i:w:frX:b:")) != -1) {
 		switch (opt) {
 		case 'k':
 			kind = !strcmp(optarg, "mcp-list")   ? K_LIST
 			       : !strcmp(optarg, "mcp-call") ? K_CALL
+			       : !strcmp(optarg, "http")     ? K_HTTP
+			       : !strcmp(optarg, "upload")   ? K_UPLOAD
 							     : K_LLM;
+			break;
+		case 'X': method = optarg; break;
+		case 'b':
+			http_body = optarg;
+			up_size = strtoul(optarg, NULL, 10);
 			break;
 		case 't': tool = optarg; break;
 		case 'a': args = optarg; break;
@@ -178,9 +349,9 @@ int main(int argc, char **argv)
 		case 'r': honor_retry = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: fairgen [-k mcp-list|mcp-call|llm] [-t TOOL] [-a JSON] "
-				"[-m MODEL] [-s] [-c N] [-d SECS] [-i MS] [-w SECS] [-f] [-r] "
-				"URL [HEADER...]\n");
+				"usage: fairgen [-k mcp-list|mcp-call|llm|http|upload] [-t TOOL] "
+				"[-a JSON] [-m MODEL] [-s] [-X METHOD] [-b BODY|BYTES] [-c N] "
+				"[-d SECS] [-i MS] [-w SECS] [-f] [-r] URL [HEADER...]\n");
 			return 2;
 		}
 	}
@@ -191,6 +362,13 @@ int main(int argc, char **argv)
 	url = argv[optind];
 	extra = argv + optind + 1;
 	nextra = argc - optind - 1;
+	if (kind == K_UPLOAD) {
+		if (up_size < 2) {
+			fprintf(stderr, "fairgen: upload needs -b BYTES (at least 2)\n");
+			return 2;
+		}
+		return run_uploads(n, secs, (const char **)extra, nextra);
+	}
 	if (kind == K_LIST)
 		snprintf(call_body, sizeof call_body,
 			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
@@ -227,10 +405,10 @@ int main(int argc, char **argv)
 		curl_easy_setopt(c->h, CURLOPT_PRIVATE, c);
 		curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
 		curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS, (long)((secs + wait_max) * 1000));
-		c->phase = kind == K_LLM ? 2 : 0;
+		c->phase = kind == K_LIST || kind == K_CALL ? 0 : 2;
 	}
 	/* sessions first (not timed, not counted) */
-	if (kind != K_LLM) {
+	if (kind == K_LIST || kind == K_CALL) {
 		for (int i = 0; i < n; i++)
 			start(m, &cs[i]);
 		int ready = 0;
@@ -293,7 +471,9 @@ int main(int argc, char **argv)
 			curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
 			double done = now_ms();
 			int ok = msg->data.result == CURLE_OK && status == 200;
-			if (ok && kind == K_LLM)
+			if (kind == K_HTTP)
+				ok = msg->data.result == CURLE_OK && status >= 200 && status < 300;
+			else if (ok && kind == K_LLM)
 				ok = stream ? c->done_seen && !strstr(c->body, "\"error\"")
 					    : strstr(c->body, "\"choices\"") != NULL;
 			else if (ok)

@@ -20,10 +20,18 @@
 #   emergency cap   A: the same lever on an ollama candidate (platform Ollama
 #                   topology, emergency cloud model with a daily cap of 50);
 #                   B: a 4-token chat on a healthy Ollama host
+#   body memory     A: 80 slow uploads of 1 MiB (all but the last byte sent,
+#                   then held; again after each answer, Retry-After honoured)
+#                   against the 64 MiB --body-memory; B: the 4-token chat
+#   store pool      A: 32 clients writing its queue setting (PUT .../queues/q:
+#                   on SQLite each write waits for the one writer, holding a
+#                   store connection of the pool of 8); B: a read of its queues
 # Goal per row: B's p99 within 2x of alone, 0 failures. The table prints
 # flood / alone and flood / control.
 #
 #   bench/fair/run.sh [SECS] [BEFORE_REF]   (default 10; ~3 minutes a build, the before build longer)
+# ROWS (default all) picks rows by their flood: ROWS="upload store" runs the
+# body-memory and store-pool rows only.
 # With BEFORE_REF (e.g. 834a7c4^, the build before the bulkheads) that commit
 # is exported (git archive) and built under build/fair-before-SHA, the same
 # rows run against it, and a before / after table follows.
@@ -34,6 +42,9 @@ SECS=${1:-10}
 BEFORE=${2:-}
 MCP_FLOOD=${MCP_FLOOD:-40}
 LLM_FLOOD=${LLM_FLOOD:-300}
+UPLOAD_FLOOD=${UPLOAD_FLOOD:-80}
+POOL_FLOOD=${POOL_FLOOD:-32}
+ROWS=${ROWS:-mcp park lever olever upload store}
 
 scripts/deps.sh --test >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -122,6 +133,7 @@ deploy() { # deploy NAME BIN -> URL_NAME, and (main) the keys WA WB
     api POST /v1/projects "$ADMIN" "{\"id\":\"$p\"}" >/dev/null
     k1=$(mkkey $p op1 operator); k2=$(mkkey $p op2 operator)
     eval "W_${p#tenant-}=\$(mkkey $p w worker)"
+    eval "O_${p#tenant-}=\$k1"
     if [ $p = tenant-a ]; then
       activate $p mcp_tool default "{\"suffix\":false,\"upstreams\":{\"a\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$PMA/mcp\"}},
         \"tools\":[{\"name\":\"slow\",\"provider\":\"a\",\"mode\":\"read_only\",\"timeout_ms\":60000,
@@ -153,18 +165,22 @@ probe() {
     call) R[$row]=$("$FG" -k mcp-call -t echo -a '{"text":"hi"}' -c 1 -i 10 -d "$SECS" "$URL_main/v1/projects/tenant-b/mcp" "Authorization: Bearer $W_b") ;;
     chat) R[$row]=$("$FG" -m chat -c 1 -i 10 -d "$SECS" "$URL_main/v1/chat/completions" "Authorization: Bearer $W_b") ;;
     local) R[$row]=$("$FG" -m local -c 1 -i 10 -d "$SECS" "$URL_main/v1/chat/completions" "Authorization: Bearer $W_b") ;;
+    get) R[$row]=$("$FG" -k http -c 1 -i 10 -d "$SECS" "$URL_main/v1/projects/tenant-b/queues" "Authorization: Bearer $W_b") ;;
   esac
 }
 # flood_start TARGET(main|ctl) SHAPE : A's load in the background -> FLOOD_PID, its output in $OUT/flood
 flood_start() {
-  local u args; eval "u=\$URL_$1"
+  local u args key=$W_a; eval "u=\$URL_$1"
   case $2 in
     mcp)    args=(-k mcp-call -t slow -a '{"ms":20000}' -c "$MCP_FLOOD" "$u/v1/projects/tenant-a/mcp") ;;
     park)   args=(-r -s -m park -c "$LLM_FLOOD" "$u/v1/chat/completions") ;;
     lever)  args=(-m lever -c 8 "$u/v1/chat/completions") ;;
     olever) args=(-m olever -c 8 "$u/v1/chat/completions") ;;
+    upload) args=(-k upload -b 1048576 -r -c "$UPLOAD_FLOOD" "$u/v1/chat/completions") ;;
+    store)  args=(-k http -X PUT -b '{"concurrency":5}' -c "$POOL_FLOOD" "$u/v1/projects/tenant-a/queues/q")
+            key=$O_a ;;
   esac
-  "$FG" -f -d 3600 "${args[@]}" "Authorization: Bearer $W_a" >"$OUT/flood" 2>"$OUT/flood.err" &
+  "$FG" -f -d 3600 "${args[@]}" "Authorization: Bearer $key" >"$OUT/flood" 2>"$OUT/flood.err" &
   FLOOD_PID=$!
   PIDS+=($!)
   sleep 3 # A's sessions opened and its calls parked before B starts
@@ -180,23 +196,27 @@ run_build() { # run_build before|after: every row against that build's awooop
   local b=$1 g0
   rm -f "$OUT"/*.db* # a fresh store per build: bootstrap keys are taken by an empty one only
   start_fakes
-  deploy main "${BINS[$b]}"; WB_main=$W_b; WA_main=$W_a
-  deploy ctl "${BINS[$b]}"; WA_ctl=$W_a
+  deploy main "${BINS[$b]}"; WB_main=$W_b; WA_main=$W_a; OA_main=$O_a
+  deploy ctl "${BINS[$b]}"; WA_ctl=$W_a; OA_ctl=$O_a
   W_b=$WB_main # B always calls main; A's key of the deployment it floods
   echo "[$b] main $URL_main, control $URL_ctl" >&2
   "$FG" -k mcp-list -c 1 -d 1 "$URL_main/v1/projects/tenant-b/mcp" "Authorization: Bearer $W_b" >/dev/null # warm up
   "$FG" -m chat -c 1 -d 1 "$URL_main/v1/chat/completions" "Authorization: Bearer $W_b" >/dev/null
   probe "$b,mcp,list,alone" list; probe "$b,mcp,call,alone" call
   probe "$b,llm,chat,alone" chat; probe "$b,ollama,local,alone" local
+  probe "$b,pool,get,alone" get
   R["$b,breaker,chat,alone"]=${R["$b,llm,chat,alone"]}
+  R["$b,body,chat,alone"]=${R["$b,llm,chat,alone"]}
   local shape res call
-  for shape in mcp park lever olever; do
+  for shape in $ROWS; do
     case $shape in
       mcp) res=mcp ;; park) res=llm ;; lever) res=breaker ;; olever) res=ollama ;;
+      upload) res=body ;; store) res=pool ;;
     esac
     local where; for where in ctl main; do
       local ph=control; [ $where = main ] && ph=flood
       W_a=$WA_main; [ $where = ctl ] && W_a=$WA_ctl
+      O_a=$OA_main; [ $where = ctl ] && O_a=$OA_ctl
       g0=$(gem)
       echo "[$b] $res: A's flood on $where ..." >&2
       flood_start $where $shape
@@ -206,6 +226,8 @@ run_build() { # run_build before|after: every row against that build's awooop
         park) probe "$b,llm,chat,$ph" chat; flood_stop "$b,llm,chat,$ph" ;;
         lever) probe "$b,breaker,chat,$ph" chat; flood_stop "$b,breaker,chat,$ph" ;;
         olever) probe "$b,ollama,local,$ph" local; flood_stop "$b,ollama,local,$ph" ;;
+        upload) probe "$b,body,chat,$ph" chat; flood_stop "$b,body,chat,$ph" ;;
+        store) probe "$b,pool,get,$ph" get; flood_stop "$b,pool,get,$ph" ;;
       esac
       A["$b,$res,emergency,$ph"]=$(( $(gem) - g0 ))
     done
@@ -215,6 +237,15 @@ run_build() { # run_build before|after: every row against that build's awooop
   stop_all
 }
 
+# the rows run, as "res call" words joined by commas (for key in ...: one each)
+row_keys() {
+  local r; for r in $ROWS; do
+    case $r in
+      mcp) echo "mcp,list mcp,call" ;; park) echo "llm,chat" ;; lever) echo "breaker,chat" ;;
+      olever) echo "ollama,local" ;; upload) echo "body,chat" ;; store) echo "pool,get" ;;
+    esac
+  done
+}
 j() { echo "$1" | jq -r "$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a <= 0 || b <= 0) print "-"; else printf "%.2fx", a / b }'; }
 bfail() { echo $(( $(j "$1" .failed) + $(j "$1" .unfinished) )); }
@@ -223,8 +254,8 @@ table() { # table BUILD
   local b=$1 key res call ph
   echo "| resource | B's call | A's load | B p50 ms | B p99 ms | B failed / calls | p99 / alone | A's calls: ok / 429 / other failed / in flight at the end |"
   echo "|---|---|---|---|---|---|---|---|"
-  for key in "mcp list" "mcp call" "llm chat" "breaker chat" "ollama local"; do
-    read -r res call <<<"$key"
+  for key in $(row_keys); do
+    IFS=, read -r res call <<<"$key"
     local label cdesc adesc
     case $res in
       mcp) label="MCP workers"; [ $call = list ] && cdesc="tools/list" || cdesc="tools/call echo"
@@ -232,6 +263,8 @@ table() { # table BUILD
       llm) label="LLM calls in flight"; cdesc="chat, 4 tokens"; adesc="$LLM_FLOOD parked streams" ;;
       breaker) label="shared breaker"; cdesc="chat, 4 tokens"; adesc="8 x timeout_ms 100 vs 300 ms" ;;
       ollama) label="emergency cap"; cdesc="ollama chat, 4 tokens"; adesc="8 x ollama timeout_ms 100 vs 300 ms" ;;
+      body) label="body memory"; cdesc="chat, 4 tokens"; adesc="$UPLOAD_FLOOD slow uploads of 1 MiB" ;;
+      pool) label="store pool"; cdesc="GET its queues"; adesc="$POOL_FLOOD x PUT its queue (SQLite writes)" ;;
     esac
     local alone=${R["$b,$res,$call,alone"]}
     for ph in alone control flood; do
@@ -249,8 +282,8 @@ table() { # table BUILD
   done
   echo
   echo "flood / control (B's p99, what sharing the deployment adds over sharing the host):"
-  for key in "mcp list" "mcp call" "llm chat" "breaker chat" "ollama local"; do
-    read -r res call <<<"$key"
+  for key in $(row_keys); do
+    IFS=, read -r res call <<<"$key"
     local f=${R["$b,$res,$call,flood"]} c=${R["$b,$res,$call,control"]} al=${R["$b,$res,$call,alone"]}
     local verdict="met"
     if [ "$(bfail "$f")" -ne 0 ] || [ "$(j "$f" .ok)" -eq 0 ]; then verdict="not met ($(bfail "$f") failures: $(j "$f" .first_status) $(j "$f" .first_failure | cut -c1-100))"
@@ -276,8 +309,8 @@ if [ -n "$BEFORE" ]; then
   echo
   echo "| resource | B's call | B p99 ms before | after | B failed / calls before | after |"
   echo "|---|---|---|---|---|---|"
-  for key in "mcp list" "mcp call" "llm chat" "breaker chat" "ollama local"; do
-    read -r res call <<<"$key"
+  for key in $(row_keys); do
+    IFS=, read -r res call <<<"$key"
     x=${R["before,$res,$call,flood"]}; y=${R["after,$res,$call,flood"]}
     printf '| %s | %s | %.2f | %.2f | %s / %s | %s / %s |\n' "$res" "$call" "$(j "$x" .p99_ms)" "$(j "$y" .p99_ms)" \
       "$(bfail "$x")" "$(j "$x" .calls)" "$(bfail "$y")" "$(j "$y" .calls)"

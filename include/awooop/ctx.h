@@ -35,13 +35,23 @@ typedef struct aw_ctx {
 	aw_trace trace;
 	char request_id[AW_UUID_STR_LEN + 1];
 	int64_t deadline_ns; /* aw_clock_mono_ns() deadline; 0 = none */
+	/* A request's: the project its store connections count against (the
+	 * key's project, set by the HTTP layer when it authenticates; the
+	 * store's per-project bound). "" for system and background work - a
+	 * recorder writing a request's records clears it (aw_ctx_uncharged). */
+	char charge[AW_PROJECT_MAX + 1];
 } aw_ctx;
 
 /* A system context (principal "system", platform-admin, new trace and request
  * id) for background work and the CLI; project may be NULL. */
 void aw_ctx_system(aw_ctx *ctx, const char *project);
-/* Copies ctx with another project (same principal, trace and deadline). */
+/* Copies ctx with another project (same principal, trace, deadline and
+ * charge). */
 void aw_ctx_with_project(const aw_ctx *ctx, const char *project, aw_ctx *out);
+
+/* Copies ctx as background work: nothing it does counts against the
+ * project's bound of store connections (a recorder, a reaper). */
+void aw_ctx_uncharged(const aw_ctx *ctx, aw_ctx *out);
 
 const char *aw_scope_name(aw_scope s);
 /* 0 and *out on a known scope name ("platform-admin", "operator", ...). */

@@ -28,6 +28,8 @@
 	X(AW_E_REQ_HEADER, "E-REQ-011", 400, "Malformed request header")                   \
 	X(AW_E_REQ_BUSY, "E-REQ-012", 503, "Server at its request memory limit")           \
 	X(AW_E_REQ_SHUTDOWN, "E-REQ-013", 503, "Server shutting down")                     \
+	X(AW_E_REQ_PROJECT_MEMORY, "E-REQ-014", 429, "Project's request bodies at bound")  \
+	X(AW_E_REQ_ANON_MEMORY, "E-REQ-015", 429, "Keyless request bodies at bound")       \
 	X(AW_E_AUTH_MISSING, "E-AUTH-001", 401, "Missing credentials")                     \
 	X(AW_E_AUTH_INVALID, "E-AUTH-002", 401, "Invalid or revoked API key")              \
 	X(AW_E_AUTH_SCOPE, "E-AUTH-003", 403, "Insufficient scope")                        \
@@ -45,6 +47,7 @@
 	X(AW_E_STORE_CONFLICT, "E-STORE-004", 409, "Conflicting write")                    \
 	X(AW_E_STORE_QUERY, "E-STORE-005", 500, "Store query failed")                      \
 	X(AW_E_STORE_DENIED, "E-STORE-006", 403, "Row-level security refused write")       \
+	X(AW_E_STORE_PROJECT, "E-STORE-007", 429, "Project's store connections at bound")  \
 	X(AW_E_CONTRACT_SCHEMA, "E-CONTRACT-001", 422, "Contract body is invalid")         \
 	X(AW_E_CONTRACT_NOT_FOUND, "E-CONTRACT-002", 404, "Contract revision not found")   \
 	X(AW_E_CONTRACT_STATE, "E-CONTRACT-003", 409, "Illegal lifecycle transition")      \
@@ -150,6 +153,10 @@ typedef struct aw_error {
 	aw_err err;
 	char msg[256];	 /* human text; never contains secrets or other tenants' data */
 	char where[128]; /* optional: JSON pointer or field name the error is about */
+	/* a refusal that ends at a known time (a budget period's reset): the
+	 * seconds until then, for the answer's Retry-After; 0 when unknown
+	 * (aw_fail sets 0) */
+	int retry_after_s;
 } aw_error;
 
 const char *aw_err_code(aw_err e);  /* "E-TENANT-001"; static storage */

@@ -6,7 +6,9 @@
  * within head_timeout_ms and the rest within request_timeout_s (deadlines that
  * do not restart on each byte), one address holds at most max_per_ip
  * connections, and the key, route and content type are checked from the head
- * before any body byte is kept.
+ * before any body byte is kept; so is the room for the body: one project's
+ * requests hold at most their bound of body memory at once, the requests
+ * without a key a small allowance, all of them the server's budget.
  *
  * Every request gets a request id, a trace (the incoming traceparent continued,
  * or a new one) and a deadline; every error is application/problem+json
@@ -24,9 +26,17 @@
 typedef struct aw_http aw_http;
 
 typedef struct {
-	const char *listen;		/* "127.0.0.1:8080"; port 0 picks a free one */
-	size_t body_limit;		/* bytes; default 1 MiB */
-	size_t body_memory;		/* all bodies being received together; default 64 MiB */
+	const char *listen; /* "127.0.0.1:8080"; port 0 picks a free one */
+	size_t body_limit;  /* bytes; default 1 MiB */
+	size_t body_memory; /* all bodies being received together; default 64 MiB */
+	/* the bodies one project's requests hold at once: "N" or
+	 * "N,PROJECT=M,..." bytes (aw_bounds: the platform's, never a tenant's);
+	 * NULL: a quarter of body_memory, at least body_limit */
+	const char *project_body_memory;
+	/* the same for all requests without a valid API key together (an
+	 * approval token, Telegram's webhook); 0: a sixteenth of body_memory,
+	 * at least body_limit */
+	size_t anon_body_memory;
 	int max_connections;		/* default 4096 (and at most the fd limit allows) */
 	int max_per_ip;			/* connections from one address; default 64 */
 	int threads;			/* event-loop threads; default 8 */
@@ -50,6 +60,8 @@ typedef struct {
 					   certificate this CA signed */
 } aw_http_opts;
 
+/* AW_E_CONFIG when project_body_memory is not a bound (naming
+ * --project-body-memory). */
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err);
 /* The port actually bound. */
 int aw_http_port(const aw_http *h);

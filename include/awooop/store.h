@@ -30,8 +30,20 @@ typedef struct {
 	int pool_size;		/* connections; default 8 */
 	int acquire_timeout_ms; /* wait for a free connection; default 5000 */
 	int auto_migrate;	/* apply migrations on open (SQLite default shape) */
+	/* The connections one project's requests (a ctx whose charge names the
+	 * project) may hold at once: "N" or "N,PROJECT=M,..." (aw_bounds; the
+	 * platform's, never a tenant's). NULL or "": half of pool_size, at least
+	 * 1 (so one project never holds all of a pool of 2 or more; a burst of a
+	 * lone tenant's short transactions waits its turn rather than failing).
+	 * System work (charge "") is never counted nor bounded. */
+	const char *project_pool;
+	/* How long a request past its project's bound waits for one of the
+	 * project's own connections to come back before AW_E_STORE_PROJECT
+	 * (429); default 500 ms */
+	int project_wait_ms;
 } aw_store_opts;
 
+/* AW_E_CONFIG when opts->project_pool is not a bound (naming --project-pool). */
 aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out, aw_error *err);
 void aw_store_close(aw_store *s);
 const char *aw_store_backend(const aw_store *s); /* "sqlite" | "postgres" */
@@ -48,10 +60,19 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err);
 /* AW_E_STORE_SCHEMA unless the schema is at the version this binary expects. */
 aw_err aw_store_check_schema(aw_store *s, aw_error *err);
 int aw_store_schema_target(const aw_store *s);
+/* The connections project's requests hold now, and its bound. */
+void aw_store_project_held(aw_store *s, const char *project, int *held, long *bound);
 /* One round trip to the store; for /readyz. */
 aw_err aw_store_ping(aw_store *s, aw_error *err);
 
 typedef enum { AW_TXN_READ = 0, AW_TXN_WRITE = 1 } aw_txn_mode;
+/* A transaction on a pooled connection. A ctx with a charge counts against
+ * that project's bound (aw_store_opts.project_pool): past it, the call waits
+ * project_wait_ms for one of the project's connections to come back, then
+ * fails AW_E_STORE_PROJECT; a thread that holds a charged connection already
+ * (a nested transaction) is not held to the bound again, so a request never
+ * waits on itself. Past the pool, AW_E_STORE_BUSY after acquire_timeout_ms
+ * or the ctx deadline. */
 aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn **out,
 		      aw_error *err);
 aw_err aw_store_commit(aw_txn *t, aw_error *err);

@@ -74,14 +74,16 @@ static void bucket_key(int ago, char out[16])
 }
 
 /* When the period's spend resets, for the answer and the status. */
-static void resets_at(const char *period, int window_h, char *out, size_t cap)
+/* When the period's spend is forgotten, in words; the seconds until then
+ * (a rolling window: until the next hour, when its oldest hour ages out). */
+static long resets_at(const char *period, int window_h, char *out, size_t cap)
 {
 	time_t now = now_s();
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	if (!strcmp(period, "rolling")) {
 		snprintf(out, cap, "hourly, as spend older than %d h ages out", window_h);
-		return;
+		return (long)(3600 - now % 3600);
 	}
 	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
 	if (!strcmp(period, "month")) {
@@ -93,6 +95,7 @@ static void resets_at(const char *period, int window_h, char *out, size_t cap)
 	time_t next = timegm(&tm); /* normalises the month and year */
 	gmtime_r(&next, &tm);
 	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return (long)(next - now);
 }
 
 long long aw_budget_cost(const aw_budget_price *p, long long in, long long out)
@@ -407,19 +410,26 @@ static aw_err refuse(aw_error *err, const budget_cfg *b, const char *key, const 
 		     int by_cost)
 {
 	char reset[64];
-	resets_at(b->period, b->window_h, reset, sizeof reset);
+	long wait = resets_at(b->period, b->window_h, reset, sizeof reset);
+	/* spent by settled calls alone, only the reset frees it (the answer's
+	 * Retry-After); else calls in flight may give some back any moment */
+	int settled =
+		by_cost ? p->settled.cost >= p->limit.cost : p->settled.tokens >= p->limit.tokens;
 	if (by_cost)
-		return aw_fail(
-			err, AW_E_BUDGET_EXHAUSTED,
+		aw_fail(err, AW_E_BUDGET_EXHAUSTED,
 			"the %s cost budget of period %s is spent (%.6f of %.6f USD settled, "
 			"%.6f reserved by calls in flight); it resets %s%s",
 			b->period, key, usd(p->settled.cost), usd(p->limit.cost),
 			usd(p->reserved.cost), strchr(reset, ',') ? "" : "at ", reset);
-	return aw_fail(err, AW_E_BUDGET_EXHAUSTED,
-		       "the %s token budget of period %s is spent (%lld of %lld settled, %lld "
-		       "reserved by calls in flight); it resets %s%s",
-		       b->period, key, p->settled.tokens, p->limit.tokens, p->reserved.tokens,
-		       strchr(reset, ',') ? "" : "at ", reset);
+	else
+		aw_fail(err, AW_E_BUDGET_EXHAUSTED,
+			"the %s token budget of period %s is spent (%lld of %lld settled, %lld "
+			"reserved by calls in flight); it resets %s%s",
+			b->period, key, p->settled.tokens, p->limit.tokens, p->reserved.tokens,
+			strchr(reset, ',') ? "" : "at ", reset);
+	if (err && settled && wait > 0)
+		err->retry_after_s = (int)wait;
+	return AW_E_BUDGET_EXHAUSTED;
 }
 
 aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_budget_ask *ask,

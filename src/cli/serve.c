@@ -117,6 +117,15 @@ int aw_cmd_serve(int argc, char **argv)
 		{"body-limit", "AWOOOP_BODY_LIMIT", "1048576", 0, "max request body bytes", NULL},
 		{"body-memory", "AWOOOP_BODY_MEMORY", "67108864", 0,
 		 "bytes of request bodies held at once by all requests (503 past it)", NULL},
+		{"project-body-memory", "AWOOOP_PROJECT_BODY_MEMORY", NULL, 0,
+		 "bytes of request bodies one project's requests may hold at once: N, or "
+		 "N,PROJECT=M,... (default a quarter of --body-memory, at least --body-limit); "
+		 "past it 429 E-REQ-014",
+		 NULL},
+		{"anon-body-memory", "AWOOOP_ANON_BODY_MEMORY", "0", 0,
+		 "bytes of request bodies the requests without a valid API key may hold at once "
+		 "(0: a sixteenth of --body-memory, at least --body-limit); past it 429 E-REQ-015",
+		 NULL},
 		{"max-per-ip", "AWOOOP_MAX_PER_IP", "64", 0, "HTTP connections from one address",
 		 NULL},
 		{"http-threads", "AWOOOP_HTTP_THREADS", "8", 0, "HTTP event-loop threads", NULL},
@@ -130,6 +139,11 @@ int aw_cmd_serve(int argc, char **argv)
 		 "cut (event streams end at once; no new ones are taken)",
 		 NULL},
 		{"pool-size", "AWOOOP_POOL_SIZE", "8", 0, "store connections", NULL},
+		{"project-pool", "AWOOOP_PROJECT_POOL", NULL, 0,
+		 "store connections one project's requests may hold at once: N, or "
+		 "N,PROJECT=M,... (default half the pool, at least 1); past it, after "
+		 "a short wait, 429 E-STORE-007",
+		 NULL},
 		{"log-level", "AWOOOP_LOG_LEVEL", "info", 0, "debug|info|warn|error", NULL},
 		{"relay-poll-ms", "AWOOOP_RELAY_POLL_MS", "1000", 0, "outbox relay safety-net poll",
 		 NULL},
@@ -318,9 +332,11 @@ int aw_cmd_serve(int argc, char **argv)
 	const char *channels = aw_cli_get(opts, "channels");
 	if (strcmp(channels, "on") && strcmp(channels, "off"))
 		return aw_cli_fail(AW_E_CONFIG, "--channels must be on or off");
-	long body_limit, pool, relay_poll, body_memory, per_ip, threads, head_ms, req_s, drain_s;
+	long body_limit, pool, relay_poll, body_memory, per_ip, threads, head_ms, req_s, drain_s,
+		anon_body;
 	if ((rc = aw_cli_opt_long(opts, "body-limit", 1024, 64L << 20, &body_limit)) ||
 	    (rc = aw_cli_opt_long(opts, "body-memory", 1024, 16L << 30, &body_memory)) ||
+	    (rc = aw_cli_opt_long(opts, "anon-body-memory", 0, 16L << 30, &anon_body)) ||
 	    (rc = aw_cli_opt_long(opts, "max-per-ip", 1, 100000, &per_ip)) ||
 	    (rc = aw_cli_opt_long(opts, "http-threads", 1, 256, &threads)) ||
 	    (rc = aw_cli_opt_long(opts, "head-timeout-ms", 100, 600000, &head_ms)) ||
@@ -434,7 +450,9 @@ int aw_cmd_serve(int argc, char **argv)
 	 * one more: never let the pool make them wait on each other */
 	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) && pool < wv[0] + 2)
 		pool = wv[0] + 2;
-	aw_store_opts so = {.pool_size = (int)pool, .auto_migrate = strncmp(db, "sqlite:", 7) == 0};
+	aw_store_opts so = {.pool_size = (int)pool,
+			    .auto_migrate = strncmp(db, "sqlite:", 7) == 0,
+			    .project_pool = aw_cli_get(opts, "project-pool")};
 	aw_err e = aw_store_open(db, &so, &store, &err);
 	if (!e)
 		e = aw_store_check_schema(store, &err);
@@ -576,6 +594,8 @@ int aw_cmd_serve(int argc, char **argv)
 		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
 				   .body_limit = (size_t)body_limit,
 				   .body_memory = (size_t)body_memory,
+				   .project_body_memory = aw_cli_get(opts, "project-body-memory"),
+				   .anon_body_memory = (size_t)anon_body,
 				   .max_per_ip = (int)per_ip,
 				   .threads = (int)threads,
 				   .head_timeout_ms = (int)head_ms,

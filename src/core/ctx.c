@@ -32,6 +32,13 @@ void aw_ctx_with_project(const aw_ctx *ctx, const char *project, aw_ctx *out)
 	*out = c;
 }
 
+void aw_ctx_uncharged(const aw_ctx *ctx, aw_ctx *out)
+{
+	aw_ctx c = *ctx;
+	c.charge[0] = '\0';
+	*out = c;
+}
+
 const char *aw_scope_name(aw_scope s)
 {
 	return (unsigned)s <= AW_SCOPE_PLATFORM_ADMIN ? scope_names[s] : "none";

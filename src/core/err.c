@@ -51,6 +51,7 @@ static aw_err vfail(aw_error *err, aw_err e, const char *where, const char *fmt,
 	if (!err)
 		return e;
 	err->err = e;
+	err->retry_after_s = 0;
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 	where = where ? where : "";
 	if (strlen(where) < sizeof err->where) /* a pointer too long to keep says so */

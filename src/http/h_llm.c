@@ -98,6 +98,7 @@ void aw_h_llm_chat(aw_req *r)
 		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, wake, r, &c, &err);
 	}
 	json_decref(req);
+	aw_req_body_done(r); /* a parked call or stream keeps no body memory */
 	if (e) {
 		aw_reply_problem(r, e, &err);
 		return;

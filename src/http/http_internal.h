@@ -16,6 +16,18 @@
 #define AW_HTTP_MAX_SEGS 12
 #define AW_HTTP_PATH_MAX 2048 /* longer paths are refused (414), never cut */
 
+/* Who may call a route (the route table's last column), as the head is
+ * checked before any body byte is kept. */
+enum {
+	AW_AUTH_KEY = 0,      /* an API key; a missing or bad one is refused from the head */
+	AW_AUTH_OPEN,	      /* no API key (health, console, Telegram's webhook) */
+	AW_AUTH_KEY_OPTIONAL, /* a key when one is sent (else another credential, in the
+				 body): a bad one has its body dropped, and the handler
+				 refuses it */
+	AW_AUTH_KEY_SELF,     /* a key, refused by the handler in its own form (MCP's
+				 JSON-RPC): a missing or bad one has its body dropped */
+};
+
 typedef struct aw_req {
 	struct MHD_Connection *conn;
 	struct aw_http *srv;
@@ -28,15 +40,23 @@ typedef struct aw_req {
 	int nsegs;
 	aw_buf segbuf;	 /* the decoded segments, NUL-separated */
 	size_t reserved; /* bytes of the server's body budget this request holds */
-	int started, over_budget, open_route;
-	aw_error refusal; /* err set: refused from the head, answered after the body */
-	size_t dropped;	  /* body bytes of a refused request, read and dropped */
-	aw_buf upload;	  /* the request body, at most --body-limit bytes */
-	char *body;	  /* upload's bytes (NUL-terminated), NULL when none */
+	/* the account its body is counted in (its key's project, or the
+	 * unauthenticated one) and the bytes it holds there; declared: the
+	 * whole Content-Length was reserved from the head */
+	struct body_acct *acct;
+	size_t charged;
+	int declared;
+	int started, open_route; /* open_route: an AW_AUTH_* */
+	aw_error refusal;	 /* err set: refused from the head, answered after the body */
+	int discard;		 /* the body is dropped and the handler runs without it */
+	size_t dropped;		 /* body bytes of a refused request, read and dropped */
+	aw_buf upload;		 /* the request body, at most --body-limit bytes */
+	char *body;		 /* upload's bytes (NUL-terminated), NULL when none */
 	size_t body_len;
 	int too_big, responded;
 	int status;
-	const char *route; /* template, for metrics and logs */
+	long retry_after_s; /* of a problem answer: > 0 Retry-After, -1 none */
+	const char *route;  /* template, for metrics and logs */
 	void (*handler)(struct aw_req *r);
 	int64_t t0_ns;
 	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
@@ -79,6 +99,12 @@ void aw_req_extend(aw_req *r, int seconds);
  * reader parked r, -1 at the end (chunked transfer encoding). */
 void aw_reply_stream(aw_req *r, int status, const char *ctype,
 		     ssize_t (*read)(void *cls, uint64_t pos, char *buf, size_t max), void *cls);
+
+/* The handler is done with r->body (it parsed what it needs): the body is
+ * freed and its bytes go back to its project's and the server's budgets now
+ * rather than when the request ends, so a parked model or tool call holds
+ * none. r->body is NULL afterwards. */
+void aw_req_body_done(aw_req *r);
 
 /* ---- request helpers that answer the client themselves on failure ---- */
 /* Authenticates the bearer key into r->ctx without replying. */

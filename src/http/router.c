@@ -10,15 +10,15 @@
 static const struct {
 	const char *method, *tmpl;
 	aw_handler h;
-	int open; /* answered without an API key */
+	int open; /* AW_AUTH_*: who may call it */
 } routes[] = {
-	{"GET", "/healthz", aw_h_healthz, 1},
-	{"GET", "/readyz", aw_h_readyz, 1},
+	{"GET", "/healthz", aw_h_healthz, AW_AUTH_OPEN},
+	{"GET", "/readyz", aw_h_readyz, AW_AUTH_OPEN},
 	{"GET", "/metrics", aw_h_metrics, 0},
-	{"GET", "/v1/openapi.json", aw_h_openapi, 1},
+	{"GET", "/v1/openapi.json", aw_h_openapi, AW_AUTH_OPEN},
 	/* open: the console's files; it calls the API with the key typed in */
-	{"GET", "/console", aw_h_console, 1},
-	{"GET", "/console/{file}", aw_h_console, 1},
+	{"GET", "/console", aw_h_console, AW_AUTH_OPEN},
+	{"GET", "/console/{file}", aw_h_console, AW_AUTH_OPEN},
 	{"POST", "/v1/projects", aw_h_projects_create, 0},
 	{"POST", "/v1/platform/runs", aw_h_runs_submit, 0},
 	{"GET", "/v1/platform/runs", aw_h_runs_list, 0},
@@ -26,8 +26,8 @@ static const struct {
 	{"GET", "/v1/platform/runs/{run_id}", aw_h_run_get, 0},
 	{"POST", "/v1/platform/runs/{run_id}/cancel", aw_h_run_cancel, 0},
 	{"GET", "/v1/platform/runs/{run_id}/diff/{other}", aw_h_run_diff, 0},
-	/* open: the approval token is the credential */
-	{"POST", "/v1/platform/runs/{run_id}/approve", aw_h_run_approve, 1},
+	/* the approval token is the credential, or the approver's own key */
+	{"POST", "/v1/platform/runs/{run_id}/approve", aw_h_run_approve, AW_AUTH_KEY_OPTIONAL},
 	{"POST", "/v1/platform/approval-tokens", aw_h_approval_mint, 0},
 	{"POST", "/v1/platform/approval-tokens:verify", aw_h_approval_verify, 0},
 	{"POST", "/v1/chat/completions", aw_h_llm_chat, 0},
@@ -40,13 +40,13 @@ static const struct {
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
 	{"GET", "/v1/projects/{project}/audit/verify", aw_h_audit_verify, 0},
 	{"GET", "/v1/projects/{project}/key-migrations", aw_h_key_migrations, 0},
-	/* open: the MCP endpoint answers a missing key as JSON-RPC (gate 1) */
-	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, 1},
-	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, 1},
-	{"DELETE", "/v1/projects/{project}/mcp", aw_h_mcp_delete, 1},
+	/* the MCP endpoint answers a missing key as JSON-RPC (gate 1) */
+	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, AW_AUTH_KEY_SELF},
+	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, AW_AUTH_KEY_SELF},
+	{"DELETE", "/v1/projects/{project}/mcp", aw_h_mcp_delete, AW_AUTH_KEY_SELF},
 	{"POST", "/v1/projects/{project}/channels/{bot}/messages", aw_h_channel_send, 0},
 	/* open: Telegram's secret token is the credential */
-	{"POST", "/v1/channels/telegram/{project}/{bot}", aw_h_channel_webhook, 1},
+	{"POST", "/v1/channels/telegram/{project}/{bot}", aw_h_channel_webhook, AW_AUTH_OPEN},
 	{"GET", "/v1/projects/{project}/queues", aw_h_queues_list, 0},
 	{"PUT", "/v1/projects/{project}/queues/{queue}", aw_h_queue_put, 0},
 	{"GET", "/v1/projects/{project}/budget", aw_h_budget_get, 0},

@@ -13,7 +13,14 @@
  *     "/" in a segment or a broken escape is refused, a long path too;
  *   - framing and header checks, then route, key and content type - all from
  *     the head, answered before any body byte is kept;
- *   - a per-request body limit and a budget for all bodies together.
+ *   - a per-request body limit, a bound per project on the bodies its
+ *     requests hold at once (the key is known from the head, so the project
+ *     is too), a small one for the requests without a key, and a budget for
+ *     all bodies together: a declared body is reserved whole from the head
+ *     and refused there (429, or 503 for the server's budget) before a byte
+ *     of it is read; a chunked one is counted as it arrives, and past a
+ *     bound the rest is read and dropped, then refused. One tenant's slow
+ *     uploads fill its own bound, never the server's budget.
  *
  * A handler that answers later parks its connection (MHD suspends it: the
  * event loop no longer watches the socket). The sweeper therefore also looks
@@ -44,8 +51,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "awooop/bounds.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
+#include "awooop/mcp_wire.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/tenancy.h"
@@ -82,9 +91,15 @@ struct aw_http {
 	char redis[256];
 	int port;
 	_Atomic size_t buffered; /* body bytes held by all requests */
-	pthread_mutex_t mu;	 /* guards the track list and the tracks */
-	pthread_cond_t cv;	 /* wakes the sweeper */
-	pthread_cond_t idle;	 /* a request ended while draining */
+	/* the bodies each project's requests hold (body_acct, a chained hash by
+	 * project: an account lives while a request of its project has a body
+	 * in flight), their bounds, and the unauthenticated requests' one */
+	pthread_mutex_t acct_mu;
+	struct body_acct *accts[64];
+	aw_bounds project_body;
+	pthread_mutex_t mu;  /* guards the track list and the tracks */
+	pthread_cond_t cv;   /* wakes the sweeper */
+	pthread_cond_t idle; /* a request ended while draining */
 	track *tracks;
 	aw_tls *tls; /* NULL: plain HTTP */
 	pthread_t sweeper;
@@ -96,6 +111,15 @@ struct aw_http {
 	int quiesced, streams_ended;
 	int64_t quiesced_ns;
 };
+
+/* One project's request bodies in flight (acct_mu); project "" is the
+ * requests without a valid key. */
+typedef struct body_acct {
+	struct body_acct *next;
+	char project[AW_PROJECT_MAX + 1];
+	size_t held; /* bytes reserved by its requests */
+	int refs;    /* requests counted in it */
+} body_acct;
 
 /* ---------------------------------------------------------------- replies */
 
@@ -111,10 +135,17 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->xhdr_name)
 		MHD_add_response_header(resp, r->xhdr_name, r->xhdr_value);
-	/* every 429 says when to come back (a bound per tenant or a rate: each
-	 * frees within a second or so; the answer's code names which) */
-	if (status == 429 && !MHD_get_response_header(resp, "Retry-After"))
+	/* a 429 says when to come back: aw_reply_problem's value for its code
+	 * (retry_after_s), else a second (a bound per tenant, which frees as
+	 * soon as one of the tenant's own requests ends; the code names which) */
+	if (r->retry_after_s > 0) {
+		char ra[24];
+		snprintf(ra, sizeof ra, "%ld", r->retry_after_s);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	} else if (status == 429 && !r->retry_after_s &&
+		   !MHD_get_response_header(resp, "Retry-After")) {
 		MHD_add_response_header(resp, "Retry-After", "1");
+	}
 	if (atomic_load(&r->srv->draining))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	MHD_queue_response(r->conn, (unsigned)status, resp);
@@ -162,9 +193,46 @@ void aw_reply_json(aw_req *r, int status, json_t *body)
 	reply_dumped(r, status, "application/json", body);
 }
 
+/* The seconds a client refused with e should wait (Retry-After): > 0 that
+ * many, 0 none known (a 429 then says 1), -1 none at all (waiting never
+ * helps). */
+static long retry_after(aw_err e, const aw_error *err)
+{
+	if (err && err->err == e && err->retry_after_s > 0)
+		return err->retry_after_s; /* the refuser knew (a budget's reset) */
+	switch (e) {
+	case AW_E_LLM_CAP: {
+		/* the emergency model's daily cap and each project's share count
+		 * UTC days: both start again at the next UTC midnight */
+		int64_t now_s = aw_clock_wall_ms() / 1000;
+		return (long)(86400 - now_s % 86400);
+	}
+	case AW_E_BUDGET_RUN: return -1; /* the run's own limit never frees */
+	case AW_E_REQ_BUSY:
+	case AW_E_STORE_BUSY: return 1; /* load: a moment */
+	default: return 0;
+	}
+}
+
 void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 {
 	int status = aw_err_http_status(e);
+	r->retry_after_s = retry_after(e, err);
+	if (status >= 500) /* 500 is ours to fix; 502-504 say a dependency or load */
+		aw_log(status == 500 ? AW_LOG_ERROR : AW_LOG_WARN, &r->ctx, "request failed",
+		       "code", aw_err_code(e), "detail", err ? err->msg : "", NULL);
+	if (r->open_route == AW_AUTH_KEY_SELF) {
+		/* the MCP endpoint answers JSON-RPC only, refusals from the head
+		 * (a bound, a limit, the shutdown) too: id null, data.code */
+		char *d = aw_redact_str(err && err->err == e && err->msg[0] ? err->msg
+									    : aw_err_title(e));
+		json_t *m =
+			aw_rpc_error_json(NULL, status >= 500 ? AW_RPC_INTERNAL : AW_RPC_INVALID,
+					  d ? d : aw_err_title(e), aw_err_code(e));
+		free(d);
+		reply_dumped(r, status, "application/json", m);
+		return;
+	}
 	char type[96];
 	snprintf(type, sizeof type, "https://awooop.dev/errors/%s", aw_err_code(e));
 	json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title",
@@ -192,9 +260,6 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 					      status >= 500 ? "api_error" : "invalid_request_error",
 					      "code", aw_err_code(e), "param", w));
 	}
-	if (status >= 500) /* 500 is ours to fix; 502-504 say a dependency or load */
-		aw_log(status == 500 ? AW_LOG_ERROR : AW_LOG_WARN, &r->ctx, "request failed",
-		       "code", aw_err_code(e), "detail", err ? err->msg : "", NULL);
 	reply_dumped(r, status, "application/problem+json", p);
 }
 
@@ -302,8 +367,11 @@ static aw_err authenticate(aw_req *r, aw_error *err)
 	while (*secret == ' ')
 		secret++;
 	aw_err e = aw_tenancy_authenticate(r->store, secret, &r->ctx, err);
-	if (!e)
+	if (!e) {
 		r->authenticated = 1;
+		/* the request's store connections count against its key's project */
+		snprintf(r->ctx.charge, sizeof r->ctx.charge, "%s", r->ctx.project);
+	}
 	return e;
 }
 
@@ -401,16 +469,146 @@ static void *req_new(void *cls, const char *uri, struct MHD_Connection *conn)
 	return r;
 }
 
+static unsigned acct_hash(const char *project)
+{
+	unsigned x = 2166136261u; /* FNV-1a */
+	for (; *project; project++)
+		x = (x ^ (unsigned char)*project) * 16777619u;
+	return x % 64;
+}
+
+/* The account of project ("": no key), made when missing (acct_mu). NULL
+ * when out of memory. */
+static body_acct *acct_get(aw_http *h, const char *project)
+{
+	unsigned b = acct_hash(project);
+	for (body_acct *a = h->accts[b]; a; a = a->next)
+		if (!strcmp(a->project, project))
+			return a;
+	body_acct *a = calloc(1, sizeof *a);
+	if (!a)
+		return NULL;
+	snprintf(a->project, sizeof a->project, "%s", project);
+	a->next = h->accts[b];
+	h->accts[b] = a;
+	return a;
+}
+
+/* Unlinks and frees a when nothing holds it (acct_mu). */
+static void acct_put(aw_http *h, body_acct *a)
+{
+	if (a->refs || a->held)
+		return;
+	body_acct **pp = &h->accts[acct_hash(a->project)];
+	while (*pp != a)
+		pp = &(*pp)->next;
+	*pp = a->next;
+	free(a);
+}
+
+/* What r's account may hold: its project's bound, or the allowance of the
+ * requests without a key. */
+static size_t acct_bound(aw_http *h, const body_acct *a)
+{
+	return a->project[0] ? (size_t)aw_bounds_of(&h->project_body, a->project)
+			     : h->opts.anon_body_memory;
+}
+
+/* Reserves n more body bytes for r: its account's bound, then the server's
+ * budget. On a refusal nothing more is held and err says which bound
+ * (E-REQ-014 its project's, E-REQ-015 the unauthenticated requests', 503
+ * E-REQ-012 the server's). */
+static aw_err reserve(aw_http *h, aw_req *r, size_t n, aw_error *err)
+{
+	body_acct *a = r->acct;
+	pthread_mutex_lock(&h->acct_mu);
+	size_t bound = acct_bound(h, a);
+	if (a->held + n > bound) {
+		pthread_mutex_unlock(&h->acct_mu);
+		if (!a->project[0])
+			return aw_fail(err, AW_E_REQ_ANON_MEMORY,
+				       "requests without a valid API key may hold %zu bytes of "
+				       "bodies at once (--anon-body-memory); retry shortly",
+				       bound);
+		return aw_fail(err, AW_E_REQ_PROJECT_MEMORY,
+			       "this project's requests hold %zu of the %zu bytes of bodies its "
+			       "uploads may hold at once (--project-body-memory); retry when one "
+			       "of them ends",
+			       a->held, bound);
+	}
+	a->held += n;
+	r->charged += n;
+	pthread_mutex_unlock(&h->acct_mu);
+	size_t held = atomic_fetch_add(&h->buffered, n) + n;
+	r->reserved += n;
+	if (held <= h->opts.body_memory)
+		return AW_OK;
+	atomic_fetch_sub(&h->buffered, n);
+	r->reserved -= n;
+	pthread_mutex_lock(&h->acct_mu);
+	a->held -= n;
+	r->charged -= n;
+	pthread_mutex_unlock(&h->acct_mu);
+	return aw_fail(err, AW_E_REQ_BUSY, "too many request bodies in flight; retry shortly");
+}
+
+/* Counts r's body in the account of its key's project (or the one of the
+ * requests without a key) and, when its size is declared, reserves all of
+ * it now, from the head. */
+static aw_err body_admit(aw_http *h, aw_req *r, const char *cl, aw_error *err)
+{
+	pthread_mutex_lock(&h->acct_mu);
+	r->acct = acct_get(h, r->authenticated ? r->ctx.project : "");
+	if (r->acct)
+		r->acct->refs++;
+	pthread_mutex_unlock(&h->acct_mu);
+	if (!r->acct)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!cl)
+		return AW_OK;
+	r->declared = 1;
+	return reserve(h, r, (size_t)strtoull(cl, NULL, 10), err);
+}
+
+/* Gives back everything r holds of the budgets (at its end, or once its
+ * handler is done with the body, or when it is refused mid-upload). */
+static void body_release(aw_http *h, aw_req *r)
+{
+	atomic_fetch_sub(&h->buffered, r->reserved);
+	r->reserved = 0;
+	if (!r->acct)
+		return;
+	pthread_mutex_lock(&h->acct_mu);
+	r->acct->held -= r->charged;
+	r->acct->refs--;
+	acct_put(h, r->acct);
+	pthread_mutex_unlock(&h->acct_mu);
+	r->acct = NULL;
+	r->charged = 0;
+}
+
+void aw_req_body_done(aw_req *r)
+{
+	aw_buf_free(&r->upload);
+	r->body = NULL;
+	r->body_len = 0;
+	body_release(r->srv, r);
+}
+
 /* Buffers an upload chunk; past --body-limit the request is marked too big
- * (answered 413 once the upload ends) and nothing more is kept. */
+ * (answered 413 once the upload ends) and nothing more is kept. A chunked
+ * body is reserved as it comes: past a bound it is refused (r->refusal),
+ * what it held goes back at once, and the rest is read and dropped. */
 static int append_body(aw_req *r, const char *data, size_t n)
 {
-	if (r->too_big || r->over_budget)
+	if (r->too_big)
 		return 0;
-	size_t held = atomic_fetch_add(&r->srv->buffered, n) + n;
-	r->reserved += n;
-	if (held > r->opts->body_memory) {
-		r->over_budget = 1;
+	if (!r->declared && reserve(r->srv, r, n, &r->refusal)) {
+		aw_buf_free(&r->upload);
+		r->body = NULL;
+		r->body_len = 0;
+		body_release(r->srv, r);
+		r->dropped += n;
 		return 0;
 	}
 	if (!r->upload.max)
@@ -473,9 +671,11 @@ static int has_body(struct MHD_Connection *conn)
 }
 
 /* Everything decided from the head, before any body byte is kept: framing and
- * headers, the path, the route, the key, the content type, the declared size.
- * A refusal is answered at once when no body follows (or the client waits for
- * "100 Continue"); otherwise the body is read and dropped - never kept, never
+ * headers, the path, the route, the key, the content type, the declared size
+ * and the room for it. A refusal is answered at once when no body follows
+ * (or the client waits for "100 Continue"), or when the body is too big for
+ * a limit or a bound (then MHD closes the connection after the answer, the
+ * body unread); otherwise the body is read and dropped - never kept, never
  * counted against the budget - and the answer follows it, so the client is
  * not reset in the middle of sending (a close with unread data sends RST). */
 static void on_head(aw_http *h, aw_req *r, const char *method)
@@ -503,16 +703,30 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 	else if (!(e = decode_path(r, &err)) && !(r->handler = aw_route(r, &e)))
 		aw_fail(&err, e, "%s",
 			e == AW_E_REQ_METHOD ? "method not allowed here" : "no such route");
-	else if (!e && !r->open_route && !(e = authenticate(r, &err)) && has_body(r->conn))
+	else if (!e && r->open_route == AW_AUTH_KEY && !(e = authenticate(r, &err)) &&
+		 has_body(r->conn))
 		e = json_media(r, &err);
+	else if (!e && r->open_route >= AW_AUTH_KEY_OPTIONAL) {
+		/* the key is known before the body here too: a bad one (MCP: a
+		 * missing one too) never has its body kept; the handler answers
+		 * it in its own form */
+		aw_error ignore;
+		if (MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization")
+			    ? authenticate(r, &ignore) != AW_OK
+			    : r->open_route == AW_AUTH_KEY_SELF)
+			r->discard = 1;
+	}
 	if (!e && cl && strtoull(cl, NULL, 10) > h->opts.body_limit)
 		e = aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes",
 			    h->opts.body_limit);
+	if (!e && !r->discard && has_body(r->conn))
+		e = body_admit(h, r, cl, &err);
 	if (!e)
 		return;
 	const char *expect = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Expect");
 	if (!has_body(r->conn) || (expect && !strcasecmp(expect, "100-continue")) ||
-	    e == AW_E_REQ_TOO_BIG || e == AW_E_REQ_HEADER) {
+	    e == AW_E_REQ_TOO_BIG || e == AW_E_REQ_HEADER || e == AW_E_REQ_PROJECT_MEMORY ||
+	    e == AW_E_REQ_ANON_MEMORY || e == AW_E_REQ_BUSY) {
 		aw_reply_problem(r, e, &err);
 		return;
 	}
@@ -541,9 +755,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (r->refusal.err) { /* dropped, not kept; an endless one is cut */
+		if (r->discard && !r->refusal.err && r->dropped + *upload_size > h->opts.body_limit)
+			aw_fail(&r->refusal, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes",
+				h->opts.body_limit);
+		if (r->refusal.err || r->discard) { /* dropped, not kept; an endless one is cut */
 			r->dropped += *upload_size;
-			if (r->dropped > h->opts.body_limit) {
+			if (r->refusal.err && r->dropped > h->opts.body_limit) {
 				aw_reply_problem(r, r->refusal.err, &r->refusal);
 				r->refusal.err = AW_OK;
 			}
@@ -560,11 +777,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (r->responded)
 		return MHD_YES;
 	aw_error err;
-	if (r->over_budget) {
-		aw_fail(&err, AW_E_REQ_BUSY, "too many request bodies in flight; retry shortly");
-		aw_reply_problem(r, err.err, &err);
-		return MHD_YES;
-	}
 	if (r->too_big) {
 		aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes", h->opts.body_limit);
 		aw_reply_problem(r, err.err, &err);
@@ -597,7 +809,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	aw_req *r = *state;
 	if (!r)
 		return;
-	atomic_fetch_sub(&h->buffered, r->reserved);
+	body_release(h, r);
 	if (r->done)
 		r->done(r);
 	if (r->trk) {
@@ -786,6 +998,13 @@ static aw_err parse_listen(const char *s, struct sockaddr_in *sa, aw_error *err)
 static void http_free(aw_http *h)
 {
 	aw_tls_free(h->tls);
+	for (int i = 0; i < 64; i++) /* empty once every request has ended */
+		while (h->accts[i]) {
+			body_acct *a = h->accts[i];
+			h->accts[i] = a->next;
+			free(a);
+		}
+	pthread_mutex_destroy(&h->acct_mu);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	pthread_cond_destroy(&h->idle);
@@ -831,6 +1050,22 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 		h->opts.body_memory = (size_t)64 << 20;
 	if (h->opts.body_memory < h->opts.body_limit)
 		h->opts.body_memory = h->opts.body_limit;
+	/* a project's bound: a quarter of the budget (so one project never
+	 * takes it all), but room for one body of the largest size */
+	size_t quarter = h->opts.body_memory / 4;
+	aw_err e =
+		aw_bounds_parse(opts->project_body_memory,
+				(long)(quarter > h->opts.body_limit ? quarter : h->opts.body_limit),
+				1024, 16L << 30, "--project-body-memory", &h->project_body, err);
+	if (e) {
+		free(h);
+		return e;
+	}
+	if (!h->opts.anon_body_memory) {
+		size_t sixteenth = h->opts.body_memory / 16;
+		h->opts.anon_body_memory =
+			sixteenth > h->opts.body_limit ? sixteenth : h->opts.body_limit;
+	}
 	if (h->opts.max_connections <= 0)
 		h->opts.max_connections = 4096;
 	h->opts.max_connections = fd_room(h->opts.max_connections);
@@ -843,11 +1078,12 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 	if (h->opts.request_timeout_s <= 0)
 		h->opts.request_timeout_s = 30;
 	pthread_mutex_init(&h->mu, NULL);
+	pthread_mutex_init(&h->acct_mu, NULL);
 	aw_clock_cond_init(&h->cv);
 	aw_clock_cond_init(&h->idle);
 
 	struct sockaddr_in sa;
-	aw_err e = parse_listen(h->listen, &sa, err);
+	e = parse_listen(h->listen, &sa, err);
 	int fd = -1;
 	if (e || (e = bind_exclusive(&sa, &fd, err))) {
 		http_free(h);

@@ -65,7 +65,8 @@ static void record_batch(aw_mcp *g, record **rs, int n)
 					   .target = rs[i]->tool,
 					   .trace_id = rs[i]->ctx.trace.trace_id,
 					   .payload = rs[i]->payload};
-	aw_ctx ctx = rs[0]->ctx;
+	aw_ctx ctx; /* background work: not the project's connections */
+	aw_ctx_uncharged(&rs[0]->ctx, &ctx);
 	aw_txn *t = NULL;
 	aw_error err = {0};
 	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);

@@ -1159,7 +1159,8 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 					   .trace_id = calls[i]->ctx.trace.trace_id,
 					   .payload = payloads[i]};
 	}
-	aw_ctx ctx = calls[0]->ctx;
+	aw_ctx ctx; /* background work: not the project's connections */
+	aw_ctx_uncharged(&calls[0]->ctx, &ctx);
 	aw_txn *t = NULL;
 	aw_error err = {0};
 	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);

@@ -119,7 +119,7 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
 	aw_conn *c = NULL;
-	aw_err e = aw_store_acquire(s, &sys, &c, err);
+	aw_err e = aw_store_acquire(s, &sys, &c, NULL, err);
 	if (e)
 		return e;
 	e = s->drv->script(c,
@@ -182,7 +182,7 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 rollback:
 	s->drv->script(c, "ROLLBACK", NULL);
 out:
-	aw_store_release(s, c);
+	aw_store_release(s, c, -1);
 	return e;
 }
 

@@ -5,6 +5,15 @@
  * opened lazily up to pool_size and a caller waits (bounded by its ctx deadline
  * and acquire_timeout_ms) for one to come back. A connection that comes back
  * broken, or inside a transaction, is closed rather than reused.
+ *
+ * The pool serves every tenant: a request's connections (its ctx's charge
+ * names its project) are counted per project, and one project's requests
+ * hold at most their bound at once (a quarter of the pool unless the
+ * platform says otherwise). A request past it waits a moment for one of its
+ * own project's connections, then is refused (E-STORE-007, 429), so a
+ * tenant whose requests are slow holds its share and the rest of the pool
+ * stays with the others. System work (relay, workers, reapers, recorders)
+ * is not counted.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,10 +46,19 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 	s->pool_size = opts && opts->pool_size > 0 ? opts->pool_size : 8;
 	s->acquire_timeout_ms =
 		opts && opts->acquire_timeout_ms > 0 ? opts->acquire_timeout_ms : 5000;
+	s->project_wait_ms = opts && opts->project_wait_ms > 0 ? opts->project_wait_ms : 500;
+	long half = s->pool_size / 2 > 0 ? s->pool_size / 2 : 1;
+	aw_err e = aw_bounds_parse(opts ? opts->project_pool : NULL, half, 1, 100000,
+				   "--project-pool", &s->per_project, err);
+	if (e) {
+		free(s);
+		return e;
+	}
 	s->url = strdup(url);
 	s->idle = calloc((size_t)s->pool_size, sizeof *s->idle);
 	s->pids = calloc((size_t)s->pool_size, sizeof *s->pids);
-	if (!s->url || !s->idle || !s->pids) {
+	s->charges = calloc((size_t)s->pool_size, sizeof *s->charges);
+	if (!s->url || !s->idle || !s->pids || !s->charges) {
 		aw_store_close(s);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
@@ -53,12 +71,12 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 	aw_conn *c = NULL;
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
-	aw_err e = aw_store_acquire(s, &sys, &c, err);
+	e = aw_store_acquire(s, &sys, &c, NULL, err);
 	if (e) {
 		aw_store_close(s);
 		return e;
 	}
-	aw_store_release(s, c);
+	aw_store_release(s, c, -1);
 	if (opts && opts->auto_migrate && (e = aw_store_migrate(s, NULL, err))) {
 		aw_store_close(s);
 		return e;
@@ -80,6 +98,7 @@ void aw_store_close(aw_store *s)
 	}
 	free(s->idle);
 	free(s->pids);
+	free(s->charges);
 	free(s->url);
 	free(s);
 }
@@ -105,28 +124,112 @@ void aw_store_where(const aw_store *s, char *out, size_t cap)
 	snprintf(out, cap, "postgres://%.*s", (int)strcspn(host, "?"), host);
 }
 
-aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error *err)
+/* Charged connections this thread holds: a transaction it opens inside one
+ * (a nested one) is not held to the project's bound again - it would wait
+ * for its own request. A transaction belongs to one thread (store.h). */
+static _Thread_local int thread_charged;
+
+static struct timespec after_ms(int64_t ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
+/* The slot of project's connections, -1 when it holds none; with make, a
+ * free slot for it then (holds mu; one exists whenever a connection is
+ * free: a slot in use holds at least one of the pool's connections). */
+static int charge_slot(aw_store *s, const char *project, int make)
+{
+	int free_slot = -1;
+	for (int i = 0; i < s->pool_size; i++) {
+		if (s->charges[i].held && !strcmp(s->charges[i].project, project))
+			return i;
+		if (!s->charges[i].held && free_slot < 0)
+			free_slot = i;
+	}
+	if (!make || free_slot < 0)
+		return -1;
+	snprintf(s->charges[free_slot].project, sizeof s->charges[free_slot].project, "%s",
+		 project);
+	return free_slot;
+}
+
+/* Gives back slot's count (holds mu). */
+static void uncharge(aw_store *s, int slot)
+{
+	if (slot < 0)
+		return;
+	s->charges[slot].held--;
+	if (thread_charged > 0)
+		thread_charged--;
+}
+
+/* Wakes the waiters a connection coming back may let through: one when
+ * none waits on a project's bound, else all (the one a signal picks may be
+ * of a project still at its bound) (holds mu). */
+static void wake(aw_store *s)
+{
+	if (s->waiters)
+		pthread_cond_broadcast(&s->cv);
+	else
+		pthread_cond_signal(&s->cv);
+}
+
+aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, int *charge, aw_error *err)
+{
 	int64_t wait_ms = s->acquire_timeout_ms;
 	if (ctx && ctx->deadline_ns) {
 		int64_t left = (ctx->deadline_ns - aw_clock_mono_ns()) / 1000000;
 		if (left < wait_ms)
 			wait_ms = left > 0 ? left : 0;
 	}
-	until.tv_sec += wait_ms / 1000;
-	until.tv_nsec += (wait_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	const char *project = charge && ctx && ctx->charge[0] ? ctx->charge : NULL;
+	int bounded = project && !thread_charged;
+	struct timespec until = after_ms(wait_ms);
+	struct timespec puntil =
+		after_ms(s->project_wait_ms < wait_ms ? s->project_wait_ms : wait_ms);
+	if (charge)
+		*charge = -1;
 
 	pthread_mutex_lock(&s->mu);
-	while (s->nidle == 0 && s->nopen >= s->pool_size) {
-		if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
+	long bound = bounded ? aw_bounds_of(&s->per_project, project) : 0;
+	for (;;) {
+		int i = bounded ? charge_slot(s, project, 0) : -1;
+		int over = i >= 0 && s->charges[i].held >= bound;
+		int full = s->nidle == 0 && s->nopen >= s->pool_size;
+		if (!over && !full)
+			break;
+		s->waiters += over;
+		int rc = pthread_cond_timedwait(&s->cv, &s->mu, over ? &puntil : &until);
+		s->waiters -= over;
+		if (rc != ETIMEDOUT)
+			continue;
+		i = bounded ? charge_slot(s, project, 0) : -1;
+		if (i >= 0 && s->charges[i].held >= bound) {
+			pthread_mutex_unlock(&s->mu);
+			return aw_fail(err, AW_E_STORE_PROJECT,
+				       "this project's requests hold %ld store connections, their "
+				       "bound; retry when one of them ends",
+				       bound);
+		}
+		if (!over && s->nidle == 0 && s->nopen >= s->pool_size) {
 			pthread_mutex_unlock(&s->mu);
 			return aw_fail(err, AW_E_STORE_BUSY, "no store connection free in time");
+		}
+	}
+	if (project) {
+		int i = charge_slot(s, project, 1);
+		if (i >= 0) {
+			s->charges[i].held++;
+			thread_charged++;
+			*charge = i;
 		}
 	}
 	if (s->nidle > 0) {
@@ -142,12 +245,25 @@ aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error 
 	pthread_mutex_lock(&s->mu);
 	if (e) {
 		s->nopen--;
-		pthread_cond_signal(&s->cv);
+		if (charge) {
+			uncharge(s, *charge);
+			*charge = -1;
+		}
+		wake(s);
 	} else if (pid > 0 && s->npids < s->pool_size) {
 		s->pids[s->npids++] = pid;
 	}
 	pthread_mutex_unlock(&s->mu);
 	return e;
+}
+
+void aw_store_project_held(aw_store *s, const char *project, int *held, long *bound)
+{
+	pthread_mutex_lock(&s->mu);
+	int i = charge_slot(s, project, 0);
+	*held = i >= 0 ? s->charges[i].held : 0;
+	*bound = aw_bounds_of(&s->per_project, project);
+	pthread_mutex_unlock(&s->mu);
 }
 
 int aw_store_own_pid(void *arg, int pid)
@@ -161,13 +277,14 @@ int aw_store_own_pid(void *arg, int pid)
 	return own;
 }
 
-void aw_store_release(aw_store *s, aw_conn *c)
+void aw_store_release(aw_store *s, aw_conn *c, int charge)
 {
 	if (!c)
 		return;
 	int keep = s->drv->healthy(c);
 	int pid = !keep && s->drv->backend_pid ? s->drv->backend_pid(c) : 0;
 	pthread_mutex_lock(&s->mu);
+	uncharge(s, charge);
 	if (keep) {
 		s->idle[s->nidle++] = c;
 	} else {
@@ -178,7 +295,7 @@ void aw_store_release(aw_store *s, aw_conn *c)
 				break;
 			}
 	}
-	pthread_cond_signal(&s->cv);
+	wake(s);
 	pthread_mutex_unlock(&s->mu);
 	if (!keep)
 		s->drv->disconnect(c);
@@ -200,7 +317,7 @@ aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn *
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	t->s = s;
 	t->ctx = *ctx;
-	aw_err e = aw_store_acquire(s, ctx, &t->c, err);
+	aw_err e = aw_store_acquire(s, ctx, &t->c, &t->charge, err);
 	if (e) {
 		free(t);
 		return e;
@@ -215,7 +332,7 @@ aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn *
 	if (e) {
 		if (t->holds_write_mu)
 			pthread_mutex_unlock(&s->write_mu);
-		aw_store_release(s, t->c);
+		aw_store_release(s, t->c, t->charge);
 		free(t);
 		return e;
 	}
@@ -230,7 +347,7 @@ aw_err aw_store_commit(aw_txn *t, aw_error *err)
 		t->s->drv->script(t->c, "ROLLBACK", NULL);
 	if (t->holds_write_mu)
 		pthread_mutex_unlock(&t->s->write_mu);
-	aw_store_release(t->s, t->c);
+	aw_store_release(t->s, t->c, t->charge);
 	free(t);
 	return e;
 }
@@ -242,7 +359,7 @@ void aw_store_rollback(aw_txn *t)
 	t->s->drv->script(t->c, "ROLLBACK", NULL);
 	if (t->holds_write_mu)
 		pthread_mutex_unlock(&t->s->write_mu);
-	aw_store_release(t->s, t->c);
+	aw_store_release(t->s, t->c, t->charge);
 	free(t);
 }
 
@@ -287,11 +404,12 @@ aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, co
 		      aw_rows **out, aw_error *err)
 {
 	aw_conn *c = NULL;
-	aw_err e = aw_store_acquire(s, ctx, &c, err);
+	int charge = -1;
+	aw_err e = aw_store_acquire(s, ctx, &c, &charge, err);
 	if (e)
 		return e;
 	e = timed_exec(s, c, sql, n, p, out, err);
-	aw_store_release(s, c);
+	aw_store_release(s, c, charge);
 	return e;
 }
 

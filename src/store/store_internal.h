@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "awooop/bounds.h"
 #include "awooop/store.h"
 #include "awooop/store/audit.h"
 #include "awooop/store/budget.h"
@@ -29,6 +30,17 @@ struct aw_store {
 	int *pids, npids;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* the connections each project's requests hold (mu): a slot per
+	 * project holding one or more, so at most pool_size slots are ever in
+	 * use; waiters counts those waiting on a project's bound (a release
+	 * then wakes every waiter, not one that may be of another project) */
+	aw_bounds per_project;
+	int project_wait_ms;
+	struct aw_pool_charge {
+		char project[AW_PROJECT_MAX + 1];
+		int held;
+	} * charges;
+	int waiters;
 	/* SQLite has one writer at a time, and a writer that finds the lock
 	 * taken sleeps in its busy handler (1 ms, 2 ms, 5 ms, ...): writers of
 	 * this process queue here instead and start the moment it is free */
@@ -41,12 +53,15 @@ struct aw_txn {
 	aw_conn *c;
 	aw_ctx ctx;
 	int holds_write_mu;
+	int charge; /* its slot in s->charges, or -1 */
 };
 
-aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, aw_error *err);
+/* A pooled connection for ctx; *charge is the slot it is counted in (-1:
+ * not counted), for aw_store_release. */
+aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, int *charge, aw_error *err);
 /* pid is the server process of one of store s's pooled connections. */
 int aw_store_own_pid(void *s, int pid);
-void aw_store_release(aw_store *s, aw_conn *c);
+void aw_store_release(aw_store *s, aw_conn *c, int charge);
 
 /* Runs one statement in t; records store latency. out may be NULL. */
 aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out,

@@ -4,7 +4,9 @@ the answer it must get (issue: security hardening):
   hostile.py PORT ADMIN_KEY PROJECT OPERATOR_KEY KEY_ID RUN_ID
 Prints one line per check and 'N passed, M failed'; exit 1 on any failure.
 The server must run with --head-timeout-ms 1500 --max-per-ip 64 and
---body-limit 2048 --body-memory 4096 (the wrapper starts it so)."""
+--body-limit 2048 --body-memory 4096 --project-body-memory 8192 (the wrapper
+starts it so: one project may take the whole budget, which the budget check
+fills; the per-project bounds are bulkheads.py's)."""
 import json, socket, sys, time, threading
 
 PORT, ADMIN, PROJ, OP, KID, RID = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]

@@ -25,7 +25,7 @@ else
 fi
 ADMIN=$("$BIN" key generate)
 AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "$DB" --listen 127.0.0.1:0 --head-timeout-ms 1500 \
-  --max-per-ip 64 --body-limit 2048 --body-memory 4096 >/dev/null 2>"$TMP/log" &
+  --max-per-ip 64 --body-limit 2048 --body-memory 4096 --project-body-memory 8192 >/dev/null 2>"$TMP/log" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do grep -q '"awooop serving"' "$TMP/log" && break; sleep 0.1; done
 PORT=$(grep '"awooop serving"' "$TMP/log" | jq -r .port)

@@ -14,6 +14,10 @@ TMP=$(mktemp -d /tmp/aw-llm.XXXXXX)
 # the platform's emergency cap across processes is what this test counts: one
 # project may use all of it (the per-project share is test_emergency_share's)
 export AWOOOP_LLM_EMERGENCY_SHARE=100
+# the budget crowds count the budget's refusals of one project's 64 streams at
+# once: here its admissions may use every store connection of the process
+# (the per-project bound of the pool is bulkheads_test.sh's)
+export AWOOOP_PROJECT_POOL=64
 PASS=0
 FAIL=0
 PIDS=()
@@ -49,6 +53,10 @@ req() {
 }
 . "$(dirname "$0")/record.sh"
 jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
+# the Retry-After of the last answer, and the seconds to the next UTC midnight
+retry_after() { tr -d '\r' <"$TMP/hdr" | awk -F': ' 'tolower($1) == "retry-after" { print $2 }'; }
+to_midnight() { echo $(( 86400 - $(date -u +%s) % 86400 )); }
+near() { [ -n "$1" ] && [ "$1" -ge $(($2 - 5)) ] && [ "$1" -le $(($2 + 5)) ] && echo yes; }
 expect() { # expect DESCRIPTION STATUS [CODE]
   check "$1 status" "$STATUS" "$2"
   [ -n "${3:-}" ] && check "$1 code" "$(jbody .code)" "$3"
@@ -259,6 +267,9 @@ if [ "$BACKEND" = postgres ]; then
   check "cap: answered across 2 processes" "$(grep -c '^200$' "$TMP/cap")" 7
   check "cap: refused" "$(grep -c '^429$' "$TMP/cap")" 25
   check "cap: upstream calls" "$(( $(curl -s "http://127.0.0.1:$PG/stats" | jq .requests) - G0 ))" 7
+  # the cap counts UTC days: a refusal says to come back at midnight
+  U=$URL1 req POST /v1/chat/completions "$W" "$LOCAL"; expect "cap: one more" 429 E-LLM-005
+  check "cap: Retry-After is the next UTC midnight" "$(near "$(retry_after)" "$(to_midnight)")" yes
   echo "emergency cap 7, 32 callers over 2 processes: $(grep -c '^200$' "$TMP/cap") answered"
 fi
 
@@ -332,6 +343,12 @@ U=${URL1:-$URL} req POST "/v1/platform/runs/$LIVE/cancel" "$OP1" ""
 U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT" -H "X-Awooop-Run-Id: $LIVE"; expect "a finished run" 403 E-BUDGET-007
 activate acme budget default '{"period":"day","token_limit":1000000,"action_on_exceed":"kill"}' "$OP1" "$OP2"
 U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "no per-run limit: no run needed" 200
+# a day's budget spent by settled calls frees at the next UTC midnight: the
+# refusal's Retry-After says so (not the second of a bound that frees soon)
+activate acme budget default '{"period":"day","token_limit":1,"action_on_exceed":"block"}' "$OP1" "$OP2"
+U=${URL1:-$URL} req POST /v1/chat/completions "$W" "$CHAT"; expect "the day's budget spent" 429 E-BUDGET-002
+check "budget spent: Retry-After is the next UTC midnight" "$(near "$(retry_after)" "$(to_midnight)")" yes
+activate acme budget default '{"period":"day","token_limit":1000000,"action_on_exceed":"kill"}' "$OP1" "$OP2"
 
 ledger_ok() { # the budget's ledger balances and nothing is held
   U=$URL1 req GET /v1/projects/acme/budget "$OP1" ""

@@ -313,6 +313,168 @@ static void test_concurrent_writers(void **state)
 	assert_int_equal(n, NTHREADS * PER_THREAD);
 }
 
+/* ---- the per-project bound on the pool's connections (issue 39) */
+
+typedef struct {
+	aw_store *s;
+	const char *project; /* charged to it */
+	int nested;	     /* opens a second transaction inside the first */
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	int *holding, *release;
+	aw_err got, nested_got;
+} holder;
+
+static void *hold_conn(void *arg)
+{
+	holder *h = arg;
+	aw_ctx c;
+	aw_test_ctx(&c, h->project, AW_SCOPE_OPERATOR, "op");
+	snprintf(c.charge, sizeof c.charge, "%s", h->project);
+	aw_txn *t = NULL, *t2 = NULL;
+	aw_error err = {0};
+	h->got = aw_store_begin(h->s, &c, AW_TXN_READ, &t, &err);
+	if (!h->got && h->nested)
+		h->nested_got = aw_store_begin(h->s, &c, AW_TXN_READ, &t2, &err);
+	pthread_mutex_lock(h->mu);
+	(*h->holding)++;
+	pthread_cond_broadcast(h->cv);
+	while (!*h->release)
+		pthread_cond_wait(h->cv, h->mu);
+	pthread_mutex_unlock(h->mu);
+	if (t2)
+		aw_store_rollback(t2);
+	if (t)
+		aw_store_rollback(t);
+	return NULL;
+}
+
+/* A charged transaction of project from this thread: its result and how
+ * long it took, in ms. */
+static aw_err try_begin(aw_store *s, const char *project, const char *charge, double *ms)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, project, AW_SCOPE_OPERATOR, "op");
+	snprintf(c.charge, sizeof c.charge, "%s", charge);
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	int64_t t0 = aw_clock_mono_ns();
+	aw_err e = aw_store_begin(s, &c, AW_TXN_READ, &t, &err);
+	*ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
+	if (t)
+		aw_store_rollback(t);
+	return e;
+}
+
+typedef struct {
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	int *release;
+} releaser;
+
+static void *release_soon(void *arg)
+{
+	releaser *r = arg;
+	struct timespec d = {0, 50 * 1000000};
+	nanosleep(&d, NULL);
+	pthread_mutex_lock(r->mu);
+	*r->release = 1;
+	pthread_cond_broadcast(r->cv);
+	pthread_mutex_unlock(r->mu);
+	return NULL;
+}
+
+static void test_project_pool_bound(void **state)
+{
+	aw_store *s = NULL;
+	aw_error err = {0};
+	aw_store_opts o = {.pool_size = 8, .project_pool = "2,gamma=3", .project_wait_ms = 300};
+	assert_int_equal(aw_store_open(aw_fx.db.url, &o, &s, &err), AW_OK);
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	int holding = 0, release_a = 0, release_g = 0;
+	/* alpha holds its 2 (the second holder nests a transaction: not held
+	 * to the bound again, it would wait on itself), gamma its 3 */
+	holder hs[5];
+	pthread_t th[5];
+	for (int i = 0; i < 5; i++) {
+		hs[i] = (holder){.s = s,
+				 .project = i < 2 ? "alpha" : "gamma",
+				 .nested = i == 1,
+				 .mu = &mu,
+				 .cv = &cv,
+				 .holding = &holding,
+				 .release = i < 2 ? &release_a : &release_g};
+		pthread_create(&th[i], NULL, hold_conn, &hs[i]);
+	}
+	pthread_mutex_lock(&mu);
+	while (holding < 5)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(hs[i].got, AW_OK);
+	assert_int_equal(hs[1].nested_got, AW_OK);
+	int held;
+	long bound;
+	aw_store_project_held(s, "alpha", &held, &bound);
+	assert_int_equal(held, 3); /* the nested one counts, unbounded */
+	assert_int_equal(bound, 2);
+	aw_store_project_held(s, "gamma", &held, &bound);
+	assert_int_equal(held, 3);
+	assert_int_equal(bound, 3);
+
+	double ms;
+	/* alpha's next waits a moment, then is refused */
+	assert_int_equal(try_begin(s, "alpha", "alpha", &ms), AW_E_STORE_PROJECT);
+	assert_true(ms >= 290 && ms < 3000);
+	assert_int_equal(aw_err_http_status(AW_E_STORE_PROJECT), 429);
+	/* gamma's override: 3 held, the fourth refused */
+	assert_int_equal(try_begin(s, "gamma", "gamma", &ms), AW_E_STORE_PROJECT);
+	/* beta, the platform's own requests and system work pass at once */
+	assert_int_equal(try_begin(s, "beta", "beta", &ms), AW_OK);
+	assert_true(ms < 1000);
+	assert_int_equal(try_begin(s, "alpha", AW_PLATFORM_PROJECT, &ms), AW_OK);
+	assert_int_equal(try_begin(s, "alpha", "", &ms), AW_OK); /* a recorder's */
+	/* a connection of alpha's coming back lets its waiter through */
+	releaser rl = {&mu, &cv, &release_a};
+	pthread_t rt;
+	pthread_create(&rt, NULL, release_soon, &rl);
+	/* (the holders' transactions end 50 ms into its wait of 300) */
+	assert_int_equal(try_begin(s, "alpha", "alpha", &ms), AW_OK);
+	assert_true(ms >= 20);
+	pthread_join(rt, NULL);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	pthread_mutex_lock(&mu);
+	release_g = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	for (int i = 2; i < 5; i++)
+		pthread_join(th[i], NULL);
+	aw_store_project_held(s, "alpha", &held, &bound);
+	assert_int_equal(held, 0);
+	aw_store_project_held(s, "gamma", &held, &bound);
+	assert_int_equal(held, 0);
+	aw_store_close(s);
+
+	/* the default: half the pool, at least one */
+	aw_store_opts d = {.pool_size = 3};
+	assert_int_equal(aw_store_open(aw_fx.db.url, &d, &s, &err), AW_OK);
+	aw_store_project_held(s, "alpha", &held, &bound);
+	assert_int_equal(bound, 1);
+	aw_store_close(s);
+	d.pool_size = 8;
+	assert_int_equal(aw_store_open(aw_fx.db.url, &d, &s, &err), AW_OK);
+	aw_store_project_held(s, "alpha", &held, &bound);
+	assert_int_equal(bound, 4);
+	aw_store_close(s);
+	aw_store_opts bad = {.pool_size = 8, .project_pool = "2,Alpha=x"};
+	s = NULL;
+	assert_int_equal(aw_store_open(aw_fx.db.url, &bad, &s, &err), AW_E_CONFIG);
+	assert_non_null(strstr(err.msg, "--project-pool"));
+	assert_null(s);
+}
+
 static void test_bad_url(void **state)
 {
 	aw_store *s = NULL;
@@ -335,6 +497,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tenant_scoping),
 		cmocka_unit_test(test_platform_list_paginates),
 		cmocka_unit_test(test_concurrent_writers),
+		cmocka_unit_test(test_project_pool_bound),
 		cmocka_unit_test(test_bad_url),
 	};
 	return AW_TEST_MAIN("store conformance", tests, setup, teardown);
