@@ -406,6 +406,12 @@ static void test_project_pool_bound(void **state)
 				 .holding = &holding,
 				 .release = i < 2 ? &release_a : &release_g};
 		pthread_create(&th[i], NULL, hold_conn, &hs[i]);
+		if (i == 0) { /* alpha's plain holder first: the nested one counts */
+			pthread_mutex_lock(&mu);
+			while (holding < 1)
+				pthread_cond_wait(&cv, &mu);
+			pthread_mutex_unlock(&mu);
+		}
 	}
 	pthread_mutex_lock(&mu);
 	while (holding < 5)
