@@ -197,6 +197,30 @@ static void *work(void *arg)
 
 /* ---- life ---- */
 
+/* The lead and work threads end at their next look (their naps wake). */
+static void stop_threads(aw_hub *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->stopping = 1;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Frees a hub whose threads have ended (or never started). */
+static void hub_free(aw_hub *h)
+{
+	json_decref(h->edits);
+	json_decref(h->sent_fp);
+	while (h->graveyard) {
+		hub_bot *b = h->graveyard;
+		h->graveyard = b->next;
+		hub_bot_free(b);
+	}
+	pthread_mutex_destroy(&h->mu);
+	pthread_cond_destroy(&h->cv);
+	free(h);
+}
+
 aw_err aw_hub_start(const aw_hub_opts *o, aw_hub **out, aw_error *err)
 {
 	aw_hub *h = calloc(1, sizeof *h);
@@ -228,20 +252,13 @@ aw_err aw_hub_start(const aw_hub_opts *o, aw_hub **out, aw_error *err)
 	pthread_mutex_init(&h->mu, NULL);
 	aw_clock_cond_init(&h->cv);
 	if (pthread_create(&h->lead_th, NULL, lead, h)) {
-		json_decref(h->edits);
-		json_decref(h->sent_fp);
-		free(h);
+		hub_free(h);
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the channel hub");
 	}
 	if (pthread_create(&h->work_th, NULL, work, h)) {
-		pthread_mutex_lock(&h->mu);
-		h->stopping = 1;
-		pthread_cond_broadcast(&h->cv);
-		pthread_mutex_unlock(&h->mu);
+		stop_threads(h);
 		pthread_join(h->lead_th, NULL);
-		json_decref(h->edits);
-		json_decref(h->sent_fp);
-		free(h);
+		hub_free(h);
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the channel hub");
 	}
 	*out = h;
@@ -253,20 +270,8 @@ void aw_hub_stop(aw_hub *h)
 	if (!h)
 		return;
 	atomic_store(&h->quit, 1); /* a send to a stalled Bot API aborts (retried later) */
-	pthread_mutex_lock(&h->mu);
-	h->stopping = 1;
-	pthread_cond_broadcast(&h->cv);
-	pthread_mutex_unlock(&h->mu);
+	stop_threads(h);
 	pthread_join(h->work_th, NULL);
 	pthread_join(h->lead_th, NULL);
-	json_decref(h->edits);
-	json_decref(h->sent_fp);
-	while (h->graveyard) {
-		hub_bot *b = h->graveyard;
-		h->graveyard = b->next;
-		hub_bot_free(b);
-	}
-	pthread_mutex_destroy(&h->mu);
-	pthread_cond_destroy(&h->cv);
-	free(h);
+	hub_free(h);
 }
