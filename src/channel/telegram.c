@@ -82,9 +82,9 @@ static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_
 	return ud && atomic_load((const atomic_bool *)ud);
 }
 
-aw_err aw_tg_call(const char *base, const char *token, const char *method, const json_t *params,
-		  int timeout_s, const atomic_bool *stop, json_t **result, aw_tg_status *st,
-		  aw_error *err)
+aw_err tg_call(const char *base, const char *token, const char *method, const json_t *params,
+	       int timeout_s, const atomic_bool *stop, json_t **result, tg_status *st,
+	       aw_error *err)
 {
 	*result = NULL;
 	memset(st, 0, sizeof *st);

@@ -3,14 +3,14 @@
  * every upstream transfer, the failover walk over a call's targets, the
  * circuit breakers, the first-byte and idle timeouts, and schema retries.
  *
- * A call arrives in the inbox (aw_llm_submit) and is tried target by target.
+ * A call arrives in the inbox (llm_submit) and is tried target by target.
  * A target is skipped while its upstream's breaker is open; an emergency
  * target only with a unit of the daily cap. Connect errors, 5xx, 429 and a
  * first byte that does not come in time move to the next target. Once a
  * byte went to the client the call cannot move: a broken stream ends with an
  * error event. Everything here runs on the engine thread, so upstreams,
  * breakers and transfers need no locks; the client side is reached through
- * the call's mutex (aw_llm_emit, aw_llm_finish).
+ * the call's mutex (llm_emit, llm_finish).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +28,7 @@
 #define MAX_ERROR_BODY (64u << 10)
 #define MAX_EVENT (4u << 20)
 
-upstream *aw_llm_upstream_new(const char *name, int api, const char *url, const char *key_ref)
+upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref)
 {
 	upstream *u = calloc(1, sizeof *u);
 	if (!u)
@@ -52,7 +52,7 @@ upstream *aw_llm_upstream_new(const char *name, int api, const char *url, const 
 	return u;
 }
 
-void aw_llm_upstream_put(upstream *u)
+void llm_upstream_put(upstream *u)
 {
 	if (!u || atomic_fetch_sub(&u->refs, 1) != 1)
 		return;
@@ -133,12 +133,12 @@ static int on_sse_event(void *ud, const char *data, size_t len)
 		return -1;
 	if (done) {
 		c->saw_end = 1;
-		aw_llm_emit_event(c, "[DONE]", 6);
+		llm_emit_event(c, "[DONE]", 6);
 		return 0;
 	}
 	if (keep) { /* passed on as the upstream framed it, without a copy */
 		c->chunks++;
-		aw_llm_emit_event(c, data, len);
+		llm_emit_event(c, data, len);
 	}
 	return 0;
 }
@@ -152,7 +152,7 @@ static int on_nd_line(void *ud, const char *line, size_t len)
 	aw_err e =
 		aw_llm_chunk_from_ollama(line, len, &c->st, c->rq.include_usage, &b, &done, &err);
 	if (!e && b.len)
-		aw_llm_emit(c, b.p, b.len);
+		llm_emit(c, b.p, b.len);
 	aw_buf_free(&b);
 	c->chunks++;
 	if (done)
@@ -352,7 +352,7 @@ static void advance(aw_llm *g, aw_llm_call *c)
 			note(c, "the emergency model is not spent on the route's own timeouts");
 			continue;
 		}
-		if (t->emergency && !aw_llm_cap_take(g, c->ctx.project)) {
+		if (t->emergency && !llm_cap_take(g, c->ctx.project)) {
 			if (t->u->state == BREAKER_HALF_OPEN)
 				t->u->probing = 0;
 			note(c, "emergency daily cap reached");
@@ -372,18 +372,18 @@ static void advance(aw_llm *g, aw_llm_call *c)
 			c->failovers++;
 			continue;
 		}
-		aw_llm_finish(c, AW_LLM_FAILED, "error", err.err, "%s", err.msg);
+		llm_finish(c, AW_LLM_FAILED, "error", err.err, "%s", err.msg);
 		return;
 	}
 	if (capped && c->notes.len)
-		aw_llm_finish(c, AW_LLM_FAILED, "capped", AW_E_LLM_CAP,
-			      "every local host failed and the emergency cloud model is at its "
-			      "daily cap: %s",
-			      aw_buf_str(&c->notes));
+		llm_finish(c, AW_LLM_FAILED, "capped", AW_E_LLM_CAP,
+			   "every local host failed and the emergency cloud model is at its "
+			   "daily cap: %s",
+			   aw_buf_str(&c->notes));
 	else
-		aw_llm_finish(c, AW_LLM_FAILED, "unavailable", AW_E_LLM_UPSTREAMS,
-			      "no upstream answered: %s",
-			      c->notes.len ? aw_buf_str(&c->notes) : "no target");
+		llm_finish(c, AW_LLM_FAILED, "unavailable", AW_E_LLM_UPSTREAMS,
+			   "no upstream answered: %s",
+			   c->notes.len ? aw_buf_str(&c->notes) : "no target");
 }
 
 static void failover(aw_llm *g, aw_llm_call *c, const char *why)
@@ -474,9 +474,9 @@ static void answered(aw_llm *g, aw_llm_call *c)
 			}
 			json_decref(completion);
 			transfer_end(g, c);
-			aw_llm_finish(c, AW_LLM_FAILED, "schema_invalid", AW_E_SCHEMA_OUTPUT,
-				      "the model's answer failed the schema after %d attempts: %s",
-				      c->schema_fails, aw_buf_str(&problems));
+			llm_finish(c, AW_LLM_FAILED, "schema_invalid", AW_E_SCHEMA_OUTPUT,
+				   "the model's answer failed the schema after %d attempts: %s",
+				   c->schema_fails, aw_buf_str(&problems));
 			aw_buf_free(&problems);
 			return;
 		}
@@ -490,9 +490,9 @@ static void answered(aw_llm *g, aw_llm_call *c)
 		aw_llm_completion_as_sse(completion, c->rq.include_usage, &sse);
 		json_decref(completion);
 		if (!aw_buf_err(&sse))
-			aw_llm_emit(c, sse.p, sse.len);
+			llm_emit(c, sse.p, sse.len);
 		aw_buf_free(&sse);
-		aw_llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
+		llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
 		return;
 	}
 	char *s = json_dumps(completion, JSON_COMPACT);
@@ -500,8 +500,8 @@ static void answered(aw_llm *g, aw_llm_call *c)
 	pthread_mutex_lock(&c->mu);
 	c->answer = s;
 	pthread_mutex_unlock(&c->mu);
-	aw_llm_finish(c, s ? AW_LLM_ANSWER : AW_LLM_FAILED, s ? "ok" : "error",
-		      s ? AW_OK : AW_E_NOMEM, "%s", s ? " " : "out of memory");
+	llm_finish(c, s ? AW_LLM_ANSWER : AW_LLM_FAILED, s ? "ok" : "error", s ? AW_OK : AW_E_NOMEM,
+		   "%s", s ? " " : "out of memory");
 }
 
 /* The upstream's own message, redacted, for a 4xx it answered. */
@@ -521,8 +521,8 @@ static void refused(aw_llm *g, aw_llm_call *c)
 	snprintf(name, sizeof name, "%s", c->t[c->ti].u->name);
 	json_decref(j);
 	transfer_end(g, c);
-	aw_llm_finish(c, AW_LLM_FAILED, "refused", AW_E_LLM_REFUSED,
-		      "upstream %s answered %ld: %.300s", name, st, msg ? msg : "");
+	llm_finish(c, AW_LLM_FAILED, "refused", AW_E_LLM_REFUSED,
+		   "upstream %s answered %ld: %.300s", name, st, msg ? msg : "");
 	free(msg);
 }
 
@@ -534,11 +534,11 @@ static void broken(aw_llm *g, aw_llm_call *c, const char *why)
 			 "data: {\"error\":{\"message\":\"the upstream stream broke: %s\","
 			 "\"type\":\"upstream_error\",\"code\":\"E-LLM-004\"}}\n\n",
 			 why);
-	aw_llm_emit(c, ev, (size_t)n);
+	llm_emit(c, ev, (size_t)n);
 	breaker_result(g, c->t[c->ti].u, 0);
 	transfer_end(g, c);
-	aw_llm_finish(c, AW_LLM_STREAM, "broken", AW_E_LLM_BROKEN, "the upstream stream broke: %s",
-		      why);
+	llm_finish(c, AW_LLM_STREAM, "broken", AW_E_LLM_BROKEN, "the upstream stream broke: %s",
+		   why);
 }
 
 static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
@@ -557,7 +557,7 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 			snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
 			snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
 			transfer_end(g, c);
-			aw_llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
+			llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
 		}
 		return;
 	}
@@ -584,7 +584,7 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 /* 1 when c's project was suspended after c started (line 3). */
 static int killed(aw_llm *g, const aw_llm_call *c)
 {
-	return aw_llm_killed(g, c->ctx.project, c->t0_ns);
+	return llm_killed(g, c->ctx.project, c->t0_ns);
 }
 
 /* Line 3: the calls of a suspended project end now; a stream gets a last
@@ -603,15 +603,15 @@ static void cut_killed(aw_llm *g)
 				"data: {\"error\":{\"message\":\"the project's token budget is "
 				"spent: it is suspended\",\"type\":\"budget_error\",\"code\":"
 				"\"E-BUDGET-001\"}}\n\n";
-			aw_llm_emit(c, ev, sizeof ev - 1);
+			llm_emit(c, ev, sizeof ev - 1);
 			account(c, 1);
 		}
 		transfer_end(g, c);
 		/* counted before the client wakes (it may read the metric next) */
 		aw_metrics_budget(c->ctx.project, "cut", 0);
-		aw_llm_finish(c, AW_LLM_FAILED, "killed", AW_E_BUDGET_SUSPENDED,
-			      "project %s was suspended: its calls in flight were cut",
-			      c->ctx.project);
+		llm_finish(c, AW_LLM_FAILED, "killed", AW_E_BUDGET_SUSPENDED,
+			   "project %s was suspended: its calls in flight were cut",
+			   c->ctx.project);
 	}
 }
 
@@ -629,8 +629,8 @@ static void sweep(aw_llm *g)
 		if (gone) {
 			account(c, 1);
 			transfer_end(g, c);
-			aw_llm_finish(c, AW_LLM_FAILED, "client_gone", AW_E_LLM_BROKEN,
-				      "the client went away");
+			llm_finish(c, AW_LLM_FAILED, "client_gone", AW_E_LLM_BROKEN,
+				   "the client went away");
 		} else if (!c->t_first_ns && now - c->t_try_ns > (int64_t)c->fb_ms * 1000000) {
 			char why[96];
 			snprintf(why, sizeof why, "no first byte within %d ms%s", c->fb_ms,
@@ -664,7 +664,7 @@ static void reap(aw_llm *g)
 		if (c->finished) {
 			*pp = c->next;
 			transfer_end(g, c);
-			aw_llm_call_put(c);
+			llm_call_put(c);
 		} else {
 			pp = &c->next;
 		}
@@ -720,14 +720,14 @@ static void *engine_main(void *arg)
 	for (aw_llm_call *c = g->active; c; c = c->next) {
 		transfer_end(g, c);
 		if (!c->finished)
-			aw_llm_finish(c, AW_LLM_FAILED, "stopped", AW_E_LLM_UNAVAILABLE,
-				      "the gateway is shutting down");
+			llm_finish(c, AW_LLM_FAILED, "stopped", AW_E_LLM_UNAVAILABLE,
+				   "the gateway is shutting down");
 	}
 	reap(g);
 	return NULL;
 }
 
-void aw_llm_submit(aw_llm *g, aw_llm_call *c)
+void llm_submit(aw_llm *g, aw_llm_call *c)
 {
 	atomic_fetch_add(&c->refs, 1); /* the engine's */
 	pthread_mutex_lock(&g->mu);
@@ -737,7 +737,7 @@ void aw_llm_submit(aw_llm *g, aw_llm_call *c)
 	curl_multi_wakeup(g->multi);
 }
 
-aw_err aw_llm_engine_start(aw_llm *g, aw_error *err)
+aw_err llm_engine_start(aw_llm *g, aw_error *err)
 {
 	g->multi = curl_multi_init();
 	if (!g->multi)
@@ -749,7 +749,7 @@ aw_err aw_llm_engine_start(aw_llm *g, aw_error *err)
 	return AW_OK;
 }
 
-void aw_llm_engine_stop(aw_llm *g)
+void llm_engine_stop(aw_llm *g)
 {
 	if (g->engine_started) {
 		atomic_store(&g->stopping, 1);

@@ -3,6 +3,9 @@
  * connection pool and a circuit breaker each), targets (one upstream + model
  * a call may try), the call, and the gateway. Engine-thread-only fields are
  * marked; everything a client reads is under the call's mutex.
+ *
+ * Numbers from contracts are read with json_number_value: a whole number
+ * written 1e3 is an integer to the schema and a real to jansson.
  */
 #ifndef AW_PROVIDER_INTERNAL_H
 #define AW_PROVIDER_INTERNAL_H
@@ -128,7 +131,7 @@ struct aw_llm {
 	char cap_date[16];
 	long cap_count;
 	/* the day's emergency calls per project, in process (cap_date's day) */
-	struct aw_llm_em {
+	struct llm_em {
 		char project[AW_PROJECT_MAX + 1];
 		long count;
 	} * em;
@@ -147,7 +150,7 @@ struct aw_llm {
 	 * needed: each with calls in flight, or reservations its watcher may
 	 * still reap, is watched for a suspension; an entry goes when it has
 	 * neither. Line 3: its calls that started before kill_ns are cut. */
-	struct aw_llm_proj {
+	struct llm_proj {
 		char project[AW_PROJECT_MAX + 1];
 		int calls;
 		int64_t kill_ns; /* 0: none */
@@ -165,31 +168,63 @@ struct aw_llm {
 	pthread_cond_t rdone;
 };
 
+/* Module-internal functions are named llm_* (aw_llm_* is llm.h's public API).
+ * The watcher's period (llm_inflight.c, run by the recorder thread): WATCH_MS,
+ * or WATCH_BUS_MS (the default of --llm-watch-bus-ms) while kills arrive
+ * over a connected Redis bus. */
+#define WATCH_MS 500
+#define WATCH_BUS_MS 5000
+
 /* engine.c */
-aw_err aw_llm_engine_start(aw_llm *g, aw_error *err);
-void aw_llm_engine_stop(aw_llm *g);
-void aw_llm_submit(aw_llm *g, aw_llm_call *c);
-upstream *aw_llm_upstream_new(const char *name, int api, const char *url, const char *key_ref);
-void aw_llm_upstream_put(upstream *u);
-/* gateway.c */
-void aw_llm_call_put(aw_llm_call *c);
-/* 1 when project was suspended (aw_llm_kill) after t0_ns. */
-int aw_llm_killed(aw_llm *g, const char *project, int64_t t0_ns);
+aw_err llm_engine_start(aw_llm *g, aw_error *err);
+void llm_engine_stop(aw_llm *g);
+void llm_submit(aw_llm *g, aw_llm_call *c);
+upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref);
+void llm_upstream_put(upstream *u);
+/* llm_call.c */
+void llm_call_put(aw_llm_call *c);
 /* Ends the call (engine thread or stop): sets what the client reads, wakes
  * it, queues the audit record. */
-void aw_llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
-		   ...) __attribute__((format(printf, 5, 6)));
+void llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
+		...) __attribute__((format(printf, 5, 6)));
 /* Appends stream bytes for the client and wakes it (engine thread);
  * _event frames them as one SSE event ("data: ...\n\n"). */
-void aw_llm_emit(aw_llm_call *c, const char *data, size_t n);
-void aw_llm_emit_event(aw_llm_call *c, const char *data, size_t n);
+void llm_emit(aw_llm_call *c, const char *data, size_t n);
+void llm_emit_event(aw_llm_call *c, const char *data, size_t n);
 /* Starts a call and waits for its whole answer (*body, malloc'd JSON). A
  * set *stop (may be NULL) or the deadline (0 = none) abandons it with
  * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT. */
-aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
-		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
-/* In-process or Redis daily counter; 1 when this call may use the emergency
- * model. */
-int aw_llm_cap_take(aw_llm *g, const char *project);
+aw_err llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
+/* route.c: the call's route and targets from the project's active
+ * policy_routing revision (c->route, c->revision_id, c->t, ...). */
+aw_err llm_route(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err);
+/* prompt.c: the prompt's text bytes and images' tokens (AW_E_BUDGET_UNPRICED
+ * when an image goes to a model without a known image price); the tokens
+ * max_input_tokens is held against. */
+aw_err llm_prompt_bound(const aw_llm_call *c, const json_t *req, long long *bytes,
+			long long *images, aw_error *err);
+long long llm_prompt_estimate(long long bytes, long long images);
+/* topology.c: in-process or Redis daily counter; 1 when this call may use
+ * the emergency model. */
+int llm_cap_take(aw_llm *g, const char *project);
+/* Brings the topology up to the active revision (a cached read). */
+void llm_topo_refresh(aw_llm *g, const aw_ctx *ctx);
+/* The policy cache's listener: a new topology revision resets the pools. */
+void llm_on_platform_change(void *ud, const char *project, const char *family,
+			    const char *contract_id, const char *revision_id, const char *source);
+/* admit.c: the budget's admission and reservation of a routed call. */
+aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err);
+/* llm_inflight.c: a call of project starts (+1, bounded) or ends (-1). */
+aw_err llm_inflight(aw_llm *g, const char *project, int delta, long *held);
+/* 1 when project was suspended (aw_llm_kill) after t0_ns. */
+int llm_killed(aw_llm *g, const char *project, int64_t t0_ns);
+/* The policy cache's kill listener (the bus thread): watch at once. */
+void llm_on_kill(void *ud, const char *project);
+/* One watcher tick (recorder thread); reap: renew and reap this time too. */
+void llm_watch(aw_llm *g, int reap);
+/* llm_recorder.c: queues an ended (or refused) call's record; the thread. */
+void llm_record_queue(aw_llm *g, aw_llm_call *c);
+void *llm_recorder_main(void *arg);
 
 #endif

@@ -58,8 +58,7 @@ static aw_err step_run(const aw_step_call *sc, json_t **result, aw_error *err)
 	json_object_del(req, "task");
 	aw_llm_meta meta = {.run_id = sc->run_id, .step_no = sc->step_no, .task = task};
 	char *body = NULL;
-	aw_err e =
-		aw_llm_wait(the_gateway, &ctx, req, &meta, sc->stop, sc->deadline_ns, &body, err);
+	aw_err e = llm_wait(the_gateway, &ctx, req, &meta, sc->stop, sc->deadline_ns, &body, err);
 	json_decref(req);
 	if (e == AW_E_RUN_CANCELLED || e == AW_E_RUN_TIMEOUT)
 		return e;

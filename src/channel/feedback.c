@@ -1,0 +1,151 @@
+/*
+ * feedback.c - the progressive feedback of runs started from a chat: one
+ * progress message, edited at most every progress_interval_s with the
+ * run's steps done; Approve/Deny buttons when the run waits for approval;
+ * a final message with its result or error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/run.h"
+#include "awooop/store/channel.h"
+#include "channel_internal.h"
+
+static void short_id(const char *run_id, char out[9])
+{
+	snprintf(out, 9, "%.8s", run_id);
+}
+
+/* How far a run is: its steps, and those its journal says succeeded. */
+void hub_steps_done(const aw_run *r, const aw_run_step *st, int n, int *done, int *total)
+{
+	json_t *wf = json_loads(r->workflow, 0, NULL);
+	*total = (int)json_array_size(wf);
+	json_decref(wf);
+	*done = 0;
+	for (int i = 0; i < n; i++)
+		*done += !strcmp(st[i].state, "succeeded");
+}
+
+static void progress_text(const aw_run *r, int done, int total, char *out, size_t cap)
+{
+	char sid[9];
+	short_id(r->run_id, sid);
+	aw_run_state s = AW_RUN_QUEUED;
+	aw_run_state_parse(r->state, &s);
+	const char *icon = s == AW_RUN_SUCCEEDED			 ? "\xe2\x9c\x85"
+			   : s == AW_RUN_FAILED || s == AW_RUN_CANCELLED ? "\xe2\x9d\x8c"
+			   : s == AW_RUN_WAITING_APPROVAL		 ? "\xe2\x9c\x8b"
+			   : s == AW_RUN_SUGGESTED			 ? "\xf0\x9f\x92\xa1"
+									 : "\xe2\x8f\xb3";
+	snprintf(out, cap, "%s Run %s: %s, %d of %d steps done%s%s", icon, sid, r->state, done,
+		 total, r->error_code[0] ? ", error " : "", r->error_code);
+}
+
+static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval_s,
+			   const aw_conv_run *cr, aw_error *err)
+{
+	aw_run r;
+	aw_run_step *st = NULL;
+	int n = 0;
+	aw_err e = aw_run_get(h->o.store, ctx, cr->run_id, &r, &st, &n, err);
+	if (e == AW_E_RUN_NOT_FOUND)
+		return aw_store_conv_run_set(t, cr->run_id, -2, NULL, cr->prompted, 1, err);
+	if (e)
+		return e;
+	int done, total;
+	hub_steps_done(&r, st, n, &done, &total);
+	char text[512];
+	progress_text(&r, done, total, text, sizeof text);
+	aw_run_state s = AW_RUN_QUEUED;
+	aw_run_state_parse(r.state, &s);
+	int terminal = aw_run_state_terminal(s);
+	int64_t now = hub_now_ms();
+	json_t *last = json_object_get(h->edits, cr->run_id);
+	int due = !last || now - json_integer_value(last) >= (int64_t)interval_s * 1000;
+	int prompted = cr->prompted;
+	if (cr->progress_id == 0) { /* the progress message, once */
+		e = hub_queue(t, cr->bot, cr->chat_id, "send", "progress", text, NULL, NULL,
+			      cr->run_id, NULL, NULL, err);
+		if (!e)
+			e = aw_store_conv_run_set(t, cr->run_id, -1, text, prompted, 0, err);
+		json_object_set_new(h->edits, cr->run_id, json_integer(now));
+	} else if (cr->progress_id > 0 && strcmp(text, cr->last_text) && (due || terminal)) {
+		char target[32];
+		snprintf(target, sizeof target, "%lld", (long long)cr->progress_id);
+		e = hub_queue(t, cr->bot, cr->chat_id, "edit", "progress", text, NULL, target,
+			      cr->run_id, NULL, NULL, err);
+		if (!e)
+			e = aw_store_conv_run_set(t, cr->run_id, -2, text, prompted, 0, err);
+		json_object_set_new(h->edits, cr->run_id, json_integer(now));
+	}
+	if (!e && s == AW_RUN_WAITING_APPROVAL && !prompted && n > 0) {
+		char data_a[64], data_d[64], msg[700];
+		snprintf(data_a, sizeof data_a, "ap:%s:a", r.run_id);
+		snprintf(data_d, sizeof data_d, "ap:%s:d", r.run_id);
+		json_t *res = st[n - 1].result ? json_loads(st[n - 1].result, 0, NULL) : NULL;
+		const char *sum = json_string_value(json_object_get(res, "summary"));
+		snprintf(msg, sizeof msg, "Run %s waits for approval%s%.500s", r.run_id,
+			 sum ? ": " : ".", sum ? sum : "");
+		json_decref(res);
+		json_t *kb = json_pack("{s:[[{s:s, s:s}, {s:s, s:s}]]}", "inline_keyboard", "text",
+				       "Approve", "callback_data", data_a, "text", "Deny",
+				       "callback_data", data_d);
+		e = hub_queue(t, cr->bot, cr->chat_id, "send", "prompt", msg, kb, NULL, cr->run_id,
+			      NULL, NULL, err);
+		json_decref(kb);
+		prompted = 1;
+		if (!e)
+			e = aw_store_conv_run_set(t, cr->run_id, -2, NULL, prompted, 0, err);
+	}
+	if (!e && terminal) {
+		char msg[3800];
+		char *res = n > 0 && st[n - 1].result ? st[n - 1].result : NULL;
+		if (s == AW_RUN_SUCCEEDED)
+			snprintf(msg, sizeof msg, "Run %s succeeded.%s%.3000s", r.run_id,
+				 res ? "\nResult: " : "", res ? res : "");
+		else if (s == AW_RUN_SUGGESTED)
+			snprintf(msg, sizeof msg,
+				 "Run %s: suggest mode, nothing was executed.\n%.3000s", r.run_id,
+				 res ? res : "");
+		else
+			snprintf(msg, sizeof msg, "Run %s %s%s%s.", r.run_id, r.state,
+				 r.error_code[0] ? ": " : "", r.error_code);
+		e = hub_queue(t, cr->bot, cr->chat_id, "send", "final", msg, NULL, NULL, cr->run_id,
+			      NULL, NULL, err);
+		if (!e)
+			e = aw_store_conv_run_set(t, cr->run_id, -2, NULL, prompted, 1, err);
+		json_object_del(h->edits, cr->run_id);
+	}
+	aw_run_free(&r);
+	aw_run_steps_free(st, n);
+	return e;
+}
+
+/* One pass over the project's runs started from a chat: their progress
+ * messages, approval prompts and final messages, in one transaction. */
+void hub_feedback(aw_hub *h, const char *project)
+{
+	aw_ctx ctx;
+	aw_ctx_system(&ctx, project);
+	aw_error err = {0};
+	aw_txn *t = NULL;
+	aw_conv_run *rs = NULL;
+	int nr = 0;
+	if (aw_store_begin(h->o.store, &ctx, AW_TXN_WRITE, &t, &err))
+		return;
+	aw_err e = aw_store_conv_runs_open(t, &rs, &nr, &err);
+	for (int k = 0; !e && k < nr; k++) {
+		pthread_mutex_lock(&h->mu);
+		hub_bot *b = hub_bot_named(h, project, rs[k].bot);
+		int iv = b ? b->interval_s : 30;
+		pthread_mutex_unlock(&h->mu);
+		e = feedback_run(h, t, &ctx, iv, &rs[k], &err);
+	}
+	free(rs);
+	if (e)
+		aw_store_rollback(t);
+	else
+		aw_store_commit(t, &err);
+}

@@ -1,0 +1,276 @@
+/*
+ * llm_call.c - a call of the LLM gateway as its client sees it: started
+ * (checked, routed, counted in flight, admitted by the budget, handed to the
+ * engine), read (head, read: the client parks until woken), released; ended
+ * by the engine (llm_finish, llm_emit); and the waited-for form (llm_wait,
+ * aw_llm_complete).
+ *
+ * A call is reference-counted: its client (until aw_llm_release), the engine
+ * (until the call is finished) and the recorder (until its record is written).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awooop/clock.h"
+#include "awooop/metrics.h"
+#include "awooop/wake.h"
+#include "provider_internal.h"
+
+void llm_call_put(aw_llm_call *c)
+{
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	for (int i = 0; i < c->nt; i++)
+		llm_upstream_put(c->t[i].u);
+	json_decref(c->req);
+	json_decref(c->feedback);
+	aw_schema_free(c->schema);
+	free(c->answer);
+	aw_buf_free(&c->out);
+	aw_buf_free(&c->notes);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+void llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
+		...)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->finished) {
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	c->finished = 1;
+	if (st == AW_LLM_FAILED && c->state == AW_LLM_STREAM)
+		st = AW_LLM_STREAM; /* bytes went out: the stream just ends */
+	c->state = st;
+	c->eof = 1;
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		char msg[sizeof c->error.msg];
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+		aw_fail(&c->error, e, "%s", msg);
+	}
+	snprintf(c->outcome, sizeof c->outcome, "%s", outcome);
+	c->code = e ? aw_err_code(e) : NULL;
+	int parked = c->parked;
+	c->parked = 0;
+	pthread_mutex_unlock(&c->mu);
+	/* queued before the client wakes: records are in the order clients saw
+	 * their calls end, and a drain (aw_llm_flush) after a call sees it */
+	llm_inflight(c->g, c->ctx.project, -1, NULL);
+	llm_record_queue(c->g, c);
+	if (parked) { /* a parked client cannot release the call: wake it now */
+		pthread_mutex_lock(&c->mu);
+		if (!c->released)
+			c->wake(c->wake_ud);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+/* Appends pre + data + post for the client (one piece or none: past the
+ * buffer's ceiling nothing is added) and wakes it. */
+static void emit(aw_llm_call *c, const char *pre, const char *data, size_t n, const char *post)
+{
+	size_t lp = strlen(pre), lq = strlen(post);
+	pthread_mutex_lock(&c->mu);
+	if (!c->bytes_out)
+		c->t_client_first_ns = aw_clock_mono_ns();
+	c->bytes_out = 1;
+	c->state = AW_LLM_STREAM;
+	if (c->out.len + lp + n + lq <= c->out.max) {
+		aw_buf_add(&c->out, pre, lp);
+		aw_buf_add(&c->out, data, n);
+		aw_buf_add(&c->out, post, lq);
+	}
+	if (c->parked) {
+		c->parked = 0;
+		c->wake(c->wake_ud);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void llm_emit(aw_llm_call *c, const char *data, size_t n)
+{
+	emit(c, "", data, n, "");
+}
+
+void llm_emit_event(aw_llm_call *c, const char *data, size_t n)
+{
+	emit(c, "data: ", data, n, "\n\n");
+}
+
+aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **body, aw_error *err)
+{
+	pthread_mutex_lock(&c->mu);
+	aw_llm_state st = c->state;
+	if (st == AW_LLM_WAIT) {
+		c->parked = 1;
+		park(pud);
+	} else if (st == AW_LLM_ANSWER) {
+		*body = c->answer;
+		c->answer = NULL;
+	} else if (st == AW_LLM_FAILED) {
+		*err = c->error;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return st;
+}
+
+ssize_t aw_llm_read(aw_llm_call *c, char *buf, size_t max, aw_llm_park park, void *pud)
+{
+	pthread_mutex_lock(&c->mu);
+	ssize_t n = (ssize_t)aw_buf_drain(&c->out, &c->out_off, buf, max);
+	if (!n && c->eof) {
+		n = -1;
+	} else if (!n) {
+		c->parked = 1;
+		park(pud);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+void aw_llm_release(aw_llm_call *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->released = 1;
+	c->parked = 0;
+	int running = !c->finished;
+	pthread_mutex_unlock(&c->mu);
+	if (running && c->g->multi)
+		curl_multi_wakeup(c->g->multi);
+	llm_call_put(c);
+}
+
+aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		    aw_llm_wake wake, void *ud, aw_llm_call **out, aw_error *err)
+{
+	*out = NULL;
+	if (atomic_load(&g->stopping))
+		return aw_fail(err, AW_E_LLM_UNAVAILABLE, "the gateway is shutting down");
+	aw_llm_call *c = calloc(1, sizeof *c);
+	if (!c)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	atomic_init(&c->refs, 1);
+	pthread_mutex_init(&c->mu, NULL);
+	c->g = g;
+	c->ctx = *ctx;
+	c->wake = wake;
+	c->wake_ud = ud;
+	c->t0_ns = aw_clock_mono_ns();
+	c->out = (aw_buf)AW_BUF_INIT(64u << 20);
+	c->notes = (aw_buf)AW_BUF_INIT(1500);
+	c->step_no = meta ? meta->step_no : 0;
+	char cid[AW_UUID_STR_LEN + 1];
+	aw_uuid7_str(cid); /* the call's id: a request may make several (run steps) */
+	snprintf(c->st.id, sizeof c->st.id, "chatcmpl-%s", cid);
+	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
+	aw_err e = AW_OK;
+	/* the call's own copy: jansson's reference counts may not be shared
+	 * between threads (the caller drops its reference while the engine
+	 * works; TSan reports the shared count) */
+	if (!(c->req = json_deep_copy(req)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (!e)
+		e = aw_llm_req_check(c->req, &c->rq, err);
+	if (!e && c->rq.schema) {
+		json_t *s = json_deep_copy(c->rq.schema);
+		e = aw_schema_compile(s, &c->schema, err);
+		json_decref(s);
+		if (e)
+			snprintf(err->where, sizeof err->where,
+				 "/response_format/json_schema/schema");
+	}
+	if (!e)
+		e = llm_route(g, c, meta ? meta->task : NULL, err);
+	/* watched from before its reservation (a refusal for a spent budget
+	 * keeps the project listed: a dead holder's reservations are reaped
+	 * here) */
+	long held = 0;
+	int counted = !e && !(e = llm_inflight(g, c->ctx.project, 1, &held));
+	if (e == AW_E_NOMEM)
+		aw_fail(err, e, "out of memory (the projects in flight)");
+	else if (e == AW_E_LLM_BUSY)
+		aw_fail(err, e,
+			"this project has %ld model calls in flight, its bound here (shared "
+			"upstream connections are kept for other projects): retry when one ends",
+			held);
+	if (!e)
+		e = llm_admit(g, c, meta, err);
+	if (e) { /* refused before any upstream: recorded all the same */
+		if (counted)
+			llm_inflight(g, c->ctx.project, -1, NULL);
+		snprintf(c->outcome, sizeof c->outcome, "refused");
+		c->code = aw_err_code(e);
+		aw_metrics_llm_event("refused", c->code);
+		llm_record_queue(g, c);
+		llm_call_put(c);
+		return e;
+	}
+	c->up_stream = c->rq.stream && !c->schema;
+	c->st.created = aw_clock_wall_ms() / 1000;
+	c->st.model = c->rq.model;
+	llm_submit(g, c);
+	*out = c;
+	return AW_OK;
+}
+
+static void w_park(void *ud)
+{
+	(void)ud; /* the caller waits below */
+}
+
+aw_err llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err)
+{
+	*body = NULL;
+	if (json_is_true(json_object_get(req, "stream")))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/stream",
+				  "a waited-for call does not stream");
+	aw_wake w;
+	aw_wake_init(&w);
+	aw_llm_call *c = NULL;
+	aw_err e = aw_llm_start(g, ctx, req, meta, aw_wake_signal, &w, &c, err);
+	while (!e) {
+		aw_llm_state st = aw_llm_head(c, w_park, NULL, body, err);
+		if (st == AW_LLM_ANSWER)
+			break;
+		if (st == AW_LLM_FAILED) {
+			e = err->err;
+			break;
+		}
+		while (!aw_wake_wait(&w, 100) && !(stop && atomic_load(stop)) &&
+		       (!deadline_ns || aw_clock_mono_ns() < deadline_ns))
+			; /* woken, stopped, or past the deadline */
+		if (stop && atomic_load(stop))
+			e = aw_fail(err, AW_E_RUN_CANCELLED, "stopped while the model call ran");
+		else if (deadline_ns && aw_clock_mono_ns() >= deadline_ns)
+			e = aw_fail(err, AW_E_RUN_TIMEOUT, "the model call outlived its deadline");
+	}
+	aw_llm_release(c); /* cuts the transfer when the call was abandoned */
+	aw_wake_destroy(&w);
+	if (e) {
+		free(*body);
+		*body = NULL;
+	}
+	return e;
+}
+
+aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		       json_t **resp, aw_error *err)
+{
+	char *body = NULL;
+	aw_err e = llm_wait(g, ctx, req, meta, NULL, 0, &body, err);
+	*resp = e ? NULL : json_loads(body, 0, NULL);
+	if (!e && !*resp)
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	free(body);
+	return e;
+}
