@@ -66,8 +66,8 @@ int aw_calls_killed(aw_calls *r, const char *project, int64_t t0_ns);
 /* Suspended here: every door's calls of project are cut now and the
  * suspension is announced to the other processes. */
 void aw_calls_kill(aw_calls *r, const char *project);
-/* Calls in flight here, over every door and project (a drain waits on it). */
-long aw_calls_busy(aw_calls *r);
+/* Calls of door in flight here (-1: of every door), over every project. */
+long aw_calls_busy(aw_calls *r, int door);
 
 /* Tests: projects watched; one watcher pass now (reap: renew and reap too). */
 int aw_calls_watched(aw_calls *r);

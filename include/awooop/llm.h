@@ -31,6 +31,7 @@
 #include <jansson.h>
 #include <sys/types.h>
 
+#include "awooop/call.h"
 #include "awooop/kv.h"
 #include "awooop/policy.h"
 
@@ -59,6 +60,10 @@ typedef struct {
 	const char *emergency_share;  /* the percent of the emergency model's daily cap one
 					project may use: "N" or "N,project=M,..."
 					(bounds.h); NULL: 50 */
+	aw_calls *calls;	      /* the process's call registry (call.h), shared with the
+				 MCP door: it watches the projects of the calls in
+				 flight; NULL: one of its own, made with lease_ms,
+				 watch_idle_ms and watch_bus_ms */
 	int watch_idle_ms;	      /* a project without calls here stays watched (its
 				    suspension, the reservations of another process
 				    that may die) this long after its last call here,
@@ -122,11 +127,10 @@ aw_err aw_llm_complete(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw
  * active policy, as an OpenAI model list. */
 aw_err aw_llm_models(aw_llm *g, const aw_ctx *ctx, json_t **out, aw_error *err);
 
-/* Budget line 3: cuts every call of project in flight in this process that
- * started before seen_ns (aw_clock_mono_ns() taken before the suspension was
- * read from the store; 0: now). A stream gets a last SSE event E-BUDGET-001.
- * A call started later was admitted after the suspension was lifted. */
-void aw_llm_kill(aw_llm *g, const char *project, int64_t seen_ns);
+/* Budget line 3 by hand: g's call registry cuts every call of project in
+ * flight in this process, of every door (a stream gets a last SSE event
+ * E-BUDGET-001), and announces it to the others (aw_calls_kill). */
+void aw_llm_kill(aw_llm *g, const char *project);
 
 /* Registers the run runtime's `llm` step kind, calling g (one gateway per
  * process). */

@@ -130,12 +130,12 @@ int aw_calls_killed(aw_calls *r, const char *project, int64_t t0_ns)
 	return k;
 }
 
-long aw_calls_busy(aw_calls *r)
+long aw_calls_busy(aw_calls *r, int door)
 {
 	long n = 0;
 	pthread_mutex_lock(&r->mu);
 	for (int i = 0; i < r->nprojs; i++)
-		n += total(&r->projs[i]);
+		n += door < 0 ? total(&r->projs[i]) : r->projs[i].calls[door];
 	pthread_mutex_unlock(&r->mu);
 	return n;
 }

@@ -540,6 +540,7 @@ int aw_cmd_serve(int argc, char **argv)
 			goto out;
 		lo.policy = policy;
 		lo.kv = kv;
+		lo.calls = calls;
 		if ((e = aw_llm_new(&lo, &llm, &err)))
 			goto out;
 		aw_llm_register_executor(llm);

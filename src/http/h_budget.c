@@ -16,7 +16,6 @@
 #include "awooop/budget.h"
 #include "awooop/call.h"
 #include "awooop/json.h"
-#include "awooop/llm.h"
 #include "awooop/uuid.h"
 #include "http_internal.h"
 
@@ -106,10 +105,8 @@ void aw_h_budget_action(aw_req *r)
 		if (!e)
 			e = aw_budget_suspend(r->store, &scoped, reason, &err);
 		json_decref(body);
-		if (!e && r->opts->calls) /* the tool calls here; the others announced */
+		if (!e && r->opts->calls) /* every door's calls here; the others told */
 			aw_calls_kill(r->opts->calls, scoped.project);
-		if (!e && r->opts->llm)
-			aw_llm_kill(r->opts->llm, scoped.project, 0);
 	} else if (!strcmp(action, "resume")) {
 		e = aw_budget_resume(r->store, &scoped, &err);
 	} else {

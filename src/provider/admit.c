@@ -63,7 +63,7 @@ aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *e
 	aw_budget_ask ask = {
 		.call_id = call_id,
 		.run_id = meta && meta->run_id ? meta->run_id : "",
-		.holder = g->holder,
+		.holder = aw_calls_holder(g->calls),
 		.prompt = prompt,
 		/* "output" to the budget: everything past the first prompt */
 		.max_out = beyond_prompt(prompt, retries, n, a),
@@ -77,7 +77,7 @@ aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *e
 	for (int i = 0; !e && i < c->nt; i++)
 		c->t[i].price = prices[i];
 	if (e == AW_E_BUDGET_EXHAUSTED && c->hold.killed)
-		aw_llm_kill(g, c->ctx.project, 0);
+		aw_calls_kill(g->calls, c->ctx.project);
 	if (e || !c->hold.active)
 		return e;
 	long long room = ask.max_out; /* what the reservation holds past the prompt */

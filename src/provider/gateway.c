@@ -89,10 +89,6 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	snprintf(g->contract_id, sizeof g->contract_id, "%s",
 		 o->contract_id ? o->contract_id : "default");
 	g->o.contract_id = g->contract_id;
-	char host[64] = "host";
-	gethostname(host, sizeof host);
-	host[sizeof host - 1] = '\0';
-	snprintf(g->holder, sizeof g->holder, "%s-%d", host, (int)getpid());
 #define DEF(f, v)        \
 	if (g->o.f <= 0) \
 		g->o.f = v;
@@ -102,8 +98,6 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	DEF(breaker_failures, 5)
 	DEF(breaker_cooldown_ms, 10000)
 	DEF(lease_ms, 660000)
-	DEF(watch_idle_ms, 10 * g->o.lease_ms)
-	DEF(watch_bus_ms, WATCH_BUS_MS)
 #undef DEF
 	if (o->schema_retries < 0 || o->schema_retries > 10)
 		g->o.schema_retries = 3;
@@ -132,15 +126,27 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		if (u && g->nproviders < 8)
 			g->providers[g->nproviders++] = u;
 	}
-	aw_err e = llm_engine_start(g, err);
+	g->door = -1;
+	aw_err e = AW_OK;
+	if (!(g->calls = o->calls)) { /* a registry of its own */
+		aw_calls_opts co = {.store = o->store,
+				    .policy = o->policy,
+				    .lease_ms = g->o.lease_ms,
+				    .watch_idle_ms = o->watch_idle_ms,
+				    .watch_bus_ms = o->watch_bus_ms};
+		if (!(e = aw_calls_new(&co, &g->own_calls, err)))
+			g->calls = g->own_calls;
+	}
+	if (!e && (g->door = aw_calls_door(g->calls, llm_cut, g)) < 0)
+		e = aw_fail(err, AW_E_INTERNAL, "too many doors in the call registry");
+	if (!e)
+		e = llm_engine_start(g, err);
 	if (!e && pthread_create(&g->recorder, NULL, llm_recorder_main, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "cannot start the LLM recorder thread");
 	else if (!e)
 		g->recorder_started = 1;
 	if (!e && aw_policy_on_platform_change(o->policy, llm_on_platform_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many platform listeners");
-	if (!e && aw_policy_on_kill(o->policy, llm_on_kill, g) != 0)
-		e = aw_fail(err, AW_E_INTERNAL, "too many kill listeners");
 	if (e) {
 		aw_llm_stop(g);
 		aw_llm_free(g);
@@ -152,15 +158,8 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 
 void aw_llm_flush(aw_llm *g)
 {
-	for (int busy = 1; busy;) { /* calls still in flight end first */
-		busy = 0;
-		pthread_mutex_lock(&g->mu);
-		for (int i = 0; i < g->nprojs; i++)
-			busy += g->projs[i].calls;
-		pthread_mutex_unlock(&g->mu);
-		if (busy)
-			usleep(5000);
-	}
+	while (aw_calls_busy(g->calls, g->door)) /* calls still in flight end first */
+		usleep(5000);
 	pthread_mutex_lock(&g->rmu);
 	atomic_fetch_add(&g->flushing, 1);
 	pthread_cond_signal(&g->rcv);
@@ -174,6 +173,10 @@ void aw_llm_stop(aw_llm *g)
 {
 	if (!g)
 		return;
+	if (g->calls && g->door >= 0) {
+		aw_calls_door_off(g->calls, g->door); /* no cut runs after this */
+		g->door = -1;
+	}
 	llm_engine_stop(g); /* sets stopping; ends every call */
 	if (g->recorder_started) {
 		pthread_mutex_lock(&g->rmu);
@@ -188,16 +191,14 @@ void aw_llm_free(aw_llm *g)
 {
 	if (!g)
 		return;
-	if (g->o.policy) {
+	if (g->o.policy)
 		aw_policy_off(g->o.policy, llm_on_platform_change, g);
-		aw_policy_off_kill(g->o.policy, llm_on_kill, g);
-	}
 	for (int i = 0; i < g->nproviders; i++)
 		llm_upstream_put(g->providers[i]);
 	for (int i = 0; i < 3; i++)
 		llm_upstream_put(g->topo[i]);
 	json_decref(g->config);
-	free(g->projs);
+	aw_calls_free(g->own_calls);
 	free(g->em);
 	pthread_mutex_destroy(&g->mu);
 	pthread_mutex_destroy(&g->rmu);

@@ -2,7 +2,8 @@
  * llm_recorder.c - the LLM gateway's recorder thread: every ended call's
  * audit record and budget settlement, written in one transaction per
  * project for the calls that ended while the last batch was written (and
- * in a short linger); between batches it runs the watcher (llm_inflight.c).
+ * in a short linger). Idle, it wakes every TICK_MS to say it is alive (the
+ * watching of the calls' projects is the call registry's, call.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,7 @@
  * moved the writes into bursts that raised the calls' p99). */
 #define RECORD_BATCH 64
 #define RECORD_LINGER_MS 10
+#define TICK_MS 1000
 
 void llm_record_queue(aw_llm *g, aw_llm_call *c)
 {
@@ -134,12 +136,10 @@ void *llm_recorder_main(void *arg)
 	/* background work: calls in flight come first (Linux: per-thread nice;
 	 * measured: p50 and p99 of calls at concurrency 1 both lower) */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-	int64_t next_watch = aw_clock_mono_ns(), next_reap = next_watch;
 	pthread_mutex_lock(&g->rmu);
 	for (;;) {
-		while (!g->rq_head && !atomic_load(&g->stopping) && !atomic_load(&g->check_now) &&
-		       aw_clock_mono_ns() < next_watch) {
-			struct timespec ts = aw_clock_after(CLOCK_REALTIME, WATCH_MS);
+		if (!g->rq_head && !atomic_load(&g->stopping)) { /* idle: still ticks */
+			struct timespec ts = aw_clock_after(CLOCK_REALTIME, TICK_MS);
 			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
 		}
 		if (!g->rq_head && atomic_load(&g->stopping))
@@ -173,15 +173,6 @@ void *llm_recorder_main(void *arg)
 			record_batch(g, batch, n);
 			for (int i = 0; i < n; i++)
 				llm_call_put(batch[i]);
-		}
-		int64_t now = aw_clock_mono_ns();
-		if (atomic_exchange(&g->check_now, 0) || now >= next_watch) {
-			int reap = now >= next_reap;
-			llm_watch(g, reap);
-			int ms = aw_policy_kill_remote(g->o.policy) ? g->o.watch_bus_ms : WATCH_MS;
-			next_watch = now + ms * 1000000LL;
-			if (reap)
-				next_reap = now + (int64_t)g->o.lease_ms / 4 * 1000000LL;
 		}
 		aw_metrics_loop_tick("llm_recorder");
 		pthread_mutex_lock(&g->rmu);

@@ -119,7 +119,6 @@ struct aw_llm {
 	aw_bounds per_project; /* calls one project may have in flight here */
 	json_t *config;
 	char contract_id[AW_PROJECT_MAX + 1];
-	char holder[96];    /* this process, as the holder of budget reservations */
 	pthread_mutex_t mu; /* topology, the inbox, the in-process cap */
 	upstream *providers[8];
 	int nproviders;
@@ -142,21 +141,14 @@ struct aw_llm {
 	pthread_t engine, recorder;
 	int engine_started, recorder_started;
 	atomic_bool stopping;
-	atomic_int flushing;  /* aw_llm_flush waits: the recorder does not linger */
-	atomic_int check_now; /* a kill was announced on the bus: watch at once */
+	atomic_int flushing; /* aw_llm_flush waits: the recorder does not linger */
 	aw_llm_call *inbox;
 	aw_llm_call *active; /* engine thread */
-	/* the projects this process serves (mu), sorted by name, grown as
-	 * needed: each with calls in flight, or reservations its watcher may
-	 * still reap, is watched for a suspension; an entry goes when it has
-	 * neither. Line 3: its calls that started before kill_ns are cut. */
-	struct llm_proj {
-		char project[AW_PROJECT_MAX + 1];
-		int calls;
-		int64_t kill_ns; /* 0: none */
-		int64_t idle_ns; /* when its calls here last went to 0 */
-	} * projs;
-	int nprojs, projs_cap;
+	/* the calls in flight: the process's registry (o.calls, or own_calls),
+	 * which watches their projects, cuts suspended ones (llm_cut bumps
+	 * kill_gen), renews and reaps reservations under its holder id */
+	aw_calls *calls, *own_calls;
+	int door;
 	atomic_uint kill_gen;
 	unsigned kill_seen; /* engine thread */
 	/* recorder */
@@ -168,12 +160,7 @@ struct aw_llm {
 	pthread_cond_t rdone;
 };
 
-/* Module-internal functions are named llm_* (aw_llm_* is llm.h's public API).
- * The watcher's period (llm_inflight.c, run by the recorder thread): WATCH_MS,
- * or WATCH_BUS_MS (the default of --llm-watch-bus-ms) while kills arrive
- * over a connected Redis bus. */
-#define WATCH_MS 500
-#define WATCH_BUS_MS 5000
+/* Module-internal functions are named llm_* (aw_llm_* is llm.h's public API). */
 
 /* engine.c */
 aw_err llm_engine_start(aw_llm *g, aw_error *err);
@@ -217,12 +204,10 @@ void llm_on_platform_change(void *ud, const char *project, const char *family,
 aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err);
 /* llm_inflight.c: a call of project starts (+1, bounded) or ends (-1). */
 aw_err llm_inflight(aw_llm *g, const char *project, int delta, long *held);
-/* 1 when project was suspended (aw_llm_kill) after t0_ns. */
+/* 1 when project was suspended after t0_ns. */
 int llm_killed(aw_llm *g, const char *project, int64_t t0_ns);
-/* The policy cache's kill listener (the bus thread): watch at once. */
-void llm_on_kill(void *ud, const char *project);
-/* One watcher tick (recorder thread); reap: renew and reap this time too. */
-void llm_watch(aw_llm *g, int reap);
+/* The registry's cut hook: the engine looks at its calls. */
+void llm_cut(void *ud, const char *project, int64_t seen_ns);
 /* llm_recorder.c: queues an ended (or refused) call's record; the thread. */
 void llm_record_queue(aw_llm *g, aw_llm_call *c);
 void *llm_recorder_main(void *arg);

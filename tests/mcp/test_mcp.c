@@ -1484,7 +1484,7 @@ static void test_kill_in_flight(void **state)
 		pthread_t th;
 		assert_int_equal(pthread_create(&th, NULL, kill_main, &k), 0);
 		usleep(400000); /* under way at the upstream (3 s) */
-		assert_int_equal(aw_calls_busy(rh), 1);
+		assert_int_equal(aw_calls_busy(rh, -1), 1);
 		int64_t t0 = aw_clock_mono_ns();
 		assert_int_equal(aw_budget_suspend(S, &op, "drill", &err), AW_OK);
 		aw_calls_kill(rt, "mcp-v"); /* the other process: none of its own, announced */
@@ -1496,7 +1496,7 @@ static void test_kill_in_flight(void **state)
 		json_decref(k.answer);
 		assert_int_equal(aw_budget_resume(S, &op, &err), AW_OK);
 	}
-	assert_int_equal(aw_calls_busy(rh), 0);
+	assert_int_equal(aw_calls_busy(rh, -1), 0);
 	aw_mcp_free(g);
 	aw_calls_free(rh);
 	aw_calls_free(rt);

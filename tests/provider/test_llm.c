@@ -1774,7 +1774,7 @@ static void test_kill_over_bus(void **state)
 	int64_t t0 = aw_clock_mono_ns();
 	/* the other process: suspends, cuts its own (none) and announces */
 	assert_int_equal(aw_budget_suspend(S, &op, "drill over the bus", &err), AW_OK);
-	aw_llm_kill(other, "beta", 0);
+	aw_llm_kill(other, "beta");
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
