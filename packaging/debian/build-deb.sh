@@ -70,6 +70,7 @@ years=${first:-$last}
 mkdir -p "$DOC"
 sed "s|@YEARS@|$years|" "$HERE/copyright" >"$DOC/copyright"
 chmod 0644 "$DOC/copyright"
+install -m 0644 "$SRC/docs/install.md" "$DOC/install.md" # the unit's Documentation=
 install -D -m 0644 "$HERE/lintian-overrides" "$ROOT/usr/share/lintian/overrides/awooop"
 commit=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 {

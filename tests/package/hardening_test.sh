@@ -45,7 +45,10 @@ if [ "${1:-}" != "--inside" ]; then
   TMP=$(mktemp -d /run/aw-hardening.XXXXXX)
   trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
   mkdir -p "$TMP/bin" "$TMP/state" "$TMP/run"
+  # what the namespace reads, copied out of the tree (which may be under a
+  # home that ProtectHome= hides)
   cp "$BUILD/awooop" "$BUILD/awooop-example-mcp" "$TMP/bin/"
+  cp "$UNIT" "$SRC/examples/ewoooc.json" "$TMP/run/"
   chown nobody:nogroup "$TMP/state"
   chmod 755 "$TMP" "$TMP/bin"
   unshare --mount --uts --propagation private bash "$SELF" --inside "$TMP"
@@ -57,6 +60,7 @@ TMP=$2
 # W/state writable as ReadWritePaths makes /var/lib/awooop, W/run for this
 # test's own files
 W=$TMP
+UNIT=$W/run/awooop.service
 # ProtectSystem=strict: every mount read-only but /dev, /proc, /sys
 findmnt -rn -o TARGET | grep -vE '^/(proc|sys|dev)(/|$)' | sort -r | while read -r m; do
   mount -o remount,bind,ro "$m" || echo "FAIL: read-only $m" >&2
@@ -101,7 +105,7 @@ if [ -z "$PORT" ] || [ -z "$SP" ]; then
 fi
 URL=http://127.0.0.1:$PORT
 AWOOOP_URL=$URL AWOOOP_KEY=$ADMIN EXAMPLE_MCP="$W"/bin/awooop-example-mcp \
-  "$W"/bin/awooop onboard --file "$SRC/examples/ewoooc.json" --var EXAMPLE_MCP >"$W"/run/onboard.out 2>&1
+  "$W"/bin/awooop onboard --file "$W"/run/ewoooc.json --var EXAMPLE_MCP >"$W"/run/onboard.out 2>&1
 check "onboard (tools pinned in the sandbox)" $? 0
 EA=$(awk '$1 == "key" && $2 == "ewoooc-agent" {print $4}' "$W"/run/onboard.out)
 meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'

@@ -171,6 +171,7 @@ cat >"$TMP/want" <<'EOF'
 -rwxr-xr-x ./usr/bin/awooop
 -rw-r--r-- ./usr/share/doc/awooop/changelog.gz
 -rw-r--r-- ./usr/share/doc/awooop/copyright
+-rw-r--r-- ./usr/share/doc/awooop/install.md
 -rw-r--r-- ./usr/share/lintian/overrides/awooop
 -rw-r--r-- ./usr/share/man/man1/awooop.1.gz
 EOF
@@ -197,7 +198,8 @@ for line in 'ExecStart=/usr/bin/awooop serve' 'EnvironmentFile=/etc/awooop/awooo
   'SystemCallArchitectures=native' 'KillMode=mixed'; do
   check "unit: $line" "$(grep -cxF -- "$line" "$UNIT")" 1
 done
-# off on purpose (they would take the stdio MCP sandbox's /proc; see the unit)
+# off on purpose (the stdio MCP sandbox's /proc, JIT memory: the unit and
+# docs/install.md say why)
 for off in ProtectKernelTunables ProtectKernelLogs ProtectProc ProcSubset PrivateUsers \
   MemoryDenyWriteExecute; do
   check "unit: no $off" "$(grep -c "^$off=" "$UNIT")" 0
