@@ -5,9 +5,11 @@ set -euo pipefail
 
 BUILD_PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
   libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev
-  libhiredis-dev libssl-dev libgnutls28-dev libjwt-dev libpcre2-dev libhyperscan-dev)
+  libhiredis-dev libssl-dev libgnutls28-dev libjwt-dev libpcre2-dev libhyperscan-dev
+  help2man)
 TEST_PKGS=(libcmocka-dev postgresql-15 redis-server curl jq sqlite3 json-schema-test-suite clang-format
-  python3 python3-jsonschema util-linux prometheus chromium)
+  python3 python3-jsonschema util-linux prometheus chromium
+  dpkg-dev lintian systemd strace adduser)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then
