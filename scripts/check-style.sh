@@ -22,6 +22,10 @@ if [ -n "$scan" ]; then echo "SCAN/KEYS outside src/keys/:"; echo "$scan"; fail=
 # atoi cannot report a bad number (strtol / aw_cli_int)
 banned=$(grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|atoi|atol|gets)[[:space:]]*\(' src include --include=*.[ch] || true)
 if [ -n "$banned" ]; then echo "banned function (use aw_buf, snprintf, strtol):"; echo "$banned"; fail=1; fi
+# timed waits count on the monotonic clock (aw_clock_cond_init): a wall-clock
+# step neither stretches nor cuts them; the wall clock is read in clock.c only
+wall=$(grep -rn 'CLOCK_REALTIME' src --include=*.c | grep -v '^src/core/clock.c' || true)
+if [ -n "$wall" ]; then echo "CLOCK_REALTIME outside src/core/clock.c (aw_clock_wall_ms, or a monotonic wait):"; echo "$wall"; fail=1; fi
 # dependencies point down: a folder includes only folders below it
 python3 scripts/check-layers.py || fail=1
 # one name, one file: backtraces and logs name files without their folder

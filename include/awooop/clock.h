@@ -13,6 +13,7 @@
 #define AW_TS_LEN 24 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" without the NUL */
 
 int64_t aw_clock_wall_ms(void); /* Unix epoch milliseconds */
+int64_t aw_clock_wall_ns(void); /* Unix epoch nanoseconds */
 int64_t aw_clock_mono_ns(void); /* monotonic nanoseconds, for durations */
 
 /* "Never" on the monotonic clock. 0 is not "long ago": on a host that booted a

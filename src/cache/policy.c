@@ -447,7 +447,7 @@ static void *checker_main(void *arg)
 		int64_t wait = next - now_ns();
 		if (wait <= 0)
 			continue;
-		struct timespec until = aw_clock_after(CLOCK_REALTIME, (wait + 999999) / 1000000);
+		struct timespec until = aw_clock_after(CLOCK_MONOTONIC, (wait + 999999) / 1000000);
 		if (!p->stop && !p->resync_pending)
 			pthread_cond_timedwait(&p->checker_cv, &p->mu, &until);
 	}
@@ -478,7 +478,7 @@ aw_err aw_policy_cache_new(aw_store *s, const aw_contracts *c, aw_bus *bus, cons
 		p->o.jitter_pct = 10;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	pthread_cond_init(&p->checker_cv, NULL);
+	aw_clock_cond_init(&p->checker_cv);
 	if (pthread_create(&p->checker, NULL, checker_main, p) != 0) {
 		free(p);
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the fallback checker");

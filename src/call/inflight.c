@@ -299,7 +299,7 @@ static void *watcher_main(void *arg)
 	pthread_mutex_lock(&r->mu);
 	while (!r->stop) {
 		while (!r->stop && !r->check_now && aw_clock_mono_ns() < next_watch) {
-			struct timespec ts = aw_clock_after(CLOCK_REALTIME, WATCH_MS);
+			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, WATCH_MS);
 			pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 		}
 		if (r->stop)
@@ -342,7 +342,7 @@ aw_err aw_calls_new(const aw_calls_opts *o, aw_calls **out, aw_error *err)
 	host[sizeof host - 1] = '\0';
 	snprintf(r->holder, sizeof r->holder, "%s-%d", host, (int)getpid());
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
+	aw_clock_cond_init(&r->cv);
 	if (pthread_create(&r->th, NULL, watcher_main, r) != 0) {
 		aw_calls_free(r);
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the call watcher");

@@ -27,9 +27,7 @@ static void on_signal(int sig)
 
 static int64_t wall_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return aw_clock_wall_ns();
 }
 
 typedef struct {

@@ -8,11 +8,16 @@
 #include <string.h>
 #include <time.h>
 
-int64_t aw_clock_wall_ms(void)
+int64_t aw_clock_wall_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t aw_clock_wall_ms(void)
+{
+	return aw_clock_wall_ns() / 1000000;
 }
 
 /* Tests move the monotonic clock (clock_hook.h) to play a freshly booted host. */

@@ -12,7 +12,7 @@
 void aw_wake_init(aw_wake *w)
 {
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	aw_clock_cond_init(&w->cv);
 	w->woken = 0;
 }
 
@@ -34,7 +34,7 @@ void aw_wake_signal(void *ud)
 int aw_wake_wait(aw_wake *w, int ms)
 {
 	pthread_mutex_lock(&w->mu);
-	struct timespec ts = aw_clock_after(CLOCK_REALTIME, ms < 0 ? 0 : ms);
+	struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, ms < 0 ? 0 : ms);
 	while (!w->woken)
 		if (ms < 0 ? pthread_cond_wait(&w->cv, &w->mu) != 0
 			   : pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT)

@@ -294,11 +294,7 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 	c->wake = wake;
 	c->ud = ud;
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	aw_clock_cond_init(&c->cv);
 	c->out = (aw_buf)AW_BUF_INIT(AW_MCP_MAX_RESPONSE + 65536);
 	*out = c;
 	if (answer_now(g, c))

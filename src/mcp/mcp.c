@@ -47,7 +47,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 	g->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->rmu, NULL);
-	pthread_cond_init(&g->rcv, NULL);
+	aw_clock_cond_init(&g->rcv);
 	pthread_cond_init(&g->rdone, NULL);
 	/* a project runs at most a quarter of the workers at once, unless the
 	 * platform says otherwise per project */

@@ -104,7 +104,7 @@ void *mcp_recorder_main(void *arg)
 		 * this transaction (fewer, larger writes; less CPU taken from the
 		 * calls in flight) */
 		if (!atomic_load(&g->stopping) && !g->flushing) {
-			struct timespec ts = aw_clock_after(CLOCK_REALTIME, RECORD_LINGER_MS);
+			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, RECORD_LINGER_MS);
 			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
 		}
 		record *list = g->rhead;

@@ -584,11 +584,7 @@ static aw_err stdio_exchange(mcp_up *u, json_int_t id, const char *line, int tim
 	pending p = {.id = id, .peer = peer, .token = token};
 	const atomic_int *cancel = peer ? peer->cancel : NULL;
 	if (id >= 0) {
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_REALTIME);
-		pthread_cond_init(&p.cv, &ca);
-		pthread_condattr_destroy(&ca);
+		aw_clock_cond_init(&p.cv);
 		p.next = u->waiting;
 		u->waiting = &p;
 	}
@@ -620,7 +616,7 @@ static aw_err stdio_exchange(mcp_up *u, json_int_t id, const char *line, int tim
 			break;
 		if (cancel && (cancelled = atomic_load(cancel)))
 			break;
-		struct timespec ts = aw_clock_after(CLOCK_REALTIME,
+		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC,
 						    (int)(cancel && left_ms > 50 ? 50 : left_ms));
 		pthread_cond_timedwait(&p.cv, &u->mu, &ts);
 	}

@@ -25,11 +25,18 @@ int (*aw_relay_fault_hook)(const char *event_id);
 
 /* ---- process-wide wake-up */
 static pthread_mutex_t kick_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t kick_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t kick_cv; /* waits count on the monotonic clock */
+static pthread_once_t kick_once = PTHREAD_ONCE_INIT;
+
+static void kick_init(void)
+{
+	aw_clock_cond_init(&kick_cv);
+}
 static unsigned long kick_gen;
 
 void aw_outbox_kick(void)
 {
+	pthread_once(&kick_once, kick_init);
 	pthread_mutex_lock(&kick_mu);
 	kick_gen++;
 	pthread_cond_broadcast(&kick_cv);
@@ -189,7 +196,8 @@ static void *relay_main(void *arg)
 		}
 		if (delivered == r->o.batch)
 			continue; /* more may be waiting */
-		struct timespec until = aw_clock_after(CLOCK_REALTIME, r->o.poll_ms);
+		struct timespec until = aw_clock_after(CLOCK_MONOTONIC, r->o.poll_ms);
+		pthread_once(&kick_once, kick_init);
 		pthread_mutex_lock(&kick_mu);
 		while (!r->stop && kick_gen == gen)
 			if (pthread_cond_timedwait(&kick_cv, &kick_mu, &until))

@@ -113,7 +113,7 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	}
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->rmu, NULL);
-	pthread_cond_init(&g->rcv, NULL);
+	aw_clock_cond_init(&g->rcv);
 	pthread_cond_init(&g->rdone, NULL);
 	const char *name;
 	json_t *p;

@@ -139,7 +139,7 @@ void *llm_recorder_main(void *arg)
 	pthread_mutex_lock(&g->rmu);
 	for (;;) {
 		if (!g->rq_head && !atomic_load(&g->stopping)) { /* idle: still ticks */
-			struct timespec ts = aw_clock_after(CLOCK_REALTIME, TICK_MS);
+			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, TICK_MS);
 			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
 		}
 		if (!g->rq_head && atomic_load(&g->stopping))
@@ -149,7 +149,7 @@ void *llm_recorder_main(void *arg)
 		 * the one write lock the next call's admission needs) */
 		if (g->rq_n < RECORD_BATCH && !atomic_load(&g->stopping) &&
 		    !atomic_load(&g->flushing)) {
-			struct timespec ts = aw_clock_after(CLOCK_REALTIME, RECORD_LINGER_MS);
+			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, RECORD_LINGER_MS);
 			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
 		}
 		aw_llm_call *list = g->rq_head;

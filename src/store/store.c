@@ -63,7 +63,7 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	aw_clock_cond_init(&s->cv);
 	pthread_mutex_init(&s->write_mu, NULL);
 	s->serialize_writes = drv->dialect == AW_DIALECT_SQLITE;
 
@@ -132,7 +132,7 @@ static _Thread_local int thread_charged;
 static struct timespec after_ms(int64_t ms)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
+	clock_gettime(CLOCK_MONOTONIC, &t);
 	t.tv_sec += ms / 1000;
 	t.tv_nsec += (ms % 1000) * 1000000;
 	if (t.tv_nsec >= 1000000000) {
