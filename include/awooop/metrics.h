@@ -66,6 +66,9 @@ void aw_metrics_bus_connected(int connected);
 void aw_metrics_llm_inflight(const char *project, int calls);
 /* A settlement's cost (micro-USD; exported in USD). */
 void aw_metrics_budget_cost(const char *project, long long micro_usd);
+/* n custom redaction patterns of project stopped by their limits or budget
+ * (redact.h). */
+void aw_metrics_redact_custom_limited(const char *project, int n);
 /* Forgets every series (tests). */
 void aw_metrics_reset(void);
 

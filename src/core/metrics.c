@@ -117,6 +117,10 @@ static const struct {
 	{"awooop_budget_cost_usd_total",
 	 "Cost settled through the budget ledger by project, in US dollars (priced models).",
 	 "counter"},
+	{"awooop_redact_custom_limited_total",
+	 "A project's custom redaction patterns stopped before the end of a text by their match"
+	 " limits or CPU budget (the rest of that text was not searched for them), by project.",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -419,6 +423,13 @@ void aw_metrics_budget_cost(const char *project, long long micro_usd)
 	if (c)
 		c->value += (double)micro_usd / 1e6;
 	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_redact_custom_limited(const char *project, int n)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	counter_add(33, l, n);
 }
 
 #define METRICS_MAX ((size_t)64 << 20)
