@@ -40,6 +40,8 @@ static const struct {
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
 	{"GET", "/v1/projects/{project}/audit/verify", aw_h_audit_verify, 0},
 	{"GET", "/v1/projects/{project}/key-migrations", aw_h_key_migrations, 0},
+	{"GET", "/v1/projects/{project}/redaction-patterns", aw_h_redaction_get, 0},
+	{"PUT", "/v1/projects/{project}/redaction-patterns", aw_h_redaction_put, 0},
 	/* open: the MCP endpoint answers a missing key as JSON-RPC (gate 1) */
 	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, 1},
 	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, 1},
