@@ -29,7 +29,7 @@ SAME_RANK = {
 ENTRY = {"http", "cli"}
 OWNER = {  # public header (include/awooop/NAME.h) -> folder, where not NAME
     "redis": "bus", "kv": "keys", "envelope": "audit", "keyring": "contract",
-    "fleet": "cache", "policy": "cache", "relay": "outbox", "llm": "provider",
+    "fleet": "cache", "policy": "cache", "relay": "outbox", "llm": "provider", "redaction": "tenancy",
     "llm_wire": "provider", "mcp_wire": "mcp",
 }
 for h in ("bounds buf clock crypto ctx egress err ident jcs json log metrics pattern "

@@ -10,6 +10,12 @@
  * usage: bench_redact [MB] [FORMAT ...]   (default 20 MB, every format;
  *        FORMAT may be grid:LINELEN:RUNS:ENDNUM, loggen.h)
  * Prints a table and one "ROW ..." line per corpus for scripts.
+ *
+ * bench_redact --custom PATTERN [MB] [FORMAT ...]: the engine (the 64 KiB
+ * stream) without and with one custom pattern of a project (redact.h),
+ * interleaved, median of 5 each; the dense corpus also carries an id the
+ * pattern matches ("EMP-" and 6 digits) about every 1 KB. Prints a table and
+ * one "CROW format kind without with ratio custom_found" line per corpus.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -163,8 +169,92 @@ static result measure(const char *buf, size_t len)
 	return r;
 }
 
+/* Writes "EMP-" and 6 digits after the first space past every 1 KB of buf
+ * (where the 10 bytes hold no line end): the custom pattern's matches. */
+static size_t plant_ids(char *buf, size_t len)
+{
+	size_t n = 0;
+	for (size_t at = 1024; at + 64 < len; at += 1024) {
+		char *sp = memchr(buf + at, ' ', 32);
+		if (!sp || memchr(sp + 1, '\n', 10))
+			continue;
+		char id[11];
+		snprintf(id, sizeof id, "EMP-%06zu", n % 1000000);
+		memcpy(sp + 1, id, 10);
+		n++;
+	}
+	return n;
+}
+
+static double stream_mbs(const char *buf, size_t len, const char *project)
+{
+	size_t emitted = 0;
+	double t0 = now();
+	aw_redact_stream *s = aw_redact_stream_new_for(project, discard, &emitted, NULL);
+	for (size_t off = 0; off < len; off += 65536)
+		aw_redact_stream_feed(s, buf + off, len - off < 65536 ? len - off : 65536);
+	aw_redact_stream_finish(s);
+	return (double)len / 1e6 / (now() - t0);
+}
+
+static int custom_mode(const char *pattern, size_t mb, const char *const *want, int nw)
+{
+	json_t *list = json_pack("[{s:s, s:s}]", "name", "employee_id", "pattern", pattern);
+	aw_redact_custom *c = NULL;
+	aw_error err = {0};
+	if (aw_redact_custom_compile(list, &c, &err) != AW_OK) {
+		fprintf(stderr, "the pattern is refused: %s\n", err.msg);
+		return 2;
+	}
+	json_decref(list);
+	aw_redact_custom_install("bench", 1, c);
+	printf("bench/redact --custom '%s': one thread, %zu MB per corpus, engine (stream),"
+	       " median of 5 interleaved\n",
+	       pattern, mb);
+	printf("%-11s %-5s %12s %12s %7s %9s\n", "format", "kind", "without", "with", "ratio",
+	       "custom");
+	for (int w = 0; w < nw; w++) {
+		for (int dense = 0; dense < 2; dense++) {
+			size_t len, planted;
+			char *buf = loggen_named(want[w], mb * 1000000, dense, &len, &planted);
+			if (!buf) {
+				fprintf(stderr, "unknown format %s\n", want[w]);
+				return 2;
+			}
+			if (dense)
+				plant_ids(buf, len);
+			double a[5], b[5];
+			for (int k = 0; k < 5; k++) {
+				a[k] = stream_mbs(buf, len, NULL);
+				b[k] = stream_mbs(buf, len, "bench");
+			}
+			qsort(a, 5, sizeof a[0], cmp_double);
+			qsort(b, 5, sizeof b[0], cmp_double);
+			aw_redact_stats st = {0};
+			char *out = NULL;
+			aw_redact_text_for("bench", buf, len, &out, NULL, &st);
+			free(out);
+			free(buf);
+			printf("%-11s %-5s %7.0f MB/s %7.0f MB/s %6.2fx %9llu\n", want[w],
+			       dense ? "dense" : "clean", a[2], b[2], b[2] / a[2],
+			       (unsigned long long)st.count[AW_RC_CUSTOM]);
+			printf("CROW %s %s %.1f %.1f %.3f %llu\n", want[w],
+			       dense ? "dense" : "clean", a[2], b[2], b[2] / a[2],
+			       (unsigned long long)st.count[AW_RC_CUSTOM]);
+			fflush(stdout);
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	const char *custom = NULL;
+	if (argc > 2 && strcmp(argv[1], "--custom") == 0) {
+		custom = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
 	size_t mb = argc > 1 ? strtoul(argv[1], NULL, 10) : 20;
 	if (!mb || aw_redact_init(NULL) != AW_OK) {
 		fprintf(stderr, "usage: bench_redact [MB] [FORMAT ...] (engine must compile)\n");
@@ -177,6 +267,8 @@ int main(int argc, char **argv)
 	if (!nw)		      /* every format */
 		for (int i = 0; loggen_formats[i] && nw < 64; i++)
 			want[nw++] = loggen_formats[i];
+	if (custom)
+		return custom_mode(custom, mb, want, nw);
 	printf("bench/redact: one thread, %zu MB per corpus, median of 3\n", mb);
 	printf("%-11s %-5s %10s %10s %10s %7s %9s %9s %6s\n", "format", "kind", "stream", "whole",
 	       "baseline", "ratio", "found", "planted", "fp");

@@ -2,6 +2,9 @@
 # Redaction throughput and precision, side by side in one run:
 #   bench/redact/run.sh [MB] [FORMAT ...]   every format of bench/redact/loggen.h (default 100 MB)
 #   bench/redact/run.sh grid [MB]           the shape grid (default 20 MB per cell)
+#   bench/redact/run.sh custom [MB] [FORMAT ...]   the engine without and with one custom
+#                                           pattern of a project (PATTERN, default EMP-[0-9]{6}),
+#                                           side by side (default 10 MB, every format)
 #   OLD=/path/to/other/build bench/redact/run.sh ...   also times that build's awooop,
 #                                           interleaved with this one, and prints the ratio
 # For each format, a clean corpus (nothing to redact) and a dense one (a secret
@@ -22,6 +25,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 GRID=0
 if [ "${1:-}" = grid ]; then GRID=1; shift; fi
+if [ "${1:-}" = custom ]; then
+  shift
+  MB=${1:-10}
+  shift || true
+  scripts/deps.sh
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$(nproc)" --target bench_redact >/dev/null
+  exec ./build/bench/bench_redact --custom "${PATTERN:-EMP-[0-9]{6}}" "$MB" "$@" | grep -v '^CROW'
+fi
 MB=${1:-$([ $GRID = 1 ] && echo 20 || echo 100)}
 shift || true
 scripts/deps.sh

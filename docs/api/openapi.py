@@ -219,6 +219,20 @@ op("GET", "/v1/projects/{project}/key-migrations", "keyMigrations",
            "counters": {"type": ["object", "null"], "description": "this process's reads since the phase began",
                         "properties": {"reads": I(), "new_hits": I(), "fallbacks": I(), "old_reads": I()}}})}}))},
    "operator")
+REDACTION_LIST = {"type": "array", "maxItems": 16, "items": obj(["name", "pattern"], {
+    "name": S(pattern="^[a-z][a-z0-9_]{0,31}$", description="the marker is [REDACTED:custom:<name>]"),
+    "pattern": S(minLength=1, maxLength=200, description="PCRE2 (UTF); no back references, callouts or \\K; "
+                 "may not match the empty string")}, extra=False)}
+REDACTIONDOC = obj(["project", "version", "patterns", "updated_at", "updated_by"], {
+    "project": S(), "version": I(minimum=0, description="grows by one at each change; 0: never set"),
+    "patterns": REDACTION_LIST, "updated_at": TSN, "updated_by": {"type": ["string", "null"]}}, extra=False)
+op("GET", "/v1/projects/{project}/redaction-patterns", "getRedactionPatterns",
+   "The project's custom redaction patterns (set by the platform)", "tenancy", {"200": js(REDACTIONDOC)}, "operator")
+op("PUT", "/v1/projects/{project}/redaction-patterns", "putRedactionPatterns",
+   "Replace the project's custom redaction patterns ([] clears them); audited; in force in every process within "
+   "--redaction-poll-ms. A list refused is 400 E-REDACT-001 with the entry's pointer, nothing changed", "tenancy",
+   {"200": js(REDACTIONDOC)}, "platform-admin (a tenant's key of any scope: 403)",
+   body=obj(["patterns"], {"patterns": REDACTION_LIST}, extra=False))
 CONSOLE = {"description": "a file of the console (HTML, JavaScript, CSS), built into the binary; served with a strict "
                           "Content-Security-Policy",
            "headers": std_headers | {"Content-Security-Policy": {"schema": S()}},

@@ -138,6 +138,7 @@
 	X(AW_E_CHANNEL_UNKNOWN, "E-CHANNEL-003", 404, "No such channel")                   \
 	X(AW_E_CHANNEL_UPDATE, "E-CHANNEL-004", 400, "Malformed Telegram update")          \
 	X(AW_E_CHANNEL_WEBHOOK, "E-CHANNEL-005", 401, "Webhook secret mismatch")           \
+	X(AW_E_REDACT_PATTERN, "E-REDACT-001", 400, "Invalid custom redaction pattern")    \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                              \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

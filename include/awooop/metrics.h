@@ -82,6 +82,9 @@ void aw_metrics_run_queue_ages(const char *const *projects, const char *const *q
  * rather than an old value. family is one of the six contract families. */
 void aw_metrics_policy_lag(const char *const *projects, const char *const *families,
 			   const double *lag, int n, int64_t expires_ms);
+/* n custom redaction patterns of project stopped by their limits or budget
+ * (redact.h). */
+void aw_metrics_redact_custom_limited(const char *project, int n);
 /* Forgets every series (tests). */
 void aw_metrics_reset(void);
 

@@ -21,7 +21,8 @@
 #include "awooop/err.h"
 
 /* X(enum, label) - the label appears in the replacement text. Personal data
- * first; every class from AW_RC_AWS_KEY_ID on is a credential (nocred.c). */
+ * first; every class from AW_RC_AWS_KEY_ID on is a credential (nocred.c).
+ * AW_RC_CUSTOM is a project's own pattern (below): "[REDACTED:custom:<name>]". */
 #define AW_REDACT_CLASSES(X)                         \
 	X(AW_RC_EMAIL, "email")                      \
 	X(AW_RC_PHONE, "phone")                      \
@@ -30,6 +31,7 @@
 	X(AW_RC_IPV6, "ipv6")                        \
 	X(AW_RC_SSN, "us_ssn")                       \
 	X(AW_RC_IBAN, "iban")                        \
+	X(AW_RC_CUSTOM, "custom")                    \
 	X(AW_RC_AWS_KEY_ID, "aws_access_key_id")     \
 	X(AW_RC_AWS_SECRET, "aws_secret_key")        \
 	X(AW_RC_GITHUB, "github_token")              \
@@ -97,6 +99,9 @@ typedef enum {
 
 typedef struct {
 	uint64_t count[AW_RC__COUNT];
+	/* custom patterns stopped by their time budget or match limits before
+	 * the end of a text (see "Project-level patterns" below) */
+	uint64_t custom_limited;
 } aw_redact_stats;
 
 const char *aw_redact_class_label(aw_redact_class c);
@@ -140,5 +145,62 @@ aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_
 aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len);
 /* Flushes the rest and frees s. */
 aw_err aw_redact_stream_finish(aw_redact_stream *s);
+
+/* ---- project-level custom patterns ----
+ * The platform (never the tenant) gives a project a short list of named
+ * PCRE2 patterns (redaction.h stores them, audited); in that project's text a
+ * match becomes "[REDACTED:custom:<name>]", after the built-in classes (a
+ * built-in finding wins an overlap). The list, as JSON:
+ *   [{"name": "employee_id", "pattern": "EMP-[0-9]{6}"}, ...]
+ * at most AW_REDACT_CUSTOM_MAX entries; a name is [a-z][a-z0-9_]{0,31}, unique;
+ * a pattern is 1..AW_PATTERN_MAX bytes of PCRE2 (UTF, invalid UTF-8 in the
+ * text tolerated) that compiles, has no back reference or callout and cannot
+ * match the empty string. Anything else is AW_E_REDACT_PATTERN with the
+ * offending entry's JSON pointer.
+ *
+ * Matching is bounded three ways: a match limit per start position
+ * (AW_REDACT_CUSTOM_MATCH_LIMIT; depth and heap limits as pattern.h for the
+ * interpreter), a horizon (a match of up to AW_REDACT_CUSTOM_SPAN bytes is
+ * whole; a longer one is redacted up to where the matcher stopped looking,
+ * the rest searched like any text), and a CPU budget per call (10 ms plus
+ * 50 ns per byte and pattern). A pattern that hits a limit stops for the rest of
+ * that text, the call's set stops when the budget is spent; both are counted
+ * (stats->custom_limited, awooop_redact_custom_limited_total). */
+#define AW_REDACT_CUSTOM_MAX 16
+#define AW_REDACT_CUSTOM_NAME_MAX 32
+#define AW_REDACT_CUSTOM_MATCH_LIMIT 10000
+#define AW_REDACT_CUSTOM_SPAN 3072
+
+/* A compiled list: immutable, reference-counted, shareable across threads. */
+typedef struct aw_redact_custom aw_redact_custom;
+/* Validates and compiles list (borrowed); *out is the caller's
+ * (aw_redact_custom_free). An empty array gives a set of 0 patterns. */
+aw_err aw_redact_custom_compile(const json_t *list, aw_redact_custom **out, aw_error *err);
+/* Drops one reference (NULL is fine). */
+void aw_redact_custom_free(aw_redact_custom *c);
+int aw_redact_custom_count(const aw_redact_custom *c);
+
+/* The process's registry, project -> (version, set): filled by the service
+ * that reads the store (redaction.h), read by the *_for entry points. Takes
+ * set (NULL or 0 patterns: the project has none) and installs it when version
+ * is newer than the installed one; an older or equal version is dropped (a
+ * late reader never rolls a newer list back). 1 installed, 0 dropped. */
+int aw_redact_custom_install(const char *project, int64_t version, aw_redact_custom *set);
+/* The installed version of project's list (0: none installed). */
+int64_t aw_redact_custom_version(const char *project);
+/* Empties the registry (tests, shutdown). */
+void aw_redact_custom_reset(void);
+
+/* The entry points above, for the text of project: the built-in classes and
+ * the project's custom patterns. project NULL or without patterns: exactly
+ * the built-in engine (one atomic load when no project has any). */
+aw_err aw_redact_text_for(const char *project, const char *in, size_t len, char **out,
+			  size_t *outlen, aw_redact_stats *stats);
+char *aw_redact_str_for(const char *project, const char *in);
+aw_err aw_redact_json_for(const char *project, json_t *doc, aw_redact_stats *stats);
+/* The set is taken when the stream is made: a list changed meanwhile applies
+ * to the next stream. */
+aw_redact_stream *aw_redact_stream_new_for(const char *project, aw_redact_sink sink, void *ud,
+					   aw_redact_stats *stats);
 
 #endif

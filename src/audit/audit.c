@@ -58,7 +58,8 @@ static aw_err fill_row(aw_audit_row *a, const aw_ctx *ctx, const char *action, c
 	 * as it is - it is the record's link to its subject; anything else passes
 	 * the redaction engine like the payload */
 	target = target ? target : "";
-	a->target = aw_uuid_valid(target) ? strdup(target) : aw_redact_str(target);
+	a->target =
+		aw_uuid_valid(target) ? strdup(target) : aw_redact_str_for(ctx->project, target);
 	if (!a->payload || !a->target)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_uuid7_str(a->event_id);
@@ -77,7 +78,7 @@ static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *i
 	json_t *doc = it->payload ? json_deep_copy(it->payload) : json_object();
 	if (!doc)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	aw_err e = aw_redact_json(doc, NULL);
+	aw_err e = aw_redact_json_for(ctx->project, doc, NULL);
 	char *payload = e ? NULL : json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(doc);
 	if (e)
@@ -174,7 +175,7 @@ aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
 			}
 			json_object_del(r, "target"); /* the item's own win */
 			json_object_del(r, "trace_id");
-			if ((e = aw_redact_json(r, NULL))) {
+			if ((e = aw_redact_json_for(ctx->project, r, NULL))) {
 				json_decref(r);
 				aw_fail(err, e, "audit payload could not be redacted");
 				break;

@@ -136,7 +136,7 @@ static aw_err start_run(const aw_hub_opts *o, const hub_bot *b, const aw_ctx *ct
 }
 
 /* The update's mirror row (its text redacted), with action. */
-static void mirror_of(pending *p, const char *action)
+static void mirror_of(const char *project, pending *p, const char *action)
 {
 	aw_tg_update *u = &p->u;
 	aw_conv_event *ev = &p->ev;
@@ -144,7 +144,7 @@ static void mirror_of(pending *p, const char *action)
 	snprintf(ev->kind, sizeof ev->kind, "%s", u->kind);
 	memcpy(ev->chat_id, u->chat_id, sizeof ev->chat_id);
 	memcpy(ev->user_id, u->user_id, sizeof ev->user_id);
-	p->redacted = aw_redact_str(u->text);
+	p->redacted = aw_redact_str_for(project, u->text);
 	ev->text = p->redacted ? p->redacted : "";
 	snprintf(ev->action, sizeof ev->action, "%s", action);
 }
@@ -156,7 +156,7 @@ void hub_act(const aw_hub_opts *o, const hub_bot *b, pending *p)
 {
 	aw_tg_update *u = &p->u;
 	aw_conv_event *ev = &p->ev;
-	mirror_of(p, "ignored");
+	mirror_of(b->project, p, "ignored");
 	if (!u->chat_id[0] || !chat_served(b, u->chat_id) || !strcmp(u->kind, "other"))
 		return;
 	const char *who = principal_of(b, u->user_id);
@@ -281,5 +281,5 @@ void hub_poison(const hub_bot *b, pending *p, aw_error *err)
 	aw_log(AW_LOG_ERROR, &ctx, "channel update poisoned: skipped after repeated failures",
 	       "bot", b->name, "update_id", id, "detail",
 	       err->msg[0] ? err->msg : "the batch was fetched again without a commit", NULL);
-	mirror_of(p, "poisoned");
+	mirror_of(b->project, p, "poisoned");
 }

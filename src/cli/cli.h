@@ -74,6 +74,11 @@ int aw_cmd_migrate(int argc, char **argv);
 int aw_cmd_project(int argc, char **argv);
 int aw_cmd_key(int argc, char **argv);
 int aw_cmd_redact(int argc, char **argv);
+int aw_cmd_redaction(int argc, char **argv);
+/* A custom pattern list from a JSON file: the list itself, or an object
+ * with "patterns" (a `redaction get --json`). New reference, or NULL with
+ * err set. */
+json_t *aw_cli_pattern_file(const char *path, aw_error *err);
 int aw_cmd_audit(int argc, char **argv);
 int aw_cmd_schema(int argc, char **argv);
 int aw_cmd_contract(int argc, char **argv);

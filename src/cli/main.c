@@ -32,6 +32,7 @@ static void usage(void)
 	       "  watch      follow a contract's active revision like a worker (ADR-113)\n"
 	       "  audit      verify or export a project's audit trail (reads the store)\n"
 	       "  redact     redact PII and secrets from stdin (--json for documents)\n"
+	       "  redaction  a project's custom redaction patterns: get, set, clear\n"
 	       "  schema     validate a JSON document against a JSON Schema\n"
 	       "  version    print the version\n\n"
 	       "Run `awooop COMMAND --help` for a command's options.\n"
@@ -86,6 +87,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_llm(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redact") == 0)
 		rc = aw_cmd_redact(argc - 2, argv + 2);
+	else if (strcmp(cmd, "redaction") == 0)
+		rc = aw_cmd_redaction(argc - 2, argv + 2);
 	else if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("awooop %s\n", AWOOOP_VERSION);
 		rc = 0;

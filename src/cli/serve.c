@@ -27,6 +27,7 @@
 #include "awooop/relay.h"
 #include "awooop/run.h"
 #include "awooop/log.h"
+#include "awooop/redaction.h"
 #include "awooop/tenancy.h"
 #include "awooop/secret.h"
 #include "cli.h"
@@ -306,6 +307,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 "awooop_run_queue_oldest_age_seconds; one statement for every project), at most "
 		 "once a heartbeat; 0: not in this process",
 		 NULL},
+		{"redaction-poll-ms", "AWOOOP_REDACTION_POLL_MS", "2000", 0,
+		 "how often the process checks whether a project's custom redaction patterns "
+		 "changed (set through another process)",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
@@ -381,6 +386,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"mcp-timeout-max-ms", 100, 3600000},
 		{"mcp-project-queue", 1, 1000000},
 		{"queue-age-ms", 0, 30000},
+		{"redaction-poll-ms", 100, 5000},
 	};
 	/* no process of this uid (a stdio child before its sandbox, anything
 	 * else the host runs as awooop) may read this one's memory or
@@ -504,6 +510,7 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_approvals *approvals = NULL;
 	aw_hub *hub = NULL;
 	aw_hub_opts hu = {0};
+	aw_redaction_poller *redaction = NULL;
 	aw_keyring *approval_keys = NULL;
 	aw_llm *llm = NULL;
 	aw_mcp *mcp = NULL;
@@ -512,6 +519,10 @@ int aw_cmd_serve(int argc, char **argv)
 	/* one bus: the relay publishes on it, the policy cache listens (in the
 	 * embedded shape it is the in-process bus, so both must share it) */
 	if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)))
+		goto out;
+	/* every role redacts (logs, audit): the projects' custom patterns are
+	 * in force before the first request, and followed from then on */
+	if ((e = aw_redaction_poller_start(store, (int)wv[32], &redaction, &err)))
 		goto out;
 	if (strcmp(role, "relay") != 0) { /* the LLM gateway: API and workers */
 		aw_policy_opts po = {.mode = strcmp(guard, "strict") ? AW_GUARD_BOUNDED
@@ -668,6 +679,7 @@ out: /* also the way out when a part failed to start (e set) */
 	aw_fleet_stop(fleet); /* its rows deleted: it serves nothing any more */
 	aw_policy_cache_free(policy);
 	aw_bus_close(bus);
+	aw_redaction_poller_stop(redaction);
 	json_decref(llm_config);
 	if (contracts) /* the ring in use; replaced ones are in rl.old */
 		keys = (aw_keyring *)aw_contracts_set_keyring(contracts, NULL);

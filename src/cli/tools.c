@@ -25,6 +25,9 @@ static void print_stats(const aw_redact_stats *st)
 		if (st->count[c])
 			fprintf(stderr, "%-20s %llu\n", aw_redact_class_label((aw_redact_class)c),
 				(unsigned long long)st->count[c]);
+	if (st->custom_limited)
+		fprintf(stderr, "%-20s %llu\n", "custom_limited",
+			(unsigned long long)st->custom_limited);
 }
 
 int aw_cmd_redact(int argc, char **argv)
@@ -33,21 +36,41 @@ int aw_cmd_redact(int argc, char **argv)
 		{"json", NULL, NULL, 1, "input is one JSON document; output stays valid JSON",
 		 NULL},
 		{"stats", NULL, NULL, 1, "print per-class counts to stderr", NULL},
+		{"custom", NULL, NULL, 0,
+		 "also a project's custom patterns, from a JSON file (awooop redaction --help)",
+		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc =
-		aw_cli_parse(argc, argv, opts, pos, &npos,
-			     "usage: awooop redact [--json] [--stats] < IN > OUT\n\n"
-			     "Replaces PII and secrets with [REDACTED:<class>]. Text is streamed,\n"
-			     "so input of any size works and a secret split across reads is\n"
-			     "still caught.");
+	int rc = aw_cli_parse(
+		argc, argv, opts, pos, &npos,
+		"usage: awooop redact [--json] [--stats] [--custom FILE] < IN > OUT\n\n"
+		"Replaces PII and secrets with [REDACTED:<class>]. Text is streamed,\n"
+		"so input of any size works and a secret split across reads is\n"
+		"still caught. --custom adds a custom pattern list as a project\n"
+		"would have it ([REDACTED:custom:<name>]): a way to try one before\n"
+		"`awooop redaction set`.");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	aw_error err = {0};
 	if (aw_redact_init(&err))
 		return aw_cli_fail(err.err, err.msg);
+	/* a custom list runs as the text of a project of its own */
+	const char *project = NULL, *file = aw_cli_get(opts, "custom");
+	if (file) {
+		json_t *list = aw_cli_pattern_file(file, &err);
+		aw_redact_custom *set = NULL;
+		if (!list || aw_redact_custom_compile(list, &set, &err)) {
+			json_decref(list);
+			if (err.where[0])
+				fprintf(stderr, "awooop: in %s at %s:\n", file, err.where);
+			return aw_cli_fail(err.err, err.msg);
+		}
+		json_decref(list);
+		project = "local";
+		aw_redact_custom_install(project, 1, set);
+	}
 	aw_redact_stats st = {0};
 	if (aw_cli_get(opts, "json")) {
 		json_error_t je;
@@ -58,14 +81,14 @@ int aw_cmd_redact(int argc, char **argv)
 				 je.column);
 			return aw_cli_fail(AW_E_REQ_JSON, msg);
 		}
-		aw_err e = aw_redact_json(doc, &st);
+		aw_err e = aw_redact_json_for(project, doc, &st);
 		if (!e && json_dumpf(doc, stdout, JSON_ENCODE_ANY | JSON_COMPACT) == 0)
 			fputc('\n', stdout);
 		json_decref(doc);
 		if (e)
 			return aw_cli_fail(e, "redaction failed");
 	} else {
-		aw_redact_stream *s = aw_redact_stream_new(write_out, NULL, &st);
+		aw_redact_stream *s = aw_redact_stream_new_for(project, write_out, NULL, &st);
 		char buf[65536];
 		size_t n;
 		aw_err e = AW_OK;

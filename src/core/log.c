@@ -71,7 +71,7 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 	va_end(ap);
 	/* what a caller passed goes through the redaction engine, whatever it is;
 	 * it cannot replace the logger's own fields */
-	aw_err re = aw_redact_json(fields, NULL);
+	aw_err re = aw_redact_json_for(ctx ? ctx->project : NULL, fields, NULL);
 	if (!re)
 		json_object_update_missing(o, fields);
 	json_decref(fields);

@@ -131,6 +131,10 @@ static const struct {
 	 " of one of its contracts was activated while this process still serves another; 0"
 	 " when converged.",
 	 "gauge"},
+	{"awooop_redact_custom_limited_total",
+	 "A project's custom redaction patterns stopped before the end of a text by their match"
+	 " limits or CPU budget (the rest of that text was not searched for them), by project.",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -494,6 +498,13 @@ void aw_metrics_policy_lag(const char *const *projects, const char *const *famil
 			   const double *lag, int n, int64_t expires_ms)
 {
 	gauge_replace(35, "project", projects, "family", families_, lag, n, expires_ms);
+}
+
+void aw_metrics_redact_custom_limited(const char *project, int n)
+{
+	char l[120];
+	snprintf(l, sizeof l, "project=\"%s\"", project);
+	counter_add(36, l, n);
 }
 
 #define METRICS_MAX ((size_t)64 << 20)

@@ -9,6 +9,8 @@
  *   3. findings are sorted and the non-overlapping ones replaced, keeping the
  *      text around a named secret part (group 1) intact.
  * Clean text costs one Hyperscan pass; PCRE2 runs only near candidates.
+ * A project's custom patterns (redact_custom.c) run after step 2, on the
+ * text of calls made for that project only.
  */
 #include "awooop/redact.h"
 #include "redact_hook.h"
@@ -24,6 +26,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "awooop/ctx.h"
+#include "redact_custom.h"
+
 /* Streaming: bytes held back at the end of each flush so a secret split across
  * chunks is seen whole (the longest match of any class but private-key blocks,
  * which are held until their END line, up to AW_REDACT_MAX_HOLD), and the
@@ -35,6 +40,7 @@ typedef struct finding {
 	size_t start, end;   /* whole match */
 	size_t rstart, rend; /* the part replaced */
 	aw_redact_class cls;
+	int ci; /* AW_RC_CUSTOM: the pattern's index in the call's set */
 } finding;
 
 typedef int (*validator)(const char *s, size_t len);
@@ -269,6 +275,8 @@ static const struct cls_def {
 	[AW_RC_SUPABASE] = {"sbp_[a-f0-9]{40}", TB "sbp_[a-f0-9]{40}" TE, 48, 4, tok_ok},
 	[AW_RC_PULUMI] = {"pul-[a-f0-9]{40}", TB "pul-[a-f0-9]{40}" TE, 48, 4, tok_ok},
 	[AW_RC_SENSITIVE_FIELD] = {NULL, NULL, 0, 0, NULL},
+	/* a project's own patterns: redact_custom.c, not this table */
+	[AW_RC_CUSTOM] = {NULL, NULL, 0, 0, NULL},
 };
 
 static const char *const labels[AW_RC__COUNT] = {
@@ -561,6 +569,7 @@ static pthread_key_t tls_key;
 typedef struct {
 	hs_scratch_t *scratch;
 	pcre2_match_data *md;
+	pcre2_match_context *mc; /* custom patterns' limits; made on first use */
 } tls_state;
 
 static void tls_free(void *p)
@@ -570,6 +579,7 @@ static void tls_free(void *p)
 		return;
 	hs_free_scratch(t->scratch);
 	pcre2_match_data_free(t->md);
+	pcre2_match_context_free(t->mc);
 	free(t);
 }
 
@@ -677,7 +687,8 @@ typedef struct {
 	finding *f;
 	size_t nf, capf;
 	int oom;
-	int no_card; /* the buffer is a JSON value under an id-like key */
+	int no_card;	/* the buffer is a JSON value under an id-like key */
+	aw_rc_run *run; /* the project's custom patterns, or NULL */
 } scan_ctx;
 
 static void add_finding(scan_ctx *sc, finding fd)
@@ -803,7 +814,7 @@ static void confirm(scan_ctx *sc, aw_redact_class c, size_t to)
 			continue;
 		}
 		sc->covered[c] = me;
-		add_finding(sc, (finding){ms, me, rs, re, c});
+		add_finding(sc, (finding){ms, me, rs, re, c, 0});
 		if (me >= to)
 			return;
 		from = me;
@@ -1202,8 +1213,12 @@ static void scan_shapes(scan_ctx *sc)
 	scan_shapes_scalar(sc);
 }
 
+/* Which of two findings of the same span names it: a provider's class (0),
+ * a generic one (1), a project's own pattern (2). */
 static int generic(aw_redact_class c)
 {
+	if (c == AW_RC_CUSTOM)
+		return 2;
 	return c == AW_RC_AUTH_HEADER || c == AW_RC_URL_CREDS || c == AW_RC_ASSIGNMENT ||
 	       c == AW_RC_AWS_SECRET;
 }
@@ -1220,16 +1235,27 @@ static int cmp_finding(const void *a, const void *b)
 	int gx = generic(x->cls), gy = generic(y->cls);
 	if (gx != gy)
 		return gx - gy;
-	return (int)x->cls - (int)y->cls;
+	if (x->cls != y->cls)
+		return (int)x->cls - (int)y->cls;
+	return x->ci - y->ci;
 }
 
-/* Finds and orders the non-overlapping findings of buf. */
-static aw_err scan(const char *buf, size_t len, scan_ctx *sc, int no_card)
+static int emit_custom(void *ud, size_t start, size_t end, int i)
+{
+	scan_ctx *sc = ud;
+	add_finding(sc, (finding){start, end, start, end, AW_RC_CUSTOM, i});
+	return sc->oom;
+}
+
+/* Finds and orders the non-overlapping findings of buf (with run's custom
+ * patterns when run is not NULL). */
+static aw_err scan(const char *buf, size_t len, scan_ctx *sc, int no_card, aw_rc_run *run)
 {
 	memset(sc, 0, sizeof *sc);
 	sc->buf = buf;
 	sc->len = len;
 	sc->no_card = no_card;
+	sc->run = run;
 	if (aw_redact_init(NULL))
 		return AW_E_INTERNAL;
 	if (!(sc->tls = tls_get()))
@@ -1255,6 +1281,12 @@ static aw_err scan(const char *buf, size_t len, scan_ctx *sc, int no_card)
 	scan_shapes(sc);
 	if (sc->oom)
 		return AW_E_NOMEM;
+	if (run && run->set) {
+		if (!sc->tls->mc && !(sc->tls->mc = aw_rc_match_context()))
+			return AW_E_NOMEM;
+		if (aw_rc_scan(run, buf, len, sc->tls->md, sc->tls->mc, emit_custom, sc) || sc->oom)
+			return AW_E_NOMEM;
+	}
 	if (sc->nf > 1)
 		qsort(sc->f, sc->nf, sizeof *sc->f, cmp_finding);
 	size_t keep = 0, end = 0;
@@ -1268,12 +1300,23 @@ static aw_err scan(const char *buf, size_t len, scan_ctx *sc, int no_card)
 	return AW_OK;
 }
 
+/* The replacement of f: "[REDACTED:label]" or "[REDACTED:custom:name]"
+ * (at most 10 + 7 + AW_REDACT_CUSTOM_NAME_MAX + 1 bytes and the NUL). */
+#define MARKER_MAX 64
+static size_t marker(const scan_ctx *sc, const finding *f, char out[MARKER_MAX])
+{
+	int n = f->cls == AW_RC_CUSTOM ? snprintf(out, MARKER_MAX, "[REDACTED:custom:%s]",
+						  aw_rc_name(sc->run ? sc->run->set : NULL, f->ci))
+				       : snprintf(out, MARKER_MAX, "[REDACTED:%s]", labels[f->cls]);
+	return n > 0 && n < MARKER_MAX ? (size_t)n : 0;
+}
+
 /* Writes buf[0, upto) with the findings wholly inside it replaced. */
 static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_stats *st)
 {
 	size_t extra = 0;
 	for (size_t i = 0; i < sc->nf && sc->f[i].rend <= upto; i++)
-		extra += 40;
+		extra += MARKER_MAX;
 	char *out = malloc(upto + extra + 1);
 	if (!out)
 		return NULL;
@@ -1282,8 +1325,7 @@ static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_s
 		const finding *f = &sc->f[i];
 		memcpy(out + o, sc->buf + pos, f->rstart - pos);
 		o += f->rstart - pos;
-		o += (size_t)snprintf(out + o, extra + upto + 1 - o, "[REDACTED:%s]",
-				      labels[f->cls]);
+		o += marker(sc, f, out + o);
 		pos = f->rend;
 		if (st)
 			st->count[f->cls]++;
@@ -1296,10 +1338,10 @@ static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_s
 }
 
 static aw_err redact_text(const char *in, size_t len, char **out, size_t *outlen,
-			  aw_redact_stats *stats, int no_card)
+			  aw_redact_stats *stats, int no_card, aw_rc_run *run)
 {
 	scan_ctx sc;
-	aw_err e = scan(in, len, &sc, no_card);
+	aw_err e = scan(in, len, &sc, no_card, run);
 	if (!e) {
 		size_t n = 0;
 		*out = render(&sc, len, &n, stats);
@@ -1315,13 +1357,32 @@ static aw_err redact_text(const char *in, size_t len, char **out, size_t *outlen
 aw_err aw_redact_text(const char *in, size_t len, char **out, size_t *outlen,
 		      aw_redact_stats *stats)
 {
-	return redact_text(in, len, out, outlen, stats, 0);
+	return redact_text(in, len, out, outlen, stats, 0, NULL);
 }
 
 char *aw_redact_str(const char *in)
 {
 	char *out = NULL;
 	if (!in || aw_redact_text(in, strlen(in), &out, NULL, NULL) != AW_OK)
+		return NULL;
+	return out;
+}
+
+aw_err aw_redact_text_for(const char *project, const char *in, size_t len, char **out,
+			  size_t *outlen, aw_redact_stats *stats)
+{
+	aw_rc_run run = {.set = aw_rc_lookup(project)};
+	if (!run.set)
+		return redact_text(in, len, out, outlen, stats, 0, NULL);
+	aw_err e = redact_text(in, len, out, outlen, stats, 0, &run);
+	aw_rc_finish(&run, project, stats);
+	return e;
+}
+
+char *aw_redact_str_for(const char *project, const char *in)
+{
+	char *out = NULL;
+	if (!in || aw_redact_text_for(project, in, strlen(in), &out, NULL, NULL) != AW_OK)
 		return NULL;
 	return out;
 }
@@ -1369,12 +1430,12 @@ static int all_digits(const json_t *v)
 
 /* idkey: the string is the value of a member named like an id ("span",
  * "trace_id", ...): a string of digits there is an id, not a card. */
-static aw_err redact_json_string(json_t *s, aw_redact_stats *st, int idkey)
+static aw_err redact_json_string(json_t *s, aw_redact_stats *st, int idkey, aw_rc_run *run)
 {
 	char *out = NULL;
 	size_t n = 0;
 	aw_err e = redact_text(json_string_value(s), json_string_length(s), &out, &n, st,
-			       idkey && all_digits(s));
+			       idkey && all_digits(s), run);
 	if (e)
 		return e;
 	if (n != json_string_length(s) || memcmp(out, json_string_value(s), n) != 0)
@@ -1383,17 +1444,17 @@ static aw_err redact_json_string(json_t *s, aw_redact_stats *st, int idkey)
 	return AW_OK;
 }
 
-static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey)
+static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey, aw_rc_run *run)
 {
 	if (depth > 512)
 		return AW_E_REQ_JSON;
 	if (json_is_string(v))
-		return redact_json_string(v, st, idkey);
+		return redact_json_string(v, st, idkey, run);
 	if (json_is_array(v)) {
 		size_t i;
 		json_t *x;
 		json_array_foreach (v, i, x) {
-			aw_err e = walk(x, st, depth + 1, 0);
+			aw_err e = walk(x, st, depth + 1, 0, run);
 			if (e)
 				return e;
 		}
@@ -1412,7 +1473,7 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey)
 	json_object_foreach_safe (v, tmp, key, x) {
 		char *rk = NULL;
 		size_t rn = 0;
-		if ((e = aw_redact_text(key, strlen(key), &rk, &rn, st)))
+		if ((e = redact_text(key, strlen(key), &rk, &rn, st, 0, run)))
 			break;
 		if (aw_redact_sensitive_key(key) || aw_redact_sensitive_key(rk)) {
 			if (!json_is_null(x)) {
@@ -1422,7 +1483,7 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey)
 				if (st)
 					st->count[AW_RC_SENSITIVE_FIELD]++;
 			}
-		} else if ((e = walk(x, st, depth + 1, id_key(key, strlen(key))))) {
+		} else if ((e = walk(x, st, depth + 1, id_key(key, strlen(key)), run))) {
 			free(rk);
 			break;
 		}
@@ -1448,7 +1509,20 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey)
 aw_err aw_redact_json(json_t *doc, aw_redact_stats *stats)
 {
 	aw_err e = aw_redact_init(NULL);
-	return e ? e : walk(doc, stats, 0, 0);
+	return e ? e : walk(doc, stats, 0, 0, NULL);
+}
+
+aw_err aw_redact_json_for(const char *project, json_t *doc, aw_redact_stats *stats)
+{
+	aw_err e = aw_redact_init(NULL);
+	if (e)
+		return e;
+	aw_rc_run run = {.set = aw_rc_lookup(project)};
+	if (!run.set)
+		return walk(doc, stats, 0, 0, NULL);
+	e = walk(doc, stats, 0, 0, &run);
+	aw_rc_finish(&run, project, stats);
+	return e;
 }
 
 /* -------------------------------------------------------------- streaming */
@@ -1459,6 +1533,8 @@ struct aw_redact_stream {
 	aw_redact_stats *stats;
 	char *buf;
 	size_t len, cap;
+	aw_redact_custom *set; /* the project's patterns (a reference), or NULL */
+	char project[AW_PROJECT_MAX + 1];
 };
 
 aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_stats *stats)
@@ -1469,6 +1545,15 @@ aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_
 	s->sink = sink;
 	s->ud = ud;
 	s->stats = stats;
+	return s;
+}
+
+aw_redact_stream *aw_redact_stream_new_for(const char *project, aw_redact_sink sink, void *ud,
+					   aw_redact_stats *stats)
+{
+	aw_redact_stream *s = aw_redact_stream_new(sink, ud, stats);
+	if (s && (s->set = aw_rc_lookup(project)))
+		snprintf(s->project, sizeof s->project, "%s", project);
 	return s;
 }
 
@@ -1496,10 +1581,12 @@ static aw_err flush(aw_redact_stream *s, int final)
 	if (s->len == 0)
 		return AW_OK;
 	scan_ctx sc;
-	aw_err e = scan(s->buf, s->len, &sc, 0);
+	/* one budget a flush; the stream keeps its own reference to the set */
+	aw_rc_run run = {.set = s->set};
+	aw_err e = scan(s->buf, s->len, &sc, 0, s->set ? &run : NULL);
 	if (e) {
 		free(sc.f);
-		return e;
+		goto done;
 	}
 	size_t safe = s->len;
 	if (!final) {
@@ -1517,12 +1604,12 @@ static aw_err flush(aw_redact_stream *s, int final)
 	size_t pos = 0;
 	for (size_t i = 0; !rc && i < sc.nf && sc.f[i].rend <= safe; i++) {
 		const finding *f = &sc.f[i];
-		char marker[64];
-		int mn = snprintf(marker, sizeof marker, "[REDACTED:%s]", labels[f->cls]);
+		char mk[MARKER_MAX];
+		size_t mn = marker(&sc, f, mk);
 		if (f->rstart > pos)
 			rc = s->sink(s->ud, s->buf + pos, f->rstart - pos);
 		if (!rc)
-			rc = s->sink(s->ud, marker, (size_t)mn);
+			rc = s->sink(s->ud, mk, mn);
 		if (s->stats)
 			s->stats->count[f->cls]++;
 		pos = f->rend;
@@ -1530,11 +1617,18 @@ static aw_err flush(aw_redact_stream *s, int final)
 	if (!rc && safe > pos)
 		rc = s->sink(s->ud, s->buf + pos, safe - pos);
 	free(sc.f);
-	if (rc)
-		return AW_E_INTERNAL;
+	if (rc) {
+		e = AW_E_INTERNAL;
+		goto done;
+	}
 	memmove(s->buf, s->buf + safe, s->len - safe);
 	s->len -= safe;
-	return AW_OK;
+done:
+	if (s->set) {
+		run.set = NULL; /* the stream's reference, released by finish */
+		aw_rc_finish(&run, s->project, s->stats);
+	}
+	return e;
 }
 
 aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
@@ -1563,6 +1657,7 @@ aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
 aw_err aw_redact_stream_finish(aw_redact_stream *s)
 {
 	aw_err e = flush(s, 1);
+	aw_rc_release(s->set);
 	free(s->buf);
 	free(s);
 	return e;

@@ -147,6 +147,8 @@ void aw_h_metrics(aw_req *r);
 void aw_h_openapi(aw_req *r);
 void aw_h_audit_verify(aw_req *r);
 void aw_h_key_migrations(aw_req *r);
+void aw_h_redaction_get(aw_req *r);
+void aw_h_redaction_put(aw_req *r);
 void aw_h_console(aw_req *r);
 void aw_h_projects_create(aw_req *r);
 void aw_h_projects_list(aw_req *r);

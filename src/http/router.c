@@ -40,6 +40,8 @@ static const struct {
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
 	{"GET", "/v1/projects/{project}/audit/verify", aw_h_audit_verify, 0},
 	{"GET", "/v1/projects/{project}/key-migrations", aw_h_key_migrations, 0},
+	{"GET", "/v1/projects/{project}/redaction-patterns", aw_h_redaction_get, AW_AUTH_KEY},
+	{"PUT", "/v1/projects/{project}/redaction-patterns", aw_h_redaction_put, AW_AUTH_KEY},
 	/* the MCP endpoint answers a missing key as JSON-RPC (gate 1) */
 	{"POST", "/v1/projects/{project}/mcp", aw_h_mcp_post, AW_AUTH_KEY_SELF},
 	{"GET", "/v1/projects/{project}/mcp", aw_h_mcp_get, AW_AUTH_KEY_SELF},

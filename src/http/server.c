@@ -241,12 +241,12 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 	/* details can quote the request (a parser's "near '...'", an unknown
 	 * field's name): they pass the redaction engine like everything returned */
 	if (p && err && err->err == e && err->msg[0]) {
-		char *d = aw_redact_str(err->msg);
+		char *d = aw_redact_str_for(r->ctx.project, err->msg);
 		json_object_set_new(p, "detail", json_string(d ? d : aw_err_title(e)));
 		free(d);
 	}
 	if (p && err && err->err == e && err->where[0]) {
-		char *w = aw_redact_str(err->where);
+		char *w = aw_redact_str_for(r->ctx.project, err->where);
 		json_object_set_new(p, "pointer", json_string(w ? w : ""));
 		free(w);
 	}

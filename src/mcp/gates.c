@@ -80,7 +80,7 @@ static json_t *refuse(call_note *n, const json_t *id, int gate, aw_err code, con
 /* Redacts a result JSON-aware, but not the base64 payloads of image, audio
  * and blob content (redaction patterns inside an encoding would corrupt the
  * bytes and protect nothing: the text is not there in clear). */
-void mcp_redact_result(json_t *res)
+void mcp_redact_result(const char *project, json_t *res)
 {
 	json_t *content = json_object_get(res, "content"), *held = json_array();
 	size_t i;
@@ -96,7 +96,7 @@ void mcp_redact_result(json_t *res)
 			json_object_set_new(owner, k, json_string(""));
 		}
 	}
-	aw_redact_json(res, NULL);
+	aw_redact_json_for(project, res, NULL);
 	json_array_foreach (held, i, item)
 		json_object_set(json_object_get(item, "o"),
 				json_string_value(json_object_get(item, "k")),
@@ -351,7 +351,7 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 		}
 		goto out;
 	}
-	mcp_redact_result(res);
+	mcp_redact_result(call->ctx.project, res);
 	res = cut_result(res, t->max_result, &n->result_bytes, &n->cut);
 	n->outcome = json_is_true(json_object_get(res, "isError")) ? "tool_error" : "ok";
 	mcp_decorate(res, &call->meta, 0);

@@ -227,7 +227,7 @@ json_t *mcp_gate_error(const json_t *id, aw_err code, int gate, const char *msg,
 		       const char *pointer);
 json_t *mcp_upstream_error(const json_t *id, json_t *rpc, int gate);
 const char *mcp_suspended(aw_mcp *g, const aw_ctx *ctx);
-void mcp_redact_result(json_t *res);
+void mcp_redact_result(const char *project, json_t *res);
 void mcp_rate_init(rate_bucket *r, const json_t *rl);
 long mcp_rate_take(aw_mcp *g, const aw_ctx *ctx, pthread_mutex_t *mu, rate_bucket *r,
 		   const char *name);

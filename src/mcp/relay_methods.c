@@ -189,7 +189,7 @@ json_t *mcp_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note
 					 err.msg[0] ? err.msg : "no upstream answered",
 					 aw_err_code(AW_E_MCP_UPSTREAM));
 	}
-	mcp_redact_result(res);
+	mcp_redact_result(call->ctx.project, res);
 	json_t *contents = json_object_get(res, "contents"); /* resources/read */
 	size_t j;
 	json_t *item;

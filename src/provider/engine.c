@@ -513,9 +513,10 @@ static void refused(aw_llm *g, aw_llm_call *c)
 		m = json_object_get(j, "error");
 	/* a credential refusal may quote the credential: never passed on */
 	int cred = c->status == 401 || c->status == 403;
-	char *msg = aw_redact_str(cred ? "the upstream refused the gateway's credential"
-				  : json_is_string(m) ? json_string_value(m)
-						      : "no message");
+	char *msg = aw_redact_str_for(c->ctx.project,
+				      cred ? "the upstream refused the gateway's credential"
+				      : json_is_string(m) ? json_string_value(m)
+							  : "no message");
 	long st = c->status;
 	char name[48];
 	snprintf(name, sizeof name, "%s", c->t[c->ti].u->name);

@@ -354,7 +354,8 @@ static void execute(aw_worker *w, job *j)
 	if (j->step_err && !j->result)
 		j->result = json_pack("{s:s}", "error", j->step_msg);
 	if (j->result)
-		aw_redact_json(j->result, NULL); /* the journal never keeps a secret */
+		aw_redact_json_for(j->c->project_id, j->result,
+				   NULL); /* the journal keeps no secret */
 	json_decref(empty);
 	j->executed = 1;
 	aw_metrics_run_event("step", 1);

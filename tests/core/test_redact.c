@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -766,6 +767,272 @@ static void test_scalar_path_same_output(void **state)
 	}
 }
 
+/* ---- project-level custom patterns (redact_custom.c) ---- */
+
+static int count_sink(void *ud, const char *d, size_t n)
+{
+	(void)d;
+	*(size_t *)ud += n;
+	return 0;
+}
+
+static aw_redact_custom *custom_of(const char *json)
+{
+	json_t *list = json_loads(json, 0, NULL);
+	assert_non_null(list);
+	aw_redact_custom *c = NULL;
+	aw_error err = {0};
+	aw_err e = aw_redact_custom_compile(list, &c, &err);
+	json_decref(list);
+	if (e)
+		fail_msg("%s refused: %s at %s", json, err.msg, err.where);
+	return c;
+}
+
+static void custom_refused(const char *json, const char *where, const char *why)
+{
+	json_t *list = json_loads(json, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	assert_non_null(list);
+	aw_redact_custom *c = NULL;
+	aw_error err = {0};
+	aw_err e = aw_redact_custom_compile(list, &c, &err);
+	json_decref(list);
+	if (e != AW_E_REDACT_PATTERN || c)
+		fail_msg("%s: want E-REDACT-001, got %d", json, (int)e);
+	assert_string_equal(err.where, where);
+	if (!strstr(err.msg, why))
+		fail_msg("%s: reason '%s' lacks '%s'", json, err.msg, why);
+}
+
+static char *red_for(const char *project, const char *in)
+{
+	char *out = aw_redact_str_for(project, in);
+	assert_non_null(out);
+	return out;
+}
+
+static void test_custom_validation(void **state)
+{
+	(void)state;
+	custom_refused("{}", "", "array");
+	custom_refused("[1]", "/0", "nothing else");
+	custom_refused("[{\"name\":\"a\"}]", "/0", "nothing else");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"x\",\"group\":1}]", "/0", "nothing else");
+	custom_refused("[{\"name\":\"Emp\",\"pattern\":\"x\"}]", "/0", "a name matches");
+	custom_refused("[{\"name\":\"1a\",\"pattern\":\"x\"}]", "/0", "a name matches");
+	custom_refused("[{\"name\":\"abcdefghijklmnopqrstuvwxyz0123456\",\"pattern\":\"x\"}]", "/0",
+		       "a name matches");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"x\"},{\"name\":\"a\",\"pattern\":\"y\"}]",
+		       "/1", "used twice");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"\"}]", "/0", "1 to 200 bytes");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"x\\u0000y\"}]", "/0", "without NUL");
+	char big[400];
+	snprintf(big, sizeof big, "[{\"name\":\"a\",\"pattern\":\"%0201d\"}]", 0);
+	custom_refused(big, "/0", "1 to 200 bytes");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"(EMP\"}]", "/0", "does not compile");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"(a)\\\\1\"}]", "/0", "back references");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"a(?C1)b\"}]", "/0", "callouts");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"\\\\d*\"}]", "/0", "empty string");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"(?=x)\"}]", "/0", "empty string");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"x|\"}]", "/0", "empty string");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"x\\\\K\"}]", "/0", "look-behind");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"id=\\\\K\\\\d+\"}]", "/0", "look-behind");
+	aw_redact_custom_free(
+		custom_of("[{\"name\":\"a\",\"pattern\":\"\\\\\\\\K|\\\\Q\\\\K\\\\E\"}]"));
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"\\\\b\"}]", "/0", "empty string");
+	custom_refused("[{\"name\":\"a\",\"pattern\":\"\\\\C\"}]", "/0", "does not compile");
+	/* 17 entries */
+	char many[2048] = "[";
+	for (int i = 0; i < AW_REDACT_CUSTOM_MAX + 1; i++)
+		snprintf(many + strlen(many), sizeof many - strlen(many),
+			 "%s{\"name\":\"p%d\",\"pattern\":\"x%d\"}", i ? "," : "", i, i);
+	strcat(many, "]");
+	custom_refused(many, "", "at most 16");
+	/* the largest list accepted; [] is a list of none */
+	many[strrchr(many, '{') - many - 1] = ']';
+	many[strrchr(many, '{') - many] = '\0';
+	aw_redact_custom *c = custom_of(many);
+	assert_int_equal(aw_redact_custom_count(c), AW_REDACT_CUSTOM_MAX);
+	aw_redact_custom_free(c);
+	c = custom_of("[]");
+	assert_int_equal(aw_redact_custom_count(c), 0);
+	aw_redact_custom_free(c);
+}
+
+static void test_custom_redacts_only_its_project(void **state)
+{
+	(void)state;
+	aw_redact_custom_reset();
+	const char *in = "hr: EMP-123456 filed INC-0042 for a@b.example, ref EMP-12345";
+	assert_int_equal(
+		aw_redact_custom_install(
+			"tenant-a", 1,
+			custom_of("[{\"name\":\"employee_id\",\"pattern\":\"EMP-[0-9]{6}\"},"
+				  "{\"name\":\"incident\",\"pattern\":\"INC-\\\\d{4}\"}]")),
+		1);
+	char *a = red_for("tenant-a", in), *b = red_for("tenant-b", in);
+	char *none = red_for(NULL, in), *plain = red(in);
+	assert_string_equal(a, "hr: [REDACTED:custom:employee_id] filed [REDACTED:custom:incident]"
+			       " for [REDACTED:email], ref EMP-12345");
+	/* another project, no project, the old entry points: the built-ins only */
+	assert_string_equal(b, "hr: EMP-123456 filed INC-0042 for [REDACTED:email], ref EMP-12345");
+	assert_string_equal(none, b);
+	assert_string_equal(plain, b);
+	free(a);
+	free(b);
+	free(none);
+	free(plain);
+	/* stats count the custom class; JSON mode, keys too; a stream */
+	aw_redact_stats st = {0};
+	json_t *doc = json_pack("{s:s, s:[s], s:s}", "who", "EMP-000001", "list", "x EMP-999999 y",
+				"EMP-111111", "key");
+	assert_int_equal(aw_redact_json_for("tenant-a", doc, &st), AW_OK);
+	char *dump = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(dump, "{\"[REDACTED:custom:employee_id]\":\"key\","
+				  "\"list\":[\"x [REDACTED:custom:employee_id] y\"],"
+				  "\"who\":\"[REDACTED:custom:employee_id]\"}");
+	assert_int_equal(st.count[AW_RC_CUSTOM], 3);
+	free(dump);
+	json_decref(doc);
+	/* a built-in finding wins an overlap: the card is a card */
+	aw_redact_custom_install("tenant-c", 1,
+				 custom_of("[{\"name\":\"digits\",\"pattern\":\"\\\\d{8,}\"}]"));
+	char *c = red_for("tenant-c", "pay 4111111111111111 ref 12345678");
+	assert_string_equal(c, "pay [REDACTED:card] ref [REDACTED:custom:digits]");
+	free(c);
+	aw_redact_custom_reset();
+	char *after = red_for("tenant-a", in);
+	assert_non_null(strstr(after, "EMP-123456"));
+	free(after);
+}
+
+static void test_custom_registry_versions(void **state)
+{
+	(void)state;
+	aw_redact_custom_reset();
+	assert_int_equal(aw_redact_custom_version("p1"), 0);
+	assert_int_equal(aw_redact_custom_install(
+				 "p1", 2, custom_of("[{\"name\":\"two\",\"pattern\":\"TWO\"}]")),
+			 1);
+	/* an older or equal version never replaces a newer one */
+	assert_int_equal(aw_redact_custom_install(
+				 "p1", 1, custom_of("[{\"name\":\"one\",\"pattern\":\"TWO\"}]")),
+			 0);
+	assert_int_equal(aw_redact_custom_install(
+				 "p1", 2, custom_of("[{\"name\":\"one\",\"pattern\":\"TWO\"}]")),
+			 0);
+	char *o = red_for("p1", "a TWO b");
+	assert_string_equal(o, "a [REDACTED:custom:two] b");
+	free(o);
+	/* cleared: version 3 with no patterns */
+	assert_int_equal(aw_redact_custom_install("p1", 3, custom_of("[]")), 1);
+	assert_int_equal(aw_redact_custom_version("p1"), 3);
+	o = red_for("p1", "a TWO b");
+	assert_string_equal(o, "a TWO b");
+	free(o);
+	aw_redact_custom_reset();
+}
+
+/* A pattern that backtracks catastrophically, on text made for it: bounded
+ * by the match limit (the pattern stops, counted) and the CPU budget, never
+ * a hang; the built-in classes still work on the same text. */
+static void test_custom_catastrophic_bounded(void **state)
+{
+	(void)state;
+	aw_redact_custom_reset();
+	aw_redact_custom_install("slow", 1,
+				 custom_of("[{\"name\":\"exp\",\"pattern\":\"(a|aa)+$\"},"
+					   "{\"name\":\"nested\",\"pattern\":\"(\\\\w+\\\\s?)*!\"},"
+					   "{\"name\":\"ok\",\"pattern\":\"EMP-[0-9]{6}\"}]"));
+	/* runs of 14 a's cost ~1,000 steps per start: under the match limit
+	   everywhere, ~1 s a MB without the budget */
+	size_t n = 1u << 20;
+	char *in = malloc(n + 64);
+	assert_non_null(in);
+	strcpy(in, "EMP-123456 mail a@b.example ");
+	size_t k = strlen(in);
+	while (k < n) {
+		memcpy(in + k, "aaaaaaaaaaaaaa!", 15);
+		k += 15;
+	}
+	in[k] = '\0';
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	aw_redact_stats st = {0};
+	char *out = NULL;
+	size_t outlen = 0;
+	assert_int_equal(aw_redact_text_for("slow", in, k, &out, &outlen, &st), AW_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	/* the budget: 10 ms + 50 ns a byte and pattern (~160 ms here); the
+	   bound is generous for a loaded machine, far below the ~10 s a MB
+	   the patterns would take unbounded */
+	if (s > 2.0)
+		fail_msg("custom patterns took %.2f s on 1 MB", s);
+	assert_true(st.custom_limited >= 1);
+	assert_non_null(strstr(out, "[REDACTED:custom:ok] mail [REDACTED:email]"));
+	free(out);
+	/* exponential per start: the match limit stops it at once */
+	memset(in, 'a', 4000);
+	memcpy(in + 4000, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa b", 54);
+	aw_redact_stats st2 = {0};
+	assert_int_equal(aw_redact_text_for("slow", in, 4054, &out, &outlen, &st2), AW_OK);
+	assert_true(st2.custom_limited >= 1);
+	free(out);
+	/* a stream: one budget a flush */
+	aw_redact_stats st3 = {0};
+	size_t emitted = 0;
+	aw_redact_stream *sm = aw_redact_stream_new_for("slow", count_sink, &emitted, &st3);
+	assert_non_null(sm);
+	for (size_t off = 0; off < k; off += 65536)
+		assert_int_equal(aw_redact_stream_feed(sm, in, k - off < 65536 ? k - off : 65536),
+				 AW_OK);
+	assert_int_equal(aw_redact_stream_finish(sm), AW_OK);
+	assert_true(st3.custom_limited >= 1);
+	free(in);
+	aw_redact_custom_reset();
+}
+
+/* A match is searched up to AW_REDACT_CUSTOM_SPAN bytes past its window:
+ * one shorter than that is whole wherever it falls; a longer one is cut at
+ * its horizon (redacted up to there). */
+static void test_custom_windows(void **state)
+{
+	(void)state;
+	aw_redact_custom_reset();
+	aw_redact_custom_install("w", 1,
+				 custom_of("[{\"name\":\"id\",\"pattern\":\"ID<[a-z]{1,3000}>\"},"
+					   "{\"name\":\"line\",\"pattern\":\"memo: [^\\\\n]+\"}]"));
+	size_t n = 20000;
+	char *in = malloc(n + 1), *want_id = malloc(3100);
+	assert_non_null(in);
+	assert_non_null(want_id);
+	for (size_t at = 1000; at < 1100; at += 7) { /* across a window's end */
+		memset(in, ' ', n);
+		memcpy(in + at, "ID<", 3);
+		memset(in + at + 3, 'q', 2500);
+		in[at + 2503] = '>';
+		in[n] = '\0';
+		char *out = red_for("w", in);
+		assert_int_equal(strlen(out), n - 2504 + strlen("[REDACTED:custom:id]"));
+		assert_memory_equal(out + at, "[REDACTED:custom:id]", 20);
+		free(out);
+	}
+	/* a 10 KB line: the match is cut at its horizon, the first SPAN bytes
+	   at least are redacted, the rest is searched as any text */
+	memset(in, 'x', n);
+	memcpy(in, "memo: ", 6);
+	in[10000] = '\n';
+	in[n] = '\0';
+	char *out = red_for("w", in);
+	assert_memory_equal(out, "[REDACTED:custom:line]xxx", 25);
+	assert_true(strlen(out) <= n - AW_REDACT_CUSTOM_SPAN);
+	free(out);
+	free(in);
+	free(want_id);
+	aw_redact_custom_reset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -782,6 +1049,11 @@ int main(void)
 		cmocka_unit_test(test_stream_ids_not_cut),
 		cmocka_unit_test(test_json_mode),
 		cmocka_unit_test(test_binary_input),
+		cmocka_unit_test(test_custom_validation),
+		cmocka_unit_test(test_custom_redacts_only_its_project),
+		cmocka_unit_test(test_custom_registry_versions),
+		cmocka_unit_test(test_custom_catastrophic_bounded),
+		cmocka_unit_test(test_custom_windows),
 	};
 	return cmocka_run_group_tests_name("redact", tests, NULL, NULL);
 }

@@ -135,6 +135,8 @@ static void seed(const char *p)
 		" VALUES ('%1$s', 'q', 2, now(), 's');"
 		"INSERT INTO audit_targets (project_id, target, event_id) VALUES ('%1$s',"
 		" gen_random_uuid(), gen_random_uuid());"
+		"INSERT INTO redaction_patterns (project_id, version, patterns, updated_at,"
+		" updated_by) VALUES ('%1$s', 1, '[]', now(), 's');"
 		"COMMIT;",
 		p);
 	ok(app, sql);
@@ -332,11 +334,11 @@ static void test_platform_path_is_definer_functions(void **state)
 	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON"
 				       " r.oid = p.proowner WHERE p.proname LIKE 'platform_%'"
 				       " AND p.prosecdef AND r.rolname = 'awooop_platform'"),
-			 13); /* key lookup, project list, the four outbox relay functions,
+			 14); /* key lookup, project list, the four outbox relay functions,
 				 the three run worker functions (claim, heartbeat, expired), the
 				 reaper's closed approval windows, the run retention, the
 				 queues' oldest runnable runs and a process's active pointers
-				 (the alerts, 0028) */
+				 (the alerts, 0028), the custom redaction pattern versions */
 	/* the platform role's delete on runs is reachable only through the
 	 * retention function: the app role still cannot delete another
 	 * project's run */
