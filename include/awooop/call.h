@@ -73,4 +73,43 @@ long aw_calls_busy(aw_calls *r, int door);
 int aw_calls_watched(aw_calls *r);
 void aw_calls_watch_now(aw_calls *r, int reap);
 
+/* ---- the recorder: a door's background writer of what its calls leave
+ * (audit records, budget settlements). Records are queued by the thread
+ * that ended the call and written on the recorder's thread, one project's
+ * in queue order per transaction, at most AW_RECORD_BATCH at once; a batch
+ * lingers linger_ms for the records of the calls ending with it (fewer,
+ * larger writes). Idle, the thread ticks its loop metric every tick_ms. */
+typedef struct aw_call_rec {
+	struct aw_call_rec *next;
+	const char *project; /* the record's project (in the door's record) */
+} aw_call_rec;
+
+#define AW_RECORD_BATCH 64
+
+typedef struct aw_recorder aw_recorder;
+typedef struct {
+	const char *thread; /* the thread's name, e.g. "aw-llm-audit" */
+	const char *loop;   /* its loop metric, e.g. "llm_recorder" */
+	int linger_ms;	    /* default 0: none */
+	int tick_ms;	    /* default 1000 */
+	/* writes n records of one project, in queue order, and lets go of them */
+	void (*write)(void *ud, aw_call_rec **recs, int n);
+	/* the door's other background work, each turn (NULL: none) */
+	void (*chores)(void *ud);
+	void *ud;
+} aw_recorder_opts;
+
+aw_err aw_recorder_start(const aw_recorder_opts *o, aw_recorder **out, aw_error *err);
+void aw_recorder_put(aw_recorder *r, aw_call_rec *rec);
+/* The door has chores waiting: the thread runs them at once. */
+void aw_recorder_wake(aw_recorder *r);
+/* A record is coming (+1), or was put or will not come (-1): a flush waits
+ * for the records coming too. */
+void aw_recorder_expect(aw_recorder *r, int delta);
+/* Returns once everything queued (and coming) is written. */
+void aw_recorder_flush(aw_recorder *r);
+/* Writes what is queued, runs the chores a last time, stops the thread and
+ * frees r (NULL: nothing). */
+void aw_recorder_stop(aw_recorder *r);
+
 #endif

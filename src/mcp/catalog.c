@@ -231,11 +231,11 @@ void mcp_on_change(void *ud, const char *project, const char *family, const char
 		return;
 	/* the cache is locked here: stopping children waits, so the recorder
 	 * thread drops it */
-	pthread_mutex_lock(&g->rmu);
+	pthread_mutex_lock(&g->dmu);
 	drop->next = g->dropped;
 	g->dropped = drop;
-	pthread_cond_signal(&g->rcv);
-	pthread_mutex_unlock(&g->rmu);
+	pthread_mutex_unlock(&g->dmu);
+	aw_recorder_wake(g->rec);
 }
 
 static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)

@@ -84,9 +84,7 @@ void mcp_cut(void *ud, const char *project, int64_t seen_ns)
 static void recorded_answer(aw_mcp *g, aw_mcp_call *call, json_t *reply, int status, relay_note *rn,
 			    call_note *n, catalog *c, int64_t t0)
 {
-	pthread_mutex_lock(&g->rmu);
-	g->unrecorded++;
-	pthread_mutex_unlock(&g->rmu);
+	aw_recorder_expect(g->rec, 1);
 	json_t *error = json_object_get(reply, "error");
 	if (rn && error) { /* read now: the answer is the client's once finished */
 		rn->error = 1;
@@ -100,10 +98,7 @@ static void recorded_answer(aw_mcp *g, aw_mcp_call *call, json_t *reply, int sta
 		mcp_audit_relay(g, call, c, rn, t0);
 	else
 		mcp_audit_call(g, call, c, n, t0);
-	pthread_mutex_lock(&g->rmu);
-	g->unrecorded--;
-	pthread_cond_broadcast(&g->rdone);
-	pthread_mutex_unlock(&g->rmu);
+	aw_recorder_expect(g->rec, -1);
 }
 
 /* The methods that touch upstreams (on a worker). */

@@ -46,9 +46,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		 o->contract_id ? o->contract_id : "default");
 	g->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
 	pthread_mutex_init(&g->mu, NULL);
-	pthread_mutex_init(&g->rmu, NULL);
-	aw_clock_cond_init(&g->rcv);
-	pthread_cond_init(&g->rdone, NULL);
+	pthread_mutex_init(&g->dmu, NULL);
 	/* a project runs at most a quarter of the workers at once, unless the
 	 * platform says otherwise per project */
 	long share = g->o.workers >= 4 ? g->o.workers / 4 : 1;
@@ -77,10 +75,14 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		else
 			g->nworkers++;
 	}
-	if (!e && pthread_create(&g->recorder, NULL, mcp_recorder_main, g) != 0)
-		e = aw_fail(err, AW_E_INTERNAL, "cannot start the MCP recorder thread");
-	else if (!e)
-		g->recorder_started = 1;
+	aw_recorder_opts ro = {.thread = "aw-mcp-audit",
+			       .loop = "mcp_recorder",
+			       .linger_ms = 5,
+			       .write = mcp_record_write,
+			       .chores = mcp_record_chores,
+			       .ud = g};
+	if (!e)
+		e = aw_recorder_start(&ro, &g->rec, err);
 	if (e) {
 		aw_mcp_free(g);
 		return e;
@@ -110,12 +112,8 @@ void aw_mcp_free(aw_mcp *g)
 	aw_mcp_stop(g);
 	free(g->workers);
 	aw_fairq_free(g->fq);
-	if (g->recorder_started) {
-		pthread_mutex_lock(&g->rmu);
-		pthread_cond_broadcast(&g->rcv);
-		pthread_mutex_unlock(&g->rmu);
-		pthread_join(g->recorder, NULL);
-	}
+	aw_recorder_stop(g->rec); /* writes what is left, frees the dropped catalogs */
+	mcp_record_chores(g);
 	while (g->catalogs) {
 		catalog *c = g->catalogs;
 		g->catalogs = c->next;
@@ -129,5 +127,6 @@ void aw_mcp_free(aw_mcp *g)
 	free(g->secrets_dir);
 	aw_calls_free(g->own_calls);
 	aw_sbx_policy_free(g->sbx);
+	pthread_mutex_destroy(&g->dmu);
 	free(g);
 }

@@ -12,7 +12,7 @@
  *   session.c        legacy sessions, their GET streams and subscriptions
  *   call.c           a call's answer and event stream, and what its upstream
  *                    asks of its client meanwhile
- *   recorder.c       the thread writing mcp.call / mcp.relay audit records
+ *   mcp_recorder.c   what the recorder (call.h) writes: mcp.call / mcp.relay records
  *
  * The upstreams themselves (transports) are behind mcp_internal.h. Locks:
  * g->mu (catalogs, sessions, in-flight list, asks) is taken before a call's
@@ -100,6 +100,7 @@ typedef struct msession {
 } msession;
 
 typedef struct record {
+	aw_call_rec rec; /* the recorder's queue (call.h) */
 	aw_ctx ctx;
 	const char *action; /* mcp.call, mcp.relay (static) */
 	char tool[AW_MCP_NAME_MAX + 1];
@@ -169,14 +170,11 @@ struct aw_mcp {
 	aw_fairq *fq;
 	pthread_t *workers;
 	int nworkers;
-	/* recorder */
-	pthread_mutex_t rmu;
-	pthread_cond_t rcv, rdone;
-	record *rhead, *rtail;
-	catalog *dropped; /* revoked catalogs the recorder frees */
-	int recording, recorder_started, flushing;
-	int unrecorded; /* calls answered whose record is not queued yet */
-	pthread_t recorder;
+	/* the recorder (call.h): audit records, and its chore: the revoked
+	 * catalogs to free (dropped, dmu) */
+	aw_recorder *rec;
+	pthread_mutex_t dmu;
+	catalog *dropped;
 	atomic_int stopping;
 };
 
@@ -255,11 +253,13 @@ void mcp_finish(aw_mcp_call *c, json_t *response, int status);
 mcp_peer mcp_call_peer(aw_mcp_call *c, json_t *up_params, int timeout_ms);
 void mcp_client_answer(aw_mcp *g, const aw_mcp_call *from);
 
-/* recorder.c */
+/* mcp_recorder.c */
 aw_envelope mcp_envelope(const aw_mcp_call *call, const catalog *c, double ms);
 void mcp_record_queue(aw_mcp *g, const aw_ctx *ctx, const char *action, const char *target,
 		      json_t *payload);
-void *mcp_recorder_main(void *arg);
+/* The recorder's hooks (mcp_recorder.c). */
+void mcp_record_write(void *ud, aw_call_rec **recs, int n);
+void mcp_record_chores(void *ud);
 
 /* dispatch.c */
 /* The in-flight registry's cut hook (dispatch.c): project was suspended. */

@@ -112,9 +112,6 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		return be;
 	}
 	pthread_mutex_init(&g->mu, NULL);
-	pthread_mutex_init(&g->rmu, NULL);
-	aw_clock_cond_init(&g->rcv);
-	pthread_cond_init(&g->rdone, NULL);
 	const char *name;
 	json_t *p;
 	json_object_foreach (json_object_get(g->config, "providers"), name, p) {
@@ -141,10 +138,16 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		e = aw_fail(err, AW_E_INTERNAL, "too many doors in the call registry");
 	if (!e)
 		e = llm_engine_start(g, err);
-	if (!e && pthread_create(&g->recorder, NULL, llm_recorder_main, g) != 0)
-		e = aw_fail(err, AW_E_INTERNAL, "cannot start the LLM recorder thread");
-	else if (!e)
-		g->recorder_started = 1;
+	/* a batch lingers 10 ms for the records of the calls ending with it
+	 * (fewer, larger writes; on SQLite a write holds the one write lock the
+	 * next call's admission needs) */
+	aw_recorder_opts ro = {.thread = "aw-llm-audit",
+			       .loop = "llm_recorder",
+			       .linger_ms = 10,
+			       .write = llm_record_write,
+			       .ud = g};
+	if (!e)
+		e = aw_recorder_start(&ro, &g->rec, err);
 	if (!e && aw_policy_on_platform_change(o->policy, llm_on_platform_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many platform listeners");
 	if (e) {
@@ -160,13 +163,8 @@ void aw_llm_flush(aw_llm *g)
 {
 	while (aw_calls_busy(g->calls, g->door)) /* calls still in flight end first */
 		usleep(5000);
-	pthread_mutex_lock(&g->rmu);
-	atomic_fetch_add(&g->flushing, 1);
-	pthread_cond_signal(&g->rcv);
-	while ((g->rq_head || g->recording) && g->recorder_started)
-		pthread_cond_wait(&g->rdone, &g->rmu);
-	atomic_fetch_sub(&g->flushing, 1);
-	pthread_mutex_unlock(&g->rmu);
+	if (g->rec)
+		aw_recorder_flush(g->rec);
 }
 
 void aw_llm_stop(aw_llm *g)
@@ -177,14 +175,9 @@ void aw_llm_stop(aw_llm *g)
 		aw_calls_door_off(g->calls, g->door); /* no cut runs after this */
 		g->door = -1;
 	}
-	llm_engine_stop(g); /* sets stopping; ends every call */
-	if (g->recorder_started) {
-		pthread_mutex_lock(&g->rmu);
-		pthread_cond_broadcast(&g->rcv);
-		pthread_mutex_unlock(&g->rmu);
-		pthread_join(g->recorder, NULL); /* drains the queue first */
-		g->recorder_started = 0;
-	}
+	llm_engine_stop(g);	  /* sets stopping; ends every call */
+	aw_recorder_stop(g->rec); /* writes what is queued first */
+	g->rec = NULL;
 }
 
 void aw_llm_free(aw_llm *g)
@@ -201,8 +194,5 @@ void aw_llm_free(aw_llm *g)
 	aw_calls_free(g->own_calls);
 	free(g->em);
 	pthread_mutex_destroy(&g->mu);
-	pthread_mutex_destroy(&g->rmu);
-	pthread_cond_destroy(&g->rcv);
-	pthread_cond_destroy(&g->rdone);
 	free(g);
 }

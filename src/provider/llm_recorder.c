@@ -1,16 +1,11 @@
 /*
- * llm_recorder.c - the LLM gateway's recorder thread: every ended call's
- * audit record and budget settlement, written in one transaction per
- * project for the calls that ended while the last batch was written (and
- * in a short linger). Idle, it wakes every TICK_MS to say it is alive (the
- * watching of the calls' projects is the call registry's, call.h).
+ * llm_recorder.c - what the LLM door's recorder (call.h) writes: every ended
+ * call's audit record and budget settlement, in one transaction per project
+ * for the calls that ended while the last batch was written.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "awooop/audit.h"
 #include "awooop/clock.h"
@@ -18,14 +13,6 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "provider_internal.h"
-
-/* Audit records per transaction, at most. The recorder takes every record
- * queued while it wrote the last batch: one transaction for many calls under
- * load, no added wait when idle (a gathering window was measured: it only
- * moved the writes into bursts that raised the calls' p99). */
-#define RECORD_BATCH 64
-#define RECORD_LINGER_MS 10
-#define TICK_MS 1000
 
 void llm_record_queue(aw_llm *g, aw_llm_call *c)
 {
@@ -35,16 +22,8 @@ void llm_record_queue(aw_llm *g, aw_llm_call *c)
 	aw_metrics_llm_call(c->ctx.project, c->route[0] ? c->route : "-",
 			    c->upstream_name[0] ? c->upstream_name : "-", c->outcome, secs,
 			    c->st.tokens_in, c->st.tokens_out);
-	pthread_mutex_lock(&g->rmu);
-	c->rnext = NULL;
-	if (g->rq_tail)
-		g->rq_tail->rnext = c;
-	else
-		g->rq_head = c;
-	g->rq_tail = c;
-	if (++g->rq_n == 1) /* else the recorder is awake already */
-		pthread_cond_signal(&g->rcv);
-	pthread_mutex_unlock(&g->rmu);
+	c->rec.project = c->ctx.project;
+	aw_recorder_put(g->rec, &c->rec);
 }
 
 /* The envelope of a finished call: what its audit record says. */
@@ -94,11 +73,11 @@ static json_t *envelope(const aw_llm_call *c)
 	return p;
 }
 
-/* Writes one project's records in one transaction. */
+/* One project's records and settlements in one transaction. */
 static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 {
-	aw_audit_item items[RECORD_BATCH];
-	json_t *payloads[RECORD_BATCH];
+	aw_audit_item items[AW_RECORD_BATCH];
+	json_t *payloads[AW_RECORD_BATCH];
 	for (int i = 0; i < n; i++) {
 		payloads[i] = envelope(calls[i]);
 		items[i] = (aw_audit_item){.action = "llm.call",
@@ -129,56 +108,13 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 		json_decref(payloads[i]);
 }
 
-void *llm_recorder_main(void *arg)
+void llm_record_write(void *ud, aw_call_rec **recs, int n)
 {
-	aw_llm *g = arg;
-	pthread_setname_np(pthread_self(), "aw-llm-audit");
-	/* background work: calls in flight come first (Linux: per-thread nice;
-	 * measured: p50 and p99 of calls at concurrency 1 both lower) */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-	pthread_mutex_lock(&g->rmu);
-	for (;;) {
-		if (!g->rq_head && !atomic_load(&g->stopping)) { /* idle: still ticks */
-			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, TICK_MS);
-			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
-		}
-		if (!g->rq_head && atomic_load(&g->stopping))
-			break;
-		/* linger: the records of the calls ending in the next moment join
-		 * this transaction (fewer, larger writes; on SQLite a write holds
-		 * the one write lock the next call's admission needs) */
-		if (g->rq_n < RECORD_BATCH && !atomic_load(&g->stopping) &&
-		    !atomic_load(&g->flushing)) {
-			struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, RECORD_LINGER_MS);
-			pthread_cond_timedwait(&g->rcv, &g->rmu, &ts);
-		}
-		aw_llm_call *list = g->rq_head;
-		g->rq_head = g->rq_tail = NULL;
-		g->rq_n = 0;
-		g->recording = 1;
-		pthread_mutex_unlock(&g->rmu);
-		while (list) { /* batches of one project, in order */
-			aw_llm_call *batch[RECORD_BATCH];
-			int n = 0;
-			aw_llm_call **pp = &list;
-			const char *project = list->ctx.project;
-			while (*pp && n < RECORD_BATCH) {
-				if (!strcmp((*pp)->ctx.project, project)) {
-					batch[n++] = *pp;
-					*pp = (*pp)->rnext;
-				} else {
-					pp = &(*pp)->rnext;
-				}
-			}
-			record_batch(g, batch, n);
-			for (int i = 0; i < n; i++)
-				llm_call_put(batch[i]);
-		}
-		aw_metrics_loop_tick("llm_recorder");
-		pthread_mutex_lock(&g->rmu);
-		g->recording = 0;
-		pthread_cond_broadcast(&g->rdone);
-	}
-	pthread_mutex_unlock(&g->rmu);
-	return NULL;
+	aw_llm *g = ud;
+	aw_llm_call *calls[AW_RECORD_BATCH] = {0};
+	for (int i = 0; i < n; i++)
+		calls[i] = (aw_llm_call *)((char *)recs[i] - offsetof(aw_llm_call, rec));
+	record_batch(g, calls, n);
+	for (int i = 0; i < n; i++)
+		llm_call_put(calls[i]);
 }

@@ -61,8 +61,8 @@ typedef struct {
 struct aw_llm_call {
 	aw_llm *g;
 	atomic_int refs;
-	struct aw_llm_call *next;  /* the engine's inbox, then its active list */
-	struct aw_llm_call *rnext; /* the recorder's queue */
+	struct aw_llm_call *next; /* the engine's inbox, then its active list */
+	aw_call_rec rec;	  /* the recorder's queue (call.h) */
 	/* the request */
 	aw_ctx ctx;
 	json_t *req;
@@ -138,10 +138,9 @@ struct aw_llm {
 	aw_bounds em_share; /* percent of the daily cap one project may use */
 	/* engine */
 	CURLM *multi;
-	pthread_t engine, recorder;
-	int engine_started, recorder_started;
+	pthread_t engine;
+	int engine_started;
 	atomic_bool stopping;
-	atomic_int flushing; /* aw_llm_flush waits: the recorder does not linger */
 	aw_llm_call *inbox;
 	aw_llm_call *active; /* engine thread */
 	/* the calls in flight: the process's registry (o.calls, or own_calls),
@@ -151,13 +150,7 @@ struct aw_llm {
 	int door;
 	atomic_uint kill_gen;
 	unsigned kill_seen; /* engine thread */
-	/* recorder */
-	pthread_mutex_t rmu;
-	pthread_cond_t rcv;
-	aw_llm_call *rq_head, *rq_tail;
-	int rq_n;
-	int recording; /* the recorder is writing a batch */
-	pthread_cond_t rdone;
+	aw_recorder *rec;   /* audit records and settlements (llm_recorder.c) */
 };
 
 /* Module-internal functions are named llm_* (aw_llm_* is llm.h's public API). */
@@ -208,8 +201,9 @@ aw_err llm_inflight(aw_llm *g, const char *project, int delta, long *held);
 int llm_killed(aw_llm *g, const char *project, int64_t t0_ns);
 /* The registry's cut hook: the engine looks at its calls. */
 void llm_cut(void *ud, const char *project, int64_t seen_ns);
-/* llm_recorder.c: queues an ended (or refused) call's record; the thread. */
+/* llm_recorder.c: queues an ended (or refused) call's record; the
+ * recorder's write hook. */
 void llm_record_queue(aw_llm *g, aw_llm_call *c);
-void *llm_recorder_main(void *arg);
+void llm_record_write(void *ud, aw_call_rec **recs, int n);
 
 #endif
