@@ -21,7 +21,9 @@
 #define AWOOOP_CALL_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "awooop/buf.h"
 #include "awooop/ctx.h"
 #include "awooop/err.h"
 #include "awooop/policy.h"
@@ -72,6 +74,13 @@ long aw_calls_busy(aw_calls *r, int door);
 /* Tests: projects watched; one watcher pass now (reap: renew and reap too). */
 int aw_calls_watched(aw_calls *r);
 void aw_calls_watch_now(aw_calls *r, int reap);
+
+/* ---- a call's answer as its client reads it (both doors): under the
+ * call's own lock, n bytes from out at *off; 0 when there are none yet
+ * (*parked set and park(pud) called: the door wakes the reader when it adds
+ * some); -1 once eof and all read. */
+ssize_t aw_call_drain(aw_buf *out, size_t *off, int eof, int *parked, char *buf, size_t max,
+		      void (*park)(void *), void *pud);
 
 /* ---- the recorder: a door's background writer of what its calls leave
  * (audit records, budget settlements). Records are queued by the thread

@@ -28,36 +28,23 @@ static int scope_or_reply(aw_req *r)
 	return -1;
 }
 
-static void wake(void *ud)
+static ssize_t read_call(void *c, char *buf, size_t max, void (*park)(void *), void *pud)
 {
-	aw_req_unpark(ud);
-}
-
-static void park(void *ud)
-{
-	aw_req_park(ud);
-}
-
-static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos;
-	aw_req *r = cls;
-	ssize_t n = aw_llm_read(r->svc, buf, max, park, r);
-	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+	return aw_llm_read(c, buf, max, park, pud);
 }
 
 static void answer(aw_req *r)
 {
 	char *body = NULL;
 	aw_error err = {0};
-	switch (aw_llm_head(r->svc, park, r, &body, &err)) {
+	switch (aw_llm_head(r->svc, aw_req_park_cb, r, &body, &err)) {
 	case AW_LLM_WAIT: return;
 	case AW_LLM_ANSWER: {
 		aw_reply_text(r, 200, "application/json", body);
 		free(body);
 		return;
 	}
-	case AW_LLM_STREAM: aw_reply_stream(r, 200, "text/event-stream", read_stream, r); return;
+	case AW_LLM_STREAM: aw_reply_call_stream(r, read_call); return;
 	case AW_LLM_FAILED: aw_reply_problem(r, err.err, &err); return;
 	}
 }
@@ -95,7 +82,7 @@ void aw_h_llm_chat(aw_req *r)
 	aw_llm_call *c = NULL;
 	if (!e) {
 		aw_req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);
-		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, wake, r, &c, &err);
+		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, aw_req_wake_cb, r, &c, &err);
 	}
 	json_decref(req);
 	aw_req_body_done(r); /* a parked call or stream keeps no body memory */

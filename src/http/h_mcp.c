@@ -69,22 +69,9 @@ static const char *header(aw_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-static void wake(void *ud)
+static ssize_t read_call(void *c, char *buf, size_t max, void (*park)(void *), void *pud)
 {
-	aw_req_unpark(ud);
-}
-
-static void park(void *ud)
-{
-	aw_req_park(ud);
-}
-
-static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos;
-	aw_req *r = cls;
-	ssize_t n = aw_mcp_read(r->svc, buf, max, park, r);
-	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+	return aw_mcp_read(c, buf, max, park, pud);
 }
 
 static void answer(aw_req *r)
@@ -92,7 +79,7 @@ static void answer(aw_req *r)
 	json_t *resp = NULL;
 	int status = 200;
 	const char *session = NULL;
-	int how = aw_mcp_answer(r->svc, park, r, &resp, &status, &session);
+	int how = aw_mcp_answer(r->svc, aw_req_park_cb, r, &resp, &status, &session);
 	if (!how)
 		return;
 	if (session && session[0]) {
@@ -100,7 +87,7 @@ static void answer(aw_req *r)
 		snprintf(r->xhdr_value, sizeof r->xhdr_value, "%s", session);
 	}
 	if (how == 2)
-		aw_reply_stream(r, 200, "text/event-stream", read_stream, r);
+		aw_reply_call_stream(r, read_call);
 	else if (resp)
 		reply_rpc(r, status, resp);
 	else
@@ -192,7 +179,7 @@ void aw_h_mcp_post(aw_req *r)
 	aw_req_extend(r, 660);
 	aw_mcp_call *c = NULL;
 	aw_error err = {0};
-	if (aw_mcp_start(r->opts->mcp, &r->ctx, &m, &meta, wake, r, &c, &err)) {
+	if (aw_mcp_start(r->opts->mcp, &r->ctx, &m, &meta, aw_req_wake_cb, r, &c, &err)) {
 		reply_error(r, 500, NULL, AW_RPC_INTERNAL, err.msg, AW_E_NOMEM);
 		return;
 	}
@@ -219,7 +206,7 @@ void aw_h_mcp_get(aw_req *r)
 	}
 	aw_mcp_call *c = NULL;
 	aw_error err = {0};
-	if (aw_mcp_listen(r->opts->mcp, &r->ctx, sid, wake, r, &c, &err)) {
+	if (aw_mcp_listen(r->opts->mcp, &r->ctx, sid, aw_req_wake_cb, r, &c, &err)) {
 		reply_error(r, err.err == AW_E_MCP_SESSION ? 404 : 500, NULL, AW_RPC_INVALID,
 			    err.msg, err.err);
 		return;
@@ -228,7 +215,7 @@ void aw_h_mcp_get(aw_req *r)
 	aw_req_endless(r);	/* a shutdown ends it at once */
 	r->svc = c;
 	r->done = done;
-	aw_reply_stream(r, 200, "text/event-stream", read_stream, r);
+	aw_reply_call_stream(r, read_call);
 }
 
 void aw_h_mcp_delete(aw_req *r)

@@ -71,6 +71,7 @@ typedef struct aw_req {
 	/* aw_reply_stream's reader and its argument */
 	ssize_t (*stream)(void *cls, uint64_t pos, char *buf, size_t max);
 	void *stream_cls;
+	ssize_t (*call_read)(void *call, char *buf, size_t max, void (*park)(void *), void *pud);
 } aw_req;
 
 typedef void (*aw_handler)(aw_req *r);
@@ -90,6 +91,16 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err);
  * called again soon, and must not mind. */
 void aw_req_park(aw_req *r);
 void aw_req_unpark(aw_req *r);
+/* The same, typed as a door's park and wake callbacks (ud: the aw_req). */
+void aw_req_park_cb(void *r);
+void aw_req_wake_cb(void *r);
+/* A door's reader of its call's event stream (aw_llm_read, aw_mcp_read):
+ * n bytes, 0 parked (park(pud) was called), -1 the end. */
+typedef ssize_t (*aw_call_reader)(void *call, char *buf, size_t max, void (*park)(void *),
+				  void *pud);
+/* Replies 200 text/event-stream read from r->svc with read, r parked
+ * whenever the call has nothing to send (a slow answer holds no thread). */
+void aw_reply_call_stream(aw_req *r, aw_call_reader read);
 /* Marks r's answer as an event stream with no end of its own (an MCP
  * session's GET stream): the drain ends it at once instead of waiting. */
 void aw_req_endless(aw_req *r);

@@ -302,6 +302,30 @@ void aw_reply_stream(aw_req *r, int status, const char *ctype,
 	queue(r, status, resp);
 }
 
+static ssize_t call_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	aw_req *r = cls;
+	ssize_t n = r->call_read(r->svc, buf, max, aw_req_park_cb, r);
+	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+void aw_reply_call_stream(aw_req *r, aw_call_reader read)
+{
+	r->call_read = read;
+	aw_reply_stream(r, 200, "text/event-stream", call_stream_read, r);
+}
+
+void aw_req_park_cb(void *r)
+{
+	aw_req_park(r);
+}
+
+void aw_req_wake_cb(void *r)
+{
+	aw_req_unpark(r);
+}
+
 /* A connection being ended is never suspended again: the caller returns as
  * if parked, and MHD calls it again at once (it then ends). */
 void aw_req_park(aw_req *r)

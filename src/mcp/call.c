@@ -237,13 +237,7 @@ int aw_mcp_answer(aw_mcp_call *c, aw_mcp_park park, void *pud, json_t **response
 ssize_t aw_mcp_read(aw_mcp_call *c, char *buf, size_t max, aw_mcp_park park, void *pud)
 {
 	pthread_mutex_lock(&c->mu);
-	ssize_t n = (ssize_t)aw_buf_drain(&c->out, &c->out_off, buf, max);
-	if (!n && c->eof) {
-		n = -1;
-	} else if (!n) {
-		c->parked = 1;
-		park(pud);
-	}
+	ssize_t n = aw_call_drain(&c->out, &c->out_off, c->eof, &c->parked, buf, max, park, pud);
 	pthread_mutex_unlock(&c->mu);
 	return n;
 }

@@ -124,13 +124,7 @@ aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **bod
 ssize_t aw_llm_read(aw_llm_call *c, char *buf, size_t max, aw_llm_park park, void *pud)
 {
 	pthread_mutex_lock(&c->mu);
-	ssize_t n = (ssize_t)aw_buf_drain(&c->out, &c->out_off, buf, max);
-	if (!n && c->eof) {
-		n = -1;
-	} else if (!n) {
-		c->parked = 1;
-		park(pud);
-	}
+	ssize_t n = aw_call_drain(&c->out, &c->out_off, c->eof, &c->parked, buf, max, park, pud);
 	pthread_mutex_unlock(&c->mu);
 	return n;
 }
