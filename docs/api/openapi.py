@@ -67,7 +67,11 @@ schemas = {
         "rollback_of": {**UUIDN, "description": "a rollback revision: the earlier revision whose body it restores"},
         "rollback_from": {**UUIDN, "description": "a rollback revision: the revision active when it was requested"}}),
     "Step": obj(["step", "kind", "state", "idempotency_key", "attempt", "result"], {
-        "step": I(minimum=1), "kind": S(), "state": S(), "idempotency_key": S(), "attempt": I(minimum=0),
+        "step": I(minimum=1), "kind": S(), "idempotency_key": S(), "attempt": I(minimum=0),
+        "state": S(description="started, succeeded, skipped (its `when` did not hold; result null), failed, "
+                               "waiting (for approval) or approved"),
+        "tries": I(minimum=0, description="the step's finished executions (a started entry: before it); "
+                                          "a step's `retry.attempts` counts these"),
         "result": ANY, "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN}),
     "Run": obj(["run_id", "project", "state", "mode", "priority", "attempts", "max_attempts", "timeout_s",
                 "trace_id", "workflow", "created_at"], {
@@ -292,7 +296,31 @@ op("GET", C + "/convergence", "contractConvergence",
    {"200": js(REF("Convergence"))}, "reader",
    extra_params=[{"name": "limit", "in": "query", "schema": I(minimum=1, maximum=100, default=10)}])
 
-RUNREQ = obj(["workflow"], {"workflow": {"type": "array", "items": obj(["kind"], {"kind": S(), "args": {"type": "object"}})},
+REFOBJ = {"description": "a reference: replaced, when the step executes, by the value at this JSON pointer "
+                         "(RFC 6901) into {\"input\": ..., \"steps\": {\"<name>\": {\"state\", \"result\"}}} - "
+                         "/input... or /steps/<an earlier step's name>/result... (or /state)",
+          **obj(["$ref"], {"$ref": S(pattern="^/(input|steps/[A-Za-z0-9][A-Za-z0-9._-]{0,62})(/.*)?$",
+                                     maxLength=1024)}, extra=False)}
+STEP = obj(["kind"], {
+    "kind": S(), "args": {"type": "object", "description": "the kind's arguments; any value inside may be a "
+                                                           "reference {\"$ref\": POINTER} (see `when`)"},
+    "name": S(pattern="^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$", description="unique in the workflow; later steps refer "
+                                                                       "to its result as /steps/<name>/result"),
+    "when": {"description": "run the step only when the referenced value matches; else it is journaled skipped "
+                            "(result null) and the run goes on. An absent path equals nothing and does not exist",
+             "oneOf": [obj(["$ref", "equals"], {"$ref": REFOBJ["properties"]["$ref"], "equals": ANY}, extra=False),
+                       obj(["$ref", "not_equals"], {"$ref": REFOBJ["properties"]["$ref"], "not_equals": ANY},
+                           extra=False),
+                       obj(["$ref", "exists"], {"$ref": REFOBJ["properties"]["$ref"], "exists": B}, extra=False)]},
+    "retry": {"description": "the step's own retry policy, overriding the run's max_attempts and the worker's "
+                             "backoff; codes that are permanent by nature (docs/internals/runtime.md) are never "
+                             "retried whatever it says",
+              **obj([], {"attempts": I(minimum=1, maximum=100), "backoff_ms": I(minimum=0, maximum=3600000),
+                         "max_backoff_ms": I(minimum=0, maximum=3600000),
+                         "permanent": {"type": "array", "maxItems": 32, "items": S(pattern="^E-"),
+                                       "description": "further codes this step never retries"}}, extra=False)}},
+    extra=False)
+RUNREQ = obj(["workflow"], {"workflow": {"type": "array", "minItems": 1, "maxItems": 100, "items": STEP},
                             "input": ANY, "mode": S(enum=["live", "shadow"]), "priority": I(),
                             "max_attempts": I(), "timeout_s": I(), "idempotency_key": S(),
                             "run_at": {**TS, "description": "not before this time (within a year); a past time runs now"},

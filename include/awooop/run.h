@@ -1,8 +1,8 @@
 /*
  * run.h - the run runtime: durable agent work that finishes exactly once.
  *
- * A run is an ordered workflow of steps ({"kind": ..., "args": {...}}) owned by
- * one project. Its state follows one checked transition table (aw_run_fsm_event);
+ * A run is an ordered workflow of steps ({"kind": ..., "args": {...}}, and
+ * optionally "name", "when", "retry": see flow below) owned by one project. Its state follows one checked transition table (aw_run_fsm_event);
  * every transition is a compare-and-set in the store plus an audit record
  * (action "run.<to>", target the run id) in the same transaction. Workers claim
  * runs with a lease they renew by heartbeat; a reaper re-queues runs whose lease
@@ -71,6 +71,74 @@ void aw_run_request_free(aw_run_request *r);
 aw_err aw_run_no_secrets(const json_t *v, const char *where, aw_error *err);
 /* SHA-256 hex of the request's canonical JSON (RFC 8785, defaults filled). */
 aw_err aw_run_request_hash(const aw_run_request *r, char out[65], aw_error *err);
+
+/* ---- data and control flow between steps (flow.c) ----
+ * A step may carry:
+ *   "name":  aw_ident_name_ok, unique in the workflow; its result can then be
+ *            referred to by the steps after it.
+ *   "when":  {"$ref": P, "equals": V} | {"$ref": P, "not_equals": V} |
+ *            {"$ref": P, "exists": true|false}: the step runs only when it
+ *            holds, else it is journaled "skipped" (result null) and the run
+ *            goes on. An absent path equals nothing and does not exist.
+ *   "retry": {"attempts"?: 1..100, "backoff_ms"?: 0..3600000,
+ *            "max_backoff_ms"?: backoff_ms..3600000, "permanent"?: [codes]}:
+ *            the step's own tries instead of the run's max_attempts, its own
+ *            backoff instead of the worker's, and more codes never retried
+ *            (aw_run_code_permanent's are never retried whatever it says).
+ * Anywhere inside args an object {"$ref": P} (that member alone) is replaced,
+ * when the step executes, by the value at P - an RFC 6901 JSON pointer into
+ * the run's flow document
+ *   {"input": <the run's input or null>,
+ *    "steps": {"<name>": {"state": "succeeded" | "skipped", "result": R}}}
+ * rooted at /input or at /steps/<name> of a step before this one (below it
+ * only /result... and /state). Whole values only: no templates in strings.
+ * A "$ref" string that begins with '#' is JSON Schema's (an llm step's
+ * response_format) and left alone. Results come from the journal, so a
+ * resumed run resolves exactly what its first attempt did. */
+#define AW_RUN_REF_MAX 1024	  /* bytes of a reference's pointer */
+#define AW_RUN_ARGS_MAX (1 << 20) /* bytes of a step's resolved args (compact JSON) */
+#define AW_RUN_PERMANENT_MAX 32	  /* codes in a retry policy's "permanent" */
+/* The flow members of step i of workflow (its name, when, retry, and every
+ * reference in its args) against the steps before it. AW_E_RUN_REF (bad or
+ * forward reference) or AW_E_RUN_WORKFLOW, err->where the pointer in the
+ * request ("/workflow/2/args/url"). Pure (fuzzed). */
+aw_err aw_run_flow_check_step(const json_t *workflow, size_t i, aw_error *err);
+/* 1 when v holds a reference anywhere. */
+int aw_run_has_refs(const json_t *v);
+/* 1 when the pointer where (relative to args) leads to, into or above a
+ * reference of args: an executor's complaint there may be about a value
+ * that only exists once the reference resolves. */
+int aw_run_ref_near(const json_t *args, const char *where);
+/* A new flow document {"input": input or null, "steps": {}}; NULL: memory. */
+json_t *aw_run_flow_doc(const json_t *input);
+/* Adds the step name's state ("succeeded"/"skipped") and result (copied; NULL
+ * is null) to doc. -1 out of memory. */
+int aw_run_flow_add(json_t *doc, const char *name, const char *state, const json_t *result);
+/* *out (new reference): args with every reference replaced by a copy of its
+ * value in doc. AW_E_RUN_REF (err->where: the reference's pointer within
+ * args) when a path is absent; AW_E_LIMIT past AW_RUN_ARGS_MAX. */
+aw_err aw_run_resolve(const json_t *args, const json_t *doc, json_t **out, aw_error *err);
+/* 1 when a checked "when" holds against doc. */
+int aw_run_when_holds(const json_t *when, const json_t *doc);
+/* JSON equality as "equals" sees it: numbers by value (1 == 1.0), object
+ * members in any order. */
+int aw_run_json_equal(const json_t *a, const json_t *b);
+
+/* ---- retries ---- A failed step's run goes to retry_wait (backoff) or
+ * failed. Failed at once: a code of the permanent table (aw_run_code_permanent:
+ * references, egress refusals, a server's 4xx, the gateways' refusals -
+ * budget, routing, gates, schema - and every other 4xx-class code but 408
+ * and 429), or one the step's retry policy names. Else the step's
+ * "attempts" (its tries, counted in the journal) or the run's max_attempts
+ * decide. */
+int aw_run_code_permanent(aw_err code);
+/* The code a step failure is classified by: the step's own, or for an
+ * E-RUN-005 whose message begins with a stable code and ": " (the llm step
+ * keeps the gateway's words so) that code. */
+aw_err aw_run_failure_cause(aw_err code, const char *msg);
+/* 1 when a failure with code (and cause) is never retried under retry (the
+ * step's policy, or NULL). */
+int aw_run_failure_permanent(aw_err code, aw_err cause, const json_t *retry);
 
 /* ---- named queues ---- A run goes to its request's queue ("default"
  * unless named; other names must be declared first). A queue's concurrency

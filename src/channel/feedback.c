@@ -25,7 +25,7 @@ void hub_steps_done(const aw_run *r, const aw_run_step *st, int n, int *done, in
 	json_decref(wf);
 	*done = 0;
 	for (int i = 0; i < n; i++)
-		*done += !strcmp(st[i].state, "succeeded");
+		*done += !strcmp(st[i].state, "succeeded") || !strcmp(st[i].state, "skipped");
 }
 
 static void progress_text(const aw_run *r, int done, int total, char *out, size_t cap)

@@ -6,7 +6,9 @@
  *   http   {"method"?, "url", "body"?}          one HTTP request; side-effecting
  * http sends the step's Idempotency-Key and the run's traceparent, follows no
  * redirects, speaks only http/https, and records the status and the SHA-256
- * of the response body (never the body: it may hold anything).
+ * of the response body (never the body: it may hold anything). Its failures:
+ * E-RUN-012 an address the project may not reach, E-RUN-013 a 4xx answer
+ * (but 408, 425, 429) - both never retried - and E-RUN-005 otherwise.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -218,8 +220,19 @@ static json_t *http_intent(const json_t *args)
 	char hash[65] = "";
 	if (body && aw_jcs_sha256(body, hash) != 0)
 		return NULL;
-	char *url = aw_redact_str(json_string_value(json_object_get(args, "url")));
-	json_t *o = url ? json_pack("{s:s, s:s}", "method", http_method(args), "url", url) : NULL;
+	/* a url or method a reference supplies (run.h) is shown as written */
+	json_t *u = json_object_get(args, "url"), *m = json_object_get(args, "method");
+	char *url = json_is_string(u) ? aw_redact_str(json_string_value(u)) : NULL;
+	json_t *o = json_is_string(u) && !url ? NULL : json_object();
+	if (o) {
+		json_object_set_new(o, "method",
+				    m && !json_is_string(m) ? json_deep_copy(m)
+							    : json_string(http_method(args)));
+		json_object_set_new(o, "url",
+				    url ? json_string(url)
+				    : u ? json_deep_copy(u)
+					: json_null());
+	}
 	if (o && body)
 		json_object_set_new(o, "body_sha256", json_string(hash));
 	free(url);
@@ -331,7 +344,7 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 	if (rc != CURLE_OK && eg.refused) {
 		*result =
 			json_pack("{s:s}", "egress", aw_egress_reason((aw_egress_class)eg.refused));
-		e = aw_fail(err, AW_E_RUN_STEP,
+		e = aw_fail(err, AW_E_RUN_EGRESS,
 			    "request refused: the address is %s (serve --egress-allow-private)",
 			    aw_egress_reason((aw_egress_class)eg.refused));
 		goto out;
@@ -351,6 +364,8 @@ static aw_err http_run(const aw_step_call *c, json_t **result, aw_error *err)
 		json_object_set_new(*result, "truncated", json_true());
 	if (!*result)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	else if (status >= 400 && status <= 499 && status != 408 && status != 425 && status != 429)
+		e = aw_fail(err, AW_E_RUN_REFUSED, "the server refused the request: %ld", status);
 	else if (status < 200 || status > 299)
 		e = aw_fail(err, AW_E_RUN_STEP, "the server answered %ld", status);
 out:

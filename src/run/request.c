@@ -1,7 +1,9 @@
 /*
  * request.c - the body of POST /v1/platform/runs: strict decoding, workflow
- * validation against the executor registry, and the canonical hash that
- * Idempotency-Key replays are compared with. Pure: fuzz/fuzz_run.c drives it.
+ * validation against the executor registry and of the steps' flow members
+ * (flow.c: names, references, conditions, retry policies), and the canonical
+ * hash that Idempotency-Key replays are compared with. Pure: fuzz/fuzz_run.c
+ * drives it.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -35,9 +37,10 @@ static aw_err int_member(const json_t *o, const char *key, int lo, int hi, int *
 	return AW_OK;
 }
 
-static aw_err check_step(const json_t *step, size_t i, aw_error *err)
+static aw_err check_step(const json_t *wf, size_t i, aw_error *err)
 {
-	static const char *const allowed[] = {"kind", "args", NULL};
+	static const char *const allowed[] = {"kind", "args", "name", "when", "retry", NULL};
+	const json_t *step = json_array_get(wf, i);
 	char where[64];
 	snprintf(where, sizeof where, "/workflow/%zu", i);
 	if (!json_is_object(step))
@@ -68,6 +71,10 @@ static aw_err check_step(const json_t *step, size_t i, aw_error *err)
 	if (!args)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	e = x->validate ? x->validate(args, err) : AW_OK;
+	/* a complaint about a value a reference supplies waits for that value:
+	 * the worker checks the args again once resolved (E-RUN-011 then) */
+	if (e && aw_run_ref_near(args, err->where))
+		e = AW_OK;
 	json_decref(empty);
 	if (e) {
 		char inner[sizeof err->where];
@@ -75,7 +82,7 @@ static aw_err check_step(const json_t *step, size_t i, aw_error *err)
 		snprintf(err->where, sizeof err->where, "%.40s/args%.80s", where, inner);
 		err->err = e = AW_E_RUN_WORKFLOW;
 	}
-	return e;
+	return e ? e : aw_run_flow_check_step(wf, i, err);
 }
 
 aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, aw_error *err)
@@ -133,7 +140,7 @@ aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, 
 		goto out;
 	}
 	for (size_t i = 0; i < json_array_size(wf); i++)
-		if ((e = check_step(json_array_get(wf, i), i, err)))
+		if ((e = check_step(wf, i, err)))
 			goto out;
 	if ((e = aw_run_no_secrets(wf, "/workflow", err)) ||
 	    (e = aw_run_no_secrets(json_object_get(o, "input"), "/input", err)))

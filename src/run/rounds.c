@@ -10,7 +10,13 @@
  * step is slow (not instant: a sleep, an http call, an approval) leaves the
  * batch for a thread of its own and moves on when its own step ends: the
  * batch's rounds last as long as instant steps, never as long as the slowest
- * step of a batch-mate (no head-of-line blocking).
+ * step of a batch-mate (no head-of-line blocking). Before a step executes its
+ * "when" is evaluated and its references resolved (flow.c) against the run's
+ * flow document: the input and the results of the named steps before it, as
+ * executed in this attempt or read back from the journal at the claim - the
+ * same values either way. A failed step's run is retried or failed by
+ * after_failure: the permanent codes, the step's retry policy, the run's
+ * max_attempts.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -44,7 +50,27 @@ typedef struct {
 	char step_msg[160];
 	json_t *result;
 	char started[AW_TS_LEN + 1], finished[AW_TS_LEN + 1];
+	/* data and control flow (flow.c) */
+	json_t *doc;	/* the flow document, made when a name or a reference needs it */
+	json_t *args;	/* the next step's args with references resolved (NULL: as written) */
+	int prepared;	/* 1 + the step that skip, args and ref_err were prepared for */
+	int skip;	/* its "when" does not hold: journaled skipped, result null */
+	aw_err ref_err; /* its references do not resolve (or resolve to invalid args) */
+	char ref_msg[160];
+	int tries;    /* the step's finished executions before this one (journal) */
+	aw_err cause; /* this round: the code its failure is classified by */
 } job;
+
+/* Releases what a job owns. */
+static void job_clear(job *j)
+{
+	json_decref(j->wf);
+	json_decref(j->input);
+	json_decref(j->result);
+	json_decref(j->doc);
+	json_decref(j->args);
+	j->wf = j->input = j->result = j->doc = j->args = NULL;
+}
 
 int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap)
 {
@@ -142,6 +168,45 @@ static int parks(const job *j)
 	return 0;
 }
 
+static json_t *flow_doc(job *j)
+{
+	if (!j->doc)
+		j->doc = aw_run_flow_doc(j->input);
+	return j->doc;
+}
+
+/* Adds a completed step's result to j's flow document when the step has a
+ * name (state "succeeded" or "skipped"). -1 out of memory. */
+static int remember(job *j, int step, const char *state, const json_t *result)
+{
+	const char *name =
+		json_string_value(json_object_get(json_array_get(j->wf, (size_t)step), "name"));
+	if (!name)
+		return 0;
+	json_t *doc = flow_doc(j);
+	return doc ? aw_run_flow_add(doc, name, state, result) : -1;
+}
+
+/* The same from a journal entry read back at a claim. */
+static void remember_journaled(job *j, const aw_run_step *st)
+{
+	json_error_t je;
+	json_t *r = NULL;
+	if (st->result) {
+		r = json_loads(st->result, JSON_DECODE_ANY, &je);
+		/* a real of 1e17 or more comes back from a jsonb column as a long
+		 * integer jansson cannot hold: read such a result's integers as
+		 * reals rather than lose it */
+		if (!r)
+			r = json_loads(st->result, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &je);
+	}
+	/* out of memory: the run is left to its lease, which runs out, and the
+	 * reaper re-queues it (a later reference must not find nothing) */
+	if ((st->result && !r) || remember(j, st->step_no - 1, st->state, r) != 0)
+		j->active = 0;
+	json_decref(r);
+}
+
 /* Before the first round: where a run was attempted or started before (a
  * shutdown hands a started run back without counting its attempt) or parked, its
  * journal tells where to resume (a fresh run has no journal: no query). The claimed ->
@@ -173,10 +238,15 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 			if (strcmp(j->c->run_id, steps[k].run_id) != 0 ||
 			    steps[k].step_no != j->next + 1)
 				continue;
-			if (strcmp(steps[k].state, "succeeded") == 0)
+			if (strcmp(steps[k].state, "succeeded") == 0 ||
+			    strcmp(steps[k].state, "skipped") == 0) {
+				remember_journaled(j, &steps[k]);
 				j->next++;
-			else
+				j->tries = 0;
+			} else {
 				j->approved = strcmp(steps[k].state, "approved") == 0;
+				j->tries = steps[k].tries;
+			}
 		}
 	aw_run_steps_free(steps, ns);
 	free(ids);
@@ -204,14 +274,71 @@ static aw_err begin_round(aw_worker *w, aw_run_txn *x, job *js, const int *idx, 
 	return e;
 }
 
-static const aw_executor *next_executor(const job *j)
+/* Once before step j->next executes: whether its "when" holds, and its args
+ * with the references resolved and checked again by its executor (what the
+ * submission could not check) and for credentials (a value may come from
+ * the input). A failure here fails the step, permanently (flow.c's table). */
+static void prepare(job *j)
 {
+	if (!j->active || !j->wf || j->prepared == j->next + 1)
+		return;
+	json_decref(j->args);
+	j->args = NULL;
+	j->prepared = j->next + 1;
+	j->skip = 0;
+	j->ref_err = AW_OK;
+	j->ref_msg[0] = '\0';
+	json_t *step = json_array_get(j->wf, (size_t)j->next);
+	json_t *when = json_object_get(step, "when"), *args = json_object_get(step, "args");
+	int refs = args && aw_run_has_refs(args);
+	if (!when && !refs)
+		return;
+	aw_error err = {0};
+	json_t *doc = flow_doc(j);
+	if (!doc) {
+		j->ref_err = aw_fail(&err, AW_E_NOMEM, "out of memory");
+	} else if (when && !aw_run_when_holds(when, doc)) {
+		j->skip = 1;
+	} else if (refs && !(j->ref_err = aw_run_resolve(args, doc, &j->args, &err))) {
+		const char *kind = json_string_value(json_object_get(step, "kind"));
+		const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
+		if (x && x->validate && x->validate(j->args, &err) != AW_OK) {
+			char msg[sizeof err.msg];
+			snprintf(msg, sizeof msg, "%s", err.msg);
+			char at[sizeof err.where];
+			snprintf(at, sizeof at, "%s", err.where);
+			j->ref_err = aw_fail(&err, AW_E_RUN_REF,
+					     "with its references resolved, the step's args are"
+					     " invalid at %.60s: %.80s",
+					     at[0] ? at : "/", msg);
+		} else {
+			j->ref_err = aw_run_no_secrets(j->args, "/args", &err);
+		}
+	}
+	if (j->ref_err)
+		snprintf(j->ref_msg, sizeof j->ref_msg, "%.150s", err.msg);
+}
+
+/* What a step that is skipped or whose references fail "executes": nothing,
+ * at once. */
+static const aw_executor settled = {.kind = "settled", .instant = 1};
+
+static const aw_executor *next_executor(job *j)
+{
+	prepare(j);
+	if (j->active && (j->skip || j->ref_err))
+		return &settled;
 	const char *kind =
 		json_string_value(json_object_get(json_array_get(j->wf, j->next), "kind"));
 	return kind ? aw_executor_find(kind) : NULL;
 }
 
-static int side_effecting(const job *j)
+static const char *done_state(const job *j)
+{
+	return j->skip ? "skipped" : "succeeded";
+}
+
+static int side_effecting(job *j)
 {
 	const aw_executor *x = next_executor(j);
 	return x && x->side_effect;
@@ -246,6 +373,7 @@ static void fill_step(const job *j, aw_run_step *st, const char *state)
 	snprintf(st->state, sizeof st->state, "%s", state);
 	aw_run_step_key(j->c->run_id, st->step_no, st->idem_key, sizeof st->idem_key);
 	st->attempt = j->c->attempts;
+	st->tries = j->tries;
 	snprintf(st->started_at, sizeof st->started_at, "%s", j->started);
 }
 
@@ -255,6 +383,7 @@ static void journal_entry(const job *j, aw_run_step *st, const char *state)
 {
 	fill_step(j, st, state);
 	snprintf(st->finished_at, sizeof st->finished_at, "%s", j->finished);
+	st->tries = j->tries + 1;
 	if (j->step_err)
 		snprintf(st->error_code, sizeof st->error_code, "%s", aw_err_code(j->step_err));
 	st->result = j->result ? aw_json_dump(j->result) : NULL;
@@ -310,10 +439,11 @@ out:
 
 static void execute(aw_worker *w, job *j)
 {
+	prepare(j);
 	json_t *step = json_array_get(j->wf, j->next);
 	const char *kind = json_string_value(json_object_get(step, "kind"));
 	const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
-	json_t *args = json_object_get(step, "args");
+	json_t *args = j->args ? j->args : json_object_get(step, "args");
 	json_t *empty = args ? NULL : json_object();
 	char key[AW_UUID_STR_LEN + 16], tp[AW_TRACEPARENT_LEN + 1];
 	aw_run_step_key(j->c->run_id, j->next + 1, key, sizeof key);
@@ -339,7 +469,11 @@ static void execute(aw_worker *w, job *j)
 	j->result = NULL;
 	j->outcome = AW_STEP_NEXT;
 	aw_clock_now(j->started);
-	if (!x) {
+	if (j->skip) {
+		j->step_err = AW_OK; /* nothing executes; the result is null */
+	} else if (j->ref_err) {
+		j->step_err = aw_fail(&err, j->ref_err, "%s", j->ref_msg);
+	} else if (!x) {
 		j->step_err = aw_fail(&err, AW_E_RUN_WORKFLOW, "unknown step kind");
 	} else if (x->side_effect && strcmp(j->c->mode, "shadow") == 0) {
 		json_t *intent = x->intent ? x->intent(call.args) : json_object();
@@ -356,6 +490,13 @@ static void execute(aw_worker *w, job *j)
 	if (j->result)
 		aw_redact_json_for(j->c->project_id, j->result,
 				   NULL); /* the journal keeps no secret */
+	/* what later steps may refer to: the result as journaled */
+	if (!j->step_err && j->outcome == AW_STEP_NEXT &&
+	    remember(j, j->next, done_state(j), j->result) != 0) {
+		j->step_err = aw_fail(&err, AW_E_NOMEM, "out of memory");
+		snprintf(j->step_msg, sizeof j->step_msg, "%.150s", err.msg);
+	}
+	j->cause = j->step_err ? aw_run_failure_cause(j->step_err, j->step_msg) : AW_OK;
 	json_decref(empty);
 	j->executed = 1;
 	aw_metrics_run_event("step", 1);
@@ -420,13 +561,27 @@ static void execute_round(aw_worker *w, thread_ctx *tc, job *js, const int *idx,
 		aw_worker_places_take(w, tc);
 }
 
-/* When j's run may be tried again after its attempt failed (backoff, jitter). */
-static void retry_after(const aw_worker *w, uint64_t *rng, const job *j, char *after)
+/* Where j's run goes after its step failed: failed when the failure is
+ * permanent (flow.c's table, or a code the step's retry policy names) or no
+ * try is left - the step's own "attempts" counted in its tries, else the
+ * run's max_attempts - and retry_wait until *after* otherwise: the policy's
+ * backoff, else the worker's (x2 a try, capped, +-25 % jitter). */
+static aw_run_state after_failure(const aw_worker *w, uint64_t *rng, const job *j, char *after)
 {
-	aw_clock_format(aw_clock_wall_ms() + aw_worker_backoff_ms(rng, j->c->attempts,
-								  w->o.retry_base_ms,
-								  w->o.retry_max_ms),
+	const json_t *retry = json_object_get(json_array_get(j->wf, j->next), "retry");
+	json_t *att = json_object_get(retry, "attempts"), *b = json_object_get(retry, "backoff_ms"),
+	       *m = json_object_get(retry, "max_backoff_ms");
+	int tries = j->tries + 1;
+	int out = aw_run_failure_permanent(j->step_err, j->cause, retry) ||
+		  (att ? tries >= json_integer_value(att) : j->c->attempts >= j->c->max_attempts);
+	int base = b ? (int)json_integer_value(b) : w->o.retry_base_ms;
+	int cap = m ? (int)json_integer_value(m) : w->o.retry_max_ms;
+	if (cap < base)
+		cap = base;
+	aw_clock_format(aw_clock_wall_ms() +
+				aw_worker_backoff_ms(rng, att ? tries : j->c->attempts, base, cap),
 			after);
+	return out ? AW_RUN_FAILED : AW_RUN_RETRY_WAIT;
 }
 
 /* The round's journal entries and the transitions they cause, for one project,
@@ -499,7 +654,7 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 		int m = pick(js, idx, n, out, DONE, claimed, sel);
 		/* their last step's entry goes into their row, not run_steps */
 		for (int i = 0; i < m; i++)
-			journal_entry(&js[sel[i]], &last[i], "succeeded");
+			journal_entry(&js[sel[i]], &last[i], done_state(&js[sel[i]]));
 		aw_run_change done = fin;
 		done.last_steps = last;
 		done.nlast = m;
@@ -534,10 +689,8 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 		job *j = &js[idx[i]];
 		if (!j->active || out[i] != FAILED)
 			continue;
-		aw_run_state to =
-			j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED : AW_RUN_RETRY_WAIT;
 		char after[AW_TS_LEN + 1];
-		retry_after(w, rng, j, after);
+		aw_run_state to = after_failure(w, rng, j, after);
 		aw_run_change chg = {.now = now,
 				     .holder = w->id,
 				     .error_code = aw_err_code(j->step_err),
@@ -559,7 +712,7 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 		journal_entry(j, &st[k++],
 			      j->step_err      ? "failed"
 			      : out[i] == PARK ? "waiting"
-					       : "succeeded");
+					       : done_state(j));
 	}
 	if (!e)
 		e = aw_store_run_steps_put(x.t, st, k, err);
@@ -569,6 +722,7 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 		if (!e && j->active && out[i] == GO) {
 			j->claimed = 0;
 			j->next++;
+			j->tries = 0;
 		} else {
 			j->active = 0;
 		}
@@ -634,9 +788,7 @@ static void *solo_main(void *p)
 	int idx = 0;
 	drive(w, NULL, &s->rng, &ctx, &s->j, &idx, 1);
 	slot *sl = s->j.sl;
-	json_decref(s->j.wf);
-	json_decref(s->j.input);
-	json_decref(s->j.result);
+	job_clear(&s->j);
 	free(s);
 	pthread_mutex_lock(&w->mu);
 	sl->active = 0;
@@ -698,7 +850,7 @@ static void detach_slow(aw_worker *w, job *js, const int *idx, int n)
 			return;
 		}
 		j->active = 0;
-		j->wf = j->input = NULL;
+		j->wf = j->input = j->doc = j->args = NULL; /* the solo thread's now */
 	}
 }
 
@@ -767,12 +919,10 @@ static aw_err end_held(aw_worker *w, uint64_t *rng, aw_run_txn *x, job *js, int 
 		       aw_error *err)
 {
 	job *j = &js[i];
-	aw_run_state to = !j->step_err ? (j->outcome == AW_STEP_PARK ? AW_RUN_WAITING_APPROVAL
-								     : AW_RUN_SUGGESTED)
-			  : j->c->attempts >= j->c->max_attempts ? AW_RUN_FAILED
-								 : AW_RUN_RETRY_WAIT;
 	char after[AW_TS_LEN + 1];
-	retry_after(w, rng, j, after);
+	aw_run_state to = j->step_err		       ? after_failure(w, rng, j, after)
+			  : j->outcome == AW_STEP_PARK ? AW_RUN_WAITING_APPROVAL
+						       : AW_RUN_SUGGESTED;
 	/* no lease to match: the row lock is the hold; the attempt counts,
 	 * except for a parked run's (an approval re-queues it) */
 	aw_run_change chg = {.now = now,
@@ -793,7 +943,7 @@ static aw_err end_held(aw_worker *w, uint64_t *rng, aw_run_txn *x, job *js, int 
 	journal_entry(j, &st,
 		      j->step_err		      ? "failed"
 		      : to == AW_RUN_WAITING_APPROVAL ? "waiting"
-						      : "succeeded");
+						      : done_state(j));
 	e = aw_store_run_steps_put(x->t, &st, 1, err);
 	free(st.result);
 	return e;
@@ -851,10 +1001,11 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 			}
 			if (j->step_err || j->outcome != AW_STEP_NEXT || j->next + 1 == j->nsteps)
 				break;
-			journal_entry(j, &st[k++], "succeeded");
+			journal_entry(j, &st[k++], done_state(j));
 			json_decref(j->result);
 			j->result = NULL;
 			j->next++;
+			j->tries = 0;
 		}
 	}
 	/* one project after another, in the order of their ids: two workers'
@@ -886,7 +1037,7 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 		for (int q = a; !e && q < b; q++) {
 			job *j = &js[order[q]];
 			if (!j->step_err && j->outcome == AW_STEP_NEXT) {
-				journal_entry(j, &last[m], "succeeded");
+				journal_entry(j, &last[m], done_state(j));
 				sel[m++] = order[q];
 			} else {
 				e = end_held(w, rng, &x, js, order[q], now, err);
@@ -938,11 +1089,8 @@ out:
 	for (int q = 0; st && q < k; q++)
 		free(st[q].result);
 	free(st);
-	for (int i = 0; js && i < n; i++) {
-		json_decref(js[i].wf);
-		json_decref(js[i].input);
-		json_decref(js[i].result);
-	}
+	for (int i = 0; js && i < n; i++)
+		job_clear(&js[i]);
 	free(js);
 	free(order);
 	return e;
@@ -995,11 +1143,8 @@ void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
 			break;
 	}
 out:
-	for (int i = 0; js && i < n; i++) {
-		json_decref(js[i].wf);
-		json_decref(js[i].input);
-		json_decref(js[i].result);
-	}
+	for (int i = 0; js && i < n; i++)
+		job_clear(&js[i]);
 	free(js);
 	free(idx);
 	free(seen);

@@ -725,9 +725,9 @@ json_t *aw_run_json(const aw_run *r, const aw_run_step *steps, int nsteps)
 	json_t *arr = json_array();
 	for (int i = 0; arr && i < nsteps; i++) {
 		const aw_run_step *s = &steps[i];
-		json_t *so = json_pack("{s:i, s:s, s:s, s:s, s:i}", "step", s->step_no, "kind",
+		json_t *so = json_pack("{s:i, s:s, s:s, s:s, s:i, s:i}", "step", s->step_no, "kind",
 				       s->kind, "state", s->state, "idempotency_key", s->idem_key,
-				       "attempt", s->attempt);
+				       "attempt", s->attempt, "tries", s->tries);
 		if (!so)
 			continue;
 		json_object_set_new(so, "result", parse_or_null(s->result));

@@ -18,7 +18,7 @@
 	" created_at, updated_at, started_at, finished_at, queue"
 #define STEP_COLS                                                                     \
 	"run_id, step_no, kind, state, idempotency_key, result, attempt, error_code," \
-	" started_at, finished_at"
+	" started_at, finished_at, tries"
 
 void aw_run_free(aw_run *r)
 {
@@ -394,7 +394,7 @@ static aw_err last_steps_json(const aw_run_step *s, int n, aw_buf *b)
 		add_jstr_or_null(b, s[i].started_at);
 		aw_buf_adds(b, ",\"finished_at\":");
 		add_jstr_or_null(b, s[i].finished_at);
-		aw_buf_adds(b, "}");
+		aw_buf_addf(b, ",\"tries\":%d}", s[i].tries);
 	}
 	aw_buf_adds(b, "}");
 	return aw_buf_err(b);
@@ -547,6 +547,7 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 		aw_cell_copy(s->error_code, sizeof s->error_code, r, i, 7);
 		aw_cell_copy(s->started_at, sizeof s->started_at, r, i, 8);
 		aw_cell_copy(s->finished_at, sizeof s->finished_at, r, i, 9);
+		s->tries = int_cell(r, i, 10);
 	}
 	if (bad) {
 		aw_run_steps_free(arr, arr ? r->nrows : 0);
@@ -559,7 +560,7 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 	return AW_OK;
 }
 
-#define STEP_PARAMS 11
+#define STEP_PARAMS 12
 #define STEP_CHUNK 100
 
 aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_error *err)
@@ -590,6 +591,7 @@ aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_err
 			p[8] = AW_TEXT(s->error_code[0] ? s->error_code : NULL);
 			p[9] = AW_TEXT(s->started_at[0] ? s->started_at : NULL);
 			p[10] = AW_TEXT(s->finished_at[0] ? s->finished_at : NULL);
+			p[11] = AW_INT(s->tries);
 			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
 			aw_sql_params(sql, cap, &o, i * STEP_PARAMS + 1, STEP_PARAMS);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
@@ -598,7 +600,8 @@ aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_err
 			 " ON CONFLICT (run_id, step_no) DO UPDATE SET kind = excluded.kind,"
 			 " state = excluded.state, result = excluded.result,"
 			 " attempt = excluded.attempt, error_code = excluded.error_code,"
-			 " started_at = excluded.started_at, finished_at = excluded.finished_at");
+			 " started_at = excluded.started_at, finished_at = excluded.finished_at,"
+			 " tries = excluded.tries");
 		e = aw_txn_defer(t, sql, k * STEP_PARAMS, v, err);
 	}
 out:

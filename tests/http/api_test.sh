@@ -395,6 +395,21 @@ req POST /v1/platform/runs "$RUNNER" "$RB" -H "traceparent: 00-zz-bad"; expect "
 check "bad traceparent starts a new trace" "$(jbody .trace_id | grep -cE '^[0-9a-f]{32}$')" 1
 req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"rm-rf"}]}'; expect "unknown step kind" 422 E-RUN-003
 check "unknown step kind pointer" "$(jbody .pointer)" "/workflow/0/kind"
+# data flow between steps: a reference to no step, or to a later one, is
+# refused with the pointer of its $ref and nothing is kept (the key is free)
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"name":"a","kind":"noop"},{"name":"b","kind":"noop"},{"kind":"http","args":{"url":{"$ref":"/steps/c/result/url"}}}]}' -H "Idempotency-Key: flow-1"
+expect "reference to no step" 422 E-RUN-011
+check "reference to no step pointer" "$(jbody .pointer)" "/workflow/2/args/url"
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"sleep","args":{"ms":{"$ref":"/steps/b/result/ms"}}},{"name":"b","kind":"noop"}]}'
+expect "reference to a later step" 422 E-RUN-011
+check "reference to a later step pointer" "$(jbody .pointer)" "/workflow/0/args/ms"
+req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop","when":{"$ref":"/input/x","equals":1,"exists":true}}]}'
+expect "condition with two tests" 422 E-RUN-003
+check "condition pointer" "$(jbody .pointer)" "/workflow/0/when"
+FLOW='{"input":{"ms":1,"env":"dev"},"workflow":[{"name":"wait","kind":"sleep","args":{"ms":{"$ref":"/input/ms"}}},{"kind":"fail","when":{"$ref":"/input/env","equals":"prod"}},{"kind":"noop","when":{"$ref":"/steps/wait/state","equals":"succeeded"},"retry":{"attempts":2,"backoff_ms":10}}]}'
+req POST /v1/platform/runs "$RUNNER" "$FLOW" -H "Idempotency-Key: flow-1"
+expect "data flow run (the refused request's key is free)" 201
+FRUN=$(jbody .run_id)
 req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"priority":"high"}'
 expect "bad priority" 400 E-REQ-005
 req POST /v1/platform/runs "" "$RB"; expect "run without key" 401 E-AUTH-001
@@ -458,6 +473,13 @@ check "run succeeded" "$(jbody .state)" succeeded
 check "run journal" "$(jbody '[.steps[] | .kind + ":" + .state] | join(",")')" "noop:succeeded"
 check "run step key" "$(jbody '.steps[0].idempotency_key')" "$RUN1-1"
 check "run transitions" "$(jbody '[.transitions[].to] | join(",")')" "queued,claimed,running,succeeded"
+for _ in $(seq 1 50); do
+  req GET "/v1/platform/runs/$FRUN" "$RUNNER" ""
+  [ "$(jbody .state)" = succeeded ] && break
+  sleep 0.1
+done
+check "data flow run: input into args, a condition skips" "$(jbody '.state + " " + ([.steps[] | .kind + ":" + .state + ":" + (.tries | tostring)] | join(","))')" \
+  "succeeded sleep:succeeded:1,fail:skipped:1,noop:succeeded:1"
 req GET "/v1/platform/runs?limit=1" "$RUNNER" ""; expect "run list" 200
 check "run list page" "$(jbody '.items | length')" 1
 CUR=$(jbody .next_cursor)

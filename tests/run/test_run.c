@@ -4,7 +4,9 @@
  * full 9x9 transition matrix, journal replay after a crash mid-run, lease
  * expiry and heartbeat renewal, cancellation reaching a running step, retries
  * to max_attempts, graceful shutdown, shadow mode and the journal diff, and
- * tenant isolation. HTTP effects go to a local counting server.
+ * tenant isolation; data and control flow between steps (references, when,
+ * retry policies, the resume property). HTTP effects go to a local counting
+ * server.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -40,9 +42,12 @@
 #define S (aw_fx.s)
 static aw_counter *CNT;
 
+static void flow_executors(void);
+
 static int setup(void **state)
 {
 	const char *const projects[] = {"rt-main", "rt-other", NULL};
+	flow_executors();
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_egress_grant("rt-main", NULL); /* the counter is on loopback */
@@ -1986,6 +1991,16 @@ static void test_egress(void **state)
 	assert_true(wait_state("rt-other", denied, "failed", 5000));
 	assert_true(wait_state("rt-main", meta, "failed", 5000));
 	stop_worker(w);
+	const char *ids[] = {denied, meta}, *ps[] = {"rt-other", "rt-main"};
+	for (int i = 0; i < 2; i++) { /* its own code, never retried (E-RUN-012) */
+		aw_ctx rc;
+		as(&rc, ps[i]);
+		aw_run r;
+		aw_error re = {0};
+		assert_int_equal(aw_run_get(S, &rc, ids[i], &r, NULL, NULL, &re), AW_OK);
+		assert_string_equal(r.error_code, "E-RUN-012");
+		aw_run_free(&r);
+	}
 	aw_run_step_key(denied, 1, key, sizeof key);
 	assert_int_equal(aw_counter_count(CNT, key), 0);
 	const struct {
@@ -2267,6 +2282,833 @@ static void test_held_claim(void **state)
 	assert_true(rep.ok);
 }
 
+/* ---- data and control flow between steps (flow.c, issue 42) ----
+ * Test step kinds: echo (instant) and echo_slow (a step of its own thread)
+ * answer their args as received and log every execution's args, so a test
+ * compares what each attempt saw; refuse {"code", "message"?} fails with
+ * that code. */
+#define SEEN_MAX 8192
+static struct {
+	char run[AW_UUID_STR_LEN + 1];
+	int step;
+	char *args;
+} seen[SEEN_MAX];
+static int nseen;
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static aw_err echo_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	char *text = json_dumps(c->args, JSON_COMPACT | JSON_SORT_KEYS);
+	pthread_mutex_lock(&seen_mu);
+	if (text && nseen < SEEN_MAX) {
+		snprintf(seen[nseen].run, sizeof seen[nseen].run, "%s", c->run_id);
+		seen[nseen].step = c->step_no;
+		seen[nseen++].args = text;
+		text = NULL;
+	}
+	pthread_mutex_unlock(&seen_mu);
+	free(text);
+	*result = json_deep_copy(c->args);
+	return *result ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
+static aw_err echo_slow_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	sleep_ms(5);
+	return echo_run(c, result, err);
+}
+
+static aw_err refuse_validate(const json_t *args, aw_error *err)
+{
+	aw_err code;
+	const char *s = json_string_value(json_object_get(args, "code"));
+	if (!s || aw_err_from_code(s, &code) != 0)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/code", "code must be an error code");
+	return AW_OK;
+}
+
+static aw_err refuse_run(const aw_step_call *c, json_t **result, aw_error *err)
+{
+	aw_err code;
+	aw_err_from_code(json_string_value(json_object_get(c->args, "code")), &code);
+	const char *m = json_string_value(json_object_get(c->args, "message"));
+	return aw_fail(err, code, "%s", m ? m : "refused on purpose");
+}
+
+static const aw_executor echo_x = {.kind = "echo", .instant = 1, .run = echo_run};
+static const aw_executor echo_slow_x = {.kind = "echo_slow", .run = echo_slow_run};
+static const aw_executor refuse_x = {
+	.kind = "refuse", .instant = 1, .validate = refuse_validate, .run = refuse_run};
+
+static void flow_executors(void)
+{
+	aw_executor_register(&echo_x);
+	aw_executor_register(&echo_slow_x);
+	aw_executor_register(&refuse_x);
+}
+
+static void seen_clear(void)
+{
+	pthread_mutex_lock(&seen_mu);
+	for (int i = 0; i < nseen; i++)
+		free(seen[i].args);
+	nseen = 0;
+	pthread_mutex_unlock(&seen_mu);
+}
+
+/* The request is refused with code at where; nothing to create. */
+static void refused(const char *body, aw_err code, const char *where)
+{
+	aw_run_request req;
+	aw_error err = {0};
+	aw_err e = decode(body, &req, &err);
+	if (e == AW_OK)
+		aw_run_request_free(&req);
+	if (e != code || strcmp(err.where, where) != 0)
+		fail_msg("%s\n  got %s at '%s' (%s), want %s at '%s'", body, aw_err_code(e),
+			 err.where, err.msg, aw_err_code(code), where);
+}
+
+static void accepted(const char *body)
+{
+	aw_run_request req;
+	aw_error err = {0};
+	aw_err e = decode(body, &req, &err);
+	if (e)
+		fail_msg("%s\n  refused: %s at '%s' (%s)", body, aw_err_code(e), err.where,
+			 err.msg);
+	aw_run_request_free(&req);
+}
+
+/* Every kind of bad reference, condition, name and retry policy is refused
+ * at submission with a stable code and the pointer of the offending member;
+ * the forms allowed pass. */
+static void test_flow_refusals(void **state)
+{
+	(void)state;
+	/* the example of the issue: a reference to a step that does not exist */
+	refused("{\"workflow\":[{\"name\":\"a\",\"kind\":\"noop\"},{\"name\":\"b\",\"kind\":\"noop\"},"
+		"{\"kind\":\"http\",\"args\":{\"url\":{\"$ref\":\"/steps/c/result/url\"}}}]}",
+		AW_E_RUN_REF, "/workflow/2/args/url");
+	/* a later step, and the step itself */
+	refused("{\"workflow\":[{\"name\":\"a\",\"kind\":\"echo\",\"args\":{\"x\":{\"$ref\":"
+		"\"/steps/b/result\"}}},{\"name\":\"b\",\"kind\":\"echo\"}]}",
+		AW_E_RUN_REF, "/workflow/0/args/x");
+	refused("{\"workflow\":[{\"name\":\"a\",\"kind\":\"echo\",\"args\":{\"x\":{\"$ref\":"
+		"\"/steps/a/result\"}}}]}",
+		AW_E_RUN_REF, "/workflow/0/args/x");
+	/* malformed pointers: no leading slash, a bad escape, a root that is
+	 * neither input nor steps, nothing after /steps, a member below a step
+	 * that is not result or state, something below state, a NUL, too long */
+	const char *bad[] = {"input/x",	       "/input/a~2b",	   "/other", "/steps",
+			     "/steps/a/bogus", "/steps/a/state/x", "",	     "/steps/a/result~"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char body[512];
+		snprintf(body, sizeof body,
+			 "{\"workflow\":[{\"name\":\"a\",\"kind\":\"noop\"},{\"kind\":\"echo\","
+			 "\"args\":{\"deep\":[1,{\"$ref\":\"%s\"}]}}]}",
+			 bad[i]);
+		refused(body, AW_E_RUN_REF, "/workflow/1/args/deep/1");
+	}
+	char longref[1200 + 128];
+	int o = snprintf(longref, sizeof longref,
+			 "{\"workflow\":[{\"kind\":\"echo\",\"args\":{\"x\":{\"$ref\":\"/input/");
+	memset(longref + o, 'a', 1100);
+	snprintf(longref + o + 1100, sizeof longref - (size_t)o - 1100, "\"}}}]}");
+	refused(longref, AW_E_RUN_REF, "/workflow/0/args/x");
+	/* a reference object holds $ref alone; a $ref is a string */
+	refused("{\"workflow\":[{\"kind\":\"echo\",\"args\":{\"x\":{\"$ref\":\"/input\",\"y\":1}}}]}",
+		AW_E_RUN_REF, "/workflow/0/args/x");
+	refused("{\"workflow\":[{\"kind\":\"echo\",\"args\":{\"x\":{\"$ref\":5}}}]}", AW_E_RUN_REF,
+		"/workflow/0/args/x");
+	/* member names in the pointer are escaped (RFC 6901) */
+	refused("{\"workflow\":[{\"kind\":\"echo\",\"args\":{\"a/b\":{\"t~x\":{\"$ref\":\"nope\"}}}}]}",
+		AW_E_RUN_REF, "/workflow/0/args/a~1b/t~0x");
+	/* at the top of args too */
+	refused("{\"workflow\":[{\"kind\":\"echo\",\"args\":{\"$ref\":\"/steps/x/result\"}}]}",
+		AW_E_RUN_REF, "/workflow/0/args");
+	/* names: identifiers, unique */
+	refused("{\"workflow\":[{\"name\":\"a\",\"kind\":\"noop\"},{\"name\":\"a\",\"kind\":\"noop\"}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/1/name");
+	refused("{\"workflow\":[{\"name\":\"a b\",\"kind\":\"noop\"}]}", AW_E_RUN_WORKFLOW,
+		"/workflow/0/name");
+	refused("{\"workflow\":[{\"name\":7,\"kind\":\"noop\"}]}", AW_E_RUN_WORKFLOW,
+		"/workflow/0/name");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"then\":1}]}", AW_E_REQ_UNKNOWN_FIELD,
+		"/workflow/0/then");
+	/* conditions */
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"when\":{\"$ref\":\"/input/x\"}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/when");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"when\":{\"$ref\":\"/input/x\",\"equals\":1,"
+		"\"exists\":true}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/when");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"when\":{\"$ref\":\"/input/x\",\"exists\":1}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/when/exists");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"when\":{\"$ref\":\"/input/x\",\"matches\":1}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/when/matches");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"when\":{\"equals\":1}}]}", AW_E_RUN_WORKFLOW,
+		"/workflow/0/when");
+	refused("{\"workflow\":[{\"name\":\"a\",\"kind\":\"noop\",\"when\":{\"$ref\":"
+		"\"/steps/a/result\",\"exists\":true}}]}",
+		AW_E_RUN_REF, "/workflow/0/when");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"when\":{\"$ref\":\"#/x\",\"exists\":true}}]}",
+		AW_E_RUN_REF, "/workflow/0/when");
+	/* retry policies */
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"retry\":{\"attempts\":0}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/retry/attempts");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"retry\":{\"backoff_ms\":-1}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/retry/backoff_ms");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"retry\":{\"backoff_ms\":100,"
+		"\"max_backoff_ms\":10}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/retry/max_backoff_ms");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"retry\":{\"permanent\":[\"E-RUN-005\","
+		"\"E-NOPE-1\"]}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/retry/permanent/1");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"retry\":{\"tries\":1}}]}", AW_E_RUN_WORKFLOW,
+		"/workflow/0/retry/tries");
+	refused("{\"workflow\":[{\"kind\":\"noop\",\"retry\":3}]}", AW_E_RUN_WORKFLOW,
+		"/workflow/0/retry");
+	/* a complaint of the kind's about a member a reference does not supply
+	 * stands; one about a referenced value waits for the value */
+	refused("{\"workflow\":[{\"kind\":\"http\",\"args\":{\"method\":\"BREW\","
+		"\"url\":{\"$ref\":\"/input/url\"}}}]}",
+		AW_E_RUN_WORKFLOW, "/workflow/0/args/method");
+	accepted("{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":{\"$ref\":\"/input/url\"},"
+		 "\"headers\":{\"X-Trace\":{\"$ref\":\"/input/t\"}}}}]}");
+	accepted("{\"workflow\":[{\"name\":\"a\",\"kind\":\"echo\"},{\"kind\":\"sleep\",\"args\":{"
+		 "\"ms\":{\"$ref\":\"/steps/a/result/ms\"}},\"when\":{\"$ref\":\"/steps/a/state\","
+		 "\"equals\":\"succeeded\"},\"retry\":{\"attempts\":5,\"backoff_ms\":0,"
+		 "\"max_backoff_ms\":0,\"permanent\":[\"E-RUN-005\"]}}]}");
+	/* JSON Schema's own $ref ('#...') is left alone (an llm step's
+	 * response_format); so is the input */
+	accepted("{\"workflow\":[{\"kind\":\"echo\",\"args\":{\"schema\":{\"$ref\":\"#/$defs/x\","
+		 "\"$defs\":{\"x\":{\"type\":\"string\"}}}}}],\"input\":{\"$ref\":\"anything\"}}");
+	/* the whole input and a whole step */
+	accepted("{\"workflow\":[{\"name\":\"a.b\",\"kind\":\"echo\",\"args\":{\"i\":{"
+		 "\"$ref\":\"/input\"}}},{\"kind\":\"echo\",\"args\":{\"s\":{\"$ref\":"
+		 "\"/steps/a.b\"}}}]}");
+	/* the permanent table */
+	assert_true(aw_run_code_permanent(AW_E_RUN_EGRESS));
+	assert_true(aw_run_code_permanent(AW_E_RUN_REF));
+	assert_true(aw_run_code_permanent(AW_E_BUDGET_EXHAUSTED)); /* 429, but it stands */
+	assert_true(aw_run_code_permanent(AW_E_SCHEMA_OUTPUT));	   /* 502, retried already */
+	assert_true(aw_run_code_permanent(AW_E_MCP_POLICY));
+	assert_true(aw_run_code_permanent(AW_E_APPROVAL_APPROVER)); /* not listed: 4xx */
+	assert_false(aw_run_code_permanent(AW_E_RUN_STEP));
+	assert_false(aw_run_code_permanent(AW_E_MCP_RATE));
+	assert_false(aw_run_code_permanent(AW_E_LLM_UPSTREAMS));
+	assert_false(aw_run_code_permanent(AW_E_STORE_BUSY)); /* not listed: 5xx */
+	assert_int_equal(aw_run_failure_cause(AW_E_RUN_STEP, "E-LLM-006: the upstream said no"),
+			 AW_E_LLM_REFUSED);
+	assert_int_equal(aw_run_failure_cause(AW_E_RUN_STEP, "E-LLM-006 no colon"), AW_E_RUN_STEP);
+	assert_int_equal(aw_run_failure_cause(AW_E_RUN_STEP, "E-NOPE-1: x"), AW_E_RUN_STEP);
+	assert_int_equal(aw_run_failure_cause(AW_E_RUN_TIMEOUT, "E-LLM-006: x"), AW_E_RUN_TIMEOUT);
+	json_t *pol = json_pack("{s:[s]}", "permanent", "E-LLM-003");
+	assert_true(aw_run_failure_permanent(AW_E_RUN_STEP, AW_E_LLM_UPSTREAMS, pol));
+	assert_false(aw_run_failure_permanent(AW_E_RUN_STEP, AW_E_RUN_STEP, pol));
+	json_decref(pol);
+}
+
+/* The journal entries of run id (a view), as JSON. */
+static json_t *steps_of(const char *p, const char *id)
+{
+	json_t *v = view_of(p, id);
+	json_t *s = json_incref(json_object_get(v, "steps"));
+	json_decref(v);
+	return s;
+}
+
+static json_t *parse(const char *text)
+{
+	json_error_t je;
+	json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+	if (!v)
+		fail_msg("not JSON: %s", text);
+	return v;
+}
+
+/* The step's result in steps equals the JSON text want. */
+static void result_is(const json_t *steps, int k, const char *want)
+{
+	json_t *w = parse(want), *got = json_object_get(json_array_get(steps, (size_t)k), "result");
+	if (!json_equal(w, got)) {
+		char *g = json_dumps(got, JSON_ENCODE_ANY | JSON_SORT_KEYS);
+		fail_msg("step %d: result %s, want %s", k + 1, g, want);
+	}
+	json_decref(w);
+}
+
+static const char *step_field(const json_t *steps, int k, const char *f)
+{
+	return json_string_value(json_object_get(json_array_get(steps, (size_t)k), f));
+}
+
+static void run_ended(const char *p, const char *id, const char *state, const char *code,
+		      int attempts)
+{
+	aw_ctx c;
+	as(&c, p);
+	aw_run r;
+	aw_error err = {0};
+	if (!wait_state(p, id, state, 10000)) {
+		assert_int_equal(aw_run_get(S, &c, id, &r, NULL, NULL, &err), AW_OK);
+		fail_msg("run %s is %s (%s), want %s", id, r.state, r.error_code, state);
+	}
+	assert_int_equal(aw_run_get(S, &c, id, &r, NULL, NULL, &err), AW_OK);
+	if (strcmp(r.error_code, code ? code : "") != 0 || r.attempts != attempts)
+		fail_msg("run %s: %s after %d attempts, want %s after %d", id, r.error_code,
+			 r.attempts, code ? code : "no code", attempts);
+	aw_run_free(&r);
+}
+
+/* Data flows from the input and from earlier steps' results into later
+ * steps' args, through the batch path, a step of its own thread and an http
+ * step; a reference that finds nothing at run time, or args a reference
+ * made invalid, fail the step once (never retried). */
+static void test_flow_data(void **state)
+{
+	(void)state;
+	cancel_queued("rt-main");
+	char body[2048], id[40], http[40], shadow[40], missing[40], invalid[40], key[80];
+	submit("rt-main",
+	       "{\"input\":{\"n\":7,\"obj\":{\"k\":[1,2,{\"z\":\"deep\"}]},\"a/b\":{\"~\":true}},"
+	       "\"workflow\":["
+	       "{\"name\":\"a\",\"kind\":\"echo\",\"args\":{\"from_input\":{\"$ref\":"
+	       "\"/input/obj/k/2/z\"},\"n\":{\"$ref\":\"/input/n\"},\"esc\":{\"$ref\":"
+	       "\"/input/a~1b/~0\"},\"whole\":{\"$ref\":\"/input\"}}},"
+	       "{\"name\":\"b\",\"kind\":\"echo_slow\",\"args\":{\"prev\":{\"$ref\":"
+	       "\"/steps/a/result/from_input\"},\"list\":[{\"$ref\":\"/steps/a/result/n\"},\"lit\"],"
+	       "\"state\":{\"$ref\":\"/steps/a/state\"}}},"
+	       "{\"kind\":\"noop\"},"
+	       "{\"kind\":\"echo\",\"args\":{\"b\":{\"$ref\":\"/steps/b/result\"},\"whole_a\":{"
+	       "\"$ref\":\"/steps/a\"}}}]}",
+	       NULL, id);
+	/* an http step whose url and body come from the input and step a */
+	for (int i = 0; i < 2; i++) {
+		snprintf(body, sizeof body,
+			 "{\"mode\":\"%s\",\"input\":{\"url\":\"http://127.0.0.1:%d/effect\"},"
+			 "\"workflow\":[{\"name\":\"a\",\"kind\":\"echo\",\"args\":{\"q\":1}},"
+			 "{\"kind\":\"http\",\"args\":{\"url\":{\"$ref\":\"/input/url\"},"
+			 "\"body\":{\"$ref\":\"/steps/a/result\"}}}]}",
+			 i ? "shadow" : "live", aw_counter_port(CNT));
+		submit("rt-main", body, NULL, i ? shadow : http);
+	}
+	submit("rt-main",
+	       "{\"max_attempts\":3,\"input\":{\"there\":1},\"workflow\":[{\"kind\":\"echo\","
+	       "\"args\":{\"x\":{\"$ref\":\"/input/missing\"}}}]}",
+	       NULL, missing);
+	submit("rt-main",
+	       "{\"max_attempts\":3,\"input\":{\"ms\":\"soon\"},\"workflow\":[{\"kind\":\"noop\"},"
+	       "{\"kind\":\"sleep\",\"args\":{\"ms\":{\"$ref\":\"/input/ms\"}}}]}",
+	       NULL, invalid);
+	aw_worker *w = worker(2, 4, 100, 1000);
+	run_ended("rt-main", id, "succeeded", NULL, 1);
+	run_ended("rt-main", http, "succeeded", NULL, 1);
+	run_ended("rt-main", shadow, "succeeded", NULL, 1);
+	run_ended("rt-main", missing, "failed", "E-RUN-011", 1);
+	run_ended("rt-main", invalid, "failed", "E-RUN-011", 1);
+	stop_worker(w);
+	json_t *st = steps_of("rt-main", id);
+	assert_int_equal(json_array_size(st), 4);
+	result_is(st, 0,
+		  "{\"from_input\":\"deep\",\"n\":7,\"esc\":true,\"whole\":{\"n\":7,\"obj\":{\"k\":"
+		  "[1,2,{\"z\":\"deep\"}]},\"a/b\":{\"~\":true}}}");
+	result_is(st, 1, "{\"prev\":\"deep\",\"list\":[7,\"lit\"],\"state\":\"succeeded\"}");
+	json_t *b = json_object_get(json_array_get(st, 1), "result");
+	json_t *want3 = json_pack("{s:O, s:{s:s, s:O}}", "b", b, "whole_a", "state", "succeeded",
+				  "result", json_object_get(json_array_get(st, 0), "result"));
+	assert_true(json_equal(want3, json_object_get(json_array_get(st, 3), "result")));
+	json_decref(want3);
+	json_decref(st);
+	/* the http step reached the url from the input, once */
+	aw_run_step_key(http, 2, key, sizeof key);
+	assert_int_equal(aw_counter_count(CNT, key), 1);
+	st = steps_of("rt-main", http);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(json_array_get(st, 1), "result"), "status")),
+			 200);
+	json_decref(st);
+	/* shadow: the intent of the resolved args; nothing sent */
+	aw_run_step_key(shadow, 2, key, sizeof key);
+	assert_int_equal(aw_counter_count(CNT, key), 0);
+	st = steps_of("rt-main", shadow);
+	json_t *intent =
+		json_object_get(json_object_get(json_array_get(st, 1), "result"), "intended");
+	char url[128]; /* resolved (the address itself redacted in the intent) */
+	snprintf(url, sizeof url, ":%d/effect", aw_counter_port(CNT));
+	assert_non_null(json_string_value(json_object_get(intent, "url")));
+	assert_non_null(strstr(json_string_value(json_object_get(intent, "url")), url));
+	json_decref(st);
+	/* the diff compares the steps as written */
+	aw_ctx c;
+	as(&c, "rt-main");
+	json_t *d = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_run_diff(S, &c, shadow, http, &d, &err), AW_OK);
+	assert_true(json_is_true(json_object_get(d, "same")));
+	json_decref(d);
+	/* the failures name the reference and are journaled with the code */
+	st = steps_of("rt-main", missing);
+	assert_string_equal(step_field(st, 0, "state"), "failed");
+	assert_string_equal(step_field(st, 0, "error_code"), "E-RUN-011");
+	const char *msg = json_string_value(
+		json_object_get(json_object_get(json_array_get(st, 0), "result"), "error"));
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "/input/missing"));
+	json_decref(st);
+	st = steps_of("rt-main", invalid);
+	assert_string_equal(step_field(st, 1, "error_code"), "E-RUN-011");
+	msg = json_string_value(
+		json_object_get(json_object_get(json_array_get(st, 1), "result"), "error"));
+	assert_non_null(strstr(msg, "/ms"));
+	json_decref(st);
+}
+
+/* when: equals (numbers by value), not_equals, exists on an absent path, a
+ * skipped step's state and null result seen by a later step, a skipped last
+ * step (its entry in the run's row) and a run whose only step is skipped. */
+static void test_flow_when(void **state)
+{
+	(void)state;
+	cancel_queued("rt-main");
+	char id[40], only[40], last[40];
+	submit("rt-main",
+	       "{\"input\":{\"env\":\"prod\",\"flag\":false},\"workflow\":["
+	       "{\"name\":\"gate\",\"kind\":\"echo\",\"args\":{\"v\":1},\"when\":{\"$ref\":"
+	       "\"/input/env\",\"equals\":\"prod\"}},"
+	       "{\"name\":\"skipme\",\"kind\":\"fail\",\"when\":{\"$ref\":\"/input/env\","
+	       "\"not_equals\":\"prod\"}},"
+	       "{\"kind\":\"echo_slow\",\"args\":{\"st\":{\"$ref\":\"/steps/skipme/state\"},"
+	       "\"res\":{\"$ref\":\"/steps/skipme/result\"}},\"when\":{\"$ref\":\"/input/absent\","
+	       "\"exists\":false}},"
+	       "{\"kind\":\"echo\",\"args\":{\"ok\":true},\"when\":{\"$ref\":"
+	       "\"/steps/gate/result/v\",\"equals\":1.0}},"
+	       "{\"kind\":\"fail\",\"when\":{\"$ref\":\"/input/flag\",\"equals\":true}},"
+	       "{\"kind\":\"echo\",\"args\":{\"x\":{\"$ref\":\"/steps/skipme/result/x\"}},"
+	       "\"when\":{\"$ref\":\"/steps/skipme/result/x\",\"exists\":true}}]}",
+	       NULL, id);
+	submit("rt-main",
+	       "{\"workflow\":[{\"kind\":\"fail\",\"when\":{\"$ref\":\"/input\",\"exists\":false}}]}",
+	       NULL, only);
+	submit("rt-main",
+	       "{\"input\":{\"go\":\"no\"},\"workflow\":[{\"kind\":\"sleep\",\"args\":{\"ms\":1}},"
+	       "{\"kind\":\"fail\",\"when\":{\"$ref\":\"/input/go\",\"equals\":\"yes\"}}]}",
+	       NULL, last);
+	aw_worker *w = worker(2, 4, 100, 1000);
+	run_ended("rt-main", id, "succeeded", NULL, 1);
+	run_ended("rt-main", only, "succeeded", NULL, 1);
+	run_ended("rt-main", last, "succeeded", NULL, 1);
+	stop_worker(w);
+	json_t *st = steps_of("rt-main", id);
+	const char *want[] = {"succeeded", "skipped", "succeeded",
+			      "succeeded", "skipped", "skipped"};
+	assert_int_equal(json_array_size(st), 6);
+	for (int k = 0; k < 6; k++)
+		if (strcmp(step_field(st, k, "state"), want[k]) != 0)
+			fail_msg("step %d is %s, want %s", k + 1, step_field(st, k, "state"),
+				 want[k]);
+	result_is(st, 1, "null");
+	result_is(st, 2, "{\"st\":\"skipped\",\"res\":null}");
+	result_is(st, 3, "{\"ok\":true}");
+	json_decref(st);
+	st = steps_of("rt-main", only); /* no input: /input exists (null), the fail skipped */
+	assert_int_equal(json_array_size(st), 1);
+	json_decref(st);
+	st = steps_of("rt-main", last);
+	assert_int_equal(json_array_size(st), 2);
+	assert_string_equal(step_field(st, 1, "state"), "skipped");
+	result_is(st, 1, "null");
+	json_decref(st);
+	char only_state[20];
+	state_of("rt-main", only, only_state, NULL);
+	assert_string_equal(only_state, "succeeded");
+}
+
+/* A step's retry policy counts its own tries (even across a side-effecting
+ * step's "started" entries), with its own backoff; its permanent codes and
+ * the table's are never retried: an egress refusal, a server's 4xx, a
+ * gateway's refusal (its code, or the code an llm step's message begins
+ * with), a reference failure. */
+static void test_flow_retry(void **state)
+{
+	(void)state;
+	cancel_queued("rt-main");
+	cancel_queued("rt-other");
+	char body[1024];
+	struct {
+		const char *p, *body, *code;
+		int attempts, tries;
+		char id[40];
+	} c[] = {
+		/* the step's attempts below the run's max_attempts */
+		{"rt-main",
+		 "{\"max_attempts\":5,\"workflow\":[{\"kind\":\"fail\",\"retry\":{\"attempts\":2,"
+		 "\"backoff_ms\":10,\"max_backoff_ms\":20}}]}",
+		 "E-RUN-005", 2, 2, ""},
+		/* above it: the step's tries decide */
+		{"rt-main",
+		 "{\"max_attempts\":1,\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"fail\","
+		 "\"retry\":{\"attempts\":3,\"backoff_ms\":10}}]}",
+		 "E-RUN-005", 3, 3, ""},
+		/* a code the policy makes permanent */
+		{"rt-main",
+		 "{\"max_attempts\":3,\"workflow\":[{\"kind\":\"fail\",\"retry\":{\"permanent\":"
+		 "[\"E-RUN-005\"]}}]}",
+		 "E-RUN-005", 1, 1, ""},
+		/* the table: a budget refusal (429) stands, a tool rate limit does not */
+		{"rt-main",
+		 "{\"max_attempts\":3,\"workflow\":[{\"kind\":\"refuse\",\"args\":{\"code\":"
+		 "\"E-BUDGET-002\"}}]}",
+		 "E-BUDGET-002", 1, 1, ""},
+		{"rt-main",
+		 "{\"max_attempts\":2,\"workflow\":[{\"kind\":\"refuse\",\"args\":{\"code\":"
+		 "\"E-MCP-GATE-006\"}}]}",
+		 "E-MCP-GATE-006", 2, 2, ""},
+		/* an llm step keeps the gateway's code at the head of its message */
+		{"rt-main",
+		 "{\"max_attempts\":3,\"workflow\":[{\"kind\":\"refuse\",\"args\":{\"code\":"
+		 "\"E-RUN-005\",\"message\":\"E-LLM-006: the upstream refused\"}}]}",
+		 "E-RUN-005", 1, 1, ""},
+		{"rt-main",
+		 "{\"max_attempts\":2,\"workflow\":[{\"kind\":\"refuse\",\"args\":{\"code\":"
+		 "\"E-RUN-005\",\"message\":\"E-LLM-003: no upstream answered\"}}]}",
+		 "E-RUN-005", 2, 2, ""},
+		/* a reference failure, despite a policy that would retry */
+		{"rt-main",
+		 "{\"max_attempts\":3,\"workflow\":[{\"kind\":\"echo\",\"args\":{\"x\":{\"$ref\":"
+		 "\"/input/x\"}},\"retry\":{\"attempts\":3,\"backoff_ms\":0}}]}",
+		 "E-RUN-011", 1, 1, ""},
+	};
+	size_t nc = sizeof c / sizeof *c;
+	for (size_t i = 0; i < nc; i++)
+		submit(c[i].p, c[i].body, NULL, c[i].id);
+	/* http: a 4xx is permanent, a 503 and a 429 are retried; an address the
+	 * project may not reach is refused once; a side-effecting step's policy
+	 * counts its tries through its "started" entries */
+	const struct {
+		const char *p, *path, *retry, *code;
+		int max, attempts;
+	} h[] = {{"rt-main", "/status/404", "", "E-RUN-013", 3, 1},
+		 {"rt-main", "/status/503", "", "E-RUN-005", 2, 2},
+		 {"rt-main", "/status/429", "", "E-RUN-005", 2, 2},
+		 {"rt-other", "/egress", "", "E-RUN-012", 3, 1},
+		 {"rt-main", "/status/502", ",\"retry\":{\"attempts\":3,\"backoff_ms\":5}",
+		  "E-RUN-005", 1, 3}};
+	char hid[5][40], key[80];
+	for (int i = 0; i < 5; i++) {
+		snprintf(body, sizeof body,
+			 "{\"max_attempts\":%d,\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":"
+			 "\"http://127.0.0.1:%d%s\"}%s}]}",
+			 h[i].max, aw_counter_port(CNT), h[i].path, h[i].retry);
+		submit(h[i].p, body, NULL, hid[i]);
+	}
+	aw_worker *w = worker(2, 4, 100, 1000);
+	for (size_t i = 0; i < nc; i++)
+		run_ended(c[i].p, c[i].id, "failed", c[i].code, c[i].attempts);
+	for (int i = 0; i < 5; i++)
+		run_ended(h[i].p, hid[i], "failed", h[i].code, h[i].attempts);
+	stop_worker(w);
+	for (size_t i = 0; i < nc; i++) {
+		json_t *st = steps_of(c[i].p, c[i].id);
+		json_t *e = json_array_get(st, json_array_size(st) - 1);
+		if (json_integer_value(json_object_get(e, "tries")) != c[i].tries)
+			fail_msg("%s: tries %lld, want %d", c[i].body,
+				 (long long)json_integer_value(json_object_get(e, "tries")),
+				 c[i].tries);
+		json_decref(st);
+	}
+	for (int i = 0; i < 5; i++) {
+		aw_run_step_key(hid[i], 1, key, sizeof key);
+		assert_int_equal(aw_counter_count(CNT, key), i == 3 ? 0 : h[i].attempts);
+		json_t *st = steps_of(h[i].p, hid[i]);
+		assert_int_equal(
+			json_integer_value(json_object_get(json_array_get(st, 0), "tries")),
+			h[i].attempts);
+		json_decref(st);
+	}
+}
+
+/* ---- the property: a resumed run sees the same resolved arguments ----
+ * Random inputs (member names that need escaping, numbers, nesting) and
+ * random workflows of echo and echo_slow steps whose args refer to the
+ * input and to earlier steps' results; each run's worker is "killed" (the
+ * fault hook abandons its batch, the reaper re-queues it after the lease)
+ * after a random step. Every execution of every step saw exactly the args a
+ * model resolution computes, however many attempts it took. */
+static uint64_t prng = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd(void)
+{
+	prng ^= prng << 13;
+	prng ^= prng >> 7;
+	prng ^= prng << 17;
+	return prng;
+}
+
+static const char *const pkeys[] = {"a", "b", "c/d", "e~f", "g h", "\xc3\xbc", "0", "10"};
+static const char *const words[] = {"alpha", "beta", "gamma", "x y", "\xce\xb4", "", "~/"};
+
+static json_t *rand_value(int depth)
+{
+	switch (rnd() % 8) {
+	case 0: return json_integer((json_int_t)(rnd() % (1ULL << 40)) - (1LL << 39));
+	case 1: return json_real((double)((int)(rnd() % 2001) - 1000) / 8.0);
+	case 2: return json_string(words[rnd() % (sizeof words / sizeof *words)]);
+	case 3: return json_boolean(rnd() % 2);
+	case 4: return json_null();
+	case 5:
+	case 6:
+		if (depth < 3) {
+			json_t *o = json_object();
+			for (int i = 0, n = 1 + (int)(rnd() % 3); i < n; i++)
+				json_object_set_new(o,
+						    pkeys[rnd() % (sizeof pkeys / sizeof *pkeys)],
+						    rand_value(depth + 1));
+			return o;
+		}
+		return json_integer(5);
+	default:
+		if (depth < 3) {
+			json_t *a = json_array();
+			for (int i = 0, n = (int)(rnd() % 4); i < n; i++)
+				json_array_append_new(a, rand_value(depth + 1));
+			return a;
+		}
+		return json_string("leaf");
+	}
+}
+
+/* Appends a random path into v to ptr (escaped, RFC 6901). */
+static void rand_path(const json_t *v, char *ptr, size_t cap)
+{
+	while ((json_is_object(v) && json_object_size(v)) ||
+	       (json_is_array(v) && json_array_size(v))) {
+		if (rnd() % 3 == 0)
+			return;
+		char tok[64];
+		if (json_is_array(v)) {
+			size_t i = rnd() % json_array_size(v);
+			snprintf(tok, sizeof tok, "%zu", i);
+			v = json_array_get(v, i);
+		} else {
+			size_t i = rnd() % json_object_size(v), k = 0;
+			const char *key;
+			json_t *x;
+			json_object_foreach ((json_t *)v, key, x) {
+				if (k++ == i) {
+					char *o = tok;
+					for (const char *s = key; *s; s++)
+						if (*s == '~')
+							*o++ = '~', *o++ = '0';
+						else if (*s == '/')
+							*o++ = '~', *o++ = '1';
+						else
+							*o++ = *s;
+					*o = '\0';
+					v = x;
+					break;
+				}
+			}
+		}
+		size_t n = strlen(ptr);
+		snprintf(ptr + n, cap - n, "/%s", tok);
+	}
+}
+
+/* The model: the value at an RFC 6901 pointer, written apart from flow.c. */
+static const json_t *model_at(const json_t *doc, const char *ptr)
+{
+	char buf[1200];
+	snprintf(buf, sizeof buf, "%s", ptr);
+	const json_t *v = doc;
+	char *save = NULL;
+	for (char *t = strtok_r(buf, "/", &save); v && t; t = strtok_r(NULL, "/", &save)) {
+		char tok[1200], *o = tok;
+		for (char *s = t; *s; s++)
+			if (s[0] == '~' && s[1] == '1')
+				*o++ = '/', s++;
+			else if (s[0] == '~' && s[1] == '0')
+				*o++ = '~', s++;
+			else
+				*o++ = *s;
+		*o = '\0';
+		v = json_is_array(v) ? json_array_get(v, (size_t)atoi(tok))
+				     : json_object_get(v, tok);
+	}
+	return v;
+}
+
+static json_t *model_resolve(const json_t *v, const json_t *doc)
+{
+	if (json_is_object(v) && json_object_size(v) == 1 && json_object_get(v, "$ref"))
+		return json_deep_copy(model_at(doc, json_string_value(json_object_get(v, "$ref"))));
+	if (json_is_object(v)) {
+		json_t *o = json_object(), *x;
+		const char *k;
+		json_object_foreach ((json_t *)v, k, x)
+			json_object_set_new(o, k, model_resolve(x, doc));
+		return o;
+	}
+	if (json_is_array(v)) {
+		json_t *a = json_array(), *x;
+		size_t i;
+		json_array_foreach (v, i, x)
+			json_array_append_new(a, model_resolve(x, doc));
+		return a;
+	}
+	return json_deep_copy(v);
+}
+
+#define PROP_RUNS 16
+static struct {
+	char id[40];
+	int crash_at, crashed, nsteps;
+	json_t *want; /* the expected args of each step */
+} prop[PROP_RUNS];
+
+static int crash_prop(const char *run_id, int step_no)
+{
+	for (int i = 0; i < PROP_RUNS; i++)
+		if (!strcmp(prop[i].id, run_id) && !prop[i].crashed &&
+		    step_no == prop[i].crash_at) {
+			prop[i].crashed = 1;
+			return 1;
+		}
+	return 0;
+}
+
+/* A reference to somewhere in doc that exists: the input, or step k's
+ * result or state for an earlier k. */
+static json_t *rand_ref(const json_t *doc, int step)
+{
+	char ptr[1100];
+	if (step == 0 || rnd() % 3 == 0) {
+		snprintf(ptr, sizeof ptr, "/input");
+		rand_path(json_object_get(doc, "input"), ptr, sizeof ptr);
+	} else {
+		int k = (int)(rnd() % (uint64_t)step);
+		if (rnd() % 6 == 0) {
+			snprintf(ptr, sizeof ptr, "/steps/s%d/state", k);
+		} else {
+			char name[16];
+			snprintf(name, sizeof name, "s%d", k);
+			snprintf(ptr, sizeof ptr, "/steps/s%d/result", k);
+			rand_path(json_object_get(
+					  json_object_get(json_object_get(doc, "steps"), name),
+					  "result"),
+				  ptr, sizeof ptr);
+		}
+	}
+	return json_pack("{s:s}", "$ref", ptr);
+}
+
+static void test_flow_resume_property(void **state)
+{
+	(void)state;
+	cancel_queued("rt-main");
+	seen_clear();
+	prng ^= (uint64_t)aw_clock_wall_ms();
+	uint64_t seed = prng;
+	for (int r = 0; r < PROP_RUNS; r++) {
+		json_t *input = json_object();
+		for (int i = 0, n = 2 + (int)(rnd() % 3); i < n; i++)
+			json_object_set_new(input, pkeys[rnd() % (sizeof pkeys / sizeof *pkeys)],
+					    rand_value(1));
+		json_t *doc = json_pack("{s:O, s:{}}", "input", input, "steps");
+		json_t *wf = json_array();
+		prop[r].nsteps = 3 + (int)(rnd() % 4);
+		prop[r].want = json_array();
+		for (int s = 0; s < prop[r].nsteps; s++) {
+			json_t *args = json_object();
+			for (int m = 0, n = 1 + (int)(rnd() % 3); m < n; m++) {
+				char mk[8];
+				snprintf(mk, sizeof mk, "m%d", m);
+				int how = (int)(rnd() % 4);
+				json_t *v = how == 0   ? rand_value(2)
+					    : how == 1 ? json_pack("[o, o]", rand_ref(doc, s),
+								   rand_value(2))
+					    : how == 2 ? json_pack("{s:o}", "in", rand_ref(doc, s))
+						       : rand_ref(doc, s);
+				json_object_set_new(args, mk, v);
+			}
+			json_t *want = model_resolve(args, doc);
+			char name[16];
+			snprintf(name, sizeof name, "s%d", s);
+			json_object_set_new(
+				json_object_get(doc, "steps"), name,
+				json_pack("{s:s, s:O}", "state", "succeeded", "result", want));
+			json_array_append_new(prop[r].want, want);
+			json_array_append_new(wf, json_pack("{s:s, s:s, s:o}", "name", name, "kind",
+							    rnd() % 2 ? "echo" : "echo_slow",
+							    "args", args));
+		}
+		json_t *req = json_pack("{s:o, s:o, s:i}", "workflow", wf, "input", input,
+					"max_attempts", 100);
+		char *text = json_dumps(req, JSON_COMPACT);
+		json_decref(req);
+		json_decref(doc);
+		prop[r].crash_at = 1 + (int)(rnd() % (uint64_t)prop[r].nsteps);
+		prop[r].crashed = 0;
+		prop[r].id[0] = '\0';
+		submit("rt-main", text, NULL, prop[r].id);
+		free(text);
+	}
+	aw_worker_fault_hook = crash_prop;
+	aw_worker *w = worker(2, 4, 100, 400);
+	for (int r = 0; r < PROP_RUNS; r++)
+		if (!wait_state("rt-main", prop[r].id, "succeeded", 60000))
+			fail_msg("seed %llu: run %d did not succeed", (unsigned long long)seed, r);
+	stop_worker(w);
+	aw_worker_fault_hook = NULL;
+	int twice = 0, execs = 0, resumed = 0;
+	for (int r = 0; r < PROP_RUNS; r++) {
+		assert_true(prop[r].crashed);
+		char st[20];
+		int attempts = 0;
+		state_of("rt-main", prop[r].id, st, &attempts);
+		resumed += attempts > 1;
+		json_t *journal = steps_of("rt-main", prop[r].id);
+		for (int s = 0; s < prop[r].nsteps; s++) {
+			json_t *want = json_array_get(prop[r].want, (size_t)s);
+			int n = 0;
+			pthread_mutex_lock(&seen_mu);
+			for (int i = 0; i < nseen; i++) {
+				if (strcmp(seen[i].run, prop[r].id) != 0 || seen[i].step != s + 1)
+					continue;
+				json_t *got = parse(seen[i].args);
+				if (!json_equal(got, want)) {
+					char *wt = json_dumps(want, JSON_SORT_KEYS);
+					fail_msg(
+						"seed %llu run %d step %d execution %d saw %s, want %s",
+						(unsigned long long)seed, r, s + 1, n + 1,
+						seen[i].args, wt);
+				}
+				json_decref(got);
+				n++;
+			}
+			pthread_mutex_unlock(&seen_mu);
+			if (n == 0)
+				fail_msg("seed %llu run %d step %d never executed",
+					 (unsigned long long)seed, r, s + 1);
+			execs += n;
+			twice += n > 1;
+			/* the journal holds the result the next attempt resolves from */
+			if (!json_equal(want, json_object_get(json_array_get(journal, (size_t)s),
+							      "result")))
+				fail_msg("seed %llu run %d step %d: journal differs",
+					 (unsigned long long)seed, r, s + 1);
+		}
+		json_decref(journal);
+		json_decref(prop[r].want);
+		prop[r].want = NULL;
+	}
+	print_message("property: %d runs, %d step executions, %d steps executed again, %d runs"
+		      " resumed by a later attempt (seed %llu)\n",
+		      PROP_RUNS, execs, twice, resumed, (unsigned long long)seed);
+	assert_true(twice >= PROP_RUNS); /* every run's crashed step ran again */
+	assert_true(resumed > 0);
+	seen_clear();
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -2302,6 +3144,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_scheduled, stop_leaked),
 		cmocka_unit_test_teardown(test_retention, stop_leaked),
 		cmocka_unit_test_teardown(test_fair_claim, stop_leaked),
+		cmocka_unit_test(test_flow_refusals),
+		cmocka_unit_test_teardown(test_flow_data, stop_leaked),
+		cmocka_unit_test_teardown(test_flow_when, stop_leaked),
+		cmocka_unit_test_teardown(test_flow_retry, stop_leaked),
+		cmocka_unit_test_teardown(test_flow_resume_property, stop_leaked),
 	};
 	return AW_TEST_MAIN("runs", tests, setup, teardown);
 }

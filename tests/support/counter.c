@@ -82,9 +82,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		nanosleep(&ts, NULL);
 	}
 	static const char ok[] = "{\"ok\":true}";
+	/* /status/NNN answers NNN (a refusal, an overload) */
+	unsigned status = 200;
+	if (url && strncmp(url, "/status/", 8) == 0 && atoi(url + 8) >= 200 && atoi(url + 8) <= 599)
+		status = (unsigned)atoi(url + 8);
 	struct MHD_Response *r =
 		MHD_create_response_from_buffer(sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
-	enum MHD_Result rc = MHD_queue_response(conn, 200, r);
+	enum MHD_Result rc = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return rc;
 }

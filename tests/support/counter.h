@@ -1,6 +1,6 @@
 /*
  * counter.h - a counting HTTP server for run tests and the crash drill: it
- * answers 200 to every request and counts requests per Idempotency-Key
+ * answers 200 to every request (NNN to /status/NNN) and counts requests per Idempotency-Key
  * (raw executions, and distinct keys = effects after deduplication).
  */
 #ifndef AW_BENCH_COUNTER_H

@@ -36,9 +36,10 @@ typedef struct aw_run_step {
 	char run_id[AW_UUID_STR_LEN + 1];
 	int step_no; /* 1-based */
 	char kind[32];
-	char state[16]; /* started | succeeded | failed */
+	char state[16]; /* started | succeeded | skipped | failed | waiting | approved */
 	char idem_key[AW_UUID_STR_LEN + 8];
-	int attempt;
+	int attempt;  /* the run's attempt that wrote the entry */
+	int tries;    /* the step's finished executions (a "started" entry: before it) */
 	char *result; /* malloc'd JSON text, NULL when none */
 	char error_code[32];
 	char started_at[AW_TS_LEN + 1], finished_at[AW_TS_LEN + 1];
