@@ -356,7 +356,10 @@ op("POST", "/v1/platform/approval-tokens:verify", "verifyApprovalToken", "Verify
    body=obj(["token"], {"token": S()}, extra=False))
 
 op("POST", "/v1/chat/completions", "chatCompletions", "OpenAI chat completion through the LLM gateway", "llm",
-   {"200": {"description": "a chat completion, or an SSE stream when stream is true", "headers": std_headers,
+   {"200": {"description": "a chat completion, or an SSE stream when stream is true",
+            "headers": std_headers | {
+                "x-awooop-route": {"description": "the policy's route that served the call", "schema": S()},
+                "x-awooop-upstream-model": {"description": "the upstream model that answered", "schema": S()}},
             "content": {"application/json": {"schema": obj(["choices"], {"id": S(), "object": S(), "model": S(),
                                                                          "choices": {"type": "array"}, "usage": {"type": "object"}})},
                         "text/event-stream": {"schema": S()}}}}, "worker",

@@ -112,6 +112,10 @@ typedef enum {
 	AW_LLM_FAILED,	 /* err says why */
 } aw_llm_state;
 aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **body, aw_error *err);
+/* Once aw_llm_head said ANSWER or STREAM: the policy's route that served
+ * the call, and the upstream model answering it (the x-awooop-route and
+ * x-awooop-upstream-model headers). "" when not known. */
+void aw_llm_call_said(aw_llm_call *c, char *route, size_t rcap, char *model, size_t mcap);
 /* Stream bytes: > 0 copied, 0 parked (park(pud) called), -1 the end. */
 ssize_t aw_llm_read(aw_llm_call *c, char *buf, size_t max, aw_llm_park park, void *pud);
 /* The caller is done with the call (or its client went away: the upstream

@@ -33,11 +33,25 @@ static ssize_t read_call(void *c, char *buf, size_t max, void (*park)(void *), v
 	return aw_llm_read(c, buf, max, park, pud);
 }
 
+/* What routing did: the route and the upstream model that answered. */
+static void said(aw_req *r)
+{
+	char route[80], model[160];
+	aw_llm_call_said(r->svc, route, sizeof route, model, sizeof model);
+	if (route[0])
+		aw_req_header(r, "x-awooop-route", route);
+	if (model[0])
+		aw_req_header(r, "x-awooop-upstream-model", model);
+}
+
 static void answer(aw_req *r)
 {
 	char *body = NULL;
 	aw_error err = {0};
-	switch (aw_llm_head(r->svc, aw_req_park_cb, r, &body, &err)) {
+	aw_llm_state st = aw_llm_head(r->svc, aw_req_park_cb, r, &body, &err);
+	if (st == AW_LLM_ANSWER || st == AW_LLM_STREAM)
+		said(r);
+	switch (st) {
 	case AW_LLM_WAIT: return;
 	case AW_LLM_ANSWER: {
 		aw_reply_text(r, 200, "application/json", body);

@@ -82,10 +82,8 @@ static void answer(aw_req *r)
 	int how = aw_mcp_answer(r->svc, aw_req_park_cb, r, &resp, &status, &session);
 	if (!how)
 		return;
-	if (session && session[0]) {
-		r->xhdr_name = "Mcp-Session-Id";
-		snprintf(r->xhdr_value, sizeof r->xhdr_value, "%s", session);
-	}
+	if (session && session[0])
+		aw_req_header(r, "Mcp-Session-Id", session);
 	if (how == 2)
 		aw_reply_call_stream(r, read_call);
 	else if (resp)
@@ -196,8 +194,7 @@ void aw_h_mcp_get(aw_req *r)
 		return;
 	const char *sid = header(r, "Mcp-Session-Id");
 	if (!sid || !accept_sse(header(r, "Accept"))) {
-		r->xhdr_name = "Allow";
-		snprintf(r->xhdr_value, sizeof r->xhdr_value, "POST, DELETE");
+		aw_req_header(r, "Allow", "POST, DELETE");
 		reply_error(r, 405, NULL, AW_RPC_METHOD,
 			    "GET opens a session's event stream: send Mcp-Session-Id and Accept: "
 			    "text/event-stream",

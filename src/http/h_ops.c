@@ -91,11 +91,10 @@ void aw_h_console(aw_req *r)
 			ctype = types[i].ctype;
 	for (int i = 0; ctype && aw_console_files[i].name; i++)
 		if (!strcmp(aw_console_files[i].name, file)) {
-			r->xhdr_name = "Content-Security-Policy";
-			snprintf(r->xhdr_value, sizeof r->xhdr_value, "%s",
-				 "default-src 'none'; script-src 'self'; style-src 'self'; "
-				 "connect-src 'self'; img-src 'self'; base-uri 'none'; "
-				 "form-action 'none'; frame-ancestors 'none'");
+			aw_req_header(r, "Content-Security-Policy",
+				      "default-src 'none'; script-src 'self'; style-src 'self'; "
+				      "connect-src 'self'; img-src 'self'; base-uri 'none'; "
+				      "form-action 'none'; frame-ancestors 'none'");
 			return aw_reply_text(r, 200, ctype, aw_console_files[i].text);
 		}
 	aw_error err;

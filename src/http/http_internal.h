@@ -65,9 +65,12 @@ typedef struct aw_req {
 	 * resumed (aw_req_unpark), done(r) when the request ends however it ends */
 	void (*resume)(struct aw_req *r);
 	void (*done)(struct aw_req *r);
-	void *svc;	       /* the handler's own state */
-	const char *xhdr_name; /* one more response header (static name), or NULL */
-	char xhdr_value[192];
+	void *svc; /* the handler's own state */
+	struct {
+		const char *name; /* static */
+		char value[192];
+	} xhdr[3]; /* response headers of the handler's own (aw_req_header) */
+	int nxhdr;
 	/* aw_reply_stream's reader and its argument */
 	ssize_t (*stream)(void *cls, uint64_t pos, char *buf, size_t max);
 	void *stream_cls;
@@ -75,6 +78,10 @@ typedef struct aw_req {
 } aw_req;
 
 typedef void (*aw_handler)(aw_req *r);
+
+/* A header of the response r will get (name static; at most 3 a response,
+ * a value cut at 191 bytes). */
+void aw_req_header(aw_req *r, const char *name, const char *value);
 
 /* ---- replies (each returns after queueing exactly one response) ---- */
 void aw_reply_json(aw_req *r, int status, json_t *body); /* steals body */

@@ -133,8 +133,8 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Request-Id", r->ctx.request_id);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	if (r->xhdr_name)
-		MHD_add_response_header(resp, r->xhdr_name, r->xhdr_value);
+	for (int i = 0; i < r->nxhdr; i++)
+		MHD_add_response_header(resp, r->xhdr[i].name, r->xhdr[i].value);
 	/* a 429 says when to come back: aw_reply_problem's value for its code
 	 * (retry_after_s), else a second (a bound per tenant, which frees as
 	 * soon as one of the tenant's own requests ends; the code names which) */
@@ -214,6 +214,20 @@ static long retry_after(aw_err e, const aw_error *err)
 	}
 }
 
+/* A path under /v1/ that is none of the control plane's own namespaces:
+ * 2 for Anthropic's API (/v1/messages...), 1 for another (OpenAI's). */
+static int sdk_path(const aw_req *r)
+{
+	static const char *const own[] = {"projects", "platform", "channels", "openapi.json",
+					  "whoami"};
+	if (r->nsegs < 2 || r->nsegs > AW_HTTP_MAX_SEGS || strcmp(r->segs[0], "v1"))
+		return 0;
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		if (!strcmp(r->segs[1], own[i]))
+			return 0;
+	return strcmp(r->segs[1], "messages") ? 1 : 2;
+}
+
 void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 {
 	int status = aw_err_http_status(e);
@@ -250,14 +264,22 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 		json_object_set_new(p, "pointer", json_string(w ? w : ""));
 		free(w);
 	}
-	/* the OpenAI-compatible routes also carry OpenAI's error object, which
-	 * OpenAI clients read (message, type, code, param) */
-	if (p && (!strncmp(r->route, "/v1/chat/", 9) || !strcmp(r->route, "/v1/models"))) {
+	/* the OpenAI-compatible routes, and any other path under /v1/ that is
+	 * not the control plane's own (a client of another provider's API: an
+	 * OpenAI or Anthropic SDK calling a route not served), also carry the
+	 * error object those clients read (message, type, code, param) */
+	int sdk = 0;
+	if (p && (!strncmp(r->route, "/v1/chat/", 9) || !strcmp(r->route, "/v1/models") ||
+		  (!strcmp(r->route, "unmatched") && (sdk = sdk_path(r)))))
+		sdk = sdk ? sdk : 1;
+	if (sdk) {
 		json_t *d = json_object_get(p, "detail"), *w = json_object_get(p, "pointer");
+		const char *etype = status >= 500		? "api_error"
+				    : sdk == 2 && status == 404 ? "not_found_error"
+								: "invalid_request_error";
 		json_object_set_new(p, "error",
 				    json_pack("{s:O,s:s,s:s,s:O?}", "message",
-					      d ? d : json_object_get(p, "title"), "type",
-					      status >= 500 ? "api_error" : "invalid_request_error",
+					      d ? d : json_object_get(p, "title"), "type", etype,
 					      "code", aw_err_code(e), "param", w));
 	}
 	reply_dumped(r, status, "application/problem+json", p);
@@ -324,6 +346,14 @@ void aw_req_park_cb(void *r)
 void aw_req_wake_cb(void *r)
 {
 	aw_req_unpark(r);
+}
+
+void aw_req_header(aw_req *r, const char *name, const char *value)
+{
+	if (r->nxhdr >= (int)(sizeof r->xhdr / sizeof r->xhdr[0]))
+		return;
+	r->xhdr[r->nxhdr].name = name;
+	snprintf(r->xhdr[r->nxhdr++].value, sizeof r->xhdr[0].value, "%s", value);
 }
 
 /* A connection being ended is never suspended again: the caller returns as
@@ -726,7 +756,11 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 		;
 	else if (!(e = decode_path(r, &err)) && !(r->handler = aw_route(r, &e)))
 		aw_fail(&err, e, "%s",
-			e == AW_E_REQ_METHOD ? "method not allowed here" : "no such route");
+			e == AW_E_REQ_METHOD ? "method not allowed here"
+			: sdk_path(r)
+				? "no such route: the model gateway serves POST /v1/chat/completions "
+				  "and GET /v1/models"
+				: "no such route");
 	else if (!e && r->open_route == AW_AUTH_KEY && !(e = authenticate(r, &err)) &&
 		 has_body(r->conn))
 		e = json_media(r, &err);

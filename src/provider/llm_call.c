@@ -121,6 +121,16 @@ aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **bod
 	return st;
 }
 
+void aw_llm_call_said(aw_llm_call *c, char *route, size_t rcap, char *model, size_t mcap)
+{
+	pthread_mutex_lock(&c->mu);
+	snprintf(route, rcap, "%s", c->route);
+	/* a stream's headers go before it ends: the target streaming now */
+	const char *m = c->model_used[0] ? c->model_used : c->ti < c->nt ? c->t[c->ti].model : "";
+	snprintf(model, mcap, "%s", m);
+	pthread_mutex_unlock(&c->mu);
+}
+
 ssize_t aw_llm_read(aw_llm_call *c, char *buf, size_t max, aw_llm_park park, void *pud)
 {
 	pthread_mutex_lock(&c->mu);

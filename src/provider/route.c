@@ -52,8 +52,13 @@ static void add_target(aw_llm_call *c, upstream *u, const char *model, const jso
 	t->temp = json_number_value(temp);
 }
 
-static const json_t *pick_route(const json_t *body, const char *model, const char *task)
+/* The route serving model: by its name, by task (match.task or
+ * match.intent), by one of its candidates' model (*by_model set), or the
+ * policy's default route; NULL: none. */
+static const json_t *pick_route(const json_t *body, const char *model, const char *task,
+				int *by_model)
 {
+	*by_model = 0;
 	const json_t *routes = json_object_get(body, "routes");
 	size_t i, j;
 	json_t *r, *cand;
@@ -70,8 +75,10 @@ static const json_t *pick_route(const json_t *body, const char *model, const cha
 		}
 	json_array_foreach (routes, i, r)
 		json_array_foreach (json_object_get(r, "candidates"), j, cand)
-			if (!strcmp(json_string_value(json_object_get(cand, "model")), model))
+			if (!strcmp(json_string_value(json_object_get(cand, "model")), model)) {
+				*by_model = 1;
 				return r;
+			}
 	const char *def = json_string_value(json_object_get(body, "default_route"));
 	if (def)
 		json_array_foreach (routes, i, r)
@@ -82,19 +89,25 @@ static const json_t *pick_route(const json_t *body, const char *model, const cha
 
 /* The route's candidates as targets: "ollama" expands to the topology hosts
  * that serve the model (or the configured ollama provider without a
- * topology), then once the emergency cloud model. Caller holds g->mu. */
-static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const json_t *limits)
+ * topology), then once the emergency cloud model. only: a request that named
+ * a candidate's model gets that model, from any candidate that serves it
+ * (the others, and the emergency model, only when the route allows
+ * model_failover). Caller holds g->mu. */
+static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const json_t *limits,
+		       const char *only)
 {
 	json_t *mf = json_object_get(limits, "max_fallbacks");
 	size_t max = json_is_number(mf) ? (size_t)json_number_value(mf) + 1 : 11;
 	int emergency_added = 0;
-	size_t i;
+	size_t i, taken = 0;
 	json_t *cand;
 	json_array_foreach (json_object_get(route, "candidates"), i, cand) {
-		if (i >= max)
-			break;
 		const char *p = json_string_value(json_object_get(cand, "provider"));
 		const char *model = json_string_value(json_object_get(cand, "model"));
+		if (only && strcmp(model, only) != 0)
+			continue;
+		if (taken++ >= max)
+			break;
 		if (strcmp(p, "ollama") != 0) {
 			add_target(c, provider(g, p), model, cand, 0);
 			continue;
@@ -112,7 +125,7 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 			add_target(c, provider(g, "ollama"), model, cand, 0);
 		for (int k = first; k < c->nt; k++)
 			c->t[k].timeout_ms = 0;
-		if (hosts && !emergency_added && g->emergency_model[0]) {
+		if (hosts && !emergency_added && g->emergency_model[0] && !only) {
 			add_target(c, provider(g, g->emergency_provider), g->emergency_model, cand,
 				   1);
 			emergency_added = 1;
@@ -134,7 +147,8 @@ aw_err llm_route(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
 			       c->ctx.project, g->contract_id);
 	if (e)
 		return e;
-	const json_t *route = pick_route(pol.body, c->rq.model, task);
+	int by_model = 0;
+	const json_t *route = pick_route(pol.body, c->rq.model, task, &by_model);
 	if (!route) {
 		aw_policy_release(&pol);
 		return aw_fail_at(err, AW_E_LLM_ROUTE, "/model",
@@ -150,7 +164,8 @@ aw_err llm_route(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
 	c->schema_retries = json_is_number(sr) ? (int)json_number_value(sr) : g->o.schema_retries;
 	llm_topo_refresh(g, &c->ctx);
 	pthread_mutex_lock(&g->mu);
-	targets_of(g, c, route, limits);
+	int model_failover = json_is_true(json_object_get(route, "model_failover"));
+	targets_of(g, c, route, limits, by_model && !model_failover ? c->rq.model : NULL);
 	pthread_mutex_unlock(&g->mu);
 	aw_policy_release(&pol);
 	if (!c->nt)

@@ -158,7 +158,18 @@ req POST /v1/chat/completions "$W" "$CHAT"; expect "chat" 200
 check "object" "$(jbody .object)" chat.completion
 check "model as asked" "$(jbody .model)" chat
 check "answered by A" "$(jbody '.choices[0].message.content' | cut -d: -f1)" A
+hdr() { tr -d '\r' <"$TMP/hdr" | awk -F': ' -v h="$1" 'tolower($1) == h { print $2 }'; }
+check "the route said" "$(hdr x-awooop-route)" chat
+check "the upstream model said" "$(hdr x-awooop-upstream-model)" gpt-x
 check "usage" "$(jbody .usage.total_tokens)" 17 # 9 billed for "hello" (as OpenAI counts), 8 answered
+# --- routes of other providers' APIs, not served: their clients' error shape
+req POST /v1/embeddings "$W" '{"model":"chat","input":"hi"}'; expect "embeddings not served" 404 E-REQ-007
+check "openai error object: message" "$(jbody .error.message | grep -c 'serves POST /v1/chat/completions')" 1
+check "openai error object: type" "$(jbody .error.type)" invalid_request_error
+req POST /v1/messages "$W" '{"model":"chat","max_tokens":5,"messages":[]}'; expect "messages not served" 404 E-REQ-007
+check "anthropic error type" "$(jbody .error.type)" not_found_error
+req GET /v1/projects/acme/nothing "$W"; expect "own API: problem only" 404 E-REQ-007
+check "no sdk error object on the control plane's own" "$(jbody .error)" null
 TP="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 req POST /v1/chat/completions "$W" "$CHAT" -H "traceparent: $TP"; expect "with trace" 200
 check "trace continued upstream" \

@@ -552,6 +552,71 @@ static void w_wait(waiter *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* As answered_by, for model; the call's route and upstream model as said. */
+static void answered_by_model(const char *project, const char *model, const char *who,
+			      const char *route, const char *upstream_model)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:[{s:s,s:s}]}", "model", model, "messages", "role", "user",
+				"content", "hello");
+	aw_error err = {0};
+	aw_llm_call *c = NULL;
+	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	if (aw_llm_start(GW, &ctx, req, NULL, w_wake, &w, &c, &err))
+		fail_msg("start: %s %s", aw_err_code(err.err), err.msg);
+	json_decref(req);
+	char *body = NULL;
+	aw_llm_state st;
+	while ((st = aw_llm_head(c, w_park, NULL, &body, &err)) == AW_LLM_WAIT)
+		w_wait(&w);
+	if (st != AW_LLM_ANSWER)
+		fail_msg("call: %s %s", aw_err_code(err.err), err.msg);
+	char r[80], m[160];
+	aw_llm_call_said(c, r, sizeof r, m, sizeof m);
+	aw_llm_release(c);
+	json_t *resp = json_loads(body, 0, NULL);
+	free(body);
+	const char *t = content(resp);
+	if (!t || strncmp(t, who, strlen(who)) || t[strlen(who)] != ':')
+		fail_msg("answered by '%s', expected %s", t ? t : "(none)", who);
+	assert_string_equal(json_string_value(json_object_get(resp, "model")), model);
+	assert_string_equal(r, route);
+	assert_string_equal(m, upstream_model);
+	json_decref(resp);
+}
+
+/* A request naming a candidate's model gets that model or a clear refusal;
+ * the route's other models only when it allows model_failover (issue 43:
+ * "fake-small" was answered by another model). The call says what routing
+ * did: the route and the upstream model. */
+static void test_route_by_model(void **state)
+{
+	(void)state;
+	gateway_up(1000, 10000, NULL);
+	const char *c[] = {"openai=first", "anthropic=second", NULL};
+	set_policy("acme", c, NULL);
+	long a0 = stat_of(&A, "requests");
+	answered_by_model("acme", "second", "B", "chat", "second");
+	assert_int_equal(stat_of(&A, "requests"), a0); /* the first candidate never asked */
+	answered_by_model("acme", "chat", "A", "chat", "first"); /* the route: in order */
+	/* the named model down: refused, not answered by the other model */
+	const char *c2[] = {"openai=x;status=503", "anthropic=ok", NULL};
+	set_policy("acme", c2, NULL);
+	long b0 = stat_of(&B, "requests");
+	json_t *resp = NULL;
+	aw_error err = {0};
+	assert_int_equal(ask("acme", "x;status=503", NULL, &resp, &err), AW_E_LLM_UPSTREAMS);
+	assert_int_equal(stat_of(&B, "requests"), b0);
+	/* the route allows it: the next model answers, and says so */
+	json_t *body = policy(c2);
+	json_object_set_new(json_array_get(json_object_get(body, "routes"), 0), "model_failover",
+			    json_true());
+	activate("acme", "policy_routing", "default", body, NULL);
+	answered_by_model("acme", "x;status=503", "B", "chat", "ok");
+	gateway_down();
+}
+
 /* The whole SSE text of a streamed call; NULL with *e when it failed before
  * any byte. */
 static char *stream_call(const char *project, const char *model, int usage, aw_err *e,
@@ -2422,6 +2487,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_emergency_share),
 		cmocka_unit_test(test_route_fields),
 		cmocka_unit_test(test_failover_order),
+		cmocka_unit_test(test_route_by_model),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_breaker),
 		cmocka_unit_test(test_topology),
