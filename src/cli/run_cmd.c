@@ -194,7 +194,7 @@ int aw_cmd_run(int argc, char **argv)
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
-	char kinds[400], usage[2600];
+	char kinds[400], usage[4096];
 	step_kinds(kinds, sizeof kinds);
 	snprintf(
 		usage, sizeof usage,
@@ -212,11 +212,15 @@ int aw_cmd_run(int argc, char **argv)
 		"  queues [--project P]        the project's queues: limit, queued, running\n"
 		"  queue NAME --concurrency N|none [--project P]\n"
 		"                              declare a queue, or change its limit\n\n"
-		"A request: {\"workflow\": [{\"kind\": KIND, \"args\": {...}}, ...],\n"
+		"A request: {\"workflow\": [STEP, ...],\n"
 		"\"input\": ..., \"mode\": \"live\"|\"shadow\", \"priority\": 0, \"max_attempts\": 3,\n"
-		"\"timeout_s\": 300, \"queue\": \"default\", \"run_at\": TIME}.\n"
+		"\"timeout_s\": 300, \"queue\": \"default\", \"run_at\": TIME}; a STEP:\n"
+		"{\"kind\": KIND, \"args\": {...}, \"name\"?, \"when\"?, \"retry\"?}, where an\n"
+		"argument {\"$ref\": \"/steps/NAME/result/...\"} (or \"/input/...\") takes an\n"
+		"earlier named step's result (or the input).\n"
 		"Step kinds: %s\n"
-		"(the arguments of each: docs/cli.md).\n"
+		"(the arguments of each: docs/cli.md; references, conditions, retries:\n"
+		"docs/internals/runtime.md).\n"
 		"Talks to AWOOOP_URL with AWOOOP_KEY.\n\n"
 		"Examples:\n"
 		"  echo '{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"https://example.com\"}}]}' |\n"
