@@ -84,6 +84,10 @@ the server the client commands talk to (default http://127.0.0.1:8080)
 the API key of the client commands (or AWOOOP_KEY_FILE); never taken from
 the command line
 .TP
+.B AWOOOP_PROJECT
+the project of every command that takes \fB\-\-project\fR; without either,
+a client command acts on its key's own project (\fBawooop whoami\fR)
+.TP
 .B AWOOOP_BOOTSTRAP_KEY
 a platform\-admin key \fBserve\fR installs on start (make one with
 \fBawooop key generate\fR); without it and without any platform\-admin key

@@ -196,6 +196,12 @@ op("POST", "/v1/projects", "createProject", "Create a project", "tenancy", {"201
    "platform-admin", body=obj(["id"], {"id": S()}, extra=False))
 op("GET", "/v1/projects", "listProjects", "List projects (a project key sees its own)", "tenancy",
    {"200": js(items(REF("Project")))}, "any", extra_params=["limit", "cursor"])
+op("GET", "/v1/whoami", "whoami", "The calling key: its project, scope and principal (never its secret)", "tenancy",
+   {"200": js(obj(["project", "scope", "principal", "key_id"], {
+       "project": S(description="the key's project (__platform__ for a platform-admin key)"),
+       "scope": S(enum=["platform-admin", "project-admin", "operator", "worker", "reader"]),
+       "principal": S(description="the key's name: who approvals, audit records and runs name"),
+       "key_id": UUID}, extra=False))}, "any")
 op("GET", "/v1/projects/{project}", "getProject", "A project", "tenancy", {"200": js(REF("Project"))}, "reader")
 op("POST", "/v1/projects/{project}/keys", "createKey", "Create an API key (the secret is shown once)", "tenancy",
    {"201": js(REF("Key"), "created")}, "project-admin",

@@ -287,6 +287,10 @@ void aw_run_secrets_dir(const char *dir);
 const aw_executor *aw_executor_find(const char *kind);
 /* Registers an executor (not thread-safe: at start-up). -1 when full/taken. */
 int aw_executor_register(const aw_executor *x);
+/* The step kinds this process runs, built-ins first then in registration
+ * order: the first cap names (static strings) into kinds; returns how many
+ * there are. */
+size_t aw_executor_kinds(const char **kinds, size_t cap);
 
 /* ---- workers ---- */
 typedef struct aw_worker aw_worker;

@@ -76,10 +76,18 @@ int aw_cmd_project(int argc, char **argv)
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
-	const char *usage = "usage: awooop project create ID [--json]\n"
-			    "       awooop project list [--json]\n\n"
-			    "Talks to the server at AWOOOP_URL with the key in AWOOOP_KEY.\n"
-			    "Creating projects needs a platform-admin key.";
+	const char *usage =
+		"usage: awooop project create ID [--json]\n"
+		"       awooop project list [--json]\n\n"
+		"Projects are the tenants: every row, key, contract, run and audit\n"
+		"record belongs to one. create makes one (an id matching\n"
+		"[a-z0-9][a-z0-9_-]{1,62}); list shows those the key may see (a\n"
+		"project key: its own). Talks to the server at AWOOOP_URL with the\n"
+		"key in AWOOOP_KEY. Creating projects needs a platform-admin key;\n"
+		"`awooop onboard` makes a project with its keys and contracts at once.\n\n"
+		"Examples:\n"
+		"  awooop project create acme\n"
+		"  awooop project list --json";
 	const char *pos[2];
 	int npos = 2;
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
@@ -103,7 +111,8 @@ int aw_cmd_project(int argc, char **argv)
 int aw_cmd_key(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"project", "AWOOOP_PROJECT", NULL, 0, "project the key belongs to", NULL},
+		{"project", "AWOOOP_PROJECT", NULL, 0,
+		 "project the keys belong to (default: the calling key's own)", NULL},
 		{"name", NULL, NULL, 0, "key name (create)", NULL},
 		{"scope", NULL, "reader", 0,
 		 "platform-admin|project-admin|operator|worker|reader (create)", NULL},
@@ -111,12 +120,21 @@ int aw_cmd_key(int argc, char **argv)
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *usage =
-		"usage: awooop key create --project P --name NAME [--scope SCOPE] [--json]\n"
-		"       awooop key list --project P [--json]\n"
-		"       awooop key revoke --project P KEY_ID\n"
+		"usage: awooop key create [--project P] --name NAME [--scope SCOPE] [--json]\n"
+		"       awooop key list [--project P] [--json]\n"
+		"       awooop key revoke [--project P] KEY_ID\n"
 		"       awooop key generate\n\n"
-		"create/list/revoke talk to AWOOOP_URL with AWOOOP_KEY. generate prints a\n"
-		"fresh key locally (for AWOOOP_BOOTSTRAP_KEY) without contacting anything.";
+		"API keys of a project; a key's name is the principal its approvals and\n"
+		"audit records carry, and its scope what it may do. create prints the\n"
+		"secret once. create/list/revoke talk to AWOOOP_URL with AWOOOP_KEY (a\n"
+		"project-admin key of the project, or a platform-admin key). generate\n"
+		"prints a fresh key locally (for AWOOOP_BOOTSTRAP_KEY) without contacting\n"
+		"anything.\n\n"
+		"Examples:\n"
+		"  awooop key create --project acme --name alice --scope operator\n"
+		"  awooop key list\n"
+		"  awooop key revoke 0193a8e2-...\n"
+		"  AWOOOP_BOOTSTRAP_KEY=$(awooop key generate) awooop serve";
 	const char *pos[2];
 	int npos = 2;
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
@@ -129,12 +147,15 @@ int aw_cmd_key(int argc, char **argv)
 		puts(secret);
 		return 0;
 	}
-	const char *project = aw_cli_get(opts, "project");
+	const char *project = NULL;
 	int as_json = aw_cli_get(opts, "json") != NULL;
-	if (npos < 1 || !project) {
+	if (!((npos == 1 && (!strcmp(pos[0], "create") || !strcmp(pos[0], "list"))) ||
+	      (npos == 2 && !strcmp(pos[0], "revoke")))) {
 		aw_cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
+	if ((rc = aw_cli_project(opts, &project)))
+		return rc;
 	char path[256];
 	json_t *doc = NULL;
 	if (npos == 1 && strcmp(pos[0], "create") == 0) {

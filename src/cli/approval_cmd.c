@@ -37,7 +37,11 @@ int aw_cmd_approval(int argc, char **argv)
 		"checks a token's signature, times, issuer and audience without using it up.\n"
 		"decide: hands the token to the run waiting for approval, or decides with\n"
 		"the key's own principal. Each approver counts once; a key the submitter or\n"
-		"another approver minted does not decide; the policy's N of M moves the run.");
+		"another approver minted does not decide; the policy's N of M moves the run.\n\n"
+		"Examples:\n"
+		"  AWOOOP_KEY=$ALICE awooop approval mint --run 0193a8e2-... --ttl 600\n"
+		"  awooop approval decide 0193a8e2-... eyJhbGciOi...\n"
+		"  AWOOOP_KEY=$BOB awooop approval decide 0193a8e2-... --action deny");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	json_t *out = NULL, *body = NULL;
@@ -76,7 +80,7 @@ int aw_cmd_approval(int argc, char **argv)
 		printf("%s\n", s ? s : "null");
 		free(s);
 	} else {
-		printf("%s\n", json_string_value(json_object_get(out, "token")));
+		printf("%s\n", aw_cli_str(out, "token"));
 	}
 	json_decref(out);
 	return 0;

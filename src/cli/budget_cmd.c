@@ -35,29 +35,27 @@ static void print_row(const char *what, const json_t *o)
 static void print_status(const json_t *st)
 {
 	char what[160];
-	snprintf(what, sizeof what, "project %s, period %s",
-		 json_string_value(json_object_get(st, "project")),
-		 json_string_value(json_object_get(st, "period")));
+	snprintf(what, sizeof what, "project %s, period %s", aw_cli_str(st, "project"),
+		 aw_cli_str(st, "period"));
 	print_row(what, st);
 	if (json_is_true(json_object_get(st, "suspended")))
-		printf("SUSPENDED: %s\n", json_string_value(json_object_get(st, "reason")));
+		printf("SUSPENDED: %s\n", aw_cli_str(st, "reason"));
 	if (!json_is_true(json_object_get(st, "budget"))) {
 		printf("(no active budget contract: calls are not limited)\n");
 		return;
 	}
-	printf("resets: %s\n", json_string_value(json_object_get(st, "resets")));
+	printf("resets: %s\n", aw_cli_str(st, "resets"));
 	size_t i;
 	json_t *m;
-	json_array_foreach (json_object_get(st, "models"), i, m)
+	json_array_foreach (json_object_get(st, "models"), i, m) {
+		const char *model = json_string_value(json_object_get(m, "model"));
 		printf("  %-40s %12lld tokens %14.6f USD %8lld calls\n",
-		       json_string_value(json_object_get(m, "model"))[0]
-			       ? json_string_value(json_object_get(m, "model"))
-			       : "(unknown: reaped)",
-		       num(m, "tokens"), real(m, "cost_usd"), num(m, "calls"));
+		       model && *model ? model : "(unknown: reaped)", num(m, "tokens"),
+		       real(m, "cost_usd"), num(m, "calls"));
+	}
 	json_t *run = json_object_get(st, "run");
 	if (json_is_object(run)) {
-		snprintf(what, sizeof what, "run %s",
-			 json_string_value(json_object_get(run, "run_id")));
+		snprintf(what, sizeof what, "run %s", aw_cli_str(run, "run_id"));
 		print_row(what, run);
 	} else if (run) {
 		printf("the run has no budget row (no call of it, or no per-run limit)\n");
@@ -70,11 +68,9 @@ static void print_history(const json_t *h)
 	json_t *v;
 	json_array_foreach (json_object_get(h, "entries"), i, v)
 		printf("%8lld %-24s %-10s %-8s %10lld tokens %12.6f USD %s %s\n", num(v, "seq"),
-		       json_string_value(json_object_get(v, "at")),
-		       json_string_value(json_object_get(v, "period")),
-		       json_string_value(json_object_get(v, "kind")), num(v, "tokens"),
-		       real(v, "cost_usd"), json_string_value(json_object_get(v, "call_id")),
-		       json_string_value(json_object_get(v, "model")));
+		       aw_cli_str(v, "at"), aw_cli_str(v, "period"), aw_cli_str(v, "kind"),
+		       num(v, "tokens"), real(v, "cost_usd"), aw_cli_str(v, "call_id"),
+		       aw_cli_str(v, "model"));
 	if (json_array_size(json_object_get(h, "entries")))
 		printf("(more: --after %lld)\n", num(h, "next"));
 }
@@ -82,7 +78,8 @@ static void print_history(const json_t *h)
 int aw_cmd_budget(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"project", NULL, NULL, 0, "the project", NULL},
+		{"project", "AWOOOP_PROJECT", NULL, 0, "the project (default: the key's own)",
+		 NULL},
 		{"reason", NULL, NULL, 0, "suspend: why (audited)", NULL},
 		{"run", NULL, NULL, 0, "status, history: a run's own spend", NULL},
 		{"period", NULL, NULL, 0, "history: a period key (2026-12-01, 2026-12, rolling)",
@@ -96,21 +93,29 @@ int aw_cmd_budget(int argc, char **argv)
 	int npos = 1;
 	int rc = aw_cli_parse(
 		argc, argv, opts, pos, &npos,
-		"usage: awooop budget status|history|suspend|resume --project P [--reason R]\n"
+		"usage: awooop budget status|history|suspend|resume [--project P] [--reason R]\n"
 		"       [--run ID] [--period KEY] [--after SEQ] [--limit N] [--json]\n\n"
+		"A project's token and cost budget through the API.\n"
 		"status: the period's limits, settled and reserved tokens and USD, when\n"
 		"it resets, what each model was charged; --run: that run's own spend.\n"
 		"history: the ledger's lines (reserve, settle, release, reap), oldest\n"
 		"first, of a period (--period) or a run (--run).\n"
 		"suspend: line 3 by hand - the project's model calls in flight are\n"
 		"cut, its runs cancelled, new calls refused (E-BUDGET-001) in every\n"
-		"gateway process within a second, until `resume`. Both are audited.");
+		"gateway process within a second, until `resume`. Both are audited.\n\n"
+		"Examples:\n"
+		"  awooop budget status\n"
+		"  awooop budget history --period 2026-12 --limit 20\n"
+		"  awooop budget suspend --project acme --reason \"runaway agent\"");
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	const char *project = aw_cli_get(opts, "project");
-	if (npos != 1 || !project)
+	const char *project = NULL;
+	if (npos != 1 || (strcmp(pos[0], "status") && strcmp(pos[0], "history") &&
+			  strcmp(pos[0], "suspend") && strcmp(pos[0], "resume")))
 		return aw_cli_fail(AW_E_USAGE,
-				   "give status, history, suspend or resume and --project");
+				   "the budget commands are status, history, suspend and resume");
+	if ((rc = aw_cli_project(opts, &project)))
+		return rc;
 	char path[256];
 	json_t *out = NULL;
 	const char *run = aw_cli_get(opts, "run"), *period = aw_cli_get(opts, "period");
@@ -138,9 +143,7 @@ int aw_cmd_budget(int argc, char **argv)
 				   "the budget commands are status, history, suspend and resume");
 	}
 	if (!rc && aw_cli_get(opts, "json")) {
-		char *s = json_dumps(out, JSON_INDENT(2));
-		printf("%s\n", s ? s : "null");
-		free(s);
+		aw_cli_print_json(out);
 	} else if (!rc && history) {
 		print_history(out);
 	} else if (!rc) {

@@ -41,11 +41,35 @@ int aw_cli_opt_long(const aw_opt *opts, const char *name, long lo, long hi, long
 void aw_cli_usage(const char *usage, const aw_opt *opts);
 /* Prints "awooop: E-CODE: message" to stderr and returns the exit code for e. */
 int aw_cli_fail(aw_err e, const char *msg);
+/* o[k] when it is a string, else "-": what a table prints (never "(null)"). */
+const char *aw_cli_str(const json_t *o, const char *k);
+/* Prints doc as indented JSON on stdout. */
+void aw_cli_print_json(const json_t *doc);
+
+/* The project a client command acts on: the --project option's value (the
+ * flag, else AWOOOP_PROJECT), else the key's own project, asked once of the
+ * server (GET /v1/whoami). *project is borrowed (static or the option's).
+ * 0, or the exit code (said). */
+int aw_cli_project(const aw_opt *opts, const char **project);
 
 /* HTTP client against AWOOOP_URL with AWOOOP_KEY. body may be NULL. On a 2xx
  * answer, *out gets the decoded JSON (NULL for 204) and 0 is returned; else the
  * problem is printed and the exit code returned. */
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out);
+/* A problem answer handed back instead of said (aw_client_try). */
+typedef struct {
+	char code[32];	 /* stable code, e.g. E-CONTRACT-002 */
+	char text[1024]; /* title and detail, each said once */
+	long status;	 /* HTTP status */
+} aw_cli_problem;
+/* aw_client_call_h, but a problem answer (exit 1) is not printed: it is
+ * copied into *problem when problem is not NULL (else printed). Other
+ * failures (unreachable, no key) are printed as always. */
+int aw_client_try(const char *method, const char *path, json_t *body, const char *const *headers,
+		  json_t **out, aw_cli_problem *problem);
+/* 1 when a key is configured (aw_client_use_key, AWOOOP_KEY or
+ * AWOOOP_KEY_FILE), without reading it. */
+int aw_client_has_key(void);
 /* Later calls use key instead of AWOOOP_KEY (NULL: AWOOOP_KEY again); key is
  * borrowed until then. */
 void aw_client_use_key(const char *key);
@@ -85,5 +109,6 @@ int aw_cmd_contract(int argc, char **argv);
 int aw_cmd_watch(int argc, char **argv);
 int aw_cmd_keys(int argc, char **argv);
 int aw_cmd_run(int argc, char **argv);
+int aw_cmd_whoami(int argc, char **argv);
 
 #endif

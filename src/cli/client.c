@@ -29,6 +29,12 @@ void aw_client_use_key(const char *key)
 	key_override = key;
 }
 
+int aw_client_has_key(void)
+{
+	const char *k = getenv("AWOOOP_KEY"), *f = getenv("AWOOOP_KEY_FILE");
+	return (key_override && *key_override) || (k && *k) || (f && *f);
+}
+
 int aw_client_call(const char *method, const char *path, json_t *body, json_t **out)
 {
 	return aw_client_call_h(method, path, body, NULL, out);
@@ -102,16 +108,39 @@ static int request_new(request *q, const char *method, const char *path, json_t 
 	return 0;
 }
 
-/* A problem+json answer, said on stderr. */
-static int say_problem(const aw_buf *s, long status)
+/* The problem's words, once: the detail when it already says the title
+ * ("no upstream answered: ..." under "No upstream answered"), else
+ * "title: detail", else whichever there is. */
+static void problem_text(const char *title, const char *detail, char *out, size_t cap)
+{
+	size_t tl = title ? strlen(title) : 0;
+	if (detail && *detail && (!tl || !strncasecmp(detail, title, tl)))
+		snprintf(out, cap, "%s", detail);
+	else if (detail && *detail && strcasestr(title, detail))
+		snprintf(out, cap, "%s", title);
+	else if (detail && *detail)
+		snprintf(out, cap, "%s: %s", title, detail);
+	else
+		snprintf(out, cap, "%s", tl ? title : "unexpected answer");
+}
+
+/* A problem+json answer: said on stderr, or (quiet) its code and words
+ * handed to the caller. */
+static int say_problem(const aw_buf *s, long status, aw_cli_problem *quiet)
 {
 	json_t *doc = s->len ? json_loads(aw_buf_str(s), 0, NULL) : NULL;
 	const char *code = json_string_value(json_object_get(doc, "code"));
-	const char *title = json_string_value(json_object_get(doc, "title"));
-	const char *detail = json_string_value(json_object_get(doc, "detail"));
-	fprintf(stderr, "awooop: %s: %s%s%s (HTTP %ld)\n", code ? code : "E-CLI-002",
-		title ? title : "unexpected answer", detail ? ": " : "", detail ? detail : "",
-		status);
+	char text[1024];
+	problem_text(json_string_value(json_object_get(doc, "title")),
+		     json_string_value(json_object_get(doc, "detail")), text, sizeof text);
+	if (quiet) {
+		snprintf(quiet->code, sizeof quiet->code, "%s", code ? code : "E-CLI-002");
+		snprintf(quiet->text, sizeof quiet->text, "%s", text);
+		quiet->status = status;
+	} else {
+		fprintf(stderr, "awooop: %s: %s (HTTP %ld)\n", code ? code : "E-CLI-002", text,
+			status);
+	}
 	json_decref(doc);
 	return AW_EXIT_FAIL;
 }
@@ -126,7 +155,15 @@ static int unreachable(const request *q, CURLcode rc)
 int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
 		     json_t **out)
 {
+	return aw_client_try(method, path, body, headers, out, NULL);
+}
+
+int aw_client_try(const char *method, const char *path, json_t *body, const char *const *headers,
+		  json_t **out, aw_cli_problem *problem)
+{
 	request q;
+	if (problem)
+		memset(problem, 0, sizeof *problem);
 	int exit_code = request_new(&q, method, path, body, headers, "Accept: application/json");
 	if (exit_code)
 		return exit_code;
@@ -146,7 +183,7 @@ int aw_client_call_h(const char *method, const char *path, json_t *body, const c
 		else
 			json_decref(doc);
 	} else {
-		exit_code = say_problem(&s, status);
+		exit_code = say_problem(&s, status, problem);
 	}
 	request_free(&q);
 	aw_buf_free(&s);
@@ -184,7 +221,7 @@ int aw_client_stream(const char *path, json_t *body, const char *const *headers,
 	long status = 0;
 	curl_easy_getinfo(q.c, CURLINFO_RESPONSE_CODE, &status);
 	if (status && (status < 200 || status > 299))
-		exit_code = say_problem(&st.err, status);
+		exit_code = say_problem(&st.err, status, NULL);
 	else if (rc != CURLE_OK)
 		exit_code = unreachable(&q, rc);
 	request_free(&q);

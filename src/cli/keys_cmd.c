@@ -90,7 +90,14 @@ int aw_cmd_keys(int argc, char **argv)
 		"       awooop keys status|migrate|backfill --redis URL --db URL --project P\n"
 		"                  --pattern NAME [--to A|B|C|done] [--force] [--rate N]\n\n"
 		"Windows (seconds): AWOOOP_KEYS_WINDOW_A_S (30 days), _B_S (14 days), _C_S (7\n"
-		"days). Legacy keys belong to AWOOOP_LEGACY_PROJECT (default awoooi).";
+		"days). Legacy keys belong to AWOOOP_LEGACY_PROJECT (default awoooi).\n"
+		"These commands read Redis and the store directly (no server); --project\n"
+		"defaults to AWOOOP_PROJECT.\n\n"
+		"Examples:\n"
+		"  awooop keys list\n"
+		"  awooop keys show tg_sent --project acme fingerprint=ab12\n"
+		"  awooop keys status --redis redis://127.0.0.1:6379 --db postgresql://... \\\n"
+		"      --project acme --pattern tg_sent";
 	const char *pos[10];
 	int npos = 10;
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);

@@ -80,7 +80,10 @@ int aw_cmd_llm(int argc, char **argv)
 			      "usage: awooop llm --model M [--stream] [options] PROMPT\n\n"
 			      "One chat completion through the server's LLM gateway, routed by\n"
 			      "the key's project's active policy_routing revision. PROMPT - reads\n"
-			      "the prompt from stdin.");
+			      "the prompt from stdin. Talks to AWOOOP_URL with AWOOOP_KEY.\n\n"
+			      "Examples:\n"
+			      "  awooop llm --model chat 'Say hello in one word'\n"
+			      "  echo 'Summarise: ...' | awooop llm --model chat --stream -");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *model = aw_cli_get(opts, "model");

@@ -23,20 +23,24 @@ static void usage(void)
 	       "  onboard    create a tenant in one step from a file (project, keys, contracts)\n"
 	       "  project    create or list projects (tenants)\n"
 	       "  key        create, list, revoke or generate API keys\n"
-	       "  contract   draft, publish, approve, activate, revoke, diff contracts\n"
-	       "  run        submit, get, list, cancel and diff runs\n"
+	       "  whoami     the key's project, scope and principal\n"
+	       "  contract   apply, draft, publish, approve, activate, roll back, diff contracts\n"
+	       "  run        submit, get, list, cancel and diff runs; queues\n"
 	       "  llm        one model call through the LLM gateway (--stream)\n"
-	       "  budget     a project's token budget: status, suspend, resume\n"
+	       "  budget     a project's token budget: status, history, suspend, resume\n"
 	       "  approval   approval tokens: mint, verify, decide a waiting run\n"
 	       "  keys       Redis key registry, inventory and the legacy key migration\n"
 	       "  watch      follow a contract's active revision like a worker (ADR-113)\n"
-	       "  audit      verify or export a project's audit trail (reads the store)\n"
+	       "  audit      verify or export a project's audit trail (the API or the store)\n"
 	       "  redact     redact PII and secrets from stdin (--json for documents)\n"
 	       "  redaction  a project's custom redaction patterns: get, set, clear\n"
 	       "  schema     validate a JSON document against a JSON Schema\n"
 	       "  version    print the version\n\n"
-	       "Run `awooop COMMAND --help` for a command's options.\n"
-	       "Client commands use AWOOOP_URL (default http://127.0.0.1:8080) and AWOOOP_KEY.\n"
+	       "Run `awooop COMMAND --help` for a command's options and examples.\n"
+	       "Client commands use AWOOOP_URL (default http://127.0.0.1:8080) and AWOOOP_KEY\n"
+	       "(or AWOOOP_KEY_FILE); --project defaults to AWOOOP_PROJECT, else the key's own.\n\n"
+	       "Example:\n"
+	       "  AWOOOP_KEY=awk_... awooop contract apply --family policy_routing --file p.json\n\n"
 	       "Exit codes: 0 ok, 1 failed, 2 usage or configuration error, 3 unreachable.\n",
 	       AWOOOP_VERSION);
 }
@@ -67,6 +71,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_project(argc - 2, argv + 2);
 	else if (strcmp(cmd, "key") == 0)
 		rc = aw_cmd_key(argc - 2, argv + 2);
+	else if (strcmp(cmd, "whoami") == 0)
+		rc = aw_cmd_whoami(argc - 2, argv + 2);
 	else if (strcmp(cmd, "audit") == 0)
 		rc = aw_cmd_audit(argc - 2, argv + 2);
 	else if (strcmp(cmd, "run") == 0)

@@ -178,7 +178,10 @@ int aw_cmd_onboard(int argc, char **argv)
 		"its contracts (drafted, published, approved and activated; the approval policy\n"
 		"last) and its keys, printed once. ${NAME} in the file is replaced by the\n"
 		"variable NAME when --var names it; contract bodies never hold credentials\n"
-		"(the server refuses them, E-CONTRACT-011). See examples/ewoooc.json.");
+		"(the server refuses them, E-CONTRACT-011). See examples/ewoooc.json.\n\n"
+		"Example:\n"
+		"  AWOOOP_KEY=$PLATFORM_ADMIN awooop onboard --file examples/ewoooc.json \\\n"
+		"      --var EXAMPLE_MCP");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *file = aw_cli_get(opts, "file");

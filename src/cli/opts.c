@@ -13,9 +13,8 @@
 
 void aw_cli_usage(const char *usage, const aw_opt *opts)
 {
-	printf("%s\n", usage);
+	printf("%s\n\nOptions:\n", usage);
 	if (opts && opts[0].name) {
-		printf("\nOptions:\n");
 		for (const aw_opt *o = opts; o->name; o++) {
 			char left[64];
 			snprintf(left, sizeof left, "--%s%s", o->name,
@@ -131,4 +130,17 @@ int aw_cli_fail(aw_err e, const char *msg)
 	case AW_E_CLIENT: return AW_EXIT_UNREACHABLE;
 	default: return AW_EXIT_FAIL;
 	}
+}
+
+const char *aw_cli_str(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "-";
+}
+
+void aw_cli_print_json(const json_t *doc)
+{
+	char *s = json_dumps(doc, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	puts(s ? s : "null");
+	free(s);
 }

@@ -38,7 +38,7 @@ static void table(json_t *doc)
 	json_t *items = json_object_get(doc, "patterns");
 	const char *at = json_string_value(json_object_get(doc, "updated_at"));
 	const char *by = json_string_value(json_object_get(doc, "updated_by"));
-	printf("project %s, version %lld", json_string_value(json_object_get(doc, "project")),
+	printf("project %s, version %lld", aw_cli_str(doc, "project"),
 	       (long long)json_integer_value(json_object_get(doc, "version")));
 	if (at)
 		printf(", set %s by %s", at, by ? by : "-");
@@ -46,14 +46,14 @@ static void table(json_t *doc)
 	size_t i;
 	json_t *p;
 	json_array_foreach (items, i, p)
-		printf("%-32s %s\n", json_string_value(json_object_get(p, "name")),
-		       json_string_value(json_object_get(p, "pattern")));
+		printf("%-32s %s\n", aw_cli_str(p, "name"), aw_cli_str(p, "pattern"));
 }
 
 int aw_cmd_redaction(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"project", "AWOOOP_PROJECT", NULL, 0, "the project", NULL},
+		{"project", "AWOOOP_PROJECT", NULL, 0, "the project (default: the key's own)",
+		 NULL},
 		{"file", NULL, NULL, 0,
 		 "set: the list from a JSON file ([{\"name\", \"pattern\"}] or a get's --json)",
 		 NULL},
@@ -61,10 +61,10 @@ int aw_cmd_redaction(int argc, char **argv)
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *usage =
-		"usage: awooop redaction get --project P [--json]\n"
-		"       awooop redaction set --project P NAME=PATTERN... [--json]\n"
-		"       awooop redaction set --project P --file FILE [--json]\n"
-		"       awooop redaction clear --project P [--json]\n\n"
+		"usage: awooop redaction get [--project P] [--json]\n"
+		"       awooop redaction set [--project P] NAME=PATTERN... [--json]\n"
+		"       awooop redaction set [--project P] --file FILE [--json]\n"
+		"       awooop redaction clear [--project P] [--json]\n\n"
 		"A project's custom redaction patterns: in the project's logs, audit\n"
 		"payloads, tool results and gateway messages a match of PATTERN (PCRE2)\n"
 		"becomes [REDACTED:custom:NAME]. At most 16 patterns; a name is\n"
@@ -73,18 +73,24 @@ int aw_cmd_redaction(int argc, char **argv)
 		"replaces the whole list. Setting or clearing needs a platform-admin key;\n"
 		"the project's operators may get it. Try a list on sample text first:\n"
 		"awooop redact --custom FILE < sample.\n"
-		"Talks to the server at AWOOOP_URL with the key in AWOOOP_KEY.";
+		"Talks to the server at AWOOOP_URL with the key in AWOOOP_KEY.\n\n"
+		"Examples:\n"
+		"  awooop redaction set --project acme 'employee_id=EMP-[0-9]{6}'\n"
+		"  awooop redaction get --project acme --json > patterns.json";
 	const char *pos[1 + AW_REDACT_CUSTOM_MAX + 1];
 	int npos = (int)(sizeof pos / sizeof pos[0]);
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	const char *project = aw_cli_get(opts, "project");
+	const char *project = NULL;
 	const char *file = aw_cli_get(opts, "file");
-	if (npos < 1 || !project) {
+	if (npos < 1 ||
+	    (strcmp(pos[0], "get") && strcmp(pos[0], "set") && strcmp(pos[0], "clear"))) {
 		aw_cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
+	if ((rc = aw_cli_project(opts, &project)))
+		return rc;
 	char path[256];
 	snprintf(path, sizeof path, "/v1/projects/%s/redaction-patterns", project);
 	json_t *doc = NULL;
@@ -123,14 +129,10 @@ int aw_cmd_redaction(int argc, char **argv)
 	}
 	if (rc)
 		return rc;
-	if (aw_cli_get(opts, "json")) {
-		char *s = json_dumps(doc, JSON_INDENT(2));
-		if (s)
-			puts(s);
-		free(s);
-	} else {
+	if (aw_cli_get(opts, "json"))
+		aw_cli_print_json(doc);
+	else
 		table(doc);
-	}
 	json_decref(doc);
 	return 0;
 }

@@ -1,13 +1,17 @@
 /*
  * run_cmd.c - `awooop run`: submit, get, list, cancel and diff runs through a
- * running server (AWOOOP_URL, AWOOOP_KEY; the project is the key's).
+ * running server (AWOOOP_URL, AWOOOP_KEY; the project is the key's). The
+ * step kinds --help lists come from the executor registry.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "awooop/approval.h"
 #include "awooop/buf.h"
+#include "awooop/llm.h"
+#include "awooop/mcp.h"
 #include "awooop/run.h"
 #include "awooop/uuid.h"
 #include "cli.h"
@@ -15,22 +19,31 @@
 static void print_row(json_t *r)
 {
 	const char *err = json_string_value(json_object_get(r, "error_code"));
-	printf("%s  %-16s %-6s attempts %lld/%lld  %s%s%s\n",
-	       json_string_value(json_object_get(r, "run_id")),
-	       json_string_value(json_object_get(r, "state")),
-	       json_string_value(json_object_get(r, "mode")),
+	printf("%s  %-16s %-6s attempts %lld/%lld  %s%s%s\n", aw_cli_str(r, "run_id"),
+	       aw_cli_str(r, "state"), aw_cli_str(r, "mode"),
 	       (long long)json_integer_value(json_object_get(r, "attempts")),
 	       (long long)json_integer_value(json_object_get(r, "max_attempts")),
-	       json_string_value(json_object_get(r, "created_at")), err ? "  " : "",
-	       err ? err : "");
+	       aw_cli_str(r, "created_at"), err ? "  " : "", err ? err : "");
 }
 
 static void print_json(json_t *doc)
 {
-	char *s = json_dumps(doc, JSON_INDENT(2));
-	if (s)
-		puts(s);
-	free(s);
+	aw_cli_print_json(doc);
+}
+
+/* "noop, sleep, ...": every step kind of this binary, from the executor
+ * registry. The services' kinds are registered as serve registers them
+ * (here without their live handles: the CLI runs no step). */
+static void step_kinds(char *out, size_t cap)
+{
+	aw_llm_register_executor(NULL);
+	aw_approvals_register_executor(NULL);
+	aw_mcp_register_executor(NULL, NULL);
+	const char *kinds[32];
+	size_t n = aw_executor_kinds(kinds, 32), o = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < n && i < 32 && o < cap; i++)
+		o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? ", " : "", kinds[i]);
 }
 
 static int terminal(const char *state)
@@ -110,22 +123,21 @@ static int submit_lines(char *text)
 }
 
 /* run queues / run queue NAME: the project's queues, one declared or changed. */
-static int queues(const char *verb, const char *name, const char *project, const char *conc,
+static int queues(const char *verb, const char *name, const aw_opt *opts, const char *conc,
 		  int as_json)
 {
 	int one = !strcmp(verb, "queue");
-	static const char url_safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				       "0123456789._-";
-	if (!project || !*project || project[strspn(project, url_safe)])
-		return aw_cli_fail(AW_E_USAGE, "--project: required, a project id");
 	if (name && !aw_run_queue_name_ok(name))
 		return aw_cli_fail(AW_E_USAGE, "NAME: 1..64 letters, digits, '.', '_' or '-'");
 	if (one && (!name || !conc))
 		return aw_cli_fail(AW_E_USAGE, "give the queue's NAME and --concurrency N|none");
 	char path[256], *end = NULL;
+	const char *project = NULL;
+	int rc = aw_cli_project(opts, &project);
+	if (rc)
+		return rc;
 	snprintf(path, sizeof path, "/v1/projects/%s/queues", project);
 	json_t *doc = NULL, *body = NULL;
-	int rc;
 	if (one) {
 		long n = strcmp(conc, "none") ? strtol(conc, &end, 10) : 0;
 		if (strcmp(conc, "none") &&
@@ -154,8 +166,8 @@ static int queues(const char *verb, const char *name, const char *project, const
 		char lim[16] = "none";
 		if (json_is_integer(c))
 			snprintf(lim, sizeof lim, "%lld", (long long)json_integer_value(c));
-		printf("%-24s %11s %8lld %8lld\n", json_string_value(json_object_get(q, "name")),
-		       lim, (long long)json_integer_value(json_object_get(q, "queued")),
+		printf("%-24s %11s %8lld %8lld\n", aw_cli_str(q, "name"), lim,
+		       (long long)json_integer_value(json_object_get(q, "queued")),
 		       (long long)json_integer_value(json_object_get(q, "running")));
 	}
 	json_decref(items);
@@ -175,14 +187,20 @@ int aw_cmd_run(int argc, char **argv)
 		{"state", NULL, NULL, 0, "list: only runs in this state", NULL},
 		{"limit", NULL, "50", 0, "list: page size 1..1000", NULL},
 		{"cursor", NULL, NULL, 0, "list: next_cursor of the previous page", NULL},
-		{"project", NULL, NULL, 0, "queues, queue: the project", NULL},
+		{"project", "AWOOOP_PROJECT", NULL, 0,
+		 "queues, queue: the project (default: the key's own)", NULL},
 		{"concurrency", NULL, NULL, 0,
 		 "queue: at most N of its runs claimed or running at once (none: no limit)", NULL},
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
-	const char *usage =
+	char kinds[400], usage[4096];
+	step_kinds(kinds, sizeof kinds);
+	snprintf(
+		usage, sizeof usage,
 		"usage: awooop run VERB [args] [options]\n\n"
+		"Durable runs of the key's project: a workflow of steps that workers\n"
+		"execute, journal and retry.\n\n"
 		"Verbs:\n"
 		"  submit --file REQUEST.json [--idempotency-key K] [--wait]\n"
 		"  submit --file RUNS.jsonl    one request per line (its own idempotency_key),\n"
@@ -191,13 +209,25 @@ int aw_cmd_run(int argc, char **argv)
 		"  list [--state S] [--limit N] [--cursor C]   newest first\n"
 		"  cancel RUN_ID\n"
 		"  diff SHADOW_RUN LIVE_RUN    compare two runs' journals step by step\n"
-		"  queues --project P          the project's queues: limit, queued, running\n"
-		"  queue NAME --project P --concurrency N|none\n"
+		"  queues [--project P]        the project's queues: limit, queued, running\n"
+		"  queue NAME --concurrency N|none [--project P]\n"
 		"                              declare a queue, or change its limit\n\n"
-		"A request: {\"workflow\": [{\"kind\": \"http\", \"args\": {\"url\": \"...\"}}],\n"
+		"A request: {\"workflow\": [STEP, ...],\n"
 		"\"input\": ..., \"mode\": \"live\"|\"shadow\", \"priority\": 0, \"max_attempts\": 3,\n"
-		"\"timeout_s\": 300, \"queue\": \"default\", \"run_at\": TIME}. Step kinds: noop, sleep {ms}, fail {message}, http\n"
-		"{method, url, body}. Talks to AWOOOP_URL with AWOOOP_KEY.";
+		"\"timeout_s\": 300, \"queue\": \"default\", \"run_at\": TIME}; a STEP:\n"
+		"{\"kind\": KIND, \"args\": {...}, \"name\"?, \"when\"?, \"retry\"?}, where an\n"
+		"argument {\"$ref\": \"/steps/NAME/result/...\"} (or \"/input/...\") takes an\n"
+		"earlier named step's result (or the input).\n"
+		"Step kinds: %s\n"
+		"(the arguments of each: docs/cli.md; references, conditions, retries:\n"
+		"docs/internals/runtime.md).\n"
+		"Talks to AWOOOP_URL with AWOOOP_KEY.\n\n"
+		"Examples:\n"
+		"  echo '{\"workflow\":[{\"kind\":\"http\",\"args\":{\"url\":\"https://example.com\"}}]}' |\n"
+		"    awooop run submit --file - --wait\n"
+		"  awooop run list --state failed --limit 20\n"
+		"  awooop run queue mail --concurrency 2",
+		kinds);
 	const char *pos[3];
 	int npos = 3;
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
@@ -252,8 +282,7 @@ int aw_cmd_run(int argc, char **argv)
 			return rc;
 		if (aw_cli_get(opts, "wait")) {
 			char id[AW_UUID_STR_LEN + 1];
-			snprintf(id, sizeof id, "%s",
-				 json_string_value(json_object_get(doc, "run_id")));
+			snprintf(id, sizeof id, "%s", aw_cli_str(doc, "run_id"));
 			snprintf(path, sizeof path, "/v1/platform/runs/%s", id);
 			char shown[32] = "";
 			while (!rc && !terminal(json_string_value(json_object_get(doc, "state")))) {
@@ -311,7 +340,7 @@ int aw_cmd_run(int argc, char **argv)
 			return 0;
 		}
 	} else if (!strcmp(verb, "queues") || !strcmp(verb, "queue")) {
-		return queues(verb, npos == 2 ? pos[1] : NULL, aw_cli_get(opts, "project"),
+		return queues(verb, npos == 2 ? pos[1] : NULL, opts,
 			      aw_cli_get(opts, "concurrency"), as_json);
 	} else {
 		aw_cli_usage(usage, opts);
@@ -321,8 +350,7 @@ int aw_cmd_run(int argc, char **argv)
 		print_json(doc);
 	else
 		print_row(doc);
-	int ok = !aw_cli_get(opts, "wait") ||
-		 !strcmp(json_string_value(json_object_get(doc, "state")), "succeeded");
+	int ok = !aw_cli_get(opts, "wait") || !strcmp(aw_cli_str(doc, "state"), "succeeded");
 	json_decref(doc);
 	return ok ? 0 : AW_EXIT_FAIL;
 }

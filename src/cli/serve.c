@@ -325,7 +325,11 @@ int aw_cmd_serve(int argc, char **argv)
 		"Roles: all (default: API + outbox relay + run workers + channel hub), api,\n"
 		"relay (outbox relay only), worker (run workers only: claim, heartbeat,\n"
 		"reaper), hub (the channel hub only: one leader polls and sends).\n"
-		"A lease must outlast several heartbeats (--lease-ms >= 2 x --heartbeat-ms).");
+		"A lease must outlast several heartbeats (--lease-ms >= 2 x --heartbeat-ms).\n\n"
+		"Examples:\n"
+		"  awooop serve\n"
+		"  awooop serve --db postgresql://awooop_app@db/awooop --redis redis://cache:6379 \\\n"
+		"      --role api --listen 0.0.0.0:8080");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if ((rc = set_log_level(aw_cli_get(opts, "log-level"))))
@@ -708,7 +712,9 @@ int aw_cmd_migrate(int argc, char **argv)
 		"Applies pending schema migrations in one transaction. On PostgreSQL\n"
 		"run it as the schema owner (superuser, or CREATEROLE with membership\n"
 		"in the roles it creates); it creates the NOLOGIN role awooop_platform\n"
-		"and the app role, and grants the app role what `serve` needs.");
+		"and the app role, and grants the app role what `serve` needs.\n\n"
+		"Example:\n"
+		"  awooop migrate --db postgresql://postgres@db/awooop --app-role awooop_app");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *db = aw_cli_get(opts, "db");

@@ -1,7 +1,8 @@
 /*
- * tools.c - commands that work on data directly rather than through a server:
- * `awooop redact` (stdin -> stdout) and `awooop audit verify|export` (reading
- * the store itself, so a verification never trusts a running server).
+ * tools.c - commands that work on data directly: `awooop redact` (stdin ->
+ * stdout), `awooop schema check`, and `awooop audit verify|export`, which
+ * read the store itself (a verification that trusts no running server) or,
+ * with a key and no store named, the same trail through the server's API.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,10 @@ int aw_cmd_redact(int argc, char **argv)
 		"so input of any size works and a secret split across reads is\n"
 		"still caught. --custom adds a custom pattern list as a project\n"
 		"would have it ([REDACTED:custom:<name>]): a way to try one before\n"
-		"`awooop redaction set`.");
+		"`awooop redaction set`.\n\n"
+		"Examples:\n"
+		"  awooop redact --stats < app.log > app.redacted.log\n"
+		"  awooop redact --json --custom patterns.json < event.json");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	aw_error err = {0};
@@ -103,39 +107,150 @@ int aw_cmd_redact(int argc, char **argv)
 	return fflush(stdout) == 0 ? 0 : AW_EXIT_FAIL;
 }
 
+/* A query-string value, percent-encoded (RFC 3986 unreserved kept). */
+static void query_escape(const char *in, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)in; *p && o + 4 < cap; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p)) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	out[o] = 0;
+}
+
+static void print_verify(const char *project, int as_json, int ok, long long records,
+			 long long break_seq, const char *reason)
+{
+	if (as_json) {
+		json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", project, "ok", ok,
+				      "records", (json_int_t)records, "break_seq",
+				      (json_int_t)break_seq, "reason", reason ? reason : "");
+		json_dumpf(o, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		json_decref(o);
+	} else if (ok) {
+		printf("audit chain of %s intact: %lld records\n", project, records);
+	} else {
+		printf("audit chain of %s BROKEN at record %lld: %s\n", project, break_seq,
+		       reason && *reason ? reason : "-");
+	}
+}
+
+/* audit through the server: GET .../audit/verify, GET .../audit pages. */
+static int audit_api(const char *verb, const char *project, const aw_opt *opts)
+{
+	char path[1024];
+	json_t *doc = NULL;
+	int rc;
+	if (!strcmp(verb, "verify")) {
+		snprintf(path, sizeof path, "/v1/projects/%s/audit/verify", project);
+		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+			return rc;
+		int ok = json_is_true(json_object_get(doc, "ok"));
+		print_verify(project, aw_cli_get(opts, "json") != NULL, ok,
+			     (long long)json_integer_value(json_object_get(doc, "records")),
+			     (long long)json_integer_value(json_object_get(doc, "break_seq")),
+			     json_string_value(json_object_get(doc, "reason")));
+		json_decref(doc);
+		return ok ? 0 : AW_EXIT_FAIL;
+	}
+	char filter[400] = "", v[300];
+	if (aw_cli_get(opts, "action")) {
+		query_escape(aw_cli_get(opts, "action"), v, sizeof v);
+		snprintf(filter + strlen(filter), sizeof filter - strlen(filter), "&action=%s", v);
+	}
+	if (aw_cli_get(opts, "since")) {
+		query_escape(aw_cli_get(opts, "since"), v, sizeof v);
+		snprintf(filter + strlen(filter), sizeof filter - strlen(filter), "&since=%s", v);
+	}
+	char cursor[32] = "0";
+	for (;;) {
+		snprintf(path, sizeof path, "/v1/projects/%s/audit?limit=1000&cursor=%s%s", project,
+			 cursor, filter);
+		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+			return rc;
+		size_t i;
+		json_t *r;
+		json_array_foreach (json_object_get(doc, "items"), i, r) {
+			json_dumpf(r, stdout, JSON_COMPACT);
+			fputc('\n', stdout);
+		}
+		const char *next = json_string_value(json_object_get(doc, "next_cursor"));
+		int more = next && strlen(next) < sizeof cursor;
+		if (more)
+			snprintf(cursor, sizeof cursor, "%s", next);
+		json_decref(doc);
+		doc = NULL;
+		if (!more)
+			break;
+	}
+	return fflush(stdout) == 0 ? 0 : AW_EXIT_FAIL;
+}
+
 int aw_cmd_audit(int argc, char **argv)
 {
 	aw_opt opts[] = {
-		{"db", "AWOOOP_DB", "sqlite:./var/awooop.db", 0, "store URL", NULL},
-		{"project", "AWOOOP_PROJECT", NULL, 0, "project whose trail to read", NULL},
+		{"db", "AWOOOP_DB", NULL, 0,
+		 "read this store directly (default without a key: sqlite:./var/awooop.db)", NULL},
+		{"api", NULL, NULL, 1,
+		 "through the server at AWOOOP_URL with AWOOOP_KEY, even when AWOOOP_DB is set",
+		 NULL},
+		{"project", "AWOOOP_PROJECT", NULL, 0,
+		 "project whose trail to read (through the server: default the key's own)", NULL},
 		{"action", NULL, NULL, 0, "export: only this action", NULL},
 		{"since", NULL, NULL, 0, "export: only records at or after this time", NULL},
 		{"json", NULL, NULL, 1, "verify: print the report as JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *usage =
-		"usage: awooop audit verify --project P [--db URL] [--json]\n"
-		"       awooop audit export --project P [--db URL] [--action A] [--since TS]\n\n"
-		"Reads the store directly. verify walks the project's hash chain and\n"
-		"names the first deleted, altered or reordered record (exit 1 when the\n"
-		"chain is broken). export prints the trail as JSON lines.";
+		"usage: awooop audit verify [--project P] [--db URL | --api] [--json]\n"
+		"       awooop audit export [--project P] [--db URL | --api] [--action A] [--since TS]\n\n"
+		"A project's hash-chained audit trail. verify walks the chain and names the\n"
+		"first deleted, altered or reordered record (exit 1 when the chain is\n"
+		"broken). export prints the trail as JSON lines, oldest first.\n\n"
+		"Two ways to read it: with --db URL (or AWOOOP_DB) the store itself, so a\n"
+		"verification trusts no running server (the project is required); else,\n"
+		"with a key (AWOOOP_KEY), through the server at AWOOOP_URL - the key needs\n"
+		"the operator scope on the project, which defaults to the key's own; --api\n"
+		"forces this way. Without either, the embedded default store is read.\n\n"
+		"Examples:\n"
+		"  awooop audit verify --db sqlite:./var/awooop.db --project acme\n"
+		"  AWOOOP_KEY=$OPERATOR awooop audit export --action contract.activate\n"
+		"  awooop audit export --api --since 2026-12-01T00:00:00.000Z | jq .action";
 	const char *pos[1];
 	int npos = 1;
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	const char *project = aw_cli_get(opts, "project");
-	if (npos != 1 || !project ||
-	    (strcmp(pos[0], "verify") != 0 && strcmp(pos[0], "export") != 0)) {
+	if (npos != 1 || (strcmp(pos[0], "verify") != 0 && strcmp(pos[0], "export") != 0)) {
 		aw_cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
+	const char *db = aw_cli_get(opts, "db"), *project = aw_cli_get(opts, "project");
+	if (aw_cli_get(opts, "api") || (!db && aw_client_has_key())) {
+		if ((rc = aw_cli_project(opts, &project)))
+			return rc;
+		return audit_api(pos[0], project, opts);
+	}
+	if (!db)
+		db = "sqlite:./var/awooop.db";
+	if (!project)
+		return aw_cli_fail(AW_E_USAGE,
+				   "--project is required when reading the store (or set AWOOOP_KEY"
+				   " to read through the server)");
 	if (!aw_ident_project_ok(project) && strcmp(project, AW_PLATFORM_PROJECT) != 0)
 		return aw_cli_fail(AW_E_TENANT_SLUG, "bad --project");
 	aw_error err = {0};
 	aw_store *s = NULL;
 	aw_store_opts so = {.pool_size = 1};
-	aw_err e = aw_store_open(aw_cli_get(opts, "db"), &so, &s, &err);
+	aw_err e = aw_store_open(db, &so, &s, &err);
 	if (e)
 		return aw_cli_fail(e, err.msg);
 	aw_ctx ctx;
@@ -146,21 +261,8 @@ int aw_cmd_audit(int argc, char **argv)
 		aw_store_close(s);
 		if (e)
 			return aw_cli_fail(e, err.msg);
-		if (aw_cli_get(opts, "json")) {
-			json_t *o =
-				json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", project, "ok",
-					  rep.ok, "records", (json_int_t)rep.records, "break_seq",
-					  (json_int_t)rep.break_seq, "reason", rep.reason);
-			json_dumpf(o, stdout, JSON_COMPACT);
-			fputc('\n', stdout);
-			json_decref(o);
-		} else if (rep.ok) {
-			printf("audit chain of %s intact: %lld records\n", project,
-			       (long long)rep.records);
-		} else {
-			printf("audit chain of %s BROKEN at record %lld: %s\n", project,
-			       (long long)rep.break_seq, rep.reason);
-		}
+		print_verify(project, aw_cli_get(opts, "json") != NULL, rep.ok,
+			     (long long)rep.records, (long long)rep.break_seq, rep.reason);
 		return rep.ok ? 0 : AW_EXIT_FAIL;
 	}
 	int64_t after = 0;
@@ -202,11 +304,14 @@ static json_t *load_json_file(const char *path, char *msg, size_t cap)
 int aw_cmd_schema(int argc, char **argv)
 {
 	aw_opt opts[] = {{NULL, NULL, NULL, 0, NULL, NULL}};
-	const char *usage = "usage: awooop schema check SCHEMA_FILE INSTANCE_FILE\n\n"
-			    "Validates a JSON document against a JSON Schema (draft-07 keywords:\n"
-			    "see docs/contracts.md). Exit 0 valid; 1 invalid, with one JSON line\n"
-			    "per error on stdout ({pointer, keyword, message}); 2 when a file is\n"
-			    "unreadable, not JSON, or the schema is invalid or unsupported.";
+	const char *usage =
+		"usage: awooop schema check SCHEMA_FILE INSTANCE_FILE\n\n"
+		"Validates a JSON document against a JSON Schema (draft-07 keywords:\n"
+		"see docs/contracts.md). Exit 0 valid; 1 invalid, with one JSON line\n"
+		"per error on stdout ({pointer, keyword, message}); 2 when a file is\n"
+		"unreadable, not JSON, or the schema is invalid or unsupported.\n\n"
+		"Example:\n"
+		"  awooop schema check contracts/schemas/budget.schema.json budget.json";
 	const char *pos[3];
 	int npos = 3;
 	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);

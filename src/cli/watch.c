@@ -78,7 +78,10 @@ int aw_cmd_watch(int argc, char **argv)
 		"Prints {\"ts_ns\",\"revision_id\",\"source\"} whenever the active revision\n"
 		"it observes changes, and reports it to the fleet (the contract's\n"
 		"convergence endpoint counts this process). Verifies signatures with AWOOOP_PUBLISH_KEYS or\n"
-		"--publish-keys (the embedded default reads var/publish-keys.json).");
+		"--publish-keys (the embedded default reads var/publish-keys.json).\n"
+		"It reads the store (and Redis) directly; --project defaults to AWOOOP_PROJECT.\n\n"
+		"Example:\n"
+		"  awooop watch --project acme --contract default --duration-s 60");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *project = aw_cli_get(opts, "project"), *cid = aw_cli_get(opts, "contract");

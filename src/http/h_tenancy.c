@@ -1,5 +1,5 @@
 /*
- * h_tenancy.c - /v1/projects and /v1/projects/{project}/keys. Each handler:
+ * h_tenancy.c - /v1/projects, /v1/projects/{project}/keys and /v1/whoami. Each handler:
  * authenticate, authorise for the URL's project (another tenant's project is a
  * 404 like a missing one), decode, call the tenancy service, reply.
  */
@@ -116,6 +116,19 @@ void aw_h_projects_list(aw_req *r)
 					       : json_null());
 	free(items);
 	aw_reply_json(r, 200, body);
+}
+
+/* GET /v1/whoami: what the key is (its project, scope, principal, id),
+ * for clients that take the project from the key. Never the secret nor
+ * its prefix. */
+void aw_h_whoami(aw_req *r)
+{
+	if (aw_auth_or_reply(r))
+		return;
+	aw_reply_json(r, 200,
+		      json_pack("{s:s, s:s, s:s, s:s}", "project", r->ctx.project, "scope",
+				aw_scope_name(r->ctx.scope), "principal", r->ctx.principal,
+				"key_id", r->ctx.key_id));
 }
 
 void aw_h_project_get(aw_req *r)

@@ -170,6 +170,7 @@ void aw_h_redaction_put(aw_req *r);
 void aw_h_console(aw_req *r);
 void aw_h_projects_create(aw_req *r);
 void aw_h_projects_list(aw_req *r);
+void aw_h_whoami(aw_req *r);
 void aw_h_project_get(aw_req *r);
 void aw_h_keys_create(aw_req *r);
 void aw_h_keys_list(aw_req *r);

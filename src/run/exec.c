@@ -409,6 +409,18 @@ char *aw_executor_instant_kinds(void)
 	return s;
 }
 
+size_t aw_executor_kinds(const char **kinds, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++, n++)
+		if (n < cap)
+			kinds[n] = builtins[i].kind;
+	for (int i = 0; i < nregistry; i++, n++)
+		if (n < cap)
+			kinds[n] = registry[i]->kind;
+	return n;
+}
+
 int aw_executor_register(const aw_executor *x)
 {
 	if (nregistry >= MAX_EXECUTORS || aw_executor_find(x->kind))

@@ -55,10 +55,16 @@ static aw_err check_step(const json_t *wf, size_t i, aw_error *err)
 	json_t *kind = json_object_get(step, "kind");
 	const aw_executor *x =
 		json_is_string(kind) ? aw_executor_find(json_string_value(kind)) : NULL;
-	if (!x) {
+	if (!x) { /* the kinds this process knows, from the executor registry */
+		const char *kinds[16];
+		size_t nk = aw_executor_kinds(kinds, 16);
+		char known[160] = "";
+		for (size_t k = 0, o = 0; k < nk && k < 16 && o < sizeof known; k++)
+			o += (size_t)snprintf(known + o, sizeof known - o, "%s%s", k ? ", " : "",
+					      kinds[k]);
 		snprintf(where + strlen(where), sizeof where - strlen(where), "/kind");
-		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where,
-				  "unknown step kind (known: noop, sleep, fail, http)");
+		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where, "unknown step kind (known: %s)",
+				  known);
 	}
 	json_t *args = json_object_get(step, "args");
 	if (args && !json_is_object(args)) {

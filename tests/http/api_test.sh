@@ -333,7 +333,7 @@ check "cli activate" "$(grep -c activated "$TMP/act")" 1
 check "cli diff" "$(AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract diff --project alpha --family budget \
   --contract daily --rev "$REV1" --to "$REV2" | jq -c '[.[].path]')" '["/action_on_exceed","/token_limit"]'
 check "cli list" "$(AWOOOP_URL=$URL AWOOOP_KEY=$OP2 "$BIN" contract list --project alpha --family budget \
-  --contract daily | awk '{print $2}' | sort | tr '\n' ,)" "active,superseded,"
+  --contract daily | tail -n +2 | awk '{print $2}' | sort | tr '\n' ,)" "active,superseded,"
 # regression: a member name over 1 KiB (with '~' and '/' to escape) in two valid
 # mcp_tool revisions; the diff once overflowed a 1,024-byte stack buffer and cut paths
 LONG=$(printf 'a%.0s' $(seq 1 1500))

@@ -110,7 +110,7 @@ R2=$(jq -r .revision_id "$TMP/rb.json")
 check "cli rollback_of" "$(jq -r .rollback_of "$TMP/rb.json")" "$B"
 AWOOOP_KEY=$ONCALL "$BIN" contract rollback --project rb --family budget --contract daily --to "$A" >"$TMP/rb.txt"
 check "cli rollback --to" "$(grep -c "to $A: published, waiting for 1 approval" "$TMP/rb.txt")" 1
-R3=$(awk '{print $1}' "$TMP/rb.txt")
+R3=$(awk '/rolls back/ {print $1}' "$TMP/rb.txt")
 AWOOOP_KEY=$CAROL "$BIN" contract approve --project rb --family budget --contract daily --rev "$R2" >"$TMP/ap.txt"
 check "cli approve activates" "$(grep -c "rollback $R2 activated" "$TMP/ap.txt")" 1
 req GET $CB/active "$EYE" ""; check "cli rollback active" "$(jbody .body.token_limit)" 2000
