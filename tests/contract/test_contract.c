@@ -971,6 +971,21 @@ static void test_rollback(void **state)
 	assert_int_equal(rb_request(foreign, &rb, &err), AW_E_CONTRACT_NOT_FOUND);
 	assert_int_equal(rb_request("not-a-uuid", &rb, &err), AW_E_REQ_ID);
 
+	/* an ordinary revision marked a rollback in the database (not signed
+	 * as one) earns no faster quorum: its signature does not verify */
+	char mark[512];
+	snprintf(mark, sizeof mark,
+		 "UPDATE %%Tcontract_revisions SET rollback_of = '%s', rollback_from = '%s'"
+		 " WHERE revision_id = '%s'",
+		 b, c3, never);
+	raw(mark);
+	memset(&res, 0, sizeof res);
+	aw_err me = rb_approve("carol", never, &res);
+	assert_true(me == AW_E_CONTRACT_SIG ||
+		    (me == AW_OK && res.act_err.err == AW_E_CONTRACT_SIG));
+	assert_false(res.act.activated);
+	assert_int_equal(served_tokens(pc, served), 7);
+
 	/* a body today's schema refuses (written, signed and active before the
 	 * schema changed) is refused with its pointer */
 	char sql[1024], hash[65], kid[64], sig[65];
