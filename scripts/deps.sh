@@ -3,11 +3,15 @@
 # Idempotent: calls apt-get only when a package is missing. Safe to run often.
 set -euo pipefail
 
+# libcmocka-dev: the default build (`make run`) configures the tests too
+# (BUILD_TESTING), and tests/CMakeLists.txt requires cmocka; it also builds
+# the fakes the README's quickstart uses (build/tests/fake_llm). curl: the
+# quickstart's requests.
 BUILD_PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
   libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev
   libhiredis-dev libssl-dev libgnutls28-dev libjwt-dev libpcre2-dev libhyperscan-dev
-  help2man)
-TEST_PKGS=(libcmocka-dev postgresql-15 redis-server curl jq sqlite3 json-schema-test-suite clang-format
+  help2man libcmocka-dev curl)
+TEST_PKGS=(postgresql-15 redis-server jq sqlite3 json-schema-test-suite clang-format
   python3 python3-jsonschema util-linux prometheus chromium
   dpkg-dev lintian systemd strace adduser)
 
