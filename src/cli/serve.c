@@ -99,6 +99,31 @@ static void reload(reloadable *rl)
 	}
 }
 
+/* `awooop serve --options-markdown` (hidden): the options table below as a
+ * Markdown table, for docs/configuration.md (scripts/gen-config-doc.py). */
+static void md_text(const char *s)
+{
+	for (; s && *s; s++) {
+		if (strchr("|*<>\\`", *s))
+			putchar('\\');
+		putchar(*s);
+	}
+}
+
+static void print_options_markdown(const aw_opt *opts)
+{
+	printf("| flag | environment variable | default | meaning |\n|---|---|---|---|\n");
+	for (const aw_opt *o = opts; o->name; o++) {
+		printf("| `--%s` | ", o->name);
+		printf(o->env ? "`%s`" : "-", o->env ? o->env : "");
+		printf(" | ");
+		printf(o->def ? "`%s`" : "-", o->def ? o->def : "");
+		printf(" | ");
+		md_text(o->help);
+		printf(" |\n");
+	}
+}
+
 int aw_cmd_serve(int argc, char **argv)
 {
 	aw_opt opts[] = {
@@ -313,6 +338,10 @@ int aw_cmd_serve(int argc, char **argv)
 		 NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
+	if (argc == 1 && strcmp(argv[0], "--options-markdown") == 0) {
+		print_options_markdown(opts);
+		return 0;
+	}
 	const char *pos[1];
 	int npos = 0;
 	int rc = aw_cli_parse(
