@@ -2,14 +2,17 @@
  * fuzz_config.c - parsers of input that arrives from outside the process but
  * not over HTTP: ADR-113 invalidation messages read from Redis, the publish key
  * spec (AWOOOP_PUBLISH_KEYS), Redis URLs and per-project bounds
- * (--mcp-project-workers, --llm-project-inflight). Checks: no crash, a
- * decoded message carries valid revision ids, a parsed bound is in range.
+ * (--mcp-project-workers, --llm-project-inflight), --listen addresses
+ * (not resolved). Checks: no crash, a decoded message carries valid revision
+ * ids, a parsed bound is in range, a parsed address is IPv4 or IPv6 and
+ * formats back to what parses to the same address.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "awooop/bounds.h"
+#include "awooop/http.h"
 #include "awooop/redis.h"
 #include "awooop/keyring.h"
 #include "awooop/policy.h"
@@ -45,6 +48,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < b.n; i++)
 			if (b.o[i].v < 1 || b.o[i].v > 1000 || aw_bounds_of(&b, b.o[i].project) < 1)
 				abort();
+	}
+	struct sockaddr_storage sa, again;
+	socklen_t len = 0, len2 = 0;
+	if (aw_http_listen_parse(s, 0, &sa, &len, &err) == AW_OK) {
+		char txt[64];
+		if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6)
+			abort();
+		aw_http_listen_format(&sa, txt, sizeof txt);
+		if (aw_http_listen_parse(txt, 0, &again, &len2, &err) != AW_OK || len != len2 ||
+		    memcmp(&sa, &again, len) != 0)
+			abort();
 	}
 	free(s);
 	return 0;

@@ -19,6 +19,7 @@
 #define AWOOOP_HTTP_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "awooop/contract.h"
 #include "awooop/store.h"
@@ -65,6 +66,15 @@ typedef struct {
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err);
 /* The port actually bound. */
 int aw_http_port(const aw_http *h);
+/* --listen HOST:PORT: an IPv4 address (127.0.0.1:8080), an IPv6 address in
+ * brackets ([::1]:8080, [::]:8080 - which takes IPv4 too) or a host name
+ * (localhost:8080: with resolve, its first IPv4 address, else its first IPv6
+ * one; without, AW_E_CONFIG). Port 0: any free one. AW_E_CONFIG with what a
+ * good one looks like. */
+aw_err aw_http_listen_parse(const char *s, int resolve, struct sockaddr_storage *out,
+			    socklen_t *len, aw_error *err);
+/* "127.0.0.1:8080" or "[::1]:8080". */
+void aw_http_listen_format(const struct sockaddr_storage *sa, char *out, size_t cap);
 /* Shutdown, first step: stops accepting connections, refuses new requests
  * on open ones (503 E-REQ-013, Connection: close) and ends the endless event
  * streams (MCP session GET streams) at once. Returns at once. */

@@ -129,7 +129,10 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_opt opts[] = {
 		{"db", "AWOOOP_DB", "sqlite:./var/awooop.db", 0,
 		 "store URL: sqlite:PATH or postgresql://...", NULL},
-		{"listen", "AWOOOP_LISTEN", "127.0.0.1:8080", 0, "HTTP listen address IPv4:PORT",
+		{"listen", "AWOOOP_LISTEN", "127.0.0.1:8080", 0,
+		 "HTTP listen address HOST:PORT: an IPv4 address, [an IPv6 one] ([::]: every"
+		 " address, IPv4 too) or a host name (its first address, IPv4 first), e.g."
+		 " [::1]:8080, localhost:8080; port 0: any free one",
 		 NULL},
 		{"tls-cert", "AWOOOP_TLS_CERT", NULL, 0,
 		 "PEM certificate chain: the API speaks HTTPS (TLS 1.2+); re-read on SIGHUP", NULL},

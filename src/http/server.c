@@ -47,6 +47,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <strings.h>
+#include <netdb.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -1034,23 +1035,112 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	aw_log(AW_LOG_WARN, NULL, "http server", "detail", buf, NULL);
 }
 
-static aw_err parse_listen(const char *s, struct sockaddr_in *sa, aw_error *err)
+#define LISTEN_USAGE                                                                           \
+	"--listen must be HOST:PORT - an IPv4 address, an IPv6 address in brackets or a host " \
+	"name: 127.0.0.1:8080, [::1]:8080, localhost:8080"
+
+aw_err aw_http_listen_parse(const char *s, int resolve, struct sockaddr_storage *out,
+			    socklen_t *len, aw_error *err)
 {
-	char host[64];
-	const char *colon = s ? strrchr(s, ':') : NULL;
-	if (!colon || (size_t)(colon - s) >= sizeof host)
-		return aw_fail(err, AW_E_CONFIG, "--listen must be IPv4:PORT, e.g. 127.0.0.1:8080");
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	char *end = NULL;
-	long port = strtol(colon + 1, &end, 10);
-	memset(sa, 0, sizeof *sa);
-	sa->sin_family = AF_INET;
-	if (!*(colon + 1) || *end || port < 0 || port > 65535 ||
-	    inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-		return aw_fail(err, AW_E_CONFIG, "--listen must be IPv4:PORT, e.g. 127.0.0.1:8080");
-	sa->sin_port = htons((uint16_t)port);
+	char host[256];
+	const char *port;
+	size_t hl;
+	if (!s || !*s)
+		return aw_fail(err, AW_E_CONFIG, LISTEN_USAGE);
+	int bracketed = s[0] == '[';
+	if (bracketed) { /* [IPv6]:PORT */
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':' || close == s + 1)
+			return aw_fail(err, AW_E_CONFIG, LISTEN_USAGE);
+		hl = (size_t)(close - s - 1);
+		if (hl >= sizeof host)
+			return aw_fail(err, AW_E_CONFIG, LISTEN_USAGE);
+		memcpy(host, s + 1, hl);
+		port = close + 2;
+	} else {
+		const char *colon = strrchr(s, ':');
+		if (!colon || colon == s || (size_t)(colon - s) >= sizeof host)
+			return aw_fail(err, AW_E_CONFIG, LISTEN_USAGE);
+		hl = (size_t)(colon - s);
+		memcpy(host, s, hl);
+		port = colon + 1;
+	}
+	host[hl] = '\0';
+	if (!bracketed && memchr(host, ':', hl))
+		return aw_fail(err, AW_E_CONFIG,
+			       "--listen: an IPv6 address goes in brackets, e.g. [::1]:8080");
+	size_t pl = strlen(port);
+	long pn = pl && pl <= 5 ? 0 : -1;
+	for (size_t i = 0; pn >= 0 && i < pl; i++)
+		pn = port[i] >= '0' && port[i] <= '9' ? pn * 10 + (port[i] - '0') : -1;
+	if (pn < 0 || pn > 65535)
+		return aw_fail(err, AW_E_CONFIG,
+			       "--listen: the port must be 0..65535 (0: any free one)");
+	memset(out, 0, sizeof *out);
+	struct sockaddr_in *v4 = (struct sockaddr_in *)out;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
+	if (!bracketed && inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((uint16_t)pn);
+		*len = sizeof *v4;
+		return AW_OK;
+	}
+	if (bracketed) {
+		if (inet_pton(AF_INET6, host, &v6->sin6_addr) != 1)
+			return aw_fail(err, AW_E_CONFIG, "--listen: [%s] is not an IPv6 address",
+				       host);
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons((uint16_t)pn);
+		*len = sizeof *v6;
+		return AW_OK;
+	}
+	/* a host name: its first IPv4 address, else its first IPv6 one (one
+	 * listening socket: "localhost" is 127.0.0.1 wherever it has one) */
+	for (size_t i = 0; i < hl; i++)
+		if (!((host[i] >= 'a' && host[i] <= 'z') || (host[i] >= 'A' && host[i] <= 'Z') ||
+		      (host[i] >= '0' && host[i] <= '9') || host[i] == '-' || host[i] == '.'))
+			return aw_fail(err, AW_E_CONFIG, LISTEN_USAGE);
+	if (!resolve)
+		return aw_fail(err, AW_E_CONFIG, "--listen: %s is a host name (not resolved here)",
+			       host);
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+	int rc = getaddrinfo(host, NULL, &hints, &res);
+	if (rc != 0)
+		return aw_fail(err, AW_E_CONFIG, "--listen: cannot resolve %s: %s", host,
+			       gai_strerror(rc));
+	const struct addrinfo *pick = NULL;
+	for (const struct addrinfo *a = res; a && !pick; a = a->ai_next)
+		if (a->ai_family == AF_INET)
+			pick = a;
+	for (const struct addrinfo *a = res; a && !pick; a = a->ai_next)
+		if (a->ai_family == AF_INET6)
+			pick = a;
+	if (!pick || pick->ai_addrlen > sizeof *out) {
+		freeaddrinfo(res);
+		return aw_fail(err, AW_E_CONFIG, "--listen: %s has no IPv4 or IPv6 address", host);
+	}
+	memcpy(out, pick->ai_addr, pick->ai_addrlen);
+	*len = pick->ai_addrlen;
+	freeaddrinfo(res);
+	if (out->ss_family == AF_INET)
+		v4->sin_port = htons((uint16_t)pn);
+	else
+		v6->sin6_port = htons((uint16_t)pn);
 	return AW_OK;
+}
+
+void aw_http_listen_format(const struct sockaddr_storage *sa, char *out, size_t cap)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &v6->sin6_addr, ip, sizeof ip);
+		snprintf(out, cap, "[%s]:%d", ip, ntohs(v6->sin6_port));
+	} else {
+		const struct sockaddr_in *v4 = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &v4->sin_addr, ip, sizeof ip);
+		snprintf(out, cap, "%s:%d", ip, ntohs(v4->sin_port));
+	}
 }
 
 static void http_free(aw_http *h)
@@ -1071,20 +1161,25 @@ static void http_free(aw_http *h)
 
 /* Binds and listens on sa, alone: SO_REUSEADDR (a restart may bind while old
  * connections linger in TIME_WAIT) but never SO_REUSEPORT, under which a second
- * server would silently share the port and take half of its connections. */
-static aw_err bind_exclusive(const struct sockaddr_in *sa, int *out, aw_error *err)
+ * server would silently share the port and take half of its connections. The
+ * IPv6 wildcard ([::]) takes IPv4 too, whatever net.ipv6.bindv6only says. */
+static aw_err bind_exclusive(const struct sockaddr_storage *sa, socklen_t len, int *out,
+			     aw_error *err)
 {
-	char where[INET_ADDRSTRLEN] = "?";
-	inet_ntop(AF_INET, &sa->sin_addr, where, sizeof where);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	char where[INET6_ADDRSTRLEN + 8];
+	aw_http_listen_format(sa, where, sizeof where);
+	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, zero = 0;
 	if (fd < 0)
-		return aw_fail(err, AW_E_CONFIG, "cannot create a socket: %s", strerror(errno));
+		return aw_fail(err, AW_E_CONFIG, "cannot create a socket for %s: %s", where,
+			       strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) != 0 || listen(fd, 128) != 0) {
+	if (sa->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+	if (bind(fd, (const struct sockaddr *)sa, len) != 0 || listen(fd, 128) != 0) {
 		int en = errno;
 		close(fd);
-		return aw_fail(err, AW_E_CONFIG, "cannot listen on %s:%d: %s%s", where,
-			       ntohs(sa->sin_port), strerror(en),
+		return aw_fail(err, AW_E_CONFIG, "cannot listen on %s: %s%s", where, strerror(en),
 			       en == EADDRINUSE ? " (another process holds the port)" : "");
 	}
 	*out = fd;
@@ -1140,13 +1235,22 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 	aw_clock_cond_init(&h->cv);
 	aw_clock_cond_init(&h->idle);
 
-	struct sockaddr_in sa;
-	e = parse_listen(h->listen, &sa, err);
+	struct sockaddr_storage sa;
+	socklen_t sl = 0;
+	e = aw_http_listen_parse(h->listen, 1, &sa, &sl, err);
 	int fd = -1;
-	if (e || (e = bind_exclusive(&sa, &fd, err))) {
+	if (e || (e = bind_exclusive(&sa, sl, &fd, err))) {
 		http_free(h);
 		return e;
 	}
+	/* the port bound (port 0: the kernel's pick), read back from the socket */
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof bound;
+	int bound_port = 0;
+	if (getsockname(fd, (struct sockaddr *)&bound, &bl) == 0)
+		bound_port = bound.ss_family == AF_INET6
+				     ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+				     : ntohs(((struct sockaddr_in *)&bound)->sin_port);
 	/* MHD's own idle timeout stays as a backstop above our deadlines */
 	unsigned idle_s =
 		(unsigned)(h->opts.head_timeout_ms / 1000 + h->opts.request_timeout_s + 1);
@@ -1185,8 +1289,7 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the HTTP deadline thread");
 	}
 	h->sweeper_started = 1;
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-	h->port = info ? info->port : ntohs(sa.sin_port);
+	h->port = bound_port;
 	*out = h;
 	return AW_OK;
 }

@@ -14,6 +14,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "support.h"
+
 #include "awooop/http.h"
 
 static const char *doc_path;
@@ -105,8 +107,8 @@ static void test_every_operation_routed(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_openapi OPENAPI.JSON\n");
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: test_openapi OPENAPI.JSON [CASES]\n");
 		return 2;
 	}
 	doc_path = argv[1];
@@ -120,7 +122,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_every_route_documented),
 		cmocka_unit_test(test_every_operation_routed),
 	};
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = aw_test_run_cases("openapi", argc > 2 ? argv[2] : NULL, tests,
+				   sizeof tests / sizeof tests[0], NULL, NULL);
 	json_decref(doc);
 	return rc;
 }

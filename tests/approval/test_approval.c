@@ -43,12 +43,6 @@ static aw_worker *W;
 static aw_kv *KV;
 static aw_counter *CNT;
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 static int64_t now_s(void)
 {
 	return aw_clock_wall_ms() / 1000;
@@ -278,18 +272,25 @@ static void get(const char *p, const char *id, aw_run *r, aw_run_step **st, int 
 	assert_int_equal(aw_run_get(S, &c, id, r, st, n, &err), AW_OK);
 }
 
+typedef struct {
+	const char *p, *id, *want;
+} state_wait;
+
+static int in_state(void *ud)
+{
+	const state_wait *w = ud;
+	aw_run r;
+	get(w->p, w->id, &r, NULL, NULL);
+	int ok = strcmp(r.state, w->want) == 0;
+	aw_run_free(&r);
+	return ok;
+}
+
+/* 1 once the run is in state want, 0 if it is not within ms. */
 static int wait_state(const char *p, const char *id, const char *want, int ms)
 {
-	for (int waited = 0; waited <= ms; waited += 20) {
-		aw_run r;
-		get(p, id, &r, NULL, NULL);
-		int ok = strcmp(r.state, want) == 0;
-		aw_run_free(&r);
-		if (ok)
-			return 1;
-		sleep_ms(20);
-	}
-	return 0;
+	state_wait w = {p, id, want};
+	return aw_test_wait_until(in_state, &w, ms);
 }
 
 /* A member of a journal entry's result (jsonb on PostgreSQL respaces it). */
@@ -719,8 +720,11 @@ static int setup(void **state)
 	if (aw_keyring_from_env(KEYS, &KR, &err) || aw_contracts_new(KR, &C, &err))
 		return -1;
 	const char *redis = getenv("AWOOOP_TEST_REDIS_URL");
-	if (aw_fx.db.pg && (!redis || aw_kv_open(redis, S, NULL, &KV, &err))) {
-		fprintf(stderr, "the postgres variant needs AWOOOP_TEST_REDIS_URL: %s\n", err.msg);
+	if (aw_fx.db.pg && !redis)
+		aw_test_skip_suite("the postgres variant needs Redis: AWOOOP_TEST_REDIS_URL is not "
+				   "set (`make test` starts one)");
+	if (aw_fx.db.pg && aw_kv_open(redis, S, NULL, &KV, &err)) {
+		fprintf(stderr, "the Redis of AWOOOP_TEST_REDIS_URL: %s\n", err.msg);
 		return -1;
 	}
 	aw_approvals_opts o = {.store = S, .contracts = C, .kv = KV};

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "support.h"
+
 #include "awooop/jcs.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
@@ -107,10 +109,10 @@ static void test_every_allocation_can_fail(void **state)
 	json_set_alloc_funcs(malloc, free);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_allocation_can_fail),
 	};
-	return cmocka_run_group_tests_name("allocation failures", tests, NULL, NULL);
+	return AW_TEST_MAIN_PLAIN("allocation failures", tests, NULL, NULL);
 }

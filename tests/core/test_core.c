@@ -18,10 +18,13 @@
 
 #include <cmocka.h>
 
+#include "support.h"
+
 #include "awooop/buf.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/egress.h"
+#include "awooop/http.h"
 #include "awooop/ident.h"
 #include "awooop/jcs.h"
 #include "awooop/json.h"
@@ -579,7 +582,54 @@ static void test_egress_grant(void **state)
 	assert_false(aw_egress_private_granted("alpha"));
 }
 
-int main(void)
+/* --listen: IPv4, [IPv6] and host names (localhost: from /etc/hosts, no
+ * DNS); the malformed refused with what a good one looks like. */
+static void test_listen_parse(void **state)
+{
+	(void)state;
+	struct sockaddr_storage sa;
+	socklen_t len = 0;
+	char txt[64];
+	aw_error err = {0};
+	static const struct {
+		const char *in, *out;
+	} good[] = {{"127.0.0.1:8080", "127.0.0.1:8080"}, {"0.0.0.0:0", "0.0.0.0:0"},
+		    {"[::1]:8080", "[::1]:8080"},	  {"[::]:65535", "[::]:65535"},
+		    {"[fe80::1]:1", "[fe80::1]:1"},	  {"localhost:8080", "127.0.0.1:8080"}};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		assert_int_equal(aw_http_listen_parse(good[i].in, 1, &sa, &len, &err), AW_OK);
+		aw_http_listen_format(&sa, txt, sizeof txt);
+		assert_string_equal(txt, good[i].out);
+		assert_int_equal(len, sa.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							       : sizeof(struct sockaddr_in));
+	}
+	static const char *const bad[] = {"",
+					  "8080",
+					  ":8080",
+					  "127.0.0.1",
+					  "127.0.0.1:",
+					  "127.0.0.1:65536",
+					  "127.0.0.1:-1",
+					  "127.0.0.1:80x",
+					  "::1:8080",
+					  "[::1]",
+					  "[::1]8080",
+					  "[]:8080",
+					  "[1.2.3.4]:80",
+					  "[::1]:123456",
+					  "a b:80",
+					  "host/x:80"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&err, 0, sizeof err);
+		assert_int_equal(aw_http_listen_parse(bad[i], 1, &sa, &len, &err), AW_E_CONFIG);
+		assert_non_null(strstr(err.msg, "--listen"));
+	}
+	/* without resolving, a host name is refused (the fuzz target's way) */
+	assert_int_equal(aw_http_listen_parse("localhost:80", 0, &sa, &len, &err), AW_E_CONFIG);
+	assert_int_equal(aw_http_listen_parse("[::1]:80", 0, &sa, &len, &err), AW_OK);
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_catalogue),
@@ -600,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_pattern_limits),
 		cmocka_unit_test(test_egress_embedded_v4),
 		cmocka_unit_test(test_egress_grant),
+		cmocka_unit_test(test_listen_parse),
 	};
-	return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+	return AW_TEST_MAIN_PLAIN("core", tests, NULL, NULL);
 }

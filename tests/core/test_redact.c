@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "support.h"
+
 #include "awooop/redact.h"
 #include "core/redact_hook.h"
 
@@ -1033,7 +1035,7 @@ static void test_custom_windows(void **state)
 	aw_redact_custom_reset();
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scalar_path_same_output),
@@ -1055,5 +1057,5 @@ int main(void)
 		cmocka_unit_test(test_custom_catastrophic_bounded),
 		cmocka_unit_test(test_custom_windows),
 	};
-	return cmocka_run_group_tests_name("redact", tests, NULL, NULL);
+	return AW_TEST_MAIN_PLAIN("redact", tests, NULL, NULL);
 }

@@ -6,6 +6,9 @@
 set -uo pipefail
 BIN=$1
 BACKEND=$2
+# (a Redis of its own: /readyz losing it)
+command -v redis-server >/dev/null ||
+  { echo "SKIP: needs redis-server on PATH (scripts/deps.sh --test installs it)" >&2; exit 77; }
 TMP=$(mktemp -d /tmp/aw-api.XXXXXX)
 PASS=0
 FAIL=0
@@ -79,6 +82,8 @@ stop_server() {
 
 EXTRA=""
 if [ "$BACKEND" = postgres ]; then
+  [ -n "${AWOOOP_TEST_PG_HOST:-}" ] && [ -n "${AWOOOP_TEST_REDIS_URL:-}" ] ||
+    { echo "SKIP: needs PostgreSQL and Redis: AWOOOP_TEST_PG_HOST/PORT and AWOOOP_TEST_REDIS_URL are not set (make test starts them)" >&2; exit 77; }
   PGDB="aw_api_$$_$RANDOM"
   psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
     -c "CREATE DATABASE $PGDB" >/dev/null || exit 1

@@ -32,18 +32,13 @@ AD2=$(mkkey apv2 boss2 project-admin); OP2=$(mkkey apv2 op2 operator)
 ALICE=$(mkkey apv alice operator); BOB=$(mkkey apv bob reader)
 
 PARK='{"workflow":[{"kind":"noop"},{"kind":"approval","args":{"summary":"deploy"}},{"kind":"noop"}]}'
+state() { api GET "/v1/platform/runs/$1" "$2" | jq -r .state; }
+in_state() { [ "$(state "$1" "$2")" = "$3" ]; }
+wait_state() { wait_until 10 in_state "$@"; } # wait_state ID KEY STATE
 park() { # park KEY -> run id, once it waits
   local id; id=$(api POST /v1/platform/runs "$1" "$PARK" | jq -r .run_id)
-  for _ in $(seq 1 100); do
-    [ "$(api GET "/v1/platform/runs/$id" "$1" | jq -r .state)" = waiting_approval ] && break
-    sleep 0.05
-  done
+  wait_state "$id" "$1" waiting_approval
   echo "$id"
-}
-state() { api GET "/v1/platform/runs/$1" "$2" | jq -r .state; }
-wait_state() { # wait_state ID KEY STATE
-  for _ in $(seq 1 100); do [ "$(state "$1" "$2")" = "$3" ] && return 0; sleep 0.05; done
-  return 1
 }
 
 # --- a run parks; the CLI mints; a keyless decide moves it

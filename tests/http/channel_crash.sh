@@ -32,6 +32,9 @@ sql() {
   fi
 }
 delivered() { stats | jq --arg t "$1" '[.messages[] | select(.text == $t)] | length'; }
+once() { [ "$(delivered "$1")" = 1 ]; }
+row_state() { sql "SELECT state FROM outbound_messages WHERE msg_id = '$1'"; }
+settled() { [ "$(row_state "$1")" != pending ]; }
 
 aw_db "$BACKEND"
 LEASE=1500
@@ -71,14 +74,14 @@ check "activate" "$(aw_activate crs channel_event "$BODY" "$K1" "$K2")" true
 # a message that goes through: the hub leads and sends
 send() { api POST /v1/projects/crs/channels/ops/messages "$K1" "{\"chat_id\":\"$1\",\"text\":\"$2\"}" | jq -r .msg_id; }
 send -101 "warm-$$" >/dev/null
-for _ in $(seq 1 100); do [ "$(delivered "warm-$$")" = 1 ] && break; sleep 0.1; done
+wait_until 10 once "warm-$$"
 check "a message before the crash" "$(delivered "warm-$$")" 1
 
 crash() { # crash MODE: a send in flight (held by the double) when the leader dies
   local mode=$1 text="crash-$1-$$" id twin L
   faults "{\"stall_send\":\"$mode\"}"
   id=$(send -100 "$text")
-  for _ in $(seq 1 100); do [ "$(stats | jq .stalled_sends)" = 1 ] && break; sleep 0.1; done
+  wait_until 10 '[ "$(stats | jq .stalled_sends)" = 1 ]'
   check "$mode: the send is in flight" "$(stats | jq .stalled_sends)" 1
   # the same text queued meanwhile: the dead leader's claim on the text is
   # a claim, not a send - it goes after that message and is deduplicated
@@ -90,10 +93,7 @@ crash() { # crash MODE: a send in flight (held by the double) when the leader di
   while kill -0 "$L" 2>/dev/null; do sleep 0.05; done
   faults '{"stall_send":false}' # the dead leader's connection goes; the double answers again
   successor
-  for _ in $(seq 1 200); do
-    [ "$(sql "SELECT count(*) FROM outbound_messages WHERE msg_id IN ('$id', '$twin') AND state = 'pending'")" = 0 ] && break
-    sleep 0.1
-  done
+  wait_until 20 settled "$id" && wait_until 20 settled "$twin"
   # one of the two is sent, the other deduplicated against it (the first
   # goes first unless the double's per-chat limit sends it back: in "after"
   # the held send counts, and a restart comes within its second)
@@ -110,10 +110,7 @@ crash() { # crash MODE: a send in flight (held by the double) when the leader di
   # the same text again: deduplicated against the sent row, not sent again
   local again
   again=$(send -100 "$text")
-  for _ in $(seq 1 100); do
-    [ "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$again'")" != pending ] && break
-    sleep 0.1
-  done
+  wait_until 10 settled "$again"
   check "$mode: the same text again is deduplicated" \
     "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$again'")" deduplicated
   check "$mode: and not sent again" "$(delivered "$text")" "$N"
@@ -125,21 +122,18 @@ crash after
 # (400) does not make the same text within 10 minutes a duplicate of it
 faults '{"fail_chat":"-101"}'
 id=$(send -101 "refused-$$")
-for _ in $(seq 1 100); do
-  [ "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$id'")" != pending ] && break
-  sleep 0.1
-done
+wait_until 10 settled "$id"
 check "refused by Telegram: failed" "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$id'")" failed
 faults '{"fail_chat":false}'
 id=$(send -101 "refused-$$")
-for _ in $(seq 1 100); do [ "$(delivered "refused-$$")" = 1 ] && break; sleep 0.1; done
+wait_until 10 once "refused-$$"
 check "the same text later: delivered" "$(delivered "refused-$$")" 1
 check "its row" "$(sql "SELECT state FROM outbound_messages WHERE msg_id = '$id'")" sent
 
 # after the crashes a new message still goes through, once
 send -101 "late-$$" >/dev/null
-for _ in $(seq 1 100); do [ "$(delivered "late-$$")" = 1 ] && break; sleep 0.1; done
-sleep 1
+wait_until 10 once "late-$$"
+sleep 1 # on purpose: time for a second delivery, which must not come
 check "a message after the crashes" "$(delivered "late-$$")" 1
 check "nothing left pending" "$(sql "SELECT count(*) FROM outbound_messages WHERE state = 'pending'")" 0
 aw_done "channel_crash_$BACKEND"

@@ -29,6 +29,15 @@ msg() { # msg CHAT USER TEXT -> an update body
 
 aw_db "$BACKEND"
 [ "$BACKEND" = postgres ] && aw_redis_db 3
+sql() {
+  if [ "$BACKEND" = postgres ]; then
+    psql -qAt -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d "$PGDB" -c "SET search_path = awooop; $1"
+  else
+    sqlite3 "$TMP/awooop.db" "$1"
+  fi
+}
+# sent COUNT JQ-FILTER: at least COUNT of the double's messages pass the filter
+sent() { [ "$(stats | jq "[.messages[] | select($2)] | length")" -ge "$1" ]; }
 export AWOOOP_T_CHW__TG_TOKEN=$TG_SECRET AWOOOP_T_CHW__HOOK_SECRET="hook-secret-$$"
 aw_serve --telegram-api "$TG" --channel-poll-timeout-s 1 --channel-lease-ms 1500 \
   --channel-webhook-url https://hooks.example.com
@@ -60,15 +69,10 @@ expect "broken pattern refused" 422 .code E-CONTRACT-001
 # --- a message starts a run; progress edited every second; final answer
 inject "{\"updates\":[$(msg -100 111 'hello there')]}"
 RUN=""
-for _ in $(seq 1 100); do
-  RUN=$(api GET "/v1/platform/runs?limit=1" "$K1" | jq -r '.items[0].run_id // empty')
-  [ -n "$RUN" ] && break; sleep 0.1
-done
+first_run() { RUN=$(api GET "/v1/platform/runs?limit=1" "$K1" | jq -r '.items[0].run_id // empty'); [ -n "$RUN" ]; }
+wait_until 10 first_run
 check "run started from the message" "$([ -n "$RUN" ] && echo yes)" yes
-for _ in $(seq 1 150); do
-  stats | jq -e --arg r "$RUN" '[.messages[] | select(.text | contains("Run " + $r + " succeeded"))] | length == 1' >/dev/null && break
-  sleep 0.1
-done
+wait_until 15 sent 1 '.text | contains("Run '"$RUN"' succeeded")'
 stats >"$TMP/s1"
 check "final answer sent" "$(jq --arg r "$RUN" '[.messages[] | select(.text | contains("Run " + $r + " succeeded"))] | length' "$TMP/s1")" 1
 PID_MSG=$(jq -r --arg s "${RUN:0:8}" '[.messages[] | select(.text | contains("Run " + $s + ":"))][0].message_id' "$TMP/s1")
@@ -83,10 +87,7 @@ echo "progress: $EDITS edits, smallest gap ${GAP} ms" >&2
 
 # --- /status from the run runtime
 inject "{\"updates\":[$(msg -100 111 "/status $RUN")]}"
-for _ in $(seq 1 50); do
-  stats | jq -e --arg r "$RUN" '[.messages[] | select(.text == "Run " + $r + ": succeeded, 3 of 3 steps done")] | length == 1' >/dev/null && break
-  sleep 0.1
-done
+wait_until 5 sent 1 '.text == "Run '"$RUN"': succeeded, 3 of 3 steps done"'
 check "/status answered" "$(stats | jq --arg r "$RUN" '[.messages[] | select(.text | startswith("Run " + $r + ": succeeded"))] | length')" 1
 
 # --- approval buttons: a user decides as the principal mapped to it, and
@@ -95,24 +96,24 @@ check "/status answered" "$(stats | jq --arg r "$RUN" '[.messages[] | select(.te
 check "approval policy" "$(aw_activate cht approval '{"approvers":["alice","appr"],"threshold":1,"window_s":3600,"mode":"enforce"}' "$K1" "$K2")" true
 inject "{\"updates\":[$(msg -100 111 '/deploy now')]}"
 DRUN=""
-for _ in $(seq 1 100); do
+prompted() {
   DRUN=$(stats | jq -r '[.messages[] | select(.markup != null)][0].markup.inline_keyboard[0][0].callback_data // empty' | cut -d: -f2)
-  [ -n "$DRUN" ] && break; sleep 0.1
-done
+  [ -n "$DRUN" ]
+}
+wait_until 10 prompted
 check "prompt with buttons" "$([ -n "$DRUN" ] && echo yes)" yes
 check "run waits" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" waiting_approval
 cb() { jq -nc --arg d "$1" --arg u "$2" --arg id "$3" '{callback_query: {id: $id, from: {id: ($u | tonumber)}, message: {message_id: 5, chat: {id: -100}}, data: $d}}'; }
 inject "{\"updates\":[$(cb "ap:$DRUN:a" 999 cbq-1)]}"
 inject "{\"updates\":[$(cb "ap:$DRUN:a" 222 cbq-3)]}"
-for _ in $(seq 1 50); do [ "$(stats | jq '.answers | length')" -ge 2 ] && break; sleep 0.1; done
+answered() { [ "$(stats | jq '.answers | length')" -ge "$1" ]; }
+wait_until 5 answered 2
 check "a mapped non-approver told no" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-3") | .text | startswith("E-APPROVAL-009")')" true
 check "run still waits" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" waiting_approval
 inject "{\"updates\":[$(cb "ap:$DRUN:a" 111 cbq-2)]}"
-for _ in $(seq 1 100); do
-  [ "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" = succeeded ] && break; sleep 0.1
-done
+wait_until 10 '[ "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" = succeeded ]'
 check "approved by button, finished" "$(api GET "/v1/platform/runs/$DRUN" "$K1" | jq -r .state)" succeeded
-for _ in $(seq 1 50); do [ "$(stats | jq '.answers | length')" -ge 3 ] && break; sleep 0.1; done
+wait_until 5 answered 3
 check "unmapped user told no" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-1") | .text | contains("not an approver")')" true
 check "mapped user's press recorded" "$(stats | jq -r '.answers[] | select(.callback_query_id == "cbq-2") | .text | startswith("Approval recorded")')" true
 req GET "/v1/platform/runs/$DRUN" "$K1"
@@ -136,12 +137,12 @@ req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"-2000","text"
 req POST /v1/projects/cht/channels/ops/messages "$K1" '{"chat_id":"x","text":"bad"}'
 expect "bad chat id" 400 .code E-REQ-005
 check "all queued (202)" "$(grep -c 202 "$TMP/queued")" "$N"
-for _ in $(seq 1 1200); do
-  [ "$(stats | jq '[.messages[] | select(.text | startswith("m-'"$$"'-"))] | length')" -ge "$N" ] && break
-  sleep 0.1
-done
+wait_until 120 sent "$N" '.text | startswith("m-'"$$"'-")'
 T1=$(date +%s%N)
-sleep 2
+# every message settled (sent, deduplicated, silenced or failed): nothing
+# left to send twice
+nothing_pending() { [ "$(sql "SELECT count(*) FROM outbound_messages WHERE state = 'pending'")" = 0 ]; }
+wait_until 10 nothing_pending
 Q="SELECT state, count(*), max(attempts), max(coalesce(error, '')) FROM outbound_messages GROUP BY state"
 if [ "$BACKEND" = postgres ]; then
   psql -qAt -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d "$PGDB" -c "SET search_path = awooop; $Q" >&2
@@ -167,7 +168,7 @@ WB='{"channels":[{"platform":"telegram","mode":"webhook","bot":{"name":"hook","t
   "webhook_secret":"env:HOOK_SECRET","chats":[{"chat_id":"-300"}],
   "rules":[{"event":"message","run_template":"t"}]}],"templates":{"t":{"workflow":[{"kind":"noop"}]}}}'
 check "activate webhook channel" "$(aw_activate chw channel_event "$WB" "$W1" "$W2")" true
-for _ in $(seq 1 100); do [ "$(stats | jq -r '.webhook.url // empty')" != "" ] && break; sleep 0.1; done
+wait_until 10 '[ -n "$(stats | jq -r ".webhook.url // empty")" ]'
 check "setWebhook url" "$(stats | jq -r .webhook.url)" "https://hooks.example.com/v1/channels/telegram/chw/hook"
 check "setWebhook secret" "$(stats | jq -r .webhook.secret_token)" "hook-secret-$$"
 UPD='{"update_id":77,"message":{"message_id":1,"chat":{"id":-300},"from":{"id":5},"text":"/status nope"}}'
@@ -192,8 +193,8 @@ req POST /v1/channels/telegram/chw/hook "" "$UPD" -H "X-Telegram-Bot-Api-Secret-
 expect "webhook update" 200 .ok true
 req POST /v1/channels/telegram/chw/hook "" "$UPD" -H "X-Telegram-Bot-Api-Secret-Token: hook-secret-$$"
 expect "Telegram's retry" 200 .ok true
-for _ in $(seq 1 100); do [ "$(stats | jq '[.messages[] | select(.chat_id == "-300")] | length')" -ge 1 ] && break; sleep 0.1; done
-sleep 1.5
+wait_until 10 sent 1 '.chat_id == "-300"'
+sleep 1.5 # on purpose: time for a second answer to the retry, which must not come
 check "answered once" "$(stats | jq '[.messages[] | select(.chat_id == "-300" and (.text | startswith("No run nope")))] | length')" 1
 check "webhook secret never answered" "$(grep -c "hook-secret-$$" "$TMP/responses.hook")" 0
 
@@ -202,25 +203,17 @@ check "webhook secret never answered" "$(grep -c "hook-secret-$$" "$TMP/response
 # failing) is not acted on again - its first update is mirrored as poisoned,
 # audited and skipped, and the next one is handled as usual. The tries are
 # set here as three crashed leaders would have left them.
-sql() {
-  if [ "$BACKEND" = postgres ]; then
-    psql -qAt -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d "$PGDB" -c "SET search_path = awooop; $1"
-  else
-    sqlite3 "$TMP/awooop.db" "$1"
-  fi
-}
 nruns() { api GET "/v1/platform/runs?limit=100" "$K1" | jq '.items | length'; }
 check "a handled batch counts one try" "$(sql "SELECT tries FROM channel_offsets WHERE project_id = 'cht' AND bot = 'ops'")" 1
 R0=$(nruns)
 sql "UPDATE channel_offsets SET tried_offset = next_offset, tries = 3 WHERE project_id = 'cht' AND bot = 'ops'" >/dev/null
 inject "{\"updates\":[$(msg -100 111 "hello poison-$$")]}"
-for _ in $(seq 1 100); do
-  [ "$(sql "SELECT count(*) FROM conversation_events WHERE project_id = 'cht' AND action = 'poisoned'")" = 1 ] && break; sleep 0.1
-done
+poisoned() { [ "$(sql "SELECT count(*) FROM conversation_events WHERE project_id = 'cht' AND action = 'poisoned'")" = 1 ]; }
+wait_until 10 poisoned
 check "poisoned update mirrored" "$(sql "SELECT count(*) FROM conversation_events WHERE project_id = 'cht' AND action = 'poisoned' AND text LIKE '%poison-$$%'")" 1
 check "poisoned update not acted on" "$(nruns)" "$R0"
 inject "{\"updates\":[$(msg -100 111 "hello after-$$")]}"
-for _ in $(seq 1 100); do [ "$(nruns)" -gt "$R0" ] && break; sleep 0.1; done
+wait_until 10 '[ "$(nruns)" -gt "$R0" ]'
 check "the next update handled" "$(nruns)" "$((R0 + 1))"
 check "poisoning logged" "$(grep -c 'channel update poisoned' "$TMP/server.log")" 1
 

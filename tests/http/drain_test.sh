@@ -40,10 +40,8 @@ cp "$(dirname "$0")/drain_sessions.mjs" "$NM/drain_sessions.mjs"
 PIDS+=($!)
 "$FAKE_MCP" --http 0 >"$TMP/fake-mcp" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 1 50); do
-  PL=$(sed -n 's/^port //p' "$TMP/fake-llm"); PM=$(head -1 "$TMP/fake-mcp")
-  [ -n "$PL" ] && [ -n "$PM" ] && break; sleep 0.1
-done
+doubles_up() { PL=$(sed -n 's/^port //p' "$TMP/fake-llm"); PM=$(head -1 "$TMP/fake-mcp"); [ -n "$PL" ] && [ -n "$PM" ]; }
+wait_until 5 doubles_up
 export TG_SECRET="7000002:AAH-drain-bot-token-$$" AWOOOP_T_DRN__TG_TOKEN="7000002:AAH-drain-bot-token-$$"
 fake_telegram_start "$FAKE_TG" TG_SECRET
 echo "{\"providers\": {\"openai\": {\"url\": \"http://127.0.0.1:$PL/v1\", \"api\": \"openai\"}}}" >"$TMP/llm.json"
@@ -73,7 +71,8 @@ close_wait() { ss -tanH state close-wait "( sport = :$1 )" | wc -l; }
 (cd "$NM" && timeout 120 node drain_sessions.mjs "$URL/v1/projects/drn/mcp" "$W" 200) >"$TMP/sessions" 2>&1
 check "200 SDK sessions succeed under the default --max-per-ip (64)" "$(jq -c '[.ok, .failed]' "$TMP/sessions" 2>/dev/null)" "[200,0]"
 jq -r '.error // empty' "$TMP/sessions" 2>/dev/null | head -1 >&2
-sleep 1.2 # hang-ups are noticed within a second
+# hang-ups are noticed within a second
+wait_until 3 '[ "$(close_wait "$PORT")" = 0 ]'
 CW=$(close_wait "$PORT")
 check "no server socket left in CLOSE-WAIT" "$CW" 0
 echo "CLOSE-WAIT after 200 SDK sessions: $CW" >&2
@@ -102,10 +101,7 @@ open_streams() { # open_streams TAG: the GET stream, a tool call, a short and a 
       -d '{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}' &
     eval "${t^^}_PID=$!"
   done
-  for _ in $(seq 1 50); do
-    [ -s "$TMP/$1.get" ] && [ -s "$TMP/$1.short" ] && [ -s "$TMP/$1.long" ] && break
-    sleep 0.1
-  done
+  wait_until 5 '[ -s "$TMP/'"$1"'.get" ] && [ -s "$TMP/'"$1"'.short" ] && [ -s "$TMP/'"$1"'.long" ]'
 }
 # term PID: SIGTERM, then -> RC (its exit status) and MS (how long it took)
 term() {
@@ -119,8 +115,7 @@ term() {
 within() { [ "$1" -le $((DRAIN_S * 1000 + SLACK_MS)) ] && echo yes || echo "no ($1 ms)"; }
 stalled() { curl -s "$TG/control/stats" | jq -r .stalled; }
 wait_stalled() { # until one more getUpdates hangs than before ($1)
-  for _ in $(seq 1 100); do [ "$(stalled)" -gt "$1" ] 2>/dev/null && return 0; sleep 0.1; done
-  return 1
+  wait_until 10 '[ "$(stalled)" -gt '"$1"' ] 2>/dev/null'
 }
 
 N0=$(stalled)
@@ -148,10 +143,13 @@ PY
 KA_PID=$!
 # its connection is open (a loaded machine may take longer than a fixed sleep
 # to start python)
-for _ in $(seq 1 100); do [ -e "$TMP/ka_ready" ] && break; sleep 0.05; done
+wait_until 10 '[ -e "$TMP/ka_ready" ]'
 t0=$(date +%s%N)
 kill -TERM "$S1"
-sleep 0.3
+# the drain has begun once the listening socket is gone
+listening() { [ -n "$(ss -tlnH "( sport = :$PORT )")" ]; }
+wait_until 5 '! listening'
+check "the listening socket closed on SIGTERM" "$(listening && echo open || echo closed)" closed
 touch "$TMP/asked"
 check "no new connection once draining" "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$URL/healthz")" 000
 wait "$KA_PID"
@@ -185,7 +183,7 @@ serve_role() { # serve_role ROLE ARGS... -> P (its pid); URL when it serves HTTP
     "${COMMON[@]}" "$@" >/dev/null 2>>"$log" &
   P=$!
   PIDS+=($P)
-  for _ in $(seq 1 100); do grep -q '"awooop serving"' "$log" 2>/dev/null && break; sleep 0.1; done
+  wait_until 10 grep -q '"awooop serving"' "$log"
   URL="http://127.0.0.1:$(grep '"awooop serving"' "$log" | tail -1 | jq -r .port)"
 }
 serve_role api
@@ -199,14 +197,14 @@ for role in worker relay hub; do
   serve_role "$role"
   URL=$API_URL
   if [ "$role" = worker ]; then
-    for _ in $(seq 1 100); do [ "$(run_state)" = running ] && break; sleep 0.1; done
+    wait_until 10 '[ "$(run_state)" = running ]'
     check "role worker: a run is in a step" "$(run_state)" running
   fi
   if [ "$role" = hub ]; then
     wait_stalled "$N0"
     check "role hub: mid-poll against the stalled Bot API" "$?" 0
   fi
-  sleep 0.3
+  sleep 0.3 # under way (not waiting for anything to check): then stopped
   term "$P"
   check "role $role: exit status" "$RC" 0
   check "role $role: exits within --drain-s $DRAIN_S" "$(within "$MS")" yes

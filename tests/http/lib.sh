@@ -1,7 +1,11 @@
 # lib.sh - what the black-box test scripts share (sourced): a temporary
 # directory and child processes cleaned up on exit, the check counters, a
-# fresh database of the backend, and starting `awooop serve`.
+# fresh database of the backend, starting `awooop serve`, waiting for
+# something to happen, skipping when a service is missing.
 #   . lib.sh; aw_db BACKEND; aw_serve ARGS... ; ...; aw_done NAME
+# AW_TEST_CASE=GLOB runs the script up to the checks whose description
+# matches (what they build on runs, its failures said but not counted) and
+# stops after the last of them (docs/testing.md).
 TMP=$(mktemp -d /tmp/aw-test.XXXXXX)
 PASS=0
 FAIL=0
@@ -18,11 +22,75 @@ aw_cleanup() {
 }
 trap aw_cleanup EXIT
 
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
-check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
-# aw_done NAME: the summary line; the exit status of the script
-aw_done() { aw_openapi_verdict; echo "$1: $PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
+# AW_TEST_CASE: 0 before the selected checks, 1 among them
+AW_CASE_IN=0
+aw__case() { # aw__case DESCRIPTION: 0 when the check counts
+  [ -z "${AW_TEST_CASE:-}" ] && return 0
+  # shellcheck disable=SC2053 # a glob on purpose
+  if [[ "$1" == $AW_TEST_CASE ]]; then AW_CASE_IN=1; return 0; fi
+  if [ "$AW_CASE_IN" = 1 ]; then
+    echo "AW_TEST_CASE='$AW_TEST_CASE': the selected checks are done" >&2
+    aw_done "$(basename "$0" .sh)"
+    exit $?
+  fi
+  return 1
+}
+aw__before() { [ -n "${AW_TEST_CASE:-}" ] && [ "$AW_CASE_IN" != 1 ]; }
+ok()   { aw__before || PASS=$((PASS + 1)); }
+bad()  {
+  if aw__before; then echo "(before the selected checks) FAIL: $*" >&2; return 0; fi
+  FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2
+}
+check() {
+  if ! aw__case "$1"; then
+    [ "$2" == "$3" ] || echo "(before the selected checks) $1: got '$2', want '$3'" >&2
+    return 0
+  fi
+  if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
+}
+# aw_done NAME: the summary line; the exit status of the script. A pattern in
+# AW_TEST_CASE that no check matched is a failure, not an empty pass.
+aw_done() {
+  aw_openapi_verdict
+  if [ -n "${AW_TEST_CASE:-}" ] && [ "$AW_CASE_IN" != 1 ]; then
+    echo "$1: no check matches AW_TEST_CASE='$AW_TEST_CASE'" >&2
+    return 2
+  fi
+  echo "$1: $PASS passed, $FAIL failed${AW_TEST_CASE:+ (AW_TEST_CASE='$AW_TEST_CASE')}"
+  [ "$FAIL" -eq 0 ]
+}
+
+# aw_skip WHY: this script cannot run here (a service it needs is missing):
+# said on stderr, exit 77 - CTest's SKIP_RETURN_CODE, a skip and not a pass;
+# `make test` fails on it unless AWOOOP_TEST_ALLOW_SKIP=1.
+aw_skip() { echo "SKIP: $*" >&2; exit 77; }
+# aw_need_pg, aw_need_redis: skip unless `make test`'s (or
+# scripts/services.sh's) PostgreSQL / Redis are given
+aw_need_pg() {
+  [ -n "${AWOOOP_TEST_PG_HOST:-}" ] && [ -n "${AWOOOP_TEST_PG_PORT:-}" ] ||
+    aw_skip "needs PostgreSQL: AWOOOP_TEST_PG_HOST/PORT are not set (make test starts one; docs/testing.md)"
+}
+aw_need_redis() {
+  [ -n "${AWOOOP_TEST_REDIS_URL:-}" ] ||
+    aw_skip "needs Redis: AWOOOP_TEST_REDIS_URL is not set (make test starts one; docs/testing.md)"
+}
+
+# wait_until SECONDS COND...: runs COND (a command and its arguments, or one
+# string, evaluated each time) every 0.05 s until it succeeds (0) or SECONDS
+# pass (1). SECONDS may be a fraction; $AW_TEST_TIMEOUT_SCALE multiplies it.
+# Use it, then check, rather than a sleep before a check: it returns as soon
+# as what it waits for happened. A test that measures time keeps its sleeps.
+wait_until() {
+  local us end
+  us=$(awk -v s="$1" -v k="${AW_TEST_TIMEOUT_SCALE:-1}" 'BEGIN { printf "%d", s * k * 1000000 }')
+  shift
+  end=$(( ${EPOCHREALTIME/[.,]/} + us ))
+  while :; do
+    if [ $# -eq 1 ]; then eval "$1" && return 0; else "$@" && return 0; fi
+    [ "${EPOCHREALTIME/[.,]/}" -ge "$end" ] && return 1
+    sleep 0.05
+  done
+}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
@@ -36,6 +104,8 @@ wait_port() {
 aw_db() {
   EXTRA=""
   if [ "$1" = postgres ]; then
+    aw_need_pg
+    aw_need_redis
     PGDB="aw_t_$$_$RANDOM"
     psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
       -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
@@ -109,6 +179,7 @@ aw_activate() {
 # channel hub's leader lease is one platform key per Redis: tests beside each
 # other that run hubs must not share it.
 aw_redis_db() {
+  aw_need_redis
   REDIS_URL="$AWOOOP_TEST_REDIS_URL/$1"
   EXTRA="--redis $REDIS_URL"
 }

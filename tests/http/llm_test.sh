@@ -101,6 +101,8 @@ JSON
 
 EXTRA=""
 if [ "$BACKEND" = postgres ]; then
+  [ -n "${AWOOOP_TEST_PG_HOST:-}" ] && [ -n "${AWOOOP_TEST_REDIS_URL:-}" ] ||
+    { echo "SKIP: needs PostgreSQL and Redis: AWOOOP_TEST_PG_HOST/PORT and AWOOOP_TEST_REDIS_URL are not set (make test starts them)" >&2; exit 77; }
   PGDB="aw_llm_$$_$RANDOM"
   psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
     -c "CREATE DATABASE $PGDB" >/dev/null || exit 1

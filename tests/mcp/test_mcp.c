@@ -1438,6 +1438,12 @@ static void *kill_main(void *arg)
 	return NULL;
 }
 
+/* 1 once the registry ud has exactly one call in flight. */
+static int one_busy(void *ud)
+{
+	return aw_calls_busy(ud, -1) == 1;
+}
+
 /* A suspension made in another process cuts this process's tool calls in
  * flight within 0.5 s, over HTTP and stdio upstreams: answered
  * E-MCP-GATE-007. Two registries on two Redis bus connections stand for the
@@ -1483,8 +1489,8 @@ static void test_kill_in_flight(void **state)
 		kill_call k = {g, tools[i], NULL};
 		pthread_t th;
 		assert_int_equal(pthread_create(&th, NULL, kill_main, &k), 0);
-		usleep(400000); /* under way at the upstream (3 s) */
-		assert_int_equal(aw_calls_busy(rh, -1), 1);
+		/* under way at the upstream (3 s) */
+		assert_true(aw_test_wait_until(one_busy, rh, 5000));
 		int64_t t0 = aw_clock_mono_ns();
 		assert_int_equal(aw_budget_suspend(S, &op, "drill", &err), AW_OK);
 		aw_calls_kill(rt, "mcp-v"); /* the other process: none of its own, announced */
@@ -1914,8 +1920,7 @@ static void test_stdio_memory(void **state)
 	(void)state;
 	char cg[512];
 	if (!test_cgroup(cg, sizeof cg)) {
-		print_message("no writable memory cgroup here (set AWOOOP_TEST_CGROUP)\n");
-		skip();
+		aw_test_skip("no writable memory cgroup here (set AWOOOP_TEST_CGROUP)");
 	}
 	aw_error err = {0};
 	aw_mcp_opts mo = gateway_opts();
@@ -2165,9 +2170,7 @@ static void test_sandbox_view(void **state)
 	(void)state;
 	char why[512];
 	if (!aw_mcp_sandbox_probe(why, sizeof why)) {
-		print_message("SKIPPED: this kernel refuses the stdio sandbox's namespaces: %s\n",
-			      why);
-		skip();
+		aw_test_skip("this kernel refuses the stdio sandbox's namespaces: %s", why);
 	}
 	int lsock = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET};

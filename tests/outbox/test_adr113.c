@@ -149,6 +149,30 @@ static const char *wait_for(seen_t *s, const char *rev, int ms)
 	return NULL;
 }
 
+/* Conditions for aw_test_wait_until: the bus subscription ud is up; the
+ * cache ud finished the resync of its first connect; the outbox has nothing
+ * undelivered. */
+static int bus_up(void *ud)
+{
+	return aw_bus_connected(ud);
+}
+
+static int resynced(void *ud)
+{
+	aw_policy_stats ps;
+	aw_policy_get_stats(ud, &ps);
+	return ps.resyncs >= 1 && ps.fallback_checks >= 1;
+}
+
+static int outbox_empty(void *ud)
+{
+	(void)ud;
+	int64_t undelivered = -1;
+	char oldest[32];
+	aw_error err = {0};
+	return aw_store_relay_stats(S, &undelivered, oldest, &err) == AW_OK && undelivered == 0;
+}
+
 static void call(aw_policy_cache *pc, const char *cid, char *rev_out)
 {
 	aw_ctx c;
@@ -184,17 +208,11 @@ static void test_relay_delivers_to_cache(void **state)
 	assert_int_equal(aw_relay_round(S, pub, 100, &delivered, &err), AW_OK);
 	call(pc, "deliver", got);
 	assert_string_equal(got, r1);
-	for (int i = 0; i < 100 && !aw_bus_connected(sub); i++)
-		usleep(10000);
+	assert_true(aw_test_wait_until(bus_up, sub, 5000));
 	/* the subscription's first connect triggers a resync; let the checker
-	 * finish it, or it may find r2 before the bus message does ("resync") */
-	aw_policy_stats ps;
-	for (int i = 0; i < 200; i++) {
-		aw_policy_get_stats(pc, &ps);
-		if (ps.resyncs >= 1 && ps.fallback_checks >= 1)
-			break;
-		usleep(10000);
-	}
+	 * finish it, or it may find r2 before the bus message does ("resync"):
+	 * at most 2 s, not asserted (a checker may not have run by then) */
+	(void)aw_test_wait_until(resynced, pc, 2000);
 	activate("adr", "policy_routing", "deliver", r2);
 	assert_int_equal(aw_relay_round(S, pub, 100, &delivered, &err), AW_OK);
 	assert_int_equal(delivered, 1);
@@ -435,7 +453,8 @@ static void test_relay_thread_wakes_on_activation(void **state)
 	aw_relay_opts ro = {.poll_ms = 60000};
 	aw_relay *relay = NULL;
 	assert_int_equal(aw_relay_start(S, bus, &ro, &relay, &err), AW_OK);
-	usleep(200000);
+	/* its first round delivers r1's event: then it waits a minute */
+	assert_true(aw_test_wait_until(outbox_empty, NULL, 2000));
 	call(pc, "wake", got);
 	activate("adr", "policy_routing", "wake", r2);
 	const char *src = wait_for(&seen, r2, 1000);
@@ -570,15 +589,8 @@ static void test_fleet_convergence_lag(void **state)
 	assert_int_equal(aw_relay_round(S, pub, 1000, &delivered, &err), AW_OK);
 	call(pc, "lag", got);
 	assert_string_equal(got, r1);
-	for (int i = 0; i < 100 && !aw_bus_connected(sub); i++)
-		usleep(10000);
-	aw_policy_stats ps; /* the first connect's resync done (see above) */
-	for (int i = 0; i < 200; i++) {
-		aw_policy_get_stats(pc, &ps);
-		if (ps.resyncs >= 1 && ps.fallback_checks >= 1)
-			break;
-		usleep(10000);
-	}
+	assert_true(aw_test_wait_until(bus_up, sub, 5000));
+	(void)aw_test_wait_until(resynced, pc, 2000); /* (see above) */
 	double worst = -1;
 	assert_int_equal(aw_fleet_probe(fl, &worst, &err), AW_OK);
 	assert_true(worst == 0);

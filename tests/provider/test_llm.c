@@ -801,6 +801,15 @@ static void *busy_caller(void *arg)
 	return NULL;
 }
 
+/* 1 once the metrics text has the line ud (a condition of aw_test_wait_until). */
+static int metrics_has(void *ud)
+{
+	char *m = aw_metrics_render();
+	int found = m && strstr(m, ud) != NULL;
+	free(m);
+	return found;
+}
+
 static void test_project_inflight(void **state)
 {
 	(void)state;
@@ -815,7 +824,9 @@ static void test_project_inflight(void **state)
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, busy_caller, &b[i]), 0);
-	usleep(300000);
+	/* both in flight: gamma's two places taken */
+	assert_true(aw_test_wait_until(metrics_has, "awooop_llm_inflight{project=\"gamma\"} 2\n",
+				       5000));
 	json_t *resp = NULL;
 	aw_error err = {0};
 	assert_int_equal(ask("gamma", "chat", NULL, &resp, &err), AW_E_LLM_BUSY);

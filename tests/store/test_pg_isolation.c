@@ -548,7 +548,7 @@ static void test_plans_follow_the_table(void **state)
 	aw_test_db_drop(&d);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_tenant_table_forces_rls),
@@ -562,5 +562,5 @@ int main(void)
 		cmocka_unit_test(test_tls_verify_full),
 		cmocka_unit_test(test_plans_follow_the_table),
 	};
-	return cmocka_run_group_tests_name("postgres isolation", tests, setup, teardown);
+	return AW_TEST_MAIN_PLAIN("postgres isolation", tests, setup, teardown);
 }

@@ -4,9 +4,12 @@
 #include "support.h"
 
 #include <curl/curl.h>
+#include <fnmatch.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -33,7 +36,8 @@ static void pg_admin_exec(const char *sql)
 	const char *host = getenv("AWOOOP_TEST_PG_HOST");
 	const char *port = getenv("AWOOOP_TEST_PG_PORT");
 	if (!host || !port)
-		die("postgres", "AWOOOP_TEST_PG_HOST/PORT not set; run `make test`");
+		aw_test_skip_suite("needs PostgreSQL: AWOOOP_TEST_PG_HOST/PORT are not set (`make "
+				   "test` starts one; see docs/testing.md)");
 	char url[256];
 	snprintf(url, sizeof url, "postgresql://postgres@%s:%s/postgres", host, port);
 	PGconn *c = PQconnectdb(url);
@@ -229,14 +233,29 @@ void aw_test_redis_start(aw_test_redis *r)
 			 " --tls-key-file %s/test-server.key --tls-ca-cert-file %s"
 			 " --tls-auth-clients optional",
 			 r->password, r->tls_port, r->dir, r->dir, r->ca);
-	if (system(cmd) != 0)
+	/* the suite's first Redis not starting means there is none to be had
+	 * here: a skip (which `make test` refuses); a restart that fails later
+	 * is a failure */
+	static atomic_int started;
+	if (system(cmd) != 0) {
+		if (!atomic_load(&started))
+			aw_test_skip_suite(
+				"needs redis-server on PATH to start a private Redis "
+				"(scripts/deps.sh --test installs it): it did not start");
 		die("redis-server", "did not start");
+	}
 	for (int i = 0; i < 100; i++) {
 		aw_error err;
-		if (aw_redis_ping(r->url, 200, &err) == AW_OK)
+		if (aw_redis_ping(r->url, 200, &err) == AW_OK) {
+			atomic_store(&started, 1);
 			return;
+		}
 		usleep(20000);
 	}
+	if (!atomic_load(&started))
+		aw_test_skip_suite(
+			"its private redis-server (port %d) is not answering: see %s/log", r->port,
+			r->dir);
 	die("redis-server", "not answering");
 }
 
@@ -329,15 +348,136 @@ void aw_test_store_down(void)
 	aw_test_db_drop(&aw_fx.db);
 }
 
+/* ---- running cases, skips, waiting */
+
+static atomic_int skipped_cases;
+
+void aw_test_skip_suite(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("SKIP: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fflush(stdout);
+	exit(AW_TEST_SKIP_RC);
+}
+
+void aw_test_skipped_case(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("SKIP: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	atomic_fetch_add(&skipped_cases, 1);
+}
+
+/* 1 when name matches one of the comma-separated globs of pattern, with or
+ * without its "test_" prefix. */
+static int case_matches(const char *pattern, const char *name)
+{
+	const char *bare = strncmp(name, "test_", 5) ? name : name + 5;
+	for (const char *p = pattern; *p;) {
+		size_t n = strcspn(p, ",");
+		char one[256];
+		if (n && n < sizeof one) {
+			memcpy(one, p, n);
+			one[n] = '\0';
+			if (!fnmatch(one, name, 0) || !fnmatch(one, bare, 0))
+				return 1;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+int aw_test_run_cases(const char *suite, const char *cases, const struct CMUnitTest *tests,
+		      size_t n, CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+	if (!cases || !*cases)
+		cases = getenv("AW_TEST_CASE");
+	if (cases && !strcmp(cases, "--list")) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", tests[i].name);
+		return 0;
+	}
+	struct CMUnitTest *run = malloc(sizeof *run * (n ? n : 1));
+	if (!run)
+		return 1;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!cases || !*cases || case_matches(cases, tests[i].name))
+			run[k++] = tests[i];
+	if (!k) {
+		fprintf(stderr, "%s: no case matches '%s'; the cases:\n", suite, cases);
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "  %s\n", tests[i].name);
+		free(run);
+		return 2;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread: as main() does */
+	int failed = _cmocka_run_group_tests(suite, run, k, setup, teardown);
+	free(run);
+	if (failed)
+		return 1;
+	if (atomic_load(&skipped_cases)) {
+		fprintf(stderr, "%s: %d case(s) skipped: reported as a skip, not a pass\n", suite,
+			atomic_load(&skipped_cases));
+		return AW_TEST_SKIP_RC;
+	}
+	return 0;
+}
+
 int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMUnitTest *tests,
 		      size_t n, CMFixtureFunction setup, CMFixtureFunction teardown)
 {
 	if (argc > 1)
 		aw_fx.backend = argv[1];
-	if (argc > 2) /* a pattern (cmocka's: * and ?) of the tests to run */
-		cmocka_set_test_filter(argv[2]);
-	curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread: as main() does */
 	char name[96];
 	snprintf(name, sizeof name, "%s (%s)", suite, aw_fx.backend);
-	return _cmocka_run_group_tests(name, tests, n, setup, teardown);
+	return aw_test_run_cases(name, argc > 2 ? argv[2] : NULL, tests, n, setup, teardown);
+}
+
+static double timeout_scale(void)
+{
+	const char *s = getenv("AW_TEST_TIMEOUT_SCALE");
+	double v = s ? strtod(s, NULL) : 0;
+	if (v > 0)
+		return v;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return 3;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+	return 3;
+#endif
+#endif
+	return 1;
+}
+
+/* the real monotonic clock: a test may shift aw_clock_mono_ns */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int aw_test_wait_until(int (*cond)(void *ud), void *ud, int timeout_ms)
+{
+	int64_t deadline = mono_ms() + (int64_t)(timeout_ms * timeout_scale());
+	int nap = 2;
+	for (;;) {
+		if (cond(ud))
+			return 1;
+		int64_t left = deadline - mono_ms();
+		if (left <= 0)
+			return cond(ud) ? 1 : 0;
+		int ms = nap < left ? nap : (int)left;
+		struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000L};
+		nanosleep(&d, NULL);
+		nap = nap * 2 > 50 ? 50 : nap * 2;
+	}
 }

@@ -57,13 +57,48 @@ extern aw_test_fixture aw_fx;
  * NULL) as a platform admin. 0 on success (cmocka group setup convention). */
 int aw_test_store_up(const char *const *projects);
 void aw_test_store_down(void);
-/* main() of a backend test binary: takes the backend from argv[1] and runs the
- * group as "SUITE (backend)". */
+/* main() of a backend test binary (`test_x sqlite|postgres [CASES]`): takes
+ * the backend from argv[1] and runs the group as "SUITE (backend)", only the
+ * cases CASES (argv[2], else $AW_TEST_CASE) names: comma-separated globs (*
+ * and ?) matched against each case's name with or without its "test_"
+ * prefix; "--list" prints the names. A pattern no case matches is an error
+ * (exit 2), never an empty pass. The cases of a suite share its store: one
+ * that builds on an earlier case needs that case in the pattern too. */
 int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMUnitTest *tests,
 		      size_t n, CMFixtureFunction setup, CMFixtureFunction teardown);
 #define AW_TEST_MAIN(suite, tests, setup, teardown)                                            \
 	aw_test_run_group(argc, argv, suite, tests, sizeof(tests) / sizeof((tests)[0]), setup, \
 			  teardown)
+/* The same for a binary without a backend (`test_x [CASES]`): cases is
+ * argv's pattern (NULL: $AW_TEST_CASE). */
+int aw_test_run_cases(const char *suite, const char *cases, const struct CMUnitTest *tests,
+		      size_t n, CMFixtureFunction setup, CMFixtureFunction teardown);
+#define AW_TEST_MAIN_PLAIN(suite, tests, setup, teardown)          \
+	aw_test_run_cases(suite, argc > 1 ? argv[1] : NULL, tests, \
+			  sizeof(tests) / sizeof((tests)[0]), setup, teardown)
+
+/* ---- skips: a suite that cannot run here says why and exits
+ * AW_TEST_SKIP_RC, which CTest reports as skipped (SKIP_RETURN_CODE) - never
+ * as passed; `make test` fails on any skip unless AWOOOP_TEST_ALLOW_SKIP=1. */
+#define AW_TEST_SKIP_RC 77
+/* Ends the binary at once as skipped ("SKIP: <why>" on stderr). */
+__attribute__((noreturn, format(printf, 1, 2))) void aw_test_skip_suite(const char *fmt, ...);
+/* Skips the running case, saying why: the binary then exits AW_TEST_SKIP_RC
+ * rather than 0 when no case failed. */
+#define aw_test_skip(...)                          \
+	do {                                       \
+		aw_test_skipped_case(__VA_ARGS__); \
+		skip();                            \
+	} while (0)
+__attribute__((format(printf, 1, 2))) void aw_test_skipped_case(const char *fmt, ...);
+
+/* ---- waiting for something asynchronous: calls cond(ud) at once, then
+ * every few milliseconds (backing off to 50 ms), until it returns non-zero
+ * (1) or timeout_ms pass on the monotonic clock (0, after a last call). The
+ * timeout is multiplied by $AW_TEST_TIMEOUT_SCALE (default 1; 3 in a
+ * sanitizer build). Use it instead of a sleep before an assertion; a test
+ * that measures time on purpose keeps its sleeps. */
+int aw_test_wait_until(int (*cond)(void *ud), void *ud, int timeout_ms);
 
 /* A private redis-server on a random port, for tests that kill it. */
 typedef struct {
