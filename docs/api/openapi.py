@@ -30,7 +30,13 @@ TSN = {"type": ["string", "null"], "pattern": TS["pattern"]}
 UUID = {"type": "string", "format": "uuid", "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}
 UUIDN = {"type": ["string", "null"], "pattern": UUID["pattern"]}
 QUEUE = r"^[A-Za-z0-9._-]{1,64}$"
-ANY = {}
+# free-form: an object whose members the API does not fix (a step's args, a
+# contract's body, usage, a ledger), and any JSON value (a run's input, a
+# step's result). additionalProperties: true says so, so that generated
+# clients type them as a map rather than an empty object.
+FREE = {"type": "object", "additionalProperties": True}
+JSONV = {"type": ["object", "array", "string", "number", "boolean", "null"], "additionalProperties": True,
+         "description": "any JSON value"}
 REF = lambda n: {"$ref": f"#/components/schemas/{n}"}
 
 
@@ -60,7 +66,8 @@ schemas = {
                      "created_by", "updated_at"], {
         "revision_id": UUID, "project": S(), "family": S(), "contract_id": S(),
         "state": S(enum=["draft", "published", "active", "superseded", "revoked"]),
-        "body": ANY, "created_at": TS, "created_by": S(), "updated_at": TS,
+        "body": {**FREE, "description": "the contract body (its family's schema)"}, "created_at": TS,
+        "created_by": S(), "updated_at": TS,
         "body_hash": {"type": ["string", "null"]}, "signature": {"type": ["string", "null"]},
         "key_id": {"type": ["string", "null"]}, "published_at": TSN,
         "published_by": {"type": ["string", "null"]}, "verified": B,
@@ -72,7 +79,7 @@ schemas = {
                                "waiting (for approval) or approved"),
         "tries": I(minimum=0, description="the step's finished executions (a started entry: before it); "
                                           "a step's `retry.attempts` counts these"),
-        "result": ANY, "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN}),
+        "result": JSONV, "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN}),
     "Run": obj(["run_id", "project", "state", "mode", "priority", "attempts", "max_attempts", "timeout_s",
                 "trace_id", "workflow", "created_at"], {
         "run_id": UUID, "project": S(),
@@ -80,15 +87,15 @@ schemas = {
                          "failed", "cancelled", "suggested"]),
         "mode": S(enum=["live", "shadow"]), "queue": S(pattern=QUEUE), "priority": I(), "attempts": I(minimum=0),
         "max_attempts": I(minimum=1), "timeout_s": I(minimum=1), "trace_id": S(),
-        "workflow": ANY, "input": ANY, "error_code": {"type": ["string", "null"]},
+        "workflow": {"type": "array", "items": FREE}, "input": JSONV, "error_code": {"type": ["string", "null"]},
         "created_at": TSN, "updated_at": TSN, "started_at": TSN, "finished_at": TSN, "run_after": TSN,
         "lease_owner": {"type": ["string", "null"]}, "lease_expires_at": TSN,
         "steps": {"type": "array", "items": REF("Step")},
-        "transitions": {"type": "array", "items": {"type": "object"}}}),
+        "transitions": {"type": "array", "items": FREE}}),
     "AuditEvent": obj(["event_id", "project", "seq", "ts", "actor", "action", "target", "trace_id",
                        "prev_hash", "hash", "payload"], {
         "event_id": UUID, "project": S(), "seq": I(minimum=1), "ts": TS, "actor": S(), "action": S(),
-        "target": S(), "trace_id": S(), "prev_hash": S(), "hash": S(), "payload": ANY}),
+        "target": S(), "trace_id": S(), "prev_hash": S(), "hash": S(), "payload": JSONV}),
     "Claims": obj(["kid", "iss", "aud", "sub", "run_id", "action", "jti", "iat", "nbf", "exp"], {
         "kid": S(), "iss": S(), "aud": S(), "sub": S(), "run_id": UUID,
         "action": S(enum=["approve", "deny"]), "jti": S(), "iat": I(), "nbf": I(), "exp": I()}),
@@ -113,7 +120,7 @@ schemas = {
                         "started_after": B})}})}}),
     "JsonRpc": {"type": "object", "required": ["jsonrpc"], "properties": {
         "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
-        "result": ANY, "error": obj(["code", "message"], {"code": I(), "message": S(), "data": ANY})}},
+        "result": JSONV, "error": obj(["code", "message"], {"code": I(), "message": S(), "data": JSONV})}},
 }
 
 HDR = {
@@ -190,7 +197,7 @@ op("GET", "/readyz", "readyz", "Readiness: store (and Redis) answer, schema curr
 op("GET", "/metrics", "metrics", "Prometheus metrics (text exposition format)", "operations",
    {"200": {"description": "metrics", "headers": std_headers, "content": {"text/plain": {"schema": S()}}}}, "none", open_route=True)
 op("GET", "/v1/openapi.json", "openapi", "This document", "operations",
-   {"200": js(obj(["openapi", "paths"], {"openapi": S(), "paths": {"type": "object"}}))}, "none", open_route=True)
+   {"200": js(obj(["openapi", "paths"], {"openapi": S(), "paths": FREE}))}, "none", open_route=True)
 
 op("POST", "/v1/projects", "createProject", "Create a project", "tenancy", {"201": js(REF("Project"), "created")},
    "platform-admin", body=obj(["id"], {"id": S()}, extra=False))
@@ -254,13 +261,13 @@ op("GET", "/console/{file}", "consoleFile", "A file of the web console", "consol
 
 C = "/v1/projects/{project}/contracts/{family}/{contract}"
 op("POST", C + "/revisions", "createRevision", "New draft revision", "contracts", {"201": js(REF("Revision"), "created")},
-   "operator", body=obj(["body"], {"body": {"type": "object"}}, extra=False))
+   "operator", body=obj(["body"], {"body": FREE}, extra=False))
 op("GET", C + "/revisions", "listRevisions", "Revisions of a contract", "contracts",
    {"200": js(items(REF("Revision"), cursor=False))}, "reader")
 op("GET", C + "/revisions/{rev}", "getRevision", "A revision (signature verified)", "contracts",
    {"200": js(REF("Revision"))}, "reader")
 op("PUT", C + "/revisions/{rev}", "updateRevision", "Replace a draft's body", "contracts",
-   {"200": js(REF("Revision"))}, "operator", body=obj(["body"], {"body": {"type": "object"}}, extra=False))
+   {"200": js(REF("Revision"))}, "operator", body=obj(["body"], {"body": FREE}, extra=False))
 op("GET", C + "/revisions/{rev}/diff/{other}", "diffRevisions", "RFC 6902 JSON Patch from rev to other", "contracts",
    {"200": js({"type": "array", "items": obj(["op", "path"], {"op": S(), "path": S()})})}, "reader")
 op("POST", C + "/revisions/{rev}/{action}", "revisionAction",
@@ -308,14 +315,14 @@ REFOBJ = {"description": "a reference: replaced, when the step executes, by the 
           **obj(["$ref"], {"$ref": S(pattern="^/(input|steps/[A-Za-z0-9][A-Za-z0-9._-]{0,62})(/.*)?$",
                                      maxLength=1024)}, extra=False)}
 STEP = obj(["kind"], {
-    "kind": S(), "args": {"type": "object", "description": "the kind's arguments; any value inside may be a "
-                                                           "reference {\"$ref\": POINTER} (see `when`)"},
+    "kind": S(), "args": {**FREE, "description": "the kind's arguments; any value inside may be a "
+                                                   "reference {\"$ref\": POINTER} (see `when`)"},
     "name": S(pattern="^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$", description="unique in the workflow; later steps refer "
                                                                        "to its result as /steps/<name>/result"),
     "when": {"description": "run the step only when the referenced value matches; else it is journaled skipped "
                             "(result null) and the run goes on. An absent path equals nothing and does not exist",
-             "oneOf": [obj(["$ref", "equals"], {"$ref": REFOBJ["properties"]["$ref"], "equals": ANY}, extra=False),
-                       obj(["$ref", "not_equals"], {"$ref": REFOBJ["properties"]["$ref"], "not_equals": ANY},
+             "oneOf": [obj(["$ref", "equals"], {"$ref": REFOBJ["properties"]["$ref"], "equals": JSONV}, extra=False),
+                       obj(["$ref", "not_equals"], {"$ref": REFOBJ["properties"]["$ref"], "not_equals": JSONV},
                            extra=False),
                        obj(["$ref", "exists"], {"$ref": REFOBJ["properties"]["$ref"], "exists": B}, extra=False)]},
     "retry": {"description": "the step's own retry policy, overriding the run's max_attempts and the worker's "
@@ -327,7 +334,7 @@ STEP = obj(["kind"], {
                                        "description": "further codes this step never retries"}}, extra=False)}},
     extra=False)
 RUNREQ = obj(["workflow"], {"workflow": {"type": "array", "minItems": 1, "maxItems": 100, "items": STEP},
-                            "input": ANY, "mode": S(enum=["live", "shadow"]), "priority": I(),
+                            "input": JSONV, "mode": S(enum=["live", "shadow"]), "priority": I(),
                             "max_attempts": I(), "timeout_s": I(), "idempotency_key": S(),
                             "run_at": {**TS, "description": "not before this time (within a year); a past time runs now"},
                             "queue": {**S(pattern=QUEUE), "description": "a declared queue of the project (default: default)"}})
@@ -367,7 +374,7 @@ op("POST", "/v1/chat/completions", "chatCompletions", "OpenAI chat completion th
                 "x-awooop-route": {"description": "the policy's route that served the call", "schema": S()},
                 "x-awooop-upstream-model": {"description": "the upstream model that answered", "schema": S()}},
             "content": {"application/json": {"schema": obj(["choices"], {"id": S(), "object": S(), "model": S(),
-                                                                         "choices": {"type": "array"}, "usage": {"type": "object"}})},
+                                                                         "choices": {"type": "array"}, "usage": FREE})},
                         "text/event-stream": {"schema": S()}}}}, "worker",
    body=obj(["messages"], {"model": S(), "messages": {"type": "array"}, "stream": B}))
 op("GET", "/v1/models", "listModels", "Route names and models of the project's active policy", "llm",
@@ -382,7 +389,7 @@ op("POST", MCP, "mcpPost", "MCP Streamable HTTP: JSON-RPC to the project's tools
             "headers": std_headers,
             "content": {"application/json": {"schema": REF("JsonRpc")}, "text/event-stream": {"schema": S()}}},
     "202": {"description": "a notification or response accepted", "headers": std_headers}},
-   "worker", body={"type": ["object", "array"]}, open_route=True, errors=RPCERR,
+   "worker", body={"type": ["object", "array"], "additionalProperties": True}, open_route=True, errors=RPCERR,
    extra_params=[{"name": "Mcp-Session-Id", "in": "header", "schema": S()},
                  {"name": "MCP-Protocol-Version", "in": "header", "schema": S()}])
 op("GET", MCP, "mcpGet",
@@ -404,7 +411,7 @@ op("POST", "/v1/projects/{project}/channels/{bot}/messages", "sendChannelMessage
    "operator", body=obj(["chat_id", "text"], {"chat_id": {"type": ["string", "integer"]}, "text": S(), "fingerprint": S()}))
 op("POST", "/v1/channels/telegram/{project}/{bot}", "telegramWebhook", "Telegram webhook: one update", "channels",
    {"200": js(obj(["ok"], {"ok": {"const": True}}))}, "none (X-Telegram-Bot-Api-Secret-Token)",
-   body={"type": "object"}, open_route=True,
+   body=FREE, open_route=True,
    extra_params=[{"name": "X-Telegram-Bot-Api-Secret-Token", "in": "header", "required": True, "schema": S()}])
 
 QUEUEDOC = obj(["name", "concurrency", "queued", "running"], {
@@ -420,14 +427,14 @@ op("PUT", "/v1/projects/{project}/queues/{queue}", "putQueue",
 op("GET", "/v1/projects/{project}/budget", "getBudget", "Spend against the limits of the current period", "budget",
    {"200": js(obj(["project", "budget", "period", "suspended"], {
        "project": S(), "budget": B, "period": S(), "period_kind": S(), "resets": S(), "suspended": B, "reason": S(),
-       "limit": I(), "reserved": I(), "settled": I(), "ledger": {"type": "object"}, "models": {"type": "array"}}))},
+       "limit": I(), "reserved": I(), "settled": I(), "ledger": FREE, "models": {"type": "array"}}))},
    "reader", extra_params=[{"name": "run", "in": "query", "schema": UUID}])
 op("GET", "/v1/projects/{project}/budget/ledger", "budgetLedger", "Ledger entries", "budget",
    {"200": js(obj(["entries"], {"entries": {"type": "array"}, "next": {"type": ["integer", "null"]}}))}, "reader",
    extra_params=["limit", {"name": "after", "in": "query", "schema": I(minimum=0)},
                  {"name": "run", "in": "query", "schema": UUID}])
 op("POST", "/v1/projects/{project}/budget/{action}", "budgetAction", "suspend or resume the project's model calls",
-   "budget", {"200": js({"type": "object"})}, "project-admin", body={"type": "object"})
+   "budget", {"200": js(FREE)}, "project-admin", body=FREE)
 
 doc = {
     "openapi": "3.1.0",

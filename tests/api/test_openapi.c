@@ -3,6 +3,7 @@
  * operations: every route has an operation (with an operationId and its 4XX
  * problem response) and every operation a
  * route. Path templates compare with their parameter names erased ("{x}").
+ * Every free-form object says so (additionalProperties: true).
  *   test_openapi DOCS/API/OPENAPI.JSON
  */
 #include <setjmp.h>
@@ -105,6 +106,79 @@ static void test_every_operation_routed(void **state)
 	assert_int_equal(stray, 0);
 }
 
+/* 1 when schema s may be an object: "type" is "object" or a list with it. */
+static int may_be_object(json_t *s)
+{
+	json_t *t = json_object_get(s, "type");
+	if (json_is_string(t))
+		return !strcmp(json_string_value(t), "object");
+	size_t i;
+	json_t *v;
+	json_array_foreach (t, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), "object"))
+			return 1;
+	return 0;
+}
+
+/* Counts the schemas under v that may be objects but fix no members
+ * ("properties") and do not say that any member goes (additionalProperties
+ * true or a schema): a generated client types those as an empty object. */
+static int unmarked_free_form(json_t *v, const char *where, int *free_form)
+{
+	int bad = 0;
+	if (json_is_object(v)) {
+		if (may_be_object(v) && !json_object_get(v, "properties")) {
+			json_t *ap = json_object_get(v, "additionalProperties");
+			if (json_is_true(ap) || json_is_object(ap)) {
+				(*free_form)++;
+			} else {
+				fprintf(stderr,
+					"%s: a free-form object without additionalProperties\n",
+					where);
+				bad++;
+			}
+		}
+		const char *k;
+		json_t *c;
+		json_object_foreach (v, k, c) {
+			char w[512];
+			snprintf(w, sizeof w, "%s/%s", where, k);
+			bad += unmarked_free_form(c, w, free_form);
+		}
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *c;
+		json_array_foreach (v, i, c) {
+			char w[512];
+			snprintf(w, sizeof w, "%s/%zu", where, i);
+			bad += unmarked_free_form(c, w, free_form);
+		}
+	}
+	return bad;
+}
+
+/* Free-form objects (a step's args, a contract's body, a run's input, usage,
+ * a ledger) are marked additionalProperties: true, so generated clients can
+ * hold them. */
+static void test_free_form_marked(void **state)
+{
+	(void)state;
+	int free_form = 0;
+	assert_int_equal(unmarked_free_form(doc, "#", &free_form), 0);
+	assert_true(free_form >= 10);
+	/* the ones issue 45 names */
+	json_t *run = json_object_get(
+		json_object_get(json_object_get(doc, "components"), "schemas"), "Run");
+	json_t *input = json_object_get(json_object_get(run, "properties"), "input");
+	assert_true(json_is_true(json_object_get(input, "additionalProperties")));
+	json_t *rev = json_object_get(
+		json_object_get(json_object_get(json_object_get(doc, "components"), "schemas"),
+				"Revision"),
+		"properties");
+	assert_true(json_is_true(
+		json_object_get(json_object_get(rev, "body"), "additionalProperties")));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
@@ -121,6 +195,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_route_documented),
 		cmocka_unit_test(test_every_operation_routed),
+		cmocka_unit_test(test_free_form_marked),
 	};
 	int rc = aw_test_run_cases("openapi", argc > 2 ? argv[2] : NULL, tests,
 				   sizeof tests / sizeof tests[0], NULL, NULL);
