@@ -39,7 +39,10 @@ void aw_metrics_budget(const char *project, const char *event, double tokens);
  * code: the refusal). */
 void aw_metrics_mcp_call(const char *project, const char *tool, const char *outcome, double seconds,
 			 int gate, const char *code);
-/* Returns a malloc'd text document; caller frees. NULL on out of memory. */
+/* Returns a malloc'd text document; caller frees. NULL on out of memory.
+ * Besides the series above: the process_* families (CPU, memory, file
+ * descriptors, start time, read from /proc/self at each call) and
+ * awooop_build_info{version,compiler,sanitized} 1. */
 char *aw_metrics_render(void);
 /* The channel hub: one inbound or outbound event; leadership. */
 void aw_metrics_channel(const char *project, const char *direction, const char *outcome);
@@ -82,6 +85,15 @@ void aw_metrics_run_queue_ages(const char *const *projects, const char *const *q
  * rather than an old value. family is one of the six contract families. */
 void aw_metrics_policy_lag(const char *const *projects, const char *const *families,
 			   const double *lag, int n, int64_t expires_ms);
+/* A run of a project's queue reached a final state (outcome as for
+ * aw_metrics_run_finished) seconds after its submission: a histogram of
+ * buckets from 0.1 s to a day. */
+void aw_metrics_run_duration(const char *project, const char *queue, const char *outcome,
+			     double seconds);
+/* How many runnable runs each of n queues has due: replaces every series of
+ * the gauge (a queue not listed has none and leaves the text). */
+void aw_metrics_run_queue_depths(const char *const *projects, const char *const *queues,
+				 const double *depths, int n);
 /* n custom redaction patterns of project stopped by their limits or budget
  * (redact.h). */
 void aw_metrics_redact_custom_limited(const char *project, int n);

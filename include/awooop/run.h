@@ -160,15 +160,17 @@ aw_err aw_run_queue_set(aw_store *s, const aw_ctx *ctx, const char *name, int co
 aw_err aw_run_queue_list(aw_store *s, const aw_ctx *ctx, json_t **out, aw_error *err);
 
 /* The age of the oldest runnable run (queued or retry_wait, due) of every
- * queue of every project that has one, read in one statement (platform
- * path) and published as awooop_run_queue_oldest_age_seconds (every series
- * replaced: a queue with none waiting leaves the text). *out (may be NULL;
- * free()) gets the queues, *n how many. Workers call it every
+ * queue of every project that has one, and how many it has due, read in one
+ * statement (platform path) and published as
+ * awooop_run_queue_oldest_age_seconds and awooop_run_queue_depth (every
+ * series replaced: a queue with none waiting leaves the text). *out (may be
+ * NULL; free()) gets the queues, *n how many. Workers call it every
  * queue_age_ms. */
 typedef struct {
 	char project[AW_PROJECT_MAX + 1];
 	char queue[AW_QUEUE_MAX + 1];
-	double age_s; /* since its run_after */
+	double age_s;	 /* since its run_after */
+	long long depth; /* its runs due (at most AW_RUN_QUEUE_DEPTH_MAX counted) */
 } aw_run_queue_age;
 aw_err aw_run_queue_age_sample(aw_store *s, aw_run_queue_age **out, int *n, aw_error *err);
 

@@ -9,16 +9,30 @@
 
 #include "awooop/buf.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "awooop/clock.h"
 
+#ifndef AWOOOP_VERSION
+#define AWOOOP_VERSION "0.0.0"
+#endif
+
+/* Histogram buckets (upper bounds, seconds): latencies, and whole runs
+ * (from submission to a final state: seconds to a day). */
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 				 0.05,	 0.1,	0.25,	0.5,   1,    2.5};
 #define NB (sizeof buckets / sizeof buckets[0])
+static const double run_buckets[] = {0.1, 0.5, 1,   2.5,  5,	10,    30,   60,
+				     120, 300, 600, 1800, 3600, 14400, 86400};
+#define NB_MAX 16
+_Static_assert(NB <= NB_MAX && sizeof run_buckets / sizeof run_buckets[0] <= NB_MAX,
+	       "a histogram's buckets fit its series");
 
 enum kind { COUNTER, HISTOGRAM, GAUGE };
 
@@ -28,7 +42,9 @@ typedef struct series {
 	enum kind kind;
 	char labels[256];
 	double value; /* counter total, gauge value, or histogram sum */
-	unsigned long long count, bucket[NB];
+	unsigned long long count, bucket[NB_MAX];
+	const double *bounds; /* a histogram's buckets (nb of them) */
+	size_t nb;
 	int64_t expires_ms; /* a gauge left out of the text from then on; 0: never */
 } series;
 
@@ -135,6 +151,15 @@ static const struct {
 	 "A project's custom redaction patterns stopped before the end of a text by their match"
 	 " limits or CPU budget (the rest of that text was not searched for them), by project.",
 	 "counter"},
+	{"awooop_run_duration_seconds",
+	 "Runs that reached a final state, by project, queue and outcome (succeeded, failed,"
+	 " cancelled, suggested): seconds from their submission to it (a run_at later than the"
+	 " submission and a wait for approval included).",
+	 "histogram"},
+	{"awooop_run_queue_depth",
+	 "Runnable runs (queued or retry_wait, due) of a queue, as this worker process last"
+	 " counted them (up to 100000); queues without one are absent.",
+	 "gauge"},
 };
 
 /* Caller holds mu. */
@@ -148,6 +173,8 @@ static series *get(const char *family, enum kind kind, const char *labels)
 		return NULL;
 	s->family = family;
 	s->kind = kind;
+	s->bounds = buckets;
+	s->nb = NB;
 	snprintf(s->labels, sizeof s->labels, "%s", labels);
 	s->next = head;
 	head = s;
@@ -160,8 +187,8 @@ static void observe(series *s, double v)
 		return;
 	s->value += v;
 	s->count++;
-	for (size_t i = 0; i < NB; i++)
-		if (v <= buckets[i])
+	for (size_t i = 0; i < s->nb; i++)
+		if (v <= s->bounds[i])
 			s->bucket[i]++;
 }
 
@@ -500,11 +527,174 @@ void aw_metrics_policy_lag(const char *const *projects, const char *const *famil
 	gauge_replace(35, "project", projects, "family", families_, lag, n, expires_ms);
 }
 
+void aw_metrics_run_duration(const char *project, const char *queue, const char *outcome,
+			     double seconds)
+{
+	char l[200];
+	snprintf(l, sizeof l, "project=\"%s\",queue=\"%s\",outcome=\"%s\"", project, queue,
+		 outcome);
+	pthread_mutex_lock(&mu);
+	series *h = get(families[37].family, HISTOGRAM, l);
+	if (h && h->bounds != run_buckets && !h->count) {
+		h->bounds = run_buckets;
+		h->nb = sizeof run_buckets / sizeof run_buckets[0];
+	}
+	observe(h, seconds < 0 ? 0 : seconds);
+	pthread_mutex_unlock(&mu);
+}
+
+void aw_metrics_run_queue_depths(const char *const *projects, const char *const *queues,
+				 const double *depths, int n)
+{
+	gauge_replace(38, "project", projects, "queue", queues, depths, n, 0);
+}
+
 void aw_metrics_redact_custom_limited(const char *project, int n)
 {
 	char l[120];
 	snprintf(l, sizeof l, "project=\"%s\"", project);
 	counter_add(36, l, n);
+}
+
+/* ---- the process (the standard names Prometheus' client libraries use, read
+ * from /proc/self at each scrape) and the build */
+
+/* The value after the command (field 2, in parentheses: it may hold spaces)
+ * of /proc/self/stat, field `field` (1-based as in proc(5)); 0 if unread. */
+static double stat_field(const char *stat, int field)
+{
+	const char *p = strrchr(stat, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int f = 3; f < field && *p; f++) {
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ' ')
+			p++;
+	}
+	return strtod(p, NULL);
+}
+
+static double boot_time_s(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	char line[256];
+	double bt = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, "btime ", 6)) {
+			bt = strtod(line + 6, NULL);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return bt;
+}
+
+/* /proc/self/stat into buf (cap bytes; "" if unread). */
+static void read_stat(char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	FILE *f = fopen("/proc/self/stat", "re");
+	if (!f)
+		return;
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* The start: constant, read once (the boot time + the ticks since boot). */
+static double start_s;
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static void read_start(void)
+{
+	char stat[1024];
+	read_stat(stat, sizeof stat);
+	long tick = sysconf(_SC_CLK_TCK);
+	if (tick > 0)
+		start_s = boot_time_s() + stat_field(stat, 22) / (double)tick;
+}
+
+static void render_process(aw_buf *b)
+{
+	char stat[1024];
+	read_stat(stat, sizeof stat);
+	pthread_once(&start_once, read_start);
+	struct rusage ru;
+	double cpu = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	int fds = 0;
+	DIR *d = opendir("/proc/self/fd");
+	for (struct dirent *e; d && (e = readdir(d));)
+		fds += e->d_name[0] != '.';
+	if (d) {
+		closedir(d);
+		fds--; /* the directory's own */
+	}
+	struct rlimit rl = {0};
+	getrlimit(RLIMIT_NOFILE, &rl);
+	static const char *const help[][3] = {
+		{"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+		 "counter"},
+		{"process_open_fds", "Number of open file descriptors.", "gauge"},
+		{"process_max_fds", "Maximum number of open file descriptors.", "gauge"},
+		{"process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge"},
+		{"process_resident_memory_bytes", "Resident memory size in bytes.", "gauge"},
+		{"process_start_time_seconds",
+		 "Start time of the process since unix epoch in seconds.", "gauge"},
+	};
+	double v[] = {cpu,
+		      fds,
+		      rl.rlim_cur == RLIM_INFINITY ? -1 : (double)rl.rlim_cur,
+		      stat_field(stat, 23),
+		      stat_field(stat, 24) * (double)sysconf(_SC_PAGESIZE),
+		      start_s};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		aw_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", help[i][0], help[i][1], help[i][0],
+			    help[i][2]);
+		if (v[i] >= 0)
+			aw_buf_addf(b, "%s %.17g\n", help[i][0], v[i]);
+	}
+}
+
+/* awooop_build_info: a constant 1 labelled with what this binary is. */
+static void render_build(aw_buf *b)
+{
+#if defined(__clang__)
+	static const char compiler[] = "clang " __clang_version__;
+#elif defined(__GNUC__)
+	static const char compiler[] = "gcc " __VERSION__;
+#else
+	static const char compiler[] = "other";
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	static const char sanitized[] = "yes";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+	static const char sanitized[] = "yes";
+#else
+	static const char sanitized[] = "no";
+#endif
+#else
+	static const char sanitized[] = "no";
+#endif
+	char c[64]; /* the version numbers only: a label value, no quotes */
+	size_t o = 0;
+	for (const char *p = compiler; *p && o + 1 < sizeof c; p++)
+		if (*p != '"' && *p != '\\' && *p != '(')
+			c[o++] = *p;
+		else if (*p == '(')
+			break;
+	while (o && c[o - 1] == ' ')
+		o--;
+	c[o] = '\0';
+	aw_buf_addf(b,
+		    "# HELP awooop_build_info A constant 1 labelled with the build: version,"
+		    " compiler, sanitized (a sanitizer build).\n# TYPE awooop_build_info gauge\n"
+		    "awooop_build_info{version=\"%s\",compiler=\"%s\",sanitized=\"%s\"} 1\n",
+		    AWOOOP_VERSION, c, sanitized);
 }
 
 #define METRICS_MAX ((size_t)64 << 20)
@@ -528,9 +718,9 @@ char *aw_metrics_render(void)
 					aw_buf_addf(&b, "%s %.17g\n", s->family, s->value);
 				continue;
 			}
-			for (size_t i = 0; i < NB; i++)
+			for (size_t i = 0; i < s->nb; i++)
 				aw_buf_addf(&b, "%s_bucket{%s%sle=\"%g\"} %llu\n", s->family, l,
-					    sep, buckets[i], s->bucket[i]);
+					    sep, s->bounds[i], s->bucket[i]);
 			aw_buf_addf(&b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", s->family, l, sep,
 				    s->count);
 			if (l[0])
@@ -542,6 +732,8 @@ char *aw_metrics_render(void)
 		}
 	}
 	pthread_mutex_unlock(&mu);
+	render_process(&b);
+	render_build(&b);
 	if (aw_buf_err(&b)) {
 		aw_buf_free(&b);
 		return NULL;

@@ -3,7 +3,9 @@
  * the worker's heartbeat thread asks the store every --queue-age-ms (one
  * statement for every project, one index descent per queue) and publishes
  * awooop_run_queue_oldest_age_seconds{project,queue}, the series the alert
- * AwooopRunQueueBacklogOld reads. A run waits from the moment it is due
+ * AwooopRunQueueBacklogOld reads, and awooop_run_queue_depth{project,queue}:
+ * how many runs are due (the index's due entries, at most
+ * AW_RUN_QUEUE_DEPTH_MAX counted). A run waits from the moment it is due
  * (run_after: its submission, its run_at, or the end of its retry backoff),
  * so a run scheduled for later or backing off is not "waiting".
  *
@@ -37,7 +39,8 @@ aw_err aw_run_queue_age_sample(aw_store *s, aw_run_queue_age **out, int *n, aw_e
 	const char **projects = calloc((size_t)nr + 1, sizeof *projects);
 	const char **queues = calloc((size_t)nr + 1, sizeof *queues);
 	double *v = calloc((size_t)nr + 1, sizeof *v);
-	if (!ages || !projects || !queues || !v) {
+	double *depths = calloc((size_t)nr + 1, sizeof *depths);
+	if (!ages || !projects || !queues || !v || !depths) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
@@ -50,11 +53,14 @@ aw_err aw_run_queue_age_sample(aw_store *s, aw_run_queue_age **out, int *n, aw_e
 		snprintf(a->project, sizeof a->project, "%s", rows[i].project_id);
 		snprintf(a->queue, sizeof a->queue, "%s", rows[i].queue);
 		a->age_s = due < now_ms ? (double)(now_ms - due) / 1000.0 : 0;
+		a->depth = rows[i].depth;
 		projects[k] = a->project;
 		queues[k] = a->queue;
+		depths[k] = (double)a->depth;
 		v[k++] = a->age_s;
 	}
 	aw_metrics_run_queue_ages(projects, queues, v, k);
+	aw_metrics_run_queue_depths(projects, queues, depths, k);
 	if (out) {
 		*out = ages;
 		ages = NULL;
@@ -67,5 +73,6 @@ out:
 	free(projects);
 	free(queues);
 	free(v);
+	free(depths);
 	return e;
 }

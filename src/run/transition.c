@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "awooop/audit.h"
+#include "awooop/clock.h"
 #include "awooop/metrics.h"
+#include "awooop/uuid.h"
 
 struct aw_run_pending {
 	const char *run_id, *trace_id; /* borrowed from the mover: live until the end */
@@ -205,8 +207,21 @@ out:
 	return e;
 }
 
+/* Seconds since a run's submission, from its id: a UUIDv7 minted when it
+ * was submitted carries that millisecond (no read of created_at); -1 for an
+ * id of another kind. */
+static double since_submitted(const char *run_id, int64_t now_ms)
+{
+	aw_uuid u;
+	if (aw_uuid_parse(run_id, &u) != 0 || (u.b[6] >> 4) != 7)
+		return -1;
+	int64_t at = (int64_t)aw_uuid7_ms(&u);
+	return at <= now_ms ? (double)(now_ms - at) / 1000.0 : 0;
+}
+
 /* Counts the runs that ended, per queue and final state, in the txn's
- * project (a handful of queues a txn: the counts are gathered first). */
+ * project (a handful of queues a txn: the counts are gathered first), and
+ * observes each one's time from submission to its end. */
 static void count_finished(const aw_run_txn *x)
 {
 	int failed = 0;
@@ -230,6 +245,16 @@ static void count_finished(const aw_run_txn *x)
 					aw_run_state_name(finals[f]), n);
 	}
 	free(done);
+	int64_t now_ms = aw_clock_wall_ms();
+	for (int i = 0; i < x->n; i++) {
+		int f = final_of(x->recs[i].action);
+		double took = f < 0 || !x->recs[i].queue[0]
+				      ? -1
+				      : since_submitted(x->recs[i].run_id, now_ms);
+		if (took >= 0)
+			aw_metrics_run_duration(x->ctx->project, x->recs[i].queue,
+						aw_run_state_name(finals[f]), took);
+	}
 }
 
 aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)

@@ -971,25 +971,40 @@ aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_olde
 	*n = 0;
 	aw_ctx sys = worker_ctx("queue-age");
 	aw_rows *r = NULL;
-	aw_val p[] = {AW_TEXT(now)};
-	/* per queue one descent of runs_due_queue (migrations 0028 / 0023) */
+	aw_val p[] = {AW_TEXT(now), AW_INT(AW_RUN_QUEUE_DEPTH_MAX)};
+	/* per queue one descent of runs_due_queue (migrations 0028 / 0023) and
+	 * its due entries, at most $2 of them (pg 0030) */
 	aw_err e = aw_store_exec1(
 		s, &sys,
 		s->drv->dialect == AW_DIALECT_PG
-			? "SELECT project_id, queue, due_at FROM platform_run_queue_oldest($1)"
-			: "SELECT project_id, name, due_at FROM (SELECT q.project_id, q.name,"
+			? "SELECT project_id, queue, due_at, depth FROM platform_run_queue_oldest($1, $2)"
+			: "SELECT project_id, name, due_at, (SELECT count(*) FROM (SELECT 1 FROM runs r"
+			  " WHERE r.project_id = q2.project_id AND r.queue = q2.name"
+			  " AND r.state IN ('queued', 'retry_wait') AND r.run_after <= $1 LIMIT $2))"
+			  " FROM (SELECT q.project_id, q.name,"
 			  " (SELECT min(r.run_after) FROM runs r WHERE r.project_id = q.project_id"
 			  " AND r.queue = q.name AND r.state IN ('queued', 'retry_wait')) AS due_at"
 			  " FROM (SELECT project_id, 'default' AS name FROM projects UNION ALL"
-			  " SELECT project_id, name FROM run_queues WHERE name <> 'default') q)"
+			  " SELECT project_id, name FROM run_queues WHERE name <> 'default') q) q2"
 			  " WHERE due_at <= $1",
-		1, p, &r, err);
+		2, p, &r, err);
 	if (e)
 		return e;
-	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_run_queue_oldest, project_id),
-					  AW_TEXT_FIELD(aw_run_queue_oldest, queue),
-					  AW_TEXT_FIELD(aw_run_queue_oldest, due_at)};
-	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+	aw_run_queue_oldest *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	if (!a) {
+		aw_rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	for (int k = 0; k < r->nrows; k++) {
+		aw_cell_copy(a[k].project_id, sizeof a[k].project_id, r, k, 0);
+		aw_cell_copy(a[k].queue, sizeof a[k].queue, r, k, 1);
+		aw_cell_copy(a[k].due_at, sizeof a[k].due_at, r, k, 2);
+		a[k].depth = aw_cell_ll(r, k, 3);
+	}
+	*n = r->nrows;
+	*out = a;
+	aw_rows_free(r);
+	return AW_OK;
 }
 
 aw_err aw_store_run_queues_of(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n,

@@ -257,6 +257,77 @@ static void test_metrics_render(void **state)
 	aw_metrics_reset();
 }
 
+/* A number after prefix (a whole line's start) in m, or -1. */
+static double metric_value(const char *m, const char *prefix)
+{
+	for (const char *p = m; (p = strstr(p, prefix)); p++)
+		if (p == m || p[-1] == '\n')
+			return strtod(p + strlen(prefix), NULL);
+	return -1;
+}
+
+/* The process (read from /proc/self), the build, a run's duration in its
+ * own buckets (seconds to a day) and the queue depths (replaced at each
+ * measurement). */
+static void test_metrics_process_and_runs(void **state)
+{
+	(void)state;
+	aw_metrics_reset();
+	aw_metrics_run_duration("p1", "default", "succeeded", 0.3);
+	aw_metrics_run_duration("p1", "default", "succeeded", 42);
+	aw_metrics_run_duration("p1", "default", "failed", 7200);
+	const char *pr[] = {"p1", "p2"}, *qu[] = {"default", "batch"};
+	double depth[] = {3, 100000};
+	aw_metrics_run_queue_depths(pr, qu, depth, 2);
+	char *m = aw_metrics_render();
+	assert_non_null(m);
+	const char *want[] = {
+		"# TYPE awooop_run_duration_seconds histogram\n",
+		"awooop_run_duration_seconds_bucket{project=\"p1\",queue=\"default\","
+		"outcome=\"succeeded\",le=\"0.5\"} 1\n",
+		"awooop_run_duration_seconds_bucket{project=\"p1\",queue=\"default\","
+		"outcome=\"succeeded\",le=\"60\"} 2\n",
+		"awooop_run_duration_seconds_bucket{project=\"p1\",queue=\"default\","
+		"outcome=\"failed\",le=\"3600\"} 0\n",
+		"awooop_run_duration_seconds_bucket{project=\"p1\",queue=\"default\","
+		"outcome=\"failed\",le=\"14400\"} 1\n",
+		"awooop_run_duration_seconds_count{project=\"p1\",queue=\"default\","
+		"outcome=\"succeeded\"} 2\n",
+		"awooop_run_queue_depth{project=\"p1\",queue=\"default\"} 3\n",
+		"awooop_run_queue_depth{project=\"p2\",queue=\"batch\"} 100000\n",
+		"# TYPE process_cpu_seconds_total counter\n",
+		"awooop_build_info{version=\"" AWOOOP_VERSION "\",compiler=\"",
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		if (!strstr(m, want[i]))
+			fail_msg("not in the metrics: %s", want[i]);
+	/* the latency histograms keep theirs */
+	aw_metrics_http_observe("GET", "/healthz", 200, 0.003);
+	free(m);
+	m = aw_metrics_render();
+	assert_non_null(strstr(
+		m,
+		"awooop_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.0005\"} 0\n"));
+	/* the process: plausible, from /proc/self */
+	assert_true(metric_value(m, "process_cpu_seconds_total ") >= 0);
+	assert_true(metric_value(m, "process_open_fds ") >= 3);
+	assert_true(metric_value(m, "process_max_fds ") >= metric_value(m, "process_open_fds "));
+	assert_true(metric_value(m, "process_resident_memory_bytes ") > 1 << 20);
+	assert_true(metric_value(m, "process_virtual_memory_bytes ") >=
+		    metric_value(m, "process_resident_memory_bytes "));
+	double start = metric_value(m, "process_start_time_seconds "),
+	       now = (double)aw_clock_wall_ms() / 1000;
+	assert_true(start > now - 3600 && start <= now + 1);
+	free(m);
+	/* a new measurement replaces the depths: a drained queue leaves */
+	aw_metrics_run_queue_depths(pr, qu, depth, 1);
+	m = aw_metrics_render();
+	assert_non_null(strstr(m, "awooop_run_queue_depth{project=\"p1\",queue=\"default\"} 3\n"));
+	assert_null(strstr(m, "awooop_run_queue_depth{project=\"p2\""));
+	free(m);
+	aw_metrics_reset();
+}
+
 /* The series the alerts read (deploy/prometheus/alerts.yml): a gauge with an
  * expiry leaves the text from then on; labels carry project ids only. */
 static void test_metrics_alerting(void **state)
@@ -644,6 +715,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_strict_json),
 		cmocka_unit_test(test_metrics_render),
 		cmocka_unit_test(test_metrics_alerting),
+		cmocka_unit_test(test_metrics_process_and_runs),
 		cmocka_unit_test(test_jcs),
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_random_pool),

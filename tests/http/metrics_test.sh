@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # /metrics against Prometheus' own linter and the Grafana dashboard: after
 # traffic of every kind `promtool check metrics` (Debian's prometheus
-# package) finds nothing, label values never come from the request (a
+# package) finds nothing, the process_* families, awooop_build_info, the
+# queue depth and the run duration histogram are there, label values never come from the request (a
 # thousand made-up paths and tool names add no series), and every metric the
 # dashboard in docs/grafana/ queries is one the server exports; the OpenAPI
 # document is served.
@@ -48,6 +49,19 @@ grep -qi 'zz-\|zzmethod' "$TMP/metrics" && bad "a request's own words became a l
 age=$(sed -n 's/^awooop_run_queue_oldest_age_seconds{project="met",queue="held"} //p' "$TMP/metrics")
 [ -n "$age" ] && awk -v a="$age" 'BEGIN{exit !(a >= 1 && a < 60)}' && ok || bad "queue age of met/held: '$age'"
 check "runs finished per queue" "$(grep -c '^awooop_run_finished_total{project="met",queue="default",outcome="succeeded"} 1$' "$TMP/metrics")" 1
+check "the run waiting in held counted" "$(grep -c '^awooop_run_queue_depth{project="met",queue="held"} 1$' "$TMP/metrics")" 1
+check "the finished run's duration observed" \
+  "$(grep -c '^awooop_run_duration_seconds_count{project="met",queue="default",outcome="succeeded"} 1$' "$TMP/metrics")" 1
+check "... in the buckets of a run (up to a day)" \
+  "$(grep -c '^awooop_run_duration_seconds_bucket{project="met",queue="default",outcome="succeeded",le="86400"} 1$' "$TMP/metrics")" 1
+for m in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
+  process_open_fds process_max_fds process_start_time_seconds; do
+  check "$m" "$(grep -cE "^$m [0-9.e+]+$" "$TMP/metrics")" 1
+done
+check "process_open_fds below process_max_fds" \
+  "$(awk '/^process_open_fds / {o = $2} /^process_max_fds / {m = $2} END {print (o > 3 && o < m)}' "$TMP/metrics")" 1
+check "awooop_build_info names this binary's version" \
+  "$(grep -c "^awooop_build_info{version=\"$("$BIN" version | awk '{print $2}')\",compiler=\"[^\"]*\",sanitized=\"\(yes\|no\)\"} 1$" "$TMP/metrics")" 1
 # (the channel hub reads each project's channel_event contract)
 check "convergence lag of a converged process" \
   "$(grep -c '^awooop_policy_convergence_lag_seconds{project="met",family="[a-z_]*"} 0$' "$TMP/metrics" | awk '{print ($1 >= 1)}')" 1

@@ -1320,6 +1320,26 @@ static double queue_age(const char *p, const char *q)
 	return v;
 }
 
+/* The depth of queue q of project p in a fresh sample (-1: not listed), the
+ * same in the gauge's text. */
+static double queue_depth(const char *p, const char *q)
+{
+	aw_run_queue_age *a = NULL;
+	int n = 0;
+	aw_error err = {0};
+	assert_int_equal(aw_run_queue_age_sample(S, &a, &n, &err), AW_OK);
+	double v = -1;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(a[i].project, p) && !strcmp(a[i].queue, q))
+			v = (double)a[i].depth;
+	free(a);
+	char series[200];
+	snprintf(series, sizeof series, "awooop_run_queue_depth{project=\"%s\",queue=\"%s\"}", p,
+		 q);
+	assert_true(metric(series) == v);
+	return v;
+}
+
 static double finished(const char *p, const char *q, const char *outcome)
 {
 	char series[200];
@@ -1364,6 +1384,13 @@ static void test_queue_metrics(void **state)
 	assert_true(queue_age("rt-main", "laterq") < 0); /* not due: not waiting */
 	assert_true(queue_age("rt-other", "agedq") < 0); /* its own queue is empty */
 	assert_true(queue_age("rt-main", "default") < 0);
+	/* and how many are due: two in agedq now; none in laterq (due later) */
+	char early[40];
+	submit("rt-main", "{\"workflow\":[{\"kind\":\"noop\"}],\"queue\":\"agedq\"}", NULL, early);
+	assert_true(queue_depth("rt-main", "agedq") == 2);
+	assert_true(queue_depth("rt-main", "laterq") < 0);
+	double d0 = metric("awooop_run_duration_seconds_count{project=\"rt-main\",queue=\"agedq\","
+			   "outcome=\"succeeded\"}");
 
 	double f0 = finished("rt-main", "agedq", "failed"),
 	       s0 = finished("rt-main", "agedq", "succeeded"),
@@ -1382,10 +1409,17 @@ static void test_queue_metrics(void **state)
 	assert_true(wait_state("rt-main", fails, "failed", 5000));
 	assert_true(wait_state("rt-main", slow, "succeeded", 5000));
 	assert_true(wait_state("rt-main", ok, "succeeded", 5000));
+	assert_true(wait_state("rt-main", early, "succeeded", 5000));
 	stop_worker(w);
 	assert_true(queue_age("rt-main", "agedq") < 0); /* nothing waits any more */
 	assert_true(finished("rt-main", "agedq", "failed") == f0 + 1);
-	assert_true(finished("rt-main", "agedq", "succeeded") == s0 + 3);
+	assert_true(finished("rt-main", "agedq", "succeeded") == s0 + 4);
+	/* each one's time from its submission: the first waited 1.5 s at least */
+	assert_true(metric("awooop_run_duration_seconds_count{project=\"rt-main\",queue=\"agedq\","
+			   "outcome=\"succeeded\"}") == (d0 < 0 ? 0 : d0) + 4);
+	assert_true(metric("awooop_run_duration_seconds_bucket{project=\"rt-main\",queue=\"agedq\","
+			   "outcome=\"succeeded\",le=\"1\"}") <= (d0 < 0 ? 0 : d0) + 3);
+	assert_true(queue_depth("rt-main", "agedq") < 0);
 	/* the queue's other series exist from its first count, at their value */
 	assert_true(metric("awooop_run_finished_total{project=\"rt-main\",queue=\"agedq\","
 			   "outcome=\"suggested\"}") >= 0);

@@ -157,12 +157,17 @@ aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw
 aw_err aw_store_run_approval_expired(aw_store *s, int limit, aw_run_ref **out, int *n,
 				     aw_error *err);
 /* Per queue (of every project) that has a runnable run - queued or in
- * retry_wait - due by now: the due time (run_after) of its oldest (platform
- * path; one statement, one index descent per queue). Free with free(). */
+ * retry_wait - due by now: the due time (run_after) of its oldest, and how
+ * many are due (counted up to AW_RUN_QUEUE_DEPTH_MAX: a deeper backlog reads
+ * as that many). Platform path; one statement, per queue one descent of the
+ * partial index runs_due_queue and a walk of its due entries. Free with
+ * free(). */
+#define AW_RUN_QUEUE_DEPTH_MAX 100000
 typedef struct {
 	char project_id[AW_PROJECT_MAX + 1];
 	char queue[AW_QUEUE_MAX + 1];
 	char due_at[AW_TS_LEN + 1];
+	long long depth;
 } aw_run_queue_oldest;
 aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_oldest **out, int *n,
 				 aw_error *err);
