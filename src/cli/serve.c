@@ -332,9 +332,9 @@ int aw_cmd_serve(int argc, char **argv)
 		 "convergence endpoint; gone after 3 missed reports)",
 		 NULL},
 		{"queue-age-ms", "AWOOOP_QUEUE_AGE_MS", "15000", 0,
-		 "how often a worker measures each queue's oldest runnable run (metric "
-		 "awooop_run_queue_oldest_age_seconds; one statement for every project), at most "
-		 "once a heartbeat; 0: not in this process",
+		 "how often a worker measures each queue's oldest runnable run and how many are "
+		 "due (metrics awooop_run_queue_oldest_age_seconds, awooop_run_queue_depth; one "
+		 "statement for every project), at most once a heartbeat; 0: not in this process",
 		 NULL},
 		{"redaction-poll-ms", "AWOOOP_REDACTION_POLL_MS", "2000", 0,
 		 "how often the process checks whether a project's custom redaction patterns "

@@ -71,7 +71,7 @@ check "unmatched routes share one label" "$(grep -c '^awooop_http_requests_total
 SERIES=$(grep -vc '^#' "$TMP/metrics")
 [ "$SERIES" -lt 400 ] && ok || bad "$SERIES series after the made-up traffic"
 # the dashboard's metrics are the server's
-grep -o 'awooop_[a-z_]*' "$DASH" | sed -E 's/_(bucket|sum|count)$//' | sort -u >"$TMP/dash"
+grep -oE '(awooop|process)_[a-z_]*' "$DASH" | sed -E 's/_(bucket|sum|count)$//' | sort -u >"$TMP/dash"
 grep '^# TYPE' "$TMP/metrics" | awk '{print $3}' | sort -u >"$TMP/have"
 check "dashboard metrics not exported" "$(comm -23 "$TMP/dash" "$TMP/have" | tr '\n' ' ')" ""
 check "dashboard covers runs, relay, convergence, gateways, budget" \
@@ -80,6 +80,8 @@ check "dashboard covers queue age, runs finished per queue, convergence lag" \
   "$(grep -oE 'awooop_(run_queue_oldest_age_seconds|run_finished_total|policy_convergence_lag_seconds)\b' "$DASH" | sort -u | wc -l)" 3
 check "dashboard covers in-flight, cost, budget share, emergency cap" \
   "$(grep -oE 'awooop_(llm_inflight|budget_cost_usd_total|budget_used_ratio|llm_emergency_cap)\b' "$DASH" | sort -u | wc -l)" 4
+check "dashboard covers queue depth, run durations, the process, the build" \
+  "$(grep -oE '(awooop_run_queue_depth|awooop_run_duration_seconds_bucket|process_cpu_seconds_total|process_resident_memory_bytes|process_open_fds|awooop_build_info)\b' "$DASH" | sort -u | wc -l)" 6
 jq -e '.panels | length > 10' "$DASH" >/dev/null && ok || bad "dashboard JSON"
 # the OpenAPI document is served as built into the binary, without a key
 req GET /v1/openapi.json ""

@@ -6,7 +6,7 @@ fuzz/CMakeLists.txt), as docs/testing.md describes them:
   - every test named *_postgres is labelled pg;
   - every test reports a skip as a skip (SKIP_RETURN_CODE 77);
   - docs/testing.md names every label in use.
-    labels_check.py BUILD_DIR DOCS/TESTING.MD"""
+    labels_check.py CTEST BUILD_DIR DOCS/TESTING.MD"""
 import json
 import re
 import subprocess
@@ -17,8 +17,8 @@ NOT_UNIT = {"blackbox", "pg", "redis", "npm", "slow"}
 
 
 def main():
-    build, doc = sys.argv[1], sys.argv[2]
-    out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, check=True,
+    ctest, build, doc = sys.argv[1], sys.argv[2], sys.argv[3]
+    out = subprocess.run([ctest, "--show-only=json-v1"], cwd=build, check=True,
                          capture_output=True, text=True).stdout
     tests = json.loads(out)["tests"]
     bad = []
