@@ -23,7 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *segs[AW_HTTP_MAX_SEGS], *segs2[AW_HTTP_MAX_SEGS];
 	int n = 0, n2 = 0;
 	aw_error err;
-	if (aw_decode_path(uri, &segbuf, segs, &n, &err) == AW_OK && n <= AW_HTTP_MAX_SEGS) {
+	aw_err e = aw_decode_path(uri, &segbuf, segs, &n, &err);
+	if (e != AW_OK && n != 0) /* a refused path has no segments to read */
+		abort();
+	if (e == AW_OK && n <= AW_HTTP_MAX_SEGS) {
 		if (segbuf.len > strlen(uri) + (size_t)n)
 			abort();
 		char re[AW_HTTP_PATH_MAX * 3 + 64];

@@ -104,22 +104,28 @@ aw_err aw_decode_path(const char *u, aw_buf *segbuf, const char **segs, int *nse
 			if (c == '%') {
 				int hi = i + 2 < n ? aw_hex_digit(u[i + 1]) : -1;
 				int lo = i + 2 < n ? aw_hex_digit(u[i + 2]) : -1;
-				if (hi < 0 || lo < 0)
+				if (hi < 0 || lo < 0) {
+					*nsegs = 0; /* a refused path has no segments */
 					return aw_fail(err, AW_E_REQ_PATH,
 						       "a broken %%-escape in the path");
+				}
 				c = (char)(hi << 4 | lo);
-				if (c == '\0' || c == '/')
+				if (c == '\0' || c == '/') {
+					*nsegs = 0;
 					return aw_fail(err, AW_E_REQ_PATH,
 						       "an encoded %s in a path segment",
 						       c ? "'/'" : "NUL");
+				}
 				i += 2;
 			}
 			aw_buf_add(segbuf, &c, 1);
 		}
 		aw_buf_add(segbuf, "", 1);
 	}
-	if (aw_buf_err(segbuf))
+	if (aw_buf_err(segbuf)) {
+		*nsegs = 0;
 		return aw_fail(err, aw_buf_err(segbuf), "the path could not be decoded");
+	}
 	for (int k = 0; k < *nsegs && k < AW_HTTP_MAX_SEGS; k++)
 		segs[k] = segbuf->p + starts[k];
 	return AW_OK;

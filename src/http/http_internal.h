@@ -154,7 +154,8 @@ aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out
  * segbuf (initialised here; the caller aw_buf_free()s it) and segs[0..*nsegs)
  * pointing into it; *nsegs > AW_HTTP_MAX_SEGS when there are more. A segment
  * may not decode to NUL or "/" nor hold a broken escape (AW_E_REQ_PATH); a
- * path over AW_HTTP_PATH_MAX is AW_E_REQ_URI_LONG. Empty segments are skipped. */
+ * path over AW_HTTP_PATH_MAX is AW_E_REQ_URI_LONG. Empty segments are skipped.
+ * On an error *nsegs is 0 (no segment to read). */
 aw_err aw_decode_path(const char *uri, aw_buf *segbuf, const char **segs, int *nsegs,
 		      aw_error *err);
 

@@ -973,7 +973,7 @@ aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_olde
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(now), AW_INT(AW_RUN_QUEUE_DEPTH_MAX)};
 	/* per queue one descent of runs_due_queue (migrations 0028 / 0023) and
-	 * its due entries, at most $2 of them (pg 0030) */
+	 * its due entries, at most $2 of them (pg 0031) */
 	aw_err e = aw_store_exec1(
 		s, &sys,
 		s->drv->dialect == AW_DIALECT_PG

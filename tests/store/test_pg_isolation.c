@@ -369,7 +369,7 @@ static void test_platform_path_is_definer_functions(void **state)
 	for (size_t k = 0; k < sizeof reads / sizeof reads[0]; k++) {
 		r = q(app, reads[k]);
 		assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
-		assert_int_equal(PQnfields(r), k ? 4 : 5); /* 0030: and the depth */
+		assert_int_equal(PQnfields(r), k ? 4 : 5); /* 0031: and the depth */
 		for (int i = 0; i < PQnfields(r); i++) {
 			assert_string_not_equal(PQfname(r, i), "body");
 			assert_string_not_equal(PQfname(r, i), "workflow");

@@ -1,4 +1,4 @@
--- 0030_run_queue_depth (PostgreSQL): how many runs each queue has due, beside
+-- 0031_run_queue_depth (PostgreSQL): how many runs each queue has due, beside
 -- the age of its oldest (awooop_run_queue_depth{project,queue}, issue 45).
 --
 -- The same walk as 0028's platform_run_queue_oldest - per queue (each
