@@ -30,10 +30,10 @@ ENTRY = {"http", "cli"}
 OWNER = {  # public header (include/awooop/NAME.h) -> folder, where not NAME
     "redis": "bus", "kv": "keys", "envelope": "audit", "keyring": "contract",
     "fleet": "cache", "policy": "cache", "relay": "outbox", "llm": "provider", "redaction": "tenancy",
-    "llm_wire": "provider", "mcp_wire": "mcp",
+    "llm_wire": "provider", "mcp_wire": "mcp", "schedule": "run",
 }
-for h in ("bounds buf clock crypto ctx egress err ident jcs json log metrics pattern "
-          "redact schema secret trace uuid wake").split():
+for h in ("bounds buf clock cron crypto ctx egress err ident jcs json log metrics pattern "
+          "redact schema secret trace tz uuid wake").split():
     OWNER[h] = "core"
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

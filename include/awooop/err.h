@@ -142,6 +142,10 @@
 	X(AW_E_CHANNEL_UPDATE, "E-CHANNEL-004", 400, "Malformed Telegram update")          \
 	X(AW_E_CHANNEL_WEBHOOK, "E-CHANNEL-005", 401, "Webhook secret mismatch")           \
 	X(AW_E_REDACT_PATTERN, "E-REDACT-001", 400, "Invalid custom redaction pattern")    \
+	X(AW_E_CRON, "E-CRON-001", 422, "Invalid cron expression")                         \
+	X(AW_E_CRON_ZONE, "E-CRON-002", 422, "Unknown time zone")                          \
+	X(AW_E_SCHEDULE_NOT_FOUND, "E-SCHEDULE-001", 404, "Schedule not found")            \
+	X(AW_E_SCHEDULE_EXISTS, "E-SCHEDULE-002", 409, "Schedule name taken")              \
 	X(AW_E_NOMEM, "E-INTERNAL-002", 500, "Out of memory")                              \
 	X(AW_E_INTERNAL, "E-INTERNAL-001", 500, "Internal error")
 

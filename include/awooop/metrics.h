@@ -16,7 +16,9 @@ void aw_metrics_store_observe(const char *backend, double seconds, aw_err result
 void aw_metrics_relay_publish(double seconds, int ok);
 void aw_metrics_outbox_backlog(double undelivered, double oldest_age_s);
 /* Run runtime counters; event is one of claimed, step, succeeded, failed,
- * reaped, empty_claim, approval_expired, pruned. */
+ * reaped, empty_claim, approval_expired, pruned, scheduled (runs a schedule
+ * started), schedule_raced (a due schedule another worker was firing or had
+ * fired). */
 void aw_metrics_run_event(const char *event, double n);
 /* Seconds since the epoch of a background loop's last successful tick. */
 void aw_metrics_loop_tick(const char *loop);

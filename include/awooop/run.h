@@ -182,6 +182,13 @@ int aw_run_idem_key_ok(const char *key);
  * another request under the key is AW_E_RUN_IDEMPOTENCY. */
 aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 		     const char *idem_key, aw_run *out, int *replayed, aw_error *err);
+/* The same inside the caller's write transaction t of ctx->project, at
+ * now_ms (the run's created_at), with its audit record; nobody is woken
+ * (the caller kicks after its commit: aw_run_kick). A failure may leave t
+ * unusable: roll it back. */
+aw_err aw_run_submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
+			const char *idem_key, int64_t now_ms, aw_run *out, int *replayed,
+			aw_error *err);
 /* Bulk submission: up to AW_RUN_BATCH_MAX runs in one transaction, each with
  * its own idempotency key and result; the runs share one audit record
  * (aw_audit_record_group) and those without a key are inserted together.
@@ -320,6 +327,10 @@ typedef struct {
 	 * run (aw_run_queue_age_sample), with the reaper: default (0) 15000;
 	 * -1: never (another worker process does) */
 	int queue_age_ms;
+	/* how often the scheduler thread fires due schedules (schedule.h; one
+	 * indexed statement when none is due): default (0) 1000; -1: never
+	 * (another worker process does; any may, a tick fires once) */
+	int schedule_ms;
 } aw_worker_opts;
 
 aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err);

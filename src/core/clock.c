@@ -8,11 +8,21 @@
 #include <string.h>
 #include <time.h>
 
+/* Tests move the wall clock (clock_hook.h) to play an hour of schedules
+ * in seconds. */
+static _Atomic int64_t wall_shift_ns;
+
+void aw_clock_test_shift_wall(int64_t ns)
+{
+	atomic_store(&wall_shift_ns, ns);
+}
+
 int64_t aw_clock_wall_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec +
+	       atomic_load_explicit(&wall_shift_ns, memory_order_relaxed);
 }
 
 int64_t aw_clock_wall_ms(void)

@@ -38,6 +38,7 @@ static void shutdown_worker(aw_worker *w)
 	for (int i = 0; i < w->solo_cap; i++)
 		w->solo[i].stop = 1;
 	pthread_cond_broadcast(&w->hb_cv);
+	pthread_cond_broadcast(&w->cron_cv);
 	pthread_cond_broadcast(&w->gate_cv);
 	pthread_cond_broadcast(&w->reserve_cv);
 	pthread_mutex_unlock(&w->mu);
@@ -54,6 +55,8 @@ static void shutdown_worker(aw_worker *w)
 		pthread_join(w->hb, NULL);
 	if (w->listener_started)
 		pthread_join(w->listener, NULL);
+	if (w->cron_started)
+		pthread_join(w->cron, NULL);
 	if (w->reserver_started)
 		pthread_join(w->reserver, NULL);
 	for (int i = 0; w->threads && i < w->nthreads; i++)
@@ -63,6 +66,7 @@ static void shutdown_worker(aw_worker *w)
 	free(w->hold);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->hb_cv);
+	pthread_cond_destroy(&w->cron_cv);
 	pthread_cond_destroy(&w->solo_cv);
 	pthread_cond_destroy(&w->gate_cv);
 	pthread_cond_destroy(&w->reserve_cv);
@@ -347,6 +351,8 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 #undef DEF
 	if (w->o.queue_age_ms == 0)
 		w->o.queue_age_ms = 15000;
+	if (w->o.schedule_ms == 0)
+		w->o.schedule_ms = 1000;
 	if (w->o.batch > 1000)
 		w->o.batch = 1000;
 	if (opts->id && *opts->id) {
@@ -363,6 +369,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 			*p = '-';
 	pthread_mutex_init(&w->mu, NULL);
 	aw_clock_cond_init(&w->hb_cv);
+	aw_clock_cond_init(&w->cron_cv);
 	pthread_cond_init(&w->solo_cv, NULL);
 	pthread_cond_init(&w->gate_cv, NULL);
 	aw_clock_cond_init(&w->reserve_cv);
@@ -414,6 +421,9 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 		w->listener_started = 1;
 	if (!rc && w->reserve && !(rc = pthread_create(&w->reserver, NULL, reserve_main, w)))
 		w->reserver_started = 1;
+	if (!rc && w->o.schedule_ms > 0 &&
+	    !(rc = pthread_create(&w->cron, NULL, aw_worker_scheduler_main, w)))
+		w->cron_started = 1;
 	if (rc) {
 		shutdown_worker(w);
 		return aw_fail(err, AW_E_INTERNAL, "cannot start a worker thread: %s",

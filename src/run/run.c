@@ -206,6 +206,29 @@ static aw_err submit_check(const aw_run_request *req, const char *idem_key, cons
 	return e;
 }
 
+aw_err aw_run_submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
+			const char *idem_key, int64_t now_ms, aw_run *out, int *replayed,
+			aw_error *err)
+{
+	char hash[65] = "";
+	json_t *p = NULL;
+	int claimed = 0;
+	*replayed = 0;
+	memset(out, 0, sizeof *out);
+	aw_err e = submit_check(req, idem_key, "idempotency_key", hash, err);
+	if (!e)
+		e = submit_in(t, ctx, req, idem_key, hash, now_ms, NULL, NULL, out, replayed,
+			      &claimed, &p, err);
+	if (!e && p) {
+		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
+		e = aw_audit_record_many(t, ctx, &it, 1, err);
+	}
+	json_decref(p);
+	if (e)
+		aw_run_free(out);
+	return e;
+}
+
 /* The held-back runs and their keys, written; pend is empty after. */
 static aw_err flush_pending(aw_txn *t, pending *pend, int64_t ms, aw_error *err)
 {

@@ -42,8 +42,9 @@ struct aw_worker {
 	char id[AW_WORKER_ID_MAX + 1];
 	thread_ctx *threads; /* nthreads: concurrency, then the idle-tenant lane */
 	int nthreads;
-	pthread_t hb, listener;
-	int has_listener, hb_started, listener_started;
+	pthread_t hb, listener, cron;
+	int has_listener, hb_started, listener_started, cron_started;
+	pthread_cond_t cron_cv; /* the scheduler's wait (scheduler.c); mu */
 	atomic_int stop;
 	pthread_mutex_t mu;
 	pthread_cond_t hb_cv;
@@ -81,6 +82,9 @@ static inline slot *aw_worker_slot(struct aw_worker *w, int i)
 	return i < nb ? &w->threads[i / w->o.batch].slots[i % w->o.batch] : &w->solo[i - nb];
 }
 
+/* The scheduler thread (scheduler.c): fires due schedules every
+ * schedule_ms until the worker stops. */
+void *aw_worker_scheduler_main(void *arg);
 /* Retry backoff: base x 2^(attempts-1), capped, +-25 % jitter from *rng. */
 int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap);
 uint64_t aw_worker_seed(void);
