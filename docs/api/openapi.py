@@ -155,6 +155,8 @@ params = {
     "bot": {"name": "bot", "in": "path", "required": True, "schema": S()},
     "action": {"name": "action", "in": "path", "required": True, "schema": S()},
     "queue": {"name": "queue", "in": "path", "required": True, "schema": S(pattern=QUEUE)},
+    "schedule": {"name": "schedule", "in": "path", "required": True,
+                 "schema": S(pattern="^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), "description": "the schedule's name"},
     "file": {"name": "file", "in": "path", "required": True, "schema": S(pattern=r"^[a-z0-9_.-]+$")},
     "limit": {"name": "limit", "in": "query", "required": False, "schema": I(minimum=1, maximum=1000)},
     "cursor": {"name": "cursor", "in": "query", "required": False, "schema": S()},
@@ -423,6 +425,43 @@ op("PUT", "/v1/projects/{project}/queues/{queue}", "putQueue",
    "Declare a run queue or change its concurrency limit (null: none); at most 100 a project", "runs",
    {"200": js(QUEUEDOC)}, "operator",
    body=obj(["concurrency"], {"concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": 100000}}, extra=False))
+
+SCHEDNAME = S(pattern="^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+CRON = S(maxLength=256, description="5 fields: minute hour day-of-month month day-of-week; lists, ranges, "
+                                    "steps, JAN..DEC, SUN..SAT; or @yearly @monthly @weekly @daily @hourly "
+                                    "(docs/schedules.md). A bad one: 422 E-CRON-001 at /cron")
+ZONE = S(maxLength=64, description="an IANA time zone of the server's zone database (default UTC); an unknown "
+                                   "one: 422 E-CRON-002 at /timezone")
+CATCHUP = S(enum=["skip", "once"], description="after downtime: skip (only ticks within 60 s of now fire) or "
+                                               "once (one catch-up run for the ticks missed, then on); default skip")
+SCHEDULEDOC = obj(["schedule_id", "project", "name", "cron", "timezone", "catch_up", "run", "next_fire_at",
+                   "last_fire_at", "last_run_id", "last_error", "created_at", "created_by", "updated_at"], {
+    "schedule_id": UUID, "project": S(), "name": SCHEDNAME, "cron": S(), "timezone": S(), "catch_up": CATCHUP,
+    "run": {"type": "object", "description": "the run request each tick submits"},
+    "next_fire_at": {**TSN, "description": "the next tick (null: it never fires again)"},
+    "last_fire_at": {**TSN, "description": "the tick of its last run"}, "last_run_id": UUIDN,
+    "last_error": {"type": ["string", "null"], "description": "the code of the last tick that could not "
+                                                            "start its run (cleared by the next that does)"},
+    "created_at": TS, "created_by": S(), "updated_at": TS,
+    "fires": {"type": "array", "description": "the newest ticks fired (20, newest first; GET of one schedule)",
+              "items": obj(["tick", "run_id", "catch_up", "missed", "fired_at"], {
+                  "tick": TS, "run_id": UUID, "catch_up": B,
+                  "missed": I(minimum=0, description="a catch-up run: the ticks it stands for"),
+                  "fired_at": TS})}})
+op("POST", "/v1/projects/{project}/schedules", "createSchedule",
+   "Start a run template on a cron schedule in a time zone; each tick starts one run across every worker "
+   "process (idempotency key schedule:<id>:<tick>); audited; at most 100 a project", "runs",
+   {"201": js(SCHEDULEDOC, "created")}, "operator",
+   body=obj(["name", "cron", "run"], {"name": SCHEDNAME, "cron": CRON, "timezone": ZONE, "catch_up": CATCHUP,
+                                      "run": {**RUNREQ, "description": "a run request (no run_at): its "
+                                                                       "errors' pointers are under /run"}},
+            extra=False))
+op("GET", "/v1/projects/{project}/schedules", "listSchedules", "The project's schedules by name", "runs",
+   {"200": js(items(SCHEDULEDOC, cursor=False))}, "reader")
+op("GET", "/v1/projects/{project}/schedules/{schedule}", "getSchedule",
+   "A schedule with the newest ticks it fired", "runs", {"200": js(SCHEDULEDOC)}, "reader")
+op("DELETE", "/v1/projects/{project}/schedules/{schedule}", "deleteSchedule",
+   "Delete a schedule (its runs stay); audited", "runs", {"204": NOBODY}, "operator")
 
 op("GET", "/v1/projects/{project}/budget", "getBudget", "Spend against the limits of the current period", "budget",
    {"200": js(obj(["project", "budget", "period", "suspended"], {

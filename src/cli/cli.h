@@ -109,6 +109,7 @@ int aw_cmd_contract(int argc, char **argv);
 int aw_cmd_watch(int argc, char **argv);
 int aw_cmd_keys(int argc, char **argv);
 int aw_cmd_run(int argc, char **argv);
+int aw_cmd_schedule(int argc, char **argv);
 int aw_cmd_whoami(int argc, char **argv);
 
 #endif

@@ -26,6 +26,7 @@ static void usage(void)
 	       "  whoami     the key's project, scope and principal\n"
 	       "  contract   apply, draft, publish, approve, activate, roll back, diff contracts\n"
 	       "  run        submit, get, list, cancel and diff runs; queues\n"
+	       "  schedule   start runs on a cron schedule: create, list, get, delete, preview\n"
 	       "  llm        one model call through the LLM gateway (--stream)\n"
 	       "  budget     a project's token budget: status, history, suspend, resume\n"
 	       "  approval   approval tokens: mint, verify, decide a waiting run\n"
@@ -77,6 +78,8 @@ int main(int argc, char **argv)
 		rc = aw_cmd_audit(argc - 2, argv + 2);
 	else if (strcmp(cmd, "run") == 0)
 		rc = aw_cmd_run(argc - 2, argv + 2);
+	else if (strcmp(cmd, "schedule") == 0)
+		rc = aw_cmd_schedule(argc - 2, argv + 2);
 	else if (strcmp(cmd, "keys") == 0)
 		rc = aw_cmd_keys(argc - 2, argv + 2);
 	else if (strcmp(cmd, "watch") == 0)

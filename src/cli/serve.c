@@ -336,6 +336,11 @@ int aw_cmd_serve(int argc, char **argv)
 		 "due (metrics awooop_run_queue_oldest_age_seconds, awooop_run_queue_depth; one "
 		 "statement for every project), at most once a heartbeat; 0: not in this process",
 		 NULL},
+		{"schedule-ms", "AWOOOP_SCHEDULE_MS", "1000", 0,
+		 "how often a worker fires the schedules that are due (one indexed statement when "
+		 "none is); any number of workers may, each tick starts one run; 0: not in this "
+		 "process",
+		 NULL},
 		{"redaction-poll-ms", "AWOOOP_REDACTION_POLL_MS", "2000", 0,
 		 "how often the process checks whether a project's custom redaction patterns "
 		 "changed (set through another process)",
@@ -424,6 +429,7 @@ int aw_cmd_serve(int argc, char **argv)
 		{"mcp-project-queue", 1, 1000000},
 		{"queue-age-ms", 0, 30000},
 		{"redaction-poll-ms", 100, 5000},
+		{"schedule-ms", 0, 60000},
 	};
 	/* no process of this uid (a stdio child before its sandbox, anything
 	 * else the host runs as awooop) may read this one's memory or
@@ -463,7 +469,8 @@ int aw_cmd_serve(int argc, char **argv)
 			     .retention_h = (int)wv[22],
 			     .store_threads = (int)wv[24],
 			     .host_store_threads = (int)wv[25],
-			     .queue_age_ms = wv[31] ? (int)wv[31] : -1};
+			     .queue_age_ms = wv[31] ? (int)wv[31] : -1,
+			     .schedule_ms = wv[33] ? (int)wv[33] : -1};
 
 	/* Block the stop signals (and SIGHUP, reload) in every thread; the main
 	 * thread waits for them. */

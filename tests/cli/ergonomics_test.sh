@@ -177,7 +177,7 @@ expect "unknown kind over the API" 422 .pointer /workflow/0/kind
 
 # --- every command's --help: what it does, its options, an example
 CMDS=$("$BIN" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {exit}' | grep -v '^version$')
-check "commands listed" "$(echo "$CMDS" | wc -l)" 17
+check "commands listed" "$(echo "$CMDS" | wc -l)" 18
 for c in $CMDS; do
   cli "$c" --help
   check "$c --help: exit" "$RC" 0
