@@ -10,7 +10,7 @@ set -euo pipefail
 BUILD_PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
   libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev
   libhiredis-dev libssl-dev libgnutls28-dev libjwt-dev libpcre2-dev libhyperscan-dev
-  help2man libcmocka-dev curl)
+  help2man libcmocka-dev curl tzdata)
 TEST_PKGS=(postgresql-15 redis-server jq sqlite3 json-schema-test-suite clang-format
   python3 python3-jsonschema util-linux prometheus chromium
   dpkg-dev lintian systemd strace adduser)
