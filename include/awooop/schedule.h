@@ -37,7 +37,7 @@
 #define AW_SCHEDULES_MAX 100		 /* a project's schedules */
 #define AW_SCHEDULE_GRACE_MS 60000	 /* a tick this late is still on time */
 #define AW_SCHEDULE_RUN_MAX (256 * 1024) /* bytes of a template (compact JSON) */
-#define AW_SCHEDULE_MISSED_MAX 100000	 /* missed ticks counted, at most */
+#define AW_SCHEDULE_MISSED_MAX 10000	 /* missed ticks counted, at most */
 #define AW_SCHEDULE_FIRES_SHOWN 20	 /* fires a schedule's view lists */
 
 /* A POST /v1/projects/{p}/schedules body: {"name", "cron", "timezone"?

@@ -446,8 +446,10 @@ static aw_err fire_ticks(firing *f, const aw_cron *c, const aw_tz *tz, int64_t d
 		char a[AW_TS_LEN + 1], b[AW_TS_LEN + 1];
 		aw_clock_format(first, a);
 		aw_clock_format(t, b);
-		json_t *p = json_pack("{s:s, s:s, s:s, s:i}", "name", f->row->name, "first_missed",
-				      a, "last_missed", b, "missed", missed);
+		/* capped: "missed" is a lower bound, "last_missed" the last counted */
+		json_t *p = json_pack("{s:s, s:s, s:s, s:i, s:b}", "name", f->row->name,
+				      "first_missed", a, "last_missed", b, "missed", missed,
+				      "capped", missed >= AW_SCHEDULE_MISSED_MAX);
 		e = p ? aw_audit_record(f->t, f->ctx, "schedule.skipped", f->row->schedule_id, p,
 					err)
 		      : aw_fail(err, AW_E_NOMEM, "out of memory");
