@@ -437,7 +437,7 @@ CATCHUP = S(enum=["skip", "once"], description="after downtime: skip (only ticks
 SCHEDULEDOC = obj(["schedule_id", "project", "name", "cron", "timezone", "catch_up", "run", "next_fire_at",
                    "last_fire_at", "last_run_id", "last_error", "created_at", "created_by", "updated_at"], {
     "schedule_id": UUID, "project": S(), "name": SCHEDNAME, "cron": S(), "timezone": S(), "catch_up": CATCHUP,
-    "run": {"type": "object", "description": "the run request each tick submits"},
+    "run": {**FREE, "description": "the run request each tick submits"},
     "next_fire_at": {**TSN, "description": "the next tick (null: it never fires again)"},
     "last_fire_at": {**TSN, "description": "the tick of its last run"}, "last_run_id": UUIDN,
     "last_error": {"type": ["string", "null"], "description": "the code of the last tick that could not "

@@ -1,4 +1,4 @@
--- 0031_schedules (PostgreSQL): runs started on a cron schedule. A schedule
+-- 0032_schedules (PostgreSQL): runs started on a cron schedule. A schedule
 -- is a project's run template (a run request, checked when it is written)
 -- with a cron expression, an IANA time zone and a catch-up policy; its row
 -- carries next_fire_at, the next tick. A worker fires a due schedule in one
