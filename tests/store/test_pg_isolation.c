@@ -137,6 +137,13 @@ static void seed(const char *p)
 		" gen_random_uuid(), gen_random_uuid());"
 		"INSERT INTO redaction_patterns (project_id, version, patterns, updated_at,"
 		" updated_by) VALUES ('%1$s', 1, '[]', now(), 's');"
+		"INSERT INTO schedules (project_id, schedule_id, name, cron, timezone, catch_up,"
+		" run, next_fire_at, created_at, created_by, updated_at) VALUES ('%1$s',"
+		" '00000000-0000-7000-8000-000000000001', 's', '* * * * *', 'UTC', 'skip', '{}',"
+		" now(), now(), 's', now());"
+		"INSERT INTO schedule_fires (project_id, schedule_id, tick_at, run_id, fired_at)"
+		" VALUES ('%1$s', '00000000-0000-7000-8000-000000000001', now(),"
+		" gen_random_uuid(), now());"
 		"COMMIT;",
 		p);
 	ok(app, sql);
@@ -168,8 +175,8 @@ static int teardown(void **state)
 
 static void test_every_tenant_table_forces_rls(void **state)
 {
-	char t[32][64];
-	int n = tenant_tables(t, 32);
+	char t[64][64];
+	int n = tenant_tables(t, 64);
 	assert_true(n >= 10);
 	for (int i = 0; i < n; i++) {
 		char sql[512];
@@ -197,8 +204,8 @@ static void test_every_tenant_table_forces_rls(void **state)
 
 static void test_project_sees_only_own_rows(void **state)
 {
-	char t[32][64];
-	int n = tenant_tables(t, 32);
+	char t[64][64];
+	int n = tenant_tables(t, 64);
 	for (int i = 0; i < n; i++) {
 		char sql[512];
 		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE project_id = 'iso-b'",
@@ -241,8 +248,8 @@ static void test_views_read_as_invoker(void **state)
 
 static void test_writing_other_project_fails(void **state)
 {
-	char t[32][64];
-	int n = tenant_tables(t, 32);
+	char t[64][64];
+	int n = tenant_tables(t, 64);
 	for (int i = 0; i < n; i++) {
 		char sql[1024], st[8];
 		snprintf(sql, sizeof sql,
@@ -275,8 +282,8 @@ static void test_writing_other_project_fails(void **state)
 
 static void test_no_project_sees_nothing(void **state)
 {
-	char t[32][64];
-	int n = tenant_tables(t, 32);
+	char t[64][64];
+	int n = tenant_tables(t, 64);
 	for (int i = 0; i < n; i++) {
 		char sql[256];
 		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", t[i]);
@@ -334,11 +341,12 @@ static void test_platform_path_is_definer_functions(void **state)
 	assert_int_equal(scalar(owner, "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON"
 				       " r.oid = p.proowner WHERE p.proname LIKE 'platform_%'"
 				       " AND p.prosecdef AND r.rolname = 'awooop_platform'"),
-			 14); /* key lookup, project list, the four outbox relay functions,
+			 15); /* key lookup, project list, the four outbox relay functions,
 				 the three run worker functions (claim, heartbeat, expired), the
 				 reaper's closed approval windows, the run retention, the
 				 queues' oldest runnable runs and a process's active pointers
-				 (the alerts, 0028), the custom redaction pattern versions */
+				 (the alerts, 0028), the custom redaction pattern versions, the
+				 due schedules (ids and times, 0032) */
 	/* the platform role's delete on runs is reachable only through the
 	 * retention function: the app role still cannot delete another
 	 * project's run */
