@@ -47,8 +47,9 @@ typedef struct {
  * AW_E_CONFIG for a malformed setting (the message names it, never a header
  * value). */
 aw_err aw_otel_start(const aw_otel_opts *o, aw_error *err);
-/* Stops the exporter: what is queued gets one last try (at most the export
- * timeout, capped at 5 s), then the thread ends. Safe without a start. */
+/* Stops the exporter: what is queued gets one last try, and a POST in
+ * flight its end, within the export timeout capped at 5 s; then the thread
+ * ends. Safe without a start. */
 void aw_otel_stop(void);
 /* 1 while an exporter runs. */
 int aw_otel_on(void);

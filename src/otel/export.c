@@ -55,6 +55,9 @@ static struct {
 	int warned;	      /* exporter thread */
 } ex;
 
+/* When stopping: the moment a transfer in flight is abandoned (0: none). */
+static atomic_llong abort_at_ns;
+
 /* ---------------------------------------------------------------- settings */
 
 static int token_char(unsigned char c)
@@ -362,6 +365,7 @@ aw_err aw_otel_start(const aw_otel_opts *o, aw_error *err)
 	otel_q.batch = (int)batch;
 	otel_q.share_max = queue > 1 ? (int)(queue / 2) : 1;
 	otel_q.stop = 0;
+	atomic_store(&abort_at_ns, 0);
 	aw_clock_cond_init(&otel_q.cv);
 	atomic_store_explicit(&otel_q.on, 1, memory_order_release);
 	if (pthread_create(&ex.thread, NULL, exporter, NULL) != 0) {
@@ -391,6 +395,7 @@ void aw_otel_stop(void)
 	otel_q.stop = 1;
 	int64_t last = ex.timeout_ms < FINAL_FLUSH_MS ? ex.timeout_ms : FINAL_FLUSH_MS;
 	ex.final_ns = aw_clock_mono_ns() + last * 1000000LL;
+	atomic_store(&abort_at_ns, ex.final_ns); /* a POST in flight ends there too */
 	pthread_mutex_unlock(&otel_q.mu);
 	pthread_cond_broadcast(&otel_q.cv);
 	pthread_join(ex.thread, NULL);
@@ -509,6 +514,16 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 			r->retry_after_ms = s > BACKOFF_MAX_MS / 1000 ? BACKOFF_MAX_MS : s * 1000;
 	}
 	return len;
+}
+
+/* libcurl's progress callback (at least once a second): a transfer still
+ * going at the stopping deadline is abandoned (a receiver that never
+ * answers holds no shutdown longer than that). */
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)ud, (void)dt, (void)dn, (void)ut, (void)un;
+	int64_t at = atomic_load(&abort_at_ns);
+	return at && aw_clock_mono_ns() >= at;
 }
 
 /* One POST of body. *rejected: the spans a partial success refused. */
@@ -660,6 +675,8 @@ static void *exporter(void *arg)
 		curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION " otlp-json");
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	}
 	int64_t next = aw_clock_mono_ns() + (int64_t)ex.delay_ms * 1000000LL;
 	for (;;) {
