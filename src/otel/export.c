@@ -311,7 +311,7 @@ aw_err aw_otel_start(const aw_otel_opts *o, aw_error *err)
 		e = env_long("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_BATCH, 1, 1000000, &batch,
 			     err);
 	if (!e)
-		e = env_long("OTEL_BSP_SCHEDULE_DELAY", DEFAULT_DELAY_MS, 1, 3600000, &delay, err);
+		e = env_long("OTEL_BSP_SCHEDULE_DELAY", DEFAULT_DELAY_MS, 1, 30000, &delay, err);
 	if (!e)
 		e = env_long("OTEL_EXPORTER_OTLP_TIMEOUT", DEFAULT_TIMEOUT_MS, 1, 600000, &timeout,
 			     err);

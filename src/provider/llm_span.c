@@ -21,7 +21,9 @@ void llm_span(const aw_llm_call *c)
 		aw_span_begin("chat", AW_SPAN_CLIENT, &c->ctx.trace, c->parent_span, 0, c->t0_ns);
 	if (!s)
 		return;
-	aw_span_name(s, "chat", c->rq.model);
+	/* named by the model asked once a route took it (an unknown model's
+	 * name, a client's word, stays out of the span's name) */
+	aw_span_name(s, "chat", c->route[0] ? c->rq.model : NULL);
 	aw_span_project(s, c->ctx.project);
 	aw_span_str(s, "gen_ai.operation.name", "chat");
 	/* the wire kind of the target the call ended on (the first one when it

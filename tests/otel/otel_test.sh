@@ -40,9 +40,11 @@ for _ in $(seq 1 100); do RP=$(sed -n 's/^port //p' "$TMP/rx.out"); [ -n "$RP" ]
 "$FAKE_LLM" --name COMPLX7 >"$TMP/fake-llm" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 50); do FP=$(sed -n 's/^port //p' "$TMP/fake-llm"); [ -n "$FP" ] && break; sleep 0.1; done
+[ -n "$FP" ] || { echo "the fake LLM did not start" >&2; cat "$TMP/fake-llm" >&2; exit 1; }
 "$FAKE_MCP" --http 0 >"$TMP/fake-mcp" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 50); do MP=$(head -1 "$TMP/fake-mcp"); [ -n "$MP" ] && break; sleep 0.1; done
+[ -n "$MP" ] || { echo "the MCP double did not start" >&2; cat "$TMP/fake-mcp" >&2; exit 1; }
 cat >"$TMP/llm.json" <<JSON
 {"providers": {"openai": {"url": "http://127.0.0.1:$FP/v1", "api": "openai"}}}
 JSON
@@ -73,6 +75,7 @@ T2=5cf92f3577b34da6a3ce929d0e0e4737; P2=11f067aa0ba902b8
 T3=6df92f3577b34da6a3ce929d0e0e4738; P3=22f067aa0ba902b9
 T4=7ef92f3577b34da6a3ce929d0e0e4739; P4=33f067aa0ba902ba
 T5=8ff92f3577b34da6a3ce929d0e0e473a; P5=44f067aa0ba902bb
+T6=9af92f3577b34da6a3ce929d0e0e473b; P6=55f067aa0ba902bc
 hdr() { tr -d '\r' <"$TMP/hdr" | awk -F': ' -v h="$1" 'tolower($1) == h { print $2 }'; }
 
 # a chat call, continuing the caller's trace
@@ -87,6 +90,10 @@ UP_TP=$(curl -s "http://127.0.0.1:$FP/stats" | jq -r .last_traceparent)
 req POST /v1/chat/completions "$W" "{\"model\":\"bad\",\"messages\":[{\"role\":\"user\",\"content\":\"$PROMPT\"}]}" \
   -H "traceparent: 00-$T5-$P5-01"
 check "a failed call fails" "$([ "$STATUS" -ge 400 ] && echo yes)" yes
+# a model no route takes
+req POST /v1/chat/completions "$W" "{\"model\":\"nosuchmodelX7\",\"messages\":[{\"role\":\"user\",\"content\":\"$PROMPT\"}]}" \
+  -H "traceparent: 00-$T6-$P6-01"
+expect "unknown model" 404
 # a tool call and a refused one (stateless MCP)
 M=/v1/projects/acme/mcp
 META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}'
@@ -126,7 +133,7 @@ want_spans() { # wait until trace $1 has at least $2 spans
   done
   return 1
 }
-want_spans $T1 2; want_spans $T2 4; want_spans $T3 6; want_spans $T5 2
+want_spans $T1 2; want_spans $T2 4; want_spans $T3 6; want_spans $T5 2; want_spans $T6 2
 sp() { jq -s -r --arg t "$1" "[.[] | select(.traceId == \$t)] | $2" "$S"; }
 check "the receiver found no problem" "$(cat "$TMP/rx/problems.jsonl" 2>/dev/null)" ""
 
@@ -169,6 +176,12 @@ BAD=$(sp $T5 '.[] | select(.kind == "CLIENT")')
 check "failed llm span: error status" "$(j "$BAD" .status)" ERROR
 check "failed llm span: outcome" "$(j "$BAD" '.attributes."awooop.outcome" != "ok"')" true
 check "failed llm span: error.type is a code" "$(j "$BAD" '.attributes."error.type" | startswith("E-")')" true
+
+# the refused one: no route took the model, so its name stays out of the span's
+UNK=$(sp $T6 '.[] | select(.kind == "CLIENT")')
+check "refused llm span: named by the operation alone" "$(j "$UNK" .name)" chat
+check "refused llm span: code" "$(j "$UNK" '[.attributes."error.type", .attributes."awooop.outcome", .status] | join(" ")')" "E-LLM-002 refused ERROR"
+check "refused llm span: the model asked" "$(j "$UNK" '.attributes."gen_ai.request.model"')" nosuchmodelX7
 
 # the tool calls
 TOOL=$(sp $T2 '.[] | select(.name == "execute_tool echo__web")')
@@ -234,6 +247,7 @@ P_OFF=$(p50)
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null
 export OTEL_BSP_MAX_QUEUE_SIZE=16 OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8 OTEL_BSP_SCHEDULE_DELAY=20 \
   OTEL_EXPORTER_OTLP_TIMEOUT=3000
+LOG0=$(wc -l <"$TMP/server.log")
 aw_serve --llm-config "$TMP/llm.json" --otlp-endpoint "http://127.0.0.1:$HP"
 P_DEAD=$(p50)
 echo "p50 of a chat call: ${P_OFF} us without export, ${P_DEAD} us exporting to a dead receiver"
@@ -245,9 +259,11 @@ check "spans that found the queue full are counted" \
   "$(echo "$MET" | awk '/^awooop_otel_spans_dropped_total\{reason="(queue_full|project_share)"\}/ {n += $2} END {print (n > 0)}')" 1
 T0=$(date +%s%N)
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null
+RC=$?
 STOP_MS=$((($(date +%s%N) - T0) / 1000000))
 echo "stopped in $STOP_MS ms with the receiver dead"
 check "stops promptly with the receiver dead (the last try is bounded)" "$([ "$STOP_MS" -lt 15000 ] && echo yes)" yes
-check "said why the spans were lost, once" "$(grep -c 'trace export failed' "$TMP/server.log")" 1
+check "exits 0 on SIGTERM with the receiver dead" "$RC" 0
+check "said why the spans were lost, once" "$(tail -n +"$((LOG0 + 1))" "$TMP/server.log" | grep -c 'trace export failed')" 1
 
 aw_done otel_test

@@ -160,8 +160,11 @@ function decode(req) {
   return spans;
 }
 
-// proto3 JSON: an omitted field is its default; 64-bit integers may be strings
+// proto3 JSON: an omitted field is its default (but a member of a oneof, as
+// AnyValue's, is there whatever its value); 64-bit integers may be strings
+const ONEOF = ['stringValue', 'intValue', 'boolValue', 'doubleValue', 'bytesValue'];
 function canonical(x, key) {
+  if (ONEOF.includes(key)) return key === 'intValue' ? String(x) : x;
   if (Array.isArray(x)) {
     const a = x.map((v) => canonical(v)).filter((v) => v !== undefined);
     return a.length ? a : undefined;

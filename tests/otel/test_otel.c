@@ -100,6 +100,7 @@ static void test_settings_refused(void **state)
 		{"OTEL_BSP_MAX_QUEUE_SIZE", "lots", "OTEL_BSP_MAX_QUEUE_SIZE"},
 		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096", "may not exceed"},
 		{"OTEL_EXPORTER_OTLP_TIMEOUT", "0", "OTEL_EXPORTER_OTLP_TIMEOUT"},
+		{"OTEL_BSP_SCHEDULE_DELAY", "60000", "OTEL_BSP_SCHEDULE_DELAY"},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "Content-Type=text/plain", "is refused"},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "x=sec%0dret", "control character"},
 		{"OTEL_TRACES_EXPORTER", "zipkin", "otlp or none"},
@@ -234,7 +235,9 @@ static void test_encoding(void **state)
 	receiver r;
 	receiver_start(&r, 200, "{\"partialSuccess\":{\"rejectedSpans\":\"1\"}}");
 	clear_env();
-	setenv("OTEL_BSP_SCHEDULE_DELAY", "3600000", 1); /* one batch, sent by the stop */
+	/* one batch: the second span fills it (the delay never passes) */
+	setenv("OTEL_BSP_SCHEDULE_DELAY", "30000", 1);
+	setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2", 1);
 	setenv("OTEL_SERVICE_NAME", "svc", 1);
 	setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=ignored,team=ops%2Fsre", 1);
 	setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20abc,x-a=1", 1);
