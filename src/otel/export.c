@@ -47,6 +47,9 @@ static struct {
 	int started;
 	char url[2048];
 	char shown[600]; /* the URL for logs: no user, password or query */
+	/* TLS: the receiver's CA bundle, a client certificate and its key
+	 * (PEM files; "" = libcurl's default, none) */
+	char ca[1024], cert[1024], key[1024];
 	struct curl_slist *headers;
 	json_t *resource; /* the exporter thread's once started */
 	int delay_ms, timeout_ms;
@@ -287,6 +290,21 @@ static aw_err set_url(const char *base, const char *full, aw_error *err)
 	return e;
 }
 
+/* A PEM file setting (the traces variable, else the general one) into out,
+ * checked readable now: a wrong path is said at start, not at every export. */
+static aw_err file_setting(const char *traces, const char *general, char *out, size_t cap,
+			   aw_error *err)
+{
+	const char *name = env(traces) ? traces : general, *v = env(name);
+	out[0] = '\0';
+	if (!v)
+		return AW_OK;
+	if (strlen(v) >= cap || access(v, R_OK) != 0)
+		return aw_fail(err, AW_E_CONFIG, "%s: cannot read the file it names", name);
+	snprintf(out, cap, "%s", v);
+	return AW_OK;
+}
+
 static void *exporter(void *arg);
 
 aw_err aw_otel_start(const aw_otel_opts *o, aw_error *err)
@@ -318,6 +336,21 @@ aw_err aw_otel_start(const aw_otel_opts *o, aw_error *err)
 	if (!e)
 		e = env_long("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", timeout, 1, 600000, &timeout,
 			     err);
+	if (!e)
+		e = file_setting("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+				 "OTEL_EXPORTER_OTLP_CERTIFICATE", ex.ca, sizeof ex.ca, err);
+	if (!e)
+		e = file_setting("OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE",
+				 "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", ex.cert, sizeof ex.cert,
+				 err);
+	if (!e)
+		e = file_setting("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
+				 "OTEL_EXPORTER_OTLP_CLIENT_KEY", ex.key, sizeof ex.key, err);
+	if (!e && !ex.cert[0] != !ex.key[0])
+		e = aw_fail(
+			err, AW_E_CONFIG,
+			"a client certificate and its key go together "
+			"(OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_KEY)");
 	if (!e && batch > queue)
 		e = aw_fail(
 			err, AW_E_CONFIG,
@@ -675,6 +708,12 @@ static void *exporter(void *arg)
 		curl_easy_setopt(h, CURLOPT_USERAGENT, "awooop/" AWOOOP_VERSION " otlp-json");
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+		if (ex.ca[0])
+			curl_easy_setopt(h, CURLOPT_CAINFO, ex.ca);
+		if (ex.cert[0]) {
+			curl_easy_setopt(h, CURLOPT_SSLCERT, ex.cert);
+			curl_easy_setopt(h, CURLOPT_SSLKEY, ex.key);
+		}
 		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	}

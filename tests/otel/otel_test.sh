@@ -228,6 +228,24 @@ check "the exporter's loop ticks" "$(echo "$MET" | grep -c '^awooop_loop_last_ti
 check "nothing dropped" "$(echo "$MET" | grep -c '^awooop_otel_spans_dropped_total')" 0
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null
 
+# --- over HTTPS: the receiver's CA from OTEL_EXPORTER_OTLP_CERTIFICATE
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$TMP/rx.key" -out "$TMP/rx.crt" >/dev/null 2>&1
+mkdir -p "$TMP/rxs"
+node "$NM/receiver.mjs" "$TMP/rxs" --tls "$TMP/rx.key" "$TMP/rx.crt" >"$TMP/rxs.out" 2>"$TMP/rxs.err" &
+PIDS+=($!)
+for _ in $(seq 1 100); do RPS=$(sed -n 's/^port //p' "$TMP/rxs.out"); [ -n "$RPS" ] && break; sleep 0.1; done
+OTEL_EXPORTER_OTLP_CERTIFICATE=$TMP/rx.crt aw_serve --llm-config "$TMP/llm.json" --otlp-endpoint "https://127.0.0.1:$RPS"
+T7=aaf92f3577b34da6a3ce929d0e0e473c
+req POST /v1/chat/completions "$W" '{"model":"chat","messages":[{"role":"user","content":"hi"}]}' \
+  -H "traceparent: 00-$T7-66f067aa0ba902bd-01"
+expect "chat (https export)" 200
+S=$TMP/rxs/spans.jsonl
+want_spans $T7 2
+check "spans over HTTPS, the receiver's CA trusted" "$(sp $T7 '[.[].name] | sort | join(",")')" "POST /v1/chat/completions,chat chat"
+check "no problem over HTTPS" "$(cat "$TMP/rxs/problems.jsonl" 2>/dev/null)" ""
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null
+
 # --- a dead receiver: it accepts connections and never answers
 python3 -c '
 import socket, sys, time

@@ -14,9 +14,11 @@
 // OUT/spans.jsonl; the raw bodies go to OUT/raw.jsonl, the x-test-token
 // header to OUT/headers.jsonl; what fails is answered 400 and written to
 // OUT/problems.jsonl.
-//   node receiver.mjs OUT [--fail-first N]   prints "port N" once listening;
-//   --fail-first N answers the first N exports 503 (the exporter retries).
+//   node receiver.mjs OUT [--fail-first N] [--tls KEY CERT]   prints "port N"
+//   once listening; --fail-first N answers the first N exports 503 (the
+//   exporter retries); --tls serves HTTPS with that key and certificate.
 import http from 'node:http';
+import https from 'node:https';
 import fs from 'node:fs';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -26,6 +28,8 @@ const OUT = process.argv[2];
 let failFirst = 0;
 const i = process.argv.indexOf('--fail-first');
 if (i > 0) failFirst = Number(process.argv[i + 1]);
+const t = process.argv.indexOf('--tls');
+const tls = t > 0 ? { key: fs.readFileSync(process.argv[t + 1]), cert: fs.readFileSync(process.argv[t + 2]) } : null;
 
 const HEX32 = /^[0-9a-f]{32}$/, HEX16 = /^[0-9a-f]{16}$/, U64 = /^[0-9]{1,20}$/;
 
@@ -188,7 +192,7 @@ function write(file, obj) {
   fs.appendFileSync(`${OUT}/${file}`, JSON.stringify(obj) + '\n');
 }
 
-const server = http.createServer((rq, rs) => {
+const handler = (rq, rs) => {
   const chunks = [];
   rq.on('data', (c) => chunks.push(c));
   rq.on('end', () => {
@@ -251,5 +255,6 @@ const server = http.createServer((rq, rs) => {
       });
     answer(200, {});
   });
-});
+};
+const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
 server.listen(0, '127.0.0.1', () => console.log(`port ${server.address().port}`));

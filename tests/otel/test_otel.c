@@ -32,13 +32,22 @@
 
 static void clear_env(void)
 {
-	const char *names[] = {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-			       "OTEL_EXPORTER_OTLP_HEADERS",  "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-			       "OTEL_EXPORTER_OTLP_TIMEOUT",  "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
-			       "OTEL_BSP_MAX_QUEUE_SIZE",     "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
-			       "OTEL_BSP_SCHEDULE_DELAY",     "OTEL_SDK_DISABLED",
-			       "OTEL_TRACES_EXPORTER",	      "OTEL_SERVICE_NAME",
-			       "OTEL_RESOURCE_ATTRIBUTES"};
+	const char *names[] = {"OTEL_EXPORTER_OTLP_ENDPOINT",
+			       "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+			       "OTEL_EXPORTER_OTLP_HEADERS",
+			       "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+			       "OTEL_EXPORTER_OTLP_TIMEOUT",
+			       "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+			       "OTEL_BSP_MAX_QUEUE_SIZE",
+			       "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+			       "OTEL_BSP_SCHEDULE_DELAY",
+			       "OTEL_SDK_DISABLED",
+			       "OTEL_TRACES_EXPORTER",
+			       "OTEL_SERVICE_NAME",
+			       "OTEL_RESOURCE_ATTRIBUTES",
+			       "OTEL_EXPORTER_OTLP_CERTIFICATE",
+			       "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+			       "OTEL_EXPORTER_OTLP_CLIENT_KEY"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		unsetenv(names[i]);
 }
@@ -101,6 +110,8 @@ static void test_settings_refused(void **state)
 		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096", "may not exceed"},
 		{"OTEL_EXPORTER_OTLP_TIMEOUT", "0", "OTEL_EXPORTER_OTLP_TIMEOUT"},
 		{"OTEL_BSP_SCHEDULE_DELAY", "60000", "OTEL_BSP_SCHEDULE_DELAY"},
+		{"OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem", "cannot read"},
+		{"OTEL_EXPORTER_OTLP_CLIENT_KEY", "/etc/hostname", "go together"},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "Content-Type=text/plain", "is refused"},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "x=sec%0dret", "control character"},
 		{"OTEL_TRACES_EXPORTER", "zipkin", "otlp or none"},
