@@ -63,79 +63,6 @@ static atomic_llong abort_at_ns;
 
 /* ---------------------------------------------------------------- settings */
 
-static int token_char(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static char *trim(char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strlen(s);
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-		s[--n] = '\0';
-	return s;
-}
-
-aw_err aw_otel_parse_list(const char *list, const char *what,
-			  int (*each)(void *ud, const char *key, const char *value), void *ud,
-			  aw_error *err)
-{
-	char buf[8193];
-	size_t len = strlen(list);
-	if (len >= sizeof buf)
-		return aw_fail(err, AW_E_CONFIG, "%s: longer than %zu bytes", what, sizeof buf - 1);
-	memcpy(buf, list, len + 1);
-	int idx = 0;
-	for (char *p = buf, *next; p; p = next, idx++) {
-		next = strchr(p, ',');
-		if (next)
-			*next++ = '\0';
-		char *item = trim(p);
-		if (!item[0])
-			continue; /* an empty entry (a trailing comma) */
-		char *eq = strchr(item, '=');
-		if (!eq)
-			return aw_fail(err, AW_E_CONFIG, "%s: entry %d has no '='", what, idx + 1);
-		*eq = '\0';
-		char *key = trim(item), *val = trim(eq + 1);
-		if (!key[0])
-			return aw_fail(err, AW_E_CONFIG, "%s: entry %d has no key", what, idx + 1);
-		for (char *k = key; *k; k++)
-			if (!token_char((unsigned char)*k))
-				return aw_fail(
-					err, AW_E_CONFIG,
-					"%s: entry %d: the key holds a character a key may not",
-					what, idx + 1);
-		char *o = val; /* percent-decoded in place */
-		for (char *v = val; *v; v++) {
-			unsigned char c = (unsigned char)*v;
-			if (c == '%') {
-				int hi = aw_hex_digit(v[1]), lo = hi < 0 ? -1 : aw_hex_digit(v[2]);
-				if (hi < 0 || lo < 0)
-					return aw_fail(err, AW_E_CONFIG,
-						       "%s: entry %d (%s): a broken %%-escape",
-						       what, idx + 1, key);
-				c = (unsigned char)(hi << 4 | lo);
-				v += 2;
-			}
-			if (c < 0x20 || c == 0x7f)
-				return aw_fail(
-					err, AW_E_CONFIG,
-					"%s: entry %d (%s): a control character in the value", what,
-					idx + 1, key);
-			*o++ = (char)c;
-		}
-		*o = '\0';
-		if (each(ud, key, val))
-			return aw_fail(err, AW_E_CONFIG, "%s: entry %d (%s) is refused", what,
-				       idx + 1, key);
-	}
-	return AW_OK;
-}
-
 /* A whole number from the environment variable name (unset or empty: def). */
 static aw_err env_long(const char *name, long def, long lo, long hi, long *out, aw_error *err)
 {
@@ -542,7 +469,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		memcpy(v, p + 12, k);
 		v[k] = '\0';
 		char *end;
-		long s = strtol(trim(v), &end, 10);
+		long s = strtol(otel_trim(v), &end, 10);
 		if (end != v && s >= 0) /* delay-seconds; an HTTP-date: our backoff */
 			r->retry_after_ms = s > BACKOFF_MAX_MS / 1000 ? BACKOFF_MAX_MS : s * 1000;
 	}

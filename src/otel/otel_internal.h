@@ -70,6 +70,8 @@ extern otel_queue otel_q;
 aw_span *otel_take(int max, int *n);
 /* Frees a list of spans. */
 void otel_free_list(aw_span *s);
+/* list.c: s without its leading and trailing blanks (in place). */
+char *otel_trim(char *s);
 /* A string of s (NULL for off < 0). */
 static inline const char *otel_text(const aw_span *s, int off)
 {
