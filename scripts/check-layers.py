@@ -11,7 +11,7 @@ import sys
 
 RANK = {
     "core": 0,
-    "store": 1, "bus": 1, "keys": 1,  # adapters
+    "store": 1, "bus": 1, "keys": 1, "otel": 1,  # adapters (otel: the trace exporter)
     "audit": 2,
     "tenancy": 3,
     "contract": 4, "run": 4, "keymig": 4,  # registry, run runtime, INV-1 engine

@@ -99,6 +99,12 @@ void aw_metrics_run_queue_depths(const char *const *projects, const char *const 
 /* n custom redaction patterns of project stopped by their limits or budget
  * (redact.h). */
 void aw_metrics_redact_custom_limited(const char *project, int n);
+/* The OTLP trace exporter: spans by outcome ("exported", or why they were
+ * dropped: queue_full, project_share, export_failed, rejected,
+ * shutdown); one export
+ * request's outcome (ok, retry, failed). */
+void aw_metrics_otel_spans(const char *outcome, double n);
+void aw_metrics_otel_export(const char *outcome);
 /* Forgets every series (tests). */
 void aw_metrics_reset(void);
 

@@ -24,6 +24,7 @@
 #include "awooop/http.h"
 #include "awooop/llm.h"
 #include "awooop/mcp.h"
+#include "awooop/otel.h"
 #include "awooop/relay.h"
 #include "awooop/run.h"
 #include "awooop/log.h"
@@ -341,6 +342,11 @@ int aw_cmd_serve(int argc, char **argv)
 		 "none is); any number of workers may, each tick starts one run; 0: not in this "
 		 "process",
 		 NULL},
+		{"otlp-endpoint", "AWOOOP_OTLP_ENDPOINT", NULL, 0,
+		 "export traces over OTLP/HTTP JSON to this base URL (POST URL/v1/traces); unset: "
+		 "the OTEL_EXPORTER_OTLP_* variables decide, none set: no export "
+		 "(docs/observability.md)",
+		 NULL},
 		{"redaction-poll-ms", "AWOOOP_REDACTION_POLL_MS", "2000", 0,
 		 "how often the process checks whether a project's custom redaction patterns "
 		 "changed (set through another process)",
@@ -560,6 +566,10 @@ int aw_cmd_serve(int argc, char **argv)
 	aw_mcp *mcp = NULL;
 	aw_calls *calls = NULL;
 	const char *redis = aw_cli_get(opts, "redis");
+	/* traces: before anything that makes spans, stopped after all of them */
+	aw_otel_opts oo = {.endpoint = aw_cli_get(opts, "otlp-endpoint"), .role = role};
+	if ((e = aw_otel_start(&oo, &err)))
+		goto out;
 	/* one bus: the relay publishes on it, the policy cache listens (in the
 	 * embedded shape it is the in-process bus, so both must share it) */
 	if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)))
@@ -716,6 +726,7 @@ out: /* also the way out when a part failed to start (e set) */
 	aw_llm_free(llm);
 	aw_mcp_free(mcp);
 	aw_calls_free(calls); /* both doors have left */
+	aw_otel_stop();	      /* the last spans get a last try */
 	if (approvals)	      /* the ring in use; replaced ones are in rl.old */
 		approval_keys = (aw_keyring *)aw_approvals_set_keyring(approvals, NULL);
 	aw_approvals_free(approvals);

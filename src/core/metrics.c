@@ -160,6 +160,17 @@ static const struct {
 	 "Runnable runs (queued or retry_wait, due) of a queue, as this worker process last"
 	 " counted them (up to 100000); queues without one are absent.",
 	 "gauge"},
+	{"awooop_otel_spans_exported_total",
+	 "Trace spans the OTLP exporter delivered (the receiver accepted them).", "counter"},
+	{"awooop_otel_spans_dropped_total",
+	 "Trace spans never delivered, by reason: queue_full, project_share (a project held"
+	 " half the queue), export_failed (retries ran out), rejected (the receiver refused"
+	 " them), shutdown (ended while the exporter stopped).",
+	 "counter"},
+	{"awooop_otel_exports_total",
+	 "OTLP export requests by outcome: ok, retry (a retryable failure, tried again later),"
+	 " failed.",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -695,6 +706,40 @@ static void render_build(aw_buf *b)
 		    " compiler, sanitized (a sanitizer build).\n# TYPE awooop_build_info gauge\n"
 		    "awooop_build_info{version=\"%s\",compiler=\"%s\",sanitized=\"%s\"} 1\n",
 		    AWOOOP_VERSION, c, sanitized);
+}
+
+/* The index of a family by name (the families added last are found by name:
+ * a number would shift under a neighbour's addition). */
+static int family_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+		if (!strcmp(families[i].family, name))
+			return (int)i;
+	return -1;
+}
+
+void aw_metrics_otel_spans(const char *outcome, double n)
+{
+	char l[64];
+	int f;
+	if (!strcmp(outcome, "exported")) {
+		f = family_of("awooop_otel_spans_exported_total");
+		l[0] = '\0';
+	} else {
+		f = family_of("awooop_otel_spans_dropped_total");
+		snprintf(l, sizeof l, "reason=\"%s\"", outcome);
+	}
+	if (f >= 0)
+		counter_add(f, l, n);
+}
+
+void aw_metrics_otel_export(const char *outcome)
+{
+	char l[64];
+	snprintf(l, sizeof l, "outcome=\"%s\"", outcome);
+	int f = family_of("awooop_otel_exports_total");
+	if (f >= 0)
+		counter_add(f, l, 1);
 }
 
 #define METRICS_MAX ((size_t)64 << 20)

@@ -60,6 +60,7 @@ typedef struct aw_req {
 	void (*handler)(struct aw_req *r);
 	int64_t t0_ns;
 	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
+	char caller_span[AW_SPAN_ID_LEN + 1]; /* the traceparent's parent-id, "" when none */
 	int authenticated;
 	/* a handler that answers later: resume(r) runs when the connection is
 	 * resumed (aw_req_unpark), done(r) when the request ends however it ends */
@@ -78,6 +79,9 @@ typedef struct aw_req {
 } aw_req;
 
 typedef void (*aw_handler)(aw_req *r);
+
+/* req_span.c: r's span (otel.h), when it completed with status (0: none). */
+void aw_req_span(const aw_req *r, int status);
 
 /* A header of the response r will get (name static; at most 3 a response,
  * a value cut at 191 bytes). */

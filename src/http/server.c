@@ -742,8 +742,10 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 	MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, check_header, &hc);
 	const char *tp = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "traceparent");
 	aw_trace in;
-	if (tp && aw_trace_parse(tp, strlen(tp), &in) == 0)
+	if (tp && aw_trace_parse(tp, strlen(tp), &in) == 0) {
 		aw_trace_child(&in, &r->ctx.trace);
+		memcpy(r->caller_span, in.span_id, sizeof r->caller_span);
+	}
 	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
 	if (atomic_load(&h->draining))
 		e = aw_fail(&err, AW_E_REQ_SHUTDOWN,
@@ -883,6 +885,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	double secs = (double)(aw_clock_mono_ns() - r->t0_ns) / 1e9;
 	int status = r->responded ? r->status : 0;
 	aw_metrics_http_observe(r->method ? r->method : "-", r->route, status, secs);
+	aw_req_span(r, status);
 	char st[8], ms[32];
 	snprintf(st, sizeof st, "%d", status);
 	snprintf(ms, sizeof ms, "%.3f", secs * 1000);

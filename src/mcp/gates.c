@@ -366,6 +366,7 @@ void mcp_audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, int6
 	double ms = (double)(aw_clock_mono_ns() - t0) / 1e6;
 	aw_metrics_mcp_call(call->ctx.project, n->t ? n->t->full : "-", n->outcome, ms / 1e3,
 			    n->gate, n->gate ? aw_err_code(n->code) : "");
+	mcp_span(call, n, t0);
 	aw_envelope e = mcp_envelope(call, c, ms);
 	e.upstream = n->t ? n->t->u->provider : NULL;
 	e.outcome = n->outcome;

@@ -231,6 +231,8 @@ long mcp_rate_take(aw_mcp *g, const aw_ctx *ctx, pthread_mutex_t *mu, rate_bucke
 		   const char *name);
 json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n);
 void mcp_audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, int64_t t0);
+/* mcp_span.c: the tool call's trace span (otel.h), begun at t0. */
+void mcp_span(const aw_mcp_call *call, const call_note *n, int64_t t0);
 
 /* relay_methods.c */
 int mcp_relay_kind(const char *m);

@@ -63,6 +63,9 @@ static aw_err step_run(const aw_step_call *c, json_t **result, aw_error *err)
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, c->project);
 	snprintf(ctx.principal, sizeof ctx.principal, "run-%.36s", c->run_id);
+	aw_trace in; /* the step's trace: its span is the call's parent */
+	if (c->traceparent && aw_trace_parse(c->traceparent, strlen(c->traceparent), &in) == 0)
+		ctx.trace = in;
 	aw_mcp_meta meta = {.version = AW_MCP_V_LEGACY,
 			    .run_id = c->run_id,
 			    .step_no = c->step_no,

@@ -166,6 +166,8 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	pthread_mutex_init(&c->mu, NULL);
 	c->g = g;
 	c->ctx = *ctx;
+	memcpy(c->parent_span, ctx->trace.span_id, sizeof c->parent_span);
+	aw_trace_child(&ctx->trace, &c->ctx.trace); /* the call's span: the upstream's parent */
 	c->wake = wake;
 	c->wake_ud = ud;
 	c->t0_ns = aw_clock_mono_ns();

@@ -64,7 +64,8 @@ struct aw_llm_call {
 	struct aw_llm_call *next; /* the engine's inbox, then its active list */
 	aw_call_rec rec;	  /* the recorder's queue (call.h) */
 	/* the request */
-	aw_ctx ctx;
+	aw_ctx ctx;			      /* its trace: the call's own span (llm_span.c) */
+	char parent_span[AW_SPAN_ID_LEN + 1]; /* the caller's span */
 	json_t *req;
 	aw_llm_req rq;
 	aw_schema *schema;
@@ -195,6 +196,8 @@ void llm_on_platform_change(void *ud, const char *project, const char *family,
 			    const char *contract_id, const char *revision_id, const char *source);
 /* admit.c: the budget's admission and reservation of a routed call. */
 aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err);
+/* llm_span.c: the ended call's trace span (otel.h). */
+void llm_span(const aw_llm_call *c);
 /* llm_inflight.c: a call of project starts (+1, bounded) or ends (-1). */
 aw_err llm_inflight(aw_llm *g, const char *project, int delta, long *held);
 /* 1 when project was suspended after t0_ns. */

@@ -30,6 +30,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "run_hooks.h"
+#include "run_span.h"
 #include "transition.h"
 #include "worker.h"
 
@@ -469,6 +470,7 @@ static void execute(aw_worker *w, job *j)
 	j->result = NULL;
 	j->outcome = AW_STEP_NEXT;
 	aw_clock_now(j->started);
+	int64_t t0 = aw_clock_mono_ns();
 	if (j->skip) {
 		j->step_err = AW_OK; /* nothing executes; the result is null */
 	} else if (j->ref_err) {
@@ -500,6 +502,8 @@ static void execute(aw_worker *w, job *j)
 	json_decref(empty);
 	j->executed = 1;
 	aw_metrics_run_event("step", 1);
+	run_span_step(&hop, j->c->run_id, j->c->project_id, j->next + 1, x ? x->kind : NULL,
+		      j->c->mode, j->skip, j->outcome, j->step_err, t0);
 }
 
 typedef struct {

@@ -16,6 +16,7 @@
 #include "awooop/run.h"
 #include "awooop/uuid.h"
 #include "notify.h"
+#include "run_span.h"
 #include "transition.h"
 
 #define IDEM_TTL_MS (24LL * 3600 * 1000)
@@ -359,6 +360,9 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		aw_store_rollback(t);
 	for (int i = 0; i < na; i++) /* the payloads submit_in made */
 		json_decref((json_t *)audit[i].payload);
+	for (int i = 0; !e && i < n; i++) /* the runs this batch made */
+		if (!items[i].err.err && !items[i].replayed)
+			run_span_submitted(ctx, &items[i].run);
 	if (e)
 		for (int i = 0; i < n; i++)
 			aw_run_free(&items[i].run);
@@ -415,6 +419,8 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 			break;
 		e = AW_OK;
 	}
+	if (!e && !*replayed)
+		run_span_submitted(ctx, out);
 	if (ho) {
 		aw_run_claim *c = NULL;
 		if (!e && !*replayed && strcmp(out->state, "claimed") == 0)
