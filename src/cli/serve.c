@@ -696,10 +696,27 @@ int aw_cmd_serve(int argc, char **argv)
 	if ((strcmp(role, "all") == 0 || strcmp(role, "hub") == 0) && !strcmp(channels, "on") &&
 	    (e = aw_hub_start(&hu, &hub, &err)))
 		goto out;
-	char port[16];
-	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
-	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store", aw_store_backend(store),
-	       "listen", aw_cli_get(opts, "listen"), "port", port, NULL);
+	/* the address bound (the port a :0 got) and where a browser finds the
+	 * console: the operator's own configuration, logged as it is */
+	char port[16], listen[80] = "", console[128] = "";
+	int http_port = http ? aw_http_port(http) : 0;
+	snprintf(port, sizeof port, "%d", http_port);
+	if (http) {
+		const char *l = aw_cli_get(opts, "listen"), *colon = strrchr(l, ':');
+		int hl = colon ? (int)(colon - l) : (int)strlen(l);
+		snprintf(listen, sizeof listen, "%.*s:%d", hl, l, http_port);
+		int any = hl == 0 || (hl == 7 && !strncmp(l, "0.0.0.0", 7));
+		snprintf(console, sizeof console, "%s://%.*s:%d/console/",
+			 aw_cli_get(opts, "tls-cert") ? "https" : "http", any ? 9 : hl,
+			 any ? "127.0.0.1" : l, http_port);
+	}
+	if (http)
+		aw_log_own(AW_LOG_INFO, "awooop serving", "role", role, "store",
+			   aw_store_backend(store), "listen", listen, "port", port, "console",
+			   console, NULL);
+	else
+		aw_log_own(AW_LOG_INFO, "awooop serving", "role", role, "store",
+			   aw_store_backend(store), "port", port, NULL);
 
 	int sig = 0;
 	rl.http = http;
