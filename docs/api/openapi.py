@@ -232,7 +232,8 @@ AUDIT_QUERY = [
     {"name": "target", "in": "query", "schema": S(maxLength=1024),
      "description": "the record's target: a run id, an LLM route, an MCP tool or method"},
     {"name": "outcome", "in": "query", "schema": S(maxLength=32),
-     "description": "an agent call's outcome (ok, refused, failed, cancelled, ...), from its envelope"},
+     "description": "an agent call's outcome (ok, refused, failed, cancelled, ...), from its envelope; "
+                    "!X: every outcome but X (!ok: the calls that did not succeed)"},
     {"name": "run", "in": "query", "schema": UUID, "description": "agent calls made by this run's steps"},
     {"name": "order", "in": "query", "schema": S(enum=["asc", "desc"], default="asc"),
      "description": "desc: newest first, the cursor counting down"}]

@@ -106,6 +106,9 @@ aw_err aw_store_audit_query(aw_txn *t, const aw_audit_query *q, int limit, aw_au
 	if (q->nactions < 0 || q->nactions > AW_AUDIT_ACTIONS_MAX)
 		return aw_fail(err, AW_E_REQ_INVALID, "at most %d actions", AW_AUDIT_ACTIONS_MAX);
 	int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
+	/* "!ok": every outcome but ok (a record with no outcome is no call) */
+	int not = given(q->outcome) && q->outcome[0] == '!';
+	const char *outcome = not ? q->outcome + 1 : q->outcome;
 	aw_val v[3 + AW_AUDIT_ACTIONS_MAX + 6] = {AW_TEXT(t->ctx.project), AW_INT(limit)};
 	int np = 2;
 	aw_buf sql = AW_BUF_INIT(4096);
@@ -127,8 +130,10 @@ aw_err aw_store_audit_query(aw_txn *t, const aw_audit_query *q, int limit, aw_au
 		    {q->until, "ts < $%d"},
 		    {q->actor, "actor = $%d"},
 		    {q->target, "target = $%d"},
-		    {q->outcome, pg ? "payload::jsonb ->> 'outcome' = $%d"
-				    : "json_extract(payload, '$.outcome') = $%d"},
+		    {outcome, pg ? (not ? "payload::jsonb ->> 'outcome' <> $%d"
+					: "payload::jsonb ->> 'outcome' = $%d")
+				 : (not ? "json_extract(payload, '$.outcome') <> $%d"
+					: "json_extract(payload, '$.outcome') = $%d")},
 		    {q->run_id, pg ? "payload::jsonb ->> 'run_id' = $%d"
 				   : "json_extract(payload, '$.run_id') = $%d"}};
 	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {

@@ -210,6 +210,11 @@ static void test_query_filters(void **state)
 			    "2:llm.call:alice 4:mcp.relay:alice 7:llm.call:carol");
 	q.actor = "alice";
 	assert_string_equal(query("au-q", &q, 100), "2:llm.call:alice 4:mcp.relay:alice");
+	q = all_calls;
+	q.outcome = "!ok"; /* the calls that did not succeed */
+	assert_string_equal(query("au-q", &q, 100), "3:mcp.call:bob 5:llm.call:bob");
+	q = (aw_audit_query){.outcome = "!ok"}; /* records without an outcome are no calls */
+	assert_string_equal(query("au-q", &q, 100), "3:mcp.call:bob 5:llm.call:bob");
 	q = (aw_audit_query){.run_id = run}; /* the calls a run made (payload.run_id) */
 	assert_string_equal(query("au-q", &q, 100), "2:llm.call:alice 7:llm.call:carol");
 	q = (aw_audit_query){.target = "chat", .outcome = "failed"};

@@ -44,7 +44,7 @@ typedef struct {
 	const char *since, *until; /* ts >= since, ts < until (RFC 3339) */
 	const char *actor;	   /* the principal */
 	const char *target;
-	const char *outcome; /* payload.outcome */
+	const char *outcome; /* payload.outcome; "!X": any outcome but X */
 	const char *run_id;  /* payload.run_id */
 } aw_audit_query;
 aw_err aw_store_audit_query(aw_txn *t, const aw_audit_query *q, int limit, aw_audit_row **out,
