@@ -38,7 +38,7 @@ function login() {
     el('form', { class: 'login', onsubmit: async (ev) => {
       ev.preventDefault();
       sessionStorage.setItem(KEY, input.value.trim());
-      const r = await api('GET', '/v1/me');
+      const r = await api('GET', '/v1/whoami');
       if (!r.ok) {
         sessionStorage.removeItem(KEY);
         problem(r, 'Sign in refused');
@@ -58,9 +58,10 @@ function login() {
 
 /* Who the key is, and the projects it may see (the selector). */
 export async function loadSession() {
-  const [me, p] = await Promise.all([api('GET', '/v1/me'), api('GET', '/v1/projects?limit=1000')]);
+  const [me, p] = await Promise.all([api('GET', '/v1/whoami'), api('GET', '/v1/projects?limit=1000')]);
   if (!me.ok || !p.ok) return false;
-  session.me = me.data;
+  /* a platform admin: the platform project's platform-admin key, which acts in every project */
+  session.me = Object.assign({ platform: me.data.scope === 'platform-admin' && me.data.project === '__platform__' }, me.data);
   session.projects = (p.data.items || []).map((x) => x.id);
   const cur = sessionStorage.getItem(PROJECT);
   if (!session.projects.includes(cur))
@@ -69,7 +70,7 @@ export async function loadSession() {
   fill(sel, session.projects.map((x) => el('option', { value: x, selected: x === sessionStorage.getItem(PROJECT),
     text: x === '__platform__' ? 'platform (__platform__)' : x })));
   fill(document.getElementById('whoami'), 'Signed in as ', el('strong', { id: 'principal', text: me.data.principal }),
-    ` (${me.data.platform ? 'platform admin' : me.data.scope + ' of ' + me.data.project})`);
+    ` (${session.me.platform ? 'platform admin' : me.data.scope + ' of ' + me.data.project})`);
   return true;
 }
 

@@ -14,7 +14,7 @@
 export const KEY = 'awooop.key';
 export const PROJECT = 'awooop.project';
 
-/* Who is signed in (GET /v1/me) and the projects the key may see. */
+/* Who is signed in (GET /v1/whoami) and the projects the key may see. */
 export const session = { me: null, projects: [] };
 
 export function el(tag, attrs, ...kids) {

@@ -76,8 +76,7 @@ void aw_h_openapi(aw_req *r)
 /* GET /: a browser that opens the server's address lands on the console. */
 void aw_h_root(aw_req *r)
 {
-	r->xhdr_name = "Location";
-	snprintf(r->xhdr_value, sizeof r->xhdr_value, "%s", "/console/");
+	aw_req_header(r, "Location", "/console/");
 	aw_reply_empty(r, 302);
 }
 
