@@ -368,18 +368,22 @@ op("POST", "/v1/platform/runs:batch", "submitRuns", "Submit up to 1,000 runs in 
    {"200": js(obj(["results", "created", "replayed", "refused"], {
        "results": {"type": "array", "items": obj(["status"], {"status": I(), "run_id": UUID, "code": S(), "detail": S(), "pointer": S()})},
        "created": I(), "replayed": I(), "refused": I()}))}, "operator",
-   body=obj(["runs"], {"runs": {"type": "array", "minItems": 1, "maxItems": 1000, "items": RUNREQ}}), extra_params=["runProject"])
+   body=obj(["runs"], {"runs": {"type": "array", "minItems": 1, "maxItems": 1000, "items": RUNREQ}}),
+   extra_params=["runProject"])
 op("GET", "/v1/platform/runs/{run_id}", "getRun", "A run with its journal and transitions", "runs",
    {"200": js(REF("Run"))}, "reader", extra_params=["runProject"])
-op("POST", "/v1/platform/runs/{run_id}/cancel", "cancelRun", "Cancel a run", "runs", {"200": js(REF("Run"))}, "operator", extra_params=["runProject"])
+op("POST", "/v1/platform/runs/{run_id}/cancel", "cancelRun", "Cancel a run", "runs", {"200": js(REF("Run"))}, "operator",
+   extra_params=["runProject"])
 op("GET", "/v1/platform/runs/{run_id}/diff/{other}", "diffRuns", "Step-by-step comparison of two runs", "runs",
-   {"200": js(obj(["a", "b", "same"], {"a": UUID, "b": UUID, "same": B, "steps": {"type": "array"}}))}, "reader", extra_params=["runProject"])
+   {"200": js(obj(["a", "b", "same"], {"a": UUID, "b": UUID, "same": B, "steps": {"type": "array"}}))}, "reader",
+   extra_params=["runProject"])
 op("POST", "/v1/platform/runs/{run_id}/approve", "decideRun",
    "Approve or deny a waiting run: an approver's token, or the key's own decision",
    "approvals", {"200": js(obj(["run_id", "state", "moved"], {
        "run_id": UUID, "state": S(), "approvals": I(), "threshold": I(), "moved": B, "decisions": {"type": "array"}}))},
    "none with a token (its minter's own decision); the approver's key with a decision",
-   body=obj([], {"token": S(), "decision": S(enum=["approve", "deny"])}, extra=False), open_route=True, extra_params=["runProject"])
+   body=obj([], {"token": S(), "decision": S(enum=["approve", "deny"])}, extra=False), open_route=True,
+   extra_params=["runProject"])
 op("POST", "/v1/platform/approval-tokens", "mintApprovalToken", "Mint an HS256 token carrying the key's own decision",
    "approvals",
    {"201": js(obj(["token", "claims"], {"token": S(), "claims": REF("Claims")}), "created")}, "reader",

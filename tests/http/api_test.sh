@@ -262,6 +262,8 @@ req GET "/v1/projects/alpha/audit?actor=bootstrap&until=2999-01-01T00:00:00.000Z
 check "audit by principal, until" "$(jbody '[.items[].actor] | unique | join(",")') $(jbody '.items | length')" "bootstrap 3"
 req GET "/v1/projects/alpha/audit?outcome=ok&action=llm.call" "$AADMIN" ""; expect "audit calls by outcome" 200
 check "no calls yet" "$(jbody '.items | length')" 0
+req GET "/v1/projects/alpha/audit?outcome=!ok" "$AADMIN" ""; expect "audit: every outcome but ok" 200
+check "records without an outcome are no calls" "$(jbody '.items | length')" 0
 req GET "/v1/projects/alpha/audit?order=up" "$AADMIN" ""; expect "audit bad order" 400 E-REQ-005
 req GET "/v1/projects/alpha/audit?run=nope" "$AADMIN" ""; expect "audit bad run" 400 E-REQ-005
 req GET "/v1/projects/alpha/audit?until=soon" "$AADMIN" ""; expect "audit bad until" 400 E-REQ-005
