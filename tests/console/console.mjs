@@ -154,6 +154,14 @@ try {
   await page.waitForFunction((id) => { const a = [...document.querySelectorAll('#runs-table tbody tr a')]; return a.length === 1 && a[0].getAttribute('href').endsWith(id); }, sleeper.run_id);
   ok(true, 'the text filter finds the run by its step kind');
   await page.fill('#run-text', '');
+  await page.selectOption('#run-queue', 'mail');
+  await page.waitForFunction((id) => { const a = [...document.querySelectorAll('#runs-table tbody tr a')]; return a.length === 1 && a[0].getAttribute('href').endsWith(id); }, C.mail_run);
+  ok(true, 'the queue filter finds the run of queue "mail"');
+  await page.selectOption('#run-queue', '');
+  await page.selectOption('#run-range', '15m');
+  await page.waitForFunction((n) => document.querySelectorAll('#runs-table tbody tr a').length === n, ids.length + 1);
+  ok(true, 'created in the last 15 minutes: every run of this test');
+  await page.selectOption('#run-range', '');
   await check('03-runs');
 
   // approve a waiting run from its page, as the signed-in principal

@@ -82,6 +82,8 @@ run() { api POST /v1/platform/runs "$AOP1" "$1" | jq -r .run_id; }
 XSS='<img src=x onerror=\"window.__xss=1\">'
 LLM_RUN=$(run "{\"workflow\":[{\"kind\":\"llm\",\"args\":{\"model\":\"chat\",\"task\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"summarise\"}]}}],\"input\":{\"ticket\":\"$XSS\"}}")
 run '{"workflow":[{"kind":"noop"},{"kind":"fail","args":{"message":"it broke"}}],"max_attempts":1}' >/dev/null
+api PUT /v1/projects/alpha/queues/mail "$AOP1" '{"concurrency":2}' >/dev/null
+MAIL_RUN=$(run '{"workflow":[{"kind":"noop"}],"queue":"mail"}')
 APPROVE_RUN=$(run '{"workflow":[{"kind":"noop"},{"kind":"approval","args":{"summary":"deploy to prod"}},{"kind":"noop"}]}')
 DENY_RUN=$(run "{\"workflow\":[{\"kind\":\"approval\",\"args\":{\"summary\":\"drop the table $XSS\"}}]}")
 for r in "$APPROVE_RUN" "$DENY_RUN" "$LLM_RUN"; do
@@ -112,7 +114,7 @@ fi
 check "no ?? in the console's files" "$(cat "$(dirname "$0")"/../../console/* | grep -c '??')" 0
 mkdir -p "$SHOTS" && rm -f "$SHOTS"/*.png # this run's only
 export AW_CONSOLE=$(jq -n --arg url "$URL" --arg admin "$ADMIN" --arg other_run "$OTHER_RUN" --arg shots "$SHOTS" \
-  --arg chromium "$CHROMIUM" --arg approve_run "$APPROVE_RUN" --arg deny_run "$DENY_RUN" --arg llm_run "$LLM_RUN" \
+  --arg chromium "$CHROMIUM" --arg approve_run "$APPROVE_RUN" --arg deny_run "$DENY_RUN" --arg llm_run "$LLM_RUN" --arg mail_run "$MAIL_RUN" \
   --arg agent "$AW" --arg op1 "$AOP1" '$ARGS.named')
 (cd "$NM" && node console.mjs) >"$TMP/browser.out" 2>&1
 rc=$?
