@@ -163,6 +163,10 @@ params = {
     "IdempotencyKey": {"name": "Idempotency-Key", "in": "header", "required": False,
                        "description": "same key + same request within 24 h answers the original; another request 409 E-RUN-IDEMPOTENCY",
                        "schema": S(maxLength=255)},
+    "runProject": {"name": "project", "in": "query", "required": False,
+                   "description": "the project to act in: a platform admin's choice; another key may name only its "
+                                  "own (another answers 404 like a missing one). Default: the key's project",
+                   "schema": S(pattern="^([a-z0-9][a-z0-9_-]{1,62}|__platform__)$")},
     "traceparent": {"name": "traceparent", "in": "header", "required": False,
                     "description": "W3C trace context to continue", "schema": S()},
 }
@@ -219,10 +223,22 @@ op("GET", "/v1/projects/{project}/keys", "listKeys", "List keys (no secrets)", "
    {"200": js(items(REF("Key"), cursor=False))}, "project-admin")
 op("DELETE", "/v1/projects/{project}/keys/{key_id}", "revokeKey", "Revoke a key (at once)", "tenancy",
    {"204": NOBODY}, "project-admin")
-op("GET", "/v1/projects/{project}/audit", "listAudit", "The audit trail, oldest first", "audit",
-   {"200": js(items(REF("AuditEvent")))}, "operator",
-   extra_params=["limit", "cursor", {"name": "action", "in": "query", "schema": S()},
-                 {"name": "since", "in": "query", "schema": S()}])
+AUDIT_QUERY = [
+    {"name": "action", "in": "query", "schema": S(maxLength=512),
+     "description": "up to 8 actions, comma-separated (llm.call,mcp.call,mcp.relay: every agent call)"},
+    {"name": "since", "in": "query", "schema": S(), "description": "records at or after this time (RFC 3339)"},
+    {"name": "until", "in": "query", "schema": S(), "description": "records before this time (RFC 3339)"},
+    {"name": "actor", "in": "query", "schema": S(maxLength=63), "description": "the principal (a key's name)"},
+    {"name": "target", "in": "query", "schema": S(maxLength=1024),
+     "description": "the record's target: a run id, an LLM route, an MCP tool or method"},
+    {"name": "outcome", "in": "query", "schema": S(maxLength=32),
+     "description": "an agent call's outcome (ok, refused, failed, cancelled, ...), from its envelope; "
+                    "!X: every outcome but X (!ok: the calls that did not succeed)"},
+    {"name": "run", "in": "query", "schema": UUID, "description": "agent calls made by this run's steps"},
+    {"name": "order", "in": "query", "schema": S(enum=["asc", "desc"], default="asc"),
+     "description": "desc: newest first, the cursor counting down"}]
+op("GET", "/v1/projects/{project}/audit", "listAudit", "The audit trail, oldest first (or newest first), filtered",
+   "audit", {"200": js(items(REF("AuditEvent")))}, "operator", extra_params=["limit", "cursor"] + AUDIT_QUERY)
 
 op("GET", "/v1/projects/{project}/audit/verify", "verifyAudit", "Walk the project's whole audit chain", "audit",
    {"200": js(obj(["project", "ok", "records", "break_seq", "reason"], {
@@ -256,6 +272,9 @@ CONSOLE = {"description": "a file of the console (HTML, JavaScript, CSS), built 
                           "Content-Security-Policy",
            "headers": std_headers | {"Content-Security-Policy": {"schema": S()}},
            "content": {"text/html": {"schema": S()}, "text/javascript": {"schema": S()}, "text/css": {"schema": S()}}}
+op("GET", "/", "root", "Redirects to the web console", "console",
+   {"302": {"description": "to /console/", "headers": std_headers | {"Location": {"schema": S(const="/console/")}}}},
+   "none", open_route=True)
 op("GET", "/console", "console", "The web console", "console", {"200": CONSOLE}, "none (the console asks for a key)",
    open_route=True)
 op("GET", "/console/{file}", "consoleFile", "A file of the web console", "console", {"200": CONSOLE}, "none",
@@ -342,25 +361,29 @@ RUNREQ = obj(["workflow"], {"workflow": {"type": "array", "minItems": 1, "maxIte
                             "queue": {**S(pattern=QUEUE), "description": "a declared queue of the project (default: default)"}})
 op("POST", "/v1/platform/runs", "submitRun", "Submit a run in the key's project", "runs",
    {"201": js(REF("Run"), "created"), "200": js(REF("Run"), "replayed (same Idempotency-Key, same request)")},
-   "operator", body=RUNREQ, extra_params=["IdempotencyKey"])
+   "operator", body=RUNREQ, extra_params=["runProject", "IdempotencyKey"])
 op("GET", "/v1/platform/runs", "listRuns", "Runs, newest first", "runs", {"200": js(items(REF("Run")))}, "reader",
-   extra_params=["limit", "cursor", {"name": "state", "in": "query", "schema": S()}])
+   extra_params=["runProject", "limit", "cursor", {"name": "state", "in": "query", "schema": S()}])
 op("POST", "/v1/platform/runs:batch", "submitRuns", "Submit up to 1,000 runs in one transaction", "runs",
    {"200": js(obj(["results", "created", "replayed", "refused"], {
        "results": {"type": "array", "items": obj(["status"], {"status": I(), "run_id": UUID, "code": S(), "detail": S(), "pointer": S()})},
        "created": I(), "replayed": I(), "refused": I()}))}, "operator",
-   body=obj(["runs"], {"runs": {"type": "array", "minItems": 1, "maxItems": 1000, "items": RUNREQ}}))
+   body=obj(["runs"], {"runs": {"type": "array", "minItems": 1, "maxItems": 1000, "items": RUNREQ}}),
+   extra_params=["runProject"])
 op("GET", "/v1/platform/runs/{run_id}", "getRun", "A run with its journal and transitions", "runs",
-   {"200": js(REF("Run"))}, "reader")
-op("POST", "/v1/platform/runs/{run_id}/cancel", "cancelRun", "Cancel a run", "runs", {"200": js(REF("Run"))}, "operator")
+   {"200": js(REF("Run"))}, "reader", extra_params=["runProject"])
+op("POST", "/v1/platform/runs/{run_id}/cancel", "cancelRun", "Cancel a run", "runs", {"200": js(REF("Run"))}, "operator",
+   extra_params=["runProject"])
 op("GET", "/v1/platform/runs/{run_id}/diff/{other}", "diffRuns", "Step-by-step comparison of two runs", "runs",
-   {"200": js(obj(["a", "b", "same"], {"a": UUID, "b": UUID, "same": B, "steps": {"type": "array"}}))}, "reader")
+   {"200": js(obj(["a", "b", "same"], {"a": UUID, "b": UUID, "same": B, "steps": {"type": "array"}}))}, "reader",
+   extra_params=["runProject"])
 op("POST", "/v1/platform/runs/{run_id}/approve", "decideRun",
    "Approve or deny a waiting run: an approver's token, or the key's own decision",
    "approvals", {"200": js(obj(["run_id", "state", "moved"], {
        "run_id": UUID, "state": S(), "approvals": I(), "threshold": I(), "moved": B, "decisions": {"type": "array"}}))},
    "none with a token (its minter's own decision); the approver's key with a decision",
-   body=obj([], {"token": S(), "decision": S(enum=["approve", "deny"])}, extra=False), open_route=True)
+   body=obj([], {"token": S(), "decision": S(enum=["approve", "deny"])}, extra=False), open_route=True,
+   extra_params=["runProject"])
 op("POST", "/v1/platform/approval-tokens", "mintApprovalToken", "Mint an HS256 token carrying the key's own decision",
    "approvals",
    {"201": js(obj(["token", "claims"], {"token": S(), "claims": REF("Claims")}), "created")}, "reader",

@@ -18,5 +18,10 @@ void aw_log_set_level(aw_log_level lvl);
 /* 0 on "debug|info|warn|error". */
 int aw_log_parse_level(const char *s, aw_log_level *out);
 void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...) __attribute__((sentinel));
+/* A line whose fields the process made from its own configuration - never a
+ * tenant's, a request's or a secret's value - written as given, without the
+ * redaction every aw_log field goes through (which would blank the listen
+ * address of the "awooop serving" line an operator needs to see). */
+void aw_log_own(aw_log_level lvl, const char *msg, ...) __attribute__((sentinel));
 
 #endif

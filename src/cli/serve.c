@@ -125,6 +125,28 @@ static void print_options_markdown(const aw_opt *opts)
 	}
 }
 
+/* What the serving line says: the listen address with the port bound (a :0
+ * names the kernel's choice) and the console's URL, a wildcard address
+ * ("0.0.0.0", "[::]", none) read as this host's loopback. Host names are
+ * at most 253 bytes: both fit their buffers (AW_LISTEN_TEXT_MAX). */
+#define AW_LISTEN_TEXT_MAX 320
+static void console_url(const char *l, int port, int tls, char *listen, size_t nl, char *url,
+			size_t nu)
+{
+	const char *colon = strrchr(l, ':');
+	int hl = colon ? (int)(colon - l) : (int)strlen(l);
+	snprintf(listen, nl, "%.*s:%d", hl, l, port);
+	const char *host = l;
+	if (hl == 0 || (hl == 7 && !strncmp(l, "0.0.0.0", 7))) {
+		host = "127.0.0.1";
+		hl = 9;
+	} else if (hl == 4 && !strncmp(l, "[::]", 4)) {
+		host = "[::1]";
+		hl = 5;
+	}
+	snprintf(url, nu, "%s://%.*s:%d/console/", tls ? "https" : "http", hl, host, port);
+}
+
 int aw_cmd_serve(int argc, char **argv)
 {
 	aw_opt opts[] = {
@@ -696,10 +718,21 @@ int aw_cmd_serve(int argc, char **argv)
 	if ((strcmp(role, "all") == 0 || strcmp(role, "hub") == 0) && !strcmp(channels, "on") &&
 	    (e = aw_hub_start(&hu, &hub, &err)))
 		goto out;
-	char port[16];
+	/* the address bound (the port a :0 got) and where a browser finds the
+	 * console: the operator's own configuration, logged as it is */
+	char port[16], listen[AW_LISTEN_TEXT_MAX], console[AW_LISTEN_TEXT_MAX + 32];
 	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
-	aw_log(AW_LOG_INFO, NULL, "awooop serving", "role", role, "store", aw_store_backend(store),
-	       "listen", aw_cli_get(opts, "listen"), "port", port, NULL);
+	if (http) {
+		console_url(aw_cli_get(opts, "listen"), aw_http_port(http),
+			    aw_cli_get(opts, "tls-cert") != NULL, listen, sizeof listen, console,
+			    sizeof console);
+		aw_log_own(AW_LOG_INFO, "awooop serving", "role", role, "store",
+			   aw_store_backend(store), "listen", listen, "port", port, "console",
+			   console, NULL);
+	} else {
+		aw_log_own(AW_LOG_INFO, "awooop serving", "role", role, "store",
+			   aw_store_backend(store), "port", port, NULL);
+	}
 
 	int sig = 0;
 	rl.http = http;

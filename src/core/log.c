@@ -34,10 +34,8 @@ int aw_log_parse_level(const char *s, aw_log_level *out)
 	return -1;
 }
 
-void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
+static void vlog(aw_log_level lvl, const aw_ctx *ctx, int redact, const char *msg, va_list ap)
 {
-	if (lvl < min_level)
-		return;
 	char ts[AW_TS_LEN + 1];
 	aw_clock_now(ts);
 	json_t *o = json_object();
@@ -59,8 +57,6 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 		return;
 	}
 	json_object_set_new(fields, "msg", json_string(msg));
-	va_list ap;
-	va_start(ap, msg);
 	for (;;) {
 		const char *k = va_arg(ap, const char *);
 		if (!k)
@@ -68,10 +64,9 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 		const char *v = va_arg(ap, const char *);
 		json_object_set_new(fields, k, v ? json_string(v) : json_null());
 	}
-	va_end(ap);
-	/* what a caller passed goes through the redaction engine, whatever it is;
-	 * it cannot replace the logger's own fields */
-	aw_err re = aw_redact_json_for(ctx ? ctx->project : NULL, fields, NULL);
+	/* what a caller passed goes through the redaction engine, whatever it is
+	 * (but for aw_log_own's); it cannot replace the logger's own fields */
+	aw_err re = redact ? aw_redact_json_for(ctx ? ctx->project : NULL, fields, NULL) : AW_OK;
 	if (!re)
 		json_object_update_missing(o, fields);
 	json_decref(fields);
@@ -89,4 +84,24 @@ void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
 	fflush(stderr);
 	pthread_mutex_unlock(&out_lock);
 	free(line);
+}
+
+void aw_log(aw_log_level lvl, const aw_ctx *ctx, const char *msg, ...)
+{
+	if (lvl < min_level)
+		return;
+	va_list ap;
+	va_start(ap, msg);
+	vlog(lvl, ctx, 1, msg, ap);
+	va_end(ap);
+}
+
+void aw_log_own(aw_log_level lvl, const char *msg, ...)
+{
+	if (lvl < min_level)
+		return;
+	va_list ap;
+	va_start(ap, msg);
+	vlog(lvl, NULL, 0, msg, ap);
+	va_end(ap);
 }

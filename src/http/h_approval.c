@@ -117,7 +117,7 @@ void aw_h_run_approve(aw_req *r)
 	if (service_or_reply(r))
 		return;
 	int keyed = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization") != NULL;
-	if (keyed && aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (keyed && aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)

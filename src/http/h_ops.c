@@ -73,6 +73,13 @@ void aw_h_openapi(aw_req *r)
 	aw_reply_problem(r, AW_E_INTERNAL, NULL);
 }
 
+/* GET /: a browser that opens the server's address lands on the console. */
+void aw_h_root(aw_req *r)
+{
+	aw_req_header(r, "Location", "/console/");
+	aw_reply_empty(r, 302);
+}
+
 /* GET /console and /console/{file}: the web console's files (console/),
  * built into the binary. A strict Content-Security-Policy: scripts and styles
  * only from these files, no inline code, connections only to this origin. */

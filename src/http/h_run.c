@@ -1,7 +1,9 @@
 /*
  * h_run.c - /v1/platform/runs: submit (Idempotency-Key), get with the step
  * journal and transitions, list (cursor, newest first), cancel. The project is
- * the caller's key's project; another project's run answers like a missing one.
+ * the caller's key's project, or the one ?project= names (a platform admin's
+ * choice, aw_selected_project_or_reply); another project's run answers like
+ * a missing one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,7 @@ void aw_h_runs_submit(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+	if (aw_selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
 		return;
 	const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
 	aw_run_request req;
@@ -52,7 +54,7 @@ void aw_h_runs_batch(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+	if (aw_selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
 		return;
 	json_t *body = NULL;
 	static const char *const fields[] = {"runs", NULL};
@@ -126,7 +128,7 @@ void aw_h_run_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *view = NULL;
 	aw_err e = aw_run_view(r->store, &scoped, r->segs[3], &view, &err);
@@ -141,7 +143,7 @@ void aw_h_runs_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	const char *l = aw_query(r, "limit");
 	char *end = NULL;
@@ -174,7 +176,7 @@ void aw_h_run_cancel(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_own_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (aw_selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_run run;
 	aw_err e = aw_run_cancel(r->store, &scoped, r->segs[3], &run, &err);
@@ -190,7 +192,7 @@ void aw_h_run_diff(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *out = NULL;
 	aw_err e = aw_run_diff(r->store, &scoped, r->segs[3], r->segs[5], &out, &err);

@@ -205,41 +205,81 @@ void aw_h_key_revoke(aw_req *r)
 	aw_reply_empty(r, 204);
 }
 
-/* GET /v1/projects/{project}/audit?action=&since=&cursor=&limit= */
+/* A filter of the audit list: at most max bytes; NULL and replied when too
+ * long (absent: NULL, nothing replied: *bad stays 0). */
+static const char *audit_param(aw_req *r, const char *name, size_t max, int *bad)
+{
+	const char *v = aw_query(r, name);
+	if (*bad || !v || strlen(v) <= max)
+		return v;
+	aw_error err;
+	aw_fail_at(&err, AW_E_REQ_INVALID, name, "%s is at most %zu bytes", name, max);
+	aw_reply_problem(r, err.err, &err);
+	*bad = 1;
+	return NULL;
+}
+
+/* GET /v1/projects/{project}/audit?action=A[,B...]&since=&until=&actor=
+ * &target=&outcome=&run=&order=asc|desc&cursor=&limit= : the trail, oldest
+ * first (order=desc: newest first, the cursor counting down). outcome and
+ * run select agent calls by their envelope (llm.call, mcp.call, mcp.relay). */
 void aw_h_audit_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	int limit;
+	int limit, bad = 0;
 	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || limit_or_reply(r, &limit))
 		return;
-	const char *action = aw_query(r, "action"), *since = aw_query(r, "since");
-	const char *cursor = aw_query(r, "cursor");
-	int64_t after = 0, since_ms;
-	char *end = NULL;
-	if (cursor && (!*cursor || (after = strtoll(cursor, &end, 10)) < 0 || *end)) {
-		aw_fail_at(&err, AW_E_REQ_INVALID, "cursor", "cursor must be a record number");
-		aw_reply_problem(r, err.err, &err);
+	aw_audit_query q = {0};
+	const char *action = audit_param(r, "action", 8 * 64, &bad);
+	q.since = audit_param(r, "since", 64, &bad);
+	q.until = audit_param(r, "until", 64, &bad);
+	q.actor = audit_param(r, "actor", AW_PROJECT_MAX, &bad);
+	q.target = audit_param(r, "target", 1024, &bad);
+	q.outcome = audit_param(r, "outcome", 32, &bad);
+	q.run_id = audit_param(r, "run", AW_UUID_STR_LEN, &bad);
+	const char *order = audit_param(r, "order", 4, &bad);
+	const char *cursor = audit_param(r, "cursor", 20, &bad);
+	if (bad)
 		return;
+	char actions[8 * 64 + 1];
+	snprintf(actions, sizeof actions, "%s", action ? action : "");
+	char *end = NULL, *save = NULL;
+	int64_t since_ms;
+	aw_err e = AW_OK;
+	for (char *a = strtok_r(actions, ",", &save); a && !e; a = strtok_r(NULL, ",", &save)) {
+		if (q.nactions == AW_AUDIT_ACTIONS_MAX || strlen(a) > 63)
+			e = aw_fail_at(
+				&err, AW_E_REQ_INVALID, "action",
+				"action is up to %d names of at most 63 bytes, comma-separated",
+				AW_AUDIT_ACTIONS_MAX);
+		else
+			q.actions[q.nactions++] = a;
 	}
-	if (since && aw_clock_parse(since, &since_ms) != 0) {
-		aw_fail_at(&err, AW_E_REQ_INVALID, "since",
-			   "since must be a timestamp like 2026-11-29T09:54:27.000Z");
-		aw_reply_problem(r, err.err, &err);
-		return;
-	}
-	if (action && strlen(action) > 63) {
-		aw_fail_at(&err, AW_E_REQ_INVALID, "action", "action is at most 63 bytes");
-		aw_reply_problem(r, err.err, &err);
+	if (!e && cursor && (!*cursor || (q.cursor = strtoll(cursor, &end, 10)) < 0 || *end))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "cursor", "cursor must be a record number");
+	if (!e && order && strcmp(order, "asc") && strcmp(order, "desc"))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "order", "order must be asc or desc");
+	q.newest_first = order && !strcmp(order, "desc");
+	if (!e && q.since && aw_clock_parse(q.since, &since_ms) != 0)
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "since",
+			       "since must be a timestamp like 2026-11-29T09:54:27.000Z");
+	if (!e && q.until && aw_clock_parse(q.until, &since_ms) != 0)
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "until",
+			       "until must be a timestamp like 2026-11-29T09:54:27.000Z");
+	if (!e && q.run_id && !aw_uuid_valid(q.run_id))
+		e = aw_fail_at(&err, AW_E_REQ_INVALID, "run", "run must be a run id");
+	if (e) {
+		aw_reply_problem(r, e, &err);
 		return;
 	}
 	aw_txn *t = NULL;
 	aw_audit_row *rows = NULL;
 	int n = 0;
 	aw_project p;
-	aw_err e = aw_store_begin(r->store, &scoped, AW_TXN_READ, &t, &err);
+	e = aw_store_begin(r->store, &scoped, AW_TXN_READ, &t, &err);
 	if (!e && !(e = aw_store_project_get(t, &p, &err)))
-		e = aw_store_audit_list(t, after, action, since, limit, &rows, &n, &err);
+		e = aw_store_audit_query(t, &q, limit, &rows, &n, &err);
 	if (t)
 		aw_store_rollback(t);
 	if (e) {

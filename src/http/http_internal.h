@@ -138,6 +138,10 @@ int aw_auth_or_reply(aw_req *r);
 int aw_project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped);
 /* The same for the key's own project (the /v1/platform routes). */
 int aw_own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped);
+/* The /v1/platform/runs routes: the project named by ?project= (a platform
+ * admin's choice; any other key may name only its own: another answers 404
+ * like a missing one), else the key's own. 0 or replied. */
+int aw_selected_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped);
 /* Checks the request declares a JSON body (Content-Type: application/json);
  * 0 or replied. The decoders below then parse it strictly. */
 int aw_json_body_or_reply(aw_req *r);
@@ -173,6 +177,7 @@ void aw_h_key_migrations(aw_req *r);
 void aw_h_redaction_get(aw_req *r);
 void aw_h_redaction_put(aw_req *r);
 void aw_h_console(aw_req *r);
+void aw_h_root(aw_req *r);
 void aw_h_projects_create(aw_req *r);
 void aw_h_projects_list(aw_req *r);
 void aw_h_whoami(aw_req *r);

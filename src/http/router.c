@@ -17,6 +17,7 @@ static const struct {
 	{"GET", "/metrics", aw_h_metrics, 0},
 	{"GET", "/v1/openapi.json", aw_h_openapi, AW_AUTH_OPEN},
 	/* open: the console's files; it calls the API with the key typed in */
+	{"GET", "/", aw_h_root, AW_AUTH_OPEN},
 	{"GET", "/console", aw_h_console, AW_AUTH_OPEN},
 	{"GET", "/console/{file}", aw_h_console, AW_AUTH_OPEN},
 	{"POST", "/v1/projects", aw_h_projects_create, 0},
@@ -81,6 +82,8 @@ static const struct {
 
 static int match(const char *tmpl, aw_req *r)
 {
+	if (!strcmp(tmpl, "/")) /* the root: no segment at all */
+		return r->nsegs == 0;
 	int i = 0;
 	const char *p = tmpl;
 	while (*p) {

@@ -453,6 +453,18 @@ int aw_own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
 	return aw_project_or_reply(r, project, need, scoped);
 }
 
+int aw_selected_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
+{
+	const char *p = aw_query(r, "project");
+	if (!p)
+		return aw_own_project_or_reply(r, need, scoped);
+	if (aw_auth_or_reply(r) || aw_project_segment_or_reply(r, p))
+		return -1;
+	char project[AW_PROJECT_MAX + 1];
+	snprintf(project, sizeof project, "%s", p);
+	return aw_project_or_reply(r, project, need, scoped);
+}
+
 int aw_project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped)
 {
 	aw_error err = {0};

@@ -89,24 +89,65 @@ static aw_err read_rows(aw_txn *t, const char *sql, int n_params, const aw_val *
 aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
 			   int limit, aw_audit_row **out, int *n, aw_error *err)
 {
-	aw_val v[5] = {AW_TEXT(t->ctx.project), AW_INT(after_seq), AW_INT(limit)};
-	int n_params = 3;
-	char sql[512];
-	int o = snprintf(sql, sizeof sql,
-			 "SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
-			 " payload, prev_hash, hash FROM audit_events WHERE project_id = $1"
-			 " AND seq > $2");
+	aw_audit_query q = {.cursor = after_seq, .since = since};
+	if (action && *action)
+		q.actions[q.nactions++] = action;
+	return aw_store_audit_query(t, &q, limit, out, n, err);
+}
+
+static int given(const char *s)
+{
+	return s && *s;
+}
+
+aw_err aw_store_audit_query(aw_txn *t, const aw_audit_query *q, int limit, aw_audit_row **out,
+			    int *n, aw_error *err)
+{
+	if (q->nactions < 0 || q->nactions > AW_AUDIT_ACTIONS_MAX)
+		return aw_fail(err, AW_E_REQ_INVALID, "at most %d actions", AW_AUDIT_ACTIONS_MAX);
+	int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
+	/* "!ok": every outcome but ok (a record with no outcome is no call) */
+	int not = given(q->outcome) && q->outcome[0] == '!';
+	const char *outcome = not ? q->outcome + 1 : q->outcome;
+	aw_val v[3 + AW_AUDIT_ACTIONS_MAX + 6] = {AW_TEXT(t->ctx.project), AW_INT(limit)};
+	int np = 2;
+	aw_buf sql = AW_BUF_INIT(4096);
+	aw_buf_addf(&sql, "SELECT event_id, project_id, seq, ts, actor, action, target, trace_id,"
+			  " payload, prev_hash, hash FROM audit_events WHERE project_id = $1");
 	/* only the filters asked for, so every parameter has a type on postgres */
-	if (action && *action) {
-		v[n_params++] = AW_TEXT(action);
-		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND action = $%d", n_params);
+	if (q->cursor > 0) {
+		v[np++] = AW_INT(q->cursor);
+		aw_buf_addf(&sql, " AND seq %s $%d", q->newest_first ? "<" : ">", np);
 	}
-	if (since && *since) {
-		v[n_params++] = AW_TEXT(since);
-		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND ts >= $%d", n_params);
+	for (int i = 0; i < q->nactions; i++) {
+		v[np++] = AW_TEXT(q->actions[i]);
+		aw_buf_addf(&sql, "%s$%d%s", i ? ", " : " AND action IN (", np,
+			    i == q->nactions - 1 ? ")" : "");
 	}
-	snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY seq LIMIT $3");
-	return read_rows(t, sql, n_params, v, out, n, err);
+	const struct {
+		const char *val, *col;
+	} cols[] = {{q->since, "ts >= $%d"},
+		    {q->until, "ts < $%d"},
+		    {q->actor, "actor = $%d"},
+		    {q->target, "target = $%d"},
+		    {outcome, pg ? (not ? "payload::jsonb ->> 'outcome' <> $%d"
+					: "payload::jsonb ->> 'outcome' = $%d")
+				 : (not ? "json_extract(payload, '$.outcome') <> $%d"
+					: "json_extract(payload, '$.outcome') = $%d")},
+		    {q->run_id, pg ? "payload::jsonb ->> 'run_id' = $%d"
+				   : "json_extract(payload, '$.run_id') = $%d"}};
+	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+		if (!given(cols[i].val))
+			continue;
+		v[np++] = AW_TEXT(cols[i].val);
+		aw_buf_addf(&sql, " AND ");
+		aw_buf_addf(&sql, cols[i].col, np);
+	}
+	aw_buf_addf(&sql, " ORDER BY seq%s LIMIT $2", q->newest_first ? " DESC" : "");
+	aw_err e = aw_buf_err(&sql) ? aw_fail(err, aw_buf_err(&sql), "audit query too long")
+				    : read_rows(t, aw_buf_str(&sql), np, v, out, n, err);
+	aw_buf_free(&sql);
+	return e;
 }
 
 aw_err aw_store_audit_by_target(aw_txn *t, const char *target, int limit, aw_audit_row **out,

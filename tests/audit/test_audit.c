@@ -3,6 +3,8 @@
  * postgres): appends from concurrent writers form one unbroken chain, payloads
  * are redacted, and deleting, altering, reordering or truncating records
  * directly in the database is reported by aw_audit_verify at the right record.
+ * The list's filters (actions, time, principal, target, an agent call's
+ * outcome and run, newest first with a cursor) select the same rows on both.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "awooop/audit.h"
+#include "awooop/clock.h"
 #include "awooop/tenancy.h"
 #include "awooop/uuid.h"
 #include "support.h"
@@ -124,6 +128,115 @@ static void test_payload_is_redacted(void **state)
 	assert_string_equal(rows[0].actor, "writer");
 	assert_string_equal(rows[0].trace_id, c.trace.trace_id);
 	aw_audit_rows_free(rows, n);
+}
+
+/* One agent-call-like record: action, principal, target, and an envelope
+ * with outcome and run_id (NULL: absent). */
+static void call_record(const char *project, const char *action, const char *principal,
+			const char *target, const char *outcome, const char *run_id)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, project, AW_SCOPE_WORKER, principal);
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	json_t *p = json_pack("{s:s, s:f}", "upstream", "u1", "latency_ms", 1.5);
+	if (outcome)
+		json_object_set_new(p, "outcome", json_string(outcome));
+	if (run_id)
+		json_object_set_new(p, "run_id", json_string(run_id));
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_audit_record(t, &c, action, target, p, &err), AW_OK);
+	assert_int_equal(aw_store_commit(t, &err), AW_OK);
+	json_decref(p);
+}
+
+/* The rows q selects in project, as "seq:action:actor" joined by spaces. */
+static char *query(const char *project, const aw_audit_query *q, int limit)
+{
+	aw_ctx c;
+	aw_test_ctx(&c, project, AW_SCOPE_OPERATOR, "auditor");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	aw_err e = aw_store_audit_query(t, q, limit, &rows, &n, &err);
+	aw_store_rollback(t);
+	if (e)
+		fail_msg("query: %s %s", aw_err_code(e), err.msg);
+	static char out[2048];
+	out[0] = 0;
+	for (int i = 0; i < n; i++)
+		snprintf(out + strlen(out), sizeof out - strlen(out), "%s%lld:%s:%s", i ? " " : "",
+			 (long long)rows[i].seq, rows[i].action, rows[i].actor);
+	aw_audit_rows_free(rows, n);
+	return out;
+}
+
+static void test_query_filters(void **state)
+{
+	const char *run = "01a24357-5253-77eb-a4e0-280acc324358";
+	project("au-q");
+	project("au-q2");
+	/* seq 1 is project.create */
+	call_record("au-q", "llm.call", "alice", "chat", "ok", run);	      /* 2 */
+	call_record("au-q", "mcp.call", "bob", "echo__web", "refused", NULL); /* 3 */
+	call_record("au-q", "mcp.relay", "alice", "prompts/get", "ok", NULL); /* 4 */
+	call_record("au-q", "llm.call", "bob", "chat", "failed", NULL);	      /* 5 */
+	call_record("au-q", "run.submit", "alice", run, NULL, NULL);	      /* 6 */
+	call_record("au-q2", "llm.call", "alice", "chat", "ok", run);	      /* another tenant's */
+	char since[AW_TS_LEN + 1]; /* timestamps have milliseconds: a gap around it */
+	struct timespec gap = {0, 5 * 1000 * 1000};
+	nanosleep(&gap, NULL);
+	aw_clock_now(since);
+	nanosleep(&gap, NULL);
+	call_record("au-q", "llm.call", "carol", "chat", "ok", run); /* 7 */
+
+	aw_audit_query all_calls = {.actions = {"llm.call", "mcp.call", "mcp.relay"},
+				    .nactions = 3};
+	assert_string_equal(query("au-q", &all_calls, 100),
+			    "2:llm.call:alice 3:mcp.call:bob 4:mcp.relay:alice 5:llm.call:bob "
+			    "7:llm.call:carol");
+	aw_audit_query q = all_calls;
+	q.newest_first = 1; /* newest first, two at a time */
+	assert_string_equal(query("au-q", &q, 2), "7:llm.call:carol 5:llm.call:bob");
+	q.cursor = 5;
+	assert_string_equal(query("au-q", &q, 2), "4:mcp.relay:alice 3:mcp.call:bob");
+	q.cursor = 3;
+	assert_string_equal(query("au-q", &q, 2), "2:llm.call:alice");
+	q = all_calls;
+	q.outcome = "ok";
+	assert_string_equal(query("au-q", &q, 100),
+			    "2:llm.call:alice 4:mcp.relay:alice 7:llm.call:carol");
+	q.actor = "alice";
+	assert_string_equal(query("au-q", &q, 100), "2:llm.call:alice 4:mcp.relay:alice");
+	q = all_calls;
+	q.outcome = "!ok"; /* the calls that did not succeed */
+	assert_string_equal(query("au-q", &q, 100), "3:mcp.call:bob 5:llm.call:bob");
+	q = (aw_audit_query){.outcome = "!ok"}; /* records without an outcome are no calls */
+	assert_string_equal(query("au-q", &q, 100), "3:mcp.call:bob 5:llm.call:bob");
+	q = (aw_audit_query){.run_id = run}; /* the calls a run made (payload.run_id) */
+	assert_string_equal(query("au-q", &q, 100), "2:llm.call:alice 7:llm.call:carol");
+	q = (aw_audit_query){.target = "chat", .outcome = "failed"};
+	assert_string_equal(query("au-q", &q, 100), "5:llm.call:bob");
+	q = (aw_audit_query){.since = since};
+	assert_string_equal(query("au-q", &q, 100), "7:llm.call:carol");
+	q = (aw_audit_query){.until = since, .actions = {"run.submit"}, .nactions = 1};
+	assert_string_equal(query("au-q", &q, 100), "6:run.submit:alice");
+	q = (aw_audit_query){.actions = {"nothing.here"}, .nactions = 1};
+	assert_string_equal(query("au-q", &q, 100), "");
+	/* the other tenant's trail: its own record only */
+	assert_string_equal(query("au-q2", &all_calls, 100), "2:llm.call:alice");
+	q = (aw_audit_query){.nactions = AW_AUDIT_ACTIONS_MAX + 1};
+	aw_ctx c;
+	aw_test_ctx(&c, "au-q", AW_SCOPE_OPERATOR, "auditor");
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_audit_row *rows = NULL;
+	int n = 0;
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_audit_query(t, &q, 10, &rows, &n, &err), AW_E_REQ_INVALID);
+	aw_store_rollback(t);
 }
 
 /* One record about several targets: one row of the chain, found from each
@@ -274,6 +387,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_concurrent_appends_form_one_chain),
 		cmocka_unit_test(test_payload_is_redacted),
 		cmocka_unit_test(test_group_record),
+		cmocka_unit_test(test_query_filters),
 		cmocka_unit_test(test_tamper_delete),
 		cmocka_unit_test(test_tamper_alter),
 		cmocka_unit_test(test_tamper_reorder),

@@ -1,15 +1,32 @@
-// console.mjs URL ADMIN_KEY OTHER_RUN SHOTS CHROMIUM - the console in chromium
-// (playwright-core): a keyboard-only sign-in, a project and two operator keys
-// made in the browser, a policy drafted, published, approved by the second
-// key and activated, the convergence panel reaching 2 of 2, a run submitted
-// and cancelled, the audit chain verified, another tenant's run not found.
-// axe-core on every view (no serious or critical violation), no CSP
-// violation, screenshots of every view at 1280x800 and 390x844.
+// console.mjs - the console in chromium (playwright-core), driven through
+// every action it offers, against a live server (console_test.sh sets it up
+// and passes AW_CONSOLE: url, keys, run ids, the screenshot folder):
+//  - / redirects to the console; a keyboard-only sign-in; the sign-in page
+//    shows no "Sign out"; the key only in sessionStorage;
+//  - the platform admin's overview of every project, and what needs
+//    attention in the selected one (a run denied there);
+//  - with project "alpha" selected, the admin sees alpha's runs (newest
+//    first), approves a waiting run as itself, reruns a run, submits a run
+//    in alpha, sees a run made meanwhile appear without a reload, filters;
+//  - the call log: filters (outcome, route or tool, run), a call made
+//    meanwhile appearing live, a call's envelope;
+//  - a project and two keys made in the browser; a policy drafted,
+//    published, approved by the other key, activated, the convergence panel
+//    reaching 2 of 2 with two watch processes, the side-by-side diff, the
+//    one-step rollback to the previous revision, a revoke and what the
+//    convergence panel says after it;
+//  - the budget: chart, per key, ledger, suspend (who imposed it) and resume;
+//  - the audit trail newest first and verified; tools and refusals in words;
+//  - another tenant's run not found; tenant strings that look like markup
+//    shown as text; no stray "null"; no CSP violation or page error;
+//  - axe-core on every view at 1400 px and 390 px (no serious or critical
+//    violation, nothing wider than the phone's screen); screenshots of each.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-const [url, admin, otherRun, shots, exe] = process.argv.slice(2);
+const C = JSON.parse(process.env.AW_CONSOLE);
+const url = C.url;
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 let failed = 0;
 const ok = (cond, what) => {
@@ -17,185 +34,364 @@ const ok = (cond, what) => {
   if (!cond) failed++;
 };
 
-const browser = await chromium.launch({ executablePath: exe, args: ['--no-sandbox', '--disable-gpu'] });
-const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+const browser = await chromium.launch({ executablePath: C.chromium, args: ['--no-sandbox', '--disable-gpu'] });
+const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
 const page = await ctx.newPage();
 const cspViolations = [];
 page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text()); });
 page.on('pageerror', (e) => cspViolations.push('page error: ' + e.message));
 
-async function audit(name) {
-  await page.waitForTimeout(150);
-  await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+/* The API from the test itself (another client acting meanwhile). */
+async function api(key, method, path, body) {
+  const r = await fetch(url + path, { method, headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+  return r.json().catch(() => null);
+}
+
+const status = () => page.locator('#status').textContent();
+const waitStatus = (re, timeout) => page.waitForFunction((s) => new RegExp(s).test(document.querySelector('#status').textContent), re.source, { timeout: timeout || 10000 });
+const views = [];
+
+/* A view as it stands: a screenshot, axe, no stray "null" outside JSON. */
+async function check(name) {
+  await page.waitForTimeout(200);
+  const w = page.viewportSize().width;
+  await page.screenshot({ path: `${C.shots}/${w}-${name}.png`, fullPage: true });
   await page.evaluate(axeSource);
   const r = await page.evaluate(async () => {
     const res = await window.axe.run(document, { resultTypes: ['violations'] });
     return res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .map((v) => `${v.id} (${v.impact}): ${v.nodes.length} nodes, e.g. ${v.nodes[0].target}`);
   });
-  ok(r.length === 0, `axe ${name}: no serious or critical violation${r.length ? ': ' + r.join('; ') : ''}`);
+  ok(r.length === 0, `axe ${w}px ${name}: no serious or critical violation${r.length ? ': ' + r.join('; ') : ''}`);
+  const stray = await page.evaluate(() => {
+    const m = document.querySelector('main').cloneNode(true);
+    m.querySelectorAll('pre, details, input, textarea').forEach((x) => x.remove());
+    return /(^|\s)(null|undefined|NaN|\[object Object\])(\s|$)/.test(m.textContent);
+  });
+  ok(!stray, `${w}px ${name}: no stray null, undefined or NaN on the page`);
+  if (w === 1400 && !views.some((v) => v.name === name)) views.push({ name, hash: new URL(page.url()).hash });
 }
-const status = () => page.locator('#status').textContent();
 async function signIn(key) {
   await page.goto(`${url}/console/`);
   await page.waitForSelector('#key');
-  // keyboard only: the key field has the focus, Enter submits
-  await page.keyboard.type(key);
+  await page.keyboard.type(key); // keyboard only: the key field has the focus, Enter submits
   await page.keyboard.press('Enter');
   await page.waitForSelector('#nav:not([hidden])');
+  await page.waitForSelector('#principal');
 }
 async function signOut() {
   await page.click('#logout');
   await page.waitForSelector('#key');
+}
+async function go(hash) {
+  await page.click(`#nav a[href="#/${hash}"]`);
+  await page.waitForFunction((h) => location.hash.startsWith('#/' + h), hash);
+}
+async function selectProject(p) {
+  await page.selectOption('#project', p);
+  await waitStatus(new RegExp(`Project ${p} selected`));
 }
 async function newKey(name) {
   const before = (await page.locator('#key-secret').textContent()) || '';
   await page.fill('#key-name', name);
   await page.selectOption('#key-scope', 'operator');
   await page.click('text=Create key');
-  // the new secret, not the previous key's still on the page
   await page.waitForFunction((b) => { const t = document.querySelector('#key-secret').textContent; return t.includes('awk_') && t !== b; }, before);
   return (await page.locator('#key-secret').textContent()).replace(/^.*: /, '').trim();
 }
+const cells = (sel, col) => page.$$eval(`${sel} tbody tr`, (trs, c) => trs.map((tr) => (tr.children[c] ? tr.children[c].textContent.trim() : '')), col);
+const openContract = async () => { await page.goto(`${url}/console/#/contracts/policy_routing/default`); await page.waitForSelector('#revisions'); };
 
-// a step that times out: say where the page was (its status line, its
-// main text, a screenshot) rather than only which selector never came
 try {
-  // sign in (keyboard), the sign-in view checked first
-  await page.goto(`${url}/console/`);
+  // ---------------------------------------------------------------- sign in
+  await page.goto(`${url}/`);
+  ok(page.url() === `${url}/console/`, `/ redirects to the console (${page.url()})`);
   await page.waitForSelector('#key');
-  await audit('01-sign-in');
   ok(await page.evaluate(() => document.activeElement && document.activeElement.id === 'key'), 'the key field has the focus');
-  await signIn(admin);
+  ok(!(await page.isVisible('#logout')), 'the sign-in page shows no "Sign out"');
+  await check('01-sign-in');
+  await signIn(C.admin);
   ok(!page.url().includes('awk_'), 'the key is not in the URL');
   ok(await page.evaluate(() => localStorage.length === 0), 'nothing in localStorage');
+  ok((await page.locator('#whoami').textContent()).includes('bootstrap (platform admin)'), 'who is signed in is shown');
 
-  // projects and keys: create the project, select it, two operator keys
+  // ---------------------------------------------------------------- overview (platform)
+  await selectProject('alpha');
+  await page.waitForSelector('#glance');
+  await page.waitForSelector('#waiting tbody tr');
+  const glance = await cells('#glance', 0);
+  ok(glance.includes('alpha') && glance.includes('outsider'), `the overview lists every project (${glance.join(', ')})`);
+  const alphaRow = await page.$$eval('#glance tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.trim())).find((r) => r[0] === 'alpha'));
+  ok(alphaRow && alphaRow[2] === '2' && Number(alphaRow[4]) >= 7 && alphaRow[5] === '3', `alpha at a glance: 2 waiting, its calls, 3 not ok (${alphaRow})`);
+  const asks = (await cells('#waiting', 1)).join(' | ');
+  ok(asks.includes('<img src=x onerror="window.__xss=1">') && (await page.$$('#main img')).length === 0,
+    'a summary that looks like markup is shown as text');
+  await check('02-overview');
+  // deny where it is listed: as the signed-in principal
+  await page.click(`button[aria-label="Deny run ${C.deny_run.slice(0, 8)}…${C.deny_run.slice(-4)}"]`);
+  await waitStatus(/denied by bootstrap/);
+  const denied = await api(C.op1, 'GET', `/v1/platform/runs/${C.deny_run}`);
+  ok(denied.state === 'failed' && denied.error_code === 'E-RUN-009', `the run denied from the overview failed (${denied.state} ${denied.error_code})`);
+
+  // ---------------------------------------------------------------- runs of the selected project
+  await go('runs');
+  await page.evaluate(() => { window.__noReload = 1; });
+  await page.waitForSelector('#runs-table tbody tr a');
+  let ids = (await page.$$eval('#runs-table tbody tr a', (as) => as.map((a) => a.getAttribute('href').slice(7))));
+  ok(ids.includes(C.approve_run) && ids.includes(C.llm_run), 'the platform admin sees alpha\'s runs with alpha selected');
+  ok(ids.join() === [...ids].sort().reverse().join(), 'runs are listed newest first');
+  // a run submitted meanwhile by another client appears without a reload
+  const sleeper = await api(C.op1, 'POST', '/v1/platform/runs', { workflow: [{ kind: 'sleep', args: { ms: 60000 } }] });
+  await page.waitForSelector(`#runs-table a[href="#/runs/${sleeper.run_id}"]`, { timeout: 10000 });
+  ok(await page.evaluate(() => window.__noReload === 1), 'a new run appeared in the list without a reload');
+  // filters: state (server), text (here)
+  await page.selectOption('#run-state', 'failed');
+  await page.waitForFunction(() => [...document.querySelectorAll('#runs-table tbody tr')].every((tr) => /failed/.test(tr.textContent)) &&
+    document.querySelectorAll('#runs-table tbody tr a').length >= 2);
+  ok(true, 'the state filter lists failed runs only');
+  await page.selectOption('#run-state', '');
+  await page.fill('#run-text', 'sleep');
+  await page.waitForFunction((id) => { const a = [...document.querySelectorAll('#runs-table tbody tr a')]; return a.length === 1 && a[0].getAttribute('href').endsWith(id); }, sleeper.run_id);
+  ok(true, 'the text filter finds the run by its step kind');
+  await page.fill('#run-text', '');
+  await page.selectOption('#run-queue', 'mail');
+  await page.waitForFunction((id) => { const a = [...document.querySelectorAll('#runs-table tbody tr a')]; return a.length === 1 && a[0].getAttribute('href').endsWith(id); }, C.mail_run);
+  ok(true, 'the queue filter finds the run of queue "mail"');
+  await page.selectOption('#run-queue', '');
+  await page.selectOption('#run-range', '15m');
+  await page.waitForFunction((n) => document.querySelectorAll('#runs-table tbody tr a').length === n, ids.length + 1);
+  ok(true, 'created in the last 15 minutes: every run of this test');
+  await page.selectOption('#run-range', '');
+  await check('03-runs');
+
+  // approve a waiting run from its page, as the signed-in principal
+  await page.click(`#runs-table a[href="#/runs/${C.approve_run}"]`);
+  await page.waitForSelector('#wait-summary');
+  ok((await page.locator('#wait-summary').textContent()) === 'deploy to prod', 'the waiting run says what it asks');
+  await check('04-run-waiting');
+  await page.click('section.callout button:text("Approve")');
+  await waitStatus(/approved: it goes on/);
+  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'succeeded', null, { timeout: 10000 });
+  const byCol = (await cells('table:has(caption:text("Newest first"))', 4)).join(',');
+  ok(byCol.includes('bootstrap'), `approved as the signed-in principal, shown in the transitions (${byCol})`);
+  ok(await page.evaluate(() => window.__noReload === 1), 'the run page followed the run to its end without a reload');
+
+  // rerun: a new run from the same workflow and input
+  await page.goto(`${url}/console/#/runs/${C.llm_run}`);
+  await page.waitForSelector('#run-timeline');
+  ok((await page.locator('#run-timeline').textContent()).includes('model call: chat'), 'the timeline shows the step\'s model call');
+  await page.click('details:has(summary:text("Workflow and input")) summary');
+  ok((await page.locator('main pre').last().textContent()).includes('<img src=x onerror=\\"window.__xss=1\\">'), 'a run\'s input that looks like markup is shown as text');
+  await check('05-run-detail');
+  await page.click('button:text("Rerun")');
+  await waitStatus(/Rerun of .*: new run .* submitted/);
+  await page.waitForFunction((old) => location.hash.startsWith('#/runs/') && !location.hash.endsWith(old), C.llm_run);
+  const rerunId = page.url().split('/').pop();
+  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'succeeded', null, { timeout: 10000 });
+  const rerun = await api(C.op1, 'GET', `/v1/platform/runs/${rerunId}`);
+  const orig = await api(C.op1, 'GET', `/v1/platform/runs/${C.llm_run}`);
+  ok(JSON.stringify(rerun.workflow) === JSON.stringify(orig.workflow) && JSON.stringify(rerun.input) === JSON.stringify(orig.input) && rerun.project === 'alpha',
+    'the rerun is a new run of alpha with the same workflow and input');
+
+  // submit in the selected project, then cancel
+  await go('runs');
+  await page.click('#submit-panel summary');
+  await page.fill('#run-workflow', JSON.stringify([{ kind: 'sleep', args: { ms: 60000 } }]));
+  await page.click('text=Submit run');
+  await page.waitForSelector('#run-trace-id');
+  ok((await page.locator('#run-project').textContent()) === 'alpha', 'a run submitted by the platform admin is created in the selected project');
+  ok(/^[0-9a-f]{32}$/.test((await page.locator('#run-trace-id').textContent()).trim()), 'the run view shows its trace id');
+  await page.click('text=Cancel run');
+  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'cancelled');
+  ok(true, 'the run was cancelled from the console');
+
+  // ---------------------------------------------------------------- the call log
+  await go('calls');
+  await page.evaluate(() => { window.__noReload = 1; });
+  await page.waitForSelector('#calls-table tbody tr a');
+  const before = (await page.$$('#calls-table tbody tr')).length;
+  ok(before >= 8, `the call log lists alpha's model and tool calls (${before})`);
+  await page.selectOption('#call-outcome', '!ok');
+  await page.waitForFunction(() => { const t = [...document.querySelectorAll('#calls-table tbody tr')]; return t.length === 3 && t.every((tr) => tr.className === 'notok'); });
+  ok(true, 'outcome "not ok": the three calls that failed or were refused');
+  await page.selectOption('#call-outcome', '');
+  await page.fill('#call-target', 'echo__web');
+  await page.click('form[aria-label="Filter calls"] button:text("Apply")');
+  await page.waitForFunction(() => { const t = [...document.querySelectorAll('#calls-table tbody tr')]; return t.length === 1 && /echo__web/.test(t[0].textContent) && /tool/.test(t[0].textContent); });
+  ok(true, 'route or tool: the one echo__web call');
+  await page.fill('#call-target', '');
+  await page.fill('#call-run', C.llm_run);
+  await page.click('form[aria-label="Filter calls"] button:text("Apply")');
+  await page.waitForFunction(() => { const t = [...document.querySelectorAll('#calls-table tbody tr')]; return t.length === 1 && /run-worker/.test(t[0].textContent); });
+  ok(true, 'run: the model call the run\'s step made');
+  await page.fill('#call-run', '');
+  await page.selectOption('#call-kind', 'llm.call');
+  await page.waitForFunction(() => [...document.querySelectorAll('#calls-table tbody tr')].every((tr) => tr.children[1].textContent === 'model'));
+  // a call made meanwhile joins the top while the page is open (other
+  // records may land too: the recorders write a little after a call ends)
+  const seqOf = () => page.$$eval('#calls-table tbody tr a[href^="#/calls/"]', (as) => as.map((a) => Number(a.getAttribute('href').split('/').pop())));
+  const top = Math.max(...(await seqOf()));
+  const n0 = (await seqOf()).length;
+  await api(C.agent, 'POST', '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'live' }] });
+  await page.waitForFunction((t) => [...document.querySelectorAll('#calls-table tbody tr')].some((tr) =>
+    Number(tr.querySelector('a').getAttribute('href').split('/').pop()) > t && tr.children[2].textContent === 'agent'), top, { timeout: 15000 });
+  ok((await seqOf()).length > n0, 'the older calls stay listed under the new one');
+  ok(await page.evaluate(() => window.__noReload === 1), 'a new call appeared in the log without a reload');
+  await check('06-calls');
+  await page.click('#calls-table tbody tr:first-child a');
+  await page.waitForSelector('#call-upstream');
+  ok((await page.locator('#call-upstream').textContent()) === 'openai' && (await page.locator('#call-outcome').textContent()) === 'ok',
+    'a call\'s page shows its envelope (upstream, outcome)');
+  ok((await page.locator('main pre').textContent()).includes('"tokens_in"'), 'the envelope as recorded');
+  await check('07-call-detail');
+
+  // ---------------------------------------------------------------- budget
+  await go('budget');
+  await page.waitForSelector('#spend-chart');
+  await page.waitForSelector('#per-key-table');
+  const bars = await page.$$eval('#spend-chart rect.bar', (rs) => rs.map((r) => Number(r.getAttribute('height'))));
+  ok(bars.length === 48 && bars.some((h) => h > 0), `spend over time: 48 hourly bars, the current hour's not empty (${bars.filter((h) => h > 0).length} with spend)`);
+  ok((await cells('#per-key-table', 0)).includes('agent'), 'spend per key lists the agent key');
+  ok((await page.$$('#ledger tbody tr')).length > 5, 'the ledger is listed');
+  await page.selectOption('#chart-metric', 'cost');
+  ok((await page.locator('#chart-title').textContent()).startsWith('Cost'), 'the chart shows cost on request');
+  await page.fill('#suspend-reason', '<b onmouseover="window.__xss=3">drill</b>');
+  await page.click('button:text("Suspend model calls")');
+  await page.waitForSelector('#suspension');
+  ok((await page.locator('#suspended-by').textContent()) === 'bootstrap' && (await page.locator('#suspension').textContent()).includes('imposed by the platform'),
+    'the suspension shows who imposed it');
+  ok((await page.locator('#suspended-reason').textContent()) === '<b onmouseover="window.__xss=3">drill</b>', 'the reason is shown as text');
+  await check('08-budget-suspended');
+  await page.click('button:text("Resume model calls")');
+  await waitStatus(/Model calls resumed/);
+  await page.waitForSelector('#suspension', { state: 'detached' });
+  ok(true, 'suspended and resumed from the console');
+
+  // ---------------------------------------------------------------- audit, system
+  await go('audit');
+  await page.waitForSelector('#audit-table tbody tr');
+  const seqs = (await cells('#audit-table', 0)).map(Number);
+  ok(seqs.length > 10 && seqs.every((s, i) => i === 0 || s < seqs[i - 1]), 'the audit trail lists newest first');
+  await page.click('text=Verify the chain');
+  await page.waitForFunction(() => /Chain intact: \d+ records/.test(document.querySelector('#verify-result').textContent));
+  ok(true, 'audit chain verified: ' + await page.locator('#verify-result').textContent());
+  await check('09-audit');
+  await go('system');
+  await page.waitForSelector('#tools');
+  await page.waitForSelector('#jobs');
+  ok((await cells('#tools', 0)).includes('echo__web'), 'the project\'s tools are listed');
+  ok((await cells('#refusals', 0)).includes('the tool is not offered to this project'), 'a refusal is said in words, not as a label string');
+  await check('10-system');
+
+  // ---------------------------------------------------------------- a project, keys, a contract's life
+  await go('keys');
   await page.fill('#new-project', 'webcon');
   await page.click('text=Create project');
   await page.waitForFunction(() => [...document.querySelectorAll('#project option')].some((o) => o.value === 'webcon'));
-  await page.selectOption('#project', 'webcon');
+  await selectProject('webcon');
   await page.waitForSelector('text=Keys of webcon');
   const op1 = await newKey('op1');
   const op2 = await newKey('op2');
   ok(op1.startsWith('awk_') && op2.startsWith('awk_') && op1 !== op2, 'two keys created in the browser');
-  await audit('02-projects-keys');
-
-  // contracts: op1 drafts and publishes, op2 approves, op1 activates
+  await check('11-keys');
+  // op1 drafts and publishes, op2 approves, op1 activates
   await signOut();
   await signIn(op1);
-  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
-  await page.waitForSelector('#draft-body');
+  ok((await page.locator('#whoami').textContent()).includes('op1 (operator of webcon)'), 'an operator sees who it is');
+  await openContract();
   await page.fill('#draft-body', JSON.stringify({ routes: [{ name: 'main', match: { task: 'chat' }, candidates: [{ provider: 'ollama', model: 'llama3' }] }] }));
   await page.click('text=Create draft');
-  await page.waitForSelector('button:text("publish")');
-  await page.click('button:text("publish")');
-  await page.waitForSelector('button:text("approve")');
+  await page.waitForSelector('button:text("Publish")');
+  await page.click('button:text("Publish")');
+  await page.waitForSelector('button:text("Approve")');
   await signOut();
   await signIn(op2);
-  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
-  await page.waitForSelector('button:text("approve")');
-  await page.click('button:text("approve")');
-  await page.waitForFunction(() => /approve done/.test(document.querySelector('#status').textContent));
+  await openContract();
+  await page.click('button:text("Approve")');
+  await waitStatus(/approved\./);
   await signOut();
   await signIn(op1);
-  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
-  await page.waitForSelector('button:text("activate")');
+  await openContract();
   const t0 = Date.now();
-  await page.click('button:text("activate")');
-  await page.waitForFunction(() => /activate done/.test(document.querySelector('#status').textContent));
+  await page.click('button:text("Activate")');
+  await waitStatus(/activated\./);
   let conv = '';
   try {
     await page.waitForFunction(() => { const s = document.querySelector('#conv-summary'); return s && /^2 of 2 processes/.test(s.textContent) && s.className === 'ok'; }, null, { timeout: 20000 });
     conv = await page.locator('#conv-summary').textContent();
   } catch (e) { conv = String(await page.locator('#convergence').textContent()); }
   ok(/^2 of 2 processes serve .* \(100%\)/.test(conv), `convergence reached 100% with two watch processes in ${Date.now() - t0} ms: ${conv}`);
-  // a second draft, so the side-by-side diff has two revisions to compare
+  // a second revision, compared side by side, then activated
   await page.fill('#draft-body', JSON.stringify({ routes: [{ name: 'main', match: { task: 'chat' }, candidates: [{ provider: 'ollama', model: 'qwen' }] }] }));
   await page.click('text=Create draft');
   await page.waitForSelector('#diff-a');
-  await page.click('text=Compare');
+  ok((await cells('#revisions', 1))[0].startsWith('draft'), 'revisions are listed newest first');
+  await page.click('button:text("Compare")');
   await page.waitForSelector('text=Side by side');
-  ok((await page.locator('table').last().textContent()).includes('replace'), 'the diff shows the replaced model');
-  // roll back: the second revision activated, the first one comes back in one click (op1),
-  // and op2's approval completes the rollback quorum and activates it
-  await page.click('button:text("publish")');
-  await page.waitForSelector('button:text("approve")');
+  ok((await page.locator('table:has(caption:text("What changes"))').textContent()).includes('replace'), 'the diff shows the replaced model');
+  await page.click('button:text("Publish")');
+  await page.waitForSelector('button:text("Approve")');
   await signOut();
   await signIn(op2);
-  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
-  await page.click('button:text("approve")');
-  await page.waitForFunction(() => /approve done/.test(document.querySelector('#status').textContent));
+  await openContract();
+  await page.click('button:text("Approve")');
+  await waitStatus(/approved\./);
   await signOut();
   await signIn(op1);
-  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
-  await page.click('button:text("activate")');
-  await page.waitForFunction(() => /activate done/.test(document.querySelector('#status').textContent));
-  await page.waitForSelector('button:text("Roll back")');
-  await page.click('button:text("Roll back")');
-  await page.waitForFunction(() => /published, waiting for 1 approval/.test(document.querySelector('#status').textContent));
+  await openContract();
+  await page.click('button:text("Activate")');
+  await waitStatus(/activated\./);
+  // the one-step rollback: op1 asks, op2's approval completes the quorum and activates it
+  await page.click('button:text("Roll back to the previous revision")');
+  await waitStatus(/published, waiting for 1 approval/);
+  await page.click('#revisions tbody tr:first-child button:text("View")');
+  ok((await page.locator('#revision-body pre').textContent()).includes('llama3'), 'the rollback revision restores the earlier body (viewed in the console)');
   await signOut();
   await signIn(op2);
-  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
-  await page.click('button:text("approve")');
-  await page.waitForFunction(() => /Rollback activated/.test(document.querySelector('#status').textContent));
-  await page.waitForSelector('text=/^active \\(rollback to/');
-  ok(true, 'a superseded revision rolled back from the console: requested by op1, activated by op2\'s approval');
-  await signOut();
-  await signIn(op1);
-  await page.goto(`${url}/console/#/contracts/policy_routing/default`);
-  await page.waitForSelector('#draft-body');
-  await audit('03-contracts');
-
-  // runs: submit a long run, see it in its view, cancel it
-  await page.goto(`${url}/console/#/runs`);
-  await page.waitForSelector('#run-workflow');
-  await page.fill('#run-workflow', JSON.stringify([{ kind: 'sleep', args: { ms: 60000 } }]));
-  await page.click('text=Submit run');
-  await page.waitForSelector('#run-trace-id');
-  ok(/^[0-9a-f]{32}$/.test((await page.locator('#run-trace-id').textContent()).trim()), 'the run view shows its trace id');
-  await page.click('text=Cancel run');
-  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'cancelled');
-  ok(true, 'the run was cancelled from the console');
-  await audit('04-run-detail');
-  await page.goto(`${url}/console/#/runs`);
-  await page.waitForSelector('text=Runs of webcon');
-  await audit('05-runs');
-
-  // another tenant's run: not found, exactly like a missing one
-  await page.goto(`${url}/console/#/runs/${otherRun}`);
+  await openContract();
+  await page.click('button:text("Approve")');
+  await waitStatus(/Rollback activated/);
+  await page.waitForSelector('text=/rollback to/');
+  ok((await page.locator('#active-summary').textContent()).includes('a rollback to'), 'rolled back in one step from the console');
+  const hist = await cells('#history', 1);
+  ok(hist.includes('op1') && hist.includes('op2'), `the history says who did what (${[...new Set(hist)].join(', ')})`);
+  await check('12-contracts');
+  // a run of another tenant: not found, exactly like a missing one
+  await page.goto(`${url}/console/#/runs/${C.other_run}`);
   await page.waitForSelector('#run-missing');
   ok((await page.locator('#run-missing').textContent()).includes('E-RUN-001'), "another tenant's run answers not found (E-RUN-001)");
+  // revoked: the convergence panel says nothing is served any more
+  await signOut();
+  await signIn(C.admin);
+  await selectProject('webcon');
+  await openContract();
+  await page.click('#revisions button:text("Revoke")');
+  await waitStatus(/revoked\./);
+  await page.waitForFunction(() => /was revoked: no revision is active/.test((document.querySelector('#conv-summary') || {}).textContent || ''), null, { timeout: 10000 });
+  ok(true, 'after a revoke the convergence panel says: ' + await page.locator('#conv-summary').textContent());
+  ok((await page.locator('#active-summary').textContent()).startsWith('No revision is active'), 'and no revision is active');
 
-  // audit: verify the chain
-  await page.goto(`${url}/console/#/audit`);
-  await page.click('text=Verify the chain');
-  await page.waitForFunction(() => /Chain intact: \d+ records/.test(document.querySelector('#verify-result').textContent));
-  ok(true, 'audit chain verified: ' + await page.locator('#verify-result').textContent());
-  await audit('06-audit');
-
-  for (const [v, name] of [['ops', '07-relay-metrics'], ['budget', '08-budget'], ['tools', '09-mcp-tools']]) {
-    await page.goto(`${url}/console/#/${v}`);
-    await page.waitForSelector('main h1');
-    await page.waitForTimeout(300);
-    await audit(name);
-  }
-
-  // a phone width: every view still readable (nothing wider than the screen)
+  // ---------------------------------------------------------------- the phone's width
+  await selectProject('alpha');
   await page.setViewportSize({ width: 390, height: 844 });
-  for (const v of ['projects', 'contracts/policy_routing/default', 'runs', 'audit']) {
-    await page.goto(`${url}/console/#/${v}`);
+  for (const v of views) {
+    if (v.name === '01-sign-in') continue;
+    await page.goto(`${url}/console/${v.hash}`);
     await page.waitForSelector('main h1');
-    await page.waitForTimeout(300);
+    await page.waitForTimeout(800);
     const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    ok(wide <= 1, `phone width: ${v} fits (overflow ${wide}px)`);
-    await page.screenshot({ path: `${shots}/phone-${v.split('/')[0]}.png`, fullPage: true });
+    ok(wide <= 1, `phone width: ${v.name} fits (overflow ${wide}px)`);
+    await check(v.name);
   }
+  await signOut();
+  await check('01-sign-in');
 } catch (e) {
   ok(false, `${e.message.split('\n')[0]}\n  status: ${await status().catch(() => '?')}\n  url: ${page.url()}\n  main: ${(await page.locator('main').textContent().catch(() => '?')).slice(0, 600)}`);
-  await page.screenshot({ path: `${shots}/failure.png`, fullPage: true }).catch(() => {});
+  await page.screenshot({ path: `${C.shots}/failure.png`, fullPage: true }).catch(() => {});
 }
+ok(await page.evaluate(() => window.__xss === undefined), 'no tenant string ran as code');
 ok(cspViolations.length === 0, `no CSP violation or page error${cspViolations.length ? ': ' + cspViolations.join('; ') : ''}`);
+await signIn(C.admin).catch(() => {});
 const sess = await page.evaluate(() => Object.keys(sessionStorage));
 ok(sess.includes('awooop.key'), 'the key is kept in sessionStorage');
 await browser.close();

@@ -113,6 +113,9 @@ check "second server says why" "$(grep -c 'E-CONFIG-001: cannot listen on 127.0.
 
 # --- operations endpoints
 req GET /healthz "" ""; expect "healthz" 200
+req GET / "" ""; check "/ redirects" "$STATUS $(grep -i '^location:' "$TMP/hdr" | tr -d '\r' | cut -d' ' -f2)" "302 /console/"
+check "the log names the console's URL, the address unredacted" \
+  "$(grep '"awooop serving"' "$TMP/log" | tail -1 | jq -r '.console + " " + .listen')" "$URL/console/ 127.0.0.1:$PORT"
 req GET /readyz "" ""; expect "readyz" 200
 check "readyz store" "$(jbody .store)" "$( [ "$BACKEND" = postgres ] && echo postgres || echo sqlite)"
 [ "$BACKEND" = postgres ] && check "readyz redis" "$(jbody .redis)" "ok"
@@ -248,6 +251,25 @@ check "audit page 2 starts at 3" "$(jbody '.items[0].seq')" 3
 req GET /v1/projects/beta/audit "$AADMIN" ""; expect "audit other tenant" 404 E-TENANT-001
 req GET "/v1/projects/alpha/audit?since=yesterday" "$AADMIN" ""; expect "audit bad since" 400 E-REQ-005
 req GET /v1/projects/beta/audit "$BOB" ""; expect "bob reads beta audit" 200
+# newest first, a cursor counting down; several actions; the principal
+req GET "/v1/projects/alpha/audit?order=desc&limit=3" "$AADMIN" ""; expect "audit newest first" 200
+check "audit newest first order" "$(jbody '[.items[].seq] | join(",")')" "4,3,2"
+req GET "/v1/projects/alpha/audit?order=desc&limit=3&cursor=$(jbody .next_cursor)" "$AADMIN" ""
+check "audit newest first, next page" "$(jbody '[.items[].seq] | join(",")')" "1"
+req GET "/v1/projects/alpha/audit?action=project.create,key.revoke" "$AADMIN" ""; expect "audit actions" 200
+check "audit two actions" "$(jbody '[.items[].action] | join(",")')" "project.create,key.revoke"
+req GET "/v1/projects/alpha/audit?actor=bootstrap&until=2999-01-01T00:00:00.000Z" "$AADMIN" ""
+check "audit by principal, until" "$(jbody '[.items[].actor] | unique | join(",")') $(jbody '.items | length')" "bootstrap 3"
+req GET "/v1/projects/alpha/audit?outcome=ok&action=llm.call" "$AADMIN" ""; expect "audit calls by outcome" 200
+check "no calls yet" "$(jbody '.items | length')" 0
+req GET "/v1/projects/alpha/audit?outcome=!ok" "$AADMIN" ""; expect "audit: every outcome but ok" 200
+check "records without an outcome are no calls" "$(jbody '.items | length')" 0
+req GET "/v1/projects/alpha/audit?order=up" "$AADMIN" ""; expect "audit bad order" 400 E-REQ-005
+req GET "/v1/projects/alpha/audit?run=nope" "$AADMIN" ""; expect "audit bad run" 400 E-REQ-005
+req GET "/v1/projects/alpha/audit?until=soon" "$AADMIN" ""; expect "audit bad until" 400 E-REQ-005
+req GET "/v1/projects/alpha/audit?action=a,b,c,d,e,f,g,h,i" "$AADMIN" ""; expect "audit nine actions" 400 E-REQ-005
+req GET "/v1/projects/alpha/audit?outcome=$(head -c 40 /dev/zero | tr '\0' x)" "$AADMIN" ""
+expect "audit outcome too long" 400 E-REQ-005
 "$BIN" audit verify --db "$DB" --project alpha >"$TMP/verify" 2>&1; check "audit verify exit" $? 0
 check "audit verify says intact" "$(grep -c intact "$TMP/verify")" 1
 check "audit export lines" "$("$BIN" audit export --db "$DB" --project alpha | jq -s length)" 4
@@ -461,6 +483,21 @@ AWOOOP_URL=$URL AWOOOP_KEY=$RUNNER "$BIN" run queues --project alpha >"$TMP/q.ou
 check "cli queues" "$(awk '$1 == "mail" {print $2}' "$TMP/q.out")" none
 req GET "/v1/platform/runs/$RUN1" "$BOB" ""; expect "other project's run" 404 E-RUN-001
 req GET "/v1/platform/runs/not-a-uuid" "$RUNNER" ""; expect "malformed run id" 404 E-RUN-001
+# the project selector (?project=): a platform admin acts in the project it
+# names (the console's selector); any other key may name only its own
+req GET "/v1/platform/runs/$RUN1" "$ADMIN" ""; expect "platform key, no selector: its own project's" 404 E-RUN-001
+req GET "/v1/platform/runs/$RUN1?project=alpha" "$ADMIN" ""; expect "platform key reads alpha's run" 200
+check "alpha's run" "$(jbody .run_id) $(jbody .project)" "$RUN1 alpha"
+req POST "/v1/platform/runs?project=alpha" "$ADMIN" '{"workflow":[{"kind":"noop"}]}'
+expect "platform key submits in alpha" 201; check "submitted in alpha" "$(jbody .project)" alpha
+ARUN=$(jbody .run_id)
+req GET "/v1/platform/runs?project=alpha&limit=1" "$ADMIN" ""; expect "platform key lists alpha's runs" 200
+check "alpha's newest run listed" "$(jbody '.items[0].run_id')" "$ARUN"
+req GET "/v1/platform/runs/$RUN1?project=alpha" "$RUNNER" ""; expect "a key naming its own project" 200
+req GET "/v1/platform/runs/$RUN1?project=alpha" "$BOB" ""; expect "a key naming another project" 404 E-TENANT-001
+req GET "/v1/platform/runs?project=alpha" "$BOB" ""; expect "listing another project's runs" 404 E-TENANT-001
+req POST "/v1/platform/runs/$RUN1/cancel?project=alpha" "$BOB" ""; expect "cancel in another project" 404 E-TENANT-001
+req GET "/v1/platform/runs?project=No%20Such" "$ADMIN" ""; expect "a selector that is no project id" 400 E-TENANT-002
 req GET "/v1/platform/runs/${RUN1^^}" "$RUNNER" ""; expect "uppercase run id, same on both backends" 404 E-RUN-001
 # the number policy: what cannot read back equal is refused with its pointer
 req POST /v1/platform/runs "$RUNNER" '{"workflow":[{"kind":"noop"}],"input":{"n":1e19}}'

@@ -139,6 +139,19 @@ check "cli decides with its own key" "$(jq -r '.moved and (.decisions[0].princip
 wait_state "$R4" "$OP" succeeded
 check "R4 finished" $? 0
 
+# --- a platform admin decides in the project it names (?project=, the
+# console's selector): the decision is the admin's own principal's
+R5=$(park "$OP")
+req POST "/v1/platform/runs/$R5/approve" "$ADMIN" '{"decision":"approve"}'
+expect "the platform project has no such run" 404 .code E-RUN-001
+req POST "/v1/platform/runs/$R5/approve?project=apv2" "$OP" '{"decision":"approve"}'
+expect "a tenant key naming another project" 404 .code E-TENANT-001
+req POST "/v1/platform/runs/$R5/approve?project=apv" "$ADMIN" '{"decision":"approve"}'
+expect "the platform admin decides in apv" 200 .moved true
+check "as its own principal" "$(jbody '.decisions[0].principal')" bootstrap
+wait_state "$R5" "$OP" succeeded
+check "R5 finished" $? 0
+
 # --- the secret never shows
 check "key never answered" "$(grep -c "$HEX" "$TMP/responses" "$TMP/server.log" | awk -F: '{s+=$2} END {print s}')" 0
 aw_done "approval_api_$BACKEND"

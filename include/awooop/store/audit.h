@@ -30,6 +30,25 @@ void aw_audit_rows_free(aw_audit_row *rows, int n);
  * action and since ("" = any) filter. */
 aw_err aw_store_audit_list(aw_txn *t, int64_t after_seq, const char *action, const char *since,
 			   int limit, aw_audit_row **out, int *n, aw_error *err);
+
+#define AW_AUDIT_ACTIONS_MAX 8
+/* What aw_store_audit_query selects; every filter NULL or "" is any. The
+ * action filter uses the (project, action, seq) index; outcome and run_id
+ * are members of the record's payload (an agent call's envelope: llm.call,
+ * mcp.call, mcp.relay), read from the rows the other filters leave. */
+typedef struct {
+	int newest_first; /* descending seq */
+	int64_t cursor;	  /* ascending: seq > cursor; newest first: seq < cursor (0: none) */
+	const char *actions[AW_AUDIT_ACTIONS_MAX]; /* any of them */
+	int nactions;
+	const char *since, *until; /* ts >= since, ts < until (RFC 3339) */
+	const char *actor;	   /* the principal */
+	const char *target;
+	const char *outcome; /* payload.outcome; "!X": any outcome but X */
+	const char *run_id;  /* payload.run_id */
+} aw_audit_query;
+aw_err aw_store_audit_query(aw_txn *t, const aw_audit_query *q, int limit, aw_audit_row **out,
+			    int *n, aw_error *err);
 /* 1 when the database extends the chain itself (PostgreSQL: audit_append(),
  * the same hash as aw_audit_hash); then records go through
  * aw_store_audit_append, which assigns seq, prev_hash and hash. */
