@@ -120,9 +120,6 @@ int aw_run_flow_add(json_t *doc, const char *name, const char *state, const json
 aw_err aw_run_resolve(const json_t *args, const json_t *doc, json_t **out, aw_error *err);
 /* 1 when a checked "when" holds against doc. */
 int aw_run_when_holds(const json_t *when, const json_t *doc);
-/* JSON equality as "equals" sees it: numbers by value (1 == 1.0), object
- * members in any order. */
-int aw_run_json_equal(const json_t *a, const json_t *b);
 
 /* ---- retries ---- A failed step's run goes to retry_wait (backoff) or
  * failed. Failed at once: a code of the permanent table (aw_run_code_permanent:

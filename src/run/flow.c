@@ -458,38 +458,6 @@ aw_err aw_run_resolve(const json_t *args, const json_t *doc, json_t **out, aw_er
 	return e;
 }
 
-int aw_run_json_equal(const json_t *a, const json_t *b)
-{
-	if (json_is_number(a) && json_is_number(b)) {
-		if (json_is_integer(a) && json_is_integer(b))
-			return json_integer_value(a) == json_integer_value(b);
-		return json_number_value(a) == json_number_value(b);
-	}
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	if (json_is_object(a)) {
-		const char *k;
-		json_t *x;
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		json_object_foreach ((json_t *)a, k, x) {
-			json_t *y = json_object_get(b, k);
-			if (!y || !aw_run_json_equal(x, y))
-				return 0;
-		}
-		return 1;
-	}
-	if (json_is_array(a)) {
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!aw_run_json_equal(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	}
-	return json_equal((json_t *)a, (json_t *)b);
-}
-
 int aw_run_when_holds(const json_t *when, const json_t *doc)
 {
 	const json_t *v = lookup(doc, json_string_value(json_object_get(when, "$ref")));
@@ -497,9 +465,9 @@ int aw_run_when_holds(const json_t *when, const json_t *doc)
 	if ((x = json_object_get(when, "exists")))
 		return (v != NULL) == json_is_true(x);
 	if ((x = json_object_get(when, "equals")))
-		return v && aw_run_json_equal(v, x);
+		return v && aw_json_same(v, x);
 	if ((x = json_object_get(when, "not_equals")))
-		return !(v && aw_run_json_equal(v, x));
+		return !(v && aw_json_same(v, x));
 	return 0;
 }
 
