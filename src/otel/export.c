@@ -249,7 +249,7 @@ aw_err aw_otel_start(const aw_otel_opts *o, aw_error *err)
 	if (!base && !full)
 		return AW_OK;
 	aw_err e = set_url(base, full, err);
-	long queue, batch, delay, timeout;
+	long queue = 0, batch = 0, delay = 0, timeout = 0;
 	if (!e)
 		e = env_long("OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_QUEUE, 1, 1000000, &queue, err);
 	if (!e)
