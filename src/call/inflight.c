@@ -98,6 +98,8 @@ static long total(const proj *p)
 
 int aw_calls_enter(aw_calls *r, int door, const char *project, long bound, long *held)
 {
+	if (door < 0 || door >= AW_CALLS_DOORS)
+		return -1;
 	pthread_mutex_lock(&r->mu);
 	proj *p = get(r, project);
 	int rc = !p ? -1 : bound > 0 && p->calls[door] >= bound ? 1 : 0;
@@ -111,6 +113,10 @@ int aw_calls_enter(aw_calls *r, int door, const char *project, long bound, long 
 
 void aw_calls_leave(aw_calls *r, int door, const char *project, long *held)
 {
+	if (held)
+		*held = 0;
+	if (door < 0 || door >= AW_CALLS_DOORS)
+		return;
 	pthread_mutex_lock(&r->mu);
 	int i = find(r, project);
 	proj *p = i >= 0 ? &r->projs[i] : NULL;
@@ -135,7 +141,9 @@ long aw_calls_busy(aw_calls *r, int door)
 	long n = 0;
 	pthread_mutex_lock(&r->mu);
 	for (int i = 0; i < r->nprojs; i++)
-		n += door < 0 ? total(&r->projs[i]) : r->projs[i].calls[door];
+		n += door < 0		     ? total(&r->projs[i])
+		     : door < AW_CALLS_DOORS ? r->projs[i].calls[door]
+					     : 0;
 	pthread_mutex_unlock(&r->mu);
 	return n;
 }

@@ -171,9 +171,11 @@ void aw_llm_stop(aw_llm *g)
 {
 	if (!g)
 		return;
-	if (g->calls && g->door >= 0) {
-		aw_calls_door_off(g->calls, g->door); /* no cut runs after this */
-		g->door = -1;
+	if (g->calls && g->door >= 0 && !g->door_off) {
+		/* no cut runs after this; the calls still in flight leave
+		 * through the same door number */
+		aw_calls_door_off(g->calls, g->door);
+		g->door_off = 1;
 	}
 	llm_engine_stop(g);	  /* sets stopping; ends every call */
 	aw_recorder_stop(g->rec); /* writes what is queued first */

@@ -148,7 +148,7 @@ struct aw_llm {
 	 * which watches their projects, cuts suspended ones (llm_cut bumps
 	 * kill_gen), renews and reaps reservations under its holder id */
 	aw_calls *calls, *own_calls;
-	int door;
+	int door, door_off; /* ours in calls; 1 once it left (aw_llm_stop) */
 	atomic_uint kill_gen;
 	unsigned kill_seen; /* engine thread */
 	aw_recorder *rec;   /* audit records and settlements (llm_recorder.c) */
