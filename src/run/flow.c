@@ -237,6 +237,20 @@ static aw_err check_refs(const json_t *wf, size_t i, const json_t *v, const char
 	return AW_OK;
 }
 
+/* aw_json_only on a member of the step at where: its refusal says
+ * AW_E_RUN_WORKFLOW, with the unknown member's pointer under where. */
+static aw_err only_members(const json_t *obj, const char *const *allowed, const char *where,
+			   aw_error *err)
+{
+	if (!aw_json_only(obj, allowed, err))
+		return AW_OK;
+	char inner[sizeof err->where];
+	snprintf(inner, sizeof inner, "%s", err->where);
+	snprintf(err->where, sizeof err->where, "%.60s%.60s", where, inner);
+	err->err = AW_E_RUN_WORKFLOW;
+	return AW_E_RUN_WORKFLOW;
+}
+
 static aw_err check_when(const json_t *wf, size_t i, const json_t *when, const char *where,
 			 aw_error *err)
 {
@@ -245,14 +259,9 @@ static aw_err check_when(const json_t *wf, size_t i, const json_t *when, const c
 		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where,
 				  "when is {\"$ref\": POINTER, and one of \"equals\": VALUE,"
 				  " \"not_equals\": VALUE, \"exists\": true|false}");
-	aw_err e = aw_json_only(when, allowed, err);
-	if (e) {
-		char inner[sizeof err->where];
-		snprintf(inner, sizeof inner, "%s", err->where);
-		snprintf(err->where, sizeof err->where, "%.60s%.60s", where, inner);
-		err->err = AW_E_RUN_WORKFLOW;
-		return AW_E_RUN_WORKFLOW;
-	}
+	aw_err e = only_members(when, allowed, where, err);
+	if (e)
+		return e;
 	int ops = !!json_object_get(when, "equals") + !!json_object_get(when, "not_equals") +
 		  !!json_object_get(when, "exists");
 	if (ops != 1)
@@ -292,14 +301,9 @@ static aw_err check_retry(const json_t *retry, const char *where, aw_error *err)
 		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where,
 				  "retry is {\"attempts\", \"backoff_ms\", \"max_backoff_ms\","
 				  " \"permanent\": [codes]}");
-	aw_err e = aw_json_only(retry, allowed, err);
-	if (e) {
-		char inner[sizeof err->where];
-		snprintf(inner, sizeof inner, "%s", err->where);
-		snprintf(err->where, sizeof err->where, "%.60s%.60s", where, inner);
-		err->err = AW_E_RUN_WORKFLOW;
-		return AW_E_RUN_WORKFLOW;
-	}
+	aw_err e = only_members(retry, allowed, where, err);
+	if (e)
+		return e;
 	if ((e = retry_int(retry, "attempts", 1, 100, where, err)) ||
 	    (e = retry_int(retry, "backoff_ms", 0, 3600000, where, err)) ||
 	    (e = retry_int(retry, "max_backoff_ms", 0, 3600000, where, err)))
