@@ -26,6 +26,8 @@
 #include "awooop/json.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/store/approval.h"
 #include "awooop/store/run.h"
 #include "awooop/store/audit.h"

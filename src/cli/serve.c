@@ -27,6 +27,8 @@
 #include "awooop/otel.h"
 #include "awooop/relay.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/log.h"
 #include "awooop/redaction.h"
 #include "awooop/tenancy.h"

@@ -25,6 +25,7 @@
 #include "awooop/json.h"
 #include "awooop/redact.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 #include "awooop/secret.h"
 #include "worker.h"
 

@@ -13,6 +13,7 @@
 
 #include "awooop/clock.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
 
 enum { IDLE, RESERVED, GIVEN, CANCELLED };
 

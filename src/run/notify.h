@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "awooop/store/run.h"
+#include "awooop/worker.h"
 
 typedef struct aw_run_waiter {
 	/* set by the waiting thread */

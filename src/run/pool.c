@@ -14,6 +14,8 @@
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/executor.h"
+#include "awooop/worker.h"
 #include "notify.h"
 #include "worker.h"
 

@@ -29,6 +29,8 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
+#include "awooop/executor.h"
+#include "awooop/worker.h"
 #include "run_hooks.h"
 #include "run_span.h"
 #include "transition.h"

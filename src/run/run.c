@@ -14,6 +14,8 @@
 #include "awooop/jcs.h"
 #include "awooop/json.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/uuid.h"
 #include "notify.h"
 #include "run_span.h"

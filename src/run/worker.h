@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 
 typedef struct {
 	char run_id[AW_UUID_STR_LEN + 1];

@@ -34,6 +34,7 @@
 #include "awooop/secret.h"
 #include "awooop/tenancy.h"
 #include "awooop/wake.h"
+#include "awooop/worker.h"
 #include "support.h"
 
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"

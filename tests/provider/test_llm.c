@@ -42,6 +42,7 @@
 #include "awooop/llm.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 #include "awooop/tenancy.h"
 #include "budget/budget_hooks.h"
 #include "provider/provider_hooks.h"

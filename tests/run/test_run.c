@@ -30,6 +30,8 @@
 #include "awooop/clock.h"
 #include "awooop/egress.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/secret.h"
 #include "awooop/tenancy.h"
 #include "counter.h"

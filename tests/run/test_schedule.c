@@ -24,6 +24,7 @@
 #include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
 #include "awooop/schedule.h"
 #include "core/clock_hook.h"
 #include "support.h"
