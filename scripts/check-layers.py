@@ -33,7 +33,7 @@ OWNER = {  # public header (include/awooop/NAME.h) -> folder, where not NAME
     "llm_wire": "provider", "mcp_wire": "mcp", "schedule": "run", "executor": "run",
     "worker": "run",
 }
-for h in ("bounds buf clock cron crypto ctx egress err ident jcs json log metrics pattern "
+for h in ("alloc bounds buf clock cron crypto ctx egress err ident jcs json log metrics pattern "
           "redact schema secret trace tz uuid wake").split():
     OWNER[h] = "core"
 

@@ -8,6 +8,8 @@
 
 #include "bus_internal.h"
 
+#include "awooop/alloc.h"
+
 int aw_bus_pattern_match(const char *pattern, const char *channel)
 {
 	size_t n = strlen(pattern);
@@ -18,7 +20,7 @@ int aw_bus_pattern_match(const char *pattern, const char *channel)
 
 aw_err aw_bus_open(const char *url, aw_bus **out, aw_error *err)
 {
-	aw_bus *b = calloc(1, sizeof *b);
+	aw_bus *b = aw_calloc(1, sizeof *b);
 	if (!b)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	pthread_mutex_init(&b->mu, NULL);

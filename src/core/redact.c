@@ -12,6 +12,7 @@
  * A project's custom patterns (redact_custom.c) run after step 2, on the
  * text of calls made for that project only.
  */
+#include "awooop/alloc.h"
 #include "awooop/redact.h"
 #include "redact_hook.h"
 
@@ -667,7 +668,7 @@ static tls_state *tls_get(void)
 	tls_state *t = pthread_getspecific(tls_key);
 	if (t)
 		return t;
-	t = calloc(1, sizeof *t);
+	t = aw_calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
 	if (hs_alloc_scratch(hs_db, &t->scratch) != HS_SUCCESS ||
@@ -695,7 +696,7 @@ static void add_finding(scan_ctx *sc, finding fd)
 {
 	if (sc->nf == sc->capf) {
 		size_t cap = sc->capf ? sc->capf * 2 : 64;
-		finding *nf = realloc(sc->f, cap * sizeof *nf);
+		finding *nf = aw_realloc(sc->f, cap * sizeof *nf);
 		if (!nf) {
 			sc->oom = 1;
 			return;
@@ -1317,7 +1318,7 @@ static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_s
 	size_t extra = 0;
 	for (size_t i = 0; i < sc->nf && sc->f[i].rend <= upto; i++)
 		extra += MARKER_MAX;
-	char *out = malloc(upto + extra + 1);
+	char *out = aw_malloc(upto + extra + 1);
 	if (!out)
 		return NULL;
 	size_t o = 0, pos = 0;
@@ -1539,7 +1540,7 @@ struct aw_redact_stream {
 
 aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_stats *stats)
 {
-	aw_redact_stream *s = calloc(1, sizeof *s);
+	aw_redact_stream *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	s->sink = sink;
@@ -1639,7 +1640,7 @@ aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
 		size_t cap = s->cap ? s->cap : 65536;
 		while (cap < s->len + len)
 			cap *= 2;
-		char *nb = realloc(s->buf, cap);
+		char *nb = aw_realloc(s->buf, cap);
 		if (!nb)
 			return AW_E_NOMEM;
 		s->buf = nb;

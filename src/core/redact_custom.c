@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/alloc.h"
 #include "awooop/ctx.h"
 #include "awooop/metrics.h"
 #include "awooop/pattern.h"
@@ -148,7 +149,7 @@ aw_err aw_redact_custom_compile(const json_t *list, aw_redact_custom **out, aw_e
 	if (json_array_size(list) > AW_REDACT_CUSTOM_MAX)
 		return aw_fail_at(err, AW_E_REDACT_PATTERN, "", "at most %d patterns a project",
 				  AW_REDACT_CUSTOM_MAX);
-	aw_redact_custom *c = calloc(1, sizeof *c);
+	aw_redact_custom *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	atomic_init(&c->refs, 1);
@@ -263,7 +264,7 @@ int aw_redact_custom_install(const char *project, int64_t version, aw_redact_cus
 	int done = 0;
 	pthread_rwlock_wrlock(&reg_mu);
 	reg *r = find(project);
-	if (!r && (r = calloc(1, sizeof *r))) {
+	if (!r && (r = aw_calloc(1, sizeof *r))) {
 		snprintf(r->project, sizeof r->project, "%s", project);
 		unsigned b = bucket(project);
 		r->next = buckets[b];

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/egress.h"
 #include "awooop/jcs.h"
@@ -67,7 +68,7 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 			atomic_fetch_add(&old->ups[i]->refs, 1);
 			return old->ups[i];
 		}
-	upinst *u = calloc(1, sizeof *u);
+	upinst *u = aw_calloc(1, sizeof *u);
 	if (!u)
 		return NULL;
 	atomic_init(&u->refs, 1);
@@ -112,7 +113,7 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, const aw_policy *pol,
 			      aw_error *err)
 {
-	catalog *c = calloc(1, sizeof *c);
+	catalog *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	atomic_init(&c->refs, 1);
@@ -134,7 +135,7 @@ static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, cons
 			goto fail;
 		c->nups++;
 	}
-	c->tools = calloc(json_array_size(tools) + 1, sizeof *c->tools);
+	c->tools = aw_calloc(json_array_size(tools) + 1, sizeof *c->tools);
 	if (!c->tools)
 		goto fail;
 	for (size_t i = 0; i < json_array_size(tools); i++) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/wake.h"
@@ -269,7 +270,7 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
 		    aw_mcp_wake wake, void *ud, aw_mcp_call **out, aw_error *err)
 {
-	aw_mcp_call *c = calloc(1, sizeof *c);
+	aw_mcp_call *c = aw_calloc(1, sizeof *c);
 	if (!c) {
 		aw_mcp_msg_clear(msg);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
+
 typedef struct node {
 	void *item;
 	struct node *next;
@@ -35,7 +37,7 @@ struct aw_fairq {
 
 aw_fairq *aw_fairq_new(int workers, const aw_bounds *per_project, int max_queued)
 {
-	aw_fairq *q = calloc(1, sizeof *q);
+	aw_fairq *q = aw_calloc(1, sizeof *q);
 	if (!q)
 		return NULL;
 	pthread_mutex_init(&q->mu, NULL);
@@ -75,7 +77,7 @@ static void unlink_pq(aw_fairq *q, pq *gone)
 
 int aw_fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 {
-	node *n = malloc(sizeof *n);
+	node *n = aw_malloc(sizeof *n);
 	if (!n)
 		return -2;
 	n->item = item;
@@ -83,7 +85,7 @@ int aw_fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 	pthread_mutex_lock(&q->mu);
 	pq *p = find(q, project);
 	if (!p) {
-		if (!(p = calloc(1, sizeof *p))) {
+		if (!(p = aw_calloc(1, sizeof *p))) {
 			pthread_mutex_unlock(&q->mu);
 			free(n);
 			return -2;

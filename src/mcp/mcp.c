@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/redact.h"
 
 int aw_mcp_sandbox_probe(char *why, size_t n)
@@ -18,7 +19,7 @@ int aw_mcp_sandbox_probe(char *why, size_t n)
 
 aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 {
-	aw_mcp *g = calloc(1, sizeof *g);
+	aw_mcp *g = aw_calloc(1, sizeof *g);
 	if (!g)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	g->o = *o;
@@ -44,7 +45,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		g->o.defs_ttl_ms = 5000;
 	snprintf(g->contract_id, sizeof g->contract_id, "%s",
 		 o->contract_id ? o->contract_id : "default");
-	g->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
+	g->secrets_dir = o->secrets_dir ? aw_strdup(o->secrets_dir) : NULL;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->dmu, NULL);
 	/* a project runs at most a quarter of the workers at once, unless the
@@ -67,7 +68,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		e = aw_fail(err, AW_E_INTERNAL, "too many doors in the call registry");
 	if (!e && aw_policy_on_change(o->policy, mcp_on_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many policy listeners");
-	if (!e && !(g->workers = calloc((size_t)g->o.workers, sizeof *g->workers)))
+	if (!e && !(g->workers = aw_calloc((size_t)g->o.workers, sizeof *g->workers)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < g->o.workers; i++) {
 		if (pthread_create(&g->workers[i], NULL, mcp_worker_main, g) != 0)

@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 
 #define MAX_ENTRIES 256
@@ -120,11 +121,11 @@ void aw_sbx_policy_free(aw_sbx_policy *p)
 
 static int strv_add(char ***v, int *n, const char *s)
 {
-	char **nv = realloc(*v, (size_t)(*n + 2) * sizeof *nv);
+	char **nv = aw_realloc(*v, (size_t)(*n + 2) * sizeof *nv);
 	if (!nv)
 		return -1;
 	*v = nv;
-	if (!(nv[*n] = strdup(s)))
+	if (!(nv[*n] = aw_strdup(s)))
 		return -1;
 	nv[++*n] = NULL;
 	return 0;
@@ -236,7 +237,7 @@ static aw_err parse_json(aw_sbx_policy *p, json_t *j, aw_error *err)
 
 static aw_err parse_short(aw_sbx_policy *p, const char *spec, aw_error *err)
 {
-	char *copy = strdup(spec);
+	char *copy = aw_strdup(spec);
 	if (!copy)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = AW_OK;
@@ -270,8 +271,8 @@ static aw_err parse_short(aw_sbx_policy *p, const char *spec, aw_error *err)
 
 aw_err aw_sbx_policy_parse(const aw_sbx_opts *o, aw_sbx_policy **out, aw_error *err)
 {
-	aw_sbx_policy *p = calloc(1, sizeof *p);
-	if (!p || !(p->e = calloc(MAX_ENTRIES, sizeof *p->e))) {
+	aw_sbx_policy *p = aw_calloc(1, sizeof *p);
+	if (!p || !(p->e = aw_calloc(MAX_ENTRIES, sizeof *p->e))) {
 		free(p);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
@@ -296,7 +297,7 @@ aw_err aw_sbx_policy_parse(const aw_sbx_opts *o, aw_sbx_policy **out, aw_error *
 	}
 	if (!e && o->network && o->network[0]) {
 		size_t n = strlen(o->network) + 3;
-		if ((p->network = malloc(n)))
+		if ((p->network = aw_malloc(n)))
 			snprintf(p->network, n, "%s%s%s", strcmp(o->network, "*") ? "," : "",
 				 o->network, strcmp(o->network, "*") ? "," : "");
 		else
@@ -391,7 +392,7 @@ aw_err aw_sbx_plan_make(const aw_sbx_policy *p, int at, const char *project, con
 	plan->optional = n; /* from here: shown when the sandbox uid reaches it */
 	if (secret_dir && strv_add(&plan->show, &n, secret_dir))
 		goto oom;
-	if (!plan->show && !(plan->show = calloc(1, sizeof *plan->show)))
+	if (!plan->show && !(plan->show = aw_calloc(1, sizeof *plan->show)))
 		goto oom;
 	plan->network = aw_sbx_network(p, project);
 	uid_t me = geteuid();

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
@@ -397,8 +398,9 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 	if (ce)
 		return ce;
 	size_t argc = json_array_size(cmd);
-	char **argv = calloc(argc + 1, sizeof *argv);
-	char **envp = calloc(json_object_size(json_object_get(u->config, "env")) + 3, sizeof *envp);
+	char **argv = aw_calloc(argc + 1, sizeof *argv);
+	char **envp =
+		aw_calloc(json_object_size(json_object_get(u->config, "env")) + 3, sizeof *envp);
 	aw_err e = AW_OK;
 	int nenv = 0;
 	for (size_t i = 0; argv && i < argc; i++)
@@ -426,13 +428,13 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 				break;
 			}
 			if (u->nsecrets < MAX_SECRETS)
-				u->secrets[u->nsecrets++] = strndup(b.p + at, b.len - at);
+				u->secrets[u->nsecrets++] = aw_strndup(b.p + at, b.len - at);
 		}
-		envp[nenv++] = strndup(b.p, b.len);
+		envp[nenv++] = aw_strndup(b.p, b.len);
 		aw_secret_wipe(&b);
 	}
 	if (!e && envp) /* aw_sbx_check refused a tenant's PATH */
-		envp[nenv++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+		envp[nenv++] = aw_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1},
 	    rep[2] = {-1, -1};
 	if (!e && (!argv || !envp))
@@ -537,7 +539,7 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 	u->alive = 1;
 	u->initialized = 0;
 	u->started_ns = aw_clock_mono_ns();
-	reader_arg *ra = malloc(sizeof *ra);
+	reader_arg *ra = aw_malloc(sizeof *ra);
 	if (ra)
 		*ra = (reader_arg){u, u->out_fd, errp[0], u->gen};
 	if (!ra || pthread_create(&u->reader, NULL, reader_main, ra) != 0) {
@@ -589,7 +591,7 @@ static aw_err stdio_exchange(mcp_up *u, json_int_t id, const char *line, int tim
 		u->waiting = &p;
 	}
 	size_t n = strlen(line);
-	char *l = malloc(n + 1);
+	char *l = aw_malloc(n + 1);
 	aw_err e = AW_OK;
 	if (!l) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

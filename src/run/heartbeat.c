@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
@@ -53,8 +54,8 @@ void *aw_worker_heartbeat_main(void *arg)
 	aw_worker *w = arg;
 	pthread_setname_np(pthread_self(), "aw-run-beat");
 	int cap = aw_worker_nslots(w);
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
-	int *lost = calloc((size_t)cap, sizeof *lost);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)cap);
+	int *lost = aw_calloc((size_t)cap, sizeof *lost);
 	int64_t next_prune = aw_clock_mono_ns(), next_age = next_prune;
 	while (ids && lost && !atomic_load(&w->stop)) {
 		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, w->o.heartbeat_ms);

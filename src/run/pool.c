@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
@@ -334,7 +335,7 @@ static void *exec_main(void *arg)
 
 aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err)
 {
-	aw_worker *w = calloc(1, sizeof *w);
+	aw_worker *w = aw_calloc(1, sizeof *w);
 	if (!w)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	w->s = s;
@@ -388,7 +389,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	/* as many slow steps in flight as batch slots, within 16 .. 1024 */
 	int solo = w->o.concurrency * w->o.batch;
 	w->solo_cap = solo < 16 ? 16 : solo > 1024 ? 1024 : solo;
-	if (!(w->solo = calloc((size_t)w->solo_cap, sizeof(slot)))) {
+	if (!(w->solo = aw_calloc((size_t)w->solo_cap, sizeof(slot)))) {
 		w->solo_cap = 0;
 		shutdown_worker(w);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -396,12 +397,12 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	w->hold = aw_executor_instant_kinds();
 	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
 	w->nthreads = w->o.concurrency + 1;
-	w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);
+	w->threads = aw_calloc((size_t)w->nthreads, sizeof *w->threads);
 	for (int i = 0; w->threads && i < w->nthreads; i++) {
 		w->threads[i].lane = i == w->o.concurrency;
 		w->threads[i].w = w;
 		w->threads[i].rng = aw_worker_seed();
-		w->threads[i].slots = calloc((size_t)w->o.batch, sizeof(slot));
+		w->threads[i].slots = aw_calloc((size_t)w->o.batch, sizeof(slot));
 		if (!w->threads[i].slots) {
 			shutdown_worker(w);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");

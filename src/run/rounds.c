@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/json.h"
@@ -122,9 +123,9 @@ static aw_err move_path(aw_worker *w, aw_run_txn *x, job *js, const int *idx, in
 {
 	if (n == 0)
 		return AW_OK;
-	aw_run_mover *m = calloc((size_t)n, sizeof *m);
-	json_t **d = calloc((size_t)n, sizeof *d);
-	int *ok = calloc((size_t)n, sizeof *ok);
+	aw_run_mover *m = aw_calloc((size_t)n, sizeof *m);
+	json_t **d = aw_calloc((size_t)n, sizeof *d);
+	int *ok = aw_calloc((size_t)n, sizeof *ok);
 	aw_err e = AW_OK;
 	for (int i = 0; m && d && ok && i < n; i++) {
 		const aw_run_claim *c = js[idx[i]].c;
@@ -219,7 +220,7 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 			  aw_error *err)
 {
 	int nre = 0;
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)n);
 	if (!ids)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
@@ -261,7 +262,7 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 static aw_err begin_round(aw_worker *w, aw_run_txn *x, job *js, const int *idx, int n,
 			  aw_error *err)
 {
-	int *pend = calloc((size_t)n + 1, sizeof *pend), np = 0;
+	int *pend = aw_calloc((size_t)n + 1, sizeof *pend), np = 0;
 	if (!pend)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++)
@@ -397,9 +398,9 @@ static void journal_entry(const job *j, aw_run_step *st, const char *state)
 static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
 			   aw_error *err)
 {
-	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
-	int *held = calloc((size_t)n + 1, sizeof *held);
+	aw_run_step *st = aw_calloc((size_t)n + 1, sizeof *st);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * ((size_t)n + 1));
+	int *held = aw_calloc((size_t)n + 1, sizeof *held);
 	int m = 0;
 	aw_err e = AW_OK;
 	if (!st || !ids || !held) {
@@ -611,11 +612,12 @@ static int pick(const job *js, const int *idx, int n, const int *out, int o, int
 static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const int *idx,
 			   int n, int stopping, aw_error *err)
 {
-	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
-	aw_run_step *last = calloc((size_t)n + 1, sizeof *last);
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
-	int *held = calloc((size_t)n + 1, sizeof *held), *out = calloc((size_t)n + 1, sizeof *out);
-	int *sel = calloc((size_t)n + 1, sizeof *sel);
+	aw_run_step *st = aw_calloc((size_t)n + 1, sizeof *st);
+	aw_run_step *last = aw_calloc((size_t)n + 1, sizeof *last);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * ((size_t)n + 1));
+	int *held = aw_calloc((size_t)n + 1, sizeof *held),
+	    *out = aw_calloc((size_t)n + 1, sizeof *out);
+	int *sel = aw_calloc((size_t)n + 1, sizeof *sel);
 	int k = 0, nd = 0;
 	aw_run_txn x = {0};
 	aw_err e = AW_OK;
@@ -750,8 +752,8 @@ out:
 /* Shutdown: hands runs still held back to the queue (attempt not counted). */
 static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n)
 {
-	int *rel = calloc((size_t)n + 1, sizeof *rel), nr = 0;
-	int *cl = calloc((size_t)n + 1, sizeof *cl), nc = 0;
+	int *rel = aw_calloc((size_t)n + 1, sizeof *rel), nr = 0;
+	int *cl = aw_calloc((size_t)n + 1, sizeof *cl), nc = 0;
 	for (int i = 0; rel && cl && i < n; i++)
 		if (js[idx[i]].active && js[idx[i]].claimed)
 			cl[nc++] = idx[i];
@@ -815,7 +817,7 @@ static void detach_slow(aw_worker *w, job *js, const int *idx, int n)
 		const aw_executor *x = j->active ? next_executor(j) : NULL;
 		if (!x || x->instant)
 			continue;
-		solo_run *s = calloc(1, sizeof *s);
+		solo_run *s = aw_calloc(1, sizeof *s);
 		slot *sl = NULL;
 		pthread_mutex_lock(&w->mu);
 		for (int k = 0; s && !atomic_load(&w->stop) && k < w->solo_cap && !sl; k++)
@@ -967,8 +969,8 @@ static aw_err end_held(aw_worker *w, uint64_t *rng, aw_run_txn *x, job *js, int 
 aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_claim *c, int n,
 			     aw_error *err)
 {
-	job *js = calloc((size_t)n + 1, sizeof *js);
-	int *order = calloc((size_t)n + 1, sizeof *order);
+	job *js = aw_calloc((size_t)n + 1, sizeof *js);
+	int *order = aw_calloc((size_t)n + 1, sizeof *order);
 	slot none = {0}; /* held runs have no slot: nothing stops them */
 	int total = 0, k = 0, nd = 0;
 	for (int i = 0; js && i < n; i++) {
@@ -983,7 +985,7 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 		c[i].attempts++; /* this attempt: the move counts it */
 		total += js[i].nsteps;
 	}
-	aw_run_step *st = calloc((size_t)total + 1, sizeof *st);
+	aw_run_step *st = aw_calloc((size_t)total + 1, sizeof *st);
 	aw_err e = AW_OK;
 	if (!js || !order || !st) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -1027,9 +1029,9 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 		}
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
-	aw_run_step *last = calloc((size_t)n + 1, sizeof *last),
-		    *ps = calloc((size_t)k + 1, sizeof *ps);
-	int *sel = calloc((size_t)n + 1, sizeof *sel);
+	aw_run_step *last = aw_calloc((size_t)n + 1, sizeof *last),
+		    *ps = aw_calloc((size_t)k + 1, sizeof *ps);
+	int *sel = aw_calloc((size_t)n + 1, sizeof *sel);
 	if (!last || !ps || !sel)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int a = 0; a < n && !e;) {
@@ -1104,9 +1106,9 @@ out:
 
 void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
 {
-	job *js = calloc((size_t)n, sizeof *js);
-	int *idx = calloc((size_t)n, sizeof *idx);
-	int *seen = calloc((size_t)n, sizeof *seen);
+	job *js = aw_calloc((size_t)n, sizeof *js);
+	int *idx = aw_calloc((size_t)n, sizeof *idx);
+	int *seen = aw_calloc((size_t)n, sizeof *seen);
 	if (!js || !idx || !seen)
 		goto out;
 	int64_t now = aw_clock_mono_ns();

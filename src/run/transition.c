@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
@@ -76,7 +77,7 @@ static aw_err queue(aw_run_txn *x, const aw_run_mover *m, const char *action, js
 	}
 	if (x->n == x->cap) {
 		int cap = x->cap ? x->cap * 2 : 32;
-		aw_run_pending *r = realloc(x->recs, sizeof *r * (size_t)cap);
+		aw_run_pending *r = aw_realloc(x->recs, sizeof *r * (size_t)cap);
 		if (!r) {
 			json_decref(p);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -111,7 +112,7 @@ aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_sta
 		if (bad)
 			return bad;
 	}
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)n);
 	int one = 0, *ok = moved ? moved : &one;
 	aw_err e = AW_OK;
 	if (!ids || (n > 1 && !moved)) {
@@ -182,9 +183,9 @@ static aw_err queues_needed(aw_run_txn *x, aw_error *err)
 		k += !x->recs[i].queue[0] && final_of(x->recs[i].action) >= 0;
 	if (!k)
 		return AW_OK;
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)k);
-	char(*qs)[AW_QUEUE_MAX + 1] = malloc(sizeof *qs * (size_t)k);
-	int *at = malloc(sizeof *at * (size_t)k);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)k);
+	char(*qs)[AW_QUEUE_MAX + 1] = aw_malloc(sizeof *qs * (size_t)k);
+	int *at = aw_malloc(sizeof *at * (size_t)k);
 	aw_err e = AW_OK;
 	if (!ids || !qs || !at) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -229,7 +230,7 @@ static void count_finished(const aw_run_txn *x)
 		failed += !strcmp(x->recs[i].action, aw_run_action(AW_RUN_FAILED));
 	if (failed)
 		aw_metrics_run_event("failed", failed);
-	char *done = x->n ? calloc((size_t)x->n, 1) : NULL;
+	char *done = x->n ? aw_calloc((size_t)x->n, 1) : NULL;
 	for (int i = 0; done && i < x->n; i++) {
 		int f = final_of(x->recs[i].action);
 		if (f < 0 || done[i] || !x->recs[i].queue[0])
@@ -261,8 +262,8 @@ aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 {
 	/* the runs that made the same move share one record (a worker's round:
 	 * one hash, one row for the batch), in the order of their first run */
-	aw_audit_item *items = !e && x->n ? malloc(sizeof *items * (size_t)x->n) : NULL;
-	char *done = !e && x->n ? calloc((size_t)x->n, 1) : NULL;
+	aw_audit_item *items = !e && x->n ? aw_malloc(sizeof *items * (size_t)x->n) : NULL;
+	char *done = !e && x->n ? aw_calloc((size_t)x->n, 1) : NULL;
 	if (!e && x->n && (!items || !done))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && items && done && i < x->n; i++) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "store_internal.h"
 
@@ -56,7 +57,7 @@ static aw_err read_rows(aw_txn *t, const char *sql, int n_params, const aw_val *
 		aw_rows_free(r);
 		return e;
 	}
-	aw_audit_row *rows = calloc((size_t)r->nrows + 1, sizeof *rows);
+	aw_audit_row *rows = aw_calloc((size_t)r->nrows + 1, sizeof *rows);
 	if (!rows) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -69,9 +70,9 @@ static aw_err read_rows(aw_txn *t, const char *sql, int n_params, const aw_val *
 		aw_cell_copy(a->ts, sizeof a->ts, r, i, 3);
 		aw_cell_copy(a->actor, sizeof a->actor, r, i, 4);
 		aw_cell_copy(a->action, sizeof a->action, r, i, 5);
-		a->target = strdup(aw_rows_get(r, i, 6) ? aw_rows_get(r, i, 6) : "");
+		a->target = aw_strdup(aw_rows_get(r, i, 6) ? aw_rows_get(r, i, 6) : "");
 		aw_cell_copy(a->trace_id, sizeof a->trace_id, r, i, 7);
-		a->payload = strdup(aw_rows_get(r, i, 8) ? aw_rows_get(r, i, 8) : "");
+		a->payload = aw_strdup(aw_rows_get(r, i, 8) ? aw_rows_get(r, i, 8) : "");
 		aw_cell_copy(a->prev_hash, sizeof a->prev_hash, r, i, 9);
 		aw_cell_copy(a->hash, sizeof a->hash, r, i, 10);
 		if (!a->target || !a->payload) {
@@ -173,8 +174,8 @@ aw_err aw_store_audit_targets_put(aw_txn *t, const char *event_id, const char *c
 				  int n, aw_error *err)
 {
 	size_t cap = 128 + TARGET_CHUNK * 24;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (TARGET_CHUNK + 2));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (TARGET_CHUNK + 2));
 	aw_err e = AW_OK;
 	if (!sql || !v)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -205,8 +206,8 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 	if (n <= 0)
 		return AW_OK;
 	size_t cap = 256 + AUDIT_CHUNK * 100;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * AUDIT_CHUNK * AUDIT_COLS);
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * AUDIT_CHUNK * AUDIT_COLS);
 	aw_err e = AW_OK;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

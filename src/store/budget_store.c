@@ -9,6 +9,8 @@
 
 #include "store_internal.h"
 
+#include "awooop/alloc.h"
+
 aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, const aw_budget_amount *limit,
 				     aw_error *err)
 {
@@ -294,7 +296,7 @@ aw_err aw_store_budget_models(aw_txn *t, const char *period, const char *since,
 			  " GROUP BY model ORDER BY 3 DESC, 2 DESC, 1 LIMIT 256";
 #undef CALLS
 	aw_err e = aw_txn_exec(t, sql, 3, p, &r, err);
-	if (!e && r->nrows && !(*out = calloc((size_t)r->nrows, sizeof **out)))
+	if (!e && r->nrows && !(*out = aw_calloc((size_t)r->nrows, sizeof **out)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < r->nrows; i++) {
 		aw_budget_model *m = &(*out)[(*n)++];
@@ -321,7 +323,7 @@ aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id
 			       " AND ($2 = '' OR period_key = $2) AND ($3 = '' OR run_id = $3)"
 			       " AND seq > $4 ORDER BY seq LIMIT $5",
 			       5, p, &r, err);
-	if (!e && r->nrows && !(*out = calloc((size_t)r->nrows, sizeof **out)))
+	if (!e && r->nrows && !(*out = aw_calloc((size_t)r->nrows, sizeof **out)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < r->nrows; i++) {
 		aw_budget_entry *v = &(*out)[(*n)++];

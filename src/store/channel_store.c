@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/store/channel.h"
 #include "store_internal.h"
 
@@ -136,7 +137,7 @@ aw_err aw_store_outbound_due(aw_txn *t, const char *now, int limit, aw_outbound 
 			    3, v, &r, err);
 	if (e)
 		return e;
-	aw_outbound *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_outbound *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	if (!a) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -148,8 +149,8 @@ aw_err aw_store_outbound_due(aw_txn *t, const char *now, int limit, aw_outbound 
 		aw_cell_copy(m->chat_id, sizeof m->chat_id, r, i, 2);
 		aw_cell_copy(m->method, sizeof m->method, r, i, 3);
 		aw_cell_copy(m->purpose, sizeof m->purpose, r, i, 4);
-		m->text = strdup(aw_rows_get(r, i, 5) ? aw_rows_get(r, i, 5) : "");
-		m->markup = aw_rows_get(r, i, 6) ? strdup(aw_rows_get(r, i, 6)) : NULL;
+		m->text = aw_strdup(aw_rows_get(r, i, 5) ? aw_rows_get(r, i, 5) : "");
+		m->markup = aw_rows_get(r, i, 6) ? aw_strdup(aw_rows_get(r, i, 6)) : NULL;
 		aw_cell_copy(m->target_id, sizeof m->target_id, r, i, 7);
 		aw_cell_copy(m->run_id, sizeof m->run_id, r, i, 8);
 		aw_cell_copy(m->fingerprint, sizeof m->fingerprint, r, i, 9);
@@ -242,7 +243,7 @@ aw_err aw_store_conv_runs_open(aw_txn *t, aw_conv_run **out, int *n, aw_error *e
 			       1, v, &r, err);
 	if (e)
 		return e;
-	aw_conv_run *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_conv_run *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	if (!a) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");

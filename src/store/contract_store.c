@@ -10,6 +10,8 @@
 
 #include "store_internal.h"
 
+#include "awooop/alloc.h"
+
 void aw_revisions_free(aw_revision *r, int n)
 {
 	if (!r)
@@ -32,7 +34,7 @@ static int rev_from_row(aw_revision *v, const aw_rows *r, int i)
 	aw_cell_copy(v->family, sizeof v->family, r, i, 2);
 	aw_cell_copy(v->contract_id, sizeof v->contract_id, r, i, 3);
 	aw_cell_copy(v->state, sizeof v->state, r, i, 4);
-	v->body = strdup(aw_rows_get(r, i, 5) ? aw_rows_get(r, i, 5) : "null");
+	v->body = aw_strdup(aw_rows_get(r, i, 5) ? aw_rows_get(r, i, 5) : "null");
 	aw_cell_copy(v->body_hash, sizeof v->body_hash, r, i, 6);
 	aw_cell_copy(v->signature, sizeof v->signature, r, i, 7);
 	aw_cell_copy(v->sign_key_id, sizeof v->sign_key_id, r, i, 8);
@@ -94,7 +96,7 @@ aw_err aw_store_rev_list(aw_txn *t, const char *family, const char *contract_id,
 			       3, p, &r, err);
 	if (e)
 		return e;
-	aw_revision *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_revision *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int ok = arr != NULL;
 	for (int i = 0; ok && i < r->nrows; i++)
 		ok = rev_from_row(&arr[i], r, i) == 0;
@@ -268,7 +270,7 @@ aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_
 			    3, p, &r, err);
 	if (e)
 		return e;
-	aw_outbox_event *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_outbox_event *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	if (!arr) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "awooop/alloc.h"
 #include "awooop/store/fleet.h"
 #include "store_internal.h"
 
@@ -74,7 +75,7 @@ aw_err aw_store_fleet_serving(aw_txn *t, const char *family, const char *contrac
 			       3, v, &r, err);
 	if (e)
 		return e;
-	aw_fleet_row *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_fleet_row *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	if (!a) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");

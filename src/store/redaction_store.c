@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/store/redaction.h"
 #include "store_internal.h"
 
@@ -24,7 +25,7 @@ aw_err aw_store_redaction_get(aw_txn *t, aw_redaction_row *out, aw_error *err)
 	if (r->nrows == 1) {
 		out->version = aw_cell_ll(r, 0, 0);
 		const char *p = aw_rows_get(r, 0, 1);
-		if (!(out->patterns = strdup(p ? p : "[]"))) {
+		if (!(out->patterns = aw_strdup(p ? p : "[]"))) {
 			aw_rows_free(r);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		}
@@ -74,7 +75,7 @@ aw_err aw_store_platform_redaction_versions(aw_store *s, const aw_ctx *ctx,
 	aw_err e = aw_store_exec1(s, ctx, sql, 0, NULL, &r, err);
 	if (e)
 		return e;
-	aw_redaction_version *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_redaction_version *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	if (!arr) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -10,6 +10,8 @@
 
 #include "store_internal.h"
 
+#include "awooop/alloc.h"
+
 aw_err aw_store_relay_begin(aw_store *s, aw_txn **out, aw_error *err)
 {
 	aw_ctx sys;
@@ -33,7 +35,7 @@ aw_err aw_store_relay_claim(aw_txn *t, int limit, aw_outbox_event **out, int *n,
 	aw_err e = aw_txn_exec(t, sql, 1, p, &r, err);
 	if (e)
 		return e;
-	aw_outbox_event *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_outbox_event *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	if (!arr) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -149,7 +151,7 @@ aw_store_listener *aw_store_listen(aw_store *s, const char *channel, int others_
 {
 	if (!s->drv->listen)
 		return NULL;
-	aw_store_listener *l = calloc(1, sizeof *l);
+	aw_store_listener *l = aw_calloc(1, sizeof *l);
 	if (!l)
 		return NULL;
 	l->s = s;

@@ -5,9 +5,11 @@
 
 #include "driver.h"
 
+#include "awooop/alloc.h"
+
 aw_rows *aw_rows_new(int nrows, int ncols, char **cells, int64_t affected)
 {
-	aw_rows *r = calloc(1, sizeof *r);
+	aw_rows *r = aw_calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
 	r->nrows = nrows;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "store_internal.h"
 
@@ -61,7 +62,7 @@ void aw_run_claims_free(aw_run_claim *c, int n)
 static char *dup_cell(const aw_rows *r, int row, int col)
 {
 	const char *v = aw_rows_get(r, row, col);
-	return v ? strdup(v) : NULL;
+	return v ? aw_strdup(v) : NULL;
 }
 
 static int int_cell(const aw_rows *r, int row, int col)
@@ -109,8 +110,8 @@ static aw_err exec_in(aw_txn *t, const char *head, const aw_val *fixed, int nfix
 		      aw_error *err)
 {
 	size_t cap = strlen(head) + strlen(tail) + 8 + (size_t)n * 8;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (size_t)(nfixed + n));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (size_t)(nfixed + n));
 	aw_err e;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -198,8 +199,8 @@ aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int idle_only, int *claim
 aw_err aw_store_run_insert_many(aw_txn *t, const aw_run *const *runs, int n, aw_error *err)
 {
 	size_t cap = 512 + RUN_CHUNK * (RUN_PARAMS * 8 + 4);
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * RUN_CHUNK * RUN_PARAMS);
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * RUN_CHUNK * RUN_PARAMS);
 	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int base = 0; base < n && !e; base += RUN_CHUNK) {
 		int k = n - base < RUN_CHUNK ? n - base : RUN_CHUNK;
@@ -286,7 +287,7 @@ aw_err aw_store_queue_list(aw_txn *t, aw_run_queue **out, int *n, aw_error *err)
 		1, v, &r, err);
 	if (e)
 		return e;
-	aw_run_queue *q = calloc((size_t)r->nrows + 1, sizeof *q);
+	aw_run_queue *q = aw_calloc((size_t)r->nrows + 1, sizeof *q);
 	if (!q) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -346,7 +347,7 @@ aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int l
 	aw_err e = aw_txn_exec(t, sql, np, v, &r, err);
 	if (e)
 		return e;
-	aw_run *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_run *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++)
 		bad |= run_from_row(&arr[i], r, i);
@@ -532,7 +533,7 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 		1, ids, n, " ORDER BY run_id, step_no", &r, err);
 	if (e)
 		return e;
-	aw_run_step *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_run_step *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++) {
 		aw_run_step *s = &arr[i];
@@ -566,8 +567,8 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_error *err)
 {
 	size_t cap = 512 + STEP_CHUNK * 100;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * STEP_CHUNK * STEP_PARAMS);
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * STEP_CHUNK * STEP_PARAMS);
 	aw_err e = AW_OK;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -626,7 +627,7 @@ static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **ou
 	/* columns: project_id, run_id, queue, prev_state, mode, workflow, input,
 	 * attempts, max_attempts, timeout_s, trace_id, claimed_at, held, resumed
 	 * (prev_state may be absent; held and resumed too) */
-	aw_run_claim *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_run_claim *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++) {
 		aw_run_claim *c = &arr[i];
@@ -740,10 +741,10 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 		4, p, &fair, err);
 	if (e)
 		goto out;
-	ids = malloc(sizeof *ids * (size_t)(fair->nrows + 1));
-	hids = malloc(sizeof *hids * (size_t)(fair->nrows + 1));
-	prev = malloc(sizeof *prev * (size_t)(fair->nrows + 1));
-	resumed = calloc((size_t)fair->nrows + 1, sizeof *resumed);
+	ids = aw_malloc(sizeof *ids * (size_t)(fair->nrows + 1));
+	hids = aw_malloc(sizeof *hids * (size_t)(fair->nrows + 1));
+	prev = aw_malloc(sizeof *prev * (size_t)(fair->nrows + 1));
+	resumed = aw_calloc((size_t)fair->nrows + 1, sizeof *resumed);
 	if (!ids || !hids || !prev || !resumed) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
@@ -785,7 +786,7 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 				(*out)[i].resumed = resumed[k];
 			}
 	if (!e && nhc) { /* the held ones after the claimed */
-		aw_run_claim *all = realloc(*out, sizeof *all * (size_t)(*n + nhc + 1));
+		aw_run_claim *all = aw_realloc(*out, sizeof *all * (size_t)(*n + nhc + 1));
 		if (!all) {
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		} else {
@@ -990,7 +991,7 @@ aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_olde
 		2, p, &r, err);
 	if (e)
 		return e;
-	aw_run_queue_oldest *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_run_queue_oldest *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	if (!a) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -1102,8 +1103,8 @@ aw_err aw_store_idem_present(aw_txn *t, const char *scope, const char *const *ke
 			     int *present, aw_error *err)
 {
 	size_t cap = 512 + IDEM_CHUNK * 12;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (IDEM_CHUNK + 2));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (IDEM_CHUNK + 2));
 	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++)
 		present[i] = 0;
@@ -1142,8 +1143,8 @@ aw_err aw_store_idem_put_many(aw_txn *t, const char *scope, const char *const *k
 			      const char *now, const char *expires, aw_error *err)
 {
 	size_t cap = 256 + IDEM_CHUNK * (IDEM_PARAMS * 8 + 24);
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (IDEM_CHUNK * IDEM_PARAMS + 2));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (IDEM_CHUNK * IDEM_PARAMS + 2));
 	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int base = 0; base < n && !e; base += IDEM_CHUNK) {
 		int k = n - base < IDEM_CHUNK ? n - base : IDEM_CHUNK;

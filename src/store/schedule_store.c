@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/store/schedule.h"
 #include "store_internal.h"
 
@@ -45,7 +46,7 @@ static int from_row(aw_schedule_row *o, const aw_rows *r, int i)
 	aw_cell_copy(o->created_at, sizeof o->created_at, r, i, k++);
 	aw_cell_copy(o->created_by, sizeof o->created_by, r, i, k++);
 	aw_cell_copy(o->updated_at, sizeof o->updated_at, r, i, k++);
-	o->run = strdup(run ? run : "{}");
+	o->run = aw_strdup(run ? run : "{}");
 	return o->run ? 0 : -1;
 }
 
@@ -114,7 +115,7 @@ aw_err aw_store_schedule_list(aw_txn *t, aw_schedule_row **out, int *n, aw_error
 			    1, v, &r, err);
 	if (e)
 		return e;
-	aw_schedule_row *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_schedule_row *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	for (int i = 0; a && i < r->nrows; i++)
 		if (from_row(&a[i], r, i)) {
 			aw_schedule_rows_free(a, i + 1);
@@ -204,7 +205,7 @@ aw_err aw_store_schedule_fires(aw_txn *t, const char *id, int limit, aw_schedule
 			       3, v, &r, err);
 	if (e)
 		return e;
-	aw_schedule_fire *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_schedule_fire *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	if (!a) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/alloc.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "store_internal.h"
@@ -39,7 +40,7 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 	const aw_driver *drv = url ? driver_for(url) : NULL;
 	if (!drv)
 		return aw_fail(err, AW_E_CONFIG, "--db must be sqlite:PATH or postgresql://...");
-	aw_store *s = calloc(1, sizeof *s);
+	aw_store *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	s->drv = drv;
@@ -54,10 +55,10 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 		free(s);
 		return e;
 	}
-	s->url = strdup(url);
-	s->idle = calloc((size_t)s->pool_size, sizeof *s->idle);
-	s->pids = calloc((size_t)s->pool_size, sizeof *s->pids);
-	s->charges = calloc((size_t)s->pool_size, sizeof *s->charges);
+	s->url = aw_strdup(url);
+	s->idle = aw_calloc((size_t)s->pool_size, sizeof *s->idle);
+	s->pids = aw_calloc((size_t)s->pool_size, sizeof *s->pids);
+	s->charges = aw_calloc((size_t)s->pool_size, sizeof *s->charges);
 	if (!s->url || !s->idle || !s->pids || !s->charges) {
 		aw_store_close(s);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -312,7 +313,7 @@ static aw_err timed_exec(aw_store *s, aw_conn *c, const char *sql, int n, const 
 
 aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn **out, aw_error *err)
 {
-	aw_txn *t = calloc(1, sizeof *t);
+	aw_txn *t = aw_calloc(1, sizeof *t);
 	if (!t)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	t->s = s;
@@ -449,7 +450,7 @@ void aw_sql_params(char *sql, size_t cap, int *o, int first, int n)
 aw_err aw_rows_to_array(aw_rows *r, size_t elem, const aw_text_field *fields, int nfields,
 			void **out, int *n, aw_error *err)
 {
-	char *arr = calloc((size_t)r->nrows + 1, elem);
+	char *arr = aw_calloc((size_t)r->nrows + 1, elem);
 	if (!arr) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -11,6 +11,8 @@
 
 #include "store_internal.h"
 
+#include "awooop/alloc.h"
+
 aw_err aw_store_project_insert(aw_txn *t, const aw_project *p, aw_error *err)
 {
 	if (strcmp(p->project_id, t->ctx.project) != 0)
@@ -117,7 +119,7 @@ aw_err aw_store_key_list(aw_txn *t, aw_apikey **out, int *n, aw_error *err)
 			       1, v, &r, err);
 	if (e)
 		return e;
-	aw_apikey *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_apikey *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	if (!arr) {
 		aw_rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
