@@ -255,8 +255,8 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 		json_array_foreach (json_object_get(res, "tools"), i, t) {
 			const char *name = json_string_value(json_object_get(t, "name"));
 			char pin[AW_MCP_PIN_MAX], pin1[AW_MCP_PIN_MAX];
-			if (name && aw_mcp_def_pin(t, pin) == 0 && /* hashed once per fetch */
-			    aw_mcp_def_pin_v1(t, pin1) == 0)
+			if (name && mcp_def_pin(t, pin) == 0 && /* hashed once per fetch */
+			    mcp_def_pin_v1(t, pin1) == 0)
 				json_object_set_new(defs, name,
 						    json_pack("{s:O,s:s,s:s}", "def", t, "pin", pin,
 							      "pin1", pin1));
@@ -348,7 +348,7 @@ json_t *mcp_list_tools(aw_mcp *g, catalog *c)
 		/* exactly what the pin covers: the whole definition, or an older
 		 * pin's four members (a title or annotations it never saw stay
 		 * behind) */
-		json_t *d = strcmp(pm, "pin1") ? json_deep_copy(def) : aw_mcp_def_v1(def);
+		json_t *d = strcmp(pm, "pin1") ? json_deep_copy(def) : mcp_def_v1(def);
 		if (!d)
 			continue;
 		json_object_set_new(d, "name", json_string(t->full));
@@ -383,7 +383,7 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 	json_object_foreach (ups, k, v) {
 		int at;
 		const char *tr = json_string_value(json_object_get(v, "transport"));
-		if (tr && !strcmp(tr, "stdio") && (e = aw_sbx_check(g->sbx, k, v, &at, err))) {
+		if (tr && !strcmp(tr, "stdio") && (e = sbx_check(g->sbx, k, v, &at, err))) {
 			json_decref(b);
 			return e;
 		}
@@ -447,7 +447,7 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 	return AW_OK;
 }
 
-int aw_mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX])
+int mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX])
 {
 	char hex[65];
 	int rc = aw_jcs_sha256(def, hex);
@@ -456,9 +456,9 @@ int aw_mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX])
 	return rc;
 }
 
-int aw_mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX])
+int mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX])
 {
-	json_t *d = aw_mcp_def_v1(def);
+	json_t *d = mcp_def_v1(def);
 	if (!d)
 		return -1;
 	char hex[65];
@@ -469,7 +469,7 @@ int aw_mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX])
 	return rc;
 }
 
-json_t *aw_mcp_def_v1(const json_t *def)
+json_t *mcp_def_v1(const json_t *def)
 {
 	json_t *d = json_object();
 	const char *keep[] = {"name", "description", "inputSchema", "outputSchema"};

@@ -35,7 +35,7 @@ struct aw_fairq {
 	pq *ring; /* the cursor: the next project looked at */
 };
 
-aw_fairq *aw_fairq_new(int workers, const aw_bounds *per_project, int max_queued)
+aw_fairq *fairq_new(int workers, const aw_bounds *per_project, int max_queued)
 {
 	aw_fairq *q = aw_calloc(1, sizeof *q);
 	if (!q)
@@ -75,7 +75,7 @@ static void unlink_pq(aw_fairq *q, pq *gone)
 	free(gone);
 }
 
-int aw_fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
+int fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 {
 	node *n = aw_malloc(sizeof *n);
 	if (!n)
@@ -134,7 +134,7 @@ static pq *next_runnable(aw_fairq *q, int k)
 	return NULL;
 }
 
-void *aw_fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
+void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
 {
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
@@ -165,7 +165,7 @@ void *aw_fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
 	}
 }
 
-void aw_fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
+void fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
 {
 	pq *p = t->p;
 	if (!p)
@@ -179,7 +179,7 @@ void aw_fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void aw_fairq_stop(aw_fairq *q)
+void fairq_stop(aw_fairq *q)
 {
 	pthread_mutex_lock(&q->mu);
 	q->stopping = 1;
@@ -187,7 +187,7 @@ void aw_fairq_stop(aw_fairq *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void aw_fairq_counts(aw_fairq *q, const char *project, int *running, int *waiting)
+void fairq_counts(aw_fairq *q, const char *project, int *running, int *waiting)
 {
 	pthread_mutex_lock(&q->mu);
 	pq *p = find(q, project);
@@ -196,7 +196,7 @@ void aw_fairq_counts(aw_fairq *q, const char *project, int *running, int *waitin
 	pthread_mutex_unlock(&q->mu);
 }
 
-void aw_fairq_free(aw_fairq *q)
+void fairq_free(aw_fairq *q)
 {
 	if (!q)
 		return;

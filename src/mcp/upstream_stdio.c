@@ -386,15 +386,15 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 {
 	json_t *cmd = json_object_get(u->config, "command");
 	int entry = -1;
-	aw_err ce = aw_sbx_check(u->sbx, u->provider, u->config, &entry, err);
+	aw_err ce = sbx_check(u->sbx, u->provider, u->config, &entry, err);
 	if (ce)
 		return ce;
 	char secret_dir[4200] = "";
 	if (u->secrets_dir)
 		snprintf(secret_dir, sizeof secret_dir, "%s/%s", u->secrets_dir, u->project);
 	aw_sbx_plan plan;
-	ce = aw_sbx_plan_make(u->sbx, entry, u->project, u->secrets_dir ? secret_dir : NULL,
-			      u->cgroup_dir || u->memory_mb < 0 ? 0 : u->memory_mb, &plan, err);
+	ce = sbx_plan_make(u->sbx, entry, u->project, u->secrets_dir ? secret_dir : NULL,
+			   u->cgroup_dir || u->memory_mb < 0 ? 0 : u->memory_mb, &plan, err);
 	if (ce)
 		return ce;
 	size_t argc = json_array_size(cmd);
@@ -433,7 +433,7 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 		envp[nenv++] = aw_strndup(b.p, b.len);
 		aw_secret_wipe(&b);
 	}
-	if (!e && envp) /* aw_sbx_check refused a tenant's PATH */
+	if (!e && envp) /* sbx_check refused a tenant's PATH */
 		envp[nenv++] = aw_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1},
 	    rep[2] = {-1, -1};
@@ -474,7 +474,7 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 					lim.rlim_cur = lim.rlim_max;
 					setrlimit(caps[i].res, &lim);
 				}
-			aw_sbx_exec(&plan, argv, envp);
+			sbx_exec(&plan, argv, envp);
 		}
 		if (pid < 0)
 			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s",
@@ -495,12 +495,12 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 			close(rep[1]);
 		rep[1] = -1;
 		/* the box is built (or failed) before the program runs */
-		if (!e && (e = aw_sbx_ready(rep[0], 10000, u->provider, err))) {
+		if (!e && (e = sbx_ready(rep[0], 10000, u->provider, err))) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 		}
 	}
-	aw_sbx_plan_clear(&plan);
+	sbx_plan_clear(&plan);
 	for (int i = 0; i < 2; i++)
 		if (rep[i] >= 0)
 			close(rep[i]);

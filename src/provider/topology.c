@@ -18,7 +18,7 @@
 
 static _Atomic int day_shift; /* provider_hooks.h */
 
-void aw_llm_test_shift_days(int days)
+void llm_test_shift_days(int days)
 {
 	atomic_store(&day_shift, days);
 }

@@ -29,10 +29,10 @@ aw_err aw_run_transition_in(aw_txn *t, const aw_ctx *ctx, const char *run_id, co
 			    json_t *detail, aw_error *err)
 {
 	aw_run_txn x;
-	aw_run_txn_wrap(t, ctx, &x);
+	run_txn_wrap(t, ctx, &x);
 	aw_run_mover m = {.run_id = run_id, .trace_id = trace_id, .detail = detail};
 	aw_run_state path[] = {from, to};
-	return aw_run_txn_end(&x, aw_run_move(&x, &m, 1, path, 1, chg, NULL, NULL, err), err);
+	return run_txn_end(&x, run_move(&x, &m, 1, path, 1, chg, NULL, NULL, err), err);
 }
 
 aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run_state from,
@@ -414,7 +414,7 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 	*replayed = 0;
 	aw_err e = submit_check(req, idem_key, "Idempotency-Key", hash, err);
 	/* an idle worker thread of this process takes the run without a claim */
-	aw_run_waiter *ho = !e ? aw_run_handoff_reserve(s) : NULL;
+	aw_run_waiter *ho = !e ? run_handoff_reserve(s) : NULL;
 	/* two submissions racing on one key: the loser retries and replays */
 	for (int i = 0; !e; i++) {
 		e = submit_once(s, ctx, req, idem_key, hash, ho, out, replayed, err);
@@ -428,7 +428,7 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 		aw_run_claim *c = NULL;
 		if (!e && !*replayed && strcmp(out->state, "claimed") == 0)
 			c = claim_of(out);
-		aw_run_handoff_give(ho, c);
+		run_handoff_give(ho, c);
 		if (c)
 			return e;
 	}

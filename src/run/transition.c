@@ -21,7 +21,7 @@ struct aw_run_pending {
 	char queue[AW_QUEUE_MAX + 1]; /* "" unknown: read at the end when it matters */
 };
 
-aw_err aw_run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error *err)
+aw_err run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error *err)
 {
 	memset(x, 0, sizeof *x);
 	x->ctx = ctx;
@@ -29,7 +29,7 @@ aw_err aw_run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error 
 	return aw_store_begin(s, ctx, AW_TXN_WRITE, &x->t, err);
 }
 
-void aw_run_txn_wrap(aw_txn *t, const aw_ctx *ctx, aw_run_txn *x)
+void run_txn_wrap(aw_txn *t, const aw_ctx *ctx, aw_run_txn *x)
 {
 	memset(x, 0, sizeof *x);
 	x->t = t;
@@ -102,8 +102,8 @@ static json_t *hop_json(const aw_run_mover *m, aw_run_state from, aw_run_state t
 	return d ? aw_run_move_json(from, to, d) : NULL;
 }
 
-aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_state *path, int hops,
-		   const aw_run_change *chg, const char *error_code, int *moved, aw_error *err)
+aw_err run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_state *path, int hops,
+		const aw_run_change *chg, const char *error_code, int *moved, aw_error *err)
 {
 	if (n == 0)
 		return AW_OK;
@@ -116,7 +116,7 @@ aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_sta
 	int one = 0, *ok = moved ? moved : &one;
 	aw_err e = AW_OK;
 	if (!ids || (n > 1 && !moved)) {
-		e = ids ? aw_fail(err, AW_E_INTERNAL, "aw_run_move: a batch needs moved[]")
+		e = ids ? aw_fail(err, AW_E_INTERNAL, "run_move: a batch needs moved[]")
 			: aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
@@ -258,7 +258,7 @@ static void count_finished(const aw_run_txn *x)
 	}
 }
 
-aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
+aw_err run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 {
 	/* the runs that made the same move share one record (a worker's round:
 	 * one hash, one row for the batch), in the order of their first run */

@@ -21,7 +21,7 @@
 
 #define TIMESTAMPTZOID 1184
 
-/* A statement whose result nobody waits for (aw_txn_defer): sent with the
+/* A statement whose result nobody waits for (txn_defer): sent with the
  * next statement that is waited for, or with COMMIT, in one pipeline. */
 typedef struct {
 	char *sql;
@@ -222,8 +222,7 @@ static aw_err rows_from(PGconn *pg, PGresult *res, aw_rows **out, aw_error *err)
 			}
 		}
 	}
-	if (!e &&
-	    !(*out = aw_rows_new(nrows, ncols, cells, aff && *aff ? strtoll(aff, NULL, 10) : 0)))
+	if (!e && !(*out = rows_new(nrows, ncols, cells, aff && *aff ? strtoll(aff, NULL, 10) : 0)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (e) {
 		for (size_t i = 0; i < total; i++)
@@ -268,7 +267,7 @@ static void clear_pending(aw_conn *c)
 static int send_prepared(aw_conn *c, const char *sql, int n, const char *const *vals, int *sent)
 {
 	PGconn *pg = c->pg;
-	unsigned i = aw_sql_slot(sql, PREP_CACHE);
+	unsigned i = sql_slot(sql, PREP_CACHE);
 	if (!c->prep[i].sql || strcmp(c->prep[i].sql, sql)) {
 		char *copy = aw_strdup(sql);
 		if (!copy) { /* unprepared, then */
@@ -382,7 +381,7 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 					      err);
 				if (!e && k < nsinks)
 					sinks[k].sink(r, sinks[k].arg);
-				aw_rows_free(r);
+				rows_free(r);
 			}
 			PQclear(res);
 		}
@@ -543,7 +542,7 @@ static int pg_backend_pid(aw_conn *c)
 	return PQbackendPID(c->pg);
 }
 
-const aw_driver aw_driver_pg = {
+const aw_driver driver_pg = {
 	.listen = pg_listen,
 	.wait = pg_wait,
 	.backend_pid = pg_backend_pid,

@@ -36,7 +36,7 @@ struct aw_conn {
  * one that takes the slot; *slot: its slot, -1 when it is not cached. */
 static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out, int *slot)
 {
-	unsigned i = aw_sql_slot(sql, STMT_CACHE);
+	unsigned i = sql_slot(sql, STMT_CACHE);
 	*slot = (int)i;
 	if (c->cache[i].sql && !strcmp(c->cache[i].sql, sql)) {
 		*out = c->cache[i].st;
@@ -232,7 +232,7 @@ static aw_err sq_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 		goto cleanup;
 	}
 	if (out) {
-		*out = aw_rows_new(nrows, ncols, cells, sqlite3_changes64(c->db));
+		*out = rows_new(nrows, ncols, cells, sqlite3_changes64(c->db));
 		if (!*out) {
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
 			goto cleanup;
@@ -254,7 +254,7 @@ static aw_err sq_begin(aw_conn *c, const char *project, int write, aw_error *err
 	return sq_script(c, write ? "BEGIN IMMEDIATE" : "BEGIN", err);
 }
 
-const aw_driver aw_driver_sqlite = {
+const aw_driver driver_sqlite = {
 	.name = "sqlite",
 	.dialect = AW_DIALECT_SQLITE,
 	.connect = sq_connect,
