@@ -99,15 +99,11 @@ void aw_h_llm_chat(aw_req *r)
 		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, aw_req_wake_cb, r, &c, &err);
 	}
 	json_decref(req);
-	aw_req_body_done(r); /* a parked call or stream keeps no body memory */
 	if (e) {
 		aw_reply_problem(r, e, &err);
 		return;
 	}
-	r->svc = c;
-	r->done = done;
-	r->resume = answer;
-	answer(r);
+	aw_req_bind_call(r, c, done, answer); /* a parked call keeps no body memory */
 }
 
 void aw_h_llm_models(aw_req *r)

@@ -663,6 +663,15 @@ void aw_req_body_done(aw_req *r)
 	body_release(r->srv, r);
 }
 
+void aw_req_bind_call(aw_req *r, void *call, void (*done)(aw_req *), void (*answer)(aw_req *))
+{
+	aw_req_body_done(r);
+	r->svc = call;
+	r->done = done;
+	r->resume = answer;
+	answer(r);
+}
+
 /* Buffers an upload chunk; past --body-limit the request is marked too big
  * (answered 413 once the upload ends) and nothing more is kept. A chunked
  * body is reserved as it comes: past a bound it is refused (r->refusal),
