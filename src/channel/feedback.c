@@ -126,7 +126,8 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval
 		json_t *in = r.input ? json_loads(r.input, 0, NULL) : NULL;
 		json_t *mid = json_object_get(in, "message_id");
 		if (json_is_integer(mid))
-			snprintf(reply_to, sizeof reply_to, "%lld", (long long)json_integer_value(mid));
+			snprintf(reply_to, sizeof reply_to, "%lld",
+				 (long long)json_integer_value(mid));
 		json_decref(in);
 		if (s == AW_RUN_SUCCEEDED && answer_text(res, msg, sizeof msg))
 			; /* the agent's (or the model's) answer is the reply itself */
