@@ -36,14 +36,16 @@ out:
 
 aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err)
 {
-	static const char *const allowed[] = {"name", "scope", NULL};
+	/* the rest of the members are a virtual key's limits (tenancy.h) */
+	static const char *const own[] = {"name", "scope", NULL};
 	json_t *o = NULL;
 	const char *name = NULL, *scope = NULL;
 	aw_err e = aw_json_parse_object(body, len, &o, err);
 	if (e)
 		return e;
-	if ((e = aw_json_only(o, allowed, err)) || (e = aw_json_str(o, "name", 1, &name, err)) ||
-	    (e = aw_json_str(o, "scope", 1, &scope, err)))
+	if ((e = aw_json_str(o, "name", 1, &name, err)) ||
+	    (e = aw_json_str(o, "scope", 1, &scope, err)) ||
+	    (e = aw_key_limits_parse(o, own, &out->limits, err)))
 		goto out;
 	if (!aw_ident_name_ok(name)) {
 		e = aw_fail_at(err, AW_E_REQ_INVALID, "/name",

@@ -12,6 +12,7 @@
 #include "awooop/ctx.h"
 #include "awooop/buf.h"
 #include "awooop/http.h"
+#include "awooop/tenancy.h"
 
 #define AW_HTTP_MAX_SEGS 12
 #define AW_HTTP_PATH_MAX 2048 /* longer paths are refused (414), never cut */
@@ -60,6 +61,7 @@ typedef struct aw_req {
 	void (*handler)(struct aw_req *r);
 	int64_t t0_ns;
 	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
+	aw_key_limits key; /* the authenticated key's limits (a virtual key) */
 	char caller_span[AW_SPAN_ID_LEN + 1]; /* the traceparent's parent-id, "" when none */
 	int authenticated;
 	/* a handler that answers later: resume(r) runs when the connection is
@@ -154,6 +156,7 @@ typedef struct {
 typedef struct {
 	char name[AW_PROJECT_MAX + 1];
 	aw_scope scope;
+	aw_key_limits limits; /* models, rpm, tpm, budget, expires_at, metadata */
 } aw_key_create_req;
 aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
 				aw_error *err);
@@ -185,6 +188,8 @@ void aw_h_project_get(aw_req *r);
 void aw_h_keys_create(aw_req *r);
 void aw_h_keys_list(aw_req *r);
 void aw_h_key_revoke(aw_req *r);
+void aw_h_key_get(aw_req *r);
+void aw_h_key_update(aw_req *r);
 void aw_h_audit_list(aw_req *r);
 void aw_h_contract_create(aw_req *r);
 void aw_h_contract_list(aw_req *r);

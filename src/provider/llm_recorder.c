@@ -50,6 +50,14 @@ static json_t *envelope(const aw_llm_call *c)
 						 "upstream_model", c->model_used, "attempts",
 						 c->attempts, "failovers", c->failovers, "stream",
 						 c->rq.stream, "emergency", c->emergency_used));
+	if (p && c->ctx.key_id[0]) { /* the calling key, and a virtual key's metadata */
+		json_t *k = json_pack("{s:s}", "id", c->ctx.key_id);
+		if (k && c->keyed && c->key.team[0])
+			json_object_set_new(k, "team", json_string(c->key.team));
+		if (k && c->keyed && c->key.user[0])
+			json_object_set_new(k, "user", json_string(c->key.user));
+		json_object_set_new(p, "key", k);
+	}
 	if (p && c->t_client_first_ns)
 		json_object_set_new(p, "ttft_ms",
 				    json_real((double)(c->t_client_first_ns - c->t0_ns) / 1e6));
