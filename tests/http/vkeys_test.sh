@@ -92,6 +92,8 @@ if [ "$BACKEND" = postgres ]; then
     >/dev/null || exit 1
   DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
   EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
+  # both processes sign and check contracts with one key
+  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 else
   DB="sqlite:$TMP/awooop.db"
 fi
