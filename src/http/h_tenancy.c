@@ -254,7 +254,7 @@ void aw_h_key_update(aw_req *r)
 		return;
 	json_t *patch = NULL;
 	aw_apikey k;
-	aw_err e = aw_json_parse_object(r->body ? r->body : "", r->body_len, &patch, &err);
+	aw_err e = aw_decode_key_update(r->body ? r->body : "", r->body_len, &patch, &err);
 	if (!e)
 		e = aw_key_update(r->store, &scoped, r->segs[4], patch, &k, &err);
 	json_decref(patch);

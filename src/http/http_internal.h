@@ -161,6 +161,9 @@ typedef struct {
 aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
 				aw_error *err);
 aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err);
+/* A key's limits patch (PATCH /keys/{id}): an object of limits members, each
+ * checked as far as it can be alone; *out a new reference. */
+aw_err aw_decode_key_update(const char *body, size_t len, json_t **out, aw_error *err);
 /* The path of a URI as sent ("/a/b%41?x"), decoded once into segments: fills
  * segbuf (initialised here; the caller aw_buf_free()s it) and segs[0..*nsegs)
  * pointing into it; *nsegs > AW_HTTP_MAX_SEGS when there are more. A segment

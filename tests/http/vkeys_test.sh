@@ -154,7 +154,8 @@ bad_limits "expiry date" '"expires_at":"2030-02-30T00:00:00Z"' /expires_at
 bad_limits "expiry past" '"expires_at":"2001-01-01T00:00:00Z"' /expires_at
 bad_limits "team" '"metadata":{"team":"a b"}' /metadata/team
 bad_limits "metadata member" '"metadata":{"org":"x"}' /metadata/org
-bad_limits "unknown member" '"rate":5' /rate
+req POST /v1/projects/acme/keys "$PA" '{"name":"bad1","scope":"worker","rate":5}'
+expect "unknown member" 400 E-REQ-004 /rate
 req GET /v1/projects/acme/keys "$PA"
 check "no bad key was made" "$(jbody '[.items[] | select(.name | startswith("bad"))] | length')" 0
 
@@ -174,6 +175,13 @@ expect "widened" 200
 req PATCH "/v1/projects/acme/keys/$M_ID" "$PA" '{"models":null}'; expect "drop models" 200
 check "no models limit" "$(jbody '.limits.models')" null
 req PATCH "/v1/projects/acme/keys/$M_ID" "$PA" '{"rpm":-4}'; expect "bad patch" 422 E-KEY-005 /rpm
+req PATCH "/v1/projects/acme/keys/$M_ID" "$PA" '{"name":"x"}'; expect "patch names only limits" 400 E-REQ-004 /name
+req PATCH "/v1/projects/acme/keys/$M_ID" "$PA" '{"budget":{"period":"day"}}'
+expect "a budget's period needs a limit (merged)" 422 E-KEY-005 /budget
+req PATCH "/v1/projects/acme/keys/$M_ID" "$PA" '[1]'; expect "patch not an object" 400
+req PATCH "/v1/projects/acme/keys/not-a-uuid" "$PA" '{"rpm":4}'; expect "patch bad id" 400 E-REQ-008
+req PATCH "/v1/projects/acme/keys/01a226c4-e9a2-74b7-930b-5aecf7f19c7d" "$PA" '{"rpm":4}'
+expect "patch unknown key" 404 E-KEY-001
 req PATCH "/v1/projects/acme/keys/$M_ID" "$OP1" '{"rpm":4}'; expect "operator may not" 403 E-AUTH-003
 req PATCH "/v1/projects/acme/keys/$M_ID" "$OTHER" '{"rpm":4}'; expect "other tenant" 404 E-TENANT-001
 req GET "/v1/projects/acme/keys/$M_ID" "$OTHER"; expect "other tenant sees nothing" 404 E-TENANT-001
