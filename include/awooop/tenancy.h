@@ -35,12 +35,12 @@
 typedef struct {
 	int nmodels;
 	char models[AW_KEY_MODELS_MAX][AW_KEY_MODEL_MAX + 1];
-	long long rpm, tpm;	    /* 0: none */
-	long long budget_tokens;    /* -1: none */
-	long long budget_cost;	    /* micro-USD; -1: none */
-	char budget_period[8];	    /* "day", "month" or "total" ("" without a budget) */
+	long long rpm, tpm;	 /* 0: none */
+	long long budget_tokens; /* -1: none */
+	long long budget_cost;	 /* micro-USD; -1: none */
+	char budget_period[8];	 /* "day", "month" or "total" ("" without a budget) */
 	char team[AW_KEY_META_MAX + 1], user[AW_KEY_META_MAX + 1]; /* "" none */
-	char expires_at[AW_TS_LEN + 1];				     /* "" never */
+	char expires_at[AW_TS_LEN + 1];				   /* "" never */
 } aw_key_limits;
 
 /* No limits at all. */
@@ -70,8 +70,8 @@ aw_err aw_key_generate(char *secret);
 aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx, aw_error *err);
 /* The same, and the key's limits (lim may be NULL). An expired key is
  * AW_E_AUTH_EXPIRED. */
-aw_err aw_tenancy_authenticate_key(aw_store *s, const char *secret, aw_ctx *ctx,
-				   aw_key_limits *lim, aw_error *err);
+aw_err aw_tenancy_authenticate_key(aw_store *s, const char *secret, aw_ctx *ctx, aw_key_limits *lim,
+				   aw_error *err);
 /* May the authenticated ctx act on project with at least scope `need`? On
  * success *scoped is ctx re-targeted at project. */
 aw_err aw_tenancy_authorize(const aw_ctx *ctx, const char *project, aw_scope need, aw_ctx *scoped,
@@ -89,8 +89,7 @@ aw_err aw_key_create(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope 
 		     aw_apikey *out, char *secret, aw_error *err);
 /* The same with limits (NULL: none). */
 aw_err aw_key_create_limited(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope scope,
-			     const aw_key_limits *lim, aw_apikey *out, char *secret,
-			     aw_error *err);
+			     const aw_key_limits *lim, aw_apikey *out, char *secret, aw_error *err);
 /* Changes a key's limits: patch's members replace the key's, a null member
  * removes that limit (JSON merge patch, RFC 7386, over the limits
  * document), audited (key.update). *out: the key after it. */

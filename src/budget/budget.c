@@ -491,8 +491,8 @@ static aw_err key_forget(aw_txn *t, char kind, const char *key_id, aw_error *err
 
 /* Takes the part of the prompt + from reservation above prompt + to out of
  * rows [0, n) (a later row clamped the answer). */
-static aw_err shrink(aw_txn *t, char (*rows)[96], int n, const aw_budget_price *w,
-		     long long prompt, long long from, long long to, aw_error *err)
+static aw_err shrink(aw_txn *t, char (*rows)[96], int n, const aw_budget_price *w, long long prompt,
+		     long long from, long long to, aw_error *err)
 {
 	aw_budget_amount less = {from - to,
 				 aw_budget_cost(w, prompt, from) - aw_budget_cost(w, prompt, to)};
@@ -529,9 +529,9 @@ static aw_err key_rpm(aw_txn *t, const aw_budget_key *k, aw_error *err)
  * too (rows after the project's period and run rows, rows[0..*nrows)):
  * clamped to the smaller remainder (the earlier rows shrunk to match), or
  * refused. The rows it reserved are appended to rows and to extra. */
-static aw_err key_reserve(aw_txn *t, const budget_cfg *b, const aw_budget_key *k,
-			  long long prompt, long long *out, char (*rows)[96], int *nrows,
-			  char *extra, size_t cap, aw_error *err)
+static aw_err key_reserve(aw_txn *t, const budget_cfg *b, const aw_budget_key *k, long long prompt,
+			  long long *out, char (*rows)[96], int *nrows, char *extra, size_t cap,
+			  aw_error *err)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		char kind = pass == 0 ? 'b' : 't';
@@ -539,9 +539,9 @@ static aw_err key_reserve(aw_txn *t, const budget_cfg *b, const aw_budget_key *k
 		if (kind == 'b') {
 			if (k->budget.tokens < 0 && k->budget.cost < 0)
 				continue;
-			kb.limit = (aw_budget_amount){
-				k->budget.tokens >= 0 ? k->budget.tokens : KEY_NO_TOKENS,
-				k->budget.cost};
+			kb.limit = (aw_budget_amount){k->budget.tokens >= 0 ? k->budget.tokens
+									    : KEY_NO_TOKENS,
+						      k->budget.cost};
 			key_budget_row(k, rows[*nrows]);
 		} else {
 			if (k->tpm <= 0)
@@ -592,9 +592,8 @@ static aw_err key_reserve(aw_txn *t, const budget_cfg *b, const aw_budget_key *k
 				aw_fail(err, AW_E_KEY_BUDGET,
 					"this key's token budget (%s) is spent: %lld of %lld "
 					"settled, %lld reserved by calls in flight%s%s",
-					period, p.settled.tokens, p.limit.tokens,
-					p.reserved.tokens, wait ? "; it resets at " : "",
-					wait ? reset : "");
+					period, p.settled.tokens, p.limit.tokens, p.reserved.tokens,
+					wait ? "; it resets at " : "", wait ? reset : "");
 			int settled = by_cost ? p.settled.cost >= p.limit.cost
 					      : p.settled.tokens >= p.limit.tokens;
 			if (err && settled && wait > 0)
@@ -641,11 +640,11 @@ aw_err aw_budget_key_usage(aw_store *s, const aw_ctx *ctx, const aw_budget_key *
 	if (o && (k->budget.tokens >= 0 || k->budget.cost >= 0)) {
 		char key[16];
 		snprintf(key, sizeof key, "%s", strrchr(brow, ':') + 1);
-		json_t *bj = json_pack(
-			"{s:s,s:I,s:I,s:f,s:f}", "period", key, "tokens_settled",
-			(json_int_t)(bf ? bk.settled.tokens : 0), "tokens_reserved",
-			(json_int_t)(bf ? bk.reserved.tokens : 0), "cost_settled_usd",
-			usd(bf ? bk.settled.cost : 0), "cost_reserved_usd", usd(bf ? bk.reserved.cost : 0));
+		json_t *bj = json_pack("{s:s,s:I,s:I,s:f,s:f}", "period", key, "tokens_settled",
+				       (json_int_t)(bf ? bk.settled.tokens : 0), "tokens_reserved",
+				       (json_int_t)(bf ? bk.reserved.tokens : 0),
+				       "cost_settled_usd", usd(bf ? bk.settled.cost : 0),
+				       "cost_reserved_usd", usd(bf ? bk.reserved.cost : 0));
 		json_object_set_new(o, "budget", bj);
 	}
 	*out = o;

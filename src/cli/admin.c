@@ -54,9 +54,9 @@ static void limits_words(json_t *k, char *out, size_t cap)
 	json_t *l = json_object_get(k, "limits");
 	size_t n = 0;
 	out[0] = '\0';
-#define ADD(...)                                                            \
-	do {                                                                \
-		if (n < cap)                                                \
+#define ADD(...)                                                              \
+	do {                                                                  \
+		if (n < cap)                                                  \
 			n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__); \
 	} while (0)
 	if (json_object_get(l, "models"))
@@ -104,7 +104,7 @@ static json_t *opt_value(const char *v)
 	double d = strtod(v, &end);
 	if (*v && end && !*end)
 		return d == (double)(long long)d && !strchr(v, '.') ? json_integer((long long)d)
-								      : json_real(d);
+								    : json_real(d);
 	return json_string(v);
 }
 
@@ -172,7 +172,8 @@ static void key_show(json_t *k)
 	json_t *u = json_object_get(k, "usage");
 	if (u) {
 		printf("minute   %s: %lld requests, %lld tokens settled, %lld reserved\n",
-		       str(u, "minute"), (long long)json_integer_value(json_object_get(u, "requests")),
+		       str(u, "minute"),
+		       (long long)json_integer_value(json_object_get(u, "requests")),
 		       (long long)json_integer_value(json_object_get(u, "tokens_settled")),
 		       (long long)json_integer_value(json_object_get(u, "tokens_reserved")));
 		json_t *b = json_object_get(u, "budget");

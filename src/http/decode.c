@@ -38,9 +38,8 @@ aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out
 {
 	/* the rest of the members are a virtual key's limits (tenancy.h) */
 	static const char *const own[] = {"name", "scope", NULL};
-	static const char *const allowed[] = {"name",	    "scope",	  "models", "rpm",
-					      "tpm",	    "budget",	  "expires_at",
-					      "metadata", NULL};
+	static const char *const allowed[] = {"name",	"scope",      "models",	  "rpm", "tpm",
+					      "budget", "expires_at", "metadata", NULL};
 	json_t *o = NULL;
 	const char *name = NULL, *scope = NULL;
 	aw_err e = aw_json_parse_object(body, len, &o, err);
@@ -69,7 +68,7 @@ out:
 
 aw_err aw_decode_key_update(const char *body, size_t len, json_t **out, aw_error *err)
 {
-	static const char *const allowed[] = {"models", "rpm",	      "tpm",	  "budget",
+	static const char *const allowed[] = {"models",	    "rpm",	"tpm", "budget",
 					      "expires_at", "metadata", NULL};
 	*out = NULL;
 	json_t *o = NULL;

@@ -60,7 +60,7 @@ typedef struct aw_req {
 	const char *route;  /* template, for metrics and logs */
 	void (*handler)(struct aw_req *r);
 	int64_t t0_ns;
-	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
+	aw_ctx ctx;	   /* request id, trace, deadline; project once authenticated */
 	aw_key_limits key; /* the authenticated key's limits (a virtual key) */
 	char caller_span[AW_SPAN_ID_LEN + 1]; /* the traceparent's parent-id, "" when none */
 	int authenticated;

@@ -78,7 +78,7 @@ struct aw_llm_call {
 	int step_no;
 	int keyed;	   /* key holds the calling key's limits */
 	aw_key_limits key; /* (tenancy.h) */
-	json_t *feedback; /* messages appended for a schema retry */
+	json_t *feedback;  /* messages appended for a schema retry */
 	/* the current transfer (engine thread) */
 	CURL *easy;
 	struct curl_slist *hdrs;

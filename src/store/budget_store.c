@@ -114,9 +114,9 @@ aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, 
 			    const aw_budget_amount *n, const char *holder, const char *lease_until,
 			    const char *extra, aw_error *err)
 {
-	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id),      AW_TEXT(period),
-		      AW_TEXT(run_id),	       AW_INT(n->tokens),     AW_TEXT(holder),
-		      AW_TEXT(lease_until),    AW_INT(n->cost),	      AW_TEXT(extra ? extra : "")};
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id),  AW_TEXT(period),
+		      AW_TEXT(run_id),	       AW_INT(n->tokens), AW_TEXT(holder),
+		      AW_TEXT(lease_until),    AW_INT(n->cost),	  AW_TEXT(extra ? extra : "")};
 	/* deferred: on PostgreSQL both go with the COMMIT in one round trip */
 	aw_err e = aw_txn_defer(t,
 				"INSERT INTO budget_reservations (project_id, call_id, period_key,"
@@ -186,10 +186,11 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id)};
-	aw_err e = aw_txn_exec(t,
-			       "DELETE FROM budget_reservations WHERE project_id = $1"
-			       " AND call_id = $2 RETURNING period_key, run_id, tokens, cost, extra",
-			       2, p, &r, err);
+	aw_err e =
+		aw_txn_exec(t,
+			    "DELETE FROM budget_reservations WHERE project_id = $1"
+			    " AND call_id = $2 RETURNING period_key, run_id, tokens, cost, extra",
+			    2, p, &r, err);
 	*found = !e && r->nrows == 1;
 	if (!*found) {
 		aw_rows_free(r);

@@ -98,7 +98,7 @@ aw_err aw_store_key_name_used(aw_txn *t, const char *name, int *used, aw_error *
 	return e;
 }
 
-#define KEY_COLS                                                                       \
+#define KEY_COLS                                                                           \
 	"key_id, project_id, name, scope, key_prefix, created_at, created_by, revoked_at," \
 	" expires_at, limits"
 
@@ -187,10 +187,11 @@ aw_err aw_store_key_set_limits(aw_txn *t, const char *key_id, const char *expire
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(key_id),
 		      AW_TEXT(expires_at && *expires_at ? expires_at : NULL), AW_TEXT(limits)};
-	aw_err e = aw_txn_exec(t,
-			       "UPDATE api_keys SET expires_at = $3, limits = $4 WHERE project_id = $1"
-			       " AND key_id = $2 AND revoked_at IS NULL",
-			       4, v, &r, err);
+	aw_err e =
+		aw_txn_exec(t,
+			    "UPDATE api_keys SET expires_at = $3, limits = $4 WHERE project_id = $1"
+			    " AND key_id = $2 AND revoked_at IS NULL",
+			    4, v, &r, err);
 	if (e || r->affected == 1) {
 		aw_rows_free(r);
 		return e;

@@ -32,8 +32,8 @@ aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx, aw_
 	return aw_tenancy_authenticate_key(s, secret, ctx, NULL, err);
 }
 
-aw_err aw_tenancy_authenticate_key(aw_store *s, const char *secret, aw_ctx *ctx,
-				   aw_key_limits *lim, aw_error *err)
+aw_err aw_tenancy_authenticate_key(aw_store *s, const char *secret, aw_ctx *ctx, aw_key_limits *lim,
+				   aw_error *err)
 {
 	if (!secret_shape_ok(secret))
 		return aw_fail(err, AW_E_AUTH_INVALID, "invalid API key");
@@ -211,8 +211,8 @@ static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name, aw_sc
 	if ((e = aw_store_key_insert(t, &k, err)))
 		goto fail;
 	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:o}", "key_id", k.key_id, "name", k.name,
-				    "scope", aw_scope_name(scope), "prefix", k.key_prefix,
-				    "limits", json_loads(k.limits, 0, NULL));
+				    "scope", aw_scope_name(scope), "prefix", k.key_prefix, "limits",
+				    json_loads(k.limits, 0, NULL));
 	if (payload && k.expires_at[0])
 		json_object_set_new(payload, "expires_at", json_string(k.expires_at));
 	e = aw_audit_record(t, ctx, "key.create", k.key_id, payload, err);
@@ -310,8 +310,7 @@ static aw_err key_id_norm(const char *key_id, char id[AW_UUID_STR_LEN + 1], aw_e
 	return AW_OK;
 }
 
-aw_err aw_key_get(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_apikey *out,
-		  aw_error *err)
+aw_err aw_key_get(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_apikey *out, aw_error *err)
 {
 	char id[AW_UUID_STR_LEN + 1];
 	aw_err e = key_id_norm(key_id, id, err);
@@ -386,8 +385,8 @@ aw_err aw_key_update(aw_store *s, const aw_ctx *ctx, const char *key_id, const j
 	merge_patch(base, patch);
 	if ((e = aw_key_limits_parse(base, NULL, &lim, err)) || (e = limits_into(&lim, &k, err)))
 		goto fail;
-	json_t *payload = json_pack("{s:s,s:O,s:o}", "key_id", id, "before", before, "after",
-				    limits_doc(&k));
+	json_t *payload =
+		json_pack("{s:s,s:O,s:o}", "key_id", id, "before", before, "after", limits_doc(&k));
 	if ((e = aw_store_key_set_limits(t, id, k.expires_at, k.limits, err)) ||
 	    (e = aw_audit_record(t, ctx, "key.update", id, payload, err))) {
 		json_decref(payload);

@@ -78,7 +78,8 @@ static int rfc3339_ok(const char *s, char out[AW_TS_LEN + 1])
 	    s[16] != ':')
 		return 0;
 	for (int i = 0; i < 19; i++)
-		if (i != 4 && i != 7 && i != 10 && i != 13 && i != 16 && !isdigit((unsigned char)s[i]))
+		if (i != 4 && i != 7 && i != 10 && i != 13 && i != 16 &&
+		    !isdigit((unsigned char)s[i]))
 			return 0;
 	const char *p = s + 19;
 	int ms = 0, digits = 0;
@@ -220,9 +221,10 @@ aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_li
 				if (json_is_null(mv))
 					continue;
 				if (!meta_ok(json_string_value(mv)))
-					return bad(err, at,
-						   "team and user are 1-64 characters of "
-						   "[A-Za-z0-9._@-], starting with a letter or digit");
+					return bad(
+						err, at,
+						"team and user are 1-64 characters of "
+						"[A-Za-z0-9._@-], starting with a letter or digit");
 				snprintf(mk[0] == 't' ? out->team : out->user, AW_KEY_META_MAX + 1,
 					 "%s", json_string_value(mv));
 			}
