@@ -22,6 +22,9 @@ void llm_record_queue(aw_llm *g, aw_llm_call *c)
 	aw_metrics_llm_call(c->ctx.project, c->route[0] ? c->route : "-",
 			    c->upstream_name[0] ? c->upstream_name : "-", c->outcome, secs,
 			    c->st.tokens_in, c->st.tokens_out);
+	if (c->keyed && c->key.team[0])
+		aw_metrics_llm_team(c->ctx.project, c->key.team,
+				    c->st.tokens_in + c->st.tokens_out);
 	llm_span(c);
 	c->rec.project = c->ctx.project;
 	aw_recorder_put(g->rec, &c->rec);

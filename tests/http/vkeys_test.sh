@@ -280,6 +280,10 @@ check "user in the envelope" \
   "$(jbody "[.items[] | select(.payload.key.id == \"$K_ID\") | .payload.key.user] | unique | join(\",\")")" alice
 check "refusals carry it" \
   "$(jbody "[.items[] | select(.payload.key.id == \"$K_ID\" and .payload.code == \"E-KEY-009\")] | length > 0")" true
+curl -s -H "Authorization: Bearer $ADMIN" "$URL1/metrics" >"$TMP/metrics"
+check "team as a metric label" \
+  "$(grep -c '^awooop_llm_team_calls_total{project="acme",team="search"} ' "$TMP/metrics")" 1
+check "user never a label" "$(grep -c 'alice' "$TMP/metrics")" 0
 req GET "/v1/projects/other/audit?limit=500" "$OTHER"
 check "other tenant's audit has no acme key" "$(grep -c "$K_ID" "$TMP/body")" 0
 
