@@ -555,8 +555,9 @@ static aw_err key_reserve(aw_txn *t, const budget_cfg *b, const aw_budget_key *k
 		aw_budget_period p;
 		int fits = 0, by_cost = 0, found = 0;
 		/* a minute's first call: the row is made, and old ones go */
-		aw_err e = aw_store_budget_period_get(t, rows[*nrows], &p, &found, err);
-		if (!e && !found && kind == 't')
+		aw_err e = AW_OK;
+		if (kind == 't' &&
+		    !(e = aw_store_budget_period_get(t, rows[*nrows], &p, &found, err)) && !found)
 			e = key_forget(t, 't', k->key_id, err);
 		if (!e)
 			e = reserve_period(t, &kb, rows[*nrows], prompt, &o, &fits, &p, &by_cost,
