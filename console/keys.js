@@ -1,12 +1,28 @@
 /*
  * keys.js - the Keys view: the projects this key may see (a platform admin
  * creates them here) and the selected project's API keys: create one (its
- * secret shown once), revoke one.
+ * secret shown once), revoke one; a virtual key's limits in a column of
+ * their own (set with `awooop key update` or PATCH .../keys/{id}).
  */
 'use strict';
 
 import { el, fill, api, say, problem, refused, project, enc, view, table, button, when, isPlatform } from './lib.js';
 import { loadSession, route } from './app.js';
+
+/* A virtual key's limits in words: models, per-minute limits, budget,
+ * expiry, team and user ("" none). */
+function limitsText(x) {
+  const l = x.limits || {}, out = [];
+  if (l.models) out.push('models: ' + l.models.join(', '));
+  if (l.rpm) out.push(l.rpm + ' calls/min');
+  if (l.tpm) out.push(l.tpm + ' tokens/min');
+  if (l.budget) out.push('budget: ' + [l.budget.tokens ? l.budget.tokens + ' tokens' : '', l.budget.cost_usd ? l.budget.cost_usd + ' USD' : '']
+    .filter(Boolean).join(' + ') + ' per ' + l.budget.period);
+  if (x.expires_at) out.push('expires ' + x.expires_at.slice(0, 16).replace('T', ' ') + ' UTC');
+  if (l.metadata && l.metadata.team) out.push('team ' + l.metadata.team);
+  if (l.metadata && l.metadata.user) out.push('user ' + l.metadata.user);
+  return out.join('; ');
+}
 
 export async function viewKeys(parts, g) {
   const r = await api('GET', '/v1/projects?limit=1000');
@@ -34,6 +50,7 @@ export async function viewKeys(parts, g) {
     k.ok ? table([
       { label: 'Name (principal)', get: (x) => x.name }, { label: 'Scope', get: (x) => x.scope }, { label: 'Prefix', get: (x) => el('span', { class: 'mono', text: x.prefix }) },
       { label: 'Created', get: (x) => [when(x.created_at), ' by ', x.created_by] }, { label: 'Revoked', get: (x) => (x.revoked_at ? when(x.revoked_at) : '') },
+      { label: 'Limits', get: (x) => limitsText(x) },
       { label: 'Action', get: (x) => (x.revoked_at ? '' : button('Revoke', async () => {
         const d = await api('DELETE', `/v1/projects/${enc(project())}/keys/${enc(x.key_id)}`);
         if (d.status !== 204) return problem(d, 'Key not revoked');

@@ -61,7 +61,34 @@ schemas = {
         "key_id": UUID, "project": S(), "name": S(), "prefix": S(),
         "scope": S(enum=["platform-admin", "project-admin", "operator", "worker", "reader"]),
         "created_at": TS, "created_by": S(), "revoked_at": TSN,
-        "key": S(pattern="^awk_", description="the secret: only in the answer that creates it")}),
+        "key": S(pattern="^awk_", description="the secret: only in the answer that creates it"),
+        "limits": {"$ref": "#/components/schemas/KeyLimits"},
+        "expires_at": TSN | {"description": "refused after this (E-AUTH-004); null: never"},
+        "usage": obj(["minute", "requests", "tokens_reserved", "tokens_settled"], {
+            "minute": S(description="the UTC minute counted (YYYY-MM-DDTHH:MM)"),
+            "requests": I(), "tokens_reserved": I(), "tokens_settled": I(),
+            "budget": obj(["period"], {"period": S(), "tokens_settled": I(), "tokens_reserved": I(),
+                                       "cost_settled_usd": N, "cost_reserved_usd": N})})
+        | {"description": "what the key's limits count now (GET of one key only)"}}),
+    "KeyLimits": obj([], {
+        "models": {"type": ["array", "null"], "maxItems": 16, "minItems": 1,
+                   "items": S(pattern=r"^[A-Za-z0-9._:/@+-]{1,128}$"),
+                   "description": "the routes or models the key may call (E-KEY-006); absent: any"},
+        "rpm": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000000000,
+                "description": "model calls per UTC minute (E-KEY-007)"},
+        "tpm": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000000000,
+                "description": "tokens per UTC minute, reserved at admission and settled after (E-KEY-008)"},
+        "budget": {"type": ["object", "null"], "additionalProperties": False, "properties": {
+            "tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000000000},
+            "cost_usd": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1000000},
+            "period": S(enum=["day", "month", "total"])},
+            "description": "the key's own budget, inside the project's (E-KEY-009)"},
+        "expires_at": {"type": ["string", "null"], "description": "UTC, YYYY-MM-DDTHH:MM:SS[.mmm]Z (E-AUTH-004 after)"},
+        "metadata": {"type": ["object", "null"], "additionalProperties": False, "properties": {
+            "team": {"type": ["string", "null"], "pattern": r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"},
+            "user": {"type": ["string", "null"], "pattern": r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"}},
+            "description": "in every call's audit record (payload.key)"}},
+        extra=False) | {"description": "a virtual key's limits (docs/guide/virtual-keys.md); null removes one in a PATCH"},
     "Revision": obj(["revision_id", "project", "family", "contract_id", "state", "body", "created_at",
                      "created_by", "updated_at"], {
         "revision_id": UUID, "project": S(), "family": S(), "contract_id": S(),
@@ -218,7 +245,13 @@ op("GET", "/v1/whoami", "whoami", "The calling key: its project, scope and princ
 op("GET", "/v1/projects/{project}", "getProject", "A project", "tenancy", {"200": js(REF("Project"))}, "reader")
 op("POST", "/v1/projects/{project}/keys", "createKey", "Create an API key (the secret is shown once)", "tenancy",
    {"201": js(REF("Key"), "created")}, "project-admin",
-   body=obj(["name", "scope"], {"name": S(), "scope": S()}, extra=False))
+   body=obj(["name", "scope"], {"name": S(), "scope": S(), **schemas["KeyLimits"]["properties"]}, extra=False)
+   | {"description": "name and scope, and a virtual key's limits beside them"})
+op("GET", "/v1/projects/{project}/keys/{key_id}", "getKey", "A key, its limits and what they count now", "tenancy",
+   {"200": js(REF("Key"))}, "project-admin")
+op("PATCH", "/v1/projects/{project}/keys/{key_id}", "updateKey",
+   "Change a key's limits (JSON merge patch; null removes a limit; audited key.update)", "tenancy",
+   {"200": js(REF("Key"))}, "project-admin", body=REF("KeyLimits"))
 op("GET", "/v1/projects/{project}/keys", "listKeys", "List keys (no secrets)", "tenancy",
    {"200": js(items(REF("Key"), cursor=False))}, "project-admin")
 op("DELETE", "/v1/projects/{project}/keys/{key_id}", "revokeKey", "Revoke a key (at once)", "tenancy",

@@ -45,6 +45,7 @@ typedef struct {
 
 typedef struct {
 	int active; /* a reservation is held */
+	int keyed;  /* of a key's limits alone (the project has no budget) */
 	int kill;   /* the budget's action_on_exceed is "kill" */
 	int killed; /* this refusal suspended the project (line 3) */
 	char project[AW_PROJECT_MAX + 1];
@@ -55,6 +56,18 @@ typedef struct {
 	int alerts[AW_BUDGET_MAX_ALERTS], nalerts; /* alert_at_percent */
 } aw_budget_hold;
 
+/* A virtual key's limits, which admission counts besides the project's
+ * budget (in rows of the key's own in the project's ledger): requests and
+ * tokens per UTC minute, and a budget of tokens and/or cost per "day",
+ * "month" or "total". A key with a cost budget in a project without a
+ * budget contract has no prices: refused E-BUDGET-004. */
+typedef struct {
+	const char *key_id;
+	long long rpm, tpm;	 /* 0: none */
+	aw_budget_amount budget; /* each < 0: none */
+	const char *period;	 /* of the budget: "day", "month" or "total" */
+} aw_budget_key;
+
 /* One call's request for admission. */
 typedef struct {
 	const char *call_id, *run_id, *holder;
@@ -64,6 +77,7 @@ typedef struct {
 	const char *const *models; /* the models that may answer the call */
 	int nmodels;		   /* at most 24 */
 	aw_budget_price *prices;   /* out: each model's price (0 when unpriced) */
+	const aw_budget_key *key;  /* the calling key's limits, or NULL */
 } aw_budget_ask;
 
 /* The period key of now: "2026-12-01" (day), "2026-12" (month), or
@@ -111,6 +125,10 @@ aw_err aw_budget_history(aw_store *s, const aw_ctx *ctx, const char *period, con
  * holder's heartbeat). */
 aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int lease_ms,
 		       aw_error *err);
+/* A key's usage now (its rows: this minute's requests and tokens, its
+ * budget's period), as the key view shows it; new reference. */
+aw_err aw_budget_key_usage(aw_store *s, const aw_ctx *ctx, const aw_budget_key *key, json_t **out,
+			   aw_error *err);
 /* How many reservations of ctx->project are open, of any holder. */
 aw_err aw_budget_open(aw_store *s, const aw_ctx *ctx, long long *open, aw_error *err);
 /* Reaps ctx->project's reservations whose lease ended (charged in full). */

@@ -33,6 +33,7 @@
 	X(AW_E_AUTH_MISSING, "E-AUTH-001", 401, "Missing credentials")                     \
 	X(AW_E_AUTH_INVALID, "E-AUTH-002", 401, "Invalid or revoked API key")              \
 	X(AW_E_AUTH_SCOPE, "E-AUTH-003", 403, "Insufficient scope")                        \
+	X(AW_E_AUTH_EXPIRED, "E-AUTH-004", 401, "API key expired")                         \
 	X(AW_E_TENANT_NOT_FOUND, "E-TENANT-001", 404, "Project not found")                 \
 	X(AW_E_TENANT_SLUG, "E-TENANT-002", 400, "Invalid project id")                     \
 	X(AW_E_TENANT_EXISTS, "E-TENANT-003", 409, "Project already exists")               \
@@ -41,6 +42,11 @@
 	X(AW_E_KEY_SCOPE, "E-KEY-002", 400, "Invalid key scope")                           \
 	X(AW_E_KEY_EXISTS, "E-KEY-003", 409, "Active key with this name exists")           \
 	X(AW_E_KEY_REVOKED, "E-KEY-004", 409, "API key already revoked")                   \
+	X(AW_E_KEY_LIMITS, "E-KEY-005", 422, "Invalid key limits")                         \
+	X(AW_E_KEY_MODEL, "E-KEY-006", 403, "Model not allowed for this key")              \
+	X(AW_E_KEY_RPM, "E-KEY-007", 429, "Key's requests per minute reached")             \
+	X(AW_E_KEY_TPM, "E-KEY-008", 429, "Key's tokens per minute reached")               \
+	X(AW_E_KEY_BUDGET, "E-KEY-009", 429, "Key's budget spent")                         \
 	X(AW_E_STORE_UNAVAILABLE, "E-STORE-001", 503, "Store unavailable")                 \
 	X(AW_E_STORE_SCHEMA, "E-STORE-002", 503, "Store schema out of date")               \
 	X(AW_E_STORE_BUSY, "E-STORE-003", 503, "Store busy")                               \

@@ -34,6 +34,7 @@
 #include "awooop/call.h"
 #include "awooop/kv.h"
 #include "awooop/policy.h"
+#include "awooop/tenancy.h"
 
 typedef struct aw_llm aw_llm;
 typedef struct aw_llm_call aw_llm_call;
@@ -94,6 +95,10 @@ typedef struct {
 	const char *run_id; /* when called from a run step */
 	int step_no;
 	const char *task; /* routes by match.task / match.intent */
+	/* the calling key's limits (a virtual key: allowed models, requests
+	 * and tokens per minute, its budget, its team and user; copied), or
+	 * NULL: none (a run step's calls) */
+	const aw_key_limits *key;
 } aw_llm_meta;
 
 typedef void (*aw_llm_wake)(void *ud);

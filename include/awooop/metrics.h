@@ -32,6 +32,11 @@ void aw_metrics_llm_call(const char *project, const char *route, const char *ups
 			 const char *outcome, double seconds, long long tokens_in,
 			 long long tokens_out);
 void aw_metrics_llm_event(const char *event, const char *upstream);
+/* A finished call of a virtual key naming a team (a checked slug, tenancy.h):
+ * one call and its tokens under {project, team}; a project's teams past 32
+ * in this process count as team="_other" (bounded cardinality: key admins
+ * choose teams; a user is never a label). */
+void aw_metrics_llm_team(const char *project, const char *team, long long tokens);
 void aw_metrics_llm_breaker(const char *upstream, int state);
 /* Token budget: an event of project (reserved, clamped, refused, suspended,
  * cut, reaped, settled) and the tokens it moved (0 for none). */

@@ -10,10 +10,57 @@
 #ifndef AWOOOP_TENANCY_H
 #define AWOOOP_TENANCY_H
 
+#include <jansson.h>
+
+#include "awooop/clock.h"
 #include "awooop/store/tenancy.h"
 
 #define AW_KEY_PREFIX "awk_"
 #define AW_KEY_SECRET_LEN 47 /* without the NUL */
+
+/* ---- virtual keys: what a key may do beyond its scope (all optional) ----
+ * Written as JSON (the API's and the CLI's):
+ *   {"models": ["route or model", ...],          at most 16, each 1-128 bytes
+ *    "rpm": N, "tpm": N,                         1 .. 10^9 per UTC minute
+ *    "budget": {"tokens": N, "cost_usd": X,      a sub-budget of the project's
+ *               "period": "day"|"month"|"total"},
+ *    "expires_at": "YYYY-MM-DDTHH:MM:SS[.mmm]Z",
+ *    "metadata": {"team": "...", "user": "..."}} [A-Za-z0-9][A-Za-z0-9._@-]{0,63}
+ * Unknown members are refused; every refusal is AW_E_KEY_LIMITS with the
+ * member's pointer. A limit absent (or null in an update) is no limit. */
+#define AW_KEY_MODELS_MAX 16
+#define AW_KEY_MODEL_MAX 128
+#define AW_KEY_META_MAX 64
+#define AW_KEY_LIMIT_MAX 1000000000LL
+typedef struct {
+	int nmodels;
+	char models[AW_KEY_MODELS_MAX][AW_KEY_MODEL_MAX + 1];
+	long long rpm, tpm;	 /* 0: none */
+	long long budget_tokens; /* -1: none */
+	long long budget_cost;	 /* micro-USD; -1: none */
+	char budget_period[8];	 /* "day", "month" or "total" ("" without a budget) */
+	char team[AW_KEY_META_MAX + 1], user[AW_KEY_META_MAX + 1]; /* "" none */
+	char expires_at[AW_TS_LEN + 1];				   /* "" never */
+} aw_key_limits;
+
+/* No limits at all. */
+void aw_key_limits_none(aw_key_limits *l);
+/* 1 when l limits anything a call's admission checks. */
+int aw_key_limits_any(const aw_key_limits *l);
+/* Parses a limits document (an object; at the API's root, where other
+ * members may sit beside: those in `skip` are passed over). */
+aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_limits *out,
+			   aw_error *err);
+/* The stored form (no expires_at: a column of its own); new reference. */
+json_t *aw_key_limits_json(const aw_key_limits *l);
+/* Reads the stored form back (a document this process wrote; a malformed
+ * one is no limits, with a warn log line). */
+void aw_key_limits_load(const char *stored, const char *expires_at, aw_key_limits *out);
+/* 1 when the key allows model (the request's model: a route name or an
+ * upstream model). A key without a list allows every model. */
+int aw_key_allows(const aw_key_limits *l, const char *model);
+/* 1 when expires_at has passed at now_ms. */
+int aw_key_expired(const aw_key_limits *l, int64_t now_ms);
 
 /* Fills secret (AW_KEY_SECRET_LEN + 1 bytes) with a fresh random API key. */
 aw_err aw_key_generate(char *secret);
@@ -21,6 +68,10 @@ aw_err aw_key_generate(char *secret);
 /* Resolves a bearer secret into ctx (project, principal, key id, scope).
  * AW_E_AUTH_INVALID for unknown, malformed or revoked keys. */
 aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx, aw_error *err);
+/* The same, and the key's limits (lim may be NULL). An expired key is
+ * AW_E_AUTH_EXPIRED. */
+aw_err aw_tenancy_authenticate_key(aw_store *s, const char *secret, aw_ctx *ctx, aw_key_limits *lim,
+				   aw_error *err);
 /* May the authenticated ctx act on project with at least scope `need`? On
  * success *scoped is ctx re-targeted at project. */
 aw_err aw_tenancy_authorize(const aw_ctx *ctx, const char *project, aw_scope need, aw_ctx *scoped,
@@ -36,6 +87,17 @@ aw_err aw_project_list(aw_store *s, const aw_ctx *ctx, const char *after, int li
 /* Creates a key in ctx->project; secret receives AW_KEY_SECRET_LEN + 1 bytes. */
 aw_err aw_key_create(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope scope,
 		     aw_apikey *out, char *secret, aw_error *err);
+/* The same with limits (NULL: none). */
+aw_err aw_key_create_limited(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope scope,
+			     const aw_key_limits *lim, aw_apikey *out, char *secret, aw_error *err);
+/* Changes a key's limits: patch's members replace the key's, a null member
+ * removes that limit (JSON merge patch, RFC 7386, over the limits
+ * document), audited (key.update). *out: the key after it. */
+aw_err aw_key_update(aw_store *s, const aw_ctx *ctx, const char *key_id, const json_t *patch,
+		     aw_apikey *out, aw_error *err);
+/* One key of the project (limits and expiry included). */
+aw_err aw_key_get(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_apikey *out,
+		  aw_error *err);
 aw_err aw_key_list(aw_store *s, const aw_ctx *ctx, aw_apikey **out, int *n, aw_error *err);
 aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_error *err);
 /* 1 when principal's key was minted by `by`, directly or through a chain of

@@ -432,6 +432,226 @@ static aw_err refuse(aw_error *err, const budget_cfg *b, const char *key, const 
 	return AW_E_BUDGET_EXHAUSTED;
 }
 
+/* ------------------------------------------------------------ virtual keys */
+
+/* "No limit" of a key row's tokens (a row always has one). */
+#define KEY_NO_TOKENS 4000000000000000000LL
+/* The ledger period of calls admitted by key limits alone (the project has
+ * no budget contract): one row, without limits, that holds them. */
+#define KEYS_PERIOD "keys"
+
+static int key_counts(const aw_budget_key *k)
+{
+	return k && k->key_id && k->key_id[0] &&
+	       (k->rpm > 0 || k->tpm > 0 || k->budget.tokens >= 0 || k->budget.cost >= 0);
+}
+
+/* The key's row names: "kr:<key>:<minute>" (requests), "kt:<key>:<minute>"
+ * (tokens), "kb:<key>:<period>" (its budget); a minute is UTC
+ * "YYYY-MM-DDTHH:MM", so rows of a key sort by time. */
+static void key_minute(int ago, char out[20])
+{
+	time_t t = now_s() - (time_t)ago * 60;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 20, "%Y-%m-%dT%H:%M", &tm);
+}
+
+static void key_row(char kind, const char *key_id, const char *when, char out[96])
+{
+	snprintf(out, 96, "k%c:%s:%s", kind, key_id, when);
+}
+
+static void key_budget_row(const aw_budget_key *k, char out[96])
+{
+	char when[16];
+	if (!k->period || !strcmp(k->period, "total"))
+		snprintf(when, sizeof when, "total");
+	else
+		aw_budget_period_key(k->period, when);
+	key_row('b', k->key_id, when, out);
+}
+
+static long to_next_minute(void)
+{
+	return (long)(60 - now_s() % 60);
+}
+
+/* A key's rows of minutes before the last two go (their calls have ended:
+ * a tokens row with a reservation open stays until it closes). Once a
+ * minute per key and kind: on the minute row's creation. */
+static aw_err key_forget(aw_txn *t, char kind, const char *key_id, aw_error *err)
+{
+	char from[96], before[96], old[20];
+	key_row(kind, key_id, "", from);
+	key_minute(2, old);
+	key_row(kind, key_id, old, before);
+	return aw_store_budget_forget(t, from, before, kind == 'r', err);
+}
+
+/* Takes the part of the prompt + from reservation above prompt + to out of
+ * rows [0, n) (a later row clamped the answer). */
+static aw_err shrink(aw_txn *t, char (*rows)[96], int n, const aw_budget_price *w, long long prompt,
+		     long long from, long long to, aw_error *err)
+{
+	aw_budget_amount less = {from - to,
+				 aw_budget_cost(w, prompt, from) - aw_budget_cost(w, prompt, to)};
+	aw_err e = AW_OK;
+	for (int i = 0; i < n && !e; i++)
+		e = aw_store_budget_unreserve(t, rows[i], &less, err);
+	return e;
+}
+
+/* The key's requests of this minute: one more, or AW_E_KEY_RPM. */
+static aw_err key_rpm(aw_txn *t, const aw_budget_key *k, aw_error *err)
+{
+	char minute[20], row[96];
+	key_minute(0, minute);
+	key_row('r', k->key_id, minute, row);
+	aw_budget_amount limit = {k->rpm, NO_COST_LIMIT}, one = {1, 0};
+	int ok = 0;
+	aw_err e = aw_store_budget_reserve(t, row, &limit, &one, &ok, err);
+	if (!e && !ok && !(e = aw_store_budget_period_ensure(t, row, &limit, err)) &&
+	    !(e = key_forget(t, 'r', k->key_id, err)))
+		e = aw_store_budget_reserve(t, row, &limit, &one, &ok, err);
+	if (e || ok)
+		return e;
+	aw_fail(err, AW_E_KEY_RPM,
+		"this key made its %lld model calls of the minute %s UTC (its rpm); the next "
+		"minute starts in %ld s",
+		k->rpm, minute, to_next_minute());
+	if (err)
+		err->retry_after_s = (int)to_next_minute();
+	return AW_E_KEY_RPM;
+}
+
+/* The key's budget and this minute's tokens take the call's reservation
+ * too (rows after the project's period and run rows, rows[0..*nrows)):
+ * clamped to the smaller remainder (the earlier rows shrunk to match), or
+ * refused. The rows it reserved are appended to rows and to extra. */
+static aw_err key_reserve(aw_txn *t, const budget_cfg *b, const aw_budget_key *k, long long prompt,
+			  long long *out, char (*rows)[96], int *nrows, char *extra, size_t cap,
+			  aw_error *err)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		char kind = pass == 0 ? 'b' : 't';
+		budget_cfg kb = *b;
+		if (kind == 'b') {
+			if (k->budget.tokens < 0 && k->budget.cost < 0)
+				continue;
+			kb.limit = (aw_budget_amount){k->budget.tokens >= 0 ? k->budget.tokens
+									    : KEY_NO_TOKENS,
+						      k->budget.cost};
+			key_budget_row(k, rows[*nrows]);
+		} else {
+			if (k->tpm <= 0)
+				continue;
+			kb.limit = (aw_budget_amount){k->tpm, NO_COST_LIMIT};
+			char minute[20];
+			key_minute(0, minute);
+			key_row('t', k->key_id, minute, rows[*nrows]);
+		}
+		long long o = *out;
+		aw_budget_period p;
+		int fits = 0, by_cost = 0, found = 0;
+		/* a minute's first call: the row is made, and old ones go */
+		aw_err e = AW_OK;
+		if (kind == 't' &&
+		    !(e = aw_store_budget_period_get(t, rows[*nrows], &p, &found, err)) && !found)
+			e = key_forget(t, 't', k->key_id, err);
+		if (!e)
+			e = reserve_period(t, &kb, rows[*nrows], prompt, &o, &fits, &p, &by_cost,
+					   err);
+		if (e)
+			return e;
+		if (!fits && kind == 't') {
+			aw_fail(err, AW_E_KEY_TPM,
+				"this key's calls of the minute hold or used %lld of its %lld "
+				"tokens per minute (%lld settled, %lld reserved by calls in "
+				"flight); this call needs at least %lld; the next minute starts "
+				"in %ld s",
+				p.settled.tokens + p.reserved.tokens, p.limit.tokens,
+				p.settled.tokens, p.reserved.tokens, prompt + 1, to_next_minute());
+			if (err)
+				err->retry_after_s = (int)to_next_minute();
+			return AW_E_KEY_TPM;
+		}
+		if (!fits) {
+			char reset[64];
+			const char *period = k->period ? k->period : "total";
+			long wait = strcmp(period, "total")
+					    ? resets_at(period, 24, reset, sizeof reset)
+					    : 0;
+			if (by_cost)
+				aw_fail(err, AW_E_KEY_BUDGET,
+					"this key's cost budget (%s) is spent: %.6f of %.6f USD "
+					"settled, %.6f reserved by calls in flight%s%s",
+					period, usd(p.settled.cost), usd(p.limit.cost),
+					usd(p.reserved.cost), wait ? "; it resets at " : "",
+					wait ? reset : "");
+			else
+				aw_fail(err, AW_E_KEY_BUDGET,
+					"this key's token budget (%s) is spent: %lld of %lld "
+					"settled, %lld reserved by calls in flight%s%s",
+					period, p.settled.tokens, p.limit.tokens, p.reserved.tokens,
+					wait ? "; it resets at " : "", wait ? reset : "");
+			int settled = by_cost ? p.settled.cost >= p.limit.cost
+					      : p.settled.tokens >= p.limit.tokens;
+			if (err && settled && wait > 0)
+				err->retry_after_s = (int)wait;
+			return AW_E_KEY_BUDGET;
+		}
+		if (o < *out && (e = shrink(t, rows, *nrows, &b->worst, prompt, *out, o, err)))
+			return e;
+		*out = o;
+		size_t used = strlen(extra);
+		snprintf(extra + used, cap - used, "%s%s", used ? " " : "", rows[*nrows]);
+		(*nrows)++;
+	}
+	return AW_OK;
+}
+
+aw_err aw_budget_key_usage(aw_store *s, const aw_ctx *ctx, const aw_budget_key *k, json_t **out,
+			   aw_error *err)
+{
+	*out = NULL;
+	char minute[20], rrow[96], trow[96], brow[96];
+	key_minute(0, minute);
+	key_row('r', k->key_id, minute, rrow);
+	key_row('t', k->key_id, minute, trow);
+	key_budget_row(k, brow);
+	aw_budget_period r, tk, bk;
+	int rf = 0, tf = 0, bf = 0;
+	aw_txn *t = NULL;
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (!e)
+		e = aw_store_budget_period_get(t, rrow, &r, &rf, err);
+	if (!e)
+		e = aw_store_budget_period_get(t, trow, &tk, &tf, err);
+	if (!e)
+		e = aw_store_budget_period_get(t, brow, &bk, &bf, err);
+	if (t)
+		aw_store_rollback(t);
+	if (e)
+		return e;
+	json_t *o = json_pack("{s:s,s:I,s:I,s:I}", "minute", minute, "requests",
+			      (json_int_t)(rf ? r.reserved.tokens : 0), "tokens_reserved",
+			      (json_int_t)(tf ? tk.reserved.tokens : 0), "tokens_settled",
+			      (json_int_t)(tf ? tk.settled.tokens : 0));
+	if (o && (k->budget.tokens >= 0 || k->budget.cost >= 0)) {
+		char key[16];
+		snprintf(key, sizeof key, "%s", strrchr(brow, ':') + 1);
+		json_t *bj = json_pack("{s:s,s:I,s:I,s:f,s:f}", "period", key, "tokens_settled",
+				       (json_int_t)(bf ? bk.settled.tokens : 0), "tokens_reserved",
+				       (json_int_t)(bf ? bk.reserved.tokens : 0),
+				       "cost_settled_usd", usd(bf ? bk.settled.cost : 0),
+				       "cost_reserved_usd", usd(bf ? bk.reserved.cost : 0));
+		json_object_set_new(o, "budget", bj);
+	}
+	*out = o;
+	return o ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
 aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_budget_ask *ask,
 		       aw_budget_hold *h, aw_error *err)
 {
@@ -440,6 +660,7 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	aw_txn *t = NULL;
 	budget_cfg b;
 	aw_err e = load(pc, ctx, ask, &b, err);
+	const aw_budget_key *key = key_counts(ask->key) ? ask->key : NULL;
 	if (e == AW_E_CONTRACT_NOT_FOUND) { /* no budget: only a suspension stops calls */
 		int suspended = 0;
 		e = aw_budget_suspended_recent(s, ctx, &suspended, err);
@@ -448,14 +669,31 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 				    "project %s is suspended; an operator resumes it "
 				    "(awooop budget resume)",
 				    ctx->project);
-		return e;
+		if (e || !key)
+			return e;
+		if (key->budget.cost >= 0) {
+			e = aw_fail(err, AW_E_BUDGET_PRICE,
+				    "this key's budget limits cost, but the project has no budget "
+				    "contract to price its models (activate a budget with prices)");
+			goto out;
+		}
+		/* the key's limits alone: its rows, and one row without limits
+		 * that holds the reservations (KEYS_PERIOD) */
+		memset(&b, 0, sizeof b);
+		snprintf(b.period, sizeof b.period, KEYS_PERIOD);
+		b.limit = (aw_budget_amount){KEY_NO_TOKENS, NO_COST_LIMIT};
+		b.per_run = -1;
+		h->keyed = 1;
 	}
 	if (e)
 		goto out;
 	h->kill = b.kill;
 	memcpy(h->alerts, b.alerts, sizeof h->alerts);
 	h->nalerts = b.nalerts;
-	aw_budget_period_key(b.period, h->period_key);
+	if (h->keyed)
+		snprintf(h->period_key, sizeof h->period_key, KEYS_PERIOD);
+	else
+		aw_budget_period_key(b.period, h->period_key);
 	snprintf(h->call_id, sizeof h->call_id, "%s", ask->call_id);
 	snprintf(h->project, sizeof h->project, "%s", ctx->project);
 	long long prompt = ask->prompt;
@@ -464,7 +702,10 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	aw_budget_state st = {0};
 	aw_budget_period p;
 	/* the reservation checks the suspension too: it is read only on a miss */
+	char rows[4][96], extra[256] = "";
+	int nrows = 0;
 	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err)) ||
+	    (key && key->rpm > 0 && (e = key_rpm(t, key, err))) ||
 	    (b.per_run >= 0 && (e = live_run(t, ask->run_id, b.per_run, err))) ||
 	    (!strcmp(b.period, "rolling") && (e = window_refresh(t, &b, err))) ||
 	    (e = reserve_period(t, &b, h->period_key, prompt, &out, &fits, &p, &by_cost, err)) ||
@@ -493,11 +734,17 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	if (b.per_run >= 0 &&
 	    (e = run_reserve(t, &b, h->period_key, ask->run_id, prompt, &out, err)))
 		goto out;
+	snprintf(rows[nrows++], sizeof rows[0], "%s", h->period_key);
+	if (b.per_run >= 0)
+		aw_budget_run_key(ask->run_id, rows[nrows++]);
+	if (key &&
+	    (e = key_reserve(t, &b, key, prompt, &out, rows, &nrows, extra, sizeof extra, err)))
+		goto out;
 	char lease[AW_TS_LEN + 1];
 	aw_clock_format(aw_clock_wall_ms() + ask->lease_ms, lease);
 	h->reserved = (aw_budget_amount){prompt + out, aw_budget_cost(&b.worst, prompt, out)};
 	e = aw_store_budget_hold(t, ask->call_id, h->period_key, ask->run_id ? ask->run_id : "",
-				 &h->reserved, ask->holder, lease, err);
+				 &h->reserved, ask->holder, lease, extra, err);
 	if (!e)
 		e = aw_store_commit(t, err);
 	t = NULL;
@@ -513,7 +760,8 @@ out:
 	if (t)
 		aw_store_rollback(t);
 	if (e == AW_E_BUDGET_EXHAUSTED || e == AW_E_BUDGET_SUSPENDED || e == AW_E_BUDGET_RUN ||
-	    e == AW_E_BUDGET_PRICE || e == AW_E_BUDGET_NO_RUN)
+	    e == AW_E_BUDGET_PRICE || e == AW_E_BUDGET_NO_RUN || e == AW_E_KEY_RPM ||
+	    e == AW_E_KEY_TPM || e == AW_E_KEY_BUDGET)
 		aw_metrics_budget(ctx->project, h->killed ? "suspended" : "refused", 0);
 	return e;
 }
@@ -615,7 +863,8 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amou
 		}
 		if (u.cost > 0)
 			aw_metrics_budget_cost(h->project, u.cost);
-		used_metrics(h->project, &after);
+		if (!h->keyed) /* a key's limits alone: no project budget to fill */
+			used_metrics(h->project, &after);
 		e = alerts(t, h, &u, &after, err);
 	}
 	return e;

@@ -48,17 +48,149 @@ static void project_table(json_t *doc)
 		project_row(p);
 }
 
+/* A virtual key's limits in a few words ("-" none). */
+static void limits_words(json_t *k, char *out, size_t cap)
+{
+	json_t *l = json_object_get(k, "limits");
+	size_t n = 0;
+	out[0] = '\0';
+#define ADD(...)                                                              \
+	do {                                                                  \
+		if (n < cap)                                                  \
+			n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__); \
+	} while (0)
+	if (json_object_get(l, "models"))
+		ADD("models=%zu ", json_array_size(json_object_get(l, "models")));
+	if (json_object_get(l, "rpm"))
+		ADD("rpm=%lld ", (long long)json_integer_value(json_object_get(l, "rpm")));
+	if (json_object_get(l, "tpm"))
+		ADD("tpm=%lld ", (long long)json_integer_value(json_object_get(l, "tpm")));
+	json_t *b = json_object_get(l, "budget");
+	if (b && json_object_get(b, "tokens"))
+		ADD("budget=%lld/%s ", (long long)json_integer_value(json_object_get(b, "tokens")),
+		    str(b, "period"));
+	if (b && json_object_get(b, "cost_usd"))
+		ADD("budget=$%g/%s ", json_number_value(json_object_get(b, "cost_usd")),
+		    str(b, "period"));
+	if (json_is_string(json_object_get(k, "expires_at")))
+		ADD("expires=%s ", str(k, "expires_at"));
+	json_t *m = json_object_get(l, "metadata");
+	if (m && json_object_get(m, "team"))
+		ADD("team=%s ", str(m, "team"));
+	if (m && json_object_get(m, "user"))
+		ADD("user=%s ", str(m, "user"));
+#undef ADD
+	if (!out[0])
+		snprintf(out, cap, "-");
+}
+
 static void key_row(json_t *k)
 {
-	printf("%-36s %-16s %-14s %-14s %s\n", str(k, "key_id"), str(k, "name"), str(k, "scope"),
-	       str(k, "prefix"),
-	       json_is_string(json_object_get(k, "revoked_at")) ? "revoked" : "active");
+	char lim[512];
+	limits_words(k, lim, sizeof lim);
+	printf("%-36s %-16s %-14s %-14s %-8s %s\n", str(k, "key_id"), str(k, "name"),
+	       str(k, "scope"), str(k, "prefix"),
+	       json_is_string(json_object_get(k, "revoked_at")) ? "revoked" : "active", lim);
+}
+
+/* A limit's value from the command line: "none" removes it (null), a
+ * number is a number, anything else goes as a string (the server says what
+ * is wrong with it, and where). */
+static json_t *opt_value(const char *v)
+{
+	if (!strcmp(v, "none"))
+		return json_null();
+	char *end = NULL;
+	double d = strtod(v, &end);
+	if (*v && end && !*end)
+		return d == (double)(long long)d && !strchr(v, '.') ? json_integer((long long)d)
+								    : json_real(d);
+	return json_string(v);
+}
+
+/* The limits the options name, as the API takes them (members only for
+ * the options given). */
+static json_t *limits_body(const aw_opt *opts)
+{
+	json_t *o = json_object();
+	const char *v;
+	if ((v = aw_cli_get(opts, "models"))) {
+		if (!strcmp(v, "none")) {
+			json_object_set_new(o, "models", json_null());
+		} else {
+			json_t *a = json_array();
+			char buf[4096];
+			snprintf(buf, sizeof buf, "%s", v);
+			for (char *sv = NULL, *m = strtok_r(buf, ",", &sv); m;
+			     m = strtok_r(NULL, ",", &sv))
+				json_array_append_new(a, json_string(m));
+			json_object_set_new(o, "models", a);
+		}
+	}
+	if ((v = aw_cli_get(opts, "rpm")))
+		json_object_set_new(o, "rpm", opt_value(v));
+	if ((v = aw_cli_get(opts, "tpm")))
+		json_object_set_new(o, "tpm", opt_value(v));
+	const char *bt = aw_cli_get(opts, "budget-tokens"), *bu = aw_cli_get(opts, "budget-usd"),
+		   *bp = aw_cli_get(opts, "budget-period");
+	if (bt && !strcmp(bt, "none") && !bu) {
+		json_object_set_new(o, "budget", json_null());
+	} else if (bt || bu || bp) {
+		json_t *b = json_object();
+		if (bt)
+			json_object_set_new(b, "tokens", opt_value(bt));
+		if (bu)
+			json_object_set_new(b, "cost_usd", opt_value(bu));
+		if (bp)
+			json_object_set_new(b, "period", json_string(bp));
+		json_object_set_new(o, "budget", b);
+	}
+	if ((v = aw_cli_get(opts, "expires-at")))
+		json_object_set_new(o, "expires_at",
+				    strcmp(v, "none") ? json_string(v) : json_null());
+	const char *team = aw_cli_get(opts, "team"), *user = aw_cli_get(opts, "user");
+	if (team || user) {
+		json_t *m = json_object();
+		if (team)
+			json_object_set_new(m, "team",
+					    strcmp(team, "none") ? json_string(team) : json_null());
+		if (user)
+			json_object_set_new(m, "user",
+					    strcmp(user, "none") ? json_string(user) : json_null());
+		json_object_set_new(o, "metadata", m);
+	}
+	return o;
+}
+
+static void key_show(json_t *k)
+{
+	char lim[512];
+	limits_words(k, lim, sizeof lim);
+	printf("key_id   %s\nname     %s\nscope    %s\nstate    %s\nlimits   %s\n",
+	       str(k, "key_id"), str(k, "name"), str(k, "scope"),
+	       json_is_string(json_object_get(k, "revoked_at")) ? "revoked" : "active", lim);
+	json_t *u = json_object_get(k, "usage");
+	if (u) {
+		printf("minute   %s: %lld requests, %lld tokens settled, %lld reserved\n",
+		       str(u, "minute"),
+		       (long long)json_integer_value(json_object_get(u, "requests")),
+		       (long long)json_integer_value(json_object_get(u, "tokens_settled")),
+		       (long long)json_integer_value(json_object_get(u, "tokens_reserved")));
+		json_t *b = json_object_get(u, "budget");
+		if (b)
+			printf("budget   %s: %lld tokens settled, %lld reserved, %.6f USD settled\n",
+			       str(b, "period"),
+			       (long long)json_integer_value(json_object_get(b, "tokens_settled")),
+			       (long long)json_integer_value(json_object_get(b, "tokens_reserved")),
+			       json_number_value(json_object_get(b, "cost_settled_usd")));
+	}
 }
 
 static void key_table(json_t *doc)
 {
 	json_t *items = json_object_get(doc, "items");
-	printf("%-36s %-16s %-14s %-14s %s\n", "KEY ID", "NAME", "SCOPE", "PREFIX", "STATE");
+	printf("%-36s %-16s %-14s %-14s %-8s %s\n", "KEY ID", "NAME", "SCOPE", "PREFIX", "STATE",
+	       "LIMITS");
 	if (!items) {
 		key_row(doc);
 		printf("\nAPI key (shown once, store it now):\n%s\n", str(doc, "key"));
@@ -116,12 +248,28 @@ int aw_cmd_key(int argc, char **argv)
 		{"name", NULL, NULL, 0, "key name (create)", NULL},
 		{"scope", NULL, "reader", 0,
 		 "platform-admin|project-admin|operator|worker|reader (create)", NULL},
+		{"models", NULL, NULL, 0,
+		 "virtual key: the models/routes it may call, comma-separated (none: any)", NULL},
+		{"rpm", NULL, NULL, 0, "virtual key: model calls per UTC minute (none: no limit)",
+		 NULL},
+		{"tpm", NULL, NULL, 0, "virtual key: tokens per UTC minute (none: no limit)", NULL},
+		{"budget-tokens", NULL, NULL, 0,
+		 "virtual key: its own token budget per --budget-period (none: no budget)", NULL},
+		{"budget-usd", NULL, NULL, 0, "virtual key: its own cost budget in USD", NULL},
+		{"budget-period", NULL, NULL, 0, "day|month|total (default month)", NULL},
+		{"expires-at", NULL, NULL, 0,
+		 "virtual key: refused after this UTC time, YYYY-MM-DDTHH:MM:SSZ (none: never)",
+		 NULL},
+		{"team", NULL, NULL, 0, "virtual key: team, in every call's audit record", NULL},
+		{"user", NULL, NULL, 0, "virtual key: user, in every call's audit record", NULL},
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
 		{NULL, NULL, NULL, 0, NULL, NULL},
 	};
 	const char *usage =
-		"usage: awooop key create [--project P] --name NAME [--scope SCOPE] [--json]\n"
+		"usage: awooop key create [--project P] --name NAME [--scope SCOPE] [LIMITS] [--json]\n"
 		"       awooop key list [--project P] [--json]\n"
+		"       awooop key show [--project P] KEY_ID [--json]\n"
+		"       awooop key update [--project P] KEY_ID LIMITS [--json]\n"
 		"       awooop key revoke [--project P] KEY_ID\n"
 		"       awooop key generate\n\n"
 		"API keys of a project; a key's name is the principal its approvals and\n"
@@ -130,8 +278,15 @@ int aw_cmd_key(int argc, char **argv)
 		"project-admin key of the project, or a platform-admin key). generate\n"
 		"prints a fresh key locally (for AWOOOP_BOOTSTRAP_KEY) without contacting\n"
 		"anything.\n\n"
+		"LIMITS make a virtual key (docs/guide/virtual-keys.md): --models,\n"
+		"--rpm, --tpm, --budget-tokens/--budget-usd/--budget-period,\n"
+		"--expires-at, --team, --user. update changes only the limits named\n"
+		"(\"none\" removes one); show prints them with this minute's usage.\n\n"
 		"Examples:\n"
 		"  awooop key create --project acme --name alice --scope operator\n"
+		"  awooop key create --name bot --scope worker --models chat --rpm 60 \\\n"
+		"      --tpm 20000 --budget-tokens 1000000 --budget-period month --team search\n"
+		"  awooop key update 0193a8e2-... --rpm 120 --expires-at none\n"
 		"  awooop key list\n"
 		"  awooop key revoke 0193a8e2-...\n"
 		"  AWOOOP_BOOTSTRAP_KEY=$(awooop key generate) awooop serve";
@@ -150,7 +305,8 @@ int aw_cmd_key(int argc, char **argv)
 	const char *project = NULL;
 	int as_json = aw_cli_get(opts, "json") != NULL;
 	if (!((npos == 1 && (!strcmp(pos[0], "create") || !strcmp(pos[0], "list"))) ||
-	      (npos == 2 && !strcmp(pos[0], "revoke")))) {
+	      (npos == 2 && (!strcmp(pos[0], "revoke") || !strcmp(pos[0], "show") ||
+			     !strcmp(pos[0], "update"))))) {
 		aw_cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
@@ -162,13 +318,28 @@ int aw_cmd_key(int argc, char **argv)
 		if (!aw_cli_get(opts, "name"))
 			return aw_cli_fail(AW_E_USAGE, "--name is required");
 		snprintf(path, sizeof path, "/v1/projects/%s/keys", project);
-		json_t *body = json_pack("{s:s, s:s}", "name", aw_cli_get(opts, "name"), "scope",
-					 aw_cli_get(opts, "scope"));
+		json_t *body = limits_body(opts);
+		json_object_set_new(body, "name", json_string(aw_cli_get(opts, "name")));
+		json_object_set_new(body, "scope", json_string(aw_cli_get(opts, "scope")));
 		rc = aw_client_call("POST", path, body, &doc);
 		json_decref(body);
 	} else if (npos == 1 && strcmp(pos[0], "list") == 0) {
 		snprintf(path, sizeof path, "/v1/projects/%s/keys", project);
 		rc = aw_client_call("GET", path, NULL, &doc);
+	} else if (npos == 2 && strcmp(pos[0], "show") == 0) {
+		snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, pos[1]);
+		rc = aw_client_call("GET", path, NULL, &doc);
+		return rc ? rc : emit(doc, as_json, key_show);
+	} else if (npos == 2 && strcmp(pos[0], "update") == 0) {
+		json_t *body = limits_body(opts);
+		if (json_object_size(body) == 0) {
+			json_decref(body);
+			return aw_cli_fail(AW_E_USAGE, "name a limit to change (see --help)");
+		}
+		snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, pos[1]);
+		rc = aw_client_call("PATCH", path, body, &doc);
+		json_decref(body);
+		return rc ? rc : emit(doc, as_json, key_show);
 	} else if (npos == 2 && strcmp(pos[0], "revoke") == 0) {
 		snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, pos[1]);
 		rc = aw_client_call("DELETE", path, NULL, NULL);

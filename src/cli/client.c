@@ -138,8 +138,9 @@ static int say_problem(const aw_buf *s, long status, aw_cli_problem *quiet)
 		snprintf(quiet->text, sizeof quiet->text, "%s", text);
 		quiet->status = status;
 	} else {
-		fprintf(stderr, "awooop: %s: %s (HTTP %ld)\n", code ? code : "E-CLI-002", text,
-			status);
+		const char *at = json_string_value(json_object_get(doc, "pointer"));
+		fprintf(stderr, "awooop: %s: %s%s%s (HTTP %ld)\n", code ? code : "E-CLI-002", text,
+			at && *at ? " at " : "", at && *at ? at : "", status);
 	}
 	json_decref(doc);
 	return AW_EXIT_FAIL;

@@ -172,6 +172,14 @@ static const struct {
 	 "OTLP export requests by outcome: ok, retry (a retryable failure, tried again later),"
 	 " failed.",
 	 "counter"},
+	{"awooop_llm_team_calls_total",
+	 "LLM gateway calls made with a virtual key that names a team, by project and team (at"
+	 " most 32 teams per project in a process; the rest count as team=\"_other\").",
+	 "counter"},
+	{"awooop_llm_team_tokens_total",
+	 "Tokens (in + out) of the LLM gateway calls made with a virtual key that names a team,"
+	 " by project and team (bounded as awooop_llm_team_calls_total).",
+	 "counter"},
 };
 
 /* Caller holds mu. */
@@ -320,6 +328,43 @@ void aw_metrics_llm_event(const char *event, const char *upstream)
 	char l[160];
 	snprintf(l, sizeof l, "event=\"%s\",upstream=\"%s\"", event, upstream);
 	counter_add(14, l, 1);
+}
+
+/* A family by its name (for families added at the end of the table). */
+static const char *family_named(const char *name)
+{
+	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+		if (!strcmp(families[i].family, name))
+			return families[i].family;
+	return NULL;
+}
+
+#define TEAMS_PER_PROJECT 32
+
+void aw_metrics_llm_team(const char *project, const char *team, long long tokens)
+{
+	const char *calls = family_named("awooop_llm_team_calls_total");
+	const char *toks = family_named("awooop_llm_team_tokens_total");
+	char l[200], pre[96];
+	snprintf(pre, sizeof pre, "project=\"%s\",", project);
+	snprintf(l, sizeof l, "%steam=\"%s\"", pre, team);
+	pthread_mutex_lock(&mu);
+	/* a team not seen yet in the project takes a series only while the
+	 * project has fewer than TEAMS_PER_PROJECT: key admins choose teams */
+	int seen = 0, known = 0;
+	for (series *s = head; s && !known; s = s->next)
+		if (s->family == calls && !strncmp(s->labels, pre, strlen(pre))) {
+			seen++;
+			known = !strcmp(s->labels, l);
+		}
+	if (!known && seen >= TEAMS_PER_PROJECT)
+		snprintf(l, sizeof l, "%steam=\"_other\"", pre);
+	series *c = get(calls, COUNTER, l);
+	if (c)
+		c->value += 1;
+	if ((c = get(toks, COUNTER, l)))
+		c->value += (double)(tokens > 0 ? tokens : 0);
+	pthread_mutex_unlock(&mu);
 }
 
 void aw_metrics_llm_breaker(const char *upstream, int state)

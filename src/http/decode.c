@@ -36,14 +36,18 @@ out:
 
 aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err)
 {
-	static const char *const allowed[] = {"name", "scope", NULL};
+	/* the rest of the members are a virtual key's limits (tenancy.h) */
+	static const char *const own[] = {"name", "scope", NULL};
+	static const char *const allowed[] = {"name",	"scope",      "models",	  "rpm", "tpm",
+					      "budget", "expires_at", "metadata", NULL};
 	json_t *o = NULL;
 	const char *name = NULL, *scope = NULL;
 	aw_err e = aw_json_parse_object(body, len, &o, err);
 	if (e)
 		return e;
 	if ((e = aw_json_only(o, allowed, err)) || (e = aw_json_str(o, "name", 1, &name, err)) ||
-	    (e = aw_json_str(o, "scope", 1, &scope, err)))
+	    (e = aw_json_str(o, "scope", 1, &scope, err)) ||
+	    (e = aw_key_limits_parse(o, own, &out->limits, err)))
 		goto out;
 	if (!aw_ident_name_ok(name)) {
 		e = aw_fail_at(err, AW_E_REQ_INVALID, "/name",
@@ -59,6 +63,37 @@ aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out
 	snprintf(out->name, sizeof out->name, "%s", name);
 out:
 	json_decref(o);
+	return e;
+}
+
+aw_err aw_decode_key_update(const char *body, size_t len, json_t **out, aw_error *err)
+{
+	static const char *const allowed[] = {"models",	    "rpm",	"tpm", "budget",
+					      "expires_at", "metadata", NULL};
+	*out = NULL;
+	json_t *o = NULL;
+	aw_err e = aw_json_parse_object(body, len, &o, err);
+	if (!e && !(e = aw_json_only(o, allowed, err))) {
+		/* each member alone, as far as it can be checked without the
+		 * key's limits it merges into (a budget's period alone is fine) */
+		const char *k;
+		json_t *v;
+		json_object_foreach (o, k, v) {
+			if (!strcmp(k, "budget") && json_is_object(v))
+				continue;
+			json_t *one = json_pack("{s:O}", k, v);
+			aw_key_limits l;
+			e = one ? aw_key_limits_parse(one, NULL, &l, err)
+				: aw_fail(err, AW_E_NOMEM, "out of memory");
+			json_decref(one);
+			if (e)
+				break;
+		}
+	}
+	if (e)
+		json_decref(o);
+	else
+		*out = o;
 	return e;
 }
 

@@ -92,7 +92,8 @@ void aw_h_llm_chat(aw_req *r)
 	aw_llm_meta meta = {
 		.run_id = run,
 		.step_no = (int)stepno,
-		.task = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Task")};
+		.task = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Task"),
+		.key = &r->key};
 	aw_llm_call *c = NULL;
 	if (!e) {
 		aw_req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);

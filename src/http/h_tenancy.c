@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "awooop/audit.h"
+#include "awooop/budget.h"
 #include "awooop/clock.h"
 #include "awooop/ident.h"
+#include "awooop/json.h"
 #include "awooop/keys.h"
 #include "awooop/keymig.h"
 #include "awooop/tenancy.h"
@@ -30,6 +32,14 @@ static json_t *key_json(const aw_apikey *k)
 	if (o)
 		json_object_set_new(o, "revoked_at",
 				    k->revoked_at[0] ? json_string(k->revoked_at) : json_null());
+	if (o) { /* a virtual key's limits (tenancy.h); {} when none */
+		json_t *lim = json_loads(k->limits, 0, NULL);
+		json_object_set_new(o, "limits", json_is_object(lim) ? lim : json_object());
+		if (lim && !json_is_object(lim))
+			json_decref(lim);
+		json_object_set_new(o, "expires_at",
+				    k->expires_at[0] ? json_string(k->expires_at) : json_null());
+	}
 	return o;
 }
 
@@ -159,7 +169,8 @@ void aw_h_keys_create(aw_req *r)
 	aw_apikey k;
 	char secret[AW_KEY_SECRET_LEN + 1];
 	if (!e)
-		e = aw_key_create(r->store, &scoped, req.name, req.scope, &k, secret, &err);
+		e = aw_key_create_limited(r->store, &scoped, req.name, req.scope, &req.limits, &k,
+					  secret, &err);
 	if (e) {
 		aw_reply_problem(r, e, &err);
 		return;
@@ -203,6 +214,55 @@ void aw_h_key_revoke(aw_req *r)
 		return;
 	}
 	aw_reply_empty(r, 204);
+}
+
+void aw_h_key_get(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+		return;
+	aw_apikey k;
+	json_t *usage = NULL;
+	aw_err e = aw_key_get(r->store, &scoped, r->segs[4], &k, &err);
+	if (!e) { /* what its limits count now */
+		aw_key_limits l;
+		aw_key_limits_load(k.limits, k.expires_at, &l);
+		aw_budget_key bk = {.key_id = k.key_id,
+				    .rpm = l.rpm,
+				    .tpm = l.tpm,
+				    .budget = {l.budget_tokens, l.budget_cost},
+				    .period = l.budget_period};
+		e = aw_budget_key_usage(r->store, &scoped, &bk, &usage, &err);
+	}
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	json_t *body = key_json(&k);
+	json_object_set_new(body, "usage", usage);
+	aw_reply_json(r, 200, body);
+}
+
+void aw_h_key_update(aw_req *r)
+{
+	aw_error err = {0};
+	aw_ctx scoped;
+	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+		return;
+	if (aw_json_body_or_reply(r))
+		return;
+	json_t *patch = NULL;
+	aw_apikey k;
+	aw_err e = aw_decode_key_update(r->body ? r->body : "", r->body_len, &patch, &err);
+	if (!e)
+		e = aw_key_update(r->store, &scoped, r->segs[4], patch, &k, &err);
+	json_decref(patch);
+	if (e) {
+		aw_reply_problem(r, e, &err);
+		return;
+	}
+	aw_reply_json(r, 200, key_json(&k));
 }
 
 /* A filter of the audit list: at most max bytes; NULL and replied when too

@@ -12,6 +12,7 @@
 #include "awooop/ctx.h"
 #include "awooop/buf.h"
 #include "awooop/http.h"
+#include "awooop/tenancy.h"
 
 #define AW_HTTP_MAX_SEGS 12
 #define AW_HTTP_PATH_MAX 2048 /* longer paths are refused (414), never cut */
@@ -59,7 +60,8 @@ typedef struct aw_req {
 	const char *route;  /* template, for metrics and logs */
 	void (*handler)(struct aw_req *r);
 	int64_t t0_ns;
-	aw_ctx ctx; /* request id, trace, deadline; project once authenticated */
+	aw_ctx ctx;	   /* request id, trace, deadline; project once authenticated */
+	aw_key_limits key; /* the authenticated key's limits (a virtual key) */
 	char caller_span[AW_SPAN_ID_LEN + 1]; /* the traceparent's parent-id, "" when none */
 	int authenticated;
 	/* a handler that answers later: resume(r) runs when the connection is
@@ -158,10 +160,14 @@ typedef struct {
 typedef struct {
 	char name[AW_PROJECT_MAX + 1];
 	aw_scope scope;
+	aw_key_limits limits; /* models, rpm, tpm, budget, expires_at, metadata */
 } aw_key_create_req;
 aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
 				aw_error *err);
 aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err);
+/* A key's limits patch (PATCH /keys/{id}): an object of limits members, each
+ * checked as far as it can be alone; *out a new reference. */
+aw_err aw_decode_key_update(const char *body, size_t len, json_t **out, aw_error *err);
 /* The path of a URI as sent ("/a/b%41?x"), decoded once into segments: fills
  * segbuf (initialised here; the caller aw_buf_free()s it) and segs[0..*nsegs)
  * pointing into it; *nsegs > AW_HTTP_MAX_SEGS when there are more. A segment
@@ -189,6 +195,8 @@ void aw_h_project_get(aw_req *r);
 void aw_h_keys_create(aw_req *r);
 void aw_h_keys_list(aw_req *r);
 void aw_h_key_revoke(aw_req *r);
+void aw_h_key_get(aw_req *r);
+void aw_h_key_update(aw_req *r);
 void aw_h_audit_list(aw_req *r);
 void aw_h_contract_create(aw_req *r);
 void aw_h_contract_list(aw_req *r);

@@ -39,6 +39,8 @@ static const struct {
 	{"POST", "/v1/projects/{project}/keys", aw_h_keys_create, 0},
 	{"GET", "/v1/projects/{project}/keys", aw_h_keys_list, 0},
 	{"DELETE", "/v1/projects/{project}/keys/{key_id}", aw_h_key_revoke, 0},
+	{"GET", "/v1/projects/{project}/keys/{key_id}", aw_h_key_get, 0},
+	{"PATCH", "/v1/projects/{project}/keys/{key_id}", aw_h_key_update, 0},
 	{"GET", "/v1/projects/{project}/audit", aw_h_audit_list, 0},
 	{"GET", "/v1/projects/{project}/audit/verify", aw_h_audit_verify, 0},
 	{"GET", "/v1/projects/{project}/key-migrations", aw_h_key_migrations, 0},

@@ -422,7 +422,7 @@ static aw_err authenticate(aw_req *r, aw_error *err)
 	const char *secret = h + 7;
 	while (*secret == ' ')
 		secret++;
-	aw_err e = aw_tenancy_authenticate(r->store, secret, &r->ctx, err);
+	aw_err e = aw_tenancy_authenticate_key(r->store, secret, &r->ctx, &r->key, err);
 	if (!e) {
 		r->authenticated = 1;
 		/* the request's store connections count against its key's project */

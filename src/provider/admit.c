@@ -72,6 +72,15 @@ aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *e
 		.nmodels = c->nt,
 		.prices = prices,
 	};
+	aw_budget_key key = {0};
+	if (c->keyed && aw_key_limits_any(&c->key)) {
+		key = (aw_budget_key){.key_id = c->ctx.key_id,
+				      .rpm = c->key.rpm,
+				      .tpm = c->key.tpm,
+				      .budget = {c->key.budget_tokens, c->key.budget_cost},
+				      .period = c->key.budget_period};
+		ask.key = &key;
+	}
 	long long want = ask.max_out;
 	e = aw_budget_admit(g->o.store, g->o.policy, &c->ctx, &ask, &c->hold, err);
 	for (int i = 0; !e && i < c->nt; i++)

@@ -179,6 +179,10 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	aw_uuid7_str(cid); /* the call's id: a request may make several (run steps) */
 	snprintf(c->st.id, sizeof c->st.id, "chatcmpl-%s", cid);
 	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
+	if (meta && meta->key) {
+		c->key = *meta->key;
+		c->keyed = 1;
+	}
 	aw_err e = AW_OK;
 	/* the call's own copy: jansson's reference counts may not be shared
 	 * between threads (the caller drops its reference while the engine
@@ -197,6 +201,13 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	}
 	if (!e)
 		e = llm_route(g, c, meta ? meta->task : NULL, err);
+	/* a virtual key's models: the model asked (a route's name or an
+	 * upstream model) or the route that serves it */
+	if (!e && c->keyed && !aw_key_allows(&c->key, c->rq.model) &&
+	    !aw_key_allows(&c->key, c->route))
+		e = aw_fail_at(err, AW_E_KEY_MODEL, "/model",
+			       "this key may not call model %s (route %s): its models are limited",
+			       c->rq.model ? c->rq.model : "", c->route);
 	/* watched from before its reservation (a refusal for a spent budget
 	 * keeps the project listed: a dead holder's reservations are reaped
 	 * here) */

@@ -22,6 +22,9 @@ void llm_record_queue(aw_llm *g, aw_llm_call *c)
 	aw_metrics_llm_call(c->ctx.project, c->route[0] ? c->route : "-",
 			    c->upstream_name[0] ? c->upstream_name : "-", c->outcome, secs,
 			    c->st.tokens_in, c->st.tokens_out);
+	if (c->keyed && c->key.team[0])
+		aw_metrics_llm_team(c->ctx.project, c->key.team,
+				    c->st.tokens_in + c->st.tokens_out);
 	llm_span(c);
 	c->rec.project = c->ctx.project;
 	aw_recorder_put(g->rec, &c->rec);
@@ -50,6 +53,14 @@ static json_t *envelope(const aw_llm_call *c)
 						 "upstream_model", c->model_used, "attempts",
 						 c->attempts, "failovers", c->failovers, "stream",
 						 c->rq.stream, "emergency", c->emergency_used));
+	if (p && c->ctx.key_id[0]) { /* the calling key, and a virtual key's metadata */
+		json_t *k = json_pack("{s:s}", "id", c->ctx.key_id);
+		if (k && c->keyed && c->key.team[0])
+			json_object_set_new(k, "team", json_string(c->key.team));
+		if (k && c->keyed && c->key.user[0])
+			json_object_set_new(k, "user", json_string(c->key.user));
+		json_object_set_new(p, "key", k);
+	}
 	if (p && c->t_client_first_ns)
 		json_object_set_new(p, "ttft_ms",
 				    json_real((double)(c->t_client_first_ns - c->t0_ns) / 1e6));

@@ -76,7 +76,9 @@ struct aw_llm_call {
 	char route[64], revision_id[AW_UUID_STR_LEN + 1], body_hash[65];
 	char run_id[AW_UUID_STR_LEN + 1];
 	int step_no;
-	json_t *feedback; /* messages appended for a schema retry */
+	int keyed;	   /* key holds the calling key's limits */
+	aw_key_limits key; /* (tenancy.h) */
+	json_t *feedback;  /* messages appended for a schema retry */
 	/* the current transfer (engine thread) */
 	CURL *easy;
 	struct curl_slist *hdrs;

@@ -113,17 +113,17 @@ static aw_err ledger(aw_txn *t, const char *period, const char *call_id, const c
 
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
 			    const aw_budget_amount *n, const char *holder, const char *lease_until,
-			    aw_error *err)
+			    const char *extra, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id),  AW_TEXT(period),
 		      AW_TEXT(run_id),	       AW_INT(n->tokens), AW_TEXT(holder),
-		      AW_TEXT(lease_until),    AW_INT(n->cost)};
+		      AW_TEXT(lease_until),    AW_INT(n->cost),	  AW_TEXT(extra ? extra : "")};
 	/* deferred: on PostgreSQL both go with the COMMIT in one round trip */
 	aw_err e = txn_defer(t,
 			     "INSERT INTO budget_reservations (project_id, call_id, period_key,"
-			     " run_id, tokens, holder, lease_until, cost)"
-			     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			     8, p, err);
+			     " run_id, tokens, holder, lease_until, cost, extra)"
+			     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+			     9, p, err);
 	aw_val q[] = {AW_TEXT(t->ctx.project), AW_TEXT(period),	  AW_TEXT(call_id), AW_TEXT(run_id),
 		      AW_TEXT("reserve"),      AW_INT(n->tokens), AW_INT(n->cost),  AW_TEXT("")};
 	return e ? e
@@ -131,6 +131,30 @@ aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, 
 			     "INSERT INTO budget_ledger (project_id, period_key, call_id, run_id,"
 			     " kind, tokens, cost, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 			     8, q, err);
+}
+
+aw_err aw_store_budget_unreserve(aw_txn *t, const char *key, const aw_budget_amount *n,
+				 aw_error *err)
+{
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(key), AW_INT(n->tokens), AW_INT(n->cost)};
+	return txn_exec(t,
+			"UPDATE budget_periods SET reserved = reserved - $3,"
+			" cost_reserved = cost_reserved - $4"
+			" WHERE project_id = $1 AND period_key = $2",
+			4, p, NULL, err);
+}
+
+aw_err aw_store_budget_forget(aw_txn *t, const char *from, const char *before, int counters,
+			      aw_error *err)
+{
+	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(from), AW_TEXT(before)};
+	return txn_exec(t,
+			counters ? "DELETE FROM budget_periods WHERE project_id = $1"
+				   " AND period_key >= $2 AND period_key < $3"
+				 : "DELETE FROM budget_periods WHERE project_id = $1"
+				   " AND period_key >= $2 AND period_key < $3"
+				   " AND reserved = 0 AND cost_reserved = 0",
+			3, p, NULL, err);
 }
 
 /* Moves held out of a row's reservations and used into its settled spend;
@@ -164,16 +188,17 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id)};
 	aw_err e = txn_exec(t,
 			    "DELETE FROM budget_reservations WHERE project_id = $1"
-			    " AND call_id = $2 RETURNING period_key, run_id, tokens, cost",
+			    " AND call_id = $2 RETURNING period_key, run_id, tokens, cost, extra",
 			    2, p, &r, err);
 	*found = !e && r->nrows == 1;
 	if (!*found) {
 		rows_free(r);
 		return e;
 	}
-	char period[16], run_id[64];
+	char period[16], run_id[64], extra[256];
 	cell_copy(period, sizeof period, r, 0, 0);
 	cell_copy(run_id, sizeof run_id, r, 0, 1);
+	cell_copy(extra, sizeof extra, r, 0, 4);
 	aw_budget_amount held = {cell_ll(r, 0, 2), cell_ll(r, 0, 3)};
 	rows_free(r);
 	/* what the upstream billed, never capped at what was held: the excess
@@ -192,6 +217,9 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
 		aw_budget_run_key(run_id, run_key);
 		e = move(t, run_key, &held, &u, NULL, err);
 	}
+	/* a virtual key's rows (its budget, its minute's tokens) */
+	for (char *sv = NULL, *k = strtok_r(extra, " ", &sv); !e && k; k = strtok_r(NULL, " ", &sv))
+		e = move(t, k, &held, &u, NULL, err);
 	if (!e && !used)
 		return ledger(t, period, call_id, run_id, "reap", &held, model, err);
 	/* settle: at most what was held (reserve = settle + release + reap) */

@@ -67,15 +67,21 @@ aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const cha
 
 aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err)
 {
-	aw_val v[] = {AW_TEXT(k->key_id),     AW_TEXT(t->ctx.project),
-		      AW_TEXT(k->name),	      AW_TEXT(aw_scope_name(k->scope)),
-		      AW_TEXT(k->key_hash),   AW_TEXT(k->key_prefix),
-		      AW_TEXT(k->created_at), AW_TEXT(k->created_by)};
+	aw_val v[] = {AW_TEXT(k->key_id),
+		      AW_TEXT(t->ctx.project),
+		      AW_TEXT(k->name),
+		      AW_TEXT(aw_scope_name(k->scope)),
+		      AW_TEXT(k->key_hash),
+		      AW_TEXT(k->key_prefix),
+		      AW_TEXT(k->created_at),
+		      AW_TEXT(k->created_by),
+		      AW_TEXT(k->expires_at[0] ? k->expires_at : NULL),
+		      AW_TEXT(k->limits[0] ? k->limits : "{}")};
 	aw_err e = txn_exec(t,
 			    "INSERT INTO api_keys (key_id, project_id, name, scope, key_hash,"
-			    " key_prefix, created_at, created_by)"
-			    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			    8, v, NULL, err);
+			    " key_prefix, created_at, created_by, expires_at, limits)"
+			    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+			    10, v, NULL, err);
 	if (e == AW_E_STORE_CONFLICT)
 		return aw_fail(err, AW_E_KEY_EXISTS, "an active key with this name exists");
 	return e;
@@ -93,7 +99,9 @@ aw_err aw_store_key_name_used(aw_txn *t, const char *name, int *used, aw_error *
 	return e;
 }
 
-#define KEY_COLS "key_id, project_id, name, scope, key_prefix, created_at, created_by, revoked_at"
+#define KEY_COLS                                                                           \
+	"key_id, project_id, name, scope, key_prefix, created_at, created_by, revoked_at," \
+	" expires_at, limits"
 
 static void key_from_row(aw_apikey *k, const aw_rows *r, int i)
 {
@@ -106,6 +114,10 @@ static void key_from_row(aw_apikey *k, const aw_rows *r, int i)
 	cell_copy(k->created_at, sizeof k->created_at, r, i, 5);
 	cell_copy(k->created_by, sizeof k->created_by, r, i, 6);
 	cell_copy(k->revoked_at, sizeof k->revoked_at, r, i, 7);
+	cell_copy(k->expires_at, sizeof k->expires_at, r, i, 8);
+	cell_copy(k->limits, sizeof k->limits, r, i, 9);
+	if (!k->limits[0])
+		snprintf(k->limits, sizeof k->limits, "{}");
 }
 
 aw_err aw_store_key_list(aw_txn *t, aw_apikey **out, int *n, aw_error *err)
@@ -154,6 +166,47 @@ aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_e
 	return e;
 }
 
+aw_err aw_store_key_get(aw_txn *t, const char *key_id, aw_apikey *out, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(key_id)};
+	aw_err e = txn_exec(t,
+			    "SELECT " KEY_COLS " FROM api_keys WHERE project_id = $1"
+			    " AND key_id = $2",
+			    2, v, &r, err);
+	if (!e && r->nrows == 0)
+		e = aw_fail(err, AW_E_KEY_NOT_FOUND, "key not found");
+	if (!e)
+		key_from_row(out, r, 0);
+	rows_free(r);
+	return e;
+}
+
+aw_err aw_store_key_set_limits(aw_txn *t, const char *key_id, const char *expires_at,
+			       const char *limits, aw_error *err)
+{
+	aw_rows *r = NULL;
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(key_id),
+		      AW_TEXT(expires_at && *expires_at ? expires_at : NULL), AW_TEXT(limits)};
+	aw_err e = txn_exec(t,
+			    "UPDATE api_keys SET expires_at = $3, limits = $4 WHERE project_id = $1"
+			    " AND key_id = $2 AND revoked_at IS NULL",
+			    4, v, &r, err);
+	if (e || r->affected == 1) {
+		rows_free(r);
+		return e;
+	}
+	rows_free(r);
+	r = NULL;
+	e = txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND key_id = $2", 2, v, &r,
+		     err);
+	if (!e)
+		e = r->nrows ? aw_fail(err, AW_E_KEY_REVOKED, "key revoked: its limits are final")
+			     : aw_fail(err, AW_E_KEY_NOT_FOUND, "key not found");
+	rows_free(r);
+	return e;
+}
+
 aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name), AW_TEXT(when)};
@@ -184,10 +237,10 @@ aw_err aw_store_platform_lookup_key(aw_store *s, const aw_ctx *ctx, const char *
 	aw_val v[] = {AW_TEXT(key_hash)};
 	const char *sql =
 		s->drv->dialect == AW_DIALECT_PG
-			? "SELECT key_id, project_id, name, scope, NULL, NULL, NULL, revoked_at"
-			  " FROM platform_lookup_key($1)"
-			: "SELECT key_id, project_id, name, scope, NULL, NULL, NULL, revoked_at"
-			  " FROM api_keys WHERE key_hash = $1";
+			? "SELECT key_id, project_id, name, scope, NULL, NULL, NULL, revoked_at,"
+			  " expires_at, limits FROM platform_lookup_key($1)"
+			: "SELECT key_id, project_id, name, scope, NULL, NULL, NULL, revoked_at,"
+			  " expires_at, limits FROM api_keys WHERE key_hash = $1";
 	aw_err e = store_exec1(s, ctx, sql, 1, v, &r, err);
 	if (!e && r->nrows == 0)
 		e = aw_fail(err, AW_E_AUTH_INVALID, "invalid API key");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "awooop/audit.h"
+#include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
 #include "awooop/log.h"
@@ -29,6 +30,12 @@ static int secret_shape_ok(const char *s)
 
 aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx, aw_error *err)
 {
+	return aw_tenancy_authenticate_key(s, secret, ctx, NULL, err);
+}
+
+aw_err aw_tenancy_authenticate_key(aw_store *s, const char *secret, aw_ctx *ctx, aw_key_limits *lim,
+				   aw_error *err)
+{
 	if (!secret_shape_ok(secret))
 		return aw_fail(err, AW_E_AUTH_INVALID, "invalid API key");
 	char hash[AW_SHA256_HEX_LEN + 1];
@@ -39,6 +46,12 @@ aw_err aw_tenancy_authenticate(aw_store *s, const char *secret, aw_ctx *ctx, aw_
 		return e;
 	if (k.revoked_at[0])
 		return aw_fail(err, AW_E_AUTH_INVALID, "invalid API key");
+	aw_key_limits l;
+	aw_key_limits_load(k.limits, k.expires_at, &l);
+	if (aw_key_expired(&l, aw_clock_wall_ms()))
+		return aw_fail(err, AW_E_AUTH_EXPIRED, "this API key expired at %s", l.expires_at);
+	if (lim)
+		*lim = l;
 	snprintf(ctx->project, sizeof ctx->project, "%s", k.project_id);
 	snprintf(ctx->principal, sizeof ctx->principal, "%s", k.name);
 	snprintf(ctx->key_id, sizeof ctx->key_id, "%s", k.key_id);
@@ -139,10 +152,36 @@ aw_err aw_key_generate(char *secret)
 	return AW_OK;
 }
 
+/* The stored form of lim into k (AW_E_KEY_LIMITS when it would not fit). */
+static aw_err limits_into(const aw_key_limits *lim, aw_apikey *k, aw_error *err)
+{
+	snprintf(k->limits, sizeof k->limits, "{}");
+	k->expires_at[0] = '\0';
+	if (!lim)
+		return AW_OK;
+	json_t *doc = aw_key_limits_json(lim);
+	char *txt = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(doc);
+	if (!txt)
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	size_t n = strlen(txt);
+	if (n < sizeof k->limits)
+		memcpy(k->limits, txt, n + 1);
+	free(txt);
+	if (n >= sizeof k->limits)
+		return aw_fail_at(err, AW_E_KEY_LIMITS, "", "the key's limits are too long");
+	snprintf(k->expires_at, sizeof k->expires_at, "%s", lim->expires_at);
+	return AW_OK;
+}
+
 static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope scope,
-			 const char *secret, int replace_name, aw_apikey *out, aw_error *err)
+			 const char *secret, int replace_name, const aw_key_limits *lim,
+			 aw_apikey *out, aw_error *err)
 {
 	aw_apikey k = {0};
+	aw_err le = limits_into(lim, &k, err);
+	if (le)
+		return le;
 	aw_uuid7_str(k.key_id);
 	snprintf(k.project_id, sizeof k.project_id, "%s", ctx->project);
 	snprintf(k.name, sizeof k.name, "%s", name);
@@ -172,8 +211,11 @@ static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name, aw_sc
 		goto fail;
 	if ((e = aw_store_key_insert(t, &k, err)))
 		goto fail;
-	json_t *payload = json_pack("{s:s, s:s, s:s, s:s}", "key_id", k.key_id, "name", k.name,
-				    "scope", aw_scope_name(scope), "prefix", k.key_prefix);
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:o}", "key_id", k.key_id, "name", k.name,
+				    "scope", aw_scope_name(scope), "prefix", k.key_prefix, "limits",
+				    json_loads(k.limits, 0, NULL));
+	if (payload && k.expires_at[0])
+		json_object_set_new(payload, "expires_at", json_string(k.expires_at));
 	e = aw_audit_record(t, ctx, "key.create", k.key_id, payload, err);
 	json_decref(payload);
 	if (e)
@@ -193,6 +235,12 @@ fail:
 aw_err aw_key_create(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope scope,
 		     aw_apikey *out, char *secret, aw_error *err)
 {
+	return aw_key_create_limited(s, ctx, name, scope, NULL, out, secret, err);
+}
+
+aw_err aw_key_create_limited(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope scope,
+			     const aw_key_limits *lim, aw_apikey *out, char *secret, aw_error *err)
+{
 	if (!aw_ident_name_ok(name))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "/name",
 				  "name must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
@@ -207,7 +255,10 @@ aw_err aw_key_create(aw_store *s, const aw_ctx *ctx, const char *name, aw_scope 
 		return aw_fail(err, AW_E_AUTH_SCOPE, "cannot grant a scope above your own");
 	if (aw_key_generate(secret))
 		return aw_fail(err, AW_E_INTERNAL, "no randomness available");
-	aw_err e = insert_key(s, ctx, name, scope, secret, 0, out, err);
+	if (lim && aw_key_expired(lim, aw_clock_wall_ms()))
+		return aw_fail_at(err, AW_E_KEY_LIMITS, "/expires_at",
+				  "expires_at is in the past: the key would never work");
+	aw_err e = insert_key(s, ctx, name, scope, secret, 0, lim, out, err);
 	if (e)
 		memset(secret, 0, AW_KEY_SECRET_LEN + 1);
 	return e;
@@ -248,6 +299,118 @@ aw_err aw_key_revoke(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_erro
 	aw_log(AW_LOG_INFO, ctx, "api key revoked", "key_id", id, "principal", ctx->principal,
 	       NULL);
 	return AW_OK;
+}
+
+/* A key id as the store keeps it (lower case), or AW_E_REQ_ID. */
+static aw_err key_id_norm(const char *key_id, char id[AW_UUID_STR_LEN + 1], aw_error *err)
+{
+	if (!aw_uuid_valid(key_id))
+		return aw_fail(err, AW_E_REQ_ID, "key id must be a UUID");
+	for (int i = 0; i <= AW_UUID_STR_LEN; i++)
+		id[i] = (char)((key_id[i] >= 'A' && key_id[i] <= 'F') ? key_id[i] + 32 : key_id[i]);
+	return AW_OK;
+}
+
+aw_err aw_key_get(aw_store *s, const aw_ctx *ctx, const char *key_id, aw_apikey *out, aw_error *err)
+{
+	char id[AW_UUID_STR_LEN + 1];
+	aw_err e = key_id_norm(key_id, id, err);
+	aw_txn *t = NULL;
+	if (!e)
+		e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	if (!e)
+		e = aw_store_key_get(t, id, out, err);
+	if (t)
+		aw_store_rollback(t);
+	return e;
+}
+
+/* The limits document of k with expires_at, the base of a merge patch. */
+static json_t *limits_doc(const aw_apikey *k)
+{
+	json_t *doc = json_loads(k->limits, 0, NULL);
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		doc = json_object();
+	}
+	if (doc && k->expires_at[0])
+		json_object_set_new(doc, "expires_at", json_string(k->expires_at));
+	return doc;
+}
+
+/* RFC 7386 over a document whose objects are at most two deep. */
+static void merge_patch(json_t *target, const json_t *patch)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach ((json_t *)patch, k, v) {
+		if (json_is_null(v)) {
+			json_object_del(target, k);
+		} else if (json_is_object(v) && json_is_object(json_object_get(target, k))) {
+			merge_patch(json_object_get(target, k), v);
+		} else {
+			json_t *c = json_deep_copy(v);
+			json_object_set_new(target, k, c);
+		}
+	}
+}
+
+aw_err aw_key_update(aw_store *s, const aw_ctx *ctx, const char *key_id, const json_t *patch,
+		     aw_apikey *out, aw_error *err)
+{
+	char id[AW_UUID_STR_LEN + 1];
+	aw_err e = key_id_norm(key_id, id, err);
+	if (e)
+		return e;
+	if (!json_is_object(patch))
+		return aw_fail_at(err, AW_E_KEY_LIMITS, "", "a key's limits are a JSON object");
+	/* the merged document is checked: its pointers are the patch's paths
+	 * (an expiry moved into the past is how a key is expired at once) */
+	aw_key_limits lim;
+	json_t *base = NULL, *before = NULL;
+	aw_txn *t = NULL;
+	aw_apikey k;
+	if ((e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err)) ||
+	    (e = aw_store_key_get(t, id, &k, err)))
+		goto fail;
+	if (k.revoked_at[0]) {
+		e = aw_fail(err, AW_E_KEY_REVOKED, "key revoked: its limits are final");
+		goto fail;
+	}
+	before = limits_doc(&k);
+	base = json_deep_copy(before);
+	if (!base) {
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+		goto fail;
+	}
+	merge_patch(base, patch);
+	if ((e = aw_key_limits_parse(base, NULL, &lim, err)) || (e = limits_into(&lim, &k, err)))
+		goto fail;
+	json_t *payload =
+		json_pack("{s:s,s:O,s:o}", "key_id", id, "before", before, "after", limits_doc(&k));
+	if ((e = aw_store_key_set_limits(t, id, k.expires_at, k.limits, err)) ||
+	    (e = aw_audit_record(t, ctx, "key.update", id, payload, err))) {
+		json_decref(payload);
+		goto fail;
+	}
+	json_decref(payload);
+	if ((e = aw_store_commit(t, err))) {
+		t = NULL;
+		goto fail;
+	}
+	aw_log(AW_LOG_INFO, ctx, "api key limits changed", "key_id", id, "principal",
+	       ctx->principal, NULL);
+	if (out)
+		*out = k;
+	json_decref(base);
+	json_decref(before);
+	return AW_OK;
+fail:
+	if (t)
+		aw_store_rollback(t);
+	json_decref(base);
+	json_decref(before);
+	return e;
 }
 
 static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw_error *err);
@@ -327,13 +490,13 @@ static aw_err bootstrap_once(aw_store *s, const char *env_key, char *printed, aw
 			return aw_fail(err, AW_E_CONFIG,
 				       "AWOOOP_BOOTSTRAP_KEY is already a key of lower scope");
 		return insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, env_key, 1, NULL,
-				  err);
+				  NULL, err);
 	}
 	if (admins > 0)
 		return AW_OK;
 	if (aw_key_generate(printed))
 		return aw_fail(err, AW_E_INTERNAL, "no randomness available");
-	e = insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, printed, 1, NULL, err);
+	e = insert_key(s, &sys, "bootstrap", AW_SCOPE_PLATFORM_ADMIN, printed, 1, NULL, NULL, err);
 	if (e)
 		printed[0] = '\0';
 	return e;

@@ -230,6 +230,38 @@ static void test_strict_json(void **state)
 			 AW_E_REQ_INVALID);
 }
 
+/* A virtual key's team as a label: at most 32 per project, the rest under
+ * team="_other"; another project has its own 32. */
+static void test_metrics_team_bound(void **state)
+{
+	(void)state;
+	aw_metrics_reset();
+	for (int i = 0; i < 40; i++) {
+		char team[16];
+		snprintf(team, sizeof team, "team%02d", i);
+		aw_metrics_llm_team("p1", team, 10);
+		aw_metrics_llm_team("p1", team, 5); /* a team seen again keeps its series */
+	}
+	aw_metrics_llm_team("p2", "team39", 7);
+	char *m = aw_metrics_render();
+	assert_non_null(m);
+	int series = 0;
+	for (const char *p = m; (p = strstr(p, "awooop_llm_team_calls_total{project=\"p1\"")); p++)
+		series++;
+	assert_int_equal(series, 33);
+	assert_non_null(
+		strstr(m, "awooop_llm_team_calls_total{project=\"p1\",team=\"team31\"} 2\n"));
+	assert_null(strstr(m, "project=\"p1\",team=\"team32\""));
+	assert_non_null(
+		strstr(m, "awooop_llm_team_calls_total{project=\"p1\",team=\"_other\"} 16\n"));
+	assert_non_null(
+		strstr(m, "awooop_llm_team_tokens_total{project=\"p1\",team=\"_other\"} 120\n"));
+	assert_non_null(
+		strstr(m, "awooop_llm_team_calls_total{project=\"p2\",team=\"team39\"} 1\n"));
+	free(m);
+	aw_metrics_reset();
+}
+
 static void test_metrics_render(void **state)
 {
 	aw_metrics_reset();
@@ -714,6 +746,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_identifiers),
 		cmocka_unit_test(test_strict_json),
 		cmocka_unit_test(test_metrics_render),
+		cmocka_unit_test(test_metrics_team_bound),
 		cmocka_unit_test(test_metrics_alerting),
 		cmocka_unit_test(test_metrics_process_and_runs),
 		cmocka_unit_test(test_jcs),

@@ -2441,16 +2441,216 @@ static void test_watch_many(void **state)
 
 /* ------------------------------------------------------------ fixture */
 
+/* ------------------------------------------------------------ virtual keys */
+
+/* One key's admissions from many threads at once, straight into the budget
+ * service: each thread admits one call (prompt 10, answer 10) and settles
+ * it at `used` tokens. */
+typedef struct {
+	const aw_budget_key *key;
+	const char *project;
+	long long used;
+	_Atomic int seq;
+	pthread_mutex_t mu;
+	int ok, rpm, tpm, budget, other;
+} key_crowd;
+
+static void *key_caller(void *p)
+{
+	key_crowd *kc = p;
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, kc->project, AW_SCOPE_WORKER, "vk");
+	char call[64];
+	snprintf(call, sizeof call, "vk-%s-%d", kc->key->key_id, atomic_fetch_add(&kc->seq, 1));
+	const char *models[] = {"m"};
+	aw_budget_price prices[1];
+	aw_budget_ask a = {.call_id = call,
+			   .run_id = "",
+			   .holder = "vk-holder",
+			   .prompt = 10,
+			   .max_out = 10,
+			   .lease_ms = 60000,
+			   .models = models,
+			   .nmodels = 1,
+			   .prices = prices,
+			   .key = kc->key};
+	aw_budget_hold h;
+	aw_error err = {0};
+	aw_err e = aw_budget_admit(S, PC, &ctx, &a, &h, &err);
+	if (!e && h.active) {
+		aw_txn *t = NULL;
+		aw_budget_amount u = {kc->used, 0};
+		if (aw_store_begin(S, &ctx, AW_TXN_WRITE, &t, &err) ||
+		    aw_budget_settle(t, &h, &u, "m", &err) || aw_store_commit(t, &err))
+			e = AW_E_INTERNAL;
+	}
+	pthread_mutex_lock(&kc->mu);
+	if (!e)
+		kc->ok++;
+	else if (e == AW_E_KEY_RPM)
+		kc->rpm++;
+	else if (e == AW_E_KEY_TPM)
+		kc->tpm++;
+	else if (e == AW_E_KEY_BUDGET)
+		kc->budget++;
+	else
+		kc->other++;
+	pthread_mutex_unlock(&kc->mu);
+	return NULL;
+}
+
+static void key_crowd_run(key_crowd *kc, int n)
+{
+	/* the per-minute rows: the crowd starts early in a minute */
+	while (aw_clock_wall_ms() / 1000 % 60 > 45)
+		usleep(200000);
+	pthread_t t[64];
+	for (int i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, key_caller, kc);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	printf("key %s: %d admitted, refused rpm %d tpm %d budget %d, other %d\n", kc->key->key_id,
+	       kc->ok, kc->rpm, kc->tpm, kc->budget, kc->other);
+}
+
+static json_t *key_usage(const char *project, const aw_budget_key *k)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_OPERATOR, "op");
+	json_t *u = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_budget_key_usage(S, &ctx, k, &u, &err), AW_OK);
+	return u;
+}
+
+static void test_key_limits(void **state)
+{
+	(void)state;
+	aw_error err = {0};
+	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
+	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &PC, &err), AW_OK);
+	/* "vkeys" has no budget contract: a key's limits bind alone */
+	/* rpm 10 against 48 threads: exactly 10 */
+	aw_budget_key rk = {
+		.key_id = "0193a8e2-0000-7000-8000-000000000001", .rpm = 10, .budget = {-1, -1}};
+	key_crowd kc = {
+		.key = &rk, .project = "vkeys", .used = 15, .mu = PTHREAD_MUTEX_INITIALIZER};
+	key_crowd_run(&kc, 48);
+	assert_int_equal(kc.ok, 10);
+	assert_int_equal(kc.rpm, 38);
+	json_t *u = key_usage("vkeys", &rk);
+	assert_int_equal(jll(u, "requests"), 10);
+	json_decref(u);
+
+	/* tpm 200, each call reserving 20 and using it all: exactly 10, then not
+	 * one token; using less gives the rest back to the minute, so more
+	 * calls pass, never more tokens */
+	aw_budget_key tk = {
+		.key_id = "0193a8e2-0000-7000-8000-000000000002", .tpm = 200, .budget = {-1, -1}};
+	key_crowd kt = {
+		.key = &tk, .project = "vkeys", .used = 20, .mu = PTHREAD_MUTEX_INITIALIZER};
+	key_crowd_run(&kt, 48);
+	assert_int_equal(kt.ok, 10);
+	assert_int_equal(kt.tpm, 38);
+	u = key_usage("vkeys", &tk);
+	assert_int_equal(jll(u, "tokens_settled"), 200);
+	assert_int_equal(jll(u, "tokens_reserved"), 0);
+	json_decref(u);
+	aw_budget_key tk2 = {
+		.key_id = "0193a8e2-0000-7000-8000-000000000006", .tpm = 200, .budget = {-1, -1}};
+	key_crowd kt2 = {
+		.key = &tk2, .project = "vkeys", .used = 12, .mu = PTHREAD_MUTEX_INITIALIZER};
+	key_crowd_run(&kt2, 48);
+	assert_true(kt2.ok >= 10);
+	assert_int_equal(kt2.ok + kt2.tpm, 48);
+	u = key_usage("vkeys", &tk2);
+	assert_int_equal(jll(u, "tokens_settled"), 12LL * kt2.ok);
+	assert_true(jll(u, "tokens_settled") <= 200);
+	assert_int_equal(jll(u, "tokens_reserved"), 0);
+	json_decref(u);
+
+	/* a budget of 150 tokens (total): 7 calls of 20, the 8th cannot fit
+	 * its prompt and one answer token in the 10 left */
+	aw_budget_key bk = {.key_id = "0193a8e2-0000-7000-8000-000000000003",
+			    .budget = {150, -1},
+			    .period = "total"};
+	key_crowd kb = {
+		.key = &bk, .project = "vkeys", .used = 20, .mu = PTHREAD_MUTEX_INITIALIZER};
+	key_crowd_run(&kb, 48);
+	assert_int_equal(kb.ok, 7);
+	assert_int_equal(kb.budget, 41);
+	u = key_usage("vkeys", &bk);
+	assert_int_equal(jll(u, "budget.tokens_settled"), 140);
+	assert_int_equal(jll(u, "budget.tokens_reserved"), 0);
+	json_decref(u);
+
+	/* under a project budget of 100: the project's refuses first */
+	set_budget("vkeys", 100, "block");
+	aw_budget_key pk = {.key_id = "0193a8e2-0000-7000-8000-000000000004",
+			    .budget = {100000, -1},
+			    .period = "day"};
+	key_crowd kp = {
+		.key = &pk, .project = "vkeys", .used = 20, .mu = PTHREAD_MUTEX_INITIALIZER};
+	key_crowd_run(&kp, 16);
+	assert_int_equal(kp.ok, 5);
+	assert_int_equal(kp.other, 11); /* E-BUDGET-002 */
+	u = key_usage("vkeys", &pk);
+	assert_int_equal(jll(u, "budget.tokens_settled"), 100);
+	json_decref(u);
+	ledger_balances("vkeys", 100);
+
+	/* a holder that dies: its reservation is reaped from the key's rows too */
+	set_budget("vkeys", 100000, "block");
+	aw_budget_key dk = {.key_id = "0193a8e2-0000-7000-8000-000000000005",
+			    .tpm = 1000,
+			    .budget = {1000, -1},
+			    .period = "month"};
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "vkeys", AW_SCOPE_WORKER, "w");
+	const char *models[] = {"m"};
+	aw_budget_price prices[1];
+	aw_budget_ask da = {.call_id = "vk-dead",
+			    .run_id = "",
+			    .holder = "vk-dead-holder",
+			    .prompt = 50,
+			    .max_out = 100,
+			    .lease_ms = 300,
+			    .models = models,
+			    .nmodels = 1,
+			    .prices = prices,
+			    .key = &dk};
+	aw_budget_hold h;
+	while (aw_clock_wall_ms() / 1000 % 60 > 55) /* the minute's row read below */
+		usleep(200000);
+	assert_int_equal(aw_budget_admit(S, PC, &ctx, &da, &h, &err), AW_OK);
+	u = key_usage("vkeys", &dk);
+	assert_int_equal(jll(u, "tokens_reserved"), 150);
+	assert_int_equal(jll(u, "budget.tokens_reserved"), 150);
+	json_decref(u);
+	usleep(400000);
+	int reaped = 0;
+	assert_int_equal(aw_budget_reap(S, &ctx, &reaped, &err), AW_OK);
+	assert_int_equal(reaped, 1);
+	u = key_usage("vkeys", &dk);
+	assert_int_equal(jll(u, "tokens_reserved"), 0);
+	assert_int_equal(jll(u, "budget.tokens_reserved"), 0);
+	assert_int_equal(jll(u, "budget.tokens_settled"), 150); /* charged in full */
+	json_decref(u);
+	ledger_balances("vkeys", -1);
+	aw_policy_cache_free(PC);
+	PC = NULL;
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	setenv("AW_TEST_CANARY_KEY", CANARY, 1);
-	const char *projects[MANY + 6] = {"acme", "beta", "gamma", "delta", "limits"};
+	const char *projects[MANY + 7] = {"acme", "beta", "gamma", "delta", "limits", "vkeys"};
 	for (int i = 0; i < MANY; i++) {
 		snprintf(many[i], sizeof many[i], "many%03d", i);
-		projects[5 + i] = many[i];
+		projects[6 + i] = many[i];
 	}
-	projects[5 + MANY] = NULL;
+	projects[6 + MANY] = NULL;
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -2520,6 +2720,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_unpriced_fields),
 		cmocka_unit_test(test_budget_overshoot),
 		cmocka_unit_test(test_watch_many),
+		cmocka_unit_test(test_key_limits),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }

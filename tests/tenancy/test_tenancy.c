@@ -231,6 +231,96 @@ static void test_key_revoke_cuts_access(void **state)
 			 AW_E_TENANT_NOT_FOUND);
 }
 
+/* A virtual key's limits: written, read back on both stores, merged by an
+ * update, invisible and unchangeable from another project, and an expiry
+ * that refuses the key with its own code. */
+static void test_key_limits(void **state)
+{
+	(void)state;
+	aw_error err = {0};
+	aw_ctx admin, alpha, beta;
+	auth_ok(admin_secret, &admin);
+	assert_int_equal(
+		aw_tenancy_authorize(&admin, "tn-alpha", AW_SCOPE_PROJECT_ADMIN, &alpha, &err),
+		AW_OK);
+	assert_int_equal(
+		aw_tenancy_authorize(&admin, "tn-beta", AW_SCOPE_PROJECT_ADMIN, &beta, &err),
+		AW_OK);
+	json_t *doc = json_loads("{\"models\":[\"chat\"],\"rpm\":5,\"tpm\":100,\"budget\":"
+				 "{\"tokens\":1000,\"period\":\"day\"},\"expires_at\":"
+				 "\"2099-01-01T00:00:00Z\",\"metadata\":{\"team\":\"search\","
+				 "\"user\":\"alice\"}}",
+				 0, NULL);
+	aw_key_limits lim;
+	assert_int_equal(aw_key_limits_parse(doc, NULL, &lim, &err), AW_OK);
+	json_decref(doc);
+	aw_apikey k;
+	char secret[AW_KEY_SECRET_LEN + 1];
+	assert_int_equal(
+		aw_key_create_limited(S, &alpha, "vk", AW_SCOPE_WORKER, &lim, &k, secret, &err),
+		AW_OK);
+	/* what authentication hands the gateway */
+	aw_ctx c;
+	aw_key_limits got;
+	aw_ctx_system(&c, NULL);
+	assert_int_equal(aw_tenancy_authenticate_key(S, secret, &c, &got, &err), AW_OK);
+	assert_int_equal(got.rpm, 5);
+	assert_int_equal(got.tpm, 100);
+	assert_int_equal(got.budget_tokens, 1000);
+	assert_int_equal(got.budget_cost, -1);
+	assert_string_equal(got.budget_period, "day");
+	assert_string_equal(got.team, "search");
+	assert_string_equal(got.user, "alice");
+	assert_string_equal(got.expires_at, "2099-01-01T00:00:00.000Z");
+	assert_true(aw_key_allows(&got, "chat"));
+	assert_false(aw_key_allows(&got, "other"));
+	/* another project sees nothing and changes nothing */
+	aw_apikey other;
+	assert_int_equal(aw_key_get(S, &beta, k.key_id, &other, &err), AW_E_KEY_NOT_FOUND);
+	json_t *patch = json_loads("{\"rpm\":50}", 0, NULL);
+	assert_int_equal(aw_key_update(S, &beta, k.key_id, patch, &other, &err),
+			 AW_E_KEY_NOT_FOUND);
+	/* a merge: rpm replaced, the budget's tokens removed with its cost set,
+	 * the user removed, the rest kept */
+	json_decref(patch);
+	patch = json_loads("{\"rpm\":50,\"budget\":{\"tokens\":null,\"cost_usd\":2.5},"
+			   "\"metadata\":{\"user\":null}}",
+			   0, NULL);
+	assert_int_equal(aw_key_update(S, &alpha, k.key_id, patch, &other, &err), AW_OK);
+	json_decref(patch);
+	assert_int_equal(aw_key_get(S, &alpha, k.key_id, &other, &err), AW_OK);
+	aw_key_limits_load(other.limits, other.expires_at, &got);
+	assert_int_equal(got.rpm, 50);
+	assert_int_equal(got.tpm, 100);
+	assert_int_equal(got.budget_tokens, -1);
+	assert_int_equal(got.budget_cost, 2500000);
+	assert_string_equal(got.budget_period, "day");
+	assert_string_equal(got.team, "search");
+	assert_string_equal(got.user, "");
+	/* a bad merge changes nothing and names the member */
+	patch = json_loads("{\"budget\":{\"cost_usd\":null}}", 0, NULL);
+	assert_int_equal(aw_key_update(S, &alpha, k.key_id, patch, &other, &err), AW_E_KEY_LIMITS);
+	assert_string_equal(err.where, "/budget");
+	json_decref(patch);
+	/* expired: refused with its own code; lifted: works again */
+	patch = json_loads("{\"expires_at\":\"2001-01-01T00:00:00Z\"}", 0, NULL);
+	assert_int_equal(aw_key_update(S, &alpha, k.key_id, patch, &other, &err), AW_OK);
+	json_decref(patch);
+	aw_ctx_system(&c, NULL);
+	assert_int_equal(aw_tenancy_authenticate_key(S, secret, &c, &got, &err), AW_E_AUTH_EXPIRED);
+	patch = json_loads("{\"expires_at\":null}", 0, NULL);
+	assert_int_equal(aw_key_update(S, &alpha, k.key_id, patch, &other, &err), AW_OK);
+	json_decref(patch);
+	auth_ok(secret, &c);
+	/* a key created already expired is refused at creation */
+	aw_key_limits past;
+	aw_key_limits_none(&past);
+	snprintf(past.expires_at, sizeof past.expires_at, "2001-01-01T00:00:00.000Z");
+	assert_int_equal(aw_key_create_limited(S, &alpha, "vk-past", AW_SCOPE_WORKER, &past, &k,
+					       secret, &err),
+			 AW_E_KEY_LIMITS);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +330,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_concurrent_bootstrap),
 		cmocka_unit_test(test_projects_and_authorization),
 		cmocka_unit_test(test_key_revoke_cuts_access),
+		cmocka_unit_test(test_key_limits),
 	};
 	return AW_TEST_MAIN("tenancy", tests, setup, teardown);
 }

@@ -52,8 +52,19 @@ aw_err aw_store_budget_window_set(aw_txn *t, const char *period, const aw_budget
  * the commit; a conflict surfaces there). lease_until: a store timestamp. */
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
 			    const aw_budget_amount *n, const char *holder, const char *lease_until,
-			    aw_error *err);
-/* Closes call_id's reservation: used settled in full, even past what was
+			    const char *extra, aw_error *err);
+/* Takes n back out of a row's reservations (a clamp after the row was
+ * reserved), unconditionally. */
+aw_err aw_store_budget_unreserve(aw_txn *t, const char *key, const aw_budget_amount *n,
+				 aw_error *err);
+/* Deletes the rows from `from` (inclusive) to `before` (exclusive) - a
+ * key's rows of minutes gone by - that hold no reservation (all of them
+ * when counters: a request count is its reservations). */
+aw_err aw_store_budget_forget(aw_txn *t, const char *from, const char *before, int counters,
+			      aw_error *err);
+/* (A reservation's extra rows - "kb:", "kt:" of its key, space-separated -
+ * are moved as its period's row is.)
+ * Closes call_id's reservation: used settled in full, even past what was
  * held (lines "settle" of at most what was held, "release" of the rest,
  * "overshoot" of what used passed it by); used NULL: reaped, the whole of
  * it charged (kind "reap"). model: who answered ("" unknown). A reservation

@@ -36,6 +36,8 @@ typedef struct {
 	char created_at[AW_TS_LEN + 1];
 	char created_by[AW_PROJECT_MAX + 1];
 	char revoked_at[AW_TS_LEN + 1]; /* "" while active */
+	char expires_at[AW_TS_LEN + 1]; /* "" never */
+	char limits[4096];		/* the virtual key's limits, JSON ("{}": none) */
 } aw_apikey;
 
 /* AW_E_KEY_EXISTS when an active key of that name exists in the project. */
@@ -47,6 +49,12 @@ aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_e
 aw_err aw_store_key_name_used(aw_txn *t, const char *name, int *used, aw_error *err);
 /* Revokes the active key of that name, if any (bootstrap rotation). */
 aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when, aw_error *err);
+/* Sets a key's expiry ("" never) and limits (JSON). AW_E_KEY_NOT_FOUND if
+ * absent in the txn's project, AW_E_KEY_REVOKED if revoked. */
+aw_err aw_store_key_set_limits(aw_txn *t, const char *key_id, const char *expires_at,
+			       const char *limits, aw_error *err);
+/* One key of the txn's project; AW_E_KEY_NOT_FOUND if absent. */
+aw_err aw_store_key_get(aw_txn *t, const char *key_id, aw_apikey *out, aw_error *err);
 /* Active keys of a scope in the txn's project. */
 aw_err aw_store_key_count_scope(aw_txn *t, aw_scope scope, int *n, aw_error *err);
 /* Platform path: finds a key by hash across projects. AW_E_AUTH_INVALID if none. */
