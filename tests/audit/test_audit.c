@@ -258,7 +258,7 @@ static void test_group_record(void **state)
 		p[i] = json_pack("{s:i, s:s}", "i", i < 2 ? i : 1, "password", "hunter2");
 		if (i == 0) /* the item's own target wins, once */
 			json_object_set_new(p[i], "target", json_string("spoof"));
-		it[i] = (aw_audit_item){"test.group", ids[i], NULL, p[i]};
+		it[i] = (aw_audit_item){"test.group", ids[i], NULL, p[i], NULL};
 	}
 	aw_txn *t = NULL;
 	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
