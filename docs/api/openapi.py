@@ -113,6 +113,8 @@ schemas = {
                 "revision_id": UUID, "activated_at": TS, "activated_by": S(),
                 "previous_revision_id": UUIDN, "learned": I(minimum=0), "of": I(minimum=0),
                 "converged": B, "slowest_ms": {"type": ["integer", "null"]},
+                "serving": I(minimum=0, description="live processes serving this revision now (0 once it is "
+                             "revoked or replaced and they learned so), whatever they learned before"),
                 "processes": {"type": "array", "items": obj(
                     ["learned_at", "took_ms", "started_after"], {
                         "process_id": UUID, "learned_at": TS,
@@ -513,7 +515,7 @@ op("GET", "/v1/projects/{project}/budget/spend", "budgetSpend",
    extra_params=[{"name": "bucket", "in": "query", "schema": S(enum=["hour", "day"])},
                  {"name": "by", "in": "query", "schema": S(enum=["model", "key", "none"])},
                  {"name": "since", "in": "query", "schema": S(), "description": "from this time (UTC, milliseconds: 2026-11-29T09:54:27.000Z), "
-                  "down to its bucket's start; default 48 hours (hour) or 30 days (day) before until"},
+                  "down to its bucket's start; default: the 48 hours (hour) or 30 days (day) up to until's, included"},
                  {"name": "until", "in": "query", "schema": S(), "description": "before this time (UTC, milliseconds); default now"},
                  {"name": "limit", "in": "query", "schema": I(minimum=1, maximum=5000),
                   "description": "at most this many rows (default 2000)"}])

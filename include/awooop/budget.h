@@ -110,8 +110,9 @@ aw_err aw_budget_history(aw_store *s, const aw_ctx *ctx, const char *period, con
 /* Spend over time (GET .../budget/spend): what the model calls of ctx's
  * project used, from their audit records, per hour or per UTC day and per
  * model ("model"), per key ("key") or in all ("none"). Every argument may
- * be NULL: bucket "hour", until now, since 48 hours (hour) or 30 days (day)
- * before until, by "model", limit 2000 rows. The window is at most 31 days
+ * be NULL: bucket "hour", until now, since such that the window holds 48
+ * hours (hour) or 30 days (day), until's included, by "model", limit 2000
+ * rows. since is moved back to its bucket's start. The window is at most 31 days
  * by the hour and 400 days by the day; limit 1..5000, "truncated" when the
  * rows filled it. AW_E_REQ_INVALID naming the argument otherwise.
  * {"bucket", "by", "since", "until", "items": [{"at", "model"|"key",

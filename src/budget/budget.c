@@ -843,9 +843,10 @@ aw_err aw_budget_history(aw_store *s, const aw_ctx *ctx, const char *period, con
 static aw_err spend_time(const char *name, const char *v, int64_t *ms, aw_error *err)
 {
 	if (aw_clock_parse(v, ms) != 0)
-		return aw_fail_at(err, AW_E_REQ_INVALID, name,
-				  "%s must be a time like 2026-11-29T09:54:27.000Z (UTC, milliseconds)",
-				  name);
+		return aw_fail_at(
+			err, AW_E_REQ_INVALID, name,
+			"%s must be a time like 2026-11-29T09:54:27.000Z (UTC, milliseconds)",
+			name);
 	return AW_OK;
 }
 
@@ -866,15 +867,15 @@ aw_err aw_budget_spend(aw_store *s, const aw_ctx *ctx, const char *bucket, const
 		return aw_fail_at(err, AW_E_REQ_INVALID, "by", "by must be model, key or none");
 	long lim = 2000;
 	char *end = NULL;
-	if (limit && (lim = strtol(limit, &end, 10), !*limit || *end || lim < 1 ||
-						      lim > SPEND_ROWS_MAX))
+	if (limit &&
+	    (lim = strtol(limit, &end, 10), !*limit || *end || lim < 1 || lim > SPEND_ROWS_MAX))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "limit", "limit must be 1..%d",
 				  SPEND_ROWS_MAX);
 	int64_t size = hourly ? HOUR_MS : DAY_MS, to = aw_clock_wall_ms(), from;
 	aw_err e = AW_OK;
 	if (until && (e = spend_time("until", until, &to, err)))
 		return e;
-	from = to - (hourly ? 48 : 30) * size;
+	from = to - (hourly ? 47 : 29) * size; /* 48 hours or 30 days, this one's included */
 	if (since && (e = spend_time("since", since, &from, err)))
 		return e;
 	from -= ((from % size) + size) % size; /* whole buckets */

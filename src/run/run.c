@@ -667,15 +667,16 @@ static aw_err time_filter(const char *name, const char *v, char out[AW_TS_LEN + 
 {
 	int64_t ms;
 	if (aw_clock_parse(v, &ms) != 0)
-		return aw_fail_at(err, AW_E_REQ_INVALID, name,
-				  "%s must be a time like 2026-11-29T09:54:27.000Z (UTC, milliseconds)",
-				  name);
+		return aw_fail_at(
+			err, AW_E_REQ_INVALID, name,
+			"%s must be a time like 2026-11-29T09:54:27.000Z (UTC, milliseconds)",
+			name);
 	aw_clock_format(ms, out);
 	return AW_OK;
 }
 
-aw_err aw_run_list_where(aw_store *s, const aw_ctx *ctx, const aw_run_filter *f,
-			 const char *cursor, int limit, aw_run **out, int *n, aw_error *err)
+aw_err aw_run_list_where(aw_store *s, const aw_ctx *ctx, const aw_run_filter *f, const char *cursor,
+			 int limit, aw_run **out, int *n, aw_error *err)
 {
 	aw_run_state st;
 	aw_run_filter q = f ? *f : (aw_run_filter){0};
@@ -703,8 +704,8 @@ aw_err aw_run_list_where(aw_store *s, const aw_ctx *ctx, const aw_run_filter *f,
 	if (q.text) {
 		size_t len = strlen(q.text);
 		if (len < 1 || len > AW_RUN_TEXT_MAX)
-			return aw_fail_at(err, AW_E_REQ_INVALID, "q",
-					  "q must be 1..%d bytes", AW_RUN_TEXT_MAX);
+			return aw_fail_at(err, AW_E_REQ_INVALID, "q", "q must be 1..%d bytes",
+					  AW_RUN_TEXT_MAX);
 		for (size_t i = 0; i < len; i++)
 			if ((unsigned char)q.text[i] < 0x20)
 				return aw_fail_at(err, AW_E_REQ_INVALID, "q",

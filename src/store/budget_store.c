@@ -400,13 +400,12 @@ aw_err aw_store_budget_spend(aw_txn *t, int hourly, const char *since, const cha
 			     aw_spend_by by, int limit, aw_spend_row **out, int *n, aw_error *err)
 {
 	int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
-	const char *bucket =
-		pg ? (hourly ? "to_char(date_trunc('hour', ts AT TIME ZONE 'UTC'),"
-			       " 'YYYY-MM-DD\"T\"HH24\":00:00.000Z\"')"
-			     : "to_char(date_trunc('day', ts AT TIME ZONE 'UTC'),"
-			       " 'YYYY-MM-DD\"T00:00:00.000Z\"')")
-		   : (hourly ? "substr(ts, 1, 13) || ':00:00.000Z'"
-			     : "substr(ts, 1, 10) || 'T00:00:00.000Z'");
+	const char *bucket = pg ? (hourly ? "to_char(date_trunc('hour', ts AT TIME ZONE 'UTC'),"
+					    " 'YYYY-MM-DD\"T\"HH24\":00:00.000Z\"')"
+					  : "to_char(date_trunc('day', ts AT TIME ZONE 'UTC'),"
+					    " 'YYYY-MM-DD\"T00:00:00.000Z\"')")
+				: (hourly ? "substr(ts, 1, 13) || ':00:00.000Z'"
+					  : "substr(ts, 1, 10) || 'T00:00:00.000Z'");
 	/* the model that answered (and was priced), else the one asked for */
 	const char *group =
 		by == AW_SPEND_BY_KEY ? "actor"
