@@ -101,14 +101,25 @@ export async function viewContracts(parts, g) {
           p.data, 'What changes from A to B (RFC 6902 patch)', { empty: 'The two bodies are the same.' }));
     } }, el('label', { for: 'diff-a' }, 'Compare A', selA), el('label', { for: 'diff-b' }, 'with B', selB), el('button', { type: 'submit', text: 'Compare' }));
   }
+  /* who did what: the contract records since its first revision was
+   * drafted, newest first, kept when they name one of its revisions (at
+   * most 5 pages of 200 read) */
   async function loadHistory() {
-    const h = await api('GET', `/v1/projects/${enc(project())}/audit?action=${HISTORY}&order=desc&limit=200`);
-    if (g !== nav.gen) return;
-    if (!h.ok) return fill(history, refused(h, 'History not shown'));
     const ids = new Set(revs.map((x) => x.revision_id));
+    const first = revs.length ? revs[revs.length - 1].created_at : '';
+    const items = [];
+    let cursor = null, pages = 0, h;
+    do {
+      h = await api('GET', `/v1/projects/${enc(project())}/audit?action=${HISTORY}&order=desc&limit=200` +
+        (first ? '&since=' + enc(first) : '') + (cursor ? '&cursor=' + cursor : ''));
+      if (g !== nav.gen) return;
+      if (!h.ok) return fill(history, refused(h, 'History not shown'));
+      items.push(...h.data.items.filter((a) => ids.has(a.target)));
+      cursor = h.data.next_cursor;
+    } while (cursor && ++pages < 5);
     fill(history, table([{ label: 'When', get: (a) => when(a.ts) }, { label: 'Who', get: (a) => a.actor },
       { label: 'Did', get: (a) => a.action.replace('contract.', '').replace('_', ' ') }, { label: 'Revision', get: (a) => el('span', { class: 'mono', text: short(a.target) }) }],
-    h.data.items.filter((a) => ids.has(a.target)), 'Who did what, newest first', { id: 'history' }));
+    items, `Who did what, newest first${cursor ? ' (the latest 1,000 records read)' : ''}`, { id: 'history' }));
   }
   async function convergence() {
     const r = await api('GET', base() + '/convergence?limit=5');
