@@ -22,7 +22,8 @@ aw_err aw_audit_record(aw_txn *t, const aw_ctx *ctx, const char *action, const c
 		       const json_t *payload, aw_error *err);
 
 /* One record of a batch; trace_id NULL = ctx's trace; actor NULL = ctx's
- * principal (a recorder's batch holds calls of several keys: each its own). */
+ * principal (a recorder's batch holds calls of several keys: each its own;
+ * aw_audit_record_group writes one record, ctx's, and ignores it). */
 typedef struct {
 	const char *action;
 	const char *target;
