@@ -1,15 +1,16 @@
 /*
  * budget.js - the Budget view of the selected project: this period's spend
  * against the limits, a suspension with who imposed it (and who may lift
- * it), suspend and resume, spend over time (tokens or cost per hour or per
- * day, from the ledger's settlements) as an inline SVG chart with its data
- * as a table, spend per model and per key (from the model calls' audit
- * records), and the ledger itself, newest first.
+ * it), suspend (asked first) and resume, spend over time (tokens or cost
+ * per hour or per day, in all or split by model or by key: GET
+ * .../budget/spend, aggregated by the server from the model calls' audit
+ * records) as an inline SVG chart with its data as a table, spend per model
+ * and per key this period, and the ledger itself, newest first.
  */
 'use strict';
 
 import {
-  el, fill, svg, api, say, problem, refused, project, enc, nav, view, table, facts, button, when, num, usd,
+  el, fill, svg, api, say, problem, refused, project, enc, nav, view, table, facts, button, when, num, usd, confirmAction,
 } from './lib.js';
 
 const HOUR = 3600e3, DAY = 86400e3;
@@ -26,16 +27,26 @@ async function ledger(max) {
   }
 }
 
-/* Settled spend per bucket (an hour or a day) over the last n buckets. */
-function buckets(entries, size, n) {
-  const now = Date.now(), first = Math.floor(now / size) * size - (n - 1) * size;
-  const out = Array.from({ length: n }, (_, i) => ({ t: first + i * size, tokens: 0, cost: 0 }));
-  for (const e of entries) {
-    if (e.kind !== 'settle' && e.kind !== 'overshoot') continue;
-    const i = Math.floor((Date.parse(e.at) - first) / size);
-    if (i >= 0 && i < n) { out[i].tokens += e.tokens; out[i].cost += e.cost_usd; }
+const SERIES = 5; /* the largest groups drawn apart; the rest as "others" */
+
+/* The endpoint's rows -> n buckets from since, each {t, total: {tokens,
+ * cost}, by: {group: {tokens, cost}}}, and the groups largest first. */
+function buckets(d, size) {
+  const first = Date.parse(d.since), n = Math.round((Date.parse(d.until) - first) / size) + 1;
+  const out = Array.from({ length: Math.min(n, 800) }, (_, i) => ({ t: first + i * size, tokens: 0, cost: 0, calls: 0, by: {} }));
+  const sums = {};
+  for (const x of d.items) {
+    const i = Math.floor((Date.parse(x.at) - first) / size);
+    if (i < 0 || i >= out.length) continue;
+    const g = x.model !== undefined ? x.model || '(none answered)' : x.key !== undefined ? x.key : '';
+    const b = out[i];
+    b.tokens += x.tokens; b.cost += x.cost_usd; b.calls += x.calls;
+    const c = b.by[g] || (b.by[g] = { tokens: 0, cost: 0 });
+    c.tokens += x.tokens; c.cost += x.cost_usd;
+    sums[g] = (sums[g] || 0) + x.tokens + x.cost_usd * 1e6;
   }
-  return out;
+  while (out.length > 1 && out[out.length - 1].t >= Date.parse(d.until)) out.pop();
+  return { data: out, groups: Object.keys(sums).sort((a, b) => sums[b] - sums[a]) };
 }
 
 function label(t, size) {
@@ -43,28 +54,48 @@ function label(t, size) {
   return size === HOUR ? d.slice(11, 16) : d.slice(5, 10);
 }
 
-/* A bar chart: an accessible picture (title, description, a title per bar)
- * whose numbers are also in the table below it. */
-function chart(data, metric, size) {
-  const W = 720, H = 220, L = 56, B = 28, T = 12;
+/* A bar chart, stacked by group when split: an accessible picture (title,
+ * description, a title per bar and a legend in words) whose numbers are
+ * also in the table below it. */
+function chart(B, metric, size, split) {
+  const { data, groups } = B;
+  const W = 720, H = 220, L = 56, Bm = 28, T = 12;
   const val = (b) => (metric === 'cost' ? b.cost : b.tokens);
   const max = Math.max(...data.map(val), 0);
   const fmt = (v) => (metric === 'cost' ? usd(v) : num(Math.round(v)));
   const bw = (W - L - 8) / data.length;
-  const y = (v) => H - B - (max ? ((H - B - T) * v) / max : 0);
+  const h = (v) => (max ? ((H - Bm - T) * v) / max : 0);
   const total = data.reduce((a, b) => a + val(b), 0);
-  const what = `${metric === 'cost' ? 'Cost' : 'Tokens'} settled per ${size === HOUR ? 'hour, the last 48 hours' : 'day, the last 30 days'}`;
-  return svg('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'chart-title chart-desc', id: 'spend-chart' },
+  const named = split ? groups.slice(0, SERIES) : [];
+  const what = `${metric === 'cost' ? 'Cost' : 'Tokens'} per ${size === HOUR ? 'hour' : 'day'}${split ? ' by ' + split : ''}, ${data.length} ${size === HOUR ? 'hours' : 'days'}`;
+  const rects = [];
+  data.forEach((b, i) => {
+    const x = L + 2 + i * bw, w = Math.max(bw - 2, 1);
+    if (!split) {
+      rects.push(svg('rect', { x, y: H - Bm - h(val(b)), width: w, height: h(val(b)), class: 'bar' }, svg('title', {}, `${label(b.t, size)}: ${fmt(val(b))}`)));
+      return;
+    }
+    let y = H - Bm;
+    const parts = named.map((g, k) => [g, k, b.by[g] ? val(b.by[g]) : 0]);
+    parts.push(['others', SERIES, val(b) - parts.reduce((a, p) => a + p[2], 0)]);
+    for (const [g, k, v] of parts) {
+      if (v <= 0) continue;
+      y -= h(v);
+      rects.push(svg('rect', { x, y, width: w, height: h(v), class: 'bar s' + k }, svg('title', {}, `${label(b.t, size)}, ${g}: ${fmt(v)}`)));
+    }
+  });
+  return [svg('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'chart-title chart-desc', id: 'spend-chart' },
     svg('title', { id: 'chart-title' }, what),
     svg('desc', { id: 'chart-desc' }, `In all ${fmt(total)}; the most in one ${size === HOUR ? 'hour' : 'day'} ${fmt(max)}. The table below lists every bar.`),
-    svg('line', { x1: L, y1: H - B, x2: W - 4, y2: H - B, class: 'axis' }),
-    svg('line', { x1: L, y1: T, x2: L, y2: H - B, class: 'axis' }),
+    svg('line', { x1: L, y1: H - Bm, x2: W - 4, y2: H - Bm, class: 'axis' }),
+    svg('line', { x1: L, y1: T, x2: L, y2: H - Bm, class: 'axis' }),
     svg('text', { x: L - 6, y: T + 10, class: 'tick', 'text-anchor': 'end' }, fmt(max)),
-    svg('text', { x: L - 6, y: H - B, class: 'tick', 'text-anchor': 'end' }, '0'),
-    data.map((b, i) => svg('rect', { x: L + 2 + i * bw, y: y(val(b)), width: Math.max(bw - 2, 1), height: H - B - y(val(b)), class: 'bar' },
-      svg('title', {}, `${label(b.t, size)}: ${fmt(val(b))}`))),
+    svg('text', { x: L - 6, y: H - Bm, class: 'tick', 'text-anchor': 'end' }, '0'),
+    rects,
     [[0, 'start'], [Math.floor(data.length / 2), 'middle'], [data.length - 1, 'end']].map(([i, a]) =>
-      svg('text', { x: L + 2 + i * bw + (a === 'start' ? 0 : a === 'end' ? bw : bw / 2), y: H - 8, class: 'tick', 'text-anchor': a }, label(data[i].t, size))));
+      svg('text', { x: L + 2 + i * bw + (a === 'start' ? 0 : a === 'end' ? bw : bw / 2), y: H - 8, class: 'tick', 'text-anchor': a }, label(data[i].t, size)))),
+  split && named.length ? el('ul', { class: 'legend', id: 'chart-legend', 'aria-label': 'Legend' },
+    [...named, ...(groups.length > SERIES ? ['others'] : [])].map((g, k) => el('li', {}, el('span', { class: 'swatch s' + k, 'aria-hidden': 'true' }), g))) : null];
 }
 
 export async function viewBudget(parts, g) {
@@ -77,6 +108,7 @@ export async function viewBudget(parts, g) {
   const chartBox = el('div', { id: 'chart-box' }), perKey = el('div', { id: 'per-key' }), ledgerBox = el('div', { id: 'ledger' });
   const metric = el('select', { id: 'chart-metric' }, el('option', { value: 'tokens', text: 'tokens' }), el('option', { value: 'cost', text: 'cost (USD)' }));
   const size = el('select', { id: 'chart-size' }, el('option', { value: 'hour', text: 'per hour (48 h)' }), el('option', { value: 'day', text: 'per day (30 days)' }));
+  const split = el('select', { id: 'chart-split' }, el('option', { value: 'none', text: 'nothing (in all)' }), el('option', { value: 'model', text: 'model' }), el('option', { value: 'key', text: 'key' }));
   const pct = (v) => (b.limit ? Math.min(100, Math.round((100 * v) / b.limit)) : 0);
   const meter = el('div', { class: 'meter', role: 'img', 'aria-label': `${num(b.settled)} settled and ${num(b.reserved)} reserved of ${b.limit ? num(b.limit) : 'no'} tokens` },
     el('span', { class: 'meter-settled', 'data-width': pct(b.settled) }), el('span', { class: 'meter-reserved', 'data-width': pct(b.reserved) }));
@@ -101,13 +133,17 @@ export async function viewBudget(parts, g) {
       b.ledger && b.ledger.overshoot && b.ledger.overshoot.tokens ? ['Billed past reservations', num(b.ledger.overshoot.tokens) + ' tokens'] : null], 'budget'),
     b.suspended ? null : el('form', { class: 'row', 'aria-label': 'Suspend the project\'s model calls', onsubmit: async (ev) => {
       ev.preventDefault();
+      if (!(await confirmAction({ title: `Suspend the model calls of ${project()}?`, action: 'Suspend model calls',
+        text: 'Calls in flight are cut at once, every process refuses new ones and the project\'s runs are cancelled, until someone resumes them.' +
+          (reason.value.trim() ? ` Reason: "${reason.value.trim()}".` : '') }))) return;
       const a = await api('POST', P + '/budget/suspend', reason.value.trim() ? { reason: reason.value.trim() } : undefined);
       if (!a.ok) return problem(a, 'Not suspended');
       say('Model calls suspended: calls in flight were cut, runs cancelled.', 'ok');
       viewBudget(parts, nav.gen);
     } }, el('label', { for: 'suspend-reason', class: 'grow' }, 'Reason', reason), el('button', { type: 'submit', class: 'danger', text: 'Suspend model calls' })),
     el('h2', { text: 'Spend over time' }),
-    el('div', { class: 'row' }, el('label', { for: 'chart-metric' }, 'Show', metric), el('label', { for: 'chart-size' }, 'Bars', size)),
+    el('div', { class: 'row' }, el('label', { for: 'chart-metric' }, 'Show', metric), el('label', { for: 'chart-size' }, 'Bars', size),
+      el('label', { for: 'chart-split' }, 'Split by', split)),
     chartBox,
     el('h2', { text: 'By model (this period)' }),
     table([{ label: 'Model', get: (x) => x.model || '(none answered)' }, { label: 'Calls', num: true, get: (x) => num(x.calls) },
@@ -116,48 +152,44 @@ export async function viewBudget(parts, g) {
     el('h2', { text: 'Ledger' }), ledgerBox)) return;
   document.querySelectorAll('.meter [data-width]').forEach((x) => { x.style.width = x.dataset.width + '%'; });
 
-  const L = await ledger(20000);
-  if (g !== nav.gen) return;
-  if (L.error) { fill(chartBox, refused(L.error, 'No ledger')); fill(ledgerBox); }
-  else {
-    const draw = () => {
-      const sz = size.value === 'hour' ? HOUR : DAY;
-      const data = buckets(L.entries, sz, sz === HOUR ? 48 : 30);
-      const m = metric.value;
-      fill(chartBox, chart(data, m, sz), el('details', {}, el('summary', { text: 'The numbers' }),
-        table([{ label: size.value === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', get: (x) => new Date(x.t).toISOString().slice(0, sz === HOUR ? 16 : 10).replace('T', ' ') },
-          { label: 'Tokens', num: true, get: (x) => num(x.tokens) }, { label: 'Cost', num: true, get: (x) => usd(x.cost) }],
-        data.filter((x) => x.tokens || x.cost), 'Settled per ' + size.value, { empty: 'Nothing settled in this window.' })),
-      L.cut ? el('p', { class: 'muted', text: 'The ledger is longer than the first 20,000 lines read here.' }) : null);
-    };
-    metric.addEventListener('change', draw);
-    size.addEventListener('change', draw);
-    draw();
-    fill(ledgerBox, table([{ label: '#', num: true, get: (e) => e.seq }, { label: 'When', get: (e) => when(e.at) }, { label: 'Entry', get: (e) => e.kind },
-      { label: 'Tokens', num: true, get: (e) => num(e.tokens) }, { label: 'Cost', num: true, get: (e) => usd(e.cost_usd) },
-      { label: 'Model', get: (e) => e.model }, { label: 'Run', get: (e) => (e.run_id ? el('a', { href: '#/runs/' + e.run_id, class: 'mono', text: e.run_id.slice(0, 8) }) : '') }],
-    L.entries.slice(-100).reverse(), 'The latest 100 lines, newest first (reserve: held when a call starts; settle: what it used; release: the rest given back)'));
-  }
-  /* per key: the model calls' records since the period began */
-  const since = b.period && /^\d{4}-\d{2}(-\d{2})?$/.test(b.period) ? (b.period.length === 7 ? b.period + '-01' : b.period) + 'T00:00:00.000Z' : new Date(Date.now() - DAY).toISOString();
-  const keys = {};
-  let cursor = null, pages = 0, err = null;
-  do {
-    const c = await api('GET', `${P}/audit?action=llm.call&since=${since}&order=desc&limit=1000${cursor ? '&cursor=' + cursor : ''}`);
-    if (!c.ok) { err = c; break; }
-    for (const x of c.data.items) {
-      const k = keys[x.actor] || (keys[x.actor] = { key: x.actor, calls: 0, failed: 0, tokens: 0, cost: 0 });
-      const p = x.payload || {};
-      k.calls++;
-      if (p.outcome !== 'ok') k.failed++;
-      k.tokens += (p.tokens_in || 0) + (p.tokens_out || 0);
-      k.cost += (p.budget && p.budget.cost_usd) || 0;
+  /* spend over time: asked of the server for each choice of bars and split */
+  let asked = 0;
+  async function draw() {
+    const mine = ++asked, sz = size.value === 'hour' ? HOUR : DAY;
+    const r = await api('GET', `${P}/budget/spend?bucket=${size.value}&by=${split.value}`);
+    if (g !== nav.gen || mine !== asked) return;
+    if (!r.ok) return fill(chartBox, refused(r, 'No spend over time'));
+    const B = buckets(r.data, sz), sp = split.value === 'none' ? '' : split.value;
+    const rows = [];
+    for (const x of B.data) {
+      if (!sp) { if (x.tokens || x.cost) rows.push({ t: x.t, g: '', tokens: x.tokens, cost: x.cost, calls: x.calls }); continue; }
+      for (const gname of B.groups) if (x.by[gname]) rows.push({ t: x.t, g: gname, tokens: x.by[gname].tokens, cost: x.by[gname].cost });
     }
-    cursor = c.data.next_cursor;
-  } while (cursor && ++pages < 10);
-  if (g !== nav.gen) return;
-  fill(perKey, err ? refused(err, 'Spend per key not shown') : table([{ label: 'Key (principal)', get: (k) => k.key }, { label: 'Model calls', num: true, get: (k) => num(k.calls) },
-    { label: 'Not ok', num: true, get: (k) => num(k.failed) }, { label: 'Tokens', num: true, get: (k) => num(k.tokens) }, { label: 'Cost', num: true, get: (k) => usd(k.cost) }],
-  Object.values(keys).sort((a, c) => c.tokens - a.tokens), `Model calls since ${since.slice(0, 10)}${cursor ? ' (the latest 10,000)' : ''}`, { id: 'per-key-table' }));
-}
+    fill(chartBox, chart(B, metric.value, sz, sp), el('details', {}, el('summary', { text: 'The numbers' }),
+      table([{ label: size.value === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', get: (x) => new Date(x.t).toISOString().slice(0, sz === HOUR ? 16 : 10).replace('T', ' ') },
+        sp ? { label: sp === 'model' ? 'Model' : 'Key', get: (x) => x.g } : null,
+        { label: 'Tokens', num: true, get: (x) => num(x.tokens) }, { label: 'Cost', num: true, get: (x) => usd(x.cost) }].filter(Boolean),
+      rows, `Per ${size.value}${sp ? ' and ' + sp : ''}, from the model calls' records`, { id: 'spend-table', empty: 'No model call in this window.' })),
+    r.data.truncated ? el('p', { class: 'muted', text: 'More rows than one answer holds: the oldest are left out.' }) : null);
+  }
+  [metric, size, split].forEach((x) => x.addEventListener('change', draw));
+  draw();
 
+  /* per key this period: the server's sums by key (by the day since the period began) */
+  const since = b.period && /^\d{4}-\d{2}(-\d{2})?$/.test(b.period) ? (b.period.length === 7 ? b.period + '-01' : b.period) + 'T00:00:00.000Z' : new Date(Date.now() - DAY).toISOString();
+  const [k, L] = await Promise.all([api('GET', `${P}/budget/spend?bucket=day&by=key&since=${since}`), ledger(20000)]);
+  if (g !== nav.gen) return;
+  const keys = {};
+  if (k.ok) for (const x of k.data.items) {
+    const o = keys[x.key] || (keys[x.key] = { key: x.key, calls: 0, failed: 0, tokens: 0, cost: 0 });
+    o.calls += x.calls; o.failed += x.failed; o.tokens += x.tokens; o.cost += x.cost_usd;
+  }
+  fill(perKey, !k.ok ? refused(k, 'Spend per key not shown') : table([{ label: 'Key (principal)', get: (x) => x.key }, { label: 'Model calls', num: true, get: (x) => num(x.calls) },
+    { label: 'Not ok', num: true, get: (x) => num(x.failed) }, { label: 'Tokens', num: true, get: (x) => num(x.tokens) }, { label: 'Cost', num: true, get: (x) => usd(x.cost) }],
+  Object.values(keys).sort((a, c) => c.tokens - a.tokens), `Model calls since ${since.slice(0, 10)}`, { id: 'per-key-table' }));
+  if (L.error) fill(ledgerBox, refused(L.error, 'No ledger'));
+  else fill(ledgerBox, table([{ label: '#', num: true, get: (e) => e.seq }, { label: 'When', get: (e) => when(e.at) }, { label: 'Entry', get: (e) => e.kind },
+    { label: 'Tokens', num: true, get: (e) => num(e.tokens) }, { label: 'Cost', num: true, get: (e) => usd(e.cost_usd) },
+    { label: 'Model', get: (e) => e.model }, { label: 'Run', get: (e) => (e.run_id ? el('a', { href: '#/runs/' + e.run_id, class: 'mono', text: e.run_id.slice(0, 8) }) : '') }],
+  L.entries.slice(-100).reverse(), 'The latest 100 lines, newest first (reserve: held when a call starts; settle: what it used; release: the rest given back)'));
+}

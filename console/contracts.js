@@ -10,7 +10,7 @@
 'use strict';
 
 import {
-  el, fill, api, say, problem, refused, project, enc, short, nav, view, poll, table, facts, badge, button, json, when,
+  el, fill, api, say, problem, refused, project, enc, short, nav, view, poll, table, facts, badge, button, json, when, confirmAction,
 } from './lib.js';
 
 const FAMILIES = ['policy_routing', 'channel_event', 'mcp_tool', 'budget', 'approval'];
@@ -27,6 +27,9 @@ export async function viewContracts(parts, g) {
   let revs = [];
 
   const act = (rev, what) => button(what[0].toUpperCase() + what.slice(1), async () => {
+    if (what === 'revoke' && !(await confirmAction({ title: `Revoke revision ${short(rev.revision_id)}?`, action: 'Revoke it',
+      text: rev.state === 'active' ? 'No revision of this contract will be active: the calls it governs are refused until another is activated.'
+        : 'It can no longer be approved or activated.' }))) return;
     const a = await api('POST', `${base()}/revisions/${rev.revision_id}/${what}`);
     if (!a.ok) return problem(a, `Revision ${short(rev.revision_id)} not ${DONE[what]}`);
     const rb = a.data && a.data.rollback ? (a.data.activated ? ' Rollback activated.'
@@ -37,6 +40,9 @@ export async function viewContracts(parts, g) {
   }, what === 'revoke' ? 'danger' : 'secondary', `${what} revision ${short(rev.revision_id)}`);
 
   async function rollback(to) {
+    const target = to ? revs.find((x) => x.revision_id === to) : revs.find((x) => x.state === 'superseded');
+    if (!(await confirmAction({ title: `Roll back ${fam.value}/${cid.value}?`, action: 'Roll back',
+      text: `A new revision restoring the body of ${short(target ? target.revision_id : to)} is published; once another approver approves it, it replaces the active one.` }))) return;
     const a = await api('POST', `${base()}/rollback`, to ? { to } : undefined);
     if (!a.ok) return problem(a, 'Not rolled back');
     say(`Rollback to ${short(a.data.rollback_of)}: revision ${short(a.data.revision_id)} published, waiting for ${a.data.approvals_needed} approval(s) by another approver.`, 'ok');
@@ -95,14 +101,25 @@ export async function viewContracts(parts, g) {
           p.data, 'What changes from A to B (RFC 6902 patch)', { empty: 'The two bodies are the same.' }));
     } }, el('label', { for: 'diff-a' }, 'Compare A', selA), el('label', { for: 'diff-b' }, 'with B', selB), el('button', { type: 'submit', text: 'Compare' }));
   }
+  /* who did what: the contract records since its first revision was
+   * drafted, newest first, kept when they name one of its revisions (at
+   * most 5 pages of 200 read) */
   async function loadHistory() {
-    const h = await api('GET', `/v1/projects/${enc(project())}/audit?action=${HISTORY}&order=desc&limit=200`);
-    if (g !== nav.gen) return;
-    if (!h.ok) return fill(history, refused(h, 'History not shown'));
     const ids = new Set(revs.map((x) => x.revision_id));
+    const first = revs.length ? revs[revs.length - 1].created_at : '';
+    const items = [];
+    let cursor = null, pages = 0, h;
+    do {
+      h = await api('GET', `/v1/projects/${enc(project())}/audit?action=${HISTORY}&order=desc&limit=200` +
+        (first ? '&since=' + enc(first) : '') + (cursor ? '&cursor=' + cursor : ''));
+      if (g !== nav.gen) return;
+      if (!h.ok) return fill(history, refused(h, 'History not shown'));
+      items.push(...h.data.items.filter((a) => ids.has(a.target)));
+      cursor = h.data.next_cursor;
+    } while (cursor && ++pages < 5);
     fill(history, table([{ label: 'When', get: (a) => when(a.ts) }, { label: 'Who', get: (a) => a.actor },
       { label: 'Did', get: (a) => a.action.replace('contract.', '').replace('_', ' ') }, { label: 'Revision', get: (a) => el('span', { class: 'mono', text: short(a.target) }) }],
-    h.data.items.filter((a) => ids.has(a.target)), 'Who did what, newest first', { id: 'history' }));
+    items, `Who did what, newest first${cursor ? ' (the latest 1,000 records read)' : ''}`, { id: 'history' }));
   }
   async function convergence() {
     const r = await api('GET', base() + '/convergence?limit=5');
@@ -114,7 +131,7 @@ export async function viewContracts(parts, g) {
     let line;
     if (!a) line = el('p', { class: 'muted', id: 'conv-summary', text: 'Never activated.' });
     else if (gone) { /* revoked: what is true is that nothing is served */
-      const still = r.data.processes.filter((p) => p.revision_id === a.revision_id).length;
+      const still = a.serving !== undefined ? a.serving : r.data.processes.filter((p) => p.revision_id === a.revision_id).length;
       line = el('p', { id: 'conv-summary', class: still ? 'warn' : 'ok' },
         `Revision ${short(a.revision_id)} was ${rev.state}: no revision is active. ` +
         (still ? `${still} of ${r.data.live} processes still serve it (they drop it at their next check).` : `None of the ${r.data.live} live processes serves it.`));
@@ -125,8 +142,11 @@ export async function viewContracts(parts, g) {
       table([{ label: 'Process', get: (p) => (p.process_id ? el('span', { class: 'mono', title: p.process_id, text: short(p.process_id) }) : 'a platform process') },
         { label: 'Role', get: (p) => p.role }, { label: 'Serves', get: (p) => (p.revision_id ? short(p.revision_id) : 'nothing') }, { label: 'Last report', get: (p) => when(p.last_seen) }],
       r.data.processes, `${r.data.live} live processes${r.data.stale ? ` (${r.data.stale} silent, left out)` : ''}`),
-      table([{ label: 'Activation', get: (x) => short(x.revision_id) }, { label: 'At', get: (x) => when(x.activated_at) },
-        { label: 'Learned by', num: true, get: (x) => `${x.learned} of ${x.of}` }, { label: 'Slowest', num: true, get: (x) => (x.slowest_ms === null ? '-' : x.slowest_ms + ' ms') }],
+      table([{ label: 'Activation', get: (x) => short(x.revision_id) },
+        { label: 'Now', get: (x) => { const v = revs.find((y) => y.revision_id === x.revision_id); return v ? badge(v.state) : '-'; } },
+        { label: 'At', get: (x) => when(x.activated_at) },
+        { label: 'Learned by', num: true, get: (x) => `${x.learned} of ${x.of}` },
+        { label: 'Serving now', num: true, get: (x) => (x.serving === undefined ? '-' : `${x.serving} of ${x.of}`) }, { label: 'Slowest', num: true, get: (x) => (x.slowest_ms === null ? '-' : x.slowest_ms + ' ms') }],
       r.data.activations, 'Recent activations'));
     return true;
   }

@@ -178,6 +178,36 @@ export function facts(pairs, prefix) {
 }
 
 export const button = (text, onclick, cls, label) => el('button', { type: 'button', class: cls || null, 'aria-label': label || null, onclick }, text);
+/* Asks before a destructive action: a modal <dialog> (the page behind it
+ * inert), named by its title, the focus on the safe choice ("Keep it"), Esc
+ * keeps it too, and the focus goes back where it was (or to the view when
+ * that control was redrawn meanwhile). o: {title, text, action, extra?}
+ * (every string shown as text). Resolves true when confirmed. */
+export function confirmAction(o) {
+  return new Promise((resolve) => {
+    const opener = document.activeElement;
+    const keep = el('button', { type: 'button', class: 'secondary', id: 'confirm-keep' }, 'Keep it');
+    const go = el('button', { type: 'button', class: 'danger', id: 'confirm-go' }, o.action);
+    const d = el('dialog', { id: 'confirm', class: 'confirm', 'aria-labelledby': 'confirm-h', 'aria-describedby': 'confirm-text' },
+      el('h2', { id: 'confirm-h', text: o.title }), el('p', { id: 'confirm-text', text: o.text }), o.extra || null,
+      el('p', { class: 'row' }, go, keep));
+    let answer = false;
+    go.addEventListener('click', () => { answer = true; d.close(); });
+    keep.addEventListener('click', () => d.close());
+    d.addEventListener('close', () => {
+      d.remove();
+      const back = opener && opener.isConnected && opener !== document.body ? opener : document.getElementById('main');
+      back.focus();
+      resolve(answer);
+    });
+    document.body.append(d);
+    d.showModal();
+    keep.focus();
+  });
+}
+/* A button that asks first (confirmAction(ask)), then runs onclick. */
+export const dangerButton = (text, ask, onclick, label) =>
+  button(text, async () => { if (await confirmAction(ask)) onclick(); }, 'danger', label);
 /* A JSON value, pretty; a region the keyboard can scroll. */
 export const json = (v, label) => el('pre', { class: 'json', tabindex: '0', 'aria-label': label || 'JSON', text: JSON.stringify(v, null, 2) });
 

@@ -2,18 +2,21 @@
  * overview.js - the first page: every project this key may see at a glance
  * (a platform admin: all of them) - runs in flight, waiting for approval and
  * failed, model and tool calls of the last 24 hours and how many were not
- * ok, today's spend and whether the budget is suspended - and, for the
+ * ok, today's spend and whether the budget is suspended; 20 projects a page,
+ * the page's projects only asked for - and, for the
  * selected project, what needs someone: runs waiting for an approval
  * (decided here), runs that failed, calls that were not ok.
  */
 'use strict';
 
+import { askDeny } from './runs.js';
 import {
   session, PROJECT, el, fill, api, say, refused, project, enc, short, nav, view, poll, pool, table, badge, button, when, num, usd, isPlatform,
 } from './lib.js';
 
 const FLIGHT = ['queued', 'claimed', 'running', 'retry_wait'];
 const DAY = 86400e3;
+const PAGE = 20;
 
 async function glance(p) {
   const since = new Date(Date.now() - DAY).toISOString();
@@ -55,12 +58,27 @@ const open = (p, where, text, label) => button(text || p, () => {
 export async function viewOverview(parts, g) {
   const all = el('div', { id: 'projects-glance' }), attention = el('div', { id: 'attention' });
   const list = isPlatform() ? session.projects.filter((p) => p !== '__platform__') : [project()];
+  const pages = Math.max(1, Math.ceil(list.length / PAGE));
+  /* the page that holds the selected project, first */
+  let at = Math.max(0, Math.floor(list.indexOf(project()) / PAGE));
+  const pager = el('div', { class: 'pager', id: 'glance-pager' });
+  function drawPager() {
+    if (pages < 2) return fill(pager);
+    const to = (i) => () => { at = i; fill(all, el('p', { class: 'muted', text: 'Loading…' })); drawPager(); loadAll(); };
+    fill(pager, button('Previous projects', to(at - 1), 'secondary'), el('span', { id: 'glance-page', text: `Projects ${at * PAGE + 1}-${Math.min(list.length, (at + 1) * PAGE)} of ${list.length}` }),
+      button('Next projects', to(at + 1), 'secondary'));
+    pager.firstChild.disabled = at === 0;
+    pager.lastChild.disabled = at === pages - 1;
+  }
+  drawPager();
   if (!view(g, 'Overview',
-    el('h2', { text: isPlatform() ? 'Every project' : 'Your project' }), all,
+    el('h2', { text: isPlatform() ? 'Every project' : 'Your project' }), pager, all,
     el('h2', { text: 'Needs attention in ' + project() }), attention)) return;
   async function loadAll() {
-    const rows = await pool(list, 4, glance);
+    const mine = at;
+    const rows = await pool(list.slice(at * PAGE, (at + 1) * PAGE), 4, glance);
     if (g !== nav.gen) return false;
+    if (mine !== at) return true; /* another page was asked for meanwhile */
     const n = (v, more) => (v === undefined ? '-' : num(v) + (more ? '+' : ''));
     fill(all, table([
       { label: 'Project', get: (o) => open(o.project) },
@@ -72,7 +90,7 @@ export async function viewOverview(parts, g) {
       { label: 'Tokens today', num: true, get: (o) => n(o.tokens) },
       { label: 'Cost today', num: true, get: (o) => usd(o.cost) },
       { label: 'Budget', get: (o) => (o.budget ? badge(o.budget) : '-') }],
-    rows, isPlatform() ? `${rows.length} projects; runs counted among each one's latest 200` : 'Runs counted among the latest 200',
+    rows, isPlatform() ? `${list.length} projects${pages > 1 ? `, ${at * PAGE + 1}-${at * PAGE + rows.length} shown` : ''}; runs counted among each one's latest 200` : 'Runs counted among the latest 200',
     { id: 'glance', rowClass: (o) => (o.project === project() ? 'current' : null) }));
     return true;
   }
@@ -84,7 +102,8 @@ export async function viewOverview(parts, g) {
       api('GET', `/v1/platform/runs?project=${enc(p)}&state=failed&limit=5`),
       api('GET', `/v1/projects/${enc(p)}/audit?action=llm.call,mcp.call,mcp.relay&outcome=!ok&since=${since}&order=desc&limit=5`)]);
     if (g !== nav.gen) return false;
-    const decide = (id, d) => async () => {
+    const decide = (id, d, what) => async () => {
+      if (d === 'deny' && !(await askDeny(id, what))) return;
       const r = await api('POST', `/v1/platform/runs/${enc(id)}/approve?project=${enc(p)}`, { decision: d });
       if (!r.ok) return say(`Not ${d === 'approve' ? 'approved' : 'denied'}: ${(r.data && r.data.detail) || ''} (${(r.data && r.data.code) || r.status})`, 'bad');
       say(`Run ${short(id)} ${d === 'approve' ? 'approved' : 'denied'} by ${session.me.principal}.`, 'ok');
@@ -98,7 +117,7 @@ export async function viewOverview(parts, g) {
       w.ok ? table([{ label: 'Run', get: (x) => el('a', { href: '#/runs/' + x.run_id, class: 'mono', text: short(x.run_id) }) },
         { label: 'Asks', get: (x) => summary(x) }, { label: 'Waiting since', get: (x) => when(x.updated_at || x.created_at) },
         { label: 'Decide', get: (x) => el('span', { class: 'row' }, button('Approve', decide(x.run_id, 'approve'), 'approve', 'Approve run ' + short(x.run_id)),
-          button('Deny', decide(x.run_id, 'deny'), 'danger', 'Deny run ' + short(x.run_id))) }],
+          button('Deny', decide(x.run_id, 'deny', summary(x)), 'danger', 'Deny run ' + short(x.run_id))) }],
       w.data.items, 'Runs waiting for an approval', { id: 'waiting', empty: 'No run waits for an approval.' }) : refused(w, 'Runs not shown'),
       f.ok ? table([{ label: 'Run', get: (x) => el('a', { href: '#/runs/' + x.run_id, class: 'mono', text: short(x.run_id) }) },
         { label: 'Error', get: (x) => x.error_code || '' }, { label: 'Finished', get: (x) => when(x.finished_at) }],

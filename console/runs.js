@@ -1,7 +1,8 @@
 /*
- * runs.js - the Runs view: the selected project's runs with filters (state
- * on the server; queue, time and text over the runs loaded), refreshed while
- * it is open; approve or deny a waiting run where it is listed; submit a run
+ * runs.js - the Runs view: the selected project's runs with filters (state,
+ * queue, when created, text: applied by the server, GET /v1/platform/runs
+ * ?state=&queue=&created_from=&created_to=&q=), refreshed while it is open
+ * (polling, slower after a failure); approve or deny a waiting run where it is listed; submit a run
  * in the selected project. A run's page: its actions (approve, deny, cancel,
  * rerun), a step timeline (queued, each step's execution, waits for
  * approval, retries), the model and tool calls its steps made, the journal
@@ -11,7 +12,7 @@
 
 import {
   session, el, fill, api, say, problem, refused, codeOf, project, enc, short, inProject, nav, view, poll, table, facts,
-  WORDS, badge, button, json, when, ago, dur, ms, num, usd, hashQuery, setHashQuery, RANGES, sinceOf, select,
+  WORDS, badge, button, json, when, ago, dur, ms, num, usd, hashQuery, setHashQuery, RANGES, sinceOf, select, confirmAction,
 } from './lib.js';
 
 const STATES = ['queued', 'claimed', 'running', 'waiting_approval', 'retry_wait', 'succeeded', 'failed', 'cancelled', 'suggested'];
@@ -29,49 +30,73 @@ async function decide(id, decision, after) {
   if (after) after();
 }
 
-const decideButtons = (id, after) => [
+/* Deny asks first: a denied run fails, and that cannot be undone. */
+export const askDeny = (id, what) => confirmAction({ title: `Deny run ${short(id)}?`,
+  text: `${what ? '"' + what + '": ' : ''}the run fails with E-RUN-009, and a denial cannot be taken back. You decide as ${session.me.principal}.`,
+  action: 'Deny the run' });
+export const decideButtons = (id, after, what) => [
   button('Approve', () => decide(id, 'approve', after), 'approve', 'Approve run ' + short(id)),
-  button('Deny', () => decide(id, 'deny', after), 'danger', 'Deny run ' + short(id))];
+  button('Deny', async () => { if (await askDeny(id, what)) decide(id, 'deny', after); }, 'danger', 'Deny run ' + short(id))];
+/* What a waiting run asks (its approval step's summary), for the dialog. */
+const asks = (x) => { const s = (x.workflow || []).find((st) => st.kind === 'approval'); return s && s.args && s.args.summary ? s.args.summary : ''; };
+const localToIso = (v) => (v ? new Date(v + 'Z').toISOString() : '');
 
 export async function viewRuns(parts, g) {
   if (parts[0]) return viewRun(parts[0], g);
   const q = hashQuery();
   const st = select('run-state', [['', 'any state'], ...STATES.map((s) => [s, s.replace('_', ' ')])], q.state || '');
   const queue = select('run-queue', [['', 'any queue']], q.queue || '');
-  const range = select('run-range', RANGES.map(([k, t]) => [k, t]), q.range || '');
-  const text = el('input', { id: 'run-text', type: 'search', value: q.q || '', placeholder: 'run id, step kind, error code, input' });
+  const range = select('run-range', [...RANGES.map(([k, t]) => [k, t]), ['custom', 'between…']], q.range || '');
+  const from = el('input', { id: 'run-from', type: 'datetime-local', step: 1, value: q.from || '' });
+  const until = el('input', { id: 'run-until', type: 'datetime-local', step: 1, value: q.until || '' });
+  const custom = el('span', { class: 'row', hidden: range.value !== 'custom' },
+    el('label', { for: 'run-from' }, 'From (UTC)', from), el('label', { for: 'run-until' }, 'Until (UTC)', until));
+  const text = el('input', { id: 'run-text', type: 'search', value: q.q || '', maxlength: 200, placeholder: 'run id, step kind or name' });
   const box = el('div', { id: 'runs-box' }), more = el('div');
-  let runs = [], cursor = null;
-  const filters = () => ({ state: st.value, queue: queue.value, range: range.value, q: text.value.trim() });
+  let runs = [], cursor = null, asked = '';
+  const filters = () => ({ state: st.value, queue: queue.value, range: range.value, from: range.value === 'custom' ? from.value : '',
+    until: range.value === 'custom' ? until.value : '', q: text.value.trim() });
+  /* the filters as the API's query */
+  function query(after) {
+    const f = filters(), p = new URLSearchParams({ limit: '100' });
+    if (f.state) p.set('state', f.state);
+    if (f.queue) p.set('queue', f.queue);
+    const since = f.range === 'custom' ? localToIso(f.from) : sinceOf(f.range);
+    if (since) p.set('created_from', since);
+    if (f.range === 'custom' && f.until) p.set('created_to', localToIso(f.until));
+    if (f.q) p.set('q', f.q);
+    if (after) p.set('cursor', after);
+    return inProject('/v1/platform/runs?' + p.toString());
+  }
+  const filtered = () => { const f = filters(); return !!(f.state || f.queue || f.range || f.q); };
 
   function render() {
-    const f = filters();
-    setHashQuery('#/runs', f);
-    const since = sinceOf(f.range), words = f.q.toLowerCase();
-    const shown = runs.filter((x) => (!f.queue || x.queue === f.queue) && (!since || x.created_at >= since) &&
-      (!words || [x.run_id, x.error_code, JSON.stringify(x.workflow), JSON.stringify(x.input)].join(' ').toLowerCase().includes(words)));
     fill(box, table([
       { label: 'Run', get: (x) => el('a', { href: '#/runs/' + x.run_id, class: 'mono', text: short(x.run_id) }) },
       { label: 'State', get: (x) => [badge(x.state), x.error_code ? el('span', { class: 'muted', text: ' ' + x.error_code }) : null] },
-      { label: 'Steps', get: (x) => (x.workflow || []).map((s) => s.kind).join(' → ') },
+      { label: 'Steps', get: (x) => (x.workflow || []).map((s) => s.name || s.kind).join(' → ') },
       { label: 'Queue', get: (x) => x.queue },
       { label: 'Created', get: (x) => when(x.created_at) },
       { label: 'Took', get: (x) => (x.started_at ? dur(x.created_at, x.finished_at) : '-') },
-      { label: 'Act', get: (x) => (x.state === 'waiting_approval' ? el('span', { class: 'row' }, decideButtons(x.run_id, load)) : '') }],
-    shown, `Runs of ${project()}, newest first: ${shown.length} of the ${runs.length} loaded`,
-    { id: 'runs-table', empty: runs.length ? 'No run matches these filters.' : 'No runs in this project yet.' }));
+      { label: 'Act', get: (x) => (x.state === 'waiting_approval' ? el('span', { class: 'row' }, decideButtons(x.run_id, load, asks(x))) : '') }],
+    runs, `Runs of ${project()}, newest first${filtered() ? ', filtered' : ''}: ${runs.length}${cursor ? ' (more below)' : ''}`,
+    { id: 'runs-table', empty: filtered() ? 'No run matches these filters.' : 'No runs in this project yet.' }));
     fill(more, cursor ? button('Load older runs', async () => { await page(cursor); render(); }, 'secondary') : null);
   }
   async function page(after) {
-    const r = await api('GET', inProject('/v1/platform/runs?limit=100' + (st.value ? '&state=' + enc(st.value) : '') + (after ? '&cursor=' + enc(after) : '')));
+    const asked = JSON.stringify(filters());
+    const r = await api('GET', query(after));
+    if (asked !== JSON.stringify(filters())) return true; /* the filters changed meanwhile: that answer is stale */
     if (!r.ok) { fill(box, refused(r, 'Runs not listed')); return 'error'; }
     runs = after ? runs.concat(r.data.items) : r.data.items;
     cursor = r.data.next_cursor;
     return true;
   }
-  /* the newest page again, keeping older pages loaded */
+  /* the newest page again, keeping older pages loaded (while the filters are the same) */
   async function load() {
-    const older = runs.length > 100 ? runs.slice(100) : [], c = cursor;
+    const same = asked === JSON.stringify(filters());
+    const older = same && runs.length > 100 ? runs.slice(100) : [], c = cursor;
+    asked = JSON.stringify(filters());
     const r = await page(null);
     if (r === 'error') return r;
     if (older.length) {
@@ -82,17 +107,23 @@ export async function viewRuns(parts, g) {
     render();
     return true;
   }
+  /* a filter changed: the hash says it (a link keeps it), the list is asked again */
+  let typing = 0;
+  const changed = () => {
+    custom.hidden = range.value !== 'custom';
+    setHashQuery('#/runs', filters());
+    runs = []; cursor = null;
+    load();
+  };
   const wf = el('textarea', { id: 'run-workflow', rows: 4 }, '[{"kind":"noop"}]');
   const input = el('textarea', { id: 'run-input', rows: 2, placeholder: 'optional JSON' });
-  const onChange = () => render();
-  st.addEventListener('change', () => { runs = []; load(); });
-  [queue, range].forEach((x) => x.addEventListener('change', onChange));
-  text.addEventListener('input', onChange);
+  [st, queue, range, from, until].forEach((x) => x.addEventListener('change', changed));
+  text.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(changed, 300); });
   if (!view(g, 'Runs',
-    el('form', { class: 'filters', 'aria-label': 'Filter runs', onsubmit: (ev) => { ev.preventDefault(); render(); } },
+    el('form', { class: 'filters', 'aria-label': 'Filter runs', onsubmit: (ev) => { ev.preventDefault(); clearTimeout(typing); changed(); } },
       el('label', { for: 'run-state' }, 'State', st), el('label', { for: 'run-queue' }, 'Queue', queue),
-      el('label', { for: 'run-range' }, 'Created', range), el('label', { for: 'run-text', class: 'grow' }, 'Text', text)),
-    el('p', { class: 'muted', id: 'runs-live', text: 'Refreshed every 3 seconds while this page is open.' }),
+      el('label', { for: 'run-range' }, 'Created', range), custom, el('label', { for: 'run-text', class: 'grow' }, 'Text', text)),
+    el('p', { class: 'muted', id: 'runs-live', text: 'Refreshed every 3 seconds while this page is open (the filters are applied by the server).' }),
     box, more,
     el('details', { class: 'panel', id: 'submit-panel' }, el('summary', { text: 'Submit a run in ' + project() }),
       el('form', { onsubmit: async (ev) => {
@@ -215,10 +246,12 @@ async function viewRun(id, g) {
         el('p', {}, w && w.summary ? ['"', el('span', { id: 'wait-summary', text: w.summary }), '" · '] : '',
           `${w ? w.threshold : 1} approval(s) needed from ${w && w.approvers ? w.approvers.join(', ') : 'any principal'}` +
           (w && w.expires_at ? `, until ${w.expires_at.slice(0, 16).replace('T', ' ')} UTC` : '') + '.'),
-        el('p', { class: 'row' }, decideButtons(id, load),
+        el('p', { class: 'row' }, decideButtons(id, load, w && w.summary),
           el('span', { class: 'muted', text: `You decide as ${session.me.principal}: the decision is yours.` }))) : null,
       el('div', { class: 'row actions' },
         done ? null : button('Cancel run', async () => {
+          if (!(await confirmAction({ title: `Cancel run ${short(id)}?`, action: 'Cancel the run',
+            text: 'A step in flight stops within a heartbeat; the run ends cancelled and cannot be resumed (Rerun starts a new one).' }))) return;
           const c = await api('POST', inProject(`/v1/platform/runs/${enc(id)}/cancel`));
           if (!c.ok) return problem(c, 'Not cancelled');
           say('Run cancelled.', 'ok');

@@ -140,6 +140,8 @@ schemas = {
                 "revision_id": UUID, "activated_at": TS, "activated_by": S(),
                 "previous_revision_id": UUIDN, "learned": I(minimum=0), "of": I(minimum=0),
                 "converged": B, "slowest_ms": {"type": ["integer", "null"]},
+                "serving": I(minimum=0, description="live processes serving this revision now (0 once it is "
+                             "revoked or replaced and they learned so), whatever they learned before"),
                 "processes": {"type": "array", "items": obj(
                     ["learned_at", "took_ms", "started_after"], {
                         "process_id": UUID, "learned_at": TS,
@@ -396,7 +398,14 @@ op("POST", "/v1/platform/runs", "submitRun", "Submit a run in the key's project"
    {"201": js(REF("Run"), "created"), "200": js(REF("Run"), "replayed (same Idempotency-Key, same request)")},
    "operator", body=RUNREQ, extra_params=["runProject", "IdempotencyKey"])
 op("GET", "/v1/platform/runs", "listRuns", "Runs, newest first", "runs", {"200": js(items(REF("Run")))}, "reader",
-   extra_params=["runProject", "limit", "cursor", {"name": "state", "in": "query", "schema": S()}])
+   extra_params=["runProject", "limit", "cursor", {"name": "state", "in": "query", "schema": S()},
+                 {"name": "queue", "in": "query", "schema": S(), "description": "runs of this queue"},
+                 {"name": "created_from", "in": "query", "schema": S(),
+                  "description": "runs created at or after this time (UTC, milliseconds: 2026-11-29T09:54:27.000Z)"},
+                 {"name": "created_to", "in": "query", "schema": S(),
+                  "description": "runs created before this time (UTC, milliseconds)"},
+                 {"name": "q", "in": "query", "schema": S(),
+                  "description": "1..200 bytes: the beginning of a run id, or a part of a step's kind or name (any case)"}])
 op("POST", "/v1/platform/runs:batch", "submitRuns", "Submit up to 1,000 runs in one transaction", "runs",
    {"200": js(obj(["results", "created", "replayed", "refused"], {
        "results": {"type": "array", "items": obj(["status"], {"status": I(), "run_id": UUID, "code": S(), "detail": S(), "pointer": S()})},
@@ -528,6 +537,21 @@ op("GET", "/v1/projects/{project}/budget/ledger", "budgetLedger", "Ledger entrie
    {"200": js(obj(["entries"], {"entries": {"type": "array"}, "next": {"type": ["integer", "null"]}}))}, "reader",
    extra_params=["limit", {"name": "after", "in": "query", "schema": I(minimum=0)},
                  {"name": "run", "in": "query", "schema": UUID}])
+SPENDROW = obj(["at", "calls", "failed", "tokens_in", "tokens_out", "tokens", "cost_usd"], {
+    "at": TS, "model": S(), "key": S(), "calls": I(), "failed": I(), "tokens_in": I(), "tokens_out": I(),
+    "tokens": I(), "cost_usd": {"type": "number"}})
+op("GET", "/v1/projects/{project}/budget/spend", "budgetSpend",
+   "Spend over time per hour or day, per model or per key (from the model calls' audit records)", "budget",
+   {"200": js(obj(["bucket", "by", "since", "until", "items", "totals", "truncated"], {
+       "bucket": S(enum=["hour", "day"]), "by": S(enum=["model", "key", "none"]), "since": TS, "until": TS,
+       "items": {"type": "array", "items": SPENDROW}, "totals": FREE, "truncated": B}))}, "reader",
+   extra_params=[{"name": "bucket", "in": "query", "schema": S(enum=["hour", "day"])},
+                 {"name": "by", "in": "query", "schema": S(enum=["model", "key", "none"])},
+                 {"name": "since", "in": "query", "schema": S(), "description": "from this time (UTC, milliseconds: 2026-11-29T09:54:27.000Z), "
+                  "down to its bucket's start; default: the 48 hours (hour) or 30 days (day) up to until's, included"},
+                 {"name": "until", "in": "query", "schema": S(), "description": "before this time (UTC, milliseconds); default now"},
+                 {"name": "limit", "in": "query", "schema": I(minimum=1, maximum=5000),
+                  "description": "at most this many rows (default 2000)"}])
 op("POST", "/v1/projects/{project}/budget/{action}", "budgetAction", "suspend or resume the project's model calls",
    "budget", {"200": js(FREE)}, "project-admin", body=FREE)
 

@@ -21,12 +21,15 @@
 aw_err aw_audit_record(aw_txn *t, const aw_ctx *ctx, const char *action, const char *target,
 		       const json_t *payload, aw_error *err);
 
-/* One record of a batch; trace_id NULL = ctx's trace. */
+/* One record of a batch; trace_id NULL = ctx's trace; actor NULL = ctx's
+ * principal (a recorder's batch holds calls of several keys: each its own;
+ * aw_audit_record_group writes one record, ctx's, and ignores it). */
 typedef struct {
 	const char *action;
 	const char *target;
 	const char *trace_id;
 	const json_t *payload;
+	const char *actor;
 } aw_audit_item;
 /* Appends n records in order with one head lock and one insert (the run
  * runtime's worker writes a batch of runs' transitions this way). */

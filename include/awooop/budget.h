@@ -121,6 +121,20 @@ aw_err aw_budget_status(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, con
  * and a run when given: {"entries": [...], "next": seq}. New reference. */
 aw_err aw_budget_history(aw_store *s, const aw_ctx *ctx, const char *period, const char *run_id,
 			 long long after, int limit, json_t **out, aw_error *err);
+/* Spend over time (GET .../budget/spend): what the model calls of ctx's
+ * project used, from their audit records, per hour or per UTC day and per
+ * model ("model"), per key ("key") or in all ("none"). Every argument may
+ * be NULL: bucket "hour", until now, since such that the window holds 48
+ * hours (hour) or 30 days (day), until's included, by "model", limit 2000
+ * rows. since is moved back to its bucket's start. The window is at most 31 days
+ * by the hour and 400 days by the day; limit 1..5000, "truncated" when the
+ * rows filled it. AW_E_REQ_INVALID naming the argument otherwise.
+ * {"bucket", "by", "since", "until", "items": [{"at", "model"|"key",
+ * "calls", "failed", "tokens_in", "tokens_out", "tokens", "cost_usd"}],
+ * "totals": {...}, "truncated"}. New reference. */
+aw_err aw_budget_spend(aw_store *s, const aw_ctx *ctx, const char *bucket, const char *since,
+		       const char *until, const char *by, const char *limit, json_t **out,
+		       aw_error *err);
 /* The holder's reservations in ctx->project live lease_ms from now (the
  * holder's heartbeat). */
 aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int lease_ms,

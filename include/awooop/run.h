@@ -221,6 +221,13 @@ aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, js
 			  aw_error *err);
 aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char *cursor, int limit,
 		   aw_run **out, int *n, aw_error *err);
+/* The longest text filter (aw_run_filter.text, the list's q). */
+#define AW_RUN_TEXT_MAX 200
+/* Newest first, narrowed by f (NULL: every run): AW_E_REQ_INVALID naming the
+ * filter (state, queue, created_from, created_to, q, cursor) that is not
+ * one. The times are in the stored form, 2026-11-29T09:54:27.000Z. */
+aw_err aw_run_list_where(aw_store *s, const aw_ctx *ctx, const aw_run_filter *f, const char *cursor,
+			 int limit, aw_run **out, int *n, aw_error *err);
 /* Cancels a run that is not finished; a worker executing it stops within one
  * heartbeat. AW_E_RUN_STATE when it already finished. */
 aw_err aw_run_cancel(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out,

@@ -84,7 +84,10 @@ static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *i
 	json_decref(doc);
 	if (e)
 		return aw_fail(err, e, "audit payload could not be redacted");
-	return fill_row(a, ctx, it->action, it->target, it->trace_id, payload, err);
+	aw_err f = fill_row(a, ctx, it->action, it->target, it->trace_id, payload, err);
+	if (!f && it->actor) /* the batch's records are not all ctx's principal's */
+		snprintf(a->actor, sizeof a->actor, "%s", it->actor);
+	return f;
 }
 
 /* Appends the n rows filled (frees them): hashed by the database (in the

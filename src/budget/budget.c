@@ -1083,6 +1083,96 @@ aw_err aw_budget_history(aw_store *s, const aw_ctx *ctx, const char *period, con
 	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 }
 
+/* ------------------------------------------------------------ spend over time */
+
+#define SPEND_ROWS_MAX 5000
+#define HOUR_MS 3600000LL
+#define DAY_MS 86400000LL
+
+static aw_err spend_time(const char *name, const char *v, int64_t *ms, aw_error *err)
+{
+	if (aw_clock_parse(v, ms) != 0)
+		return aw_fail_at(
+			err, AW_E_REQ_INVALID, name,
+			"%s must be a time like 2026-11-29T09:54:27.000Z (UTC, milliseconds)",
+			name);
+	return AW_OK;
+}
+
+aw_err aw_budget_spend(aw_store *s, const aw_ctx *ctx, const char *bucket, const char *since,
+		       const char *until, const char *by, const char *limit, json_t **out,
+		       aw_error *err)
+{
+	*out = NULL;
+	int hourly = !bucket || !strcmp(bucket, "hour");
+	if (!hourly && strcmp(bucket, "day"))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "bucket", "bucket must be hour or day");
+	aw_spend_by g = AW_SPEND_BY_MODEL;
+	if (by && !strcmp(by, "key"))
+		g = AW_SPEND_BY_KEY;
+	else if (by && !strcmp(by, "none"))
+		g = AW_SPEND_BY_NONE;
+	else if (by && strcmp(by, "model"))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "by", "by must be model, key or none");
+	long lim = 2000;
+	char *end = NULL;
+	if (limit &&
+	    (lim = strtol(limit, &end, 10), !*limit || *end || lim < 1 || lim > SPEND_ROWS_MAX))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "limit", "limit must be 1..%d",
+				  SPEND_ROWS_MAX);
+	int64_t size = hourly ? HOUR_MS : DAY_MS, to = aw_clock_wall_ms(), from;
+	aw_err e = AW_OK;
+	if (until && (e = spend_time("until", until, &to, err)))
+		return e;
+	from = to - (hourly ? 47 : 29) * size; /* 48 hours or 30 days, this one's included */
+	if (since && (e = spend_time("since", since, &from, err)))
+		return e;
+	from -= ((from % size) + size) % size; /* whole buckets */
+	if (from >= to)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "until", "until must be after since");
+	if (to - from > (hourly ? 31 : 400) * DAY_MS)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "since",
+				  "the window is at most %s: narrow since and until",
+				  hourly ? "31 days by the hour" : "400 days by the day");
+	char a[AW_TS_LEN + 1], b[AW_TS_LEN + 1];
+	aw_clock_format(from, a);
+	aw_clock_format(to, b);
+	aw_txn *t = NULL;
+	aw_spend_row *v = NULL;
+	int n = 0;
+	if (!(e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)))
+		e = aw_store_budget_spend(t, hourly, a, b, g, (int)lim, &v, &n, err);
+	if (t)
+		aw_store_rollback(t);
+	if (e)
+		return e;
+	const char *gname = g == AW_SPEND_BY_KEY ? "key" : g == AW_SPEND_BY_NONE ? NULL : "model";
+	json_t *items = json_array();
+	long long calls = 0, failed = 0, tin = 0, tout = 0;
+	double cost = 0;
+	for (int i = 0; i < n; i++) {
+		json_t *it = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:f}", "at", v[i].at, "calls",
+				       (json_int_t)v[i].calls, "failed", (json_int_t)v[i].failed,
+				       "tokens_in", (json_int_t)v[i].tokens_in, "tokens_out",
+				       (json_int_t)v[i].tokens_out, "tokens",
+				       (json_int_t)(v[i].tokens_in + v[i].tokens_out), "cost_usd",
+				       round(v[i].cost_usd * 1e6) / 1e6);
+		if (it && gname)
+			json_object_set_new(it, gname, json_string(v[i].group));
+		json_array_append_new(items, it);
+		calls += v[i].calls, failed += v[i].failed, tin += v[i].tokens_in,
+			tout += v[i].tokens_out, cost += v[i].cost_usd;
+	}
+	free(v);
+	*out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:f},s:b}", "bucket",
+			 hourly ? "hour" : "day", "by", gname ? gname : "none", "since", a, "until",
+			 b, "items", items, "totals", "calls", (json_int_t)calls, "failed",
+			 (json_int_t)failed, "tokens_in", (json_int_t)tin, "tokens_out",
+			 (json_int_t)tout, "tokens", (json_int_t)(tin + tout), "cost_usd",
+			 round(cost * 1e6) / 1e6, "truncated", n == lim);
+	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+}
+
 /* ------------------------------------------------------------ leases */
 
 aw_err aw_budget_renew(aw_store *s, const aw_ctx *ctx, const char *holder, int lease_ms,

@@ -446,11 +446,14 @@ static json_t *build(const aw_activation_row *acts, int na, const aw_fleet_row *
 	for (int a = 0; a < na; a++) { /* newest first */
 		int64_t commit = ts_ms(acts[a].activated_at);
 		json_t *per = json_array();
-		int learned = 0;
+		int learned = 0, serving = 0;
 		int64_t worst = 0;
 		for (int i = 0; i < nr; i++) {
 			if (!is_live || !is_live[i])
 				continue;
+			/* what it serves now: after a revoke or a newer activation,
+			 * learned stays what it was, serving says what is true */
+			serving += !strcmp(rows[i].revision_id, acts[a].revision_id);
 			const aw_fleet_learned *l = NULL;
 			for (int k = 0; k < nl && !l; k++)
 				if (!strcmp(ls[k].process_id, rows[i].p.process_id) &&
@@ -479,6 +482,8 @@ static json_t *build(const aw_activation_row *acts, int na, const aw_fleet_row *
 				  "learned", learned, "of", live, "converged",
 				  live > 0 && learned == live, "slowest_ms",
 				  learned ? json_integer(worst) : json_null(), "processes", per));
+		json_object_set_new(json_array_get(out_acts, json_array_size(out_acts) - 1),
+				    "serving", json_integer(serving));
 	}
 	free(is_live);
 	return json_pack("{s:i,s:i,s:o,s:o}", "live", live, "stale", stale, "processes", procs,

@@ -85,7 +85,14 @@ int aw_clock_parse(const char *s, int64_t *epoch_ms)
 			.tm_min = mi,
 			.tm_sec = sec};
 	time_t t = timegm(&tm);
-	*epoch_ms = (int64_t)t * 1000 + ms;
+	int64_t v = (int64_t)t * 1000 + ms;
+	/* timegm normalises (month 13, 30 February, hour 24): only a time that
+	 * reads back the same is one */
+	char back[AW_TS_LEN + 1];
+	aw_clock_format(v, back);
+	if (strcmp(back, s) != 0)
+		return -1;
+	*epoch_ms = v;
 	return 0;
 }
 

@@ -4,6 +4,9 @@
  *                                                 per model; a run's own row
  *   GET  /v1/projects/{project}/budget/ledger     ledger lines ?period= &run=
  *                                                 &after=SEQ &limit=1..1000
+ *   GET  /v1/projects/{project}/budget/spend      spend over time per hour or day
+ *                                                 and per model or key ?bucket=
+ *                                                 &by= &since= &until= &limit=
  *   POST /v1/projects/{project}/budget/suspend    line 3 by hand {"reason"?}
  *   POST /v1/projects/{project}/budget/resume     lifts a suspension
  * A suspension cuts the project's model calls in flight in this process at
@@ -122,4 +125,20 @@ void aw_h_budget_action(aw_req *r)
 		aw_reply_json(r, 200, out);
 	else
 		aw_reply_json(r, 200, json_pack("{s:s}", "project", scoped.project));
+}
+
+void aw_h_budget_spend(aw_req *r)
+{
+	aw_ctx scoped;
+	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+		return;
+	aw_error err = {0};
+	json_t *out = NULL;
+	aw_err e = aw_budget_spend(r->store, &scoped, aw_query(r, "bucket"), aw_query(r, "since"),
+				   aw_query(r, "until"), aw_query(r, "by"), aw_query(r, "limit"),
+				   &out, &err);
+	if (e)
+		aw_reply_problem(r, e, &err);
+	else
+		aw_reply_json(r, 200, out);
 }

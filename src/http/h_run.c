@@ -156,8 +156,13 @@ void aw_h_runs_list(aw_req *r)
 	}
 	aw_run *runs = NULL;
 	int n = 0;
-	aw_err e = aw_run_list(r->store, &scoped, aw_query(r, "state"), aw_query(r, "cursor"),
-			       (int)limit, &runs, &n, &err);
+	aw_run_filter f = {.state = aw_query(r, "state"),
+			   .queue = aw_query(r, "queue"),
+			   .created_from = aw_query(r, "created_from"),
+			   .created_to = aw_query(r, "created_to"),
+			   .text = aw_query(r, "q")};
+	aw_err e = aw_run_list_where(r->store, &scoped, &f, aw_query(r, "cursor"), (int)limit,
+				     &runs, &n, &err);
 	if (e) {
 		aw_reply_problem(r, e, &err);
 		return;

@@ -246,6 +246,7 @@ void *aw_tls_cert_callback(void);
  * signed (AW_OK without a client CA). */
 aw_err aw_tls_check_client(const aw_tls *t, struct MHD_Connection *conn, aw_error *err);
 void aw_h_budget_ledger(aw_req *r);
+void aw_h_budget_spend(aw_req *r);
 void aw_h_budget_action(aw_req *r);
 void aw_h_llm_models(aw_req *r);
 /* the body of a contract revision request: {"body": {...}} */

@@ -61,6 +61,7 @@ static const struct {
 	{"DELETE", "/v1/projects/{project}/schedules/{schedule}", aw_h_schedule_delete, 0},
 	{"GET", "/v1/projects/{project}/budget", aw_h_budget_get, 0},
 	{"GET", "/v1/projects/{project}/budget/ledger", aw_h_budget_ledger, 0},
+	{"GET", "/v1/projects/{project}/budget/spend", aw_h_budget_spend, 0},
 	{"POST", "/v1/projects/{project}/budget/{action}", aw_h_budget_action, 0},
 	{"POST", "/v1/projects/{project}/contracts/{family}/{contract}/revisions",
 	 aw_h_contract_create, 0},

@@ -53,7 +53,8 @@ void mcp_record_write(void *ud, aw_call_rec **recs, int n)
 		items[i] = (aw_audit_item){.action = rs[i]->action,
 					   .target = rs[i]->tool,
 					   .trace_id = rs[i]->ctx.trace.trace_id,
-					   .payload = rs[i]->payload};
+					   .payload = rs[i]->payload,
+					   .actor = rs[i]->ctx.principal};
 	aw_ctx ctx; /* background work: not the project's connections */
 	aw_ctx_uncharged(&rs[0]->ctx, &ctx);
 	aw_txn *t = NULL;

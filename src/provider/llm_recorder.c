@@ -95,7 +95,8 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 		items[i] = (aw_audit_item){.action = "llm.call",
 					   .target = calls[i]->route,
 					   .trace_id = calls[i]->ctx.trace.trace_id,
-					   .payload = payloads[i]};
+					   .payload = payloads[i],
+					   .actor = calls[i]->ctx.principal};
 	}
 	aw_ctx ctx; /* background work: not the project's connections */
 	aw_ctx_uncharged(&calls[0]->ctx, &ctx);

@@ -171,7 +171,7 @@ static aw_err submit_once(aw_store *s, const aw_ctx *ctx, const aw_run_request *
 	e = submit_in(t, ctx, req, idem_key, hash, aw_clock_wall_ms(), ho, NULL, out, replayed,
 		      &claimed, &p, err);
 	if (!e && p) {
-		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
+		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p, NULL};
 		e = aw_audit_record_many(t, ctx, &it, 1, err);
 	}
 	json_decref(p);
@@ -224,7 +224,7 @@ aw_err aw_run_submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 		e = submit_in(t, ctx, req, idem_key, hash, now_ms, NULL, NULL, out, replayed,
 			      &claimed, &p, err);
 	if (!e && p) {
-		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p};
+		aw_audit_item it = {aw_run_action(AW_RUN_QUEUED), out->run_id, NULL, p, NULL};
 		e = aw_audit_record_many(t, ctx, &it, 1, err);
 	}
 	json_decref(p);
@@ -350,7 +350,7 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 		}
 		if (p)
 			audit[na++] = (aw_audit_item){aw_run_action(AW_RUN_QUEUED), it->run.run_id,
-						      NULL, p};
+						      NULL, p, NULL};
 	}
 	if (!e)
 		e = flush_pending(t, &pend, ms, err);
@@ -664,23 +664,71 @@ aw_err aw_run_queue_list(aw_store *s, const aw_ctx *ctx, json_t **out, aw_error 
 	return e;
 }
 
-aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char *cursor, int limit,
-		   aw_run **out, int *n, aw_error *err)
+/* A time filter: parsed, and written back in the store's own format (text
+ * comparison on SQLite), into out. */
+static aw_err time_filter(const char *name, const char *v, char out[AW_TS_LEN + 1], aw_error *err)
+{
+	int64_t ms;
+	if (aw_clock_parse(v, &ms) != 0)
+		return aw_fail_at(
+			err, AW_E_REQ_INVALID, name,
+			"%s must be a time like 2026-11-29T09:54:27.000Z (UTC, milliseconds)",
+			name);
+	aw_clock_format(ms, out);
+	return AW_OK;
+}
+
+aw_err aw_run_list_where(aw_store *s, const aw_ctx *ctx, const aw_run_filter *f, const char *cursor,
+			 int limit, aw_run **out, int *n, aw_error *err)
 {
 	aw_run_state st;
-	if (state && aw_run_state_parse(state, &st) != 0)
+	aw_run_filter q = f ? *f : (aw_run_filter){0};
+	char from[AW_TS_LEN + 1], to[AW_TS_LEN + 1];
+	if (q.state && aw_run_state_parse(q.state, &st) != 0)
 		return aw_fail_at(err, AW_E_REQ_INVALID, "state",
 				  "state must be one of queued, claimed, running, waiting_approval,"
 				  " retry_wait, succeeded, failed, cancelled, suggested");
+	if (q.queue && !aw_run_queue_name_ok(q.queue))
+		return aw_fail_at(err, AW_E_REQ_INVALID, "queue",
+				  "queue must be 1..%d letters, digits, '.', '_' or '-'",
+				  AW_QUEUE_MAX);
+	aw_err e = AW_OK;
+	if (q.created_from && (e = time_filter("created_from", q.created_from, from, err)))
+		return e;
+	if (q.created_to && (e = time_filter("created_to", q.created_to, to, err)))
+		return e;
+	if (q.created_from)
+		q.created_from = from;
+	if (q.created_to)
+		q.created_to = to;
+	if (q.created_from && q.created_to && strcmp(from, to) >= 0)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "created_to",
+				  "created_to must be after created_from");
+	if (q.text) {
+		size_t len = strlen(q.text);
+		if (len < 1 || len > AW_RUN_TEXT_MAX)
+			return aw_fail_at(err, AW_E_REQ_INVALID, "q", "q must be 1..%d bytes",
+					  AW_RUN_TEXT_MAX);
+		for (size_t i = 0; i < len; i++)
+			if ((unsigned char)q.text[i] < 0x20)
+				return aw_fail_at(err, AW_E_REQ_INVALID, "q",
+						  "q must not hold control characters");
+	}
 	if (cursor && !aw_uuid_valid(cursor))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "cursor", "cursor must be a run id");
 	aw_txn *t = NULL;
-	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
-	if (e)
+	if ((e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err)))
 		return e;
-	e = aw_store_run_list(t, state, cursor, limit, out, n, err);
+	e = aw_store_run_list(t, &q, cursor, limit, out, n, err);
 	aw_store_rollback(t);
 	return e;
+}
+
+aw_err aw_run_list(aw_store *s, const aw_ctx *ctx, const char *state, const char *cursor, int limit,
+		   aw_run **out, int *n, aw_error *err)
+{
+	aw_run_filter f = {.state = state};
+	return aw_run_list_where(s, ctx, &f, cursor, limit, out, n, err);
 }
 
 aw_err aw_run_cancel(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *out, aw_error *err)

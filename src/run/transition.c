@@ -270,9 +270,9 @@ aw_err run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 		int m = 0;
 		for (int k = i; k < x->n; k++)
 			if (!done[k] && strcmp(x->recs[k].action, x->recs[i].action) == 0) {
-				items[m++] =
-					(aw_audit_item){x->recs[k].action, x->recs[k].run_id,
-							x->recs[k].trace_id, x->recs[k].payload};
+				items[m++] = (aw_audit_item){x->recs[k].action, x->recs[k].run_id,
+							     x->recs[k].trace_id,
+							     x->recs[k].payload, NULL};
 				done[k] = 1;
 			}
 		if (m)

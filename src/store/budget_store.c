@@ -423,3 +423,63 @@ aw_err aw_store_budget_run_state(aw_txn *t, const char *run_id, char state[24], 
 	rows_free(r);
 	return e;
 }
+
+aw_err aw_store_budget_spend(aw_txn *t, int hourly, const char *since, const char *until,
+			     aw_spend_by by, int limit, aw_spend_row **out, int *n, aw_error *err)
+{
+	int pg = txn_dialect(t) == AW_DIALECT_PG;
+	const char *bucket = pg ? (hourly ? "to_char(date_trunc('hour', ts AT TIME ZONE 'UTC'),"
+					    " 'YYYY-MM-DD\"T\"HH24\":00:00.000Z\"')"
+					  : "to_char(date_trunc('day', ts AT TIME ZONE 'UTC'),"
+					    " 'YYYY-MM-DD\"T00:00:00.000Z\"')")
+				: (hourly ? "substr(ts, 1, 13) || ':00:00.000Z'"
+					  : "substr(ts, 1, 10) || 'T00:00:00.000Z'");
+	/* the model that answered (and was priced), else the one asked for */
+	const char *group =
+		by == AW_SPEND_BY_KEY ? "actor"
+		: by == AW_SPEND_BY_NONE
+			? "''"
+			: (pg ? "coalesce(nullif(payload::jsonb ->> 'upstream_model', ''),"
+				" payload::jsonb ->> 'model', '')"
+			      : "coalesce(nullif(json_extract(payload, '$.upstream_model'), ''),"
+				" json_extract(payload, '$.model'), '')");
+	const char *num = pg ? "coalesce((payload::jsonb ->> '%s')::bigint, 0)"
+			     : "coalesce(json_extract(payload, '$.%s'), 0)";
+	char in[96], outk[96];
+	snprintf(in, sizeof in, num, "tokens_in");
+	snprintf(outk, sizeof outk, num, "tokens_out");
+	char sql[1400];
+	snprintf(sql, sizeof sql,
+		 "SELECT %s, %s, count(*), sum(CASE WHEN %s = 'ok' THEN 0 ELSE 1 END), sum(%s),"
+		 " sum(%s), %s FROM audit_events WHERE project_id = $1 AND action = 'llm.call'"
+		 " AND ts >= $2 AND ts < $3 GROUP BY 1, 2 ORDER BY 1, 2 LIMIT $4",
+		 bucket, group,
+		 pg ? "payload::jsonb ->> 'outcome'" : "json_extract(payload, '$.outcome')", in,
+		 outk,
+		 pg ? "sum(coalesce((payload::jsonb -> 'budget' ->> 'cost_usd')::float8, 0))"
+		    : "total(coalesce(json_extract(payload, '$.budget.cost_usd'), 0))");
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(since), AW_TEXT(until), AW_INT(limit)};
+	aw_rows *r = NULL;
+	aw_err e = txn_exec(t, sql, 4, v, &r, err);
+	if (e)
+		return e;
+	aw_spend_row *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
+	if (!a) {
+		rows_free(r);
+		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < r->nrows; i++) {
+		cell_copy(a[i].at, sizeof a[i].at, r, i, 0);
+		cell_copy(a[i].group, sizeof a[i].group, r, i, 1);
+		a[i].calls = cell_ll(r, i, 2);
+		a[i].failed = cell_ll(r, i, 3);
+		a[i].tokens_in = cell_ll(r, i, 4);
+		a[i].tokens_out = cell_ll(r, i, 5);
+		const char *c = rows_get(r, i, 6);
+		a[i].cost_usd = c ? strtod(c, NULL) : 0;
+	}
+	*out = a;
+	*n = r->nrows;
+	rows_free(r);
+	return AW_OK;
+}

@@ -325,25 +325,82 @@ aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *er
 	return e;
 }
 
-aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int limit, aw_run **out,
-			 int *n, aw_error *err)
+/* text as a LIKE pattern that matches it anywhere (or, prefix, only at the
+ * start), lower case, its own %, _ and \\ escaped: malloc'd, NULL when out
+ * of memory. */
+static char *like_pattern(const char *text, int prefix)
 {
-	aw_val v[4] = {AW_TEXT(t->ctx.project), AW_INT(limit)};
+	size_t n = strlen(text);
+	char *p = aw_malloc(2 * n + 3), *o = p;
+	if (!p)
+		return NULL;
+	if (!prefix)
+		*o++ = '%';
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		if (c == '%' || c == '_' || c == '\\')
+			*o++ = '\\';
+		*o++ = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+	}
+	*o++ = '%';
+	*o = 0;
+	return p;
+}
+
+aw_err aw_store_run_list(aw_txn *t, const aw_run_filter *f, const char *before, int limit,
+			 aw_run **out, int *n, aw_error *err)
+{
+	static const aw_run_filter any = {0};
+	if (!f)
+		f = &any;
+	int pg = txn_dialect(t) == AW_DIALECT_PG;
+	aw_val v[9] = {AW_TEXT(t->ctx.project), AW_INT(limit)};
 	int np = 2;
-	char sql[512];
+	char sql[1536];
 	int o = snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs WHERE project_id = $1");
 	/* only the filters asked for, so every parameter has a type on postgres */
-	if (state) {
-		v[np++] = AW_TEXT(state);
-		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND state = $%d", np);
+	const struct {
+		const char *val, *cond;
+	} eq[] = {{f->state, " AND state = $%d"},
+		  {f->queue, " AND queue = $%d"},
+		  {f->created_from, " AND created_at >= $%d"},
+		  {f->created_to, " AND created_at < $%d"},
+		  {before, " AND run_id < $%d"}};
+	for (size_t i = 0; i < sizeof eq / sizeof eq[0]; i++) {
+		if (!eq[i].val || !*eq[i].val)
+			continue;
+		v[np++] = AW_TEXT(eq[i].val);
+		o += snprintf(sql + o, sizeof sql - (size_t)o, eq[i].cond, np);
 	}
-	if (before) {
-		v[np++] = AW_TEXT(before);
-		o += snprintf(sql + o, sizeof sql - (size_t)o, " AND run_id < $%d", np);
+	char *id_like = NULL, *any_like = NULL;
+	if (f->text && *f->text) {
+		id_like = like_pattern(f->text, 1);
+		any_like = like_pattern(f->text, 0);
+		if (!id_like || !any_like) {
+			free(id_like);
+			free(any_like);
+			return aw_fail(err, AW_E_NOMEM, "out of memory");
+		}
+		v[np++] = AW_TEXT(id_like);
+		v[np++] = AW_TEXT(any_like);
+		/* a step is an object of the workflow array; kind and name are text */
+		o += snprintf(
+			sql + o, sizeof sql - (size_t)o,
+			pg ? " AND (lower(run_id::text) LIKE $%d ESCAPE '\\' OR EXISTS (SELECT 1"
+			     " FROM jsonb_array_elements(workflow) s WHERE lower(coalesce("
+			     "s->>'kind', '')) LIKE $%d ESCAPE '\\' OR lower(coalesce(s->>'name',"
+			     " '')) LIKE $%d ESCAPE '\\'))"
+			   : " AND (lower(run_id) LIKE $%d ESCAPE '\\' OR EXISTS (SELECT 1 FROM"
+			     " json_each(workflow) s WHERE lower(coalesce(json_extract(s.value,"
+			     " '$.kind'), '')) LIKE $%d ESCAPE '\\' OR lower(coalesce(json_extract("
+			     "s.value, '$.name'), '')) LIKE $%d ESCAPE '\\'))",
+			np - 1, np, np);
 	}
 	snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY run_id DESC LIMIT $2");
 	aw_rows *r = NULL;
 	aw_err e = txn_exec(t, sql, np, v, &r, err);
+	free(id_like);
+	free(any_like);
 	if (e)
 		return e;
 	aw_run *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);

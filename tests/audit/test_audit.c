@@ -239,6 +239,42 @@ static void test_query_filters(void **state)
 	aw_store_rollback(t);
 }
 
+/* A batch of records written for several principals (a recorder's batch of
+ * calls of one project made with different keys): each record is its own
+ * item's actor, or the context's when the item names none; the chain holds. */
+static void test_many_actors(void **state)
+{
+	(void)state;
+	project("au-act");
+	aw_ctx c;
+	aw_test_ctx(&c, "au-act", AW_SCOPE_OPERATOR, "first-key");
+	aw_error err = {0};
+	char ids[3][AW_UUID_STR_LEN + 1];
+	const char *actors[3] = {"first-key", "second-key", NULL};
+	aw_audit_item it[3];
+	for (int i = 0; i < 3; i++) {
+		aw_uuid7_str(ids[i]);
+		it[i] = (aw_audit_item){"test.call", ids[i], NULL, NULL, actors[i]};
+	}
+	aw_txn *t = NULL;
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
+	assert_int_equal(aw_audit_record_many(t, &c, it, 3, &err), AW_OK);
+	assert_int_equal(aw_store_commit(t, &err), AW_OK);
+	aw_audit_report rep;
+	verify("au-act", &rep);
+	assert_true(rep.ok);
+	assert_int_equal(aw_store_begin(S, &c, AW_TXN_READ, &t, &err), AW_OK);
+	for (int i = 0; i < 3; i++) {
+		aw_audit_row *rows = NULL;
+		int n = 0;
+		assert_int_equal(aw_store_audit_by_target(t, ids[i], 10, &rows, &n, &err), AW_OK);
+		assert_int_equal(n, 1);
+		assert_string_equal(rows[0].actor, actors[i] ? actors[i] : "first-key");
+		aw_audit_rows_free(rows, n);
+	}
+	aw_store_rollback(t);
+}
+
 /* One record about several targets: one row of the chain, found from each
  * target (with the records about that target alone, in chain order), each
  * item redacted like any payload (equal payloads redacted once, alike), its
@@ -258,7 +294,7 @@ static void test_group_record(void **state)
 		p[i] = json_pack("{s:i, s:s}", "i", i < 2 ? i : 1, "password", "hunter2");
 		if (i == 0) /* the item's own target wins, once */
 			json_object_set_new(p[i], "target", json_string("spoof"));
-		it[i] = (aw_audit_item){"test.group", ids[i], NULL, p[i]};
+		it[i] = (aw_audit_item){"test.group", ids[i], NULL, p[i], NULL};
 	}
 	aw_txn *t = NULL;
 	assert_int_equal(aw_store_begin(S, &c, AW_TXN_WRITE, &t, &err), AW_OK);
@@ -386,6 +422,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_appends_form_one_chain),
 		cmocka_unit_test(test_payload_is_redacted),
+		cmocka_unit_test(test_many_actors),
 		cmocka_unit_test(test_group_record),
 		cmocka_unit_test(test_query_filters),
 		cmocka_unit_test(test_tamper_delete),

@@ -3,11 +3,13 @@
 // and passes AW_CONSOLE: url, keys, run ids, the screenshot folder):
 //  - / redirects to the console; a keyboard-only sign-in; the sign-in page
 //    shows no "Sign out"; the key only in sessionStorage;
-//  - the platform admin's overview of every project, and what needs
-//    attention in the selected one (a run denied there);
+//  - the platform admin's overview of every project (20 a page), and what
+//    needs attention in the selected one (a run denied there, after a
+//    confirmation dialog: focus on "Keep it", Esc keeps it, focus back);
 //  - with project "alpha" selected, the admin sees alpha's runs (newest
 //    first), approves a waiting run as itself, reruns a run, submits a run
-//    in alpha, sees a run made meanwhile appear without a reload, filters;
+//    in alpha, sees a run made meanwhile appear without a reload, filters
+//    (applied by the server: state, queue, created, text);
 //  - the call log: filters (outcome, route or tool, run), a call made
 //    meanwhile appearing live, a call's envelope;
 //  - a project and two keys made in the browser; a policy drafted,
@@ -15,7 +17,10 @@
 //    reaching 2 of 2 with two watch processes, the side-by-side diff, the
 //    one-step rollback to the previous revision, a revoke and what the
 //    convergence panel says after it;
-//  - the budget: chart, per key, ledger, suspend (who imposed it) and resume;
+//  - the budget: chart (from GET .../budget/spend, split by model and by
+//    key), per key, ledger, suspend (confirmed; who imposed it) and resume;
+//  - every destructive action (deny, cancel, suspend, roll back, revoke)
+//    asks first in an accessible dialog (axe with it open at both widths);
 //  - the audit trail newest first and verified; tools and refusals in words;
 //  - another tenant's run not found; tenant strings that look like markup
 //    shown as text; no stray "null"; no CSP violation or page error;
@@ -40,6 +45,15 @@ const page = await ctx.newPage();
 const cspViolations = [];
 page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text()); });
 page.on('pageerror', (e) => cspViolations.push('page error: ' + e.message));
+const requests = [];
+page.on('request', (r) => requests.push(r.url()));
+/* Confirms the dialog open (or waits for it first). */
+async function confirm(expect) {
+  await page.waitForSelector('dialog#confirm[open]');
+  if (expect) ok((await page.locator('#confirm-h').textContent()).includes(expect), `the dialog asks: ${await page.locator('#confirm-h').textContent()}`);
+  await page.click('#confirm-go');
+  await page.waitForSelector('dialog#confirm', { state: 'detached' });
+}
 
 /* The API from the test itself (another client acting meanwhile). */
 async function api(key, method, path, body) {
@@ -69,7 +83,7 @@ async function check(name) {
     return /(^|\s)(null|undefined|NaN|\[object Object\])(\s|$)/.test(m.textContent);
   });
   ok(!stray, `${w}px ${name}: no stray null, undefined or NaN on the page`);
-  if (w === 1400 && !views.some((v) => v.name === name)) views.push({ name, hash: new URL(page.url()).hash });
+  if (w === 1400 && !name.includes('confirm') && !views.some((v) => v.name === name)) views.push({ name, hash: new URL(page.url()).hash });
 }
 async function signIn(key) {
   await page.goto(`${url}/console/`);
@@ -120,15 +134,35 @@ try {
   await page.waitForSelector('#glance');
   await page.waitForSelector('#waiting tbody tr');
   const glance = await cells('#glance', 0);
-  ok(glance.includes('alpha') && glance.includes('outsider'), `the overview lists every project (${glance.join(', ')})`);
+  ok(glance.includes('alpha') && glance.includes('outsider') && glance.length === 20, `the overview lists the first 20 projects (${glance.length}: ${glance.join(', ')})`);
+  ok((await page.locator('#glance-page').textContent()) === 'Projects 1-20 of 22', 'the pager says which of the 22 projects are shown');
+  await page.click('button:text("Next projects")');
+  await page.waitForFunction(() => document.querySelectorAll('#glance tbody tr').length === 2);
+  ok((await cells('#glance', 0)).join() === 'p19,p20', 'the next page lists the last two projects');
+  ok(await page.isDisabled('button:text("Next projects")'), 'no page after the last');
+  await page.click('button:text("Previous projects")');
+  await page.waitForFunction(() => document.querySelectorAll('#glance tbody tr').length === 20);
   const alphaRow = await page.$$eval('#glance tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.trim())).find((r) => r[0] === 'alpha'));
   ok(alphaRow && alphaRow[2] === '2' && Number(alphaRow[4]) >= 7 && alphaRow[5] === '3', `alpha at a glance: 2 waiting, its calls, 3 not ok (${alphaRow})`);
   const asks = (await cells('#waiting', 1)).join(' | ');
   ok(asks.includes('<img src=x onerror="window.__xss=1">') && (await page.$$('#main img')).length === 0,
     'a summary that looks like markup is shown as text');
   await check('02-overview');
-  // deny where it is listed: as the signed-in principal
-  await page.click(`button[aria-label="Deny run ${C.deny_run.slice(0, 8)}…${C.deny_run.slice(-4)}"]`);
+  // deny where it is listed, as the signed-in principal - asked first
+  const denySel = `button[aria-label="Deny run ${C.deny_run.slice(0, 8)}…${C.deny_run.slice(-4)}"]`;
+  await page.focus(denySel);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('dialog#confirm[open]');
+  ok(await page.evaluate(() => document.activeElement.id === 'confirm-keep'), 'the dialog opens with the focus on "Keep it"');
+  ok((await page.locator('#confirm-text').textContent()).includes('drop the table <img src=x onerror="window.__xss=1">') && (await page.$$('dialog img')).length === 0,
+    'the dialog shows what the run asks as text');
+  await check('02b-confirm-deny');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('dialog#confirm', { state: 'detached' });
+  ok(await page.evaluate((s) => document.activeElement === document.querySelector(s), denySel), 'Esc keeps it and gives the focus back to Deny');
+  ok((await api(C.op1, 'GET', `/v1/platform/runs/${C.deny_run}`)).state === 'waiting_approval', 'a dialog dismissed denies nothing');
+  await page.click(denySel);
+  await confirm('Deny run');
   await waitStatus(/denied by bootstrap/);
   const denied = await api(C.op1, 'GET', `/v1/platform/runs/${C.deny_run}`);
   ok(denied.state === 'failed' && denied.error_code === 'E-RUN-009', `the run denied from the overview failed (${denied.state} ${denied.error_code})`);
@@ -144,7 +178,7 @@ try {
   const sleeper = await api(C.op1, 'POST', '/v1/platform/runs', { workflow: [{ kind: 'sleep', args: { ms: 60000 } }] });
   await page.waitForSelector(`#runs-table a[href="#/runs/${sleeper.run_id}"]`, { timeout: 10000 });
   ok(await page.evaluate(() => window.__noReload === 1), 'a new run appeared in the list without a reload');
-  // filters: state (server), text (here)
+  // filters, all applied by the server: state, text, queue, created
   await page.selectOption('#run-state', 'failed');
   await page.waitForFunction(() => [...document.querySelectorAll('#runs-table tbody tr')].every((tr) => /failed/.test(tr.textContent)) &&
     document.querySelectorAll('#runs-table tbody tr a').length >= 2);
@@ -152,15 +186,29 @@ try {
   await page.selectOption('#run-state', '');
   await page.fill('#run-text', 'sleep');
   await page.waitForFunction((id) => { const a = [...document.querySelectorAll('#runs-table tbody tr a')]; return a.length === 1 && a[0].getAttribute('href').endsWith(id); }, sleeper.run_id);
-  ok(true, 'the text filter finds the run by its step kind');
+  ok(requests.some((u) => u.includes('/v1/platform/runs?') && u.includes('q=sleep')), 'the text filter is asked of the server (q=sleep)');
+  await page.fill('#run-text', C.mail_run.slice(0, 13));
+  await page.waitForFunction((id) => { const a = [...document.querySelectorAll('#runs-table tbody tr a')]; return a.length === 1 && a[0].getAttribute('href').endsWith(id); }, C.mail_run);
+  ok(true, 'the text filter finds a run by its id\'s beginning');
+  await page.fill('#run-text', 'no-such-step');
+  await page.waitForSelector('#runs-table td:text("No run matches these filters.")');
+  ok(true, 'a text that matches nothing says so');
   await page.fill('#run-text', '');
   await page.selectOption('#run-queue', 'mail');
   await page.waitForFunction((id) => { const a = [...document.querySelectorAll('#runs-table tbody tr a')]; return a.length === 1 && a[0].getAttribute('href').endsWith(id); }, C.mail_run);
   ok(true, 'the queue filter finds the run of queue "mail"');
+  ok(requests.some((u) => u.includes('queue=mail')), 'the queue filter is asked of the server');
   await page.selectOption('#run-queue', '');
   await page.selectOption('#run-range', '15m');
   await page.waitForFunction((n) => document.querySelectorAll('#runs-table tbody tr a').length === n, ids.length + 1);
   ok(true, 'created in the last 15 minutes: every run of this test');
+  await page.selectOption('#run-range', 'custom');
+  await page.fill('#run-until', '2020-01-01T00:00:00');
+  await page.locator('#run-until').dispatchEvent('change');
+  await page.waitForSelector('#runs-table td:text("No run matches these filters.")');
+  ok(requests.some((u) => u.includes('created_to=2020-01-01T00%3A00%3A00.000Z')), 'between two times: created_to asked of the server, no run before 2020');
+  await page.fill('#run-until', '');
+  await page.locator('#run-until').dispatchEvent('change');
   await page.selectOption('#run-range', '');
   await check('03-runs');
 
@@ -202,6 +250,7 @@ try {
   ok((await page.locator('#run-project').textContent()) === 'alpha', 'a run submitted by the platform admin is created in the selected project');
   ok(/^[0-9a-f]{32}$/.test((await page.locator('#run-trace-id').textContent()).trim()), 'the run view shows its trace id');
   await page.click('text=Cancel run');
+  await confirm('Cancel run');
   await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'cancelled');
   ok(true, 'the run was cancelled from the console');
 
@@ -251,12 +300,30 @@ try {
   await page.waitForSelector('#per-key-table');
   const bars = await page.$$eval('#spend-chart rect.bar', (rs) => rs.map((r) => Number(r.getAttribute('height'))));
   ok(bars.length === 48 && bars.some((h) => h > 0), `spend over time: 48 hourly bars, the current hour's not empty (${bars.filter((h) => h > 0).length} with spend)`);
+  ok(requests.some((u) => u.includes('/budget/spend?bucket=hour&by=none')), 'the chart is drawn from the server\'s sums (GET .../budget/spend)');
+  await page.selectOption('#chart-split', 'model');
+  await page.waitForSelector('#chart-legend li');
+  ok((await page.locator('#chart-legend').textContent()).includes('gpt-x'), 'split by model: the legend names the model that answered');
+  ok((await cells('#spend-table', 1)).includes('gpt-x'), 'and the numbers name it per hour');
+  await page.selectOption('#chart-split', 'key');
+  await page.waitForFunction(() => /agent/.test((document.querySelector('#chart-legend') || {}).textContent || ''));
+  ok(true, 'split by key: the legend names the agent key');
+  await page.selectOption('#chart-size', 'day');
+  await page.waitForFunction(() => document.querySelectorAll('#spend-chart rect').length >= 1 && /per day by key, 30 days/.test(document.querySelector('#chart-title').textContent));
+  ok(true, 'per day by key: 30 days');
+  await page.selectOption('#chart-size', 'hour');
+  await page.selectOption('#chart-split', 'none');
   ok((await cells('#per-key-table', 0)).includes('agent'), 'spend per key lists the agent key');
   ok((await page.$$('#ledger tbody tr')).length > 5, 'the ledger is listed');
   await page.selectOption('#chart-metric', 'cost');
-  ok((await page.locator('#chart-title').textContent()).startsWith('Cost'), 'the chart shows cost on request');
+  await page.waitForFunction(() => document.querySelector('#chart-title').textContent.startsWith('Cost'));
+  ok(true, 'the chart shows cost on request');
   await page.fill('#suspend-reason', '<b onmouseover="window.__xss=3">drill</b>');
   await page.click('button:text("Suspend model calls")');
+  await page.waitForSelector('dialog#confirm[open]');
+  ok((await page.locator('#confirm-text').textContent()).includes('Reason: "<b onmouseover="window.__xss=3">drill</b>"'), 'the suspension dialog quotes the reason as text');
+  await check('08a-confirm-suspend');
+  await confirm('Suspend the model calls of alpha');
   await page.waitForSelector('#suspension');
   ok((await page.locator('#suspended-by').textContent()) === 'bootstrap' && (await page.locator('#suspension').textContent()).includes('imposed by the platform'),
     'the suspension shows who imposed it');
@@ -343,6 +410,7 @@ try {
   await waitStatus(/activated\./);
   // the one-step rollback: op1 asks, op2's approval completes the quorum and activates it
   await page.click('button:text("Roll back to the previous revision")');
+  await confirm('Roll back policy_routing/default');
   await waitStatus(/published, waiting for 1 approval/);
   await page.click('#revisions tbody tr:first-child button:text("View")');
   ok((await page.locator('#revision-body pre').textContent()).includes('llama3'), 'the rollback revision restores the earlier body (viewed in the console)');
@@ -366,10 +434,17 @@ try {
   await selectProject('webcon');
   await openContract();
   await page.click('#revisions button:text("Revoke")');
+  await confirm('Revoke revision');
   await waitStatus(/revoked\./);
   await page.waitForFunction(() => /was revoked: no revision is active/.test((document.querySelector('#conv-summary') || {}).textContent || ''), null, { timeout: 10000 });
   ok(true, 'after a revoke the convergence panel says: ' + await page.locator('#conv-summary').textContent());
   ok((await page.locator('#active-summary').textContent()).startsWith('No revision is active'), 'and no revision is active');
+  await page.waitForFunction(() => {
+    const c = [...document.querySelectorAll('#convergence caption')].find((x) => x.textContent === 'Recent activations');
+    const t = c && c.closest('table').querySelector('tbody tr');
+    return t && /revoked/.test(t.children[1].textContent) && /^2 of 2$/.test(t.children[3].textContent) && /^0 of 2$/.test(t.children[4].textContent);
+  }, null, { timeout: 10000 });
+  ok(true, 'the revoked activation: learned by 2 of 2 once, serving now 0 of 2');
 
   // ---------------------------------------------------------------- the phone's width
   await selectProject('alpha');
@@ -383,9 +458,21 @@ try {
     ok(wide <= 1, `phone width: ${v.name} fits (overflow ${wide}px)`);
     await check(v.name);
   }
+  // a confirmation dialog at the phone's width
+  const late = await api(C.op1, 'POST', '/v1/platform/runs', { workflow: [{ kind: 'sleep', args: { ms: 60000 } }] });
+  await page.goto(`${url}/console/#/runs/${late.run_id}`);
+  await page.waitForSelector('text=Cancel run');
+  await page.click('text=Cancel run');
+  await page.waitForSelector('dialog#confirm[open]');
+  const dw = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  ok(dw <= 1, `phone width: the dialog fits (overflow ${dw}px)`);
+  await check('14-confirm-cancel');
+  await page.click('#confirm-keep');
+  await page.waitForSelector('dialog#confirm', { state: 'detached' });
   await signOut();
   await check('01-sign-in');
 } catch (e) {
+  if (process.env.AW_DEBUG) console.log(requests.filter((u) => u.includes('/v1/')).slice(-12).join('\n'));
   ok(false, `${e.message.split('\n')[0]}\n  status: ${await status().catch(() => '?')}\n  url: ${page.url()}\n  main: ${(await page.locator('main').textContent().catch(() => '?')).slice(0, 600)}`);
   await page.screenshot({ path: `${C.shots}/failure.png`, fullPage: true }).catch(() => {});
 }

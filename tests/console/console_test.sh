@@ -5,7 +5,7 @@
 # (fake_llm) and an MCP server (fake_mcp), so the call log has LLM and tool
 # calls to show. Project "alpha" is made here with runs in every state
 # (two waiting for approval), calls that succeeded, failed and were refused,
-# and a budget; the browser makes "webcon" itself. Two `awooop watch`
+# and a budget; twenty more projects for the overview's pages; the browser makes "webcon" itself. Two `awooop watch`
 # processes serve the contract the browser activates, so its convergence
 # panel must reach 2 of 2. Screenshots of every view (1400 px and 390 px
 # wide) go to SHOTS.
@@ -52,6 +52,8 @@ api POST /v1/projects "$ADMIN" '{"id":"outsider"}' >/dev/null
 OUT_KEY=$(mkkey outsider op operator)
 OTHER_RUN=$(api POST /v1/platform/runs "$OUT_KEY" '{"workflow":[{"kind":"noop"}]}' | jq -r .run_id)
 
+# twenty more projects: the platform's overview pages them (20 a page)
+for i in $(seq -w 1 20); do api POST /v1/projects "$ADMIN" "{\"id\":\"p$i\"}" >/dev/null; done
 # --- alpha: policies, calls, runs
 api POST /v1/projects "$ADMIN" '{"id":"alpha"}' >/dev/null
 AOP1=$(mkkey alpha op1 operator); AOP2=$(mkkey alpha op2 operator); AW=$(mkkey alpha agent worker)

@@ -169,6 +169,12 @@ static void test_clock_format(void **state)
 	assert_int_equal(aw_clock_parse(s, &back), 0);
 	assert_int_equal(back, 1795946067123LL);
 	assert_int_equal(aw_clock_parse("2026-11-29 09:54:27", &back), -1);
+	/* out of range: not normalised into another time */
+	assert_int_equal(aw_clock_parse("2026-13-01T00:00:00.000Z", &back), -1);
+	assert_int_equal(aw_clock_parse("2026-02-30T00:00:00.000Z", &back), -1);
+	assert_int_equal(aw_clock_parse("2026-11-29T24:00:00.000Z", &back), -1);
+	assert_int_equal(aw_clock_parse("2026-11-29T09:-1:27.000Z", &back), -1);
+	assert_int_equal(aw_clock_parse("2028-02-29T23:59:59.999Z", &back), 0);
 }
 
 static void test_identifiers(void **state)

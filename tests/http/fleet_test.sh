@@ -62,6 +62,7 @@ req GET "$BASE/convergence?limit=3" "$ADMIN"
 check "the platform sees them" "$(jbody '[.processes[] | select(.process_id | test("^[0-9a-f-]{36}$"))] | length')" 2
 req GET "$BASE/convergence?limit=3" "$RD"
 check "they serve the last revision" "$(jbody "[.processes[] | select(.revision_id == \"$LAST\")] | length")" 2
+check "serving: the last activation by both, the replaced ones by none" "$(jbody '[.activations[].serving | tostring] | join(",")')" "2,0,0"
 check "times are commit -> learned, small and not negative" \
   "$(jbody '[.activations[].processes[].took_ms | select(. >= 0 and . < 5000)] | length')" 6
 # the endpoint's times against what the watchers printed (ts_ns of the

@@ -105,6 +105,18 @@ typedef struct {
 } aw_budget_entry;
 aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id, long long after,
 			       int limit, aw_budget_entry **out, int *n, aw_error *err);
+/* Spend over time from the model calls' audit records (llm.call: they carry
+ * the key, the model and the charge): per bucket (an hour or a UTC day) and
+ * per group, oldest bucket first, at most limit rows. */
+typedef enum { AW_SPEND_BY_NONE, AW_SPEND_BY_MODEL, AW_SPEND_BY_KEY } aw_spend_by;
+typedef struct {
+	char at[AW_TS_LEN + 1]; /* the bucket's start */
+	char group[129];	/* the model or the key's principal; "" by none */
+	long long calls, failed, tokens_in, tokens_out;
+	double cost_usd;
+} aw_spend_row;
+aw_err aw_store_budget_spend(aw_txn *t, int hourly, const char *since, const char *until,
+			     aw_spend_by by, int limit, aw_spend_row **out, int *n, aw_error *err);
 /* A project's suspension (line 3): who imposed it says who may lift it. */
 typedef struct {
 	int suspended;

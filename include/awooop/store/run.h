@@ -95,9 +95,19 @@ aw_err aw_store_queue_put(aw_txn *t, const char *name, int concurrency, const ch
 aw_err aw_store_queue_list(aw_txn *t, aw_run_queue **out, int *n, aw_error *err);
 /* AW_E_RUN_NOT_FOUND unless the run is in the txn's project. */
 aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *err);
-/* Newest first; state NULL = any; before = cursor (a run id), NULL from the top. */
-aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int limit, aw_run **out,
-			 int *n, aw_error *err);
+/* What a list of runs is narrowed to; each member NULL (or "") when any
+ * will do. Checked by the service (aw_run_list_where), not here. */
+typedef struct {
+	const char *state;
+	const char *queue;
+	const char *created_from; /* created at or after (an aw_clock timestamp) */
+	const char *created_to;	  /* created before (an aw_clock timestamp) */
+	/* a run id's beginning, or a part of a step's kind or name (any case) */
+	const char *text;
+} aw_run_filter;
+/* Newest first; f NULL = every run; before = cursor (a run id), NULL from the top. */
+aw_err aw_store_run_list(aw_txn *t, const aw_run_filter *f, const char *before, int limit,
+			 aw_run **out, int *n, aw_error *err);
 /* state from -> to for one run; AW_E_RUN_STATE (nothing changed) unless the run
  * was in `from` (and held by c->holder when set). */
 aw_err aw_store_run_cas(aw_txn *t, const char *run_id, const char *from, const char *to,
