@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "awooop/agent.h"
 #include "awooop/approval.h"
 #include "awooop/channel.h"
 #include "awooop/contract.h"
@@ -665,6 +666,8 @@ int aw_cmd_serve(int argc, char **argv)
 		if ((e = aw_mcp_new(&mo, &mcp, &err)))
 			goto out;
 		aw_mcp_register_executor(mcp, approvals);
+		if (llm) /* the agent step loops over both gateways */
+			aw_agent_register_executor(llm, mcp, approvals);
 	}
 	/* the channel hub's environment: the hub (roles all, hub) and webhooks (API) */
 	hu = (aw_hub_opts){.store = store,
