@@ -48,11 +48,20 @@ static int is_ref(const json_t *v)
 	return json_is_object(v) && json_object_get(v, "$ref");
 }
 
+/* err's complaint again as AW_E_RUN_WORKFLOW, at the same pointer. */
+static aw_err as_workflow(aw_error *err)
+{
+	char at[sizeof err->where], msg[sizeof err->msg];
+	snprintf(at, sizeof at, "%s", err->where);
+	snprintf(msg, sizeof msg, "%s", err->msg);
+	return aw_fail_at(err, AW_E_RUN_WORKFLOW, at, "%s", msg);
+}
+
 static aw_err agent_validate(const json_t *args, aw_error *err)
 {
 	aw_err e = aw_json_only(args, fields, err);
 	if (e)
-		return aw_fail_at(err, AW_E_RUN_WORKFLOW, err->where, "%s", err->msg);
+		return as_workflow(err);
 	json_t *m = json_object_get(args, "model");
 	if (!is_ref(m) &&
 	    (!json_is_string(m) || json_string_length(m) == 0 || json_string_length(m) > 128))
@@ -114,9 +123,7 @@ static aw_err agent_validate(const json_t *args, aw_error *err)
 	aw_llm_req rq;
 	e = req ? aw_llm_req_check(req, &rq, err) : aw_fail(err, AW_E_NOMEM, "out of memory");
 	json_decref(req);
-	if (e)
-		return aw_fail_at(err, AW_E_RUN_WORKFLOW, err->where, "%s", err->msg);
-	return AW_OK;
+	return e ? as_workflow(err) : AW_OK;
 }
 
 static json_t *agent_intent(const json_t *args)
