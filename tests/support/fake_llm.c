@@ -26,7 +26,12 @@
  *               the tool messages' text (with response_format: the JSON
  *               {"answer": that text}). Each request is counted per
  *               conversation and turn in GET /stats "turns":
- *               {"<first user message>#<tool results held>": times asked}.
+ *               {"<first user message>#<tool results held>": times asked},
+ *               and "answered": the same counting only the answers whose
+ *               client was still connected when they were sent (a caller
+ *               killed while it waited is asked, not answered), and
+ *               "billed_answered" their usage's tokens (prompt + completion),
+ *               "answered_at" {key: [epoch ms of each answer]}.
  *   nousage=1   never send the usage chunk, even when asked
  *   ignoremax=1 an upstream that ignores max_tokens (answers tokens=N)
  * Answers stop at the request's max_tokens (max_completion_tokens,
@@ -64,6 +69,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static const char *name = "fake";
@@ -75,6 +81,9 @@ static char last_tp[128], last_model[256];
 static long last_max_tokens = -1; /* -1: the request set none */
 static double last_temperature = -1;
 static json_t *turn_counts; /* "turns" of GET /stats (under mu) */
+static json_t *answered;    /* "answered": the same, answers a live client got */
+static json_t *answered_at; /* "answered_at": when (epoch ms), per key */
+static atomic_long billed_answered;
 static atomic_long billed_prompt, billed_completion;
 
 typedef struct {
@@ -160,7 +169,8 @@ static char *tool_answer(const answer *a)
 
 /* turns=N: the answer of an agent's model (see the header); NULL when the
  * request is not such a turn. */
-static char *agent_turn(const json_t *req, const char *model, long prompt)
+static char *agent_turn(const json_t *req, const char *model, long prompt, char *key_out,
+			long *billed)
 {
 	long turns = directive(model, "turns", 0);
 	json_t *tools = json_object_get(req, "tools");
@@ -246,6 +256,8 @@ static char *agent_turn(const json_t *req, const char *model, long prompt)
 		      "completion_tokens", (int)completion, "total_tokens", (int)(prompt + completion));
 	atomic_fetch_add(&billed_prompt, prompt);
 	atomic_fetch_add(&billed_completion, completion);
+	*billed = prompt + completion;
+	snprintf(key_out, 600, "%s", key);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -541,11 +553,35 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 	json_array_foreach (json_object_get(req, "messages"), i, m)
 		if (!strcmp(json_string_value(json_object_get(m, "role")) ?: "", "assistant"))
 			a->assistants++;
-	char *agent = a->status || a->hang || a->stream ? NULL : agent_turn(req, model, a->prompt);
+	char key[600];
+	long billed = 0;
+	char *agent = a->status || a->hang || a->stream
+			      ? NULL
+			      : agent_turn(req, model, a->prompt, key, &billed);
 	json_decref(req);
 	if (agent) {
 		sleep_ms(a->ttft);
 		free(a);
+		/* answered: the client is still there to read it (a worker killed
+		 * while it waited never gets this answer, nor is billed for it) */
+		const union MHD_ConnectionInfo *fi =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		char b;
+		ssize_t r = fi ? recv(fi->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : -1;
+		if (r != 0) {
+			pthread_mutex_lock(&mu);
+			json_int_t had = json_integer_value(json_object_get(answered, key));
+			json_object_set_new(answered, key, json_integer(had + 1));
+			struct timespec now;
+			clock_gettime(CLOCK_REALTIME, &now);
+			json_t *at = json_object_get(answered_at, key);
+			if (!at)
+				json_object_set_new(answered_at, key, at = json_array());
+			json_array_append_new(at, json_integer((json_int_t)now.tv_sec * 1000 +
+							       now.tv_nsec / 1000000));
+			pthread_mutex_unlock(&mu);
+			atomic_fetch_add(&billed_answered, billed);
+		}
 		return reply(c, 200, "application/json", agent);
 	}
 	if (a->hang)
@@ -598,7 +634,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (!strcmp(method, "GET") && !strcmp(url, "/stats")) {
 		pthread_mutex_lock(&mu);
-		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:I,s:f,s:I,s:I,s:O}", "requests",
+		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:I,s:f,s:I,s:I,s:O,s:O,s:I,s:O}",
+				      "requests",
 				      (json_int_t)atomic_load(&n_requests), "connections",
 				      (json_int_t)atomic_load(&n_connections), "auth_ok",
 				      (json_int_t)atomic_load(&n_auth_ok), "auth_bad",
@@ -608,7 +645,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				      "last_temperature", last_temperature, "billed_prompt",
 				      (json_int_t)atomic_load(&billed_prompt), "billed_completion",
 				      (json_int_t)atomic_load(&billed_completion), "turns",
-				      turn_counts);
+				      turn_counts, "answered", answered, "billed_answered",
+				      (json_int_t)atomic_load(&billed_answered), "answered_at",
+				      answered_at);
 		pthread_mutex_unlock(&mu);
 		char *s = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
@@ -669,6 +708,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	turn_counts = json_object();
+	answered = json_object();
+	answered_at = json_object();
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
 	struct MHD_Daemon *d = MHD_start_daemon(

@@ -26,7 +26,9 @@
  *   lookup {q}         read-only (annotations.readOnlyHint): "found <q>"
  *   effect {item}      not read-only: "did <item>", counting each call under
  *                      its params._meta["io.awooop/idempotency-key"] ("-"
- *                      when none): the agent step's effects, once each
+ *                      when none); a key seen before is answered the same
+ *                      without a second effect (what an idempotent server
+ *                      does): the effects are the keys
  *   effects            those counts as a JSON object {key: calls}
  * resources/subscribe and resources/unsubscribe are answered {} (counted).
  *   pongs              (HTTP) how many JSON-RPC responses the client POSTed
