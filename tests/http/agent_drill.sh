@@ -125,8 +125,10 @@ check "each turn answered" "$(jq '[.answered | to_entries[] | select(.key | star
 WINDOW_MS=${WINDOW_MS:-250}
 TWICE=$(jq -c '[.answered_at | to_entries[] | select((.key | startswith("drill-")) and (.value | length) > 1) | .value[0]]' <<<"$S")
 LATE=$(jq -n --argjson t "$TWICE" --argjson k "$(printf '%s\n' "${KILLED[@]}" | jq -sc .)" --argjson w "$WINDOW_MS" \
-  '[$t[] | . as $a | select([$k[] | select(. >= $a and . <= $a + $w)] | length == 0)] | length')
+  '[$t[] | . as $a | select([$k[] | select(. >= $a - 50 and . <= $a + $w)] | length == 0)] | length')
 check "no turn asked again but one a kill cut before its journal" "$LATE" 0
+[ "$LATE" = 0 ] || jq -c --argjson k "$(printf '%s\n' "${KILLED[@]}" | jq -sc .)" \
+  '{kills: $k, twice: [.answered_at | to_entries[] | select((.key | startswith("drill-")) and (.value | length) > 1)]}' <<<"$S" >&2
 REASKED=$(jq '[.turns | to_entries[] | select(.key | startswith("drill-")) | .value - 1] | add' <<<"$S")
 
 # the effects: one key per effect call of the journals, no other key
