@@ -49,10 +49,10 @@ int aw_agent_register_executor(aw_llm *llm, aw_mcp *mcp, aw_approvals *approvals
 
 /* Where a run's agent is, from its journal (for progress messages). */
 typedef struct {
-	int step_no;	/* the agent step (0: the run has no agent call yet) */
-	int turn;	/* model calls so far (the one in flight counts) */
-	int max_turns;	/* the step's max_turns */
-	int tool_calls; /* tool calls so far */
+	int step_no;			     /* the agent step (0: the run has no agent call yet) */
+	int turn;			     /* model calls so far (the one in flight counts) */
+	int max_turns;			     /* the step's max_turns */
+	int tool_calls;			     /* tool calls so far */
 	char tool[AW_RUN_CALL_NAME_MAX + 1]; /* the tool being or last called, or "" */
 	int calling;			     /* 1: that tool's call is in flight */
 	int waiting;			     /* 1: that tool's call waits for approval */

@@ -99,9 +99,9 @@ typedef struct {
 	const char *run_id;  /* X-Awooop-Run-Id, carried into the audit record */
 	const char *session; /* the legacy session's id (notifications/cancelled) */
 	int step_no;
-	int approved;	/* trusted callers only (the run runtime's tool step, after
+	int approved;	      /* trusted callers only (the run runtime's tool step, after
 			 its approval): Gate 5 lets a requires_approval tool pass */
-	int accept_sse; /* the client's Accept: 0 no text/event-stream, 1 it
+	int accept_sse;	      /* the client's Accept: 0 no text/event-stream, 1 it
 			   accepts one, 2 it lists it before application/json */
 	const char *idem_key; /* trusted callers only (an agent step's call of a tool
 				 that is not read-only): sent to the upstream as

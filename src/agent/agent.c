@@ -38,10 +38,9 @@ static aw_approvals *the_approvals;
 
 /* ---- validation ---- */
 
-static const char *const fields[] = {"model",	   "input",	      "system",
-				     "tools",	   "max_turns",	      "response_format",
-				     "max_tokens", "temperature",     "task",
-				     NULL};
+static const char *const fields[] = {
+	"model",	   "input",	 "system",	"tools", "max_turns",
+	"response_format", "max_tokens", "temperature", "task",	 NULL};
 
 static int is_ref(const json_t *v)
 {
@@ -137,12 +136,12 @@ static json_t *agent_intent(const json_t *args)
 
 typedef struct {
 	const aw_step_call *c;
-	aw_ctx ctx;	    /* the run's project, the step's trace */
-	aw_run_call *rows;  /* the journal read at the start, by seq */
+	aw_ctx ctx;	   /* the run's project, the step's trace */
+	aw_run_call *rows; /* the journal read at the start, by seq */
 	int nrows;
-	json_t *messages;   /* the conversation so far */
-	json_t *tools;	    /* OpenAI tools offered (NULL: none) */
-	json_t *read_only;  /* {name: true|false} of the offered tools */
+	json_t *messages;  /* the conversation so far */
+	json_t *tools;	   /* OpenAI tools offered (NULL: none) */
+	json_t *read_only; /* {name: true|false} of the offered tools */
 	int turn, ncalls, max_turns;
 } loop;
 
@@ -206,16 +205,16 @@ static aw_err offer_tools(loop *l, const json_t *names, aw_error *err)
 	aw_rpc_error re;
 	if (aw_mcp_parse(list, sizeof list - 1, &msg, &re) != 0)
 		return aw_fail(err, AW_E_INTERNAL, "tools/list could not be built");
-	aw_mcp_meta meta = {.version = AW_MCP_V_LEGACY,
-			    .run_id = l->c->run_id,
-			    .step_no = l->c->step_no};
+	aw_mcp_meta meta = {
+		.version = AW_MCP_V_LEGACY, .run_id = l->c->run_id, .step_no = l->c->step_no};
 	int status = 0;
 	json_t *resp = aw_mcp_exchange(the_mcp, &l->ctx, &msg, &meta, &status);
 	aw_mcp_msg_clear(&msg);
 	json_t *defs = json_object_get(json_object_get(resp, "result"), "tools");
 	if (!json_is_array(defs)) {
 		json_decref(resp);
-		return aw_fail(err, AW_E_MCP_UNAVAILABLE, "the project's tools could not be listed");
+		return aw_fail(err, AW_E_MCP_UNAVAILABLE,
+			       "the project's tools could not be listed");
 	}
 	l->tools = json_array();
 	l->read_only = json_object();
@@ -236,10 +235,10 @@ static aw_err offer_tools(loop *l, const json_t *names, aw_error *err)
 		}
 		json_t *schema = json_object_get(def, "inputSchema");
 		json_t *desc = json_object_get(def, "description");
-		json_array_append_new(
-			l->tools, json_pack("{s:s, s:{s:O, s:O*, s:O}}", "type", "function",
-					    "function", "name", n, "description", desc,
-					    "parameters", schema ? schema : json_object()));
+		json_array_append_new(l->tools,
+				      json_pack("{s:s, s:{s:O, s:O*, s:O}}", "type", "function",
+						"function", "name", n, "description", desc,
+						"parameters", schema ? schema : json_object()));
 		json_t *ro = json_object_get(json_object_get(def, "annotations"), "readOnlyHint");
 		json_object_set_new(l->read_only, json_string_value(n),
 				    json_boolean(json_is_true(ro)));
@@ -295,7 +294,7 @@ static tool_end call_tool(loop *l, int seq, const json_t *tc, int approved, json
 	}
 	json_error_t je;
 	json_t *av = json_object_get(fn, "arguments");
-	json_t *args = json_is_object(av)	  ? json_deep_copy(av)
+	json_t *args = json_is_object(av)    ? json_deep_copy(av)
 		       : argtext && *argtext ? json_loads(argtext, 0, &je)
 					     : json_object();
 	const char *complaint = NULL;
@@ -329,8 +328,8 @@ static tool_end call_tool(loop *l, int seq, const json_t *tc, int approved, json
 			    .run_id = l->c->run_id,
 			    .step_no = l->c->step_no,
 			    .approved = approved,
-			    .idem_key = json_is_true(json_object_get(l->read_only, name)) ? NULL
-											 : key};
+			    .idem_key =
+				    json_is_true(json_object_get(l->read_only, name)) ? NULL : key};
 	int status = 0;
 	json_t *resp = aw_mcp_exchange(the_mcp, &ctx, &msg, &meta, &status);
 	aw_mcp_msg_clear(&msg);
@@ -410,8 +409,8 @@ static aw_err ask_model(loop *l, const char *model, json_t **answer, aw_error *e
 	aw_ctx ctx = l->ctx;
 	snprintf(ctx.principal, sizeof ctx.principal, "run-worker");
 	char *body = NULL;
-	aw_err e = aw_llm_wait(the_llm, &ctx, req, &meta, l->c->stop, l->c->deadline_ns, &body,
-			       err);
+	aw_err e =
+		aw_llm_wait(the_llm, &ctx, req, &meta, l->c->stop, l->c->deadline_ns, &body, err);
 	json_decref(req);
 	if (e)
 		return e;
@@ -420,9 +419,10 @@ static aw_err ask_model(loop *l, const char *model, json_t **answer, aw_error *e
 	free(body);
 	json_t *c0 = json_array_get(json_object_get(resp, "choices"), 0);
 	json_t *msg = json_object_get(c0, "message");
-	*answer = json_pack("{s:O?, s:O?, s:O?, s:O?}", "content", json_object_get(msg, "content"),
-			    "finish_reason", json_object_get(c0, "finish_reason"), "usage",
-			    json_object_get(resp, "usage"), "model", json_object_get(resp, "model"));
+	*answer =
+		json_pack("{s:O?, s:O?, s:O?, s:O?}", "content", json_object_get(msg, "content"),
+			  "finish_reason", json_object_get(c0, "finish_reason"), "usage",
+			  json_object_get(resp, "usage"), "model", json_object_get(resp, "model"));
 	json_t *tcs = json_object_get(msg, "tool_calls");
 	if (*answer && json_array_size(tcs))
 		json_object_set(*answer, "tool_calls", tcs);
@@ -451,8 +451,7 @@ static aw_err agent_run(const aw_step_call *c, json_t **result, aw_error *err)
 	json_t *mt = json_object_get(a, "max_turns");
 	if (!model)
 		return aw_fail_at(err, AW_E_RUN_REF, "/model", "model must name a route");
-	loop l = {.c = c,
-		  .max_turns = mt ? (int)json_integer_value(mt) : AW_AGENT_TURNS_DEFAULT};
+	loop l = {.c = c, .max_turns = mt ? (int)json_integer_value(mt) : AW_AGENT_TURNS_DEFAULT};
 	aw_ctx_system(&l.ctx, c->project);
 	aw_trace in;
 	if (c->traceparent && aw_trace_parse(c->traceparent, strlen(c->traceparent), &in) == 0)
@@ -471,7 +470,8 @@ static aw_err agent_run(const aw_step_call *c, json_t **result, aw_error *err)
 	if (sys)
 		json_array_append_new(l.messages,
 				      json_pack("{s:s, s:s}", "role", "system", "content", sys));
-	json_array_append_new(l.messages, json_pack("{s:s, s:o*}", "role", "user", "content", user));
+	json_array_append_new(l.messages,
+			      json_pack("{s:s, s:o*}", "role", "user", "content", user));
 	json_t *pending = NULL, *answer = NULL;
 	size_t pi = 0;
 	int seq = 0;
@@ -494,9 +494,8 @@ static aw_err agent_run(const aw_step_call *c, json_t **result, aw_error *err)
 				done = row_result(r);
 			} else {
 				int approved = r && !strcmp(r->state, "approved");
-				if (!approved &&
-				    (e = put_row(&l, seq, "tool", name ? name : "-", "started",
-						 NULL, NULL, err)))
+				if (!approved && (e = put_row(&l, seq, "tool", name ? name : "-",
+							      "started", NULL, NULL, err)))
 					goto out;
 				tool_end end = call_tool(&l, seq, tc, approved, &done, result, err);
 				if (end == TOOL_PARK) {
@@ -521,8 +520,8 @@ static aw_err agent_run(const aw_step_call *c, json_t **result, aw_error *err)
 				}
 			}
 			if (!done) {
-				e = aw_fail(err, AW_E_INTERNAL, "call %d of the journal has no result",
-					    seq);
+				e = aw_fail(err, AW_E_INTERNAL,
+					    "call %d of the journal has no result", seq);
 				goto out;
 			}
 			json_array_append_new(
@@ -567,7 +566,8 @@ static aw_err agent_run(const aw_step_call *c, json_t **result, aw_error *err)
 				goto out;
 		}
 		if (!answer) {
-			e = aw_fail(err, AW_E_INTERNAL, "call %d of the journal has no result", seq);
+			e = aw_fail(err, AW_E_INTERNAL, "call %d of the journal has no result",
+				    seq);
 			goto out;
 		}
 		json_t *tcs = json_object_get(answer, "tool_calls");
@@ -665,8 +665,8 @@ aw_err aw_agent_progress(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_
 		json_t *mt = json_object_get(
 			json_object_get(json_array_get(wf, (size_t)(step - 1)), "args"),
 			"max_turns");
-		out->max_turns = json_is_integer(mt) ? (int)json_integer_value(mt)
-						     : AW_AGENT_TURNS_DEFAULT;
+		out->max_turns =
+			json_is_integer(mt) ? (int)json_integer_value(mt) : AW_AGENT_TURNS_DEFAULT;
 		json_decref(wf);
 	}
 	aw_run_calls_free(rows, n);

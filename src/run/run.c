@@ -546,10 +546,10 @@ static void add_calls(json_t *steps, const aw_run_call *c, int n)
 			if (!arr && !(arr = json_array()))
 				return;
 			turn += !strcmp(c[k].kind, "model");
-			json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:i, s:s}", "seq", c[k].seq,
-					      "kind", c[k].kind, "name", c[k].name, "state",
-					      c[k].state, "turn", turn, "started_at",
-					      c[k].created_at);
+			json_t *o =
+				json_pack("{s:i, s:s, s:s, s:s, s:i, s:s}", "seq", c[k].seq, "kind",
+					  c[k].kind, "name", c[k].name, "state", c[k].state, "turn",
+					  turn, "started_at", c[k].created_at);
 			if (!o)
 				continue;
 			set_ts(o, "finished_at", c[k].finished_at);
@@ -559,9 +559,10 @@ static void add_calls(json_t *steps, const aw_run_call *c, int n)
 				size_t j;
 				json_t *tc;
 				json_array_foreach (json_object_get(r, "tool_calls"), j, tc)
-					json_array_append(names, json_object_get(
-									 json_object_get(tc, "function"),
-									 "name"));
+					json_array_append(
+						names,
+						json_object_get(json_object_get(tc, "function"),
+								"name"));
 				if (json_array_size(names))
 					json_object_set(o, "tool_calls", names);
 				json_decref(names);

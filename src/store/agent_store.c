@@ -31,10 +31,11 @@ aw_err aw_store_run_calls(aw_txn *t, const char *run_id, int step_no, aw_run_cal
 	*n = 0;
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_INT(step_no)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT " COLS " FROM run_calls WHERE project_id = $1 AND run_id = $2"
-			       " AND ($3 = 0 OR step_no = $3) ORDER BY step_no, seq",
-			       3, v, &r, err);
+	aw_err e =
+		aw_txn_exec(t,
+			    "SELECT " COLS " FROM run_calls WHERE project_id = $1 AND run_id = $2"
+			    " AND ($3 = 0 OR step_no = $3) ORDER BY step_no, seq",
+			    3, v, &r, err);
 	if (e)
 		return e;
 	aw_run_call *a = calloc((size_t)r->nrows + 1, sizeof *a);
@@ -67,11 +68,16 @@ aw_err aw_store_run_calls(aw_txn *t, const char *run_id, int step_no, aw_run_cal
 
 aw_err aw_store_run_call_put(aw_txn *t, const aw_run_call *c, aw_error *err)
 {
-	aw_val v[] = {AW_TEXT(t->ctx.project),	  AW_TEXT(c->run_id),
-		      AW_INT(c->step_no),	  AW_INT(c->seq),
-		      AW_TEXT(c->kind),		  AW_TEXT(c->name),
-		      AW_TEXT(c->state),	  AW_TEXT(c->result),
-		      AW_TEXT(nullable(c->error_code)), AW_TEXT(c->created_at),
+	aw_val v[] = {AW_TEXT(t->ctx.project),
+		      AW_TEXT(c->run_id),
+		      AW_INT(c->step_no),
+		      AW_INT(c->seq),
+		      AW_TEXT(c->kind),
+		      AW_TEXT(c->name),
+		      AW_TEXT(c->state),
+		      AW_TEXT(c->result),
+		      AW_TEXT(nullable(c->error_code)),
+		      AW_TEXT(c->created_at),
 		      AW_TEXT(nullable(c->finished_at))};
 	return aw_txn_exec(
 		t,

@@ -133,7 +133,8 @@ static void test_journal_progress_view(void **state)
 	assert_string_equal(st.tool, "lookup__web");
 	assert_int_equal(st.calling, 1);
 	/* the upsert: the same call, done */
-	put(&a, id, 2, 2, "tool", "lookup__web", "done", "{\"tool_call_id\":\"c1\",\"content\":\"x\"}");
+	put(&a, id, 2, 2, "tool", "lookup__web", "done",
+	    "{\"tool_call_id\":\"c1\",\"content\":\"x\"}");
 	put(&a, id, 2, 3, "model", "m", "started", NULL);
 	progress(&a, id, &st);
 	assert_int_equal(st.turn, 2);
@@ -190,10 +191,9 @@ static void test_journal_progress_view(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(calls, 3), "turn")), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(calls, 1), "name")),
 			    "lookup__web");
-	assert_string_equal(
-		json_string_value(json_array_get(
-			json_object_get(json_array_get(calls, 0), "tool_calls"), 0)),
-		"lookup__web");
+	assert_string_equal(json_string_value(json_array_get(
+				    json_object_get(json_array_get(calls, 0), "tool_calls"), 0)),
+			    "lookup__web");
 	assert_non_null(json_object_get(json_array_get(calls, 1), "finished_at"));
 	json_decref(v);
 }

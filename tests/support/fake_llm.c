@@ -207,13 +207,14 @@ static char *agent_turn(const json_t *req, const char *model, long prompt, char 
 		char want[128] = "";
 		if (pick)
 			snprintf(want, sizeof want, "%.*s", (int)strcspn(pick + 6, ";"), pick + 6);
-		json_t *fn = json_object_get(json_array_get(tools, (size_t)results %
-								     json_array_size(tools)),
-					     "function");
+		json_t *fn = json_object_get(
+			json_array_get(tools, (size_t)results % json_array_size(tools)),
+			"function");
 		json_t *t;
 		json_array_foreach (tools, i, t)
 			if (want[0] && !strcmp(json_string_value(json_object_get(
-							json_object_get(t, "function"), "name")) ?: "",
+						       json_object_get(t, "function"), "name"))
+						       ?: "",
 					       want))
 				fn = json_object_get(t, "function");
 		json_t *params = json_object_get(fn, "parameters"), *args = json_object(), *r;
@@ -223,18 +224,19 @@ static char *agent_turn(const json_t *req, const char *model, long prompt, char 
 				json_object_get(json_object_get(params, "properties"), p), "type"));
 			char v[32];
 			snprintf(v, sizeof v, "q%ld", results);
-			json_object_set_new(args, p,
-					    type && (!strcmp(type, "integer") || !strcmp(type, "number"))
-						    ? json_integer(results + 1)
-						    : json_string(v));
+			json_object_set_new(
+				args, p,
+				type && (!strcmp(type, "integer") || !strcmp(type, "number"))
+					? json_integer(results + 1)
+					: json_string(v));
 		}
 		char *as = json_dumps(args, JSON_COMPACT);
 		json_decref(args);
 		char id[32];
 		snprintf(id, sizeof id, "call_%ld", results + 1);
-		msg = json_pack("{s:s,s:n,s:[{s:s,s:s,s:{s:O,s:s}}]}", "role", "assistant", "content",
-				"tool_calls", "id", id, "type", "function", "function", "name",
-				json_object_get(fn, "name"), "arguments", as);
+		msg = json_pack("{s:s,s:n,s:[{s:s,s:s,s:{s:O,s:s}}]}", "role", "assistant",
+				"content", "tool_calls", "id", id, "type", "function", "function",
+				"name", json_object_get(fn, "name"), "arguments", as);
 		free(as);
 	} else {
 		char text[8300];
@@ -245,15 +247,17 @@ static char *agent_turn(const json_t *req, const char *model, long prompt, char 
 			content = json_dumps(o, JSON_COMPACT);
 			json_decref(o);
 		}
-		msg = json_pack("{s:s,s:s}", "role", "assistant", "content", content ? content : text);
+		msg = json_pack("{s:s,s:s}", "role", "assistant", "content",
+				content ? content : text);
 		free(content);
 		completion = 8;
 	}
 	j = json_pack("{s:s,s:s,s:i,s:s,s:[{s:i,s:o,s:s}],s:{s:i,s:i,s:i}}", "id", "chatcmpl-fake",
 		      "object", "chat.completion", "created", 1700000000, "model", model, "choices",
 		      "index", 0, "message", msg, "finish_reason",
-		      results < turns ? "tool_calls" : "stop", "usage", "prompt_tokens", (int)prompt,
-		      "completion_tokens", (int)completion, "total_tokens", (int)(prompt + completion));
+		      results < turns ? "tool_calls" : "stop", "usage", "prompt_tokens",
+		      (int)prompt, "completion_tokens", (int)completion, "total_tokens",
+		      (int)(prompt + completion));
 	atomic_fetch_add(&billed_prompt, prompt);
 	atomic_fetch_add(&billed_completion, completion);
 	*billed = prompt + completion;
@@ -634,20 +638,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (!strcmp(method, "GET") && !strcmp(url, "/stats")) {
 		pthread_mutex_lock(&mu);
-		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:I,s:f,s:I,s:I,s:O,s:O,s:I,s:O}",
-				      "requests",
-				      (json_int_t)atomic_load(&n_requests), "connections",
-				      (json_int_t)atomic_load(&n_connections), "auth_ok",
-				      (json_int_t)atomic_load(&n_auth_ok), "auth_bad",
-				      (json_int_t)atomic_load(&n_auth_bad), "last_traceparent",
-				      last_tp, "last_model", last_model, "name", name,
-				      "last_max_tokens", (json_int_t)last_max_tokens,
-				      "last_temperature", last_temperature, "billed_prompt",
-				      (json_int_t)atomic_load(&billed_prompt), "billed_completion",
-				      (json_int_t)atomic_load(&billed_completion), "turns",
-				      turn_counts, "answered", answered, "billed_answered",
-				      (json_int_t)atomic_load(&billed_answered), "answered_at",
-				      answered_at);
+		json_t *j = json_pack(
+			"{s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:I,s:f,s:I,s:I,s:O,s:O,s:I,s:O}", "requests",
+			(json_int_t)atomic_load(&n_requests), "connections",
+			(json_int_t)atomic_load(&n_connections), "auth_ok",
+			(json_int_t)atomic_load(&n_auth_ok), "auth_bad",
+			(json_int_t)atomic_load(&n_auth_bad), "last_traceparent", last_tp,
+			"last_model", last_model, "name", name, "last_max_tokens",
+			(json_int_t)last_max_tokens, "last_temperature", last_temperature,
+			"billed_prompt", (json_int_t)atomic_load(&billed_prompt),
+			"billed_completion", (json_int_t)atomic_load(&billed_completion), "turns",
+			turn_counts, "answered", answered, "billed_answered",
+			(json_int_t)atomic_load(&billed_answered), "answered_at", answered_at);
 		pthread_mutex_unlock(&mu);
 		char *s = json_dumps(j, JSON_COMPACT);
 		json_decref(j);

@@ -219,7 +219,8 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 			pthread_mutex_lock(&mu);
 			if (!effects)
 				effects = json_object();
-			json_int_t k = json_integer_value(json_object_get(effects, key ? key : "-"));
+			json_int_t k =
+				json_integer_value(json_object_get(effects, key ? key : "-"));
 			json_object_set_new(effects, key ? key : "-", json_integer(k + 1));
 			pthread_mutex_unlock(&mu);
 			snprintf(buf, sizeof buf, "did %.200s",

@@ -13,8 +13,8 @@
 #define AW_RUN_CALL_NAME_MAX 128
 typedef struct {
 	char run_id[AW_UUID_STR_LEN + 1];
-	int step_no; /* the run's step (1-based) */
-	int seq;     /* the call's number in the step (1-based) */
+	int step_no;			     /* the run's step (1-based) */
+	int seq;			     /* the call's number in the step (1-based) */
 	char kind[8];			     /* model | tool */
 	char name[AW_RUN_CALL_NAME_MAX + 1]; /* the model asked for, or the tool */
 	char state[12];			     /* started | done | parked | approved | failed */
