@@ -270,10 +270,12 @@ static json_t *result_text(const json_t *res)
 			break;
 		}
 	}
-	buf[len] = '\0';
-	json_t *s = json_stringn_nocheck(buf, len);
+	/* a cut may split a character: back off to the last whole one */
+	json_t *s = NULL;
+	for (int k = 0; !s && k < 4 && len >= (size_t)k; k++)
+		s = json_stringn(buf, len - (size_t)k);
 	free(buf);
-	return s;
+	return s ? s : json_string("");
 }
 
 typedef enum { TOOL_DONE, TOOL_PARK, TOOL_FAIL } tool_end;

@@ -156,6 +156,16 @@ wait_until 20 finished "$R"
 req GET "/v1/platform/runs/$R" "$OP1"
 check "the next step saw the answer" "$(jbody '.steps[1].state')" succeeded
 
+# --- shadow: the loop it would run, nothing called
+N0=$(stats | jq .requests)
+req POST /v1/platform/runs "$OP1" "$(agent agent "hello-9" | jq -c '. + {mode: "shadow"}')"
+R=$(jbody .run_id)
+wait_until 20 finished "$R"
+req GET "/v1/platform/runs/$R" "$OP1"
+check "shadow: the intended loop" "$(jbody '.steps[0].result | [.shadow, .intended.would_run, .intended.model] | join(",")')" \
+  "true,agent loop,agent"
+check "shadow: no model call" "$(stats | jq .requests)" "$N0"
+
 # --- cancellation mid-loop
 R=$(submit "$(agent slow "hello-6" '["lookup__web"]' '"max_turns":50')")
 wait_until 20 "[ \"\$(api GET /v1/platform/runs/$R \"\$OP1\" | jq '[.steps[0].calls[]? | select(.kind == \"tool\")] | length')\" -ge 2 ]"
