@@ -36,10 +36,9 @@
 #include "awooop/approval.h"
 #include "awooop/llm.h"
 #include "awooop/mcp.h"
-#include "awooop/store/agent.h"
 
 #define AW_AGENT_TURNS_MAX 50
-#define AW_AGENT_TURNS_DEFAULT 8
+#define AW_AGENT_TURNS_DEFAULT AW_RUN_AGENT_TURNS_DEFAULT
 #define AW_AGENT_TOOLS_MAX 32
 #define AW_AGENT_SYSTEM_MAX 65536 /* bytes of the system prompt */
 
@@ -47,19 +46,7 @@
  * (NULL: a tool that needs approval fails the step). At start-up. */
 int aw_agent_register_executor(aw_llm *llm, aw_mcp *mcp, aw_approvals *approvals);
 
-/* Where a run's agent is, from its journal (for progress messages). */
-typedef struct {
-	int step_no;			     /* the agent step (0: the run has no agent call yet) */
-	int turn;			     /* model calls so far (the one in flight counts) */
-	int max_turns;			     /* the step's max_turns */
-	int tool_calls;			     /* tool calls so far */
-	char tool[AW_RUN_CALL_NAME_MAX + 1]; /* the tool being or last called, or "" */
-	int calling;			     /* 1: that tool's call is in flight */
-	int waiting;			     /* 1: that tool's call waits for approval */
-} aw_agent_status;
-
-/* *out for run_id of ctx->project. AW_E_RUN_NOT_FOUND outside it. */
-aw_err aw_agent_progress(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_agent_status *out,
-			 aw_error *err);
+/* Where a run's agent is (the chat's progress messages): run.h's
+ * aw_run_agent_progress, which services below this one (channel/) may call. */
 
 #endif

@@ -90,10 +90,10 @@ static void put(const aw_ctx *ctx, const char *run, int step, int seq, const cha
 	assert_int_equal(aw_store_commit(t, &err), AW_OK);
 }
 
-static void progress(const aw_ctx *ctx, const char *run, aw_agent_status *st)
+static void progress(const aw_ctx *ctx, const char *run, aw_run_agent_status *st)
 {
 	aw_error err = {0};
-	assert_int_equal(aw_agent_progress(S, ctx, run, st, &err), AW_OK);
+	assert_int_equal(aw_run_agent_progress(S, ctx, run, st, &err), AW_OK);
 }
 
 static void test_journal_progress_view(void **state)
@@ -116,7 +116,7 @@ static void test_journal_progress_view(void **state)
 	snprintf(id, sizeof id, "%s", run.run_id);
 	aw_run_free(&run);
 
-	aw_agent_status st;
+	aw_run_agent_status st;
 	progress(&a, id, &st);
 	assert_int_equal(st.step_no, 0); /* no call yet */
 	assert_int_equal(st.turn, 0);
@@ -164,7 +164,7 @@ static void test_journal_progress_view(void **state)
 	assert_int_equal(aw_store_run_call_approve(t, id, 2, 4, &moved, &err), AW_OK);
 	assert_int_equal(moved, 0);
 	aw_store_rollback(t);
-	assert_int_equal(aw_agent_progress(S, &b, id, &st, &err), AW_E_RUN_NOT_FOUND);
+	assert_int_equal(aw_run_agent_progress(S, &b, id, &st, &err), AW_E_RUN_NOT_FOUND);
 	assert_int_equal(aw_store_begin(S, &a, AW_TXN_READ, &t, &err), AW_OK);
 	assert_int_equal(aw_store_run_calls(t, id, 2, &rows, &n, &err), AW_OK);
 	aw_store_rollback(t);
