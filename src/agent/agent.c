@@ -536,12 +536,6 @@ static aw_err agent_run(const aw_step_call *c, json_t **result, aw_error *err)
 		json_decref(pending);
 		pending = NULL;
 		/* a model turn */
-		if (l.turn >= l.max_turns) {
-			e = aw_fail(err, AW_E_RUN_TURNS,
-				    "the model still asked for tools after max_turns (%d) turns",
-				    l.max_turns);
-			goto out;
-		}
 		l.turn++;
 		const aw_run_call *r = row_at(&l, ++seq);
 		json_decref(answer);
@@ -577,6 +571,14 @@ static aw_err agent_run(const aw_step_call *c, json_t **result, aw_error *err)
 		if (am && json_array_size(tcs))
 			json_object_set(am, "tool_calls", tcs);
 		json_array_append_new(l.messages, am);
+		/* tools asked for at the last turn: no turn is left to read them */
+		if (json_array_size(tcs) && l.turn >= l.max_turns) {
+			e = aw_fail(
+				err, AW_E_RUN_TURNS,
+				"the model still asked for tools at its last turn (max_turns %d)",
+				l.max_turns);
+			goto out;
+		}
 		if (json_array_size(tcs)) {
 			pending = json_incref(tcs);
 			pi = 0;

@@ -142,6 +142,7 @@ check "out of turns" "$(jbody .state)" failed
 check "E-RUN-014" "$(jbody .error_code // .steps[0].error_code)" E-RUN-014
 check "not retried" "$(jbody .attempts)" 1
 check "three turns were asked" "$(stats | jq '[.turns | to_entries[] | select(.key | startswith("hello-3#")) | .value] | add')" 3
+check "the last turn's tool calls not made" "$(jbody '[.steps[0].calls[] | select(.kind == "tool")] | length')" 2
 
 # --- response_format: the final answer's JSON
 R=$(submit "$(agent agent "hello-4" '["lookup__web"]' '"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","required":["answer"],"properties":{"answer":{"type":"string"}}}}}')")
