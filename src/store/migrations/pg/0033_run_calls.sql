@@ -26,8 +26,9 @@ ALTER TABLE run_calls FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON run_calls
   USING (project_id = current_setting('awooop.project_id', true))
   WITH CHECK (project_id = current_setting('awooop.project_id', true));
-GRANT DELETE ON run_calls TO awooop_platform;
-CREATE POLICY platform_prune ON run_calls FOR DELETE TO awooop_platform USING (true);
+-- (the retention prune, platform_runs_prune below, deletes a run's calls)
+GRANT SELECT, DELETE ON run_calls TO awooop_platform;
+CREATE POLICY platform_prune ON run_calls FOR ALL TO awooop_platform USING (true);
 
 -- An approval decides one parked call of an agent step, not the step: a
 -- later call of the same step that needs approval parks again and counts
