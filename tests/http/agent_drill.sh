@@ -27,7 +27,7 @@ KILLS=${6:-20}
 
 "$FAKE_LLM" --name D >"$TMP/llm.out" 2>&1 &
 PIDS+=($!)
-"$FAKE_MCP" --http 0 >"$TMP/mcp.out" 2>&1 &
+"$FAKE_MCP" --http 0 --effect-ms 60 >"$TMP/mcp.out" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 50); do
   LPORT=$(sed -n 's/^port //p' "$TMP/llm.out"); MPORT=$(head -1 "$TMP/mcp.out")

@@ -30,6 +30,7 @@
  *                      without a second effect (what an idempotent server
  *                      does): the effects are the keys
  *   effects            those counts as a JSON object {key: calls}
+ * --effect-ms N: effect answers N ms after its effect (a window for a kill).
  * resources/subscribe and resources/unsubscribe are answered {} (counted).
  *   pongs              (HTTP) how many JSON-RPC responses the client POSTed
  * With --desc-file F, echo's description is F's contents when F exists
@@ -59,6 +60,7 @@ static const char *desc_file, *slash_escape;
 static int use_sse, ping_storm;
 static long calls, subs, pongs, storm_ids;
 static json_t *effects; /* effect's calls per idempotency key (under mu) */
+static long effect_ms;	/* --effect-ms: effect answers this late, its effect done */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static json_t *tool_def(const char *name, const char *desc, const char *prop, const char *type)
@@ -223,6 +225,8 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 				json_integer_value(json_object_get(effects, key ? key : "-"));
 			json_object_set_new(effects, key ? key : "-", json_integer(k + 1));
 			pthread_mutex_unlock(&mu);
+			struct timespec late = {effect_ms / 1000, (effect_ms % 1000) * 1000000L};
+			nanosleep(&late, NULL); /* a caller killed meanwhile calls again */
 			snprintf(buf, sizeof buf, "did %.200s",
 				 json_string_value(json_object_get(args, "item")) ?: "");
 			res = text_result(buf);
@@ -488,6 +492,8 @@ int main(int argc, char **argv)
 			ping_storm = (int)strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--slash-escape") && i + 1 < argc)
 			slash_escape = argv[++i];
+		else if (!strcmp(argv[i], "--effect-ms") && i + 1 < argc)
+			effect_ms = strtol(argv[++i], NULL, 10);
 	}
 	if (port < 0)
 		return run_stdio();
