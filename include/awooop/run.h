@@ -253,6 +253,10 @@ typedef struct {
  * outside it. */
 aw_err aw_run_agent_progress(aw_store *s, const aw_ctx *ctx, const char *run_id,
 			     aw_run_agent_status *out, aw_error *err);
+/* st as a progress line into out (cap bytes): "calling get_alerts__ewoooc,
+ * turn 3 of 8", "waiting for approval of X, turn 2 of 8", "thinking, turn 4
+ * of 8" (a model call), or "" when the run has no agent call yet. */
+void aw_run_agent_progress_text(const aw_run_agent_status *st, char *out, size_t cap);
 
 /* The journal idempotency key of step k: "<run_id>-<k>". */
 void aw_run_step_key(const char *run_id, int step_no, char *out, size_t cap);

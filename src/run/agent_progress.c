@@ -60,3 +60,19 @@ aw_err aw_run_agent_progress(aw_store *s, const aw_ctx *ctx, const char *run_id,
 	aw_run_free(&run);
 	return e;
 }
+
+void aw_run_agent_progress_text(const aw_run_agent_status *st, char *out, size_t cap)
+{
+	if (!cap)
+		return;
+	if (!st->step_no) {
+		out[0] = '\0';
+		return;
+	}
+	if (st->calling || st->waiting)
+		snprintf(out, cap, "%s %s, turn %d of %d",
+			 st->waiting ? "waiting for approval of" : "calling", st->tool, st->turn,
+			 st->max_turns);
+	else
+		snprintf(out, cap, "thinking, turn %d of %d", st->turn, st->max_turns);
+}

@@ -132,6 +132,9 @@ static void test_journal_progress_view(void **state)
 	assert_int_equal(st.tool_calls, 1);
 	assert_string_equal(st.tool, "lookup__web");
 	assert_int_equal(st.calling, 1);
+	char line[200];
+	aw_run_agent_progress_text(&st, line, sizeof line);
+	assert_string_equal(line, "calling lookup__web, turn 1 of 6");
 	/* the upsert: the same call, done */
 	put(&a, id, 2, 2, "tool", "lookup__web", "done",
 	    "{\"tool_call_id\":\"c1\",\"content\":\"x\"}");
@@ -139,6 +142,8 @@ static void test_journal_progress_view(void **state)
 	progress(&a, id, &st);
 	assert_int_equal(st.turn, 2);
 	assert_int_equal(st.calling, 0);
+	aw_run_agent_progress_text(&st, line, sizeof line);
+	assert_string_equal(line, "thinking, turn 2 of 6");
 	assert_string_equal(st.tool, "lookup__web"); /* the last called */
 
 	/* a parked call: approved by the decision's store call, a done one not */
@@ -146,6 +151,8 @@ static void test_journal_progress_view(void **state)
 	put(&a, id, 2, 4, "tool", "lookup__web", "parked", NULL);
 	progress(&a, id, &st);
 	assert_int_equal(st.waiting, 1);
+	aw_run_agent_progress_text(&st, line, sizeof line);
+	assert_string_equal(line, "waiting for approval of lookup__web, turn 2 of 6");
 	aw_txn *t = NULL;
 	int moved = -1;
 	assert_int_equal(aw_store_begin(S, &a, AW_TXN_WRITE, &t, &err), AW_OK);
