@@ -7,12 +7,15 @@
  * or an earlier step, and resolving each step's args against a flow document
  * of the input and stand-in results of the steps before it neither crashes
  * nor changes args without references; conditions evaluate. The same bytes
- * as a step failure's message must give a cause that is their prefix.
+ * as a step failure's message must give a cause that is their prefix. The
+ * agent step kind is registered (its checks: tools, max_turns, the model
+ * call's members).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/agent.h"
 #include "awooop/run.h"
 #include "awooop/executor.h"
 
@@ -88,6 +91,9 @@ static void check_flow(const aw_run_request *req)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static int registered;
+	if (!registered++) /* the agent step's checks (no gateway: they are pure) */
+		aw_agent_register_executor(NULL, NULL, NULL);
 	aw_error err;
 	aw_run_request req;
 	if (aw_run_request_decode((const char *)data, size, &req, &err) == AW_OK) {

@@ -19,7 +19,8 @@ RANK = {
     "approval": 6, "budget": 6,
     "call": 7,  # what the agent-call doors share: the in-flight registry
     "provider": 8, "mcp": 8, "channel": 8,  # agent-facing services
-    "http": 9, "cli": 9,  # entry points
+    "agent": 9,  # the agent step: a loop over both doors (provider, mcp)
+    "http": 10, "cli": 10,  # entry points
 }
 SAME_RANK = {
     ("keys", "bus"),  # the key wrapper's Redis connection

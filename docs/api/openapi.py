@@ -106,7 +106,17 @@ schemas = {
                                "waiting (for approval) or approved"),
         "tries": I(minimum=0, description="the step's finished executions (a started entry: before it); "
                                           "a step's `retry.attempts` counts these"),
-        "result": JSONV, "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN}),
+        "result": JSONV, "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN,
+        "calls": {"type": "array", "items": REF("StepCall"),
+                  "description": "an agent step's sub-steps (its model and tool calls), in order"}}),
+    "StepCall": obj(["seq", "kind", "name", "state", "turn", "started_at"], {
+        "seq": I(minimum=1), "kind": S(enum=["model", "tool"]),
+        "name": S(description="the route asked (model) or the federated tool name"),
+        "state": S(enum=["started", "done", "parked", "approved", "failed"],
+                   description="parked: the tool waits for an approval; approved: it has it"),
+        "turn": I(minimum=1, description="the model call this call belongs to"),
+        "tool_calls": {"type": "array", "items": S(), "description": "a model call's: the tools it asked for"},
+        "error_code": {"type": ["string", "null"]}, "started_at": TSN, "finished_at": TSN}),
     "Run": obj(["run_id", "project", "state", "mode", "priority", "attempts", "max_attempts", "timeout_s",
                 "trace_id", "workflow", "created_at"], {
         "run_id": UUID, "project": S(),

@@ -92,6 +92,7 @@
 	X(AW_E_RUN_REF, "E-RUN-011", 422, "Step reference does not resolve")               \
 	X(AW_E_RUN_EGRESS, "E-RUN-012", 403, "Step's address refused by egress policy")    \
 	X(AW_E_RUN_REFUSED, "E-RUN-013", 422, "Step's request refused by its server")      \
+	X(AW_E_RUN_TURNS, "E-RUN-014", 422, "Agent out of turns")                          \
 	X(AW_E_SECRET_REF, "E-SECRET-001", 422, "Invalid secret reference")                \
 	X(AW_E_SECRET_UNRESOLVED, "E-SECRET-002", 502, "Secret reference unresolvable")    \
 	X(AW_E_LIMIT, "E-LIMIT-001", 422, "Size limit exceeded")                           \

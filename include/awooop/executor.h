@@ -59,8 +59,8 @@ typedef struct aw_executor {
 void aw_run_secrets_dir(const char *dir);
 
 /* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
- * "body"?}; llm (llm.h) and approval (approval.h) are registered by their
- * services. */
+ * "body"?}; llm (llm.h), tool (mcp.h), agent (agent.h) and approval
+ * (approval.h) are registered by their services. */
 const aw_executor *aw_executor_find(const char *kind);
 /* Registers an executor (not thread-safe: at start-up). -1 when full/taken. */
 int aw_executor_register(const aw_executor *x);

@@ -29,6 +29,7 @@
 #define AWOOOP_LLM_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "awooop/call.h"
@@ -140,6 +141,13 @@ aw_err aw_llm_models(aw_llm *g, const aw_ctx *ctx, json_t **out, aw_error *err);
  * flight in this process, of every door (a stream gets a last SSE event
  * E-BUDGET-001), and announces it to the others (aw_calls_kill). */
 void aw_llm_kill(aw_llm *g, const char *project);
+
+/* The same for a run step (llm, agent): a set *stop (may be NULL) or the
+ * deadline (aw_clock_mono_ns; 0 = none) abandons the call with
+ * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT (its upstream transfer cut). *body:
+ * the chat.completion's JSON text (malloc'd). */
+aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
 
 /* Registers the run runtime's `llm` step kind, calling g (one gateway per
  * process). */

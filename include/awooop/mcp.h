@@ -45,6 +45,10 @@
 typedef struct aw_mcp aw_mcp;
 typedef struct aw_mcp_call aw_mcp_call;
 
+/* The _meta member of a tools/call that carries the run runtime's
+ * idempotency key to an upstream (aw_mcp_meta.idem_key). */
+#define AW_MCP_IDEM_META "io.awooop/idempotency-key"
+
 typedef struct {
 	aw_store *store;	     /* audit records; borrowed */
 	aw_policy_cache *policy;     /* the per-call guard; borrowed */
@@ -95,10 +99,14 @@ typedef struct {
 	const char *run_id;  /* X-Awooop-Run-Id, carried into the audit record */
 	const char *session; /* the legacy session's id (notifications/cancelled) */
 	int step_no;
-	int approved;	/* trusted callers only (the run runtime's tool step, after
+	int approved;	      /* trusted callers only (the run runtime's tool step, after
 			 its approval): Gate 5 lets a requires_approval tool pass */
-	int accept_sse; /* the client's Accept: 0 no text/event-stream, 1 it
+	int accept_sse;	      /* the client's Accept: 0 no text/event-stream, 1 it
 			   accepts one, 2 it lists it before application/json */
+	const char *idem_key; /* trusted callers only (an agent step's call of a tool
+				 that is not read-only): sent to the upstream as
+				 params._meta["io.awooop/idempotency-key"], the same
+				 on every repetition of the call */
 } aw_mcp_meta;
 
 typedef void (*aw_mcp_wake)(void *ud);

@@ -247,6 +247,27 @@ json_t *aw_run_json(const aw_run *r, const aw_run_step *steps, int nsteps);
 aw_err aw_run_diff(aw_store *s, const aw_ctx *ctx, const char *a, const char *b, json_t **out,
 		   aw_error *err);
 
+/* ---- agent progress ---- Where a run's `agent` step is (agent.h), read
+ * from its sub-step journal (store/agent.h): for progress messages. */
+#define AW_RUN_AGENT_TURNS_DEFAULT 8
+typedef struct {
+	int step_no;	/* the agent step (0: the run has no agent call yet) */
+	int turn;	/* model calls so far (the one in flight counts) */
+	int max_turns;	/* the step's max_turns */
+	int tool_calls; /* tool calls so far */
+	char tool[129]; /* the tool being or last called, or "" */
+	int calling;	/* 1: that tool's call is in flight */
+	int waiting;	/* 1: that tool's call waits for approval */
+} aw_run_agent_status;
+/* *out for run_id of ctx->project (one read snapshot). AW_E_RUN_NOT_FOUND
+ * outside it. */
+aw_err aw_run_agent_progress(aw_store *s, const aw_ctx *ctx, const char *run_id,
+			     aw_run_agent_status *out, aw_error *err);
+/* st as a progress line into out (cap bytes): "calling get_alerts__ewoooc,
+ * turn 3 of 8", "waiting for approval of X, turn 2 of 8", "thinking, turn 4
+ * of 8" (a model call), or "" when the run has no agent call yet. */
+void aw_run_agent_progress_text(const aw_run_agent_status *st, char *out, size_t cap);
+
 /* The journal idempotency key of step k: "<run_id>-<k>". */
 void aw_run_step_key(const char *run_id, int step_no, char *out, size_t cap);
 

@@ -11,7 +11,10 @@
  * run parked), recorded, and counted; the one that reaches the threshold
  * journals the step succeeded and re-queues the run, a deny journals it failed
  * and fails the run. A decision that does not move the run is audited on its
- * own ("run.approval_decision").
+ * own ("run.approval_decision"). An agent step parks once per tool call that
+ * needs approval: its rule names the call ("call": its seq), the decisions
+ * are counted per call, and the approving one marks that call approved in
+ * the agent's journal (run_calls) in the same transaction.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 #include "awooop/run.h"
 #include "awooop/worker.h"
 #include "awooop/executor.h"
+#include "awooop/store/agent.h"
 #include "awooop/store/approval.h"
 #include "awooop/store/run.h"
 #include "awooop/store/audit.h"
@@ -238,6 +242,9 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 	if ((e = waiting_step(t, d->run_id, &step, &rule, err)))
 		return e;
 	int threshold = (int)json_integer_value(json_object_get(rule, "threshold"));
+	/* an agent step's parked call (its seq): the decisions are that call's,
+	 * and the approval lets that call pass, no later one */
+	int sub = (int)json_integer_value(json_object_get(rule, "call"));
 	int64_t window = json_integer_value(json_object_get(rule, "window_s")), until = 0;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
@@ -269,10 +276,10 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 		snprintf(row.decision, sizeof row.decision, "%s", d->decision);
 		snprintf(row.via, sizeof row.via, "%s", d->via ? d->via : "api");
 		memcpy(row.decided_at, now, sizeof row.decided_at);
-		e = aw_store_run_decision_add(t, d->run_id, step.step_no, &row, d->jti, err);
+		e = aw_store_run_decision_add(t, d->run_id, step.step_no, sub, &row, d->jti, err);
 	}
 	if (!e)
-		e = aw_store_run_decisions(t, d->run_id, step.step_no, &ds, &nd, err);
+		e = aw_store_run_decisions(t, d->run_id, step.step_no, sub, &ds, &nd, err);
 	int approvals = 0, denied = 0;
 	json_t *list = json_array();
 	for (int i = 0; !e && i < nd; i++) {
@@ -307,6 +314,10 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 				 aw_err_code(AW_E_RUN_REJECTED));
 		e = aw_store_run_steps_put(t, &step, 1, err);
 		free(step.result);
+		int marked = 0;
+		if (!e && sub > 0 && !denied)
+			e = aw_store_run_call_approve(t, d->run_id, step.step_no, sub, &marked,
+						      err);
 		aw_run_change chg = {.now = now,
 				     .error_code = denied ? aw_err_code(AW_E_RUN_REJECTED) : NULL,
 				     .finished = denied};

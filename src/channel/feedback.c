@@ -1,7 +1,7 @@
 /*
  * feedback.c - the progressive feedback of runs started from a chat: one
  * progress message, edited at most every progress_interval_s with the
- * run's steps done; Approve/Deny buttons when the run waits for approval;
+ * run's steps done (and where an agent step is: its turn and tool); Approve/Deny buttons when the run waits for approval;
  * a final message with its result or error - the answer itself when the
  * last step answered in text (an agent, a model), as a reply to the
  * message that started the run.
@@ -45,14 +45,12 @@ static void progress_text(const aw_run *r, int done, int total, char *out, size_
 		 total, r->error_code[0] ? ", error " : "", r->error_code);
 }
 
-/* The text a run's last step answered with - an agent's "answer" or a
- * model's "content" - copied (cut at cap) into out: 1, else 0. */
+/* The text a run's last step answered with - an agent's or a model's
+ * "content" - copied (cut at cap) into out: 1, else 0. */
 static int answer_text(const char *result, char *out, size_t cap)
 {
 	json_t *res = result ? json_loads(result, 0, NULL) : NULL;
-	const char *a = json_string_value(json_object_get(res, "answer"));
-	if (!a)
-		a = json_string_value(json_object_get(res, "content"));
+	const char *a = json_string_value(json_object_get(res, "content"));
 	int ok = a && *a;
 	if (ok && (size_t)snprintf(out, cap, "%s", a) >= cap) {
 		size_t end = cap - 4; /* a cut answer ends whole characters, then "..." */
@@ -82,6 +80,13 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval
 	aw_run_state s = AW_RUN_QUEUED;
 	aw_run_state_parse(r.state, &s);
 	int terminal = aw_run_state_terminal(s);
+	aw_run_agent_status as;
+	aw_error aerr = {0};
+	char line[256] = "";
+	if (!terminal && aw_run_agent_progress(h->o.store, ctx, cr->run_id, &as, &aerr) == AW_OK)
+		aw_run_agent_progress_text(&as, line, sizeof line);
+	if (line[0]) /* where an agent is: "calling get_alerts__ewoooc, turn 3 of 8" */
+		snprintf(text + strlen(text), sizeof text - strlen(text), " - %s", line);
 	int64_t now = hub_now_ms();
 	json_t *last = json_object_get(h->edits, cr->run_id);
 	int due = !last || now - json_integer_value(last) >= (int64_t)interval_s * 1000;

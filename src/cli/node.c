@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "awooop/agent.h"
 #include "awooop/egress.h"
 #include "awooop/executor.h"
 #include "awooop/log.h"
@@ -101,6 +102,8 @@ aw_err node_start(node_cfg *c, node *n, aw_error *err)
 		c->mcp.calls = n->calls;
 		if (!(e = aw_mcp_new(&c->mcp, &n->mcp, err)))
 			aw_mcp_register_executor(n->mcp, n->approvals);
+		if (!e && n->llm) /* the agent step loops over both gateways */
+			aw_agent_register_executor(n->llm, n->mcp, n->approvals);
 	}
 	/* the channel hub's environment: the hub (roles all, hub) and webhooks (API) */
 	c->hub.store = n->store;

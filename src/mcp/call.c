@@ -184,8 +184,12 @@ mcp_peer mcp_call_peer(aw_mcp_call *c, json_t *up_params, int timeout_ms)
 		c->progress = json_deep_copy(pt);
 		snprintf(c->up_token, sizeof c->up_token, "awooop-p%lld",
 			 (long long)atomic_fetch_add(&c->g->serial, 1));
-		json_object_set_new(up_params, "_meta",
-				    json_pack("{s:s}", "progressToken", c->up_token));
+		json_t *um = json_object_get(up_params, "_meta");
+		if (json_is_object(um))
+			json_object_set_new(um, "progressToken", json_string(c->up_token));
+		else
+			json_object_set_new(up_params, "_meta",
+					    json_pack("{s:s}", "progressToken", c->up_token));
 	}
 	return (mcp_peer){
 		.cancel = &c->cancel, .request = peer_request, .notify = peer_notify, .ud = c};

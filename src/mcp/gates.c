@@ -314,6 +314,9 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 		goto out;
 	}
 	json_t *up_params = json_pack("{s:s,s:O}", "name", t->name, "arguments", a);
+	if (up_params && call->meta.idem_key) /* the run runtime's key of the call */
+		json_object_set_new(up_params, "_meta",
+				    json_pack("{s:s}", AW_MCP_IDEM_META, call->meta.idem_key));
 	/* a tool's own timeout, else its upstream's, never past the platform's
 	 * bound */
 	int timeout_ms = t->timeout_ms ? t->timeout_ms : t->u->timeout_ms;

@@ -454,7 +454,8 @@ static void answered(aw_llm *g, aw_llm_call *c)
 	breaker_result(g, t->u, 1);
 	snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
 	snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
-	if (c->schema) {
+	if (c->schema && content) { /* a call of tools is no answer yet: the schema
+				       is the final answer's (an agent step's loop) */
 		aw_buf problems = AW_BUF_INIT(SCHEMA_PROBLEMS_MAX);
 		if (schema_check(c, content, &problems)) {
 			if (++c->schema_fails <= c->schema_retries) {

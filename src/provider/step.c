@@ -87,6 +87,12 @@ static json_t *step_intent(const json_t *args)
 	return json_pack("{s:s,s:O}", "would_call", "POST /v1/chat/completions", "request", args);
 }
 
+aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
+		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err)
+{
+	return llm_wait(g, ctx, req, meta, stop, deadline_ns, body, err);
+}
+
 static const aw_executor llm_executor = {
 	.kind = "llm",
 	.side_effect = 1,

@@ -17,6 +17,7 @@
 #include "awooop/run.h"
 #include "awooop/worker.h"
 #include "awooop/executor.h"
+#include "awooop/store/agent.h"
 #include "awooop/uuid.h"
 #include "notify.h"
 #include "run_span.h"
@@ -527,6 +528,56 @@ aw_err aw_run_transitions(aw_store *s, const aw_ctx *ctx, const char *run_id, js
 	return e;
 }
 
+static void set_ts(json_t *o, const char *key, const char *v);
+
+/* An agent step's sub-steps as the view shows them: each step's "calls",
+ * [{seq, kind (model | tool), name, state, turn, started_at, finished_at,
+ * error_code?, tool_calls? (a model call's: the tools it asked for)}] -
+ * what the console draws; the results stay in the journal (the step's
+ * result is the answer). */
+static void add_calls(json_t *steps, const aw_run_call *c, int n)
+{
+	size_t i;
+	json_t *st;
+	json_array_foreach (steps, i, st) {
+		int no = (int)json_integer_value(json_object_get(st, "step"));
+		json_t *arr = NULL;
+		int turn = 0;
+		for (int k = 0; k < n; k++) {
+			if (c[k].step_no != no)
+				continue;
+			if (!arr && !(arr = json_array()))
+				return;
+			turn += !strcmp(c[k].kind, "model");
+			json_t *o =
+				json_pack("{s:i, s:s, s:s, s:s, s:i, s:s}", "seq", c[k].seq, "kind",
+					  c[k].kind, "name", c[k].name, "state", c[k].state, "turn",
+					  turn, "started_at", c[k].created_at);
+			if (!o)
+				continue;
+			set_ts(o, "finished_at", c[k].finished_at);
+			set_ts(o, "error_code", c[k].error_code);
+			if (!strcmp(c[k].kind, "model") && c[k].result) {
+				json_t *r = json_loads(c[k].result, 0, NULL), *names = json_array();
+				size_t j;
+				json_t *tc;
+				json_array_foreach (json_object_get(r, "tool_calls"), j, tc)
+					json_array_append(
+						names,
+						json_object_get(json_object_get(tc, "function"),
+								"name"));
+				if (json_array_size(names))
+					json_object_set(o, "tool_calls", names);
+				json_decref(names);
+				json_decref(r);
+			}
+			json_array_append_new(arr, o);
+		}
+		if (arr)
+			json_object_set_new(st, "calls", arr);
+	}
+}
+
 aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out, aw_error *err)
 {
 	aw_err e = check_id(run_id, err);
@@ -541,9 +592,15 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 	json_t *tr = NULL;
 	char id[1][AW_UUID_STR_LEN + 1];
 	snprintf(id[0], sizeof id[0], "%s", run_id);
+	aw_run_call *calls = NULL;
+	int ncalls = 0, agent = 0;
 	e = aw_store_run_get(t, run_id, &run, err);
 	if (!e && !(e = aw_store_run_steps(t, id, 1, &steps, &nsteps, err)))
 		e = transitions_in(t, run_id, &tr, err);
+	for (int i = 0; !e && i < nsteps; i++)
+		agent |= !strcmp(steps[i].kind, "agent");
+	if (!e && agent) /* an agent step's sub-steps (store/agent.h) */
+		e = aw_store_run_calls(t, run_id, 0, &calls, &ncalls, err);
 	aw_store_rollback(t);
 	if (!e) {
 		/* one snapshot: the history ends in the state shown, or the answer
@@ -569,9 +626,12 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (!e)
 		json_object_set(*out, "transitions", tr);
+	if (!e && ncalls)
+		add_calls(json_object_get(*out, "steps"), calls, ncalls);
 	json_decref(tr);
 	aw_run_free(&run);
 	aw_run_steps_free(steps, nsteps);
+	aw_run_calls_free(calls, ncalls);
 	return e;
 }
 

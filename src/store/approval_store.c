@@ -41,33 +41,34 @@ aw_err aw_store_run_jti_used(aw_txn *t, const char *jti, int *used, aw_error *er
 	return AW_OK;
 }
 
-aw_err aw_store_run_decision_add(aw_txn *t, const char *run_id, int step_no,
+aw_err aw_store_run_decision_add(aw_txn *t, const char *run_id, int step_no, int sub_no,
 				 const aw_run_decision *d, const char *jti, aw_error *err)
 {
-	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id),	      AW_INT(step_no),
-		      AW_TEXT(d->principal),   AW_TEXT(d->decision),  AW_TEXT(jti),
-		      AW_TEXT(d->via),	       AW_TEXT(d->decided_at)};
-	aw_err e = txn_exec(t,
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id),	       AW_INT(step_no),
+		      AW_TEXT(d->principal),   AW_TEXT(d->decision),   AW_TEXT(jti),
+		      AW_TEXT(d->via),	       AW_TEXT(d->decided_at), AW_INT(sub_no)};
+	aw_err e =
+		txn_exec(t,
 			    "INSERT INTO run_approvals (project_id, run_id, step_no, principal,"
-			    " decision, jti, via, decided_at) VALUES ($1, $2, $3, $4, $5, $6,"
-			    " $7, $8)",
-			    8, v, NULL, err);
+			    " decision, jti, via, decided_at, sub_no) VALUES ($1, $2, $3, $4, $5,"
+			    " $6, $7, $8, $9)",
+			    9, v, NULL, err);
 	if (e == AW_E_STORE_CONFLICT)
 		return aw_fail(err, AW_E_APPROVAL_DUP,
 			       "this approver already decided on this step");
 	return e;
 }
 
-aw_err aw_store_run_decisions(aw_txn *t, const char *run_id, int step_no, aw_run_decision **out,
-			      int *n, aw_error *err)
+aw_err aw_store_run_decisions(aw_txn *t, const char *run_id, int step_no, int sub_no,
+			      aw_run_decision **out, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_INT(step_no)};
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_INT(step_no), AW_INT(sub_no)};
 	aw_err e = txn_exec(t,
-			    "SELECT principal, decision, via, decided_at FROM run_approvals"
-			    " WHERE project_id = $1 AND run_id = $2 AND step_no = $3"
-			    " ORDER BY decided_at, principal",
-			    3, v, &r, err);
+			       "SELECT principal, decision, via, decided_at FROM run_approvals"
+			       " WHERE project_id = $1 AND run_id = $2 AND step_no = $3"
+			       " AND sub_no = $4 ORDER BY decided_at, principal",
+			       4, v, &r, err);
 	if (e)
 		return e;
 	static const aw_text_field f[] = {

@@ -1107,14 +1107,14 @@ aw_err aw_store_runs_prune(aw_store *s, const char *before, int limit, int64_t *
 		" (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < $1"
 		" AND state IN ('succeeded', 'failed', 'cancelled', 'timed_out', 'suggested')"
 		" ORDER BY finished_at, run_id LIMIT $2)";
-	static const char *const tables[] = {"run_steps", "run_approvals", "conversation_runs",
-					     "runs"};
+	static const char *const tables[] = {"run_steps", "run_approvals", "run_calls",
+					     "conversation_runs", "runs"};
 	for (size_t i = 0; !e && i < sizeof tables / sizeof tables[0]; i++) {
 		char sql[512];
 		snprintf(sql, sizeof sql, "DELETE FROM %s WHERE run_id IN%s", tables[i], pick);
 		aw_rows *r = NULL;
 		e = txn_exec(t, sql, 2, p, &r, err);
-		if (!e && i == 3)
+		if (!e && i == 4)
 			*n = r->affected;
 		rows_free(r);
 	}

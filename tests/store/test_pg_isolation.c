@@ -115,6 +115,8 @@ static void seed(const char *p)
 		"INSERT INTO run_approvals (project_id, run_id, step_no, principal, decision, jti,"
 		" via, decided_at) VALUES ('%1$s', gen_random_uuid(), 1, 'p', 'approve', 'j-%1$s',"
 		" 'api', now());"
+		"INSERT INTO run_calls (project_id, run_id, step_no, seq, kind, name, state,"
+		" created_at) VALUES ('%1$s', gen_random_uuid(), 1, 1, 'model', 'm', 'done', now());"
 		"INSERT INTO channel_offsets (project_id, bot) VALUES ('%1$s', 'b');"
 		"INSERT INTO conversation_events (project_id, bot, update_id, kind, chat_id, user_id,"
 		" text, action, received_at) VALUES ('%1$s', 'b', 1, 'message', '1', '1', 't',"

@@ -16,6 +16,22 @@
  *   badjson=1   answer a body that is not JSON
  * A request that offers tools is answered (not streamed) with a call of
  * the first tool.
+ *   turns=N     a multi-turn agent (with tools offered): while the request
+ *               holds fewer than N tool messages (role "tool") it asks for
+ *               one tool - round robin over the offered tools by how many
+ *               results it holds, or always the one named by pick=NAME
+ *               (';'-free) - with arguments filling the tool's required
+ *               properties (a string "q<K>", a number K+1, K the results
+ *               held); then a final answer "final: R1 | R2 | ..." quoting
+ *               the tool messages' text (with response_format: the JSON
+ *               {"answer": that text}). Each request is counted per
+ *               conversation and turn in GET /stats "turns":
+ *               {"<first user message>#<tool results held>": times asked},
+ *               and "answered": the same counting only the answers whose
+ *               client was still connected when they were sent (a caller
+ *               killed while it waited is asked, not answered), and
+ *               "billed_answered" their usage's tokens (prompt + completion),
+ *               "answered_at" {key: [epoch ms of each answer]}.
  *   nousage=1   never send the usage chunk, even when asked
  *   ignoremax=1 an upstream that ignores max_tokens (answers tokens=N)
  * Answers stop at the request's max_tokens (max_completion_tokens,
@@ -34,6 +50,7 @@
  * every chat answer N, to take a whole host down and up.
  *
  * GET /stats: {"requests", "connections" (that carried a chat request), "auth_ok", "auth_bad",
+ * "billed_prompt", "billed_completion" (the usage of every answer sent), "turns",
  * "last_traceparent", "last_model", "last_max_tokens" (-1: none),
  * "last_temperature" (-1: none)}. With --expect-key K every request
  * must carry "Authorization: Bearer K" (else 401).
@@ -52,6 +69,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static const char *name = "fake";
@@ -62,6 +80,11 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char last_tp[128], last_model[256];
 static long last_max_tokens = -1; /* -1: the request set none */
 static double last_temperature = -1;
+static json_t *turn_counts; /* "turns" of GET /stats (under mu) */
+static json_t *answered;    /* "answered": the same, answers a live client got */
+static json_t *answered_at; /* "answered_at": when (epoch ms), per key */
+static atomic_long billed_answered;
+static atomic_long billed_prompt, billed_completion;
 
 typedef struct {
 	char *body;
@@ -139,6 +162,106 @@ static char *tool_answer(const answer *a)
 			"name", a->tool, "arguments", "{\"city\":\"Oslo\"}", "finish_reason",
 			"tool_calls", "usage", "prompt_tokens", (int)a->prompt, "completion_tokens",
 			3, "total_tokens", (int)a->prompt + 3);
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+/* turns=N: the answer of an agent's model (see the header); NULL when the
+ * request is not such a turn. */
+static char *agent_turn(const json_t *req, const char *model, long prompt, char *key_out,
+			long *billed)
+{
+	long turns = directive(model, "turns", 0);
+	json_t *tools = json_object_get(req, "tools");
+	if (turns <= 0 || !json_array_size(tools))
+		return NULL;
+	size_t i;
+	json_t *m;
+	long results = 0;
+	const char *first = NULL;
+	char quoted[8192] = "";
+	size_t ql = 0;
+	json_array_foreach (json_object_get(req, "messages"), i, m) {
+		const char *role = json_string_value(json_object_get(m, "role")) ?: "";
+		const char *text = json_string_value(json_object_get(m, "content"));
+		if (!first && !strcmp(role, "user"))
+			first = text ? text : "";
+		if (strcmp(role, "tool"))
+			continue;
+		results++;
+		int n = snprintf(quoted + ql, sizeof quoted - ql, "%s%s", ql ? " | " : "",
+				 text ? text : "");
+		ql = n < 0 || (size_t)n >= sizeof quoted - ql ? sizeof quoted - 1 : ql + (size_t)n;
+	}
+	char key[600];
+	snprintf(key, sizeof key, "%.500s#%ld", first ? first : "", results);
+	pthread_mutex_lock(&mu);
+	json_int_t seen = json_integer_value(json_object_get(turn_counts, key));
+	json_object_set_new(turn_counts, key, json_integer(seen + 1));
+	pthread_mutex_unlock(&mu);
+	json_t *msg, *j;
+	long completion = 3;
+	if (results < turns) {
+		const char *pick = strstr(model, ";pick=");
+		char want[128] = "";
+		if (pick)
+			snprintf(want, sizeof want, "%.*s", (int)strcspn(pick + 6, ";"), pick + 6);
+		json_t *fn = json_object_get(
+			json_array_get(tools, (size_t)results % json_array_size(tools)),
+			"function");
+		json_t *t;
+		json_array_foreach (tools, i, t)
+			if (want[0] && !strcmp(json_string_value(json_object_get(
+						       json_object_get(t, "function"), "name"))
+						       ?: "",
+					       want))
+				fn = json_object_get(t, "function");
+		json_t *params = json_object_get(fn, "parameters"), *args = json_object(), *r;
+		json_array_foreach (json_object_get(params, "required"), i, r) {
+			const char *p = json_string_value(r);
+			const char *type = json_string_value(json_object_get(
+				json_object_get(json_object_get(params, "properties"), p), "type"));
+			char v[32];
+			snprintf(v, sizeof v, "q%ld", results);
+			json_object_set_new(
+				args, p,
+				type && (!strcmp(type, "integer") || !strcmp(type, "number"))
+					? json_integer(results + 1)
+					: json_string(v));
+		}
+		char *as = json_dumps(args, JSON_COMPACT);
+		json_decref(args);
+		char id[32];
+		snprintf(id, sizeof id, "call_%ld", results + 1);
+		msg = json_pack("{s:s,s:n,s:[{s:s,s:s,s:{s:O,s:s}}]}", "role", "assistant",
+				"content", "tool_calls", "id", id, "type", "function", "function",
+				"name", json_object_get(fn, "name"), "arguments", as);
+		free(as);
+	} else {
+		char text[8300];
+		snprintf(text, sizeof text, "final: %s", quoted);
+		char *content = NULL;
+		if (json_object_get(req, "response_format")) {
+			json_t *o = json_pack("{s:s}", "answer", text);
+			content = json_dumps(o, JSON_COMPACT);
+			json_decref(o);
+		}
+		msg = json_pack("{s:s,s:s}", "role", "assistant", "content",
+				content ? content : text);
+		free(content);
+		completion = 8;
+	}
+	j = json_pack("{s:s,s:s,s:i,s:s,s:[{s:i,s:o,s:s}],s:{s:i,s:i,s:i}}", "id", "chatcmpl-fake",
+		      "object", "chat.completion", "created", 1700000000, "model", model, "choices",
+		      "index", 0, "message", msg, "finish_reason",
+		      results < turns ? "tool_calls" : "stop", "usage", "prompt_tokens",
+		      (int)prompt, "completion_tokens", (int)completion, "total_tokens",
+		      (int)(prompt + completion));
+	atomic_fetch_add(&billed_prompt, prompt);
+	atomic_fetch_add(&billed_completion, completion);
+	*billed = prompt + completion;
+	snprintf(key_out, 600, "%s", key);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -434,7 +557,37 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 	json_array_foreach (json_object_get(req, "messages"), i, m)
 		if (!strcmp(json_string_value(json_object_get(m, "role")) ?: "", "assistant"))
 			a->assistants++;
+	char key[600];
+	long billed = 0;
+	char *agent = a->status || a->hang || a->stream
+			      ? NULL
+			      : agent_turn(req, model, a->prompt, key, &billed);
 	json_decref(req);
+	if (agent) {
+		sleep_ms(a->ttft);
+		free(a);
+		/* answered: the client is still there to read it (a worker killed
+		 * while it waited never gets this answer, nor is billed for it) */
+		const union MHD_ConnectionInfo *fi =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		char b;
+		ssize_t r = fi ? recv(fi->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : -1;
+		if (r != 0) {
+			pthread_mutex_lock(&mu);
+			json_int_t had = json_integer_value(json_object_get(answered, key));
+			json_object_set_new(answered, key, json_integer(had + 1));
+			struct timespec now;
+			clock_gettime(CLOCK_REALTIME, &now);
+			json_t *at = json_object_get(answered_at, key);
+			if (!at)
+				json_object_set_new(answered_at, key, at = json_array());
+			json_array_append_new(at, json_integer((json_int_t)now.tv_sec * 1000 +
+							       now.tv_nsec / 1000000));
+			pthread_mutex_unlock(&mu);
+			atomic_fetch_add(&billed_answered, billed);
+		}
+		return reply(c, 200, "application/json", agent);
+	}
 	if (a->hang)
 		sleep_ms(3600 * 1000);
 	if (a->status) {
@@ -448,6 +601,8 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 		json_decref(e);
 		return reply(c, (int)st, "application/json", b);
 	}
+	atomic_fetch_add(&billed_prompt, a->prompt);
+	atomic_fetch_add(&billed_completion, a->tool[0] ? 3 : a->n * a->tokens);
 	if (!a->stream) {
 		sleep_ms(a->ttft);
 		char *b = a->badjson ? strdup("this is not json {") : whole(a);
@@ -483,14 +638,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (!strcmp(method, "GET") && !strcmp(url, "/stats")) {
 		pthread_mutex_lock(&mu);
-		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:I,s:f}", "requests",
-				      (json_int_t)atomic_load(&n_requests), "connections",
-				      (json_int_t)atomic_load(&n_connections), "auth_ok",
-				      (json_int_t)atomic_load(&n_auth_ok), "auth_bad",
-				      (json_int_t)atomic_load(&n_auth_bad), "last_traceparent",
-				      last_tp, "last_model", last_model, "name", name,
-				      "last_max_tokens", (json_int_t)last_max_tokens,
-				      "last_temperature", last_temperature);
+		json_t *j = json_pack(
+			"{s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:I,s:f,s:I,s:I,s:O,s:O,s:I,s:O}", "requests",
+			(json_int_t)atomic_load(&n_requests), "connections",
+			(json_int_t)atomic_load(&n_connections), "auth_ok",
+			(json_int_t)atomic_load(&n_auth_ok), "auth_bad",
+			(json_int_t)atomic_load(&n_auth_bad), "last_traceparent", last_tp,
+			"last_model", last_model, "name", name, "last_max_tokens",
+			(json_int_t)last_max_tokens, "last_temperature", last_temperature,
+			"billed_prompt", (json_int_t)atomic_load(&billed_prompt),
+			"billed_completion", (json_int_t)atomic_load(&billed_completion), "turns",
+			turn_counts, "answered", answered, "billed_answered",
+			(json_int_t)atomic_load(&billed_answered), "answered_at", answered_at);
 		pthread_mutex_unlock(&mu);
 		char *s = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
@@ -550,6 +709,9 @@ int main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	turn_counts = json_object();
+	answered = json_object();
+	answered_at = json_object();
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
 	struct MHD_Daemon *d = MHD_start_daemon(

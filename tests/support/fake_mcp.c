@@ -23,6 +23,14 @@
  *   touch {uri}        notifications/resources/updated for uri (stdio)
  *   subs               how many resources/subscribe are standing
  *   hog {mb}           allocates and touches mb MiB, answers "held"
+ *   lookup {q}         read-only (annotations.readOnlyHint): "found <q>"
+ *   effect {item}      not read-only: "did <item>", counting each call under
+ *                      its params._meta["io.awooop/idempotency-key"] ("-"
+ *                      when none); a key seen before is answered the same
+ *                      without a second effect (what an idempotent server
+ *                      does): the effects are the keys
+ *   effects            those counts as a JSON object {key: calls}
+ * --effect-ms N: effect answers N ms after its effect (a window for a kill).
  * resources/subscribe and resources/unsubscribe are answered {} (counted).
  *   pongs              (HTTP) how many JSON-RPC responses the client POSTed
  * With --desc-file F, echo's description is F's contents when F exists
@@ -51,6 +59,8 @@
 static const char *desc_file, *slash_escape;
 static int use_sse, ping_storm;
 static long calls, subs, pongs, storm_ids;
+static json_t *effects; /* effect's calls per idempotency key (under mu) */
+static long effect_ms;	/* --effect-ms: effect answers this late, its effect done */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static json_t *tool_def(const char *name, const char *desc, const char *prop, const char *type)
@@ -84,7 +94,11 @@ static json_t *echo_def(void)
 
 static json_t *list_tools(void)
 {
-	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o,o,o,o,o,o,o]}", "tools",
+	json_t *lookup = tool_def("lookup", "Looks a thing up", "q", "string");
+	json_object_set_new(lookup, "annotations", json_pack("{s:b}", "readOnlyHint", 1));
+	return json_pack("{s:[o,o,o,o,o,o,o,o,o,o,o,o,o,o,o,o,o,o,o]}", "tools", lookup,
+			 tool_def("effect", "Changes a thing", "item", "string"),
+			 tool_def("effects", "Counts effect's calls per key", NULL, NULL),
 			 tool_def("hog", "Holds memory", "mb", "integer"),
 			 tool_def("ask", "Asks the client", "method", "string"),
 			 tool_def("progress", "Reports progress", NULL, NULL),
@@ -197,6 +211,31 @@ static json_t *handle(json_t *m, const char *auth, const char *xkey)
 			res = json_pack("{s:[{s:s,s:s,s:s},{s:s,s:s}]}", "content", "type", "image",
 					"data", "AKIAIOSFODNN7EXAMPLEAAAA", "mimeType", "image/png",
 					"type", "text", "text", "key AKIAIOSFODNN7EXAMPLE");
+		} else if (!strcmp(name, "lookup")) {
+			snprintf(buf, sizeof buf, "found %.200s",
+				 json_string_value(json_object_get(args, "q")) ?: "");
+			res = text_result(buf);
+		} else if (!strcmp(name, "effect")) {
+			const char *key = json_string_value(json_object_get(
+				json_object_get(params, "_meta"), "io.awooop/idempotency-key"));
+			pthread_mutex_lock(&mu);
+			if (!effects)
+				effects = json_object();
+			json_int_t k =
+				json_integer_value(json_object_get(effects, key ? key : "-"));
+			json_object_set_new(effects, key ? key : "-", json_integer(k + 1));
+			pthread_mutex_unlock(&mu);
+			struct timespec late = {effect_ms / 1000, (effect_ms % 1000) * 1000000L};
+			nanosleep(&late, NULL); /* a caller killed meanwhile calls again */
+			snprintf(buf, sizeof buf, "did %.200s",
+				 json_string_value(json_object_get(args, "item")) ?: "");
+			res = text_result(buf);
+		} else if (!strcmp(name, "effects")) {
+			pthread_mutex_lock(&mu);
+			char *d = effects ? json_dumps(effects, JSON_COMPACT) : strdup("{}");
+			pthread_mutex_unlock(&mu);
+			res = text_result(d ? d : "{}");
+			free(d);
 		} else if (!strcmp(name, "write_thing")) {
 			res = text_result("done");
 		} else if (!strcmp(name, "stderr")) {
@@ -453,6 +492,8 @@ int main(int argc, char **argv)
 			ping_storm = (int)strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--slash-escape") && i + 1 < argc)
 			slash_escape = argv[++i];
+		else if (!strcmp(argv[i], "--effect-ms") && i + 1 < argc)
+			effect_ms = strtol(argv[++i], NULL, 10);
 	}
 	if (port < 0)
 		return run_stdio();
