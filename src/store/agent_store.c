@@ -32,8 +32,7 @@ aw_err aw_store_run_calls(aw_txn *t, const char *run_id, int step_no, aw_run_cal
 	*n = 0;
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_INT(step_no)};
-	aw_err e =
-		txn_exec(t,
+	aw_err e = txn_exec(t,
 			    "SELECT " COLS " FROM run_calls WHERE project_id = $1 AND run_id = $2"
 			    " AND ($3 = 0 OR step_no = $3) ORDER BY step_no, seq",
 			    3, v, &r, err);
@@ -96,9 +95,9 @@ aw_err aw_store_run_call_approve(aw_txn *t, const char *run_id, int step_no, int
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_INT(step_no), AW_INT(seq)};
 	aw_err e = txn_exec(t,
-			       "UPDATE run_calls SET state = 'approved' WHERE project_id = $1 AND"
-			       " run_id = $2 AND step_no = $3 AND seq = $4 AND state = 'parked'",
-			       4, v, &r, err);
+			    "UPDATE run_calls SET state = 'approved' WHERE project_id = $1 AND"
+			    " run_id = $2 AND step_no = $3 AND seq = $4 AND state = 'parked'",
+			    4, v, &r, err);
 	if (!e)
 		*moved = r && r->affected > 0;
 	rows_free(r);

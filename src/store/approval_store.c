@@ -47,8 +47,7 @@ aw_err aw_store_run_decision_add(aw_txn *t, const char *run_id, int step_no, int
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id),	       AW_INT(step_no),
 		      AW_TEXT(d->principal),   AW_TEXT(d->decision),   AW_TEXT(jti),
 		      AW_TEXT(d->via),	       AW_TEXT(d->decided_at), AW_INT(sub_no)};
-	aw_err e =
-		txn_exec(t,
+	aw_err e = txn_exec(t,
 			    "INSERT INTO run_approvals (project_id, run_id, step_no, principal,"
 			    " decision, jti, via, decided_at, sub_no) VALUES ($1, $2, $3, $4, $5,"
 			    " $6, $7, $8, $9)",
@@ -65,10 +64,10 @@ aw_err aw_store_run_decisions(aw_txn *t, const char *run_id, int step_no, int su
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_INT(step_no), AW_INT(sub_no)};
 	aw_err e = txn_exec(t,
-			       "SELECT principal, decision, via, decided_at FROM run_approvals"
-			       " WHERE project_id = $1 AND run_id = $2 AND step_no = $3"
-			       " AND sub_no = $4 ORDER BY decided_at, principal",
-			       4, v, &r, err);
+			    "SELECT principal, decision, via, decided_at FROM run_approvals"
+			    " WHERE project_id = $1 AND run_id = $2 AND step_no = $3"
+			    " AND sub_no = $4 ORDER BY decided_at, principal",
+			    4, v, &r, err);
 	if (e)
 		return e;
 	static const aw_text_field f[] = {
