@@ -333,7 +333,8 @@ static void deliver(aw_hub *h, hub_bot *b, const aw_outbound *m, const char *tok
 			      "reply_markup", markup);
 		markup = NULL;
 		long long to = m->target_id[0] ? strtoll(m->target_id, NULL, 10) : 0;
-		if (p && to > 0) /* a reply to the message that started the run, if it is still there */
+		if (p &&
+		    to > 0) /* a reply to the message that started the run, if it is still there */
 			json_object_set_new(p, "reply_parameters",
 					    json_pack("{s:I, s:b}", "message_id", (json_int_t)to,
 						      "allow_sending_without_reply", 1));
