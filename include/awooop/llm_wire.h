@@ -65,6 +65,9 @@ aw_err aw_llm_req_check(const json_t *req, aw_llm_req *out, aw_error *err);
 aw_err aw_llm_to_ollama(const json_t *req, const char *model, int stream, json_t **out,
 			aw_error *err);
 
+/* The content blocks of one Anthropic answer a stream may index. */
+#define AW_LLM_MAX_BLOCKS 128
+
 typedef struct {
 	char id[48]; /* "chatcmpl-..." */
 	int64_t created;
@@ -72,6 +75,13 @@ typedef struct {
 	int64_t tokens_in, tokens_out;
 	int usage_seen;
 	int role_sent;
+	/* Anthropic upstreams: the prompt's cache writes and reads (counted in
+	 * tokens_in too), the finish reason a message_delta said, and each
+	 * content block's tool call (index + 1; 0: not a tool_use block) */
+	int64_t cache_write, cache_read;
+	char finish[16];
+	int ntools;
+	short blk_tool[AW_LLM_MAX_BLOCKS];
 } aw_llm_stream_state;
 
 /* An Ollama /api/chat answer (not streamed) as an OpenAI chat.completion. */
@@ -92,5 +102,38 @@ const char *aw_llm_completion_usage(const json_t *resp, aw_llm_stream_state *st)
 /* A whole chat.completion re-sent as SSE chunks: role+content, finish,
  * usage (when include_usage), [DONE]. */
 aw_err aw_llm_completion_as_sse(const json_t *resp, int include_usage, aw_buf *out);
+
+/* ---- Anthropic Messages API upstreams (wire_anthropic.c) */
+
+/* What a JSON-output request asks an upstream without response_format in
+ * its system prompt (before the schema, when there is one). */
+#define AW_LLM_JSON_INSTRUCTION "Answer with one JSON document only, no prose around it."
+/* The tokens Anthropic adds to a prompt that offers tools (its tool-use
+ * system prompt: at most 530 for the models it documents), held by the
+ * prompt's bound for Anthropic targets. */
+#define AW_LLM_ANTHROPIC_TOOL_TOKENS 600
+/* The Messages API version the gateway speaks (the anthropic-version header). */
+#define AW_ANTHROPIC_VERSION "2023-06-01"
+
+/* The body for POST {base}/messages from a checked chat completion request:
+ * system, messages as content blocks, tools and tool_choice, max_tokens
+ * (always: the API requires it), temperature (at most 1), top_p, stop as
+ * stop_sequences, user as metadata.user_id; JSON output asked in the system
+ * prompt. AW_E_LLM_WIRE (with a pointer) when the Messages API cannot
+ * express the request. New reference. */
+aw_err aw_llm_to_anthropic(const json_t *req, const char *model, int stream, json_t **out,
+			   aw_error *err);
+/* A Messages API answer (not streamed) as an OpenAI chat.completion (text
+ * blocks joined, tool_use blocks as tool_calls, stop_reason as
+ * finish_reason); its usage into st. */
+aw_err aw_llm_from_anthropic(const json_t *resp, aw_llm_stream_state *st, json_t **out,
+			     aw_error *err);
+/* One Messages API stream event's data as OpenAI chunks appended to out
+ * ("data: ...\n\n"; after message_stop: the finish chunk, the usage chunk
+ * when include_usage, [DONE], and *done set). *content is set when the event
+ * carried answer content (a text or tool delta). */
+aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_state *st,
+				   int include_usage, aw_buf *out, int *content, int *done,
+				   aw_error *err);
 
 #endif
