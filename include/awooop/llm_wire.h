@@ -136,4 +136,38 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 				   int include_usage, aw_buf *out, int *content, int *done,
 				   aw_error *err);
 
+/* ---- the Anthropic-compatible front door, POST /v1/messages (wire_messages.c) */
+
+/* A Messages API request as the chat completion request the gateway routes
+ * (system as a system message, tool_result blocks as tool messages, tool_use
+ * blocks as tool_calls, images as image_url parts, tools and tool_choice,
+ * stop_sequences as stop, metadata.user_id as user; a stream asks for its
+ * usage). Its members are an allow-list (AW_E_REQ_UNKNOWN_FIELD); server
+ * tools and extended thinking are AW_E_BUDGET_UNPRICED; max_tokens is
+ * required, as the API requires it. New reference. */
+aw_err aw_llm_messages_to_chat(const json_t *req, json_t **out, aw_error *err);
+/* A chat.completion as a Messages API message (text and tool_use blocks,
+ * finish_reason as stop_reason, usage with its cache parts). New reference. */
+aw_err aw_llm_chat_to_message(const json_t *completion, json_t **out, aw_error *err);
+/* The Messages API's error type for an HTTP status. */
+const char *aw_llm_anthropic_error_type(int status);
+
+/* A chat.completion.chunk stream re-written as the Messages API's events. */
+typedef struct {
+	char id[80], model[160];
+	int started, done;
+	int blocks;	/* content blocks opened */
+	int open, kind; /* the open block (-1: none); its kind: -1 text, else a tool call's index */
+	char finish[24];
+	json_t *usage; /* the last usage chunk's */
+} aw_msgs_stream;
+void aw_msgs_stream_init(aw_msgs_stream *s, const char *model);
+/* One SSE event's data of the gateway's chunk stream ("[DONE]" included) as
+ * named events appended to out ("event: NAME\ndata: {...}\n\n"): message_start
+ * before the first, content_block_start/delta/stop for text and tool calls,
+ * message_delta (stop_reason, usage) and message_stop at [DONE]; the
+ * gateway's error event as an `error` event. */
+aw_err aw_llm_chunk_to_anthropic(const char *data, size_t len, aw_msgs_stream *s, aw_buf *out);
+void aw_msgs_stream_free(aw_msgs_stream *s);
+
 #endif

@@ -1,21 +1,21 @@
 // The official `openai` npm client, unmodified, against awooop's
 // /v1/chat/completions: only the base URL and the key differ from a call to
 // OpenAI. Prints one JSON line of what it saw; the shell test checks it.
-//   node openai_client.mjs BASE_URL KEY
+//   node openai_client.mjs BASE_URL KEY [MODEL]   (MODEL: the route asked, "chat")
 import OpenAI from "openai";
 
-const [base, key] = process.argv.slice(2);
+const [base, key, model = "chat"] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: base + "/v1", apiKey: key, maxRetries: 0 });
 const out = {};
 
 const r = await client.chat.completions.create({
-  model: "chat",
+  model,
   messages: [{ role: "user", content: "hello" }],
 });
 out.plain = { content: r.choices[0].message.content, usage: r.usage, object: r.object };
 
 const stream = await client.chat.completions.create({
-  model: "chat",
+  model,
   messages: [{ role: "user", content: "hello" }],
   stream: true,
   stream_options: { include_usage: true },
@@ -29,7 +29,7 @@ for await (const c of stream) {
 out.stream = { text, chunks, usage };
 
 const tools = await client.chat.completions.create({
-  model: "chat",
+  model,
   messages: [{ role: "user", content: "weather?" }],
   tools: [{ type: "function", function: { name: "weather", parameters: { type: "object", properties: {} } } }],
 });
