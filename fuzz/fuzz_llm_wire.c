@@ -5,10 +5,17 @@
  *      byte) translated event by event to OpenAI chunks;
  *   1: an Anthropic Messages answer (JSON) translated to a chat.completion;
  *   2: a chat completion request checked, then translated to the Messages
- *      API (the body the gateway would send an Anthropic upstream).
- * Checks: no crash; every translated event is framed "data: ...\n\n"; a
- * translated answer has one choice; a translated request has max_tokens and
- * only user and assistant turns, alternating.
+ *      API (the body the gateway would send an Anthropic upstream);
+ *   3: a client's /v1/messages request decoded into a chat completion
+ *      request, then checked as the gateway checks every call;
+ *   4: the gateway's own chunk stream (SSE bytes) re-written as the Messages
+ *      API's named events, and a completion as a message;
+ *   5: a client's /v1/embeddings request checked, and its input's bound.
+ * Checks: no crash; every translated event is framed "data: ...\n\n"
+ * (Anthropic's: "event: ...\ndata: ...\n\n"); a translated answer has one
+ * choice; a translated request has max_tokens and only user and assistant
+ * turns, alternating; a decoded /v1/messages request keeps its model; an
+ * accepted embeddings request has a model and a bound of at least 0.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,15 +84,72 @@ static void request(const json_t *req)
 	json_decref(o);
 }
 
+typedef struct {
+	aw_msgs_stream ms;
+	aw_buf out;
+} msgs;
+
+static int on_chunk(void *ud, const char *d, size_t n)
+{
+	msgs *m = ud;
+	size_t before = m->out.len;
+	if (aw_llm_chunk_to_anthropic(d, n, &m->ms, &m->out) == AW_OK && m->out.len > before &&
+	    (memcmp(m->out.p + before, "event: ", 7) ||
+	     memcmp(m->out.p + m->out.len - 2, "\n\n", 2)))
+		abort();
+	return 0;
+}
+
+static void chunks(const uint8_t *data, size_t size, size_t step)
+{
+	msgs m = {.out = AW_BUF_INIT(1 << 24)};
+	aw_msgs_stream_init(&m.ms, "m");
+	aw_sse p;
+	aw_sse_init(&p, 4096);
+	aw_error err = {0};
+	aw_err e = AW_OK;
+	for (size_t i = 0; i < size && !e; i += step) {
+		size_t n = size - i < step ? size - i : step;
+		e = aw_sse_feed(&p, (const char *)data + i, n, on_chunk, &m, &err);
+	}
+	aw_sse_free(&p);
+	aw_msgs_stream_free(&m.ms);
+	aw_buf_free(&m.out);
+	json_error_t je;
+	json_t *j = json_loadb((const char *)data, size, 0, &je);
+	json_t *msg = NULL;
+	if (j && aw_llm_chat_to_message(j, &msg, &err) == AW_OK &&
+	    !json_is_array(json_object_get(msg, "content")))
+		abort();
+	json_decref(msg);
+	json_decref(j);
+}
+
+static void messages(const json_t *in)
+{
+	json_t *req = NULL;
+	aw_error err = {0};
+	if (aw_llm_messages_to_chat(in, &req, &err) != AW_OK)
+		return;
+	if (!json_equal(json_object_get(req, "model"), json_object_get(in, "model")))
+		abort();
+	aw_llm_req rq;
+	aw_llm_req_check(req, &rq, &err);
+	json_decref(req);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	int mode = data[0] % 3;
+	int mode = data[0] % 6;
 	size_t step = (size_t)(data[0] >> 2) % 7 + 1;
 	data++, size--;
-	if (mode == 0) {
-		stream(data, size, step);
+	if (mode == 0 || mode == 4) {
+		if (mode == 0)
+			stream(data, size, step);
+		else
+			chunks(data, size, step);
 		return 0;
 	}
 	json_error_t je;
@@ -101,8 +165,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    json_array_size(json_object_get(c, "choices")) != 1)
 			abort();
 		json_decref(c);
-	} else {
+	} else if (mode == 2) {
 		request(j);
+	} else if (mode == 3) {
+		messages(j);
+	} else {
+		aw_llm_req rq;
+		aw_error err = {0};
+		if (aw_llm_embed_check(j, &rq, &err) == AW_OK &&
+		    (!rq.model || aw_llm_embed_bound(j) < 0))
+			abort();
 	}
 	json_decref(j);
 	return 0;

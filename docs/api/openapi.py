@@ -417,6 +417,15 @@ op("POST", "/v1/messages", "createMessage",
                         "text/event-stream": {"schema": S()}}}}, "worker (Authorization: Bearer, or x-api-key)",
    body=obj(["model", "max_tokens", "messages"], {"model": S(), "max_tokens": I(minimum=1),
                                                   "messages": {"type": "array"}, "system": JSONV, "stream": B}))
+op("POST", "/v1/embeddings", "createEmbeddings",
+   "OpenAI embeddings through the LLM gateway (OpenAI-compatible and Azure upstreams; budgeted by the input)", "llm",
+   {"200": {"description": "an embeddings list", "headers": std_headers | {
+       "x-awooop-route": {"description": "the policy's route that served the call", "schema": S()},
+       "x-awooop-upstream-model": {"description": "the upstream model that answered", "schema": S()}},
+            "content": {"application/json": {"schema": obj(["object", "data", "usage"], {
+                "object": S(const="list"), "data": {"type": "array"}, "model": S(), "usage": FREE})}}}}, "worker",
+   body=obj(["model", "input"], {"model": S(), "input": JSONV, "encoding_format": S(enum=["float", "base64"]),
+                                 "dimensions": I(minimum=1), "user": S()}, extra=False))
 op("GET", "/v1/models", "listModels", "Route names and models of the project's active policy", "llm",
    {"200": js(obj(["object", "data"], {"object": S(const="list"), "data": {"type": "array", "items": obj(["id"], {"id": S()})}}))}, "worker")
 

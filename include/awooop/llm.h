@@ -94,6 +94,7 @@ typedef struct {
 	const char *run_id; /* when called from a run step */
 	int step_no;
 	const char *task; /* routes by match.task / match.intent */
+	int embeddings;	  /* req is an embeddings request (POST /v1/embeddings) */
 } aw_llm_meta;
 
 typedef void (*aw_llm_wake)(void *ud);

@@ -49,6 +49,7 @@ typedef struct {
 	const json_t *schema; /* response_format json_schema's schema, or NULL */
 	int json_mode;	      /* response_format json_object */
 	int n;		      /* choices asked (1..128) */
+	int embeddings;	      /* an embeddings request (aw_llm_embed_check) */
 } aw_llm_req;
 /* Checks an OpenAI chat completion request (model, messages and their
  * content parts, stream, stream_options, response_format, n, the output
@@ -59,9 +60,19 @@ typedef struct {
  * is refused with AW_E_BUDGET_UNPRICED. */
 aw_err aw_llm_req_check(const json_t *req, aw_llm_req *out, aw_error *err);
 
+/* Checks an OpenAI embeddings request: model, input (a string, an array
+ * of strings, of token ids, or of arrays of token ids; at most 2048 inputs),
+ * encoding_format (float or base64), dimensions, user; an allow-list like
+ * the chat check (AW_E_REQ_UNKNOWN_FIELD). */
+aw_err aw_llm_embed_check(const json_t *req, aw_llm_req *out, aw_error *err);
+/* The prompt an embeddings request bills at most: its strings' bytes (a
+ * token is at least one byte) and its token ids, one each. */
+long long aw_llm_embed_bound(const json_t *req);
+
 /* The body for an Ollama /api/chat call: messages (text parts joined),
  * tools, format (json or the schema), options (temperature, top_p, seed,
- * stop, max_tokens as num_predict). New reference. */
+ * stop, max_tokens as num_predict). n > 1 is AW_E_LLM_WIRE (Ollama answers
+ * one choice). New reference. */
 aw_err aw_llm_to_ollama(const json_t *req, const char *model, int stream, json_t **out,
 			aw_error *err);
 

@@ -1,6 +1,8 @@
 /*
  * h_llm.c - the OpenAI-compatible front door of the LLM gateway:
  *   POST /v1/chat/completions   (stream or not; scopes worker and up)
+ *   POST /v1/embeddings         (OpenAI-compatible and Azure upstreams; budgeted
+ *                               by its input's tokens)
  *   GET  /v1/models             the models the key's project may call
  *   POST /v1/messages           Anthropic's Messages API on the same calls: the
  *                               request decoded into a chat completion request
@@ -163,7 +165,7 @@ static void msgs_done(aw_req *r)
 
 /* Starts the call of a chat completion request req (the client's, or a
  * Messages API request decoded); *c on success, else the refusal replied. */
-static aw_llm_call *start_or_reply(aw_req *r, json_t *req, aw_err e, aw_error *err)
+static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, aw_err e, aw_error *err)
 {
 	const char *run = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Run-Id");
 	const char *step = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Step");
@@ -176,7 +178,8 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t *req, aw_err e, aw_error *e
 	aw_llm_meta meta = {
 		.run_id = run,
 		.step_no = (int)stepno,
-		.task = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Task")};
+		.task = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Task"),
+		.embeddings = embeddings};
 	aw_llm_call *c = NULL;
 	if (!e) {
 		aw_req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);
@@ -211,7 +214,7 @@ void aw_h_llm_messages(aw_req *r)
 		aw_msgs_stream_init(&m->ms, json_string_value(json_object_get(req, "model")));
 		m->out = (aw_buf)AW_BUF_INIT(16u << 20);
 	}
-	aw_llm_call *c = start_or_reply(r, req, e, &err);
+	aw_llm_call *c = start_or_reply(r, req, 0, e, &err);
 	json_decref(req);
 	if (!c) {
 		if (m) {
@@ -228,7 +231,8 @@ void aw_h_llm_messages(aw_req *r)
 	msgs_answer(r);
 }
 
-void aw_h_llm_chat(aw_req *r)
+/* POST /v1/chat/completions (embeddings 0) and POST /v1/embeddings. */
+static void openai_call(aw_req *r, int embeddings)
 {
 	if (scope_or_reply(r) || aw_json_body_or_reply(r))
 		return;
@@ -240,7 +244,7 @@ void aw_h_llm_chat(aw_req *r)
 	}
 	json_t *req = NULL;
 	aw_err e = aw_json_parse_object(r->body, r->body_len, &req, &err);
-	aw_llm_call *c = start_or_reply(r, req, e, &err);
+	aw_llm_call *c = start_or_reply(r, req, embeddings, e, &err);
 	json_decref(req);
 	if (!c)
 		return;
@@ -248,6 +252,16 @@ void aw_h_llm_chat(aw_req *r)
 	r->done = done;
 	r->resume = answer;
 	answer(r);
+}
+
+void aw_h_llm_chat(aw_req *r)
+{
+	openai_call(r, 0);
+}
+
+void aw_h_llm_embeddings(aw_req *r)
+{
+	openai_call(r, 1);
 }
 
 void aw_h_llm_models(aw_req *r)

@@ -274,11 +274,12 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 	if (p && !strcmp(r->route, "/v1/messages"))
 		sdk = 2;
 	else if (p && (!strncmp(r->route, "/v1/chat/", 9) || !strcmp(r->route, "/v1/models") ||
+		       !strcmp(r->route, "/v1/embeddings") ||
 		       (!strcmp(r->route, "unmatched") && (sdk = sdk_path(r)))))
 		sdk = sdk ? sdk : 1;
 	if (sdk) {
 		json_t *d = json_object_get(p, "detail"), *w = json_object_get(p, "pointer");
-		const char *etype = sdk == 2	     ? aw_llm_anthropic_error_type(status)
+		const char *etype = sdk == 2	    ? aw_llm_anthropic_error_type(status)
 				    : status >= 500 ? "api_error"
 						    : "invalid_request_error";
 		json_object_set_new(p, "error",
@@ -788,7 +789,7 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 			e == AW_E_REQ_METHOD ? "method not allowed here"
 			: sdk_path(r)
 				? "no such route: the model gateway serves POST /v1/chat/completions, "
-				  "POST /v1/messages and GET /v1/models"
+				  "POST /v1/embeddings, POST /v1/messages and GET /v1/models"
 				: "no such route");
 	else if (!e && r->open_route == AW_AUTH_KEY && !(e = authenticate(r, &err)) &&
 		 has_body(r->conn))

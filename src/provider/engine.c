@@ -228,6 +228,18 @@ static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 	json_t *req = json_copy(c->req);
 	if (!req)
 		return NULL;
+	if (c->rq.embeddings) { /* OpenAI's API (and Azure's) only */
+		if (t->u->api != API_OPENAI && t->u->api != API_AZURE) {
+			json_decref(req);
+			aw_fail_at(err, AW_E_LLM_WIRE, "/input",
+				   "embeddings go to OpenAI-compatible and Azure upstreams only");
+			return NULL;
+		}
+		json_object_set_new(req, "model", json_string(t->model));
+		char *s = json_dumps(req, JSON_COMPACT);
+		json_decref(req);
+		return s;
+	}
 	if (json_array_size(c->feedback)) {
 		json_t *msgs = json_copy(json_object_get(c->req, "messages"));
 		json_array_extend(msgs, c->feedback);
@@ -270,13 +282,14 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 			return aw_fail_at(err, AW_E_LLM_WIRE, "/model",
 					  "an Azure deployment name is letters, digits, '.', '_' "
 					  "and '-'");
-		snprintf(url, sizeof url,
-			 "%s/openai/deployments/%s/chat/completions?api-version=%s", u->url,
-			 t->model, u->api_version);
+		snprintf(url, sizeof url, "%s/openai/deployments/%s/%s?api-version=%s", u->url,
+			 t->model, c->rq.embeddings ? "embeddings" : "chat/completions",
+			 u->api_version);
 	} else {
 		snprintf(url, sizeof url, "%s%s", u->url,
 			 u->api == API_OLLAMA	   ? "/api/chat"
 			 : u->api == API_ANTHROPIC ? "/messages"
+			 : c->rq.embeddings	   ? "/embeddings"
 						   : "/chat/completions");
 	}
 	c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
@@ -481,8 +494,45 @@ static int schema_check(aw_llm_call *c, const char *content, aw_buf *problems)
 	return bad;
 }
 
+/* An embeddings answer: its usage read, passed on with the model asked. */
+static void embedded(aw_llm *g, aw_llm_call *c)
+{
+	target *t = &c->t[c->ti];
+	json_t *resp = json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, NULL);
+	json_t *u = json_object_get(resp, "usage");
+	json_t *pt = json_object_get(u, "prompt_tokens");
+	if (!json_is_array(json_object_get(resp, "data"))) {
+		json_decref(resp);
+		breaker_result(g, t->u, 0);
+		failover(g, c, "the answer is not an embeddings list");
+		return;
+	}
+	if (json_is_integer(pt)) {
+		c->st.tokens_in = json_integer_value(pt);
+		c->st.tokens_out = 0;
+		c->st.usage_seen = 1;
+	}
+	account(c, 0);
+	breaker_result(g, t->u, 1);
+	snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
+	snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
+	json_object_set_new(resp, "model", json_string(c->rq.model));
+	char *s = json_dumps(resp, JSON_COMPACT);
+	json_decref(resp);
+	transfer_end(g, c);
+	pthread_mutex_lock(&c->mu);
+	c->answer = s;
+	pthread_mutex_unlock(&c->mu);
+	llm_finish(c, s ? AW_LLM_ANSWER : AW_LLM_FAILED, s ? "ok" : "error", s ? AW_OK : AW_E_NOMEM,
+		   "%s", s ? " " : "out of memory");
+}
+
 static void answered(aw_llm *g, aw_llm_call *c)
 {
+	if (c->rq.embeddings) {
+		embedded(g, c);
+		return;
+	}
 	target *t = &c->t[c->ti];
 	json_error_t je;
 	json_t *resp = json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, &je);

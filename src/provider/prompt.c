@@ -167,6 +167,11 @@ aw_err llm_prompt_bound(const aw_llm_call *c, const json_t *req, long long *byte
 {
 	static const char *const billed[] = {"tools",	      "functions",	 "tool_choice",
 					     "function_call", "response_format", NULL};
+	if (c->rq.embeddings) { /* no template, no images: the inputs */
+		*bytes = aw_llm_embed_bound(req);
+		*images = 0;
+		return AW_OK;
+	}
 	long long n = 0, img = 0;
 	size_t i, k;
 	json_t *m, *part, *v;

@@ -26,10 +26,10 @@ static aw_err bad(aw_error *err, const char *where, const char *msg)
 	return aw_fail_at(err, AW_E_REQ_INVALID, where, "%s", msg);
 }
 
-static const char *const known[] = {"model",	   "max_tokens",     "messages", "system",
-				    "stream",	   "tools",	     "tool_choice",
-				    "stop_sequences", "temperature", "top_p",	 "top_k",
-				    "metadata",	   "service_tier",   "thinking", NULL};
+static const char *const known[] = {"model",	    "max_tokens", "messages",	 "system",
+				    "stream",	    "tools",	  "tool_choice", "stop_sequences",
+				    "temperature",  "top_p",	  "top_k",	 "metadata",
+				    "service_tier", "thinking",	  NULL};
 
 /* One block of a user turn as an OpenAI content part (text, image). */
 static aw_err part_of(const json_t *b, json_t *parts, const char *where, aw_error *err)
@@ -165,14 +165,16 @@ static aw_err assistant_turn(const json_t *c, json_t *msgs, const char *where, a
 			char *args = json_is_object(input) ? json_dumps(input, JSON_COMPACT) : NULL;
 			if (!id || !name || !args) {
 				free(args);
-				e = bad(err, w, "a tool_use block has an id, a name and an object input");
+				e = bad(err, w,
+					"a tool_use block has an id, a name and an object input");
 				break;
 			}
 			json_array_append_new(calls, json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id,
 							       "type", "function", "function",
 							       "name", name, "arguments", args));
 			free(args);
-		} else if (type && (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking"))) {
+		} else if (type &&
+			   (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking"))) {
 			continue; /* an earlier answer's reasoning: not resent */
 		} else {
 			e = bad(err, w, "an assistant turn holds text and tool_use blocks");
@@ -182,7 +184,8 @@ static aw_err assistant_turn(const json_t *c, json_t *msgs, const char *where, a
 	if (!e && aw_buf_err(&text))
 		e = aw_fail(err, AW_E_LIMIT, "a turn's text is over 16 MiB");
 	if (!e) {
-		json_t *m = json_pack("{s:s,s:s}", "role", "assistant", "content", aw_buf_str(&text));
+		json_t *m =
+			json_pack("{s:s,s:s}", "role", "assistant", "content", aw_buf_str(&text));
 		if (json_array_size(calls))
 			json_object_set(m, "tool_calls", calls);
 		json_array_append_new(msgs, m);
@@ -220,8 +223,8 @@ static aw_err tools_of(const json_t *req, json_t *o, aw_error *err)
 			json_t *d = json_object_get(t, "description");
 			if (json_is_string(d))
 				json_object_set(fn, "description", d);
-			json_array_append_new(out, json_pack("{s:s,s:o}", "type", "function",
-							     "function", fn));
+			json_array_append_new(
+				out, json_pack("{s:s,s:o}", "type", "function", "function", fn));
 		}
 	}
 	json_t *tc = json_object_get(req, "tool_choice");
@@ -401,9 +404,10 @@ static json_t *usage_of(const json_t *u)
 
 static void msg_id(const char *chat_id, char *out, size_t n)
 {
-	snprintf(out, n, "msg_%s", chat_id && !strncmp(chat_id, "chatcmpl-", 9) ? chat_id + 9
-						    : chat_id	    ? chat_id
-								    : "");
+	snprintf(out, n, "msg_%s",
+		 chat_id && !strncmp(chat_id, "chatcmpl-", 9) ? chat_id + 9
+		 : chat_id				      ? chat_id
+							      : "");
 }
 
 aw_err aw_llm_chat_to_message(const json_t *completion, json_t **out, aw_error *err)
@@ -416,7 +420,8 @@ aw_err aw_llm_chat_to_message(const json_t *completion, json_t **out, aw_error *
 	json_t *content = json_array();
 	const char *text = json_string_value(json_object_get(msg, "content"));
 	if (text && *text)
-		json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", text));
+		json_array_append_new(content,
+				      json_pack("{s:s,s:s}", "type", "text", "text", text));
 	size_t i;
 	json_t *tc;
 	json_array_foreach (json_object_get(msg, "tool_calls"), i, tc) {
@@ -428,10 +433,11 @@ aw_err aw_llm_chat_to_message(const json_t *completion, json_t **out, aw_error *
 			input = json_pack("{s:s}", "_raw_arguments", args ? args : "");
 		}
 		json_array_append_new(
-			content, json_pack("{s:s,s:s,s:s,s:o}", "type", "tool_use", "id",
-					   json_string_value(json_object_get(tc, "id")) ?: "",
-					   "name", json_string_value(json_object_get(fn, "name")) ?: "",
-					   "input", input));
+			content,
+			json_pack("{s:s,s:s,s:s,s:o}", "type", "tool_use", "id",
+				  json_string_value(json_object_get(tc, "id")) ?: "", "name",
+				  json_string_value(json_object_get(fn, "name")) ?: "", "input",
+				  input));
 	}
 	char id[80];
 	msg_id(json_string_value(json_object_get(completion, "id")), id, sizeof id);
@@ -570,7 +576,7 @@ aw_err aw_llm_chunk_to_anthropic(const char *data, size_t len, aw_msgs_stream *s
 		e = event(out, "error",
 			  json_pack("{s:s,s:{s:s,s:s,s:s}}", "type", "error", "error", "type",
 				    code && !strcmp(code, "E-BUDGET-001") ? "billing_error"
-									   : "api_error",
+									  : "api_error",
 				    "message", msg ? msg : "the stream broke", "code",
 				    code ? code : ""));
 		s->done = 1;
@@ -589,7 +595,8 @@ aw_err aw_llm_chunk_to_anthropic(const char *data, size_t len, aw_msgs_stream *s
 	if (!e && text && *text) {
 		e = open_block(s, -1, json_pack("{s:s,s:s}", "type", "text", "text", ""), out);
 		if (!e)
-			e = delta(s, json_pack("{s:s,s:s}", "type", "text_delta", "text", text), out);
+			e = delta(s, json_pack("{s:s,s:s}", "type", "text_delta", "text", text),
+				  out);
 	}
 	size_t i;
 	json_t *tc;

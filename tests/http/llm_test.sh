@@ -170,7 +170,7 @@ check "the route said" "$(hdr x-awooop-route)" chat
 check "the upstream model said" "$(hdr x-awooop-upstream-model)" gpt-x
 check "usage" "$(jbody .usage.total_tokens)" 17 # 9 billed for "hello" (as OpenAI counts), 8 answered
 # --- routes of other providers' APIs, not served: their clients' error shape
-req POST /v1/embeddings "$W" '{"model":"chat","input":"hi"}'; expect "embeddings not served" 404 E-REQ-007
+req POST /v1/responses "$W" '{"model":"chat","input":"hi"}'; expect "responses not served" 404 E-REQ-007
 check "openai error object: message" "$(jbody .error.message | grep -c 'serves POST /v1/chat/completions')" 1
 check "openai error object: type" "$(jbody .error.type)" invalid_request_error
 req POST /v1/messages/count_tokens "$W" '{"model":"chat","messages":[]}'; expect "count_tokens not served" 404 E-REQ-007
@@ -239,6 +239,7 @@ check "openai tools" "$(jo .tools.finish)" tool_calls
 check "openai error status" "$(jo .error.status)" 404
 check "openai error code" "$(jo .error.code)" E-LLM-002
 check "openai error class" "$(jo .error.isApiError)" true
+check "openai embeddings" "$(jo '[.embeddings.n, .embeddings.dims, .embeddings.usage.prompt_tokens, .embeddings.model] | join(",")')" 2,8,4,chat
 check "openai models" "$(jo '.models | join(",")')" "chat,gpt-x,llama3,local,q;tokens=19;nousage=1,quiet,s;tokens=50;tps=10,slow"
 
 # --- the llm run step, through the run API
@@ -509,9 +510,15 @@ check "openai client to anthropic ran" $? 0
 check "openai->anthropic plain" "$(jo .plain.content | cut -d: -f1)" K
 check "openai->anthropic stream" "$(jo .stream.text | wc -w),$(jo .stream.usage.completion_tokens)" 9,8
 check "openai->anthropic tools" "$(jo .tools.finish)" tool_calls
+check "openai->anthropic embeddings refused" "$(jo .embeddings.status),$(jo .embeddings.code)" 400,E-LLM-010
 OUT=$(node "$NPMDIR/client.mjs" "$URL" "$WW" azure 2>"$TMP/node.err")
 check "openai client to azure ran" $? 0
 check "openai->azure plain, stream" "$(jo .plain.content | cut -d: -f1),$(jo .stream.text | wc -w)" Z,9
+check "openai->azure embeddings" "$(jo .embeddings.n),$(jo .embeddings.usage.prompt_tokens)" 2,4
+req POST /v1/embeddings "$WW" '{"model":"gpt","input":"hello","dimensions":4}'; expect "embeddings" 200
+check "embeddings answer" "$(jbody '[.object, (.data | length), (.data[0].embedding | length), .usage.prompt_tokens] | join(",")')" list,1,4,2
+req POST /v1/embeddings "$WW" '{"model":"gpt","input":"hello","stream":true}'; expect "embeddings: unknown field" 400 E-REQ-004
+check "embeddings error: openai error object" "$(jbody .error.code)" E-REQ-004
 ANPM=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}/anthropic
 if [ ! -d "$ANPM/node_modules/@anthropic-ai/sdk" ]; then
   mkdir -p "$ANPM"

@@ -42,6 +42,13 @@ try {
   out.error = { status: e.status, code: e.error?.code ?? null, isApiError: e instanceof OpenAI.APIError };
 }
 
+try {
+  const emb = await client.embeddings.create({ model, input: ["hello", "world!"] });
+  out.embeddings = { n: emb.data.length, dims: emb.data[0].embedding.length, usage: emb.usage, model: emb.model };
+} catch (e) {
+  out.embeddings = { status: e.status, code: e.error?.code ?? null };
+}
+
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id).sort();
 console.log(JSON.stringify(out));

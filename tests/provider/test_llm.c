@@ -2575,6 +2575,8 @@ static void test_anthropic_translation(void **state)
 	json_object_set_new(req, "n", json_integer(2));
 	assert_int_equal(aw_llm_to_anthropic(req, "m", 0, &o, &err), AW_E_LLM_WIRE);
 	assert_string_equal(err.where, "/n");
+	assert_int_equal(aw_llm_to_ollama(req, "m", 0, &o, &err), AW_E_LLM_WIRE);
+	assert_string_equal(err.where, "/n");
 	json_decref(req);
 
 	/* an answer: text blocks joined, thinking left out, tool_use as a call */
@@ -2871,6 +2873,79 @@ static void test_wire_failover(void **state)
 	gateway_down();
 }
 
+/* POST /v1/embeddings' calls: budgeted by their input, exact; OpenAI's API
+ * and Azure's deployments only. */
+static aw_err embed(const char *model, json_t *input, json_t **resp, aw_error *err)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "wire", AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:o}", "model", model, "input", input);
+	aw_llm_meta meta = {.embeddings = 1};
+	aw_err e = aw_llm_complete(GW, &ctx, req, &meta, resp, err);
+	json_decref(req);
+	return e;
+}
+
+static void test_embeddings(void **state)
+{
+	(void)state;
+	gateway_wire_up();
+	set_budget("wire", 1000000, "block");
+	const char *c1[] = {"openai=emb-x", NULL};
+	set_policy("wire", c1, NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	json_t *before = budget_status("wire");
+	aw_err e = embed("chat", json_pack("[s,s]", "hello", "world!"), &resp, &err);
+	if (e)
+		fail_msg("embeddings: %s %s", aw_err_code(e), err.msg);
+	assert_string_equal(jstr(resp, "object"), "list");
+	assert_string_equal(jstr(resp, "model"), "chat");
+	assert_int_equal(json_array_size(json_object_get(resp, "data")), 2);
+	assert_int_equal(jll(resp, "usage.prompt_tokens"), 4); /* 5 and 6 bytes: 2 + 2 */
+	json_decref(resp);
+	ledger_balances("wire", -1);
+	json_t *after = budget_status("wire");
+	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 4);
+	/* reserved: the input's bytes (11), never an answer's default */
+	assert_int_equal(jll(after, "ledger.reserve.tokens") - jll(before, "ledger.reserve.tokens"),
+			 11);
+	json_decref(before);
+	json_decref(after);
+	json_t *rows = audit_rows("wire");
+	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_int_equal(jll(p, "tokens_in"), 4);
+	assert_int_equal(jll(p, "tokens_out"), 0);
+	json_decref(rows);
+	/* what is not an embeddings request */
+	assert_int_equal(embed("chat", json_string(""), &resp, &err), AW_OK);
+	json_decref(resp);
+	assert_int_equal(embed("chat", json_pack("[s,i]", "a", 1), &resp, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/input");
+	assert_int_equal(embed("chat", json_array(), &resp, &err), AW_E_REQ_INVALID);
+	/* an Anthropic upstream has no embeddings: skipped, or refused alone */
+	const char *c2[] = {"anthropic=claude-x", "openai=emb-x", NULL};
+	set_policy("wire", c2, NULL);
+	long k0 = stat_of(&K, "requests");
+	assert_int_equal(embed("chat", json_string("hi"), &resp, &err), AW_OK);
+	json_decref(resp);
+	assert_int_equal(stat_of(&K, "requests"), k0);
+	const char *c3[] = {"anthropic=claude-x", NULL};
+	set_policy("wire", c3, NULL);
+	assert_int_equal(embed("chat", json_string("hi"), &resp, &err), AW_E_LLM_WIRE);
+	/* Azure: the deployment's embeddings path */
+	const char *c4[] = {"azure_openai=emb-dep", NULL};
+	set_policy("wire", c4, NULL);
+	assert_int_equal(embed("chat", json_pack("[[i,i,i]]", 1, 2, 3), &resp, &err), AW_OK);
+	assert_int_equal(jll(resp, "usage.prompt_tokens"), 3);
+	json_decref(resp);
+	json_t *st = fake_http(&Z, "GET", "/stats", NULL);
+	assert_string_equal(jstr(st, "last_model"), "emb-dep");
+	json_decref(st);
+	ledger_balances("wire", -1);
+	gateway_down();
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
@@ -2957,6 +3032,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_anthropic_translation),
 		cmocka_unit_test(test_anthropic_upstream),
 		cmocka_unit_test(test_wire_failover),
+		cmocka_unit_test(test_embeddings),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }

@@ -824,12 +824,15 @@ static enum MHD_Result anthropic(struct MHD_Connection *c, const char *body, siz
  * chat/completions?api-version=V, the key in the api-key header (with
  * --expect-key-env), the deployment as the model; answered as OpenAI's. */
 
+static enum MHD_Result embeddings(struct MHD_Connection *c, const char *body, size_t len);
+
 static enum MHD_Result azure(struct MHD_Connection *c, const char *url, const char *body,
 			     size_t len)
 {
 	const char *p = url + strlen("/openai/deployments/");
 	const char *slash = strchr(p, '/');
-	if (!slash || strcmp(slash, "/chat/completions") || slash == p)
+	int emb = slash && !strcmp(slash, "/embeddings");
+	if (!slash || (strcmp(slash, "/chat/completions") && !emb) || slash == p)
 		return reply(
 			c, 404, "application/json",
 			strdup("{\"error\":{\"code\":\"404\",\"message\":\"Resource not found\"}}"));
@@ -859,7 +862,7 @@ static enum MHD_Result azure(struct MHD_Connection *c, const char *url, const ch
 	char *b = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	azure_auth = 1;
-	enum MHD_Result r = chat(c, 0, b, strlen(b));
+	enum MHD_Result r = emb ? embeddings(c, b, strlen(b)) : chat(c, 0, b, strlen(b));
 	azure_auth = 0;
 	free(b);
 	return r;
@@ -875,7 +878,7 @@ static enum MHD_Result embeddings(struct MHD_Connection *c, const char *body, si
 {
 	atomic_fetch_add(&n_requests, 1);
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-	if (expect_key) {
+	if (expect_key && !azure_auth) {
 		char want[512];
 		snprintf(want, sizeof want, "Bearer %s", expect_key);
 		int ok = auth && !strcmp(auth, want);
@@ -909,6 +912,8 @@ static enum MHD_Result embeddings(struct MHD_Connection *c, const char *body, si
 		json_decref(inputs);
 		inputs = json_pack("[O]", in);
 	}
+	const char *ef = json_string_value(json_object_get(req, "encoding_format"));
+	int b64 = ef && !strcmp(ef, "base64"); /* little-endian float32s, base64 */
 	json_t *data = json_array();
 	long tokens = 0;
 	size_t i;
@@ -916,10 +921,34 @@ static enum MHD_Result embeddings(struct MHD_Connection *c, const char *body, si
 	json_array_foreach (inputs, i, v) {
 		tokens += json_is_string(v) ? tok((long long)json_string_length(v))
 					    : (long)json_array_size(v);
-		json_t *e = json_array();
-		for (long d = 0; d < dims; d++)
-			json_array_append_new(e,
-					      json_real((double)(d + 1) / (double)(dims + i + 1)));
+		json_t *e = b64 ? NULL : json_array();
+		unsigned char *raw = calloc((size_t)dims, 4);
+		for (long d = 0; d < dims; d++) {
+			float f = (float)(d + 1) / (float)(dims + (long)i + 1);
+			memcpy(raw + d * 4, &f, 4);
+			if (e)
+				json_array_append_new(e, json_real((double)f));
+		}
+		if (b64) {
+			static const char tab[] =
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				"0123456789+/";
+			size_t n = (size_t)dims * 4, k = 0;
+			char *s = malloc(n / 3 * 4 + 8);
+			for (size_t q = 0; q < n; q += 3) {
+				unsigned x = (unsigned)raw[q] << 16 |
+					     (q + 1 < n ? (unsigned)raw[q + 1] << 8 : 0) |
+					     (q + 2 < n ? raw[q + 2] : 0);
+				s[k++] = tab[x >> 18 & 63];
+				s[k++] = tab[x >> 12 & 63];
+				s[k++] = q + 1 < n ? tab[x >> 6 & 63] : '=';
+				s[k++] = q + 2 < n ? tab[x & 63] : '=';
+			}
+			s[k] = 0;
+			e = json_string(s);
+			free(s);
+		}
+		free(raw);
 		json_array_append_new(data, json_pack("{s:s,s:I,s:o}", "object", "embedding",
 						      "index", (json_int_t)i, "embedding", e));
 	}
