@@ -10,7 +10,10 @@
  *      request, then checked as the gateway checks every call;
  *   4: the gateway's own chunk stream (SSE bytes) re-written as the Messages
  *      API's named events, and a completion as a message;
- *   5: a client's /v1/embeddings request checked, and its input's bound.
+ *   5: a client's /v1/embeddings request checked, and its input's bound;
+ *   6: a client's /v1/responses request decoded and checked;
+ *   7: the gateway's chunk stream re-written as the Responses API's events
+ *      (each "event: ...\ndata: ...\n\n"), and a completion as a response.
  * Checks: no crash; every translated event is framed "data: ...\n\n"
  * (Anthropic's: "event: ...\ndata: ...\n\n"); a translated answer has one
  * choice; a translated request has max_tokens and only user and assistant
@@ -86,6 +89,8 @@ static void request(const json_t *req)
 
 typedef struct {
 	aw_msgs_stream ms;
+	aw_resp_stream rs;
+	int responses;
 	aw_buf out;
 } msgs;
 
@@ -93,17 +98,21 @@ static int on_chunk(void *ud, const char *d, size_t n)
 {
 	msgs *m = ud;
 	size_t before = m->out.len;
-	if (aw_llm_chunk_to_anthropic(d, n, &m->ms, &m->out) == AW_OK && m->out.len > before &&
+	aw_err e = m->responses ? aw_llm_chunk_to_responses(d, n, &m->rs, &m->out)
+				: aw_llm_chunk_to_anthropic(d, n, &m->ms, &m->out);
+	if (e == AW_OK && m->out.len > before &&
 	    (memcmp(m->out.p + before, "event: ", 7) ||
 	     memcmp(m->out.p + m->out.len - 2, "\n\n", 2)))
 		abort();
 	return 0;
 }
 
-static void chunks(const uint8_t *data, size_t size, size_t step)
+static void chunks(const uint8_t *data, size_t size, size_t step, int responses)
 {
 	msgs m = {.out = AW_BUF_INIT(1 << 24)};
 	aw_msgs_stream_init(&m.ms, "m");
+	aw_resp_stream_init(&m.rs, "m");
+	m.responses = responses;
 	aw_sse p;
 	aw_sse_init(&p, 4096);
 	aw_error err = {0};
@@ -114,12 +123,16 @@ static void chunks(const uint8_t *data, size_t size, size_t step)
 	}
 	aw_sse_free(&p);
 	aw_msgs_stream_free(&m.ms);
+	aw_resp_stream_free(&m.rs);
 	aw_buf_free(&m.out);
 	json_error_t je;
 	json_t *j = json_loadb((const char *)data, size, 0, &je);
 	json_t *msg = NULL;
-	if (j && aw_llm_chat_to_message(j, &msg, &err) == AW_OK &&
+	if (j && !responses && aw_llm_chat_to_message(j, &msg, &err) == AW_OK &&
 	    !json_is_array(json_object_get(msg, "content")))
+		abort();
+	if (j && responses && aw_llm_chat_to_response(j, &msg, &err) == AW_OK &&
+	    !json_is_array(json_object_get(msg, "output")))
 		abort();
 	json_decref(msg);
 	json_decref(j);
@@ -142,14 +155,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	int mode = data[0] % 6;
+	int mode = data[0] % 8;
 	size_t step = (size_t)(data[0] >> 2) % 7 + 1;
 	data++, size--;
-	if (mode == 0 || mode == 4) {
+	if (mode == 0 || mode == 4 || mode == 7) {
 		if (mode == 0)
 			stream(data, size, step);
 		else
-			chunks(data, size, step);
+			chunks(data, size, step, mode == 7);
 		return 0;
 	}
 	json_error_t je;
@@ -169,6 +182,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		request(j);
 	} else if (mode == 3) {
 		messages(j);
+	} else if (mode == 6) {
+		json_t *req = NULL;
+		aw_error err = {0};
+		aw_llm_req rq;
+		if (aw_llm_responses_to_chat(j, &req, &err) == AW_OK)
+			aw_llm_req_check(req, &rq, &err);
+		json_decref(req);
 	} else {
 		aw_llm_req rq;
 		aw_error err = {0};

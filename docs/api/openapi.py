@@ -417,6 +417,19 @@ op("POST", "/v1/messages", "createMessage",
                         "text/event-stream": {"schema": S()}}}}, "worker (Authorization: Bearer, or x-api-key)",
    body=obj(["model", "max_tokens", "messages"], {"model": S(), "max_tokens": I(minimum=1),
                                                   "messages": {"type": "array"}, "system": JSONV, "stream": B}))
+op("POST", "/v1/responses", "createResponse",
+   "OpenAI Responses API through the LLM gateway (same routing, budget and audit as chat completions; "
+   "nothing stored)", "llm",
+   {"200": {"description": "a response, or the Responses API's SSE events when stream is true",
+            "headers": std_headers | {
+                "x-awooop-route": {"description": "the policy's route that served the call", "schema": S()},
+                "x-awooop-upstream-model": {"description": "the upstream model that answered", "schema": S()}},
+            "content": {"application/json": {"schema": obj(["id", "object", "status", "output"], {
+                "id": S(), "object": S(const="response"), "status": S(), "model": S(),
+                "output": {"type": "array"}, "usage": FREE})},
+                        "text/event-stream": {"schema": S()}}}}, "worker",
+   body=obj(["model", "input"], {"model": S(), "input": JSONV, "instructions": S(), "tools": {"type": "array"},
+                                 "max_output_tokens": I(minimum=0), "stream": B, "store": B}))
 op("POST", "/v1/embeddings", "createEmbeddings",
    "OpenAI embeddings through the LLM gateway (OpenAI-compatible and Azure upstreams; budgeted by the input)", "llm",
    {"200": {"description": "an embeddings list", "headers": std_headers | {

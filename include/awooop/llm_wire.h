@@ -181,4 +181,40 @@ void aw_msgs_stream_init(aw_msgs_stream *s, const char *model);
 aw_err aw_llm_chunk_to_anthropic(const char *data, size_t len, aw_msgs_stream *s, aw_buf *out);
 void aw_msgs_stream_free(aw_msgs_stream *s);
 
+/* ---- OpenAI's Responses API on the way in, POST /v1/responses (wire_responses.c) */
+
+/* A Responses request as the chat completion request the gateway routes:
+ * instructions as a system message, input (a string, or message,
+ * function_call and function_call_output items), function tools and
+ * tool_choice, max_output_tokens as max_tokens, text.format as
+ * response_format, reasoning.effort; a stream asks for its usage. An
+ * allow-list (AW_E_REQ_UNKNOWN_FIELD); previous_response_id and store: true
+ * are refused (the gateway keeps no responses); hosted tools and file inputs
+ * are AW_E_BUDGET_UNPRICED. New reference. */
+aw_err aw_llm_responses_to_chat(const json_t *req, json_t **out, aw_error *err);
+/* A chat.completion as a `response` object (a message item of output_text,
+ * function_call items, status completed or incomplete at max_output_tokens,
+ * usage). New reference. */
+aw_err aw_llm_chat_to_response(const json_t *completion, json_t **out, aw_error *err);
+
+/* A chat.completion.chunk stream re-written as the Responses API's events. */
+typedef struct {
+	char id[80], model[160];
+	int seq, done;
+	int items;	/* output items opened */
+	int open, kind; /* the open item (-1: none); -1 a message, else a tool call's index */
+	char call_id[128], name[128];
+	aw_buf acc; /* the open item's text or arguments so far */
+	char finish[24];
+	json_t *resp;  /* the response as it grows (created at the first chunk) */
+	json_t *usage; /* the last usage chunk's */
+} aw_resp_stream;
+void aw_resp_stream_init(aw_resp_stream *s, const char *model);
+/* One SSE event's data of the gateway's chunk stream ("[DONE]" included) as
+ * the Responses API's named events appended to out, each with its
+ * sequence_number; response.completed (or .incomplete) at [DONE], with the
+ * whole response; the gateway's error event as response.failed. */
+aw_err aw_llm_chunk_to_responses(const char *data, size_t len, aw_resp_stream *s, aw_buf *out);
+void aw_resp_stream_free(aw_resp_stream *s);
+
 #endif

@@ -3,6 +3,8 @@
  *   POST /v1/chat/completions   (stream or not; scopes worker and up)
  *   POST /v1/embeddings         (OpenAI-compatible and Azure upstreams; budgeted
  *                               by its input's tokens)
+ *   POST /v1/responses          OpenAI's Responses API, the same way (decoded into a
+ *                               chat request; a response object or its events back)
  *   GET  /v1/models             the models the key's project may call
  *   POST /v1/messages           Anthropic's Messages API on the same calls: the
  *                               request decoded into a chat completion request
@@ -77,11 +79,15 @@ static void done(aw_req *r)
 	r->svc = NULL;
 }
 
-/* The call of a /v1/messages request and its stream's translation. */
+/* The call of a /v1/messages or /v1/responses request (another API than
+ * chat completions) and its stream's translation. */
+enum { API_MESSAGES, API_RESPONSES };
 typedef struct {
+	int api;
 	aw_llm_call *c;
 	aw_sse sse;
 	aw_msgs_stream ms;
+	aw_resp_stream rs;
 	aw_buf out; /* translated events not yet read */
 	size_t off;
 	int eof;
@@ -90,7 +96,9 @@ typedef struct {
 static int on_chunk(void *ud, const char *d, size_t n)
 {
 	msgs *m = ud;
-	return aw_llm_chunk_to_anthropic(d, n, &m->ms, &m->out) ? -1 : 0;
+	aw_err e = m->api == API_MESSAGES ? aw_llm_chunk_to_anthropic(d, n, &m->ms, &m->out)
+					  : aw_llm_chunk_to_responses(d, n, &m->rs, &m->out);
+	return e ? -1 : 0;
 }
 
 /* The call's chunk stream, read and handed out as the Messages API's events;
@@ -138,8 +146,9 @@ static void msgs_answer(aw_req *r)
 	case AW_LLM_ANSWER: {
 		json_t *c = json_loads(body, 0, NULL), *msg = NULL;
 		free(body);
-		aw_err e = c ? aw_llm_chat_to_message(c, &msg, &err)
-			     : aw_fail(&err, AW_E_NOMEM, "out of memory");
+		aw_err e = !c			    ? aw_fail(&err, AW_E_NOMEM, "out of memory")
+			   : m->api == API_MESSAGES ? aw_llm_chat_to_message(c, &msg, &err)
+						    : aw_llm_chat_to_response(c, &msg, &err);
 		json_decref(c);
 		if (e)
 			aw_reply_problem(r, e, &err);
@@ -152,14 +161,20 @@ static void msgs_answer(aw_req *r)
 	}
 }
 
+static void msgs_free(msgs *m)
+{
+	aw_sse_free(&m->sse);
+	aw_msgs_stream_free(&m->ms);
+	aw_resp_stream_free(&m->rs);
+	aw_buf_free(&m->out);
+	free(m);
+}
+
 static void msgs_done(aw_req *r)
 {
 	msgs *m = r->svc;
 	aw_llm_release(m->c);
-	aw_sse_free(&m->sse);
-	aw_msgs_stream_free(&m->ms);
-	aw_buf_free(&m->out);
-	free(m);
+	msgs_free(m);
 	r->svc = NULL;
 }
 
@@ -191,7 +206,9 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, aw_er
 	return e ? NULL : c;
 }
 
-void aw_h_llm_messages(aw_req *r)
+/* POST /v1/messages and POST /v1/responses: decoded, called, answered in
+ * the API's own format. */
+static void other_api(aw_req *r, int api)
 {
 	if (scope_or_reply(r) || aw_json_body_or_reply(r))
 		return;
@@ -204,24 +221,24 @@ void aw_h_llm_messages(aw_req *r)
 	json_t *in = NULL, *req = NULL;
 	aw_err e = aw_json_parse_object(r->body, r->body_len, &in, &err);
 	if (!e)
-		e = aw_llm_messages_to_chat(in, &req, &err);
+		e = api == API_MESSAGES ? aw_llm_messages_to_chat(in, &req, &err)
+					: aw_llm_responses_to_chat(in, &req, &err);
 	json_decref(in);
 	msgs *m = e ? NULL : calloc(1, sizeof *m);
 	if (!e && !m)
 		e = aw_fail(&err, AW_E_NOMEM, "out of memory");
 	if (m) {
+		m->api = api;
 		aw_sse_init(&m->sse, 4u << 20);
 		aw_msgs_stream_init(&m->ms, json_string_value(json_object_get(req, "model")));
+		aw_resp_stream_init(&m->rs, json_string_value(json_object_get(req, "model")));
 		m->out = (aw_buf)AW_BUF_INIT(16u << 20);
 	}
 	aw_llm_call *c = start_or_reply(r, req, 0, e, &err);
 	json_decref(req);
 	if (!c) {
-		if (m) {
-			aw_sse_free(&m->sse);
-			aw_buf_free(&m->out);
-			free(m);
-		}
+		if (m)
+			msgs_free(m);
 		return;
 	}
 	m->c = c;
@@ -257,6 +274,16 @@ static void openai_call(aw_req *r, int embeddings)
 void aw_h_llm_chat(aw_req *r)
 {
 	openai_call(r, 0);
+}
+
+void aw_h_llm_messages(aw_req *r)
+{
+	other_api(r, API_MESSAGES);
+}
+
+void aw_h_llm_responses(aw_req *r)
+{
+	other_api(r, API_RESPONSES);
 }
 
 void aw_h_llm_embeddings(aw_req *r)

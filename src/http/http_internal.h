@@ -215,6 +215,7 @@ void aw_h_channel_webhook(aw_req *r);
 void aw_h_llm_chat(aw_req *r);
 void aw_h_llm_messages(aw_req *r);
 void aw_h_llm_embeddings(aw_req *r);
+void aw_h_llm_responses(aw_req *r);
 void aw_h_budget_get(aw_req *r);
 void aw_h_mcp_post(aw_req *r);
 void aw_h_mcp_get(aw_req *r);

@@ -35,6 +35,7 @@ static const struct {
 	{"GET", "/v1/models", aw_h_llm_models, 0},
 	{"POST", "/v1/messages", aw_h_llm_messages, 0},
 	{"POST", "/v1/embeddings", aw_h_llm_embeddings, 0},
+	{"POST", "/v1/responses", aw_h_llm_responses, 0},
 	{"GET", "/v1/whoami", aw_h_whoami, 0},
 	{"GET", "/v1/projects", aw_h_projects_list, 0},
 	{"GET", "/v1/projects/{project}", aw_h_project_get, 0},

@@ -274,7 +274,7 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 	if (p && !strcmp(r->route, "/v1/messages"))
 		sdk = 2;
 	else if (p && (!strncmp(r->route, "/v1/chat/", 9) || !strcmp(r->route, "/v1/models") ||
-		       !strcmp(r->route, "/v1/embeddings") ||
+		       !strcmp(r->route, "/v1/embeddings") || !strcmp(r->route, "/v1/responses") ||
 		       (!strcmp(r->route, "unmatched") && (sdk = sdk_path(r)))))
 		sdk = sdk ? sdk : 1;
 	if (sdk) {
@@ -789,7 +789,8 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 			e == AW_E_REQ_METHOD ? "method not allowed here"
 			: sdk_path(r)
 				? "no such route: the model gateway serves POST /v1/chat/completions, "
-				  "POST /v1/embeddings, POST /v1/messages and GET /v1/models"
+				  "POST /v1/responses, POST /v1/embeddings, POST /v1/messages and "
+				  "GET /v1/models"
 				: "no such route");
 	else if (!e && r->open_route == AW_AUTH_KEY && !(e = authenticate(r, &err)) &&
 		 has_body(r->conn))

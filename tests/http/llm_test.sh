@@ -22,6 +22,10 @@ PASS=0
 FAIL=0
 PIDS=()
 PGDB=
+# the clients are copied next to their node_modules under names of this run's
+# own: the cache is shared with other runs (and checkouts) of this test
+OCLIENT="client-$$.mjs"
+ACLIENT="client-$$.mjs"
 CANARY="sk-canary-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export AW_CANARY=$CANARY
 
@@ -32,6 +36,7 @@ cleanup() {
     psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
       -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
   fi
+  rm -f "${NPMDIR:-/nonexistent}/$OCLIENT" "${ANPM:-/nonexistent}/$ACLIENT"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -170,7 +175,7 @@ check "the route said" "$(hdr x-awooop-route)" chat
 check "the upstream model said" "$(hdr x-awooop-upstream-model)" gpt-x
 check "usage" "$(jbody .usage.total_tokens)" 17 # 9 billed for "hello" (as OpenAI counts), 8 answered
 # --- routes of other providers' APIs, not served: their clients' error shape
-req POST /v1/responses "$W" '{"model":"chat","input":"hi"}'; expect "responses not served" 404 E-REQ-007
+req POST /v1/images/generations "$W" '{"model":"chat","prompt":"hi"}'; expect "images not served" 404 E-REQ-007
 check "openai error object: message" "$(jbody .error.message | grep -c 'serves POST /v1/chat/completions')" 1
 check "openai error object: type" "$(jbody .error.type)" invalid_request_error
 req POST /v1/messages/count_tokens "$W" '{"model":"chat","messages":[]}'; expect "count_tokens not served" 404 E-REQ-007
@@ -226,8 +231,8 @@ if [ ! -d "$NPMDIR/node_modules/openai" ]; then
   (cd "$NPMDIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund openai@4 >/dev/null 2>"$TMP/npm.log") \
     || { cat "$TMP/npm.log" >&2; bad "npm install openai"; }
 fi
-cp "$(dirname "$0")/openai_client.mjs" "$NPMDIR/client.mjs"
-OUT=$(node "$NPMDIR/client.mjs" "$URL" "$W" 2>"$TMP/node.err")
+cp "$(dirname "$0")/openai_client.mjs" "$NPMDIR/$OCLIENT"
+OUT=$(node "$NPMDIR/$OCLIENT" "$URL" "$W" 2>"$TMP/node.err")
 check "openai client ran" $? 0
 [ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
 jo() { echo "$OUT" | jq -r "$1" 2>/dev/null; }
@@ -240,6 +245,9 @@ check "openai error status" "$(jo .error.status)" 404
 check "openai error code" "$(jo .error.code)" E-LLM-002
 check "openai error class" "$(jo .error.isApiError)" true
 check "openai embeddings" "$(jo '[.embeddings.n, .embeddings.dims, .embeddings.usage.prompt_tokens, .embeddings.model] | join(",")')" 2,8,4,chat
+check "openai responses" "$(jo '[.responses.object, .responses.status, (.responses.text | split(":")[0]), .responses.usage.input_tokens, .responses.usage.output_tokens] | join(",")')" response,completed,A,16,8
+check "openai responses stream" "$(jo '[(.responses.stream.text | split(" ") | length), (.responses.stream.deltas == .responses.stream.text), .responses.stream.status, .responses.stream.usage.output_tokens] | join(",")')" 9,true,completed,8
+check "openai responses function call" "$(jo '[.responses.call.name, .responses.call.args] | join(",")')" 'weather,{"city":"Oslo"}'
 check "openai models" "$(jo '.models | join(",")')" "chat,gpt-x,llama3,local,q;tokens=19;nousage=1,quiet,s;tokens=50;tps=10,slow"
 
 # --- the llm run step, through the run API
@@ -504,14 +512,15 @@ check "messages stream: usage in message_delta" \
   "$(grep '"message_delta"' "$TMP/msse" | sed 's/^data: //' | jq -r '[.usage.input_tokens, .usage.cache_read_input_tokens, .usage.output_tokens] | join(",")')" 2,3,8
 # the official clients, unmodified: openai (to an Anthropic and an Azure
 # upstream) and @anthropic-ai/sdk (to an Anthropic and an OpenAI upstream)
-OUT=$(node "$NPMDIR/client.mjs" "$URL" "$WW" claude 2>"$TMP/node.err")
+OUT=$(node "$NPMDIR/$OCLIENT" "$URL" "$WW" claude 2>"$TMP/node.err")
 check "openai client to anthropic ran" $? 0
 [ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
 check "openai->anthropic plain" "$(jo .plain.content | cut -d: -f1)" K
 check "openai->anthropic stream" "$(jo .stream.text | wc -w),$(jo .stream.usage.completion_tokens)" 9,8
 check "openai->anthropic tools" "$(jo .tools.finish)" tool_calls
+check "openai->anthropic responses" "$(jo '[(.responses.text | split(":")[0]), (.responses.stream.text | split(" ") | length), .responses.call.name, (.responses.after | join("+"))] | join(",")')" K,9,weather,message
 check "openai->anthropic embeddings refused" "$(jo .embeddings.status),$(jo .embeddings.code)" 400,E-LLM-010
-OUT=$(node "$NPMDIR/client.mjs" "$URL" "$WW" azure 2>"$TMP/node.err")
+OUT=$(node "$NPMDIR/$OCLIENT" "$URL" "$WW" azure 2>"$TMP/node.err")
 check "openai client to azure ran" $? 0
 check "openai->azure plain, stream" "$(jo .plain.content | cut -d: -f1),$(jo .stream.text | wc -w)" Z,9
 check "openai->azure embeddings" "$(jo .embeddings.n),$(jo .embeddings.usage.prompt_tokens)" 2,4
@@ -525,9 +534,9 @@ if [ ! -d "$ANPM/node_modules/@anthropic-ai/sdk" ]; then
   (cd "$ANPM" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund @anthropic-ai/sdk@0 >/dev/null 2>"$TMP/npm.log") \
     || { cat "$TMP/npm.log" >&2; bad "npm install @anthropic-ai/sdk"; }
 fi
-cp "$(dirname "$0")/anthropic_client.mjs" "$ANPM/client.mjs"
+cp "$(dirname "$0")/anthropic_client.mjs" "$ANPM/$ACLIENT"
 for route in claude gpt; do
-  OUT=$(node "$ANPM/client.mjs" "$URL" "$WW" $route 2>"$TMP/node.err")
+  OUT=$(node "$ANPM/$ACLIENT" "$URL" "$WW" $route 2>"$TMP/node.err")
   check "anthropic client ($route) ran" $? 0
   [ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
   want=$([ $route = claude ] && echo K || echo A)
@@ -538,7 +547,7 @@ for route in claude gpt; do
   [ $route = claude ] && check "anthropic sdk ($route) tool stream" "$(jo .toolStream.stop),$(jo .toolStream.input.city)" tool_use,Oslo
   check "anthropic sdk ($route) error" "$(jo .error.status),$(jo .error.type),$(jo .error.code),$(jo .error.notFound)" 404,not_found_error,E-LLM-002,true
 done
-check "anthropic sdk: the tool result answered" "$(node "$ANPM/client.mjs" "$URL" "$WW" claude 2>/dev/null | jq -r '.tools.after.stop')" end_turn
+check "anthropic sdk: the tool result answered" "$(node "$ANPM/$ACLIENT" "$URL" "$WW" claude 2>/dev/null | jq -r '.tools.after.stop')" end_turn
 check "anthropic upstream: the key as x-api-key" "$(curl -s "http://127.0.0.1:$PK/stats" | jq '.auth_bad')" 0
 check "azure upstream: the key as api-key" "$(curl -s "http://127.0.0.1:$PZ/stats" | jq '.auth_bad')" 0
 for _ in $(seq 1 40); do

@@ -49,6 +49,31 @@ try {
   out.embeddings = { status: e.status, code: e.error?.code ?? null };
 }
 
+// the Responses API: text, a function call, the stream helper
+try {
+  const r1 = await client.responses.create({ model, instructions: "Be brief", input: "hello", store: false });
+  const rs = client.responses.stream({ model, input: [{ role: "user", content: "hi" }], store: false });
+  let deltas = "";
+  rs.on("response.output_text.delta", (e) => { deltas += e.delta; });
+  const fin = await rs.finalResponse();
+  const tools = [{ type: "function", name: "weather", parameters: { type: "object", properties: {} } }];
+  const r2 = await client.responses.create({ model, input: "weather?", tools, store: false });
+  const call = r2.output.find((o) => o.type === "function_call");
+  const r3 = await client.responses.create({
+    model, tools, store: false, tool_choice: "none",
+    input: [{ role: "user", content: "weather?" },
+            { type: "function_call", call_id: call.call_id, name: call.name, arguments: call.arguments },
+            { type: "function_call_output", call_id: call.call_id, output: "sunny" }],
+  });
+  out.responses = { object: r1.object, status: r1.status, text: r1.output_text, usage: r1.usage,
+                    stream: { text: fin.output.filter((o) => o.type === "message")
+                                              .flatMap((o) => o.content.map((c) => c.text)).join(""), deltas, status: fin.status, usage: fin.usage },
+                    call: { name: call?.name ?? null, args: call?.arguments ?? null },
+                    after: r3.output.map((o) => o.type) };
+} catch (e) {
+  out.responses = { status: e.status ?? null, code: e.error?.code ?? null, message: String(e.message) };
+}
+
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id).sort();
 console.log(JSON.stringify(out));

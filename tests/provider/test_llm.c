@@ -2873,6 +2873,163 @@ static void test_wire_failover(void **state)
 	gateway_down();
 }
 
+/* The front doors of other APIs (/v1/messages, /v1/responses), decoded into
+ * chat requests and their answers written back, without a gateway. */
+static void test_front_door_translation(void **state)
+{
+	(void)state;
+	json_error_t je;
+	aw_error err = {0};
+	json_t *o = NULL;
+	/* Messages: a user turn of tool results then text -> tool messages, then
+	 * the user's message; thinking blocks dropped */
+	json_t *m = json_loads(
+		"{\"model\":\"chat\",\"max_tokens\":9,\"system\":\"s\",\"messages\":["
+		"{\"role\":\"user\",\"content\":\"q\"},"
+		"{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\","
+		"\"signature\":\"x\"},{\"type\":\"tool_use\",\"id\":\"tu\",\"name\":\"f\",\"input\":"
+		"{\"a\":1}}]},"
+		"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"tu\","
+		"\"content\":\"r\",\"is_error\":true},{\"type\":\"text\",\"text\":\"next\"}]}],"
+		"\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],"
+		"\"tool_choice\":{\"type\":\"any\",\"disable_parallel_tool_use\":true},"
+		"\"stop_sequences\":[\"Z\"],\"stream\":true}",
+		0, &je);
+	assert_int_equal(aw_llm_messages_to_chat(m, &o, &err), AW_OK);
+	char *d = json_dumps(o, JSON_COMPACT);
+	printf("messages as chat: %s\n", d);
+	free(d);
+	json_t *msgs = json_object_get(o, "messages");
+	assert_int_equal(json_array_size(msgs), 5); /* system, user, assistant, tool, user */
+	assert_string_equal(jstr(json_array_get(msgs, 3), "role"), "tool");
+	assert_string_equal(jstr(json_array_get(msgs, 3), "content"), "[tool error] r");
+	assert_string_equal(jstr(json_array_get(msgs, 4), "role"), "user");
+	json_t *tc = json_array_get(json_object_get(json_array_get(msgs, 2), "tool_calls"), 0);
+	assert_string_equal(jstr(tc, "function.arguments"), "{\"a\":1}");
+	assert_string_equal(jstr(o, "tool_choice"), "required");
+	assert_true(json_is_false(json_object_get(o, "parallel_tool_calls")));
+	assert_true(json_is_true(
+		json_object_get(json_object_get(o, "stream_options"), "include_usage")));
+	aw_llm_req rq;
+	assert_int_equal(aw_llm_req_check(o, &rq, &err), AW_OK); /* what the gateway checks next */
+	json_decref(o);
+	struct {
+		const char *body;
+		aw_err e;
+		const char *where;
+	} refused[] = {
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		 AW_E_REQ_INVALID, "/max_tokens"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":"
+		 "\"x\"}],\"mcp_servers\":[]}",
+		 AW_E_REQ_UNKNOWN_FIELD, "/mcp_servers"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":"
+		 "\"x\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}",
+		 AW_E_BUDGET_UNPRICED, "/thinking"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":"
+		 "\"x\"}],\"tools\":[{\"type\":\"bash_20250124\",\"name\":\"bash\"}]}",
+		 AW_E_BUDGET_UNPRICED, "/tools/0"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"system\",\"content\":"
+		 "\"x\"}]}",
+		 AW_E_REQ_INVALID, "/messages/0"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		json_t *b = json_loads(refused[i].body, 0, &je);
+		assert_non_null(b);
+		assert_int_equal(aw_llm_messages_to_chat(b, &o, &err), refused[i].e);
+		assert_string_equal(err.where, refused[i].where);
+		json_decref(b);
+	}
+	json_decref(m);
+	/* the gateway's chunks as the Messages API's events */
+	static const char *const ch[] = {
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+		"\"content\":\"\"}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{"
+		"\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+		"\"arguments\":\"{\\\"a\\\":\"}}]}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{"
+		"\"index\":0,\"function\":{\"arguments\":\"1}\"}}]}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+		"\"tool_calls\"}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+		"\"completion_tokens\":4,\"cache_creation_input_tokens\":1,"
+		"\"cache_read_input_tokens\":2}}",
+		"[DONE]",
+		NULL};
+	aw_msgs_stream ms;
+	aw_msgs_stream_init(&ms, "chat");
+	aw_resp_stream rs;
+	aw_resp_stream_init(&rs, "chat");
+	aw_buf ev = AW_BUF_INIT(1 << 20), rev = AW_BUF_INIT(1 << 20);
+	for (int i = 0; ch[i]; i++) {
+		assert_int_equal(aw_llm_chunk_to_anthropic(ch[i], strlen(ch[i]), &ms, &ev), AW_OK);
+		assert_int_equal(aw_llm_chunk_to_responses(ch[i], strlen(ch[i]), &rs, &rev), AW_OK);
+	}
+	printf("chunks as Messages events:\n%s", aw_buf_str(&ev));
+	aw_buf names = AW_BUF_INIT(4096);
+	for (const char *p = aw_buf_str(&ev); (p = strstr(p, "event: ")); p++) {
+		p += 7;
+		aw_buf_add(&names, p, strcspn(p, "\n"));
+		aw_buf_adds(&names, ",");
+	}
+	assert_string_equal(aw_buf_str(&names),
+			    "message_start,content_block_start,content_block_delta,"
+			    "content_block_stop,content_block_start,content_block_delta,"
+			    "content_block_delta,content_block_stop,message_delta,message_stop,");
+	assert_non_null(strstr(aw_buf_str(&ev), "\"id\":\"msg_9\""));
+	assert_non_null(strstr(aw_buf_str(&ev), "\"stop_reason\":\"tool_use\""));
+	assert_non_null(strstr(aw_buf_str(&ev),
+			       "\"input_tokens\":7,\"output_tokens\":4,"
+			       "\"cache_creation_input_tokens\":1,\"cache_read_input_tokens\":2"));
+	aw_buf_free(&names);
+	aw_buf_free(&ev);
+	aw_msgs_stream_free(&ms);
+	/* ... and as the Responses API's, numbered, ending with the response */
+	printf("chunks as Responses events:\n%s", aw_buf_str(&rev));
+	int seq = 0;
+	for (const char *p = aw_buf_str(&rev); (p = strstr(p, "\"sequence_number\":")); p++)
+		assert_int_equal(atoi(p + 18), seq++);
+	assert_int_equal(seq, 14);
+	const char *last = strstr(aw_buf_str(&rev), "event: response.completed");
+	assert_non_null(last);
+	json_t *done = json_loads(strstr(last, "data: ") + 6, JSON_DISABLE_EOF_CHECK, &je);
+	json_t *out = json_object_get(json_object_get(done, "response"), "output");
+	assert_int_equal(json_array_size(out), 2);
+	assert_string_equal(jstr(json_array_get(out, 0), "id"), "msg_9");
+	assert_string_equal(
+		jstr(json_array_get(json_object_get(json_array_get(out, 0), "content"), 0), "text"),
+		"Hi");
+	assert_string_equal(jstr(json_array_get(out, 1), "arguments"), "{\"a\":1}");
+	assert_int_equal(jll(json_object_get(done, "response"), "usage.input_tokens"), 10);
+	json_decref(done);
+	aw_buf_free(&rev);
+	aw_resp_stream_free(&rs);
+	/* Responses requests */
+	json_t *r = json_loads(
+		"{\"model\":\"m\",\"instructions\":\"i\",\"input\":[{\"role\":\"user\",\"content\":"
+		"\"q\"},{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":"
+		"\"{}\"},{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"r\"}],"
+		"\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\",\"schema\":{\"type\":"
+		"\"object\"}}},\"max_output_tokens\":7}",
+		0, &je);
+	assert_int_equal(aw_llm_responses_to_chat(r, &o, &err), AW_OK);
+	msgs = json_object_get(o, "messages");
+	assert_int_equal(json_array_size(msgs), 4); /* system, user, assistant (call), tool */
+	assert_string_equal(jstr(json_array_get(msgs, 2), "role"), "assistant");
+	assert_string_equal(jstr(o, "response_format.json_schema.name"), "n");
+	assert_int_equal(jll(o, "max_tokens"), 7);
+	assert_int_equal(aw_llm_req_check(o, &rq, &err), AW_OK);
+	json_decref(o);
+	json_object_set_new(r, "previous_response_id", json_string("resp_1"));
+	assert_int_equal(aw_llm_responses_to_chat(r, &o, &err), AW_E_REQ_INVALID);
+	json_object_del(r, "previous_response_id");
+	json_object_set_new(r, "tools", json_pack("[{s:s}]", "type", "web_search_preview"));
+	assert_int_equal(aw_llm_responses_to_chat(r, &o, &err), AW_E_BUDGET_UNPRICED);
+	json_decref(r);
+}
+
 /* POST /v1/embeddings' calls: budgeted by their input, exact; OpenAI's API
  * and Azure's deployments only. */
 static aw_err embed(const char *model, json_t *input, json_t **resp, aw_error *err)
@@ -3033,6 +3190,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_anthropic_upstream),
 		cmocka_unit_test(test_wire_failover),
 		cmocka_unit_test(test_embeddings),
+		cmocka_unit_test(test_front_door_translation),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }
