@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "awooop/run.h"
+#include "awooop/executor.h"
 
 /* 1 when every reference inside v names /input or /steps/<an earlier step>. */
 static int refs_ok(const json_t *wf, size_t i, const json_t *v)

@@ -30,9 +30,10 @@ ENTRY = {"http", "cli"}
 OWNER = {  # public header (include/awooop/NAME.h) -> folder, where not NAME
     "redis": "bus", "kv": "keys", "envelope": "audit", "keyring": "contract",
     "fleet": "cache", "policy": "cache", "relay": "outbox", "llm": "provider", "redaction": "tenancy",
-    "llm_wire": "provider", "mcp_wire": "mcp", "schedule": "run",
+    "llm_wire": "provider", "mcp_wire": "mcp", "schedule": "run", "executor": "run",
+    "worker": "run",
 }
-for h in ("bounds buf clock cron crypto ctx egress err ident jcs json log metrics pattern "
+for h in ("alloc bounds buf clock cron crypto ctx egress err ident jcs json log metrics pattern "
           "redact schema secret trace tz uuid wake").split():
     OWNER[h] = "core"
 

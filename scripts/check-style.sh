@@ -26,6 +26,11 @@ if [ -n "$banned" ]; then echo "banned function (use aw_buf, snprintf, strtol):"
 # step neither stretches nor cuts them; the wall clock is read in clock.c only
 wall=$(grep -rn 'CLOCK_REALTIME' src --include=*.c | grep -v '^src/core/clock.c' || true)
 if [ -n "$wall" ]; then echo "CLOCK_REALTIME outside src/core/clock.c (aw_clock_wall_ms, or a monotonic wait):"; echo "$wall"; fail=1; fi
+# every allocation goes through alloc.h's door, so the allocation-failure
+# test reaches the project's own allocations (free() stays free())
+alloc=$(grep -rnP '(?<![\w.>])(malloc|calloc|realloc|strdup|strndup)\(' src --include=*.c --include=*.h |
+  grep -v '^src/core/alloc.c' | grep -vP '^\S+:\d+:\s*(/?\*|//)' || true)
+if [ -n "$alloc" ]; then echo "bare allocation (use aw_malloc & co., alloc.h):"; echo "$alloc"; fail=1; fi
 # dependencies point down: a folder includes only folders below it
 python3 scripts/check-layers.py || fail=1
 # one name, one file: backtraces and logs name files without their folder

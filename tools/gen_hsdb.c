@@ -14,7 +14,7 @@ int main(int argc, char **argv)
 	char *db = NULL;
 	size_t len = 0;
 	FILE *f = argc == 2 ? fopen(argv[1], "w") : NULL;
-	if (!f || aw_redact_hs_serialize(&db, &len)) {
+	if (!f || redact_hs_serialize(&db, &len)) {
 		fprintf(stderr, "usage: gen_hsdb OUT.c (and the engine must compile)\n");
 		return 1;
 	}

@@ -42,7 +42,7 @@ static size_t baseline(const char *in, size_t len, double *secs)
 {
 	pcre2_code *re[AW_RC__COUNT] = {0};
 	for (int c = 0; c < AW_RC__COUNT; c++) {
-		const char *p = aw_redact_pcre_pattern((aw_redact_class)c);
+		const char *p = redact_pcre_pattern((aw_redact_class)c);
 		if (!p)
 			continue;
 		int ec;
@@ -71,7 +71,7 @@ static size_t baseline(const char *in, size_t len, double *secs)
 				re_ = ov[3];
 			}
 			start = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
-			if (!aw_redact_validate((aw_redact_class)c, cur + rs, re_ - rs))
+			if (!redact_validate((aw_redact_class)c, cur + rs, re_ - rs))
 				continue;
 			memcpy(next + o, cur + pos, rs - pos);
 			o += rs - pos;

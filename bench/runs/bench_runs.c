@@ -33,6 +33,8 @@
 
 #include "awooop/clock.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/tenancy.h"
 #include "counter.h"
 

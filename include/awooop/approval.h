@@ -29,6 +29,7 @@
 #include "awooop/ctx.h"
 #include "awooop/keyring.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 #include "awooop/store.h"
 
 #define AW_APPROVAL_LEEWAY_S 30

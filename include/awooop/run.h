@@ -10,6 +10,9 @@
  * never executed again, and side-effecting steps carry an idempotency key
  * derived from (run id, k) to the outside world. In shadow mode side-effecting
  * executors record the intended effect instead of performing it.
+ *
+ * This header is the service: submission, reads, cancel, transitions, data
+ * flow. The step kinds are executor.h; the workers that drive runs, worker.h.
  */
 #ifndef AWOOOP_RUN_H
 #define AWOOOP_RUN_H
@@ -239,105 +242,5 @@ aw_err aw_run_diff(aw_store *s, const aw_ctx *ctx, const char *a, const char *b,
 
 /* The journal idempotency key of step k: "<run_id>-<k>". */
 void aw_run_step_key(const char *run_id, int step_no, char *out, size_t cap);
-
-/* ---- executors ---- */
-typedef enum {
-	AW_STEP_NEXT = 0, /* the step is done: the run goes on (or ends) */
-	AW_STEP_PARK,	  /* the run waits for approval (waiting_approval) */
-	AW_STEP_SUGGEST,  /* suggest mode: the run ends `suggested`, nothing more runs */
-} aw_step_outcome;
-
-typedef struct {
-	const char *run_id;
-	const char *project;
-	int step_no;
-	const char *idem_key;	  /* pass to the outside world */
-	const char *traceparent;  /* the run's trace, a new span for this step */
-	const json_t *args;	  /* validated */
-	const json_t *input;	  /* the run's input, may be NULL */
-	const json_t *workflow;	  /* the run's steps */
-	int64_t deadline_ns;	  /* aw_clock_mono_ns() deadline of the attempt */
-	const atomic_bool *stop;  /* true: cancelled or shutting down; return */
-	aw_store *store;	  /* the worker's store */
-	aw_step_outcome *outcome; /* parking executors set it (AW_STEP_NEXT preset) */
-	int approved;		  /* the step parked before and was approved */
-} aw_step_call;
-
-typedef struct aw_executor {
-	const char *kind;
-	int side_effect; /* shadow mode records intent() instead of calling run() */
-	int instant;	 /* returns at once without I/O (noop, fail): a run whose first
-			    step is instant is started in the same transaction that
-			    journals that step */
-	/* Checks args at submission; AW_E_RUN_WORKFLOW (err->where relative). */
-	aw_err (*validate)(const json_t *args, aw_error *err);
-	/* Executes; *result (new reference) describes what happened. Failure:
-	 * AW_E_RUN_STEP / AW_E_RUN_TIMEOUT / AW_E_RUN_CANCELLED. */
-	aw_err (*run)(const aw_step_call *c, json_t **result, aw_error *err);
-	/* The intended effect (e.g. method, url, body hash); new reference. */
-	json_t *(*intent)(const json_t *args);
-	int parks; /* may set AW_STEP_PARK: a run holding such a step reads its
-		      journal at every claim (an approval resumes it) */
-} aw_executor;
-
-/* The root of tenants' file: secret references: an http step's header
- * {"secret_ref": REF} resolves in its run's project's namespace only
- * (aw_secret_tenant_resolve: env:NAME is AWOOOP_T_<PROJECT>__NAME, file:PATH
- * is DIR/<project>/PATH). NULL or "": file: references do not resolve. Call
- * before workers start. */
-void aw_run_secrets_dir(const char *dir);
-
-/* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
- * "body"?}; llm (llm.h) and approval (approval.h) are registered by their
- * services. */
-const aw_executor *aw_executor_find(const char *kind);
-/* Registers an executor (not thread-safe: at start-up). -1 when full/taken. */
-int aw_executor_register(const aw_executor *x);
-/* The step kinds this process runs, built-ins first then in registration
- * order: the first cap names (static strings) into kinds; returns how many
- * there are. */
-size_t aw_executor_kinds(const char **kinds, size_t cap);
-
-/* ---- workers ---- */
-typedef struct aw_worker aw_worker;
-typedef struct {
-	const char *id;	   /* worker id for leases; default host-pid-random */
-	int concurrency;   /* executing threads; default 4 */
-	int batch;	   /* runs claimed at once per thread; default 16 */
-	int heartbeat_ms;  /* default 5000 */
-	int lease_ms;	   /* default 30000 */
-	int poll_ms;	   /* safety-net poll when idle; default 1000 */
-	int retry_base_ms; /* backoff base (x2 per attempt, +-25% jitter); default 1000 */
-	int retry_max_ms;  /* backoff cap; default 60000 */
-	int reaper;	   /* run the reaper loop; default on (-1 = off) */
-	int retention_h;   /* the reaper prunes runs finished this long ago; 0 keeps all */
-	/* of the executing threads, how many claim and drive batches at once
-	 * (their store work is CPU-bound; more only contend): default the
-	 * online CPUs, at least 2. The idle-tenant lane, a handed-off run and
-	 * slow steps (solo threads) never wait for one. */
-	int store_threads;
-	/* the same across every worker process of this user on this host
-	 * (their store work shares the host's cores): default (0) the online
-	 * CPUs; -1: no host-wide count */
-	int host_store_threads;
-	/* how often the heartbeat thread measures the queues' oldest runnable
-	 * run (aw_run_queue_age_sample), with the reaper: default (0) 15000;
-	 * -1: never (another worker process does) */
-	int queue_age_ms;
-	/* how often the scheduler thread fires due schedules (schedule.h; one
-	 * indexed statement when none is due): default (0) 1000; -1: never
-	 * (another worker process does; any may, a tick fires once) */
-	int schedule_ms;
-} aw_worker_opts;
-
-aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err);
-/* Graceful: stops claiming, interrupts waiting steps, finishes the round in
- * flight and releases (re-queues) every run it still holds. */
-void aw_worker_stop(aw_worker *w);
-/* Wakes this process's idle workers (called after a submission commits). */
-void aw_run_kick(void);
-/* One reaper pass: re-queues (or fails at max_attempts) runs whose lease
- * expired. *n gets how many were moved. */
-aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_error *err);
 
 #endif

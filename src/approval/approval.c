@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/approval.h"
 #include "awooop/audit.h"
 #include "awooop/clock.h"
@@ -26,6 +27,8 @@
 #include "awooop/json.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/store/approval.h"
 #include "awooop/store/run.h"
 #include "awooop/store/audit.h"
@@ -44,7 +47,7 @@ static aw_approvals *the_service; /* the executor's (one per process) */
 aw_err aw_approvals_new(const aw_approvals_opts *o, const aw_keyring *keys, aw_approvals **out,
 			aw_error *err)
 {
-	aw_approvals *a = calloc(1, sizeof *a);
+	aw_approvals *a = aw_calloc(1, sizeof *a);
 	if (!a)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	a->store = o->store;

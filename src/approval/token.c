@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/approval.h"
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
@@ -34,7 +35,7 @@
 
 static json_t *decode_object(const char *p, size_t n, size_t cap)
 {
-	uint8_t *raw = malloc(cap + 1);
+	uint8_t *raw = aw_malloc(cap + 1);
 	size_t len = 0;
 	json_t *o = NULL;
 	if (raw && aw_base64url_decode(p, n, raw, cap, &len) == 0) {
@@ -214,7 +215,7 @@ aw_err aw_approval_verify(const aw_keyring *k, const char *tok, const char *issu
 static char *b64_json(const json_t *o)
 {
 	char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	char *b = text ? malloc(aw_base64url_len(strlen(text)) + 1) : NULL;
+	char *b = text ? aw_malloc(aw_base64url_len(strlen(text)) + 1) : NULL;
 	if (b)
 		aw_base64url((const uint8_t *)text, strlen(text), b);
 	free(text);
@@ -244,7 +245,7 @@ aw_err aw_approval_mint(const aw_keyring *k, aw_approval_claims *c, char **tok, 
 	json_decref(h);
 	json_decref(p);
 	size_t n = hb && pb ? strlen(hb) + strlen(pb) + 1 : 0;
-	char *t = n ? malloc(n + 1 + aw_base64url_len(32) + 1) : NULL;
+	char *t = n ? aw_malloc(n + 1 + aw_base64url_len(32) + 1) : NULL;
 	aw_err e = AW_OK;
 	if (!t) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

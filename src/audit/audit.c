@@ -3,6 +3,7 @@
  * audit.h). Hash input: the previous hash and every field of the record, each
  * length-prefixed ("<len>:<bytes>|") so no two records can serialise alike.
  */
+#include "awooop/alloc.h"
 #include "awooop/audit.h"
 
 #include <stdio.h>
@@ -36,7 +37,7 @@ void aw_audit_hash(const aw_audit_row *a, char *out)
 	size_t total = 0;
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		total += strlen(f[i]) + 24;
-	char *buf = malloc(total);
+	char *buf = aw_malloc(total);
 	if (!buf) {
 		out[0] = '\0'; /* matches no stored hash: verification fails safe */
 		return;
@@ -59,7 +60,7 @@ static aw_err fill_row(aw_audit_row *a, const aw_ctx *ctx, const char *action, c
 	 * the redaction engine like the payload */
 	target = target ? target : "";
 	a->target =
-		aw_uuid_valid(target) ? strdup(target) : aw_redact_str_for(ctx->project, target);
+		aw_uuid_valid(target) ? aw_strdup(target) : aw_redact_str_for(ctx->project, target);
 	if (!a->payload || !a->target)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_uuid7_str(a->event_id);
@@ -115,7 +116,7 @@ aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *i
 {
 	if (n <= 0)
 		return AW_OK;
-	aw_audit_row *rows = calloc((size_t)n, sizeof *rows);
+	aw_audit_row *rows = aw_calloc((size_t)n, sizeof *rows);
 	if (!rows)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = AW_OK;
@@ -209,7 +210,7 @@ aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
 	aw_buf_free(&b);
 	if (e || !payload)
 		return e ? e : aw_fail(err, AW_E_NOMEM, "out of memory");
-	aw_audit_row *row = calloc(1, sizeof *row);
+	aw_audit_row *row = aw_calloc(1, sizeof *row);
 	if (!row) {
 		free(payload);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -222,7 +223,7 @@ aw_err aw_audit_record_group(aw_txn *t, const aw_ctx *ctx, const char *action,
 	memcpy(event_id, row->event_id, sizeof event_id);
 	if ((e = append_rows(t, row, 1, err)))
 		return e;
-	const char **targets = malloc(sizeof *targets * (size_t)n);
+	const char **targets = aw_malloc(sizeof *targets * (size_t)n);
 	if (!targets)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++)

@@ -35,7 +35,7 @@
 
 static _Atomic int hour_shift; /* budget_hooks.h */
 
-void aw_budget_test_shift_hours(int hours)
+void budget_test_shift_hours(int hours)
 {
 	atomic_store(&hour_shift, hours);
 }

@@ -6,6 +6,6 @@
 #ifndef AWOOOP_BUDGET_HOOKS_H
 #define AWOOOP_BUDGET_HOOKS_H
 
-void aw_budget_test_shift_hours(int hours);
+void budget_test_shift_hours(int hours);
 
 #endif

@@ -8,7 +8,9 @@
 
 #include "bus_internal.h"
 
-int aw_bus_pattern_match(const char *pattern, const char *channel)
+#include "awooop/alloc.h"
+
+int bus_pattern_match(const char *pattern, const char *channel)
 {
 	size_t n = strlen(pattern);
 	if (n && pattern[n - 1] == '*')
@@ -18,7 +20,7 @@ int aw_bus_pattern_match(const char *pattern, const char *channel)
 
 aw_err aw_bus_open(const char *url, aw_bus **out, aw_error *err)
 {
-	aw_bus *b = calloc(1, sizeof *b);
+	aw_bus *b = aw_calloc(1, sizeof *b);
 	if (!b)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	pthread_mutex_init(&b->mu, NULL);
@@ -43,7 +45,7 @@ void aw_bus_close(aw_bus *b)
 	if (!b)
 		return;
 	if (b->redis)
-		aw_bus_redis_stop(b);
+		bus_redis_stop(b);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
 }
@@ -61,10 +63,10 @@ int aw_bus_connected(aw_bus *b)
 aw_err aw_bus_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err)
 {
 	if (b->redis)
-		return aw_bus_redis_publish(b, channel, payload, err);
+		return bus_redis_publish(b, channel, payload, err);
 	/* local: deliver under the lock, so unsubscribe waits for a running handler */
 	pthread_mutex_lock(&b->mu);
-	if (b->subscribed && aw_bus_pattern_match(b->pattern, channel))
+	if (b->subscribed && bus_pattern_match(b->pattern, channel))
 		b->handler(b->ud, channel, payload, strlen(payload));
 	pthread_mutex_unlock(&b->mu);
 	return AW_OK;
@@ -75,7 +77,7 @@ void aw_bus_unsubscribe(aw_bus *b)
 	if (!b)
 		return;
 	if (b->redis)
-		aw_bus_redis_stop_subscriber(b);
+		bus_redis_stop_subscriber(b);
 	pthread_mutex_lock(&b->mu);
 	b->subscribed = 0;
 	b->handler = NULL;
@@ -99,7 +101,7 @@ aw_err aw_bus_subscribe(aw_bus *b, const char *pattern, aw_bus_handler h, aw_bus
 	b->subscribed = 1;
 	pthread_mutex_unlock(&b->mu);
 	if (b->redis)
-		return aw_bus_redis_start(b, err);
+		return bus_redis_start(b, err);
 	if (resync)
 		resync(ud);
 	return AW_OK;

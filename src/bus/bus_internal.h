@@ -27,10 +27,10 @@ struct aw_bus {
 	atomic_bool stop, connected; /* read by the subscriber thread and callers */
 };
 
-int aw_bus_pattern_match(const char *pattern, const char *channel);
-aw_err aw_bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err);
-aw_err aw_bus_redis_start(aw_bus *b, aw_error *err);
-void aw_bus_redis_stop(aw_bus *b);
-void aw_bus_redis_stop_subscriber(aw_bus *b);
+int bus_pattern_match(const char *pattern, const char *channel);
+aw_err bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err);
+aw_err bus_redis_start(aw_bus *b, aw_error *err);
+void bus_redis_stop(aw_bus *b);
+void bus_redis_stop_subscriber(aw_bus *b);
 
 #endif

@@ -27,7 +27,7 @@ static redisContext *bus_connect(aw_bus *b, aw_error *err)
 	return aw_redis_connect(&b->url, b->url.tls ? 3000 : 1000, err);
 }
 
-aw_err aw_bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err)
+aw_err bus_redis_publish(aw_bus *b, const char *channel, const char *payload, aw_error *err)
 {
 	pthread_mutex_lock(&b->mu);
 	redisReply *r = NULL;
@@ -128,7 +128,7 @@ static void *subscriber(void *arg)
 	return NULL;
 }
 
-aw_err aw_bus_redis_start(aw_bus *b, aw_error *err)
+aw_err bus_redis_start(aw_bus *b, aw_error *err)
 {
 	b->stop = 0;
 	if (pthread_create(&b->sub_thread, NULL, subscriber, b) != 0)
@@ -137,7 +137,7 @@ aw_err aw_bus_redis_start(aw_bus *b, aw_error *err)
 	return AW_OK;
 }
 
-void aw_bus_redis_stop_subscriber(aw_bus *b)
+void bus_redis_stop_subscriber(aw_bus *b)
 {
 	b->stop = 1;
 	if (b->sub_started)
@@ -146,9 +146,9 @@ void aw_bus_redis_stop_subscriber(aw_bus *b)
 	b->connected = 0;
 }
 
-void aw_bus_redis_stop(aw_bus *b)
+void bus_redis_stop(aw_bus *b)
 {
-	aw_bus_redis_stop_subscriber(b);
+	bus_redis_stop_subscriber(b);
 	if (b->pub)
 		aw_redis_free(b->pub);
 	b->pub = NULL;

@@ -10,6 +10,7 @@
  * aw_redis_free waits for the relay to end (no thread of ours touches
  * OpenSSL after the last connection is freed, e.g. at exit).
  */
+#include "awooop/alloc.h"
 #include "awooop/redis.h"
 
 #include <arpa/inet.h>
@@ -412,7 +413,7 @@ static const char *tls_why(SSL *ssl, char *buf, size_t cap)
 static int tls_open(const aw_redis_url *u, int timeout_ms, aw_error *err)
 {
 	char why[256];
-	relay *r = calloc(1, sizeof *r);
+	relay *r = aw_calloc(1, sizeof *r);
 	if (!r) {
 		aw_fail(err, AW_E_NOMEM, "out of memory");
 		return -1;

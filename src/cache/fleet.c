@@ -11,6 +11,7 @@
  * AwooopPolicyNotConverged). The probe only reads: it measures the bus,
  * the relay and the fallback checker, it does not stand in for them.
  */
+#include "awooop/alloc.h"
 #include "awooop/fleet.h"
 
 #include <pthread.h>
@@ -65,7 +66,7 @@ static void on_change(void *ud, const char *project, const char *family, const c
 	while (i && (strcmp(i->project, project) || strcmp(i->it.family, family) ||
 		     strcmp(i->it.contract_id, cid)))
 		i = i->next;
-	if (!i && (i = calloc(1, sizeof *i))) {
+	if (!i && (i = aw_calloc(1, sizeof *i))) {
 		snprintf(i->project, sizeof i->project, "%s", project);
 		snprintf(i->it.family, sizeof i->it.family, "%s", family);
 		snprintf(i->it.contract_id, sizeof i->it.contract_id, "%s", cid);
@@ -128,8 +129,8 @@ static int snapshot(aw_fleet *f, int all, char (**projects)[AW_PROJECT_MAX + 1],
 	for (item *i = f->items; i; i = i->next)
 		if (all || i->dirty)
 			n += i->nhist ? i->nhist : 1;
-	*projects = calloc((size_t)n + 1, sizeof **projects);
-	*its = calloc((size_t)n + 1, sizeof **its);
+	*projects = aw_calloc((size_t)n + 1, sizeof **projects);
+	*its = aw_calloc((size_t)n + 1, sizeof **its);
 	if (!*projects || !*its) {
 		free(*projects);
 		free(*its);
@@ -205,7 +206,7 @@ static void *reporter_main(void *arg)
 
 aw_err aw_fleet_start(const aw_fleet_opts *o, aw_fleet **out, aw_error *err)
 {
-	aw_fleet *f = calloc(1, sizeof *f);
+	aw_fleet *f = aw_calloc(1, sizeof *f);
 	if (!f)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	f->o = *o;
@@ -308,7 +309,7 @@ static aw_err served_now(aw_fleet *f, served **sv, int *n, char **projects, aw_e
 	int k = 0;
 	for (item *i = f->items; i; i = i->next)
 		k++;
-	served *v = k ? calloc((size_t)k, sizeof *v) : NULL;
+	served *v = k ? aw_calloc((size_t)k, sizeof *v) : NULL;
 	int m = 0;
 	for (item *i = f->items; v && ps && i; i = i->next) {
 		memcpy(v[m].project, i->project, sizeof i->project);
@@ -381,9 +382,9 @@ aw_err aw_fleet_probe(aw_fleet *f, double *worst_s, aw_error *err)
 	}
 	pthread_mutex_unlock(&f->mu);
 	/* per (project, family): the worst of its contracts */
-	const char **pj = calloc((size_t)n + 1, sizeof *pj),
-		   **fm = calloc((size_t)n + 1, sizeof *fm);
-	double *lag = calloc((size_t)n + 1, sizeof *lag);
+	const char **pj = aw_calloc((size_t)n + 1, sizeof *pj),
+		   **fm = aw_calloc((size_t)n + 1, sizeof *fm);
+	double *lag = aw_calloc((size_t)n + 1, sizeof *lag);
 	int m = 0;
 	for (int k = 0; pj && fm && lag && k < n; k++) {
 		int j = 0;
@@ -424,7 +425,7 @@ static json_t *build(const aw_activation_row *acts, int na, const aw_fleet_row *
 {
 	json_t *procs = json_array(), *out_acts = json_array();
 	int live = 0, stale = 0;
-	char *is_live = calloc((size_t)nr + 1, 1);
+	char *is_live = aw_calloc((size_t)nr + 1, 1);
 	for (int i = 0; i < nr; i++) {
 		int64_t seen = ts_ms(rows[i].reported_at);
 		if (now - seen > 3LL * rows[i].p.report_ms) {

@@ -9,6 +9,7 @@
  * Store reads happen with the mutex released; "loading"/"refreshing" flags
  * make them single-flight and a condition variable wakes the waiters.
  */
+#include "awooop/alloc.h"
 #include "awooop/policy.h"
 
 #include <pthread.h>
@@ -100,7 +101,7 @@ static entry *find_entry(aw_policy_cache *p, const char *project, const char *fa
 			return e;
 	if (!create)
 		return NULL;
-	entry *e = calloc(1, sizeof *e);
+	entry *e = aw_calloc(1, sizeof *e);
 	if (!e)
 		return NULL;
 	snprintf(e->project, sizeof e->project, "%s", project);
@@ -118,7 +119,7 @@ static pstate *find_project(aw_policy_cache *p, const char *project, int create)
 			return s;
 	if (!create)
 		return NULL;
-	pstate *s = calloc(1, sizeof *s);
+	pstate *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	snprintf(s->project, sizeof s->project, "%s", project);
@@ -460,7 +461,7 @@ static void *checker_main(void *arg)
 aw_err aw_policy_cache_new(aw_store *s, const aw_contracts *c, aw_bus *bus, const aw_policy_opts *o,
 			   aw_policy_cache **out, aw_error *err)
 {
-	aw_policy_cache *p = calloc(1, sizeof *p);
+	aw_policy_cache *p = aw_calloc(1, sizeof *p);
 	if (!p)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	p->s = s;

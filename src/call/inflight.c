@@ -3,6 +3,7 @@
  * call.h): the projects with calls here, per door, their last suspension,
  * and the watcher thread that cuts, renews, reaps and forgets.
  */
+#include "awooop/alloc.h"
 #include "awooop/call.h"
 
 #include <pthread.h>
@@ -75,7 +76,7 @@ static proj *get(aw_calls *r, const char *project)
 	i = -i - 1;
 	if (r->nprojs == r->cap) {
 		int cap = r->cap ? r->cap * 2 : 16;
-		proj *p = realloc(r->projs, (size_t)cap * sizeof *p);
+		proj *p = aw_realloc(r->projs, (size_t)cap * sizeof *p);
 		if (!p)
 			return NULL;
 		r->projs = p;
@@ -258,8 +259,8 @@ void aw_calls_watch_now(aw_calls *r, int reap)
 	pthread_mutex_lock(&r->mu);
 	listed = r->nprojs;
 	if (listed) {
-		projects = malloc((size_t)listed * sizeof *projects);
-		busy = malloc((size_t)listed * sizeof *busy);
+		projects = aw_malloc((size_t)listed * sizeof *projects);
+		busy = aw_malloc((size_t)listed * sizeof *busy);
 	}
 	for (int i = 0; projects && busy && i < r->nprojs; i++)
 		if (total(&r->projs[i]) || reap) {
@@ -335,7 +336,7 @@ aw_err aw_calls_new(const aw_calls_opts *o, aw_calls **out, aw_error *err)
 	*out = NULL;
 	if (!o || !o->store)
 		return aw_fail(err, AW_E_CONFIG, "the call registry needs a store");
-	aw_calls *r = calloc(1, sizeof *r);
+	aw_calls *r = aw_calloc(1, sizeof *r);
 	if (!r)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	r->o = *o;

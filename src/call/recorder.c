@@ -3,6 +3,7 @@
  * (see call.h): a queue of records, taken whole each turn and written one
  * project's batch at a time by the door's write hook.
  */
+#include "awooop/alloc.h"
 #include "awooop/call.h"
 
 #include <pthread.h>
@@ -89,7 +90,7 @@ static void *recorder_main(void *arg)
 aw_err aw_recorder_start(const aw_recorder_opts *o, aw_recorder **out, aw_error *err)
 {
 	*out = NULL;
-	aw_recorder *r = calloc(1, sizeof *r);
+	aw_recorder *r = aw_calloc(1, sizeof *r);
 	if (!r)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	r->o = *o;

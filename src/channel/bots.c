@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
 #include "awooop/pattern.h"
@@ -33,7 +34,7 @@ hub_bot *hub_bot_from(const char *project, const aw_policy *pol, const json_t *c
 {
 	const char *name = json_string_value(json_object_get(json_object_get(ch, "bot"), "name"));
 	json_t *interval = json_object_get(pol->body, "progress_interval_s");
-	hub_bot *b = name ? calloc(1, sizeof *b) : NULL;
+	hub_bot *b = name ? aw_calloc(1, sizeof *b) : NULL;
 	if (!b)
 		return NULL;
 	snprintf(b->project, sizeof b->project, "%s", project);
@@ -45,7 +46,7 @@ hub_bot *hub_bot_from(const char *project, const aw_policy *pol, const json_t *c
 	b->webhook = !strcmp(json_string_value(json_object_get(ch, "mode")) ?: "", "webhook");
 	/* the rules' patterns, compiled once per revision, not per message */
 	json_t *rules = json_object_get(b->channel, "rules");
-	b->match = calloc(json_array_size(rules) + 1, sizeof *b->match);
+	b->match = aw_calloc(json_array_size(rules) + 1, sizeof *b->match);
 	size_t ri;
 	json_t *r;
 	json_array_foreach (rules, ri, r) {

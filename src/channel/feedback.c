@@ -2,7 +2,9 @@
  * feedback.c - the progressive feedback of runs started from a chat: one
  * progress message, edited at most every progress_interval_s with the
  * run's steps done; Approve/Deny buttons when the run waits for approval;
- * a final message with its result or error.
+ * a final message with its result or error - the answer itself when the
+ * last step answered in text (an agent, a model), as a reply to the
+ * message that started the run.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,25 @@ static void progress_text(const aw_run *r, int done, int total, char *out, size_
 									 : "\xe2\x8f\xb3";
 	snprintf(out, cap, "%s Run %s: %s, %d of %d steps done%s%s", icon, sid, r->state, done,
 		 total, r->error_code[0] ? ", error " : "", r->error_code);
+}
+
+/* The text a run's last step answered with - an agent's "answer" or a
+ * model's "content" - copied (cut at cap) into out: 1, else 0. */
+static int answer_text(const char *result, char *out, size_t cap)
+{
+	json_t *res = result ? json_loads(result, 0, NULL) : NULL;
+	const char *a = json_string_value(json_object_get(res, "answer"));
+	if (!a)
+		a = json_string_value(json_object_get(res, "content"));
+	int ok = a && *a;
+	if (ok && (size_t)snprintf(out, cap, "%s", a) >= cap) {
+		size_t end = cap - 4; /* a cut answer ends whole characters, then "..." */
+		while (end > 0 && ((unsigned char)out[end] & 0xC0) == 0x80)
+			end--;
+		memcpy(out + end, "...", 4);
+	}
+	json_decref(res);
+	return ok;
 }
 
 static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval_s,
@@ -100,9 +121,17 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval
 			e = aw_store_conv_run_set(t, cr->run_id, -2, NULL, prompted, 0, err);
 	}
 	if (!e && terminal) {
-		char msg[3800];
+		char msg[3800], reply_to[24] = "";
 		char *res = n > 0 && st[n - 1].result ? st[n - 1].result : NULL;
-		if (s == AW_RUN_SUCCEEDED)
+		json_t *in = r.input ? json_loads(r.input, 0, NULL) : NULL;
+		json_t *mid = json_object_get(in, "message_id");
+		if (json_is_integer(mid))
+			snprintf(reply_to, sizeof reply_to, "%lld",
+				 (long long)json_integer_value(mid));
+		json_decref(in);
+		if (s == AW_RUN_SUCCEEDED && answer_text(res, msg, sizeof msg))
+			; /* the agent's (or the model's) answer is the reply itself */
+		else if (s == AW_RUN_SUCCEEDED)
 			snprintf(msg, sizeof msg, "Run %s succeeded.%s%.3000s", r.run_id,
 				 res ? "\nResult: " : "", res ? res : "");
 		else if (s == AW_RUN_SUGGESTED)
@@ -112,8 +141,8 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval
 		else
 			snprintf(msg, sizeof msg, "Run %s %s%s%s.", r.run_id, r.state,
 				 r.error_code[0] ? ": " : "", r.error_code);
-		e = hub_queue(t, cr->bot, cr->chat_id, "send", "final", msg, NULL, NULL, cr->run_id,
-			      NULL, NULL, err);
+		e = hub_queue(t, cr->bot, cr->chat_id, "send", "final", msg, NULL,
+			      reply_to[0] ? reply_to : NULL, cr->run_id, NULL, NULL, err);
 		if (!e)
 			e = aw_store_conv_run_set(t, cr->run_id, -2, NULL, prompted, 1, err);
 		json_object_del(h->edits, cr->run_id);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/kv.h"
@@ -223,7 +224,7 @@ static void hub_free(aw_hub *h)
 
 aw_err aw_hub_start(const aw_hub_opts *o, aw_hub **out, aw_error *err)
 {
-	aw_hub *h = calloc(1, sizeof *h);
+	aw_hub *h = aw_calloc(1, sizeof *h);
 	if (!h || !(h->edits = json_object()) || !(h->sent_fp = json_object())) {
 		if (h)
 			json_decref(h->edits);

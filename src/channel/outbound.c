@@ -332,6 +332,11 @@ static void deliver(aw_hub *h, hub_bot *b, const aw_outbound *m, const char *tok
 		p = json_pack("{s:s, s:s, s:o*}", "chat_id", m->chat_id, "text", m->text,
 			      "reply_markup", markup);
 		markup = NULL;
+		long long to = m->target_id[0] ? strtoll(m->target_id, NULL, 10) : 0;
+		if (p && to > 0) /* a reply: to the message the run answers, if it is still there */
+			json_object_set_new(p, "reply_parameters",
+					    json_pack("{s:I, s:b}", "message_id", (json_int_t)to,
+						      "allow_sending_without_reply", 1));
 	}
 	json_decref(markup);
 	json_t *res = NULL;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/log.h"
 #include "awooop/secret.h"
 #include "awooop/store/channel.h"
@@ -85,7 +86,7 @@ void *hub_poll_bot(void *arg)
 		}
 		backoff = 200;
 		size_t n = json_array_size(res);
-		pending *ps = calloc(n + 1, sizeof *ps);
+		pending *ps = aw_calloc(n + 1, sizeof *ps);
 		int64_t next = offset;
 		int np = 0;
 		for (size_t i = 0; ps && i < n; i++) {

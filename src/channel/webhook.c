@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
 #include "awooop/log.h"
@@ -108,7 +109,7 @@ aw_err aw_channel_webhook(const aw_hub_opts *o, const char *project, const char 
 	aw_secret_wipe(&sec);
 	json_error_t je;
 	json_t *u = e ? NULL : json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
-	pending *p = e ? NULL : calloc(1, sizeof *p);
+	pending *p = e ? NULL : aw_calloc(1, sizeof *p);
 	if (!e && !p)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (!e && !(e = aw_tg_update_parse(u, &p->u, err))) {

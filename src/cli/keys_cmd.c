@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/keymig.h"
 #include "cli.h"
 
@@ -181,7 +182,7 @@ int aw_cmd_keys(int argc, char **argv)
 		if (!aw_cli_get(opts, "redis"))
 			return aw_cli_fail(AW_E_USAGE, "--redis is required");
 		int n = aw_keys_count();
-		aw_kv_inv_row *rows = calloc((size_t)n, sizeof *rows);
+		aw_kv_inv_row *rows = aw_calloc((size_t)n, sizeof *rows);
 		long long unknown = 0, total = 0;
 		char sample[5][128] = {{0}};
 		aw_error err = {0};

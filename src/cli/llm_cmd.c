@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/llm_wire.h"
 #include "cli.h"
 
@@ -102,7 +103,7 @@ int aw_cmd_llm(int argc, char **argv)
 		}
 		prompt = aw_buf_take(&b);
 	} else {
-		prompt = strdup(pos[0]);
+		prompt = aw_strdup(pos[0]);
 	}
 	json_t *msgs = json_array();
 	if (aw_cli_get(opts, "system"))

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
 #include "cli.h"
@@ -102,7 +103,7 @@ static int mint(const char *project, const char *name, const char *scope, char *
 	int rc = aw_client_call("POST", path, req, &out);
 	json_decref(req);
 	if (!rc) {
-		*secret = strdup(json_string_value(json_object_get(out, "key")) ?: "");
+		*secret = aw_strdup(json_string_value(json_object_get(out, "key")) ?: "");
 		snprintf(key_id, idcap, "%s",
 			 json_string_value(json_object_get(out, "key_id")) ?: "");
 	}

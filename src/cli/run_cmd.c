@@ -13,6 +13,7 @@
 #include "awooop/llm.h"
 #include "awooop/mcp.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 #include "awooop/uuid.h"
 #include "cli.h"
 

@@ -1,10 +1,11 @@
 /*
  * serve.c - `awooop serve` and `awooop migrate`.
  *
- * serve opens the store (the SQLite default migrates itself; PostgreSQL must
- * have been migrated by its owner), bootstraps the platform project and its
- * first platform-admin key, starts the HTTP API, and waits for SIGINT/SIGTERM
- * to stop in order. Background loops (relay, workers) join here as they land.
+ * serve reads its options (flags, then AWOOOP_* variables, then defaults)
+ * into the parts' settings, has node.c start the parts its role runs (the
+ * SQLite default migrates itself; PostgreSQL must have been migrated by its
+ * owner), then waits: SIGHUP reloads TLS material and key files,
+ * SIGINT/SIGTERM stop the parts in order.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,22 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "awooop/approval.h"
-#include "awooop/channel.h"
-#include "awooop/contract.h"
-#include "awooop/egress.h"
-#include "awooop/fleet.h"
-#include "awooop/http.h"
-#include "awooop/llm.h"
-#include "awooop/mcp.h"
-#include "awooop/otel.h"
-#include "awooop/relay.h"
-#include "awooop/run.h"
+#include "awooop/keyring.h"
 #include "awooop/log.h"
-#include "awooop/redaction.h"
-#include "awooop/tenancy.h"
-#include "awooop/secret.h"
 #include "cli.h"
+#include "node.h"
 
 /* For sqlite:PATH, creates PATH's directory (one level) if missing. */
 static void ensure_sqlite_dir(const char *url)
@@ -145,6 +134,205 @@ static void console_url(const char *l, int port, int tls, char *listen, size_t n
 		hl = 5;
 	}
 	snprintf(url, nu, "%s://%.*s:%d/console/", tls ? "https" : "http", hl, host, port);
+}
+
+/* The roles' names: --role all, or one part. */
+static int parse_role(const char *role)
+{
+	static const struct {
+		const char *name;
+		int bits;
+	} roles[] = {{"all", NODE_ALL},
+		     {"api", NODE_API},
+		     {"relay", NODE_RELAY},
+		     {"worker", NODE_WORKER},
+		     {"hub", NODE_HUB}};
+	for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+		if (!strcmp(role, roles[i].name))
+			return roles[i].bits;
+	return 0;
+}
+
+/* The options, checked, into c: 0 or the exit code (said). */
+static int read_options(const aw_opt *opts, node_cfg *c)
+{
+	c->role = aw_cli_get(opts, "role");
+	if (!(c->roles = parse_role(c->role)))
+		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay, worker or hub");
+	const char *channels = aw_cli_get(opts, "channels");
+	if (strcmp(channels, "on") && strcmp(channels, "off"))
+		return aw_cli_fail(AW_E_CONFIG, "--channels must be on or off");
+	c->channels = !strcmp(channels, "on");
+	const char *guard = aw_cli_get(opts, "llm-guard");
+	if (strcmp(guard, "bounded") && strcmp(guard, "strict"))
+		return aw_cli_fail(AW_E_CONFIG, "--llm-guard must be bounded or strict");
+	long body_limit, body_memory, anon_body, per_ip, threads, head_ms, req_s, drain_s, pool,
+		relay_poll, concurrency, batch, heartbeat, lease, worker_poll, retry_base,
+		retry_max, staleness, llm_timeout, connect, first_byte, idle, breaker_n, breaker_ms,
+		budget_lease, mcp_workers, mcp_timeout, poll_timeout, channel_lease, per_chat,
+		per_bot, fleet_ms, retention, stdio_mb, store_threads, host_threads, sandbox_uid,
+		stdio_pids, stdio_cpu, mcp_timeout_max, mcp_queue, queue_age, redaction_poll,
+		schedule;
+	const struct {
+		const char *name;
+		long lo, hi, *out;
+	} nums[] = {
+		{"body-limit", 1024, 64L << 20, &body_limit},
+		{"body-memory", 1024, 16L << 30, &body_memory},
+		{"anon-body-memory", 0, 16L << 30, &anon_body},
+		{"max-per-ip", 1, 100000, &per_ip},
+		{"http-threads", 1, 256, &threads},
+		{"head-timeout-ms", 100, 600000, &head_ms},
+		{"request-timeout-s", 1, 3600, &req_s},
+		{"drain-s", 0, 3600, &drain_s},
+		{"pool-size", 1, 256, &pool},
+		{"relay-poll-ms", 10, 3600000, &relay_poll},
+		{"concurrency", 1, 256, &concurrency},
+		{"batch", 1, 1000, &batch},
+		{"heartbeat-ms", 50, 600000, &heartbeat},
+		{"lease-ms", 100, 3600000, &lease},
+		{"worker-poll-ms", 10, 60000, &worker_poll},
+		{"retry-base-ms", 1, 3600000, &retry_base},
+		{"retry-max-ms", 1, 86400000, &retry_max},
+		{"llm-staleness-ms", 1, 600000, &staleness},
+		{"llm-timeout-s", 1, 86400, &llm_timeout},
+		{"llm-connect-ms", 10, 600000, &connect},
+		{"llm-first-byte-ms", 10, 3600000, &first_byte},
+		{"llm-idle-ms", 10, 3600000, &idle},
+		{"breaker-failures", 1, 1000, &breaker_n},
+		{"breaker-cooldown-ms", 10, 3600000, &breaker_ms},
+		{"budget-lease-ms", 1000, 86400000, &budget_lease},
+		{"mcp-workers", 1, 1024, &mcp_workers},
+		{"mcp-timeout-ms", 100, 600000, &mcp_timeout},
+		{"channel-poll-timeout-s", 1, 50, &poll_timeout},
+		{"channel-lease-ms", 300, 600000, &channel_lease},
+		{"channel-per-chat-ms", 1, 60000, &per_chat},
+		{"channel-per-bot", 1, 64, &per_bot},
+		{"fleet-report-ms", 100, 600000, &fleet_ms},
+		{"run-retention-h", 0, 87600, &retention},
+		{"mcp-stdio-memory-mb", 0, 1048576, &stdio_mb},
+		{"store-threads", 0, 256, &store_threads},
+		{"host-store-threads", -1, 256, &host_threads},
+		{"mcp-sandbox-uid", 1, 4294967294L, &sandbox_uid},
+		{"mcp-stdio-pids", 8, 65536, &stdio_pids},
+		{"mcp-stdio-cpu-s", 1, 31536000, &stdio_cpu},
+		{"mcp-timeout-max-ms", 100, 3600000, &mcp_timeout_max},
+		{"mcp-project-queue", 1, 1000000, &mcp_queue},
+		{"queue-age-ms", 0, 30000, &queue_age},
+		{"redaction-poll-ms", 100, 5000, &redaction_poll},
+		{"schedule-ms", 0, 60000, &schedule},
+	};
+	int rc;
+	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+		if ((rc = aw_cli_opt_long(opts, nums[i].name, nums[i].lo, nums[i].hi, nums[i].out)))
+			return rc;
+	if (lease < 2 * heartbeat)
+		return aw_cli_fail(AW_E_CONFIG, "--lease-ms must be at least 2 x --heartbeat-ms");
+	c->secrets_dir = aw_cli_get(opts, "secrets-dir");
+	if (c->secrets_dir && aw_cli_get(opts, "mcp-secrets-dir"))
+		return aw_cli_fail(AW_E_CONFIG, "set --secrets-dir or --mcp-secrets-dir, not both");
+	if (!c->secrets_dir)
+		c->secrets_dir = aw_cli_get(opts, "mcp-secrets-dir");
+	if (c->secrets_dir && c->secrets_dir[0] != '/')
+		return aw_cli_fail(AW_E_CONFIG, "--secrets-dir must be an absolute path");
+	c->db = aw_cli_get(opts, "db");
+	c->redis = aw_cli_get(opts, "redis");
+	c->publish_keys = aw_cli_get(opts, "publish-keys");
+	c->approval_keys = aw_cli_get(opts, "approval-keys");
+	c->egress_private = aw_cli_get(opts, "egress-allow-private");
+	c->redaction_poll_ms = (int)redaction_poll;
+	c->drain_ms = (int)drain_s * 1000;
+	/* each run worker thread holds a connection while it works, the
+	 * heartbeat one more: never let the pool make them wait on each other */
+	if ((c->roles & NODE_WORKER) && pool < concurrency + 2)
+		pool = concurrency + 2;
+	c->store = (aw_store_opts){.pool_size = (int)pool,
+				   .auto_migrate = strncmp(c->db, "sqlite:", 7) == 0,
+				   .project_pool = aw_cli_get(opts, "project-pool")};
+	c->otel = (aw_otel_opts){.endpoint = aw_cli_get(opts, "otlp-endpoint"), .role = c->role};
+	c->policy = (aw_policy_opts){.mode = strcmp(guard, "strict") ? AW_GUARD_BOUNDED
+								     : AW_GUARD_STRICT,
+				     .max_staleness_ms = (int)staleness};
+	c->fleet = (aw_fleet_opts){.role = c->role, .report_ms = (int)fleet_ms};
+	c->llm = (aw_llm_opts){.contract_id = aw_cli_get(opts, "llm-contract"),
+			       .connect_timeout_ms = (int)connect,
+			       .first_byte_ms = (int)first_byte,
+			       .idle_ms = (int)idle,
+			       .breaker_failures = (int)breaker_n,
+			       .breaker_cooldown_ms = (int)breaker_ms,
+			       .lease_ms = (int)budget_lease,
+			       .schema_retries = 3,
+			       .project_inflight = aw_cli_get(opts, "llm-project-inflight"),
+			       .emergency_share = aw_cli_get(opts, "llm-emergency-share")};
+	c->approvals = (aw_approvals_opts){.issuer = aw_cli_get(opts, "approval-issuer")};
+	c->mcp = (aw_mcp_opts){.contract_id = aw_cli_get(opts, "mcp-contract"),
+			       .secrets_dir = c->secrets_dir,
+			       .stdio_allow = aw_cli_get(opts, "mcp-stdio-allow"),
+			       .stdio_network = aw_cli_get(opts, "mcp-stdio-network"),
+			       .sandbox_uid = sandbox_uid,
+			       .stdio_pids = stdio_pids,
+			       .stdio_cpu_s = stdio_cpu,
+			       .workers = (int)mcp_workers,
+			       .project_workers = aw_cli_get(opts, "mcp-project-workers"),
+			       .max_queued = (int)mcp_queue,
+			       .timeout_ms = (int)mcp_timeout,
+			       .timeout_max_ms = (int)mcp_timeout_max,
+			       .cgroup_dir = aw_cli_get(opts, "mcp-cgroup"),
+			       .memory_mb = stdio_mb ? (int)stdio_mb : -1};
+	c->hub = (aw_hub_opts){.api_base = aw_cli_get(opts, "telegram-api"),
+			       .poll_timeout_s = (int)poll_timeout,
+			       .lease_ms = (int)channel_lease,
+			       .per_chat_ms = (int)per_chat,
+			       .per_bot_per_s = (int)per_bot,
+			       .webhook_base = aw_cli_get(opts, "channel-webhook-url")};
+	c->http = (aw_http_opts){.listen = aw_cli_get(opts, "listen"),
+				 .body_limit = (size_t)body_limit,
+				 .body_memory = (size_t)body_memory,
+				 .project_body_memory = aw_cli_get(opts, "project-body-memory"),
+				 .anon_body_memory = (size_t)anon_body,
+				 .max_per_ip = (int)per_ip,
+				 .threads = (int)threads,
+				 .head_timeout_ms = (int)head_ms,
+				 .request_timeout_s = (int)req_s,
+				 .mcp_origins = aw_cli_get(opts, "mcp-allow-origins"),
+				 .llm_timeout_s = (int)llm_timeout,
+				 .tls_cert = aw_cli_get(opts, "tls-cert"),
+				 .tls_key = aw_cli_get(opts, "tls-key"),
+				 .tls_client_ca = aw_cli_get(opts, "tls-client-ca")};
+	c->relay = (aw_relay_opts){.poll_ms = (int)relay_poll};
+	c->worker = (aw_worker_opts){.id = aw_cli_get(opts, "worker-id"),
+				     .concurrency = (int)concurrency,
+				     .batch = (int)batch,
+				     .heartbeat_ms = (int)heartbeat,
+				     .lease_ms = (int)lease,
+				     .poll_ms = (int)worker_poll,
+				     .retry_base_ms = (int)retry_base,
+				     .retry_max_ms = (int)retry_max,
+				     .retention_h = (int)retention,
+				     .store_threads = (int)store_threads,
+				     .host_store_threads = (int)host_threads,
+				     .queue_age_ms = queue_age ? (int)queue_age : -1,
+				     .schedule_ms = schedule ? (int)schedule : -1};
+	return 0;
+}
+
+/* The serving line: the address bound (the port a :0 got) and where a
+ * browser finds the console - the operator's own configuration, logged as
+ * it is. */
+static void log_serving(const node_cfg *c, const node *n)
+{
+	char port[16], listen[AW_LISTEN_TEXT_MAX], console[AW_LISTEN_TEXT_MAX + 32];
+	snprintf(port, sizeof port, "%d", n->http ? aw_http_port(n->http) : 0);
+	if (!n->http) {
+		aw_log_own(AW_LOG_INFO, "awooop serving", "role", c->role, "store",
+			   aw_store_backend(n->store), "port", port, NULL);
+		return;
+	}
+	console_url(c->http.listen, aw_http_port(n->http), c->http.tls_cert != NULL, listen,
+		    sizeof listen, console, sizeof console);
+	aw_log_own(AW_LOG_INFO, "awooop serving", "role", c->role, "store",
+		   aw_store_backend(n->store), "listen", listen, "port", port, "console", console,
+		   NULL);
 }
 
 int aw_cmd_serve(int argc, char **argv)
@@ -400,79 +588,13 @@ int aw_cmd_serve(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if ((rc = set_log_level(aw_cli_get(opts, "log-level"))))
 		return rc;
-	const char *role = aw_cli_get(opts, "role");
-	if (strcmp(role, "all") && strcmp(role, "api") && strcmp(role, "relay") &&
-	    strcmp(role, "worker") && strcmp(role, "hub"))
-		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay, worker or hub");
-	const char *channels = aw_cli_get(opts, "channels");
-	if (strcmp(channels, "on") && strcmp(channels, "off"))
-		return aw_cli_fail(AW_E_CONFIG, "--channels must be on or off");
-	long body_limit, pool, relay_poll, body_memory, per_ip, threads, head_ms, req_s, drain_s,
-		anon_body;
-	if ((rc = aw_cli_opt_long(opts, "body-limit", 1024, 64L << 20, &body_limit)) ||
-	    (rc = aw_cli_opt_long(opts, "body-memory", 1024, 16L << 30, &body_memory)) ||
-	    (rc = aw_cli_opt_long(opts, "anon-body-memory", 0, 16L << 30, &anon_body)) ||
-	    (rc = aw_cli_opt_long(opts, "max-per-ip", 1, 100000, &per_ip)) ||
-	    (rc = aw_cli_opt_long(opts, "http-threads", 1, 256, &threads)) ||
-	    (rc = aw_cli_opt_long(opts, "head-timeout-ms", 100, 600000, &head_ms)) ||
-	    (rc = aw_cli_opt_long(opts, "request-timeout-s", 1, 3600, &req_s)) ||
-	    (rc = aw_cli_opt_long(opts, "drain-s", 0, 3600, &drain_s)) ||
-	    (rc = aw_cli_opt_long(opts, "pool-size", 1, 256, &pool)) ||
-	    (rc = aw_cli_opt_long(opts, "relay-poll-ms", 10, 3600000, &relay_poll)))
+	node_cfg c = {0};
+	if ((rc = read_options(opts, &c)))
 		return rc;
-	static const struct {
-		const char *name;
-		long lo, hi;
-	} ranges[] = {
-		{"concurrency", 1, 256},
-		{"batch", 1, 1000},
-		{"heartbeat-ms", 50, 600000},
-		{"lease-ms", 100, 3600000},
-		{"worker-poll-ms", 10, 60000},
-		{"retry-base-ms", 1, 3600000},
-		{"retry-max-ms", 1, 86400000},
-		{"llm-staleness-ms", 1, 600000},
-		{"llm-timeout-s", 1, 86400},
-		{"llm-connect-ms", 10, 600000},
-		{"llm-first-byte-ms", 10, 3600000},
-		{"llm-idle-ms", 10, 3600000},
-		{"breaker-failures", 1, 1000},
-		{"breaker-cooldown-ms", 10, 3600000},
-		{"budget-lease-ms", 1000, 86400000},
-		{"mcp-workers", 1, 1024},
-		{"mcp-timeout-ms", 100, 600000},
-		{"channel-poll-timeout-s", 1, 50},
-		{"channel-lease-ms", 300, 600000},
-		{"channel-per-chat-ms", 1, 60000},
-		{"channel-per-bot", 1, 64},
-		{"fleet-report-ms", 100, 600000},
-		{"run-retention-h", 0, 87600},
-		{"mcp-stdio-memory-mb", 0, 1048576},
-		{"store-threads", 0, 256},
-		{"host-store-threads", -1, 256},
-		{"mcp-sandbox-uid", 1, 4294967294L},
-		{"mcp-stdio-pids", 8, 65536},
-		{"mcp-stdio-cpu-s", 1, 31536000},
-		{"mcp-timeout-max-ms", 100, 3600000},
-		{"mcp-project-queue", 1, 1000000},
-		{"queue-age-ms", 0, 30000},
-		{"redaction-poll-ms", 100, 5000},
-		{"schedule-ms", 0, 60000},
-	};
 	/* no process of this uid (a stdio child before its sandbox, anything
 	 * else the host runs as awooop) may read this one's memory or
 	 * /proc/<pid>/environ: it holds keys and tenants' secrets */
 	prctl(PR_SET_DUMPABLE, 0);
-	long wv[sizeof ranges / sizeof ranges[0]];
-	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
-		if ((rc = aw_cli_opt_long(opts, ranges[i].name, ranges[i].lo, ranges[i].hi,
-					  &wv[i])))
-			return rc;
-	const char *guard = aw_cli_get(opts, "llm-guard");
-	if (strcmp(guard, "bounded") && strcmp(guard, "strict"))
-		return aw_cli_fail(AW_E_CONFIG, "--llm-guard must be bounded or strict");
-	if (wv[3] < 2 * wv[2])
-		return aw_cli_fail(AW_E_CONFIG, "--lease-ms must be at least 2 x --heartbeat-ms");
 	json_t *llm_config = NULL;
 	if (aw_cli_get(opts, "llm-config")) {
 		aw_error lerr = {0};
@@ -486,19 +608,7 @@ int aw_cmd_serve(int argc, char **argv)
 			return aw_cli_fail(AW_E_CONFIG, lerr.msg);
 		}
 	}
-	aw_worker_opts wo = {.id = aw_cli_get(opts, "worker-id"),
-			     .concurrency = (int)wv[0],
-			     .batch = (int)wv[1],
-			     .heartbeat_ms = (int)wv[2],
-			     .lease_ms = (int)wv[3],
-			     .poll_ms = (int)wv[4],
-			     .retry_base_ms = (int)wv[5],
-			     .retry_max_ms = (int)wv[6],
-			     .retention_h = (int)wv[22],
-			     .store_threads = (int)wv[24],
-			     .host_store_threads = (int)wv[25],
-			     .queue_age_ms = wv[31] ? (int)wv[31] : -1,
-			     .schedule_ms = wv[33] ? (int)wv[33] : -1};
+	c.llm_config = llm_config;
 
 	/* Block the stop signals (and SIGHUP, reload) in every thread; the main
 	 * thread waits for them. */
@@ -510,273 +620,31 @@ int aw_cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	const char *secrets_dir = aw_cli_get(opts, "secrets-dir");
-	if (secrets_dir && aw_cli_get(opts, "mcp-secrets-dir"))
-		return aw_cli_fail(AW_E_CONFIG, "set --secrets-dir or --mcp-secrets-dir, not both");
-	if (!secrets_dir)
-		secrets_dir = aw_cli_get(opts, "mcp-secrets-dir");
-	if (secrets_dir && secrets_dir[0] != '/')
-		return aw_cli_fail(AW_E_CONFIG, "--secrets-dir must be an absolute path");
-
-	const char *db = aw_cli_get(opts, "db");
 	/* the database holds every tenant's data and key hashes: private files */
 	umask(077);
-	ensure_sqlite_dir(db);
+	ensure_sqlite_dir(c.db);
 	aw_error err = {0};
-	aw_store *store = NULL;
-	/* each run worker thread holds a connection while it works, the heartbeat
-	 * one more: never let the pool make them wait on each other */
-	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) && pool < wv[0] + 2)
-		pool = wv[0] + 2;
-	aw_store_opts so = {.pool_size = (int)pool,
-			    .auto_migrate = strncmp(db, "sqlite:", 7) == 0,
-			    .project_pool = aw_cli_get(opts, "project-pool")};
-	aw_err e = aw_store_open(db, &so, &store, &err);
-	if (!e)
-		e = aw_store_check_schema(store, &err);
-	if (e) {
-		aw_store_close(store);
-		json_decref(llm_config);
-		return aw_cli_fail(e, err.msg);
-	}
-	char printed[AW_KEY_SECRET_LEN + 1];
-	const char *bootstrap = NULL;
-	if ((e = aw_secret_env("AWOOOP_BOOTSTRAP_KEY", &bootstrap, &err)) ||
-	    (e = aw_tenancy_bootstrap(store, bootstrap, printed, &err))) {
-		aw_store_close(store);
-		json_decref(llm_config);
-		return aw_cli_fail(e, err.msg);
-	}
-	if (printed[0]) {
-		printf("awooop: bootstrap platform-admin API key (shown once, store it now):\n%s\n",
-		       printed);
-		fflush(stdout);
-		memset(printed, 0, sizeof printed);
-	}
-
-	aw_keyring *keys = NULL;
-	aw_contracts *contracts = NULL;
+	node n;
 	reloadable rl = {0};
-	if ((e = aw_cli_keyring("publish", db, aw_cli_get(opts, "publish-keys"), 1, &keys, &err)) ||
-	    (e = aw_contracts_new(keys, &contracts, &err))) {
-		aw_keyring_free(keys);
-		aw_store_close(store);
-		json_decref(llm_config);
-		return aw_cli_fail(e, err.msg);
+	aw_err e = node_start(&c, &n, &err);
+	if (!e) {
+		log_serving(&c, &n);
+		int sig = 0;
+		rl.http = n.http;
+		rl.contracts = n.contracts;
+		rl.db = c.db;
+		rl.keys_file = c.publish_keys;
+		rl.approvals = n.approvals;
+		rl.approval_keys_file = c.approval_keys;
+		while (!sigwait(&stop, &sig) && sig == SIGHUP)
+			reload(&rl);
+		aw_log(AW_LOG_INFO, NULL, "shutting down", "signal",
+		       sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
 	}
-	if ((e = aw_egress_grant(aw_cli_get(opts, "egress-allow-private"), &err))) {
-		aw_contracts_free(contracts);
-		aw_keyring_free(keys);
-		aw_store_close(store);
-		json_decref(llm_config);
-		return aw_cli_fail(e, err.msg);
-	}
-	aw_run_secrets_dir(secrets_dir);
-	aw_http *http = NULL;
-	aw_bus *bus = NULL;
-	aw_relay *relay = NULL;
-	aw_worker *worker = NULL;
-	aw_policy_cache *policy = NULL;
-	aw_fleet *fleet = NULL;
-	aw_kv *kv = NULL;
-	aw_approvals *approvals = NULL;
-	aw_hub *hub = NULL;
-	aw_hub_opts hu = {0};
-	aw_redaction_poller *redaction = NULL;
-	aw_keyring *approval_keys = NULL;
-	aw_llm *llm = NULL;
-	aw_mcp *mcp = NULL;
-	aw_calls *calls = NULL;
-	const char *redis = aw_cli_get(opts, "redis");
-	/* traces: before anything that makes spans, stopped after all of them */
-	aw_otel_opts oo = {.endpoint = aw_cli_get(opts, "otlp-endpoint"), .role = role};
-	if ((e = aw_otel_start(&oo, &err)))
-		goto out;
-	/* one bus: the relay publishes on it, the policy cache listens (in the
-	 * embedded shape it is the in-process bus, so both must share it) */
-	if ((e = aw_bus_open(redis ? redis : "local", &bus, &err)))
-		goto out;
-	/* every role redacts (logs, audit): the projects' custom patterns are
-	 * in force before the first request, and followed from then on */
-	if ((e = aw_redaction_poller_start(store, (int)wv[32], &redaction, &err)))
-		goto out;
-	if (strcmp(role, "relay") != 0) { /* the LLM gateway: API and workers */
-		aw_policy_opts po = {.mode = strcmp(guard, "strict") ? AW_GUARD_BOUNDED
-								     : AW_GUARD_STRICT,
-				     .max_staleness_ms = (int)wv[7]};
-		aw_llm_opts lo = {.store = store,
-				  .config = llm_config,
-				  .contract_id = aw_cli_get(opts, "llm-contract"),
-				  .connect_timeout_ms = (int)wv[9],
-				  .first_byte_ms = (int)wv[10],
-				  .idle_ms = (int)wv[11],
-				  .breaker_failures = (int)wv[12],
-				  .breaker_cooldown_ms = (int)wv[13],
-				  .lease_ms = (int)wv[14],
-				  .schema_retries = 3,
-				  .project_inflight = aw_cli_get(opts, "llm-project-inflight"),
-				  .emergency_share = aw_cli_get(opts, "llm-emergency-share")};
-		aw_fleet_opts fo = {.store = store, .role = role, .report_ms = (int)wv[21]};
-		if ((e = aw_policy_cache_new(store, contracts, bus, &po, &policy, &err)) ||
-		    (fo.policy = policy, e = aw_fleet_start(&fo, &fleet, &err)) ||
-		    (redis && (e = aw_kv_open(redis, store, NULL, &kv, &err))))
-			goto out;
-		/* the calls in flight of both gateways: one registry */
-		aw_calls_opts co = {.store = store, .policy = policy, .lease_ms = (int)wv[14]};
-		if ((e = aw_calls_new(&co, &calls, &err)))
-			goto out;
-		lo.policy = policy;
-		lo.kv = kv;
-		lo.calls = calls;
-		if ((e = aw_llm_new(&lo, &llm, &err)))
-			goto out;
-		aw_llm_register_executor(llm);
-		/* approvals: API (tokens, decisions) and workers (the step kind) */
-		aw_approvals_opts ao = {.store = store,
-					.contracts = contracts,
-					.kv = kv,
-					.issuer = aw_cli_get(opts, "approval-issuer")};
-		if ((e = aw_cli_keyring("approval", db, aw_cli_get(opts, "approval-keys"), 1,
-					&approval_keys, &err)) ||
-		    (e = aw_approvals_new(&ao, approval_keys, &approvals, &err)))
-			goto out;
-		aw_approvals_register_executor(approvals);
-	}
-	/* the MCP gateway: the API's endpoint, and the workers' tool steps */
-	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0 || strcmp(role, "worker") == 0) {
-		aw_mcp_opts mo = {.store = store,
-				  .policy = policy,
-				  .contract_id = aw_cli_get(opts, "mcp-contract"),
-				  .secrets_dir = secrets_dir,
-				  .stdio_allow = aw_cli_get(opts, "mcp-stdio-allow"),
-				  .stdio_network = aw_cli_get(opts, "mcp-stdio-network"),
-				  .sandbox_uid = wv[26],
-				  .stdio_pids = wv[27],
-				  .stdio_cpu_s = wv[28],
-				  .workers = (int)wv[15],
-				  .project_workers = aw_cli_get(opts, "mcp-project-workers"),
-				  .max_queued = (int)wv[30],
-				  .timeout_ms = (int)wv[16],
-				  .timeout_max_ms = (int)wv[29],
-				  .kv = kv,
-				  .calls = calls,
-				  .cgroup_dir = aw_cli_get(opts, "mcp-cgroup"),
-				  .memory_mb = wv[23] ? (int)wv[23] : -1};
-		if ((e = aw_mcp_new(&mo, &mcp, &err)))
-			goto out;
-		aw_mcp_register_executor(mcp, approvals);
-	}
-	/* the channel hub's environment: the hub (roles all, hub) and webhooks (API) */
-	hu = (aw_hub_opts){.store = store,
-			   .policy = policy,
-			   .kv = kv,
-			   .approvals = approvals,
-			   .api_base = aw_cli_get(opts, "telegram-api"),
-			   .secrets_dir = secrets_dir,
-			   .poll_timeout_s = (int)wv[17],
-			   .lease_ms = (int)wv[18],
-			   .per_chat_ms = (int)wv[19],
-			   .per_bot_per_s = (int)wv[20],
-			   .webhook_base = aw_cli_get(opts, "channel-webhook-url")};
-	if (strcmp(role, "all") == 0 || strcmp(role, "api") == 0) {
-		aw_http_opts ho = {.listen = aw_cli_get(opts, "listen"),
-				   .body_limit = (size_t)body_limit,
-				   .body_memory = (size_t)body_memory,
-				   .project_body_memory = aw_cli_get(opts, "project-body-memory"),
-				   .anon_body_memory = (size_t)anon_body,
-				   .max_per_ip = (int)per_ip,
-				   .threads = (int)threads,
-				   .head_timeout_ms = (int)head_ms,
-				   .request_timeout_s = (int)req_s,
-				   .redis_url = aw_cli_get(opts, "redis"),
-				   .mcp_origins = aw_cli_get(opts, "mcp-allow-origins"),
-				   .contracts = contracts,
-				   .llm = llm,
-				   .mcp = mcp,
-				   .calls = calls,
-				   .approvals = approvals,
-				   .kv = kv,
-				   .channels = policy ? &hu : NULL,
-				   .policy = policy,
-				   .llm_timeout_s = (int)wv[8],
-				   .tls_cert = aw_cli_get(opts, "tls-cert"),
-				   .tls_key = aw_cli_get(opts, "tls-key"),
-				   .tls_client_ca = aw_cli_get(opts, "tls-client-ca")};
-		if ((e = aw_http_start(&ho, store, &http, &err)))
-			goto out;
-	}
-	/* The outbox relay (roles all and relay) publishes to Redis in the cluster
-	 * shape, to the in-process bus in the embedded one. */
-	if (strcmp(role, "all") == 0 || strcmp(role, "relay") == 0) {
-		aw_relay_opts ro = {.poll_ms = (int)relay_poll};
-		if ((e = aw_relay_start(store, bus, &ro, &relay, &err)))
-			goto out;
-	}
-	if ((strcmp(role, "all") == 0 || strcmp(role, "worker") == 0) &&
-	    (e = aw_worker_start(store, &wo, &worker, &err)))
-		goto out;
-	if ((strcmp(role, "all") == 0 || strcmp(role, "hub") == 0) && !strcmp(channels, "on") &&
-	    (e = aw_hub_start(&hu, &hub, &err)))
-		goto out;
-	/* the address bound (the port a :0 got) and where a browser finds the
-	 * console: the operator's own configuration, logged as it is */
-	char port[16], listen[AW_LISTEN_TEXT_MAX], console[AW_LISTEN_TEXT_MAX + 32];
-	snprintf(port, sizeof port, "%d", http ? aw_http_port(http) : 0);
-	if (http) {
-		console_url(aw_cli_get(opts, "listen"), aw_http_port(http),
-			    aw_cli_get(opts, "tls-cert") != NULL, listen, sizeof listen, console,
-			    sizeof console);
-		aw_log_own(AW_LOG_INFO, "awooop serving", "role", role, "store",
-			   aw_store_backend(store), "listen", listen, "port", port, "console",
-			   console, NULL);
-	} else {
-		aw_log_own(AW_LOG_INFO, "awooop serving", "role", role, "store",
-			   aw_store_backend(store), "port", port, NULL);
-	}
-
-	int sig = 0;
-	rl.http = http;
-	rl.contracts = contracts;
-	rl.db = db;
-	rl.keys_file = aw_cli_get(opts, "publish-keys");
-	rl.approvals = approvals;
-	rl.approval_keys_file = aw_cli_get(opts, "approval-keys");
-	while (!sigwait(&stop, &sig) && sig == SIGHUP)
-		reload(&rl);
-	aw_log(AW_LOG_INFO, NULL, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
-	       NULL);
-out: /* also the way out when a part failed to start (e set) */
-	/* no new connections or requests, event streams end; the requests in
-	 * flight get --drain-s from here, while the hub stops, then are cut */
-	aw_http_quiesce(http);
-	aw_hub_stop(hub); /* hands the channel lease over */
-	aw_http_drain(http, (int)drain_s * 1000);
-	aw_llm_stop(llm);	/* ends model calls still in flight */
-	aw_mcp_stop(mcp);	/* answers the tool calls in flight first */
-	aw_http_stop(http);	/* closes what is left: nothing stays suspended */
-	aw_worker_stop(worker); /* finishes the round in flight, re-queues the rest */
-	aw_relay_stop(relay);
-	aw_llm_free(llm);
-	aw_mcp_free(mcp);
-	aw_calls_free(calls); /* both doors have left */
-	aw_otel_stop();	      /* the last spans get a last try */
-	if (approvals)	      /* the ring in use; replaced ones are in rl.old */
-		approval_keys = (aw_keyring *)aw_approvals_set_keyring(approvals, NULL);
-	aw_approvals_free(approvals);
-	aw_kv_close(kv);
-	aw_fleet_stop(fleet); /* its rows deleted: it serves nothing any more */
-	aw_policy_cache_free(policy);
-	aw_bus_close(bus);
-	aw_redaction_poller_stop(redaction);
-	json_decref(llm_config);
-	if (contracts) /* the ring in use; replaced ones are in rl.old */
-		keys = (aw_keyring *)aw_contracts_set_keyring(contracts, NULL);
-	for (int i = 0; i < rl.nold; i++)
+	node_stop(&n, c.drain_ms);
+	for (int i = 0; i < rl.nold; i++) /* the rings SIGHUP replaced */
 		aw_keyring_free(rl.old[i]);
-	aw_contracts_free(contracts);
-	aw_keyring_free(keys);
-	aw_keyring_free(approval_keys);
-	aw_store_close(store);
+	json_decref(llm_config);
 	return e ? aw_cli_fail(e, err.msg) : 0;
 }
 

@@ -18,6 +18,7 @@
  * equals the target's, so the faster quorum only ever restores a body that
  * was approved and active before, over the state its approvers saw.
  */
+#include "awooop/alloc.h"
 #include "awooop/contract.h"
 #include "awooop/pattern.h"
 #include "awooop/redact.h"
@@ -113,7 +114,7 @@ const aw_keyring *aw_contracts_set_keyring(aw_contracts *c, const aw_keyring *kr
 
 aw_err aw_contracts_new(const aw_keyring *kr, aw_contracts **out, aw_error *err)
 {
-	aw_contracts *c = calloc(1, sizeof *c);
+	aw_contracts *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	atomic_init(&c->kr, kr);

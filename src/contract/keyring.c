@@ -1,6 +1,7 @@
 /*
  * keyring.c - HMAC key rings: publish keys, approval-token keys (see keyring.h).
  */
+#include "awooop/alloc.h"
 #include "awooop/keyring.h"
 
 #include <fcntl.h>
@@ -71,8 +72,8 @@ static aw_err add(aw_keyring *k, const char *id, const char *hex, aw_error *err)
 
 aw_err aw_keyring_from_env(const char *spec, aw_keyring **out, aw_error *err)
 {
-	aw_keyring *k = calloc(1, sizeof *k);
-	char *copy = spec ? strdup(spec) : NULL;
+	aw_keyring *k = aw_calloc(1, sizeof *k);
+	char *copy = spec ? aw_strdup(spec) : NULL;
 	aw_err e = AW_OK;
 	if (!k || !copy) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -110,7 +111,7 @@ aw_err aw_keyring_from_file(const char *path, aw_keyring **out, aw_error *err)
 	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
 		return aw_fail(err, AW_E_CONFIG, "key file %s: %s", path, je.text);
-	aw_keyring *k = calloc(1, sizeof *k);
+	aw_keyring *k = aw_calloc(1, sizeof *k);
 	aw_err e = AW_OK;
 	const char *cur = json_string_value(json_object_get(doc, "current"));
 	json_t *keys = json_object_get(doc, "keys");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/contract.h"
 #include "awooop/json.h"
 
@@ -30,7 +31,7 @@ static int cmp_str(const void *x, const void *y)
 static const char **sorted_keys(const json_t *o, size_t *n)
 {
 	*n = json_object_size(o);
-	const char **keys = malloc((*n ? *n : 1) * sizeof *keys);
+	const char **keys = aw_malloc((*n ? *n : 1) * sizeof *keys);
 	size_t i = 0;
 	const char *k;
 	json_t *v;

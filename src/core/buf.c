@@ -2,6 +2,7 @@
  * buf.c - the bounded growable buffer (see buf.h). Growth doubles up to the
  * buffer's maximum; a failed append changes nothing but the sticky error.
  */
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 
 #include <stdarg.h>
@@ -24,7 +25,7 @@ static aw_err reserve(aw_buf *b, size_t n)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
 	if (b->max < SIZE_MAX && cap > b->max + 1) /* SIZE_MAX: no ceiling but memory */
 		cap = b->max + 1;
-	char *p = realloc(b->p, cap);
+	char *p = aw_realloc(b->p, cap);
 	if (!p)
 		return b->err = AW_E_NOMEM;
 	b->p = p;
@@ -116,7 +117,7 @@ size_t aw_buf_drain(aw_buf *b, size_t *off, char *dst, size_t max)
 
 char *aw_buf_take(aw_buf *b)
 {
-	char *s = b->p ? b->p : strdup("");
+	char *s = b->p ? b->p : aw_strdup("");
 	b->p = NULL;
 	b->len = b->cap = 0;
 	return s;

@@ -12,7 +12,7 @@
  * in seconds. */
 static _Atomic int64_t wall_shift_ns;
 
-void aw_clock_test_shift_wall(int64_t ns)
+void clock_test_shift_wall(int64_t ns)
 {
 	atomic_store(&wall_shift_ns, ns);
 }
@@ -33,7 +33,7 @@ int64_t aw_clock_wall_ms(void)
 /* Tests move the monotonic clock (clock_hook.h) to play a freshly booted host. */
 static _Atomic int64_t mono_shift_ns;
 
-void aw_clock_test_shift_mono(int64_t ns)
+void clock_test_shift_mono(int64_t ns)
 {
 	atomic_store(&mono_shift_ns, ns);
 }

@@ -1,10 +1,10 @@
 /*
  * clock_hook.h - test-only control of the clocks (not a public header).
  *
- * aw_clock_test_shift_mono(ns) adds ns to every later aw_clock_mono_ns(): a test
+ * clock_test_shift_mono(ns) adds ns to every later aw_clock_mono_ns(): a test
  * shifts by -(now - 5 s) to run code as if the host had booted 5 s ago, which
  * is how "0 means never" sentinels show themselves. Keep the result positive.
- * aw_clock_test_shift_wall(ns) adds ns to every later wall-clock reading of
+ * clock_test_shift_wall(ns) adds ns to every later wall-clock reading of
  * this process (aw_clock_wall_ms/ns, aw_clock_now): a test plays an hour of
  * schedules by moving it. The store's own clock (PostgreSQL's now()) does
  * not move.
@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-void aw_clock_test_shift_mono(int64_t ns);
-void aw_clock_test_shift_wall(int64_t ns);
+void clock_test_shift_mono(int64_t ns);
+void clock_test_shift_wall(int64_t ns);
 
 #endif

@@ -4,6 +4,7 @@
  * callers hook them into their connect path (curl's opensocket callback)
  * and ask aw_egress_private_granted for the project they connect for.
  */
+#include "awooop/alloc.h"
 #include "awooop/egress.h"
 
 #include <netinet/in.h>
@@ -125,7 +126,7 @@ static char *grant; /* NULL: none */
 aw_err aw_egress_grant(const char *projects, aw_error *err)
 {
 	char *copy = NULL;
-	if (projects && *projects && !(copy = strdup(projects)))
+	if (projects && *projects && !(copy = aw_strdup(projects)))
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	pthread_mutex_lock(&grant_mu);
 	char *old = grant;

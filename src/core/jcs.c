@@ -4,6 +4,7 @@
  * the shortest round-trip double and ECMAScript's formatting rules (fixed
  * notation for exponents -7..20, else d.ddde+N).
  */
+#include "awooop/alloc.h"
 #include "awooop/jcs.h"
 
 #include "awooop/buf.h"
@@ -187,7 +188,7 @@ static void emit(sb *b, const json_t *v)
 	}
 	case JSON_OBJECT: {
 		size_t n = json_object_size(v), i = 0;
-		const char **keys = malloc((n ? n : 1) * sizeof *keys);
+		const char **keys = aw_malloc((n ? n : 1) * sizeof *keys);
 		if (!keys) {
 			b->err = AW_E_NOMEM;
 			return;

@@ -5,6 +5,7 @@
  * string. Cardinality is bounded by construction: callers pass route templates
  * and backend names, never user input. Histograms use fixed latency buckets.
  */
+#include "awooop/alloc.h"
 #include "awooop/metrics.h"
 
 #include "awooop/buf.h"
@@ -179,7 +180,7 @@ static series *get(const char *family, enum kind kind, const char *labels)
 	for (series *s = head; s; s = s->next)
 		if (s->family == family && strcmp(s->labels, labels) == 0)
 			return s;
-	series *s = calloc(1, sizeof *s);
+	series *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	s->family = family;

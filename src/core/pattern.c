@@ -8,6 +8,7 @@
  * revision using them is refused when it is written.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include "awooop/alloc.h"
 #include "awooop/pattern.h"
 
 #include <pcre2.h>
@@ -58,7 +59,7 @@ aw_err aw_pattern_compile(const char *src, aw_pattern **out, aw_error *err)
 			       backrefmax ? "back references are not allowed in a pattern"
 					  : "callouts are not allowed in a pattern");
 	}
-	aw_pattern *p = calloc(1, sizeof *p);
+	aw_pattern *p = aw_calloc(1, sizeof *p);
 	pcre2_match_context *mc = p ? pcre2_match_context_create(NULL) : NULL;
 	if (!mc) {
 		free(p);

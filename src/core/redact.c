@@ -12,6 +12,7 @@
  * A project's custom patterns (redact_custom.c) run after step 2, on the
  * text of calls made for that project only.
  */
+#include "awooop/alloc.h"
 #include "awooop/redact.h"
 #include "redact_hook.h"
 
@@ -290,12 +291,12 @@ const char *aw_redact_class_label(aw_redact_class c)
 	return (unsigned)c < AW_RC__COUNT ? labels[c] : "unknown";
 }
 
-const char *aw_redact_pcre_pattern(aw_redact_class c)
+const char *redact_pcre_pattern(aw_redact_class c)
 {
 	return (unsigned)c < AW_RC__COUNT ? defs[c].pcre : NULL;
 }
 
-int aw_redact_validate(aw_redact_class c, const char *s, size_t len)
+int redact_validate(aw_redact_class c, const char *s, size_t len)
 {
 	return (unsigned)c < AW_RC__COUNT && (!defs[c].ok || defs[c].ok(s, len));
 }
@@ -500,7 +501,7 @@ static uint32_t crc32_of(const char *s, size_t n)
  * characters, then their CRC32 in base62 (0-9A-Za-z), 6 characters with
  * leading zeros. The 40-character forms must carry it; longer GitHub forms
  * (github_pat_, long server tokens) are only checked for randomness. */
-void aw_redact_base62_crc(const char *body, size_t n, char out[7])
+void redact_base62_crc(const char *body, size_t n, char out[7])
 {
 	static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 	uint32_t v = crc32_of(body, n);
@@ -516,7 +517,7 @@ static int crc_token_ok(const char *s, size_t n)
 	const char *us = memchr(s, '_', n < 12 ? n : 12);
 	if (n == 40 && us == s + 3) { /* ghp_ gho_ ghu_ ghs_ ghr_ npm_ */
 		char want[7];
-		aw_redact_base62_crc(s + 4, 30, want);
+		redact_base62_crc(s + 4, 30, want);
 		return memcmp(s + 34, want, 6) == 0;
 	}
 	return tok_ok(s, n);
@@ -647,7 +648,7 @@ static void compile_all(void)
 	pthread_key_create(&tls_key, tls_free);
 }
 
-int aw_redact_hs_serialize(char **out, size_t *len)
+int redact_hs_serialize(char **out, size_t *len)
 {
 	if (aw_redact_init(NULL) || hs_serialize_database(hs_db, out, len) != HS_SUCCESS)
 		return -1;
@@ -667,7 +668,7 @@ static tls_state *tls_get(void)
 	tls_state *t = pthread_getspecific(tls_key);
 	if (t)
 		return t;
-	t = calloc(1, sizeof *t);
+	t = aw_calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
 	if (hs_alloc_scratch(hs_db, &t->scratch) != HS_SUCCESS ||
@@ -695,7 +696,7 @@ static void add_finding(scan_ctx *sc, finding fd)
 {
 	if (sc->nf == sc->capf) {
 		size_t cap = sc->capf ? sc->capf * 2 : 64;
-		finding *nf = realloc(sc->f, cap * sizeof *nf);
+		finding *nf = aw_realloc(sc->f, cap * sizeof *nf);
 		if (!nf) {
 			sc->oom = 1;
 			return;
@@ -856,9 +857,9 @@ typedef struct {
 	uint64_t digit, alpha, dot, colon, space, dash, under, pp; /* pp: '+' or '(' */
 } shape_masks;
 
-static int force_scalar; /* test hook: aw_redact_test_force_scalar() */
+static int force_scalar; /* test hook: redact_test_force_scalar() */
 
-void aw_redact_test_force_scalar(int on)
+void redact_test_force_scalar(int on)
 {
 	force_scalar = on;
 }
@@ -1282,9 +1283,9 @@ static aw_err scan(const char *buf, size_t len, scan_ctx *sc, int no_card, aw_rc
 	if (sc->oom)
 		return AW_E_NOMEM;
 	if (run && run->set) {
-		if (!sc->tls->mc && !(sc->tls->mc = aw_rc_match_context()))
+		if (!sc->tls->mc && !(sc->tls->mc = rc_match_context()))
 			return AW_E_NOMEM;
-		if (aw_rc_scan(run, buf, len, sc->tls->md, sc->tls->mc, emit_custom, sc) || sc->oom)
+		if (rc_scan(run, buf, len, sc->tls->md, sc->tls->mc, emit_custom, sc) || sc->oom)
 			return AW_E_NOMEM;
 	}
 	if (sc->nf > 1)
@@ -1306,7 +1307,7 @@ static aw_err scan(const char *buf, size_t len, scan_ctx *sc, int no_card, aw_rc
 static size_t marker(const scan_ctx *sc, const finding *f, char out[MARKER_MAX])
 {
 	int n = f->cls == AW_RC_CUSTOM ? snprintf(out, MARKER_MAX, "[REDACTED:custom:%s]",
-						  aw_rc_name(sc->run ? sc->run->set : NULL, f->ci))
+						  rc_name(sc->run ? sc->run->set : NULL, f->ci))
 				       : snprintf(out, MARKER_MAX, "[REDACTED:%s]", labels[f->cls]);
 	return n > 0 && n < MARKER_MAX ? (size_t)n : 0;
 }
@@ -1317,7 +1318,7 @@ static char *render(const scan_ctx *sc, size_t upto, size_t *outlen, aw_redact_s
 	size_t extra = 0;
 	for (size_t i = 0; i < sc->nf && sc->f[i].rend <= upto; i++)
 		extra += MARKER_MAX;
-	char *out = malloc(upto + extra + 1);
+	char *out = aw_malloc(upto + extra + 1);
 	if (!out)
 		return NULL;
 	size_t o = 0, pos = 0;
@@ -1371,11 +1372,11 @@ char *aw_redact_str(const char *in)
 aw_err aw_redact_text_for(const char *project, const char *in, size_t len, char **out,
 			  size_t *outlen, aw_redact_stats *stats)
 {
-	aw_rc_run run = {.set = aw_rc_lookup(project)};
+	aw_rc_run run = {.set = rc_lookup(project)};
 	if (!run.set)
 		return redact_text(in, len, out, outlen, stats, 0, NULL);
 	aw_err e = redact_text(in, len, out, outlen, stats, 0, &run);
-	aw_rc_finish(&run, project, stats);
+	rc_finish(&run, project, stats);
 	return e;
 }
 
@@ -1517,11 +1518,11 @@ aw_err aw_redact_json_for(const char *project, json_t *doc, aw_redact_stats *sta
 	aw_err e = aw_redact_init(NULL);
 	if (e)
 		return e;
-	aw_rc_run run = {.set = aw_rc_lookup(project)};
+	aw_rc_run run = {.set = rc_lookup(project)};
 	if (!run.set)
 		return walk(doc, stats, 0, 0, NULL);
 	e = walk(doc, stats, 0, 0, &run);
-	aw_rc_finish(&run, project, stats);
+	rc_finish(&run, project, stats);
 	return e;
 }
 
@@ -1539,7 +1540,7 @@ struct aw_redact_stream {
 
 aw_redact_stream *aw_redact_stream_new(aw_redact_sink sink, void *ud, aw_redact_stats *stats)
 {
-	aw_redact_stream *s = calloc(1, sizeof *s);
+	aw_redact_stream *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	s->sink = sink;
@@ -1552,7 +1553,7 @@ aw_redact_stream *aw_redact_stream_new_for(const char *project, aw_redact_sink s
 					   aw_redact_stats *stats)
 {
 	aw_redact_stream *s = aw_redact_stream_new(sink, ud, stats);
-	if (s && (s->set = aw_rc_lookup(project)))
+	if (s && (s->set = rc_lookup(project)))
 		snprintf(s->project, sizeof s->project, "%s", project);
 	return s;
 }
@@ -1626,7 +1627,7 @@ static aw_err flush(aw_redact_stream *s, int final)
 done:
 	if (s->set) {
 		run.set = NULL; /* the stream's reference, released by finish */
-		aw_rc_finish(&run, s->project, s->stats);
+		rc_finish(&run, s->project, s->stats);
 	}
 	return e;
 }
@@ -1639,7 +1640,7 @@ aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
 		size_t cap = s->cap ? s->cap : 65536;
 		while (cap < s->len + len)
 			cap *= 2;
-		char *nb = realloc(s->buf, cap);
+		char *nb = aw_realloc(s->buf, cap);
 		if (!nb)
 			return AW_E_NOMEM;
 		s->buf = nb;
@@ -1657,7 +1658,7 @@ aw_err aw_redact_stream_feed(aw_redact_stream *s, const char *data, size_t len)
 aw_err aw_redact_stream_finish(aw_redact_stream *s)
 {
 	aw_err e = flush(s, 1);
-	aw_rc_release(s->set);
+	rc_release(s->set);
 	free(s->buf);
 	free(s);
 	return e;

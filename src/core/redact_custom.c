@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/alloc.h"
 #include "awooop/ctx.h"
 #include "awooop/metrics.h"
 #include "awooop/pattern.h"
@@ -148,7 +149,7 @@ aw_err aw_redact_custom_compile(const json_t *list, aw_redact_custom **out, aw_e
 	if (json_array_size(list) > AW_REDACT_CUSTOM_MAX)
 		return aw_fail_at(err, AW_E_REDACT_PATTERN, "", "at most %d patterns a project",
 				  AW_REDACT_CUSTOM_MAX);
-	aw_redact_custom *c = calloc(1, sizeof *c);
+	aw_redact_custom *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	atomic_init(&c->refs, 1);
@@ -193,7 +194,7 @@ aw_err aw_redact_custom_compile(const json_t *list, aw_redact_custom **out, aw_e
 	return AW_OK;
 }
 
-void aw_rc_release(aw_redact_custom *c)
+void rc_release(aw_redact_custom *c)
 {
 	if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
 		return;
@@ -204,7 +205,7 @@ void aw_rc_release(aw_redact_custom *c)
 
 void aw_redact_custom_free(aw_redact_custom *c)
 {
-	aw_rc_release(c);
+	rc_release(c);
 }
 
 int aw_redact_custom_count(const aw_redact_custom *c)
@@ -212,7 +213,7 @@ int aw_redact_custom_count(const aw_redact_custom *c)
 	return c ? c->n : 0;
 }
 
-const char *aw_rc_name(const aw_redact_custom *c, int i)
+const char *rc_name(const aw_redact_custom *c, int i)
 {
 	return c && i >= 0 && i < c->n ? c->p[i].name : "?";
 }
@@ -252,18 +253,18 @@ static reg *find(const char *project)
 int aw_redact_custom_install(const char *project, int64_t version, aw_redact_custom *set)
 {
 	if (set && set->n == 0) {
-		aw_rc_release(set);
+		rc_release(set);
 		set = NULL;
 	}
 	if (!project || strlen(project) > AW_PROJECT_MAX) {
-		aw_rc_release(set);
+		rc_release(set);
 		return 0;
 	}
 	aw_redact_custom *old = NULL;
 	int done = 0;
 	pthread_rwlock_wrlock(&reg_mu);
 	reg *r = find(project);
-	if (!r && (r = calloc(1, sizeof *r))) {
+	if (!r && (r = aw_calloc(1, sizeof *r))) {
 		snprintf(r->project, sizeof r->project, "%s", project);
 		unsigned b = bucket(project);
 		r->next = buckets[b];
@@ -278,8 +279,8 @@ int aw_redact_custom_install(const char *project, int64_t version, aw_redact_cus
 		done = 1;
 	}
 	pthread_rwlock_unlock(&reg_mu);
-	aw_rc_release(old); /* calls still using it hold their own reference */
-	aw_rc_release(set);
+	rc_release(old); /* calls still using it hold their own reference */
+	rc_release(set);
 	return done;
 }
 
@@ -298,7 +299,7 @@ void aw_redact_custom_reset(void)
 	for (int b = 0; b < BUCKETS; b++) {
 		for (reg *r = buckets[b], *next; r; r = next) {
 			next = r->next;
-			aw_rc_release(r->set);
+			rc_release(r->set);
 			free(r);
 		}
 		buckets[b] = NULL;
@@ -307,7 +308,7 @@ void aw_redact_custom_reset(void)
 	pthread_rwlock_unlock(&reg_mu);
 }
 
-aw_redact_custom *aw_rc_lookup(const char *project)
+aw_redact_custom *rc_lookup(const char *project)
 {
 	if (!project || !project[0] || atomic_load_explicit(&reg_sets, memory_order_acquire) == 0)
 		return NULL;
@@ -324,7 +325,7 @@ aw_redact_custom *aw_rc_lookup(const char *project)
 
 /* -------------------------------------------------------------- matching */
 
-pcre2_match_context *aw_rc_match_context(void)
+pcre2_match_context *rc_match_context(void)
 {
 	pcre2_match_context *mc = pcre2_match_context_create(NULL);
 	if (mc) {
@@ -367,8 +368,8 @@ static int spent(aw_rc_run *r)
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID) - r->cpu0 > allow;
 }
 
-int aw_rc_scan(aw_rc_run *run, const char *buf, size_t len, pcre2_match_data *md,
-	       pcre2_match_context *mc, aw_rc_emit emit, void *ud)
+int rc_scan(aw_rc_run *run, const char *buf, size_t len, pcre2_match_data *md,
+	    pcre2_match_context *mc, rc_emit emit, void *ud)
 {
 	const aw_redact_custom *c = run->set;
 	if (!c || run->stopped || len == 0)
@@ -417,7 +418,7 @@ int aw_rc_scan(aw_rc_run *run, const char *buf, size_t len, pcre2_match_data *md
 	return 0;
 }
 
-void aw_rc_finish(aw_rc_run *run, const char *project, aw_redact_stats *stats)
+void rc_finish(aw_rc_run *run, const char *project, aw_redact_stats *stats)
 {
 	if (run->limited) {
 		if (stats)
@@ -425,6 +426,6 @@ void aw_rc_finish(aw_rc_run *run, const char *project, aw_redact_stats *stats)
 		if (project)
 			aw_metrics_redact_custom_limited(project, run->limited);
 	}
-	aw_rc_release(run->set);
+	rc_release(run->set);
 	run->set = NULL;
 }

@@ -19,7 +19,7 @@
 /* One call's use of a set (a text, a JSON document, a stream flush): the
  * budget is shared by every string of the call. Zero it, then set `set`. */
 typedef struct {
-	aw_redact_custom *set; /* a reference (aw_rc_release) or NULL */
+	aw_redact_custom *set; /* a reference (rc_release) or NULL */
 	uint64_t bytes;	       /* scanned so far (the budget grows with it) */
 	int64_t mono0;	       /* first scan's monotonic time, 0 = not yet */
 	int64_t cpu0, cpu_at;  /* the CPU clock's base and when it was last read */
@@ -30,20 +30,20 @@ typedef struct {
 } aw_rc_run;
 
 /* The project's set (a new reference; NULL when it has none). */
-aw_redact_custom *aw_rc_lookup(const char *project);
-void aw_rc_release(aw_redact_custom *c);
+aw_redact_custom *rc_lookup(const char *project);
+void rc_release(aw_redact_custom *c);
 /* The name of pattern i of c. */
-const char *aw_rc_name(const aw_redact_custom *c, int i);
+const char *rc_name(const aw_redact_custom *c, int i);
 
 /* A match [start, end) of pattern i; 0 to go on, non-zero to stop (OOM). */
-typedef int (*aw_rc_emit)(void *ud, size_t start, size_t end, int i);
+typedef int (*rc_emit)(void *ud, size_t start, size_t end, int i);
 /* Runs every pattern of run->set over buf. md: a match data of at least one
  * pair; mc: a match context the call may change (the offset limit). */
-int aw_rc_scan(aw_rc_run *run, const char *buf, size_t len, pcre2_match_data *md,
-	       pcre2_match_context *mc, aw_rc_emit emit, void *ud);
+int rc_scan(aw_rc_run *run, const char *buf, size_t len, pcre2_match_data *md,
+	    pcre2_match_context *mc, rc_emit emit, void *ud);
 /* Ends a call: counts what was stopped (metric by project) into stats. */
-void aw_rc_finish(aw_rc_run *run, const char *project, aw_redact_stats *stats);
+void rc_finish(aw_rc_run *run, const char *project, aw_redact_stats *stats);
 /* A match context with the custom limits set (the caller frees it). */
-pcre2_match_context *aw_rc_match_context(void);
+pcre2_match_context *rc_match_context(void);
 
 #endif

@@ -8,6 +8,7 @@
  * "count only" mode. Depth is bounded so a self-referencing schema cannot
  * recurse forever on deep input.
  */
+#include "awooop/alloc.h"
 #include "awooop/schema.h"
 
 #include <math.h>
@@ -84,7 +85,7 @@ static int add_regex(walk_ctx *w, const char *src)
 	aw_schema *s = w->s;
 	if (s->nre == s->capre) {
 		size_t cap = s->capre ? s->capre * 2 : 8;
-		regex_entry *n = realloc(s->re, cap * sizeof *n);
+		regex_entry *n = aw_realloc(s->re, cap * sizeof *n);
 		if (!n) {
 			pcre2_code_free(re);
 			return fail_walk(w, "out of memory", "");
@@ -263,7 +264,7 @@ void aw_schema_free(aw_schema *s)
 
 aw_err aw_schema_compile(json_t *schema, aw_schema **out, aw_error *err)
 {
-	aw_schema *s = calloc(1, sizeof *s);
+	aw_schema *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	s->root = json_incref(schema);

@@ -3,6 +3,7 @@
  * file:/path, checked for shape at submission and read at execution. Errors
  * name the reference, never what it holds.
  */
+#include "awooop/alloc.h"
 #include "awooop/secret.h"
 
 #include <errno.h>
@@ -145,7 +146,7 @@ aw_err aw_secret_env(const char *name, const char **out, aw_error *err)
 		aw_log(AW_LOG_WARN, NULL, "a secret file is readable by its group or others",
 		       "setting", fname, "path", path, NULL);
 	snprintf(env_files[slot].name, sizeof env_files[slot].name, "%s", name);
-	env_files[slot].value = strndup(b.p ? b.p : "", b.len);
+	env_files[slot].value = aw_strndup(b.p ? b.p : "", b.len);
 	aw_secret_wipe(&b);
 	if (!env_files[slot].value)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -15,6 +15,7 @@
  * overflow. The file name is checked (aw_tz_name_ok) before a path is built,
  * and only a regular file of at most AW_TZIF_MAX bytes is read.
  */
+#include "awooop/alloc.h"
 #include "awooop/tz.h"
 
 #include <ctype.h>
@@ -282,7 +283,7 @@ aw_err aw_tz_posix(const char *spec, size_t len, aw_tz **out, aw_error *err)
 	if (len > AW_TZ_POSIX_MAX || p_rule(spec, len, &r) || !off_ok(r.std_off) ||
 	    (r.has_dst && !off_ok(r.dst_off)))
 		return aw_fail(err, AW_E_CRON_ZONE, "not a POSIX TZ string");
-	aw_tz *tz = calloc(1, sizeof *tz);
+	aw_tz *tz = aw_calloc(1, sizeof *tz);
 	if (!tz)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	tz->has_rule = 1;
@@ -372,9 +373,9 @@ static aw_err block(rd *r, const hdr *h, size_t tsz, aw_tz *tz, aw_error *err)
 		return zone_bad("leap-second zones (right/) are not supported", err);
 	tz->ntrans = (int)h->time;
 	tz->ntypes = (int)h->type;
-	tz->trans = calloc(h->time + 1, sizeof *tz->trans);
-	tz->idx = calloc(h->time + 1, 1);
-	tz->types = calloc(h->type, sizeof *tz->types);
+	tz->trans = aw_calloc(h->time + 1, sizeof *tz->trans);
+	tz->idx = aw_calloc(h->time + 1, 1);
+	tz->types = aw_calloc(h->type, sizeof *tz->types);
 	if (!tz->trans || !tz->idx || !tz->types) {
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
@@ -410,7 +411,7 @@ aw_err aw_tz_parse(const unsigned char *data, size_t len, aw_tz **out, aw_error 
 	hdr h;
 	if (header(&r, &h))
 		return aw_fail(err, AW_E_CRON_ZONE, "not a usable TZif file: bad header");
-	aw_tz *tz = calloc(1, sizeof *tz);
+	aw_tz *tz = aw_calloc(1, sizeof *tz);
 	if (!tz)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err bad = AW_OK;
@@ -535,7 +536,7 @@ aw_err aw_tz_load(const char *name, aw_tz **out, aw_error *err)
 		goto out;
 	}
 	size_t len = (size_t)st.st_size, got = 0;
-	if (!(buf = malloc(len))) {
+	if (!(buf = aw_malloc(len))) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}

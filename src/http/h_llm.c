@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/json.h"
 #include "awooop/llm.h"
 #include "awooop/llm_wire.h"
@@ -200,7 +201,6 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, aw_er
 		aw_req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);
 		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, aw_req_wake_cb, r, &c, err);
 	}
-	aw_req_body_done(r); /* a parked call or stream keeps no body memory */
 	if (e)
 		aw_reply_problem(r, e, err);
 	return e ? NULL : c;
@@ -224,7 +224,7 @@ static void other_api(aw_req *r, int api)
 		e = api == API_MESSAGES ? aw_llm_messages_to_chat(in, &req, &err)
 					: aw_llm_responses_to_chat(in, &req, &err);
 	json_decref(in);
-	msgs *m = e ? NULL : calloc(1, sizeof *m);
+	msgs *m = e ? NULL : aw_calloc(1, sizeof *m);
 	if (!e && !m)
 		e = aw_fail(&err, AW_E_NOMEM, "out of memory");
 	if (m) {
@@ -242,10 +242,7 @@ static void other_api(aw_req *r, int api)
 		return;
 	}
 	m->c = c;
-	r->svc = m;
-	r->done = msgs_done;
-	r->resume = msgs_answer;
-	msgs_answer(r);
+	aw_req_bind_call(r, m, msgs_done, msgs_answer); /* a parked call keeps no body memory */
 }
 
 /* POST /v1/chat/completions (embeddings 0) and POST /v1/embeddings. */
@@ -263,12 +260,8 @@ static void openai_call(aw_req *r, int embeddings)
 	aw_err e = aw_json_parse_object(r->body, r->body_len, &req, &err);
 	aw_llm_call *c = start_or_reply(r, req, embeddings, e, &err);
 	json_decref(req);
-	if (!c)
-		return;
-	r->svc = c;
-	r->done = done;
-	r->resume = answer;
-	answer(r);
+	if (c)
+		aw_req_bind_call(r, c, done, answer); /* a parked call keeps no body memory */
 }
 
 void aw_h_llm_chat(aw_req *r)

@@ -181,11 +181,7 @@ void aw_h_mcp_post(aw_req *r)
 		reply_error(r, 500, NULL, AW_RPC_INTERNAL, err.msg, AW_E_NOMEM);
 		return;
 	}
-	aw_req_body_done(r); /* the message is parsed: a parked call keeps no body */
-	r->svc = c;
-	r->done = done;
-	r->resume = answer;
-	answer(r);
+	aw_req_bind_call(r, c, done, answer); /* a parked call keeps no body */
 }
 
 void aw_h_mcp_get(aw_req *r)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/run.h"
 #include "awooop/json.h"
 #include "http_internal.h"
@@ -66,7 +67,7 @@ void aw_h_runs_batch(aw_req *r)
 	if (!e && (!json_is_array(runs) || n < 1 || n > AW_RUN_BATCH_MAX))
 		e = aw_fail_at(&err, AW_E_REQ_INVALID, "/runs",
 			       "runs must be an array of 1..%d runs", AW_RUN_BATCH_MAX);
-	aw_run_batch_item *items = e ? NULL : calloc(n, sizeof *items);
+	aw_run_batch_item *items = e ? NULL : aw_calloc(n, sizeof *items);
 	if (!e && !items)
 		e = aw_fail(&err, AW_E_NOMEM, "out of memory");
 	for (size_t i = 0; !e && i < n; i++) { /* each decoded as a run of its own */

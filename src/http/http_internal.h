@@ -127,6 +127,10 @@ void aw_reply_stream(aw_req *r, int status, const char *ctype,
  * rather than when the request ends, so a parked model or tool call holds
  * none. r->body is NULL afterwards. */
 void aw_req_body_done(aw_req *r);
+/* Binds r to a door's call once the door took it (aw_llm_start,
+ * aw_mcp_start): the body is done, done(r) ends the call when r ends however
+ * it ends, and answer(r) runs now and again whenever the call wakes r. */
+void aw_req_bind_call(aw_req *r, void *call, void (*done)(aw_req *), void (*answer)(aw_req *));
 
 /* ---- request helpers that answer the client themselves on failure ---- */
 /* Authenticates the bearer key into r->ctx without replying. */

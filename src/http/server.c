@@ -52,6 +52,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/bounds.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
@@ -531,7 +532,7 @@ static aw_err decode_path(aw_req *r, aw_error *err)
 static void *req_new(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	aw_http *h = cls;
-	aw_req *r = calloc(1, sizeof *r);
+	aw_req *r = aw_calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
 	r->conn = conn;
@@ -541,7 +542,7 @@ static void *req_new(void *cls, const char *uri, struct MHD_Connection *conn)
 	r->srv = h;
 	r->store = h->store;
 	r->opts = &h->opts;
-	r->raw_uri = strdup(uri ? uri : "");
+	r->raw_uri = aw_strdup(uri ? uri : "");
 	r->t0_ns = aw_clock_mono_ns();
 	r->route = "unmatched";
 	aw_ctx_system(&r->ctx, NULL);
@@ -567,7 +568,7 @@ static body_acct *acct_get(aw_http *h, const char *project)
 	for (body_acct *a = h->accts[b]; a; a = a->next)
 		if (!strcmp(a->project, project))
 			return a;
-	body_acct *a = calloc(1, sizeof *a);
+	body_acct *a = aw_calloc(1, sizeof *a);
 	if (!a)
 		return NULL;
 	snprintf(a->project, sizeof a->project, "%s", project);
@@ -675,6 +676,15 @@ void aw_req_body_done(aw_req *r)
 	r->body = NULL;
 	r->body_len = 0;
 	body_release(r->srv, r);
+}
+
+void aw_req_bind_call(aw_req *r, void *call, void (*done)(aw_req *), void (*answer)(aw_req *))
+{
+	aw_req_body_done(r);
+	r->svc = call;
+	r->done = done;
+	r->resume = answer;
+	answer(r);
 }
 
 /* Buffers an upload chunk; past --body-limit the request is marked too big
@@ -934,7 +944,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
 	aw_http *h = cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		track *t = calloc(1, sizeof *t);
+		track *t = aw_calloc(1, sizeof *t);
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (!t || !ci) {
@@ -1219,7 +1229,7 @@ static aw_err bind_exclusive(const struct sockaddr_storage *sa, socklen_t len, i
 
 aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, aw_error *err)
 {
-	aw_http *h = calloc(1, sizeof *h);
+	aw_http *h = aw_calloc(1, sizeof *h);
 	if (!h)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	h->store = store;

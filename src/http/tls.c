@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/log.h"
 #include "http_internal.h"
 
@@ -58,7 +59,7 @@ static void gen_free(gen *g)
 static aw_err load_gen(const aw_tls *t, gen **out, aw_error *err)
 {
 	gnutls_datum_t cert = {0}, key = {0};
-	gen *g = calloc(1, sizeof *g);
+	gen *g = aw_calloc(1, sizeof *g);
 	aw_err e = AW_OK;
 	int rc;
 	if (!g)
@@ -124,7 +125,7 @@ aw_err aw_tls_new(const char *cert, const char *key, const char *client_ca, aw_t
 			return aw_fail(err, AW_E_CONFIG, "--tls-client-ca needs --tls-cert");
 		return AW_OK;
 	}
-	aw_tls *t = calloc(1, sizeof *t);
+	aw_tls *t = aw_calloc(1, sizeof *t);
 	if (!t)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	pthread_mutex_init(&t->mu, NULL);
@@ -145,7 +146,7 @@ aw_err aw_tls_new(const char *cert, const char *key, const char *client_ca, aw_t
 			e = aw_fail(err, AW_E_CONFIG,
 				    "--tls-client-ca %s: not a PEM CA certificate%s%s", client_ca,
 				    rc < 0 ? ": " : "", rc < 0 ? gnutls_strerror(rc) : "");
-		else if (!(t->client_ca = strndup((const char *)ca.data, ca.size)))
+		else if (!(t->client_ca = aw_strndup((const char *)ca.data, ca.size)))
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		gnutls_free(ca.data);
 	}

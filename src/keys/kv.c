@@ -3,6 +3,7 @@
  * backfill (see kv.h; the gates and the audited phase steps are keymig/). One hiredis connection under a mutex; phases are cached per
  * (project, pattern) for phase_cache_ms and refreshed from the store.
  */
+#include "awooop/alloc.h"
 #include "awooop/kv.h"
 
 #include <hiredis/hiredis.h>
@@ -83,7 +84,7 @@ static redisReply *cmd(aw_kv *kv, const char *fmt, ...)
 aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv **out,
 		  aw_error *err)
 {
-	aw_kv *kv = calloc(1, sizeof *kv);
+	aw_kv *kv = aw_calloc(1, sizeof *kv);
 	if (!kv)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = aw_redis_url_parse(redis_url, &kv->url, err);
@@ -181,7 +182,7 @@ static aw_err phase_for(aw_kv *kv, const aw_key_pattern *p, const char *project,
 			return AW_OK;
 		}
 	}
-	cached *c = calloc(1, sizeof *c);
+	cached *c = aw_calloc(1, sizeof *c);
 	if (c) {
 		snprintf(c->project, sizeof c->project, "%s", project);
 		snprintf(c->pattern, sizeof c->pattern, "%s", p->name);
@@ -363,7 +364,7 @@ aw_err aw_kv_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char *
 	if (!r)
 		e = UNAVAILABLE();
 	else if (r->type == REDIS_REPLY_STRING)
-		*out = strdup(r->str);
+		*out = aw_strdup(r->str);
 	if (r)
 		freeReplyObject(r);
 	pthread_mutex_unlock(&kv->mu);
@@ -502,7 +503,7 @@ aw_err aw_kv_hget(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const char 
 	if (!r)
 		e = UNAVAILABLE();
 	else if (r->type == REDIS_REPLY_STRING)
-		*out = strdup(r->str);
+		*out = aw_strdup(r->str);
 	if (r)
 		freeReplyObject(r);
 	pthread_mutex_unlock(&kv->mu);
@@ -531,9 +532,9 @@ aw_err aw_kv_lrange(aw_kv *kv, const aw_ctx *ctx, const char *pattern, const cha
 	if (!r || r->type != REDIS_REPLY_ARRAY) {
 		e = UNAVAILABLE();
 	} else {
-		*items = calloc(r->elements + 1, sizeof **items);
+		*items = aw_calloc(r->elements + 1, sizeof **items);
 		for (size_t i = 0; *items && i < r->elements; i++)
-			(*items)[i] = strdup(r->element[i]->str ? r->element[i]->str : "");
+			(*items)[i] = aw_strdup(r->element[i]->str ? r->element[i]->str : "");
 		*nitems = (int)r->elements;
 	}
 	if (r)
@@ -647,7 +648,7 @@ aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *un
 		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
 		redisReply *keys = r->element[1];
 		/* classify, then PTTL (pipelined) for keys that must expire */
-		int *want_ttl = calloc(keys->elements + 1, sizeof *want_ttl);
+		int *want_ttl = aw_calloc(keys->elements + 1, sizeof *want_ttl);
 		int pending = 0;
 		for (size_t i = 0; i < keys->elements; i++) {
 			int modern;
@@ -779,10 +780,10 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 		/* one batch, pipelined: DUMP + PTTL of every legacy key, then RESTORE
 		 * (no REPLACE: an existing new key is newer and wins) */
 		size_t nk = keys->elements;
-		char(*to)[512] = calloc(nk + 1, sizeof *to);
-		int *use = calloc(nk + 1, sizeof *use);
-		redisReply **dump = calloc(nk + 1, sizeof *dump);
-		long long *ms = calloc(nk + 1, sizeof *ms);
+		char(*to)[512] = aw_calloc(nk + 1, sizeof *to);
+		int *use = aw_calloc(nk + 1, sizeof *use);
+		redisReply **dump = aw_calloc(nk + 1, sizeof *dump);
+		long long *ms = aw_calloc(nk + 1, sizeof *ms);
 		if (!to || !use || !dump || !ms) {
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		}

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/egress.h"
 #include "awooop/jcs.h"
@@ -67,7 +68,7 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 			atomic_fetch_add(&old->ups[i]->refs, 1);
 			return old->ups[i];
 		}
-	upinst *u = calloc(1, sizeof *u);
+	upinst *u = aw_calloc(1, sizeof *u);
 	if (!u)
 		return NULL;
 	atomic_init(&u->refs, 1);
@@ -112,7 +113,7 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, const aw_policy *pol,
 			      aw_error *err)
 {
-	catalog *c = calloc(1, sizeof *c);
+	catalog *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	atomic_init(&c->refs, 1);
@@ -134,7 +135,7 @@ static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, cons
 			goto fail;
 		c->nups++;
 	}
-	c->tools = calloc(json_array_size(tools) + 1, sizeof *c->tools);
+	c->tools = aw_calloc(json_array_size(tools) + 1, sizeof *c->tools);
 	if (!c->tools)
 		goto fail;
 	for (size_t i = 0; i < json_array_size(tools); i++) {
@@ -254,8 +255,8 @@ static aw_err fetch_defs(aw_mcp *g, upinst *u, json_t **out, aw_error *err)
 		json_array_foreach (json_object_get(res, "tools"), i, t) {
 			const char *name = json_string_value(json_object_get(t, "name"));
 			char pin[AW_MCP_PIN_MAX], pin1[AW_MCP_PIN_MAX];
-			if (name && aw_mcp_def_pin(t, pin) == 0 && /* hashed once per fetch */
-			    aw_mcp_def_pin_v1(t, pin1) == 0)
+			if (name && mcp_def_pin(t, pin) == 0 && /* hashed once per fetch */
+			    mcp_def_pin_v1(t, pin1) == 0)
 				json_object_set_new(defs, name,
 						    json_pack("{s:O,s:s,s:s}", "def", t, "pin", pin,
 							      "pin1", pin1));
@@ -347,7 +348,7 @@ json_t *mcp_list_tools(aw_mcp *g, catalog *c)
 		/* exactly what the pin covers: the whole definition, or an older
 		 * pin's four members (a title or annotations it never saw stay
 		 * behind) */
-		json_t *d = strcmp(pm, "pin1") ? json_deep_copy(def) : aw_mcp_def_v1(def);
+		json_t *d = strcmp(pm, "pin1") ? json_deep_copy(def) : mcp_def_v1(def);
 		if (!d)
 			continue;
 		json_object_set_new(d, "name", json_string(t->full));
@@ -382,7 +383,7 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 	json_object_foreach (ups, k, v) {
 		int at;
 		const char *tr = json_string_value(json_object_get(v, "transport"));
-		if (tr && !strcmp(tr, "stdio") && (e = aw_sbx_check(g->sbx, k, v, &at, err))) {
+		if (tr && !strcmp(tr, "stdio") && (e = sbx_check(g->sbx, k, v, &at, err))) {
 			json_decref(b);
 			return e;
 		}
@@ -446,7 +447,7 @@ aw_err aw_mcp_pin(aw_mcp *g, const aw_ctx *ctx, const json_t *body, json_t **pin
 	return AW_OK;
 }
 
-int aw_mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX])
+int mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX])
 {
 	char hex[65];
 	int rc = aw_jcs_sha256(def, hex);
@@ -455,9 +456,9 @@ int aw_mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX])
 	return rc;
 }
 
-int aw_mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX])
+int mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX])
 {
-	json_t *d = aw_mcp_def_v1(def);
+	json_t *d = mcp_def_v1(def);
 	if (!d)
 		return -1;
 	char hex[65];
@@ -468,7 +469,7 @@ int aw_mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX])
 	return rc;
 }
 
-json_t *aw_mcp_def_v1(const json_t *def)
+json_t *mcp_def_v1(const json_t *def)
 {
 	json_t *d = json_object();
 	const char *keep[] = {"name", "description", "inputSchema", "outputSchema"};

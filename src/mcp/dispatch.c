@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/wake.h"
@@ -169,14 +170,14 @@ void *mcp_worker_main(void *arg)
 	pthread_setname_np(pthread_self(), "aw-mcp-worker");
 	for (;;) {
 		aw_fairq_ticket t;
-		aw_mcp_call *c = aw_fairq_pop(g->fq, &t);
+		aw_mcp_call *c = fairq_pop(g->fq, &t);
 		if (!c)
 			break;
 		if (atomic_load(&g->stopping))
 			finish_stopping(c);
 		else
 			run_call(g, c);
-		aw_fairq_done(g->fq, &t);
+		fairq_done(g->fq, &t);
 		aw_mcp_release(c);
 	}
 	return NULL;
@@ -269,7 +270,7 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
 		    aw_mcp_wake wake, void *ud, aw_mcp_call **out, aw_error *err)
 {
-	aw_mcp_call *c = calloc(1, sizeof *c);
+	aw_mcp_call *c = aw_calloc(1, sizeof *c);
 	if (!c) {
 		aw_mcp_msg_clear(msg);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -299,7 +300,7 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 		return AW_OK;
 	}
 	atomic_fetch_add(&c->refs, 1); /* the worker's */
-	int q = aw_fairq_push(g->fq, c->ctx.project, cheap(c->msg.method), c);
+	int q = fairq_push(g->fq, c->ctx.project, cheap(c->msg.method), c);
 	if (q) { /* the project's own queue is full: it waits for itself */
 		aw_mcp_release(c);
 		mcp_finish(

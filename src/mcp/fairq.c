@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
+
 typedef struct node {
 	void *item;
 	struct node *next;
@@ -33,9 +35,9 @@ struct aw_fairq {
 	pq *ring; /* the cursor: the next project looked at */
 };
 
-aw_fairq *aw_fairq_new(int workers, const aw_bounds *per_project, int max_queued)
+aw_fairq *fairq_new(int workers, const aw_bounds *per_project, int max_queued)
 {
-	aw_fairq *q = calloc(1, sizeof *q);
+	aw_fairq *q = aw_calloc(1, sizeof *q);
 	if (!q)
 		return NULL;
 	pthread_mutex_init(&q->mu, NULL);
@@ -73,9 +75,9 @@ static void unlink_pq(aw_fairq *q, pq *gone)
 	free(gone);
 }
 
-int aw_fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
+int fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 {
-	node *n = malloc(sizeof *n);
+	node *n = aw_malloc(sizeof *n);
 	if (!n)
 		return -2;
 	n->item = item;
@@ -83,7 +85,7 @@ int aw_fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 	pthread_mutex_lock(&q->mu);
 	pq *p = find(q, project);
 	if (!p) {
-		if (!(p = calloc(1, sizeof *p))) {
+		if (!(p = aw_calloc(1, sizeof *p))) {
 			pthread_mutex_unlock(&q->mu);
 			free(n);
 			return -2;
@@ -132,7 +134,7 @@ static pq *next_runnable(aw_fairq *q, int k)
 	return NULL;
 }
 
-void *aw_fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
+void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
 {
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
@@ -163,7 +165,7 @@ void *aw_fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
 	}
 }
 
-void aw_fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
+void fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
 {
 	pq *p = t->p;
 	if (!p)
@@ -177,7 +179,7 @@ void aw_fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void aw_fairq_stop(aw_fairq *q)
+void fairq_stop(aw_fairq *q)
 {
 	pthread_mutex_lock(&q->mu);
 	q->stopping = 1;
@@ -185,7 +187,7 @@ void aw_fairq_stop(aw_fairq *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void aw_fairq_counts(aw_fairq *q, const char *project, int *running, int *waiting)
+void fairq_counts(aw_fairq *q, const char *project, int *running, int *waiting)
 {
 	pthread_mutex_lock(&q->mu);
 	pq *p = find(q, project);
@@ -194,7 +196,7 @@ void aw_fairq_counts(aw_fairq *q, const char *project, int *running, int *waitin
 	pthread_mutex_unlock(&q->mu);
 }
 
-void aw_fairq_free(aw_fairq *q)
+void fairq_free(aw_fairq *q)
 {
 	if (!q)
 		return;

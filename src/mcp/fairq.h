@@ -12,7 +12,7 @@
 #include "awooop/bounds.h"
 
 typedef struct aw_fairq aw_fairq;
-/* What aw_fairq_done needs of a popped item (the caller's, opaque). */
+/* What fairq_done needs of a popped item (the caller's, opaque). */
 typedef struct {
 	void *p;
 	int call;
@@ -20,19 +20,19 @@ typedef struct {
 
 /* workers: the threads that pop; per_project: the running bound per project;
  * max_queued: requests one project may have waiting. Borrowed: per_project. */
-aw_fairq *aw_fairq_new(int workers, const aw_bounds *per_project, int max_queued);
-void aw_fairq_free(aw_fairq *q);
+aw_fairq *fairq_new(int workers, const aw_bounds *per_project, int max_queued);
+void fairq_free(aw_fairq *q);
 /* Queues item for project. -1 (nothing queued) when the project already has
  * max_queued waiting, -2 out of memory. */
-int aw_fairq_push(aw_fairq *q, const char *project, int cheap, void *item);
+int fairq_push(aw_fairq *q, const char *project, int cheap, void *item);
 /* Waits for the next item a worker may run (NULL once stopped and empty;
- * after aw_fairq_stop every queued item is handed out, bounds or not).
- * *t identifies it for aw_fairq_done. */
-void *aw_fairq_pop(aw_fairq *q, aw_fairq_ticket *t);
+ * after fairq_stop every queued item is handed out, bounds or not).
+ * *t identifies it for fairq_done. */
+void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t);
 /* The popped item is done: its project's running count goes down. */
-void aw_fairq_done(aw_fairq *q, const aw_fairq_ticket *t);
-void aw_fairq_stop(aw_fairq *q);
+void fairq_done(aw_fairq *q, const aw_fairq_ticket *t);
+void fairq_stop(aw_fairq *q);
 /* Running and waiting requests of project (tests, metrics). */
-void aw_fairq_counts(aw_fairq *q, const char *project, int *running, int *waiting);
+void fairq_counts(aw_fairq *q, const char *project, int *running, int *waiting);
 
 #endif

@@ -9,16 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/redact.h"
 
 int aw_mcp_sandbox_probe(char *why, size_t n)
 {
-	return aw_sbx_probe(why, n);
+	return sbx_probe(why, n);
 }
 
 aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 {
-	aw_mcp *g = calloc(1, sizeof *g);
+	aw_mcp *g = aw_calloc(1, sizeof *g);
 	if (!g)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	g->o = *o;
@@ -27,7 +28,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 			  .uid = o->sandbox_uid > 0 ? o->sandbox_uid : -1,
 			  .pids = o->stdio_pids,
 			  .cpu_s = o->stdio_cpu_s};
-	aw_err pe = aw_sbx_policy_parse(&so, &g->sbx, err);
+	aw_err pe = sbx_policy_parse(&so, &g->sbx, err);
 	if (pe) {
 		free(g);
 		return pe;
@@ -44,7 +45,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		g->o.defs_ttl_ms = 5000;
 	snprintf(g->contract_id, sizeof g->contract_id, "%s",
 		 o->contract_id ? o->contract_id : "default");
-	g->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
+	g->secrets_dir = o->secrets_dir ? aw_strdup(o->secrets_dir) : NULL;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->dmu, NULL);
 	/* a project runs at most a quarter of the workers at once, unless the
@@ -52,8 +53,8 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 	long share = g->o.workers >= 4 ? g->o.workers / 4 : 1;
 	aw_err e = aw_bounds_parse(o->project_workers, share, 1, g->o.workers,
 				   "--mcp-project-workers", &g->per_project, err);
-	if (!e && !(g->fq = aw_fairq_new(g->o.workers, &g->per_project,
-					 o->max_queued > 0 ? o->max_queued : 1024)))
+	if (!e && !(g->fq = fairq_new(g->o.workers, &g->per_project,
+				      o->max_queued > 0 ? o->max_queued : 1024)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (!e)
 		e = aw_redact_init(err);
@@ -67,7 +68,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		e = aw_fail(err, AW_E_INTERNAL, "too many doors in the call registry");
 	if (!e && aw_policy_on_change(o->policy, mcp_on_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many policy listeners");
-	if (!e && !(g->workers = calloc((size_t)g->o.workers, sizeof *g->workers)))
+	if (!e && !(g->workers = aw_calloc((size_t)g->o.workers, sizeof *g->workers)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < g->o.workers; i++) {
 		if (pthread_create(&g->workers[i], NULL, mcp_worker_main, g) != 0)
@@ -99,7 +100,7 @@ void aw_mcp_stop(aw_mcp *g)
 	if (g->calls)
 		aw_calls_door_off(g->calls, g->door); /* no cut runs after this */
 	if (g->fq)
-		aw_fairq_stop(g->fq);
+		fairq_stop(g->fq);
 	for (int i = 0; i < g->nworkers; i++)
 		pthread_join(g->workers[i], NULL);
 	g->nworkers = 0;
@@ -111,7 +112,7 @@ void aw_mcp_free(aw_mcp *g)
 		return;
 	aw_mcp_stop(g);
 	free(g->workers);
-	aw_fairq_free(g->fq);
+	fairq_free(g->fq);
 	aw_recorder_stop(g->rec); /* writes what is left, frees the dropped catalogs */
 	mcp_record_chores(g);
 	while (g->catalogs) {
@@ -126,7 +127,7 @@ void aw_mcp_free(aw_mcp *g)
 	}
 	free(g->secrets_dir);
 	aw_calls_free(g->own_calls);
-	aw_sbx_policy_free(g->sbx);
+	sbx_policy_free(g->sbx);
 	pthread_mutex_destroy(&g->dmu);
 	free(g);
 }

@@ -80,14 +80,14 @@ int mcp_up_list_changed(mcp_up *u);
  *  - "sha256:<hex>" (older revisions): of {name, description, inputSchema,
  *    outputSchema} only (the members present). Still honoured until the
  *    revision is replaced; a tool pinned so is listed with those four
- *    members only (aw_mcp_def_v1), so nothing unpinned reaches a client.
+ *    members only (mcp_def_v1), so nothing unpinned reaches a client.
  * -1 on OOM. */
 #define AW_MCP_PIN_V1 "sha256:"
 #define AW_MCP_PIN_V2 "sha256v2:"
 #define AW_MCP_PIN_MAX 80
-int aw_mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX]);
-int aw_mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX]);
+int mcp_def_pin(const json_t *def, char out[AW_MCP_PIN_MAX]);
+int mcp_def_pin_v1(const json_t *def, char out[AW_MCP_PIN_MAX]);
 /* The members of def a "sha256:" pin covers (a new object; NULL on OOM). */
-json_t *aw_mcp_def_v1(const json_t *def);
+json_t *mcp_def_v1(const json_t *def);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/audit.h"
 #include "awooop/log.h"
 
@@ -29,7 +30,7 @@ aw_envelope mcp_envelope(const aw_mcp_call *call, const catalog *c, double ms)
 void mcp_record_queue(aw_mcp *g, const aw_ctx *ctx, const char *action, const char *target,
 		      json_t *payload)
 {
-	record *r = calloc(1, sizeof *r);
+	record *r = aw_calloc(1, sizeof *r);
 	if (!r) {
 		json_decref(payload);
 		return;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 
@@ -78,7 +79,7 @@ int mcp_session_sub(aw_mcp *g, const aw_mcp_call *c, const char *uri, int on)
 			s->subs[i] = s->subs[--s->nsubs];
 			break;
 		}
-	if (on && s && s->nsubs < SUBS_MAX && (s->subs[s->nsubs] = strdup(uri)))
+	if (on && s && s->nsubs < SUBS_MAX && (s->subs[s->nsubs] = aw_strdup(uri)))
 		s->nsubs++, r = 0;
 	for (msession *o = g->sessions; !on && o; o = o->next)
 		for (int i = 0; o != s && !strcmp(o->project, c->ctx.project) && i < o->nsubs; i++)
@@ -127,7 +128,7 @@ void mcp_session_new(aw_mcp *g, aw_mcp_call *c)
 	uint8_t raw[16];
 	if (aw_random_bytes(raw, sizeof raw))
 		return;
-	msession *s = calloc(1, sizeof *s);
+	msession *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return;
 	aw_base64url(raw, sizeof raw, s->id);
@@ -200,7 +201,7 @@ aw_err aw_mcp_session_get(aw_mcp *g, const aw_ctx *ctx, const char *id, char ver
 aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake wake, void *ud,
 		     aw_mcp_call **out, aw_error *err)
 {
-	aw_mcp_call *c = calloc(1, sizeof *c);
+	aw_mcp_call *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	c->g = g;

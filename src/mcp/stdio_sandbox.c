@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 
 #define MAX_ENTRIES 256
@@ -65,7 +66,7 @@ struct aw_sbx_policy {
 
 /* ------------------------------------------------------------ environment */
 
-int aw_sbx_env_denied(const char *name)
+int sbx_env_denied(const char *name)
 {
 	static const char *const prefix[] = {
 		"LD_",	   "NODE_",    "NPM_",	    "PYTHON", "PERL",	"RUBY",	    "GEM_",
@@ -107,7 +108,7 @@ static void entry_clear(entry *e)
 	strv_free(e->show);
 }
 
-void aw_sbx_policy_free(aw_sbx_policy *p)
+void sbx_policy_free(aw_sbx_policy *p)
 {
 	if (!p)
 		return;
@@ -120,11 +121,11 @@ void aw_sbx_policy_free(aw_sbx_policy *p)
 
 static int strv_add(char ***v, int *n, const char *s)
 {
-	char **nv = realloc(*v, (size_t)(*n + 2) * sizeof *nv);
+	char **nv = aw_realloc(*v, (size_t)(*n + 2) * sizeof *nv);
 	if (!nv)
 		return -1;
 	*v = nv;
-	if (!(nv[*n] = strdup(s)))
+	if (!(nv[*n] = aw_strdup(s)))
 		return -1;
 	nv[++*n] = NULL;
 	return 0;
@@ -179,7 +180,7 @@ static aw_err entry_finish(entry *e, int at, aw_error *err)
 			return aw_fail(err, AW_E_CONFIG,
 				       "--mcp-stdio-allow entry %d: %s is not a variable name",
 				       at + 1, *s);
-		if (aw_sbx_env_denied(*s))
+		if (sbx_env_denied(*s))
 			return aw_fail(err, AW_E_CONFIG,
 				       "--mcp-stdio-allow entry %d: a tenant may never set %s "
 				       "(a loader or interpreter variable)",
@@ -236,7 +237,7 @@ static aw_err parse_json(aw_sbx_policy *p, json_t *j, aw_error *err)
 
 static aw_err parse_short(aw_sbx_policy *p, const char *spec, aw_error *err)
 {
-	char *copy = strdup(spec);
+	char *copy = aw_strdup(spec);
 	if (!copy)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = AW_OK;
@@ -268,10 +269,10 @@ static aw_err parse_short(aw_sbx_policy *p, const char *spec, aw_error *err)
 	return e;
 }
 
-aw_err aw_sbx_policy_parse(const aw_sbx_opts *o, aw_sbx_policy **out, aw_error *err)
+aw_err sbx_policy_parse(const aw_sbx_opts *o, aw_sbx_policy **out, aw_error *err)
 {
-	aw_sbx_policy *p = calloc(1, sizeof *p);
-	if (!p || !(p->e = calloc(MAX_ENTRIES, sizeof *p->e))) {
+	aw_sbx_policy *p = aw_calloc(1, sizeof *p);
+	if (!p || !(p->e = aw_calloc(MAX_ENTRIES, sizeof *p->e))) {
 		free(p);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
@@ -296,21 +297,21 @@ aw_err aw_sbx_policy_parse(const aw_sbx_opts *o, aw_sbx_policy **out, aw_error *
 	}
 	if (!e && o->network && o->network[0]) {
 		size_t n = strlen(o->network) + 3;
-		if ((p->network = malloc(n)))
+		if ((p->network = aw_malloc(n)))
 			snprintf(p->network, n, "%s%s%s", strcmp(o->network, "*") ? "," : "",
 				 o->network, strcmp(o->network, "*") ? "," : "");
 		else
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	if (e) {
-		aw_sbx_policy_free(p);
+		sbx_policy_free(p);
 		return e;
 	}
 	*out = p;
 	return AW_OK;
 }
 
-int aw_sbx_network(const aw_sbx_policy *p, const char *project)
+int sbx_network(const aw_sbx_policy *p, const char *project)
 {
 	if (!p || !p->network)
 		return 0;
@@ -342,14 +343,14 @@ static int env_listed(const entry *e, const char *name)
 	return 0;
 }
 
-aw_err aw_sbx_check(const aw_sbx_policy *p, const char *provider, const json_t *conf, int *entry_at,
-		    aw_error *err)
+aw_err sbx_check(const aw_sbx_policy *p, const char *provider, const json_t *conf, int *entry_at,
+		 aw_error *err)
 {
 	const json_t *cmd = json_object_get(conf, "command"), *env = json_object_get(conf, "env");
 	const char *k;
 	json_t *v;
 	json_object_foreach ((json_t *)env, k, v)
-		if (aw_sbx_env_denied(k))
+		if (sbx_env_denied(k))
 			return aw_fail(err, AW_E_MCP_STDIO,
 				       "stdio upstream %s: a tenant may never set %s (a loader or "
 				       "interpreter variable)",
@@ -380,8 +381,8 @@ aw_err aw_sbx_check(const aw_sbx_policy *p, const char *provider, const json_t *
 
 /* ------------------------------------------------------------ the plan */
 
-aw_err aw_sbx_plan_make(const aw_sbx_policy *p, int at, const char *project, const char *secret_dir,
-			long data_mb, aw_sbx_plan *plan, aw_error *err)
+aw_err sbx_plan_make(const aw_sbx_policy *p, int at, const char *project, const char *secret_dir,
+		     long data_mb, aw_sbx_plan *plan, aw_error *err)
 {
 	memset(plan, 0, sizeof *plan);
 	int n = 0;
@@ -391,9 +392,9 @@ aw_err aw_sbx_plan_make(const aw_sbx_policy *p, int at, const char *project, con
 	plan->optional = n; /* from here: shown when the sandbox uid reaches it */
 	if (secret_dir && strv_add(&plan->show, &n, secret_dir))
 		goto oom;
-	if (!plan->show && !(plan->show = calloc(1, sizeof *plan->show)))
+	if (!plan->show && !(plan->show = aw_calloc(1, sizeof *plan->show)))
 		goto oom;
-	plan->network = aw_sbx_network(p, project);
+	plan->network = sbx_network(p, project);
 	uid_t me = geteuid();
 	plan->uid = me == 0 ? p->uid : me;
 	plan->gid = me == 0 ? p->gid : getegid();
@@ -402,11 +403,11 @@ aw_err aw_sbx_plan_make(const aw_sbx_policy *p, int at, const char *project, con
 	plan->data_mb = data_mb;
 	return AW_OK;
 oom:
-	aw_sbx_plan_clear(plan);
+	sbx_plan_clear(plan);
 	return aw_fail(err, AW_E_NOMEM, "out of memory");
 }
 
-void aw_sbx_plan_clear(aw_sbx_plan *plan)
+void sbx_plan_clear(aw_sbx_plan *plan)
 {
 	strv_free(plan->show);
 	plan->show = NULL;
@@ -694,7 +695,7 @@ static _Noreturn void init_main(const aw_sbx_plan *plan, char *const *argv, char
 	}
 }
 
-_Noreturn void aw_sbx_exec(const aw_sbx_plan *plan, char *const *argv, char *const *envp)
+_Noreturn void sbx_exec(const aw_sbx_plan *plan, char *const *argv, char *const *envp)
 {
 	if (fcntl(3, F_SETFD, FD_CLOEXEC))
 		_exit(126);
@@ -750,7 +751,7 @@ _Noreturn void aw_sbx_exec(const aw_sbx_plan *plan, char *const *argv, char *con
 
 /* ------------------------------------------------------------ the parent */
 
-aw_err aw_sbx_ready(int fd, int timeout_ms, const char *provider, aw_error *err)
+aw_err sbx_ready(int fd, int timeout_ms, const char *provider, aw_error *err)
 {
 	report r;
 	size_t got = 0;
@@ -786,7 +787,7 @@ aw_err aw_sbx_ready(int fd, int timeout_ms, const char *provider, aw_error *err)
 		       provider, stage_name[r.stage], strerror(r.en));
 }
 
-int aw_sbx_probe(char *why, size_t n)
+int sbx_probe(char *why, size_t n)
 {
 	int rp[2];
 	if (pipe2(rp, O_CLOEXEC))
@@ -808,12 +809,12 @@ int aw_sbx_probe(char *why, size_t n)
 		}
 		dup2(rp[1], 3);
 		syscall(SYS_close_range, 4, ~0U, 0);
-		aw_sbx_exec(&plan, argv, envp);
+		sbx_exec(&plan, argv, envp);
 	}
 	close(rp[1]);
 	aw_error err = {0};
 	aw_err e = pid < 0 ? aw_fail(&err, AW_E_MCP_SANDBOX, "fork: %s", strerror(errno))
-			   : aw_sbx_ready(rp[0], 5000, "probe", &err);
+			   : sbx_ready(rp[0], 5000, "probe", &err);
 	close(rp[0]);
 	if (pid > 0)
 		waitpid(pid, NULL, 0);

@@ -21,6 +21,7 @@
 #include "awooop/mcp.h"
 #include "awooop/mcp_wire.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 
 static aw_mcp *the_gateway;
 static aw_approvals *the_approvals;

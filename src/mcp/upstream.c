@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/mcp_wire.h"
 
 #define SCRUBBED "[REDACTED:credential]"
@@ -204,13 +205,13 @@ char *mcp_cancel_line(json_int_t id)
 
 aw_err mcp_up_new(const mcp_up_opts *o, mcp_up **out, aw_error *err)
 {
-	mcp_up *u = calloc(1, sizeof *u);
+	mcp_up *u = aw_calloc(1, sizeof *u);
 	if (!u)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	snprintf(u->project, sizeof u->project, "%s", o->project);
 	snprintf(u->provider, sizeof u->provider, "%s", o->provider);
 	u->config = json_deep_copy(o->config);
-	u->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
+	u->secrets_dir = o->secrets_dir ? aw_strdup(o->secrets_dir) : NULL;
 	u->allow_private = o->allow_private;
 	u->sbx = o->sbx;
 	u->pids_max = o->pids_max > 0 ? o->pids_max : 128;
@@ -225,7 +226,7 @@ aw_err mcp_up_new(const mcp_up_opts *o, mcp_up **out, aw_error *err)
 	atomic_init(&u->next_id, 1);
 	u->event = o->event;
 	u->event_ud = o->event_ud;
-	u->cgroup_dir = o->cgroup_dir ? strdup(o->cgroup_dir) : NULL;
+	u->cgroup_dir = o->cgroup_dir ? aw_strdup(o->cgroup_dir) : NULL;
 	/* the contract may ask for less than the gateway allows, never more */
 	u->memory_mb = o->memory_mb > 0 ? o->memory_mb : o->memory_mb < 0 ? -1 : 512;
 	json_t *mem = json_object_get(o->config, "memory_mb");

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/egress.h"
 #include "awooop/log.h"
@@ -273,7 +274,7 @@ static aw_err headers_for(mcp_up *u, int post, struct curl_slist **hdr, char **v
 						    json_string_value(json_object_get(v, "secret")),
 						    &b, err);
 		if (!e && *nv < MAX_SECRETS)
-			vals[(*nv)++] = strndup(b.p + at, b.len - at);
+			vals[(*nv)++] = aw_strndup(b.p + at, b.len - at);
 		if (!e)
 			*hdr = curl_slist_append(*hdr, aw_buf_str(&b));
 		aw_secret_wipe(&b);

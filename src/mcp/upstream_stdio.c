@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
@@ -385,20 +386,21 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 {
 	json_t *cmd = json_object_get(u->config, "command");
 	int entry = -1;
-	aw_err ce = aw_sbx_check(u->sbx, u->provider, u->config, &entry, err);
+	aw_err ce = sbx_check(u->sbx, u->provider, u->config, &entry, err);
 	if (ce)
 		return ce;
 	char secret_dir[4200] = "";
 	if (u->secrets_dir)
 		snprintf(secret_dir, sizeof secret_dir, "%s/%s", u->secrets_dir, u->project);
 	aw_sbx_plan plan;
-	ce = aw_sbx_plan_make(u->sbx, entry, u->project, u->secrets_dir ? secret_dir : NULL,
-			      u->cgroup_dir || u->memory_mb < 0 ? 0 : u->memory_mb, &plan, err);
+	ce = sbx_plan_make(u->sbx, entry, u->project, u->secrets_dir ? secret_dir : NULL,
+			   u->cgroup_dir || u->memory_mb < 0 ? 0 : u->memory_mb, &plan, err);
 	if (ce)
 		return ce;
 	size_t argc = json_array_size(cmd);
-	char **argv = calloc(argc + 1, sizeof *argv);
-	char **envp = calloc(json_object_size(json_object_get(u->config, "env")) + 3, sizeof *envp);
+	char **argv = aw_calloc(argc + 1, sizeof *argv);
+	char **envp =
+		aw_calloc(json_object_size(json_object_get(u->config, "env")) + 3, sizeof *envp);
 	aw_err e = AW_OK;
 	int nenv = 0;
 	for (size_t i = 0; argv && i < argc; i++)
@@ -426,13 +428,13 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 				break;
 			}
 			if (u->nsecrets < MAX_SECRETS)
-				u->secrets[u->nsecrets++] = strndup(b.p + at, b.len - at);
+				u->secrets[u->nsecrets++] = aw_strndup(b.p + at, b.len - at);
 		}
-		envp[nenv++] = strndup(b.p, b.len);
+		envp[nenv++] = aw_strndup(b.p, b.len);
 		aw_secret_wipe(&b);
 	}
-	if (!e && envp) /* aw_sbx_check refused a tenant's PATH */
-		envp[nenv++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	if (!e && envp) /* sbx_check refused a tenant's PATH */
+		envp[nenv++] = aw_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1},
 	    rep[2] = {-1, -1};
 	if (!e && (!argv || !envp))
@@ -472,7 +474,7 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 					lim.rlim_cur = lim.rlim_max;
 					setrlimit(caps[i].res, &lim);
 				}
-			aw_sbx_exec(&plan, argv, envp);
+			sbx_exec(&plan, argv, envp);
 		}
 		if (pid < 0)
 			e = aw_fail(err, AW_E_MCP_UPSTREAM, "cannot start upstream %s: %s",
@@ -493,12 +495,12 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 			close(rep[1]);
 		rep[1] = -1;
 		/* the box is built (or failed) before the program runs */
-		if (!e && (e = aw_sbx_ready(rep[0], 10000, u->provider, err))) {
+		if (!e && (e = sbx_ready(rep[0], 10000, u->provider, err))) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 		}
 	}
-	aw_sbx_plan_clear(&plan);
+	sbx_plan_clear(&plan);
 	for (int i = 0; i < 2; i++)
 		if (rep[i] >= 0)
 			close(rep[i]);
@@ -537,7 +539,7 @@ static aw_err stdio_start(mcp_up *u, aw_error *err)
 	u->alive = 1;
 	u->initialized = 0;
 	u->started_ns = aw_clock_mono_ns();
-	reader_arg *ra = malloc(sizeof *ra);
+	reader_arg *ra = aw_malloc(sizeof *ra);
 	if (ra)
 		*ra = (reader_arg){u, u->out_fd, errp[0], u->gen};
 	if (!ra || pthread_create(&u->reader, NULL, reader_main, ra) != 0) {
@@ -589,7 +591,7 @@ static aw_err stdio_exchange(mcp_up *u, json_int_t id, const char *line, int tim
 		u->waiting = &p;
 	}
 	size_t n = strlen(line);
-	char *l = malloc(n + 1);
+	char *l = aw_malloc(n + 1);
 	aw_err e = AW_OK;
 	if (!l) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
@@ -100,7 +101,7 @@ static int add_header(void *ud, const char *key, const char *value)
 	    !strcmp(lower, "expect"))
 		return 1; /* the exporter's own */
 	size_t cap = n + strlen(value) + 3;
-	char *line = malloc(cap);
+	char *line = aw_malloc(cap);
 	if (!line)
 		return 1;
 	snprintf(line, cap, "%s: %s", key, value);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/metrics.h"
@@ -40,7 +41,7 @@ aw_span *aw_span_begin(const char *name, aw_span_kind kind, const aw_trace *t, c
 {
 	if (!aw_otel_on() || !t || !(t->flags & 1) || !t->trace_id[0] || !t->span_id[0])
 		return NULL;
-	aw_span *s = malloc(sizeof *s);
+	aw_span *s = aw_malloc(sizeof *s);
 	if (!s)
 		return NULL;
 	s->next = NULL;
@@ -171,7 +172,7 @@ static share *share_of(const char *project, int make)
 			return x;
 	if (!make)
 		return NULL;
-	share *x = calloc(1, sizeof *x);
+	share *x = aw_calloc(1, sizeof *x);
 	if (!x)
 		return NULL;
 	snprintf(x->project, sizeof x->project, "%s", project);

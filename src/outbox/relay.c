@@ -4,6 +4,7 @@
  * round keeps its claim transaction open only across the publishes of its
  * batch, so row locks are short.
  */
+#include "awooop/alloc.h"
 #include "awooop/relay.h"
 #include "relay_hooks.h"
 
@@ -220,7 +221,7 @@ static void *listen_main(void *arg)
 aw_err aw_relay_start(aw_store *s, aw_bus *bus, const aw_relay_opts *opts, aw_relay **out,
 		      aw_error *err)
 {
-	aw_relay *r = calloc(1, sizeof *r);
+	aw_relay *r = aw_calloc(1, sizeof *r);
 	if (!r)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_contract_on_change(aw_outbox_kick); /* activations here: delivered at once */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/json.h"
 #include "awooop/log.h"
@@ -30,7 +31,7 @@
 
 upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref)
 {
-	upstream *u = calloc(1, sizeof *u);
+	upstream *u = aw_calloc(1, sizeof *u);
 	if (!u)
 		return NULL;
 	atomic_init(&u->refs, 1);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/json.h"
 #include "awooop/secret.h"
 #include "provider_internal.h"
@@ -102,7 +103,7 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 			       "the LLM gateway needs a store and a policy cache");
 	if (o->config && aw_llm_config_check(o->config, err))
 		return err->err;
-	aw_llm *g = calloc(1, sizeof *g);
+	aw_llm *g = aw_calloc(1, sizeof *g);
 	if (!g)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	g->o = *o;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
 #include "awooop/wake.h"
@@ -159,7 +160,7 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	*out = NULL;
 	if (atomic_load(&g->stopping))
 		return aw_fail(err, AW_E_LLM_UNAVAILABLE, "the gateway is shutting down");
-	aw_llm_call *c = calloc(1, sizeof *c);
+	aw_llm_call *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	atomic_init(&c->refs, 1);

@@ -34,7 +34,7 @@ int llm_killed(aw_llm *g, const char *project, int64_t t0_ns)
 	return aw_calls_killed(g->calls, project, t0_ns);
 }
 
-int aw_llm_test_watched(aw_llm *g)
+int llm_test_watched(aw_llm *g)
 {
 	return aw_calls_watched(g->calls);
 }

@@ -8,9 +8,9 @@
 
 #include "awooop/llm.h"
 
-void aw_llm_test_shift_days(int days);
+void llm_test_shift_days(int days);
 /* How many projects the gateway watches (calls in flight, or reservations
  * it may reap). */
-int aw_llm_test_watched(aw_llm *g);
+int llm_test_watched(aw_llm *g);
 
 #endif

@@ -17,6 +17,7 @@
 #include "awooop/clock.h"
 #include "awooop/json.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 #include "provider_internal.h"
 
 static aw_llm *the_gateway;

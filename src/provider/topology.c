@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
@@ -17,7 +18,7 @@
 
 static _Atomic int day_shift; /* provider_hooks.h */
 
-void aw_llm_test_shift_days(int days)
+void llm_test_shift_days(int days)
 {
 	atomic_store(&day_shift, days);
 }
@@ -51,7 +52,7 @@ static int em_take(aw_llm *g, const char *project, long share)
 		if (!strcmp(g->em[i].project, project))
 			x = &g->em[i];
 	if (!x) {
-		struct llm_em *n = realloc(g->em, (size_t)(g->nem + 1) * sizeof *n);
+		struct llm_em *n = aw_realloc(g->em, (size_t)(g->nem + 1) * sizeof *n);
 		if (!n)
 			return 0;
 		g->em = n;

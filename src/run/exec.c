@@ -25,6 +25,7 @@
 #include "awooop/json.h"
 #include "awooop/redact.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 #include "awooop/secret.h"
 #include "worker.h"
 
@@ -395,7 +396,7 @@ const aw_executor *aw_executor_find(const char *kind)
 	return NULL;
 }
 
-char *aw_executor_instant_kinds(void)
+char *executor_instant_kinds(void)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < sizeof builtins / sizeof *builtins; i++)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
@@ -48,13 +49,13 @@ static int64_t prune(aw_worker *w)
 }
 
 /* Renews leases, flags lost runs, and reaps expired leases. */
-void *aw_worker_heartbeat_main(void *arg)
+void *worker_heartbeat_main(void *arg)
 {
 	aw_worker *w = arg;
 	pthread_setname_np(pthread_self(), "aw-run-beat");
-	int cap = aw_worker_nslots(w);
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)cap);
-	int *lost = calloc((size_t)cap, sizeof *lost);
+	int cap = worker_nslots(w);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)cap);
+	int *lost = aw_calloc((size_t)cap, sizeof *lost);
 	int64_t next_prune = aw_clock_mono_ns(), next_age = next_prune;
 	while (ids && lost && !atomic_load(&w->stop)) {
 		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, w->o.heartbeat_ms);
@@ -63,8 +64,8 @@ void *aw_worker_heartbeat_main(void *arg)
 			pthread_cond_timedwait(&w->hb_cv, &w->mu, &ts);
 		int n = 0;
 		for (int i = 0; i < cap; i++)
-			if (aw_worker_slot(w, i)->active)
-				memcpy(ids[n++], aw_worker_slot(w, i)->run_id, sizeof ids[0]);
+			if (worker_slot(w, i)->active)
+				memcpy(ids[n++], worker_slot(w, i)->run_id, sizeof ids[0]);
 		pthread_mutex_unlock(&w->mu);
 		if (atomic_load(&w->stop))
 			break;
@@ -77,7 +78,7 @@ void *aw_worker_heartbeat_main(void *arg)
 			pthread_mutex_lock(&w->mu);
 			for (int i = 0; i < n; i++)
 				for (int k = 0; lost[i] && k < cap; k++) {
-					slot *sl = aw_worker_slot(w, k);
+					slot *sl = worker_slot(w, k);
 					if (sl->active && strcmp(sl->run_id, ids[i]) == 0)
 						sl->stop = 1;
 				}
@@ -106,7 +107,7 @@ void *aw_worker_heartbeat_main(void *arg)
 	return NULL;
 }
 
-void *aw_worker_listen_main(void *arg)
+void *worker_listen_main(void *arg)
 {
 	aw_worker *w = arg;
 	pthread_setname_np(pthread_self(), "aw-run-listen");

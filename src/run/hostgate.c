@@ -54,7 +54,7 @@ static int ready(int id)
 	return semctl(id, 0, IPC_STAT, &ds) == 0 && ds.sem_otime != 0;
 }
 
-int aw_hostgate_open(const char *name, int places)
+int hostgate_open(const char *name, int places)
 {
 	key_t key = gate_key(name, places);
 	int id = semget(key, 3, IPC_CREAT | IPC_EXCL | 0600);
@@ -92,31 +92,31 @@ static int take(int id, struct sembuf *ops, int n, const atomic_int *stop)
 	return 0;
 }
 
-int aw_hostgate_enter(int id, const atomic_int *stop)
+int hostgate_enter(int id, const atomic_int *stop)
 {
 	/* atomically: no reserve waits (it goes first), and a place */
 	struct sembuf ops[] = {{2, 0, 0}, {0, -1, SEM_UNDO}};
 	return take(id, ops, 2, stop);
 }
 
-void aw_hostgate_leave(int id)
+void hostgate_leave(int id)
 {
 	struct sembuf give = {0, 1, SEM_UNDO};
 	semop(id, &give, 1);
 }
 
-int aw_hostgate_wanted(int id)
+int hostgate_wanted(int id)
 {
 	return semctl(id, 2, GETVAL) > 0;
 }
 
-int aw_hostgate_token(int id)
+int hostgate_token(int id)
 {
 	struct sembuf take = {1, -1, SEM_UNDO | IPC_NOWAIT};
 	return semop(id, &take, 1) == 0;
 }
 
-int aw_hostgate_reserve(int id, const atomic_int *stop)
+int hostgate_reserve(int id, const atomic_int *stop)
 {
 	struct sembuf want = {2, 1, SEM_UNDO}, got = {2, -1, SEM_UNDO};
 	struct sembuf place = {0, -1, SEM_UNDO};
@@ -126,13 +126,13 @@ int aw_hostgate_reserve(int id, const atomic_int *stop)
 	return r;
 }
 
-void aw_hostgate_token_give(int id)
+void hostgate_token_give(int id)
 {
 	struct sembuf give = {1, 1, SEM_UNDO};
 	semop(id, &give, 1);
 }
 
-void aw_hostgate_remove(int id)
+void hostgate_remove(int id)
 {
 	semctl(id, 0, IPC_RMID);
 }

@@ -13,6 +13,7 @@
 
 #include "awooop/clock.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
 
 enum { IDLE, RESERVED, GIVEN, CANCELLED };
 
@@ -71,17 +72,17 @@ void aw_run_kick(void)
 
 /* After a full batch: probably more backlog, for a regular thread - the
  * lane stays free for a tenant that is not flooding (and for a hand-off). */
-void aw_run_kick_backlog(void)
+void run_kick_backlog(void)
 {
 	bump(ONE_REGULAR);
 }
 
-void aw_run_notify_all(void)
+void run_notify_all(void)
 {
 	bump(ALL);
 }
 
-uint64_t aw_run_notify_seen(void)
+uint64_t run_notify_seen(void)
 {
 	pthread_mutex_lock(&mu);
 	uint64_t g = gen;
@@ -89,7 +90,7 @@ uint64_t aw_run_notify_seen(void)
 	return g;
 }
 
-int aw_run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w)
+int run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w)
 {
 	aw_clock_cond_init(&w->cv);
 	pthread_mutex_lock(&mu);
@@ -127,13 +128,13 @@ int aw_run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w)
 	return given;
 }
 
-void aw_run_notify_wait(uint64_t seen, int ms)
+void run_notify_wait(uint64_t seen, int ms)
 {
 	aw_run_waiter w = {0};
-	aw_run_notify_wait_handoff(seen, ms, &w);
+	run_notify_wait_handoff(seen, ms, &w);
 }
 
-int aw_run_handoff_idle(const aw_store *s)
+int run_handoff_idle(const aw_store *s)
 {
 	int n = 0;
 	pthread_mutex_lock(&mu);
@@ -144,7 +145,7 @@ int aw_run_handoff_idle(const aw_store *s)
 }
 
 /* A thread of the idle-tenant lane only when no other idles. */
-aw_run_waiter *aw_run_handoff_reserve(const aw_store *s)
+aw_run_waiter *run_handoff_reserve(const aw_store *s)
 {
 	pthread_mutex_lock(&mu);
 	aw_run_waiter *found = free_waiter(s, 1);
@@ -154,7 +155,7 @@ aw_run_waiter *aw_run_handoff_reserve(const aw_store *s)
 	return found;
 }
 
-void aw_run_handoff_give(aw_run_waiter *w, aw_run_claim *c)
+void run_handoff_give(aw_run_waiter *w, aw_run_claim *c)
 {
 	pthread_mutex_lock(&mu);
 	w->claim = c;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "awooop/store/run.h"
+#include "awooop/worker.h"
 
 typedef struct aw_run_waiter {
 	/* set by the waiting thread */
@@ -40,22 +41,22 @@ typedef struct aw_run_waiter {
 	struct aw_run_waiter *next;
 } aw_run_waiter;
 
-void aw_run_notify_all(void);	   /* wakes every waiting thread (shutdown) */
-void aw_run_kick_backlog(void);	   /* wakes a waiting thread not of the lane */
-uint64_t aw_run_notify_seen(void); /* the current generation, read before a claim */
+void run_notify_all(void);	/* wakes every waiting thread (shutdown) */
+void run_kick_backlog(void);	/* wakes a waiting thread not of the lane */
+uint64_t run_notify_seen(void); /* the current generation, read before a claim */
 /* Waits until a wake-up after generation `seen`, or ms (see share_poll). */
-void aw_run_notify_wait(uint64_t seen, int ms);
+void run_notify_wait(uint64_t seen, int ms);
 /* The same, offering w for a hand-off meanwhile: 1 with w->claim set (one
  * run, claimed for w->holder) when a submission gave it one. */
-int aw_run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w);
+int run_notify_wait_handoff(uint64_t seen, int ms, aw_run_waiter *w);
 
 /* How many waiters idle on store s could be reserved now (tests wait for
  * one before they submit). */
-int aw_run_handoff_idle(const aw_store *s);
+int run_handoff_idle(const aw_store *s);
 /* The submitting side: a waiter idle on store s, reserved (NULL: none). */
-aw_run_waiter *aw_run_handoff_reserve(const aw_store *s);
+aw_run_waiter *run_handoff_reserve(const aw_store *s);
 /* Answers a reservation: c (one claim, the waiter takes it over) or NULL
  * (cancelled: the run was not committed claimed in its name). */
-void aw_run_handoff_give(aw_run_waiter *w, aw_run_claim *c);
+void run_handoff_give(aw_run_waiter *w, aw_run_claim *c);
 
 #endif

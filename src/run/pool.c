@@ -11,9 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/executor.h"
+#include "awooop/worker.h"
 #include "notify.h"
 #include "worker.h"
 
@@ -42,7 +45,7 @@ static void shutdown_worker(aw_worker *w)
 	pthread_cond_broadcast(&w->gate_cv);
 	pthread_cond_broadcast(&w->reserve_cv);
 	pthread_mutex_unlock(&w->mu);
-	aw_run_notify_all();
+	run_notify_all();
 	for (int i = 0; w->threads && i < w->nthreads; i++)
 		if (w->threads[i].started)
 			pthread_join(w->threads[i].th, NULL);
@@ -73,12 +76,12 @@ static void shutdown_worker(aw_worker *w)
 	free(w);
 }
 
-void aw_worker_places_leave(aw_worker *w, thread_ctx *tc)
+void worker_places_leave(aw_worker *w, thread_ctx *tc)
 {
 	if (!tc->placed)
 		return;
 	if (tc->host_held)
-		aw_hostgate_leave(w->host_gate);
+		hostgate_leave(w->host_gate);
 	tc->host_held = tc->placed = 0;
 	pthread_mutex_lock(&w->mu);
 	w->gate_n--;
@@ -92,7 +95,7 @@ void aw_worker_places_leave(aw_worker *w, thread_ctx *tc)
  * 2 x 2). So at most gate_cap threads of the process claim and drive a batch
  * at once, and at most the host gate's places of all the processes of this
  * user on this host (hostgate.c); the others wait here, holding nothing. */
-int aw_worker_places_take(aw_worker *w, thread_ctx *tc)
+int worker_places_take(aw_worker *w, thread_ctx *tc)
 {
 	if (tc->placed)
 		return 1;
@@ -104,10 +107,10 @@ int aw_worker_places_take(aw_worker *w, thread_ctx *tc)
 	pthread_mutex_unlock(&w->mu);
 	tc->placed = ok;
 	if (ok && w->host_gate >= 0) {
-		int r = aw_hostgate_enter(w->host_gate, &w->stop);
+		int r = hostgate_enter(w->host_gate, &w->stop);
 		tc->host_held = r > 0;
 		if (r == 0) {
-			aw_worker_places_leave(w, tc);
+			worker_places_leave(w, tc);
 			ok = 0;
 		}
 	}
@@ -123,11 +126,11 @@ int aw_worker_places_take(aw_worker *w, thread_ctx *tc)
  * (bench/runs/fairness.sh, its control). Two busy deployments on one host
  * run a batch more than the cores then: a cost, where the other was
  * starvation. */
-int aw_worker_host_gate(const aw_store *s, int places)
+int worker_host_gate(const aw_store *s, int places)
 {
 	char where[256];
 	aw_store_where(s, where, sizeof where);
-	return aw_hostgate_open(where, places);
+	return hostgate_open(where, places);
 }
 
 /* The reserve. A tenant flooding the pool keeps every place of the host
@@ -197,10 +200,10 @@ static void *reserve_main(void *arg)
 		int token = 0, place = 0, gone = 0;
 		while (!atomic_load(&w->stop) && lane_recent(w)) {
 			if (!gone && !token)
-				token = aw_hostgate_token(w->host_gate);
+				token = hostgate_token(w->host_gate);
 			if (!gone && token && !place) {
 				pthread_mutex_unlock(&w->mu);
-				int r = aw_hostgate_reserve(w->host_gate, &w->stop);
+				int r = hostgate_reserve(w->host_gate, &w->stop);
 				pthread_mutex_lock(&w->mu);
 				place = r > 0;
 				gone = r < 0; /* the set was removed */
@@ -211,9 +214,9 @@ static void *reserve_main(void *arg)
 		}
 		pthread_mutex_unlock(&w->mu);
 		if (place)
-			aw_hostgate_leave(w->host_gate);
+			hostgate_leave(w->host_gate);
 		if (token)
-			aw_hostgate_token_give(w->host_gate);
+			hostgate_token_give(w->host_gate);
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -259,7 +262,7 @@ static void *exec_main(void *arg)
 	drained mine = {0};
 	drained *d = tc->lane ? &mine : &w->drained;
 	while (!atomic_load(&w->stop)) {
-		uint64_t gen = aw_run_notify_seen();
+		uint64_t gen = run_notify_seen();
 		aw_run_claim *c = NULL;
 		int n = 0;
 		aw_error err = {0};
@@ -270,9 +273,9 @@ static void *exec_main(void *arg)
 		 * leaves them when it goes idle: a place given back at every
 		 * batch went to a sleeping thread (the semaphore hands it over),
 		 * a switch a batch */
-		if (tc->host_held && aw_hostgate_wanted(w->host_gate))
-			aw_worker_places_leave(w, tc); /* for the reserve */
-		if (!quiet && !tc->lane && !aw_worker_places_take(w, tc))
+		if (tc->host_held && hostgate_wanted(w->host_gate))
+			worker_places_leave(w, tc); /* for the reserve */
+		if (!quiet && !tc->lane && !worker_places_take(w, tc))
 			break;
 		aw_txn *held = NULL;
 		aw_err e = quiet ? AW_OK
@@ -284,13 +287,13 @@ static void *exec_main(void *arg)
 		for (int i = 0; !e && i < n; i++)
 			nh += c[i].held;
 		if (held)
-			e = aw_worker_finish_held(w, &tc->rng, held, c + (n - nh), nh, &err);
+			e = worker_finish_held(w, &tc->rng, held, c + (n - nh), nh, &err);
 		if (e) {
-			aw_worker_places_leave(w, tc);
+			worker_places_leave(w, tc);
 			aw_run_claims_free(c, n);
 			aw_log(AW_LOG_WARN, NULL, "run claim failed", "code", aw_err_code(e),
 			       "detail", err.msg, NULL);
-			aw_run_notify_wait(gen, w->o.poll_ms);
+			run_notify_wait(gen, w->o.poll_ms);
 			continue;
 		}
 		if (!quiet) {
@@ -299,7 +302,7 @@ static void *exec_main(void *arg)
 				aw_metrics_run_event("empty_claim", 1);
 		}
 		if (n == 0) {
-			aw_worker_places_leave(w, tc);
+			worker_places_leave(w, tc);
 			aw_run_claims_free(c, n); /* an empty array on PostgreSQL */
 			/* idle: a submission in this process may hand a run over */
 			aw_run_waiter wt = {.store = w->s,
@@ -307,13 +310,13 @@ static void *exec_main(void *arg)
 					    .lease_ms = w->o.lease_ms,
 					    .lane = tc->lane,
 					    .share_poll = !tc->lane};
-			if (!aw_run_notify_wait_handoff(gen, w->o.poll_ms, &wt))
+			if (!run_notify_wait_handoff(gen, w->o.poll_ms, &wt))
 				continue;
 			c = wt.claim;
 			n = 1;
 		}
 		if (n == want && !tc->lane) /* probably more waiting: another thread claims them */
-			aw_run_kick_backlog();
+			run_kick_backlog();
 		if (w->reserve) { /* n > 0 here, the held runs too */
 			if (tc->lane)
 				lane_had_runs(w, c, n);
@@ -322,17 +325,17 @@ static void *exec_main(void *arg)
 		}
 		if (n > nh) {
 			aw_metrics_run_event("claimed", n - nh);
-			aw_worker_process(w, tc, c, n - nh);
+			worker_process(w, tc, c, n - nh);
 		}
 		aw_run_claims_free(c, n);
 	}
-	aw_worker_places_leave(w, tc);
+	worker_places_leave(w, tc);
 	return NULL;
 }
 
 aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out, aw_error *err)
 {
-	aw_worker *w = calloc(1, sizeof *w);
+	aw_worker *w = aw_calloc(1, sizeof *w);
 	if (!w)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	w->s = s;
@@ -361,7 +364,7 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 		char host[32] = "host";
 		gethostname(host, sizeof host - 1);
 		host[sizeof host - 1] = '\0';
-		uint32_t r = (uint32_t)aw_worker_seed();
+		uint32_t r = (uint32_t)worker_seed();
 		snprintf(w->id, sizeof w->id, "%.32s-%d-%04x", host, (int)getpid(), r & 0xffff);
 	}
 	for (char *p = w->id; *p; p++) /* a principal: no '@', no spaces */
@@ -381,25 +384,25 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 			  : cpus > 1		      ? (int)cpus
 						      : 1;
 	if (w->o.host_store_threads >= 0)
-		w->host_gate = aw_worker_host_gate(s, host_places);
+		w->host_gate = worker_host_gate(s, host_places);
 	w->reserve = w->host_gate >= 0 && host_places >= 2;
 	/* as many slow steps in flight as batch slots, within 16 .. 1024 */
 	int solo = w->o.concurrency * w->o.batch;
 	w->solo_cap = solo < 16 ? 16 : solo > 1024 ? 1024 : solo;
-	if (!(w->solo = calloc((size_t)w->solo_cap, sizeof(slot)))) {
+	if (!(w->solo = aw_calloc((size_t)w->solo_cap, sizeof(slot)))) {
 		w->solo_cap = 0;
 		shutdown_worker(w);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
-	w->hold = aw_executor_instant_kinds();
+	w->hold = executor_instant_kinds();
 	w->has_listener = strcmp(aw_store_backend(s), "postgres") == 0;
 	w->nthreads = w->o.concurrency + 1;
-	w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);
+	w->threads = aw_calloc((size_t)w->nthreads, sizeof *w->threads);
 	for (int i = 0; w->threads && i < w->nthreads; i++) {
 		w->threads[i].lane = i == w->o.concurrency;
 		w->threads[i].w = w;
-		w->threads[i].rng = aw_worker_seed();
-		w->threads[i].slots = calloc((size_t)w->o.batch, sizeof(slot));
+		w->threads[i].rng = worker_seed();
+		w->threads[i].slots = aw_calloc((size_t)w->o.batch, sizeof(slot));
 		if (!w->threads[i].slots) {
 			shutdown_worker(w);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -414,15 +417,15 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	for (int i = 0; !rc && i < w->nthreads; i++)
 		if (!(rc = pthread_create(&w->threads[i].th, NULL, exec_main, &w->threads[i])))
 			w->threads[i].started = 1;
-	if (!rc && !(rc = pthread_create(&w->hb, NULL, aw_worker_heartbeat_main, w)))
+	if (!rc && !(rc = pthread_create(&w->hb, NULL, worker_heartbeat_main, w)))
 		w->hb_started = 1;
 	if (!rc && w->has_listener &&
-	    !(rc = pthread_create(&w->listener, NULL, aw_worker_listen_main, w)))
+	    !(rc = pthread_create(&w->listener, NULL, worker_listen_main, w)))
 		w->listener_started = 1;
 	if (!rc && w->reserve && !(rc = pthread_create(&w->reserver, NULL, reserve_main, w)))
 		w->reserver_started = 1;
 	if (!rc && w->o.schedule_ms > 0 &&
-	    !(rc = pthread_create(&w->cron, NULL, aw_worker_scheduler_main, w)))
+	    !(rc = pthread_create(&w->cron, NULL, worker_scheduler_main, w)))
 		w->cron_started = 1;
 	if (rc) {
 		shutdown_worker(w);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
@@ -35,11 +36,11 @@ aw_err aw_run_queue_age_sample(aw_store *s, aw_run_queue_age **out, int *n, aw_e
 	aw_err e = aw_store_run_queue_oldest(s, now, &rows, &nr, err);
 	if (e)
 		return e;
-	aw_run_queue_age *ages = calloc((size_t)nr + 1, sizeof *ages);
-	const char **projects = calloc((size_t)nr + 1, sizeof *projects);
-	const char **queues = calloc((size_t)nr + 1, sizeof *queues);
-	double *v = calloc((size_t)nr + 1, sizeof *v);
-	double *depths = calloc((size_t)nr + 1, sizeof *depths);
+	aw_run_queue_age *ages = aw_calloc((size_t)nr + 1, sizeof *ages);
+	const char **projects = aw_calloc((size_t)nr + 1, sizeof *projects);
+	const char **queues = aw_calloc((size_t)nr + 1, sizeof *queues);
+	double *v = aw_calloc((size_t)nr + 1, sizeof *v);
+	double *depths = aw_calloc((size_t)nr + 1, sizeof *depths);
 	if (!ages || !projects || !queues || !v || !depths) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;

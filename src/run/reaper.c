@@ -60,7 +60,7 @@ aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_
 	aw_err e = aw_store_run_expired(s, 100, &refs, &nr, err);
 	if (e)
 		return e;
-	uint64_t rng = aw_worker_seed();
+	uint64_t rng = worker_seed();
 	for (int i = 0; i < nr; i++) {
 		aw_ctx ctx;
 		aw_ctx_system(&ctx, refs[i].project_id);
@@ -78,7 +78,7 @@ aw_err aw_run_reap(aw_store *s, int retry_base_ms, int retry_max_ms, int *n, aw_
 		int64_t ms = aw_clock_wall_ms();
 		aw_clock_format(ms, now);
 		aw_clock_format(
-			ms + aw_worker_backoff_ms(&rng, r.attempts, retry_base_ms, retry_max_ms),
+			ms + worker_backoff_ms(&rng, r.attempts, retry_base_ms, retry_max_ms),
 			after);
 		int exhausted = r.attempts >= r.max_attempts;
 		aw_run_change chg = {.now = now,

@@ -15,6 +15,7 @@
 #include "awooop/json.h"
 #include "awooop/redact.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 
 void aw_run_request_free(aw_run_request *r)
 {

@@ -23,12 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/json.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
+#include "awooop/executor.h"
+#include "awooop/worker.h"
 #include "run_hooks.h"
 #include "run_span.h"
 #include "transition.h"
@@ -73,7 +76,7 @@ static void job_clear(job *j)
 	j->wf = j->input = j->result = j->doc = j->args = NULL;
 }
 
-int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap)
+int worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap)
 {
 	double d = base;
 	for (int i = 1; i < attempts && d < cap; i++)
@@ -87,7 +90,7 @@ int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap)
 	return (int)(d * jitter);
 }
 
-uint64_t aw_worker_seed(void)
+uint64_t worker_seed(void)
 {
 	uint64_t v = 0;
 	if (aw_random_bytes(&v, sizeof v) != 0 || !v)
@@ -120,9 +123,9 @@ static aw_err move_path(aw_worker *w, aw_run_txn *x, job *js, const int *idx, in
 {
 	if (n == 0)
 		return AW_OK;
-	aw_run_mover *m = calloc((size_t)n, sizeof *m);
-	json_t **d = calloc((size_t)n, sizeof *d);
-	int *ok = calloc((size_t)n, sizeof *ok);
+	aw_run_mover *m = aw_calloc((size_t)n, sizeof *m);
+	json_t **d = aw_calloc((size_t)n, sizeof *d);
+	int *ok = aw_calloc((size_t)n, sizeof *ok);
 	aw_err e = AW_OK;
 	for (int i = 0; m && d && ok && i < n; i++) {
 		const aw_run_claim *c = js[idx[i]].c;
@@ -134,7 +137,7 @@ static aw_err move_path(aw_worker *w, aw_run_txn *x, job *js, const int *idx, in
 	if (!m || !d || !ok || (n && !d[n - 1]))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	else
-		e = aw_run_move(x, m, n, path, hops, chg, error_code, ok, err);
+		e = run_move(x, m, n, path, hops, chg, error_code, ok, err);
 	for (int i = 0; !e && i < n; i++)
 		if (!ok[i])
 			js[idx[i]].active = 0;
@@ -217,7 +220,7 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 			  aw_error *err)
 {
 	int nre = 0;
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)n);
 	if (!ids)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
@@ -259,7 +262,7 @@ static aw_err start_group(aw_worker *w, const aw_ctx *ctx, job *js, const int *i
 static aw_err begin_round(aw_worker *w, aw_run_txn *x, job *js, const int *idx, int n,
 			  aw_error *err)
 {
-	int *pend = calloc((size_t)n + 1, sizeof *pend), np = 0;
+	int *pend = aw_calloc((size_t)n + 1, sizeof *pend), np = 0;
 	if (!pend)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++)
@@ -358,10 +361,10 @@ static aw_err start_slow(aw_worker *w, const aw_ctx *ctx, job *js, const int *id
 	if (!slow)
 		return AW_OK;
 	aw_run_txn x;
-	aw_err e = aw_run_txn_begin(w->s, ctx, &x, err);
+	aw_err e = run_txn_begin(w->s, ctx, &x, err);
 	if (e)
 		return e;
-	return aw_run_txn_end(&x, begin_round(w, &x, js, idx, n, err), err);
+	return run_txn_end(&x, begin_round(w, &x, js, idx, n, err), err);
 }
 
 static void fill_step(const job *j, aw_run_step *st, const char *state)
@@ -395,9 +398,9 @@ static void journal_entry(const job *j, aw_run_step *st, const char *state)
 static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n,
 			   aw_error *err)
 {
-	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
-	int *held = calloc((size_t)n + 1, sizeof *held);
+	aw_run_step *st = aw_calloc((size_t)n + 1, sizeof *st);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * ((size_t)n + 1));
+	int *held = aw_calloc((size_t)n + 1, sizeof *held);
 	int m = 0;
 	aw_err e = AW_OK;
 	if (!st || !ids || !held) {
@@ -412,7 +415,7 @@ static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *
 	if (m == 0)
 		goto out;
 	aw_run_txn x;
-	if ((e = aw_run_txn_begin(w->s, ctx, &x, err)))
+	if ((e = run_txn_begin(w->s, ctx, &x, err)))
 		goto out;
 	e = begin_round(w, &x, js, idx, n, err);
 	if (!e)
@@ -430,7 +433,7 @@ static aw_err mark_started(aw_worker *w, const aw_ctx *ctx, job *js, const int *
 		}
 	if (!e)
 		e = aw_store_run_steps_put(x.t, st, k, err);
-	e = aw_run_txn_end(&x, e, err);
+	e = run_txn_end(&x, e, err);
 out:
 	free(st);
 	free(ids);
@@ -538,7 +541,7 @@ static void execute_round(aw_worker *w, thread_ctx *tc, job *js, const int *idx,
 	 * core meanwhile: its thread's places go to another batch */
 	int paused = slow && tc && tc->placed;
 	if (paused)
-		aw_worker_places_leave(w, tc);
+		worker_places_leave(w, tc);
 	for (int i = 0; i < n; i++) {
 		job *j = &js[idx[i]];
 		if (!j->active)
@@ -562,7 +565,7 @@ static void execute_round(aw_worker *w, thread_ctx *tc, job *js, const int *idx,
 	for (int k = 0; k < running; k++)
 		pthread_join(th[k], NULL);
 	if (paused) /* 0 when stopping: the round ends and hands its runs back */
-		aw_worker_places_take(w, tc);
+		worker_places_take(w, tc);
 }
 
 /* Where j's run goes after its step failed: failed when the failure is
@@ -583,7 +586,7 @@ static aw_run_state after_failure(const aw_worker *w, uint64_t *rng, const job *
 	if (cap < base)
 		cap = base;
 	aw_clock_format(aw_clock_wall_ms() +
-				aw_worker_backoff_ms(rng, att ? tries : j->c->attempts, base, cap),
+				worker_backoff_ms(rng, att ? tries : j->c->attempts, base, cap),
 			after);
 	return out ? AW_RUN_FAILED : AW_RUN_RETRY_WAIT;
 }
@@ -609,11 +612,12 @@ static int pick(const job *js, const int *idx, int n, const int *out, int o, int
 static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *js, const int *idx,
 			   int n, int stopping, aw_error *err)
 {
-	aw_run_step *st = calloc((size_t)n + 1, sizeof *st);
-	aw_run_step *last = calloc((size_t)n + 1, sizeof *last);
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * ((size_t)n + 1));
-	int *held = calloc((size_t)n + 1, sizeof *held), *out = calloc((size_t)n + 1, sizeof *out);
-	int *sel = calloc((size_t)n + 1, sizeof *sel);
+	aw_run_step *st = aw_calloc((size_t)n + 1, sizeof *st);
+	aw_run_step *last = aw_calloc((size_t)n + 1, sizeof *last);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * ((size_t)n + 1));
+	int *held = aw_calloc((size_t)n + 1, sizeof *held),
+	    *out = aw_calloc((size_t)n + 1, sizeof *out);
+	int *sel = aw_calloc((size_t)n + 1, sizeof *sel);
 	int k = 0, nd = 0;
 	aw_run_txn x = {0};
 	aw_err e = AW_OK;
@@ -637,7 +641,7 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 	}
 	if (!any)
 		goto out;
-	if ((e = aw_run_txn_begin(w->s, ctx, &x, err)))
+	if ((e = run_txn_begin(w->s, ctx, &x, err)))
 		goto out;
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
@@ -720,7 +724,7 @@ static aw_err finish_round(aw_worker *w, uint64_t *rng, const aw_ctx *ctx, job *
 	}
 	if (!e)
 		e = aw_store_run_steps_put(x.t, st, k, err);
-	e = aw_run_txn_end(&x, e, err);
+	e = run_txn_end(&x, e, err);
 	for (int i = 0; i < n; i++) {
 		job *j = &js[idx[i]];
 		if (!e && j->active && out[i] == GO) {
@@ -748,8 +752,8 @@ out:
 /* Shutdown: hands runs still held back to the queue (attempt not counted). */
 static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx, int n)
 {
-	int *rel = calloc((size_t)n + 1, sizeof *rel), nr = 0;
-	int *cl = calloc((size_t)n + 1, sizeof *cl), nc = 0;
+	int *rel = aw_calloc((size_t)n + 1, sizeof *rel), nr = 0;
+	int *cl = aw_calloc((size_t)n + 1, sizeof *cl), nc = 0;
 	for (int i = 0; rel && cl && i < n; i++)
 		if (js[idx[i]].active && js[idx[i]].claimed)
 			cl[nc++] = idx[i];
@@ -760,13 +764,13 @@ static void release_all(aw_worker *w, const aw_ctx *ctx, job *js, const int *idx
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_run_change chg = {.now = now, .holder = w->id, .clear_lease = 1, .attempts_delta = -1};
-	if ((nr || nc) && aw_run_txn_begin(w->s, ctx, &x, &err) == AW_OK) {
+	if ((nr || nc) && run_txn_begin(w->s, ctx, &x, &err) == AW_OK) {
 		aw_err e = move_many(w, &x, js, rel, nr, AW_RUN_RUNNING, AW_RUN_QUEUED, &chg, NULL,
 				     &err);
 		if (!e)
 			e = move_many(w, &x, js, cl, nc, AW_RUN_CLAIMED, AW_RUN_QUEUED, &chg, NULL,
 				      &err);
-		aw_run_txn_end(&x, e, &err);
+		run_txn_end(&x, e, &err);
 	}
 	free(rel);
 	free(cl);
@@ -813,7 +817,7 @@ static void detach_slow(aw_worker *w, job *js, const int *idx, int n)
 		const aw_executor *x = j->active ? next_executor(j) : NULL;
 		if (!x || x->instant)
 			continue;
-		solo_run *s = calloc(1, sizeof *s);
+		solo_run *s = aw_calloc(1, sizeof *s);
 		slot *sl = NULL;
 		pthread_mutex_lock(&w->mu);
 		for (int k = 0; s && !atomic_load(&w->stop) && k < w->solo_cap && !sl; k++)
@@ -830,7 +834,7 @@ static void detach_slow(aw_worker *w, job *js, const int *idx, int n)
 			free(s);
 			return;
 		}
-		*s = (solo_run){.w = w, .c = *j->c, .j = *j, .rng = aw_worker_seed()};
+		*s = (solo_run){.w = w, .c = *j->c, .j = *j, .rng = worker_seed()};
 		s->c.workflow = s->c.input = NULL;
 		s->j.c = &s->c;
 		s->j.sl = sl;
@@ -962,11 +966,11 @@ static aw_err end_held(aw_worker *w, uint64_t *rng, aw_run_txn *x, job *js, int 
  * commit is the claim too (of these and of t's claimed runs). Nothing an
  * instant step does leaves the process, so a failure before the commit
  * leaves the runs queued as they were, to be executed again at their claim. */
-aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_claim *c, int n,
-			     aw_error *err)
+aw_err worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_claim *c, int n,
+			  aw_error *err)
 {
-	job *js = calloc((size_t)n + 1, sizeof *js);
-	int *order = calloc((size_t)n + 1, sizeof *order);
+	job *js = aw_calloc((size_t)n + 1, sizeof *js);
+	int *order = aw_calloc((size_t)n + 1, sizeof *order);
 	slot none = {0}; /* held runs have no slot: nothing stops them */
 	int total = 0, k = 0, nd = 0;
 	for (int i = 0; js && i < n; i++) {
@@ -981,7 +985,7 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 		c[i].attempts++; /* this attempt: the move counts it */
 		total += js[i].nsteps;
 	}
-	aw_run_step *st = calloc((size_t)total + 1, sizeof *st);
+	aw_run_step *st = aw_calloc((size_t)total + 1, sizeof *st);
 	aw_err e = AW_OK;
 	if (!js || !order || !st) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -1025,9 +1029,9 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 		}
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
-	aw_run_step *last = calloc((size_t)n + 1, sizeof *last),
-		    *ps = calloc((size_t)k + 1, sizeof *ps);
-	int *sel = calloc((size_t)n + 1, sizeof *sel);
+	aw_run_step *last = aw_calloc((size_t)n + 1, sizeof *last),
+		    *ps = aw_calloc((size_t)k + 1, sizeof *ps);
+	int *sel = aw_calloc((size_t)n + 1, sizeof *sel);
 	if (!last || !ps || !sel)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int a = 0; a < n && !e;) {
@@ -1036,7 +1040,7 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 			b++;
 		aw_ctx ctx = project_ctx(w, c[order[a]].project_id);
 		aw_run_txn x;
-		aw_run_txn_wrap(t, &ctx, &x);
+		run_txn_wrap(t, &ctx, &x);
 		e = aw_txn_set_ctx(t, &ctx, err);
 		for (int q = a; !e && q < b; q++) {
 			job *j = &js[order[q]];
@@ -1075,7 +1079,7 @@ aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_clai
 				}
 		if (!e)
 			e = aw_store_run_steps_put(t, ps, np, err);
-		e = aw_run_txn_end(&x, e, err);
+		e = run_txn_end(&x, e, err);
 		a = b;
 	}
 	free(last);
@@ -1100,11 +1104,11 @@ out:
 	return e;
 }
 
-void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
+void worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n)
 {
-	job *js = calloc((size_t)n, sizeof *js);
-	int *idx = calloc((size_t)n, sizeof *idx);
-	int *seen = calloc((size_t)n, sizeof *seen);
+	job *js = aw_calloc((size_t)n, sizeof *js);
+	int *idx = aw_calloc((size_t)n, sizeof *idx);
+	int *seen = aw_calloc((size_t)n, sizeof *seen);
 	if (!js || !idx || !seen)
 		goto out;
 	int64_t now = aw_clock_mono_ns();

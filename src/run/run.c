@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/jcs.h"
 #include "awooop/json.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/uuid.h"
 #include "notify.h"
 #include "run_span.h"
@@ -26,10 +29,10 @@ aw_err aw_run_transition_in(aw_txn *t, const aw_ctx *ctx, const char *run_id, co
 			    json_t *detail, aw_error *err)
 {
 	aw_run_txn x;
-	aw_run_txn_wrap(t, ctx, &x);
+	run_txn_wrap(t, ctx, &x);
 	aw_run_mover m = {.run_id = run_id, .trace_id = trace_id, .detail = detail};
 	aw_run_state path[] = {from, to};
-	return aw_run_txn_end(&x, aw_run_move(&x, &m, 1, path, 1, chg, NULL, NULL, err), err);
+	return run_txn_end(&x, run_move(&x, &m, 1, path, 1, chg, NULL, NULL, err), err);
 }
 
 aw_err aw_run_transition(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run_state from,
@@ -263,10 +266,10 @@ static int by_key(const void *a, const void *b)
 static aw_err fresh_keys(aw_txn *t, const aw_run_batch_item *items, int n, int *fresh,
 			 aw_error *err)
 {
-	keyed *k = malloc(sizeof *k * (size_t)n);
-	const char **keys = malloc(sizeof *keys * (size_t)n);
-	int *first = malloc(sizeof *first * (size_t)n),
-	    *present = malloc(sizeof *present * (size_t)n);
+	keyed *k = aw_malloc(sizeof *k * (size_t)n);
+	const char **keys = aw_malloc(sizeof *keys * (size_t)n);
+	int *first = aw_malloc(sizeof *first * (size_t)n),
+	    *present = aw_malloc(sizeof *present * (size_t)n);
 	aw_err e =
 		k && keys && first && present ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	int nk = 0, nu = 0;
@@ -298,13 +301,13 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
 {
 	if (n < 1 || n > AW_RUN_BATCH_MAX)
 		return aw_fail(err, AW_E_REQ_INVALID, "a batch holds 1..%d runs", AW_RUN_BATCH_MAX);
-	char(*hash)[65] = calloc((size_t)n, sizeof *hash);
-	aw_audit_item *audit = calloc((size_t)n, sizeof *audit);
-	pending pend = {.runs = calloc((size_t)n, sizeof *pend.runs),
-			.keys = calloc((size_t)n, sizeof *pend.keys),
-			.hashes = calloc((size_t)n, sizeof *pend.hashes),
-			.resources = calloc((size_t)n, sizeof *pend.resources)};
-	int *fresh = calloc((size_t)n, sizeof *fresh);
+	char(*hash)[65] = aw_calloc((size_t)n, sizeof *hash);
+	aw_audit_item *audit = aw_calloc((size_t)n, sizeof *audit);
+	pending pend = {.runs = aw_calloc((size_t)n, sizeof *pend.runs),
+			.keys = aw_calloc((size_t)n, sizeof *pend.keys),
+			.hashes = aw_calloc((size_t)n, sizeof *pend.hashes),
+			.resources = aw_calloc((size_t)n, sizeof *pend.resources)};
+	int *fresh = aw_calloc((size_t)n, sizeof *fresh);
 	aw_txn *t = NULL;
 	aw_err e = hash && audit && pend.runs && pend.keys && pend.hashes && pend.resources && fresh
 			   ? AW_OK
@@ -382,7 +385,7 @@ aw_err aw_run_submit_batch(aw_store *s, const aw_ctx *ctx, aw_run_batch_item *it
  * out of memory: the run's lease runs out and the reaper re-queues it). */
 static aw_run_claim *claim_of(const aw_run *r)
 {
-	aw_run_claim *c = calloc(1, sizeof *c);
+	aw_run_claim *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	snprintf(c->project_id, sizeof c->project_id, "%s", r->project_id);
@@ -395,8 +398,8 @@ static aw_run_claim *claim_of(const aw_run *r)
 	c->attempts = r->attempts;
 	c->max_attempts = r->max_attempts;
 	c->timeout_s = r->timeout_s;
-	c->workflow = strdup(r->workflow);
-	c->input = r->input ? strdup(r->input) : NULL;
+	c->workflow = aw_strdup(r->workflow);
+	c->input = r->input ? aw_strdup(r->input) : NULL;
 	if (!c->workflow || (r->input && !c->input)) {
 		aw_run_claims_free(c, 1);
 		return NULL;
@@ -411,7 +414,7 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 	*replayed = 0;
 	aw_err e = submit_check(req, idem_key, "Idempotency-Key", hash, err);
 	/* an idle worker thread of this process takes the run without a claim */
-	aw_run_waiter *ho = !e ? aw_run_handoff_reserve(s) : NULL;
+	aw_run_waiter *ho = !e ? run_handoff_reserve(s) : NULL;
 	/* two submissions racing on one key: the loser retries and replays */
 	for (int i = 0; !e; i++) {
 		e = submit_once(s, ctx, req, idem_key, hash, ho, out, replayed, err);
@@ -425,7 +428,7 @@ aw_err aw_run_submit(aw_store *s, const aw_ctx *ctx, const aw_run_request *req,
 		aw_run_claim *c = NULL;
 		if (!e && !*replayed && strcmp(out->state, "claimed") == 0)
 			c = claim_of(out);
-		aw_run_handoff_give(ho, c);
+		run_handoff_give(ho, c);
 		if (c)
 			return e;
 	}

@@ -7,6 +7,7 @@
 
 #include "awooop/clock.h"
 #include "awooop/otel.h"
+#include "awooop/executor.h"
 
 void run_span_submitted(const aw_ctx *ctx, const aw_run *r)
 {

@@ -12,6 +12,7 @@
 
 #include "awooop/ctx.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 
 /* A run r was created by ctx's request (not a replay). */
 void run_span_submitted(const aw_ctx *ctx, const aw_run *r);

@@ -32,6 +32,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
 #include "awooop/tz.h"
 #include "awooop/uuid.h"
 

@@ -13,7 +13,7 @@
 #include "awooop/schedule.h"
 #include "worker.h"
 
-void *aw_worker_scheduler_main(void *arg)
+void *worker_scheduler_main(void *arg)
 {
 	aw_worker *w = arg;
 	pthread_setname_np(pthread_self(), "aw-run-cron");

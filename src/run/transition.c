@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
@@ -20,7 +21,7 @@ struct aw_run_pending {
 	char queue[AW_QUEUE_MAX + 1]; /* "" unknown: read at the end when it matters */
 };
 
-aw_err aw_run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error *err)
+aw_err run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error *err)
 {
 	memset(x, 0, sizeof *x);
 	x->ctx = ctx;
@@ -28,7 +29,7 @@ aw_err aw_run_txn_begin(aw_store *s, const aw_ctx *ctx, aw_run_txn *x, aw_error 
 	return aw_store_begin(s, ctx, AW_TXN_WRITE, &x->t, err);
 }
 
-void aw_run_txn_wrap(aw_txn *t, const aw_ctx *ctx, aw_run_txn *x)
+void run_txn_wrap(aw_txn *t, const aw_ctx *ctx, aw_run_txn *x)
 {
 	memset(x, 0, sizeof *x);
 	x->t = t;
@@ -76,7 +77,7 @@ static aw_err queue(aw_run_txn *x, const aw_run_mover *m, const char *action, js
 	}
 	if (x->n == x->cap) {
 		int cap = x->cap ? x->cap * 2 : 32;
-		aw_run_pending *r = realloc(x->recs, sizeof *r * (size_t)cap);
+		aw_run_pending *r = aw_realloc(x->recs, sizeof *r * (size_t)cap);
 		if (!r) {
 			json_decref(p);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -101,8 +102,8 @@ static json_t *hop_json(const aw_run_mover *m, aw_run_state from, aw_run_state t
 	return d ? aw_run_move_json(from, to, d) : NULL;
 }
 
-aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_state *path, int hops,
-		   const aw_run_change *chg, const char *error_code, int *moved, aw_error *err)
+aw_err run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_state *path, int hops,
+		const aw_run_change *chg, const char *error_code, int *moved, aw_error *err)
 {
 	if (n == 0)
 		return AW_OK;
@@ -111,11 +112,11 @@ aw_err aw_run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_sta
 		if (bad)
 			return bad;
 	}
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)n);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)n);
 	int one = 0, *ok = moved ? moved : &one;
 	aw_err e = AW_OK;
 	if (!ids || (n > 1 && !moved)) {
-		e = ids ? aw_fail(err, AW_E_INTERNAL, "aw_run_move: a batch needs moved[]")
+		e = ids ? aw_fail(err, AW_E_INTERNAL, "run_move: a batch needs moved[]")
 			: aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
@@ -182,9 +183,9 @@ static aw_err queues_needed(aw_run_txn *x, aw_error *err)
 		k += !x->recs[i].queue[0] && final_of(x->recs[i].action) >= 0;
 	if (!k)
 		return AW_OK;
-	char(*ids)[AW_UUID_STR_LEN + 1] = malloc(sizeof *ids * (size_t)k);
-	char(*qs)[AW_QUEUE_MAX + 1] = malloc(sizeof *qs * (size_t)k);
-	int *at = malloc(sizeof *at * (size_t)k);
+	char(*ids)[AW_UUID_STR_LEN + 1] = aw_malloc(sizeof *ids * (size_t)k);
+	char(*qs)[AW_QUEUE_MAX + 1] = aw_malloc(sizeof *qs * (size_t)k);
+	int *at = aw_malloc(sizeof *at * (size_t)k);
 	aw_err e = AW_OK;
 	if (!ids || !qs || !at) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -229,7 +230,7 @@ static void count_finished(const aw_run_txn *x)
 		failed += !strcmp(x->recs[i].action, aw_run_action(AW_RUN_FAILED));
 	if (failed)
 		aw_metrics_run_event("failed", failed);
-	char *done = x->n ? calloc((size_t)x->n, 1) : NULL;
+	char *done = x->n ? aw_calloc((size_t)x->n, 1) : NULL;
 	for (int i = 0; done && i < x->n; i++) {
 		int f = final_of(x->recs[i].action);
 		if (f < 0 || done[i] || !x->recs[i].queue[0])
@@ -257,12 +258,12 @@ static void count_finished(const aw_run_txn *x)
 	}
 }
 
-aw_err aw_run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
+aw_err run_txn_end(aw_run_txn *x, aw_err e, aw_error *err)
 {
 	/* the runs that made the same move share one record (a worker's round:
 	 * one hash, one row for the batch), in the order of their first run */
-	aw_audit_item *items = !e && x->n ? malloc(sizeof *items * (size_t)x->n) : NULL;
-	char *done = !e && x->n ? calloc((size_t)x->n, 1) : NULL;
+	aw_audit_item *items = !e && x->n ? aw_malloc(sizeof *items * (size_t)x->n) : NULL;
+	char *done = !e && x->n ? aw_calloc((size_t)x->n, 1) : NULL;
 	if (!e && x->n && (!items || !done))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && items && done && i < x->n; i++) {

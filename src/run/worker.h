@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 
 typedef struct {
 	char run_id[AW_UUID_STR_LEN + 1];
@@ -71,12 +73,12 @@ struct aw_worker {
 };
 
 /* Every slot of w: the batch slots of each thread, then the solo slots. */
-static inline int aw_worker_nslots(const struct aw_worker *w)
+static inline int worker_nslots(const struct aw_worker *w)
 {
 	return w->nthreads * w->o.batch + w->solo_cap;
 }
 
-static inline slot *aw_worker_slot(struct aw_worker *w, int i)
+static inline slot *worker_slot(struct aw_worker *w, int i)
 {
 	int nb = w->nthreads * w->o.batch;
 	return i < nb ? &w->threads[i / w->o.batch].slots[i % w->o.batch] : &w->solo[i - nb];
@@ -84,49 +86,49 @@ static inline slot *aw_worker_slot(struct aw_worker *w, int i)
 
 /* The scheduler thread (scheduler.c): fires due schedules every
  * schedule_ms until the worker stops. */
-void *aw_worker_scheduler_main(void *arg);
+void *worker_scheduler_main(void *arg);
 /* Retry backoff: base x 2^(attempts-1), capped, +-25 % jitter from *rng. */
-int aw_worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap);
-uint64_t aw_worker_seed(void);
+int worker_backoff_ms(uint64_t *rng, int attempts, int base, int cap);
+uint64_t worker_seed(void);
 /* Drives a claimed batch to its end (rounds.c); frees nothing of c. Runs
  * whose next step is slow leave the batch for a solo slot and a thread of
  * their own while one is free. */
-void aw_worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n);
+void worker_process(aw_worker *w, thread_ctx *tc, aw_run_claim *c, int n);
 /* Drives runs a claim held (see aw_store_run_claim) to their end in the
  * claim's transaction t, which it ends (rounds.c). An error: nothing of t
  * was committed - its held runs are still queued, its claimed runs too. */
-aw_err aw_worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_claim *c, int n,
-			     aw_error *err);
+aw_err worker_finish_held(aw_worker *w, uint64_t *rng, aw_txn *t, aw_run_claim *c, int n,
+			  aw_error *err);
 /* The kinds of the instant executors as a JSON array (exec.c); malloc'd. */
-char *aw_executor_instant_kinds(void);
+char *executor_instant_kinds(void);
 /* The places of a thread that claims and drives batches (pool.c): taken
  * before a claim (0: stopping), kept from batch to batch, left when it
  * idles - and while a round waits for slow steps (rounds.c), which leave
  * the cores to others. Both do nothing when there is nothing to do. */
-int aw_worker_places_take(aw_worker *w, thread_ctx *tc);
-void aw_worker_places_leave(aw_worker *w, thread_ctx *tc);
+int worker_places_take(aw_worker *w, thread_ctx *tc);
+void worker_places_leave(aw_worker *w, thread_ctx *tc);
 /* Places shared by the worker processes of this user on this host that
  * serve one database (hostgate.c): the semaphore set of (name, places), -1
  * (logged) when the host offers none. enter: 1 a place taken, 0 stop was
  * set first, -1 the set is gone (go on without it). remove: for tests,
  * whose names are their own. */
-int aw_hostgate_open(const char *name, int places);
+int hostgate_open(const char *name, int places);
 /* The set of the workers of s's database (pool.c), as open. */
-int aw_worker_host_gate(const aw_store *s, int places);
-int aw_hostgate_enter(int id, const atomic_int *stop);
-void aw_hostgate_leave(int id);
-void aw_hostgate_remove(int id);
+int worker_host_gate(const aw_store *s, int places);
+int hostgate_enter(int id, const atomic_int *stop);
+void hostgate_leave(int id);
+void hostgate_remove(int id);
 /* The reserve's token (one per set): 1 when taken (never waits); give it
  * back when done. The kernel gives back the token of a process that dies.
  * reserve: a place for the token's holder, as enter, telling the batch
  * threads meanwhile (wanted: 1) to give one back at their next batch. */
-int aw_hostgate_token(int id);
-void aw_hostgate_token_give(int id);
-int aw_hostgate_reserve(int id, const atomic_int *stop);
-int aw_hostgate_wanted(int id);
+int hostgate_token(int id);
+void hostgate_token_give(int id);
+int hostgate_reserve(int id, const atomic_int *stop);
+int hostgate_wanted(int id);
 /* Thread bodies (heartbeat.c): lease renewal + lost-run flags + reaper, and
  * the PostgreSQL NOTIFY listener. */
-void *aw_worker_heartbeat_main(void *arg);
-void *aw_worker_listen_main(void *arg);
+void *worker_heartbeat_main(void *arg);
+void *worker_listen_main(void *arg);
 
 #endif

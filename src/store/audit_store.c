@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "store_internal.h"
 
@@ -31,18 +32,18 @@ aw_err aw_store_audit_head(aw_txn *t, int64_t *seq, char *hash, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
-	aw_err e = aw_txn_exec(t, "SELECT seq, hash FROM audit_heads WHERE project_id = $1", 1, v,
-			       &r, err);
+	aw_err e = txn_exec(t, "SELECT seq, hash FROM audit_heads WHERE project_id = $1", 1, v, &r,
+			    err);
 	if (!e) {
 		if (r->nrows == 0) {
 			*seq = 0;
 			memcpy(hash, GENESIS, sizeof GENESIS);
 		} else {
-			*seq = aw_cell_ll(r, 0, 0);
-			aw_cell_copy(hash, 65, r, 0, 1);
+			*seq = cell_ll(r, 0, 0);
+			cell_copy(hash, 65, r, 0, 1);
 		}
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -51,38 +52,38 @@ static aw_err read_rows(aw_txn *t, const char *sql, int n_params, const aw_val *
 			aw_audit_row **out, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_err e = aw_txn_exec(t, sql, n_params, v, &r, err);
+	aw_err e = txn_exec(t, sql, n_params, v, &r, err);
 	if (e) {
-		aw_rows_free(r);
+		rows_free(r);
 		return e;
 	}
-	aw_audit_row *rows = calloc((size_t)r->nrows + 1, sizeof *rows);
+	aw_audit_row *rows = aw_calloc((size_t)r->nrows + 1, sizeof *rows);
 	if (!rows) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->nrows; i++) {
 		aw_audit_row *a = &rows[i];
-		aw_cell_copy(a->event_id, sizeof a->event_id, r, i, 0);
-		aw_cell_copy(a->project_id, sizeof a->project_id, r, i, 1);
-		a->seq = aw_cell_ll(r, i, 2);
-		aw_cell_copy(a->ts, sizeof a->ts, r, i, 3);
-		aw_cell_copy(a->actor, sizeof a->actor, r, i, 4);
-		aw_cell_copy(a->action, sizeof a->action, r, i, 5);
-		a->target = strdup(aw_rows_get(r, i, 6) ? aw_rows_get(r, i, 6) : "");
-		aw_cell_copy(a->trace_id, sizeof a->trace_id, r, i, 7);
-		a->payload = strdup(aw_rows_get(r, i, 8) ? aw_rows_get(r, i, 8) : "");
-		aw_cell_copy(a->prev_hash, sizeof a->prev_hash, r, i, 9);
-		aw_cell_copy(a->hash, sizeof a->hash, r, i, 10);
+		cell_copy(a->event_id, sizeof a->event_id, r, i, 0);
+		cell_copy(a->project_id, sizeof a->project_id, r, i, 1);
+		a->seq = cell_ll(r, i, 2);
+		cell_copy(a->ts, sizeof a->ts, r, i, 3);
+		cell_copy(a->actor, sizeof a->actor, r, i, 4);
+		cell_copy(a->action, sizeof a->action, r, i, 5);
+		a->target = aw_strdup(rows_get(r, i, 6) ? rows_get(r, i, 6) : "");
+		cell_copy(a->trace_id, sizeof a->trace_id, r, i, 7);
+		a->payload = aw_strdup(rows_get(r, i, 8) ? rows_get(r, i, 8) : "");
+		cell_copy(a->prev_hash, sizeof a->prev_hash, r, i, 9);
+		cell_copy(a->hash, sizeof a->hash, r, i, 10);
 		if (!a->target || !a->payload) {
 			aw_audit_rows_free(rows, r->nrows);
-			aw_rows_free(r);
+			rows_free(r);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		}
 	}
 	*out = rows;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -105,7 +106,7 @@ aw_err aw_store_audit_query(aw_txn *t, const aw_audit_query *q, int limit, aw_au
 {
 	if (q->nactions < 0 || q->nactions > AW_AUDIT_ACTIONS_MAX)
 		return aw_fail(err, AW_E_REQ_INVALID, "at most %d actions", AW_AUDIT_ACTIONS_MAX);
-	int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
+	int pg = txn_dialect(t) == AW_DIALECT_PG;
 	/* "!ok": every outcome but ok (a record with no outcome is no call) */
 	int not = given(q->outcome) && q->outcome[0] == '!';
 	const char *outcome = not ? q->outcome + 1 : q->outcome;
@@ -173,8 +174,8 @@ aw_err aw_store_audit_targets_put(aw_txn *t, const char *event_id, const char *c
 				  int n, aw_error *err)
 {
 	size_t cap = 128 + TARGET_CHUNK * 24;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (TARGET_CHUNK + 2));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (TARGET_CHUNK + 2));
 	aw_err e = AW_OK;
 	if (!sql || !v)
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -190,7 +191,7 @@ aw_err aw_store_audit_targets_put(aw_txn *t, const char *event_id, const char *c
 			o += snprintf(sql + o, cap - (size_t)o, "%s($1, $2, $%d)", i ? ", " : "",
 				      i + 3);
 		}
-		e = aw_txn_defer(t, sql, k + 2, v, err);
+		e = txn_defer(t, sql, k + 2, v, err);
 	}
 	free(sql);
 	free(v);
@@ -205,8 +206,8 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 	if (n <= 0)
 		return AW_OK;
 	size_t cap = 256 + AUDIT_CHUNK * 100;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * AUDIT_CHUNK * AUDIT_COLS);
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * AUDIT_CHUNK * AUDIT_COLS);
 	aw_err e = AW_OK;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -232,20 +233,19 @@ aw_err aw_store_audit_insert_many(aw_txn *t, const aw_audit_row *rows, int n, aw
 			p[9] = AW_TEXT(a->prev_hash);
 			p[10] = AW_TEXT(a->hash);
 			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
-			aw_sql_params(sql, cap, &o, i * AUDIT_COLS + 1, AUDIT_COLS);
+			sql_params(sql, cap, &o, i * AUDIT_COLS + 1, AUDIT_COLS);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
 		}
-		e = aw_txn_exec(t, sql, k * AUDIT_COLS, v, NULL, err);
+		e = txn_exec(t, sql, k * AUDIT_COLS, v, NULL, err);
 	}
 	if (!e) {
 		const aw_audit_row *last = &rows[n - 1];
 		aw_val h[] = {AW_TEXT(t->ctx.project), AW_INT(last->seq), AW_TEXT(last->hash)};
-		e = aw_txn_exec(
-			t,
-			"INSERT INTO audit_heads (project_id, seq, hash) VALUES ($1, $2, $3)"
-			" ON CONFLICT (project_id) DO UPDATE SET seq = excluded.seq,"
-			" hash = excluded.hash",
-			3, h, NULL, err);
+		e = txn_exec(t,
+			     "INSERT INTO audit_heads (project_id, seq, hash) VALUES ($1, $2, $3)"
+			     " ON CONFLICT (project_id) DO UPDATE SET seq = excluded.seq,"
+			     " hash = excluded.hash",
+			     3, h, NULL, err);
 	}
 out:
 	free(sql);
@@ -255,7 +255,7 @@ out:
 
 int aw_store_audit_in_db(const aw_txn *t)
 {
-	return aw_txn_dialect(t) == AW_DIALECT_PG;
+	return txn_dialect(t) == AW_DIALECT_PG;
 }
 
 /* The records as audit_append()'s JSON array, written directly: a round's
@@ -280,8 +280,8 @@ aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_erro
 			      AW_TEXT(a->target ? a->target : ""),
 			      AW_TEXT(a->trace_id),
 			      AW_TEXT(a->payload ? a->payload : "")};
-		return aw_txn_defer(t, "SELECT audit_append_one($1, $2, $3, $4, $5, $6, $7)", 7, v,
-				    err);
+		return txn_defer(t, "SELECT audit_append_one($1, $2, $3, $4, $5, $6, $7)", 7, v,
+				 err);
 	}
 	aw_buf b = AW_BUF_INIT((size_t)1 << 30);
 	aw_buf_adds(&b, "[");
@@ -304,7 +304,7 @@ aw_err aw_store_audit_append(aw_txn *t, const aw_audit_row *rows, int n, aw_erro
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	aw_val v[] = {AW_TEXT(aw_buf_str(&b))};
-	aw_err e = aw_txn_defer(t, "SELECT audit_append($1)", 1, v, err);
+	aw_err e = txn_defer(t, "SELECT audit_append($1)", 1, v, err);
 	aw_buf_free(&b);
 	return e;
 }

@@ -9,18 +9,19 @@
 
 #include "store_internal.h"
 
+#include "awooop/alloc.h"
+
 aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, const aw_budget_amount *limit,
 				     aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(limit->tokens),
 		      AW_INT(limit->cost)};
-	return aw_txn_exec(
-		t,
-		"INSERT INTO budget_periods (project_id, period_key, token_limit,"
-		" cost_limit) VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, period_key)"
-		" DO UPDATE SET token_limit = excluded.token_limit,"
-		" cost_limit = excluded.cost_limit",
-		4, p, NULL, err);
+	return txn_exec(t,
+			"INSERT INTO budget_periods (project_id, period_key, token_limit,"
+			" cost_limit) VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, period_key)"
+			" DO UPDATE SET token_limit = excluded.token_limit,"
+			" cost_limit = excluded.cost_limit",
+			4, p, NULL, err);
 }
 
 aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_period *out, int *found,
@@ -28,21 +29,21 @@ aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_perio
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT token_limit, reserved, settled, cost_limit, cost_reserved,"
-			       " cost_settled FROM budget_periods"
-			       " WHERE project_id = $1 AND period_key = $2",
-			       2, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT token_limit, reserved, settled, cost_limit, cost_reserved,"
+			    " cost_settled FROM budget_periods"
+			    " WHERE project_id = $1 AND period_key = $2",
+			    2, p, &r, err);
 	*found = !e && r->nrows;
 	memset(out, 0, sizeof *out);
 	snprintf(out->period_key, sizeof out->period_key, "%s", period);
 	out->limit.cost = -1;
 	if (*found) {
-		out->limit = (aw_budget_amount){aw_cell_ll(r, 0, 0), aw_cell_ll(r, 0, 3)};
-		out->reserved = (aw_budget_amount){aw_cell_ll(r, 0, 1), aw_cell_ll(r, 0, 4)};
-		out->settled = (aw_budget_amount){aw_cell_ll(r, 0, 2), aw_cell_ll(r, 0, 5)};
+		out->limit = (aw_budget_amount){cell_ll(r, 0, 0), cell_ll(r, 0, 3)};
+		out->reserved = (aw_budget_amount){cell_ll(r, 0, 1), cell_ll(r, 0, 4)};
+		out->settled = (aw_budget_amount){cell_ll(r, 0, 2), cell_ll(r, 0, 5)};
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -60,13 +61,13 @@ aw_err aw_store_budget_reserve(aw_txn *t, const char *period, const aw_budget_am
 	" AND ($6 < 0 OR cost_reserved + cost_settled + $5 <= $6)"                                 \
 	" AND NOT EXISTS (SELECT 1 FROM budget_state s WHERE s.project_id = $1 AND " suspended ")" \
 	" RETURNING reserved"
-	aw_err e = aw_txn_exec(t,
-			       aw_txn_dialect(t) == AW_DIALECT_PG ? RESERVE_SQL("s.suspended")
-								  : RESERVE_SQL("s.suspended <> 0"),
-			       6, p, &r, err);
+	aw_err e = txn_exec(t,
+			    txn_dialect(t) == AW_DIALECT_PG ? RESERVE_SQL("s.suspended")
+							    : RESERVE_SQL("s.suspended <> 0"),
+			    6, p, &r, err);
 #undef RESERVE_SQL
 	*ok = !e && r->nrows == 1;
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -76,15 +77,15 @@ aw_err aw_store_budget_window_sum(aw_txn *t, const char *from_bucket, aw_budget_
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(from_bucket)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT COALESCE(SUM(settled), 0), COALESCE(SUM(cost_settled), 0)"
-			       " FROM budget_periods WHERE project_id = $1 AND period_key >= $2"
-			       " AND period_key < 'h;'",
-			       2, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT COALESCE(SUM(settled), 0), COALESCE(SUM(cost_settled), 0)"
+			    " FROM budget_periods WHERE project_id = $1 AND period_key >= $2"
+			    " AND period_key < 'h;'",
+			    2, p, &r, err);
 	*out = (aw_budget_amount){0, 0};
 	if (!e && r->nrows)
-		*out = (aw_budget_amount){aw_cell_ll(r, 0, 0), aw_cell_ll(r, 0, 1)};
-	aw_rows_free(r);
+		*out = (aw_budget_amount){cell_ll(r, 0, 0), cell_ll(r, 0, 1)};
+	rows_free(r);
 	return e;
 }
 
@@ -93,10 +94,10 @@ aw_err aw_store_budget_window_set(aw_txn *t, const char *period, const aw_budget
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period), AW_INT(settled->tokens),
 		      AW_INT(settled->cost)};
-	return aw_txn_exec(t,
-			   "UPDATE budget_periods SET settled = $3, cost_settled = $4"
-			   " WHERE project_id = $1 AND period_key = $2",
-			   4, p, NULL, err);
+	return txn_exec(t,
+			"UPDATE budget_periods SET settled = $3, cost_settled = $4"
+			" WHERE project_id = $1 AND period_key = $2",
+			4, p, NULL, err);
 }
 
 static aw_err ledger(aw_txn *t, const char *period, const char *call_id, const char *run_id,
@@ -104,10 +105,10 @@ static aw_err ledger(aw_txn *t, const char *period, const char *call_id, const c
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period),	  AW_TEXT(call_id), AW_TEXT(run_id),
 		      AW_TEXT(kind),	       AW_INT(n->tokens), AW_INT(n->cost),  AW_TEXT(model)};
-	return aw_txn_exec(t,
-			   "INSERT INTO budget_ledger (project_id, period_key, call_id, run_id,"
-			   " kind, tokens, cost, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			   8, p, NULL, err);
+	return txn_exec(t,
+			"INSERT INTO budget_ledger (project_id, period_key, call_id, run_id,"
+			" kind, tokens, cost, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			8, p, NULL, err);
 }
 
 aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, const char *run_id,
@@ -118,19 +119,18 @@ aw_err aw_store_budget_hold(aw_txn *t, const char *call_id, const char *period, 
 		      AW_TEXT(run_id),	       AW_INT(n->tokens), AW_TEXT(holder),
 		      AW_TEXT(lease_until),    AW_INT(n->cost)};
 	/* deferred: on PostgreSQL both go with the COMMIT in one round trip */
-	aw_err e = aw_txn_defer(t,
-				"INSERT INTO budget_reservations (project_id, call_id, period_key,"
-				" run_id, tokens, holder, lease_until, cost)"
-				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-				8, p, err);
+	aw_err e = txn_defer(t,
+			     "INSERT INTO budget_reservations (project_id, call_id, period_key,"
+			     " run_id, tokens, holder, lease_until, cost)"
+			     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			     8, p, err);
 	aw_val q[] = {AW_TEXT(t->ctx.project), AW_TEXT(period),	  AW_TEXT(call_id), AW_TEXT(run_id),
 		      AW_TEXT("reserve"),      AW_INT(n->tokens), AW_INT(n->cost),  AW_TEXT("")};
 	return e ? e
-		 : aw_txn_defer(
-			   t,
-			   "INSERT INTO budget_ledger (project_id, period_key, call_id, run_id,"
-			   " kind, tokens, cost, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			   8, q, err);
+		 : txn_defer(t,
+			     "INSERT INTO budget_ledger (project_id, period_key, call_id, run_id,"
+			     " kind, tokens, cost, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			     8, q, err);
 }
 
 /* Moves held out of a row's reservations and used into its settled spend;
@@ -141,18 +141,18 @@ static aw_err move(aw_txn *t, const char *key, const aw_budget_amount *held,
 	aw_rows *r = NULL;
 	aw_val q[] = {AW_TEXT(t->ctx.project), AW_TEXT(key),	   AW_INT(held->tokens),
 		      AW_INT(used->tokens),    AW_INT(held->cost), AW_INT(used->cost)};
-	aw_err e = aw_txn_exec(t,
-			       "UPDATE budget_periods SET reserved = reserved - $3,"
-			       " settled = settled + $4, cost_reserved = cost_reserved - $5,"
-			       " cost_settled = cost_settled + $6"
-			       " WHERE project_id = $1 AND period_key = $2"
-			       " RETURNING token_limit, settled, cost_limit, cost_settled",
-			       6, q, &r, err);
+	aw_err e = txn_exec(t,
+			    "UPDATE budget_periods SET reserved = reserved - $3,"
+			    " settled = settled + $4, cost_reserved = cost_reserved - $5,"
+			    " cost_settled = cost_settled + $6"
+			    " WHERE project_id = $1 AND period_key = $2"
+			    " RETURNING token_limit, settled, cost_limit, cost_settled",
+			    6, q, &r, err);
 	if (!e && after && r->nrows) {
-		after->limit = (aw_budget_amount){aw_cell_ll(r, 0, 0), aw_cell_ll(r, 0, 2)};
-		after->settled = (aw_budget_amount){aw_cell_ll(r, 0, 1), aw_cell_ll(r, 0, 3)};
+		after->limit = (aw_budget_amount){cell_ll(r, 0, 0), cell_ll(r, 0, 2)};
+		after->settled = (aw_budget_amount){cell_ll(r, 0, 1), cell_ll(r, 0, 3)};
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -162,20 +162,20 @@ aw_err aw_store_budget_close(aw_txn *t, const char *call_id, const aw_budget_amo
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(call_id)};
-	aw_err e = aw_txn_exec(t,
-			       "DELETE FROM budget_reservations WHERE project_id = $1"
-			       " AND call_id = $2 RETURNING period_key, run_id, tokens, cost",
-			       2, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "DELETE FROM budget_reservations WHERE project_id = $1"
+			    " AND call_id = $2 RETURNING period_key, run_id, tokens, cost",
+			    2, p, &r, err);
 	*found = !e && r->nrows == 1;
 	if (!*found) {
-		aw_rows_free(r);
+		rows_free(r);
 		return e;
 	}
 	char period[16], run_id[64];
-	aw_cell_copy(period, sizeof period, r, 0, 0);
-	aw_cell_copy(run_id, sizeof run_id, r, 0, 1);
-	aw_budget_amount held = {aw_cell_ll(r, 0, 2), aw_cell_ll(r, 0, 3)};
-	aw_rows_free(r);
+	cell_copy(period, sizeof period, r, 0, 0);
+	cell_copy(run_id, sizeof run_id, r, 0, 1);
+	aw_budget_amount held = {cell_ll(r, 0, 2), cell_ll(r, 0, 3)};
+	rows_free(r);
 	/* what the upstream billed, never capped at what was held: the excess
 	 * is settled too, and shows as an "overshoot" line of its own */
 	aw_budget_amount u = used ? *used : held;
@@ -213,14 +213,14 @@ aw_err aw_store_budget_expired(aw_txn *t, const char *now, char (*ids)[64], int 
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(now), AW_INT(max)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT call_id FROM budget_reservations WHERE project_id = $1"
-			       " AND lease_until < $2 ORDER BY lease_until LIMIT $3",
-			       3, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT call_id FROM budget_reservations WHERE project_id = $1"
+			    " AND lease_until < $2 ORDER BY lease_until LIMIT $3",
+			    3, p, &r, err);
 	*n = 0;
 	for (int i = 0; !e && i < r->nrows && i < max; i++)
-		aw_cell_copy(ids[(*n)++], 64, r, i, 0);
-	aw_rows_free(r);
+		cell_copy(ids[(*n)++], 64, r, i, 0);
+	rows_free(r);
 	return e;
 }
 
@@ -228,35 +228,35 @@ aw_err aw_store_budget_open(aw_txn *t, long long *n, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project)};
-	aw_err e = aw_txn_exec(t, "SELECT COUNT(*) FROM budget_reservations WHERE project_id = $1",
-			       1, p, &r, err);
-	*n = !e && r->nrows ? aw_cell_ll(r, 0, 0) : 0;
-	aw_rows_free(r);
+	aw_err e = txn_exec(t, "SELECT COUNT(*) FROM budget_reservations WHERE project_id = $1", 1,
+			    p, &r, err);
+	*n = !e && r->nrows ? cell_ll(r, 0, 0) : 0;
+	rows_free(r);
 	return e;
 }
 
 aw_err aw_store_budget_renew(aw_txn *t, const char *holder, const char *lease_until, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(holder), AW_TEXT(lease_until)};
-	return aw_txn_exec(t,
-			   "UPDATE budget_reservations SET lease_until = $3 WHERE project_id = $1"
-			   " AND holder = $2",
-			   3, p, NULL, err);
+	return txn_exec(t,
+			"UPDATE budget_reservations SET lease_until = $3 WHERE project_id = $1"
+			" AND holder = $2",
+			3, p, NULL, err);
 }
 
 aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT kind, SUM(tokens), SUM(cost) FROM budget_ledger"
-			       " WHERE project_id = $1 AND period_key = $2 GROUP BY kind",
-			       2, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT kind, SUM(tokens), SUM(cost) FROM budget_ledger"
+			    " WHERE project_id = $1 AND period_key = $2 GROUP BY kind",
+			    2, p, &r, err);
 	memset(out, 0, sizeof *out);
 	for (int i = 0; !e && i < r->nrows; i++) {
 		char kind[16];
-		aw_cell_copy(kind, sizeof kind, r, i, 0);
-		aw_budget_amount v = {aw_cell_ll(r, i, 1), aw_cell_ll(r, i, 2)};
+		cell_copy(kind, sizeof kind, r, i, 0);
+		aw_budget_amount v = {cell_ll(r, i, 1), cell_ll(r, i, 2)};
 		if (!strcmp(kind, "reserve"))
 			out->reserve = v;
 		else if (!strcmp(kind, "settle"))
@@ -268,7 +268,7 @@ aw_err aw_store_budget_sums(aw_txn *t, const char *period, aw_budget_sums *out, 
 		else if (!strcmp(kind, "overshoot"))
 			out->overshoot = v;
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -283,7 +283,7 @@ aw_err aw_store_budget_models(aw_txn *t, const char *period, const char *since,
 	/* a call's overshoot line is not another call */
 #define CALLS "SUM(CASE WHEN kind = 'overshoot' THEN 0 ELSE 1 END)"
 	const char *sql =
-		aw_txn_dialect(t) == AW_DIALECT_PG
+		txn_dialect(t) == AW_DIALECT_PG
 			? "SELECT model, SUM(tokens), SUM(cost), " CALLS " FROM budget_ledger"
 			  " WHERE project_id = $1 AND period_key = $2 AND kind IN"
 			  " ('settle', 'reap', 'overshoot') AND at >= $3::timestamptz"
@@ -293,17 +293,17 @@ aw_err aw_store_budget_models(aw_txn *t, const char *period, const char *since,
 			  " ('settle', 'reap', 'overshoot') AND at >= $3"
 			  " GROUP BY model ORDER BY 3 DESC, 2 DESC, 1 LIMIT 256";
 #undef CALLS
-	aw_err e = aw_txn_exec(t, sql, 3, p, &r, err);
-	if (!e && r->nrows && !(*out = calloc((size_t)r->nrows, sizeof **out)))
+	aw_err e = txn_exec(t, sql, 3, p, &r, err);
+	if (!e && r->nrows && !(*out = aw_calloc((size_t)r->nrows, sizeof **out)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < r->nrows; i++) {
 		aw_budget_model *m = &(*out)[(*n)++];
-		aw_cell_copy(m->model, sizeof m->model, r, i, 0);
-		m->tokens = aw_cell_ll(r, i, 1);
-		m->cost = aw_cell_ll(r, i, 2);
-		m->calls = aw_cell_ll(r, i, 3);
+		cell_copy(m->model, sizeof m->model, r, i, 0);
+		m->tokens = cell_ll(r, i, 1);
+		m->cost = cell_ll(r, i, 2);
+		m->calls = cell_ll(r, i, 3);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -315,27 +315,27 @@ aw_err aw_store_budget_history(aw_txn *t, const char *period, const char *run_id
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(period ? period : ""),
 		      AW_TEXT(run_id ? run_id : ""), AW_INT(after), AW_INT(limit)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT seq, period_key, call_id, run_id, kind, tokens, cost, model,"
-			       " at FROM budget_ledger WHERE project_id = $1"
-			       " AND ($2 = '' OR period_key = $2) AND ($3 = '' OR run_id = $3)"
-			       " AND seq > $4 ORDER BY seq LIMIT $5",
-			       5, p, &r, err);
-	if (!e && r->nrows && !(*out = calloc((size_t)r->nrows, sizeof **out)))
+	aw_err e = txn_exec(t,
+			    "SELECT seq, period_key, call_id, run_id, kind, tokens, cost, model,"
+			    " at FROM budget_ledger WHERE project_id = $1"
+			    " AND ($2 = '' OR period_key = $2) AND ($3 = '' OR run_id = $3)"
+			    " AND seq > $4 ORDER BY seq LIMIT $5",
+			    5, p, &r, err);
+	if (!e && r->nrows && !(*out = aw_calloc((size_t)r->nrows, sizeof **out)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; !e && i < r->nrows; i++) {
 		aw_budget_entry *v = &(*out)[(*n)++];
-		v->seq = aw_cell_ll(r, i, 0);
-		aw_cell_copy(v->period_key, sizeof v->period_key, r, i, 1);
-		aw_cell_copy(v->call_id, sizeof v->call_id, r, i, 2);
-		aw_cell_copy(v->run_id, sizeof v->run_id, r, i, 3);
-		aw_cell_copy(v->kind, sizeof v->kind, r, i, 4);
-		v->tokens = aw_cell_ll(r, i, 5);
-		v->cost = aw_cell_ll(r, i, 6);
-		aw_cell_copy(v->model, sizeof v->model, r, i, 7);
-		aw_cell_copy(v->at, sizeof v->at, r, i, 8);
+		v->seq = cell_ll(r, i, 0);
+		cell_copy(v->period_key, sizeof v->period_key, r, i, 1);
+		cell_copy(v->call_id, sizeof v->call_id, r, i, 2);
+		cell_copy(v->run_id, sizeof v->run_id, r, i, 3);
+		cell_copy(v->kind, sizeof v->kind, r, i, 4);
+		v->tokens = cell_ll(r, i, 5);
+		v->cost = cell_ll(r, i, 6);
+		cell_copy(v->model, sizeof v->model, r, i, 7);
+		cell_copy(v->at, sizeof v->at, r, i, 8);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -343,21 +343,21 @@ aw_err aw_store_budget_state_get(aw_txn *t, aw_budget_state *out, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT suspended, reason, since, by_principal, imposed_by"
-			       " FROM budget_state WHERE project_id = $1",
-			       1, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT suspended, reason, since, by_principal, imposed_by"
+			    " FROM budget_state WHERE project_id = $1",
+			    1, p, &r, err);
 	memset(out, 0, sizeof *out);
 	if (!e && r->nrows) {
 		char s[8];
-		aw_cell_copy(s, sizeof s, r, 0, 0);
+		cell_copy(s, sizeof s, r, 0, 0);
 		out->suspended = !strcmp(s, "1") || !strcmp(s, "t") || !strcmp(s, "true");
-		aw_cell_copy(out->reason, sizeof out->reason, r, 0, 1);
-		aw_cell_copy(out->since, sizeof out->since, r, 0, 2);
-		aw_cell_copy(out->by, sizeof out->by, r, 0, 3);
-		aw_cell_copy(out->imposed_by, sizeof out->imposed_by, r, 0, 4);
+		cell_copy(out->reason, sizeof out->reason, r, 0, 1);
+		cell_copy(out->since, sizeof out->since, r, 0, 2);
+		cell_copy(out->by, sizeof out->by, r, 0, 3);
+		cell_copy(out->imposed_by, sizeof out->imposed_by, r, 0, 4);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -367,7 +367,7 @@ aw_err aw_store_budget_state_set(aw_txn *t, const aw_budget_state *st, aw_error 
 		      AW_TEXT(st->reason),     AW_TEXT(st->since),
 		      AW_TEXT(st->by),	       AW_TEXT(st->imposed_by)};
 	const char *sql =
-		aw_txn_dialect(t) == AW_DIALECT_PG
+		txn_dialect(t) == AW_DIALECT_PG
 			? "INSERT INTO budget_state (project_id, suspended, reason, since,"
 			  " by_principal, imposed_by) VALUES ($1, $2::int::boolean, $3, $4, $5, $6)"
 			  " ON CONFLICT (project_id) DO UPDATE SET suspended ="
@@ -380,18 +380,18 @@ aw_err aw_store_budget_state_set(aw_txn *t, const aw_budget_state *st, aw_error 
 			  " excluded.suspended, reason = excluded.reason, since ="
 			  " excluded.since, by_principal = excluded.by_principal,"
 			  " imposed_by = excluded.imposed_by";
-	return aw_txn_exec(t, sql, 6, p, NULL, err);
+	return txn_exec(t, sql, 6, p, NULL, err);
 }
 
 aw_err aw_store_budget_run_state(aw_txn *t, const char *run_id, char state[24], aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id)};
-	aw_err e = aw_txn_exec(t, "SELECT state FROM runs WHERE project_id = $1 AND run_id = $2", 2,
-			       p, &r, err);
+	aw_err e = txn_exec(t, "SELECT state FROM runs WHERE project_id = $1 AND run_id = $2", 2, p,
+			    &r, err);
 	state[0] = '\0';
 	if (!e && r->nrows)
-		aw_cell_copy(state, 24, r, 0, 0);
-	aw_rows_free(r);
+		cell_copy(state, 24, r, 0, 0);
+	rows_free(r);
 	return e;
 }

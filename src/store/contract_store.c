@@ -10,6 +10,8 @@
 
 #include "store_internal.h"
 
+#include "awooop/alloc.h"
+
 void aw_revisions_free(aw_revision *r, int n)
 {
 	if (!r)
@@ -27,22 +29,22 @@ void aw_revisions_free(aw_revision *r, int n)
 static int rev_from_row(aw_revision *v, const aw_rows *r, int i)
 {
 	memset(v, 0, sizeof *v);
-	aw_cell_copy(v->revision_id, sizeof v->revision_id, r, i, 0);
-	aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 1);
-	aw_cell_copy(v->family, sizeof v->family, r, i, 2);
-	aw_cell_copy(v->contract_id, sizeof v->contract_id, r, i, 3);
-	aw_cell_copy(v->state, sizeof v->state, r, i, 4);
-	v->body = strdup(aw_rows_get(r, i, 5) ? aw_rows_get(r, i, 5) : "null");
-	aw_cell_copy(v->body_hash, sizeof v->body_hash, r, i, 6);
-	aw_cell_copy(v->signature, sizeof v->signature, r, i, 7);
-	aw_cell_copy(v->sign_key_id, sizeof v->sign_key_id, r, i, 8);
-	aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 9);
-	aw_cell_copy(v->created_by, sizeof v->created_by, r, i, 10);
-	aw_cell_copy(v->published_at, sizeof v->published_at, r, i, 11);
-	aw_cell_copy(v->published_by, sizeof v->published_by, r, i, 12);
-	aw_cell_copy(v->updated_at, sizeof v->updated_at, r, i, 13);
-	aw_cell_copy(v->rollback_of, sizeof v->rollback_of, r, i, 14);
-	aw_cell_copy(v->rollback_from, sizeof v->rollback_from, r, i, 15);
+	cell_copy(v->revision_id, sizeof v->revision_id, r, i, 0);
+	cell_copy(v->project_id, sizeof v->project_id, r, i, 1);
+	cell_copy(v->family, sizeof v->family, r, i, 2);
+	cell_copy(v->contract_id, sizeof v->contract_id, r, i, 3);
+	cell_copy(v->state, sizeof v->state, r, i, 4);
+	v->body = aw_strdup(rows_get(r, i, 5) ? rows_get(r, i, 5) : "null");
+	cell_copy(v->body_hash, sizeof v->body_hash, r, i, 6);
+	cell_copy(v->signature, sizeof v->signature, r, i, 7);
+	cell_copy(v->sign_key_id, sizeof v->sign_key_id, r, i, 8);
+	cell_copy(v->created_at, sizeof v->created_at, r, i, 9);
+	cell_copy(v->created_by, sizeof v->created_by, r, i, 10);
+	cell_copy(v->published_at, sizeof v->published_at, r, i, 11);
+	cell_copy(v->published_by, sizeof v->published_by, r, i, 12);
+	cell_copy(v->updated_at, sizeof v->updated_at, r, i, 13);
+	cell_copy(v->rollback_of, sizeof v->rollback_of, r, i, 14);
+	cell_copy(v->rollback_from, sizeof v->rollback_from, r, i, 15);
 	return v->body ? 0 : -1;
 }
 
@@ -57,13 +59,12 @@ aw_err aw_store_rev_insert(aw_txn *t, const aw_revision *v, aw_error *err)
 		      AW_TEXT(v->created_by),
 		      AW_TEXT(v->rollback_of[0] ? v->rollback_of : NULL),
 		      AW_TEXT(v->rollback_from[0] ? v->rollback_from : NULL)};
-	return aw_txn_exec(
-		t,
-		"INSERT INTO contract_revisions (revision_id, project_id, family,"
-		" contract_id, state, body, body_hash, created_at, created_by, updated_at,"
-		" rollback_of, rollback_from)"
-		" VALUES ($1, $2, $3, $4, 'draft', $5, '', $6, $7, $6, $8, $9)",
-		9, p, NULL, err);
+	return txn_exec(t,
+			"INSERT INTO contract_revisions (revision_id, project_id, family,"
+			" contract_id, state, body, body_hash, created_at, created_by, updated_at,"
+			" rollback_of, rollback_from)"
+			" VALUES ($1, $2, $3, $4, 'draft', $5, '', $6, $7, $6, $8, $9)",
+			9, p, NULL, err);
 }
 
 aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id, const char *rev,
@@ -71,15 +72,15 @@ aw_err aw_store_rev_get(aw_txn *t, const char *family, const char *contract_id, 
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id), AW_TEXT(rev)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT " REV_COLS " FROM contract_revisions WHERE project_id = $1"
-			       " AND family = $2 AND contract_id = $3 AND revision_id = $4",
-			       4, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT " REV_COLS " FROM contract_revisions WHERE project_id = $1"
+			    " AND family = $2 AND contract_id = $3 AND revision_id = $4",
+			    4, p, &r, err);
 	if (!e && r->nrows == 0)
 		e = aw_fail(err, AW_E_CONTRACT_NOT_FOUND, "no such revision of this contract");
 	if (!e && rev_from_row(out, r, 0))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -88,24 +89,24 @@ aw_err aw_store_rev_list(aw_txn *t, const char *family, const char *contract_id,
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT " REV_COLS " FROM contract_revisions WHERE project_id = $1"
-			       " AND family = $2 AND contract_id = $3 ORDER BY revision_id",
-			       3, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT " REV_COLS " FROM contract_revisions WHERE project_id = $1"
+			    " AND family = $2 AND contract_id = $3 ORDER BY revision_id",
+			    3, p, &r, err);
 	if (e)
 		return e;
-	aw_revision *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_revision *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int ok = arr != NULL;
 	for (int i = 0; ok && i < r->nrows; i++)
 		ok = rev_from_row(&arr[i], r, i) == 0;
 	if (!ok) {
 		aw_revisions_free(arr, r->nrows);
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	*out = arr;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -113,11 +114,11 @@ aw_err aw_store_rev_list(aw_txn *t, const char *family, const char *contract_id,
 static aw_err cas(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_err e = aw_txn_exec(t, sql, n, p, &r, err);
+	aw_err e = txn_exec(t, sql, n, p, &r, err);
 	if (!e && r->affected != 1)
 		e = aw_fail(err, AW_E_CONTRACT_STATE,
 			    "the revision is not in the state this change needs");
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -158,13 +159,13 @@ aw_err aw_store_rev_publish(aw_txn *t, const char *rev, const char *body_hash,
 
 aw_err aw_store_contract_lock(aw_txn *t, const char *family, const char *contract_id, aw_error *err)
 {
-	if (aw_txn_dialect(t) != AW_DIALECT_PG)
+	if (txn_dialect(t) != AW_DIALECT_PG)
 		return AW_OK; /* BEGIN IMMEDIATE already holds the database write lock */
 	char key[256];
 	snprintf(key, sizeof key, "contract/%s/%s/%s", t->ctx.project, family, contract_id);
 	aw_val p[] = {AW_TEXT(key)};
-	return aw_txn_exec(t, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", 1, p, NULL,
-			   err);
+	return txn_exec(t, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", 1, p, NULL,
+			err);
 }
 
 aw_err aw_store_active_get(aw_txn *t, const char *family, const char *contract_id, char *rev_out,
@@ -172,16 +173,16 @@ aw_err aw_store_active_get(aw_txn *t, const char *family, const char *contract_i
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT revision_id FROM active_revisions WHERE project_id = $1"
-			       " AND family = $2 AND contract_id = $3",
-			       3, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT revision_id FROM active_revisions WHERE project_id = $1"
+			    " AND family = $2 AND contract_id = $3",
+			    3, p, &r, err);
 	if (!e) {
 		rev_out[0] = '\0';
 		if (r->nrows)
-			aw_cell_copy(rev_out, AW_UUID_STR_LEN + 1, r, 0, 0);
+			cell_copy(rev_out, AW_UUID_STR_LEN + 1, r, 0, 0);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -194,23 +195,22 @@ aw_err aw_store_active_set(aw_txn *t, const char *family, const char *contract_i
 		      AW_TEXT(rev),
 		      AW_TEXT(now),
 		      AW_TEXT(by)};
-	return aw_txn_exec(
-		t,
-		"INSERT INTO active_revisions (project_id, family, contract_id,"
-		" revision_id, activated_at, activated_by) VALUES ($1, $2, $3, $4, $5, $6)"
-		" ON CONFLICT (project_id, family, contract_id) DO UPDATE SET"
-		" revision_id = excluded.revision_id, activated_at = excluded.activated_at,"
-		" activated_by = excluded.activated_by",
-		6, p, NULL, err);
+	return txn_exec(t,
+			"INSERT INTO active_revisions (project_id, family, contract_id,"
+			" revision_id, activated_at, activated_by) VALUES ($1, $2, $3, $4, $5, $6)"
+			" ON CONFLICT (project_id, family, contract_id) DO UPDATE SET"
+			" revision_id = excluded.revision_id, activated_at = excluded.activated_at,"
+			" activated_by = excluded.activated_by",
+			6, p, NULL, err);
 }
 
 aw_err aw_store_active_clear(aw_txn *t, const char *family, const char *contract_id, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
-	return aw_txn_exec(t,
-			   "DELETE FROM active_revisions WHERE project_id = $1 AND family = $2"
-			   " AND contract_id = $3",
-			   3, p, NULL, err);
+	return txn_exec(t,
+			"DELETE FROM active_revisions WHERE project_id = $1 AND family = $2"
+			" AND contract_id = $3",
+			3, p, NULL, err);
 }
 
 aw_err aw_store_outbox_insert(aw_txn *t, const aw_outbox_event *ev, aw_error *err)
@@ -224,7 +224,7 @@ aw_err aw_store_outbox_insert(aw_txn *t, const aw_outbox_event *ev, aw_error *er
 		      AW_TEXT(ev->new_revision_id),
 		      AW_TEXT(ev->created_at)};
 	const char *sql =
-		aw_txn_dialect(t) == AW_DIALECT_PG
+		txn_dialect(t) == AW_DIALECT_PG
 			? "INSERT INTO contract_outbox (event_id, event_type, project_id,"
 			  " contract_family, contract_id, old_revision_id, new_revision_id, created_at)"
 			  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
@@ -232,25 +232,25 @@ aw_err aw_store_outbox_insert(aw_txn *t, const aw_outbox_event *ev, aw_error *er
 			  " contract_family, contract_id, old_revision_id, new_revision_id, created_at,"
 			  " seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
 			  " (SELECT coalesce(max(seq), 0) + 1 FROM contract_outbox))";
-	return aw_txn_exec(t, sql, 8, p, NULL, err);
+	return txn_exec(t, sql, 8, p, NULL, err);
 }
 
-void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_attempts_col,
-			int delivered_col)
+void outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_attempts_col,
+		     int delivered_col)
 {
 	memset(v, 0, sizeof *v);
-	aw_cell_copy(v->event_id, sizeof v->event_id, r, i, 0);
-	v->seq = aw_cell_ll(r, i, 1);
-	aw_cell_copy(v->event_type, sizeof v->event_type, r, i, 2);
-	aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 3);
-	aw_cell_copy(v->family, sizeof v->family, r, i, 4);
-	aw_cell_copy(v->contract_id, sizeof v->contract_id, r, i, 5);
-	aw_cell_copy(v->old_revision_id, sizeof v->old_revision_id, r, i, 6);
-	aw_cell_copy(v->new_revision_id, sizeof v->new_revision_id, r, i, 7);
-	aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 8);
+	cell_copy(v->event_id, sizeof v->event_id, r, i, 0);
+	v->seq = cell_ll(r, i, 1);
+	cell_copy(v->event_type, sizeof v->event_type, r, i, 2);
+	cell_copy(v->project_id, sizeof v->project_id, r, i, 3);
+	cell_copy(v->family, sizeof v->family, r, i, 4);
+	cell_copy(v->contract_id, sizeof v->contract_id, r, i, 5);
+	cell_copy(v->old_revision_id, sizeof v->old_revision_id, r, i, 6);
+	cell_copy(v->new_revision_id, sizeof v->new_revision_id, r, i, 7);
+	cell_copy(v->created_at, sizeof v->created_at, r, i, 8);
 	if (delivered_col >= 0)
-		aw_cell_copy(v->delivered_at, sizeof v->delivered_at, r, i, delivered_col);
-	v->relay_attempts = (int)aw_cell_ll(r, i, relay_attempts_col);
+		cell_copy(v->delivered_at, sizeof v->delivered_at, r, i, delivered_col);
+	v->relay_attempts = (int)cell_ll(r, i, relay_attempts_col);
 }
 
 aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_id,
@@ -258,8 +258,7 @@ aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
-	aw_err e =
-		aw_txn_exec(t,
+	aw_err e = txn_exec(t,
 			    "SELECT event_id, seq, event_type, project_id, contract_family,"
 			    " contract_id, old_revision_id, new_revision_id, created_at,"
 			    " delivered_at, relay_attempts FROM contract_outbox"
@@ -268,16 +267,16 @@ aw_err aw_store_outbox_list(aw_txn *t, const char *family, const char *contract_
 			    3, p, &r, err);
 	if (e)
 		return e;
-	aw_outbox_event *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_outbox_event *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	if (!arr) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->nrows; i++)
-		aw_outbox_from_row(&arr[i], r, i, 10, 9);
+		outbox_from_row(&arr[i], r, i, 10, 9);
 	*out = arr;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -291,11 +290,11 @@ aw_err aw_store_activation_add(aw_txn *t, const char *family, const char *contra
 		      AW_TEXT(a->previous_revision_id[0] ? a->previous_revision_id : NULL),
 		      AW_TEXT(a->activated_at),
 		      AW_TEXT(a->activated_by)};
-	return aw_txn_exec(t,
-			   "INSERT INTO contract_activations (project_id, family, contract_id,"
-			   " revision_id, previous_revision_id, activated_at, activated_by)"
-			   " VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			   7, p, NULL, err);
+	return txn_exec(t,
+			"INSERT INTO contract_activations (project_id, family, contract_id,"
+			" revision_id, previous_revision_id, activated_at, activated_by)"
+			" VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			7, p, NULL, err);
 }
 
 aw_err aw_store_activations_recent(aw_txn *t, const char *family, const char *contract_id,
@@ -304,8 +303,7 @@ aw_err aw_store_activations_recent(aw_txn *t, const char *family, const char *co
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id),
 		      AW_INT(limit)};
-	aw_err e =
-		aw_txn_exec(t,
+	aw_err e = txn_exec(t,
 			    "SELECT revision_id, previous_revision_id, activated_at, activated_by"
 			    " FROM contract_activations WHERE project_id = $1 AND family = $2"
 			    " AND contract_id = $3 ORDER BY activated_at DESC, revision_id DESC"
@@ -317,17 +315,17 @@ aw_err aw_store_activations_recent(aw_txn *t, const char *family, const char *co
 					  AW_TEXT_FIELD(aw_activation_row, previous_revision_id),
 					  AW_TEXT_FIELD(aw_activation_row, activated_at),
 					  AW_TEXT_FIELD(aw_activation_row, activated_by)};
-	return aw_rows_to_array(r, sizeof **out, f, 4, (void **)out, n, err);
+	return rows_to_array(r, sizeof **out, f, 4, (void **)out, n, err);
 }
 
 aw_err aw_store_approval_insert(aw_txn *t, const char *rev, const aw_approval *a, aw_error *err)
 {
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(rev), AW_TEXT(a->principal),
 		      AW_TEXT(a->approved_at), AW_TEXT(a->expires_at)};
-	aw_err e = aw_txn_exec(t,
-			       "INSERT INTO contract_approvals (project_id, revision_id, principal,"
-			       " approved_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
-			       5, p, NULL, err);
+	aw_err e = txn_exec(t,
+			    "INSERT INTO contract_approvals (project_id, revision_id, principal,"
+			    " approved_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+			    5, p, NULL, err);
 	if (e == AW_E_STORE_CONFLICT)
 		return aw_fail(err, AW_E_CONTRACT_DUP_APPROVAL,
 			       "this principal already approved this revision");
@@ -338,14 +336,14 @@ aw_err aw_store_approval_list(aw_txn *t, const char *rev, aw_approval **out, int
 {
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(t->ctx.project), AW_TEXT(rev)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT principal, approved_at, expires_at FROM contract_approvals"
-			       " WHERE project_id = $1 AND revision_id = $2 ORDER BY approved_at",
-			       2, p, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT principal, approved_at, expires_at FROM contract_approvals"
+			    " WHERE project_id = $1 AND revision_id = $2 ORDER BY approved_at",
+			    2, p, &r, err);
 	if (e)
 		return e;
 	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_approval, principal),
 					  AW_TEXT_FIELD(aw_approval, approved_at),
 					  AW_TEXT_FIELD(aw_approval, expires_at)};
-	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+	return rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }

@@ -22,15 +22,15 @@ typedef struct {
 	int64_t i;
 } aw_val;
 
-static inline aw_val aw_text(const char *s)
+static inline aw_val drv_text(const char *s)
 {
 	return (aw_val){.t = s ? AW_V_TEXT : AW_V_NULL, .s = s};
 }
-#define AW_TEXT(x) aw_text(x)
+#define AW_TEXT(x) drv_text(x)
 
 /* The slot of sql in a driver's statement cache of slots (a power of two):
  * FNV-1a of the text. */
-static inline unsigned aw_sql_slot(const char *sql, unsigned slots)
+static inline unsigned sql_slot(const char *sql, unsigned slots)
 {
 	unsigned h = 2166136261u;
 	for (; *sql; sql++)
@@ -39,15 +39,15 @@ static inline unsigned aw_sql_slot(const char *sql, unsigned slots)
 }
 #define AW_INT(x) ((aw_val){.t = AW_V_INT, .i = (x)})
 
-/* A materialised result; owned by the caller, freed with aw_rows_free. */
+/* A materialised result; owned by the caller, freed with rows_free. */
 typedef struct aw_rows {
 	int nrows, ncols;
 	int64_t affected; /* rows changed by INSERT/UPDATE/DELETE */
 	char **cells;	  /* nrows * ncols; NULL is SQL NULL */
 } aw_rows;
 
-const char *aw_rows_get(const aw_rows *r, int row, int col);
-void aw_rows_free(aw_rows *r);
+const char *rows_get(const aw_rows *r, int row, int col);
+void rows_free(aw_rows *r);
 
 typedef struct aw_conn aw_conn;
 
@@ -82,10 +82,10 @@ typedef struct aw_driver {
 	int (*backend_pid)(aw_conn *c);
 } aw_driver;
 
-extern const aw_driver aw_driver_sqlite;
-extern const aw_driver aw_driver_pg;
+extern const aw_driver driver_sqlite;
+extern const aw_driver driver_pg;
 
 /* Builds rows from a flat cell array; takes ownership of cells. */
-aw_rows *aw_rows_new(int nrows, int ncols, char **cells, int64_t affected);
+aw_rows *rows_new(int nrows, int ncols, char **cells, int64_t affected);
 
 #endif

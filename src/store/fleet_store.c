@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "awooop/alloc.h"
 #include "awooop/store/fleet.h"
 #include "store_internal.h"
 
@@ -19,23 +20,22 @@ aw_err aw_store_fleet_report(aw_txn *t, const aw_fleet_self *me, const aw_fleet_
 			      AW_TEXT(me->started_at),	AW_TEXT(it->revision_id),
 			      AW_TEXT(it->learned_at),	AW_TEXT(now),
 			      AW_INT(me->report_ms)};
-		e = aw_txn_exec(t,
-				"INSERT INTO fleet_serving (project_id, family, contract_id,"
-				" process_id, role, version, started_at, revision_id, learned_at,"
-				" reported_at, report_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-				" $9, $10, $11) ON CONFLICT (project_id, family, contract_id,"
-				" process_id) DO UPDATE SET revision_id = excluded.revision_id,"
-				" learned_at = excluded.learned_at, reported_at ="
-				" excluded.reported_at, report_ms = excluded.report_ms",
-				11, v, NULL, err);
+		e = txn_exec(t,
+			     "INSERT INTO fleet_serving (project_id, family, contract_id,"
+			     " process_id, role, version, started_at, revision_id, learned_at,"
+			     " reported_at, report_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+			     " $9, $10, $11) ON CONFLICT (project_id, family, contract_id,"
+			     " process_id) DO UPDATE SET revision_id = excluded.revision_id,"
+			     " learned_at = excluded.learned_at, reported_at ="
+			     " excluded.reported_at, report_ms = excluded.report_ms",
+			     11, v, NULL, err);
 		aw_val l[] = {v[0], v[1], v[2], v[7], v[3], v[8]};
 		if (!e && it->revision_id[0])
-			e = aw_txn_exec(
-				t,
-				"INSERT INTO fleet_learned (project_id, family, contract_id,"
-				" revision_id, process_id, learned_at) VALUES ($1, $2, $3,"
-				" $4, $5, $6) ON CONFLICT DO NOTHING",
-				6, l, NULL, err);
+			e = txn_exec(t,
+				     "INSERT INTO fleet_learned (project_id, family, contract_id,"
+				     " revision_id, process_id, learned_at) VALUES ($1, $2, $3,"
+				     " $4, $5, $6) ON CONFLICT DO NOTHING",
+				     6, l, NULL, err);
 	}
 	return e;
 }
@@ -43,21 +43,21 @@ aw_err aw_store_fleet_report(aw_txn *t, const aw_fleet_self *me, const aw_fleet_
 aw_err aw_store_fleet_forget(aw_txn *t, const char *process_id, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(process_id)};
-	return aw_txn_exec(t, "DELETE FROM fleet_serving WHERE project_id = $1 AND process_id = $2",
-			   2, v, NULL, err);
+	return txn_exec(t, "DELETE FROM fleet_serving WHERE project_id = $1 AND process_id = $2", 2,
+			v, NULL, err);
 }
 
 aw_err aw_store_fleet_prune(aw_txn *t, const char *reported_before, const char *learned_before,
 			    aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(reported_before), AW_TEXT(learned_before)};
-	aw_err e = aw_txn_exec(
-		t, "DELETE FROM fleet_serving WHERE project_id = $1 AND reported_at < $2", 2, v,
-		NULL, err);
+	aw_err e =
+		txn_exec(t, "DELETE FROM fleet_serving WHERE project_id = $1 AND reported_at < $2",
+			 2, v, NULL, err);
 	if (!e)
-		e = aw_txn_exec(
-			t, "DELETE FROM fleet_learned WHERE project_id = $1 AND learned_at < $2", 2,
-			(aw_val[]){v[0], v[2]}, NULL, err);
+		e = txn_exec(t,
+			     "DELETE FROM fleet_learned WHERE project_id = $1 AND learned_at < $2",
+			     2, (aw_val[]){v[0], v[2]}, NULL, err);
 	return e;
 }
 
@@ -66,32 +66,32 @@ aw_err aw_store_fleet_serving(aw_txn *t, const char *family, const char *contrac
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT process_id, role, version, started_at, report_ms,"
-			       " revision_id, learned_at, reported_at FROM fleet_serving"
-			       " WHERE project_id = $1 AND family = $2 AND contract_id = $3"
-			       " ORDER BY started_at, process_id",
-			       3, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT process_id, role, version, started_at, report_ms,"
+			    " revision_id, learned_at, reported_at FROM fleet_serving"
+			    " WHERE project_id = $1 AND family = $2 AND contract_id = $3"
+			    " ORDER BY started_at, process_id",
+			    3, v, &r, err);
 	if (e)
 		return e;
-	aw_fleet_row *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_fleet_row *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	if (!a) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->nrows; i++) {
-		aw_cell_copy(a[i].p.process_id, sizeof a[i].p.process_id, r, i, 0);
-		aw_cell_copy(a[i].p.role, sizeof a[i].p.role, r, i, 1);
-		aw_cell_copy(a[i].p.version, sizeof a[i].p.version, r, i, 2);
-		aw_cell_copy(a[i].p.started_at, sizeof a[i].p.started_at, r, i, 3);
-		a[i].p.report_ms = (int)aw_cell_ll(r, i, 4);
-		aw_cell_copy(a[i].revision_id, sizeof a[i].revision_id, r, i, 5);
-		aw_cell_copy(a[i].learned_at, sizeof a[i].learned_at, r, i, 6);
-		aw_cell_copy(a[i].reported_at, sizeof a[i].reported_at, r, i, 7);
+		cell_copy(a[i].p.process_id, sizeof a[i].p.process_id, r, i, 0);
+		cell_copy(a[i].p.role, sizeof a[i].p.role, r, i, 1);
+		cell_copy(a[i].p.version, sizeof a[i].p.version, r, i, 2);
+		cell_copy(a[i].p.started_at, sizeof a[i].p.started_at, r, i, 3);
+		a[i].p.report_ms = (int)cell_ll(r, i, 4);
+		cell_copy(a[i].revision_id, sizeof a[i].revision_id, r, i, 5);
+		cell_copy(a[i].learned_at, sizeof a[i].learned_at, r, i, 6);
+		cell_copy(a[i].reported_at, sizeof a[i].reported_at, r, i, 7);
 	}
 	*out = a;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -101,17 +101,17 @@ aw_err aw_store_fleet_learned(aw_txn *t, const char *family, const char *contrac
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(family), AW_TEXT(contract_id),
 		      AW_TEXT(since)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT revision_id, process_id, learned_at FROM fleet_learned"
-			       " WHERE project_id = $1 AND family = $2 AND contract_id = $3"
-			       " AND learned_at >= $4 ORDER BY learned_at",
-			       4, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT revision_id, process_id, learned_at FROM fleet_learned"
+			    " WHERE project_id = $1 AND family = $2 AND contract_id = $3"
+			    " AND learned_at >= $4 ORDER BY learned_at",
+			    4, v, &r, err);
 	if (e)
 		return e;
 	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_fleet_learned, revision_id),
 					  AW_TEXT_FIELD(aw_fleet_learned, process_id),
 					  AW_TEXT_FIELD(aw_fleet_learned, learned_at)};
-	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+	return rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }
 
 aw_err aw_store_fleet_active(aw_store *s, const char *projects_json, aw_fleet_active **out, int *n,
@@ -124,7 +124,7 @@ aw_err aw_store_fleet_active(aw_store *s, const char *projects_json, aw_fleet_ac
 	snprintf(sys.principal, sizeof sys.principal, "fleet");
 	aw_rows *r = NULL;
 	aw_val p[] = {AW_TEXT(projects_json)};
-	aw_err e = aw_store_exec1(
+	aw_err e = store_exec1(
 		s, &sys,
 		s->drv->dialect == AW_DIALECT_PG
 			? "SELECT project_id, family, contract_id, revision_id, activated_at"
@@ -140,5 +140,5 @@ aw_err aw_store_fleet_active(aw_store *s, const char *projects_json, aw_fleet_ac
 					  AW_TEXT_FIELD(aw_fleet_active, contract_id),
 					  AW_TEXT_FIELD(aw_fleet_active, revision_id),
 					  AW_TEXT_FIELD(aw_fleet_active, activated_at)};
-	return aw_rows_to_array(r, sizeof **out, f, 5, (void **)out, n, err);
+	return rows_to_array(r, sizeof **out, f, 5, (void **)out, n, err);
 }

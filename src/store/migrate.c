@@ -36,15 +36,15 @@ static int role_name_ok(const char *r)
 int aw_store_schema_target(const aw_store *s)
 {
 	int pg = s->drv->dialect == AW_DIALECT_PG;
-	const aw_migration *list = pg ? aw_migrations_pg : aw_migrations_sqlite;
-	int count = pg ? aw_migrations_pg_count : aw_migrations_sqlite_count;
+	const aw_migration *list = pg ? migrations_pg : migrations_sqlite;
+	int count = pg ? migrations_pg_count : migrations_sqlite_count;
 	return count ? list[count - 1].version : 0;
 }
 
 static int recorded(const aw_rows *r, int version)
 {
 	for (int i = 0; r && i < r->nrows; i++)
-		if ((int)aw_cell_ll(r, i, 0) == version)
+		if ((int)cell_ll(r, i, 0) == version)
 			return 1;
 	return 0;
 }
@@ -56,8 +56,8 @@ static void schema_state(const aw_rows *r, const aw_migration *list, int count, 
 {
 	*newest = *missing = 0;
 	for (int i = 0; r && i < r->nrows; i++)
-		if ((int)aw_cell_ll(r, i, 0) > *newest)
-			*newest = (int)aw_cell_ll(r, i, 0);
+		if ((int)cell_ll(r, i, 0) > *newest)
+			*newest = (int)cell_ll(r, i, 0);
 	for (int i = 0; i < count; i++)
 		*missing += !recorded(r, list[i].version);
 }
@@ -86,10 +86,10 @@ static aw_err pg_roles(aw_store *s, aw_conn *c, const char *app, aw_error *err)
 	aw_val p[] = {AW_TEXT(app)};
 	e = s->drv->exec(c, "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1", 1,
 			 p, &r, err);
-	if (!e && strcmp(aw_rows_get(r, 0, 0) ? aw_rows_get(r, 0, 0) : "t", "f") != 0)
+	if (!e && strcmp(rows_get(r, 0, 0) ? rows_get(r, 0, 0) : "t", "f") != 0)
 		e = aw_fail(err, AW_E_MIGRATE_ROLE,
 			    "application role %s is superuser or has BYPASSRLS; refusing", app);
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -110,8 +110,8 @@ static aw_err pg_grants(aw_store *s, aw_conn *c, const char *app, aw_error *err)
 aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 {
 	int pg = s->drv->dialect == AW_DIALECT_PG;
-	const aw_migration *list = pg ? aw_migrations_pg : aw_migrations_sqlite;
-	int count = pg ? aw_migrations_pg_count : aw_migrations_sqlite_count;
+	const aw_migration *list = pg ? migrations_pg : migrations_sqlite;
+	int count = pg ? migrations_pg_count : migrations_sqlite_count;
 	const char *app = app_role && *app_role ? app_role : "awooop_app";
 	if (pg && !role_name_ok(app))
 		return aw_fail(err, AW_E_CONFIG, "--app-role must match [a-z_][a-z0-9_]{0,62}");
@@ -119,7 +119,7 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
 	aw_conn *c = NULL;
-	aw_err e = aw_store_acquire(s, &sys, &c, NULL, err);
+	aw_err e = store_acquire(s, &sys, &c, NULL, err);
 	if (e)
 		return e;
 	e = s->drv->script(c,
@@ -143,13 +143,13 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 		goto rollback;
 	aw_rows *have = NULL;
 	if ((e = s->drv->exec(c, "SELECT version FROM schema_migrations", 0, NULL, &have, err))) {
-		aw_rows_free(have);
+		rows_free(have);
 		goto rollback;
 	}
 	int newest = 0, missing = 0, target = aw_store_schema_target(s);
 	schema_state(have, list, count, &newest, &missing);
 	if (newest > target) {
-		aw_rows_free(have);
+		rows_free(have);
 		e = aw_fail(err, AW_E_STORE_SCHEMA,
 			    "schema version %d is newer than this binary (%d)", newest, target);
 		goto rollback;
@@ -172,7 +172,7 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 		aw_log(AW_LOG_INFO, &sys, "migration applied", "backend", s->drv->name, "migration",
 		       list[i].name, NULL);
 	}
-	aw_rows_free(have);
+	rows_free(have);
 	if (e)
 		goto rollback;
 	if (pg && (e = pg_grants(s, c, app, err)))
@@ -182,7 +182,7 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 rollback:
 	s->drv->script(c, "ROLLBACK", NULL);
 out:
-	aw_store_release(s, c, -1);
+	store_release(s, c, -1);
 	return e;
 }
 
@@ -191,18 +191,17 @@ aw_err aw_store_check_schema(aw_store *s, aw_error *err)
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
 	aw_rows *r = NULL;
-	aw_err e =
-		aw_store_exec1(s, &sys, "SELECT version FROM schema_migrations", 0, NULL, &r, err);
+	aw_err e = store_exec1(s, &sys, "SELECT version FROM schema_migrations", 0, NULL, &r, err);
 	if (e) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_STORE_SCHEMA,
 			       "store has no awooop schema; run `awooop migrate --db URL`");
 	}
 	int pg = s->drv->dialect == AW_DIALECT_PG;
 	int newest = 0, missing = 0, want = aw_store_schema_target(s);
-	schema_state(r, pg ? aw_migrations_pg : aw_migrations_sqlite,
-		     pg ? aw_migrations_pg_count : aw_migrations_sqlite_count, &newest, &missing);
-	aw_rows_free(r);
+	schema_state(r, pg ? migrations_pg : migrations_sqlite,
+		     pg ? migrations_pg_count : migrations_sqlite_count, &newest, &missing);
+	rows_free(r);
 	if (newest != want || missing)
 		return aw_fail(err, AW_E_STORE_SCHEMA,
 			       "store schema is at version %d (%d of this binary's migrations not "

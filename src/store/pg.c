@@ -15,12 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "driver.h"
 
 #define TIMESTAMPTZOID 1184
 
-/* A statement whose result nobody waits for (aw_txn_defer): sent with the
+/* A statement whose result nobody waits for (txn_defer): sent with the
  * next statement that is waited for, or with COMMIT, in one pipeline. */
 typedef struct {
 	char *sql;
@@ -121,7 +122,7 @@ static void quiet_notice(void *arg, const char *msg)
 
 static aw_err pg_connect(const char *url, aw_conn **out, aw_error *err)
 {
-	aw_conn *c = calloc(1, sizeof *c);
+	aw_conn *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	c->pg = PQconnectdb(url);
@@ -178,8 +179,8 @@ static char *norm_ts(const char *v)
 {
 	size_t n = strlen(v);
 	if (n < 19)
-		return strdup(v);
-	char *o = malloc(25);
+		return aw_strdup(v);
+	char *o = aw_malloc(25);
 	if (!o)
 		return NULL;
 	memcpy(o, v, 19);
@@ -204,7 +205,7 @@ static aw_err rows_from(PGconn *pg, PGresult *res, aw_rows **out, aw_error *err)
 	int nrows = PQntuples(res), ncols = PQnfields(res);
 	const char *aff = PQcmdTuples(res);
 	size_t total = (size_t)nrows * (size_t)ncols, ncells = 0;
-	char **cells = calloc(total ? total : 1, sizeof *cells);
+	char **cells = aw_calloc(total ? total : 1, sizeof *cells);
 	aw_err e = AW_OK;
 	if (!cells)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -214,15 +215,14 @@ static aw_err rows_from(PGconn *pg, PGresult *res, aw_rows **out, aw_error *err)
 				continue;
 			const char *v = PQgetvalue(res, r, col);
 			cells[ncells] =
-				PQftype(res, col) == TIMESTAMPTZOID ? norm_ts(v) : strdup(v);
+				PQftype(res, col) == TIMESTAMPTZOID ? norm_ts(v) : aw_strdup(v);
 			if (!cells[ncells]) {
 				e = aw_fail(err, AW_E_NOMEM, "out of memory");
 				break;
 			}
 		}
 	}
-	if (!e &&
-	    !(*out = aw_rows_new(nrows, ncols, cells, aff && *aff ? strtoll(aff, NULL, 10) : 0)))
+	if (!e && !(*out = rows_new(nrows, ncols, cells, aff && *aff ? strtoll(aff, NULL, 10) : 0)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (e) {
 		for (size_t i = 0; i < total; i++)
@@ -267,9 +267,9 @@ static void clear_pending(aw_conn *c)
 static int send_prepared(aw_conn *c, const char *sql, int n, const char *const *vals, int *sent)
 {
 	PGconn *pg = c->pg;
-	unsigned i = aw_sql_slot(sql, PREP_CACHE);
+	unsigned i = sql_slot(sql, PREP_CACHE);
 	if (!c->prep[i].sql || strcmp(c->prep[i].sql, sql)) {
-		char *copy = strdup(sql);
+		char *copy = aw_strdup(sql);
 		if (!copy) { /* unprepared, then */
 			*sent += 1;
 			return PQsendQueryParams(pg, sql, n, NULL, vals, NULL, NULL, 0);
@@ -381,7 +381,7 @@ static aw_err pipeline(aw_conn *c, const char *sql, int n, const char *const *va
 					      err);
 				if (!e && k < nsinks)
 					sinks[k].sink(r, sinks[k].arg);
-				aw_rows_free(r);
+				rows_free(r);
 			}
 			PQclear(res);
 		}
@@ -405,8 +405,8 @@ static aw_err pg_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 	char sbuf[16][24], (*numbuf)[24] = sbuf;
 	const char *svals[16] = {0}, **vals = svals;
 	if (n > 16) {
-		numbuf = malloc(sizeof *numbuf * (size_t)n);
-		vals = malloc(sizeof *vals * (size_t)n);
+		numbuf = aw_malloc(sizeof *numbuf * (size_t)n);
+		vals = aw_malloc(sizeof *vals * (size_t)n);
 		if (!numbuf || !vals) {
 			free(numbuf);
 			free(vals);
@@ -456,7 +456,7 @@ static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p,
 	}
 	if (c->nq == c->capq) {
 		int cap = c->capq ? c->capq * 2 : 8;
-		deferred *q = realloc(c->q, sizeof *q * (size_t)cap);
+		deferred *q = aw_realloc(c->q, sizeof *q * (size_t)cap);
 		if (!q)
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		c->q = q;
@@ -466,8 +466,8 @@ static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p,
 	d->n = n;
 	d->sink = sink;
 	d->arg = arg;
-	d->sql = strdup(sql);
-	d->vals = calloc((size_t)n + 1, sizeof *d->vals);
+	d->sql = aw_strdup(sql);
+	d->vals = aw_calloc((size_t)n + 1, sizeof *d->vals);
 	int bad = !d->sql || !d->vals;
 	for (int i = 0; !bad && i < n; i++) {
 		char num[24];
@@ -475,7 +475,7 @@ static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p,
 			continue;
 		if (p[i].t == AW_V_INT)
 			snprintf(num, sizeof num, "%lld", (long long)p[i].i);
-		bad |= !(d->vals[i] = strdup(p[i].t == AW_V_INT ? num : p[i].s));
+		bad |= !(d->vals[i] = aw_strdup(p[i].t == AW_V_INT ? num : p[i].s));
 	}
 	if (bad) {
 		for (int i = 0; d->vals && i < n; i++)
@@ -542,7 +542,7 @@ static int pg_backend_pid(aw_conn *c)
 	return PQbackendPID(c->pg);
 }
 
-const aw_driver aw_driver_pg = {
+const aw_driver driver_pg = {
 	.listen = pg_listen,
 	.wait = pg_wait,
 	.backend_pid = pg_backend_pid,

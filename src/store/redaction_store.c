@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/store/redaction.h"
 #include "store_internal.h"
 
@@ -15,23 +16,23 @@ aw_err aw_store_redaction_get(aw_txn *t, aw_redaction_row *out, aw_error *err)
 	memset(out, 0, sizeof *out);
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT version, patterns, updated_at, updated_by"
-			       " FROM redaction_patterns WHERE project_id = $1",
-			       1, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT version, patterns, updated_at, updated_by"
+			    " FROM redaction_patterns WHERE project_id = $1",
+			    1, v, &r, err);
 	if (e)
 		return e;
 	if (r->nrows == 1) {
-		out->version = aw_cell_ll(r, 0, 0);
-		const char *p = aw_rows_get(r, 0, 1);
-		if (!(out->patterns = strdup(p ? p : "[]"))) {
-			aw_rows_free(r);
+		out->version = cell_ll(r, 0, 0);
+		const char *p = rows_get(r, 0, 1);
+		if (!(out->patterns = aw_strdup(p ? p : "[]"))) {
+			rows_free(r);
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		}
-		aw_cell_copy(out->updated_at, sizeof out->updated_at, r, 0, 2);
-		aw_cell_copy(out->updated_by, sizeof out->updated_by, r, 0, 3);
+		cell_copy(out->updated_at, sizeof out->updated_at, r, 0, 2);
+		cell_copy(out->updated_by, sizeof out->updated_by, r, 0, 3);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -42,22 +43,22 @@ aw_err aw_store_redaction_put(aw_txn *t, const char *patterns, const char *when,
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(patterns), AW_TEXT(when), AW_TEXT(by)};
 	/* the row lock of the upsert orders concurrent writers: each gets its
 	   own version */
-	aw_err e = aw_txn_exec(t,
-			       "INSERT INTO redaction_patterns (project_id, version, patterns,"
-			       " updated_at, updated_by) VALUES ($1, 1, $2, $3, $4)"
-			       " ON CONFLICT (project_id) DO UPDATE SET"
-			       " version = redaction_patterns.version + 1,"
-			       " patterns = excluded.patterns, updated_at = excluded.updated_at,"
-			       " updated_by = excluded.updated_by"
-			       " RETURNING version",
-			       4, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "INSERT INTO redaction_patterns (project_id, version, patterns,"
+			    " updated_at, updated_by) VALUES ($1, 1, $2, $3, $4)"
+			    " ON CONFLICT (project_id) DO UPDATE SET"
+			    " version = redaction_patterns.version + 1,"
+			    " patterns = excluded.patterns, updated_at = excluded.updated_at,"
+			    " updated_by = excluded.updated_by"
+			    " RETURNING version",
+			    4, v, &r, err);
 	if (e)
 		return e;
 	if (r->nrows != 1)
 		e = aw_fail(err, AW_E_INTERNAL, "the pattern list was not written");
 	else
-		*version = aw_cell_ll(r, 0, 0);
-	aw_rows_free(r);
+		*version = cell_ll(r, 0, 0);
+	rows_free(r);
 	return e;
 }
 
@@ -71,20 +72,20 @@ aw_err aw_store_platform_redaction_versions(aw_store *s, const aw_ctx *ctx,
 				  ? "SELECT project_id, version FROM platform_redaction_versions()"
 				  : "SELECT project_id, version FROM redaction_patterns"
 				    " ORDER BY project_id";
-	aw_err e = aw_store_exec1(s, ctx, sql, 0, NULL, &r, err);
+	aw_err e = store_exec1(s, ctx, sql, 0, NULL, &r, err);
 	if (e)
 		return e;
-	aw_redaction_version *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_redaction_version *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	if (!arr) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->nrows; i++) {
-		aw_cell_copy(arr[i].project_id, sizeof arr[i].project_id, r, i, 0);
-		arr[i].version = aw_cell_ll(r, i, 1);
+		cell_copy(arr[i].project_id, sizeof arr[i].project_id, r, i, 0);
+		arr[i].version = cell_ll(r, i, 1);
 	}
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	*out = arr;
 	return AW_OK;
 }

@@ -5,9 +5,11 @@
 
 #include "driver.h"
 
-aw_rows *aw_rows_new(int nrows, int ncols, char **cells, int64_t affected)
+#include "awooop/alloc.h"
+
+aw_rows *rows_new(int nrows, int ncols, char **cells, int64_t affected)
 {
-	aw_rows *r = calloc(1, sizeof *r);
+	aw_rows *r = aw_calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
 	r->nrows = nrows;
@@ -17,14 +19,14 @@ aw_rows *aw_rows_new(int nrows, int ncols, char **cells, int64_t affected)
 	return r;
 }
 
-const char *aw_rows_get(const aw_rows *r, int row, int col)
+const char *rows_get(const aw_rows *r, int row, int col)
 {
 	if (!r || row < 0 || row >= r->nrows || col < 0 || col >= r->ncols)
 		return NULL;
 	return r->cells[(size_t)row * (size_t)r->ncols + (size_t)col];
 }
 
-void aw_rows_free(aw_rows *r)
+void rows_free(aw_rows *r)
 {
 	if (!r)
 		return;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "store_internal.h"
 
@@ -60,57 +61,57 @@ void aw_run_claims_free(aw_run_claim *c, int n)
 
 static char *dup_cell(const aw_rows *r, int row, int col)
 {
-	const char *v = aw_rows_get(r, row, col);
-	return v ? strdup(v) : NULL;
+	const char *v = rows_get(r, row, col);
+	return v ? aw_strdup(v) : NULL;
 }
 
 static int int_cell(const aw_rows *r, int row, int col)
 {
-	return (int)aw_cell_ll(r, row, col);
+	return (int)cell_ll(r, row, col);
 }
 
 /* A boolean cell: PostgreSQL's t/f, SQLite's 1/0. */
 static int bool_cell(const aw_rows *r, int row, int col)
 {
-	const char *v = aw_rows_get(r, row, col);
+	const char *v = rows_get(r, row, col);
 	return v && (*v == 't' || *v == '1');
 }
 
 static int run_from_row(aw_run *v, const aw_rows *r, int i)
 {
-	aw_cell_copy(v->project_id, sizeof v->project_id, r, i, 0);
-	aw_cell_copy(v->run_id, sizeof v->run_id, r, i, 1);
-	aw_cell_copy(v->state, sizeof v->state, r, i, 2);
-	aw_cell_copy(v->mode, sizeof v->mode, r, i, 3);
+	cell_copy(v->project_id, sizeof v->project_id, r, i, 0);
+	cell_copy(v->run_id, sizeof v->run_id, r, i, 1);
+	cell_copy(v->state, sizeof v->state, r, i, 2);
+	cell_copy(v->mode, sizeof v->mode, r, i, 3);
 	v->workflow = dup_cell(r, i, 4);
 	v->input = dup_cell(r, i, 5);
 	v->priority = int_cell(r, i, 6);
 	v->attempts = int_cell(r, i, 7);
 	v->max_attempts = int_cell(r, i, 8);
 	v->timeout_s = int_cell(r, i, 9);
-	aw_cell_copy(v->trace_id, sizeof v->trace_id, r, i, 10);
-	aw_cell_copy(v->lease_owner, sizeof v->lease_owner, r, i, 11);
-	aw_cell_copy(v->lease_expires_at, sizeof v->lease_expires_at, r, i, 12);
-	aw_cell_copy(v->run_after, sizeof v->run_after, r, i, 13);
-	aw_cell_copy(v->error_code, sizeof v->error_code, r, i, 14);
-	aw_cell_copy(v->created_at, sizeof v->created_at, r, i, 15);
-	aw_cell_copy(v->updated_at, sizeof v->updated_at, r, i, 16);
-	aw_cell_copy(v->started_at, sizeof v->started_at, r, i, 17);
-	aw_cell_copy(v->finished_at, sizeof v->finished_at, r, i, 18);
-	aw_cell_copy(v->queue, sizeof v->queue, r, i, 19);
-	return v->workflow && (v->input || !aw_rows_get(r, i, 5)) ? 0 : -1;
+	cell_copy(v->trace_id, sizeof v->trace_id, r, i, 10);
+	cell_copy(v->lease_owner, sizeof v->lease_owner, r, i, 11);
+	cell_copy(v->lease_expires_at, sizeof v->lease_expires_at, r, i, 12);
+	cell_copy(v->run_after, sizeof v->run_after, r, i, 13);
+	cell_copy(v->error_code, sizeof v->error_code, r, i, 14);
+	cell_copy(v->created_at, sizeof v->created_at, r, i, 15);
+	cell_copy(v->updated_at, sizeof v->updated_at, r, i, 16);
+	cell_copy(v->started_at, sizeof v->started_at, r, i, 17);
+	cell_copy(v->finished_at, sizeof v->finished_at, r, i, 18);
+	cell_copy(v->queue, sizeof v->queue, r, i, 19);
+	return v->workflow && (v->input || !rows_get(r, i, 5)) ? 0 : -1;
 }
 
 /* Runs head "($k, ...)" tail with the n ids as the list after the nfixed
  * parameters that head refers to as $1..$nfixed; with out NULL the statement
- * is deferred (aw_txn_defer: on PostgreSQL, sent with the next one). */
+ * is deferred (txn_defer: on PostgreSQL, sent with the next one). */
 static aw_err exec_in(aw_txn *t, const char *head, const aw_val *fixed, int nfixed,
 		      char (*ids)[AW_UUID_STR_LEN + 1], int n, const char *tail, aw_rows **out,
 		      aw_error *err)
 {
 	size_t cap = strlen(head) + strlen(tail) + 8 + (size_t)n * 8;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (size_t)(nfixed + n));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (size_t)(nfixed + n));
 	aw_err e;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -119,10 +120,10 @@ static aw_err exec_in(aw_txn *t, const char *head, const aw_val *fixed, int nfix
 		for (int i = 0; i < n; i++)
 			v[nfixed + i] = AW_TEXT(ids[i]);
 		int o = snprintf(sql, cap, "%s (", head);
-		aw_sql_params(sql, cap, &o, nfixed + 1, n);
+		sql_params(sql, cap, &o, nfixed + 1, n);
 		snprintf(sql + o, cap - (size_t)o, ")%s", tail);
-		e = out ? aw_txn_exec(t, sql, nfixed + n, v, out, err)
-			: aw_txn_defer(t, sql, nfixed + n, v, err);
+		e = out ? txn_exec(t, sql, nfixed + n, v, out, err)
+			: txn_defer(t, sql, nfixed + n, v, err);
 	}
 	free(sql);
 	free(v);
@@ -135,13 +136,13 @@ static void mark_listed(const aw_rows *r, char (*ids)[AW_UUID_STR_LEN + 1], int 
 	for (int i = 0; i < n; i++) {
 		flag[i] = 0;
 		for (int k = 0; k < r->nrows && !flag[i]; k++)
-			flag[i] = strcmp(aw_rows_get(r, k, 0), ids[i]) == 0;
+			flag[i] = strcmp(rows_get(r, k, 0), ids[i]) == 0;
 	}
 }
 
 static void claimed_sink(const aw_rows *r, void *arg)
 {
-	*(int *)arg = r && r->nrows == 1 && strcmp(aw_rows_get(r, 0, 0), "claimed") == 0;
+	*(int *)arg = r && r->nrows == 1 && strcmp(rows_get(r, 0, 0), "claimed") == 0;
 }
 
 /* The insert of a handed-off run: claimed, unless its queue has a limit
@@ -175,21 +176,20 @@ aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int idle_only, int *claim
 		      AW_TEXT(r->lease_owner[0] ? r->lease_owner : r->state),
 		      AW_TEXT(r->lease_expires_at)};
 	if (r->lease_owner[0]) {
-		int pg = aw_txn_dialect(t) == AW_DIALECT_PG;
+		int pg = txn_dialect(t) == AW_DIALECT_PG;
 		const char *sql = idle_only ? pg ? INSERT_HANDOFF(PG_EXPIRES, BUSY)
 						 : INSERT_HANDOFF("$14", BUSY)
 				  : pg ? INSERT_HANDOFF(PG_EXPIRES, "")
 					    : INSERT_HANDOFF("$14", "");
 		*claimed = 0;
-		return aw_txn_defer_rows(t, sql, 14, v, claimed_sink, claimed, err);
+		return txn_defer_rows(t, sql, 14, v, claimed_sink, claimed, err);
 	}
-	return aw_txn_defer(
-		t,
-		"INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
-		" priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
-		" created_at, updated_at, queue)"
-		" VALUES ($1, $2, $13, $3, $4, $5, $6, 0, $7, $8, $9, $10, $11, $11, $12)",
-		13, v, err);
+	return txn_defer(t,
+			 "INSERT INTO runs (project_id, run_id, state, mode, workflow, input,"
+			 " priority, attempts, max_attempts, timeout_s, trace_id, run_after,"
+			 " created_at, updated_at, queue)"
+			 " VALUES ($1, $2, $13, $3, $4, $5, $6, 0, $7, $8, $9, $10, $11, $11, $12)",
+			 13, v, err);
 }
 
 #define RUN_PARAMS 15
@@ -198,8 +198,8 @@ aw_err aw_store_run_insert(aw_txn *t, const aw_run *r, int idle_only, int *claim
 aw_err aw_store_run_insert_many(aw_txn *t, const aw_run *const *runs, int n, aw_error *err)
 {
 	size_t cap = 512 + RUN_CHUNK * (RUN_PARAMS * 8 + 4);
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * RUN_CHUNK * RUN_PARAMS);
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * RUN_CHUNK * RUN_PARAMS);
 	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int base = 0; base < n && !e; base += RUN_CHUNK) {
 		int k = n - base < RUN_CHUNK ? n - base : RUN_CHUNK;
@@ -227,10 +227,10 @@ aw_err aw_store_run_insert_many(aw_txn *t, const aw_run *const *runs, int n, aw_
 			p[13] = AW_TEXT(r->created_at);
 			p[14] = AW_TEXT(r->queue[0] ? r->queue : "default");
 			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
-			aw_sql_params(sql, cap, &o, i * RUN_PARAMS + 1, RUN_PARAMS);
+			sql_params(sql, cap, &o, i * RUN_PARAMS + 1, RUN_PARAMS);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
 		}
-		e = aw_txn_defer(t, sql, k * RUN_PARAMS, v, err);
+		e = txn_defer(t, sql, k * RUN_PARAMS, v, err);
 	}
 	free(sql);
 	free(v);
@@ -241,17 +241,17 @@ aw_err aw_store_queue_get(aw_txn *t, const char *name, int *found, int *count, a
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT (SELECT count(*) FROM run_queues WHERE project_id = $1"
-			       " AND name = $2), (SELECT count(*) FROM run_queues"
-			       " WHERE project_id = $1)",
-			       2, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT (SELECT count(*) FROM run_queues WHERE project_id = $1"
+			    " AND name = $2), (SELECT count(*) FROM run_queues"
+			    " WHERE project_id = $1)",
+			    2, v, &r, err);
 	if (!e) {
 		*found = int_cell(r, 0, 0);
 		if (count)
 			*count = int_cell(r, 0, 1);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -261,19 +261,19 @@ aw_err aw_store_queue_put(aw_txn *t, const char *name, int concurrency, const ch
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name),
 		      concurrency > 0 ? AW_INT(concurrency) : AW_TEXT(NULL), AW_TEXT(now),
 		      AW_TEXT(by)};
-	return aw_txn_exec(t,
-			   "INSERT INTO run_queues (project_id, name, concurrency, updated_at,"
-			   " updated_by) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id, name)"
-			   " DO UPDATE SET concurrency = excluded.concurrency,"
-			   " updated_at = excluded.updated_at, updated_by = excluded.updated_by",
-			   5, v, NULL, err);
+	return txn_exec(t,
+			"INSERT INTO run_queues (project_id, name, concurrency, updated_at,"
+			" updated_by) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id, name)"
+			" DO UPDATE SET concurrency = excluded.concurrency,"
+			" updated_at = excluded.updated_at, updated_by = excluded.updated_by",
+			5, v, NULL, err);
 }
 
 aw_err aw_store_queue_list(aw_txn *t, aw_run_queue **out, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
-	aw_err e = aw_txn_exec(
+	aw_err e = txn_exec(
 		t,
 		"SELECT q.name, q.concurrency, (SELECT count(*) FROM runs r WHERE r.project_id = $1"
 		" AND r.queue = q.name AND r.state IN ('queued', 'retry_wait')),"
@@ -286,22 +286,22 @@ aw_err aw_store_queue_list(aw_txn *t, aw_run_queue **out, int *n, aw_error *err)
 		1, v, &r, err);
 	if (e)
 		return e;
-	aw_run_queue *q = calloc((size_t)r->nrows + 1, sizeof *q);
+	aw_run_queue *q = aw_calloc((size_t)r->nrows + 1, sizeof *q);
 	if (!q) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->nrows; i++) {
-		aw_cell_copy(q[i].name, sizeof q[i].name, r, i, 0);
-		q[i].concurrency = aw_rows_get(r, i, 1) ? int_cell(r, i, 1) : 0;
-		q[i].queued = aw_cell_ll(r, i, 2);
-		q[i].running = aw_cell_ll(r, i, 3);
-		aw_cell_copy(q[i].updated_at, sizeof q[i].updated_at, r, i, 4);
-		aw_cell_copy(q[i].updated_by, sizeof q[i].updated_by, r, i, 5);
+		cell_copy(q[i].name, sizeof q[i].name, r, i, 0);
+		q[i].concurrency = rows_get(r, i, 1) ? int_cell(r, i, 1) : 0;
+		q[i].queued = cell_ll(r, i, 2);
+		q[i].running = cell_ll(r, i, 3);
+		cell_copy(q[i].updated_at, sizeof q[i].updated_at, r, i, 4);
+		cell_copy(q[i].updated_by, sizeof q[i].updated_by, r, i, 5);
 	}
 	*out = q;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -309,9 +309,9 @@ aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *er
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id)};
-	aw_err e = aw_txn_exec(
-		t, "SELECT " RUN_COLS " FROM runs WHERE project_id = $1 AND run_id = $2", 2, v, &r,
-		err);
+	aw_err e =
+		txn_exec(t, "SELECT " RUN_COLS " FROM runs WHERE project_id = $1 AND run_id = $2",
+			 2, v, &r, err);
 	if (e)
 		return e;
 	memset(out, 0, sizeof *out);
@@ -321,7 +321,7 @@ aw_err aw_store_run_get(aw_txn *t, const char *run_id, aw_run *out, aw_error *er
 		aw_run_free(out);
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -343,21 +343,21 @@ aw_err aw_store_run_list(aw_txn *t, const char *state, const char *before, int l
 	}
 	snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY run_id DESC LIMIT $2");
 	aw_rows *r = NULL;
-	aw_err e = aw_txn_exec(t, sql, np, v, &r, err);
+	aw_err e = txn_exec(t, sql, np, v, &r, err);
 	if (e)
 		return e;
-	aw_run *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_run *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++)
 		bad |= run_from_row(&arr[i], r, i);
 	if (bad) {
 		aw_runs_free(arr, arr ? r->nrows : 0);
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	*out = arr;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -441,7 +441,7 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 		}
 		v[np++] = AW_TEXT(aw_buf_str(&last));
 		o += snprintf(sql + o, cap - (size_t)o,
-			      aw_txn_dialect(t) == AW_DIALECT_PG
+			      txn_dialect(t) == AW_DIALECT_PG
 				      ? ", last_step = $%d::jsonb -> CAST(run_id AS text)"
 				      : ", last_step = json_extract($%d, '$.\"' || run_id || '\"')",
 			      np);
@@ -457,7 +457,7 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 	}
 	snprintf(sql + o, cap - (size_t)o, " AND run_id IN");
 	aw_err e;
-	if (c->locked && aw_txn_dialect(t) == AW_DIALECT_PG) {
+	if (c->locked && txn_dialect(t) == AW_DIALECT_PG) {
 		/* sent with what follows; a run that did not move fails the
 		 * statement, and with it the transaction (the CASE's text is
 		 * cast at run time only: the aggregate is not a constant) */
@@ -475,7 +475,7 @@ static aw_err cas(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, const char
 		e = exec_in(t, sql, v, np, ids, n, " RETURNING run_id", &r, err);
 		if (!e)
 			mark_listed(r, ids, n, ok);
-		aw_rows_free(r);
+		rows_free(r);
 	}
 	aw_buf_free(&last);
 	return e;
@@ -509,12 +509,12 @@ aw_err aw_store_run_lock_held(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n
 	aw_err e = exec_in(t,
 			   "SELECT run_id FROM runs WHERE project_id = $1 AND lease_owner = $2"
 			   " AND state = $3 AND run_id IN",
-			   v, 3, ids, n, aw_txn_dialect(t) == AW_DIALECT_PG ? " FOR UPDATE" : "",
-			   &r, err);
+			   v, 3, ids, n, txn_dialect(t) == AW_DIALECT_PG ? " FOR UPDATE" : "", &r,
+			   err);
 	if (e)
 		return e;
 	mark_listed(r, ids, n, held);
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -532,31 +532,31 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 		1, ids, n, " ORDER BY run_id, step_no", &r, err);
 	if (e)
 		return e;
-	aw_run_step *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_run_step *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++) {
 		aw_run_step *s = &arr[i];
-		aw_cell_copy(s->run_id, sizeof s->run_id, r, i, 0);
+		cell_copy(s->run_id, sizeof s->run_id, r, i, 0);
 		s->step_no = int_cell(r, i, 1);
-		aw_cell_copy(s->kind, sizeof s->kind, r, i, 2);
-		aw_cell_copy(s->state, sizeof s->state, r, i, 3);
-		aw_cell_copy(s->idem_key, sizeof s->idem_key, r, i, 4);
+		cell_copy(s->kind, sizeof s->kind, r, i, 2);
+		cell_copy(s->state, sizeof s->state, r, i, 3);
+		cell_copy(s->idem_key, sizeof s->idem_key, r, i, 4);
 		s->result = dup_cell(r, i, 5);
-		bad |= !s->result && aw_rows_get(r, i, 5);
+		bad |= !s->result && rows_get(r, i, 5);
 		s->attempt = int_cell(r, i, 6);
-		aw_cell_copy(s->error_code, sizeof s->error_code, r, i, 7);
-		aw_cell_copy(s->started_at, sizeof s->started_at, r, i, 8);
-		aw_cell_copy(s->finished_at, sizeof s->finished_at, r, i, 9);
+		cell_copy(s->error_code, sizeof s->error_code, r, i, 7);
+		cell_copy(s->started_at, sizeof s->started_at, r, i, 8);
+		cell_copy(s->finished_at, sizeof s->finished_at, r, i, 9);
 		s->tries = int_cell(r, i, 10);
 	}
 	if (bad) {
 		aw_run_steps_free(arr, arr ? r->nrows : 0);
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	*out = arr;
 	*nsteps = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -566,8 +566,8 @@ aw_err aw_store_run_steps(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n, aw
 aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_error *err)
 {
 	size_t cap = 512 + STEP_CHUNK * 100;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * STEP_CHUNK * STEP_PARAMS);
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * STEP_CHUNK * STEP_PARAMS);
 	aw_err e = AW_OK;
 	if (!sql || !v) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -593,7 +593,7 @@ aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_err
 			p[10] = AW_TEXT(s->finished_at[0] ? s->finished_at : NULL);
 			p[11] = AW_INT(s->tries);
 			o += snprintf(sql + o, cap - (size_t)o, "%s(", i ? ", " : "");
-			aw_sql_params(sql, cap, &o, i * STEP_PARAMS + 1, STEP_PARAMS);
+			sql_params(sql, cap, &o, i * STEP_PARAMS + 1, STEP_PARAMS);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
 		}
 		snprintf(sql + o, cap - (size_t)o,
@@ -602,7 +602,7 @@ aw_err aw_store_run_steps_put(aw_txn *t, const aw_run_step *steps, int n, aw_err
 			 " attempt = excluded.attempt, error_code = excluded.error_code,"
 			 " started_at = excluded.started_at, finished_at = excluded.finished_at,"
 			 " tries = excluded.tries");
-		e = aw_txn_defer(t, sql, k * STEP_PARAMS, v, err);
+		e = txn_defer(t, sql, k * STEP_PARAMS, v, err);
 	}
 out:
 	free(sql);
@@ -626,26 +626,26 @@ static aw_err claims_from_rows(const aw_rows *r, int prev_col, aw_run_claim **ou
 	/* columns: project_id, run_id, queue, prev_state, mode, workflow, input,
 	 * attempts, max_attempts, timeout_s, trace_id, claimed_at, held, resumed
 	 * (prev_state may be absent; held and resumed too) */
-	aw_run_claim *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_run_claim *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	int bad = !arr;
 	for (int i = 0; arr && i < r->nrows; i++) {
 		aw_run_claim *c = &arr[i];
 		int k = 0;
-		aw_cell_copy(c->project_id, sizeof c->project_id, r, i, k++);
-		aw_cell_copy(c->run_id, sizeof c->run_id, r, i, k++);
-		aw_cell_copy(c->queue, sizeof c->queue, r, i, k++);
+		cell_copy(c->project_id, sizeof c->project_id, r, i, k++);
+		cell_copy(c->run_id, sizeof c->run_id, r, i, k++);
+		cell_copy(c->queue, sizeof c->queue, r, i, k++);
 		if (prev_col)
-			aw_cell_copy(c->prev_state, sizeof c->prev_state, r, i, k++);
-		aw_cell_copy(c->mode, sizeof c->mode, r, i, k++);
+			cell_copy(c->prev_state, sizeof c->prev_state, r, i, k++);
+		cell_copy(c->mode, sizeof c->mode, r, i, k++);
 		c->workflow = dup_cell(r, i, k++);
 		c->input = dup_cell(r, i, k);
-		bad |= !c->workflow || (!c->input && aw_rows_get(r, i, k));
+		bad |= !c->workflow || (!c->input && rows_get(r, i, k));
 		k++;
 		c->attempts = int_cell(r, i, k++);
 		c->max_attempts = int_cell(r, i, k++);
 		c->timeout_s = int_cell(r, i, k++);
-		aw_cell_copy(c->trace_id, sizeof c->trace_id, r, i, k++);
-		aw_cell_copy(c->claimed_at, sizeof c->claimed_at, r, i, k++);
+		cell_copy(c->trace_id, sizeof c->trace_id, r, i, k++);
+		cell_copy(c->claimed_at, sizeof c->claimed_at, r, i, k++);
 		if (k < r->ncols) {
 			c->held = bool_cell(r, i, k++);
 			c->resumed = bool_cell(r, i, k++);
@@ -707,7 +707,7 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 	 * (counted under the write lock this claim holds). A run never started
 	 * whose steps are all of a kind in $4 is held (see pg 0022). */
 	aw_val p[] = {AW_TEXT(now), AW_INT(limit), AW_INT(idle_only), AW_TEXT(open ? hold : NULL)};
-	e = aw_txn_exec(
+	e = txn_exec(
 		t,
 		"WITH q AS (SELECT p.project_id, 'default' AS name, d.concurrency FROM projects p"
 		" LEFT JOIN run_queues d ON d.project_id = p.project_id AND d.name = 'default'"
@@ -740,21 +740,21 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 		4, p, &fair, err);
 	if (e)
 		goto out;
-	ids = malloc(sizeof *ids * (size_t)(fair->nrows + 1));
-	hids = malloc(sizeof *hids * (size_t)(fair->nrows + 1));
-	prev = malloc(sizeof *prev * (size_t)(fair->nrows + 1));
-	resumed = calloc((size_t)fair->nrows + 1, sizeof *resumed);
+	ids = aw_malloc(sizeof *ids * (size_t)(fair->nrows + 1));
+	hids = aw_malloc(sizeof *hids * (size_t)(fair->nrows + 1));
+	prev = aw_malloc(sizeof *prev * (size_t)(fair->nrows + 1));
+	resumed = aw_calloc((size_t)fair->nrows + 1, sizeof *resumed);
 	if (!ids || !hids || !prev || !resumed) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < fair->nrows; i++) {
 		if (bool_cell(fair, i, 2)) {
-			aw_cell_copy(hids[nh++], sizeof hids[0], fair, i, 0);
+			cell_copy(hids[nh++], sizeof hids[0], fair, i, 0);
 			continue;
 		}
-		aw_cell_copy(ids[np], sizeof ids[np], fair, i, 0);
-		aw_cell_copy(prev[np], sizeof prev[np], fair, i, 1);
+		cell_copy(ids[np], sizeof ids[np], fair, i, 0);
+		cell_copy(prev[np], sizeof prev[np], fair, i, 1);
 		resumed[np++] = bool_cell(fair, i, 3);
 	}
 	aw_val v[] = {AW_TEXT(worker), AW_TEXT(exp), AW_TEXT(now)};
@@ -785,7 +785,7 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 				(*out)[i].resumed = resumed[k];
 			}
 	if (!e && nhc) { /* the held ones after the claimed */
-		aw_run_claim *all = realloc(*out, sizeof *all * (size_t)(*n + nhc + 1));
+		aw_run_claim *all = aw_realloc(*out, sizeof *all * (size_t)(*n + nhc + 1));
 		if (!all) {
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
 		} else {
@@ -805,9 +805,9 @@ out:
 	free(hids);
 	free(prev);
 	free(resumed);
-	aw_rows_free(fair);
-	aw_rows_free(r);
-	aw_rows_free(h);
+	rows_free(fair);
+	rows_free(r);
+	rows_free(h);
 	return claim_end(t, e, open, out, n, err);
 }
 
@@ -832,10 +832,10 @@ aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int lim
 			  " ARRAY(SELECT jsonb_array_elements_text($5::jsonb)))";
 	aw_err e;
 	if (!open || !hold) { /* nothing held: one statement, no transaction to end */
-		e = aw_store_exec1(s, &sys, sql, 5, p, &r, err);
+		e = store_exec1(s, &sys, sql, 5, p, &r, err);
 		if (!e)
 			e = claims_from_rows(r, 1, out, n, err);
-		aw_rows_free(r);
+		rows_free(r);
 		return e;
 	}
 	aw_txn *t = NULL;
@@ -849,15 +849,15 @@ aw_err aw_store_run_claim(aw_store *s, const char *worker, int lease_ms, int lim
 	 * backlog for each round's 64 ids (a burn-down of a fresh backlog ran
 	 * at half speed). A generic plan cannot prove the predicate; without
 	 * bitmaps what is left are lookups by id. */
-	e = aw_txn_defer(t,
-			 "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
-			 " set_config('enable_bitmapscan', 'off', true)",
-			 0, NULL, err);
+	e = txn_defer(t,
+		      "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+		      " set_config('enable_bitmapscan', 'off', true)",
+		      0, NULL, err);
 	if (!e)
-		e = aw_txn_exec(t, sql, 5, p, &r, err);
+		e = txn_exec(t, sql, 5, p, &r, err);
 	if (!e)
 		e = claims_from_rows(r, 1, out, n, err);
-	aw_rows_free(r);
+	rows_free(r);
 	return claim_end(t, e, open, out, n, err);
 }
 
@@ -890,8 +890,8 @@ aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
 		if (!j)
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		aw_val p[] = {AW_TEXT(worker), AW_INT(lease_ms), AW_TEXT(j)};
-		e = aw_store_exec1(s, &sys, "SELECT run_id FROM platform_run_heartbeat($1, $2, $3)",
-				   3, p, &r, err);
+		e = store_exec1(s, &sys, "SELECT run_id FROM platform_run_heartbeat($1, $2, $3)", 3,
+				p, &r, err);
 		free(j);
 	} else {
 		char exp[AW_TS_LEN + 1];
@@ -911,14 +911,14 @@ aw_err aw_store_run_heartbeat(aw_store *s, const char *worker, int lease_ms,
 		}
 	}
 	if (e) {
-		aw_rows_free(r);
+		rows_free(r);
 		return e;
 	}
 	/* PostgreSQL returns the lost runs, SQLite the renewed ones */
 	mark_listed(r, ids, n, lost);
 	for (int i = 0; !pg && i < n; i++)
 		lost[i] = !lost[i];
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -934,13 +934,13 @@ static aw_err reaper_refs(aw_store *s, const char *pg_sql, const char *sqlite_sq
 	aw_clock_now(now);
 	aw_val p[] = {AW_INT(limit), AW_TEXT(now)};
 	int pg = s->drv->dialect == AW_DIALECT_PG;
-	aw_err e = aw_store_exec1(s, &sys, pg ? pg_sql : sqlite_sql, pg ? 1 : 2, p, &r, err);
+	aw_err e = store_exec1(s, &sys, pg ? pg_sql : sqlite_sql, pg ? 1 : 2, p, &r, err);
 	if (e)
 		return e;
 	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_run_ref, project_id),
 					  AW_TEXT_FIELD(aw_run_ref, run_id),
 					  AW_TEXT_FIELD(aw_run_ref, state)};
-	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+	return rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }
 
 aw_err aw_store_run_expired(aw_store *s, int limit, aw_run_ref **out, int *n, aw_error *err)
@@ -974,7 +974,7 @@ aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_olde
 	aw_val p[] = {AW_TEXT(now), AW_INT(AW_RUN_QUEUE_DEPTH_MAX)};
 	/* per queue one descent of runs_due_queue (migrations 0028 / 0023) and
 	 * its due entries, at most $2 of them (pg 0031) */
-	aw_err e = aw_store_exec1(
+	aw_err e = store_exec1(
 		s, &sys,
 		s->drv->dialect == AW_DIALECT_PG
 			? "SELECT project_id, queue, due_at, depth FROM platform_run_queue_oldest($1, $2)"
@@ -990,20 +990,20 @@ aw_err aw_store_run_queue_oldest(aw_store *s, const char *now, aw_run_queue_olde
 		2, p, &r, err);
 	if (e)
 		return e;
-	aw_run_queue_oldest *a = calloc((size_t)r->nrows + 1, sizeof *a);
+	aw_run_queue_oldest *a = aw_calloc((size_t)r->nrows + 1, sizeof *a);
 	if (!a) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int k = 0; k < r->nrows; k++) {
-		aw_cell_copy(a[k].project_id, sizeof a[k].project_id, r, k, 0);
-		aw_cell_copy(a[k].queue, sizeof a[k].queue, r, k, 1);
-		aw_cell_copy(a[k].due_at, sizeof a[k].due_at, r, k, 2);
-		a[k].depth = aw_cell_ll(r, k, 3);
+		cell_copy(a[k].project_id, sizeof a[k].project_id, r, k, 0);
+		cell_copy(a[k].queue, sizeof a[k].queue, r, k, 1);
+		cell_copy(a[k].due_at, sizeof a[k].due_at, r, k, 2);
+		a[k].depth = cell_ll(r, k, 3);
 	}
 	*n = r->nrows;
 	*out = a;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -1022,9 +1022,9 @@ aw_err aw_store_run_queues_of(aw_txn *t, char (*ids)[AW_UUID_STR_LEN + 1], int n
 		return e;
 	for (int k = 0; k < r->nrows; k++)
 		for (int i = 0; i < n; i++)
-			if (!queues[i][0] && strcmp(aw_rows_get(r, k, 0), ids[i]) == 0)
-				aw_cell_copy(queues[i], sizeof queues[i], r, k, 1);
-	aw_rows_free(r);
+			if (!queues[i][0] && strcmp(rows_get(r, k, 0), ids[i]) == 0)
+				cell_copy(queues[i], sizeof queues[i], r, k, 1);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -1035,11 +1035,11 @@ aw_err aw_store_runs_prune(aw_store *s, const char *before, int limit, int64_t *
 	if (s->drv->dialect == AW_DIALECT_PG) {
 		aw_rows *r = NULL;
 		aw_val p[] = {AW_TEXT(before), AW_INT(limit)};
-		aw_err e = aw_store_exec1(s, &sys, "SELECT platform_runs_prune($1, $2)", 2, p, &r,
-					  err);
+		aw_err e =
+			store_exec1(s, &sys, "SELECT platform_runs_prune($1, $2)", 2, p, &r, err);
 		if (!e)
-			*n = aw_cell_ll(r, 0, 0);
-		aw_rows_free(r);
+			*n = cell_ll(r, 0, 0);
+		rows_free(r);
 		return e;
 	}
 	/* SQLite: one writer, no RLS; the same deletes in one transaction */
@@ -1056,10 +1056,10 @@ aw_err aw_store_runs_prune(aw_store *s, const char *before, int limit, int64_t *
 		char sql[512];
 		snprintf(sql, sizeof sql, "DELETE FROM %s WHERE run_id IN%s", tables[i], pick);
 		aw_rows *r = NULL;
-		e = aw_txn_exec(t, sql, 2, p, &r, err);
+		e = txn_exec(t, sql, 2, p, &r, err);
 		if (!e && i == 3)
 			*n = r->affected;
-		aw_rows_free(r);
+		rows_free(r);
 	}
 	if (!e)
 		return aw_store_commit(t, err);
@@ -1075,24 +1075,24 @@ aw_err aw_store_idem_get(aw_txn *t, const char *scope, const char *key, const ch
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(scope), AW_TEXT(key)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT request_hash, resource_id, expires_at FROM idempotency_keys"
-			       " WHERE project_id = $1 AND scope = $2 AND idem_key = $3",
-			       3, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT request_hash, resource_id, expires_at FROM idempotency_keys"
+			    " WHERE project_id = $1 AND scope = $2 AND idem_key = $3",
+			    3, v, &r, err);
 	if (e)
 		return e;
 	*found = 0;
-	if (r->nrows && strcmp(aw_rows_get(r, 0, 2), now) > 0) {
+	if (r->nrows && strcmp(rows_get(r, 0, 2), now) > 0) {
 		*found = 1;
-		aw_cell_copy(hash, 65, r, 0, 0);
-		aw_cell_copy(resource, cap, r, 0, 1);
+		cell_copy(hash, 65, r, 0, 0);
+		cell_copy(resource, cap, r, 0, 1);
 	} else if (r->nrows) {
-		e = aw_txn_exec(t,
-				"DELETE FROM idempotency_keys WHERE project_id = $1 AND scope = $2"
-				" AND idem_key = $3",
-				3, v, NULL, err);
+		e = txn_exec(t,
+			     "DELETE FROM idempotency_keys WHERE project_id = $1 AND scope = $2"
+			     " AND idem_key = $3",
+			     3, v, NULL, err);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -1102,8 +1102,8 @@ aw_err aw_store_idem_present(aw_txn *t, const char *scope, const char *const *ke
 			     int *present, aw_error *err)
 {
 	size_t cap = 512 + IDEM_CHUNK * 12;
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (IDEM_CHUNK + 2));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (IDEM_CHUNK + 2));
 	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++)
 		present[i] = 0;
@@ -1122,13 +1122,13 @@ aw_err aw_store_idem_present(aw_txn *t, const char *scope, const char *const *ke
 		for (int i = 0; i < k; i++)
 			v[2 + i] = AW_TEXT(keys[base + i]);
 		aw_rows *r = NULL;
-		if ((e = aw_txn_exec(t, sql, k + 2, v, &r, err)))
+		if ((e = txn_exec(t, sql, k + 2, v, &r, err)))
 			break;
 		for (int row = 0; row < r->nrows; row++)
 			for (int i = 0; i < k; i++)
-				if (strcmp(aw_rows_get(r, row, 0), keys[base + i]) == 0)
+				if (strcmp(rows_get(r, row, 0), keys[base + i]) == 0)
 					present[base + i] = 1;
-		aw_rows_free(r);
+		rows_free(r);
 	}
 	free(sql);
 	free(v);
@@ -1142,8 +1142,8 @@ aw_err aw_store_idem_put_many(aw_txn *t, const char *scope, const char *const *k
 			      const char *now, const char *expires, aw_error *err)
 {
 	size_t cap = 256 + IDEM_CHUNK * (IDEM_PARAMS * 8 + 24);
-	char *sql = malloc(cap);
-	aw_val *v = malloc(sizeof *v * (IDEM_CHUNK * IDEM_PARAMS + 2));
+	char *sql = aw_malloc(cap);
+	aw_val *v = aw_malloc(sizeof *v * (IDEM_CHUNK * IDEM_PARAMS + 2));
 	aw_err e = sql && v ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 	for (int base = 0; base < n && !e; base += IDEM_CHUNK) {
 		int k = n - base < IDEM_CHUNK ? n - base : IDEM_CHUNK;
@@ -1161,10 +1161,10 @@ aw_err aw_store_idem_put_many(aw_txn *t, const char *scope, const char *const *k
 			p[3] = AW_TEXT(now);
 			p[4] = AW_TEXT(expires);
 			o += snprintf(sql + o, cap - (size_t)o, "%s($1, $2, ", i ? ", " : "");
-			aw_sql_params(sql, cap, &o, 3 + i * IDEM_PARAMS, IDEM_PARAMS);
+			sql_params(sql, cap, &o, 3 + i * IDEM_PARAMS, IDEM_PARAMS);
 			o += snprintf(sql + o, cap - (size_t)o, ")");
 		}
-		e = aw_txn_defer(t, sql, 2 + k * IDEM_PARAMS, v, err);
+		e = txn_defer(t, sql, 2 + k * IDEM_PARAMS, v, err);
 	}
 	free(sql);
 	free(v);

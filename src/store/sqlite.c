@@ -20,6 +20,8 @@
 
 #include "driver.h"
 
+#include "awooop/alloc.h"
+
 #define STMT_CACHE 128 /* a power of two */
 
 struct aw_conn {
@@ -34,7 +36,7 @@ struct aw_conn {
  * one that takes the slot; *slot: its slot, -1 when it is not cached. */
 static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out, int *slot)
 {
-	unsigned i = aw_sql_slot(sql, STMT_CACHE);
+	unsigned i = sql_slot(sql, STMT_CACHE);
 	*slot = (int)i;
 	if (c->cache[i].sql && !strcmp(c->cache[i].sql, sql)) {
 		*out = c->cache[i].st;
@@ -43,7 +45,7 @@ static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out, int *slot)
 	/* "$N" as SQLite's "?N": bound by number, not looked up by name (a
 	 * lookup per parameter is quadratic in a many-row INSERT). The store's
 	 * SQL holds no '$' followed by a digit elsewhere. */
-	char *numbered = strdup(sql);
+	char *numbered = aw_strdup(sql);
 	if (!numbered)
 		return SQLITE_NOMEM;
 	for (char *p = numbered; *p; p++)
@@ -53,7 +55,7 @@ static int stmt_get(aw_conn *c, const char *sql, sqlite3_stmt **out, int *slot)
 	free(numbered);
 	if (rc != SQLITE_OK)
 		return rc;
-	char *copy = strdup(sql);
+	char *copy = aw_strdup(sql);
 	if (!copy) { /* uncached: finalized after use */
 		*slot = -1;
 		return SQLITE_OK;
@@ -122,7 +124,7 @@ static aw_err sq_connect(const char *url, aw_conn **out, aw_error *err)
 		path = url + 7;
 	if (!*path)
 		return aw_fail(err, AW_E_CONFIG, "empty sqlite path");
-	aw_conn *c = calloc(1, sizeof *c);
+	aw_conn *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	int rc = sqlite3_open_v2(path, &c->db,
@@ -206,7 +208,7 @@ static aw_err sq_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 			size_t ncap = cap ? cap * 2 : 16;
 			while (ncap < ncells + (size_t)ncols)
 				ncap *= 2;
-			char **nc = realloc(cells, ncap * sizeof *nc);
+			char **nc = aw_realloc(cells, ncap * sizeof *nc);
 			if (!nc) {
 				e = aw_fail(err, AW_E_NOMEM, "out of memory");
 				goto cleanup;
@@ -217,7 +219,7 @@ static aw_err sq_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 		for (int i = 0; i < ncols; i++) {
 			const unsigned char *v = sqlite3_column_text(st, i);
 			char *copy = NULL;
-			if (v && !(copy = strdup((const char *)v))) {
+			if (v && !(copy = aw_strdup((const char *)v))) {
 				e = aw_fail(err, AW_E_NOMEM, "out of memory");
 				goto cleanup;
 			}
@@ -230,7 +232,7 @@ static aw_err sq_exec(aw_conn *c, const char *sql, int n, const aw_val *p, aw_ro
 		goto cleanup;
 	}
 	if (out) {
-		*out = aw_rows_new(nrows, ncols, cells, sqlite3_changes64(c->db));
+		*out = rows_new(nrows, ncols, cells, sqlite3_changes64(c->db));
 		if (!*out) {
 			e = aw_fail(err, AW_E_NOMEM, "out of memory");
 			goto cleanup;
@@ -252,7 +254,7 @@ static aw_err sq_begin(aw_conn *c, const char *project, int write, aw_error *err
 	return sq_script(c, write ? "BEGIN IMMEDIATE" : "BEGIN", err);
 }
 
-const aw_driver aw_driver_sqlite = {
+const aw_driver driver_sqlite = {
 	.name = "sqlite",
 	.dialect = AW_DIALECT_SQLITE,
 	.connect = sq_connect,

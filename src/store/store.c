@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/alloc.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "store_internal.h"
@@ -28,9 +29,9 @@
 static const aw_driver *driver_for(const char *url)
 {
 	if (strncmp(url, "sqlite:", 7) == 0)
-		return &aw_driver_sqlite;
+		return &driver_sqlite;
 	if (strncmp(url, "postgresql://", 13) == 0 || strncmp(url, "postgres://", 11) == 0)
-		return &aw_driver_pg;
+		return &driver_pg;
 	return NULL;
 }
 
@@ -39,7 +40,7 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 	const aw_driver *drv = url ? driver_for(url) : NULL;
 	if (!drv)
 		return aw_fail(err, AW_E_CONFIG, "--db must be sqlite:PATH or postgresql://...");
-	aw_store *s = calloc(1, sizeof *s);
+	aw_store *s = aw_calloc(1, sizeof *s);
 	if (!s)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	s->drv = drv;
@@ -54,10 +55,10 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 		free(s);
 		return e;
 	}
-	s->url = strdup(url);
-	s->idle = calloc((size_t)s->pool_size, sizeof *s->idle);
-	s->pids = calloc((size_t)s->pool_size, sizeof *s->pids);
-	s->charges = calloc((size_t)s->pool_size, sizeof *s->charges);
+	s->url = aw_strdup(url);
+	s->idle = aw_calloc((size_t)s->pool_size, sizeof *s->idle);
+	s->pids = aw_calloc((size_t)s->pool_size, sizeof *s->pids);
+	s->charges = aw_calloc((size_t)s->pool_size, sizeof *s->charges);
 	if (!s->url || !s->idle || !s->pids || !s->charges) {
 		aw_store_close(s);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -71,12 +72,12 @@ aw_err aw_store_open(const char *url, const aw_store_opts *opts, aw_store **out,
 	aw_conn *c = NULL;
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
-	e = aw_store_acquire(s, &sys, &c, NULL, err);
+	e = store_acquire(s, &sys, &c, NULL, err);
 	if (e) {
 		aw_store_close(s);
 		return e;
 	}
-	aw_store_release(s, c, -1);
+	store_release(s, c, -1);
 	if (opts && opts->auto_migrate && (e = aw_store_migrate(s, NULL, err))) {
 		aw_store_close(s);
 		return e;
@@ -182,7 +183,7 @@ static void wake(aw_store *s)
 		pthread_cond_signal(&s->cv);
 }
 
-aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, int *charge, aw_error *err)
+aw_err store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, int *charge, aw_error *err)
 {
 	int64_t wait_ms = s->acquire_timeout_ms;
 	if (ctx && ctx->deadline_ns) {
@@ -266,7 +267,7 @@ void aw_store_project_held(aw_store *s, const char *project, int *held, long *bo
 	pthread_mutex_unlock(&s->mu);
 }
 
-int aw_store_own_pid(void *arg, int pid)
+int store_own_pid(void *arg, int pid)
 {
 	aw_store *s = arg;
 	pthread_mutex_lock(&s->mu);
@@ -277,7 +278,7 @@ int aw_store_own_pid(void *arg, int pid)
 	return own;
 }
 
-void aw_store_release(aw_store *s, aw_conn *c, int charge)
+void store_release(aw_store *s, aw_conn *c, int charge)
 {
 	if (!c)
 		return;
@@ -312,12 +313,12 @@ static aw_err timed_exec(aw_store *s, aw_conn *c, const char *sql, int n, const 
 
 aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn **out, aw_error *err)
 {
-	aw_txn *t = calloc(1, sizeof *t);
+	aw_txn *t = aw_calloc(1, sizeof *t);
 	if (!t)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	t->s = s;
 	t->ctx = *ctx;
-	aw_err e = aw_store_acquire(s, ctx, &t->c, &t->charge, err);
+	aw_err e = store_acquire(s, ctx, &t->c, &t->charge, err);
 	if (e) {
 		free(t);
 		return e;
@@ -332,7 +333,7 @@ aw_err aw_store_begin(aw_store *s, const aw_ctx *ctx, aw_txn_mode mode, aw_txn *
 	if (e) {
 		if (t->holds_write_mu)
 			pthread_mutex_unlock(&s->write_mu);
-		aw_store_release(s, t->c, t->charge);
+		store_release(s, t->c, t->charge);
 		free(t);
 		return e;
 	}
@@ -347,7 +348,7 @@ aw_err aw_store_commit(aw_txn *t, aw_error *err)
 		t->s->drv->script(t->c, "ROLLBACK", NULL);
 	if (t->holds_write_mu)
 		pthread_mutex_unlock(&t->s->write_mu);
-	aw_store_release(t->s, t->c, t->charge);
+	store_release(t->s, t->c, t->charge);
 	free(t);
 	return e;
 }
@@ -359,7 +360,7 @@ void aw_store_rollback(aw_txn *t)
 	t->s->drv->script(t->c, "ROLLBACK", NULL);
 	if (t->holds_write_mu)
 		pthread_mutex_unlock(&t->s->write_mu);
-	aw_store_release(t->s, t->c, t->charge);
+	store_release(t->s, t->c, t->charge);
 	free(t);
 }
 
@@ -369,16 +370,16 @@ aw_err aw_txn_set_ctx(aw_txn *t, const aw_ctx *ctx, aw_error *err)
 	if (t->s->drv->dialect != AW_DIALECT_PG)
 		return AW_OK;
 	aw_val p[] = {AW_TEXT(ctx->project)};
-	return aw_txn_defer(t, "SELECT set_config('awooop.project_id', $1, true)", 1, p, err);
+	return txn_defer(t, "SELECT set_config('awooop.project_id', $1, true)", 1, p, err);
 }
 
-aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out, aw_error *err)
+aw_err txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out, aw_error *err)
 {
 	return timed_exec(t->s, t->c, sql, n, p, out, err);
 }
 
-aw_err aw_txn_defer_rows(aw_txn *t, const char *sql, int n, const aw_val *p,
-			 void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err)
+aw_err txn_defer_rows(aw_txn *t, const char *sql, int n, const aw_val *p,
+		      void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err)
 {
 	if (t->s->drv->defer)
 		return t->s->drv->defer(t->c, sql, n, p, sink, arg, err);
@@ -386,30 +387,30 @@ aw_err aw_txn_defer_rows(aw_txn *t, const char *sql, int n, const aw_val *p,
 	aw_err e = timed_exec(t->s, t->c, sql, n, p, sink ? &r : NULL, err);
 	if (!e && sink)
 		sink(r, arg);
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
-aw_err aw_txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err)
+aw_err txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err)
 {
-	return aw_txn_defer_rows(t, sql, n, p, NULL, NULL, err);
+	return txn_defer_rows(t, sql, n, p, NULL, NULL, err);
 }
 
-aw_dialect aw_txn_dialect(const aw_txn *t)
+aw_dialect txn_dialect(const aw_txn *t)
 {
 	return t->s->drv->dialect;
 }
 
-aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
-		      aw_rows **out, aw_error *err)
+aw_err store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
+		   aw_rows **out, aw_error *err)
 {
 	aw_conn *c = NULL;
 	int charge = -1;
-	aw_err e = aw_store_acquire(s, ctx, &c, &charge, err);
+	aw_err e = store_acquire(s, ctx, &c, &charge, err);
 	if (e)
 		return e;
 	e = timed_exec(s, c, sql, n, p, out, err);
-	aw_store_release(s, c, charge);
+	store_release(s, c, charge);
 	return e;
 }
 
@@ -418,20 +419,20 @@ aw_err aw_store_ping(aw_store *s, aw_error *err)
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
 	sys.deadline_ns = aw_clock_mono_ns() + 2000000000LL;
-	return aw_store_exec1(s, &sys, "SELECT 1", 0, NULL, NULL, err);
+	return store_exec1(s, &sys, "SELECT 1", 0, NULL, NULL, err);
 }
 
-long long aw_cell_ll(const aw_rows *r, int row, int col)
+long long cell_ll(const aw_rows *r, int row, int col)
 {
-	const char *v = aw_rows_get(r, row, col);
+	const char *v = rows_get(r, row, col);
 	char *end = NULL;
 	long long n = v ? strtoll(v, &end, 10) : 0;
 	return v && *end == '\0' ? n : 0;
 }
 
-void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
+void cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
 {
-	const char *v = aw_rows_get(r, row, col);
+	const char *v = rows_get(r, row, col);
 	size_t n = v ? strlen(v) : 0;
 	if (n >= cap)
 		n = cap - 1;
@@ -440,26 +441,25 @@ void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
 	dst[n] = '\0';
 }
 
-void aw_sql_params(char *sql, size_t cap, int *o, int first, int n)
+void sql_params(char *sql, size_t cap, int *o, int first, int n)
 {
 	for (int i = 0; i < n; i++)
 		*o += snprintf(sql + *o, cap - (size_t)*o, "%s$%d", i ? ", " : "", first + i);
 }
 
-aw_err aw_rows_to_array(aw_rows *r, size_t elem, const aw_text_field *fields, int nfields,
-			void **out, int *n, aw_error *err)
+aw_err rows_to_array(aw_rows *r, size_t elem, const aw_text_field *fields, int nfields, void **out,
+		     int *n, aw_error *err)
 {
-	char *arr = calloc((size_t)r->nrows + 1, elem);
+	char *arr = aw_calloc((size_t)r->nrows + 1, elem);
 	if (!arr) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->nrows; i++)
 		for (int c = 0; c < nfields; c++)
-			aw_cell_copy(arr + (size_t)i * elem + fields[c].off, fields[c].cap, r, i,
-				     c);
+			cell_copy(arr + (size_t)i * elem + fields[c].off, fields[c].cap, r, i, c);
 	*out = arr;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }

@@ -57,45 +57,44 @@ struct aw_txn {
 };
 
 /* A pooled connection for ctx; *charge is the slot it is counted in (-1:
- * not counted), for aw_store_release. */
-aw_err aw_store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, int *charge, aw_error *err);
+ * not counted), for store_release. */
+aw_err store_acquire(aw_store *s, const aw_ctx *ctx, aw_conn **out, int *charge, aw_error *err);
 /* pid is the server process of one of store s's pooled connections. */
-int aw_store_own_pid(void *s, int pid);
-void aw_store_release(aw_store *s, aw_conn *c, int charge);
+int store_own_pid(void *s, int pid);
+void store_release(aw_store *s, aw_conn *c, int charge);
 
 /* Runs one statement in t; records store latency. out may be NULL. */
-aw_err aw_txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out,
-		   aw_error *err);
+aw_err txn_exec(aw_txn *t, const char *sql, int n, const aw_val *p, aw_rows **out, aw_error *err);
 /* Queues one statement whose result is not needed (see driver.h defer). */
-aw_err aw_txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err);
+aw_err txn_defer(aw_txn *t, const char *sql, int n, const aw_val *p, aw_error *err);
 /* The same for a statement whose rows are wanted without a round trip of
  * their own: sink(rows, arg) is called when they arrive - with the txn's
  * next waited statement or its commit (at once on SQLite) - and not at all
  * when the transaction fails first. */
-aw_err aw_txn_defer_rows(aw_txn *t, const char *sql, int n, const aw_val *p,
-			 void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err);
+aw_err txn_defer_rows(aw_txn *t, const char *sql, int n, const aw_val *p,
+		      void (*sink)(const aw_rows *r, void *arg), void *arg, aw_error *err);
 /* Runs one statement on a pooled connection outside any tenant txn. */
-aw_err aw_store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
-		      aw_rows **out, aw_error *err);
-aw_dialect aw_txn_dialect(const aw_txn *t);
+aw_err store_exec1(aw_store *s, const aw_ctx *ctx, const char *sql, int n, const aw_val *p,
+		   aw_rows **out, aw_error *err);
+aw_dialect txn_dialect(const aw_txn *t);
 
 /* Fills an outbox event from row i of r with the columns event_id, seq,
  * event_type, project_id, contract_family, contract_id, old_revision_id,
  * new_revision_id, created_at (and, when present, delivered_at). */
-void aw_outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_attempts_col,
-			int delivered_col);
+void outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_attempts_col,
+		     int delivered_col);
 
 /* A cell as an integer (0 for NULL; a cell that is not a whole number, which
  * the schema never stores, reads as 0 too). */
-long long aw_cell_ll(const aw_rows *r, int row, int col);
+long long cell_ll(const aw_rows *r, int row, int col);
 
 /* Copies a cell into a fixed buffer ("" for NULL). */
-void aw_cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col);
+void cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col);
 
 /* Appends "$first, $first+1, ..." (n placeholders) at sql + *o. */
-void aw_sql_params(char *sql, size_t cap, int *o, int first, int n);
+void sql_params(char *sql, size_t cap, int *o, int first, int n);
 
-/* A char-array member of a row struct, for aw_rows_to_array. */
+/* A char-array member of a row struct, for rows_to_array. */
 typedef struct {
 	size_t off, cap;
 } aw_text_field;
@@ -106,8 +105,8 @@ typedef struct {
 /* Copies the rows of r into a new calloc'd array of structs of size elem
  * (column c into fields[c]; one spare zeroed element), frees r, and sets
  * *out and *n. */
-aw_err aw_rows_to_array(aw_rows *r, size_t elem, const aw_text_field *fields, int nfields,
-			void **out, int *n, aw_error *err);
+aw_err rows_to_array(aw_rows *r, size_t elem, const aw_text_field *fields, int nfields, void **out,
+		     int *n, aw_error *err);
 
 typedef struct {
 	int version;
@@ -116,9 +115,9 @@ typedef struct {
 } aw_migration;
 
 /* Generated from src/store/migrations/<dialect>/NNNN_name.sql at build time. */
-extern const aw_migration aw_migrations_sqlite[];
-extern const int aw_migrations_sqlite_count;
-extern const aw_migration aw_migrations_pg[];
-extern const int aw_migrations_pg_count;
+extern const aw_migration migrations_sqlite[];
+extern const int migrations_sqlite_count;
+extern const aw_migration migrations_pg[];
+extern const int migrations_pg_count;
 
 #endif

@@ -11,15 +11,17 @@
 
 #include "store_internal.h"
 
+#include "awooop/alloc.h"
+
 aw_err aw_store_project_insert(aw_txn *t, const aw_project *p, aw_error *err)
 {
 	if (strcmp(p->project_id, t->ctx.project) != 0)
 		return aw_fail(err, AW_E_INTERNAL, "project insert outside its own txn");
 	aw_val v[] = {AW_TEXT(p->project_id), AW_TEXT(p->created_at), AW_TEXT(p->created_by)};
-	aw_err e = aw_txn_exec(t,
-			       "INSERT INTO projects (project_id, created_at, created_by)"
-			       " VALUES ($1, $2, $3)",
-			       3, v, NULL, err);
+	aw_err e = txn_exec(t,
+			    "INSERT INTO projects (project_id, created_at, created_by)"
+			    " VALUES ($1, $2, $3)",
+			    3, v, NULL, err);
 	if (e == AW_E_STORE_CONFLICT)
 		return aw_fail(err, AW_E_TENANT_EXISTS, "project already exists");
 	return e;
@@ -29,18 +31,18 @@ aw_err aw_store_project_get(aw_txn *t, aw_project *out, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT project_id, created_at, created_by FROM projects"
-			       " WHERE project_id = $1",
-			       1, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT project_id, created_at, created_by FROM projects"
+			    " WHERE project_id = $1",
+			    1, v, &r, err);
 	if (!e && r->nrows == 0)
 		e = aw_fail(err, AW_E_TENANT_NOT_FOUND, "project not found");
 	if (!e) {
-		aw_cell_copy(out->project_id, sizeof out->project_id, r, 0, 0);
-		aw_cell_copy(out->created_at, sizeof out->created_at, r, 0, 1);
-		aw_cell_copy(out->created_by, sizeof out->created_by, r, 0, 2);
+		cell_copy(out->project_id, sizeof out->project_id, r, 0, 0);
+		cell_copy(out->created_at, sizeof out->created_at, r, 0, 1);
+		cell_copy(out->created_by, sizeof out->created_by, r, 0, 2);
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -54,13 +56,13 @@ aw_err aw_store_platform_list_projects(aw_store *s, const aw_ctx *ctx, const cha
 				    " FROM platform_list_projects($1, $2)"
 				  : "SELECT project_id, created_at, created_by FROM projects"
 				    " WHERE project_id > $1 ORDER BY project_id LIMIT $2";
-	aw_err e = aw_store_exec1(s, ctx, sql, 2, v, &r, err);
+	aw_err e = store_exec1(s, ctx, sql, 2, v, &r, err);
 	if (e)
 		return e;
 	static const aw_text_field f[] = {AW_TEXT_FIELD(aw_project, project_id),
 					  AW_TEXT_FIELD(aw_project, created_at),
 					  AW_TEXT_FIELD(aw_project, created_by)};
-	return aw_rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
+	return rows_to_array(r, sizeof **out, f, 3, (void **)out, n, err);
 }
 
 aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err)
@@ -69,11 +71,11 @@ aw_err aw_store_key_insert(aw_txn *t, const aw_apikey *k, aw_error *err)
 		      AW_TEXT(k->name),	      AW_TEXT(aw_scope_name(k->scope)),
 		      AW_TEXT(k->key_hash),   AW_TEXT(k->key_prefix),
 		      AW_TEXT(k->created_at), AW_TEXT(k->created_by)};
-	aw_err e = aw_txn_exec(t,
-			       "INSERT INTO api_keys (key_id, project_id, name, scope, key_hash,"
-			       " key_prefix, created_at, created_by)"
-			       " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			       8, v, NULL, err);
+	aw_err e = txn_exec(t,
+			    "INSERT INTO api_keys (key_id, project_id, name, scope, key_hash,"
+			    " key_prefix, created_at, created_by)"
+			    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			    8, v, NULL, err);
 	if (e == AW_E_STORE_CONFLICT)
 		return aw_fail(err, AW_E_KEY_EXISTS, "an active key with this name exists");
 	return e;
@@ -83,12 +85,11 @@ aw_err aw_store_key_name_used(aw_txn *t, const char *name, int *used, aw_error *
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name)};
-	aw_err e =
-		aw_txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND name = $2 LIMIT 1",
+	aw_err e = txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND name = $2 LIMIT 1",
 			    2, v, &r, err);
 	if (!e)
 		*used = r->nrows > 0;
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
@@ -97,36 +98,36 @@ aw_err aw_store_key_name_used(aw_txn *t, const char *name, int *used, aw_error *
 static void key_from_row(aw_apikey *k, const aw_rows *r, int i)
 {
 	memset(k, 0, sizeof *k);
-	aw_cell_copy(k->key_id, sizeof k->key_id, r, i, 0);
-	aw_cell_copy(k->project_id, sizeof k->project_id, r, i, 1);
-	aw_cell_copy(k->name, sizeof k->name, r, i, 2);
-	aw_scope_parse(aw_rows_get(r, i, 3), &k->scope);
-	aw_cell_copy(k->key_prefix, sizeof k->key_prefix, r, i, 4);
-	aw_cell_copy(k->created_at, sizeof k->created_at, r, i, 5);
-	aw_cell_copy(k->created_by, sizeof k->created_by, r, i, 6);
-	aw_cell_copy(k->revoked_at, sizeof k->revoked_at, r, i, 7);
+	cell_copy(k->key_id, sizeof k->key_id, r, i, 0);
+	cell_copy(k->project_id, sizeof k->project_id, r, i, 1);
+	cell_copy(k->name, sizeof k->name, r, i, 2);
+	aw_scope_parse(rows_get(r, i, 3), &k->scope);
+	cell_copy(k->key_prefix, sizeof k->key_prefix, r, i, 4);
+	cell_copy(k->created_at, sizeof k->created_at, r, i, 5);
+	cell_copy(k->created_by, sizeof k->created_by, r, i, 6);
+	cell_copy(k->revoked_at, sizeof k->revoked_at, r, i, 7);
 }
 
 aw_err aw_store_key_list(aw_txn *t, aw_apikey **out, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project)};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT " KEY_COLS " FROM api_keys WHERE project_id = $1"
-			       " ORDER BY created_at, key_id",
-			       1, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT " KEY_COLS " FROM api_keys WHERE project_id = $1"
+			    " ORDER BY created_at, key_id",
+			    1, v, &r, err);
 	if (e)
 		return e;
-	aw_apikey *arr = calloc((size_t)r->nrows + 1, sizeof *arr);
+	aw_apikey *arr = aw_calloc((size_t)r->nrows + 1, sizeof *arr);
 	if (!arr) {
-		aw_rows_free(r);
+		rows_free(r);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->nrows; i++)
 		key_from_row(&arr[i], r, i);
 	*out = arr;
 	*n = r->nrows;
-	aw_rows_free(r);
+	rows_free(r);
 	return AW_OK;
 }
 
@@ -134,45 +135,45 @@ aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_e
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(key_id), AW_TEXT(when)};
-	aw_err e = aw_txn_exec(t,
-			       "UPDATE api_keys SET revoked_at = $3 WHERE project_id = $1"
-			       " AND key_id = $2 AND revoked_at IS NULL",
-			       3, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "UPDATE api_keys SET revoked_at = $3 WHERE project_id = $1"
+			    " AND key_id = $2 AND revoked_at IS NULL",
+			    3, v, &r, err);
 	if (e || r->affected == 1) {
-		aw_rows_free(r);
+		rows_free(r);
 		return e;
 	}
-	aw_rows_free(r);
+	rows_free(r);
 	r = NULL;
-	e = aw_txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND key_id = $2", 2, v, &r,
-			err);
+	e = txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND key_id = $2", 2, v, &r,
+		     err);
 	if (!e)
 		e = r->nrows ? aw_fail(err, AW_E_KEY_REVOKED, "key already revoked")
 			     : aw_fail(err, AW_E_KEY_NOT_FOUND, "key not found");
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }
 
 aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when, aw_error *err)
 {
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(name), AW_TEXT(when)};
-	return aw_txn_exec(t,
-			   "UPDATE api_keys SET revoked_at = $3 WHERE project_id = $1"
-			   " AND name = $2 AND revoked_at IS NULL",
-			   3, v, NULL, err);
+	return txn_exec(t,
+			"UPDATE api_keys SET revoked_at = $3 WHERE project_id = $1"
+			" AND name = $2 AND revoked_at IS NULL",
+			3, v, NULL, err);
 }
 
 aw_err aw_store_key_count_scope(aw_txn *t, aw_scope scope, int *n, aw_error *err)
 {
 	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(aw_scope_name(scope))};
-	aw_err e = aw_txn_exec(t,
-			       "SELECT count(*) FROM api_keys WHERE project_id = $1"
-			       " AND scope = $2 AND revoked_at IS NULL",
-			       2, v, &r, err);
+	aw_err e = txn_exec(t,
+			    "SELECT count(*) FROM api_keys WHERE project_id = $1"
+			    " AND scope = $2 AND revoked_at IS NULL",
+			    2, v, &r, err);
 	if (!e)
-		*n = (int)aw_cell_ll(r, 0, 0);
-	aw_rows_free(r);
+		*n = (int)cell_ll(r, 0, 0);
+	rows_free(r);
 	return e;
 }
 
@@ -187,11 +188,11 @@ aw_err aw_store_platform_lookup_key(aw_store *s, const aw_ctx *ctx, const char *
 			  " FROM platform_lookup_key($1)"
 			: "SELECT key_id, project_id, name, scope, NULL, NULL, NULL, revoked_at"
 			  " FROM api_keys WHERE key_hash = $1";
-	aw_err e = aw_store_exec1(s, ctx, sql, 1, v, &r, err);
+	aw_err e = store_exec1(s, ctx, sql, 1, v, &r, err);
 	if (!e && r->nrows == 0)
 		e = aw_fail(err, AW_E_AUTH_INVALID, "invalid API key");
 	if (!e)
 		key_from_row(out, r, 0);
-	aw_rows_free(r);
+	rows_free(r);
 	return e;
 }

@@ -8,6 +8,7 @@
  * not newer than the installed one), so a poller that read an older list
  * while a write committed cannot roll the newer one back.
  */
+#include "awooop/alloc.h"
 #include "awooop/redaction.h"
 
 #include <pthread.h>
@@ -226,7 +227,7 @@ aw_err aw_redaction_poller_start(aw_store *s, int interval_ms, aw_redaction_poll
 	if (e)
 		return e;
 	aw_metrics_loop_tick("redaction_sync");
-	aw_redaction_poller *p = calloc(1, sizeof *p);
+	aw_redaction_poller *p = aw_calloc(1, sizeof *p);
 	if (!p)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	p->s = s;

@@ -2,6 +2,7 @@
  * tenancy.c - the tenancy service (see tenancy.h): who a caller is, what it may
  * touch, and the project and key lifecycle. Written against store.h only.
  */
+#include "awooop/alloc.h"
 #include "awooop/tenancy.h"
 
 #include <stdio.h>
@@ -109,7 +110,7 @@ aw_err aw_project_list(aw_store *s, const aw_ctx *ctx, const char *after, int li
 {
 	if (ctx->scope != AW_SCOPE_PLATFORM_ADMIN) {
 		/* everyone else sees exactly their own project */
-		aw_project *one = calloc(1, sizeof *one);
+		aw_project *one = aw_calloc(1, sizeof *one);
 		if (!one)
 			return aw_fail(err, AW_E_NOMEM, "out of memory");
 		aw_err e = AW_OK;

@@ -26,6 +26,7 @@
 #include "awooop/crypto.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
 #include "awooop/tenancy.h"
 #include "counter.h"
 #include "support.h"

@@ -1,10 +1,11 @@
 /*
  * test_alloc_failure.c - allocation failure injection (jansson-style chaos):
- * for every N, the Nth JSON allocation fails inside the paths that handle
- * outside input - request decoders, JSON redaction, schema compile/validate,
- * RFC 8785 canonicalisation, audit payload hashing - and each must fail
- * cleanly: an error code or a correct result, never a crash or a leak (the
- * sanitizer build runs this with LeakSanitizer).
+ * for every N, the Nth allocation - JSON's or the project's own (alloc.h) -
+ * fails inside the paths that handle outside input: request decoders, JSON
+ * redaction, schema compile/validate, RFC 8785 canonicalisation, audit
+ * payload hashing. Each must fail cleanly: an error code or a correct
+ * result, never a crash or a leak (the sanitizer build runs this with
+ * LeakSanitizer).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include "support.h"
 
+#include "awooop/alloc.h"
 #include "awooop/jcs.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
@@ -26,16 +28,23 @@
 static long countdown = -1; /* < 0: never fail */
 static long calls;
 
-static void *chaos_malloc(size_t n)
+/* One countdown for JSON's allocations and the project's own (alloc.h). */
+static int chaos_fail(size_t n)
 {
+	(void)n;
 	calls++;
 	if (countdown == 0) {
 		countdown = -1;
-		return NULL;
+		return 1;
 	}
 	if (countdown > 0)
 		countdown--;
-	return malloc(n);
+	return 0;
+}
+
+static void *chaos_malloc(size_t n)
+{
+	return chaos_fail(n) ? NULL : malloc(n);
 }
 
 static void chaos_free(void *p)
@@ -93,6 +102,7 @@ static int run_all(void)
 static void test_every_allocation_can_fail(void **state)
 {
 	json_set_alloc_funcs(chaos_malloc, chaos_free);
+	aw_alloc_fail_hook(chaos_fail);
 	aw_redact_init(NULL);
 	countdown = -1;
 	calls = 0;
@@ -107,6 +117,7 @@ static void test_every_allocation_can_fail(void **state)
 	countdown = -1;
 	assert_int_equal(run_all(), 6); /* and nothing was left broken */
 	json_set_alloc_funcs(malloc, free);
+	aw_alloc_fail_hook(NULL);
 }
 
 int main(int argc, char **argv)

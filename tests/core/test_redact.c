@@ -189,7 +189,7 @@ static char *gen_token(const char *t)
 		if (p[0] == '{' && p[1] == 'C' && p[2] == '}') {
 			char crc[7];
 			assert_true(n >= 30);
-			aw_redact_base62_crc(out + n - 30, 30, crc);
+			redact_base62_crc(out + n - 30, 30, crc);
 			memcpy(out + n, crc, 6);
 			n += 6;
 			p += 3;
@@ -758,9 +758,9 @@ static void test_scalar_path_same_output(void **state)
 		}
 		in[n] = '\0';
 		char *simd = red(in);
-		aw_redact_test_force_scalar(1);
+		redact_test_force_scalar(1);
 		char *scalar = red(in);
-		aw_redact_test_force_scalar(0);
+		redact_test_force_scalar(0);
 		if (strcmp(simd, scalar) != 0)
 			fail_msg("scalar and SIMD paths differ on:\n%s\nsimd:   %s\nscalar: %s", in,
 				 simd, scalar);

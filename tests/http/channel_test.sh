@@ -75,6 +75,8 @@ check "run started from the message" "$([ -n "$RUN" ] && echo yes)" yes
 wait_until 15 sent 1 '.text | contains("Run '"$RUN"' succeeded")'
 stats >"$TMP/s1"
 check "final answer sent" "$(jq --arg r "$RUN" '[.messages[] | select(.text | contains("Run " + $r + " succeeded"))] | length' "$TMP/s1")" 1
+check "the final message replies to the one that started the run" "$(jq --arg r "$RUN" '[.messages[] | select(.text | contains("Run " + $r + " succeeded"))][0].reply_to' "$TMP/s1")" 1
+check "the run's input holds the message" "$(api GET "/v1/platform/runs/$RUN" "$K1" | jq -c '.input | {text, chat_id, user_id, message_id}')" '{"text":"hello there","chat_id":"-100","user_id":"111","message_id":1}'
 PID_MSG=$(jq -r --arg s "${RUN:0:8}" '[.messages[] | select(.text | contains("Run " + $s + ":"))][0].message_id' "$TMP/s1")
 check "one progress message" "$(jq --arg s "${RUN:0:8}" '[.messages[] | select(.text | contains("Run " + $s + ":"))] | length' "$TMP/s1")" 1
 EDITS=$(jq --argjson m "$PID_MSG" '[.edits[] | select(.message_id == $m)] | length' "$TMP/s1")

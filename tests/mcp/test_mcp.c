@@ -34,6 +34,7 @@
 #include "awooop/secret.h"
 #include "awooop/tenancy.h"
 #include "awooop/wake.h"
+#include "awooop/worker.h"
 #include "support.h"
 
 #define KEYS "k1:1111111111111111111111111111111111111111111111111111111111111111"
@@ -587,7 +588,7 @@ static void test_pin_members(void **state)
 	 * outputSchema): still honoured, and only what it covers is listed */
 	json_t *list = call_as("mcp-s", "tools/list", NULL, 0);
 	char v1[AW_MCP_PIN_MAX];
-	assert_int_equal(aw_mcp_def_pin_v1(listed(list, "echo"), v1), 0);
+	assert_int_equal(mcp_def_pin_v1(listed(list, "echo"), v1), 0);
 	json_decref(list);
 	assert_true(!strncmp(v1, "sha256:", 7));
 	assert_int_equal(activate_pins("mcp-s", pin_members_body(v1), 1, &err), AW_OK);
@@ -1220,40 +1221,40 @@ static void test_fairq_model(void **state)
 	assert_int_equal(aw_bounds_parse("2,PB!=1", 0, 1, 100, "x", &b, &err), AW_E_CONFIG);
 	assert_int_equal(aw_bounds_parse("2,pb=0", 0, 1, 100, "x", &b, &err), AW_E_CONFIG);
 	assert_int_equal(aw_bounds_parse("2,pb=1", 0, 1, 100, "x", &b, &err), AW_OK);
-	aw_fairq *q = aw_fairq_new(4, &b, 3);
+	aw_fairq *q = fairq_new(4, &b, 3);
 	int items[16];
 	for (int i = 0; i < 3; i++) /* a: three calls; the fourth is refused */
-		assert_int_equal(aw_fairq_push(q, "pa", 0, &items[i]), 0);
-	assert_int_equal(aw_fairq_push(q, "pa", 0, &items[3]), -1);
-	assert_int_equal(aw_fairq_push(q, "pb", 0, &items[4]), 0);
-	assert_int_equal(aw_fairq_push(q, "pb", 0, &items[5]), 0);
-	assert_int_equal(aw_fairq_push(q, "pc", 1, &items[6]), 0); /* a list */
+		assert_int_equal(fairq_push(q, "pa", 0, &items[i]), 0);
+	assert_int_equal(fairq_push(q, "pa", 0, &items[3]), -1);
+	assert_int_equal(fairq_push(q, "pb", 0, &items[4]), 0);
+	assert_int_equal(fairq_push(q, "pb", 0, &items[5]), 0);
+	assert_int_equal(fairq_push(q, "pc", 1, &items[6]), 0); /* a list */
 	aw_fairq_ticket t[8];
-	assert_ptr_equal(aw_fairq_pop(q, &t[0]), &items[6]); /* the list first */
-	assert_ptr_equal(aw_fairq_pop(q, &t[1]), &items[0]); /* then round robin */
-	assert_ptr_equal(aw_fairq_pop(q, &t[2]), &items[4]);
-	assert_ptr_equal(aw_fairq_pop(q, &t[3]), &items[1]); /* a's second: its bound is 2 */
+	assert_ptr_equal(fairq_pop(q, &t[0]), &items[6]); /* the list first */
+	assert_ptr_equal(fairq_pop(q, &t[1]), &items[0]); /* then round robin */
+	assert_ptr_equal(fairq_pop(q, &t[2]), &items[4]);
+	assert_ptr_equal(fairq_pop(q, &t[3]), &items[1]); /* a's second: its bound is 2 */
 	int running, waiting;
-	aw_fairq_counts(q, "pa", &running, &waiting);
+	fairq_counts(q, "pa", &running, &waiting);
 	assert_int_equal(running, 2);
 	assert_int_equal(waiting, 1);
 	/* 3 calls run of 4 workers: the last is kept for lists; b is at its
 	 * bound (1), a at its (2) */
-	assert_int_equal(aw_fairq_push(q, "pd", 1, &items[7]), 0);
-	assert_ptr_equal(aw_fairq_pop(q, &t[4]), &items[7]);
-	aw_fairq_done(q, &t[4]);
-	aw_fairq_done(q, &t[0]);
-	aw_fairq_done(q, &t[2]); /* b's done: its next may go */
-	assert_ptr_equal(aw_fairq_pop(q, &t[5]), &items[5]);
-	aw_fairq_counts(q, "pc", &running, &waiting); /* idle projects are gone */
+	assert_int_equal(fairq_push(q, "pd", 1, &items[7]), 0);
+	assert_ptr_equal(fairq_pop(q, &t[4]), &items[7]);
+	fairq_done(q, &t[4]);
+	fairq_done(q, &t[0]);
+	fairq_done(q, &t[2]); /* b's done: its next may go */
+	assert_ptr_equal(fairq_pop(q, &t[5]), &items[5]);
+	fairq_counts(q, "pc", &running, &waiting); /* idle projects are gone */
 	assert_int_equal(running + waiting, 0);
-	aw_fairq_stop(q); /* everything left is handed out, bounds or not */
-	assert_ptr_equal(aw_fairq_pop(q, &t[6]), &items[2]);
-	assert_null(aw_fairq_pop(q, &t[7]));
+	fairq_stop(q); /* everything left is handed out, bounds or not */
+	assert_ptr_equal(fairq_pop(q, &t[6]), &items[2]);
+	assert_null(fairq_pop(q, &t[7]));
 	for (int i = 1; i < 7; i++)
 		if (i != 4 && i != 0 && i != 2)
-			aw_fairq_done(q, &t[i]);
-	aw_fairq_free(q);
+			fairq_done(q, &t[i]);
+	fairq_free(q);
 }
 
 static void test_fair_workers(void **state)

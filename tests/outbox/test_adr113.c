@@ -379,8 +379,8 @@ static void test_fresh_boot_clock(void **state)
 	ready_revision("adr", "policy_routing", "boot", routing(30), r1);
 	ready_revision("adr", "policy_routing", "boot", routing(31), r2);
 	activate("adr", "policy_routing", "boot", r1);
-	aw_clock_test_shift_mono(0);
-	aw_clock_test_shift_mono(5000000000LL - aw_clock_mono_ns());
+	clock_test_shift_mono(0);
+	clock_test_shift_mono(5000000000LL - aw_clock_mono_ns());
 	assert_true(aw_clock_mono_ns() < 6000000000LL);
 	aw_policy_opts po = {
 		.mode = AW_GUARD_BOUNDED, .max_staleness_ms = 60000, .interval_ms = 600000};
@@ -399,7 +399,7 @@ static void test_fresh_boot_clock(void **state)
 	call(pc, "boot", got);
 	assert_string_equal(got, r2);
 	aw_policy_cache_free(pc);
-	aw_clock_test_shift_mono(0);
+	clock_test_shift_mono(0);
 }
 
 static int platform_calls;

@@ -43,6 +43,7 @@
 #include "awooop/llm_wire.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/executor.h"
 #include "awooop/tenancy.h"
 #include "budget/budget_hooks.h"
 #include "provider/provider_hooks.h"
@@ -1024,7 +1025,7 @@ static void test_emergency_share(void **state)
 			aw_test_redis_start(&R);
 			assert_int_equal(aw_kv_open(R.url, S, NULL, &KV, &err), AW_OK);
 		}
-		aw_llm_test_shift_days(3 + redis); /* a day of its own */
+		llm_test_shift_days(3 + redis); /* a day of its own */
 		EMERGENCY_SHARE = "40,beta=100";
 		gateway_up(1000, 10000, redis ? KV : NULL);
 		EMERGENCY_SHARE = "100";
@@ -1040,7 +1041,7 @@ static void test_emergency_share(void **state)
 		cap_run_of("acme", 2, 5, 0);
 		fake_status(&O1, 0);
 		fake_status(&O2, 0);
-		aw_llm_test_shift_days(0);
+		llm_test_shift_days(0);
 		gateway_down();
 		if (redis) {
 			aw_kv_close(KV);
@@ -1098,9 +1099,9 @@ static void test_emergency_cap(void **state)
 	assert_int_equal(aw_kv_get(KV, &pc, "gemini_daily_count", tomorrow, 1, &v, &err), AW_OK);
 	assert_null(v);
 	/* UTC midnight: the next day's key, a fresh cap */
-	aw_llm_test_shift_days(1);
+	llm_test_shift_days(1);
 	cap_run(8, 5, 5);
-	aw_llm_test_shift_days(0);
+	llm_test_shift_days(0);
 	cap_run(2, 5, 0); /* today's is still spent */
 	fake_status(&O1, 0);
 	fake_status(&O2, 0);
@@ -1119,9 +1120,9 @@ static void test_emergency_cap(void **state)
 	assert_non_null(strstr(m, "awooop_llm_emergency_calls 3\n"));
 	assert_non_null(strstr(m, "awooop_llm_emergency_cap 3\n"));
 	free(m);
-	aw_llm_test_shift_days(1);
+	llm_test_shift_days(1);
 	cap_run(4, 3, 3);
-	aw_llm_test_shift_days(0);
+	llm_test_shift_days(0);
 	fake_status(&O1, 0);
 	fake_status(&O2, 0);
 
@@ -1129,7 +1130,7 @@ static void test_emergency_cap(void **state)
 	 * shorter than the hosts answer, forced the emergency model (spending the
 	 * platform's cap) and tripped the shared hosts' breakers. The platform's
 	 * hosts keep the platform's timeouts: the call is the host's. */
-	aw_llm_test_shift_days(2);
+	llm_test_shift_days(2);
 	json_t *lever = json_pack("{s:[{s:s,s:{s:s},s:[{s:s,s:s,s:i}]}]}", "routes", "name", "chat",
 				  "match", "task", "chat", "candidates", "provider", "ollama",
 				  "model", "llama3;ttft=300", "timeout_ms", 100);
@@ -1141,7 +1142,7 @@ static void test_emergency_cap(void **state)
 	m = aw_metrics_render();
 	assert_null(strstr(m, "awooop_llm_breaker_state{upstream=\"ollama-primary\"} 1"));
 	free(m);
-	aw_llm_test_shift_days(0);
+	llm_test_shift_days(0);
 	gateway_down();
 }
 
@@ -2065,11 +2066,11 @@ static void test_budget_rolling(void **state)
 	assert_string_equal(json_string_value(json_object_get(st, "period")), "rolling");
 	assert_true(jll(st, "settled") <= 150 && jll(st, "settled") > 0);
 	json_decref(st);
-	aw_budget_test_shift_hours(1); /* the spend's hour is still in the window */
+	budget_test_shift_hours(1); /* the spend's hour is still in the window */
 	assert_int_equal(
 		ask("delta", "chat", json_pack("{s:I}", "max_tokens", (json_int_t)40), &resp, &err),
 		AW_E_BUDGET_EXHAUSTED);
-	aw_budget_test_shift_hours(2); /* now it is not */
+	budget_test_shift_hours(2); /* now it is not */
 	st = budget_status("delta");
 	assert_int_equal(jll(st, "settled"), 0);
 	json_decref(st);
@@ -2081,7 +2082,7 @@ static void test_budget_rolling(void **state)
 	st = budget_status("delta");
 	assert_true(jll(st, "settled") > 0 && jll(st, "reserved") == 0);
 	json_decref(st);
-	aw_budget_test_shift_hours(0);
+	budget_test_shift_hours(0);
 	gateway_down();
 }
 
@@ -2393,8 +2394,8 @@ static void test_watch_many(void **state)
 		assert_int_equal(aw_budget_admit(S, PC, &ctx, &da, &h, &err), AW_OK);
 	}
 	usleep(1500000); /* every stream is under way (40 tokens at 8/s: 5 s) */
-	printf("watched: %d projects\n", aw_llm_test_watched(GW));
-	assert_true(aw_llm_test_watched(GW) >= MANY);
+	printf("watched: %d projects\n", llm_test_watched(GW));
+	assert_true(llm_test_watched(GW) >= MANY);
 	int64_t t0 = aw_clock_mono_ns();
 	for (int i = 0; i < MANY; i++) {
 		aw_ctx op;
@@ -2432,7 +2433,7 @@ static void test_watch_many(void **state)
 	int watched = -1;
 	for (int k = 0; k < 50 && watched; k++) {
 		usleep(100000);
-		watched = aw_llm_test_watched(GW);
+		watched = llm_test_watched(GW);
 	}
 	printf("watched after: %d projects\n", watched);
 	assert_int_equal(watched, 0);

@@ -30,6 +30,8 @@
 #include "awooop/clock.h"
 #include "awooop/egress.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
+#include "awooop/executor.h"
 #include "awooop/secret.h"
 #include "awooop/tenancy.h"
 #include "counter.h"
@@ -1064,12 +1066,12 @@ static void nap_ms(int ms)
 }
 static void *reserve_later(void *arg)
 {
-	atomic_store((atomic_int *)arg, aw_hostgate_reserve(gate_id, &gate_stop));
+	atomic_store((atomic_int *)arg, hostgate_reserve(gate_id, &gate_stop));
 	return NULL;
 }
 static void *enter_later(void *arg)
 {
-	atomic_store((atomic_int *)arg, aw_hostgate_enter(gate_id, &gate_stop));
+	atomic_store((atomic_int *)arg, hostgate_enter(gate_id, &gate_stop));
 	return NULL;
 }
 
@@ -1078,7 +1080,7 @@ static void test_host_gate(void **state)
 	(void)state;
 	char name[48];
 	snprintf(name, sizeof name, "test-%d", (int)getpid());
-	int id = aw_hostgate_open(name, 1);
+	int id = hostgate_open(name, 1);
 	assert_true(id >= 0);
 	gate_id = id;
 	int fds[2];
@@ -1087,8 +1089,8 @@ static void test_host_gate(void **state)
 	assert_true(child >= 0);
 	if (child == 0) { /* takes the one place and keeps it until killed */
 		static atomic_int never;
-		int cid = aw_hostgate_open(name, 1);
-		char ok = cid == id && aw_hostgate_enter(cid, &never) == 1 ? 'y' : 'n';
+		int cid = hostgate_open(name, 1);
+		char ok = cid == id && hostgate_enter(cid, &never) == 1 ? 'y' : 'n';
 		if (write(fds[1], &ok, 1) != 1)
 			_exit(1);
 		pause();
@@ -1101,39 +1103,39 @@ static void test_host_gate(void **state)
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, stop_gate_later, NULL), 0);
 	int64_t t0 = aw_clock_mono_ns();
-	assert_int_equal(aw_hostgate_enter(id, &gate_stop), 0);
+	assert_int_equal(hostgate_enter(id, &gate_stop), 0);
 	assert_true(aw_clock_mono_ns() - t0 >= 100 * 1000000LL);
 	pthread_join(th, NULL);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	atomic_store(&gate_stop, 0);
-	assert_int_equal(aw_hostgate_enter(id, &gate_stop), 1);
+	assert_int_equal(hostgate_enter(id, &gate_stop), 1);
 	/* the reserve: one token; while it waits for a place, a batch thread
 	 * that frees one does not get it back before the reserve has it */
-	assert_int_equal(aw_hostgate_token(id), 1);
-	assert_int_equal(aw_hostgate_token(id), 0);
+	assert_int_equal(hostgate_token(id), 1);
+	assert_int_equal(hostgate_token(id), 0);
 	pthread_t rs, bt;
 	atomic_int reserved = 0, entered = 0;
 	assert_int_equal(pthread_create(&rs, NULL, reserve_later, &reserved), 0);
-	while (!aw_hostgate_wanted(id))
+	while (!hostgate_wanted(id))
 		nap_ms(1);
 	assert_int_equal(pthread_create(&bt, NULL, enter_later, &entered), 0);
 	nap_ms(100);
 	assert_int_equal(atomic_load(&reserved) + atomic_load(&entered), 0);
-	aw_hostgate_leave(id); /* the batch's place: to the reserve */
+	hostgate_leave(id); /* the batch's place: to the reserve */
 	pthread_join(rs, NULL);
 	assert_int_equal(atomic_load(&reserved), 1);
-	assert_false(aw_hostgate_wanted(id));
+	assert_false(hostgate_wanted(id));
 	nap_ms(100);
 	assert_int_equal(atomic_load(&entered), 0);
-	aw_hostgate_leave(id); /* the reserve's: to the batch */
-	aw_hostgate_token_give(id);
+	hostgate_leave(id); /* the reserve's: to the batch */
+	hostgate_token_give(id);
 	pthread_join(bt, NULL);
 	assert_int_equal(atomic_load(&entered), 1);
-	assert_int_equal(aw_hostgate_token(id), 1);
-	aw_hostgate_token_give(id);
-	aw_hostgate_leave(id);
-	aw_hostgate_remove(id);
+	assert_int_equal(hostgate_token(id), 1);
+	hostgate_token_give(id);
+	hostgate_leave(id);
+	hostgate_remove(id);
 	close(fds[0]);
 	close(fds[1]);
 }
@@ -1438,7 +1440,7 @@ static void *ghost_waiter(void *arg)
 {
 	aw_run_waiter *wt = arg;
 	for (int i = 0; i < 100; i++)
-		if (aw_run_notify_wait_handoff(aw_run_notify_seen(), 100, wt))
+		if (run_notify_wait_handoff(run_notify_seen(), 100, wt))
 			break;
 	return NULL;
 }
@@ -1446,9 +1448,9 @@ static void *ghost_waiter(void *arg)
 /* Waits (up to 5 s) until a thread idles on the store, ready for a hand-off. */
 static void until_idle(void)
 {
-	for (int i = 0; i < 500 && !aw_run_handoff_idle(S); i++)
+	for (int i = 0; i < 500 && !run_handoff_idle(S); i++)
 		sleep_ms(10);
-	assert_true(aw_run_handoff_idle(S) > 0);
+	assert_true(run_handoff_idle(S) > 0);
 }
 
 /* The `run.succeeded` records of project p. */
@@ -1635,9 +1637,9 @@ static void test_lane_check(void **state)
 /* Until n threads idle on S (every thread of a worker that has nothing). */
 static void until_all_idle(int n)
 {
-	for (int i = 0; i < 500 && aw_run_handoff_idle(S) < n; i++)
+	for (int i = 0; i < 500 && run_handoff_idle(S) < n; i++)
 		sleep_ms(10);
-	assert_int_equal(aw_run_handoff_idle(S), n);
+	assert_int_equal(run_handoff_idle(S), n);
 }
 
 /* Claims of this process that found nothing. */
@@ -1752,7 +1754,7 @@ static void test_reserve_wants_another_tenant(void **state)
 	/* a set of its own: a count no other worker of the host uses (the
 	 * other backend's test binary may run at the same time) */
 	int places = strcmp(aw_store_backend(S), "postgres") ? 41 : 42;
-	int id = aw_worker_host_gate(S, places);
+	int id = worker_host_gate(S, places);
 	assert_true(id >= 0);
 	aw_worker_opts o = worker_opts(2, 16, 100, 5000);
 	o.host_store_threads = places;
@@ -1781,7 +1783,7 @@ static void test_reserve_wants_another_tenant(void **state)
 	assert_int_equal(semctl(id, 1, GETVAL), 1); /* given back */
 	stop_worker(w);
 	cancel_queued("rt-other");
-	aw_hostgate_remove(id);
+	hostgate_remove(id);
 }
 
 /* The host gate is the database's (pool.c): a deployment on a database of
@@ -1798,11 +1800,11 @@ static void test_gate_per_database(void **state)
 	aw_test_db other;
 	aw_test_db_create(aw_fx.backend, &other);
 	aw_store *s2 = aw_test_store_open(&other);
-	int busy = aw_worker_host_gate(s2, places);
+	int busy = worker_host_gate(s2, places);
 	assert_true(busy >= 0);
 	atomic_int never = 0;
 	for (int i = 0; i < places; i++)
-		assert_int_equal(aw_hostgate_enter(busy, &never), 1);
+		assert_int_equal(hostgate_enter(busy, &never), 1);
 	char where[256];
 	aw_store_where(S, where, sizeof where);
 	assert_non_null(strstr(where, aw_fx.db.pg ? aw_fx.db.dbname : aw_fx.db.path));
@@ -1811,7 +1813,7 @@ static void test_gate_per_database(void **state)
 		aw_store *owner = NULL;
 		aw_error err = {0};
 		assert_int_equal(aw_store_open(other.owner_url, NULL, &owner, &err), AW_OK);
-		assert_int_equal(aw_worker_host_gate(owner, places), busy);
+		assert_int_equal(worker_host_gate(owner, places), busy);
 		aw_store_close(owner);
 	}
 	aw_worker_opts o = worker_opts(2, 16, 100, 5000);
@@ -1827,8 +1829,8 @@ static void test_gate_per_database(void **state)
 	assert_int_equal(left, 0);
 	stop_worker(w);
 	for (int i = 0; i < places; i++)
-		aw_hostgate_leave(busy);
-	aw_hostgate_remove(busy);
+		hostgate_leave(busy);
+	hostgate_remove(busy);
 	aw_store_close(s2);
 	aw_test_db_drop(&other);
 }

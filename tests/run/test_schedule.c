@@ -24,6 +24,7 @@
 #include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/worker.h"
 #include "awooop/schedule.h"
 #include "core/clock_hook.h"
 #include "support.h"
@@ -38,7 +39,7 @@ static void sim_at_ms(int64_t at)
 {
 	int64_t real = aw_clock_wall_ms() - shift_ms;
 	shift_ms = at - real;
-	aw_clock_test_shift_wall(shift_ms * 1000000LL);
+	clock_test_shift_wall(shift_ms * 1000000LL);
 }
 
 static int64_t ts(const char *s)
@@ -57,7 +58,7 @@ static int reset_clock(void **state)
 {
 	(void)state;
 	shift_ms = 0;
-	aw_clock_test_shift_wall(0);
+	clock_test_shift_wall(0);
 	return 0;
 }
 

@@ -474,20 +474,19 @@ static void cached_plan(aw_store *s, const char *sql, const char *args, char *ou
 	aw_rows *r = NULL;
 	assert_int_equal(aw_store_begin(s, &ctx, AW_TXN_WRITE, &t, &err), AW_OK);
 	aw_val v[] = {AW_TEXT(sql)};
-	assert_int_equal(aw_txn_exec(t,
-				     "SELECT name FROM pg_prepared_statements WHERE statement = $1",
-				     1, v, &r, &err),
+	assert_int_equal(txn_exec(t, "SELECT name FROM pg_prepared_statements WHERE statement = $1",
+				  1, v, &r, &err),
 			 AW_OK);
 	assert_int_equal(r->nrows, 1);
 	char explain[256];
-	snprintf(explain, sizeof explain, "EXPLAIN EXECUTE %s(%s)", aw_rows_get(r, 0, 0), args);
-	aw_rows_free(r);
-	assert_int_equal(aw_txn_exec(t, explain, 0, NULL, &r, &err), AW_OK);
+	snprintf(explain, sizeof explain, "EXPLAIN EXECUTE %s(%s)", rows_get(r, 0, 0), args);
+	rows_free(r);
+	assert_int_equal(txn_exec(t, explain, 0, NULL, &r, &err), AW_OK);
 	size_t o = 0;
 	out[0] = 0;
 	for (int i = 0; i < r->nrows && o < cap; i++)
-		o += (size_t)snprintf(out + o, cap - o, "%s\n", aw_rows_get(r, i, 0));
-	aw_rows_free(r);
+		o += (size_t)snprintf(out + o, cap - o, "%s\n", rows_get(r, i, 0));
+	rows_free(r);
 	assert_int_equal(aw_store_commit(t, &err), AW_OK);
 }
 
@@ -527,11 +526,11 @@ static void test_plans_follow_the_table(void **state)
 	aw_txn *t = NULL;
 	assert_int_equal(aw_store_begin(s, &ctx, AW_TXN_WRITE, &t, &err), AW_OK);
 	aw_val gen[] = {AW_TEXT("force_generic_plan")};
-	assert_int_equal(aw_txn_exec(t, "SELECT set_config('plan_cache_mode', $1, false)", 1, gen,
-				     NULL, &err),
-			 AW_OK);
+	assert_int_equal(
+		txn_exec(t, "SELECT set_config('plan_cache_mode', $1, false)", 1, gen, NULL, &err),
+		AW_OK);
 	aw_val v[] = {AW_TEXT("pl-a"), AW_TEXT("{00000000-0000-7000-8000-000000000000}")};
-	assert_int_equal(aw_txn_exec(t, sql, 2, v, NULL, &err), AW_OK);
+	assert_int_equal(txn_exec(t, sql, 2, v, NULL, &err), AW_OK);
 	assert_int_equal(aw_store_commit(t, &err), AW_OK);
 	char plan[2048];
 	cached_plan(s, sql, args, plan, sizeof plan);

@@ -7,7 +7,8 @@
  *        update_id >= offset (those below are confirmed and forgotten),
  *        waiting up to timeout s for one; a second getUpdates while one
  *        waits ends the first with 409 Conflict, as Telegram does
- *   POST /bot<TOKEN>/sendMessage {chat_id, text, reply_markup?}
+ *   POST /bot<TOKEN>/sendMessage {chat_id, text, reply_markup?, reply_parameters?}
+ *     (recorded with "reply_to": reply_parameters.message_id)
  *   POST /bot<TOKEN>/editMessageText {chat_id, message_id, text}: 400
  *        "message is not modified" when the text is the same
  *   POST /bot<TOKEN>/answerCallbackQuery {callback_query_id, text?}
@@ -259,6 +260,9 @@ static enum MHD_Result bot_method(struct MHD_Connection *c, const char *method, 
 				      "message_id", (json_int_t)id, "at_ms", (json_int_t)now);
 		if (json_object_get(p, "reply_markup"))
 			json_object_set(m, "markup", json_object_get(p, "reply_markup"));
+		json_t *to = json_object_get(json_object_get(p, "reply_parameters"), "message_id");
+		if (json_is_integer(to)) /* the message it answers */
+			json_object_set(m, "reply_to", to);
 		json_array_append_new(messages, m);
 		if (stall_send == 2) { /* delivered; the answer is lost */
 			stalled_sends++;
