@@ -457,8 +457,9 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 	json_t *idx = json_object_get(j, "index");
 	long bi = json_is_integer(idx) ? (long)json_integer_value(idx) : -1;
 	if (!strcmp(type, "message_start")) {
+		/* nothing for the client yet: until content comes, an error event
+		 * (overloaded) may still fail over to the next target */
 		usage_of(json_object_get(json_object_get(j, "message"), "usage"), st, 0);
-		e = role_first(st, out);
 	} else if (!strcmp(type, "content_block_start")) {
 		json_t *cb = json_object_get(j, "content_block");
 		const char *ct = json_string_value(json_object_get(cb, "type"));

@@ -2824,6 +2824,18 @@ static void test_wire_failover(void **state)
 	assert_non_null(strstr(s, "\"object\":\"chat.completion.chunk\""));
 	assert_non_null(strstr(s, "[DONE]"));
 	free(s);
+	/* an overloaded_error event before any content: still failed over */
+	const char *c2b[] = {"anthropic=claude-x;overload=1", "openai=gpt-x;tokens=2", NULL};
+	set_policy("wire", c2b, NULL);
+	s = stream_req("wire",
+		       json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role", "user",
+				 "content", "hi"),
+		       &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\"content\":\"A: t0\""));
+	assert_null(strstr(s, "K:"));
+	assert_non_null(strstr(s, "[DONE]"));
+	free(s);
 	/* n = 2: the Anthropic target cannot take it and is skipped... */
 	const char *c3[] = {"anthropic=claude-x", "openai=gpt-x", NULL};
 	set_policy("wire", c3, NULL);

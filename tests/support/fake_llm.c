@@ -479,6 +479,8 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
  * whose input is split as the directives say:
  *   cachew=N    N of the prompt's tokens reported as cache_creation_input_tokens
  *   cacher=N    N as cache_read_input_tokens (input_tokens is the rest)
+ *   overload=1  a stream that sends message_start, ping, then an
+ *               overloaded_error event (as the API does under load) and ends
  * Streamed as the API's named events: message_start, content_block_start,
  * ping, content_block_delta (text_delta / input_json_delta),
  * content_block_stop, message_delta (stop_reason, cumulative usage),
@@ -773,6 +775,14 @@ static enum MHD_Result anthropic(struct MHD_Connection *c, const char *body, siz
 		  json_pack("{s:s,s:{s:s,s:s,s:s,s:s,s:[],s:n,s:n,s:o}}", "type", "message_start",
 			    "message", "id", mid, "type", "message", "role", "assistant", "model",
 			    "m", "content", "stop_reason", "stop_sequence", "usage", start_usage));
+	if (directive(model, "overload", 0)) {
+		anth_push(a, "ping", json_pack("{s:s}", "type", "ping"));
+		anth_push(a, "error",
+			  json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type",
+				    "overloaded_error", "message", "Overloaded"));
+		json_decref(usage);
+		goto send;
+	}
 	if (toolname[0]) {
 		anth_push(a, "content_block_start",
 			  json_pack("{s:s,s:i,s:{s:s,s:s,s:s,s:{}}}", "type", "content_block_start",
@@ -810,6 +820,7 @@ static enum MHD_Result anthropic(struct MHD_Connection *c, const char *body, siz
 	else
 		json_decref(usage);
 	anth_push(a, "message_stop", json_pack("{s:s}", "type", "message_stop"));
+send:;
 	struct MHD_Response *r =
 		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, anth_read, a, anth_free);
 	MHD_add_response_header(r, "Content-Type", "text/event-stream");
