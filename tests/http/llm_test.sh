@@ -511,7 +511,7 @@ check "messages stream: the events in order" \
 check "messages stream: usage in message_delta" \
   "$(grep '"message_delta"' "$TMP/msse" | sed 's/^data: //' | jq -r '[.usage.input_tokens, .usage.cache_read_input_tokens, .usage.output_tokens] | join(",")')" 2,3,8
 # the official clients, unmodified: openai (to an Anthropic and an Azure
-# upstream) and @anthropic-ai/sdk (to an Anthropic and an OpenAI upstream)
+# upstream) and @anthropic-ai/sdk (to an Anthropic, an OpenAI and an Azure upstream)
 OUT=$(node "$NPMDIR/$OCLIENT" "$URL" "$WW" claude 2>"$TMP/node.err")
 check "openai client to anthropic ran" $? 0
 [ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
@@ -535,11 +535,11 @@ if [ ! -d "$ANPM/node_modules/@anthropic-ai/sdk" ]; then
     || { cat "$TMP/npm.log" >&2; bad "npm install @anthropic-ai/sdk"; }
 fi
 cp "$(dirname "$0")/anthropic_client.mjs" "$ANPM/$ACLIENT"
-for route in claude gpt; do
+for route in claude gpt azure; do
   OUT=$(node "$ANPM/$ACLIENT" "$URL" "$WW" $route 2>"$TMP/node.err")
   check "anthropic client ($route) ran" $? 0
   [ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
-  want=$([ $route = claude ] && echo K || echo A)
+  want=$(case $route in claude) echo K ;; gpt) echo A ;; *) echo Z ;; esac)
   check "anthropic sdk ($route) plain" "$(jo .plain.type),$(jo .plain.model),$(jo .plain.text | cut -d: -f1),$(jo .plain.stop)" "message,$route,$want,end_turn"
   check "anthropic sdk ($route) stream" "$(jo .stream.text | wc -w),$(jo .stream.final | cut -d: -f1),$(jo .stream.stop),$(jo .stream.usage.output_tokens)" "9,$want,end_turn,8"
   check "anthropic sdk ($route) tools" "$(jo .tools.stop),$(jo .tools.name),$(jo .tools.input.city)" tool_use,weather,Oslo
