@@ -95,6 +95,9 @@ typedef struct {
 	int step_no;
 	const char *task; /* routes by match.task / match.intent */
 	int embeddings;	  /* req is an embeddings request (POST /v1/embeddings) */
+	const char *api;  /* the front door, for the audit record: "messages",
+			     "responses" (decoded into a chat request); NULL: the
+			     request's own ("chat.completions" or "embeddings") */
 } aw_llm_meta;
 
 typedef void (*aw_llm_wake)(void *ud);

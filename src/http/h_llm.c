@@ -181,7 +181,8 @@ static void msgs_done(aw_req *r)
 
 /* Starts the call of a chat completion request req (the client's, or a
  * Messages API request decoded); *c on success, else the refusal replied. */
-static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, aw_err e, aw_error *err)
+static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, const char *api,
+				   aw_err e, aw_error *err)
 {
 	const char *run = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Run-Id");
 	const char *step = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Step");
@@ -195,7 +196,8 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, aw_er
 		.run_id = run,
 		.step_no = (int)stepno,
 		.task = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Task"),
-		.embeddings = embeddings};
+		.embeddings = embeddings,
+		.api = api};
 	aw_llm_call *c = NULL;
 	if (!e) {
 		aw_req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);
@@ -234,7 +236,8 @@ static void other_api(aw_req *r, int api)
 		aw_resp_stream_init(&m->rs, json_string_value(json_object_get(req, "model")));
 		m->out = (aw_buf)AW_BUF_INIT(16u << 20);
 	}
-	aw_llm_call *c = start_or_reply(r, req, 0, e, &err);
+	aw_llm_call *c =
+		start_or_reply(r, req, 0, api == API_MESSAGES ? "messages" : "responses", e, &err);
 	json_decref(req);
 	if (!c) {
 		if (m)
@@ -258,7 +261,7 @@ static void openai_call(aw_req *r, int embeddings)
 	}
 	json_t *req = NULL;
 	aw_err e = aw_json_parse_object(r->body, r->body_len, &req, &err);
-	aw_llm_call *c = start_or_reply(r, req, embeddings, e, &err);
+	aw_llm_call *c = start_or_reply(r, req, embeddings, NULL, e, &err);
 	json_decref(req);
 	if (c)
 		aw_req_bind_call(r, c, done, answer); /* a parked call keeps no body memory */

@@ -179,6 +179,10 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	aw_uuid7_str(cid); /* the call's id: a request may make several (run steps) */
 	snprintf(c->st.id, sizeof c->st.id, "chatcmpl-%s", cid);
 	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
+	snprintf(c->api, sizeof c->api, "%s",
+		 meta && meta->api	    ? meta->api
+		 : meta && meta->embeddings ? "embeddings"
+					    : "chat.completions");
 	aw_err e = AW_OK;
 	/* the call's own copy: jansson's reference counts may not be shared
 	 * between threads (the caller drops its reference while the engine

@@ -50,6 +50,8 @@ static json_t *envelope(const aw_llm_call *c)
 						 "upstream_model", c->model_used, "attempts",
 						 c->attempts, "failovers", c->failovers, "stream",
 						 c->rq.stream, "emergency", c->emergency_used));
+	if (p)
+		json_object_set_new(p, "api", json_string(c->api));
 	if (p && c->t_client_first_ns)
 		json_object_set_new(p, "ttft_ms",
 				    json_real((double)(c->t_client_first_ns - c->t0_ns) / 1e6));

@@ -78,6 +78,7 @@ struct aw_llm_call {
 	char route[64], revision_id[AW_UUID_STR_LEN + 1], body_hash[65];
 	char run_id[AW_UUID_STR_LEN + 1];
 	int step_no;
+	char api[24];	  /* the front door it came through (the audit record's "api") */
 	json_t *feedback; /* messages appended for a schema retry */
 	/* the current transfer (engine thread) */
 	CURL *easy;

@@ -557,6 +557,10 @@ for _ in $(seq 1 40); do
 done
 check "wire budget: nothing left reserved" "$(jbody .reserved)" 0
 check "wire budget: settled" "$(jbody '.settled > 0')" true
+req GET "/v1/projects/wire/audit?limit=500" "$WOP1" ""
+check "audit records name the front door" \
+  "$(jbody '[.items[] | select(.action == "llm.call") | .payload.api] | unique | join(",")')" \
+  chat.completions,embeddings,messages,responses
 
 # --- the canary: reached the upstream, and nothing else
 check "canary reached the upstream" "$(curl -s "http://127.0.0.1:$PA/stats" | jq '.auth_bad')" 0
