@@ -55,7 +55,8 @@ schemas = {
         "detail": S(), "pointer": S(description="the offending field (JSON Pointer or parameter)"),
         "error": obj(["message", "type", "code"], {"message": S(), "type": S(), "code": S(),
                                                    "param": {"type": ["string", "null"]}},
-                     ) | {"description": "OpenAI's error object (the OpenAI-compatible routes)"}}),
+                     ) | {"description": "OpenAI's error object (the OpenAI-compatible routes), or "
+                                         "Anthropic's (/v1/messages: type is Anthropic's error type)"}}),
     "Project": obj(["id", "created_at", "created_by"], {"id": S(), "created_at": TS, "created_by": S()}),
     "Key": obj(["key_id", "project", "name", "scope", "prefix", "created_at", "created_by", "revoked_at"], {
         "key_id": UUID, "project": S(), "name": S(), "prefix": S(),
@@ -454,6 +455,42 @@ op("POST", "/v1/chat/completions", "chatCompletions", "OpenAI chat completion th
                                                                          "choices": {"type": "array"}, "usage": FREE})},
                         "text/event-stream": {"schema": S()}}}}, "worker",
    body=obj(["messages"], {"model": S(), "messages": {"type": "array"}, "stream": B}))
+op("POST", "/v1/messages", "createMessage",
+   "Anthropic Messages API through the LLM gateway (same routing, budget and audit as chat completions)", "llm",
+   {"200": {"description": "a message, or the Messages API's named SSE events when stream is true; errors carry "
+                           "Anthropic's error object (type, message) with the stable code inside",
+            "headers": std_headers | {
+                "x-awooop-route": {"description": "the policy's route that served the call", "schema": S()},
+                "x-awooop-upstream-model": {"description": "the upstream model that answered", "schema": S()}},
+            "content": {"application/json": {"schema": obj(["id", "type", "role", "content", "stop_reason", "usage"], {
+                "id": S(), "type": S(const="message"), "role": S(const="assistant"), "model": S(),
+                "content": {"type": "array"}, "stop_reason": S(), "stop_sequence": {"type": ["string", "null"]},
+                "usage": FREE})},
+                        "text/event-stream": {"schema": S()}}}}, "worker (Authorization: Bearer, or x-api-key)",
+   body=obj(["model", "max_tokens", "messages"], {"model": S(), "max_tokens": I(minimum=1),
+                                                  "messages": {"type": "array"}, "system": JSONV, "stream": B}))
+op("POST", "/v1/responses", "createResponse",
+   "OpenAI Responses API through the LLM gateway (same routing, budget and audit as chat completions; "
+   "nothing stored)", "llm",
+   {"200": {"description": "a response, or the Responses API's SSE events when stream is true",
+            "headers": std_headers | {
+                "x-awooop-route": {"description": "the policy's route that served the call", "schema": S()},
+                "x-awooop-upstream-model": {"description": "the upstream model that answered", "schema": S()}},
+            "content": {"application/json": {"schema": obj(["id", "object", "status", "output"], {
+                "id": S(), "object": S(const="response"), "status": S(), "model": S(),
+                "output": {"type": "array"}, "usage": FREE})},
+                        "text/event-stream": {"schema": S()}}}}, "worker",
+   body=obj(["model", "input"], {"model": S(), "input": JSONV, "instructions": S(), "tools": {"type": "array"},
+                                 "max_output_tokens": I(minimum=0), "stream": B, "store": B}))
+op("POST", "/v1/embeddings", "createEmbeddings",
+   "OpenAI embeddings through the LLM gateway (OpenAI-compatible and Azure upstreams; budgeted by the input)", "llm",
+   {"200": {"description": "an embeddings list", "headers": std_headers | {
+       "x-awooop-route": {"description": "the policy's route that served the call", "schema": S()},
+       "x-awooop-upstream-model": {"description": "the upstream model that answered", "schema": S()}},
+            "content": {"application/json": {"schema": obj(["object", "data", "usage"], {
+                "object": S(const="list"), "data": {"type": "array"}, "model": S(), "usage": FREE})}}}}, "worker",
+   body=obj(["model", "input"], {"model": S(), "input": JSONV, "encoding_format": S(enum=["float", "base64"]),
+                                 "dimensions": I(minimum=1), "user": S()}, extra=False))
 op("GET", "/v1/models", "listModels", "Route names and models of the project's active policy", "llm",
    {"200": js(obj(["object", "data"], {"object": S(const="list"), "data": {"type": "array", "items": obj(["id"], {"id": S()})}}))}, "worker")
 

@@ -105,6 +105,7 @@
 	X(AW_E_LLM_UNAVAILABLE, "E-LLM-007", 503, "LLM gateway unavailable")               \
 	X(AW_E_LLM_PROMPT, "E-LLM-008", 400, "Prompt over the route's input limit")        \
 	X(AW_E_LLM_BUSY, "E-LLM-009", 429, "Project's model calls in flight at its bound") \
+	X(AW_E_LLM_WIRE, "E-LLM-010", 400, "Request not expressible to the upstream")      \
 	X(AW_E_SCHEMA_OUTPUT, "E-SCHEMA-001", 502, "Model output failed its schema")       \
 	X(AW_E_BUDGET_SUSPENDED, "E-BUDGET-001", 402, "Project suspended")                 \
 	X(AW_E_BUDGET_EXHAUSTED, "E-BUDGET-002", 429, "Token budget spent")                \

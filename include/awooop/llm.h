@@ -100,6 +100,10 @@ typedef struct {
 	 * and tokens per minute, its budget, its team and user; copied), or
 	 * NULL: none (a run step's calls) */
 	const aw_key_limits *key;
+	int embeddings;	 /* req is an embeddings request (POST /v1/embeddings) */
+	const char *api; /* the front door, for the audit record: "messages",
+			     "responses" (decoded into a chat request); NULL: the
+			     request's own ("chat.completions" or "embeddings") */
 } aw_llm_meta;
 
 typedef void (*aw_llm_wake)(void *ud);

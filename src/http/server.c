@@ -60,6 +60,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/tenancy.h"
+#include "awooop/llm_wire.h"
 #include "http_internal.h"
 
 /* How a connection is being ended (track.closing; GONE: its peer hung up). */
@@ -271,14 +272,17 @@ void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
 	 * OpenAI or Anthropic SDK calling a route not served), also carry the
 	 * error object those clients read (message, type, code, param) */
 	int sdk = 0;
-	if (p && (!strncmp(r->route, "/v1/chat/", 9) || !strcmp(r->route, "/v1/models") ||
-		  (!strcmp(r->route, "unmatched") && (sdk = sdk_path(r)))))
+	if (p && !strcmp(r->route, "/v1/messages"))
+		sdk = 2;
+	else if (p && (!strncmp(r->route, "/v1/chat/", 9) || !strcmp(r->route, "/v1/models") ||
+		       !strcmp(r->route, "/v1/embeddings") || !strcmp(r->route, "/v1/responses") ||
+		       (!strcmp(r->route, "unmatched") && (sdk = sdk_path(r)))))
 		sdk = sdk ? sdk : 1;
 	if (sdk) {
 		json_t *d = json_object_get(p, "detail"), *w = json_object_get(p, "pointer");
-		const char *etype = status >= 500		? "api_error"
-				    : sdk == 2 && status == 404 ? "not_found_error"
-								: "invalid_request_error";
+		const char *etype = sdk == 2	    ? aw_llm_anthropic_error_type(status)
+				    : status >= 500 ? "api_error"
+						    : "invalid_request_error";
 		json_object_set_new(p, "error",
 				    json_pack("{s:O,s:s,s:s,s:O?}", "message",
 					      d ? d : json_object_get(p, "title"), "type", etype,
@@ -411,10 +415,16 @@ const char *aw_query(aw_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* The bearer key of the request: fills r->ctx (project, principal, scope). */
+static aw_err authenticated(aw_req *r, const char *secret, aw_error *err);
+
+/* The bearer key of the request (/v1/messages: or its x-api-key): fills
+ * r->ctx (project, principal, scope). */
 static aw_err authenticate(aw_req *r, aw_error *err)
 {
 	const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
+	const char *xk = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "x-api-key");
+	if ((!h || !*h) && xk && *xk && r->route && !strcmp(r->route, "/v1/messages"))
+		return authenticated(r, xk, err); /* as the Anthropic SDK sends it */
 	if (!h || !*h)
 		return aw_fail(err, AW_E_AUTH_MISSING, "send Authorization: Bearer <api key>");
 	if (strncasecmp(h, "Bearer ", 7) != 0)
@@ -422,6 +432,11 @@ static aw_err authenticate(aw_req *r, aw_error *err)
 	const char *secret = h + 7;
 	while (*secret == ' ')
 		secret++;
+	return authenticated(r, secret, err);
+}
+
+static aw_err authenticated(aw_req *r, const char *secret, aw_error *err)
+{
 	aw_err e = aw_tenancy_authenticate_key(r->store, secret, &r->ctx, &r->key, err);
 	if (!e) {
 		r->authenticated = 1;
@@ -783,8 +798,9 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 		aw_fail(&err, e, "%s",
 			e == AW_E_REQ_METHOD ? "method not allowed here"
 			: sdk_path(r)
-				? "no such route: the model gateway serves POST /v1/chat/completions "
-				  "and GET /v1/models"
+				? "no such route: the model gateway serves POST /v1/chat/completions, "
+				  "POST /v1/responses, POST /v1/embeddings, POST /v1/messages and "
+				  "GET /v1/models"
 				: "no such route");
 	else if (!e && r->open_route == AW_AUTH_KEY && !(e = authenticate(r, &err)) &&
 		 has_body(r->conn))

@@ -47,6 +47,8 @@ aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *e
 	if (bound > 0 && (asked < 0 || asked > bound))
 		asked = bound;
 	long long a = asked >= 0 ? asked : AW_BUDGET_DEFAULT_MAX_OUT;
+	if (c->rq.embeddings) /* billed for its input only */
+		a = asked = 0;
 	long long bytes = 0, images = 0;
 	aw_err e = llm_prompt_bound(c, c->req, &bytes, &images, err);
 	if (e)
@@ -111,7 +113,7 @@ aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *e
 		}
 		a = fit < a ? fit : a;
 	}
-	if (a != asked) /* clamped to what remains, or none was asked */
+	if (a != asked && !c->rq.embeddings) /* clamped to what remains, or none was asked */
 		json_object_set_new(c->req, mt_name, json_integer(a));
 	return AW_OK;
 }

@@ -161,6 +161,24 @@ static int on_nd_line(void *ud, const char *line, size_t len)
 	return e ? -1 : 0;
 }
 
+/* An Anthropic stream's event, translated to OpenAI chunks. */
+static int on_anth_event(void *ud, const char *data, size_t len)
+{
+	aw_llm_call *c = ud;
+	aw_buf b = AW_BUF_INIT(MAX_EVENT * 2);
+	int content = 0, done = 0;
+	aw_error err = {0};
+	aw_err e = aw_llm_event_from_anthropic(data, len, &c->st, c->rq.include_usage, &b, &content,
+					       &done, &err);
+	if (!e && b.len)
+		llm_emit(c, b.p, b.len);
+	aw_buf_free(&b);
+	c->chunks += content;
+	if (done)
+		c->saw_end = 1;
+	return e ? -1 : 0;
+}
+
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
 	aw_llm_call *c = ud;
@@ -179,9 +197,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	if (!c->up_stream)
 		return aw_buf_add(&c->body, p, len) ? 0 : len;
 	aw_error err = {0};
-	aw_err e = c->t[c->ti].u->api == API_OLLAMA
-			   ? aw_ndjson_feed(&c->nd, p, len, on_nd_line, c, &err)
-			   : aw_sse_feed(&c->sse, p, len, on_sse_event, c, &err);
+	int api = c->t[c->ti].u->api;
+	aw_err e = api == API_OLLAMA	  ? aw_ndjson_feed(&c->nd, p, len, on_nd_line, c, &err)
+		   : api == API_ANTHROPIC ? aw_sse_feed(&c->sse, p, len, on_anth_event, c, &err)
+					  : aw_sse_feed(&c->sse, p, len, on_sse_event, c, &err);
 	return e ? 0 : len;
 }
 
@@ -210,6 +229,18 @@ static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 	json_t *req = json_copy(c->req);
 	if (!req)
 		return NULL;
+	if (c->rq.embeddings) { /* OpenAI's API (and Azure's) only */
+		if (t->u->api != API_OPENAI && t->u->api != API_AZURE) {
+			json_decref(req);
+			aw_fail_at(err, AW_E_LLM_WIRE, "/input",
+				   "embeddings go to OpenAI-compatible and Azure upstreams only");
+			return NULL;
+		}
+		json_object_set_new(req, "model", json_string(t->model));
+		char *s = json_dumps(req, JSON_COMPACT);
+		json_decref(req);
+		return s;
+	}
 	if (json_array_size(c->feedback)) {
 		json_t *msgs = json_copy(json_object_get(c->req, "messages"));
 		json_array_extend(msgs, c->feedback);
@@ -217,12 +248,13 @@ static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 	}
 	apply_limits(req, t);
 	json_t *body = NULL;
-	if (t->u->api == API_OLLAMA) {
-		if (aw_llm_to_ollama(req, t->model, c->up_stream, &body, err)) {
-			json_decref(req);
-			return NULL;
-		}
+	if (t->u->api == API_OLLAMA || t->u->api == API_ANTHROPIC) {
+		aw_err e = t->u->api == API_OLLAMA
+				   ? aw_llm_to_ollama(req, t->model, c->up_stream, &body, err)
+				   : aw_llm_to_anthropic(req, t->model, c->up_stream, &body, err);
 		json_decref(req);
+		if (e)
+			return NULL;
 	} else {
 		body = req;
 		json_object_set_new(body, "model", json_string(t->model));
@@ -244,10 +276,26 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 	upstream *u = t->u;
 	if (!(c->payload = payload_for(c, t, err)))
 		return err->err ? err->err : aw_fail(err, AW_E_NOMEM, "out of memory");
-	char url[340];
-	snprintf(url, sizeof url, "%s%s", u->url,
-		 u->api == API_OLLAMA ? "/api/chat" : "/chat/completions");
+	char url[512];
+	if (u->api == API_AZURE) { /* the model is the deployment's name */
+		if (strspn(t->model, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "0123456789._-") != strlen(t->model))
+			return aw_fail_at(err, AW_E_LLM_WIRE, "/model",
+					  "an Azure deployment name is letters, digits, '.', '_' "
+					  "and '-'");
+		snprintf(url, sizeof url, "%s/openai/deployments/%s/%s?api-version=%s", u->url,
+			 t->model, c->rq.embeddings ? "embeddings" : "chat/completions",
+			 u->api_version);
+	} else {
+		snprintf(url, sizeof url, "%s%s", u->url,
+			 u->api == API_OLLAMA	   ? "/api/chat"
+			 : u->api == API_ANTHROPIC ? "/messages"
+			 : c->rq.embeddings	   ? "/embeddings"
+						   : "/chat/completions");
+	}
 	c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	if (u->api == API_ANTHROPIC)
+		c->hdrs = curl_slist_append(c->hdrs, "anthropic-version: " AW_ANTHROPIC_VERSION);
 	char tp[AW_TRACEPARENT_LEN + 16] = "traceparent: ";
 	aw_trace_format(&c->ctx.trace, tp + strlen(tp));
 	c->hdrs = curl_slist_append(c->hdrs, tp);
@@ -257,7 +305,11 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 		aw_err e = aw_secret_resolve(u->key_ref, &secret, err);
 		if (!e) {
 			aw_buf h = AW_BUF_INIT(4200);
-			aw_buf_addf(&h, "Authorization: Bearer %s", aw_buf_str(&secret));
+			aw_buf_addf(&h,
+				    u->api == API_ANTHROPIC ? "x-api-key: %s"
+				    : u->api == API_AZURE   ? "api-key: %s"
+							    : "Authorization: Bearer %s",
+				    aw_buf_str(&secret));
 			if (!aw_buf_err(&h))
 				c->hdrs = curl_slist_append(c->hdrs, h.p);
 			aw_secret_wipe(&h);
@@ -299,6 +351,9 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 	c->st.tokens_in = c->st.tokens_out = 0;
 	c->chunks = 0;
 	c->st.usage_seen = c->st.role_sent = 0;
+	c->st.cache_write = c->st.cache_read = 0;
+	c->st.finish[0] = '\0';
+	c->st.ntools = 0;
 	c->attempts++;
 	if (curl_multi_add_handle(g->multi, h) != CURLM_OK)
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the upstream transfer");
@@ -327,7 +382,18 @@ static void account(aw_llm_call *c, int streamed)
 		return;
 	}
 	c->spent.tokens += in + out;
-	c->spent.cost += aw_budget_cost(&c->t[c->ti].price, in, out);
+	/* Anthropic's prompt cache: a write costs 1.25 x the input price, a
+	 * read 0.1 x (both counted in tokens_in) */
+	const aw_budget_price *p = &c->t[c->ti].price;
+	long long cw = c->st.usage_seen ? c->st.cache_write : 0;
+	long long cr = c->st.usage_seen ? c->st.cache_read : 0;
+	if (cw < 0 || cr < 0 || cw + cr > in)
+		cw = cr = 0;
+	c->spent.cost += aw_budget_cost(p, in - cw - cr, out);
+	if (cw || cr) {
+		aw_budget_price w = {.in = p->in * 1.25}, r = {.in = p->in * 0.1};
+		c->spent.cost += aw_budget_cost(&w, cw, 0) + aw_budget_cost(&r, cr, 0);
+	}
 }
 
 static void note(aw_llm_call *c, const char *why)
@@ -373,10 +439,19 @@ static void advance(aw_llm *g, aw_llm_call *c)
 			c->failovers++;
 			continue;
 		}
+		if (err.err == AW_E_LLM_WIRE) { /* another wire kind may express it */
+			note(c, err.msg);
+			c->wire_skips++;
+			continue;
+		}
 		llm_finish(c, AW_LLM_FAILED, "error", err.err, "%s", err.msg);
 		return;
 	}
-	if (capped && c->notes.len)
+	if (c->wire_skips && c->wire_skips == c->nt)
+		llm_finish(c, AW_LLM_FAILED, "refused", AW_E_LLM_WIRE,
+			   "no target's wire format can express the request: %s",
+			   aw_buf_str(&c->notes));
+	else if (capped && c->notes.len)
 		llm_finish(c, AW_LLM_FAILED, "capped", AW_E_LLM_CAP,
 			   "every local host failed and the emergency cloud model is at its "
 			   "daily cap: %s",
@@ -420,18 +495,57 @@ static int schema_check(aw_llm_call *c, const char *content, aw_buf *problems)
 	return bad;
 }
 
+/* An embeddings answer: its usage read, passed on with the model asked. */
+static void embedded(aw_llm *g, aw_llm_call *c)
+{
+	target *t = &c->t[c->ti];
+	json_t *resp = json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, NULL);
+	json_t *u = json_object_get(resp, "usage");
+	json_t *pt = json_object_get(u, "prompt_tokens");
+	if (!json_is_array(json_object_get(resp, "data"))) {
+		json_decref(resp);
+		breaker_result(g, t->u, 0);
+		failover(g, c, "the answer is not an embeddings list");
+		return;
+	}
+	if (json_is_integer(pt)) {
+		c->st.tokens_in = json_integer_value(pt);
+		c->st.tokens_out = 0;
+		c->st.usage_seen = 1;
+	}
+	account(c, 0);
+	breaker_result(g, t->u, 1);
+	snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
+	snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
+	json_object_set_new(resp, "model", json_string(c->rq.model));
+	char *s = json_dumps(resp, JSON_COMPACT);
+	json_decref(resp);
+	transfer_end(g, c);
+	pthread_mutex_lock(&c->mu);
+	c->answer = s;
+	pthread_mutex_unlock(&c->mu);
+	llm_finish(c, s ? AW_LLM_ANSWER : AW_LLM_FAILED, s ? "ok" : "error", s ? AW_OK : AW_E_NOMEM,
+		   "%s", s ? " " : "out of memory");
+}
+
 static void answered(aw_llm *g, aw_llm_call *c)
 {
+	if (c->rq.embeddings) {
+		embedded(g, c);
+		return;
+	}
 	target *t = &c->t[c->ti];
 	json_error_t je;
 	json_t *resp = json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, &je);
 	json_t *completion = NULL;
 	aw_error err = {0};
-	if (json_is_object(resp) && t->u->api == API_OLLAMA) {
-		if (aw_llm_from_ollama(resp, &c->st, &completion, &err) == AW_OK)
-			json_decref(resp);
-		else
-			json_decref(resp), completion = NULL;
+	if (json_is_object(resp) && (t->u->api == API_OLLAMA || t->u->api == API_ANTHROPIC)) {
+		aw_err e = t->u->api == API_OLLAMA
+				   ? aw_llm_from_ollama(resp, &c->st, &completion, &err)
+				   : aw_llm_from_anthropic(resp, &c->st, &completion, &err);
+		json_decref(resp);
+		if (e)
+			completion = NULL;
 	} else if (json_is_object(resp)) {
 		completion = resp;
 	} else {

@@ -23,6 +23,18 @@
 static const char *const provider_names[] = {"openai",	     "gemini", "anthropic",
 					     "azure_openai", "ollama", NULL};
 
+int llm_api_kind(const char *api)
+{
+	static const char *const kinds[] = {[API_OPENAI] = "openai",
+					    [API_OLLAMA] = "ollama",
+					    [API_ANTHROPIC] = "anthropic",
+					    [API_AZURE] = "azure_openai"};
+	for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++)
+		if (!strcmp(api, kinds[i]))
+			return i;
+	return -1;
+}
+
 static int url_ok(const char *u)
 {
 	return u && (!strncmp(u, "http://", 7) || !strncmp(u, "https://", 8)) && strlen(u) < 256 &&
@@ -32,7 +44,7 @@ static int url_ok(const char *u)
 aw_err aw_llm_config_check(const json_t *config, aw_error *err)
 {
 	static const char *const top[] = {"providers", NULL};
-	static const char *const fields[] = {"url", "api", "api_key", NULL};
+	static const char *const fields[] = {"url", "api", "api_key", "api_version", NULL};
 	if (!json_is_object(config))
 		return aw_fail(err, AW_E_CONFIG, "the LLM configuration must be a JSON object");
 	if (aw_json_only(config, top, err))
@@ -54,13 +66,23 @@ aw_err aw_llm_config_check(const json_t *config, aw_error *err)
 					  "and ollama");
 		if (!json_is_object(p) || aw_json_only(p, fields, err))
 			return aw_fail_at(err, AW_E_CONFIG, where,
-					  "a provider is {\"url\", \"api\"?, \"api_key\"?}");
+					  "a provider is {\"url\", \"api\"?, \"api_key\"?, "
+					  "\"api_version\"?}");
 		if (!url_ok(json_string_value(json_object_get(p, "url"))))
 			return aw_fail_at(err, AW_E_CONFIG, where, "url must be http(s)://...");
 		const char *api = json_string_value(json_object_get(p, "api"));
-		if (json_object_get(p, "api") &&
-		    (!api || (strcmp(api, "openai") && strcmp(api, "ollama"))))
-			return aw_fail_at(err, AW_E_CONFIG, where, "api must be openai or ollama");
+		if (json_object_get(p, "api") && (!api || llm_api_kind(api) < 0))
+			return aw_fail_at(err, AW_E_CONFIG, where,
+					  "api must be openai, ollama, anthropic or azure_openai");
+		json_t *av = json_object_get(p, "api_version");
+		const char *avs = json_string_value(av);
+		int azure = api && llm_api_kind(api) == API_AZURE;
+		if ((av || azure) &&
+		    (!azure || !avs || !*avs || strlen(avs) > 31 ||
+		     strspn(avs, "0123456789abcdefghijklmnopqrstuvwxyz-") != strlen(avs)))
+			return aw_fail_at(err, AW_E_CONFIG, where,
+					  "api_version (e.g. 2024-10-21) is azure_openai's, and it "
+					  "needs one");
 		json_t *key = json_object_get(p, "api_key");
 		if (key &&
 		    (!json_is_string(key) || aw_secret_ref_check(json_string_value(key), err)))
@@ -117,10 +139,15 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	json_t *p;
 	json_object_foreach (json_object_get(g->config, "providers"), name, p) {
 		const char *api = json_string_value(json_object_get(p, "api"));
-		int kind = api ? !strcmp(api, "ollama") : !strcmp(name, "ollama");
-		upstream *u = llm_upstream_new(name, kind ? API_OLLAMA : API_OPENAI,
-					       json_string_value(json_object_get(p, "url")),
-					       json_string_value(json_object_get(p, "api_key")));
+		int kind = api			     ? llm_api_kind(api)
+			   : !strcmp(name, "ollama") ? API_OLLAMA
+						     : API_OPENAI;
+		upstream *u =
+			llm_upstream_new(name, kind, json_string_value(json_object_get(p, "url")),
+					 json_string_value(json_object_get(p, "api_key")));
+		if (u)
+			snprintf(u->api_version, sizeof u->api_version, "%s",
+				 json_string_value(json_object_get(p, "api_version")) ?: "");
 		if (u && g->nproviders < 8)
 			g->providers[g->nproviders++] = u;
 	}

@@ -183,6 +183,10 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 		c->key = *meta->key;
 		c->keyed = 1;
 	}
+	snprintf(c->api, sizeof c->api, "%s",
+		 meta && meta->api	    ? meta->api
+		 : meta && meta->embeddings ? "embeddings"
+					    : "chat.completions");
 	aw_err e = AW_OK;
 	/* the call's own copy: jansson's reference counts may not be shared
 	 * between threads (the caller drops its reference while the engine
@@ -190,7 +194,8 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	if (!(c->req = json_deep_copy(req)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (!e)
-		e = aw_llm_req_check(c->req, &c->rq, err);
+		e = meta && meta->embeddings ? aw_llm_embed_check(c->req, &c->rq, err)
+					     : aw_llm_req_check(c->req, &c->rq, err);
 	if (!e && c->rq.schema) {
 		json_t *s = json_deep_copy(c->rq.schema);
 		e = aw_schema_compile(s, &c->schema, err);

@@ -61,6 +61,8 @@ static json_t *envelope(const aw_llm_call *c)
 			json_object_set_new(k, "user", json_string(c->key.user));
 		json_object_set_new(p, "key", k);
 	}
+	if (p)
+		json_object_set_new(p, "api", json_string(c->api));
 	if (p && c->t_client_first_ns)
 		json_object_set_new(p, "ttft_ms",
 				    json_real((double)(c->t_client_first_ns - c->t0_ns) / 1e6));

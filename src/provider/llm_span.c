@@ -17,20 +17,24 @@ void llm_span(const aw_llm_call *c)
 {
 	if (!aw_otel_on())
 		return;
-	aw_span *s =
-		aw_span_begin("chat", AW_SPAN_CLIENT, &c->ctx.trace, c->parent_span, 0, c->t0_ns);
+	const char *op = c->rq.embeddings ? "embeddings" : "chat";
+	aw_span *s = aw_span_begin(op, AW_SPAN_CLIENT, &c->ctx.trace, c->parent_span, 0, c->t0_ns);
 	if (!s)
 		return;
 	/* named by the model asked once a route took it (an unknown model's
 	 * name, a client's word, stays out of the span's name) */
-	aw_span_name(s, "chat", c->route[0] ? c->rq.model : NULL);
+	aw_span_name(s, op, c->route[0] ? c->rq.model : NULL);
 	aw_span_project(s, c->ctx.project);
-	aw_span_str(s, "gen_ai.operation.name", "chat");
+	aw_span_str(s, "gen_ai.operation.name", op);
 	/* the wire kind of the target the call ended on (the first one when it
 	 * never reached one) */
 	const upstream *u = c->nt > 0 ? c->t[c->ti < c->nt ? c->ti : 0].u : NULL;
 	if (u) {
-		const char *provider = u->api == API_OLLAMA ? "ollama" : "openai";
+		/* the semantic conventions' names of the wire kinds */
+		const char *provider = u->api == API_OLLAMA	 ? "ollama"
+				       : u->api == API_ANTHROPIC ? "anthropic"
+				       : u->api == API_AZURE	 ? "azure.ai.openai"
+								 : "openai";
 		aw_span_str(s, "gen_ai.provider.name", provider);
 		aw_span_str(s, "gen_ai.system", provider); /* its name before semconv 1.37 */
 	}

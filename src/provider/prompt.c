@@ -19,7 +19,7 @@
  * listed here cannot be priced: the request is refused (E-BUDGET-005). */
 typedef struct {
 	const char *prefix;
-	int patches; /* 0: tiles */
+	int patches; /* 0: tiles, 1: 32 px patches, 2: pixels / 750 (Anthropic) */
 	double base, tile, mult;
 } image_price;
 
@@ -35,6 +35,9 @@ static const image_price image_prices[] = {
 	{"gpt-4.5", 0, 85, 170, 0},
 	{"o1", 0, 75, 150, 0},
 	{"o3", 0, 75, 150, 0},
+	/* Anthropic: width x height / 750 tokens, at most 1600 (larger
+	 * images are scaled down to about 1.15 megapixels first) */
+	{"claude", 2, 0, 0, 0},
 	{NULL, 0, 0, 0, 0}};
 
 static const image_price *image_price_of(const char *model)
@@ -90,6 +93,10 @@ static void image_dims(const char *url, long *w, long *h)
 
 static long long image_cost(const image_price *p, long w, long h, int low)
 {
+	if (p->patches == 2) {
+		double t = w && h ? ceil((double)w * (double)h / 750) : 1600;
+		return (long long)(t > 1600 ? 1600 : t);
+	}
 	if (p->patches) {
 		double patches = 1536;
 		if (w && h) {
@@ -160,6 +167,11 @@ aw_err llm_prompt_bound(const aw_llm_call *c, const json_t *req, long long *byte
 {
 	static const char *const billed[] = {"tools",	      "functions",	 "tool_choice",
 					     "function_call", "response_format", NULL};
+	if (c->rq.embeddings) { /* no template, no images: the inputs */
+		*bytes = aw_llm_embed_bound(req);
+		*images = 0;
+		return AW_OK;
+	}
 	long long n = 0, img = 0;
 	size_t i, k;
 	json_t *m, *part, *v;
@@ -191,6 +203,15 @@ aw_err llm_prompt_bound(const aw_llm_call *c, const json_t *req, long long *byte
 	}
 	for (int b = 0; billed[b]; b++)
 		n += json_bytes(json_object_get(req, billed[b]));
+	/* an Anthropic target adds its tool-use system prompt to a prompt with
+	 * tools, and asks for JSON output in the system prompt */
+	int anthropic = 0;
+	for (int ti = 0; ti < c->nt; ti++)
+		anthropic |= c->t[ti].u->api == API_ANTHROPIC;
+	if (anthropic && json_array_size(json_object_get(req, "tools")))
+		n += AW_LLM_ANTHROPIC_TOOL_TOKENS;
+	if (anthropic && json_object_get(req, "response_format"))
+		n += (long long)sizeof AW_LLM_JSON_INSTRUCTION + 64;
 	*bytes = n;
 	*images = img;
 	return AW_OK;

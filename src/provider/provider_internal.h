@@ -20,18 +20,20 @@
 #include "awooop/llm_wire.h"
 #include "awooop/schema.h"
 
-enum { API_OPENAI = 0, API_OLLAMA };
+enum { API_OPENAI = 0, API_OLLAMA, API_ANTHROPIC, API_AZURE };
 enum { BREAKER_CLOSED = 0, BREAKER_OPEN, BREAKER_HALF_OPEN };
 
 typedef struct upstream {
 	atomic_int refs;
 	char name[48]; /* metrics label: the provider, or ollama-primary/-secondary/-fallback */
 	int api;
-	char url[300];	   /* the base: ".../v1" (openai) or the host (ollama) */
-	char key_ref[300]; /* secret reference, "" = none */
-	int timeout_ms;	   /* first-byte timeout of the endpoint, 0 = the gateway's */
-	json_t *models;	   /* topology endpoint's model list, NULL = any */
-	CURLSH *share;	   /* the connection pool (engine thread) */
+	char url[300];	      /* the base: ".../v1" (openai, anthropic), the host (ollama), the
+			      resource's https://NAME.openai.azure.com (azure_openai) */
+	char key_ref[300];    /* secret reference, "" = none */
+	char api_version[32]; /* azure_openai's api-version query parameter */
+	int timeout_ms;	      /* first-byte timeout of the endpoint, 0 = the gateway's */
+	json_t *models;	      /* topology endpoint's model list, NULL = any */
+	CURLSH *share;	      /* the connection pool (engine thread) */
 	/* breaker (engine thread) */
 	int state, fails, probing;
 	int64_t open_until_ns;
@@ -78,6 +80,7 @@ struct aw_llm_call {
 	int step_no;
 	int keyed;	   /* key holds the calling key's limits */
 	aw_key_limits key; /* (tenancy.h) */
+	char api[24];	   /* the front door it came through (the audit record's "api") */
 	json_t *feedback;  /* messages appended for a schema retry */
 	/* the current transfer (engine thread) */
 	CURL *easy;
@@ -93,6 +96,7 @@ struct aw_llm_call {
 	int fb_own;	 /* fb_ms is the route's own, shorter than the platform's */
 	int own_failure; /* a try ended on the route's own timeout */
 	aw_buf notes;	 /* why each target failed, for the error detail */
+	int wire_skips;	 /* targets whose wire format cannot express the request */
 	/* what the client reads (mu) */
 	pthread_mutex_t mu;
 	aw_llm_state state;
@@ -163,6 +167,9 @@ aw_err llm_engine_start(aw_llm *g, aw_error *err);
 void llm_engine_stop(aw_llm *g);
 void llm_submit(aw_llm *g, aw_llm_call *c);
 upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref);
+/* The wire kind of an `api` name (openai, ollama, anthropic, azure_openai);
+ * -1 when unknown. */
+int llm_api_kind(const char *api);
 void llm_upstream_put(upstream *u);
 /* llm_call.c */
 void llm_call_put(aw_llm_call *c);

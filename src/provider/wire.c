@@ -331,6 +331,10 @@ aw_err aw_llm_to_ollama(const json_t *req, const char *model, int stream, json_t
 			aw_error *err)
 {
 	*out = NULL;
+	json_t *nv = json_object_get(req, "n");
+	if (json_is_integer(nv) && json_integer_value(nv) > 1) /* one answer, never n */
+		return aw_fail_at(err, AW_E_LLM_WIRE, "/n",
+				  "n > 1 has no equivalent (Ollama /api/chat upstream)");
 	json_t *o = json_pack("{s:s,s:b,s:[]}", "model", model, "stream", stream, "messages");
 	if (!o)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -601,4 +605,92 @@ aw_err aw_llm_completion_as_sse(const json_t *resp, int include_usage, aw_buf *o
 	aw_err e = add_event(out, chunk(&st, d, NULL));
 	const char *fin = json_string_value(json_object_get(c0, "finish_reason"));
 	return e ? e : tail(&st, fin ? fin : "stop", include_usage, out);
+}
+
+aw_err aw_llm_embed_check(const json_t *req, aw_llm_req *out, aw_error *err)
+{
+	static const char *const fields[] = {"model",	   "input", "encoding_format",
+					     "dimensions", "user",  NULL};
+	memset(out, 0, sizeof *out);
+	out->embeddings = 1;
+	out->n = 1;
+	if (!json_is_object(req))
+		return bad(err, "", "the body must be a JSON object");
+	aw_err e = aw_json_check_numbers(req, err);
+	if (e)
+		return e;
+	const char *key;
+	json_t *v;
+	json_object_foreach ((json_t *)req, key, v) {
+		int ok = 0;
+		for (int i = 0; fields[i] && !ok; i++)
+			ok = !strcmp(key, fields[i]);
+		if (!ok) {
+			char where[80];
+			snprintf(where, sizeof where, "/%.64s", key);
+			return aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, where,
+					  "%.64s is not an embeddings field this gateway knows",
+					  key);
+		}
+	}
+	json_t *model = json_object_get(req, "model");
+	if (!json_is_string(model) || !json_string_length(model) || json_string_length(model) > 256)
+		return bad(err, "/model", "model must be a string of 1..256 bytes");
+	out->model = json_string_value(model);
+	json_t *in = json_object_get(req, "input");
+	int shape = 0; /* 1 strings, 2 token ids, 3 arrays of token ids */
+	if (json_is_string(in)) {
+		shape = 1;
+	} else if (json_is_array(in) && json_array_size(in) && json_array_size(in) <= 2048) {
+		size_t i;
+		json_t *x;
+		json_array_foreach (in, i, x) {
+			int s = json_is_string(x)    ? 1
+				: json_is_integer(x) ? 2
+				: json_is_array(x)   ? 3
+						     : 0;
+			if (!s || (shape && s != shape))
+				return bad(
+					err, "/input",
+					"input is a string, or an array of strings, of token ids "
+					"or of arrays of token ids (one kind)");
+			shape = s;
+			size_t k;
+			json_t *t;
+			json_array_foreach (x, k, t)
+				if (!json_is_integer(t) || json_integer_value(t) < 0)
+					return bad(err, "/input", "token ids are integers");
+			if (s == 2 && json_integer_value(x) < 0)
+				return bad(err, "/input", "token ids are integers");
+		}
+	}
+	if (!shape)
+		return bad(err, "/input",
+			   "input is a non-empty string or array (at most 2048 inputs)");
+	const char *ef = json_string_value(json_object_get(req, "encoding_format"));
+	if (json_object_get(req, "encoding_format") &&
+	    (!ef || (strcmp(ef, "float") && strcmp(ef, "base64"))))
+		return bad(err, "/encoding_format", "encoding_format is float or base64");
+	v = json_object_get(req, "dimensions");
+	if (v &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000))
+		return bad(err, "/dimensions", "dimensions is an integer of 1..100000");
+	if (json_object_get(req, "user") && !json_is_string(json_object_get(req, "user")))
+		return bad(err, "/user", "user is a string");
+	return AW_OK;
+}
+
+long long aw_llm_embed_bound(const json_t *req)
+{
+	json_t *in = json_object_get(req, "input");
+	if (json_is_string(in))
+		return (long long)json_string_length(in);
+	long long n = 0;
+	size_t i;
+	json_t *x;
+	json_array_foreach (in, i, x)
+		n += json_is_string(x)	? (long long)json_string_length(x)
+		     : json_is_array(x) ? (long long)json_array_size(x)
+					: 1;
+	return n;
 }

@@ -22,6 +22,10 @@ PASS=0
 FAIL=0
 PIDS=()
 PGDB=
+# the clients are copied next to their node_modules under names of this run's
+# own: the cache is shared with other runs (and checkouts) of this test
+OCLIENT="client-$$.mjs"
+ACLIENT="client-$$.mjs"
 CANARY="sk-canary-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export AW_CANARY=$CANARY
 
@@ -32,6 +36,7 @@ cleanup() {
     psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
       -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
   fi
+  rm -f "${NPMDIR:-/nonexistent}/$OCLIENT" "${ANPM:-/nonexistent}/$ACLIENT"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -93,10 +98,15 @@ start_fake A --expect-key-env AW_CANARY; PA=$FAKE_PORT
 start_fake G --expect-key-env AW_CANARY; PG=$FAKE_PORT
 start_fake O1; PO1=$FAKE_PORT
 start_fake O2; PO2=$FAKE_PORT
+start_fake K --expect-key-env AW_CANARY; PK=$FAKE_PORT # Anthropic's Messages API
+start_fake Z --expect-key-env AW_CANARY; PZ=$FAKE_PORT # Azure OpenAI
 cat >"$TMP/llm.json" <<JSON
 {"providers": {
   "openai": {"url": "http://127.0.0.1:$PA/v1", "api": "openai", "api_key": "env:AW_CANARY"},
-  "gemini": {"url": "http://127.0.0.1:$PG/v1", "api_key": "env:AW_CANARY"}}}
+  "gemini": {"url": "http://127.0.0.1:$PG/v1", "api_key": "env:AW_CANARY"},
+  "anthropic": {"url": "http://127.0.0.1:$PK/v1", "api": "anthropic", "api_key": "env:AW_CANARY"},
+  "azure_openai": {"url": "http://127.0.0.1:$PZ", "api": "azure_openai", "api_version": "2024-10-21",
+                   "api_key": "env:AW_CANARY"}}}
 JSON
 
 EXTRA=""
@@ -165,10 +175,10 @@ check "the route said" "$(hdr x-awooop-route)" chat
 check "the upstream model said" "$(hdr x-awooop-upstream-model)" gpt-x
 check "usage" "$(jbody .usage.total_tokens)" 17 # 9 billed for "hello" (as OpenAI counts), 8 answered
 # --- routes of other providers' APIs, not served: their clients' error shape
-req POST /v1/embeddings "$W" '{"model":"chat","input":"hi"}'; expect "embeddings not served" 404 E-REQ-007
+req POST /v1/images/generations "$W" '{"model":"chat","prompt":"hi"}'; expect "images not served" 404 E-REQ-007
 check "openai error object: message" "$(jbody .error.message | grep -c 'serves POST /v1/chat/completions')" 1
 check "openai error object: type" "$(jbody .error.type)" invalid_request_error
-req POST /v1/messages "$W" '{"model":"chat","max_tokens":5,"messages":[]}'; expect "messages not served" 404 E-REQ-007
+req POST /v1/messages/count_tokens "$W" '{"model":"chat","messages":[]}'; expect "count_tokens not served" 404 E-REQ-007
 check "anthropic error type" "$(jbody .error.type)" not_found_error
 req GET /v1/projects/acme/nothing "$W"; expect "own API: problem only" 404 E-REQ-007
 check "no sdk error object on the control plane's own" "$(jbody .error)" null
@@ -221,8 +231,8 @@ if [ ! -d "$NPMDIR/node_modules/openai" ]; then
   (cd "$NPMDIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund openai@4 >/dev/null 2>"$TMP/npm.log") \
     || { cat "$TMP/npm.log" >&2; bad "npm install openai"; }
 fi
-cp "$(dirname "$0")/openai_client.mjs" "$NPMDIR/client.mjs"
-OUT=$(node "$NPMDIR/client.mjs" "$URL" "$W" 2>"$TMP/node.err")
+cp "$(dirname "$0")/openai_client.mjs" "$NPMDIR/$OCLIENT"
+OUT=$(node "$NPMDIR/$OCLIENT" "$URL" "$W" 2>"$TMP/node.err")
 check "openai client ran" $? 0
 [ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
 jo() { echo "$OUT" | jq -r "$1" 2>/dev/null; }
@@ -234,6 +244,10 @@ check "openai tools" "$(jo .tools.finish)" tool_calls
 check "openai error status" "$(jo .error.status)" 404
 check "openai error code" "$(jo .error.code)" E-LLM-002
 check "openai error class" "$(jo .error.isApiError)" true
+check "openai embeddings" "$(jo '[.embeddings.n, .embeddings.dims, .embeddings.usage.prompt_tokens, .embeddings.model] | join(",")')" 2,8,4,chat
+check "openai responses" "$(jo '[.responses.object, .responses.status, (.responses.text | split(":")[0]), .responses.usage.input_tokens, .responses.usage.output_tokens] | join(",")')" response,completed,A,16,8
+check "openai responses stream" "$(jo '[(.responses.stream.text | split(" ") | length), (.responses.stream.deltas == .responses.stream.text), .responses.stream.status, .responses.stream.usage.output_tokens] | join(",")')" 9,true,completed,8
+check "openai responses function call" "$(jo '[.responses.call.name, .responses.call.args] | join(",")')" 'weather,{"city":"Oslo"}'
 check "openai models" "$(jo '.models | join(",")')" "chat,gpt-x,llama3,local,q;tokens=19;nousage=1,quiet,s;tokens=50;tps=10,slow"
 
 # --- the llm run step, through the run API
@@ -446,6 +460,107 @@ if [ -n "${URL2:-}" ]; then
   ledger_ok "after the crash"
   URL=$URL1 # the survivor
 fi
+
+# --- other wire kinds: Anthropic's Messages API and Azure OpenAI upstreams,
+# and the Anthropic-compatible POST /v1/messages on the way in
+req POST /v1/projects "$ADMIN" '{"id":"wire"}'; expect "project wire" 201
+WOP1=$(mkkey wire op1 operator); WOP2=$(mkkey wire op2 operator); WW=$(mkkey wire w1 worker)
+activate wire policy_routing default \
+  '{"routes":[{"name":"claude","match":{"task":"claude"},"candidates":[{"provider":"anthropic","model":"claude-x;cachew=2;cacher=3"}]},
+    {"name":"azure","match":{"task":"azure"},"candidates":[{"provider":"azure_openai","model":"dep-1"}]},
+    {"name":"gpt","match":{"task":"gpt"},"candidates":[{"provider":"openai","model":"gpt-x"}]},
+    {"name":"over","match":{"task":"over"},"candidates":[{"provider":"anthropic","model":"claude-y;status=529"},{"provider":"openai","model":"gpt-x"}]}]}' "$WOP1" "$WOP2"
+activate wire budget default '{"period":"day","token_limit":1000000,"action_on_exceed":"block"}' "$WOP1" "$WOP2"
+req POST /v1/chat/completions "$WW" '{"model":"claude","messages":[{"role":"user","content":"hello"}]}'
+expect "chat to an Anthropic upstream" 200
+check "anthropic answered" "$(jbody '.choices[0].message.content' | cut -d: -f1)" K
+check "anthropic usage, cache parts included" "$(jbody .usage.prompt_tokens),$(jbody .usage.prompt_tokens_details.cached_tokens)" 8,3
+check "anthropic upstream model said" "$(hdr x-awooop-upstream-model)" "claude-x;cachew=2;cacher=3"
+req POST /v1/chat/completions "$WW" '{"model":"azure","messages":[{"role":"user","content":"hello"}]}'
+expect "chat to an Azure deployment" 200
+check "azure answered" "$(jbody '.choices[0].message.content' | cut -d: -f1)" Z
+check "azure deployment in the path" "$(curl -s "http://127.0.0.1:$PZ/stats" | jq -r .last_model)" dep-1
+MSG='{"model":"claude","max_tokens":50,"system":"Be brief","messages":[{"role":"user","content":"hello"}]}'
+req POST /v1/messages "" "$MSG" -H "x-api-key: $WW"; expect "messages (x-api-key)" 200
+check "message type" "$(jbody .type),$(jbody .role),$(jbody .model)" message,assistant,claude
+check "message text" "$(jbody '.content[0].text' | cut -d: -f1)" K
+check "message usage: input apart from the cache" \
+  "$(jbody '[.usage.input_tokens, .usage.cache_creation_input_tokens, .usage.cache_read_input_tokens, .usage.output_tokens] | join(",")')" 5,2,3,8
+check "message stop_reason" "$(jbody .stop_reason)" end_turn
+check "messages route said" "$(hdr x-awooop-route)" claude
+req POST /v1/messages "$WW" '{"model":"over","max_tokens":50,"messages":[{"role":"user","content":"hello"}]}'
+expect "messages failed over to OpenAI" 200
+check "failover keeps the client's format" "$(jbody .type),$(jbody '.content[0].text' | cut -d: -f1)" message,A
+req POST /v1/messages "$WW" '{"model":"claude","messages":[{"role":"user","content":"x"}]}'
+expect "messages without max_tokens" 400 E-REQ-005
+check "anthropic error: type" "$(jbody .error.type)" invalid_request_error
+check "anthropic error: code" "$(jbody .error.code)" E-REQ-005
+req POST /v1/messages "$WW" '{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}'
+expect "server tools unpriced" 400 E-BUDGET-005
+req POST /v1/messages "$WW" '{"model":"nope","max_tokens":5,"messages":[{"role":"user","content":"x"}]}'
+expect "messages: no route" 404 E-LLM-002
+check "anthropic not_found_error" "$(jbody .error.type)" not_found_error
+req POST /v1/messages "" "$MSG" -H "x-api-key: nope"; expect "messages: bad key" 401
+check "anthropic authentication_error" "$(jbody .error.type)" authentication_error
+curl -sN -H "x-api-key: $WW" -H 'Content-Type: application/json' \
+  -d '{"model":"claude","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}' \
+  "$URL/v1/messages" >"$TMP/msse"
+check "messages stream: the events in order" \
+  "$(sed -n 's/^event: //p' "$TMP/msse" | uniq -c | awk '{printf "%s%s*%s", (NR>1?",":""), $2, $1}')" \
+  "message_start*1,content_block_start*1,content_block_delta*8,content_block_stop*1,message_delta*1,message_stop*1"
+check "messages stream: usage in message_delta" \
+  "$(grep '"message_delta"' "$TMP/msse" | sed 's/^data: //' | jq -r '[.usage.input_tokens, .usage.cache_read_input_tokens, .usage.output_tokens] | join(",")')" 2,3,8
+# the official clients, unmodified: openai (to an Anthropic and an Azure
+# upstream) and @anthropic-ai/sdk (to an Anthropic, an OpenAI and an Azure upstream)
+OUT=$(node "$NPMDIR/$OCLIENT" "$URL" "$WW" claude 2>"$TMP/node.err")
+check "openai client to anthropic ran" $? 0
+[ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
+check "openai->anthropic plain" "$(jo .plain.content | cut -d: -f1)" K
+check "openai->anthropic stream" "$(jo .stream.text | wc -w),$(jo .stream.usage.completion_tokens)" 9,8
+check "openai->anthropic tools" "$(jo .tools.finish)" tool_calls
+check "openai->anthropic responses" "$(jo '[(.responses.text | split(":")[0]), (.responses.stream.text | split(" ") | length), .responses.call.name, (.responses.after | join("+"))] | join(",")')" K,9,weather,message
+check "openai->anthropic embeddings refused" "$(jo .embeddings.status),$(jo .embeddings.code)" 400,E-LLM-010
+OUT=$(node "$NPMDIR/$OCLIENT" "$URL" "$WW" azure 2>"$TMP/node.err")
+check "openai client to azure ran" $? 0
+check "openai->azure plain, stream" "$(jo .plain.content | cut -d: -f1),$(jo .stream.text | wc -w)" Z,9
+check "openai->azure embeddings" "$(jo .embeddings.n),$(jo .embeddings.usage.prompt_tokens)" 2,4
+req POST /v1/embeddings "$WW" '{"model":"gpt","input":"hello","dimensions":4}'; expect "embeddings" 200
+check "embeddings answer" "$(jbody '[.object, (.data | length), (.data[0].embedding | length), .usage.prompt_tokens] | join(",")')" list,1,4,2
+req POST /v1/embeddings "$WW" '{"model":"gpt","input":"hello","stream":true}'; expect "embeddings: unknown field" 400 E-REQ-004
+check "embeddings error: openai error object" "$(jbody .error.code)" E-REQ-004
+ANPM=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}/anthropic
+if [ ! -d "$ANPM/node_modules/@anthropic-ai/sdk" ]; then
+  mkdir -p "$ANPM"
+  (cd "$ANPM" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund @anthropic-ai/sdk@0 >/dev/null 2>"$TMP/npm.log") \
+    || { cat "$TMP/npm.log" >&2; bad "npm install @anthropic-ai/sdk"; }
+fi
+cp "$(dirname "$0")/anthropic_client.mjs" "$ANPM/$ACLIENT"
+for route in claude gpt azure; do
+  OUT=$(node "$ANPM/$ACLIENT" "$URL" "$WW" $route 2>"$TMP/node.err")
+  check "anthropic client ($route) ran" $? 0
+  [ -s "$TMP/node.err" ] && cat "$TMP/node.err" >&2
+  want=$(case $route in claude) echo K ;; gpt) echo A ;; *) echo Z ;; esac)
+  check "anthropic sdk ($route) plain" "$(jo .plain.type),$(jo .plain.model),$(jo .plain.text | cut -d: -f1),$(jo .plain.stop)" "message,$route,$want,end_turn"
+  check "anthropic sdk ($route) stream" "$(jo .stream.text | wc -w),$(jo .stream.final | cut -d: -f1),$(jo .stream.stop),$(jo .stream.usage.output_tokens)" "9,$want,end_turn,8"
+  check "anthropic sdk ($route) tools" "$(jo .tools.stop),$(jo .tools.name),$(jo .tools.input.city)" tool_use,weather,Oslo
+  # (the OpenAI fake streams text even when tools are offered)
+  [ $route = claude ] && check "anthropic sdk ($route) tool stream" "$(jo .toolStream.stop),$(jo .toolStream.input.city)" tool_use,Oslo
+  check "anthropic sdk ($route) error" "$(jo .error.status),$(jo .error.type),$(jo .error.code),$(jo .error.notFound)" 404,not_found_error,E-LLM-002,true
+done
+check "anthropic sdk: the tool result answered" "$(node "$ANPM/$ACLIENT" "$URL" "$WW" claude 2>/dev/null | jq -r '.tools.after.stop')" end_turn
+check "anthropic upstream: the key as x-api-key" "$(curl -s "http://127.0.0.1:$PK/stats" | jq '.auth_bad')" 0
+check "azure upstream: the key as api-key" "$(curl -s "http://127.0.0.1:$PZ/stats" | jq '.auth_bad')" 0
+for _ in $(seq 1 40); do
+  req GET /v1/projects/wire/budget "$WOP1" ""
+  [ "$(jbody .reserved)" = 0 ] && break
+  sleep 0.25
+done
+check "wire budget: nothing left reserved" "$(jbody .reserved)" 0
+check "wire budget: settled" "$(jbody '.settled > 0')" true
+req GET "/v1/projects/wire/audit?limit=500" "$WOP1" ""
+check "audit records name the front door" \
+  "$(jbody '[.items[] | select(.action == "llm.call") | .payload.api] | unique | join(",")')" \
+  chat.completions,embeddings,messages,responses
 
 # --- the canary: reached the upstream, and nothing else
 check "canary reached the upstream" "$(curl -s "http://127.0.0.1:$PA/stats" | jq '.auth_bad')" 0

@@ -40,6 +40,7 @@
 #include "awooop/clock.h"
 #include "awooop/contract.h"
 #include "awooop/llm.h"
+#include "awooop/llm_wire.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
 #include "awooop/executor.h"
@@ -2439,6 +2440,682 @@ static void test_watch_many(void **state)
 	gateway_down();
 }
 
+/* ------------------------------------------------------------ wire kinds */
+
+static fake K, Z; /* an Anthropic Messages upstream, an Azure OpenAI one (both check the key) */
+
+/* A gateway whose anthropic and azure_openai providers speak their own
+ * APIs (K, Z), beside OpenAI (A) and Gemini's OpenAI-compatible one (G). */
+static void gateway_wire_up(void)
+{
+	aw_error err = {0};
+	aw_policy_opts po = {.mode = AW_GUARD_STRICT};
+	assert_int_equal(aw_policy_cache_new(S, C, NULL, &po, &PC, &err), AW_OK);
+	char ua[96], uk[96], ug[96];
+	snprintf(ua, sizeof ua, "%s/v1", A.url);
+	snprintf(uk, sizeof uk, "%s/v1", K.url);
+	snprintf(ug, sizeof ug, "%s/v1", G.url);
+	json_t *cfg = json_pack(
+		"{s:{s:{s:s,s:s},s:{s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s},s:{s:s,s:s}}}", "providers",
+		"openai", "url", ua, "api_key", "env:AW_TEST_CANARY_KEY", "anthropic", "url", uk,
+		"api", "anthropic", "api_key", "env:AW_TEST_CANARY_KEY", "azure_openai", "url",
+		Z.url, "api", "azure_openai", "api_version", "2024-10-21", "api_key",
+		"env:AW_TEST_CANARY_KEY", "gemini", "url", ug, "api_key", "env:AW_TEST_CANARY_KEY");
+	aw_llm_opts lo = {.store = S,
+			  .policy = PC,
+			  .config = cfg,
+			  .connect_timeout_ms = 1000,
+			  .first_byte_ms = 2000,
+			  .idle_ms = 1000,
+			  .breaker_failures = 1000,
+			  .breaker_cooldown_ms = 10000,
+			  .schema_retries = 3,
+			  .lease_ms = 2000};
+	if (aw_llm_new(&lo, &GW, &err))
+		fail_msg("gateway: %s", err.msg);
+	json_decref(cfg);
+}
+
+/* The whole SSE text of a streamed request (stream set here); NULL with *e
+ * when it failed before any byte. */
+static char *stream_req(const char *project, json_t *req, aw_err *e, aw_error *err)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, project, AW_SCOPE_WORKER, "agent-1");
+	json_object_set_new(req, "stream", json_true());
+	json_object_set_new(req, "stream_options", json_pack("{s:b}", "include_usage", 1));
+	waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	aw_llm_call *c = NULL;
+	*e = aw_llm_start(GW, &ctx, req, NULL, w_wake, &w, &c, err);
+	json_decref(req);
+	if (*e)
+		return NULL;
+	char *body = NULL;
+	aw_llm_state st;
+	while ((st = aw_llm_head(c, w_park, NULL, &body, err)) == AW_LLM_WAIT)
+		w_wait(&w);
+	if (st == AW_LLM_FAILED) {
+		*e = err->err;
+		aw_llm_release(c);
+		return NULL;
+	}
+	aw_buf out = AW_BUF_INIT(1 << 20);
+	char buf[512];
+	for (;;) {
+		ssize_t n = aw_llm_read(c, buf, sizeof buf, w_park, NULL);
+		if (n < 0)
+			break;
+		if (n == 0)
+			w_wait(&w);
+		else
+			aw_buf_add(&out, buf, (size_t)n);
+	}
+	aw_llm_release(c);
+	return aw_buf_take(&out);
+}
+
+/* The translation itself, without an upstream: request, answer, events. */
+static void test_anthropic_translation(void **state)
+{
+	(void)state;
+	json_error_t je;
+	json_t *req = json_loads(
+		"{\"model\":\"chat\",\"temperature\":1.5,\"stop\":\"END\",\"user\":\"u1\","
+		"\"max_tokens\":99,\"messages\":["
+		"{\"role\":\"system\",\"content\":\"Be brief\"},"
+		"{\"role\":\"developer\",\"content\":[{\"type\":\"text\",\"text\":\"Be kind\"}]},"
+		"{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\",\"content\":[{\"type\":"
+		"\"text\",\"text\":\"b\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+		"\"data:image/png;base64,iVBORw0KGgo=\"}}]},"
+		"{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+		"\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"x\\\":1}\"}}]},"
+		"{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1\"}],"
+		"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"d\"}}],"
+		"\"tool_choice\":\"required\",\"parallel_tool_calls\":false,"
+		"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"s\","
+		"\"schema\":{\"type\":\"object\"}}}}",
+		0, &je);
+	assert_non_null(req);
+	json_t *o = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_llm_to_anthropic(req, "claude-x", 0, &o, &err), AW_OK);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	printf("anthropic request: %s\n", s);
+	free(s);
+	assert_string_equal(jstr(o, "model"), "claude-x");
+	assert_int_equal(jll(o, "max_tokens"), 99);
+	assert_true(jnum(o, "temperature") == 1.0);
+	assert_string_equal(
+		json_string_value(json_array_get(json_object_get(o, "stop_sequences"), 0)), "END");
+	assert_string_equal(jstr(o, "metadata.user_id"), "u1");
+	json_t *sys = json_object_get(o, "system");
+	assert_int_equal(json_array_size(sys), 3); /* system, developer, the JSON instruction */
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(sys, 2), "text")),
+			       "{\"type\":\"object\"}"));
+	json_t *msgs = json_object_get(o, "messages");
+	assert_int_equal(json_array_size(msgs),
+			 3); /* user (a, b, image), assistant, user (result) */
+	json_t *u0 = json_object_get(json_array_get(msgs, 0), "content");
+	assert_int_equal(json_array_size(u0), 3);
+	assert_string_equal(jstr(json_array_get(u0, 2), "source.type"), "base64");
+	assert_string_equal(jstr(json_array_get(u0, 2), "source.media_type"), "image/png");
+	json_t *tu = json_array_get(json_object_get(json_array_get(msgs, 1), "content"), 0);
+	assert_string_equal(jstr(tu, "type"), "tool_use");
+	assert_int_equal(jll(tu, "input.x"), 1);
+	json_t *tr = json_array_get(json_object_get(json_array_get(msgs, 2), "content"), 0);
+	assert_string_equal(jstr(tr, "type"), "tool_result");
+	assert_string_equal(jstr(tr, "tool_use_id"), "c1");
+	assert_string_equal(jstr(o, "tool_choice.type"), "any");
+	assert_true(json_is_true(
+		json_object_get(json_object_get(o, "tool_choice"), "disable_parallel_tool_use")));
+	assert_string_equal(
+		jstr(json_array_get(json_object_get(o, "tools"), 0), "input_schema.type"),
+		"object");
+	json_decref(o);
+	/* what the Messages API cannot express: E-LLM-010 */
+	json_object_set_new(req, "n", json_integer(2));
+	assert_int_equal(aw_llm_to_anthropic(req, "m", 0, &o, &err), AW_E_LLM_WIRE);
+	assert_string_equal(err.where, "/n");
+	assert_int_equal(aw_llm_to_ollama(req, "m", 0, &o, &err), AW_E_LLM_WIRE);
+	assert_string_equal(err.where, "/n");
+	json_decref(req);
+
+	/* an answer: text blocks joined, thinking left out, tool_use as a call */
+	json_t *resp = json_loads(
+		"{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":["
+		"{\"type\":\"thinking\",\"thinking\":\"hm\",\"signature\":\"x\"},"
+		"{\"type\":\"text\",\"text\":\"Hel\"},{\"type\":\"text\",\"text\":\"lo\"},"
+		"{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"f\",\"input\":{\"a\":[1]}}],"
+		"\"stop_reason\":\"max_tokens\",\"usage\":{\"input_tokens\":5,"
+		"\"cache_creation_input_tokens\":7,\"cache_read_input_tokens\":11,"
+		"\"output_tokens\":3}}",
+		0, &je);
+	aw_llm_stream_state st = {.created = 1, .model = "chat"};
+	snprintf(st.id, sizeof st.id, "chatcmpl-t");
+	assert_int_equal(aw_llm_from_anthropic(resp, &st, &o, &err), AW_OK);
+	json_decref(resp);
+	json_t *c0 = json_array_get(json_object_get(o, "choices"), 0);
+	assert_string_equal(jstr(c0, "message.content"), "Hello");
+	assert_string_equal(jstr(c0, "finish_reason"), "length");
+	json_t *tc =
+		json_array_get(json_object_get(json_object_get(c0, "message"), "tool_calls"), 0);
+	assert_string_equal(jstr(tc, "id"), "toolu_1");
+	assert_string_equal(jstr(tc, "function.arguments"), "{\"a\":[1]}");
+	assert_int_equal(jll(o, "usage.prompt_tokens"), 23);
+	assert_int_equal(jll(o, "usage.prompt_tokens_details.cached_tokens"), 11);
+	assert_int_equal(st.cache_write, 7);
+	assert_true(st.usage_seen);
+	json_decref(o);
+
+	/* a stream's events, in any order the API sends them */
+	static const char *const ev[] = {
+		"{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":"
+		"4,\"cache_read_input_tokens\":6,\"output_tokens\":1}}}",
+		"{\"type\":\"ping\"}",
+		"{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
+		"\"text\":\"\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\","
+		"\"text\":\"Hi\"}}",
+		"{\"type\":\"content_block_stop\",\"index\":0}",
+		"{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":"
+		"\"tool_use\",\"id\":\"toolu_2\",\"name\":\"g\",\"input\":{}}}",
+		"{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":"
+		"\"input_json_delta\",\"partial_json\":\"{\\\"q\\\":\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":"
+		"\"input_json_delta\",\"partial_json\":\"2}\"}}",
+		"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{"
+		"\"output_tokens\":9}}",
+		"{\"type\":\"message_stop\"}",
+		NULL};
+	aw_llm_stream_state ss = {.created = 1, .model = "chat"};
+	snprintf(ss.id, sizeof ss.id, "chatcmpl-t");
+	aw_buf out = AW_BUF_INIT(1 << 20);
+	int content = 0, done = 0, contents = 0;
+	for (int i = 0; ev[i]; i++) {
+		assert_int_equal(aw_llm_event_from_anthropic(ev[i], strlen(ev[i]), &ss, 1, &out,
+							     &content, &done, &err),
+				 AW_OK);
+		contents += content;
+		assert_int_equal(ss.usage_seen, i >= 8); /* complete at message_delta only */
+	}
+	assert_true(done);
+	assert_int_equal(contents, 4);
+	printf("anthropic stream as chunks:\n%s", aw_buf_str(&out));
+	assert_int_equal(count(aw_buf_str(&out), "\"role\":\"assistant\""), 1);
+	assert_non_null(strstr(aw_buf_str(&out), "\"content\":\"Hi\""));
+	assert_non_null(
+		strstr(aw_buf_str(&out),
+		       "\"tool_calls\":[{\"index\":0,\"id\":\"toolu_2\",\"type\":\"function\""));
+	assert_non_null(strstr(aw_buf_str(&out), "\"arguments\":\"2}\""));
+	assert_non_null(strstr(aw_buf_str(&out), "\"finish_reason\":\"tool_calls\""));
+	assert_non_null(strstr(aw_buf_str(&out), "\"prompt_tokens\":10,\"completion_tokens\":9"));
+	assert_non_null(strstr(aw_buf_str(&out), "data: [DONE]\n\n"));
+	aw_buf_free(&out);
+	/* an error event, a block index out of range */
+	const char *bad = "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}";
+	assert_int_not_equal(
+		aw_llm_event_from_anthropic(bad, strlen(bad), &ss, 0, &out, &content, &done, &err),
+		AW_OK);
+	const char *far = "{\"type\":\"content_block_start\",\"index\":100000,"
+			  "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}";
+	assert_int_equal(
+		aw_llm_event_from_anthropic(far, strlen(far), &ss, 0, &out, &content, &done, &err),
+		AW_E_LIMIT);
+	aw_buf_free(&out);
+}
+
+/* Through the gateway to fakes of each wire kind. */
+static void test_anthropic_upstream(void **state)
+{
+	(void)state;
+	gateway_wire_up();
+	set_budget("wire", 1000000, "block");
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e;
+	/* a text answer; its usage splits the prompt into cache parts, all billed */
+	const char *c1[] = {"anthropic=claude-x;tokens=4;cachew=3;cacher=4", NULL};
+	set_policy("wire", c1, NULL);
+	long k_ok = stat_of(&K, "auth_ok");
+	json_t *before = budget_status("wire");
+	e = ask("wire", "chat",
+		json_pack("{s:[{s:s,s:s},{s:s,s:s}]}", "messages", "role", "system", "content",
+			  "Be brief", "role", "user", "content", "hello"),
+		&resp, &err);
+	if (e)
+		fail_msg("anthropic: %s %s", aw_err_code(e), err.msg);
+	assert_int_equal(strncmp(content(resp), "K: t0 t1 t2 t3", 14), 0);
+	/* the fake bills 3 + 3 + "hello" 2 + system "Be brief" 2 */
+	assert_int_equal(jll(resp, "usage.prompt_tokens"), 10);
+	assert_int_equal(jll(resp, "usage.completion_tokens"), 4);
+	assert_int_equal(jll(resp, "usage.prompt_tokens_details.cached_tokens"), 4);
+	assert_string_equal(
+		jstr(json_array_get(json_object_get(resp, "choices"), 0), "finish_reason"), "stop");
+	assert_int_equal(stat_of(&K, "auth_ok"), k_ok + 1); /* x-api-key, anthropic-version */
+	json_decref(resp);
+	ledger_balances("wire", -1);
+	json_t *after = budget_status("wire");
+	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 14); /* exact */
+	json_decref(before);
+	json_decref(after);
+	json_t *rows = audit_rows("wire");
+	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_int_equal(jll(p, "tokens_in"), 10);
+	assert_int_equal(jll(p, "tokens_out"), 4);
+	assert_string_equal(jstr(p, "budget.usage"), "upstream");
+	json_decref(rows);
+
+	/* a tool round trip: the fake refuses (400) any misshapen turn */
+	const char *c2[] = {"anthropic=claude-x", NULL};
+	set_policy("wire", c2, NULL);
+	json_error_t je;
+	json_t *tools = json_loads(
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"},"
+		"{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_9\","
+		"\"type\":\"function\",\"function\":{\"name\":\"weather\",\"arguments\":"
+		"\"{\\\"city\\\":\\\"Paris\\\"}\"}}]},"
+		"{\"role\":\"tool\",\"tool_call_id\":\"call_9\",\"content\":\"sunny\"},"
+		"{\"role\":\"user\",\"content\":\"and Oslo?\"}],"
+		"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"weather\","
+		"\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"
+		"\"string\"}}}}}],\"tool_choice\":\"auto\"}",
+		0, &je);
+	e = ask("wire", "chat", json_deep_copy(tools), &resp, &err);
+	if (e)
+		fail_msg("anthropic tools: %s %s", aw_err_code(e), err.msg);
+	json_t *c0 = json_array_get(json_object_get(resp, "choices"), 0);
+	assert_string_equal(jstr(c0, "finish_reason"), "tool_calls");
+	json_t *tc =
+		json_array_get(json_object_get(json_object_get(c0, "message"), "tool_calls"), 0);
+	assert_string_equal(jstr(tc, "id"), "toolu_fake1");
+	assert_string_equal(jstr(tc, "function.name"), "weather");
+	assert_string_equal(jstr(tc, "function.arguments"), "{\"city\":\"Oslo\"}");
+	json_decref(resp);
+	ledger_balances("wire", -1);
+
+	/* streamed: OpenAI chunks from the Messages API's events */
+	const char *c3[] = {"anthropic=claude-x;tokens=5;cacher=2", NULL};
+	set_policy("wire", c3, NULL);
+	before = budget_status("wire");
+	char *s = stream_req("wire",
+			     json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role",
+				       "user", "content", "hi"),
+			     &e, &err);
+	if (!s)
+		fail_msg("anthropic stream: %s %s", aw_err_code(e), err.msg);
+	assert_non_null(strstr(s, "\"content\":\"K: t0\""));
+	assert_non_null(strstr(s, "\"content\":\" t4\""));
+	assert_int_equal(count(s, "chat.completion.chunk"), 1 + 5 + 1 + 1);
+	assert_int_equal(count(s, "\"finish_reason\":\"stop\""), 1);
+	/* "hi": 3 + 3 + 1 */
+	assert_non_null(strstr(s, "\"prompt_tokens\":7,\"completion_tokens\":5"));
+	assert_non_null(strstr(s, "data: [DONE]\n\n"));
+	free(s);
+	ledger_balances("wire", -1);
+	after = budget_status("wire");
+	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 12);
+	json_decref(before);
+	json_decref(after);
+	/* a streamed tool call */
+	s = stream_req("wire", json_pack("{s:s}", "model", "chat"), &e, &err);
+	assert_null(s); /* no messages: refused by the check */
+	json_t *treq = json_deep_copy(tools);
+	json_object_set_new(treq, "model", json_string("chat"));
+	s = stream_req("wire", treq, &e, &err);
+	if (!s)
+		fail_msg("anthropic tool stream: %s %s", aw_err_code(e), err.msg);
+	assert_non_null(strstr(s, "\"id\":\"toolu_fake1\""));
+	assert_non_null(strstr(s, "\"arguments\":\"{\\\"city\\\":\""));
+	assert_non_null(strstr(s, "\"finish_reason\":\"tool_calls\""));
+	free(s);
+	json_decref(tools);
+
+	/* a break after bytes went out: the error event, the stream counted */
+	const char *c4[] = {"anthropic=claude-x;tokens=20;drop=3", "openai=ok", NULL};
+	set_policy("wire", c4, NULL);
+	long a0 = stat_of(&A, "requests");
+	s = stream_req("wire",
+		       json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role", "user",
+				 "content", "hi"),
+		       &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "E-LLM-004"));
+	assert_null(strstr(s, "[DONE]"));
+	assert_int_equal(stat_of(&A, "requests"), a0);
+	free(s);
+	ledger_balances("wire", -1);
+	rows = audit_rows("wire");
+	p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_string_equal(jstr(p, "budget.usage"), "counted from the stream");
+	json_decref(rows);
+
+	/* an upstream refusal: its error object's message, E-LLM-006 */
+	const char *c5[] = {"anthropic=claude-x;status=400", NULL};
+	set_policy("wire", c5, NULL);
+	assert_int_equal(ask("wire", "chat", NULL, &resp, &err), AW_E_LLM_REFUSED);
+	assert_non_null(strstr(err.msg, "K says 400"));
+	gateway_down();
+}
+
+/* Failover across wire kinds keeps the client's format; what one kind
+ * cannot express goes to another; Azure's deployments. */
+static void test_wire_failover(void **state)
+{
+	(void)state;
+	gateway_wire_up();
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e;
+	/* Anthropic overloaded (529): OpenAI answers, in OpenAI's format */
+	const char *c1[] = {"anthropic=claude-x;status=529", "openai=gpt-x", NULL};
+	set_policy("wire", c1, NULL);
+	assert_int_equal(ask("wire", "chat", NULL, &resp, &err), AW_OK);
+	assert_int_equal(strncmp(content(resp), "A:", 2), 0);
+	json_decref(resp);
+	/* OpenAI down, streamed: the Anthropic upstream's answer as OpenAI chunks */
+	const char *c2[] = {"openai=gpt-x;status=503", "anthropic=claude-x;tokens=3", NULL};
+	set_policy("wire", c2, NULL);
+	char *s = stream_req("wire",
+			     json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role",
+				       "user", "content", "hi"),
+			     &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\"content\":\"K: t0\""));
+	assert_non_null(strstr(s, "\"object\":\"chat.completion.chunk\""));
+	assert_non_null(strstr(s, "[DONE]"));
+	free(s);
+	/* an overloaded_error event before any content: still failed over */
+	const char *c2b[] = {"anthropic=claude-x;overload=1", "openai=gpt-x;tokens=2", NULL};
+	set_policy("wire", c2b, NULL);
+	s = stream_req("wire",
+		       json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role", "user",
+				 "content", "hi"),
+		       &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\"content\":\"A: t0\""));
+	assert_null(strstr(s, "K:"));
+	assert_non_null(strstr(s, "[DONE]"));
+	free(s);
+	/* n = 2: the Anthropic target cannot take it and is skipped... */
+	const char *c3[] = {"anthropic=claude-x", "openai=gpt-x", NULL};
+	set_policy("wire", c3, NULL);
+	long k0 = stat_of(&K, "requests");
+	assert_int_equal(ask("wire", "chat", json_pack("{s:i}", "n", 2), &resp, &err), AW_OK);
+	assert_int_equal(json_array_size(json_object_get(resp, "choices")), 2);
+	assert_int_equal(stat_of(&K, "requests"), k0);
+	json_decref(resp);
+	/* ...and alone, refused with the reason (no upstream called) */
+	const char *c4[] = {"anthropic=claude-x", NULL};
+	set_policy("wire", c4, NULL);
+	assert_int_equal(ask("wire", "chat", json_pack("{s:i}", "n", 2), &resp, &err),
+			 AW_E_LLM_WIRE);
+	assert_non_null(strstr(err.msg, "n > 1"));
+	assert_int_equal(stat_of(&K, "requests"), k0);
+	/* Azure OpenAI: the deployment URL, api-version, the api-key header */
+	const char *c5[] = {"azure_openai=my-deploy", NULL};
+	set_policy("wire", c5, NULL);
+	long z_ok = stat_of(&Z, "auth_ok");
+	assert_int_equal(ask("wire", "chat", NULL, &resp, &err), AW_OK);
+	assert_int_equal(strncmp(content(resp), "Z:", 2), 0);
+	json_decref(resp);
+	json_t *st = fake_http(&Z, "GET", "/stats", NULL);
+	assert_string_equal(jstr(st, "last_model"), "my-deploy");
+	json_decref(st);
+	assert_int_equal(stat_of(&Z, "auth_ok"), z_ok + 1);
+	s = stream_req("wire",
+		       json_pack("{s:s,s:[{s:s,s:s}]}", "model", "chat", "messages", "role", "user",
+				 "content", "hi"),
+		       &e, &err);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "Z: t0"));
+	assert_non_null(strstr(s, "\"usage\""));
+	free(s);
+	/* a deployment name that is not one: never put in the URL */
+	const char *c6[] = {"azure_openai=../x?y", NULL};
+	set_policy("wire", c6, NULL);
+	assert_int_equal(ask("wire", "chat", NULL, &resp, &err), AW_E_LLM_WIRE);
+	/* the configuration: api_version is azure_openai's and it needs one */
+	json_t *bad = json_pack("{s:{s:{s:s,s:s}}}", "providers", "azure_openai", "url",
+				"https://x.openai.azure.com", "api", "azure_openai");
+	assert_int_equal(aw_llm_config_check(bad, &err), AW_E_CONFIG);
+	json_decref(bad);
+	bad = json_pack("{s:{s:{s:s,s:s}}}", "providers", "openai", "url", "https://x/v1",
+			"api_version", "2024-10-21");
+	assert_int_equal(aw_llm_config_check(bad, &err), AW_E_CONFIG);
+	json_decref(bad);
+	gateway_down();
+}
+
+/* The front doors of other APIs (/v1/messages, /v1/responses), decoded into
+ * chat requests and their answers written back, without a gateway. */
+static void test_front_door_translation(void **state)
+{
+	(void)state;
+	json_error_t je;
+	aw_error err = {0};
+	json_t *o = NULL;
+	/* Messages: a user turn of tool results then text -> tool messages, then
+	 * the user's message; thinking blocks dropped */
+	json_t *m = json_loads(
+		"{\"model\":\"chat\",\"max_tokens\":9,\"system\":\"s\",\"messages\":["
+		"{\"role\":\"user\",\"content\":\"q\"},"
+		"{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\","
+		"\"signature\":\"x\"},{\"type\":\"tool_use\",\"id\":\"tu\",\"name\":\"f\",\"input\":"
+		"{\"a\":1}}]},"
+		"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"tu\","
+		"\"content\":\"r\",\"is_error\":true},{\"type\":\"text\",\"text\":\"next\"}]}],"
+		"\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],"
+		"\"tool_choice\":{\"type\":\"any\",\"disable_parallel_tool_use\":true},"
+		"\"stop_sequences\":[\"Z\"],\"stream\":true}",
+		0, &je);
+	assert_int_equal(aw_llm_messages_to_chat(m, &o, &err), AW_OK);
+	char *d = json_dumps(o, JSON_COMPACT);
+	printf("messages as chat: %s\n", d);
+	free(d);
+	json_t *msgs = json_object_get(o, "messages");
+	assert_int_equal(json_array_size(msgs), 5); /* system, user, assistant, tool, user */
+	assert_string_equal(jstr(json_array_get(msgs, 3), "role"), "tool");
+	assert_string_equal(jstr(json_array_get(msgs, 3), "content"), "[tool error] r");
+	assert_string_equal(jstr(json_array_get(msgs, 4), "role"), "user");
+	json_t *tc = json_array_get(json_object_get(json_array_get(msgs, 2), "tool_calls"), 0);
+	assert_string_equal(jstr(tc, "function.arguments"), "{\"a\":1}");
+	assert_string_equal(jstr(o, "tool_choice"), "required");
+	assert_true(json_is_false(json_object_get(o, "parallel_tool_calls")));
+	assert_true(json_is_true(
+		json_object_get(json_object_get(o, "stream_options"), "include_usage")));
+	aw_llm_req rq;
+	assert_int_equal(aw_llm_req_check(o, &rq, &err), AW_OK); /* what the gateway checks next */
+	json_decref(o);
+	struct {
+		const char *body;
+		aw_err e;
+		const char *where;
+	} refused[] = {
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		 AW_E_REQ_INVALID, "/max_tokens"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":"
+		 "\"x\"}],\"mcp_servers\":[]}",
+		 AW_E_REQ_UNKNOWN_FIELD, "/mcp_servers"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":"
+		 "\"x\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}",
+		 AW_E_BUDGET_UNPRICED, "/thinking"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":"
+		 "\"x\"}],\"tools\":[{\"type\":\"bash_20250124\",\"name\":\"bash\"}]}",
+		 AW_E_BUDGET_UNPRICED, "/tools/0"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"system\",\"content\":"
+		 "\"x\"}]}",
+		 AW_E_REQ_INVALID, "/messages/0"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		json_t *b = json_loads(refused[i].body, 0, &je);
+		assert_non_null(b);
+		assert_int_equal(aw_llm_messages_to_chat(b, &o, &err), refused[i].e);
+		assert_string_equal(err.where, refused[i].where);
+		json_decref(b);
+	}
+	json_decref(m);
+	/* the gateway's chunks as the Messages API's events */
+	static const char *const ch[] = {
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+		"\"content\":\"\"}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{"
+		"\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+		"\"arguments\":\"{\\\"a\\\":\"}}]}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{"
+		"\"index\":0,\"function\":{\"arguments\":\"1}\"}}]}}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+		"\"tool_calls\"}]}",
+		"{\"id\":\"chatcmpl-9\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+		"\"completion_tokens\":4,\"cache_creation_input_tokens\":1,"
+		"\"cache_read_input_tokens\":2}}",
+		"[DONE]",
+		NULL};
+	aw_msgs_stream ms;
+	aw_msgs_stream_init(&ms, "chat");
+	aw_resp_stream rs;
+	aw_resp_stream_init(&rs, "chat");
+	aw_buf ev = AW_BUF_INIT(1 << 20), rev = AW_BUF_INIT(1 << 20);
+	for (int i = 0; ch[i]; i++) {
+		assert_int_equal(aw_llm_chunk_to_anthropic(ch[i], strlen(ch[i]), &ms, &ev), AW_OK);
+		assert_int_equal(aw_llm_chunk_to_responses(ch[i], strlen(ch[i]), &rs, &rev), AW_OK);
+	}
+	printf("chunks as Messages events:\n%s", aw_buf_str(&ev));
+	aw_buf names = AW_BUF_INIT(4096);
+	for (const char *p = aw_buf_str(&ev); (p = strstr(p, "event: ")); p++) {
+		p += 7;
+		aw_buf_add(&names, p, strcspn(p, "\n"));
+		aw_buf_adds(&names, ",");
+	}
+	assert_string_equal(aw_buf_str(&names),
+			    "message_start,content_block_start,content_block_delta,"
+			    "content_block_stop,content_block_start,content_block_delta,"
+			    "content_block_delta,content_block_stop,message_delta,message_stop,");
+	assert_non_null(strstr(aw_buf_str(&ev), "\"id\":\"msg_9\""));
+	assert_non_null(strstr(aw_buf_str(&ev), "\"stop_reason\":\"tool_use\""));
+	assert_non_null(strstr(aw_buf_str(&ev),
+			       "\"input_tokens\":7,\"output_tokens\":4,"
+			       "\"cache_creation_input_tokens\":1,\"cache_read_input_tokens\":2"));
+	aw_buf_free(&names);
+	aw_buf_free(&ev);
+	aw_msgs_stream_free(&ms);
+	/* ... and as the Responses API's, numbered, ending with the response */
+	printf("chunks as Responses events:\n%s", aw_buf_str(&rev));
+	int seq = 0;
+	for (const char *p = aw_buf_str(&rev); (p = strstr(p, "\"sequence_number\":")); p++)
+		assert_int_equal(atoi(p + 18), seq++);
+	assert_int_equal(seq, 14);
+	const char *last = strstr(aw_buf_str(&rev), "event: response.completed");
+	assert_non_null(last);
+	json_t *done = json_loads(strstr(last, "data: ") + 6, JSON_DISABLE_EOF_CHECK, &je);
+	json_t *out = json_object_get(json_object_get(done, "response"), "output");
+	assert_int_equal(json_array_size(out), 2);
+	assert_string_equal(jstr(json_array_get(out, 0), "id"), "msg_9");
+	assert_string_equal(
+		jstr(json_array_get(json_object_get(json_array_get(out, 0), "content"), 0), "text"),
+		"Hi");
+	assert_string_equal(jstr(json_array_get(out, 1), "arguments"), "{\"a\":1}");
+	assert_int_equal(jll(json_object_get(done, "response"), "usage.input_tokens"), 10);
+	json_decref(done);
+	aw_buf_free(&rev);
+	aw_resp_stream_free(&rs);
+	/* Responses requests */
+	json_t *r = json_loads(
+		"{\"model\":\"m\",\"instructions\":\"i\",\"input\":[{\"role\":\"user\",\"content\":"
+		"\"q\"},{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":"
+		"\"{}\"},{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"r\"}],"
+		"\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\",\"schema\":{\"type\":"
+		"\"object\"}}},\"max_output_tokens\":7}",
+		0, &je);
+	assert_int_equal(aw_llm_responses_to_chat(r, &o, &err), AW_OK);
+	msgs = json_object_get(o, "messages");
+	assert_int_equal(json_array_size(msgs), 4); /* system, user, assistant (call), tool */
+	assert_string_equal(jstr(json_array_get(msgs, 2), "role"), "assistant");
+	assert_string_equal(jstr(o, "response_format.json_schema.name"), "n");
+	assert_int_equal(jll(o, "max_tokens"), 7);
+	assert_int_equal(aw_llm_req_check(o, &rq, &err), AW_OK);
+	json_decref(o);
+	json_object_set_new(r, "previous_response_id", json_string("resp_1"));
+	assert_int_equal(aw_llm_responses_to_chat(r, &o, &err), AW_E_REQ_INVALID);
+	json_object_del(r, "previous_response_id");
+	json_object_set_new(r, "tools", json_pack("[{s:s}]", "type", "web_search_preview"));
+	assert_int_equal(aw_llm_responses_to_chat(r, &o, &err), AW_E_BUDGET_UNPRICED);
+	json_decref(r);
+}
+
+/* POST /v1/embeddings' calls: budgeted by their input, exact; OpenAI's API
+ * and Azure's deployments only. */
+static aw_err embed(const char *model, json_t *input, json_t **resp, aw_error *err)
+{
+	aw_ctx ctx;
+	aw_test_ctx(&ctx, "wire", AW_SCOPE_WORKER, "agent-1");
+	json_t *req = json_pack("{s:s,s:o}", "model", model, "input", input);
+	aw_llm_meta meta = {.embeddings = 1};
+	aw_err e = aw_llm_complete(GW, &ctx, req, &meta, resp, err);
+	json_decref(req);
+	return e;
+}
+
+static void test_embeddings(void **state)
+{
+	(void)state;
+	gateway_wire_up();
+	set_budget("wire", 1000000, "block");
+	const char *c1[] = {"openai=emb-x", NULL};
+	set_policy("wire", c1, NULL);
+	json_t *resp = NULL;
+	aw_error err = {0};
+	json_t *before = budget_status("wire");
+	aw_err e = embed("chat", json_pack("[s,s]", "hello", "world!"), &resp, &err);
+	if (e)
+		fail_msg("embeddings: %s %s", aw_err_code(e), err.msg);
+	assert_string_equal(jstr(resp, "object"), "list");
+	assert_string_equal(jstr(resp, "model"), "chat");
+	assert_int_equal(json_array_size(json_object_get(resp, "data")), 2);
+	assert_int_equal(jll(resp, "usage.prompt_tokens"), 4); /* 5 and 6 bytes: 2 + 2 */
+	json_decref(resp);
+	ledger_balances("wire", -1);
+	json_t *after = budget_status("wire");
+	assert_int_equal(jll(after, "settled") - jll(before, "settled"), 4);
+	/* reserved: the input's bytes (11), never an answer's default */
+	assert_int_equal(jll(after, "ledger.reserve.tokens") - jll(before, "ledger.reserve.tokens"),
+			 11);
+	json_decref(before);
+	json_decref(after);
+	json_t *rows = audit_rows("wire");
+	json_t *p = json_object_get(json_array_get(rows, 0), "payload");
+	assert_int_equal(jll(p, "tokens_in"), 4);
+	assert_int_equal(jll(p, "tokens_out"), 0);
+	json_decref(rows);
+	/* what is not an embeddings request */
+	assert_int_equal(embed("chat", json_string(""), &resp, &err), AW_OK);
+	json_decref(resp);
+	assert_int_equal(embed("chat", json_pack("[s,i]", "a", 1), &resp, &err), AW_E_REQ_INVALID);
+	assert_string_equal(err.where, "/input");
+	assert_int_equal(embed("chat", json_array(), &resp, &err), AW_E_REQ_INVALID);
+	/* an Anthropic upstream has no embeddings: skipped, or refused alone */
+	const char *c2[] = {"anthropic=claude-x", "openai=emb-x", NULL};
+	set_policy("wire", c2, NULL);
+	long k0 = stat_of(&K, "requests");
+	assert_int_equal(embed("chat", json_string("hi"), &resp, &err), AW_OK);
+	json_decref(resp);
+	assert_int_equal(stat_of(&K, "requests"), k0);
+	const char *c3[] = {"anthropic=claude-x", NULL};
+	set_policy("wire", c3, NULL);
+	assert_int_equal(embed("chat", json_string("hi"), &resp, &err), AW_E_LLM_WIRE);
+	/* Azure: the deployment's embeddings path */
+	const char *c4[] = {"azure_openai=emb-dep", NULL};
+	set_policy("wire", c4, NULL);
+	assert_int_equal(embed("chat", json_pack("[[i,i,i]]", 1, 2, 3), &resp, &err), AW_OK);
+	assert_int_equal(jll(resp, "usage.prompt_tokens"), 3);
+	json_decref(resp);
+	json_t *st = fake_http(&Z, "GET", "/stats", NULL);
+	assert_string_equal(jstr(st, "last_model"), "emb-dep");
+	json_decref(st);
+	ledger_balances("wire", -1);
+	gateway_down();
+}
+
 /* ------------------------------------------------------------ fixture */
 
 /* ------------------------------------------------------------ virtual keys */
@@ -2645,12 +3322,13 @@ static int setup(void **state)
 {
 	(void)state;
 	setenv("AW_TEST_CANARY_KEY", CANARY, 1);
-	const char *projects[MANY + 7] = {"acme", "beta", "gamma", "delta", "limits", "vkeys"};
+	const char *projects[MANY + 8] = {"acme",   "beta",  "gamma", "delta",
+					  "limits", "vkeys", "wire"};
 	for (int i = 0; i < MANY; i++) {
 		snprintf(many[i], sizeof many[i], "many%03d", i);
-		projects[6 + i] = many[i];
+		projects[7 + i] = many[i];
 	}
-	projects[6 + MANY] = NULL;
+	projects[7 + MANY] = NULL;
 	if (aw_test_store_up(projects))
 		return -1;
 	aw_error err = {0};
@@ -2665,6 +3343,8 @@ static int setup(void **state)
 	fake_start(&G, "G", 1);
 	fake_start(&O1, "O1", 0);
 	fake_start(&O2, "O2", 0);
+	fake_start(&K, "K", 1);
+	fake_start(&Z, "Z", 1);
 	/* a port nothing listens on: bind, read it, close */
 	fake D;
 	fake_start(&D, "D", 0);
@@ -2677,8 +3357,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	fake *all[] = {&A, &B, &G, &O1, &O2};
-	for (int i = 0; i < 5; i++) {
+	fake *all[] = {&A, &B, &G, &O1, &O2, &K, &Z};
+	for (int i = 0; i < 7; i++) {
 		kill(all[i]->pid, SIGKILL);
 		waitpid(all[i]->pid, NULL, 0);
 	}
@@ -2721,6 +3401,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_overshoot),
 		cmocka_unit_test(test_watch_many),
 		cmocka_unit_test(test_key_limits),
+		cmocka_unit_test(test_anthropic_translation),
+		cmocka_unit_test(test_anthropic_upstream),
+		cmocka_unit_test(test_wire_failover),
+		cmocka_unit_test(test_embeddings),
+		cmocka_unit_test(test_front_door_translation),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }

@@ -55,6 +55,9 @@
  * "last_temperature" (-1: none)}. With --expect-key K every request
  * must carry "Authorization: Bearer K" (else 401).
  *
+ * Anthropic's Messages API, Azure OpenAI's deployment paths and OpenAI's
+ * embeddings are served too: see anthropic(), azure() and embeddings().
+ *
  * usage: fake_llm [--port N] [--name S] [--expect-key-env VAR]; prints
  * "port N" on stdout once listening.
  */
@@ -85,6 +88,7 @@ static json_t *answered;    /* "answered": the same, answers a live client got *
 static json_t *answered_at; /* "answered_at": when (epoch ms), per key */
 static atomic_long billed_answered;
 static atomic_long billed_prompt, billed_completion;
+static __thread int azure_auth; /* chat(): azure() checked this request's key */
 
 typedef struct {
 	char *body;
@@ -494,7 +498,7 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 	snprintf(last_tp, sizeof last_tp, "%s", tp ? tp : "");
 	snprintf(last_model, sizeof last_model, "%s", model ? model : "");
 	pthread_mutex_unlock(&mu);
-	if (expect_key) {
+	if (expect_key && !azure_auth) {
 		char want[512];
 		snprintf(want, sizeof want, "Bearer %s", expect_key);
 		int ok = auth && !strcmp(auth, want);
@@ -618,6 +622,512 @@ static enum MHD_Result chat(struct MHD_Connection *c, int ollama, const char *bo
 	return ok;
 }
 
+/* ------------------------------------------------------------ Anthropic */
+
+/* Anthropic's Messages API (POST /v1/messages), shaped like the real one:
+ * x-api-key (with --expect-key-env) and anthropic-version are required,
+ * max_tokens too; roles are user and assistant only (system is its own
+ * member), content blocks are text, image, tool_use and tool_result, and a
+ * tool_result must answer a tool_use of the assistant turn before it. The
+ * answer is a message of content blocks (a tool_use block for the first
+ * tool offered), stop_reason end_turn / max_tokens / tool_use, and usage
+ * whose input is split as the directives say:
+ *   cachew=N    N of the prompt's tokens reported as cache_creation_input_tokens
+ *   cacher=N    N as cache_read_input_tokens (input_tokens is the rest)
+ *   overload=1  a stream that sends message_start, ping, then an
+ *               overloaded_error event (as the API does under load) and ends
+ * Streamed as the API's named events: message_start, content_block_start,
+ * ping, content_block_delta (text_delta / input_json_delta),
+ * content_block_stop, message_delta (stop_reason, cumulative usage),
+ * message_stop. tokens, ttft, tps, status, drop and hang act as for OpenAI. */
+
+static long anth_block_tok(const json_t *b)
+{
+	const char *type = json_string_value(json_object_get(b, "type"));
+	if (!type)
+		return 0;
+	if (!strcmp(type, "text"))
+		return json_tok(json_object_get(b, "text"));
+	if (!strcmp(type, "tool_use"))
+		return json_tok(json_object_get(b, "input")) + json_tok(json_object_get(b, "name"));
+	if (!strcmp(type, "tool_result"))
+		return json_tok(json_object_get(b, "content"));
+	if (!strcmp(type, "image"))
+		return 1600;
+	return 0;
+}
+
+/* usage: the prompt's tokens as this fake bills them: 3 + 3 a message, text
+ * at a token per 4 bytes, system and tools as JSON, images at 1600 */
+static long anth_bill(const json_t *req)
+{
+	long n = 3;
+	size_t i, k;
+	json_t *m, *b;
+	json_array_foreach (json_object_get(req, "messages"), i, m) {
+		n += 3;
+		json_t *c = json_object_get(m, "content");
+		if (json_is_string(c))
+			n += json_tok(c);
+		json_array_foreach (c, k, b)
+			n += anth_block_tok(b);
+	}
+	json_t *sys = json_object_get(req, "system");
+	if (json_is_string(sys))
+		n += json_tok(sys);
+	json_array_foreach (sys, k, b)
+		n += anth_block_tok(b);
+	n += json_tok(json_object_get(req, "tools"));
+	return n;
+}
+
+static enum MHD_Result anth_error(struct MHD_Connection *c, int status, const char *type,
+				  const char *msg)
+{
+	json_t *e = json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", type,
+			      "message", msg);
+	char *b = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	return reply(c, status, "application/json", b);
+}
+
+/* NULL when the request is shaped as the API wants, else what is wrong. */
+static const char *anth_check(const json_t *req)
+{
+	if (!json_is_string(json_object_get(req, "model")))
+		return "model: Field required";
+	json_t *mt = json_object_get(req, "max_tokens");
+	if (!json_is_integer(mt) || json_integer_value(mt) < 1)
+		return "max_tokens: Field required";
+	json_t *msgs = json_object_get(req, "messages");
+	if (!json_array_size(msgs))
+		return "messages: at least one message is required";
+	const char *prev = NULL;
+	json_t *uses = json_object(); /* tool_use ids of the last assistant turn */
+	const char *bad = NULL;
+	size_t i, k;
+	json_t *m, *b;
+	json_array_foreach (msgs, i, m) {
+		const char *role = json_string_value(json_object_get(m, "role"));
+		json_t *c = json_object_get(m, "content");
+		if (!role || (strcmp(role, "user") && strcmp(role, "assistant"))) {
+			bad = "messages: roles are user and assistant (system is a top-level field)";
+			break;
+		}
+		if (prev && !strcmp(prev, role)) {
+			bad = "messages: roles must alternate between user and assistant";
+			break;
+		}
+		prev = role;
+		if (!json_is_string(c) && !json_is_array(c)) {
+			bad = "messages: content is a string or an array of blocks";
+			break;
+		}
+		json_t *next = json_object();
+		json_array_foreach (c, k, b) {
+			const char *t = json_string_value(json_object_get(b, "type"));
+			if (!t || (strcmp(t, "text") && strcmp(t, "image") &&
+				   strcmp(t, "tool_use") && strcmp(t, "tool_result"))) {
+				bad = "messages: unknown content block type";
+				break;
+			}
+			if (!strcmp(t, "tool_use")) {
+				if (strcmp(role, "assistant") ||
+				    !json_is_object(json_object_get(b, "input")))
+					bad = "tool_use blocks are an assistant's, with an object input";
+				else
+					json_object_set_new(
+						next,
+						json_string_value(json_object_get(b, "id")) ?: "",
+						json_true());
+			}
+			if (!strcmp(t, "tool_result") &&
+			    (strcmp(role, "user") ||
+			     !json_object_get(uses,
+					      json_string_value(json_object_get(b, "tool_use_id"))
+						      ?: "")))
+				bad = "tool_result blocks must answer a tool_use of the previous turn";
+			if (!strcmp(t, "text") && !json_string_length(json_object_get(b, "text")))
+				bad = "text content blocks must be non-empty";
+		}
+		json_decref(uses);
+		uses = next;
+		if (bad)
+			break;
+	}
+	json_decref(uses);
+	if (!bad &&
+	    strcmp(json_string_value(json_object_get(json_array_get(msgs, 0), "role")) ?: "",
+		   "user"))
+		bad = "messages: the first message must use the user role";
+	json_t *tc = json_object_get(req, "tool_choice");
+	const char *tct = json_string_value(json_object_get(tc, "type"));
+	if (!bad && tc &&
+	    (!tct || (strcmp(tct, "auto") && strcmp(tct, "any") && strcmp(tct, "tool") &&
+		      strcmp(tct, "none"))))
+		bad = "tool_choice: type is auto, any, tool or none";
+	if (!bad && json_is_number(json_object_get(req, "temperature")) &&
+	    json_number_value(json_object_get(req, "temperature")) > 1)
+		bad = "temperature: must be at most 1";
+	return bad;
+}
+
+typedef struct {
+	char **ev; /* the events, "event: ...\ndata: ...\n\n" each */
+	int n, i;
+	long ttft, tps, drop, content; /* content: content deltas sent */
+	size_t off;
+} anth_stream;
+
+static void anth_push(anth_stream *a, const char *type, json_t *data)
+{
+	char *d = json_dumps(data, JSON_COMPACT);
+	json_decref(data);
+	size_t cap = strlen(d) + strlen(type) + 32;
+	a->ev = realloc(a->ev, sizeof *a->ev * (size_t)(a->n + 1));
+	a->ev[a->n] = malloc(cap);
+	snprintf(a->ev[a->n++], cap, "event: %s\ndata: %s\n\n", type, d);
+	free(d);
+}
+
+static ssize_t anth_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	anth_stream *a = cls;
+	if (a->i == a->n)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	const char *e = a->ev[a->i];
+	if (a->off == 0) {
+		if (a->i == 0)
+			sleep_ms(a->ttft);
+		int delta = strstr(e, "event: content_block_delta") == e;
+		if (delta && a->drop && a->content >= a->drop)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (delta && a->content++)
+			sleep_ms(a->tps > 0 ? 1000 / a->tps : 0);
+	}
+	size_t left = strlen(e) - a->off, n = left < max ? left : max;
+	memcpy(buf, e + a->off, n);
+	a->off += n;
+	if (a->off == strlen(e))
+		a->i++, a->off = 0;
+	return (ssize_t)n;
+}
+
+static void anth_free(void *cls)
+{
+	anth_stream *a = cls;
+	for (int i = 0; i < a->n; i++)
+		free(a->ev[i]);
+	free(a->ev);
+	free(a);
+}
+
+static enum MHD_Result anthropic(struct MHD_Connection *c, const char *body, size_t len)
+{
+	atomic_fetch_add(&n_requests, 1);
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+	const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "anthropic-version");
+	const char *tp = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "traceparent");
+	if (expect_key) {
+		int ok = key && !strcmp(key, expect_key);
+		atomic_fetch_add(ok ? &n_auth_ok : &n_auth_bad, 1);
+		if (!ok)
+			return anth_error(c, 401, "authentication_error", "invalid x-api-key");
+	}
+	if (!ver || !*ver)
+		return anth_error(c, 400, "invalid_request_error",
+				  "anthropic-version: header is required");
+	json_t *req = json_loadb(body, len, 0, NULL);
+	const char *bad = json_is_object(req) ? anth_check(req) : "the body is not a JSON object";
+	if (bad) {
+		json_decref(req);
+		return anth_error(c, 400, "invalid_request_error", bad);
+	}
+	char model[256]; /* kept past req */
+	snprintf(model, sizeof model, "%s", json_string_value(json_object_get(req, "model")));
+	long max = (long)json_integer_value(json_object_get(req, "max_tokens"));
+	pthread_mutex_lock(&mu);
+	snprintf(last_tp, sizeof last_tp, "%s", tp ? tp : "");
+	snprintf(last_model, sizeof last_model, "%s", model);
+	last_max_tokens = max;
+	json_t *temp = json_object_get(req, "temperature");
+	last_temperature = json_is_number(temp) ? json_number_value(temp) : -1;
+	pthread_mutex_unlock(&mu);
+	long tokens = directive(model, "tokens", 8), status = atomic_load(&forced_status);
+	if (!status)
+		status = directive(model, "status", 0);
+	int capped = tokens > max && !directive(model, "ignoremax", 0);
+	if (capped)
+		tokens = max;
+	long prompt = anth_bill(req);
+	long cw = directive(model, "cachew", 0), cr = directive(model, "cacher", 0);
+	if (cw + cr > prompt)
+		cw = cr = 0;
+	const char *tool = json_string_value(
+		json_object_get(json_array_get(json_object_get(req, "tools"), 0), "name"));
+	const char *tc =
+		json_string_value(json_object_get(json_object_get(req, "tool_choice"), "type"));
+	if (tc && !strcmp(tc, "none"))
+		tool = NULL;
+	char toolname[64];
+	snprintf(toolname, sizeof toolname, "%s", tool ? tool : "");
+	int stream = json_is_true(json_object_get(req, "stream"));
+	long hang = directive(model, "hang", 0), ttft = directive(model, "ttft", 0);
+	anth_stream *a = calloc(1, sizeof *a);
+	a->ttft = ttft;
+	a->tps = directive(model, "tps", 0);
+	a->drop = directive(model, "drop", 0);
+	char mid[32];
+	snprintf(mid, sizeof mid, "msg_fake%ld", atomic_load(&n_requests));
+	json_decref(req);
+	if (hang)
+		sleep_ms(3600 * 1000);
+	if (status) {
+		anth_free(a);
+		char msg[160];
+		snprintf(msg, sizeof msg, "%s says %ld", name, status);
+		return anth_error(c, (int)status,
+				  status == 529	  ? "overloaded_error"
+				  : status == 429 ? "rate_limit_error"
+				  : status >= 500 ? "api_error"
+						  : "invalid_request_error",
+				  msg);
+	}
+	long out = toolname[0] ? 3 : tokens;
+	const char *stop = toolname[0] ? "tool_use" : capped ? "max_tokens" : "end_turn";
+	json_t *usage =
+		json_pack("{s:I,s:I,s:I,s:I}", "input_tokens", (json_int_t)(prompt - cw - cr),
+			  "cache_creation_input_tokens", (json_int_t)cw, "cache_read_input_tokens",
+			  (json_int_t)cr, "output_tokens", (json_int_t)out);
+	if (!stream) {
+		sleep_ms(ttft);
+		json_t *content = json_array();
+		if (toolname[0]) {
+			json_array_append_new(content,
+					      json_pack("{s:s,s:s,s:s,s:{s:s}}", "type", "tool_use",
+							"id", "toolu_fake1", "name", toolname,
+							"input", "city", "Oslo"));
+		} else {
+			answer t = {.tokens = tokens};
+			char *text = text_of(&t);
+			json_array_append_new(content,
+					      json_pack("{s:s,s:s}", "type", "text", "text", text));
+			free(text);
+		}
+		json_t *m =
+			json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:n,s:o}", "id", mid, "type", "message",
+				  "role", "assistant", "model", model, "content", content,
+				  "stop_reason", stop, "stop_sequence", "usage", usage);
+		char *b = json_dumps(m, JSON_COMPACT);
+		json_decref(m);
+		anth_free(a);
+		return reply(c, 200, "application/json", b);
+	}
+	json_t *start_usage = json_deep_copy(usage);
+	json_object_set_new(start_usage, "output_tokens", json_integer(1));
+	anth_push(a, "message_start",
+		  json_pack("{s:s,s:{s:s,s:s,s:s,s:s,s:[],s:n,s:n,s:o}}", "type", "message_start",
+			    "message", "id", mid, "type", "message", "role", "assistant", "model",
+			    "m", "content", "stop_reason", "stop_sequence", "usage", start_usage));
+	if (directive(model, "overload", 0)) {
+		anth_push(a, "ping", json_pack("{s:s}", "type", "ping"));
+		anth_push(a, "error",
+			  json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type",
+				    "overloaded_error", "message", "Overloaded"));
+		json_decref(usage);
+		goto send;
+	}
+	if (toolname[0]) {
+		anth_push(a, "content_block_start",
+			  json_pack("{s:s,s:i,s:{s:s,s:s,s:s,s:{}}}", "type", "content_block_start",
+				    "index", 0, "content_block", "type", "tool_use", "id",
+				    "toolu_fake1", "name", toolname, "input"));
+		anth_push(a, "ping", json_pack("{s:s}", "type", "ping"));
+		const char *parts[] = {"{\"city\":", " \"Oslo\"}"};
+		for (int i = 0; i < 2; i++)
+			anth_push(a, "content_block_delta",
+				  json_pack("{s:s,s:i,s:{s:s,s:s}}", "type", "content_block_delta",
+					    "index", 0, "delta", "type", "input_json_delta",
+					    "partial_json", parts[i]));
+	} else {
+		anth_push(a, "content_block_start",
+			  json_pack("{s:s,s:i,s:{s:s,s:s}}", "type", "content_block_start", "index",
+				    0, "content_block", "type", "text", "text", ""));
+		anth_push(a, "ping", json_pack("{s:s}", "type", "ping"));
+		for (long i = 0; i < tokens; i++) {
+			char t[64];
+			if (i == 0)
+				snprintf(t, sizeof t, "%s: t0", name);
+			else
+				snprintf(t, sizeof t, " t%ld", i);
+			anth_push(a, "content_block_delta",
+				  json_pack("{s:s,s:i,s:{s:s,s:s}}", "type", "content_block_delta",
+					    "index", 0, "delta", "type", "text_delta", "text", t));
+		}
+	}
+	anth_push(a, "content_block_stop",
+		  json_pack("{s:s,s:i}", "type", "content_block_stop", "index", 0));
+	if (!directive(model, "nousage", 0))
+		anth_push(a, "message_delta",
+			  json_pack("{s:s,s:{s:s,s:n},s:o}", "type", "message_delta", "delta",
+				    "stop_reason", stop, "stop_sequence", "usage", usage));
+	else
+		json_decref(usage);
+	anth_push(a, "message_stop", json_pack("{s:s}", "type", "message_stop"));
+send:;
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, anth_read, a, anth_free);
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* ------------------------------------------------------------ Azure OpenAI */
+
+/* Azure OpenAI's deployment paths: POST /openai/deployments/{deployment}/
+ * chat/completions?api-version=V, the key in the api-key header (with
+ * --expect-key-env), the deployment as the model; answered as OpenAI's. */
+
+static enum MHD_Result embeddings(struct MHD_Connection *c, const char *body, size_t len);
+
+static enum MHD_Result azure(struct MHD_Connection *c, const char *url, const char *body,
+			     size_t len)
+{
+	const char *p = url + strlen("/openai/deployments/");
+	const char *slash = strchr(p, '/');
+	int emb = slash && !strcmp(slash, "/embeddings");
+	if (!slash || (strcmp(slash, "/chat/completions") && !emb) || slash == p)
+		return reply(
+			c, 404, "application/json",
+			strdup("{\"error\":{\"code\":\"404\",\"message\":\"Resource not found\"}}"));
+	const char *ver = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "api-version");
+	if (!ver || !*ver)
+		return reply(c, 400, "application/json",
+			     strdup("{\"error\":{\"code\":\"MissingApiVersion\",\"message\":\"The "
+				    "api-version query parameter (?api-version=) is required\"}}"));
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "api-key");
+	if (expect_key) {
+		int ok = key && !strcmp(key, expect_key);
+		if (!ok) {
+			atomic_fetch_add(&n_auth_bad, 1);
+			return reply(
+				c, 401, "application/json",
+				strdup("{\"error\":{\"code\":\"401\",\"message\":\"Access denied "
+				       "due to invalid subscription key\"}}"));
+		}
+		atomic_fetch_add(&n_auth_ok, 1);
+	}
+	json_t *req = json_loadb(body, len, 0, NULL);
+	if (!json_is_object(req))
+		req = json_object();
+	char dep[256];
+	snprintf(dep, sizeof dep, "%.*s", (int)(slash - p), p);
+	json_object_set_new(req, "model", json_string(dep));
+	char *b = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	azure_auth = 1;
+	enum MHD_Result r = emb ? embeddings(c, b, strlen(b)) : chat(c, 0, b, strlen(b));
+	azure_auth = 0;
+	free(b);
+	return r;
+}
+
+/* ------------------------------------------------------------ embeddings */
+
+/* POST /v1/embeddings as OpenAI answers it: input a string or an array of
+ * strings (or of token arrays), one embedding of `dimensions` (default 8)
+ * floats each, usage.prompt_tokens at a token per 4 bytes of each input (a
+ * token array: its length). status=N in the model answers N. */
+static enum MHD_Result embeddings(struct MHD_Connection *c, const char *body, size_t len)
+{
+	atomic_fetch_add(&n_requests, 1);
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (expect_key && !azure_auth) {
+		char want[512];
+		snprintf(want, sizeof want, "Bearer %s", expect_key);
+		int ok = auth && !strcmp(auth, want);
+		atomic_fetch_add(ok ? &n_auth_ok : &n_auth_bad, 1);
+		if (!ok)
+			return reply(c, 401, "application/json",
+				     strdup("{\"error\":{\"message\":\"Incorrect API key\"}}"));
+	}
+	json_t *req = json_loadb(body, len, 0, NULL);
+	const char *model = json_string_value(json_object_get(req, "model"));
+	json_t *in = json_object_get(req, "input");
+	if (!model || (!json_is_string(in) && !json_array_size(in))) {
+		json_decref(req);
+		return reply(c, 400, "application/json",
+			     strdup("{\"error\":{\"message\":\"model and input are required\"}}"));
+	}
+	pthread_mutex_lock(&mu);
+	snprintf(last_model, sizeof last_model, "%s", model);
+	pthread_mutex_unlock(&mu);
+	long st = directive(model, "status", 0);
+	if (st) {
+		json_decref(req);
+		return reply(c, (int)st, "application/json",
+			     strdup("{\"error\":{\"message\":\"embeddings failed\"}}"));
+	}
+	json_t *dv = json_object_get(req, "dimensions");
+	long dims = json_is_integer(dv) ? (long)json_integer_value(dv) : 8;
+	json_t *inputs = json_is_string(in) ? json_pack("[O]", in) : json_incref(in);
+	/* an array of integers is one input of tokens */
+	if (json_is_integer(json_array_get(inputs, 0))) {
+		json_decref(inputs);
+		inputs = json_pack("[O]", in);
+	}
+	const char *ef = json_string_value(json_object_get(req, "encoding_format"));
+	int b64 = ef && !strcmp(ef, "base64"); /* little-endian float32s, base64 */
+	json_t *data = json_array();
+	long tokens = 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach (inputs, i, v) {
+		tokens += json_is_string(v) ? tok((long long)json_string_length(v))
+					    : (long)json_array_size(v);
+		json_t *e = b64 ? NULL : json_array();
+		unsigned char *raw = calloc((size_t)dims, 4);
+		for (long d = 0; d < dims; d++) {
+			float f = (float)(d + 1) / (float)(dims + (long)i + 1);
+			memcpy(raw + d * 4, &f, 4);
+			if (e)
+				json_array_append_new(e, json_real((double)f));
+		}
+		if (b64) {
+			static const char tab[] =
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				"0123456789+/";
+			size_t n = (size_t)dims * 4, k = 0;
+			char *s = malloc(n / 3 * 4 + 8);
+			for (size_t q = 0; q < n; q += 3) {
+				unsigned x = (unsigned)raw[q] << 16 |
+					     (q + 1 < n ? (unsigned)raw[q + 1] << 8 : 0) |
+					     (q + 2 < n ? raw[q + 2] : 0);
+				s[k++] = tab[x >> 18 & 63];
+				s[k++] = tab[x >> 12 & 63];
+				s[k++] = q + 1 < n ? tab[x >> 6 & 63] : '=';
+				s[k++] = q + 2 < n ? tab[x & 63] : '=';
+			}
+			s[k] = 0;
+			e = json_string(s);
+			free(s);
+		}
+		free(raw);
+		json_array_append_new(data, json_pack("{s:s,s:I,s:o}", "object", "embedding",
+						      "index", (json_int_t)i, "embedding", e));
+	}
+	json_decref(inputs);
+	json_t *out = json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data,
+				"model", model, "usage", "prompt_tokens", (json_int_t)tokens,
+				"total_tokens", (json_int_t)tokens);
+	json_decref(req);
+	char *b = json_dumps(out, JSON_COMPACT);
+	json_decref(out);
+	return reply(c, 200, "application/json", b);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *data,
 				  size_t *size, void **state)
@@ -665,6 +1175,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return chat(c, 0, u->body ? u->body : "", u->len);
 	if (!strcmp(method, "POST") && !strcmp(url, "/api/chat"))
 		return chat(c, 1, u->body ? u->body : "", u->len);
+	if (!strcmp(method, "POST") && !strcmp(url, "/v1/messages"))
+		return anthropic(c, u->body ? u->body : "", u->len);
+	if (!strcmp(method, "POST") && !strncmp(url, "/openai/deployments/", 20))
+		return azure(c, url, u->body ? u->body : "", u->len);
+	if (!strcmp(method, "POST") && !strcmp(url, "/v1/embeddings"))
+		return embeddings(c, u->body ? u->body : "", u->len);
 	return reply(c, 404, "application/json", strdup("{\"error\":{\"message\":\"no route\"}}"));
 }
 
