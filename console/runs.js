@@ -4,8 +4,8 @@
  * ?state=&queue=&created_from=&created_to=&q=), refreshed while it is open
  * (polling, slower after a failure); approve or deny a waiting run where it is listed; submit a run
  * in the selected project. A run's page: its actions (approve, deny, cancel,
- * rerun), a step timeline (queued, each step's execution, waits for
- * approval, retries), the model and tool calls its steps made, the journal
+ * rerun), a step timeline (queued, each step's execution - an agent step's
+ * turns and tool calls from its journal -, waits for approval, retries), the model and tool calls its steps made, the journal
  * and the transitions, refreshed until it ends.
  */
 'use strict';
@@ -161,9 +161,18 @@ function timeline(x, calls) {
   const firstStart = tr.find((t) => t.to === 'running');
   rows.push({ what: 'Queued', state: 'queued', a: x.created_at, b: firstStart ? firstStart.at : x.finished_at, note: firstStart ? '' : 'not started' });
   for (const s of x.steps || []) {
-    const stepCalls = calls.filter((c) => c.payload && c.payload.step === s.step);
+    const turns = s.calls || []; /* an agent step's journal: its turns and tool calls */
+    const stepCalls = turns.length ? [] : calls.filter((c) => c.payload && c.payload.step === s.step);
+    const nturns = turns.filter((c) => c.kind === 'model').length, ntools = turns.length - nturns;
     rows.push({ what: `Step ${s.step}: ${s.kind}`, state: s.state, a: s.started_at, b: s.state === 'started' ? null : s.finished_at,
-      note: [s.tries > 1 ? `${s.tries} tries` : '', s.error_code || '', stepCalls.length ? `${stepCalls.length} call${stepCalls.length > 1 ? 's' : ''}` : ''].filter(Boolean).join(', ') });
+      note: [s.tries > 1 ? `${s.tries} tries` : '', s.error_code || '', stepCalls.length ? `${stepCalls.length} call${stepCalls.length > 1 ? 's' : ''}` : '',
+        turns.length ? `${nturns} turn${nturns === 1 ? '' : 's'}, ${ntools} tool call${ntools === 1 ? '' : 's'}` : ''].filter(Boolean).join(', ') });
+    for (const c of turns)
+      rows.push({ what: c.kind === 'model' ? `  turn ${c.turn}: model ${c.name}` : `  turn ${c.turn}: tool ${c.name}`,
+        state: { started: 'running', done: 'succeeded', parked: 'waiting', approved: 'approved' }[c.state] || c.state,
+        a: c.started_at, b: c.state === 'started' || c.state === 'parked' ? null : c.finished_at || null,
+        note: [c.error_code || '', c.tool_calls && c.tool_calls.length ? 'asked for ' + c.tool_calls.join(', ') : '',
+          c.state === 'parked' ? 'waits for approval' : ''].filter(Boolean).join(', '), sub: true });
     for (const c of stepCalls) {
       /* a call's record is written once it ends (by a recorder, a little
        * later): drawn as ending then, at the latest as its step ends */
@@ -173,7 +182,7 @@ function timeline(x, calls) {
         a: new Date(Math.max(endAt - lat, sStart)).toISOString(), b: new Date(endAt).toISOString(),
         note: [c.payload.code || '', c.payload.tokens_in !== undefined ? `${num(c.payload.tokens_in)} + ${num(c.payload.tokens_out)} tokens` : ''].filter(Boolean).join(', '), sub: true });
     }
-    if (s.kind === 'approval') { /* the wait: from parking to the decision (or now) */
+    if (s.kind === 'approval' || s.state === 'waiting') { /* the wait: from parking to the decision (or now) */
       const park = tr.filter((t) => t.to === 'waiting_approval').pop();
       const next = park && tr.find((t) => t.from === 'waiting_approval' && t.at >= park.at);
       if (park) rows.push({ what: '  waiting for approval', state: next ? (s.state === 'succeeded' ? 'approved' : x.state) : 'waiting', a: park.at, b: next ? next.at : null,
@@ -235,7 +244,8 @@ async function viewRun(id, g) {
     await loadCalls();
     if (g !== nav.gen) return false;
     const done = DONE.includes(x.state);
-    const wait = x.state === 'waiting_approval' ? (x.steps || []).filter((s) => s.kind === 'approval' && s.state === 'waiting').pop() : null;
+    /* the step that parked: an approval step, or a tool or agent step whose tool needs one */
+    const wait = x.state === 'waiting_approval' ? (x.steps || []).filter((s) => s.state === 'waiting').pop() : null;
     const w = wait && wait.result ? wait.result : null;
     fill(box,
       el('p', { class: 'lead' }, badge(x.state), ' ', x.error_code ? el('span', { id: 'run-error', class: 'bad', text: x.error_code + ' ' }) : null,

@@ -224,6 +224,15 @@ try {
   ok(byCol.includes('bootstrap'), `approved as the signed-in principal, shown in the transitions (${byCol})`);
   ok(await page.evaluate(() => window.__noReload === 1), 'the run page followed the run to its end without a reload');
 
+  // an agent step: its turns and tool calls from its journal, on the timeline
+  await page.goto(`${url}/console/#/runs/${C.agent_run}`);
+  await page.waitForSelector('#run-timeline');
+  const agentTl = await page.locator('#run-timeline').textContent();
+  ok(/3 turns, 2 tool calls/.test(agentTl), `the agent step counts its turns and tool calls (${agentTl.slice(0, 200)})`);
+  ok(agentTl.includes('turn 1: model agent') && agentTl.includes('turn 2: tool echo__web') && agentTl.includes('asked for echo__web'),
+    'each turn and each tool call is a row of the timeline');
+  await check('05a-run-agent');
+
   // rerun: a new run from the same workflow and input
   await page.goto(`${url}/console/#/runs/${C.llm_run}`);
   await page.waitForSelector('#run-timeline');
@@ -266,8 +275,8 @@ try {
   await page.selectOption('#call-outcome', '');
   await page.fill('#call-target', 'echo__web');
   await page.click('form[aria-label="Filter calls"] button:text("Apply")');
-  await page.waitForFunction(() => { const t = [...document.querySelectorAll('#calls-table tbody tr')]; return t.length === 1 && /echo__web/.test(t[0].textContent) && /tool/.test(t[0].textContent); });
-  ok(true, 'route or tool: the one echo__web call');
+  await page.waitForFunction(() => { const t = [...document.querySelectorAll('#calls-table tbody tr')]; return t.length === 3 && t.every((r) => /echo__web/.test(r.textContent) && /tool/.test(r.textContent)); });
+  ok(true, 'route or tool: the three echo__web calls (one direct, two by the agent)');
   await page.fill('#call-target', '');
   await page.fill('#call-run', C.llm_run);
   await page.click('form[aria-label="Filter calls"] button:text("Apply")');

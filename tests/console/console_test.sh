@@ -59,7 +59,8 @@ api POST /v1/projects "$ADMIN" '{"id":"alpha"}' >/dev/null
 AOP1=$(mkkey alpha op1 operator); AOP2=$(mkkey alpha op2 operator); AW=$(mkkey alpha agent worker)
 ok_act() { check "alpha: $1 active" "$(aw_activate alpha "$1" "$2" "$AOP1" "$AOP2")" true; }
 ok_act policy_routing '{"routes":[{"name":"chat","match":{"task":"chat"},"candidates":[{"provider":"openai","model":"gpt-x"}]},
-  {"name":"broken","match":{"task":"broken"},"candidates":[{"provider":"openai","model":"b;status=503"}]}]}'
+  {"name":"broken","match":{"task":"broken"},"candidates":[{"provider":"openai","model":"b;status=503"}]},
+  {"name":"agent","match":{"task":"agent"},"candidates":[{"provider":"openai","model":"a;turns=2"}]}]}'
 ok_act budget '{"period":"day","token_limit":1000000,"action_on_exceed":"kill",
   "prices":{"*":{"input_per_mtok":2.5,"output_per_mtok":10}}}'
 ok_act mcp_tool "{\"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$MPORT/mcp\"}},
@@ -86,9 +87,11 @@ LLM_RUN=$(run "{\"workflow\":[{\"kind\":\"llm\",\"args\":{\"model\":\"chat\",\"t
 run '{"workflow":[{"kind":"noop"},{"kind":"fail","args":{"message":"it broke"}}],"max_attempts":1}' >/dev/null
 api PUT /v1/projects/alpha/queues/mail "$AOP1" '{"concurrency":2}' >/dev/null
 MAIL_RUN=$(run '{"workflow":[{"kind":"noop"}],"queue":"mail"}')
+# an agent: two turns that call the echo tool, then the answer
+AGENT_RUN=$(run '{"workflow":[{"name":"answer","kind":"agent","args":{"model":"agent","input":"what is new?","tools":["echo__web"],"max_turns":4}}]}')
 APPROVE_RUN=$(run '{"workflow":[{"kind":"noop"},{"kind":"approval","args":{"summary":"deploy to prod"}},{"kind":"noop"}]}')
 DENY_RUN=$(run "{\"workflow\":[{\"kind\":\"approval\",\"args\":{\"summary\":\"drop the table $XSS\"}}]}")
-for r in "$APPROVE_RUN" "$DENY_RUN" "$LLM_RUN"; do
+for r in "$APPROVE_RUN" "$DENY_RUN" "$LLM_RUN" "$AGENT_RUN"; do
   for _ in $(seq 1 100); do
     s=$(api GET "/v1/platform/runs/$r" "$AOP1" | jq -r .state)
     [ "$s" = waiting_approval ] || [ "$s" = succeeded ] || [ "$s" = failed ] && break
@@ -96,6 +99,7 @@ for r in "$APPROVE_RUN" "$DENY_RUN" "$LLM_RUN"; do
   done
 done
 check "alpha: the llm run succeeded" "$(api GET "/v1/platform/runs/$LLM_RUN" "$AOP1" | jq -r .state)" succeeded
+check "alpha: the agent run succeeded" "$(api GET "/v1/platform/runs/$AGENT_RUN" "$AOP1" | jq -r .state)" succeeded
 check "alpha: a run waits for approval" "$(api GET "/v1/platform/runs/$APPROVE_RUN" "$AOP1" | jq -r .state)" waiting_approval
 
 # the project the browser creates: two watchers start at once and wait for
@@ -116,7 +120,7 @@ fi
 check "no ?? in the console's files" "$(cat "$(dirname "$0")"/../../console/* | grep -c '??')" 0
 mkdir -p "$SHOTS" && rm -f "$SHOTS"/*.png # this run's only
 export AW_CONSOLE=$(jq -n --arg url "$URL" --arg admin "$ADMIN" --arg other_run "$OTHER_RUN" --arg shots "$SHOTS" \
-  --arg chromium "$CHROMIUM" --arg approve_run "$APPROVE_RUN" --arg deny_run "$DENY_RUN" --arg llm_run "$LLM_RUN" --arg mail_run "$MAIL_RUN" \
+  --arg chromium "$CHROMIUM" --arg approve_run "$APPROVE_RUN" --arg deny_run "$DENY_RUN" --arg llm_run "$LLM_RUN" --arg mail_run "$MAIL_RUN" --arg agent_run "$AGENT_RUN" \
   --arg agent "$AW" --arg op1 "$AOP1" '$ARGS.named')
 (cd "$NM" && node console.mjs) >"$TMP/browser.out" 2>&1
 rc=$?
