@@ -65,6 +65,13 @@ aw_err aw_llm_req_check(const json_t *req, aw_llm_req *out, aw_error *err);
  * encoding_format (float or base64), dimensions, user; an allow-list like
  * the chat check (AW_E_REQ_UNKNOWN_FIELD). */
 aw_err aw_llm_embed_check(const json_t *req, aw_llm_req *out, aw_error *err);
+/* What every request decoder of the gateway checks first: req is an object
+ * whose numbers pass the number policy and whose members are all in known
+ * (NULL-ended); an unknown one is AW_E_REQ_UNKNOWN_FIELD with its pointer,
+ * said as "not <api> field this gateway knows" (an upstream may bill what
+ * is passed on unread). Pure. */
+aw_err aw_llm_wire_fields(const json_t *req, const char *const *known, const char *api,
+			  aw_error *err);
 /* The prompt an embeddings request bills at most: its strings' bytes (a
  * token is at least one byte) and its token ids, one each. */
 long long aw_llm_embed_bound(const json_t *req);

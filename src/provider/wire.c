@@ -607,6 +607,23 @@ aw_err aw_llm_completion_as_sse(const json_t *resp, int include_usage, aw_buf *o
 	return e ? e : tail(&st, fin ? fin : "stop", include_usage, out);
 }
 
+aw_err aw_llm_wire_fields(const json_t *req, const char *const *fields, const char *api,
+			  aw_error *err)
+{
+	if (!json_is_object(req))
+		return bad(err, "", "the body must be a JSON object");
+	aw_err e = aw_json_check_numbers(req, err);
+	if (!e && (e = aw_json_only(req, fields, err))) {
+		char where[sizeof err->where];
+		snprintf(where, sizeof where, "%s", err->where);
+		aw_fail_at(err, e, where,
+			   "%.200s is not %s field this gateway knows: an upstream may bill it, "
+			   "so it is not passed on",
+			   where + 1, api);
+	}
+	return e;
+}
+
 aw_err aw_llm_embed_check(const json_t *req, aw_llm_req *out, aw_error *err)
 {
 	static const char *const fields[] = {"model",	   "input", "encoding_format",
@@ -614,25 +631,10 @@ aw_err aw_llm_embed_check(const json_t *req, aw_llm_req *out, aw_error *err)
 	memset(out, 0, sizeof *out);
 	out->embeddings = 1;
 	out->n = 1;
-	if (!json_is_object(req))
-		return bad(err, "", "the body must be a JSON object");
-	aw_err e = aw_json_check_numbers(req, err);
+	aw_err e = aw_llm_wire_fields(req, fields, "an embeddings", err);
 	if (e)
 		return e;
-	const char *key;
 	json_t *v;
-	json_object_foreach ((json_t *)req, key, v) {
-		int ok = 0;
-		for (int i = 0; fields[i] && !ok; i++)
-			ok = !strcmp(key, fields[i]);
-		if (!ok) {
-			char where[80];
-			snprintf(where, sizeof where, "/%.64s", key);
-			return aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, where,
-					  "%.64s is not an embeddings field this gateway knows",
-					  key);
-		}
-	}
 	json_t *model = json_object_get(req, "model");
 	if (!json_is_string(model) || !json_string_length(model) || json_string_length(model) > 256)
 		return bad(err, "/model", "model must be a string of 1..256 bytes");

@@ -252,26 +252,10 @@ static aw_err tools_of(const json_t *req, json_t *o, aw_error *err)
 aw_err aw_llm_messages_to_chat(const json_t *req, json_t **out, aw_error *err)
 {
 	*out = NULL;
-	if (!json_is_object(req))
-		return bad(err, "", "the body must be a JSON object");
-	aw_err e = aw_json_check_numbers(req, err);
+	aw_err e = aw_llm_wire_fields(req, known, "a Messages API", err);
 	if (e)
 		return e;
-	const char *key;
 	json_t *v;
-	json_object_foreach ((json_t *)req, key, v) {
-		int ok = 0;
-		for (int i = 0; known[i] && !ok; i++)
-			ok = !strcmp(key, known[i]);
-		if (!ok) {
-			char where[80];
-			snprintf(where, sizeof where, "/%.64s", key);
-			return aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, where,
-					  "%.64s is not a Messages API field this gateway knows: "
-					  "an upstream may bill it, so it is not passed on",
-					  key);
-		}
-	}
 	v = json_object_get(req, "thinking");
 	if (v && !json_is_null(v) &&
 	    strcmp(json_string_value(json_object_get(v, "type")) ?: "", "disabled"))
