@@ -137,7 +137,8 @@ aw_serve() {
   echo "server did not start" >&2; cat "$TMP/server.log" >&2; exit 1
 }
 
-# req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body,
+# req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
+# (U=URL before it: another server than $URL),
 # headers in $TMP/hdr; both appended to $RESPONSES (default $TMP/responses),
 # where a test searches for what must never be answered. An empty KEY sends
 # no Authorization.
@@ -147,7 +148,7 @@ req() {
   local args=(-s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$method")
   [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-binary "$body"); fi
-  STATUS=$(curl "${args[@]}" "$@" "$URL$path")
+  STATUS=$(curl "${args[@]}" "$@" "${U:-$URL}$path")
   { cat "$TMP/hdr" "$TMP/body"; echo; } >>"${RESPONSES:-$TMP/responses}" 2>/dev/null
   aw_record "$method" "$path"
 }

@@ -13,37 +13,11 @@ set -uo pipefail
 BIN=$1
 FAKE=$2
 BACKEND=$3
-TMP=$(mktemp -d /tmp/aw-vkeys.XXXXXX)
+. "$(dirname "$0")/lib.sh"
 export AWOOOP_PROJECT_POOL=64
-PASS=0
-FAIL=0
-PIDS=()
-PGDB=
-
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  if [ -n "$PGDB" ]; then
-    psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
-      -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
-  fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
-check() { if [ "$2" == "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
-
-req() { # req METHOD PATH KEY [BODY] -> $STATUS, body in $TMP/body
-  local method=$1 path=$2 key=$3 body=${4:-}
-  local args=(-s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$method")
-  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
-  [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
-  STATUS=$(curl "${args[@]}" "${U:-$URL}$path")
-}
-jbody() { jq -r "$1" "$TMP/body" 2>/dev/null; }
-expect() { # expect DESCRIPTION STATUS [CODE] [POINTER]
+# expect DESCRIPTION STATUS [CODE] [POINTER]: this suite's form (lib.sh's
+# takes a jq path); U=URL before req asks another process
+expect() {
   check "$1 status" "$STATUS" "$2"
   [ -n "${3:-}" ] && check "$1 code" "$(jbody .code)" "$3"
   [ -n "${4:-}" ] && check "$1 pointer" "$(jbody .pointer)" "$4"
@@ -81,22 +55,7 @@ cat >"$TMP/llm.json" <<JSON
 {"providers": {"openai": {"url": "http://127.0.0.1:$FAKE_PORT/v1", "api": "openai"}}}
 JSON
 
-EXTRA=""
-if [ "$BACKEND" = postgres ]; then
-  [ -n "${AWOOOP_TEST_PG_HOST:-}" ] && [ -n "${AWOOOP_TEST_REDIS_URL:-}" ] ||
-    { echo "SKIP: needs PostgreSQL and Redis: AWOOOP_TEST_PG_HOST/PORT and AWOOOP_TEST_REDIS_URL are not set" >&2; exit 77; }
-  PGDB="aw_vk_$$_$RANDOM"
-  psql -q -h "$AWOOOP_TEST_PG_HOST" -p "$AWOOOP_TEST_PG_PORT" -U postgres -d postgres \
-    -c "CREATE DATABASE $PGDB" >/dev/null || exit 1
-  "$BIN" migrate --db "postgresql://postgres@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB" \
-    >/dev/null || exit 1
-  DB="postgresql://awooop_app@$AWOOOP_TEST_PG_HOST:$AWOOOP_TEST_PG_PORT/$PGDB"
-  EXTRA="--redis $AWOOOP_TEST_REDIS_URL"
-  # both processes sign and check contracts with one key
-  export AWOOOP_PUBLISH_KEYS="kt:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-else
-  DB="sqlite:$TMP/awooop.db"
-fi
+aw_db "$BACKEND"
 
 ADMIN=$("$BIN" key generate)
 export AWOOOP_BOOTSTRAP_KEY=$ADMIN
@@ -328,5 +287,4 @@ check "cli show limits" "$(grep -c 'tpm=9000' "$TMP/c1s")" 1
 check "cli bad value says why and where" "$(grep -c 'E-KEY-005.* at /rpm' "$TMP/c1e")" 1
 "$BIN" key update "$C1" >/dev/null 2>&1; check "cli update without a limit" $? 2
 
-echo "vkeys ($BACKEND): $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+aw_done "vkeys ($BACKEND)"
