@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "awooop/agent.h"
 #include "awooop/approval.h"
 #include "awooop/buf.h"
 #include "awooop/llm.h"
@@ -40,6 +41,7 @@ static void step_kinds(char *out, size_t cap)
 	aw_llm_register_executor(NULL);
 	aw_approvals_register_executor(NULL);
 	aw_mcp_register_executor(NULL, NULL);
+	aw_agent_register_executor(NULL, NULL, NULL);
 	const char *kinds[32];
 	size_t n = aw_executor_kinds(kinds, 32), o = 0;
 	out[0] = 0;

@@ -168,7 +168,7 @@ cli audit verify --db "$DB"; check "store without a project: exit" "$RC" 2
 # --- step kinds: run --help and E-RUN-003 list the registry's, the same
 cli run --help
 HELP_KINDS=$(sed -n 's/^Step kinds: //p' "$TMP/o")
-check "run --help: step kinds" "$(echo "$HELP_KINDS" | tr -d ' ' | tr , '\n' | sort | paste -sd,)" "approval,fail,http,llm,noop,sleep,tool"
+check "run --help: step kinds" "$(echo "$HELP_KINDS" | tr -d ' ' | tr , '\n' | sort | paste -sd,)" "agent,approval,fail,http,llm,noop,sleep,tool"
 echo '{"workflow":[{"kind":"nope"}]}' >"$TMP/bad_run.json"
 AWOOOP_KEY=$OP1 cli run submit --file "$TMP/bad_run.json"; check "unknown kind: exit" "$RC" 1
 check "E-RUN-003 lists the kinds of run --help" "$(grep -c "E-RUN-003: .*unknown step kind (known: $HELP_KINDS)" "$TMP/e")" 1

@@ -2361,7 +2361,7 @@ static void test_watch_many(void **state)
 {
 	(void)state;
 	gateway_up(1000, 10000, NULL);
-	const char *c[] = {"openai=w;tokens=40;tps=8", NULL};
+	const char *c[] = {"openai=w;tokens=80;tps=8", NULL};
 	for (int i = 0; i < MANY; i++) {
 		set_policy(many[i], c, NULL);
 		set_budget(many[i], 1000000, "block");
@@ -2393,7 +2393,10 @@ static void test_watch_many(void **state)
 		aw_error err = {0};
 		assert_int_equal(aw_budget_admit(S, PC, &ctx, &da, &h, &err), AW_OK);
 	}
-	usleep(1500000); /* every stream is under way (40 tokens at 8/s: 5 s) */
+	/* every stream under way (80 tokens at 8/s: 10 s each; on a loaded
+	 * machine the 100 callers take a while to start) */
+	for (int k = 0; k < 80 && llm_test_watched(GW) < MANY; k++)
+		usleep(100000);
 	printf("watched: %d projects\n", llm_test_watched(GW));
 	assert_true(llm_test_watched(GW) >= MANY);
 	int64_t t0 = aw_clock_mono_ns();
