@@ -263,7 +263,8 @@ static int read_options(const aw_opt *opts, node_cfg *c)
 			       .lease_ms = (int)budget_lease,
 			       .schema_retries = 3,
 			       .project_inflight = aw_cli_get(opts, "llm-project-inflight"),
-			       .emergency_share = aw_cli_get(opts, "llm-emergency-share")};
+			       .emergency_share = aw_cli_get(opts, "llm-emergency-share"),
+			       .secrets_dir = c->secrets_dir};
 	c->approvals = (aw_approvals_opts){.issuer = aw_cli_get(opts, "approval-issuer")};
 	c->mcp = (aw_mcp_opts){.contract_id = aw_cli_get(opts, "mcp-contract"),
 			       .secrets_dir = c->secrets_dir,
