@@ -28,7 +28,7 @@ start_fake() { # start_fake NAME [--expect-key-env VAR] -> FAKE_PORT
   "$FAKE" --name "$@" >"$TMP/fake-$1" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 50); do
-    FAKE_PORT=$(sed -n 's/^port //p' "$TMP/fake-$1")
+    FAKE_PORT=$(sed -n 's/^port //p' "$TMP/fake-$1" 2>/dev/null)
     [ -n "$FAKE_PORT" ] && return 0
     sleep 0.1
   done
@@ -47,6 +47,7 @@ aw_serve --llm-config "$TMP/llm.json" --egress-allow-private acme
 URL1=$URL
 URLS=("$URL1")
 if [ "$BACKEND" = postgres ]; then
+  # shellcheck disable=SC2086 # EXTRA is words (lib.sh)
   "$BIN" serve --db "$DB" --listen 127.0.0.1:0 --role api --llm-config "$TMP/llm.json" \
     --egress-allow-private acme $EXTRA >/dev/null 2>>"$TMP/server2.log" &
   PIDS+=($!)
