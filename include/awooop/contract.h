@@ -24,6 +24,8 @@ typedef struct aw_contracts aw_contracts;
 
 #define AW_APPROVAL_CONTRACT "default" /* contract id of a project's approval policy */
 #define AW_TOPOLOGY_CONTRACT "ollama_topology"
+/* platform_resource: the named LLM upstreams (docs/guide/llm-gateway.md) */
+#define AW_UPSTREAMS_CONTRACT "llm_upstreams"
 
 /* Compiles the family schemas. The keyring is borrowed (may be NULL: publish
  * then answers AW_E_CONTRACT_NO_KEY). */

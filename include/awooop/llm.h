@@ -71,6 +71,8 @@ typedef struct {
 				    that may die) this long after its last call here,
 				    and while any reservation of it is open; default
 				    10 x lease_ms */
+	const char *secrets_dir;      /* the tenants' file: secrets (<dir>/<project>/PATH) of
+				 their own upstreams' keys; NULL: env: only */
 	int watch_bus_ms;	      /* while suspensions of other processes arrive over a
 				    connected Redis bus, the store is read for them
 				    this often as a fallback (else every 500 ms);

@@ -263,7 +263,8 @@ static int read_options(const aw_opt *opts, node_cfg *c)
 			       .lease_ms = (int)budget_lease,
 			       .schema_retries = 3,
 			       .project_inflight = aw_cli_get(opts, "llm-project-inflight"),
-			       .emergency_share = aw_cli_get(opts, "llm-emergency-share")};
+			       .emergency_share = aw_cli_get(opts, "llm-emergency-share"),
+			       .secrets_dir = c->secrets_dir};
 	c->approvals = (aw_approvals_opts){.issuer = aw_cli_get(opts, "approval-issuer")};
 	c->mcp = (aw_mcp_opts){.contract_id = aw_cli_get(opts, "mcp-contract"),
 			       .secrets_dir = c->secrets_dir,
@@ -454,13 +455,13 @@ int aw_cmd_serve(int argc, char **argv)
 		 "quarter of it the reaper looks)",
 		 NULL},
 		{"egress-allow-private", "AWOOOP_EGRESS_ALLOW_PRIVATE", NULL, 0,
-		 "projects (comma-separated, or *) whose http run steps and MCP upstreams may "
+		 "projects (comma-separated, or *) whose http run steps, MCP upstreams and own LLM upstreams may "
 		 "reach loopback and private addresses (link-local and metadata: never)",
 		 NULL},
 		{"mcp-contract", "AWOOOP_MCP_CONTRACT", "default", 0,
 		 "the mcp_tool contract id that lists a project's tool servers", NULL},
 		{"secrets-dir", "AWOOOP_SECRETS_DIR", NULL, 0,
-		 "tenants' file: secret references (run steps, MCP upstreams, bots) resolve in "
+		 "tenants' file: secret references (run steps, MCP and LLM upstreams, bots) resolve in "
 		 "DIR/<project>/ (env: ones in AWOOOP_T_<PROJECT>__NAME)",
 		 NULL},
 		{"mcp-secrets-dir", "AWOOOP_MCP_SECRETS_DIR", NULL, 0,

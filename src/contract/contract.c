@@ -178,9 +178,11 @@ aw_err aw_contract_target_ok(const aw_ctx *ctx, const char *family, const char *
 			       "contract id must match [a-z0-9][a-z0-9_.-]{0,62}");
 	int platform = strcmp(ctx->project, AW_PLATFORM_PROJECT) == 0;
 	if (!strcmp(family, "platform_resource") &&
-	    (!platform || strcmp(contract_id, AW_TOPOLOGY_CONTRACT) != 0))
+	    (!platform || (strcmp(contract_id, AW_TOPOLOGY_CONTRACT) != 0 &&
+			   strcmp(contract_id, AW_UPSTREAMS_CONTRACT) != 0)))
 		return aw_fail(err, AW_E_CONTRACT_ID,
-			       "platform_resource exists only in __platform__, as ollama_topology");
+			       "platform_resource exists only in __platform__, as ollama_topology "
+			       "or llm_upstreams");
 	return AW_OK;
 }
 
@@ -240,11 +242,85 @@ static aw_err channel_check(const json_t *body, aw_error *err)
 	return AW_OK;
 }
 
+/* Named LLM upstreams (platform_resource llm_upstreams, policy_routing's
+ * own): names unique and never "ollama" (the topology's), api_version
+ * azure_openai's and required there, the credential a secret reference -
+ * the platform's resolved in the process's environment, a tenant's
+ * (tenant) in its own namespace only (secret.h). */
+static aw_err upstreams_check(const json_t *ups, int tenant, aw_error *err)
+{
+	size_t i, k;
+	json_t *u, *o;
+	char where[64];
+	json_array_foreach (ups, i, u) {
+		const char *name = json_string_value(json_object_get(u, "name"));
+		const char *api = json_string_value(json_object_get(u, "api"));
+		snprintf(where, sizeof where, "/upstreams/%zu/name", i);
+		if (name && !strcmp(name, "ollama"))
+			return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
+					  "the name ollama is the platform's Ollama topology");
+		json_array_foreach (ups, k, o)
+			if (k < i && name &&
+			    !strcmp(json_string_value(json_object_get(o, "name")) ?: "", name))
+				return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
+						  "two upstreams are named %s", name);
+		int azure = api && !strcmp(api, "azure_openai");
+		snprintf(where, sizeof where, "/upstreams/%zu/api_version", i);
+		if (azure != (json_object_get(u, "api_version") != NULL))
+			return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
+					  "api_version (e.g. 2024-10-21) is azure_openai's, and it "
+					  "needs one");
+		const char *key = json_string_value(json_object_get(u, "api_key"));
+		snprintf(where, sizeof where, "/upstreams/%zu/api_key", i);
+		if (key &&
+		    (tenant ? aw_secret_tenant_check(key, err) : aw_secret_ref_check(key, err)))
+			return aw_fail_at(err, AW_E_SECRET_REF, where,
+					  tenant ? "api_key is a secret reference: env:NAME or "
+						   "file:RELATIVE/PATH (the project's own)"
+						 : "api_key is a secret reference: env:NAME or "
+						   "file:/path");
+	}
+	return AW_OK;
+}
+
+/* platform_resource: the body's kind is its contract id; each kind its own
+ * members. */
+static aw_err platform_check(const json_t *body, const char *contract_id, aw_error *err)
+{
+	const char *kind = json_string_value(json_object_get(body, "kind"));
+	int ups = kind && !strcmp(kind, AW_UPSTREAMS_CONTRACT);
+	if (contract_id &&
+	    (!strcmp(contract_id, AW_TOPOLOGY_CONTRACT) ||
+	     !strcmp(contract_id, AW_UPSTREAMS_CONTRACT)) &&
+	    strcmp(kind ? kind : "", contract_id))
+		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/kind",
+				  "the kind of contract %s is %s", contract_id, contract_id);
+	static const char *const topo_only[] = {"primary", "secondary", "fallback",
+						"emergency_cloud", NULL};
+	for (int i = 0; ups && topo_only[i]; i++)
+		if (json_object_get(body, topo_only[i])) {
+			char where[32];
+			snprintf(where, sizeof where, "/%s", topo_only[i]);
+			return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, where,
+					  "%s is ollama_topology's, not llm_upstreams'",
+					  topo_only[i]);
+		}
+	if (ups && !json_object_get(body, "upstreams"))
+		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/upstreams",
+				  "llm_upstreams needs upstreams (an empty list removes them all)");
+	if (!ups && json_object_get(body, "upstreams"))
+		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/upstreams",
+				  "upstreams are llm_upstreams', not ollama_topology's");
+	if (!ups && !json_object_get(body, "primary"))
+		return aw_fail_at(err, AW_E_CONTRACT_SCHEMA, "/primary",
+				  "an ollama_topology needs a primary host");
+	return upstreams_check(json_object_get(body, "upstreams"), 0, err);
+}
+
 aw_err aw_contract_validate(const aw_contracts *c, const char *project, const char *family,
 			    const char *contract_id, const json_t *body, aw_error *err)
 {
 	(void)project;
-	(void)contract_id;
 	int fi = family_index(family);
 	if (fi < 0)
 		return aw_fail(err, AW_E_CONTRACT_FAMILY, "unknown family");
@@ -276,6 +352,10 @@ aw_err aw_contract_validate(const aw_contracts *c, const char *project, const ch
 		return aw_contract_mcp_check(body, err);
 	if (!strcmp(family, "channel_event"))
 		return channel_check(body, err);
+	if (!strcmp(family, "platform_resource"))
+		return platform_check(body, contract_id, err);
+	if (!strcmp(family, "policy_routing"))
+		return upstreams_check(json_object_get(body, "upstreams"), 1, err);
 	return AW_OK;
 }
 

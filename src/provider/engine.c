@@ -22,6 +22,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
+#include "awooop/egress.h"
 #include "awooop/secret.h"
 #include "provider_internal.h"
 
@@ -29,13 +30,19 @@
 #define MAX_ERROR_BODY (64u << 10)
 #define MAX_EVENT (4u << 20)
 
-upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref)
+upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref,
+			   const char *project)
 {
 	upstream *u = aw_calloc(1, sizeof *u);
 	if (!u)
 		return NULL;
 	atomic_init(&u->refs, 1);
 	snprintf(u->name, sizeof u->name, "%s", name);
+	snprintf(u->project, sizeof u->project, "%s", project ? project : "");
+	if (project)
+		snprintf(u->label, sizeof u->label, "%s/%s", project, name);
+	else
+		snprintf(u->label, sizeof u->label, "%s", name);
 	u->api = api;
 	snprintf(u->url, sizeof u->url, "%s", url);
 	size_t n = strlen(u->url);
@@ -49,7 +56,7 @@ upstream *llm_upstream_new(const char *name, int api, const char *url, const cha
 	}
 	curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
 	curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-	aw_metrics_llm_breaker(u->name, BREAKER_CLOSED);
+	aw_metrics_llm_breaker(u->label, BREAKER_CLOSED);
 	return u;
 }
 
@@ -59,6 +66,7 @@ void llm_upstream_put(upstream *u)
 		return;
 	curl_share_cleanup(u->share);
 	json_decref(u->models);
+	free(u->def);
 	free(u);
 }
 
@@ -71,7 +79,7 @@ static int breaker_allows(upstream *u, int64_t now)
 	if (u->state == BREAKER_OPEN && now >= u->open_until_ns) {
 		u->state = BREAKER_HALF_OPEN;
 		u->probing = 0;
-		aw_metrics_llm_breaker(u->name, u->state);
+		aw_metrics_llm_breaker(u->label, u->state);
 	}
 	if (u->state == BREAKER_HALF_OPEN && !u->probing) {
 		u->probing = 1; /* one probe at a time */
@@ -92,8 +100,8 @@ static void breaker_result(aw_llm *g, upstream *u, int ok)
 	}
 	u->probing = 0;
 	if (was != u->state) {
-		aw_metrics_llm_breaker(u->name, u->state);
-		aw_log(AW_LOG_WARN, NULL, "llm upstream breaker", "upstream", u->name, "state",
+		aw_metrics_llm_breaker(u->label, u->state);
+		aw_log(AW_LOG_WARN, NULL, "llm upstream breaker", "upstream", u->label, "state",
 		       u->state == BREAKER_OPEN ? "open" : "closed", NULL);
 	}
 }
@@ -109,6 +117,10 @@ static void own_timeout(upstream *u)
 
 static void transfer_end(aw_llm *g, aw_llm_call *c)
 {
+	if (c->held) { /* its place under the upstream's max_concurrency */
+		c->held->inflight--;
+		c->held = NULL;
+	}
 	if (c->easy) {
 		curl_multi_remove_handle(g->multi, c->easy);
 		curl_easy_cleanup(c->easy);
@@ -270,6 +282,21 @@ static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 	return s;
 }
 
+/* A project's own upstream is reached on the egress rules (egress.h): its
+ * project's grant for loopback and private addresses, never link-local or
+ * metadata ones; judged on the address about to be connected. */
+static curl_socket_t egress_open(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	aw_llm_call *c = ud;
+	(void)purpose;
+	const upstream *u = c->t[c->ti].u;
+	if (!aw_egress_allowed(&a->addr, aw_egress_private_granted(u->project))) {
+		c->egress_refused = (int)aw_egress_classify(&a->addr);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 {
 	const target *t = &c->t[c->ti];
@@ -302,7 +329,10 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 	c->hdrs = curl_slist_append(c->hdrs, "Expect:");
 	if (u->key_ref[0]) {
 		aw_buf secret = AW_BUF_INIT(4096);
-		aw_err e = aw_secret_resolve(u->key_ref, &secret, err);
+		/* a project's own upstream: its key from its own namespace only */
+		aw_err e = u->project[0] ? aw_secret_tenant_resolve(u->project, g->o.secrets_dir,
+								    u->key_ref, &secret, err)
+					 : aw_secret_resolve(u->key_ref, &secret, err);
 		if (!e) {
 			aw_buf h = AW_BUF_INIT(4200);
 			aw_buf_addf(&h,
@@ -334,6 +364,12 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, c);
 	curl_easy_setopt(h, CURLOPT_SHARE, u->share);
+	if (u->project[0]) { /* a tenant's address: the egress rules, at connect */
+		curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, egress_open);
+		curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	}
+	c->egress_refused = 0;
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)g->o.connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
@@ -357,6 +393,8 @@ static aw_err begin(aw_llm *g, aw_llm_call *c, aw_error *err)
 	c->attempts++;
 	if (curl_multi_add_handle(g->multi, h) != CURLM_OK)
 		return aw_fail(err, AW_E_INTERNAL, "cannot start the upstream transfer");
+	c->held = u;
+	u->inflight++;
 	return AW_OK;
 }
 
@@ -415,6 +453,13 @@ static void advance(aw_llm *g, aw_llm_call *c)
 			c->failovers++;
 			continue;
 		}
+		if (t->u->max_conc && t->u->inflight >= t->u->max_conc) {
+			if (t->u->state == BREAKER_HALF_OPEN)
+				t->u->probing = 0;
+			note(c, "at its max_concurrency");
+			c->failovers++;
+			continue;
+		}
 		if (t->emergency && c->own_failure) { /* spent on upstreams' failures only */
 			note(c, "the emergency model is not spent on the route's own timeouts");
 			continue;
@@ -467,7 +512,7 @@ static void failover(aw_llm *g, aw_llm_call *c, const char *why)
 	note(c, why);
 	transfer_end(g, c);
 	c->failovers++;
-	aw_metrics_llm_event("failover", c->t[c->ti].u->name);
+	aw_metrics_llm_event("failover", c->t[c->ti].u->label);
 	c->ti++;
 	advance(g, c);
 }
@@ -573,7 +618,7 @@ static void answered(aw_llm *g, aw_llm_call *c)
 		aw_buf problems = AW_BUF_INIT(SCHEMA_PROBLEMS_MAX);
 		if (schema_check(c, content, &problems)) {
 			if (++c->schema_fails <= c->schema_retries) {
-				aw_metrics_llm_event("schema_retry", t->u->name);
+				aw_metrics_llm_event("schema_retry", t->u->label);
 				json_t *fb = json_pack(
 					"[{s:s,s:s},{s:s,s:s+}]", "role", "assistant", "content",
 					content ? content : "", "role", "user", "content",
@@ -679,7 +724,12 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 		return;
 	}
 	char why[160];
-	if (res != CURLE_OK) {
+	if (res != CURLE_OK && c->egress_refused) { /* the tenant's address, not a failure */
+		snprintf(why, sizeof why, "egress refused (%s)",
+			 aw_egress_reason((aw_egress_class)c->egress_refused));
+		own_timeout(t->u); /* gives a half-open probe back */
+		failover(g, c, why);
+	} else if (res != CURLE_OK) {
 		snprintf(why, sizeof why, "%s", curl_easy_strerror(res));
 		breaker_result(g, t->u, 0);
 		failover(g, c, why);

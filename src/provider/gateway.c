@@ -144,7 +144,7 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 						     : API_OPENAI;
 		upstream *u =
 			llm_upstream_new(name, kind, json_string_value(json_object_get(p, "url")),
-					 json_string_value(json_object_get(p, "api_key")));
+					 json_string_value(json_object_get(p, "api_key")), NULL);
 		if (u)
 			snprintf(u->api_version, sizeof u->api_version, "%s",
 				 json_string_value(json_object_get(p, "api_version")) ?: "");
@@ -220,6 +220,7 @@ void aw_llm_free(aw_llm *g)
 		llm_upstream_put(g->providers[i]);
 	for (int i = 0; i < 3; i++)
 		llm_upstream_put(g->topo[i]);
+	llm_upstreams_free(g);
 	json_decref(g->config);
 	aw_calls_free(g->own_calls);
 	free(g->em);

@@ -32,8 +32,15 @@ typedef struct upstream {
 	char key_ref[300];    /* secret reference, "" = none */
 	char api_version[32]; /* azure_openai's api-version query parameter */
 	int timeout_ms;	      /* first-byte timeout of the endpoint, 0 = the gateway's */
-	json_t *models;	      /* topology endpoint's model list, NULL = any */
-	CURLSH *share;	      /* the connection pool (engine thread) */
+	int max_conc;	      /* transfers in flight to it in this process, 0 = unbounded */
+	int inflight;	      /* (engine thread) */
+	char project[AW_PROJECT_MAX + 1]; /* a tenant's own upstream (its secrets, its
+					     egress), "" = the platform's */
+	char label[112];		  /* metrics label: name, project/name for a tenant's */
+	json_t *models;			  /* topology endpoint's model list, NULL = any */
+	char *def;     /* a named upstream's definition (compact, sorted keys): an
+			      equal one in the next revision keeps this pool */
+	CURLSH *share; /* the connection pool (engine thread) */
 	/* breaker (engine thread) */
 	int state, fails, probing;
 	int64_t open_until_ns;
@@ -86,7 +93,9 @@ struct aw_llm_call {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	char *payload;
-	aw_buf body; /* a non-streamed answer, or an error body */
+	upstream *held;	    /* the upstream whose max_conc the transfer counts in */
+	int egress_refused; /* the transfer's address was refused (egress.h class) */
+	aw_buf body;	    /* a non-streamed answer, or an error body */
 	aw_sse sse;
 	aw_ndjson nd;
 	aw_llm_stream_state st;
@@ -129,6 +138,20 @@ struct aw_llm {
 	pthread_mutex_t mu; /* topology, the inbox, the in-process cap */
 	upstream *providers[8];
 	int nproviders;
+	/* the named upstreams of the active platform_resource llm_upstreams
+	 * revision (upstreams.c; over the --llm-config providers, per name) */
+	upstream **plat;
+	int nplat;
+	char plat_rev[AW_UUID_STR_LEN + 1];
+	int plat_dirty, plat_read; /* plat_read: read once */
+	/* the projects' own upstreams (policy_routing upstreams[]), by project */
+	struct llm_own {
+		char project[AW_PROJECT_MAX + 1];
+		char rev[AW_UUID_STR_LEN + 1];
+		upstream **u;
+		int n;
+	} * own;
+	int nown;
 	upstream *topo[3]; /* primary, secondary, fallback (NULL when absent) */
 	char topo_rev[AW_UUID_STR_LEN + 1];
 	int topo_dirty;
@@ -166,7 +189,9 @@ struct aw_llm {
 aw_err llm_engine_start(aw_llm *g, aw_error *err);
 void llm_engine_stop(aw_llm *g);
 void llm_submit(aw_llm *g, aw_llm_call *c);
-upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref);
+/* project: a tenant's own upstream (its secrets, its egress), else NULL. */
+upstream *llm_upstream_new(const char *name, int api, const char *url, const char *key_ref,
+			   const char *project);
 /* The wire kind of an `api` name (openai, ollama, anthropic, azure_openai);
  * -1 when unknown. */
 int llm_api_kind(const char *api);
@@ -203,6 +228,22 @@ void llm_topo_refresh(aw_llm *g, const aw_ctx *ctx);
 /* The policy cache's listener: a new topology revision resets the pools. */
 void llm_on_platform_change(void *ud, const char *project, const char *family,
 			    const char *contract_id, const char *revision_id, const char *source);
+/* upstreams.c: the upstream a candidate's provider names for project
+ * (its own, then the platform's contract, then --llm-config; NULL: none).
+ * Caller holds g->mu and called llm_upstreams_refresh for the call. */
+upstream *llm_upstream_named(aw_llm *g, const char *project, const char *name);
+/* Brings the platform's named upstreams up to the active llm_upstreams
+ * revision and project's own up to body (its policy_routing revision rev):
+ * an upstream whose definition changed gets a new pool, the others keep
+ * theirs. Takes g->mu. */
+void llm_upstreams_refresh(aw_llm *g, const aw_ctx *ctx, const json_t *body, const char *rev);
+void llm_upstreams_free(aw_llm *g);
+/* The policy cache's word that the llm_upstreams revision changed. */
+void llm_upstreams_changed(aw_llm *g, const char *source);
+/* An upstream from its definition ({name, api, url, api_key?, api_version?,
+ * timeout_ms?, max_concurrency?}); project: a tenant's own, else NULL. */
+upstream *llm_upstream_of(const json_t *def, const char *project);
+
 /* admit.c: the budget's admission and reservation of a routed call. */
 aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err);
 /* llm_span.c: the ended call's trace span (otel.h). */

@@ -12,14 +12,6 @@
 
 #include "provider_internal.h"
 
-static upstream *provider(aw_llm *g, const char *name)
-{
-	for (int i = 0; i < g->nproviders; i++)
-		if (!strcmp(g->providers[i]->name, name))
-			return g->providers[i];
-	return NULL;
-}
-
 static int serves(const upstream *u, const char *model)
 {
 	if (!u->models)
@@ -109,7 +101,7 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 		if (taken++ >= max)
 			break;
 		if (strcmp(p, "ollama") != 0) {
-			add_target(c, provider(g, p), model, cand, 0);
+			add_target(c, llm_upstream_named(g, c->ctx.project, p), model, cand, 0);
 			continue;
 		}
 		/* the platform's Ollama hosts keep the platform's timeouts: a
@@ -122,12 +114,12 @@ static void targets_of(aw_llm *g, aw_llm_call *c, const json_t *route, const jso
 				hosts++;
 			}
 		if (!g->topo_rev[0])
-			add_target(c, provider(g, "ollama"), model, cand, 0);
+			add_target(c, llm_upstream_named(g, NULL, "ollama"), model, cand, 0);
 		for (int k = first; k < c->nt; k++)
 			c->t[k].timeout_ms = 0;
 		if (hosts && !emergency_added && g->emergency_model[0] && !only) {
-			add_target(c, provider(g, g->emergency_provider), g->emergency_model, cand,
-				   1);
+			add_target(c, llm_upstream_named(g, NULL, g->emergency_provider),
+				   g->emergency_model, cand, 1);
 			emergency_added = 1;
 		}
 	}
@@ -163,6 +155,7 @@ aw_err llm_route(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
 	json_t *sr = json_object_get(limits, "schema_retries");
 	c->schema_retries = json_is_number(sr) ? (int)json_number_value(sr) : g->o.schema_retries;
 	llm_topo_refresh(g, &c->ctx);
+	llm_upstreams_refresh(g, &c->ctx, pol.body, pol.revision_id);
 	pthread_mutex_lock(&g->mu);
 	int model_failover = json_is_true(json_object_get(route, "model_failover"));
 	targets_of(g, c, route, limits, by_model && !model_failover ? c->rq.model : NULL);
@@ -170,8 +163,9 @@ aw_err llm_route(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
 	aw_policy_release(&pol);
 	if (!c->nt)
 		return aw_fail(err, AW_E_LLM_UPSTREAMS,
-			       "route %s has no configured upstream (providers of its candidates "
-			       "are not in the gateway configuration)",
+			       "route %s has no configured upstream (no upstream of the project's "
+			       "own, of the platform's llm_upstreams or of the gateway's "
+			       "configuration has its candidates' provider names)",
 			       c->route);
 	return drop_too_long(c, err);
 }

@@ -125,6 +125,10 @@ void llm_on_platform_change(void *ud, const char *project, const char *family,
 {
 	(void)project, (void)family, (void)revision_id;
 	aw_llm *g = ud;
+	if (!strcmp(contract_id, AW_UPSTREAMS_CONTRACT)) {
+		llm_upstreams_changed(g, source);
+		return;
+	}
 	if (strcmp(contract_id, AW_TOPOLOGY_CONTRACT))
 		return;
 	pthread_mutex_lock(&g->mu);
@@ -147,7 +151,7 @@ static void topo_install(aw_llm *g, const aw_policy *pol)
 			continue;
 		char name[48];
 		snprintf(name, sizeof name, "ollama-%s", roles[i]);
-		upstream *u = llm_upstream_new(name, API_OLLAMA, url, NULL);
+		upstream *u = llm_upstream_new(name, API_OLLAMA, url, NULL, NULL);
 		if (!u)
 			continue;
 		u->timeout_ms = (int)json_number_value(json_object_get(ep, "timeout_ms"));

@@ -133,7 +133,11 @@ static int walk_dir(const char *family, const char *kind)
 			fail_msg("%s: %s", path, je.text);
 		aw_error err = {0};
 		json_t *body = strcmp(kind, "valid") ? json_object_get(doc, "body") : doc;
-		aw_err got = aw_contract_validate(C, project, family, cid, body, &err);
+		const char *k = json_string_value(json_object_get(body, "kind"));
+		aw_err got = aw_contract_validate(
+			C, project, family,
+			k && !strcmp(k, AW_UPSTREAMS_CONTRACT) ? AW_UPSTREAMS_CONTRACT : cid, body,
+			&err);
 		if (!strcmp(kind, "valid")) {
 			if (got)
 				fail_msg("%s should be valid: %s", path, err.msg);

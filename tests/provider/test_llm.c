@@ -39,6 +39,7 @@
 #include "awooop/bus.h"
 #include "awooop/clock.h"
 #include "awooop/contract.h"
+#include "awooop/egress.h"
 #include "awooop/llm.h"
 #include "awooop/llm_wire.h"
 #include "awooop/metrics.h"
@@ -3372,6 +3373,215 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* ------------------------------------------------------------ named upstreams */
+
+/* A named upstream's definition: name, api openai, url (the fake's /v1,
+ * host: 127.0.0.1 or localhost - the same fake at another URL), key. */
+static json_t *up_def(const char *name, const fake *f, const char *host, const char *key)
+{
+	char u[96];
+	snprintf(u, sizeof u, "http://%s:%d/v1", host, f->port);
+	json_t *d = json_pack("{s:s,s:s,s:s}", "name", name, "api", "openai", "url", u);
+	if (key)
+		json_object_set_new(d, "api_key", json_string(key));
+	return d;
+}
+
+static void set_upstreams(json_t *ups)
+{
+	activate(AW_PLATFORM_PROJECT, "platform_resource", AW_UPSTREAMS_CONTRACT,
+		 json_pack("{s:s,s:o}", "kind", AW_UPSTREAMS_CONTRACT, "upstreams", ups), NULL);
+}
+
+/* A policy of routes named after their one candidate's provider
+ * ("provider=model" each, route "r-provider"); own: the project's own
+ * upstreams (NULL: none). */
+static void set_routes(const char *project, const char *const *cands, json_t *own)
+{
+	json_t *routes = json_array();
+	for (int i = 0; cands[i]; i++) {
+		char p[48], r[64];
+		const char *eq = strchr(cands[i], '=');
+		snprintf(p, sizeof p, "%.*s", (int)(eq - cands[i]), cands[i]);
+		snprintf(r, sizeof r, "r-%s", p);
+		json_array_append_new(routes, json_pack("{s:s,s:{s:s},s:[{s:s,s:s}]}", "name", r,
+							"match", "task", r, "candidates",
+							"provider", p, "model", eq + 1));
+	}
+	json_t *body = json_pack("{s:o}", "routes", routes);
+	if (own)
+		json_object_set_new(body, "upstreams", own);
+	activate(project, "policy_routing", "default", body, NULL);
+}
+
+/* The answer's first word, as answered_by, for the route of model. */
+static void model_answered_by(const char *project, const char *model, const char *who)
+{
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e = ask(project, model, NULL, &resp, &err);
+	if (e)
+		fail_msg("call %s: %s %s", model, aw_err_code(e), err.msg);
+	const char *c = content(resp);
+	if (!c || strncmp(c, who, strlen(who)) || c[strlen(who)] != ':')
+		fail_msg("%s answered by '%s', expected %s", model, c ? c : "(none)", who);
+	json_decref(resp);
+}
+
+static void refused_with(const char *project, const char *model, aw_err want, const char *says)
+{
+	json_t *resp = NULL;
+	aw_error err = {0};
+	aw_err e = ask(project, model, NULL, &resp, &err);
+	json_decref(resp);
+	if (e != want)
+		fail_msg("%s: got %s (%s), want %s", model, aw_err_code(e), err.msg,
+			 aw_err_code(want));
+	if (says && !strstr(err.msg, says))
+		fail_msg("%s: '%s' does not say '%s'", model, err.msg, says);
+	assert_null(strstr(err.msg, CANARY));
+}
+
+/* Named upstreams from the platform's llm_upstreams contract: an upstream
+ * added by activating a revision answers the very next call (no restart);
+ * an unchanged one keeps its pool across revisions, a changed URL resets
+ * only that upstream's; a removed one is refused E-LLM-003; the contract
+ * overrides the --llm-config provider of the same name; timeout_ms and
+ * max_concurrency act. */
+static void test_named_upstreams(void **state)
+{
+	(void)state;
+	gateway_up(50, 10000, NULL);
+	const char *c[] = {"groq-2=gm", "vllm-b=vm", "openai=om", NULL};
+	set_routes("acme", c, NULL);
+	refused_with("acme", "r-groq-2", AW_E_LLM_UPSTREAMS, "no configured upstream");
+	model_answered_by("acme", "r-openai", "A"); /* --llm-config's openai */
+	/* added: the next call uses it (G checks the key: the platform's
+	 * env: reference, resolved in the process's environment) */
+	long g_bad = stat_of(&G, "auth_bad");
+	set_upstreams(json_pack("[o,o]",
+				up_def("groq-2", &G, "127.0.0.1", "env:AW_TEST_CANARY_KEY"),
+				up_def("vllm-b", &B, "127.0.0.1", NULL)));
+	long gc = stat_of(&G, "connections"), bc = stat_of(&B, "connections");
+	for (int i = 0; i < 3; i++) {
+		model_answered_by("acme", "r-groq-2", "G");
+		model_answered_by("acme", "r-vllm-b", "B");
+	}
+	assert_int_equal(stat_of(&G, "auth_bad"), g_bad);
+	assert_int_equal(stat_of(&G, "connections"), gc + 1); /* one kept-alive connection each */
+	assert_int_equal(stat_of(&B, "connections"), bc + 1);
+	/* groq-2's URL changes (the same fake by another name): its pool is
+	 * reset, vllm-b keeps its connection */
+	set_upstreams(json_pack("[o,o]",
+				up_def("groq-2", &G, "localhost", "env:AW_TEST_CANARY_KEY"),
+				up_def("vllm-b", &B, "127.0.0.1", NULL)));
+	gc = stat_of(&G, "connections"), bc = stat_of(&B, "connections");
+	model_answered_by("acme", "r-groq-2", "G");
+	model_answered_by("acme", "r-vllm-b", "B");
+	assert_int_equal(stat_of(&G, "connections"), gc + 1);
+	assert_int_equal(stat_of(&B, "connections"), bc);
+	/* a revision that names the config's openai overrides it, per name */
+	set_upstreams(json_pack("[o,o,o]",
+				up_def("groq-2", &G, "localhost", "env:AW_TEST_CANARY_KEY"),
+				up_def("vllm-b", &B, "127.0.0.1", NULL),
+				up_def("openai", &G, "127.0.0.1", "env:AW_TEST_CANARY_KEY")));
+	model_answered_by("acme", "r-openai", "G");
+	assert_int_equal(stat_of(&B, "connections"), bc); /* still unchanged */
+	/* removed: refused; the config's openai is back */
+	set_upstreams(json_pack("[o]", up_def("vllm-b", &B, "127.0.0.1", NULL)));
+	refused_with("acme", "r-groq-2", AW_E_LLM_UPSTREAMS, "no configured upstream");
+	model_answered_by("acme", "r-openai", "A");
+	model_answered_by("acme", "r-vllm-b", "B");
+	/* timeout_ms: the upstream's first-byte deadline (the gateway's is
+	 * 2000): its 300 fails a 900 ms answer over to the next candidate */
+	json_t *late = up_def("late", &B, "127.0.0.1", NULL);
+	json_object_set_new(late, "timeout_ms", json_integer(300));
+	set_upstreams(json_pack("[o]", late));
+	activate("acme", "policy_routing", "default",
+		 json_pack("{s:[{s:s,s:{s:s},s:[{s:s,s:s},{s:s,s:s}]}]}", "routes", "name", "chat",
+			   "match", "task", "chat", "candidates", "provider", "late", "model",
+			   "m;ttft=900", "provider", "openai", "model", "m"),
+		 NULL);
+	long b0 = stat_of(&B, "requests");
+	answered_by("acme", "A");
+	assert_int_equal(stat_of(&B, "requests"), b0 + 1); /* asked, timed out */
+	/* max_concurrency 1: of two calls at once, the second goes to the next
+	 * candidate */
+	json_t *one = up_def("one", &B, "127.0.0.1", NULL);
+	json_object_set_new(one, "max_concurrency", json_integer(1));
+	set_upstreams(json_pack("[o]", one));
+	activate("acme", "policy_routing", "default",
+		 json_pack("{s:[{s:s,s:{s:s},s:[{s:s,s:s},{s:s,s:s}]}]}", "routes", "name", "chat",
+			   "match", "task", "chat", "candidates", "provider", "one", "model",
+			   "m;ttft=1000", "provider", "openai", "model", "m"),
+		 NULL);
+	busy_arg b = {"acme", AW_OK};
+	pthread_t th;
+	b0 = stat_of(&B, "requests");
+	assert_int_equal(pthread_create(&th, NULL, busy_caller, &b), 0);
+	for (int i = 0; i < 200 && stat_of(&B, "requests") == b0; i++)
+		usleep(10000);
+	long a0 = stat_of(&A, "requests");
+	answered_by("acme", "A");
+	assert_int_equal(stat_of(&A, "requests"), a0 + 1);
+	pthread_join(th, NULL);
+	assert_int_equal(b.e, AW_OK);
+	assert_int_equal(stat_of(&B, "requests"), b0 + 1);
+	set_upstreams(json_array());
+	gateway_down();
+}
+
+/* A project's own upstream (bring your own key): declared in its
+ * policy_routing revision, its key the project's own secret reference
+ * (env:MYKEY is AWOOOP_T_<PROJECT>__MYKEY; G checks it), its loopback
+ * address refused until the operator grants the project private egress;
+ * invisible to another project, whose same reference names its own
+ * (unset) secret; the key in no answer, error or audit record. */
+static void test_own_upstreams(void **state)
+{
+	(void)state;
+	setenv("AWOOOP_T_ACME__MYKEY", CANARY, 1);
+	unsetenv("AWOOOP_T_BETA__MYKEY");
+	gateway_up(50, 10000, NULL);
+	const char *mine[] = {"mine=mm", NULL};
+	set_routes("acme", mine, json_pack("[o]", up_def("mine", &G, "127.0.0.1", "env:MYKEY")));
+	aw_error err = {0};
+	long g0 = stat_of(&G, "requests");
+	/* loopback: not without the operator's grant */
+	assert_int_equal(aw_egress_grant(NULL, &err), AW_OK);
+	refused_with("acme", "r-mine", AW_E_LLM_UPSTREAMS, "egress refused");
+	assert_int_equal(stat_of(&G, "requests"), g0);
+	assert_int_equal(aw_egress_grant("acme,beta", &err), AW_OK);
+	long bad = stat_of(&G, "auth_bad");
+	model_answered_by("acme", "r-mine", "G");
+	assert_int_equal(stat_of(&G, "auth_bad"), bad); /* the project's key arrived */
+	assert_int_equal(stat_of(&G, "requests"), g0 + 1);
+	/* another project: acme's upstream is not there */
+	set_routes("beta", mine, NULL);
+	refused_with("beta", "r-mine", AW_E_LLM_UPSTREAMS, "no configured upstream");
+	/* its own of the same name and reference: its own namespace (unset) */
+	set_routes("beta", mine, json_pack("[o]", up_def("mine", &G, "127.0.0.1", "env:MYKEY")));
+	refused_with("beta", "r-mine", AW_E_LLM_UPSTREAMS, "credential reference");
+	assert_int_equal(stat_of(&G, "requests"), g0 + 1);
+	/* the project's own shadows the platform's of the same name, for it only */
+	set_upstreams(json_pack("[o]", up_def("mine", &A, "127.0.0.1", "env:AW_TEST_CANARY_KEY")));
+	model_answered_by("acme", "r-mine", "G");
+	set_routes("beta", mine, NULL);
+	model_answered_by("beta", "r-mine", "A");
+	set_upstreams(json_array());
+	/* the key in no audit record */
+	json_t *rows = audit_rows("acme");
+	char *text = json_dumps(rows, 0);
+	assert_non_null(text);
+	assert_null(strstr(text, CANARY));
+	assert_non_null(strstr(text, "\"mine\""));
+	free(text);
+	json_decref(rows);
+	assert_int_equal(aw_egress_grant(NULL, &err), AW_OK);
+	unsetenv("AWOOOP_T_ACME__MYKEY");
+	gateway_down();
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -3409,6 +3619,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wire_failover),
 		cmocka_unit_test(test_embeddings),
 		cmocka_unit_test(test_front_door_translation),
+		cmocka_unit_test(test_named_upstreams),
+		cmocka_unit_test(test_own_upstreams),
 	};
 	return AW_TEST_MAIN("llm", tests, setup, teardown);
 }
