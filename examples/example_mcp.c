@@ -50,20 +50,33 @@ static json_t *schema(const char *req, ...)
 	return s;
 }
 
+/* a property's allowed values ("enum") or sample ones ("examples") */
+static json_t *with(json_t *schema, const char *prop, const char *kw, json_t *values)
+{
+	json_object_set_new(json_object_get(json_object_get(schema, "properties"), prop), kw,
+			    values);
+	return schema;
+}
+
 static json_t *tools(void)
 {
 	const json_t *ro = json_pack("{s:b}", "readOnlyHint", 1);
 	json_t *t = json_pack(
 		"[{s:s,s:s,s:o,s:O},{s:s,s:s,s:o,s:O},{s:s,s:s,s:o,s:O},{s:s,s:s,s:o,s:O}]", "name",
 		"search_logs", "description", "Search recent log lines for a text", "inputSchema",
-		schema("query", "query", "string", "limit", "integer", NULL), "annotations", ro,
-		"name", "get_metrics", "description",
+		with(schema("query", "query", "string", "limit", "integer", NULL), "query",
+		     "examples", json_pack("[s]", "ERROR")),
+		"annotations", ro, "name", "get_metrics", "description",
 		"The last samples of a metric (cpu, memory, requests)", "inputSchema",
-		schema("name", "name", "string", NULL), "annotations", ro, "name", "list_pods",
-		"description", "Pods and their state, optionally of one namespace", "inputSchema",
+		with(schema("name", "name", "string", NULL), "name", "enum",
+		     json_pack("[sss]", "cpu", "memory", "requests")),
+		"annotations", ro, "name", "list_pods", "description",
+		"Pods and their state, optionally of one namespace", "inputSchema",
 		schema(NULL, "namespace", "string", NULL), "annotations", ro, "name",
 		"get_incident", "description", "One incident by id", "inputSchema",
-		schema("id", "id", "string", NULL), "annotations", ro);
+		with(schema("id", "id", "string", NULL), "id", "examples",
+		     json_pack("[s]", "INC-101")),
+		"annotations", ro);
 	json_decref((json_t *)ro);
 	return t;
 }

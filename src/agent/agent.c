@@ -347,8 +347,8 @@ static tool_end call_tool(loop *l, int seq, const json_t *tc, int approved, json
 	tool_end end = TOOL_DONE;
 	if (er && from == AW_E_MCP_APPROVAL && !approved) {
 		char summary[200];
-		snprintf(summary, sizeof summary, "call the tool %.150s (agent turn %d)", name,
-			 l->turn);
+		snprintf(summary, sizeof summary, "call the tool %.150s (agent turn %d, call %d)",
+			 name, l->turn, (int)seq);
 		if (!the_approvals) {
 			aw_fail(err, AW_E_MCP_APPROVAL,
 				"tool %s needs an approval and this worker runs no approval"

@@ -62,6 +62,19 @@ static int answer_text(const char *result, char *out, size_t cap)
 	return ok;
 }
 
+/* A wait's number, as conversation_runs.prompted keeps the last one
+ * prompted: the step's (1-based n) for an approval step - 1 for the first,
+ * what a row written before waits were told apart holds - and 1000 n + the
+ * call's for an agent's tool call ("call" in the parked step's result). */
+static int wait_id(int n, const json_t *parked)
+{
+	json_t *call = json_object_get(parked, "call");
+	if (json_is_integer(call) && json_integer_value(call) > 0 &&
+	    json_integer_value(call) < 1000000)
+		return 1000 * n + (int)json_integer_value(call);
+	return n;
+}
+
 static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval_s,
 			   const aw_conv_run *cr, aw_error *err)
 {
@@ -106,25 +119,31 @@ static aw_err feedback_run(aw_hub *h, aw_txn *t, const aw_ctx *ctx, int interval
 			e = aw_store_conv_run_set(t, cr->run_id, -2, text, prompted, 0, err);
 		json_object_set_new(h->edits, cr->run_id, json_integer(now));
 	}
-	if (!e && s == AW_RUN_WAITING_APPROVAL && !prompted && n > 0) {
+	/* which wait this is: a run may wait more than once - an agent for
+	 * each call of a tool that needs an approval, a workflow at each of
+	 * its approval steps - and each wait gets its own prompt */
+	json_t *wres = s == AW_RUN_WAITING_APPROVAL && n > 0 && st[n - 1].result
+			       ? json_loads(st[n - 1].result, 0, NULL)
+			       : NULL;
+	int wait = wait_id(n, wres);
+	if (!e && s == AW_RUN_WAITING_APPROVAL && prompted != wait && n > 0) {
 		char data_a[64], data_d[64], msg[700];
 		snprintf(data_a, sizeof data_a, "ap:%s:a", r.run_id);
 		snprintf(data_d, sizeof data_d, "ap:%s:d", r.run_id);
-		json_t *res = st[n - 1].result ? json_loads(st[n - 1].result, 0, NULL) : NULL;
-		const char *sum = json_string_value(json_object_get(res, "summary"));
+		const char *sum = json_string_value(json_object_get(wres, "summary"));
 		snprintf(msg, sizeof msg, "Run %s waits for approval%s%.500s", r.run_id,
 			 sum ? ": " : ".", sum ? sum : "");
-		json_decref(res);
 		json_t *kb = json_pack("{s:[[{s:s, s:s}, {s:s, s:s}]]}", "inline_keyboard", "text",
 				       "Approve", "callback_data", data_a, "text", "Deny",
 				       "callback_data", data_d);
 		e = hub_queue(t, cr->bot, cr->chat_id, "send", "prompt", msg, kb, NULL, cr->run_id,
 			      NULL, NULL, err);
 		json_decref(kb);
-		prompted = 1;
+		prompted = wait;
 		if (!e)
 			e = aw_store_conv_run_set(t, cr->run_id, -2, NULL, prompted, 0, err);
 	}
+	json_decref(wres);
 	if (!e && terminal) {
 		char msg[3800], reply_to[24] = "";
 		char *res = n > 0 && st[n - 1].result ? st[n - 1].result : NULL;

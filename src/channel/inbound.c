@@ -113,6 +113,9 @@ static aw_err start_run(const aw_hub_opts *o, const hub_bot *b, const aw_ctx *ct
 				 json_object_get(tpl, "workflow"), "input", "text", u->text,
 				 "chat_id", u->chat_id, "user_id", u->user_id, "update_id",
 				 (json_int_t)u->update_id, "bot", b->name);
+	json_t *attempts = json_object_get(tpl, "max_attempts");
+	if (body && json_is_integer(attempts)) /* an agent's run outlives worker crashes */
+		json_object_set(body, "max_attempts", attempts);
 	if (body && u->message_id > 0) /* what the answer replies to */
 		json_object_set_new(json_object_get(body, "input"), "message_id",
 				    json_integer(u->message_id));

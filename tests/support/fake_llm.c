@@ -21,8 +21,8 @@
  *               one tool - round robin over the offered tools by how many
  *               results it holds, or always the one named by pick=NAME
  *               (';'-free) - with arguments filling the tool's required
- *               properties (a string "q<K>", a number K+1, K the results
- *               held); then a final answer "final: R1 | R2 | ..." quoting
+ *               properties (the first of its "enum" or "examples", else a
+ *               string "q<K>", a number K+1, K the results held); then a final answer "final: R1 | R2 | ..." quoting
  *               the tool messages' text (with response_format: the JSON
  *               {"answer": that text}). Each request is counted per
  *               conversation and turn in GET /stats "turns":
@@ -224,13 +224,17 @@ static char *agent_turn(const json_t *req, const char *model, long prompt, char 
 		json_t *params = json_object_get(fn, "parameters"), *args = json_object(), *r;
 		json_array_foreach (json_object_get(params, "required"), i, r) {
 			const char *p = json_string_value(r);
-			const char *type = json_string_value(json_object_get(
-				json_object_get(json_object_get(params, "properties"), p), "type"));
+			json_t *prop = json_object_get(json_object_get(params, "properties"), p);
+			const char *type = json_string_value(json_object_get(prop, "type"));
+			json_t *sample = json_array_get(json_object_get(prop, "enum"), 0);
+			if (!sample)
+				sample = json_array_get(json_object_get(prop, "examples"), 0);
 			char v[32];
 			snprintf(v, sizeof v, "q%ld", results);
 			json_object_set_new(
 				args, p,
-				type && (!strcmp(type, "integer") || !strcmp(type, "number"))
+				sample ? json_incref(sample)
+				: type && (!strcmp(type, "integer") || !strcmp(type, "number"))
 					? json_integer(results + 1)
 					: json_string(v));
 		}
