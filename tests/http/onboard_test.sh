@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
 # `awooop onboard`: examples/ewoooc.json onboards ewoooc (4 read-only tools of
-# the shipped example MCP server, a budget, an approval policy) and a second
+# the shipped example MCP server, a routing policy, a Telegram channel whose
+# template is an agent over those tools, a budget, an approval policy): a chat
+# message to the Telegram double is answered by the agent (the fake model
+# asking for each tool); and a second
 # tenant is onboarded beside it; then the two are shown isolated end to end:
 # tools, keys, runs, audit, Redis keys, metrics labels and error texts.
-#   onboard_test.sh AWOOOP_BINARY EXAMPLE_MCP_BINARY SOURCE_DIR sqlite|postgres
+#   onboard_test.sh AWOOOP_BINARY EXAMPLE_MCP_BINARY SOURCE_DIR sqlite|postgres FAKE_LLM FAKE_TELEGRAM
 set -uo pipefail
 BIN=$1
 EXAMPLE=$2
 SRC=$3
 BACKEND=$4
+FAKE_LLM=$5
+FAKE_TG=$6
 . "$(dirname "$0")/lib.sh"
 
+export TG_SECRET="7000003:AAH-onboard-token-$$" AWOOOP_T_EWOOOC__TG_TOKEN="7000003:AAH-onboard-token-$$"
+fake_telegram_start "$FAKE_TG" TG_SECRET
+"$FAKE_LLM" >"$TMP/llm.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 50); do LPORT=$(sed -n 's/^port //p' "$TMP/llm.out" 2>/dev/null); [ -n "$LPORT" ] && break; sleep 0.1; done
+echo "{\"providers\": {\"openai\": {\"url\": \"http://127.0.0.1:$LPORT/v1\"}}}" >"$TMP/llm.json"
 aw_db "$BACKEND"
-aw_serve --mcp-stdio-allow "$EXAMPLE"
+[ "$BACKEND" = postgres ] && aw_redis_db 9
+aw_serve --mcp-stdio-allow "$EXAMPLE" --llm-config "$TMP/llm.json" --telegram-api "$TG" \
+  --channel-poll-timeout-s 1
 export AWOOOP_URL=$URL EXAMPLE_MCP=$EXAMPLE
 
 # --- onboarding
 AWOOOP_KEY=$ADMIN "$BIN" onboard --file "$SRC/examples/ewoooc.json" --var EXAMPLE_MCP >"$TMP/ewoooc.out" 2>"$TMP/ewoooc.err"
 check "onboard ewoooc" $? 0
-check "three contracts active" "$(grep -c ' active$' "$TMP/ewoooc.out")" 3
+check "five contracts active" "$(grep -c ' active$' "$TMP/ewoooc.out")" 5
 check "approval last" "$(grep ' active$' "$TMP/ewoooc.out" | tail -1 | awk '{print $2}')" approval/default
 check "four keys shown" "$(grep -c '^key ' "$TMP/ewoooc.out")" 4
 keyof() { awk -v n="$2" '$1=="key" && $2==n {print $4}' "$1"; }
@@ -81,6 +94,19 @@ MCP ewoooc "$TA" tools/list '{}'
 check "tenant2's key on ewoooc's endpoint" "$(jbody .error.data.code)" E-MCP-GATE-001
 MCP tenant2 "$TA" tools/call '{"name":"get_incident__ops","arguments":{"id":"INC-102"}}'
 check "tenant2's own tool" "$(jbody '.result.content[0].text' | cut -c1-7)" "INC-102"
+# --- the chat: a message to the bot is answered by the agent, with the tools
+curl -s -X POST -H 'Content-Type: application/json' "$TG/control/updates" --data-binary \
+  '{"updates":[{"message":{"message_id":7,"chat":{"id":-1001},"from":{"id":111},"text":"What is wrong with the order API?"}}]}' >/dev/null
+answer() { curl -s "$TG/control/stats" | jq -r '[.messages[] | select(.chat_id == "-1001" and .reply_to == 7)][0].text // empty'; }
+wait_until 30 '[ -n "$(answer)" ]'
+ANSWER=$(answer)
+check "the agent answered in the chat" "${ANSWER:0:7}" "final: "
+check "from the logs" "$(grep -c 'worker-2b1d ERROR job failed' <<<"$ANSWER")" 1
+check "the metrics" "$(grep -c 'cpu (cores)' <<<"$ANSWER")" 1
+check "the pods" "$(grep -c 'cron-55aa CrashLoopBackOff' <<<"$ANSWER")" 1
+check "and the incident" "$(grep -c 'INC-101: Order API latency above SLO' <<<"$ANSWER")" 1
+check "progress shown" "$(curl -s "$TG/control/stats" | jq '[.messages[] | select(.chat_id == "-1001" and (.text | test("Run [0-9a-f]{8}: ")))] | length')" 1
+
 # --- keys
 req GET /v1/projects/ewoooc/keys "$TAD"; check "tenant2 lists ewoooc's keys" "$STATUS" 404
 # --- runs
@@ -95,7 +121,8 @@ req POST "/v1/platform/runs/$RUN/cancel" "$TO1"; check "tenant2 cancels ewoooc's
 sleep 0.3
 RESPONSES=$TMP/responses.ewoooc
 req GET "/v1/projects/ewoooc/audit?limit=1000" "$EO1"
-check "ewoooc's trail has its tool calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length')" 3
+# three here, four by the chat's agent
+check "ewoooc's trail has its tool calls" "$(jbody '[.items[] | select(.action=="mcp.call")] | length')" 7
 check "ewoooc's trail never names tenant2" "$(grep -c tenant2 "$TMP/body")" 0
 RESPONSES=$TMP/responses.tenant2
 req GET "/v1/projects/tenant2/audit?limit=1000" "$TO1"
@@ -105,12 +132,12 @@ req GET "/v1/projects/ewoooc/audit" "$TO1"; check "tenant2 reads ewoooc's trail"
 check "no ewoooc in tenant2's answers" "$(grep -c ewoooc "$TMP/responses.tenant2")" 0
 # --- metrics: tenant labels are project ids only, one per series
 curl -s -H "Authorization: Bearer $ADMIN" "$URL/metrics" >"$TMP/metrics"
-check "ewoooc metric series" "$(grep -c '^awooop_mcp_calls_total{project="ewoooc"' "$TMP/metrics")" 3
+check "ewoooc metric series (its tools and outcomes)" "$(grep -c '^awooop_mcp_calls_total{project="ewoooc"' "$TMP/metrics")" 5
 check "no series mixes tenants" "$(grep 'ewoooc' "$TMP/metrics" | grep -c tenant2)" 0
 # --- Redis keys (cluster shape): every key naming a tenant is under its prefix
 if [ "$BACKEND" = postgres ]; then
   R=${AWOOOP_TEST_REDIS_URL#redis://}
-  redis-cli -h "${R%:*}" -p "${R##*:}" --scan >"$TMP/rkeys" 2>/dev/null
+  redis-cli -h "${R%:*}" -p "${R##*:}" -n 9 --scan >"$TMP/rkeys" 2>/dev/null
   check "redis keys of ewoooc under ewoooc:" "$(grep ewoooc "$TMP/rkeys" | grep -vc '^ewoooc:')" 0
   check "redis keys of tenant2 under tenant2:" "$(grep tenant2 "$TMP/rkeys" | grep -vc '^tenant2:')" 0
 fi
