@@ -122,7 +122,7 @@ check "each turn answered" "$(jq '[.answered | to_entries[] | select(.key | star
 # before it journaled it - a kill within WINDOW_MS after that answer (the
 # answer's read, its settlement and the journal's commit); an answer the
 # worker outlived by more is never asked for again
-WINDOW_MS=${WINDOW_MS:-500}
+WINDOW_MS=${WINDOW_MS:-$(awk -v k="${AW_TEST_TIMEOUT_SCALE:-1}" 'BEGIN { printf "%d", 500 * k }')}
 TWICE=$(jq -c '[.answered_at | to_entries[] | select((.key | startswith("drill-")) and (.value | length) > 1) | .value[0]]' <<<"$S")
 LATE=$(jq -n --argjson t "$TWICE" --argjson k "$(printf '%s\n' "${KILLED[@]}" | jq -sc .)" --argjson w "$WINDOW_MS" \
   '[$t[] | . as $a | select([$k[] | select(. >= $a - 50 and . <= $a + $w)] | length == 0)] | length')

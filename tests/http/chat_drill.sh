@@ -222,7 +222,7 @@ check "every run has the same answer" "$same" "$RUNS"
 
 S=$(curl -s "http://127.0.0.1:$LPORT/stats")
 check "each turn answered" "$(jq '[.answered | to_entries[] | select(.key | startswith("ask drill-"))] | length' <<<"$S")" $((RUNS * 4))
-WINDOW_MS=${WINDOW_MS:-500}
+WINDOW_MS=${WINDOW_MS:-$(awk -v k="${AW_TEST_TIMEOUT_SCALE:-1}" 'BEGIN { printf "%d", 500 * k }')}
 TWICE=$(jq -c '[.answered_at | to_entries[] | select((.key | startswith("ask drill-")) and (.value | length) > 1) | .value[0]]' <<<"$S")
 KJ=$(printf '%s\n' "${KILLED[@]}" | jq -sc .)
 LATE=$(jq -n --argjson t "$TWICE" --argjson k "$KJ" --argjson w "$WINDOW_MS" \

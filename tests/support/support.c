@@ -441,7 +441,7 @@ int aw_test_run_group(int argc, char **argv, const char *suite, const struct CMU
 	return aw_test_run_cases(name, argc > 2 ? argv[2] : NULL, tests, n, setup, teardown);
 }
 
-static double timeout_scale(void)
+double aw_test_timeout_scale(void)
 {
 	const char *s = getenv("AW_TEST_TIMEOUT_SCALE");
 	double v = s ? strtod(s, NULL) : 0;
@@ -467,7 +467,7 @@ static int64_t mono_ms(void)
 
 int aw_test_wait_until(int (*cond)(void *ud), void *ud, int timeout_ms)
 {
-	int64_t deadline = mono_ms() + (int64_t)(timeout_ms * timeout_scale());
+	int64_t deadline = mono_ms() + (int64_t)(timeout_ms * aw_test_timeout_scale());
 	int nap = 2;
 	for (;;) {
 		if (cond(ud))

@@ -98,6 +98,10 @@ __attribute__((format(printf, 1, 2))) void aw_test_skipped_case(const char *fmt,
  * timeout is multiplied by $AW_TEST_TIMEOUT_SCALE (default 1; 3 in a
  * sanitizer build). Use it instead of a sleep before an assertion; a test
  * that measures time on purpose keeps its sleeps. */
+/* That multiplier: a bound on how fast the product reacts (a kill within
+ * 0.5 s) holds as written in a normal build and this many times over under
+ * a sanitizer, whose code runs slower. */
+double aw_test_timeout_scale(void);
 int aw_test_wait_until(int (*cond)(void *ud), void *ud, int timeout_ms);
 
 /* A private redis-server on a random port, for tests that kill it. */
