@@ -12,6 +12,7 @@
 
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
+#include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/uuid.h"
@@ -80,7 +81,7 @@ static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *i
 	if (!doc)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = aw_redact_json_for(ctx->project, doc, NULL);
-	char *payload = e ? NULL : json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *payload = e ? NULL : aw_json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(doc);
 	if (e)
 		return aw_fail(err, e, "audit payload could not be redacted");
