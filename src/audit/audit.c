@@ -12,6 +12,7 @@
 
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
+#include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/uuid.h"
@@ -74,13 +75,16 @@ static aw_err fill_row(aw_audit_row *a, const aw_ctx *ctx, const char *action, c
 
 /* Fills a (except seq and hashes) from it: its payload redacted and
  * serialised. */
-static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *it, aw_error *err)
+static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *it, int spent,
+		      aw_error *err)
 {
-	json_t *doc = it->payload ? json_deep_copy(it->payload) : json_object();
+	json_t *doc = !it->payload ? json_object()
+		      : spent	   ? json_incref((json_t *)it->payload)
+				   : json_deep_copy(it->payload);
 	if (!doc)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = aw_redact_json_for(ctx->project, doc, NULL);
-	char *payload = e ? NULL : json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *payload = e ? NULL : aw_json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(doc);
 	if (e)
 		return aw_fail(err, e, "audit payload could not be redacted");
@@ -114,8 +118,8 @@ static aw_err append_rows(aw_txn *t, aw_audit_row *rows, int n, aw_error *err)
 	return e;
 }
 
-aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
-			    aw_error *err)
+static aw_err record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+			  int spent, aw_error *err)
 {
 	if (n <= 0)
 		return AW_OK;
@@ -124,12 +128,24 @@ aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *i
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_err e = AW_OK;
 	for (int i = 0; i < n && !e; i++)
-		e = prepare(&rows[i], ctx, &items[i], err);
+		e = prepare(&rows[i], ctx, &items[i], spent, err);
 	if (e) {
 		aw_audit_rows_free(rows, n);
 		return e;
 	}
 	return append_rows(t, rows, n, err);
+}
+
+aw_err aw_audit_record_many(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+			    aw_error *err)
+{
+	return record_many(t, ctx, items, n, 0, err);
+}
+
+aw_err aw_audit_record_many_spent(aw_txn *t, const aw_ctx *ctx, const aw_audit_item *items, int n,
+				  aw_error *err)
+{
+	return record_many(t, ctx, items, n, 1, err);
 }
 
 /* A grouped record's payload at most (a round's record is ~23 KB, a bulk

@@ -61,7 +61,7 @@ aw_err aw_json_check_numbers(const json_t *v, aw_error *err)
 aw_err aw_json_parse_object(const char *buf, size_t len, json_t **out, aw_error *err)
 {
 	json_error_t je;
-	json_t *v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *v = aw_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!v)
 		return aw_fail(err, AW_E_REQ_JSON, "malformed JSON at line %d column %d: %s",
 			       je.line, je.column, je.text);

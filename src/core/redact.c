@@ -1431,13 +1431,27 @@ static int all_digits(const json_t *v)
 
 /* idkey: the string is the value of a member named like an id ("span",
  * "trace_id", ...): a string of digits there is an id, not a card. */
+/* in redacted into *out (NULL: nothing found - in stays as it is, and
+ * nothing is copied: most of an audit payload's strings) */
+static aw_err redact_found(const char *in, size_t len, char **out, size_t *outlen,
+			   aw_redact_stats *stats, int no_card, aw_rc_run *run)
+{
+	scan_ctx sc;
+	*out = NULL;
+	aw_err e = scan(in, len, &sc, no_card, run);
+	if (!e && sc.nf && !(*out = render(&sc, len, outlen, stats)))
+		e = AW_E_NOMEM;
+	free(sc.f);
+	return e;
+}
+
 static aw_err redact_json_string(json_t *s, aw_redact_stats *st, int idkey, aw_rc_run *run)
 {
 	char *out = NULL;
 	size_t n = 0;
-	aw_err e = redact_text(json_string_value(s), json_string_length(s), &out, &n, st,
-			       idkey && all_digits(s), run);
-	if (e)
+	aw_err e = redact_found(json_string_value(s), json_string_length(s), &out, &n, st,
+				idkey && all_digits(s), run);
+	if (e || !out)
 		return e;
 	if (n != json_string_length(s) || memcmp(out, json_string_value(s), n) != 0)
 		json_string_setn_nocheck(s, out, n);
@@ -1472,11 +1486,12 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey, aw_rc_r
 	json_t *renamed = NULL;
 	aw_err e = AW_OK;
 	json_object_foreach_safe (v, tmp, key, x) {
-		char *rk = NULL;
+		char *found = NULL;
 		size_t rn = 0;
-		if ((e = redact_text(key, strlen(key), &rk, &rn, st, 0, run)))
+		if ((e = redact_found(key, strlen(key), &found, &rn, st, 0, run)))
 			break;
-		if (aw_redact_sensitive_key(key) || aw_redact_sensitive_key(rk)) {
+		const char *rk = found ? found : key;
+		if (aw_redact_sensitive_key(key) || (found && aw_redact_sensitive_key(rk))) {
 			if (!json_is_null(x)) {
 				json_object_set_new(v, key,
 						    json_string("[REDACTED:sensitive_field]"));
@@ -1485,16 +1500,16 @@ static aw_err walk(json_t *v, aw_redact_stats *st, int depth, int idkey, aw_rc_r
 					st->count[AW_RC_SENSITIVE_FIELD]++;
 			}
 		} else if ((e = walk(x, st, depth + 1, id_key(key, strlen(key)), run))) {
-			free(rk);
+			free(found);
 			break;
 		}
-		if (strcmp(rk, key) != 0) {
+		if (found && strcmp(rk, key) != 0) {
 			if (!renamed)
 				renamed = json_object();
 			json_object_set(renamed, rk, x);
 			json_object_del(v, key);
 		}
-		free(rk);
+		free(found);
 	}
 	if (e) {
 		json_decref(renamed);

@@ -181,9 +181,10 @@ static void msgs_done(aw_req *r)
 
 /* Starts the call of a chat completion request req (the client's, or a
  * Messages API request decoded); *c on success, else the refusal replied. */
-static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, const char *api,
+static aw_llm_call *start_or_reply(aw_req *r, json_t **reqp, int embeddings, const char *api,
 				   aw_err e, aw_error *err)
 {
+	json_t *req = *reqp;
 	const char *run = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Run-Id");
 	const char *step = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Step");
 	if (!e && run && !aw_uuid_valid(run))
@@ -198,11 +199,13 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t *req, int embeddings, const
 		.task = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Awooop-Task"),
 		.embeddings = embeddings,
 		.api = api,
-		.key = &r->key}; /* a virtual key's limits bind every door */
+		.key = &r->key, /* a virtual key's limits bind every door */
+		.req_handed = 1};
 	aw_llm_call *c = NULL;
 	if (!e) {
 		aw_req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);
 		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, aw_req_wake_cb, r, &c, err);
+		*reqp = NULL; /* the call's now: parsed here, handed over, not copied */
 	}
 	if (e)
 		aw_reply_problem(r, e, err);
@@ -238,7 +241,7 @@ static void other_api(aw_req *r, int api)
 		m->out = (aw_buf)AW_BUF_INIT(16u << 20);
 	}
 	aw_llm_call *c =
-		start_or_reply(r, req, 0, api == API_MESSAGES ? "messages" : "responses", e, &err);
+		start_or_reply(r, &req, 0, api == API_MESSAGES ? "messages" : "responses", e, &err);
 	json_decref(req);
 	if (!c) {
 		if (m)
@@ -262,7 +265,7 @@ static void openai_call(aw_req *r, int embeddings)
 	}
 	json_t *req = NULL;
 	aw_err e = aw_json_parse_object(r->body, r->body_len, &req, &err);
-	aw_llm_call *c = start_or_reply(r, req, embeddings, NULL, e, &err);
+	aw_llm_call *c = start_or_reply(r, &req, embeddings, NULL, e, &err);
 	json_decref(req);
 	if (c)
 		aw_req_bind_call(r, c, done, answer); /* a parked call keeps no body memory */

@@ -55,6 +55,7 @@
 #include "awooop/alloc.h"
 #include "awooop/bounds.h"
 #include "awooop/clock.h"
+#include "awooop/json.h"
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
 #include "awooop/metrics.h"
@@ -173,7 +174,7 @@ void aw_reply_empty(aw_req *r, int status)
 
 static void reply_dumped(aw_req *r, int status, const char *ctype, json_t *body)
 {
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	char *s = body ? aw_json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!s) {
 		aw_reply_text(r, 500, "application/problem+json",

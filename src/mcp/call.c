@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "awooop/clock.h"
+#include "awooop/json.h"
 #include "awooop/redact.h"
 
 void mcp_decorate(json_t *result, const aw_mcp_meta *m, int cacheable)
@@ -30,7 +31,7 @@ void mcp_decorate(json_t *result, const aw_mcp_meta *m, int cacheable)
 static void sse_add(aw_mcp_call *c, const json_t *msg)
 {
 	static const char head[] = "event: message\ndata: ";
-	char *d = json_dumps(msg, JSON_COMPACT);
+	char *d = aw_json_dumps(msg, JSON_COMPACT);
 	if (d && c->out.len + sizeof head + strlen(d) + 2 <= c->out.max) {
 		aw_buf_adds(&c->out, head);
 		aw_buf_adds(&c->out, d);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "awooop/budget.h"
+#include "awooop/json.h"
 #include "awooop/clock.h"
 #include "awooop/envelope.h"
 #include "awooop/kv.h"
@@ -108,7 +109,7 @@ void mcp_redact_result(const char *project, json_t *res)
  * content and structuredContent dropped, a marker appended. */
 static json_t *cut_result(json_t *res, int limit, size_t *orig, int *cut)
 {
-	char *s = json_dumps(res, JSON_COMPACT);
+	char *s = aw_json_dumps(res, JSON_COMPACT);
 	*orig = s ? strlen(s) : 0;
 	free(s);
 	*cut = 0;
@@ -274,7 +275,7 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 		return refuse(n, id, 3, AW_E_MCP_ARGS, "arguments must be an object", "/arguments");
 	json_t *empty = args ? NULL : json_object();
 	const json_t *a = args ? args : empty;
-	char *as = json_dumps(a, JSON_COMPACT);
+	char *as = aw_json_dumps(a, JSON_COMPACT);
 	size_t alen = as ? strlen(as) : 0;
 	free(as);
 	json_t *reply = NULL;
@@ -386,7 +387,7 @@ void mcp_audit_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n, int6
 		json_object_set_new(p, "upstream_code", json_integer(n->upstream_code));
 	if (n->args_audit) { /* redacted; a large one by its size only */
 		aw_redact_json(n->args_audit, NULL);
-		char *s = json_dumps(n->args_audit, JSON_COMPACT);
+		char *s = aw_json_dumps(n->args_audit, JSON_COMPACT);
 		if (s && strlen(s) <= AUDIT_ARGS_MAX) { /* handed over: the recorder thread
 							    frees it, nothing is shared */
 			json_object_set_new(p, "arguments", n->args_audit);

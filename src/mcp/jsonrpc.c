@@ -53,7 +53,7 @@ int aw_mcp_parse(const char *body, size_t len, aw_mcp_msg *out, aw_rpc_error *re
 	memset(out, 0, sizeof *out);
 	json_error_t je;
 	/* the strict reader: no NUL, no duplicate members, one value */
-	json_t *doc = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+	json_t *doc = aw_json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
 		return fail(rerr, AW_RPC_PARSE, "the body is not JSON");
 	out->doc = doc;

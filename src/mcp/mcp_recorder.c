@@ -61,7 +61,7 @@ void mcp_record_write(void *ud, aw_call_rec **recs, int n)
 	aw_error err = {0};
 	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);
 	if (!e)
-		e = aw_audit_record_many(t, &ctx, items, n, &err);
+		e = aw_audit_record_many_spent(t, &ctx, items, n, &err); /* built for it */
 	if (!e)
 		e = aw_store_commit(t, &err);
 	else if (t)

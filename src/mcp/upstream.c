@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "awooop/alloc.h"
+#include "awooop/json.h"
 #include "awooop/mcp_wire.h"
 
 #define SCRUBBED "[REDACTED:credential]"
@@ -150,7 +151,7 @@ char *mcp_request_line(json_int_t id, const char *method, const json_t *params)
 		json_object_set_new(m, "id", json_integer(id));
 	if (params)
 		json_object_set(m, "params", (json_t *)params);
-	char *s = json_dumps(m, JSON_COMPACT);
+	char *s = aw_json_dumps(m, JSON_COMPACT);
 	json_decref(m);
 	return s;
 }

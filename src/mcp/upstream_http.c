@@ -28,6 +28,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
+#include "awooop/json.h"
 #include "awooop/egress.h"
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
@@ -70,7 +71,7 @@ static aw_err http_post(mcp_up *u, const char *line, json_int_t id, int timeout_
 static void answer_upstream(mcp_up *u, const mcp_peer *peer, const json_t *req, int timeout_ms)
 {
 	json_t *resp = mcp_peer_answer(peer, req);
-	char *line = json_dumps(resp, JSON_COMPACT);
+	char *line = aw_json_dumps(resp, JSON_COMPACT);
 	json_decref(resp);
 	json_t *none = NULL;
 	long st = 0;
@@ -144,7 +145,7 @@ static void sse_event(xfer *x)
 	if (!x->data.len)
 		return;
 	mcp_scrub(&x->data, x->vals, x->nv);
-	json_t *m = json_loadb(x->data.p, x->data.len, 0, NULL);
+	json_t *m = aw_json_loadb(x->data.p, x->data.len, 0, NULL);
 	aw_buf_truncate(&x->data, 0);
 	mcp_scrub_json(m, x->vals, x->nv);
 	json_t *id = json_object_get(m, "id");
@@ -411,7 +412,7 @@ static aw_err http_post(mcp_up *u, const char *line, json_int_t id, int timeout_
 		}
 		if (id >= 0 && *status == 200) {
 			*msg = x.sse == 2 ? x.answer
-					  : json_loadb(aw_buf_str(&x.body), x.body.len, 0, NULL);
+					  : aw_json_loadb(aw_buf_str(&x.body), x.body.len, 0, NULL);
 			x.answer = NULL;
 			if (x.sse != 2)
 				mcp_scrub_json(*msg, vals, nv);

@@ -27,6 +27,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
+#include "awooop/json.h"
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
 #include "awooop/metrics.h"
@@ -57,7 +58,7 @@ static int write_all(int fd, const char *p, size_t n)
 /* Writes one message to the child as a line (holds mu; the child alive). */
 static void write_msg(mcp_up *u, const json_t *m)
 {
-	char *line = json_dumps(m, JSON_COMPACT);
+	char *line = aw_json_dumps(m, JSON_COMPACT);
 	if (line) {
 		size_t n = strlen(line);
 		line[n] = '\n'; /* over the NUL: written with its length */
@@ -205,7 +206,7 @@ static void *reader_main(void *arg)
 			}
 			pthread_mutex_lock(&u->mu);
 			mcp_scrub(&line, u->secrets, u->nsecrets);
-			json_t *m = json_loadb(aw_buf_str(&line), line.len, 0, NULL);
+			json_t *m = aw_json_loadb(aw_buf_str(&line), line.len, 0, NULL);
 			mcp_scrub_json(m, u->secrets, u->nsecrets); /* escaped forms too */
 			pthread_mutex_unlock(&u->mu);
 			aw_buf_truncate(&line, 0);

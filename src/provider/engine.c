@@ -249,7 +249,7 @@ static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 			return NULL;
 		}
 		json_object_set_new(req, "model", json_string(t->model));
-		char *s = json_dumps(req, JSON_COMPACT);
+		char *s = aw_json_dumps(req, JSON_COMPACT);
 		json_decref(req);
 		return s;
 	}
@@ -277,7 +277,7 @@ static char *payload_for(aw_llm_call *c, const target *t, aw_error *err)
 		else
 			json_object_del(body, "stream_options");
 	}
-	char *s = json_dumps(body, JSON_COMPACT);
+	char *s = aw_json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	return s;
 }
@@ -581,7 +581,7 @@ static void answered(aw_llm *g, aw_llm_call *c)
 	}
 	target *t = &c->t[c->ti];
 	json_error_t je;
-	json_t *resp = json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, &je);
+	json_t *resp = aw_json_loadb(c->body.p ? c->body.p : "", c->body.len, 0, &je);
 	json_t *completion = NULL;
 	aw_error err = {0};
 	if (json_is_object(resp) && (t->u->api == API_OLLAMA || t->u->api == API_ANTHROPIC)) {
@@ -656,7 +656,7 @@ static void answered(aw_llm *g, aw_llm_call *c)
 		llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
 		return;
 	}
-	char *s = json_dumps(completion, JSON_COMPACT);
+	char *s = aw_json_dumps(completion, JSON_COMPACT);
 	json_decref(completion);
 	pthread_mutex_lock(&c->mu);
 	c->answer = s;

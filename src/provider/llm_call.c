@@ -158,11 +158,14 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 		    aw_llm_wake wake, void *ud, aw_llm_call **out, aw_error *err)
 {
 	*out = NULL;
-	if (atomic_load(&g->stopping))
-		return aw_fail(err, AW_E_LLM_UNAVAILABLE, "the gateway is shutting down");
-	aw_llm_call *c = aw_calloc(1, sizeof *c);
-	if (!c)
-		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	aw_llm_call *c = atomic_load(&g->stopping) ? NULL : aw_calloc(1, sizeof *c);
+	if (!c) {
+		if (meta && meta->req_handed)
+			json_decref((json_t *)req);
+		return atomic_load(&g->stopping)
+			       ? aw_fail(err, AW_E_LLM_UNAVAILABLE, "the gateway is shutting down")
+			       : aw_fail(err, AW_E_NOMEM, "out of memory");
+	}
 	atomic_init(&c->refs, 1);
 	pthread_mutex_init(&c->mu, NULL);
 	c->g = g;
@@ -191,7 +194,9 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	/* the call's own copy: jansson's reference counts may not be shared
 	 * between threads (the caller drops its reference while the engine
 	 * works; TSan reports the shared count) */
-	if (!(c->req = json_deep_copy(req)))
+	if (meta && meta->req_handed)
+		c->req = (json_t *)req; /* no other reference: no thread shares it */
+	else if (!(c->req = json_deep_copy(req)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (!e)
 		e = meta && meta->embeddings ? aw_llm_embed_check(c->req, &c->rq, err)

@@ -110,7 +110,7 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 				     calls[i]->spent_unknown ? NULL : &calls[i]->spent,
 				     calls[i]->model_charged, &err);
 	if (!e)
-		e = aw_audit_record_many(t, &ctx, items, n, &err);
+		e = aw_audit_record_many_spent(t, &ctx, items, n, &err); /* built for it */
 	if (!e)
 		e = aw_store_commit(t, &err);
 	else if (t)
