@@ -44,15 +44,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	same_as_jansson((const char *)data, size, JSON_DECODE_ANY);
 	aw_error err;
 	aw_project_create_req p;
-	if (aw_decode_project_create((const char *)data, size, &p, &err) == AW_OK &&
+	if (decode_project_create((const char *)data, size, &p, &err) == AW_OK &&
 	    !aw_ident_project_ok(p.id))
 		abort();
 	aw_key_create_req k;
-	if (aw_decode_key_create((const char *)data, size, &k, &err) == AW_OK &&
+	if (decode_key_create((const char *)data, size, &k, &err) == AW_OK &&
 	    (!aw_ident_name_ok(k.name) || k.scope == AW_SCOPE_NONE))
 		abort();
 	json_t *body = NULL;
-	if (aw_decode_contract_body((const char *)data, size, &body, &err) == AW_OK) {
+	if (decode_contract_body((const char *)data, size, &body, &err) == AW_OK) {
 		if (!json_is_object(body))
 			abort();
 		json_decref(body);

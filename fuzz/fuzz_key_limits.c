@@ -48,10 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	aw_key_create_req k;
 	memset(&err, 0, sizeof err);
-	if (aw_decode_key_create((const char *)data, size, &k, &err) == AW_OK)
+	if (decode_key_create((const char *)data, size, &k, &err) == AW_OK)
 		check_range(&k.limits);
 	json_t *patch = NULL;
-	if (aw_decode_key_update((const char *)data, size, &patch, &err) == AW_OK &&
+	if (decode_key_update((const char *)data, size, &patch, &err) == AW_OK &&
 	    !json_is_object(patch))
 		abort();
 	json_decref(patch);

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *segs[AW_HTTP_MAX_SEGS], *segs2[AW_HTTP_MAX_SEGS];
 	int n = 0, n2 = 0;
 	aw_error err;
-	aw_err e = aw_decode_path(uri, &segbuf, segs, &n, &err);
+	aw_err e = http_decode_path(uri, &segbuf, segs, &n, &err);
 	if (e != AW_OK && n != 0) /* a refused path has no segments to read */
 		abort();
 	if (e == AW_OK && n <= AW_HTTP_MAX_SEGS) {
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		re[o] = '\0';
 		if (o < AW_HTTP_PATH_MAX) {
-			if (aw_decode_path(re, &again, segs2, &n2, &err) != AW_OK || n2 != n)
+			if (http_decode_path(re, &again, segs2, &n2, &err) != AW_OK || n2 != n)
 				abort();
 			for (int i = 0; i < n; i++)
 				if (strcmp(segs[i], segs2[i]) != 0)

@@ -85,6 +85,26 @@ for d in sorted(os.listdir("src")):
             elif RANK[to] > RANK[d] or (RANK[to] == RANK[d] and (d, to) not in SAME_RANK):
                 bad.append(f"{path}:{n}: {d}/ (rank {RANK[d]}) includes {inc} of {to}/ "
                            f"(rank {RANK[to]}): dependencies point down")
+# aw_ means public: a function declared in a module's own header (src/**.h)
+# does not take the prefix that names what other modules may call
+public = set()
+for dirpath, _, files in os.walk("include/awooop"):
+    for f in files:
+        if f.endswith(".h"):
+            public |= set(re.findall(r"\b(aw_[a-z0-9_]+)\s*\(", open(os.path.join(dirpath, f)).read()))
+for d in sorted(os.listdir("src")):
+    if not os.path.isdir(os.path.join("src", d)):
+        continue
+    for f in sorted(os.listdir(os.path.join("src", d))):
+        if f.endswith(".h"):
+            path = os.path.join("src", d, f)
+            for n, line in enumerate(open(path, encoding="utf-8"), 1):
+                if line.lstrip().startswith(("*", "/*", "//", "#")):
+                    continue
+                for name in re.findall(r"\b(aw_[a-z0-9_]+)\s*\(", line):
+                    if name not in public:
+                        bad.append(f"{path}:{n}: {name}: a module's own function has no aw_ "
+                                   "prefix (aw_ means public: include/awooop/)")
 if bad:
     print("layering:")
     print("\n".join(bad))

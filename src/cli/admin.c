@@ -114,7 +114,7 @@ static json_t *limits_body(const aw_opt *opts)
 {
 	json_t *o = json_object();
 	const char *v;
-	if ((v = aw_cli_get(opts, "models"))) {
+	if ((v = cli_get(opts, "models"))) {
 		if (!strcmp(v, "none")) {
 			json_object_set_new(o, "models", json_null());
 		} else {
@@ -127,12 +127,12 @@ static json_t *limits_body(const aw_opt *opts)
 			json_object_set_new(o, "models", a);
 		}
 	}
-	if ((v = aw_cli_get(opts, "rpm")))
+	if ((v = cli_get(opts, "rpm")))
 		json_object_set_new(o, "rpm", opt_value(v));
-	if ((v = aw_cli_get(opts, "tpm")))
+	if ((v = cli_get(opts, "tpm")))
 		json_object_set_new(o, "tpm", opt_value(v));
-	const char *bt = aw_cli_get(opts, "budget-tokens"), *bu = aw_cli_get(opts, "budget-usd"),
-		   *bp = aw_cli_get(opts, "budget-period");
+	const char *bt = cli_get(opts, "budget-tokens"), *bu = cli_get(opts, "budget-usd"),
+		   *bp = cli_get(opts, "budget-period");
 	if (bt && !strcmp(bt, "none") && !bu) {
 		json_object_set_new(o, "budget", json_null());
 	} else if (bt || bu || bp) {
@@ -145,10 +145,10 @@ static json_t *limits_body(const aw_opt *opts)
 			json_object_set_new(b, "period", json_string(bp));
 		json_object_set_new(o, "budget", b);
 	}
-	if ((v = aw_cli_get(opts, "expires-at")))
+	if ((v = cli_get(opts, "expires-at")))
 		json_object_set_new(o, "expires_at",
 				    strcmp(v, "none") ? json_string(v) : json_null());
-	const char *team = aw_cli_get(opts, "team"), *user = aw_cli_get(opts, "user");
+	const char *team = cli_get(opts, "team"), *user = cli_get(opts, "user");
 	if (team || user) {
 		json_t *m = json_object();
 		if (team)
@@ -202,7 +202,7 @@ static void key_table(json_t *doc)
 		key_row(k);
 }
 
-int aw_cmd_project(int argc, char **argv)
+int cmd_project(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
@@ -222,25 +222,25 @@ int aw_cmd_project(int argc, char **argv)
 		"  awooop project list --json";
 	const char *pos[2];
 	int npos = 2;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	int as_json = aw_cli_get(opts, "json") != NULL;
+	int as_json = cli_get(opts, "json") != NULL;
 	json_t *doc = NULL;
 	if (npos == 2 && strcmp(pos[0], "create") == 0) {
 		json_t *body = json_pack("{s:s}", "id", pos[1]);
-		rc = aw_client_call("POST", "/v1/projects", body, &doc);
+		rc = client_call("POST", "/v1/projects", body, &doc);
 		json_decref(body);
 	} else if (npos == 1 && strcmp(pos[0], "list") == 0) {
-		rc = aw_client_call("GET", "/v1/projects?limit=1000", NULL, &doc);
+		rc = client_call("GET", "/v1/projects?limit=1000", NULL, &doc);
 	} else {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
 	return rc ? rc : emit(doc, as_json, project_table);
 }
 
-int aw_cmd_key(int argc, char **argv)
+int cmd_key(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"project", "AWOOOP_PROJECT", NULL, 0,
@@ -292,62 +292,62 @@ int aw_cmd_key(int argc, char **argv)
 		"  AWOOOP_BOOTSTRAP_KEY=$(awooop key generate) awooop serve";
 	const char *pos[2];
 	int npos = 2;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (npos == 1 && strcmp(pos[0], "generate") == 0) {
 		char secret[AW_KEY_SECRET_LEN + 1];
 		if (aw_key_generate(secret))
-			return aw_cli_fail(AW_E_INTERNAL, "no randomness available");
+			return cli_fail(AW_E_INTERNAL, "no randomness available");
 		puts(secret);
 		return 0;
 	}
 	const char *project = NULL;
-	int as_json = aw_cli_get(opts, "json") != NULL;
+	int as_json = cli_get(opts, "json") != NULL;
 	if (!((npos == 1 && (!strcmp(pos[0], "create") || !strcmp(pos[0], "list"))) ||
 	      (npos == 2 && (!strcmp(pos[0], "revoke") || !strcmp(pos[0], "show") ||
 			     !strcmp(pos[0], "update"))))) {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
-	if ((rc = aw_cli_project(opts, &project)))
+	if ((rc = cli_project(opts, &project)))
 		return rc;
 	char path[256];
 	json_t *doc = NULL;
 	if (npos == 1 && strcmp(pos[0], "create") == 0) {
-		if (!aw_cli_get(opts, "name"))
-			return aw_cli_fail(AW_E_USAGE, "--name is required");
+		if (!cli_get(opts, "name"))
+			return cli_fail(AW_E_USAGE, "--name is required");
 		snprintf(path, sizeof path, "/v1/projects/%s/keys", project);
 		json_t *body = limits_body(opts);
-		json_object_set_new(body, "name", json_string(aw_cli_get(opts, "name")));
-		json_object_set_new(body, "scope", json_string(aw_cli_get(opts, "scope")));
-		rc = aw_client_call("POST", path, body, &doc);
+		json_object_set_new(body, "name", json_string(cli_get(opts, "name")));
+		json_object_set_new(body, "scope", json_string(cli_get(opts, "scope")));
+		rc = client_call("POST", path, body, &doc);
 		json_decref(body);
 	} else if (npos == 1 && strcmp(pos[0], "list") == 0) {
 		snprintf(path, sizeof path, "/v1/projects/%s/keys", project);
-		rc = aw_client_call("GET", path, NULL, &doc);
+		rc = client_call("GET", path, NULL, &doc);
 	} else if (npos == 2 && strcmp(pos[0], "show") == 0) {
 		snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, pos[1]);
-		rc = aw_client_call("GET", path, NULL, &doc);
+		rc = client_call("GET", path, NULL, &doc);
 		return rc ? rc : emit(doc, as_json, key_show);
 	} else if (npos == 2 && strcmp(pos[0], "update") == 0) {
 		json_t *body = limits_body(opts);
 		if (json_object_size(body) == 0) {
 			json_decref(body);
-			return aw_cli_fail(AW_E_USAGE, "name a limit to change (see --help)");
+			return cli_fail(AW_E_USAGE, "name a limit to change (see --help)");
 		}
 		snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, pos[1]);
-		rc = aw_client_call("PATCH", path, body, &doc);
+		rc = client_call("PATCH", path, body, &doc);
 		json_decref(body);
 		return rc ? rc : emit(doc, as_json, key_show);
 	} else if (npos == 2 && strcmp(pos[0], "revoke") == 0) {
 		snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, pos[1]);
-		rc = aw_client_call("DELETE", path, NULL, NULL);
+		rc = client_call("DELETE", path, NULL, NULL);
 		if (!rc)
 			printf("revoked %s\n", pos[1]);
 		return rc;
 	} else {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
 	return rc ? rc : emit(doc, as_json, key_table);

@@ -12,7 +12,7 @@
 
 #include "cli.h"
 
-int aw_cmd_approval(int argc, char **argv)
+int cmd_approval(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"run", NULL, NULL, 0, "mint: the run the token decides", NULL},
@@ -26,7 +26,7 @@ int aw_cmd_approval(int argc, char **argv)
 	};
 	const char *pos[3];
 	int npos = 3;
-	int rc = aw_cli_parse(
+	int rc = cli_parse(
 		argc, argv, opts, pos, &npos,
 		"usage: awooop approval mint --run ID [--action approve|deny] [--ttl SECONDS]\n"
 		"       awooop approval verify TOKEN\n"
@@ -49,38 +49,38 @@ int aw_cmd_approval(int argc, char **argv)
 	const char *what = npos ? pos[0] : "";
 	if (!strcmp(what, "mint") && npos == 1) {
 		long ttl = 0;
-		if (!aw_cli_get(opts, "run"))
-			return aw_cli_fail(AW_E_USAGE, "mint needs --run");
-		if ((rc = aw_cli_opt_long(opts, "ttl", 1, 2592000, &ttl)))
+		if (!cli_get(opts, "run"))
+			return cli_fail(AW_E_USAGE, "mint needs --run");
+		if ((rc = cli_opt_long(opts, "ttl", 1, 2592000, &ttl)))
 			return rc;
-		body = json_pack("{s:s, s:s, s:i}", "run_id", aw_cli_get(opts, "run"), "action",
-				 aw_cli_get(opts, "action"), "ttl_s", (int)ttl);
-		if (body && aw_cli_get(opts, "sub"))
-			json_object_set_new(body, "sub", json_string(aw_cli_get(opts, "sub")));
-		rc = aw_client_call("POST", "/v1/platform/approval-tokens", body, &out);
+		body = json_pack("{s:s, s:s, s:i}", "run_id", cli_get(opts, "run"), "action",
+				 cli_get(opts, "action"), "ttl_s", (int)ttl);
+		if (body && cli_get(opts, "sub"))
+			json_object_set_new(body, "sub", json_string(cli_get(opts, "sub")));
+		rc = client_call("POST", "/v1/platform/approval-tokens", body, &out);
 	} else if (!strcmp(what, "verify") && npos == 2) {
 		body = json_pack("{s:s}", "token", pos[1]);
-		rc = aw_client_call("POST", "/v1/platform/approval-tokens:verify", body, &out);
+		rc = client_call("POST", "/v1/platform/approval-tokens:verify", body, &out);
 	} else if (!strcmp(what, "decide") && (npos == 3 || npos == 2)) {
 		body = npos == 3 ? json_pack("{s:s}", "token", pos[2])
-				 : json_pack("{s:s}", "decision", aw_cli_get(opts, "action"));
+				 : json_pack("{s:s}", "decision", cli_get(opts, "action"));
 		snprintf(path, sizeof path, "/v1/platform/runs/%.40s/approve", pos[1]);
-		rc = aw_client_call("POST", path, body, &out);
+		rc = client_call("POST", path, body, &out);
 	} else {
-		return aw_cli_fail(AW_E_USAGE,
-				   "give mint, verify TOKEN or decide RUN_ID [TOKEN | --action A]");
+		return cli_fail(AW_E_USAGE,
+				"give mint, verify TOKEN or decide RUN_ID [TOKEN | --action A]");
 	}
 	json_decref(body);
 	if (rc) {
 		json_decref(out);
 		return rc;
 	}
-	if (aw_cli_get(opts, "json") || strcmp(what, "mint")) {
+	if (cli_get(opts, "json") || strcmp(what, "mint")) {
 		char *s = json_dumps(out, JSON_INDENT(2));
 		printf("%s\n", s ? s : "null");
 		free(s);
 	} else {
-		printf("%s\n", aw_cli_str(out, "token"));
+		printf("%s\n", cli_str(out, "token"));
 	}
 	json_decref(out);
 	return 0;

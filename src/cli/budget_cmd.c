@@ -35,16 +35,16 @@ static void print_row(const char *what, const json_t *o)
 static void print_status(const json_t *st)
 {
 	char what[160];
-	snprintf(what, sizeof what, "project %s, period %s", aw_cli_str(st, "project"),
-		 aw_cli_str(st, "period"));
+	snprintf(what, sizeof what, "project %s, period %s", cli_str(st, "project"),
+		 cli_str(st, "period"));
 	print_row(what, st);
 	if (json_is_true(json_object_get(st, "suspended")))
-		printf("SUSPENDED: %s\n", aw_cli_str(st, "reason"));
+		printf("SUSPENDED: %s\n", cli_str(st, "reason"));
 	if (!json_is_true(json_object_get(st, "budget"))) {
 		printf("(no active budget contract: calls are not limited)\n");
 		return;
 	}
-	printf("resets: %s\n", aw_cli_str(st, "resets"));
+	printf("resets: %s\n", cli_str(st, "resets"));
 	size_t i;
 	json_t *m;
 	json_array_foreach (json_object_get(st, "models"), i, m) {
@@ -55,7 +55,7 @@ static void print_status(const json_t *st)
 	}
 	json_t *run = json_object_get(st, "run");
 	if (json_is_object(run)) {
-		snprintf(what, sizeof what, "run %s", aw_cli_str(run, "run_id"));
+		snprintf(what, sizeof what, "run %s", cli_str(run, "run_id"));
 		print_row(what, run);
 	} else if (run) {
 		printf("the run has no budget row (no call of it, or no per-run limit)\n");
@@ -68,14 +68,13 @@ static void print_history(const json_t *h)
 	json_t *v;
 	json_array_foreach (json_object_get(h, "entries"), i, v)
 		printf("%8lld %-24s %-10s %-8s %10lld tokens %12.6f USD %s %s\n", num(v, "seq"),
-		       aw_cli_str(v, "at"), aw_cli_str(v, "period"), aw_cli_str(v, "kind"),
-		       num(v, "tokens"), real(v, "cost_usd"), aw_cli_str(v, "call_id"),
-		       aw_cli_str(v, "model"));
+		       cli_str(v, "at"), cli_str(v, "period"), cli_str(v, "kind"), num(v, "tokens"),
+		       real(v, "cost_usd"), cli_str(v, "call_id"), cli_str(v, "model"));
 	if (json_array_size(json_object_get(h, "entries")))
 		printf("(more: --after %lld)\n", num(h, "next"));
 }
 
-int aw_cmd_budget(int argc, char **argv)
+int cmd_budget(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"project", "AWOOOP_PROJECT", NULL, 0, "the project (default: the key's own)",
@@ -91,7 +90,7 @@ int aw_cmd_budget(int argc, char **argv)
 	};
 	const char *pos[1];
 	int npos = 1;
-	int rc = aw_cli_parse(
+	int rc = cli_parse(
 		argc, argv, opts, pos, &npos,
 		"usage: awooop budget status|history|suspend|resume [--project P] [--reason R]\n"
 		"       [--run ID] [--period KEY] [--after SEQ] [--limit N] [--json]\n\n"
@@ -112,38 +111,38 @@ int aw_cmd_budget(int argc, char **argv)
 	const char *project = NULL;
 	if (npos != 1 || (strcmp(pos[0], "status") && strcmp(pos[0], "history") &&
 			  strcmp(pos[0], "suspend") && strcmp(pos[0], "resume")))
-		return aw_cli_fail(AW_E_USAGE,
-				   "the budget commands are status, history, suspend and resume");
-	if ((rc = aw_cli_project(opts, &project)))
+		return cli_fail(AW_E_USAGE,
+				"the budget commands are status, history, suspend and resume");
+	if ((rc = cli_project(opts, &project)))
 		return rc;
 	char path[256];
 	json_t *out = NULL;
-	const char *run = aw_cli_get(opts, "run"), *period = aw_cli_get(opts, "period");
-	const char *after = aw_cli_get(opts, "after"), *limit = aw_cli_get(opts, "limit");
+	const char *run = cli_get(opts, "run"), *period = cli_get(opts, "period");
+	const char *after = cli_get(opts, "after"), *limit = cli_get(opts, "limit");
 	int history = !strcmp(pos[0], "history");
 	if (!strcmp(pos[0], "status")) {
 		snprintf(path, sizeof path, "/v1/projects/%s/budget%s%s", project,
 			 run ? "?run=" : "", run ? run : "");
-		rc = aw_client_call("GET", path, NULL, &out);
+		rc = client_call("GET", path, NULL, &out);
 	} else if (history) {
 		snprintf(path, sizeof path,
 			 "/v1/projects/%s/budget/ledger?after=%s&limit=%s%s%s%s%s", project,
 			 after ? after : "0", limit ? limit : "100", run ? "&run=" : "",
 			 run ? run : "", period ? "&period=" : "", period ? period : "");
-		rc = aw_client_call("GET", path, NULL, &out);
+		rc = client_call("GET", path, NULL, &out);
 	} else if (!strcmp(pos[0], "suspend") || !strcmp(pos[0], "resume")) {
 		snprintf(path, sizeof path, "/v1/projects/%s/budget/%s", project, pos[0]);
-		json_t *body = aw_cli_get(opts, "reason")
-				       ? json_pack("{s:s}", "reason", aw_cli_get(opts, "reason"))
+		json_t *body = cli_get(opts, "reason")
+				       ? json_pack("{s:s}", "reason", cli_get(opts, "reason"))
 				       : NULL;
-		rc = aw_client_call("POST", path, body, &out);
+		rc = client_call("POST", path, body, &out);
 		json_decref(body);
 	} else {
-		return aw_cli_fail(AW_E_USAGE,
-				   "the budget commands are status, history, suspend and resume");
+		return cli_fail(AW_E_USAGE,
+				"the budget commands are status, history, suspend and resume");
 	}
-	if (!rc && aw_cli_get(opts, "json")) {
-		aw_cli_print_json(out);
+	if (!rc && cli_get(opts, "json")) {
+		cli_print_json(out);
 	} else if (!rc && history) {
 		print_history(out);
 	} else if (!rc) {

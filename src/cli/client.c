@@ -24,20 +24,20 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 
 static const char *key_override;
 
-void aw_client_use_key(const char *key)
+void client_use_key(const char *key)
 {
 	key_override = key;
 }
 
-int aw_client_has_key(void)
+int client_has_key(void)
 {
 	const char *k = getenv("AWOOOP_KEY"), *f = getenv("AWOOOP_KEY_FILE");
 	return (key_override && *key_override) || (k && *k) || (f && *f);
 }
 
-int aw_client_call(const char *method, const char *path, json_t *body, json_t **out)
+int client_call(const char *method, const char *path, json_t *body, json_t **out)
 {
-	return aw_client_call_h(method, path, body, NULL, out);
+	return client_call_h(method, path, body, NULL, out);
 }
 
 typedef struct {
@@ -63,17 +63,17 @@ static int request_new(request *q, const char *method, const char *path, json_t 
 	const char *base = getenv("AWOOOP_URL"), *key = key_override;
 	aw_error err = {0};
 	if (!key && aw_secret_env("AWOOOP_KEY", &key, &err))
-		return aw_cli_fail(err.err, err.msg);
+		return cli_fail(err.err, err.msg);
 	if (!base || !*base)
 		base = "http://127.0.0.1:8080";
 	q->base = base;
 	if (!key || !*key)
-		return aw_cli_fail(AW_E_AUTH_MISSING, "set AWOOOP_KEY to an API key");
+		return cli_fail(AW_E_AUTH_MISSING, "set AWOOOP_KEY to an API key");
 	char url[1024], auth[128], tp[AW_TRACEPARENT_LEN + 16];
 	if ((size_t)snprintf(url, sizeof url, "%s%s", base, path) >= sizeof url)
-		return aw_cli_fail(AW_E_CONFIG, "AWOOOP_URL and the request path are too long");
+		return cli_fail(AW_E_CONFIG, "AWOOOP_URL and the request path are too long");
 	if ((size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s", key) >= sizeof auth)
-		return aw_cli_fail(AW_E_AUTH_INVALID, "AWOOOP_KEY is not an API key (too long)");
+		return cli_fail(AW_E_AUTH_INVALID, "AWOOOP_KEY is not an API key (too long)");
 	aw_trace t;
 	aw_trace_new(&t);
 	char tps[AW_TRACEPARENT_LEN + 1];
@@ -83,7 +83,7 @@ static int request_new(request *q, const char *method, const char *path, json_t 
 	q->payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (!(q->c = curl_easy_init())) {
 		request_free(q);
-		return aw_cli_fail(AW_E_NOMEM, "cannot start HTTP client");
+		return cli_fail(AW_E_NOMEM, "cannot start HTTP client");
 	}
 	q->hdr = curl_slist_append(q->hdr, auth);
 	int own_trace = 0;
@@ -150,17 +150,17 @@ static int unreachable(const request *q, CURLcode rc)
 {
 	char msg[512];
 	snprintf(msg, sizeof msg, "cannot reach %s: %s", q->base, curl_easy_strerror(rc));
-	return aw_cli_fail(AW_E_CLIENT, msg);
+	return cli_fail(AW_E_CLIENT, msg);
 }
 
-int aw_client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
-		     json_t **out)
+int client_call_h(const char *method, const char *path, json_t *body, const char *const *headers,
+		  json_t **out)
 {
-	return aw_client_try(method, path, body, headers, out, NULL);
+	return client_try(method, path, body, headers, out, NULL);
 }
 
-int aw_client_try(const char *method, const char *path, json_t *body, const char *const *headers,
-		  json_t **out, aw_cli_problem *problem)
+int client_try(const char *method, const char *path, json_t *body, const char *const *headers,
+	       json_t **out, aw_cli_problem *problem)
 {
 	request q;
 	if (problem)
@@ -208,8 +208,8 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 	return st->on_bytes(st->ud, p, sz * n) == 0 ? sz * n : 0;
 }
 
-int aw_client_stream(const char *path, json_t *body, const char *const *headers,
-		     int (*on_bytes)(void *ud, const char *p, size_t n), void *ud)
+int client_stream(const char *path, json_t *body, const char *const *headers,
+		  int (*on_bytes)(void *ud, const char *p, size_t n), void *ud)
 {
 	request q;
 	int exit_code = request_new(&q, "POST", path, body, headers, "Accept: text/event-stream");

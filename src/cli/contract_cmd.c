@@ -34,8 +34,8 @@ static void print_revision_header(void)
 
 static void print_revision_row(json_t *r)
 {
-	printf(REV_ROW, aw_cli_str(r, "revision_id"), aw_cli_str(r, "state"),
-	       aw_cli_str(r, "updated_at"), aw_cli_str(r, "created_by"));
+	printf(REV_ROW, cli_str(r, "revision_id"), cli_str(r, "state"), cli_str(r, "updated_at"),
+	       cli_str(r, "created_by"));
 }
 
 /* What a contract command acts on: project, family, contract, and the API
@@ -65,18 +65,18 @@ static int resolve_rev(const target *t, const char *opt, const char *given, char
 	    (strcmp(given, "latest") && strcmp(given, "active") && strcmp(given, "previous"))) {
 		snprintf(msg, sizeof msg,
 			 "%s must be a revision id (UUID), latest, active or previous", opt);
-		return aw_cli_fail(AW_E_USAGE, msg);
+		return cli_fail(AW_E_USAGE, msg);
 	}
 	if (!strcmp(given, "previous")) {
 		snprintf(path, sizeof path, "%s/convergence?limit=1", t->base);
-		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		id = json_string_value(
 			json_object_get(json_array_get(json_object_get(doc, "activations"), 0),
 					"previous_revision_id"));
 	} else {
 		snprintf(path, sizeof path, "%s/revisions", t->base);
-		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		json_t *items = json_object_get(doc, "items"), *r;
 		size_t i, n = json_array_size(items);
@@ -84,7 +84,7 @@ static int resolve_rev(const target *t, const char *opt, const char *given, char
 			id = json_string_value(
 				json_object_get(json_array_get(items, n - 1), "revision_id"));
 		json_array_foreach (items, i, r)
-			if (!strcmp(given, "active") && !strcmp(aw_cli_str(r, "state"), "active"))
+			if (!strcmp(given, "active") && !strcmp(cli_str(r, "state"), "active"))
 				id = json_string_value(json_object_get(r, "revision_id"));
 	}
 	if (id && aw_uuid_valid(id))
@@ -99,7 +99,7 @@ static int resolve_rev(const target *t, const char *opt, const char *given, char
 					      " was revoked)"
 					    : "no revision that was active before the latest "
 					      "activation");
-	return aw_cli_fail(AW_E_CONTRACT_NOT_FOUND, msg);
+	return cli_fail(AW_E_CONTRACT_NOT_FOUND, msg);
 }
 
 /* The flags that name t, as a command line to copy. */
@@ -123,11 +123,11 @@ static void say_next(const target *t, const char *rev, const char *publisher, in
 	aw_cli_problem pb;
 	long threshold = 1;
 	int suggest = 0;
-	if (aw_client_try("GET", path, NULL, NULL, &doc, &pb) == 0) {
+	if (client_try("GET", path, NULL, NULL, &doc, &pb) == 0) {
 		json_t *b = json_object_get(doc, "body");
 		if (json_is_integer(json_object_get(b, "threshold")))
 			threshold = (long)json_integer_value(json_object_get(b, "threshold"));
-		suggest = !strcmp(aw_cli_str(b, "mode"), "suggest");
+		suggest = !strcmp(cli_str(b, "mode"), "suggest");
 		approvers = json_object_get(b, "approvers");
 	}
 	if (!rollback || needed <= 0)
@@ -173,8 +173,8 @@ static int print_convergence(const json_t *doc)
 		if (json_is_integer(json_object_get(a, "slowest_ms")))
 			snprintf(slow, sizeof slow, "%lld ms",
 				 (long long)json_integer_value(json_object_get(a, "slowest_ms")));
-		printf("%-36s %-24s %9s %10s%s\n", aw_cli_str(a, "revision_id"),
-		       aw_cli_str(a, "activated_at"), n, slow,
+		printf("%-36s %-24s %9s %10s%s\n", cli_str(a, "revision_id"),
+		       cli_str(a, "activated_at"), n, slow,
 		       json_is_true(json_object_get(a, "converged")) ? "  converged" : "");
 	}
 	printf("live processes: %lld (%lld stale dropped)\n",
@@ -188,8 +188,8 @@ static int convergence(aw_opt *opts, const target *t)
 {
 	long limit, wait_s;
 	int rc;
-	if ((rc = aw_cli_opt_long(opts, "limit", 1, 100, &limit)) ||
-	    (rc = aw_cli_opt_long(opts, "wait-s", 0, 3600, &wait_s)))
+	if ((rc = cli_opt_long(opts, "limit", 1, 100, &limit)) ||
+	    (rc = cli_opt_long(opts, "wait-s", 0, 3600, &wait_s)))
 		return rc;
 	char path[600];
 	snprintf(path, sizeof path, "%s/convergence?limit=%ld", t->base, limit);
@@ -197,11 +197,11 @@ static int convergence(aw_opt *opts, const target *t)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		json_t *doc = NULL;
-		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		int done;
-		if (aw_cli_get(opts, "json")) {
-			aw_cli_print_json(doc);
+		if (cli_get(opts, "json")) {
+			cli_print_json(doc);
 			done = json_is_true(json_object_get(
 				json_array_get(json_object_get(doc, "activations"), 0),
 				"converged"));
@@ -231,7 +231,7 @@ static json_t *body_file(const char *file)
 		char msg[400];
 		snprintf(msg, sizeof msg, "--file: %s%s%s", file ? file : "required",
 			 file ? ": " : "", file ? je.text : "");
-		aw_cli_fail(AW_E_USAGE, msg);
+		cli_fail(AW_E_USAGE, msg);
 	}
 	return b;
 }
@@ -241,7 +241,7 @@ static json_t *body_file(const char *file)
  * what approvers must do. */
 static int apply(aw_opt *opts, const target *t)
 {
-	json_t *b = body_file(aw_cli_get(opts, "file"));
+	json_t *b = body_file(cli_get(opts, "file"));
 	if (!b)
 		return AW_EXIT_USAGE;
 	char hash[65], path[700], rev[AW_UUID_STR_LEN + 1] = "";
@@ -249,29 +249,29 @@ static int apply(aw_opt *opts, const target *t)
 	int rc;
 	if (aw_jcs_sha256(b, hash)) {
 		json_decref(b);
-		return aw_cli_fail(AW_E_NOMEM, "out of memory");
+		return cli_fail(AW_E_NOMEM, "out of memory");
 	}
 	snprintf(path, sizeof path, "%s/revisions", t->base);
-	if ((rc = aw_client_call("GET", path, NULL, &doc))) {
+	if ((rc = client_call("GET", path, NULL, &doc))) {
 		json_decref(b);
 		return rc;
 	}
 	size_t i;
 	json_t *r, *same = NULL;
 	json_array_foreach (json_object_get(doc, "items"), i, r)
-		if (!strcmp(aw_cli_str(r, "body_hash"), hash) &&
-		    (!strcmp(aw_cli_str(r, "state"), "active") ||
-		     !strcmp(aw_cli_str(r, "state"), "published")))
+		if (!strcmp(cli_str(r, "body_hash"), hash) &&
+		    (!strcmp(cli_str(r, "state"), "active") ||
+		     !strcmp(cli_str(r, "state"), "published")))
 			same = r; /* the newest such */
-	if (same && !aw_cli_get(opts, "json")) {
-		const char *id = aw_cli_str(same, "revision_id");
-		int active = !strcmp(aw_cli_str(same, "state"), "active");
+	if (same && !cli_get(opts, "json")) {
+		const char *id = cli_str(same, "revision_id");
+		int active = !strcmp(cli_str(same, "state"), "active");
 		printf("unchanged: revision %s of %s/%s has this body and is %s\n", id, t->family,
 		       t->cid, active ? "active" : "published, waiting for approval");
 		if (!active)
-			say_next(t, id, aw_cli_str(same, "published_by"), 0, 0);
+			say_next(t, id, cli_str(same, "published_by"), 0, 0);
 	} else if (same) {
-		aw_cli_print_json(same);
+		cli_print_json(same);
 	}
 	if (same) {
 		json_decref(doc);
@@ -281,15 +281,15 @@ static int apply(aw_opt *opts, const target *t)
 	json_decref(doc);
 	doc = NULL;
 	json_t *body = json_pack("{s:o}", "body", b);
-	rc = aw_client_call("POST", path, body, &doc);
+	rc = client_call("POST", path, body, &doc);
 	json_decref(body);
 	if (rc)
 		return rc;
-	snprintf(rev, sizeof rev, "%s", aw_cli_str(doc, "revision_id"));
+	snprintf(rev, sizeof rev, "%s", cli_str(doc, "revision_id"));
 	json_decref(doc);
 	doc = NULL;
 	snprintf(path, sizeof path, "%s/revisions/%s/publish", t->base, rev);
-	if ((rc = aw_client_call("POST", path, NULL, &doc))) {
+	if ((rc = client_call("POST", path, NULL, &doc))) {
 		char flags[400];
 		target_flags(t, flags, sizeof flags);
 		fprintf(stderr,
@@ -298,18 +298,18 @@ static int apply(aw_opt *opts, const target *t)
 			rev, flags, rev);
 		return rc;
 	}
-	if (aw_cli_get(opts, "json")) {
-		aw_cli_print_json(doc);
+	if (cli_get(opts, "json")) {
+		cli_print_json(doc);
 	} else {
 		printf("applied %s/%s of project %s: revision %s drafted and published\n",
 		       t->family, t->cid, t->project, rev);
-		say_next(t, rev, aw_cli_str(doc, "published_by"), 0, 0);
+		say_next(t, rev, cli_str(doc, "published_by"), 0, 0);
 	}
 	json_decref(doc);
 	return 0;
 }
 
-int aw_cmd_contract(int argc, char **argv)
+int cmd_contract(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"project", "AWOOOP_PROJECT", NULL, 0, "project (default: the key's own)", NULL},
@@ -366,11 +366,11 @@ int aw_cmd_contract(int argc, char **argv)
 		"  awooop contract rollback --family policy_routing";
 	const char *pos[1];
 	int npos = 1;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *verb = npos ? pos[0] : NULL;
-	target t = {.family = aw_cli_get(opts, "family"), .cid = aw_cli_get(opts, "contract")};
+	target t = {.family = cli_get(opts, "family"), .cid = cli_get(opts, "contract")};
 	static const char *const verbs[] = {
 		"apply",   "create",  "update",	  "list",   "get",	"active",      "diff",
 		"publish", "approve", "activate", "revoke", "rollback", "convergence", NULL};
@@ -378,14 +378,14 @@ int aw_cmd_contract(int argc, char **argv)
 	for (int i = 0; verb && verbs[i]; i++)
 		known |= !strcmp(verb, verbs[i]);
 	if (!known) {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
 	if (!ident_ok(t.family))
-		return aw_cli_fail(AW_E_USAGE, "--family: give the contract family (see --help)");
+		return cli_fail(AW_E_USAGE, "--family: give the contract family (see --help)");
 	if (!ident_ok(t.cid))
-		return aw_cli_fail(AW_E_USAGE, "--contract: [a-z0-9_.-], at most 63 characters");
-	if ((rc = aw_cli_project(opts, &t.project)))
+		return cli_fail(AW_E_USAGE, "--contract: [a-z0-9_.-], at most 63 characters");
+	if ((rc = cli_project(opts, &t.project)))
 		return rc;
 	snprintf(t.base, sizeof t.base, "/v1/projects/%s/contracts/%s/%s", t.project, t.family,
 		 t.cid);
@@ -396,16 +396,16 @@ int aw_cmd_contract(int argc, char **argv)
 	char rev[AW_UUID_STR_LEN + 1] = "", to[AW_UUID_STR_LEN + 1] = "";
 	int needs_rev = strcmp(verb, "create") && strcmp(verb, "list") && strcmp(verb, "active") &&
 			strcmp(verb, "rollback");
-	if (needs_rev && (rc = resolve_rev(&t, "--rev", aw_cli_get(opts, "rev"), rev)))
+	if (needs_rev && (rc = resolve_rev(&t, "--rev", cli_get(opts, "rev"), rev)))
 		return rc;
-	if ((!strcmp(verb, "diff") || (!strcmp(verb, "rollback") && aw_cli_get(opts, "to"))) &&
-	    (rc = resolve_rev(&t, "--to", aw_cli_get(opts, "to"), to)))
+	if ((!strcmp(verb, "diff") || (!strcmp(verb, "rollback") && cli_get(opts, "to"))) &&
+	    (rc = resolve_rev(&t, "--to", cli_get(opts, "to"), to)))
 		return rc;
 	char path[700];
 	json_t *body = NULL, *doc = NULL;
 	const char *method = "GET";
 	if (!strcmp(verb, "create") || !strcmp(verb, "update")) {
-		json_t *b = body_file(aw_cli_get(opts, "file"));
+		json_t *b = body_file(cli_get(opts, "file"));
 		if (!b)
 			return AW_EXIT_USAGE;
 		body = json_pack("{s:o}", "body", b);
@@ -430,13 +430,13 @@ int aw_cmd_contract(int argc, char **argv)
 		method = "POST";
 		snprintf(path, sizeof path, "%s/revisions/%s/%s", t.base, rev, verb);
 	}
-	rc = aw_client_call(method, path, body, &doc);
+	rc = client_call(method, path, body, &doc);
 	json_decref(body);
 	if (rc)
 		return rc;
-	if (aw_cli_get(opts, "json") || !strcmp(verb, "diff") || !strcmp(verb, "get") ||
+	if (cli_get(opts, "json") || !strcmp(verb, "diff") || !strcmp(verb, "get") ||
 	    !strcmp(verb, "active")) {
-		aw_cli_print_json(doc);
+		cli_print_json(doc);
 	} else if (!strcmp(verb, "list")) {
 		size_t i;
 		json_t *r;
@@ -453,13 +453,13 @@ int aw_cmd_contract(int argc, char **argv)
 	} else if (!strcmp(verb, "rollback")) {
 		const char *from = json_string_value(json_object_get(doc, "rollback_from"));
 		printf("%s rolls back %s to %s: published, waiting for %lld approval(s)\n",
-		       aw_cli_str(doc, "revision_id"), from ? from : "(none active)",
-		       aw_cli_str(doc, "rollback_of"),
+		       cli_str(doc, "revision_id"), from ? from : "(none active)",
+		       cli_str(doc, "rollback_of"),
 		       (long long)json_integer_value(json_object_get(doc, "approvals_needed")));
-		say_next(&t, aw_cli_str(doc, "revision_id"), aw_cli_str(doc, "published_by"), 1,
+		say_next(&t, cli_str(doc, "revision_id"), cli_str(doc, "published_by"), 1,
 			 (long)json_integer_value(json_object_get(doc, "approvals_needed")));
 	} else if (!strcmp(verb, "approve")) {
-		printf("approved %s until %s\n", rev, aw_cli_str(doc, "expires_at"));
+		printf("approved %s until %s\n", rev, cli_str(doc, "expires_at"));
 		json_t *ae = json_object_get(doc, "activation_error");
 		if (json_is_true(json_object_get(doc, "activated")))
 			printf("rollback %s activated (approvals %lld of %lld)\n", rev,
@@ -467,15 +467,15 @@ int aw_cmd_contract(int argc, char **argv)
 			       (long long)json_integer_value(
 				       json_object_get(doc, "approvals_needed")));
 		else if (ae)
-			printf("rollback %s not activated: %s %s\n", rev, aw_cli_str(ae, "code"),
-			       aw_cli_str(ae, "detail"));
+			printf("rollback %s not activated: %s %s\n", rev, cli_str(ae, "code"),
+			       cli_str(ae, "detail"));
 		else if (json_is_true(json_object_get(doc, "rollback")))
 			printf("rollback %s: %lld of %lld approval(s)\n", rev,
 			       (long long)json_integer_value(json_object_get(doc, "approvals")),
 			       (long long)json_integer_value(
 				       json_object_get(doc, "approvals_needed")));
 	} else if (!strcmp(verb, "revoke")) {
-		printf("%s %s\n", rev, aw_cli_str(doc, "state"));
+		printf("%s %s\n", rev, cli_str(doc, "state"));
 	} else {
 		print_revision_header();
 		print_revision_row(doc);

@@ -41,7 +41,7 @@ static int windows_from_env(aw_kv_opts *ko)
 	for (int i = 0; i < 3; i++) {
 		const char *v = getenv(names[i]);
 		long s;
-		int rc = v ? aw_cli_long(names[i], v, 0, 10L * 365 * 86400, &s) : 0;
+		int rc = v ? cli_long(names[i], v, 0, 10L * 365 * 86400, &s) : 0;
 		if (rc)
 			return rc;
 		if (v)
@@ -53,12 +53,12 @@ static int windows_from_env(aw_kv_opts *ko)
 static aw_err kv_from_opts(aw_opt *opts, const aw_kv_opts *ko, aw_store **s, aw_kv **kv,
 			   aw_error *err)
 {
-	const char *db = aw_cli_get(opts, "db");
+	const char *db = cli_get(opts, "db");
 	/* an embedded store is migrated on open, as serve does */
 	aw_store_opts so = {.pool_size = 2, .auto_migrate = strncmp(db, "sqlite:", 7) == 0};
 	aw_err e = aw_store_open(db, &so, s, err);
 	if (!e)
-		e = aw_kv_open(aw_cli_get(opts, "redis"), *s, ko, kv, err);
+		e = aw_kv_open(cli_get(opts, "redis"), *s, ko, kv, err);
 	return e;
 }
 
@@ -69,7 +69,7 @@ static void print_status(const aw_kv_status *st)
 	       st->old_reads);
 }
 
-int aw_cmd_keys(int argc, char **argv)
+int cmd_keys(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"json", NULL, NULL, 1, "print JSON", NULL},
@@ -101,11 +101,11 @@ int aw_cmd_keys(int argc, char **argv)
 		"      --project acme --pattern tg_sent";
 	const char *pos[10];
 	int npos = 10;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *verb = npos ? pos[0] : "";
-	int as_json = aw_cli_get(opts, "json") != NULL;
+	int as_json = cli_get(opts, "json") != NULL;
 	char tb[32];
 	if (!strcmp(verb, "list")) {
 		json_t *arr = json_array();
@@ -140,15 +140,15 @@ int aw_cmd_keys(int argc, char **argv)
 	}
 	if (!strcmp(verb, "show")) {
 		if (npos < 2)
-			return aw_cli_fail(AW_E_USAGE, "show needs a PATTERN");
+			return cli_fail(AW_E_USAGE, "show needs a PATTERN");
 		const aw_key_pattern *p = aw_keys_find(pos[1]);
 		if (!p)
-			return aw_cli_fail(AW_E_KEYS_PATTERN,
-					   "unknown pattern (see awooop keys list)");
+			return cli_fail(AW_E_KEYS_PATTERN,
+					"unknown pattern (see awooop keys list)");
 		/* name=value pairs, placed in template order */
 		const char *vals[8];
 		int nv = 0;
-		const char *tmpl = aw_cli_get(opts, "legacy") ? p->legacy : p->modern;
+		const char *tmpl = cli_get(opts, "legacy") ? p->legacy : p->modern;
 		for (const char *t = strchr(tmpl, '{'); t && nv < 8; t = strchr(t + 1, '{')) {
 			const char *end = strchr(t, '}');
 			if (!strncmp(t, "{project_id}", 12))
@@ -164,37 +164,36 @@ int aw_cmd_keys(int argc, char **argv)
 				char msg[96];
 				snprintf(msg, sizeof msg, "missing %.*s=VALUE", (int)(end - t - 1),
 					 t + 1);
-				return aw_cli_fail(AW_E_KEYS_COMPONENT, msg), AW_EXIT_USAGE;
+				return cli_fail(AW_E_KEYS_COMPONENT, msg), AW_EXIT_USAGE;
 			}
 			nv++;
 		}
 		char key[512];
 		aw_error err = {0};
-		aw_err e =
-			aw_keys_build(p, !aw_cli_get(opts, "legacy"), aw_cli_get(opts, "project"),
-				      vals, nv, key, sizeof key, &err);
+		aw_err e = aw_keys_build(p, !cli_get(opts, "legacy"), cli_get(opts, "project"),
+					 vals, nv, key, sizeof key, &err);
 		if (e)
-			return aw_cli_fail(e, err.msg), AW_EXIT_USAGE;
+			return cli_fail(e, err.msg), AW_EXIT_USAGE;
 		puts(key);
 		return 0;
 	}
 	if (!strcmp(verb, "inventory")) {
-		if (!aw_cli_get(opts, "redis"))
-			return aw_cli_fail(AW_E_USAGE, "--redis is required");
+		if (!cli_get(opts, "redis"))
+			return cli_fail(AW_E_USAGE, "--redis is required");
 		int n = aw_keys_count();
 		aw_kv_inv_row *rows = aw_calloc((size_t)n, sizeof *rows);
 		long long unknown = 0, total = 0;
 		char sample[5][128] = {{0}};
 		aw_error err = {0};
 		int64_t t0 = aw_clock_mono_ns();
-		aw_err e = aw_kv_inventory(aw_cli_get(opts, "redis"), rows, &unknown, &total,
-					   sample, progress, "inventory", &err);
+		aw_err e = aw_kv_inventory(cli_get(opts, "redis"), rows, &unknown, &total, sample,
+					   progress, "inventory", &err);
 		double secs = (double)(aw_clock_mono_ns() - t0) / 1e9;
 		if (isatty(2))
 			fputc('\n', stderr);
 		if (e) {
 			free(rows);
-			return aw_cli_fail(e, err.msg);
+			return cli_fail(e, err.msg);
 		}
 		if (as_json) {
 			json_t *o = json_pack("{s:I, s:I, s:f}", "total", (json_int_t)total,
@@ -232,37 +231,35 @@ int aw_cmd_keys(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(verb, "status") && strcmp(verb, "migrate") && strcmp(verb, "backfill")) {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
-	if (!aw_cli_get(opts, "redis") || !aw_cli_get(opts, "project") ||
-	    !aw_cli_get(opts, "pattern"))
-		return aw_cli_fail(AW_E_USAGE, "--redis, --project and --pattern are required");
+	if (!cli_get(opts, "redis") || !cli_get(opts, "project") || !cli_get(opts, "pattern"))
+		return cli_fail(AW_E_USAGE, "--redis, --project and --pattern are required");
 	aw_store *s = NULL;
 	aw_kv *kv = NULL;
 	aw_error err = {0};
 	aw_kv_opts ko = {.legacy_project = getenv("AWOOOP_LEGACY_PROJECT")};
 	long rate = 0;
-	if ((rc = windows_from_env(&ko)) ||
-	    (rc = aw_cli_opt_long(opts, "rate", 0, 10000000, &rate)))
+	if ((rc = windows_from_env(&ko)) || (rc = cli_opt_long(opts, "rate", 0, 10000000, &rate)))
 		return rc;
 	aw_err e = kv_from_opts(opts, &ko, &s, &kv, &err);
 	aw_ctx ctx;
-	aw_ctx_system(&ctx, aw_cli_get(opts, "project"));
+	aw_ctx_system(&ctx, cli_get(opts, "project"));
 	snprintf(ctx.principal, sizeof ctx.principal, "cli");
 	aw_kv_status st;
 	if (!e && !strcmp(verb, "status")) {
-		if (!(e = aw_keymig_status(s, kv, &ctx, aw_cli_get(opts, "pattern"), &st, &err)))
+		if (!(e = aw_keymig_status(s, kv, &ctx, cli_get(opts, "pattern"), &st, &err)))
 			print_status(&st);
 	} else if (!e && !strcmp(verb, "migrate")) {
-		e = aw_keymig_step(s, kv, &ctx, aw_cli_get(opts, "pattern"), aw_cli_get(opts, "to"),
-				   aw_cli_get(opts, "force") != NULL, &st, &err);
+		e = aw_keymig_step(s, kv, &ctx, cli_get(opts, "pattern"), cli_get(opts, "to"),
+				   cli_get(opts, "force") != NULL, &st, &err);
 		print_status(&st); /* the counters that decided */
 	} else if (!e) {
 		long long copied = 0, skipped = 0;
 		int64_t t0 = aw_clock_mono_ns();
-		e = aw_kv_backfill(kv, &ctx, aw_cli_get(opts, "pattern"), (int)rate, &copied,
-				   &skipped, progress, "backfill", &err);
+		e = aw_kv_backfill(kv, &ctx, cli_get(opts, "pattern"), (int)rate, &copied, &skipped,
+				   progress, "backfill", &err);
 		double secs = (double)(aw_clock_mono_ns() - t0) / 1e9;
 		if (isatty(2))
 			fputc('\n', stderr);
@@ -271,5 +268,5 @@ int aw_cmd_keys(int argc, char **argv)
 	}
 	aw_kv_close(kv);
 	aw_store_close(s);
-	return e ? aw_cli_fail(e, err.msg) : 0;
+	return e ? cli_fail(e, err.msg) : 0;
 }

@@ -62,7 +62,7 @@ static void say_usage(const json_t *u)
 			(long long)json_integer_value(json_object_get(u, "completion_tokens")));
 }
 
-int aw_cmd_llm(int argc, char **argv)
+int cmd_llm(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"model", NULL, NULL, 0, "route name or model (required)", NULL},
@@ -77,19 +77,19 @@ int aw_cmd_llm(int argc, char **argv)
 	};
 	const char *pos[1];
 	int npos = 1;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos,
-			      "usage: awooop llm --model M [--stream] [options] PROMPT\n\n"
-			      "One chat completion through the server's LLM gateway, routed by\n"
-			      "the key's project's active policy_routing revision. PROMPT - reads\n"
-			      "the prompt from stdin. Talks to AWOOOP_URL with AWOOOP_KEY.\n\n"
-			      "Examples:\n"
-			      "  awooop llm --model chat 'Say hello in one word'\n"
-			      "  echo 'Summarise: ...' | awooop llm --model chat --stream -");
+	int rc = cli_parse(argc, argv, opts, pos, &npos,
+			   "usage: awooop llm --model M [--stream] [options] PROMPT\n\n"
+			   "One chat completion through the server's LLM gateway, routed by\n"
+			   "the key's project's active policy_routing revision. PROMPT - reads\n"
+			   "the prompt from stdin. Talks to AWOOOP_URL with AWOOOP_KEY.\n\n"
+			   "Examples:\n"
+			   "  awooop llm --model chat 'Say hello in one word'\n"
+			   "  echo 'Summarise: ...' | awooop llm --model chat --stream -");
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	const char *model = aw_cli_get(opts, "model");
+	const char *model = cli_get(opts, "model");
 	if (!model || npos != 1)
-		return aw_cli_fail(AW_E_USAGE, "give --model and one PROMPT (see --help)");
+		return cli_fail(AW_E_USAGE, "give --model and one PROMPT (see --help)");
 	char *prompt = NULL;
 	if (!strcmp(pos[0], "-")) {
 		aw_buf b = AW_BUF_INIT(16u << 20);
@@ -99,38 +99,38 @@ int aw_cmd_llm(int argc, char **argv)
 			aw_buf_add(&b, chunk, n);
 		if (aw_buf_err(&b)) {
 			aw_buf_free(&b);
-			return aw_cli_fail(AW_E_LIMIT, "the prompt is over 16 MiB");
+			return cli_fail(AW_E_LIMIT, "the prompt is over 16 MiB");
 		}
 		prompt = aw_buf_take(&b);
 	} else {
 		prompt = aw_strdup(pos[0]);
 	}
 	json_t *msgs = json_array();
-	if (aw_cli_get(opts, "system"))
+	if (cli_get(opts, "system"))
 		json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content",
-						      aw_cli_get(opts, "system")));
+						      cli_get(opts, "system")));
 	json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", prompt));
 	free(prompt);
-	int stream = aw_cli_get(opts, "stream") && !aw_cli_get(opts, "json");
+	int stream = cli_get(opts, "stream") && !cli_get(opts, "json");
 	json_t *req =
 		json_pack("{s:s,s:o,s:b}", "model", model, "messages", msgs, "stream", stream);
 	if (stream)
 		json_object_set_new(req, "stream_options", json_pack("{s:b}", "include_usage", 1));
 	long max_tokens;
-	if (aw_cli_get(opts, "max-tokens")) {
-		if ((rc = aw_cli_opt_long(opts, "max-tokens", 1, 1000000, &max_tokens))) {
+	if (cli_get(opts, "max-tokens")) {
+		if ((rc = cli_opt_long(opts, "max-tokens", 1, 1000000, &max_tokens))) {
 			json_decref(req);
 			return rc;
 		}
 		json_object_set_new(req, "max_tokens", json_integer(max_tokens));
 	}
-	if (aw_cli_get(opts, "schema")) {
-		json_t *schema = json_load_file(aw_cli_get(opts, "schema"), 0, NULL);
+	if (cli_get(opts, "schema")) {
+		json_t *schema = json_load_file(cli_get(opts, "schema"), 0, NULL);
 		if (!json_is_object(schema)) {
 			json_decref(schema);
 			json_decref(req);
-			return aw_cli_fail(AW_E_USAGE,
-					   "--schema must be a file holding a JSON object");
+			return cli_fail(AW_E_USAGE,
+					"--schema must be a file holding a JSON object");
 		}
 		json_object_set_new(req, "response_format",
 				    json_pack("{s:s,s:{s:s,s:o}}", "type", "json_schema",
@@ -138,14 +138,14 @@ int aw_cmd_llm(int argc, char **argv)
 	}
 	char task[160];
 	const char *headers[2] = {NULL, NULL};
-	if (aw_cli_get(opts, "task")) {
-		snprintf(task, sizeof task, "X-Awooop-Task: %s", aw_cli_get(opts, "task"));
+	if (cli_get(opts, "task")) {
+		snprintf(task, sizeof task, "X-Awooop-Task: %s", cli_get(opts, "task"));
 		headers[0] = task;
 	}
 	if (stream) {
 		printer p = {.usage = NULL};
 		aw_sse_init(&p.sse, 4u << 20);
-		rc = aw_client_stream("/v1/chat/completions", req, headers, on_bytes, &p);
+		rc = client_stream("/v1/chat/completions", req, headers, on_bytes, &p);
 		aw_sse_free(&p.sse);
 		if (!rc)
 			printf("\n");
@@ -155,11 +155,11 @@ int aw_cmd_llm(int argc, char **argv)
 		return rc ? rc : p.failed ? AW_EXIT_FAIL : 0;
 	}
 	json_t *out = NULL;
-	rc = aw_client_call_h("POST", "/v1/chat/completions", req, headers, &out);
+	rc = client_call_h("POST", "/v1/chat/completions", req, headers, &out);
 	json_decref(req);
 	if (rc)
 		return rc;
-	if (aw_cli_get(opts, "json")) {
+	if (cli_get(opts, "json")) {
 		char *s = json_dumps(out, JSON_INDENT(2));
 		printf("%s\n", s ? s : "null");
 		free(s);

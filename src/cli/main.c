@@ -63,41 +63,41 @@ int main(int argc, char **argv)
 	mallopt(M_MXFAST, 0);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (strcmp(cmd, "serve") == 0)
-		rc = aw_cmd_serve(argc - 2, argv + 2);
+		rc = cmd_serve(argc - 2, argv + 2);
 	else if (strcmp(cmd, "migrate") == 0)
-		rc = aw_cmd_migrate(argc - 2, argv + 2);
+		rc = cmd_migrate(argc - 2, argv + 2);
 	else if (strcmp(cmd, "onboard") == 0)
-		rc = aw_cmd_onboard(argc - 2, argv + 2);
+		rc = cmd_onboard(argc - 2, argv + 2);
 	else if (strcmp(cmd, "project") == 0)
-		rc = aw_cmd_project(argc - 2, argv + 2);
+		rc = cmd_project(argc - 2, argv + 2);
 	else if (strcmp(cmd, "key") == 0)
-		rc = aw_cmd_key(argc - 2, argv + 2);
+		rc = cmd_key(argc - 2, argv + 2);
 	else if (strcmp(cmd, "whoami") == 0)
-		rc = aw_cmd_whoami(argc - 2, argv + 2);
+		rc = cmd_whoami(argc - 2, argv + 2);
 	else if (strcmp(cmd, "audit") == 0)
-		rc = aw_cmd_audit(argc - 2, argv + 2);
+		rc = cmd_audit(argc - 2, argv + 2);
 	else if (strcmp(cmd, "run") == 0)
-		rc = aw_cmd_run(argc - 2, argv + 2);
+		rc = cmd_run(argc - 2, argv + 2);
 	else if (strcmp(cmd, "schedule") == 0)
-		rc = aw_cmd_schedule(argc - 2, argv + 2);
+		rc = cmd_schedule(argc - 2, argv + 2);
 	else if (strcmp(cmd, "keys") == 0)
-		rc = aw_cmd_keys(argc - 2, argv + 2);
+		rc = cmd_keys(argc - 2, argv + 2);
 	else if (strcmp(cmd, "watch") == 0)
-		rc = aw_cmd_watch(argc - 2, argv + 2);
+		rc = cmd_watch(argc - 2, argv + 2);
 	else if (strcmp(cmd, "contract") == 0)
-		rc = aw_cmd_contract(argc - 2, argv + 2);
+		rc = cmd_contract(argc - 2, argv + 2);
 	else if (strcmp(cmd, "schema") == 0)
-		rc = aw_cmd_schema(argc - 2, argv + 2);
+		rc = cmd_schema(argc - 2, argv + 2);
 	else if (strcmp(cmd, "budget") == 0)
-		rc = aw_cmd_budget(argc - 2, argv + 2);
+		rc = cmd_budget(argc - 2, argv + 2);
 	else if (strcmp(cmd, "approval") == 0)
-		rc = aw_cmd_approval(argc - 2, argv + 2);
+		rc = cmd_approval(argc - 2, argv + 2);
 	else if (strcmp(cmd, "llm") == 0)
-		rc = aw_cmd_llm(argc - 2, argv + 2);
+		rc = cmd_llm(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redact") == 0)
-		rc = aw_cmd_redact(argc - 2, argv + 2);
+		rc = cmd_redact(argc - 2, argv + 2);
 	else if (strcmp(cmd, "redaction") == 0)
-		rc = aw_cmd_redaction(argc - 2, argv + 2);
+		rc = cmd_redaction(argc - 2, argv + 2);
 	else if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("awooop %s\n", AWOOOP_VERSION);
 		rc = 0;

@@ -33,7 +33,7 @@ static aw_err start_base(node_cfg *c, node *n, aw_error *err)
 		memset(printed, 0, sizeof printed);
 	}
 	if (!e)
-		e = aw_cli_keyring("publish", c->db, c->publish_keys, 1, &n->keys, err);
+		e = cli_keyring("publish", c->db, c->publish_keys, 1, &n->keys, err);
 	if (!e)
 		e = aw_contracts_new(n->keys, &n->contracts, err);
 	if (!e)
@@ -71,7 +71,7 @@ static aw_err start_gateways(node_cfg *c, node *n, aw_error *err)
 	c->approvals.contracts = n->contracts;
 	c->approvals.kv = n->kv;
 	if (!e)
-		e = aw_cli_keyring("approval", c->db, c->approval_keys, 1, &n->approval_keys, err);
+		e = cli_keyring("approval", c->db, c->approval_keys, 1, &n->approval_keys, err);
 	if (!e && !(e = aw_approvals_new(&c->approvals, n->approval_keys, &n->approvals, err)))
 		aw_approvals_register_executor(n->approvals);
 	return e;

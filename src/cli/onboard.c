@@ -100,7 +100,7 @@ static int mint(const char *project, const char *name, const char *scope, char *
 	char path[160];
 	snprintf(path, sizeof path, "/v1/projects/%s/keys", project);
 	json_t *out = NULL, *req = json_pack("{s:s,s:s}", "name", name, "scope", scope);
-	int rc = aw_client_call("POST", path, req, &out);
+	int rc = client_call("POST", path, req, &out);
 	json_decref(req);
 	if (!rc) {
 		*secret = aw_strdup(json_string_value(json_object_get(out, "key")) ?: "");
@@ -126,9 +126,9 @@ static int contract(const char *project, json_t *c, const char *pub, const char 
 	}
 	snprintf(base, sizeof base, "/v1/projects/%s/contracts/%s/%s/revisions", project, fam, cid);
 	json_t *out = NULL;
-	aw_client_use_key(pub);
+	client_use_key(pub);
 	json_t *req = json_pack("{s:O}", "body", body);
-	int rc = aw_client_call("POST", base, req, &out);
+	int rc = client_call("POST", base, req, &out);
 	json_decref(req);
 	char rev[64] = "";
 	if (!rc)
@@ -138,15 +138,15 @@ static int contract(const char *project, json_t *c, const char *pub, const char 
 	out = NULL;
 	snprintf(path, sizeof path, "%s/%s/publish", base, rev);
 	if (!rc)
-		rc = aw_client_call("POST", path, NULL, NULL);
-	aw_client_use_key(appr);
+		rc = client_call("POST", path, NULL, NULL);
+	client_use_key(appr);
 	snprintf(path, sizeof path, "%s/%s/approve", base, rev);
 	if (!rc)
-		rc = aw_client_call("POST", path, NULL, NULL);
-	aw_client_use_key(pub);
+		rc = client_call("POST", path, NULL, NULL);
+	client_use_key(pub);
 	snprintf(path, sizeof path, "%s/%s/activate", base, rev);
 	if (!rc)
-		rc = aw_client_call("POST", path, NULL, &out);
+		rc = client_call("POST", path, NULL, &out);
 	if (!rc && !json_is_true(json_object_get(out, "activated"))) {
 		fprintf(stderr,
 			"awooop: %s: revision %s recorded but not activated (suggest mode)\n", what,
@@ -154,13 +154,13 @@ static int contract(const char *project, json_t *c, const char *pub, const char 
 		rc = AW_EXIT_FAIL;
 	}
 	json_decref(out);
-	aw_client_use_key(NULL);
+	client_use_key(NULL);
 	if (!rc)
 		printf("%-40s revision %s active\n", what, rev);
 	return step(what, rc);
 }
 
-int aw_cmd_onboard(int argc, char **argv)
+int cmd_onboard(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"file", NULL, NULL, 0, "the tenant file (JSON)", NULL},
@@ -172,7 +172,7 @@ int aw_cmd_onboard(int argc, char **argv)
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(
+	int rc = cli_parse(
 		argc, argv, opts, pos, &npos,
 		"usage: awooop onboard --file TENANT.json [--var NAME,...]\n\n"
 		"Creates a tenant in one command with a platform-admin AWOOOP_KEY: the project,\n"
@@ -185,9 +185,9 @@ int aw_cmd_onboard(int argc, char **argv)
 		"      --var EXAMPLE_MCP");
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	const char *file = aw_cli_get(opts, "file");
+	const char *file = cli_get(opts, "file");
 	if (!file)
-		return aw_cli_fail(AW_E_USAGE, "--file TENANT.json is required");
+		return cli_fail(AW_E_USAGE, "--file TENANT.json is required");
 	FILE *f = fopen(file, "r");
 	aw_buf raw = AW_BUF_INIT(16u << 20);
 	char chunk[8192];
@@ -198,9 +198,9 @@ int aw_cmd_onboard(int argc, char **argv)
 		fclose(f);
 	if (!f || aw_buf_err(&raw)) {
 		aw_buf_free(&raw);
-		return aw_cli_fail(AW_E_USAGE, "cannot read --file");
+		return cli_fail(AW_E_USAGE, "cannot read --file");
 	}
-	char *text = expand(aw_buf_str(&raw), aw_cli_get(opts, "var"));
+	char *text = expand(aw_buf_str(&raw), cli_get(opts, "var"));
 	aw_buf_free(&raw);
 	if (!text)
 		return AW_EXIT_USAGE;
@@ -212,7 +212,7 @@ int aw_cmd_onboard(int argc, char **argv)
 	if (!project || (keys && !json_is_array(keys)) ||
 	    (contracts && !json_is_array(contracts))) {
 		json_decref(doc);
-		return aw_cli_fail(
+		return cli_fail(
 			AW_E_USAGE,
 			"the file must be {\"project\": ID, \"keys\": [...], \"contracts\": [...]}");
 	}
@@ -228,7 +228,7 @@ int aw_cmd_onboard(int argc, char **argv)
 	snprintf(pub_name, sizeof pub_name, "onboard-publisher-%s", tag);
 	snprintf(appr_name, sizeof appr_name, "onboard-approver-%s", tag);
 	json_t *preq = json_pack("{s:s}", "id", project);
-	rc = step("the project", aw_client_call("POST", "/v1/projects", preq, NULL));
+	rc = step("the project", client_call("POST", "/v1/projects", preq, NULL));
 	json_decref(preq);
 	if (!rc)
 		printf("%-40s created\n", "project");
@@ -257,7 +257,7 @@ int aw_cmd_onboard(int argc, char **argv)
 		const char *scope = json_string_value(json_object_get(k, "scope"));
 		char *secret = NULL, id[64];
 		if (!name || !scope) {
-			rc = aw_cli_fail(AW_E_USAGE, "a key needs a name and a scope");
+			rc = cli_fail(AW_E_USAGE, "a key needs a name and a scope");
 			break;
 		}
 		if ((rc = step(name, mint(project, name, scope, &secret, id, sizeof id))))
@@ -270,7 +270,7 @@ int aw_cmd_onboard(int argc, char **argv)
 	for (int j = 0; j < 2; j++)
 		if (ids[j][0]) {
 			snprintf(path, sizeof path, "/v1/projects/%s/keys/%s", project, ids[j]);
-			if (aw_client_call("DELETE", path, NULL, NULL))
+			if (client_call("DELETE", path, NULL, NULL))
 				fprintf(stderr, "awooop: revoke the onboarding key %s by hand\n",
 					ids[j]);
 		}

@@ -11,7 +11,7 @@
 #include "awooop/secret.h"
 #include "cli.h"
 
-void aw_cli_usage(const char *usage, const aw_opt *opts)
+void cli_usage(const char *usage, const aw_opt *opts)
 {
 	printf("%s\n\nOptions:\n", usage);
 	if (opts && opts[0].name) {
@@ -31,15 +31,14 @@ void aw_cli_usage(const char *usage, const aw_opt *opts)
 	printf("\nExit codes: 0 ok, 1 failed, 2 usage or configuration error, 3 unreachable.\n");
 }
 
-int aw_cli_parse(int argc, char **argv, aw_opt *opts, const char **pos, int *npos,
-		 const char *usage)
+int cli_parse(int argc, char **argv, aw_opt *opts, const char **pos, int *npos, const char *usage)
 {
 	int maxpos = *npos;
 	*npos = 0;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			aw_cli_usage(usage, opts);
+			cli_usage(usage, opts);
 			return -1;
 		}
 		if (strncmp(a, "--", 2) != 0) {
@@ -90,7 +89,7 @@ int aw_cli_parse(int argc, char **argv, aw_opt *opts, const char **pos, int *npo
 	return 0;
 }
 
-const char *aw_cli_get(const aw_opt *opts, const char *name)
+const char *cli_get(const aw_opt *opts, const char *name)
 {
 	for (const aw_opt *o = opts; o->name; o++)
 		if (strcmp(o->name, name) == 0)
@@ -98,7 +97,7 @@ const char *aw_cli_get(const aw_opt *opts, const char *name)
 	return NULL;
 }
 
-int aw_cli_long(const char *what, const char *value, long lo, long hi, long *out)
+int cli_long(const char *what, const char *value, long lo, long hi, long *out)
 {
 	char *end = NULL;
 	errno = 0;
@@ -106,20 +105,20 @@ int aw_cli_long(const char *what, const char *value, long lo, long hi, long *out
 	if (!value || !*value || *end || errno || v < lo || v > hi) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "%s must be a whole number in %ld..%ld", what, lo, hi);
-		return aw_cli_fail(AW_E_CONFIG, msg);
+		return cli_fail(AW_E_CONFIG, msg);
 	}
 	*out = v;
 	return 0;
 }
 
-int aw_cli_opt_long(const aw_opt *opts, const char *name, long lo, long hi, long *out)
+int cli_opt_long(const aw_opt *opts, const char *name, long lo, long hi, long *out)
 {
 	char what[80];
 	snprintf(what, sizeof what, "--%s", name);
-	return aw_cli_long(what, aw_cli_get(opts, name), lo, hi, out);
+	return cli_long(what, cli_get(opts, name), lo, hi, out);
 }
 
-int aw_cli_fail(aw_err e, const char *msg)
+int cli_fail(aw_err e, const char *msg)
 {
 	fprintf(stderr, "awooop: %s: %s\n", aw_err_code(e), msg && *msg ? msg : aw_err_title(e));
 	switch (e) {
@@ -132,13 +131,13 @@ int aw_cli_fail(aw_err e, const char *msg)
 	}
 }
 
-const char *aw_cli_str(const json_t *o, const char *k)
+const char *cli_str(const json_t *o, const char *k)
 {
 	const char *v = json_string_value(json_object_get(o, k));
 	return v ? v : "-";
 }
 
-void aw_cli_print_json(const json_t *doc)
+void cli_print_json(const json_t *doc)
 {
 	char *s = json_dumps(doc, JSON_INDENT(2) | JSON_ENCODE_ANY);
 	puts(s ? s : "null");

@@ -21,8 +21,8 @@
  * NULL): publishing answers E-CONTRACT-010, minting E-APPROVAL-008, and
  * nothing is signed with a key that only one process has.
  */
-aw_err aw_cli_keyring(const char *what, const char *db, const char *file, int create,
-		      aw_keyring **out, aw_error *err)
+aw_err cli_keyring(const char *what, const char *db, const char *file, int create, aw_keyring **out,
+		   aw_error *err)
 {
 	char env[64];
 	snprintf(env, sizeof env, "AWOOOP_%s_KEYS",

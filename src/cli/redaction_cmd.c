@@ -10,7 +10,7 @@
 #include "awooop/redact.h"
 #include "cli.h"
 
-json_t *aw_cli_pattern_file(const char *path, aw_error *err)
+json_t *cli_pattern_file(const char *path, aw_error *err)
 {
 	json_error_t je;
 	json_t *doc = json_load_file(path, 0, &je);
@@ -38,7 +38,7 @@ static void table(json_t *doc)
 	json_t *items = json_object_get(doc, "patterns");
 	const char *at = json_string_value(json_object_get(doc, "updated_at"));
 	const char *by = json_string_value(json_object_get(doc, "updated_by"));
-	printf("project %s, version %lld", aw_cli_str(doc, "project"),
+	printf("project %s, version %lld", cli_str(doc, "project"),
 	       (long long)json_integer_value(json_object_get(doc, "version")));
 	if (at)
 		printf(", set %s by %s", at, by ? by : "-");
@@ -46,10 +46,10 @@ static void table(json_t *doc)
 	size_t i;
 	json_t *p;
 	json_array_foreach (items, i, p)
-		printf("%-32s %s\n", aw_cli_str(p, "name"), aw_cli_str(p, "pattern"));
+		printf("%-32s %s\n", cli_str(p, "name"), cli_str(p, "pattern"));
 }
 
-int aw_cmd_redaction(int argc, char **argv)
+int cmd_redaction(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"project", "AWOOOP_PROJECT", NULL, 0, "the project (default: the key's own)",
@@ -79,58 +79,58 @@ int aw_cmd_redaction(int argc, char **argv)
 		"  awooop redaction get --project acme --json > patterns.json";
 	const char *pos[1 + AW_REDACT_CUSTOM_MAX + 1];
 	int npos = (int)(sizeof pos / sizeof pos[0]);
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *project = NULL;
-	const char *file = aw_cli_get(opts, "file");
+	const char *file = cli_get(opts, "file");
 	if (npos < 1 ||
 	    (strcmp(pos[0], "get") && strcmp(pos[0], "set") && strcmp(pos[0], "clear"))) {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
-	if ((rc = aw_cli_project(opts, &project)))
+	if ((rc = cli_project(opts, &project)))
 		return rc;
 	char path[256];
 	snprintf(path, sizeof path, "/v1/projects/%s/redaction-patterns", project);
 	json_t *doc = NULL;
 	if (npos == 1 && strcmp(pos[0], "get") == 0) {
-		rc = aw_client_call("GET", path, NULL, &doc);
+		rc = client_call("GET", path, NULL, &doc);
 	} else if (strcmp(pos[0], "set") == 0 || (npos == 1 && strcmp(pos[0], "clear") == 0)) {
 		json_t *list = NULL;
 		if (strcmp(pos[0], "clear") == 0) {
 			list = json_array();
 		} else if (file && npos == 1) {
 			aw_error err = {0};
-			if (!(list = aw_cli_pattern_file(file, &err)))
-				return aw_cli_fail(err.err, err.msg);
+			if (!(list = cli_pattern_file(file, &err)))
+				return cli_fail(err.err, err.msg);
 		} else if (!file && npos > 1 && npos <= 1 + AW_REDACT_CUSTOM_MAX) {
 			list = json_array();
 			for (int i = 1; i < npos; i++) {
 				const char *eq = strchr(pos[i], '=');
 				if (!eq || eq == pos[i]) {
 					json_decref(list);
-					return aw_cli_fail(AW_E_USAGE, "a pattern is NAME=PATTERN");
+					return cli_fail(AW_E_USAGE, "a pattern is NAME=PATTERN");
 				}
 				json_array_append_new(list, json_pack("{s:s%, s:s}", "name", pos[i],
 								      (size_t)(eq - pos[i]),
 								      "pattern", eq + 1));
 			}
 		} else {
-			aw_cli_usage(usage, opts);
+			cli_usage(usage, opts);
 			return AW_EXIT_USAGE;
 		}
 		json_t *body = json_pack("{s:o}", "patterns", list);
-		rc = aw_client_call("PUT", path, body, &doc);
+		rc = client_call("PUT", path, body, &doc);
 		json_decref(body);
 	} else {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
 	if (rc)
 		return rc;
-	if (aw_cli_get(opts, "json"))
-		aw_cli_print_json(doc);
+	if (cli_get(opts, "json"))
+		cli_print_json(doc);
 	else
 		table(doc);
 	json_decref(doc);

@@ -21,16 +21,16 @@
 static void print_row(json_t *r)
 {
 	const char *err = json_string_value(json_object_get(r, "error_code"));
-	printf("%s  %-16s %-6s attempts %lld/%lld  %s%s%s\n", aw_cli_str(r, "run_id"),
-	       aw_cli_str(r, "state"), aw_cli_str(r, "mode"),
+	printf("%s  %-16s %-6s attempts %lld/%lld  %s%s%s\n", cli_str(r, "run_id"),
+	       cli_str(r, "state"), cli_str(r, "mode"),
 	       (long long)json_integer_value(json_object_get(r, "attempts")),
 	       (long long)json_integer_value(json_object_get(r, "max_attempts")),
-	       aw_cli_str(r, "created_at"), err ? "  " : "", err ? err : "");
+	       cli_str(r, "created_at"), err ? "  " : "", err ? err : "");
 }
 
 static void print_json(json_t *doc)
 {
-	aw_cli_print_json(doc);
+	cli_print_json(doc);
 }
 
 /* "noop, sleep, ...": every step kind of this binary, from the executor
@@ -94,14 +94,14 @@ static int submit_lines(char *text)
 			if (!one) {
 				char msg[300];
 				snprintf(msg, sizeof msg, "--file line %ld: %s", line, je.text);
-				rc = aw_cli_fail(AW_E_USAGE, msg);
+				rc = cli_fail(AW_E_USAGE, msg);
 				break;
 			}
 			json_array_append_new(runs, one);
 		}
 		if (json_array_size(runs) == AW_RUN_BATCH_MAX || (!l && json_array_size(runs))) {
 			json_t *body = json_pack("{s:O}", "runs", runs), *doc = NULL;
-			rc = aw_client_call("POST", "/v1/platform/runs:batch", body, &doc);
+			rc = client_call("POST", "/v1/platform/runs:batch", body, &doc);
 			json_decref(body);
 			size_t i;
 			json_t *r;
@@ -131,12 +131,12 @@ static int queues(const char *verb, const char *name, const aw_opt *opts, const 
 {
 	int one = !strcmp(verb, "queue");
 	if (name && !aw_run_queue_name_ok(name))
-		return aw_cli_fail(AW_E_USAGE, "NAME: 1..64 letters, digits, '.', '_' or '-'");
+		return cli_fail(AW_E_USAGE, "NAME: 1..64 letters, digits, '.', '_' or '-'");
 	if (one && (!name || !conc))
-		return aw_cli_fail(AW_E_USAGE, "give the queue's NAME and --concurrency N|none");
+		return cli_fail(AW_E_USAGE, "give the queue's NAME and --concurrency N|none");
 	char path[256], *end = NULL;
 	const char *project = NULL;
-	int rc = aw_cli_project(opts, &project);
+	int rc = cli_project(opts, &project);
 	if (rc)
 		return rc;
 	snprintf(path, sizeof path, "/v1/projects/%s/queues", project);
@@ -145,13 +145,13 @@ static int queues(const char *verb, const char *name, const aw_opt *opts, const 
 		long n = strcmp(conc, "none") ? strtol(conc, &end, 10) : 0;
 		if (strcmp(conc, "none") &&
 		    (!*conc || *end || n < 1 || n > AW_RUN_QUEUE_CONCURRENCY_MAX))
-			return aw_cli_fail(AW_E_USAGE, "--concurrency: 1..100000 or none");
+			return cli_fail(AW_E_USAGE, "--concurrency: 1..100000 or none");
 		body = json_pack("{s:o}", "concurrency", n ? json_integer(n) : json_null());
 		snprintf(path + strlen(path), sizeof path - strlen(path), "/%.64s", name);
-		rc = aw_client_call("PUT", path, body, &doc);
+		rc = client_call("PUT", path, body, &doc);
 		json_decref(body);
 	} else {
-		rc = aw_client_call("GET", path, NULL, &doc);
+		rc = client_call("GET", path, NULL, &doc);
 	}
 	if (rc)
 		return rc;
@@ -169,7 +169,7 @@ static int queues(const char *verb, const char *name, const aw_opt *opts, const 
 		char lim[16] = "none";
 		if (json_is_integer(c))
 			snprintf(lim, sizeof lim, "%lld", (long long)json_integer_value(c));
-		printf("%-24s %11s %8lld %8lld\n", aw_cli_str(q, "name"), lim,
+		printf("%-24s %11s %8lld %8lld\n", cli_str(q, "name"), lim,
 		       (long long)json_integer_value(json_object_get(q, "queued")),
 		       (long long)json_integer_value(json_object_get(q, "running")));
 	}
@@ -178,7 +178,7 @@ static int queues(const char *verb, const char *name, const aw_opt *opts, const 
 	return 0;
 }
 
-int aw_cmd_run(int argc, char **argv)
+int cmd_run(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"file", NULL, NULL, 0,
@@ -233,25 +233,24 @@ int aw_cmd_run(int argc, char **argv)
 		kinds);
 	const char *pos[3];
 	int npos = 3;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *verb = npos ? pos[0] : "";
-	int as_json = aw_cli_get(opts, "json") != NULL;
+	int as_json = cli_get(opts, "json") != NULL;
 	char path[512];
 	json_t *doc = NULL;
 	if (!strcmp(verb, "submit")) {
-		const char *file = aw_cli_get(opts, "file");
+		const char *file = cli_get(opts, "file");
 		json_error_t je;
 		char *text = file ? read_all(file) : NULL;
 		json_t *body = text ? json_loads(text, 0, &je) : NULL;
 		if (!body && text && strchr(text, '\n')) { /* JSON lines: a batch */
-			if (aw_cli_get(opts, "wait") || aw_cli_get(opts, "idempotency-key")) {
+			if (cli_get(opts, "wait") || cli_get(opts, "idempotency-key")) {
 				free(text);
-				return aw_cli_fail(
-					AW_E_USAGE,
-					"JSON lines: put idempotency_key in each line; no "
-					"--wait");
+				return cli_fail(AW_E_USAGE,
+						"JSON lines: put idempotency_key in each line; no "
+						"--wait");
 			}
 			rc = submit_lines(text);
 			free(text);
@@ -264,28 +263,28 @@ int aw_cmd_run(int argc, char **argv)
 				 !file	? "required"
 				 : text ? je.text
 					: "cannot be read");
-			return aw_cli_fail(AW_E_USAGE, msg);
+			return cli_fail(AW_E_USAGE, msg);
 		}
 		char ik[300], tp[128];
 		const char *hdr[3] = {NULL, NULL, NULL};
 		int nh = 0;
-		if (aw_cli_get(opts, "idempotency-key")) {
+		if (cli_get(opts, "idempotency-key")) {
 			snprintf(ik, sizeof ik, "Idempotency-Key: %.255s",
-				 aw_cli_get(opts, "idempotency-key"));
+				 cli_get(opts, "idempotency-key"));
 			hdr[nh++] = ik;
 		}
-		if (aw_cli_get(opts, "traceparent")) {
+		if (cli_get(opts, "traceparent")) {
 			snprintf(tp, sizeof tp, "traceparent: %.100s",
-				 aw_cli_get(opts, "traceparent"));
+				 cli_get(opts, "traceparent"));
 			hdr[nh++] = tp;
 		}
-		rc = aw_client_call_h("POST", "/v1/platform/runs", body, hdr, &doc);
+		rc = client_call_h("POST", "/v1/platform/runs", body, hdr, &doc);
 		json_decref(body);
 		if (rc)
 			return rc;
-		if (aw_cli_get(opts, "wait")) {
+		if (cli_get(opts, "wait")) {
 			char id[AW_UUID_STR_LEN + 1];
-			snprintf(id, sizeof id, "%s", aw_cli_str(doc, "run_id"));
+			snprintf(id, sizeof id, "%s", cli_str(doc, "run_id"));
 			snprintf(path, sizeof path, "/v1/platform/runs/%s", id);
 			char shown[32] = "";
 			while (!rc && !terminal(json_string_value(json_object_get(doc, "state")))) {
@@ -299,37 +298,36 @@ int aw_cmd_run(int argc, char **argv)
 				nanosleep(&ts, NULL);
 				json_decref(doc);
 				doc = NULL;
-				rc = aw_client_call("GET", path, NULL, &doc);
+				rc = client_call("GET", path, NULL, &doc);
 			}
 			if (rc)
 				return rc;
 		}
 	} else if (!strcmp(verb, "get") || !strcmp(verb, "cancel")) {
 		if (npos != 2 || !aw_uuid_valid(pos[1]))
-			return aw_cli_fail(AW_E_USAGE, "give one run id (UUID)");
+			return cli_fail(AW_E_USAGE, "give one run id (UUID)");
 		snprintf(path, sizeof path, "/v1/platform/runs/%s%s", pos[1],
 			 strcmp(verb, "cancel") ? "" : "/cancel");
-		if ((rc = aw_client_call(strcmp(verb, "cancel") ? "GET" : "POST", path, NULL,
-					 &doc)))
+		if ((rc = client_call(strcmp(verb, "cancel") ? "GET" : "POST", path, NULL, &doc)))
 			return rc;
 		as_json |= !strcmp(verb, "get");
 	} else if (!strcmp(verb, "diff")) {
 		if (npos != 3 || !aw_uuid_valid(pos[1]) || !aw_uuid_valid(pos[2]))
-			return aw_cli_fail(AW_E_USAGE, "give two run ids: SHADOW_RUN LIVE_RUN");
+			return cli_fail(AW_E_USAGE, "give two run ids: SHADOW_RUN LIVE_RUN");
 		snprintf(path, sizeof path, "/v1/platform/runs/%s/diff/%s", pos[1], pos[2]);
-		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		as_json = 1;
 	} else if (!strcmp(verb, "list")) {
 		int o = snprintf(path, sizeof path, "/v1/platform/runs?limit=%.8s",
-				 aw_cli_get(opts, "limit"));
-		if (aw_cli_get(opts, "state"))
+				 cli_get(opts, "limit"));
+		if (cli_get(opts, "state"))
 			o += snprintf(path + o, sizeof path - (size_t)o, "&state=%.20s",
-				      aw_cli_get(opts, "state"));
-		if (aw_cli_get(opts, "cursor"))
+				      cli_get(opts, "state"));
+		if (cli_get(opts, "cursor"))
 			snprintf(path + o, sizeof path - (size_t)o, "&cursor=%.40s",
-				 aw_cli_get(opts, "cursor"));
-		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+				 cli_get(opts, "cursor"));
+		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		if (!as_json) {
 			size_t i;
@@ -343,17 +341,17 @@ int aw_cmd_run(int argc, char **argv)
 			return 0;
 		}
 	} else if (!strcmp(verb, "queues") || !strcmp(verb, "queue")) {
-		return queues(verb, npos == 2 ? pos[1] : NULL, opts,
-			      aw_cli_get(opts, "concurrency"), as_json);
+		return queues(verb, npos == 2 ? pos[1] : NULL, opts, cli_get(opts, "concurrency"),
+			      as_json);
 	} else {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
 	if (as_json)
 		print_json(doc);
 	else
 		print_row(doc);
-	int ok = !aw_cli_get(opts, "wait") || !strcmp(aw_cli_str(doc, "state"), "succeeded");
+	int ok = !cli_get(opts, "wait") || !strcmp(cli_str(doc, "state"), "succeeded");
 	json_decref(doc);
 	return ok ? 0 : AW_EXIT_FAIL;
 }

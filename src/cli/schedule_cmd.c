@@ -54,7 +54,7 @@ static json_t *load_run(const char *file)
 	if (!v) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "--file %.100s: %s", file, je.text);
-		aw_cli_fail(AW_E_USAGE, msg);
+		cli_fail(AW_E_USAGE, msg);
 	}
 	return v;
 }
@@ -72,24 +72,24 @@ static void print_table(const json_t *items)
 	size_t i;
 	json_t *it;
 	json_array_foreach (items, i, it)
-		printf("%-24s %-18s %-20s %-5s %-24s %-24s %s\n", aw_cli_str(it, "name"),
-		       aw_cli_str(it, "cron"), aw_cli_str(it, "timezone"),
-		       aw_cli_str(it, "catch_up"), ts_or_dash(it, "next_fire_at"),
-		       ts_or_dash(it, "last_fire_at"), ts_or_dash(it, "last_error"));
+		printf("%-24s %-18s %-20s %-5s %-24s %-24s %s\n", cli_str(it, "name"),
+		       cli_str(it, "cron"), cli_str(it, "timezone"), cli_str(it, "catch_up"),
+		       ts_or_dash(it, "next_fire_at"), ts_or_dash(it, "last_fire_at"),
+		       ts_or_dash(it, "last_error"));
 }
 
 /* Local, no server: the next ticks of expr in zone. */
 static int preview(const char *expr, const aw_opt *opts)
 {
 	long count = 5;
-	int rc = aw_cli_opt_long(opts, "count", 1, PREVIEW_MAX, &count);
+	int rc = cli_opt_long(opts, "count", 1, PREVIEW_MAX, &count);
 	if (rc)
 		return rc;
-	const char *zone = aw_cli_get(opts, "timezone") ? aw_cli_get(opts, "timezone") : "UTC";
+	const char *zone = cli_get(opts, "timezone") ? cli_get(opts, "timezone") : "UTC";
 	int64_t after = aw_clock_wall_ms();
-	const char *a = aw_cli_get(opts, "after");
+	const char *a = cli_get(opts, "after");
 	if (a && aw_clock_parse(a, &after) != 0)
-		return aw_cli_fail(AW_E_USAGE, "--after: a time like 2026-03-28T00:00:00.000Z");
+		return cli_fail(AW_E_USAGE, "--after: a time like 2026-03-28T00:00:00.000Z");
 	int64_t ticks[PREVIEW_MAX];
 	int got = 0;
 	aw_error err = {0};
@@ -98,7 +98,7 @@ static int preview(const char *expr, const aw_opt *opts)
 	if (!e)
 		e = aw_tz_load(zone, &tz, &err);
 	if (e) { /* the command line's own expression or zone: a usage error */
-		aw_cli_fail(e, err.msg);
+		cli_fail(e, err.msg);
 		return AW_EXIT_USAGE;
 	}
 	for (int i = 0; i < got; i++) {
@@ -116,7 +116,7 @@ static int preview(const char *expr, const aw_opt *opts)
 	return 0;
 }
 
-int aw_cmd_schedule(int argc, char **argv)
+int cmd_schedule(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"cron", NULL, NULL, 0, "create: the cron expression (quote it)", NULL},
@@ -132,48 +132,47 @@ int aw_cmd_schedule(int argc, char **argv)
 	};
 	const char *pos[3];
 	int npos = 3;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, USAGE);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, USAGE);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *verb = npos ? pos[0] : "";
 	const char *name = npos == 2 ? pos[1] : NULL;
 	if (!strcmp(verb, "preview")) {
 		if (npos != 2)
-			return aw_cli_fail(AW_E_USAGE,
-					   "give one expression, quoted: preview '0 9 * * *'");
+			return cli_fail(AW_E_USAGE,
+					"give one expression, quoted: preview '0 9 * * *'");
 		return preview(pos[1], opts);
 	}
 	int create = !strcmp(verb, "create"), list = !strcmp(verb, "list"),
 	    get = !strcmp(verb, "get"), del = !strcmp(verb, "delete");
 	if (!create && !list && !get && !del) {
-		aw_cli_usage(USAGE, opts);
+		cli_usage(USAGE, opts);
 		return AW_EXIT_USAGE;
 	}
 	if (!list && (!name || !aw_ident_name_ok(name)))
-		return aw_cli_fail(AW_E_USAGE, "give the schedule's NAME: 1..63 of [A-Za-z0-9._-]");
+		return cli_fail(AW_E_USAGE, "give the schedule's NAME: 1..63 of [A-Za-z0-9._-]");
 	if (list && npos != 1)
-		return aw_cli_fail(AW_E_USAGE, "list takes no argument");
+		return cli_fail(AW_E_USAGE, "list takes no argument");
 	json_t *body = NULL;
 	if (create) {
-		const char *cron = aw_cli_get(opts, "cron"), *file = aw_cli_get(opts, "file");
+		const char *cron = cli_get(opts, "cron"), *file = cli_get(opts, "file");
 		if (!cron || !file)
-			return aw_cli_fail(AW_E_USAGE,
-					   "create needs --cron EXPR and --file RUN.json");
+			return cli_fail(AW_E_USAGE, "create needs --cron EXPR and --file RUN.json");
 		json_t *run = load_run(file);
 		if (!run)
 			return AW_EXIT_USAGE;
 		body = json_pack("{s:s, s:s, s:o}", "name", name, "cron", cron, "run", run);
-		if (body && aw_cli_get(opts, "timezone"))
+		if (body && cli_get(opts, "timezone"))
 			json_object_set_new(body, "timezone",
-					    json_string(aw_cli_get(opts, "timezone")));
-		if (body && aw_cli_get(opts, "catch-up"))
+					    json_string(cli_get(opts, "timezone")));
+		if (body && cli_get(opts, "catch-up"))
 			json_object_set_new(body, "catch_up",
-					    json_string(aw_cli_get(opts, "catch-up")));
+					    json_string(cli_get(opts, "catch-up")));
 		if (!body)
-			return aw_cli_fail(AW_E_NOMEM, "out of memory");
+			return cli_fail(AW_E_NOMEM, "out of memory");
 	}
 	const char *project = NULL;
-	if ((rc = aw_cli_project(opts, &project))) {
+	if ((rc = cli_project(opts, &project))) {
 		json_decref(body);
 		return rc;
 	}
@@ -181,14 +180,14 @@ int aw_cmd_schedule(int argc, char **argv)
 	snprintf(path, sizeof path, "/v1/projects/%s/schedules%s%s", project, name ? "/" : "",
 		 name && !create ? name : "");
 	json_t *doc = NULL;
-	rc = aw_client_call(create ? "POST" : del ? "DELETE" : "GET", path, body, &doc);
+	rc = client_call(create ? "POST" : del ? "DELETE" : "GET", path, body, &doc);
 	json_decref(body);
 	if (rc)
 		return rc;
 	if (del) {
 		printf("schedule %s deleted (its runs stay)\n", name);
-	} else if (aw_cli_get(opts, "json") || get) {
-		aw_cli_print_json(doc);
+	} else if (cli_get(opts, "json") || get) {
+		cli_print_json(doc);
 	} else if (list) {
 		print_table(json_object_get(doc, "items"));
 	} else {

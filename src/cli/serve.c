@@ -41,7 +41,7 @@ static int set_log_level(const char *lvl)
 {
 	aw_log_level l;
 	if (aw_log_parse_level(lvl, &l) != 0)
-		return aw_cli_fail(AW_E_CONFIG, "--log-level must be debug, info, warn or error");
+		return cli_fail(AW_E_CONFIG, "--log-level must be debug, info, warn or error");
 	aw_log_set_level(l);
 	return 0;
 }
@@ -71,7 +71,7 @@ static void reload(reloadable *rl)
 	if (rl->nold == 64)
 		aw_log(AW_LOG_ERROR, NULL, "publish keys reloaded too often; restart to reload",
 		       NULL);
-	else if (aw_cli_keyring("publish", rl->db, rl->keys_file, 0, &keys, &err))
+	else if (cli_keyring("publish", rl->db, rl->keys_file, 0, &keys, &err))
 		aw_log(AW_LOG_ERROR, NULL, "publish key reload failed; the old keys stay", "detail",
 		       err.msg, NULL);
 	else {
@@ -80,7 +80,7 @@ static void reload(reloadable *rl)
 	}
 	if (!rl->approvals || rl->nold == 64)
 		return;
-	if (aw_cli_keyring("approval", rl->db, rl->approval_keys_file, 0, &keys, &err))
+	if (cli_keyring("approval", rl->db, rl->approval_keys_file, 0, &keys, &err))
 		aw_log(AW_LOG_ERROR, NULL, "approval key reload failed; the old keys stay",
 		       "detail", err.msg, NULL);
 	else {
@@ -156,16 +156,16 @@ static int parse_role(const char *role)
 /* The options, checked, into c: 0 or the exit code (said). */
 static int read_options(const aw_opt *opts, node_cfg *c)
 {
-	c->role = aw_cli_get(opts, "role");
+	c->role = cli_get(opts, "role");
 	if (!(c->roles = parse_role(c->role)))
-		return aw_cli_fail(AW_E_CONFIG, "--role must be all, api, relay, worker or hub");
-	const char *channels = aw_cli_get(opts, "channels");
+		return cli_fail(AW_E_CONFIG, "--role must be all, api, relay, worker or hub");
+	const char *channels = cli_get(opts, "channels");
 	if (strcmp(channels, "on") && strcmp(channels, "off"))
-		return aw_cli_fail(AW_E_CONFIG, "--channels must be on or off");
+		return cli_fail(AW_E_CONFIG, "--channels must be on or off");
 	c->channels = !strcmp(channels, "on");
-	const char *guard = aw_cli_get(opts, "llm-guard");
+	const char *guard = cli_get(opts, "llm-guard");
 	if (strcmp(guard, "bounded") && strcmp(guard, "strict"))
-		return aw_cli_fail(AW_E_CONFIG, "--llm-guard must be bounded or strict");
+		return cli_fail(AW_E_CONFIG, "--llm-guard must be bounded or strict");
 	long body_limit, body_memory, anon_body, per_ip, threads, head_ms, req_s, drain_s, pool,
 		relay_poll, concurrency, batch, heartbeat, lease, worker_poll, retry_base,
 		retry_max, staleness, llm_timeout, connect, first_byte, idle, breaker_n, breaker_ms,
@@ -224,22 +224,22 @@ static int read_options(const aw_opt *opts, node_cfg *c)
 	};
 	int rc;
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-		if ((rc = aw_cli_opt_long(opts, nums[i].name, nums[i].lo, nums[i].hi, nums[i].out)))
+		if ((rc = cli_opt_long(opts, nums[i].name, nums[i].lo, nums[i].hi, nums[i].out)))
 			return rc;
 	if (lease < 2 * heartbeat)
-		return aw_cli_fail(AW_E_CONFIG, "--lease-ms must be at least 2 x --heartbeat-ms");
-	c->secrets_dir = aw_cli_get(opts, "secrets-dir");
-	if (c->secrets_dir && aw_cli_get(opts, "mcp-secrets-dir"))
-		return aw_cli_fail(AW_E_CONFIG, "set --secrets-dir or --mcp-secrets-dir, not both");
+		return cli_fail(AW_E_CONFIG, "--lease-ms must be at least 2 x --heartbeat-ms");
+	c->secrets_dir = cli_get(opts, "secrets-dir");
+	if (c->secrets_dir && cli_get(opts, "mcp-secrets-dir"))
+		return cli_fail(AW_E_CONFIG, "set --secrets-dir or --mcp-secrets-dir, not both");
 	if (!c->secrets_dir)
-		c->secrets_dir = aw_cli_get(opts, "mcp-secrets-dir");
+		c->secrets_dir = cli_get(opts, "mcp-secrets-dir");
 	if (c->secrets_dir && c->secrets_dir[0] != '/')
-		return aw_cli_fail(AW_E_CONFIG, "--secrets-dir must be an absolute path");
-	c->db = aw_cli_get(opts, "db");
-	c->redis = aw_cli_get(opts, "redis");
-	c->publish_keys = aw_cli_get(opts, "publish-keys");
-	c->approval_keys = aw_cli_get(opts, "approval-keys");
-	c->egress_private = aw_cli_get(opts, "egress-allow-private");
+		return cli_fail(AW_E_CONFIG, "--secrets-dir must be an absolute path");
+	c->db = cli_get(opts, "db");
+	c->redis = cli_get(opts, "redis");
+	c->publish_keys = cli_get(opts, "publish-keys");
+	c->approval_keys = cli_get(opts, "approval-keys");
+	c->egress_private = cli_get(opts, "egress-allow-private");
 	c->redaction_poll_ms = (int)redaction_poll;
 	c->drain_ms = (int)drain_s * 1000;
 	/* each run worker thread holds a connection while it works, the
@@ -248,13 +248,13 @@ static int read_options(const aw_opt *opts, node_cfg *c)
 		pool = concurrency + 2;
 	c->store = (aw_store_opts){.pool_size = (int)pool,
 				   .auto_migrate = strncmp(c->db, "sqlite:", 7) == 0,
-				   .project_pool = aw_cli_get(opts, "project-pool")};
-	c->otel = (aw_otel_opts){.endpoint = aw_cli_get(opts, "otlp-endpoint"), .role = c->role};
+				   .project_pool = cli_get(opts, "project-pool")};
+	c->otel = (aw_otel_opts){.endpoint = cli_get(opts, "otlp-endpoint"), .role = c->role};
 	c->policy = (aw_policy_opts){.mode = strcmp(guard, "strict") ? AW_GUARD_BOUNDED
 								     : AW_GUARD_STRICT,
 				     .max_staleness_ms = (int)staleness};
 	c->fleet = (aw_fleet_opts){.role = c->role, .report_ms = (int)fleet_ms};
-	c->llm = (aw_llm_opts){.contract_id = aw_cli_get(opts, "llm-contract"),
+	c->llm = (aw_llm_opts){.contract_id = cli_get(opts, "llm-contract"),
 			       .connect_timeout_ms = (int)connect,
 			       .first_byte_ms = (int)first_byte,
 			       .idle_ms = (int)idle,
@@ -262,46 +262,46 @@ static int read_options(const aw_opt *opts, node_cfg *c)
 			       .breaker_cooldown_ms = (int)breaker_ms,
 			       .lease_ms = (int)budget_lease,
 			       .schema_retries = 3,
-			       .project_inflight = aw_cli_get(opts, "llm-project-inflight"),
-			       .emergency_share = aw_cli_get(opts, "llm-emergency-share"),
+			       .project_inflight = cli_get(opts, "llm-project-inflight"),
+			       .emergency_share = cli_get(opts, "llm-emergency-share"),
 			       .secrets_dir = c->secrets_dir};
-	c->approvals = (aw_approvals_opts){.issuer = aw_cli_get(opts, "approval-issuer")};
-	c->mcp = (aw_mcp_opts){.contract_id = aw_cli_get(opts, "mcp-contract"),
+	c->approvals = (aw_approvals_opts){.issuer = cli_get(opts, "approval-issuer")};
+	c->mcp = (aw_mcp_opts){.contract_id = cli_get(opts, "mcp-contract"),
 			       .secrets_dir = c->secrets_dir,
-			       .stdio_allow = aw_cli_get(opts, "mcp-stdio-allow"),
-			       .stdio_network = aw_cli_get(opts, "mcp-stdio-network"),
+			       .stdio_allow = cli_get(opts, "mcp-stdio-allow"),
+			       .stdio_network = cli_get(opts, "mcp-stdio-network"),
 			       .sandbox_uid = sandbox_uid,
 			       .stdio_pids = stdio_pids,
 			       .stdio_cpu_s = stdio_cpu,
 			       .workers = (int)mcp_workers,
-			       .project_workers = aw_cli_get(opts, "mcp-project-workers"),
+			       .project_workers = cli_get(opts, "mcp-project-workers"),
 			       .max_queued = (int)mcp_queue,
 			       .timeout_ms = (int)mcp_timeout,
 			       .timeout_max_ms = (int)mcp_timeout_max,
-			       .cgroup_dir = aw_cli_get(opts, "mcp-cgroup"),
+			       .cgroup_dir = cli_get(opts, "mcp-cgroup"),
 			       .memory_mb = stdio_mb ? (int)stdio_mb : -1};
-	c->hub = (aw_hub_opts){.api_base = aw_cli_get(opts, "telegram-api"),
+	c->hub = (aw_hub_opts){.api_base = cli_get(opts, "telegram-api"),
 			       .poll_timeout_s = (int)poll_timeout,
 			       .lease_ms = (int)channel_lease,
 			       .per_chat_ms = (int)per_chat,
 			       .per_bot_per_s = (int)per_bot,
-			       .webhook_base = aw_cli_get(opts, "channel-webhook-url")};
-	c->http = (aw_http_opts){.listen = aw_cli_get(opts, "listen"),
+			       .webhook_base = cli_get(opts, "channel-webhook-url")};
+	c->http = (aw_http_opts){.listen = cli_get(opts, "listen"),
 				 .body_limit = (size_t)body_limit,
 				 .body_memory = (size_t)body_memory,
-				 .project_body_memory = aw_cli_get(opts, "project-body-memory"),
+				 .project_body_memory = cli_get(opts, "project-body-memory"),
 				 .anon_body_memory = (size_t)anon_body,
 				 .max_per_ip = (int)per_ip,
 				 .threads = (int)threads,
 				 .head_timeout_ms = (int)head_ms,
 				 .request_timeout_s = (int)req_s,
-				 .mcp_origins = aw_cli_get(opts, "mcp-allow-origins"),
+				 .mcp_origins = cli_get(opts, "mcp-allow-origins"),
 				 .llm_timeout_s = (int)llm_timeout,
-				 .tls_cert = aw_cli_get(opts, "tls-cert"),
-				 .tls_key = aw_cli_get(opts, "tls-key"),
-				 .tls_client_ca = aw_cli_get(opts, "tls-client-ca")};
+				 .tls_cert = cli_get(opts, "tls-cert"),
+				 .tls_key = cli_get(opts, "tls-key"),
+				 .tls_client_ca = cli_get(opts, "tls-client-ca")};
 	c->relay = (aw_relay_opts){.poll_ms = (int)relay_poll};
-	c->worker = (aw_worker_opts){.id = aw_cli_get(opts, "worker-id"),
+	c->worker = (aw_worker_opts){.id = cli_get(opts, "worker-id"),
 				     .concurrency = (int)concurrency,
 				     .batch = (int)batch,
 				     .heartbeat_ms = (int)heartbeat,
@@ -336,7 +336,7 @@ static void log_serving(const node_cfg *c, const node *n)
 		   NULL);
 }
 
-int aw_cmd_serve(int argc, char **argv)
+int cmd_serve(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"db", "AWOOOP_DB", "sqlite:./var/awooop.db", 0,
@@ -570,7 +570,7 @@ int aw_cmd_serve(int argc, char **argv)
 	}
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(
+	int rc = cli_parse(
 		argc, argv, opts, pos, &npos,
 		"usage: awooop serve [options]\n\n"
 		"Runs the control plane. The default is the embedded shape: one\n"
@@ -587,7 +587,7 @@ int aw_cmd_serve(int argc, char **argv)
 		"      --role api --listen 0.0.0.0:8080");
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	if ((rc = set_log_level(aw_cli_get(opts, "log-level"))))
+	if ((rc = set_log_level(cli_get(opts, "log-level"))))
 		return rc;
 	node_cfg c = {0};
 	if ((rc = read_options(opts, &c)))
@@ -597,16 +597,16 @@ int aw_cmd_serve(int argc, char **argv)
 	 * /proc/<pid>/environ: it holds keys and tenants' secrets */
 	prctl(PR_SET_DUMPABLE, 0);
 	json_t *llm_config = NULL;
-	if (aw_cli_get(opts, "llm-config")) {
+	if (cli_get(opts, "llm-config")) {
 		aw_error lerr = {0};
 		json_error_t je;
 		llm_config =
-			json_load_file(aw_cli_get(opts, "llm-config"), JSON_REJECT_DUPLICATES, &je);
+			json_load_file(cli_get(opts, "llm-config"), JSON_REJECT_DUPLICATES, &je);
 		if (!llm_config)
-			return aw_cli_fail(AW_E_CONFIG, "--llm-config: cannot read it as JSON");
+			return cli_fail(AW_E_CONFIG, "--llm-config: cannot read it as JSON");
 		if (aw_llm_config_check(llm_config, &lerr)) {
 			json_decref(llm_config);
-			return aw_cli_fail(AW_E_CONFIG, lerr.msg);
+			return cli_fail(AW_E_CONFIG, lerr.msg);
 		}
 	}
 	c.llm_config = llm_config;
@@ -646,10 +646,10 @@ int aw_cmd_serve(int argc, char **argv)
 	for (int i = 0; i < rl.nold; i++) /* the rings SIGHUP replaced */
 		aw_keyring_free(rl.old[i]);
 	json_decref(llm_config);
-	return e ? aw_cli_fail(e, err.msg) : 0;
+	return e ? cli_fail(e, err.msg) : 0;
 }
 
-int aw_cmd_migrate(int argc, char **argv)
+int cmd_migrate(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"db", "AWOOOP_DB", NULL, 0, "store URL, connecting as the schema owner", NULL},
@@ -659,7 +659,7 @@ int aw_cmd_migrate(int argc, char **argv)
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(
+	int rc = cli_parse(
 		argc, argv, opts, pos, &npos,
 		"usage: awooop migrate --db URL [--app-role NAME]\n\n"
 		"Applies pending schema migrations in one transaction. On PostgreSQL\n"
@@ -670,19 +670,19 @@ int aw_cmd_migrate(int argc, char **argv)
 		"  awooop migrate --db postgresql://postgres@db/awooop --app-role awooop_app");
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	const char *db = aw_cli_get(opts, "db");
+	const char *db = cli_get(opts, "db");
 	if (!db)
-		return aw_cli_fail(AW_E_USAGE, "--db is required");
+		return cli_fail(AW_E_USAGE, "--db is required");
 	ensure_sqlite_dir(db);
 	aw_error err = {0};
 	aw_store *store = NULL;
 	aw_store_opts so = {.pool_size = 1};
 	aw_err e = aw_store_open(db, &so, &store, &err);
 	if (!e)
-		e = aw_store_migrate(store, aw_cli_get(opts, "app-role"), &err);
+		e = aw_store_migrate(store, cli_get(opts, "app-role"), &err);
 	if (e) {
 		aw_store_close(store);
-		return aw_cli_fail(e, err.msg);
+		return cli_fail(e, err.msg);
 	}
 	printf("schema at version %d (%s)\n", aw_store_schema_target(store),
 	       aw_store_backend(store));

@@ -31,7 +31,7 @@ static void print_stats(const aw_redact_stats *st)
 			(unsigned long long)st->custom_limited);
 }
 
-int aw_cmd_redact(int argc, char **argv)
+int cmd_redact(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"json", NULL, NULL, 1, "input is one JSON document; output stays valid JSON",
@@ -44,53 +44,52 @@ int aw_cmd_redact(int argc, char **argv)
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(
-		argc, argv, opts, pos, &npos,
-		"usage: awooop redact [--json] [--stats] [--custom FILE] < IN > OUT\n\n"
-		"Replaces PII and secrets with [REDACTED:<class>]. Text is streamed,\n"
-		"so input of any size works and a secret split across reads is\n"
-		"still caught. --custom adds a custom pattern list as a project\n"
-		"would have it ([REDACTED:custom:<name>]): a way to try one before\n"
-		"`awooop redaction set`.\n\n"
-		"Examples:\n"
-		"  awooop redact --stats < app.log > app.redacted.log\n"
-		"  awooop redact --json --custom patterns.json < event.json");
+	int rc = cli_parse(argc, argv, opts, pos, &npos,
+			   "usage: awooop redact [--json] [--stats] [--custom FILE] < IN > OUT\n\n"
+			   "Replaces PII and secrets with [REDACTED:<class>]. Text is streamed,\n"
+			   "so input of any size works and a secret split across reads is\n"
+			   "still caught. --custom adds a custom pattern list as a project\n"
+			   "would have it ([REDACTED:custom:<name>]): a way to try one before\n"
+			   "`awooop redaction set`.\n\n"
+			   "Examples:\n"
+			   "  awooop redact --stats < app.log > app.redacted.log\n"
+			   "  awooop redact --json --custom patterns.json < event.json");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	aw_error err = {0};
 	if (aw_redact_init(&err))
-		return aw_cli_fail(err.err, err.msg);
+		return cli_fail(err.err, err.msg);
 	/* a custom list runs as the text of a project of its own */
-	const char *project = NULL, *file = aw_cli_get(opts, "custom");
+	const char *project = NULL, *file = cli_get(opts, "custom");
 	if (file) {
-		json_t *list = aw_cli_pattern_file(file, &err);
+		json_t *list = cli_pattern_file(file, &err);
 		aw_redact_custom *set = NULL;
 		if (!list || aw_redact_custom_compile(list, &set, &err)) {
 			json_decref(list);
 			if (err.where[0])
 				fprintf(stderr, "awooop: in %s at %s:\n", file, err.where);
-			return aw_cli_fail(err.err, err.msg);
+			return cli_fail(err.err, err.msg);
 		}
 		json_decref(list);
 		project = "local";
 		aw_redact_custom_install(project, 1, set);
 	}
 	aw_redact_stats st = {0};
-	if (aw_cli_get(opts, "json")) {
+	if (cli_get(opts, "json")) {
 		json_error_t je;
 		json_t *doc = json_loadf(stdin, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 		if (!doc) {
 			char msg[256];
 			snprintf(msg, sizeof msg, "stdin is not JSON (line %d column %d)", je.line,
 				 je.column);
-			return aw_cli_fail(AW_E_REQ_JSON, msg);
+			return cli_fail(AW_E_REQ_JSON, msg);
 		}
 		aw_err e = aw_redact_json_for(project, doc, &st);
 		if (!e && json_dumpf(doc, stdout, JSON_ENCODE_ANY | JSON_COMPACT) == 0)
 			fputc('\n', stdout);
 		json_decref(doc);
 		if (e)
-			return aw_cli_fail(e, "redaction failed");
+			return cli_fail(e, "redaction failed");
 	} else {
 		aw_redact_stream *s = aw_redact_stream_new_for(project, write_out, NULL, &st);
 		char buf[65536];
@@ -100,9 +99,9 @@ int aw_cmd_redact(int argc, char **argv)
 			e = aw_redact_stream_feed(s, buf, n);
 		aw_err f = aw_redact_stream_finish(s);
 		if (e || f)
-			return aw_cli_fail(e ? e : f, "redaction failed");
+			return cli_fail(e ? e : f, "redaction failed");
 	}
-	if (aw_cli_get(opts, "stats"))
+	if (cli_get(opts, "stats"))
 		print_stats(&st);
 	return fflush(stdout) == 0 ? 0 : AW_EXIT_FAIL;
 }
@@ -151,10 +150,10 @@ static int audit_api(const char *verb, const char *project, const aw_opt *opts)
 	int rc;
 	if (!strcmp(verb, "verify")) {
 		snprintf(path, sizeof path, "/v1/projects/%s/audit/verify", project);
-		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		int ok = json_is_true(json_object_get(doc, "ok"));
-		print_verify(project, aw_cli_get(opts, "json") != NULL, ok,
+		print_verify(project, cli_get(opts, "json") != NULL, ok,
 			     (long long)json_integer_value(json_object_get(doc, "records")),
 			     (long long)json_integer_value(json_object_get(doc, "break_seq")),
 			     json_string_value(json_object_get(doc, "reason")));
@@ -162,19 +161,19 @@ static int audit_api(const char *verb, const char *project, const aw_opt *opts)
 		return ok ? 0 : AW_EXIT_FAIL;
 	}
 	char filter[400] = "", v[300];
-	if (aw_cli_get(opts, "action")) {
-		query_escape(aw_cli_get(opts, "action"), v, sizeof v);
+	if (cli_get(opts, "action")) {
+		query_escape(cli_get(opts, "action"), v, sizeof v);
 		snprintf(filter + strlen(filter), sizeof filter - strlen(filter), "&action=%s", v);
 	}
-	if (aw_cli_get(opts, "since")) {
-		query_escape(aw_cli_get(opts, "since"), v, sizeof v);
+	if (cli_get(opts, "since")) {
+		query_escape(cli_get(opts, "since"), v, sizeof v);
 		snprintf(filter + strlen(filter), sizeof filter - strlen(filter), "&since=%s", v);
 	}
 	char cursor[32] = "0";
 	for (;;) {
 		snprintf(path, sizeof path, "/v1/projects/%s/audit?limit=1000&cursor=%s%s", project,
 			 cursor, filter);
-		if ((rc = aw_client_call("GET", path, NULL, &doc)))
+		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		size_t i;
 		json_t *r;
@@ -194,7 +193,7 @@ static int audit_api(const char *verb, const char *project, const aw_opt *opts)
 	return fflush(stdout) == 0 ? 0 : AW_EXIT_FAIL;
 }
 
-int aw_cmd_audit(int argc, char **argv)
+int cmd_audit(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"db", "AWOOOP_DB", NULL, 0,
@@ -226,33 +225,33 @@ int aw_cmd_audit(int argc, char **argv)
 		"  awooop audit export --api --since 2026-12-01T00:00:00.000Z | jq .action";
 	const char *pos[1];
 	int npos = 1;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (npos != 1 || (strcmp(pos[0], "verify") != 0 && strcmp(pos[0], "export") != 0)) {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
-	const char *db = aw_cli_get(opts, "db"), *project = aw_cli_get(opts, "project");
-	if (aw_cli_get(opts, "api") || (!db && aw_client_has_key())) {
-		if ((rc = aw_cli_project(opts, &project)))
+	const char *db = cli_get(opts, "db"), *project = cli_get(opts, "project");
+	if (cli_get(opts, "api") || (!db && client_has_key())) {
+		if ((rc = cli_project(opts, &project)))
 			return rc;
 		return audit_api(pos[0], project, opts);
 	}
 	if (!db)
 		db = "sqlite:./var/awooop.db";
 	if (!project)
-		return aw_cli_fail(AW_E_USAGE,
-				   "--project is required when reading the store (or set AWOOOP_KEY"
-				   " to read through the server)");
+		return cli_fail(AW_E_USAGE,
+				"--project is required when reading the store (or set AWOOOP_KEY"
+				" to read through the server)");
 	if (!aw_ident_project_ok(project) && strcmp(project, AW_PLATFORM_PROJECT) != 0)
-		return aw_cli_fail(AW_E_TENANT_SLUG, "bad --project");
+		return cli_fail(AW_E_TENANT_SLUG, "bad --project");
 	aw_error err = {0};
 	aw_store *s = NULL;
 	aw_store_opts so = {.pool_size = 1};
 	aw_err e = aw_store_open(db, &so, &s, &err);
 	if (e)
-		return aw_cli_fail(e, err.msg);
+		return cli_fail(e, err.msg);
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, project);
 	if (strcmp(pos[0], "verify") == 0) {
@@ -260,9 +259,9 @@ int aw_cmd_audit(int argc, char **argv)
 		e = aw_audit_verify(s, &ctx, &rep, &err);
 		aw_store_close(s);
 		if (e)
-			return aw_cli_fail(e, err.msg);
-		print_verify(project, aw_cli_get(opts, "json") != NULL, rep.ok,
-			     (long long)rep.records, (long long)rep.break_seq, rep.reason);
+			return cli_fail(e, err.msg);
+		print_verify(project, cli_get(opts, "json") != NULL, rep.ok, (long long)rep.records,
+			     (long long)rep.break_seq, rep.reason);
 		return rep.ok ? 0 : AW_EXIT_FAIL;
 	}
 	int64_t after = 0;
@@ -271,8 +270,8 @@ int aw_cmd_audit(int argc, char **argv)
 		aw_audit_row *rows = NULL;
 		int n = 0;
 		if (!(e = aw_store_begin(s, &ctx, AW_TXN_READ, &t, &err))) {
-			e = aw_store_audit_list(t, after, aw_cli_get(opts, "action"),
-						aw_cli_get(opts, "since"), 1000, &rows, &n, &err);
+			e = aw_store_audit_list(t, after, cli_get(opts, "action"),
+						cli_get(opts, "since"), 1000, &rows, &n, &err);
 			aw_store_rollback(t);
 		}
 		if (e)
@@ -289,7 +288,7 @@ int aw_cmd_audit(int argc, char **argv)
 			break;
 	}
 	aw_store_close(s);
-	return e ? aw_cli_fail(e, err.msg) : 0;
+	return e ? cli_fail(e, err.msg) : 0;
 }
 
 static json_t *load_json_file(const char *path, char *msg, size_t cap)
@@ -301,7 +300,7 @@ static json_t *load_json_file(const char *path, char *msg, size_t cap)
 	return v;
 }
 
-int aw_cmd_schema(int argc, char **argv)
+int cmd_schema(int argc, char **argv)
 {
 	aw_opt opts[] = {{NULL, NULL, NULL, 0, NULL, NULL}};
 	const char *usage =
@@ -314,28 +313,28 @@ int aw_cmd_schema(int argc, char **argv)
 		"  awooop schema check contracts/schemas/budget.schema.json budget.json";
 	const char *pos[3];
 	int npos = 3;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (npos != 3 || strcmp(pos[0], "check") != 0) {
-		aw_cli_usage(usage, opts);
+		cli_usage(usage, opts);
 		return AW_EXIT_USAGE;
 	}
 	char msg[512];
 	json_t *schema = load_json_file(pos[1], msg, sizeof msg);
 	if (!schema)
-		return aw_cli_fail(AW_E_USAGE, msg), AW_EXIT_USAGE;
+		return cli_fail(AW_E_USAGE, msg), AW_EXIT_USAGE;
 	json_t *inst = load_json_file(pos[2], msg, sizeof msg);
 	if (!inst) {
 		json_decref(schema);
-		return aw_cli_fail(AW_E_USAGE, msg), AW_EXIT_USAGE;
+		return cli_fail(AW_E_USAGE, msg), AW_EXIT_USAGE;
 	}
 	aw_schema *s = NULL;
 	aw_error err = {0};
 	if (aw_schema_compile(schema, &s, &err)) {
 		json_decref(schema);
 		json_decref(inst);
-		return aw_cli_fail(AW_E_USAGE, err.msg), AW_EXIT_USAGE;
+		return cli_fail(AW_E_USAGE, err.msg), AW_EXIT_USAGE;
 	}
 	aw_schema_error errs[64];
 	int n = aw_schema_validate(s, inst, errs, 64);

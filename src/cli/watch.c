@@ -46,7 +46,7 @@ static void on_change(void *ud, const char *project, const char *family, const c
 	fflush(stdout);
 }
 
-int aw_cmd_watch(int argc, char **argv)
+int cmd_watch(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"project", "AWOOOP_PROJECT", NULL, 0, "project", NULL},
@@ -71,7 +71,7 @@ int aw_cmd_watch(int argc, char **argv)
 	};
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(
+	int rc = cli_parse(
 		argc, argv, opts, pos, &npos,
 		"usage: awooop watch --project P --family F --contract C [--db URL]\n"
 		"                    [--redis URL] [--mode strict|bounded] [options]\n\n"
@@ -84,16 +84,16 @@ int aw_cmd_watch(int argc, char **argv)
 		"  awooop watch --project acme --contract default --duration-s 60");
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	const char *project = aw_cli_get(opts, "project"), *cid = aw_cli_get(opts, "contract");
-	const char *mode = aw_cli_get(opts, "mode");
+	const char *project = cli_get(opts, "project"), *cid = cli_get(opts, "contract");
+	const char *mode = cli_get(opts, "mode");
 	if (!project || !cid || (strcmp(mode, "strict") && strcmp(mode, "bounded")))
-		return aw_cli_fail(AW_E_USAGE, "--project and --contract are required; --mode is"
-					       " strict or bounded");
+		return cli_fail(AW_E_USAGE, "--project and --contract are required; --mode is"
+					    " strict or bounded");
 	long staleness, interval, duration, report;
-	if ((rc = aw_cli_opt_long(opts, "fleet-report-ms", 100, 600000, &report)) ||
-	    (rc = aw_cli_opt_long(opts, "max-staleness-ms", 1, 3600000, &staleness)) ||
-	    (rc = aw_cli_opt_long(opts, "interval-ms", 10, 86400000, &interval)) ||
-	    (rc = aw_cli_opt_long(opts, "duration-s", 0, 365L * 86400, &duration)))
+	if ((rc = cli_opt_long(opts, "fleet-report-ms", 100, 600000, &report)) ||
+	    (rc = cli_opt_long(opts, "max-staleness-ms", 1, 3600000, &staleness)) ||
+	    (rc = cli_opt_long(opts, "interval-ms", 10, 86400000, &interval)) ||
+	    (rc = cli_opt_long(opts, "duration-s", 0, 365L * 86400, &duration)))
 		return rc;
 	aw_log_set_level(AW_LOG_WARN);
 	aw_error err = {0};
@@ -104,25 +104,25 @@ int aw_cmd_watch(int argc, char **argv)
 	aw_policy_cache *pc = NULL;
 	aw_fleet *fleet = NULL;
 	aw_store_opts so = {.pool_size = 2};
-	const char *db = aw_cli_get(opts, "db");
+	const char *db = cli_get(opts, "db");
 	aw_err e = aw_store_open(db, &so, &s, &err);
 	if (!e)
-		e = aw_cli_keyring("publish", db, aw_cli_get(opts, "publish-keys"), 0, &kr, &err);
+		e = cli_keyring("publish", db, cli_get(opts, "publish-keys"), 0, &kr, &err);
 	if (!e && !kr) /* without keys every revision would fail verification */
 		e = aw_fail(&err, AW_E_CONTRACT_NO_KEY,
 			    "set AWOOOP_PUBLISH_KEYS or --publish-keys to verify signatures");
 	if (!e)
 		e = aw_contracts_new(kr, &c, &err);
-	if (!e && aw_cli_get(opts, "redis"))
-		e = aw_bus_open(aw_cli_get(opts, "redis"), &bus, &err);
+	if (!e && cli_get(opts, "redis"))
+		e = aw_bus_open(cli_get(opts, "redis"), &bus, &err);
 	aw_policy_opts po = {.mode = strcmp(mode, "strict") ? AW_GUARD_BOUNDED : AW_GUARD_STRICT,
 			     .max_staleness_ms = (int)staleness,
 			     .interval_ms = (int)interval};
 	if (!e)
 		e = aw_policy_cache_new(s, c, bus, &po, &pc, &err);
-	watch_key key = {aw_cli_get(opts, "family"), cid};
+	watch_key key = {cli_get(opts, "family"), cid};
 	FILE *log = NULL;
-	if (!e && aw_cli_get(opts, "call-log") && !(log = fopen(aw_cli_get(opts, "call-log"), "w")))
+	if (!e && cli_get(opts, "call-log") && !(log = fopen(cli_get(opts, "call-log"), "w")))
 		e = aw_fail(&err, AW_E_CONFIG, "cannot write --call-log");
 	if (e)
 		goto out;
@@ -135,7 +135,7 @@ int aw_cmd_watch(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	char *cend = NULL;
-	double cps = strtod(aw_cli_get(opts, "calls-per-sec"), &cend);
+	double cps = strtod(cli_get(opts, "calls-per-sec"), &cend);
 	if (*cend || !(cps > 0 && cps <= 100000)) {
 		e = aw_fail(&err, AW_E_CONFIG, "--calls-per-sec must be a number in (0, 100000]");
 		goto out;
@@ -182,5 +182,5 @@ out:
 	aw_contracts_free(c);
 	aw_keyring_free(kr);
 	aw_store_close(s);
-	return e ? aw_cli_fail(e, err.msg) : 0;
+	return e ? cli_fail(e, err.msg) : 0;
 }

@@ -16,24 +16,24 @@
 
 static char key_project[AW_PROJECT_MAX + 1];
 
-int aw_cli_project(const aw_opt *opts, const char **project)
+int cli_project(const aw_opt *opts, const char **project)
 {
-	const char *p = aw_cli_get(opts, "project");
+	const char *p = cli_get(opts, "project");
 	if (p) {
 		if (!aw_ident_project_ok(p) && strcmp(p, AW_PLATFORM_PROJECT) != 0)
-			return aw_cli_fail(AW_E_USAGE,
-					   "--project (or AWOOOP_PROJECT) is not a project id: "
-					   "[a-z0-9][a-z0-9_-]{1,62}");
+			return cli_fail(AW_E_USAGE,
+					"--project (or AWOOOP_PROJECT) is not a project id: "
+					"[a-z0-9][a-z0-9_-]{1,62}");
 		*project = p;
 		return 0;
 	}
 	if (!key_project[0]) {
-		if (!aw_client_has_key())
-			return aw_cli_fail(AW_E_USAGE,
-					   "give --project (or AWOOOP_PROJECT), or set AWOOOP_KEY:"
-					   " the project is then the key's own");
+		if (!client_has_key())
+			return cli_fail(AW_E_USAGE,
+					"give --project (or AWOOOP_PROJECT), or set AWOOOP_KEY:"
+					" the project is then the key's own");
 		json_t *doc = NULL;
-		int rc = aw_client_call("GET", "/v1/whoami", NULL, &doc);
+		int rc = client_call("GET", "/v1/whoami", NULL, &doc);
 		if (rc)
 			return rc;
 		const char *kp = json_string_value(json_object_get(doc, "project"));
@@ -41,13 +41,13 @@ int aw_cli_project(const aw_opt *opts, const char **project)
 			memcpy(key_project, kp, strlen(kp) + 1);
 		json_decref(doc);
 		if (!key_project[0])
-			return aw_cli_fail(AW_E_CLIENT, "the server did not say the key's project");
+			return cli_fail(AW_E_CLIENT, "the server did not say the key's project");
 	}
 	*project = key_project;
 	return 0;
 }
 
-int aw_cmd_whoami(int argc, char **argv)
+int cmd_whoami(int argc, char **argv)
 {
 	aw_opt opts[] = {
 		{"json", NULL, NULL, 1, "print the API's JSON", NULL},
@@ -62,19 +62,19 @@ int aw_cmd_whoami(int argc, char **argv)
 		"  AWOOOP_KEY=awk_... awooop whoami";
 	const char *pos[1];
 	int npos = 0;
-	int rc = aw_cli_parse(argc, argv, opts, pos, &npos, usage);
+	int rc = cli_parse(argc, argv, opts, pos, &npos, usage);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	json_t *doc = NULL;
-	if ((rc = aw_client_call("GET", "/v1/whoami", NULL, &doc)))
+	if ((rc = client_call("GET", "/v1/whoami", NULL, &doc)))
 		return rc;
-	if (aw_cli_get(opts, "json")) {
-		aw_cli_print_json(doc);
+	if (cli_get(opts, "json")) {
+		cli_print_json(doc);
 	} else {
-		printf("project    %s\n", aw_cli_str(doc, "project"));
-		printf("scope      %s\n", aw_cli_str(doc, "scope"));
-		printf("principal  %s\n", aw_cli_str(doc, "principal"));
-		printf("key id     %s\n", aw_cli_str(doc, "key_id"));
+		printf("project    %s\n", cli_str(doc, "project"));
+		printf("scope      %s\n", cli_str(doc, "scope"));
+		printf("principal  %s\n", cli_str(doc, "principal"));
+		printf("key id     %s\n", cli_str(doc, "key_id"));
 	}
 	json_decref(doc);
 	return 0;

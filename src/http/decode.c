@@ -12,8 +12,8 @@
 #include "awooop/json.h"
 #include "http_internal.h"
 
-aw_err aw_decode_project_create(const char *body, size_t len, aw_project_create_req *out,
-				aw_error *err)
+aw_err decode_project_create(const char *body, size_t len, aw_project_create_req *out,
+			     aw_error *err)
 {
 	static const char *const allowed[] = {"id", NULL};
 	json_t *o = NULL;
@@ -34,7 +34,7 @@ out:
 	return e;
 }
 
-aw_err aw_decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err)
+aw_err decode_key_create(const char *body, size_t len, aw_key_create_req *out, aw_error *err)
 {
 	/* the rest of the members are a virtual key's limits (tenancy.h) */
 	static const char *const own[] = {"name", "scope", NULL};
@@ -66,7 +66,7 @@ out:
 	return e;
 }
 
-aw_err aw_decode_key_update(const char *body, size_t len, json_t **out, aw_error *err)
+aw_err decode_key_update(const char *body, size_t len, json_t **out, aw_error *err)
 {
 	static const char *const allowed[] = {"models",	    "rpm",	"tpm", "budget",
 					      "expires_at", "metadata", NULL};
@@ -97,7 +97,7 @@ aw_err aw_decode_key_update(const char *body, size_t len, json_t **out, aw_error
 	return e;
 }
 
-aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err)
+aw_err decode_contract_body(const char *body, size_t len, json_t **out, aw_error *err)
 {
 	static const char *const allowed[] = {"body", NULL};
 	json_t *o = NULL;
@@ -115,7 +115,7 @@ aw_err aw_decode_contract_body(const char *body, size_t len, json_t **out, aw_er
 	return e;
 }
 
-aw_err aw_decode_path(const char *u, aw_buf *segbuf, const char **segs, int *nsegs, aw_error *err)
+aw_err http_decode_path(const char *u, aw_buf *segbuf, const char **segs, int *nsegs, aw_error *err)
 {
 	size_t n = strcspn(u, "?#");
 	*segbuf = (aw_buf)AW_BUF_INIT(AW_HTTP_PATH_MAX + AW_HTTP_MAX_SEGS + 1);

@@ -22,8 +22,8 @@ static int service_or_reply(aw_req *r)
 	if (r->opts->approvals)
 		return 0;
 	aw_error err = {0};
-	aw_reply_problem(r, aw_fail(&err, AW_E_APPROVAL_KEY, "this process decides no approvals"),
-			 &err);
+	reply_problem(r, aw_fail(&err, AW_E_APPROVAL_KEY, "this process decides no approvals"),
+		      &err);
 	return -1;
 }
 
@@ -32,13 +32,13 @@ static json_t *body_or_reply(aw_req *r, const char *const *allowed)
 {
 	aw_error err = {0};
 	json_t *b = NULL;
-	aw_err e = aw_json_body_or_reply(r) ? AW_E_REQ_MEDIA : AW_OK;
+	aw_err e = json_body_or_reply(r) ? AW_E_REQ_MEDIA : AW_OK;
 	if (e)
 		return NULL;
 	if ((e = aw_json_parse_object(r->body ? r->body : "", r->body_len, &b, &err)) ||
 	    (e = aw_json_only(b, allowed, &err))) {
 		json_decref(b);
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return NULL;
 	}
 	return b;
@@ -52,12 +52,12 @@ static json_t *claims_json(const aw_approval_claims *c)
 			 (json_int_t)c->nbf, "exp", (json_int_t)c->exp);
 }
 
-void aw_h_approval_mint(aw_req *r)
+void h_approval_mint(aw_req *r)
 {
 	static const char *const allowed[] = {"run_id", "sub", "action", "ttl_s", NULL};
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (service_or_reply(r) || aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (service_or_reply(r) || own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
@@ -78,20 +78,20 @@ void aw_h_approval_mint(aw_req *r)
 				      ttl ? (int)json_integer_value(ttl) : 900, &tok, &c, &err);
 	json_decref(b);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 201, json_pack("{s:s, s:o}", "token", tok, "claims", claims_json(&c)));
+	http_reply_json(r, 201, json_pack("{s:s, s:o}", "token", tok, "claims", claims_json(&c)));
 	memset(tok, 0, strlen(tok));
 	free(tok);
 }
 
-void aw_h_approval_verify(aw_req *r)
+void h_approval_verify(aw_req *r)
 {
 	static const char *const allowed[] = {"token", NULL};
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (service_or_reply(r) || aw_own_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (service_or_reply(r) || own_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
@@ -103,13 +103,13 @@ void aw_h_approval_verify(aw_req *r)
 		e = aw_approvals_verify(r->opts->approvals, &scoped, tok, &c, &err);
 	json_decref(b);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 200, json_pack("{s:b, s:o}", "valid", 1, "claims", claims_json(&c)));
+	http_reply_json(r, 200, json_pack("{s:b, s:o}", "valid", 1, "claims", claims_json(&c)));
 }
 
-void aw_h_run_approve(aw_req *r)
+void h_run_approve(aw_req *r)
 {
 	static const char *const allowed[] = {"token", "decision", NULL};
 	aw_error err = {0};
@@ -117,7 +117,7 @@ void aw_h_run_approve(aw_req *r)
 	if (service_or_reply(r))
 		return;
 	int keyed = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization") != NULL;
-	if (keyed && aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (keyed && selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *b = body_or_reply(r, allowed);
 	if (!b)
@@ -140,8 +140,8 @@ void aw_h_run_approve(aw_req *r)
 		e = aw_approvals_decide(r->opts->approvals, &scoped, &d, &out, &err);
 		json_decref(b);
 		if (e)
-			return aw_reply_problem(r, e, &err);
-		return aw_reply_json(r, 200, out);
+			return reply_problem(r, e, &err);
+		return http_reply_json(r, 200, out);
 	}
 	if (!e && !keyed) { /* the audience names the project; the signature vouches */
 		aw_jws j;
@@ -161,8 +161,8 @@ void aw_h_run_approve(aw_req *r)
 					      &err);
 	json_decref(b);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 200, out);
+	http_reply_json(r, 200, out);
 }

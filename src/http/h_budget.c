@@ -25,16 +25,16 @@
 /* ?run=: a run id, or absent. */
 static aw_err run_param(aw_req *r, const char **run, aw_error *err)
 {
-	*run = aw_query(r, "run");
+	*run = http_query(r, "run");
 	if (*run && !aw_uuid_valid(*run))
 		return aw_fail_at(err, AW_E_REQ_INVALID, "run", "run must be a run id");
 	return AW_OK;
 }
 
-void aw_h_budget_get(aw_req *r)
+void h_budget_get(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
 	json_t *out = NULL;
@@ -45,19 +45,19 @@ void aw_h_budget_get(aw_req *r)
 			    ? aw_budget_status(r->store, r->opts->policy, &scoped, run, &out, &err)
 			    : aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no gateway");
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }
 
-void aw_h_budget_ledger(aw_req *r)
+void h_budget_ledger(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
-	const char *run = NULL, *period = aw_query(r, "period");
-	const char *l = aw_query(r, "limit"), *a = aw_query(r, "after");
+	const char *run = NULL, *period = http_query(r, "period");
+	const char *l = http_query(r, "limit"), *a = http_query(r, "after");
 	char *end = NULL;
 	long limit = l ? strtol(l, &end, 10) : 100;
 	aw_err e = run_param(r, &run, &err);
@@ -77,15 +77,15 @@ void aw_h_budget_ledger(aw_req *r)
 		e = aw_budget_history(r->store, &scoped, period, run, after, (int)limit, &out,
 				      &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }
 
-void aw_h_budget_action(aw_req *r)
+void h_budget_action(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_error err = {0};
 	aw_err e = AW_OK;
@@ -116,29 +116,29 @@ void aw_h_budget_action(aw_req *r)
 		e = aw_fail(&err, AW_E_REQ_ROUTE, "the budget actions are suspend and resume");
 	}
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *out = NULL;
 	if (r->opts->policy &&
 	    !aw_budget_status(r->store, r->opts->policy, &scoped, NULL, &out, &err))
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 	else
-		aw_reply_json(r, 200, json_pack("{s:s}", "project", scoped.project));
+		http_reply_json(r, 200, json_pack("{s:s}", "project", scoped.project));
 }
 
-void aw_h_budget_spend(aw_req *r)
+void h_budget_spend(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
 	json_t *out = NULL;
-	aw_err e = aw_budget_spend(r->store, &scoped, aw_query(r, "bucket"), aw_query(r, "since"),
-				   aw_query(r, "until"), aw_query(r, "by"), aw_query(r, "limit"),
-				   &out, &err);
+	aw_err e = aw_budget_spend(r->store, &scoped, http_query(r, "bucket"),
+				   http_query(r, "since"), http_query(r, "until"),
+				   http_query(r, "by"), http_query(r, "limit"), &out, &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }

@@ -11,13 +11,13 @@
 #include "awooop/json.h"
 #include "http_internal.h"
 
-void aw_h_channel_send(aw_req *r)
+void h_channel_send(aw_req *r)
 {
 	static const char *const allowed[] = {"chat_id", "text", "fingerprint", NULL};
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_auth_or_reply(r) || aw_project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped) ||
-	    aw_json_body_or_reply(r))
+	if (auth_or_reply(r) || project_or_reply(r, r->segs[2], AW_SCOPE_OPERATOR, &scoped) ||
+	    json_body_or_reply(r))
 		return;
 	json_t *b = NULL;
 	const char *chat = NULL, *text = NULL, *fp = NULL;
@@ -35,13 +35,13 @@ void aw_h_channel_send(aw_req *r)
 		e = aw_channel_send(r->store, &scoped, r->segs[4], chat, text, fp, id, &err);
 	json_decref(b);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 202, json_pack("{s:s, s:s}", "msg_id", id, "state", "pending"));
+	http_reply_json(r, 202, json_pack("{s:s, s:s}", "msg_id", id, "state", "pending"));
 }
 
-void aw_h_channel_webhook(aw_req *r)
+void h_channel_webhook(aw_req *r)
 {
 	aw_error err = {0};
 	const char *secret = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
@@ -49,8 +49,8 @@ void aw_h_channel_webhook(aw_req *r)
 	aw_err e = aw_channel_webhook(r->opts->channels, r->segs[3], r->segs[4], secret,
 				      r->body ? r->body : "", r->body_len, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 200, json_pack("{s:b}", "ok", 1));
+	http_reply_json(r, 200, json_pack("{s:b}", "ok", 1));
 }

@@ -36,17 +36,17 @@ static json_t *revision_json(const aw_revision *r)
 
 static void reply_err(aw_req *r, aw_err e, aw_error *err)
 {
-	aw_reply_problem(r, e, err);
+	reply_problem(r, e, err);
 }
 
-void aw_h_contract_create(aw_req *r)
+void h_contract_create(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
 	json_t *body = NULL;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &c) || json_body_or_reply(r))
 		return;
-	aw_err e = aw_decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
+	aw_err e = decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
 	aw_revision rev = {0};
 	if (!e)
 		e = aw_contract_create(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
@@ -54,18 +54,18 @@ void aw_h_contract_create(aw_req *r)
 	json_decref(body);
 	if (e)
 		return reply_err(r, e, &err);
-	aw_reply_json(r, 201, revision_json(&rev));
+	http_reply_json(r, 201, revision_json(&rev));
 	aw_revision_clear(&rev);
 }
 
-void aw_h_contract_update(aw_req *r)
+void h_contract_update(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
 	json_t *body = NULL;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &c) || aw_json_body_or_reply(r))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &c) || json_body_or_reply(r))
 		return;
-	aw_err e = aw_decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
+	aw_err e = decode_contract_body(r->body ? r->body : "", r->body_len, &body, &err);
 	aw_revision rev = {0};
 	if (!e)
 		e = aw_contract_update(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
@@ -73,15 +73,15 @@ void aw_h_contract_update(aw_req *r)
 	json_decref(body);
 	if (e)
 		return reply_err(r, e, &err);
-	aw_reply_json(r, 200, revision_json(&rev));
+	http_reply_json(r, 200, revision_json(&rev));
 	aw_revision_clear(&rev);
 }
 
-void aw_h_contract_list(aw_req *r)
+void h_contract_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	aw_revision *revs = NULL;
 	int n = 0;
@@ -92,14 +92,14 @@ void aw_h_contract_list(aw_req *r)
 	for (int i = 0; i < n; i++)
 		json_array_append_new(items, revision_json(&revs[i]));
 	aw_revisions_free(revs, n);
-	aw_reply_json(r, 200, json_pack("{s:o}", "items", items));
+	http_reply_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-void aw_h_contract_get(aw_req *r)
+void h_contract_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	aw_revision rev = {0};
 	aw_err e = aw_contract_get(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
@@ -112,17 +112,17 @@ void aw_h_contract_get(aw_req *r)
 			o, "verified",
 			json_boolean(aw_contract_verify(r->opts->contracts, &rev) == 0));
 	aw_revision_clear(&rev);
-	aw_reply_json(r, 200, o);
+	http_reply_json(r, 200, o);
 }
 
-void aw_h_contract_diff(aw_req *r)
+void h_contract_diff(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	if (strcmp(r->segs[8], "diff") != 0) {
-		aw_reply_problem(r, AW_E_REQ_ROUTE, NULL);
+		reply_problem(r, AW_E_REQ_ROUTE, NULL);
 		return;
 	}
 	json_t *patch = NULL;
@@ -130,7 +130,7 @@ void aw_h_contract_diff(aw_req *r)
 				    &patch, &err);
 	if (e)
 		return reply_err(r, e, &err);
-	aw_reply_json(r, 200, patch);
+	http_reply_json(r, 200, patch);
 }
 
 /* Publishing an mcp_tool draft pins its tools first: the MCP gateway asks
@@ -184,7 +184,7 @@ static void approve_rollback_json(json_t *o, const aw_approve_result *res)
 					      "detail", res->act_err.msg));
 }
 
-void aw_h_contract_action(aw_req *r)
+void h_contract_action(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
@@ -192,10 +192,10 @@ void aw_h_contract_action(aw_req *r)
 	int revoke = !strcmp(action, "revoke");
 	if (!revoke && strcmp(action, "publish") && strcmp(action, "approve") &&
 	    strcmp(action, "activate")) {
-		aw_reply_problem(r, AW_E_REQ_ROUTE, NULL);
+		reply_problem(r, AW_E_REQ_ROUTE, NULL);
 		return;
 	}
-	if (aw_url_project_or_reply(r, revoke ? AW_SCOPE_PROJECT_ADMIN : AW_SCOPE_OPERATOR, &c))
+	if (url_project_or_reply(r, revoke ? AW_SCOPE_PROJECT_ADMIN : AW_SCOPE_OPERATOR, &c))
 		return;
 	const aw_contracts *reg = r->opts->contracts;
 	const char *fam = r->segs[4], *cid = r->segs[5], *rev = r->segs[7];
@@ -206,7 +206,7 @@ void aw_h_contract_action(aw_req *r)
 			return reply_err(r, e, &err);
 		if ((e = aw_contract_publish(reg, r->store, &c, fam, cid, rev, &out, &err)))
 			return reply_err(r, e, &err);
-		aw_reply_json(r, 200, revision_json(&out));
+		http_reply_json(r, 200, revision_json(&out));
 		aw_revision_clear(&out);
 	} else if (!strcmp(action, "approve")) {
 		aw_approval a;
@@ -219,7 +219,7 @@ void aw_h_contract_action(aw_req *r)
 		if (o &&
 		    res.rollback) /* the approval completing a rollback's quorum activates it */
 			approve_rollback_json(o, &res);
-		aw_reply_json(r, 201, o);
+		http_reply_json(r, 201, o);
 	} else if (!strcmp(action, "activate")) {
 		aw_activation act;
 		if ((e = aw_contract_activate(reg, r->store, &c, fam, cid, rev, &act, &err)))
@@ -232,27 +232,27 @@ void aw_h_contract_action(aw_req *r)
 							   : json_null());
 		json_object_set_new(o, "event_id",
 				    act.event_id[0] ? json_string(act.event_id) : json_null());
-		aw_reply_json(r, act.activated ? 200 : 202, o);
+		http_reply_json(r, act.activated ? 200 : 202, o);
 	} else {
 		if ((e = aw_contract_revoke(reg, r->store, &c, fam, cid, rev, &err)))
 			return reply_err(r, e, &err);
-		aw_reply_json(r, 200,
-			      json_pack("{s:s, s:s}", "revision_id", rev, "state", "revoked"));
+		http_reply_json(r, 200,
+				json_pack("{s:s, s:s}", "revision_id", rev, "state", "revoked"));
 	}
 }
 
-void aw_h_contract_active(aw_req *r)
+void h_contract_active(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
 	aw_revision rev = {0};
 	aw_err e = aw_contract_active(r->opts->contracts, r->store, &c, r->segs[4], r->segs[5],
 				      &rev, &err);
 	if (e)
 		return reply_err(r, e, &err);
-	aw_reply_json(r, 200, revision_json(&rev));
+	http_reply_json(r, 200, revision_json(&rev));
 	aw_revision_clear(&rev);
 }
 
@@ -271,13 +271,13 @@ static void hide_process_ids(json_t *doc)
 			json_object_del(p, "process_id");
 }
 
-void aw_h_contract_convergence(aw_req *r)
+void h_contract_convergence(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &c))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &c))
 		return;
-	const char *l = aw_query(r, "limit");
+	const char *l = http_query(r, "limit");
 	char *end = NULL;
 	long limit = l ? strtol(l, &end, 10) : 10;
 	aw_err e = AW_OK;
@@ -293,24 +293,24 @@ void aw_h_contract_convergence(aw_req *r)
 		return reply_err(r, e, &err);
 	if (strcmp(r->ctx.project, AW_PLATFORM_PROJECT) != 0)
 		hide_process_ids(doc);
-	aw_reply_json(r, 200, doc);
+	http_reply_json(r, 200, doc);
 }
 
 /* POST .../rollback {"to": REV} (body optional; no "to": the revision active
  * before the current activation): a published rollback revision, waiting for
  * the approval policy's rollback quorum. */
-void aw_h_contract_rollback(aw_req *r)
+void h_contract_rollback(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx c;
 	json_t *in = NULL;
 	const char *to = NULL;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &c))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &c))
 		return;
 	aw_err e = AW_OK;
 	if (r->body_len) {
 		static const char *const allowed[] = {"to", NULL};
-		if (aw_json_body_or_reply(r))
+		if (json_body_or_reply(r))
 			return;
 		if (!(e = aw_json_parse_object(r->body, r->body_len, &in, &err)) &&
 		    !(e = aw_json_only(in, allowed, &err)))
@@ -329,5 +329,5 @@ void aw_h_contract_rollback(aw_req *r)
 		json_object_set_new(o, "approvals_needed", json_integer(rb.needed));
 	}
 	aw_revision_clear(&rb.revision);
-	aw_reply_json(r, 201, o);
+	http_reply_json(r, 201, o);
 }

@@ -35,7 +35,7 @@ static int scope_or_reply(aw_req *r)
 		return 0;
 	aw_error err;
 	aw_fail(&err, AW_E_AUTH_SCOPE, "model calls need a worker or operator key");
-	aw_reply_problem(r, err.err, &err);
+	reply_problem(r, err.err, &err);
 	return -1;
 }
 
@@ -50,27 +50,27 @@ static void said(aw_req *r)
 	char route[80], model[160];
 	aw_llm_call_said(r->svc, route, sizeof route, model, sizeof model);
 	if (route[0])
-		aw_req_header(r, "x-awooop-route", route);
+		req_header(r, "x-awooop-route", route);
 	if (model[0])
-		aw_req_header(r, "x-awooop-upstream-model", model);
+		req_header(r, "x-awooop-upstream-model", model);
 }
 
 static void answer(aw_req *r)
 {
 	char *body = NULL;
 	aw_error err = {0};
-	aw_llm_state st = aw_llm_head(r->svc, aw_req_park_cb, r, &body, &err);
+	aw_llm_state st = aw_llm_head(r->svc, req_park_cb, r, &body, &err);
 	if (st == AW_LLM_ANSWER || st == AW_LLM_STREAM)
 		said(r);
 	switch (st) {
 	case AW_LLM_WAIT: return;
 	case AW_LLM_ANSWER: {
-		aw_reply_text(r, 200, "application/json", body);
+		reply_text(r, 200, "application/json", body);
 		free(body);
 		return;
 	}
-	case AW_LLM_STREAM: aw_reply_call_stream(r, read_call); return;
-	case AW_LLM_FAILED: aw_reply_problem(r, err.err, &err); return;
+	case AW_LLM_STREAM: reply_call_stream(r, read_call); return;
+	case AW_LLM_FAILED: reply_problem(r, err.err, &err); return;
 	}
 }
 
@@ -133,14 +133,14 @@ static void msgs_answer(aw_req *r)
 	msgs *m = r->svc;
 	char *body = NULL;
 	aw_error err = {0};
-	aw_llm_state st = aw_llm_head(m->c, aw_req_park_cb, r, &body, &err);
+	aw_llm_state st = aw_llm_head(m->c, req_park_cb, r, &body, &err);
 	if (st == AW_LLM_ANSWER || st == AW_LLM_STREAM) {
 		char route[80], model[160];
 		aw_llm_call_said(m->c, route, sizeof route, model, sizeof model);
 		if (route[0])
-			aw_req_header(r, "x-awooop-route", route);
+			req_header(r, "x-awooop-route", route);
 		if (model[0])
-			aw_req_header(r, "x-awooop-upstream-model", model);
+			req_header(r, "x-awooop-upstream-model", model);
 	}
 	switch (st) {
 	case AW_LLM_WAIT: return;
@@ -152,13 +152,13 @@ static void msgs_answer(aw_req *r)
 						    : aw_llm_chat_to_response(c, &msg, &err);
 		json_decref(c);
 		if (e)
-			aw_reply_problem(r, e, &err);
+			reply_problem(r, e, &err);
 		else
-			aw_reply_json(r, 200, msg);
+			http_reply_json(r, 200, msg);
 		return;
 	}
-	case AW_LLM_STREAM: aw_reply_call_stream(r, read_msgs); return;
-	case AW_LLM_FAILED: aw_reply_problem(r, err.err, &err); return;
+	case AW_LLM_STREAM: reply_call_stream(r, read_msgs); return;
+	case AW_LLM_FAILED: reply_problem(r, err.err, &err); return;
 	}
 }
 
@@ -203,12 +203,12 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t **reqp, int embeddings, con
 		.req_handed = 1};
 	aw_llm_call *c = NULL;
 	if (!e) {
-		aw_req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);
-		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, aw_req_wake_cb, r, &c, err);
+		req_extend(r, r->opts->llm_timeout_s > 0 ? r->opts->llm_timeout_s : 600);
+		e = aw_llm_start(r->opts->llm, &r->ctx, req, &meta, req_wake_cb, r, &c, err);
 		*reqp = NULL; /* the call's now: parsed here, handed over, not copied */
 	}
 	if (e)
-		aw_reply_problem(r, e, err);
+		reply_problem(r, e, err);
 	return e ? NULL : c;
 }
 
@@ -216,12 +216,12 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t **reqp, int embeddings, con
  * the API's own format. */
 static void other_api(aw_req *r, int api)
 {
-	if (scope_or_reply(r) || aw_json_body_or_reply(r))
+	if (scope_or_reply(r) || json_body_or_reply(r))
 		return;
 	aw_error err = {0};
 	if (!r->opts->llm) {
 		aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no LLM gateway");
-		aw_reply_problem(r, err.err, &err);
+		reply_problem(r, err.err, &err);
 		return;
 	}
 	json_t *in = NULL, *req = NULL;
@@ -249,18 +249,18 @@ static void other_api(aw_req *r, int api)
 		return;
 	}
 	m->c = c;
-	aw_req_bind_call(r, m, msgs_done, msgs_answer); /* a parked call keeps no body memory */
+	req_bind_call(r, m, msgs_done, msgs_answer); /* a parked call keeps no body memory */
 }
 
 /* POST /v1/chat/completions (embeddings 0) and POST /v1/embeddings. */
 static void openai_call(aw_req *r, int embeddings)
 {
-	if (scope_or_reply(r) || aw_json_body_or_reply(r))
+	if (scope_or_reply(r) || json_body_or_reply(r))
 		return;
 	aw_error err = {0};
 	if (!r->opts->llm) {
 		aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no LLM gateway");
-		aw_reply_problem(r, err.err, &err);
+		reply_problem(r, err.err, &err);
 		return;
 	}
 	json_t *req = NULL;
@@ -268,30 +268,30 @@ static void openai_call(aw_req *r, int embeddings)
 	aw_llm_call *c = start_or_reply(r, &req, embeddings, NULL, e, &err);
 	json_decref(req);
 	if (c)
-		aw_req_bind_call(r, c, done, answer); /* a parked call keeps no body memory */
+		req_bind_call(r, c, done, answer); /* a parked call keeps no body memory */
 }
 
-void aw_h_llm_chat(aw_req *r)
+void h_llm_chat(aw_req *r)
 {
 	openai_call(r, 0);
 }
 
-void aw_h_llm_messages(aw_req *r)
+void h_llm_messages(aw_req *r)
 {
 	other_api(r, API_MESSAGES);
 }
 
-void aw_h_llm_responses(aw_req *r)
+void h_llm_responses(aw_req *r)
 {
 	other_api(r, API_RESPONSES);
 }
 
-void aw_h_llm_embeddings(aw_req *r)
+void h_llm_embeddings(aw_req *r)
 {
 	openai_call(r, 1);
 }
 
-void aw_h_llm_models(aw_req *r)
+void h_llm_models(aw_req *r)
 {
 	if (scope_or_reply(r))
 		return;
@@ -301,7 +301,7 @@ void aw_h_llm_models(aw_req *r)
 				: aw_fail(&err, AW_E_LLM_UNAVAILABLE,
 					  "this process runs no LLM gateway");
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }

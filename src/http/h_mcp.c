@@ -23,7 +23,7 @@
 
 static void reply_rpc(aw_req *r, int status, json_t *msg)
 {
-	aw_reply_json(r, status, msg);
+	http_reply_json(r, status, msg);
 }
 
 static void reply_error(aw_req *r, int status, const json_t *id, int code, const char *msg,
@@ -46,7 +46,7 @@ static int gate1(aw_req *r)
 			    AW_E_MCP_ORIGIN);
 		return -1;
 	}
-	if (aw_req_authenticate(r, &err)) {
+	if (req_authenticate(r, &err)) {
 		reply_error(r, 401, NULL, AW_RPC_GATE, err.msg, AW_E_MCP_KEY);
 		return -1;
 	}
@@ -79,17 +79,17 @@ static void answer(aw_req *r)
 	json_t *resp = NULL;
 	int status = 200;
 	const char *session = NULL;
-	int how = aw_mcp_answer(r->svc, aw_req_park_cb, r, &resp, &status, &session);
+	int how = aw_mcp_answer(r->svc, req_park_cb, r, &resp, &status, &session);
 	if (!how)
 		return;
 	if (session && session[0])
-		aw_req_header(r, "Mcp-Session-Id", session);
+		req_header(r, "Mcp-Session-Id", session);
 	if (how == 2)
-		aw_reply_call_stream(r, read_call);
+		reply_call_stream(r, read_call);
 	else if (resp)
 		reply_rpc(r, status, resp);
 	else
-		aw_reply_empty(r, status);
+		reply_empty(r, status);
 }
 
 static void done(aw_req *r)
@@ -112,7 +112,7 @@ static int accept_sse(const char *accept)
 	return !json || sse < json ? 2 : 1;
 }
 
-void aw_h_mcp_post(aw_req *r)
+void h_mcp_post(aw_req *r)
 {
 	if (gate1(r))
 		return;
@@ -174,23 +174,23 @@ void aw_h_mcp_post(aw_req *r)
 	meta.stateless = stateless;
 	meta.version = version;
 	meta.accept_sse = accept_sse(header(r, "Accept"));
-	aw_req_extend(r, 660);
+	req_extend(r, 660);
 	aw_mcp_call *c = NULL;
 	aw_error err = {0};
-	if (aw_mcp_start(r->opts->mcp, &r->ctx, &m, &meta, aw_req_wake_cb, r, &c, &err)) {
+	if (aw_mcp_start(r->opts->mcp, &r->ctx, &m, &meta, req_wake_cb, r, &c, &err)) {
 		reply_error(r, 500, NULL, AW_RPC_INTERNAL, err.msg, AW_E_NOMEM);
 		return;
 	}
-	aw_req_bind_call(r, c, done, answer); /* a parked call keeps no body */
+	req_bind_call(r, c, done, answer); /* a parked call keeps no body */
 }
 
-void aw_h_mcp_get(aw_req *r)
+void h_mcp_get(aw_req *r)
 {
 	if (gate1(r))
 		return;
 	const char *sid = header(r, "Mcp-Session-Id");
 	if (!sid || !accept_sse(header(r, "Accept"))) {
-		aw_req_header(r, "Allow", "POST, DELETE");
+		req_header(r, "Allow", "POST, DELETE");
 		reply_error(r, 405, NULL, AW_RPC_METHOD,
 			    "GET opens a session's event stream: send Mcp-Session-Id and Accept: "
 			    "text/event-stream",
@@ -199,24 +199,24 @@ void aw_h_mcp_get(aw_req *r)
 	}
 	aw_mcp_call *c = NULL;
 	aw_error err = {0};
-	if (aw_mcp_listen(r->opts->mcp, &r->ctx, sid, aw_req_wake_cb, r, &c, &err)) {
+	if (aw_mcp_listen(r->opts->mcp, &r->ctx, sid, req_wake_cb, r, &c, &err)) {
 		reply_error(r, err.err == AW_E_MCP_SESSION ? 404 : 500, NULL, AW_RPC_INVALID,
 			    err.msg, err.err);
 		return;
 	}
-	aw_req_extend(r, 3600); /* a session's idle limit */
-	aw_req_endless(r);	/* a shutdown ends it at once */
+	req_extend(r, 3600); /* a session's idle limit */
+	req_endless(r);	     /* a shutdown ends it at once */
 	r->svc = c;
 	r->done = done;
-	aw_reply_call_stream(r, read_call);
+	reply_call_stream(r, read_call);
 }
 
-void aw_h_mcp_delete(aw_req *r)
+void h_mcp_delete(aw_req *r)
 {
 	if (gate1(r))
 		return;
 	const char *sid = header(r, "Mcp-Session-Id");
 	if (sid)
 		aw_mcp_session_end(r->opts->mcp, &r->ctx, sid);
-	aw_reply_empty(r, 204);
+	reply_empty(r, 204);
 }

@@ -13,12 +13,12 @@
 #include "awooop/metrics.h"
 #include "http_internal.h"
 
-void aw_h_healthz(aw_req *r)
+void h_healthz(aw_req *r)
 {
-	aw_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
+	http_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
-void aw_h_readyz(aw_req *r)
+void h_readyz(aw_req *r)
 {
 	aw_error err = {0};
 	aw_err e = aw_store_ping(r->store, &err);
@@ -31,29 +31,29 @@ void aw_h_readyz(aw_req *r)
 		       NULL);
 		aw_error bare = {0};
 		aw_fail(&bare, e, "not ready: see the server's log");
-		aw_reply_problem(r, e, &bare);
+		reply_problem(r, e, &bare);
 		return;
 	}
-	aw_reply_json(r, 200,
-		      json_pack("{s:s, s:s, s:s}", "status", "ready", "store",
-				aw_store_backend(r->store), "redis",
-				r->opts->redis_url ? "ok" : "not configured"));
+	http_reply_json(r, 200,
+			json_pack("{s:s, s:s, s:s}", "status", "ready", "store",
+				  aw_store_backend(r->store), "redis",
+				  r->opts->redis_url ? "ok" : "not configured"));
 }
 
 /* Every tenant's series (projects, routes, tools, token counts): a key of
  * the platform project, at least a reader's (Prometheus: a bearer token
  * file). */
-void aw_h_metrics(aw_req *r)
+void h_metrics(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_project_or_reply(r, AW_PLATFORM_PROJECT, AW_SCOPE_READER, &scoped))
+	if (project_or_reply(r, AW_PLATFORM_PROJECT, AW_SCOPE_READER, &scoped))
 		return;
 	char *text = aw_metrics_render();
 	if (!text) {
-		aw_reply_problem(r, AW_E_NOMEM, NULL);
+		reply_problem(r, AW_E_NOMEM, NULL);
 		return;
 	}
-	aw_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+	reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
 	free(text);
 }
 
@@ -65,25 +65,25 @@ typedef struct {
 } embedded;
 extern const embedded aw_api_docs[], aw_console_files[];
 
-void aw_h_openapi(aw_req *r)
+void h_openapi(aw_req *r)
 {
 	for (int i = 0; aw_api_docs[i].name; i++)
 		if (!strcmp(aw_api_docs[i].name, "openapi"))
-			return aw_reply_text(r, 200, "application/json", aw_api_docs[i].text);
-	aw_reply_problem(r, AW_E_INTERNAL, NULL);
+			return reply_text(r, 200, "application/json", aw_api_docs[i].text);
+	reply_problem(r, AW_E_INTERNAL, NULL);
 }
 
 /* GET /: a browser that opens the server's address lands on the console. */
-void aw_h_root(aw_req *r)
+void h_root(aw_req *r)
 {
-	aw_req_header(r, "Location", "/console/");
-	aw_reply_empty(r, 302);
+	req_header(r, "Location", "/console/");
+	reply_empty(r, 302);
 }
 
 /* GET /console and /console/{file}: the web console's files (console/),
  * built into the binary. A strict Content-Security-Policy: scripts and styles
  * only from these files, no inline code, connections only to this origin. */
-void aw_h_console(aw_req *r)
+void h_console(aw_req *r)
 {
 	const char *file = r->nsegs > 1 && r->segs[1][0] ? r->segs[1] : "index.html";
 	static const struct {
@@ -98,13 +98,13 @@ void aw_h_console(aw_req *r)
 			ctype = types[i].ctype;
 	for (int i = 0; ctype && aw_console_files[i].name; i++)
 		if (!strcmp(aw_console_files[i].name, file)) {
-			aw_req_header(r, "Content-Security-Policy",
-				      "default-src 'none'; script-src 'self'; style-src 'self'; "
-				      "connect-src 'self'; img-src 'self'; base-uri 'none'; "
-				      "form-action 'none'; frame-ancestors 'none'");
-			return aw_reply_text(r, 200, ctype, aw_console_files[i].text);
+			req_header(r, "Content-Security-Policy",
+				   "default-src 'none'; script-src 'self'; style-src 'self'; "
+				   "connect-src 'self'; img-src 'self'; base-uri 'none'; "
+				   "form-action 'none'; frame-ancestors 'none'");
+			return reply_text(r, 200, ctype, aw_console_files[i].text);
 		}
 	aw_error err;
 	aw_fail(&err, AW_E_REQ_ROUTE, "no such console file");
-	aw_reply_problem(r, AW_E_REQ_ROUTE, &err);
+	reply_problem(r, AW_E_REQ_ROUTE, &err);
 }

@@ -26,27 +26,26 @@ static json_t *list_json(const char *project, const aw_redaction_list *l)
 }
 
 /* GET /v1/projects/{project}/redaction-patterns */
-void aw_h_redaction_get(aw_req *r)
+void h_redaction_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_redaction_list l;
 	aw_err e = aw_redaction_get(r->store, &scoped, &l, &err);
 	if (e)
-		return aw_reply_problem(r, e, &err);
-	aw_reply_json(r, 200, list_json(scoped.project, &l));
+		return reply_problem(r, e, &err);
+	http_reply_json(r, 200, list_json(scoped.project, &l));
 	aw_redaction_list_clear(&l);
 }
 
 /* PUT /v1/projects/{project}/redaction-patterns {"patterns": [...]} */
-void aw_h_redaction_put(aw_req *r)
+void h_redaction_put(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_PLATFORM_ADMIN, &scoped) ||
-	    aw_json_body_or_reply(r))
+	if (url_project_or_reply(r, AW_SCOPE_PLATFORM_ADMIN, &scoped) || json_body_or_reply(r))
 		return;
 	static const char *const fields[] = {"patterns", NULL};
 	json_t *body = NULL;
@@ -67,7 +66,7 @@ void aw_h_redaction_put(aw_req *r)
 	}
 	json_decref(body);
 	if (e)
-		return aw_reply_problem(r, e, &err);
-	aw_reply_json(r, 200, list_json(scoped.project, &l));
+		return reply_problem(r, e, &err);
+	http_reply_json(r, 200, list_json(scoped.project, &l));
 	aw_redaction_list_clear(&l);
 }

@@ -2,7 +2,7 @@
  * h_run.c - /v1/platform/runs: submit (Idempotency-Key), get with the step
  * journal and transitions, list (cursor, newest first), cancel. The project is
  * the caller's key's project, or the one ?project= names (a platform admin's
- * choice, aw_selected_project_or_reply); another project's run answers like
+ * choice, selected_project_or_reply); another project's run answers like
  * a missing one.
  */
 #include <stdlib.h>
@@ -21,14 +21,14 @@ static void reply_run(aw_req *r, int status, const aw_run *run, const aw_run_ste
 		json_object_set_new(o, "transitions", transitions);
 	else
 		json_decref(transitions);
-	aw_reply_json(r, status, o);
+	http_reply_json(r, status, o);
 }
 
-void aw_h_runs_submit(aw_req *r)
+void h_runs_submit(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+	if (selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || json_body_or_reply(r))
 		return;
 	const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
 	aw_run_request req;
@@ -40,7 +40,7 @@ void aw_h_runs_submit(aw_req *r)
 		aw_run_request_free(&req);
 	}
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	reply_run(r, replayed ? 200 : 201, &run, NULL, 0, NULL);
@@ -51,11 +51,11 @@ void aw_h_runs_submit(aw_req *r)
  * "idempotency_key"?}, ...]} (1..1000): one transaction, a result per run
  * in order: {"status": 201 | 200 (replayed) | 4xx, "run_id" | "code",
  * "detail", "pointer"}. 200 unless the batch itself is refused. */
-void aw_h_runs_batch(aw_req *r)
+void h_runs_batch(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+	if (selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || json_body_or_reply(r))
 		return;
 	json_t *body = NULL;
 	static const char *const fields[] = {"runs", NULL};
@@ -94,7 +94,7 @@ void aw_h_runs_batch(aw_req *r)
 			aw_run_request_free(&items[i].req);
 		free(items);
 		json_decref(body);
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *results = json_array();
@@ -120,51 +120,51 @@ void aw_h_runs_batch(aw_req *r)
 	}
 	free(items);
 	json_decref(body);
-	aw_reply_json(r, 200,
-		      json_pack("{s:o,s:i,s:i,s:i}", "results", results, "created", created,
-				"replayed", replayed, "refused", refused));
+	http_reply_json(r, 200,
+			json_pack("{s:o,s:i,s:i,s:i}", "results", results, "created", created,
+				  "replayed", replayed, "refused", refused));
 }
 
-void aw_h_run_get(aw_req *r)
+void h_run_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *view = NULL;
 	aw_err e = aw_run_view(r->store, &scoped, r->segs[3], &view, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 200, view);
+	http_reply_json(r, 200, view);
 }
 
-void aw_h_runs_list(aw_req *r)
+void h_runs_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
-	const char *l = aw_query(r, "limit");
+	const char *l = http_query(r, "limit");
 	char *end = NULL;
 	long limit = l ? strtol(l, &end, 10) : 50;
 	if (l && (!*l || *end || limit < 1 || limit > 1000)) {
 		aw_fail_at(&err, AW_E_REQ_INVALID, "limit", "limit must be 1..1000");
-		aw_reply_problem(r, err.err, &err);
+		reply_problem(r, err.err, &err);
 		return;
 	}
 	aw_run *runs = NULL;
 	int n = 0;
-	aw_run_filter f = {.state = aw_query(r, "state"),
-			   .queue = aw_query(r, "queue"),
-			   .created_from = aw_query(r, "created_from"),
-			   .created_to = aw_query(r, "created_to"),
-			   .text = aw_query(r, "q")};
-	aw_err e = aw_run_list_where(r->store, &scoped, &f, aw_query(r, "cursor"), (int)limit,
+	aw_run_filter f = {.state = http_query(r, "state"),
+			   .queue = http_query(r, "queue"),
+			   .created_from = http_query(r, "created_from"),
+			   .created_to = http_query(r, "created_to"),
+			   .text = http_query(r, "q")};
+	aw_err e = aw_run_list_where(r->store, &scoped, &f, http_query(r, "cursor"), (int)limit,
 				     &runs, &n, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *items = json_array();
@@ -175,61 +175,61 @@ void aw_h_runs_list(aw_req *r)
 		json_object_set_new(body, "next_cursor",
 				    n == limit ? json_string(runs[n - 1].run_id) : json_null());
 	aw_runs_free(runs, n);
-	aw_reply_json(r, 200, body);
+	http_reply_json(r, 200, body);
 }
 
-void aw_h_run_cancel(aw_req *r)
+void h_run_cancel(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (selected_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_run run;
 	aw_err e = aw_run_cancel(r->store, &scoped, r->segs[3], &run, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	reply_run(r, 200, &run, NULL, 0, NULL);
 	aw_run_free(&run);
 }
 
-void aw_h_run_diff(aw_req *r)
+void h_run_diff(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (selected_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	json_t *out = NULL;
 	aw_err e = aw_run_diff(r->store, &scoped, r->segs[3], r->segs[5], &out, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 200, out);
+	http_reply_json(r, 200, out);
 }
 
 /* GET /v1/projects/{project}/queues (reader): the project's queues. */
-void aw_h_queues_list(aw_req *r)
+void h_queues_list(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
 	json_t *out = NULL;
 	aw_err e = aw_run_queue_list(r->store, &scoped, &out, &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }
 
 /* PUT /v1/projects/{project}/queues/{queue} (operator) {"concurrency": N|null}:
  * declares the queue or changes its limit. */
-void aw_h_queue_put(aw_req *r)
+void h_queue_put(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	static const char *const fields[] = {"concurrency", NULL};
 	aw_error err = {0};
@@ -250,7 +250,7 @@ void aw_h_queue_put(aw_req *r)
 				     &err);
 	json_decref(body);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }

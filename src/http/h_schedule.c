@@ -1,7 +1,7 @@
 /*
  * h_schedule.c - /v1/projects/{project}/schedules: create (operator), list and
  * get (reader), delete (operator). The URL's project is authorised against
- * the key (aw_url_project_or_reply); another project's schedule answers like
+ * the key (url_project_or_reply); another project's schedule answers like
  * a missing one. The service (schedule.h) does the checking and the audit.
  */
 #include <string.h>
@@ -9,10 +9,10 @@
 #include "awooop/schedule.h"
 #include "http_internal.h"
 
-void aw_h_schedules_create(aw_req *r)
+void h_schedules_create(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || aw_json_body_or_reply(r))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || json_body_or_reply(r))
 		return;
 	aw_error err = {0};
 	aw_schedule_request req;
@@ -23,48 +23,48 @@ void aw_h_schedules_create(aw_req *r)
 		aw_schedule_request_free(&req);
 	}
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 201, out);
+		http_reply_json(r, 201, out);
 }
 
-void aw_h_schedules_list(aw_req *r)
+void h_schedules_list(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
 	json_t *out = NULL;
 	aw_err e = aw_schedule_list(r->store, &scoped, &out, &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }
 
-void aw_h_schedule_get(aw_req *r)
+void h_schedule_get(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_error err = {0};
 	json_t *out = NULL;
 	aw_err e = aw_schedule_get(r->store, &scoped, r->segs[4], &out, &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_json(r, 200, out);
+		http_reply_json(r, 200, out);
 }
 
-void aw_h_schedule_delete(aw_req *r)
+void h_schedule_delete(aw_req *r)
 {
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_error err = {0};
 	aw_err e = aw_schedule_delete(r->store, &scoped, r->segs[4], &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	else
-		aw_reply_empty(r, 204);
+		reply_empty(r, 204);
 }

@@ -44,25 +44,25 @@ static json_t *key_json(const aw_apikey *k)
 }
 
 /* The URL's {project} segment: a slug, or __platform__ for platform admins. */
-int aw_project_segment_or_reply(aw_req *r, const char *seg)
+int project_segment_or_reply(aw_req *r, const char *seg)
 {
 	if (aw_ident_project_ok(seg) || strcmp(seg, AW_PLATFORM_PROJECT) == 0)
 		return 0;
 	aw_error err;
 	aw_fail(&err, AW_E_TENANT_SLUG, "project id must match [a-z0-9][a-z0-9_-]{1,62}");
-	aw_reply_problem(r, err.err, &err);
+	reply_problem(r, err.err, &err);
 	return -1;
 }
 
-int aw_url_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
+int url_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
 {
-	return aw_project_segment_or_reply(r, r->segs[2]) ||
-	       aw_project_or_reply(r, r->segs[2], need, scoped);
+	return project_segment_or_reply(r, r->segs[2]) ||
+	       project_or_reply(r, r->segs[2], need, scoped);
 }
 
 static int limit_or_reply(aw_req *r, int *limit)
 {
-	const char *l = aw_query(r, "limit");
+	const char *l = http_query(r, "limit");
 	*limit = 100;
 	if (!l)
 		return 0;
@@ -71,49 +71,49 @@ static int limit_or_reply(aw_req *r, int *limit)
 	if (!*l || *end || v < 1 || v > 1000) {
 		aw_error err;
 		aw_fail_at(&err, AW_E_REQ_INVALID, "limit", "limit must be 1..1000");
-		aw_reply_problem(r, err.err, &err);
+		reply_problem(r, err.err, &err);
 		return -1;
 	}
 	*limit = (int)v;
 	return 0;
 }
 
-void aw_h_projects_create(aw_req *r)
+void h_projects_create(aw_req *r)
 {
 	aw_error err = {0};
-	if (aw_auth_or_reply(r))
+	if (auth_or_reply(r))
 		return;
 	if (r->ctx.scope != AW_SCOPE_PLATFORM_ADMIN) {
 		aw_fail(&err, AW_E_AUTH_SCOPE, "creating projects needs a platform-admin key");
-		aw_reply_problem(r, err.err, &err);
+		reply_problem(r, err.err, &err);
 		return;
 	}
-	if (aw_json_body_or_reply(r))
+	if (json_body_or_reply(r))
 		return;
 	aw_project_create_req req;
-	aw_err e = aw_decode_project_create(r->body ? r->body : "", r->body_len, &req, &err);
+	aw_err e = decode_project_create(r->body ? r->body : "", r->body_len, &req, &err);
 	aw_project p;
 	if (!e)
 		e = aw_project_create(r->store, &r->ctx, req.id, &p, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 201, project_json(&p));
+	http_reply_json(r, 201, project_json(&p));
 }
 
-void aw_h_projects_list(aw_req *r)
+void h_projects_list(aw_req *r)
 {
 	aw_error err = {0};
 	int limit;
-	if (aw_auth_or_reply(r) || limit_or_reply(r, &limit))
+	if (auth_or_reply(r) || limit_or_reply(r, &limit))
 		return;
-	const char *after = aw_query(r, "cursor");
+	const char *after = http_query(r, "cursor");
 	aw_project *items = NULL;
 	int n = 0;
 	aw_err e = aw_project_list(r->store, &r->ctx, after, limit, &items, &n, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *arr = json_array();
@@ -125,102 +125,102 @@ void aw_h_projects_list(aw_req *r)
 				    n == limit ? json_string(items[n - 1].project_id)
 					       : json_null());
 	free(items);
-	aw_reply_json(r, 200, body);
+	http_reply_json(r, 200, body);
 }
 
 /* GET /v1/whoami: what the key is (its project, scope, principal, id),
  * for clients that take the project from the key. Never the secret nor
  * its prefix. */
-void aw_h_whoami(aw_req *r)
+void h_whoami(aw_req *r)
 {
-	if (aw_auth_or_reply(r))
+	if (auth_or_reply(r))
 		return;
-	aw_reply_json(r, 200,
-		      json_pack("{s:s, s:s, s:s, s:s}", "project", r->ctx.project, "scope",
-				aw_scope_name(r->ctx.scope), "principal", r->ctx.principal,
-				"key_id", r->ctx.key_id));
+	http_reply_json(r, 200,
+			json_pack("{s:s, s:s, s:s, s:s}", "project", r->ctx.project, "scope",
+				  aw_scope_name(r->ctx.scope), "principal", r->ctx.principal,
+				  "key_id", r->ctx.key_id));
 }
 
-void aw_h_project_get(aw_req *r)
+void h_project_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_READER, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_READER, &scoped))
 		return;
 	aw_project p;
 	aw_err e = aw_project_get(r->store, &scoped, &p, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 200, project_json(&p));
+	http_reply_json(r, 200, project_json(&p));
 }
 
-void aw_h_keys_create(aw_req *r)
+void h_keys_create(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
-	if (aw_json_body_or_reply(r))
+	if (json_body_or_reply(r))
 		return;
 	aw_key_create_req req;
-	aw_err e = aw_decode_key_create(r->body ? r->body : "", r->body_len, &req, &err);
+	aw_err e = decode_key_create(r->body ? r->body : "", r->body_len, &req, &err);
 	aw_apikey k;
 	char secret[AW_KEY_SECRET_LEN + 1];
 	if (!e)
 		e = aw_key_create_limited(r->store, &scoped, req.name, req.scope, &req.limits, &k,
 					  secret, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *body = key_json(&k);
 	if (body)
 		json_object_set_new(body, "key", json_string(secret));
 	memset(secret, 0, sizeof secret);
-	aw_reply_json(r, 201, body);
+	http_reply_json(r, 201, body);
 }
 
-void aw_h_keys_list(aw_req *r)
+void h_keys_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	aw_apikey *items = NULL;
 	int n = 0;
 	aw_err e = aw_key_list(r->store, &scoped, &items, &n, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *arr = json_array();
 	for (int i = 0; i < n; i++)
 		json_array_append_new(arr, key_json(&items[i]));
 	free(items);
-	aw_reply_json(r, 200, json_pack("{s:o}", "items", arr));
+	http_reply_json(r, 200, json_pack("{s:o}", "items", arr));
 }
 
-void aw_h_key_revoke(aw_req *r)
+void h_key_revoke(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	aw_err e = aw_key_revoke(r->store, &scoped, r->segs[4], &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_empty(r, 204);
+	reply_empty(r, 204);
 }
 
-void aw_h_key_get(aw_req *r)
+void h_key_get(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
 	aw_apikey k;
 	json_t *usage = NULL;
@@ -236,45 +236,45 @@ void aw_h_key_get(aw_req *r)
 		e = aw_budget_key_usage(r->store, &scoped, &bk, &usage, &err);
 	}
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *body = key_json(&k);
 	json_object_set_new(body, "usage", usage);
-	aw_reply_json(r, 200, body);
+	http_reply_json(r, 200, body);
 }
 
-void aw_h_key_update(aw_req *r)
+void h_key_update(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_PROJECT_ADMIN, &scoped))
 		return;
-	if (aw_json_body_or_reply(r))
+	if (json_body_or_reply(r))
 		return;
 	json_t *patch = NULL;
 	aw_apikey k;
-	aw_err e = aw_decode_key_update(r->body ? r->body : "", r->body_len, &patch, &err);
+	aw_err e = decode_key_update(r->body ? r->body : "", r->body_len, &patch, &err);
 	if (!e)
 		e = aw_key_update(r->store, &scoped, r->segs[4], patch, &k, &err);
 	json_decref(patch);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
-	aw_reply_json(r, 200, key_json(&k));
+	http_reply_json(r, 200, key_json(&k));
 }
 
 /* A filter of the audit list: at most max bytes; NULL and replied when too
  * long (absent: NULL, nothing replied: *bad stays 0). */
 static const char *audit_param(aw_req *r, const char *name, size_t max, int *bad)
 {
-	const char *v = aw_query(r, name);
+	const char *v = http_query(r, name);
 	if (*bad || !v || strlen(v) <= max)
 		return v;
 	aw_error err;
 	aw_fail_at(&err, AW_E_REQ_INVALID, name, "%s is at most %zu bytes", name, max);
-	aw_reply_problem(r, err.err, &err);
+	reply_problem(r, err.err, &err);
 	*bad = 1;
 	return NULL;
 }
@@ -283,12 +283,12 @@ static const char *audit_param(aw_req *r, const char *name, size_t max, int *bad
  * &target=&outcome=&run=&order=asc|desc&cursor=&limit= : the trail, oldest
  * first (order=desc: newest first, the cursor counting down). outcome and
  * run select agent calls by their envelope (llm.call, mcp.call, mcp.relay). */
-void aw_h_audit_list(aw_req *r)
+void h_audit_list(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
 	int limit, bad = 0;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || limit_or_reply(r, &limit))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped) || limit_or_reply(r, &limit))
 		return;
 	aw_audit_query q = {0};
 	const char *action = audit_param(r, "action", 8 * 64, &bad);
@@ -330,7 +330,7 @@ void aw_h_audit_list(aw_req *r)
 	if (!e && q.run_id && !aw_uuid_valid(q.run_id))
 		e = aw_fail_at(&err, AW_E_REQ_INVALID, "run", "run must be a run id");
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	aw_txn *t = NULL;
@@ -343,7 +343,7 @@ void aw_h_audit_list(aw_req *r)
 	if (t)
 		aw_store_rollback(t);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	json_t *items = json_array();
@@ -357,35 +357,35 @@ void aw_h_audit_list(aw_req *r)
 				    n == limit ? json_string(next) : json_null());
 	}
 	aw_audit_rows_free(rows, n);
-	aw_reply_json(r, 200, body);
+	http_reply_json(r, 200, body);
 }
 
 /* GET /v1/projects/{project}/audit/verify: the whole chain walked in the
  * store (aw_audit_verify), for operators and the console. */
-void aw_h_audit_verify(aw_req *r)
+void h_audit_verify(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	aw_audit_report rep;
 	aw_err e = aw_audit_verify(r->store, &scoped, &rep, &err);
 	if (e)
-		return aw_reply_problem(r, e, &err);
-	aw_reply_json(r, 200,
-		      json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", scoped.project, "ok",
-				rep.ok, "records", (json_int_t)rep.records, "break_seq",
-				(json_int_t)rep.break_seq, "reason", rep.reason));
+		return reply_problem(r, e, &err);
+	http_reply_json(r, 200,
+			json_pack("{s:s, s:b, s:I, s:I, s:s}", "project", scoped.project, "ok",
+				  rep.ok, "records", (json_int_t)rep.records, "break_seq",
+				  (json_int_t)rep.break_seq, "reason", rep.reason));
 }
 
 /* GET /v1/projects/{project}/key-migrations: the INV-1 phase of every tenant
  * key pattern and, with Redis, this process's counters that gate the next
  * phase (aw_keymig_status); without Redis the phases from the store. */
-void aw_h_key_migrations(aw_req *r)
+void h_key_migrations(aw_req *r)
 {
 	aw_error err = {0};
 	aw_ctx scoped;
-	if (aw_url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
+	if (url_project_or_reply(r, AW_SCOPE_OPERATOR, &scoped))
 		return;
 	json_t *items = json_array();
 	aw_err e = AW_OK;
@@ -413,9 +413,9 @@ void aw_h_key_migrations(aw_req *r)
 	}
 	if (e) {
 		json_decref(items);
-		return aw_reply_problem(r, e, &err);
+		return reply_problem(r, e, &err);
 	}
-	aw_reply_json(r, 200,
-		      json_pack("{s:s,s:b,s:o}", "project", scoped.project, "redis",
-				r->opts->kv != NULL, "items", items));
+	http_reply_json(r, 200,
+			json_pack("{s:s,s:b,s:o}", "project", scoped.project, "redis",
+				  r->opts->kv != NULL, "items", items));
 }

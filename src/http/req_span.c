@@ -12,7 +12,7 @@
 #include "awooop/otel.h"
 #include "http_internal.h"
 
-void aw_req_span(const aw_req *r, int status)
+void http_req_span(const aw_req *r, int status)
 {
 	if (!aw_otel_on())
 		return;

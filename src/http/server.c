@@ -31,7 +31,7 @@
  * state, so a connection is resumed once per suspension, never before it.
  *
  * Shutdown (aw_http_drain, then aw_http_stop): stop accepting, end the
- * endless event streams (marked by aw_req_endless), refuse new requests on
+ * endless event streams (marked by req_endless), refuse new requests on
  * open connections (503 E-REQ-013, Connection: close), let the requests in
  * flight finish up to the drain bound, then cut what is left; once no
  * connection can be parked any more, the daemon stops (MHD aborts the
@@ -81,7 +81,7 @@ typedef struct track {
 	int busy;    /* a request is in flight */
 	int endless; /* that request is an event stream with no end of its own */
 	pthread_mutex_t pmu;
-	int parked;  /* suspended by aw_req_park, not resumed yet (pmu) */
+	int parked;  /* suspended by req_park, not resumed yet (pmu) */
 	int closing; /* OPEN, or END (a stream ends cleanly) / CUT (aborted): never
 			parked again (pmu) */
 	int gone;    /* the peer hung up while it was parked (pmu) */
@@ -139,7 +139,7 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	for (int i = 0; i < r->nxhdr; i++)
 		MHD_add_response_header(resp, r->xhdr[i].name, r->xhdr[i].value);
-	/* a 429 says when to come back: aw_reply_problem's value for its code
+	/* a 429 says when to come back: reply_problem's value for its code
 	 * (retry_after_s), else a second (a bound per tenant, which frees as
 	 * soon as one of the tenant's own requests ends; the code names which) */
 	if (r->retry_after_s > 0) {
@@ -158,7 +158,7 @@ static void queue(aw_req *r, int status, struct MHD_Response *resp)
 	r->responded = 1;
 }
 
-void aw_reply_text(aw_req *r, int status, const char *ctype, const char *text)
+void reply_text(aw_req *r, int status, const char *ctype, const char *text)
 {
 	struct MHD_Response *resp =
 		MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
@@ -167,7 +167,7 @@ void aw_reply_text(aw_req *r, int status, const char *ctype, const char *text)
 	queue(r, status, resp);
 }
 
-void aw_reply_empty(aw_req *r, int status)
+void reply_empty(aw_req *r, int status)
 {
 	queue(r, status, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
 }
@@ -177,9 +177,9 @@ static void reply_dumped(aw_req *r, int status, const char *ctype, json_t *body)
 	char *s = body ? aw_json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!s) {
-		aw_reply_text(r, 500, "application/problem+json",
-			      "{\"title\":\"Out of memory\",\"status\":500,"
-			      "\"code\":\"E-INTERNAL-002\"}");
+		reply_text(r, 500, "application/problem+json",
+			   "{\"title\":\"Out of memory\",\"status\":500,"
+			   "\"code\":\"E-INTERNAL-002\"}");
 		return;
 	}
 	struct MHD_Response *resp =
@@ -192,7 +192,7 @@ static void reply_dumped(aw_req *r, int status, const char *ctype, json_t *body)
 	queue(r, status, resp);
 }
 
-void aw_reply_json(aw_req *r, int status, json_t *body)
+void http_reply_json(aw_req *r, int status, json_t *body)
 {
 	reply_dumped(r, status, "application/json", body);
 }
@@ -232,7 +232,7 @@ static int sdk_path(const aw_req *r)
 	return strcmp(r->segs[1], "messages") ? 1 : 2;
 }
 
-void aw_reply_problem(aw_req *r, aw_err e, const aw_error *err)
+void reply_problem(aw_req *r, aw_err e, const aw_error *err)
 {
 	int status = aw_err_http_status(e);
 	r->retry_after_s = retry_after(e, err);
@@ -319,8 +319,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	return r->stream(r->stream_cls, pos, buf, max);
 }
 
-void aw_reply_stream(aw_req *r, int status, const char *ctype,
-		     ssize_t (*read)(void *cls, uint64_t pos, char *buf, size_t max), void *cls)
+void reply_stream(aw_req *r, int status, const char *ctype,
+		  ssize_t (*read)(void *cls, uint64_t pos, char *buf, size_t max), void *cls)
 {
 	r->stream = read;
 	r->stream_cls = cls;
@@ -335,27 +335,27 @@ static ssize_t call_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
 	aw_req *r = cls;
-	ssize_t n = r->call_read(r->svc, buf, max, aw_req_park_cb, r);
+	ssize_t n = r->call_read(r->svc, buf, max, req_park_cb, r);
 	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
 }
 
-void aw_reply_call_stream(aw_req *r, aw_call_reader read)
+void reply_call_stream(aw_req *r, call_reader read)
 {
 	r->call_read = read;
-	aw_reply_stream(r, 200, "text/event-stream", call_stream_read, r);
+	reply_stream(r, 200, "text/event-stream", call_stream_read, r);
 }
 
-void aw_req_park_cb(void *r)
+void req_park_cb(void *r)
 {
-	aw_req_park(r);
+	req_park(r);
 }
 
-void aw_req_wake_cb(void *r)
+void req_wake_cb(void *r)
 {
-	aw_req_unpark(r);
+	req_unpark(r);
 }
 
-void aw_req_header(aw_req *r, const char *name, const char *value)
+void req_header(aw_req *r, const char *name, const char *value)
 {
 	if (r->nxhdr >= (int)(sizeof r->xhdr / sizeof r->xhdr[0]))
 		return;
@@ -365,7 +365,7 @@ void aw_req_header(aw_req *r, const char *name, const char *value)
 
 /* A connection being ended is never suspended again: the caller returns as
  * if parked, and MHD calls it again at once (it then ends). */
-void aw_req_park(aw_req *r)
+void req_park(aw_req *r)
 {
 	track *t = r->trk;
 	if (!t) {
@@ -380,7 +380,7 @@ void aw_req_park(aw_req *r)
 	pthread_mutex_unlock(&t->pmu);
 }
 
-void aw_req_unpark(aw_req *r)
+void req_unpark(aw_req *r)
 {
 	track *t = r->trk;
 	if (!t) {
@@ -395,7 +395,7 @@ void aw_req_unpark(aw_req *r)
 	pthread_mutex_unlock(&t->pmu);
 }
 
-void aw_req_endless(aw_req *r)
+void req_endless(aw_req *r)
 {
 	track *t = r->trk;
 	if (!t)
@@ -411,7 +411,7 @@ void aw_req_endless(aw_req *r)
 
 /* ---------------------------------------------------------------- helpers */
 
-const char *aw_query(aw_req *r, const char *name)
+const char *http_query(aw_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
@@ -447,49 +447,49 @@ static aw_err authenticated(aw_req *r, const char *secret, aw_error *err)
 	return e;
 }
 
-aw_err aw_req_authenticate(aw_req *r, aw_error *err)
+aw_err req_authenticate(aw_req *r, aw_error *err)
 {
 	return r->authenticated ? AW_OK : authenticate(r, err);
 }
 
-int aw_auth_or_reply(aw_req *r)
+int auth_or_reply(aw_req *r)
 {
 	aw_error err = {0};
 	aw_err e = authenticate(r, &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	return e ? -1 : 0;
 }
 
-int aw_own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
+int own_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
 {
-	if (aw_auth_or_reply(r))
+	if (auth_or_reply(r))
 		return -1;
 	char project[AW_PROJECT_MAX + 1];
 	memcpy(project, r->ctx.project, sizeof project);
-	return aw_project_or_reply(r, project, need, scoped);
+	return project_or_reply(r, project, need, scoped);
 }
 
-int aw_selected_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
+int selected_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
 {
-	const char *p = aw_query(r, "project");
+	const char *p = http_query(r, "project");
 	if (!p)
-		return aw_own_project_or_reply(r, need, scoped);
-	if (aw_auth_or_reply(r) || aw_project_segment_or_reply(r, p))
+		return own_project_or_reply(r, need, scoped);
+	if (auth_or_reply(r) || project_segment_or_reply(r, p))
 		return -1;
 	char project[AW_PROJECT_MAX + 1];
 	snprintf(project, sizeof project, "%s", p);
-	return aw_project_or_reply(r, project, need, scoped);
+	return project_or_reply(r, project, need, scoped);
 }
 
-int aw_project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped)
+int project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped)
 {
 	aw_error err = {0};
-	if (!r->authenticated && aw_auth_or_reply(r))
+	if (!r->authenticated && auth_or_reply(r))
 		return -1;
 	aw_err e = aw_tenancy_authorize(&r->ctx, project, need, scoped, &err);
 	if (e) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return -1;
 	}
 	return 0;
@@ -512,12 +512,12 @@ static aw_err json_media(aw_req *r, aw_error *err)
 		       : aw_fail(err, AW_E_REQ_MEDIA, "send Content-Type: application/json");
 }
 
-int aw_json_body_or_reply(aw_req *r)
+int json_body_or_reply(aw_req *r)
 {
 	aw_error err = {0};
 	aw_err e = json_media(r, &err);
 	if (e)
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 	return e ? -1 : 0;
 }
 
@@ -525,7 +525,7 @@ int aw_json_body_or_reply(aw_req *r)
 
 static aw_err decode_path(aw_req *r, aw_error *err)
 {
-	return aw_decode_path(r->raw_uri ? r->raw_uri : "", &r->segbuf, r->segs, &r->nsegs, err);
+	return http_decode_path(r->raw_uri ? r->raw_uri : "", &r->segbuf, r->segs, &r->nsegs, err);
 }
 
 /* The request object, made when the request line arrives (MHD's URI log
@@ -671,7 +671,7 @@ static void body_release(aw_http *h, aw_req *r)
 	r->charged = 0;
 }
 
-void aw_req_body_done(aw_req *r)
+void req_body_done(aw_req *r)
 {
 	aw_buf_free(&r->upload);
 	r->body = NULL;
@@ -679,9 +679,9 @@ void aw_req_body_done(aw_req *r)
 	body_release(r->srv, r);
 }
 
-void aw_req_bind_call(aw_req *r, void *call, void (*done)(aw_req *), void (*answer)(aw_req *))
+void req_bind_call(aw_req *r, void *call, void (*done)(aw_req *), void (*answer)(aw_req *))
 {
-	aw_req_body_done(r);
+	req_body_done(r);
 	r->svc = call;
 	r->done = done;
 	r->resume = answer;
@@ -732,7 +732,7 @@ static void set_deadline(aw_http *h, track *t, int64_t ms, const char *why)
 	pthread_mutex_unlock(&h->mu);
 }
 
-void aw_req_extend(aw_req *r, int seconds)
+void req_extend(aw_req *r, int seconds)
 {
 	set_deadline(r->srv, track_of(r), (int64_t)seconds * 1000, "request");
 	r->ctx.deadline_ns = aw_clock_mono_ns() + (int64_t)seconds * 1000000000LL;
@@ -793,9 +793,9 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 	else if (hc.content_length && hc.transfer_encoding)
 		e = aw_fail(&err, AW_E_REQ_HEADER,
 			    "Content-Length and Transfer-Encoding together are refused");
-	else if ((e = aw_tls_check_client(h->tls, r->conn, &err)))
+	else if ((e = tls_check_client(h->tls, r->conn, &err)))
 		;
-	else if (!(e = decode_path(r, &err)) && !(r->handler = aw_route(r, &e)))
+	else if (!(e = decode_path(r, &err)) && !(r->handler = http_route(r, &e)))
 		aw_fail(&err, e, "%s",
 			e == AW_E_REQ_METHOD ? "method not allowed here"
 			: sdk_path(r)
@@ -827,7 +827,7 @@ static void on_head(aw_http *h, aw_req *r, const char *method)
 	if (!has_body(r->conn) || (expect && !strcasecmp(expect, "100-continue")) ||
 	    e == AW_E_REQ_TOO_BIG || e == AW_E_REQ_HEADER || e == AW_E_REQ_PROJECT_MEMORY ||
 	    e == AW_E_REQ_ANON_MEMORY || e == AW_E_REQ_BUSY) {
-		aw_reply_problem(r, e, &err);
+		reply_problem(r, e, &err);
 		return;
 	}
 	r->refusal = err; /* err.err == e */
@@ -861,7 +861,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (r->refusal.err || r->discard) { /* dropped, not kept; an endless one is cut */
 			r->dropped += *upload_size;
 			if (r->refusal.err && r->dropped > h->opts.body_limit) {
-				aw_reply_problem(r, r->refusal.err, &r->refusal);
+				reply_problem(r, r->refusal.err, &r->refusal);
 				r->refusal.err = AW_OK;
 			}
 		} else if (!r->responded && append_body(r, upload, *upload_size) < 0) {
@@ -871,7 +871,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (r->refusal.err) {
-		aw_reply_problem(r, r->refusal.err, &r->refusal);
+		reply_problem(r, r->refusal.err, &r->refusal);
 		return MHD_YES;
 	}
 	if (r->responded)
@@ -879,7 +879,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	aw_error err;
 	if (r->too_big) {
 		aw_fail(&err, AW_E_REQ_TOO_BIG, "the body limit is %zu bytes", h->opts.body_limit);
-		aw_reply_problem(r, err.err, &err);
+		reply_problem(r, err.err, &err);
 		return MHD_YES;
 	}
 	if (r->resume) { /* resumed after the handler parked */
@@ -889,7 +889,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (closing) { /* the drain bound passed before the answer came */
 			aw_fail(&err, AW_E_REQ_SHUTDOWN,
 				"the server shut down before the answer was ready; retry");
-			aw_reply_problem(r, err.err, &err);
+			reply_problem(r, err.err, &err);
 			return MHD_YES;
 		}
 		r->resume(r);
@@ -897,7 +897,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	r->handler(r);
 	if (!r->responded && !r->resume)
-		aw_reply_problem(r, AW_E_INTERNAL, NULL);
+		reply_problem(r, AW_E_INTERNAL, NULL);
 	return MHD_YES;
 }
 
@@ -924,7 +924,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	double secs = (double)(aw_clock_mono_ns() - r->t0_ns) / 1e9;
 	int status = r->responded ? r->status : 0;
 	aw_metrics_http_observe(r->method ? r->method : "-", r->route, status, secs);
-	aw_req_span(r, status);
+	http_req_span(r, status);
 	char st[8], ms[32];
 	snprintf(st, sizeof st, "%d", status);
 	snprintf(ms, sizeof ms, "%.3f", secs * 1000);
@@ -1187,7 +1187,7 @@ void aw_http_listen_format(const struct sockaddr_storage *sa, char *out, size_t 
 
 static void http_free(aw_http *h)
 {
-	aw_tls_free(h->tls);
+	http_tls_free(h->tls);
 	for (int i = 0; i < 64; i++) /* empty once every request has ended */
 		while (h->accts[i]) {
 			body_acct *a = h->accts[i];
@@ -1296,17 +1296,17 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 	/* MHD's own idle timeout stays as a backstop above our deadlines */
 	unsigned idle_s =
 		(unsigned)(h->opts.head_timeout_ms / 1000 + h->opts.request_timeout_s + 1);
-	if ((e = aw_tls_new(opts->tls_cert, opts->tls_key, opts->tls_client_ca, &h->tls, err))) {
+	if ((e = tls_new(opts->tls_cert, opts->tls_key, opts->tls_client_ca, &h->tls, err))) {
 		close(fd);
 		http_free(h);
 		return e;
 	}
 	struct MHD_OptionItem tls_opts[] = {
 		{h->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0,
-		 h->tls ? aw_tls_cert_callback() : NULL},
+		 h->tls ? tls_cert_callback() : NULL},
 		{MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)aw_tls_priorities},
-		{aw_tls_client_ca(h->tls) ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0,
-		 (void *)aw_tls_client_ca(h->tls)},
+		{http_tls_client_ca(h->tls) ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0,
+		 (void *)http_tls_client_ca(h->tls)},
 		{MHD_OPTION_END, 0, NULL},
 	};
 	h->d = MHD_start_daemon(
@@ -1343,7 +1343,7 @@ int aw_http_port(const aw_http *h)
 
 aw_err aw_http_reload(aw_http *h, aw_error *err)
 {
-	return h->tls ? aw_tls_reload(h->tls, err) : AW_OK;
+	return h->tls ? tls_reload(h->tls, err) : AW_OK;
 }
 
 /* Ends every connection's request: endless streams and the rest (how),
@@ -1429,7 +1429,7 @@ void aw_http_stop(aw_http *h)
 	if (!h)
 		return;
 	/* MHD aborts the process when it stops with a suspended connection:
-	 * resume them all, and none can be suspended again (aw_req_park) */
+	 * resume them all, and none can be suspended again (req_park) */
 	stop_accepting(h);
 	pthread_mutex_lock(&h->mu);
 	end_all(h, CUT, 0);

@@ -114,8 +114,8 @@ static int cert_cb(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int nreq
 	return 0;
 }
 
-aw_err aw_tls_new(const char *cert, const char *key, const char *client_ca, aw_tls **out,
-		  aw_error *err)
+aw_err tls_new(const char *cert, const char *key, const char *client_ca, aw_tls **out,
+	       aw_error *err)
 {
 	*out = NULL;
 	if (!cert != !key)
@@ -151,7 +151,7 @@ aw_err aw_tls_new(const char *cert, const char *key, const char *client_ca, aw_t
 		gnutls_free(ca.data);
 	}
 	if (e) {
-		aw_tls_free(t);
+		http_tls_free(t);
 		return e;
 	}
 	atomic_store(&the_tls, t);
@@ -159,7 +159,7 @@ aw_err aw_tls_new(const char *cert, const char *key, const char *client_ca, aw_t
 	return AW_OK;
 }
 
-aw_err aw_tls_reload(aw_tls *t, aw_error *err)
+aw_err tls_reload(aw_tls *t, aw_error *err)
 {
 	gen *g = NULL;
 	aw_err e = load_gen(t, &g, err);
@@ -172,7 +172,7 @@ aw_err aw_tls_reload(aw_tls *t, aw_error *err)
 	return AW_OK;
 }
 
-void aw_tls_free(aw_tls *t)
+void http_tls_free(aw_tls *t)
 {
 	if (!t)
 		return;
@@ -187,17 +187,17 @@ void aw_tls_free(aw_tls *t)
 	free(t);
 }
 
-const char *aw_tls_client_ca(const aw_tls *t)
+const char *http_tls_client_ca(const aw_tls *t)
 {
 	return t ? t->client_ca : NULL;
 }
 
-void *aw_tls_cert_callback(void)
+void *tls_cert_callback(void)
 {
 	return (void *)cert_cb;
 }
 
-aw_err aw_tls_check_client(const aw_tls *t, struct MHD_Connection *conn, aw_error *err)
+aw_err tls_check_client(const aw_tls *t, struct MHD_Connection *conn, aw_error *err)
 {
 	if (!t || !t->client_ca)
 		return AW_OK;

@@ -70,12 +70,12 @@ static int run_all(void)
 	int ok = 0;
 	aw_error err;
 	aw_project_create_req p;
-	ok += aw_decode_project_create(body, strlen(body), &p, &err) == AW_OK;
+	ok += decode_project_create(body, strlen(body), &p, &err) == AW_OK;
 	aw_key_create_req k;
-	ok += aw_decode_key_create(keybody, strlen(keybody), &k, &err) == AW_OK;
+	ok += decode_key_create(keybody, strlen(keybody), &k, &err) == AW_OK;
 	json_t *cb = NULL;
 	const char *cbody = "{\"body\":{\"period\":\"day\"}}";
-	if (aw_decode_contract_body(cbody, strlen(cbody), &cb, &err) == AW_OK) {
+	if (decode_contract_body(cbody, strlen(cbody), &cb, &err) == AW_OK) {
 		ok++;
 		json_decref(cb);
 	}

@@ -206,34 +206,33 @@ static void test_strict_json(void **state)
 	aw_error err = {0};
 	aw_project_create_req p;
 	const char *good = "{\"id\":\"alpha\"}";
-	assert_int_equal(aw_decode_project_create(good, strlen(good), &p, &err), AW_OK);
+	assert_int_equal(decode_project_create(good, strlen(good), &p, &err), AW_OK);
 	assert_string_equal(p.id, "alpha");
 	const char *unknown = "{\"id\":\"alpha\",\"a/b~\":1}";
-	assert_int_equal(aw_decode_project_create(unknown, strlen(unknown), &p, &err),
+	assert_int_equal(decode_project_create(unknown, strlen(unknown), &p, &err),
 			 AW_E_REQ_UNKNOWN_FIELD);
 	assert_string_equal(err.where, "/a~1b~0");
 	const char *dup = "{\"id\":\"alpha\",\"id\":\"beta\"}";
-	assert_int_equal(aw_decode_project_create(dup, strlen(dup), &p, &err), AW_E_REQ_JSON);
-	assert_int_equal(aw_decode_project_create("[]", 2, &p, &err), AW_E_REQ_JSON);
-	assert_int_equal(aw_decode_project_create("{", 1, &p, &err), AW_E_REQ_JSON);
-	assert_int_equal(aw_decode_project_create("", 0, &p, &err), AW_E_REQ_JSON);
+	assert_int_equal(decode_project_create(dup, strlen(dup), &p, &err), AW_E_REQ_JSON);
+	assert_int_equal(decode_project_create("[]", 2, &p, &err), AW_E_REQ_JSON);
+	assert_int_equal(decode_project_create("{", 1, &p, &err), AW_E_REQ_JSON);
+	assert_int_equal(decode_project_create("", 0, &p, &err), AW_E_REQ_JSON);
 	const char *num = "{\"id\":5}";
-	assert_int_equal(aw_decode_project_create(num, strlen(num), &p, &err), AW_E_REQ_INVALID);
+	assert_int_equal(decode_project_create(num, strlen(num), &p, &err), AW_E_REQ_INVALID);
 	assert_string_equal(err.where, "/id");
 	const char *slug = "{\"id\":\"Bad Slug\"}";
-	assert_int_equal(aw_decode_project_create(slug, strlen(slug), &p, &err), AW_E_TENANT_SLUG);
+	assert_int_equal(decode_project_create(slug, strlen(slug), &p, &err), AW_E_TENANT_SLUG);
 	const char *nul = "{\"id\":\"al\\u0000pha\"}";
-	assert_int_not_equal(aw_decode_project_create(nul, strlen(nul), &p, &err), AW_OK);
+	assert_int_not_equal(decode_project_create(nul, strlen(nul), &p, &err), AW_OK);
 
 	aw_key_create_req k;
 	const char *key = "{\"name\":\"alice\",\"scope\":\"operator\"}";
-	assert_int_equal(aw_decode_key_create(key, strlen(key), &k, &err), AW_OK);
+	assert_int_equal(decode_key_create(key, strlen(key), &k, &err), AW_OK);
 	assert_int_equal(k.scope, AW_SCOPE_OPERATOR);
 	const char *scope = "{\"name\":\"alice\",\"scope\":\"root\"}";
-	assert_int_equal(aw_decode_key_create(scope, strlen(scope), &k, &err), AW_E_KEY_SCOPE);
+	assert_int_equal(decode_key_create(scope, strlen(scope), &k, &err), AW_E_KEY_SCOPE);
 	const char *missing = "{\"scope\":\"reader\"}";
-	assert_int_equal(aw_decode_key_create(missing, strlen(missing), &k, &err),
-			 AW_E_REQ_INVALID);
+	assert_int_equal(decode_key_create(missing, strlen(missing), &k, &err), AW_E_REQ_INVALID);
 }
 
 /* A virtual key's team as a label: at most 32 per project, the rest under
