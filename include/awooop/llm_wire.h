@@ -101,6 +101,12 @@ typedef struct {
 	int ntools;
 	short blk_tool[AW_LLM_MAX_BLOCKS];
 } aw_llm_stream_state;
+/* Appends "data: <ev as compact JSON>\n\n" (an SSE event) to out; steals
+ * ev (NULL: out of memory). AW_E_NOMEM on failure. */
+aw_err aw_llm_sse_data(aw_buf *out, json_t *ev);
+/* A chat.completion.chunk of st's id, time and model with one choice: delta
+ * (stolen) and finish (NULL: the JSON null OpenAI sends until the end). */
+json_t *aw_llm_chunk(const aw_llm_stream_state *st, json_t *delta, const char *finish);
 
 /* An Ollama /api/chat answer (not streamed) as an OpenAI chat.completion. */
 aw_err aw_llm_from_ollama(const json_t *resp, aw_llm_stream_state *st, json_t **out, aw_error *err);

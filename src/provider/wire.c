@@ -462,7 +462,7 @@ aw_err aw_llm_from_ollama(const json_t *resp, aw_llm_stream_state *st, json_t **
 	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 }
 
-static aw_err add_event(aw_buf *out, json_t *ev)
+aw_err aw_llm_sse_data(aw_buf *out, json_t *ev)
 {
 	char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
 	json_decref(ev);
@@ -475,7 +475,7 @@ static aw_err add_event(aw_buf *out, json_t *ev)
 	return aw_buf_err(out);
 }
 
-static json_t *chunk(const aw_llm_stream_state *st, json_t *delta, const char *finish)
+json_t *aw_llm_chunk(const aw_llm_stream_state *st, json_t *delta, const char *finish)
 {
 	json_t *c = json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:o,s:s?}]}", "id", st->id, "object",
 			      "chat.completion.chunk", "created", (json_int_t)st->created, "model",
@@ -489,12 +489,12 @@ static json_t *chunk(const aw_llm_stream_state *st, json_t *delta, const char *f
 
 static aw_err tail(aw_llm_stream_state *st, const char *finish, int include_usage, aw_buf *out)
 {
-	aw_err e = add_event(out, chunk(st, json_object(), finish));
+	aw_err e = aw_llm_sse_data(out, aw_llm_chunk(st, json_object(), finish));
 	if (!e && include_usage) {
 		json_t *u = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", st->id, "object",
 				      "chat.completion.chunk", "created", (json_int_t)st->created,
 				      "model", st->model, "choices", "usage", usage_json(st));
-		e = add_event(out, u);
+		e = aw_llm_sse_data(out, u);
 	}
 	if (!e)
 		e = aw_buf_adds(out, "data: [DONE]\n\n");
@@ -528,7 +528,7 @@ aw_err aw_llm_chunk_from_ollama(const char *line, size_t len, aw_llm_stream_stat
 		json_object_set_new(d, "content", json_string(content ? content : ""));
 		if (json_array_size(tcs))
 			json_object_set_new(d, "tool_calls", tool_calls_from_ollama(tcs, st->id));
-		if ((e = add_event(out, chunk(st, d, NULL))))
+		if ((e = aw_llm_sse_data(out, aw_llm_chunk(st, d, NULL))))
 			goto out;
 	}
 	if (json_is_true(json_object_get(j, "done"))) {
@@ -602,7 +602,7 @@ aw_err aw_llm_completion_as_sse(const json_t *resp, int include_usage, aw_buf *o
 			      json_object_get(msg, "content"));
 	if (d && json_object_get(msg, "tool_calls"))
 		json_object_set(d, "tool_calls", json_object_get(msg, "tool_calls"));
-	aw_err e = add_event(out, chunk(&st, d, NULL));
+	aw_err e = aw_llm_sse_data(out, aw_llm_chunk(&st, d, NULL));
 	const char *fin = json_string_value(json_object_get(c0, "finish_reason"));
 	return e ? e : tail(&st, fin ? fin : "stop", include_usage, out);
 }

@@ -408,37 +408,14 @@ aw_err aw_llm_from_anthropic(const json_t *resp, aw_llm_stream_state *st, json_t
 	return *out ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 }
 
-static aw_err add_event(aw_buf *out, json_t *ev)
-{
-	char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-	json_decref(ev);
-	if (!s)
-		return AW_E_NOMEM;
-	aw_buf_adds(out, "data: ");
-	aw_buf_adds(out, s);
-	aw_buf_adds(out, "\n\n");
-	free(s);
-	return aw_buf_err(out);
-}
-
-static json_t *chunk(const aw_llm_stream_state *st, json_t *delta, const char *finish)
-{
-	json_t *c = json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:o,s:n}]}", "id", st->id, "object",
-			      "chat.completion.chunk", "created", (json_int_t)st->created, "model",
-			      st->model, "choices", "index", 0, "delta", delta, "finish_reason");
-	if (c && finish)
-		json_object_set_new(json_array_get(json_object_get(c, "choices"), 0),
-				    "finish_reason", json_string(finish));
-	return c;
-}
-
 static aw_err role_first(aw_llm_stream_state *st, aw_buf *out)
 {
 	if (st->role_sent)
 		return AW_OK;
 	st->role_sent = 1;
-	return add_event(
-		out, chunk(st, json_pack("{s:s,s:s}", "role", "assistant", "content", ""), NULL));
+	return aw_llm_sse_data(
+		out,
+		aw_llm_chunk(st, json_pack("{s:s,s:s}", "role", "assistant", "content", ""), NULL));
 }
 
 aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_state *st,
@@ -479,7 +456,7 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 					json_pack("{s:[o]}", "tool_calls",
 						  tool_call(st->blk_tool[bi] - 1, id, name, ""));
 				if (!e)
-					e = add_event(out, chunk(st, d, NULL));
+					e = aw_llm_sse_data(out, aw_llm_chunk(st, d, NULL));
 				*content = 1;
 			}
 		} else {
@@ -488,9 +465,10 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 			if (ct && !strcmp(ct, "text") && t && *t) {
 				e = role_first(st, out);
 				if (!e)
-					e = add_event(
+					e = aw_llm_sse_data(
 						out,
-						chunk(st, json_pack("{s:s}", "content", t), NULL));
+						aw_llm_chunk(st, json_pack("{s:s}", "content", t),
+							     NULL));
 				*content = 1;
 			}
 		}
@@ -503,8 +481,9 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 			const char *t = json_string_value(json_object_get(d, "text"));
 			e = role_first(st, out);
 			if (!e && t)
-				e = add_event(out,
-					      chunk(st, json_pack("{s:s}", "content", t), NULL));
+				e = aw_llm_sse_data(
+					out,
+					aw_llm_chunk(st, json_pack("{s:s}", "content", t), NULL));
 			*content = 1;
 		} else if (!strcmp(dt, "input_json_delta") && st->blk_tool[bi] > 0) {
 			const char *pj = json_string_value(json_object_get(d, "partial_json"));
@@ -513,7 +492,7 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 					       pj ? pj : "");
 			e = role_first(st, out);
 			if (!e)
-				e = add_event(out, chunk(st, tc, NULL));
+				e = aw_llm_sse_data(out, aw_llm_chunk(st, tc, NULL));
 			else
 				json_decref(tc);
 			*content = 1;
@@ -528,14 +507,14 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 		*done = 1;
 		e = role_first(st, out);
 		if (!e)
-			e = add_event(
-				out, chunk(st, json_object(), st->finish[0] ? st->finish : "stop"));
+			e = aw_llm_sse_data(out, aw_llm_chunk(st, json_object(),
+							      st->finish[0] ? st->finish : "stop"));
 		if (!e && include_usage) {
 			json_t *u = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", st->id, "object",
 					      "chat.completion.chunk", "created",
 					      (json_int_t)st->created, "model", st->model,
 					      "choices", "usage", usage_json(st));
-			e = add_event(out, u);
+			e = aw_llm_sse_data(out, u);
 		}
 		if (!e)
 			e = aw_buf_adds(out, "data: [DONE]\n\n");
