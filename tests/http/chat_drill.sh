@@ -70,22 +70,6 @@ FLAGS=(--llm-config "$TMP/llm.json" --egress-allow-private cdr --telegram-api "$
 aw_serve "${FLAGS[@]}"
 SERVE=${PIDS[-1]}
 export AWOOOP_URL=$URL
-start_again() { # serve on the same database (the port it logs this time)
-  local log=$TMP/server.log n
-  n=$(grep -c '"awooop serving"' "$log")
-  AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "$DB" --listen 127.0.0.1:0 $EXTRA "${FLAGS[@]}" \
-    >>"$TMP/stdout" 2>>"$log" &
-  SERVE=$!
-  PIDS+=("$SERVE")
-  for _ in $(seq 1 200); do
-    if [ "$(grep -c '"awooop serving"' "$log")" -gt "$n" ]; then
-      URL="http://127.0.0.1:$(grep '"awooop serving"' "$log" | tail -1 | jq -r .port)"
-      curl -sf "$URL/healthz" >/dev/null && return 0
-    fi
-    sleep 0.05
-  done
-  echo "server did not start again" >&2; tail -5 "$log" >&2; exit 1
-}
 
 api POST /v1/projects "$ADMIN" '{"id":"cdr"}' >/dev/null
 OP1=$(mkkey cdr op1 operator); OP2=$(mkkey cdr op2 operator)
@@ -194,7 +178,7 @@ for k in $(seq 1 "$KILLS"); do
   KILLED_MONO+=("$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)")
   kill -9 "$SERVE"
   wait "$SERVE" 2>/dev/null
-  start_again
+  aw_serve_again "${FLAGS[@]}"
 done
 finished_all() {
   [ "$(api GET "/v1/platform/runs?limit=200" "$OP1" | jq '[.items[] | select(.state == "succeeded" or .state == "failed" or .state == "cancelled")] | length')" = $((RUNS + 2)) ]

@@ -137,6 +137,26 @@ aw_serve() {
   echo "server did not start" >&2; cat "$TMP/server.log" >&2; exit 1
 }
 
+# aw_serve_again ARGS...: `awooop serve` once more on the same database (a
+# drill's restart after a SIGKILL) -> URL (the port it logs this time) and
+# SERVE (its pid)
+aw_serve_again() {
+  local log=$TMP/server.log n
+  n=$(grep -c '"awooop serving"' "$log")
+  AWOOOP_BOOTSTRAP_KEY=$ADMIN "$BIN" serve --db "$DB" --listen 127.0.0.1:0 $EXTRA "$@" \
+    >>"$TMP/stdout" 2>>"$log" &
+  SERVE=$!
+  PIDS+=("$SERVE")
+  for _ in $(seq 1 200); do
+    if [ "$(grep -c '"awooop serving"' "$log")" -gt "$n" ]; then
+      URL="http://127.0.0.1:$(grep '"awooop serving"' "$log" | tail -1 | jq -r .port)"
+      curl -sf "$URL/healthz" >/dev/null && return 0
+    fi
+    sleep 0.05
+  done
+  echo "server did not start again" >&2; tail -5 "$log" >&2; exit 1
+}
+
 # req METHOD PATH KEY [BODY] [curl args...] -> $STATUS, body in $TMP/body
 # (U=URL before it: another server than $URL),
 # headers in $TMP/hdr; both appended to $RESPONSES (default $TMP/responses),
