@@ -143,14 +143,13 @@ aw_err aw_store_key_list(aw_txn *t, aw_apikey **out, int *n, aw_error *err)
 	return AW_OK;
 }
 
-aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_error *err)
+/* Runs an UPDATE of one live key (v: project, key id, ...); when it changed
+ * nothing, tells a revoked key (revoked: what to say) from a missing one. */
+static aw_err live_key_update(aw_txn *t, const char *sql, int n, const aw_val *v,
+			      const char *revoked, aw_error *err)
 {
 	aw_rows *r = NULL;
-	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(key_id), AW_TEXT(when)};
-	aw_err e = txn_exec(t,
-			    "UPDATE api_keys SET revoked_at = $3 WHERE project_id = $1"
-			    " AND key_id = $2 AND revoked_at IS NULL",
-			    3, v, &r, err);
+	aw_err e = txn_exec(t, sql, n, v, &r, err);
 	if (e || r->affected == 1) {
 		rows_free(r);
 		return e;
@@ -160,10 +159,19 @@ aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_e
 	e = txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND key_id = $2", 2, v, &r,
 		     err);
 	if (!e)
-		e = r->nrows ? aw_fail(err, AW_E_KEY_REVOKED, "key already revoked")
+		e = r->nrows ? aw_fail(err, AW_E_KEY_REVOKED, "%s", revoked)
 			     : aw_fail(err, AW_E_KEY_NOT_FOUND, "key not found");
 	rows_free(r);
 	return e;
+}
+
+aw_err aw_store_key_revoke(aw_txn *t, const char *key_id, const char *when, aw_error *err)
+{
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(key_id), AW_TEXT(when)};
+	return live_key_update(t,
+			       "UPDATE api_keys SET revoked_at = $3 WHERE project_id = $1"
+			       " AND key_id = $2 AND revoked_at IS NULL",
+			       3, v, "key already revoked", err);
 }
 
 aw_err aw_store_key_get(aw_txn *t, const char *key_id, aw_apikey *out, aw_error *err)
@@ -185,26 +193,13 @@ aw_err aw_store_key_get(aw_txn *t, const char *key_id, aw_apikey *out, aw_error 
 aw_err aw_store_key_set_limits(aw_txn *t, const char *key_id, const char *expires_at,
 			       const char *limits, aw_error *err)
 {
-	aw_rows *r = NULL;
 	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(key_id),
 		      AW_TEXT(expires_at && *expires_at ? expires_at : NULL), AW_TEXT(limits)};
-	aw_err e = txn_exec(t,
-			    "UPDATE api_keys SET expires_at = $3, limits = $4 WHERE project_id = $1"
-			    " AND key_id = $2 AND revoked_at IS NULL",
-			    4, v, &r, err);
-	if (e || r->affected == 1) {
-		rows_free(r);
-		return e;
-	}
-	rows_free(r);
-	r = NULL;
-	e = txn_exec(t, "SELECT 1 FROM api_keys WHERE project_id = $1 AND key_id = $2", 2, v, &r,
-		     err);
-	if (!e)
-		e = r->nrows ? aw_fail(err, AW_E_KEY_REVOKED, "key revoked: its limits are final")
-			     : aw_fail(err, AW_E_KEY_NOT_FOUND, "key not found");
-	rows_free(r);
-	return e;
+	return live_key_update(
+		t,
+		"UPDATE api_keys SET expires_at = $3, limits = $4 WHERE project_id = $1"
+		" AND key_id = $2 AND revoked_at IS NULL",
+		4, v, "key revoked: its limits are final", err);
 }
 
 aw_err aw_store_key_revoke_name(aw_txn *t, const char *name, const char *when, aw_error *err)
