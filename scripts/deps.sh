@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages awooop needs to build, run and test.
+# Installs the Debian packages awooop needs to build, run and test
+# (--test), and benchmark (--bench: the test packages and the bench's peers).
 # Idempotent: calls apt-get only when a package is missing. Safe to run often.
 set -euo pipefail
 
@@ -15,8 +16,13 @@ TEST_PKGS=(postgresql-15 redis-server jq sqlite3 json-schema-test-suite clang-fo
   python3 python3-jsonschema util-linux prometheus chromium
   dpkg-dev lintian systemd strace adduser)
 
+# nginx-light: bench/llm and bench/mcp's bare relay, the ceiling any proxy
+# on this machine can reach (--bench only)
+BENCH_PKGS=(nginx-light)
+
 want=("${BUILD_PKGS[@]}")
-if [ "${1:-}" = "--test" ]; then
+[ "${1:-}" = "--bench" ] && want+=("${BENCH_PKGS[@]}")
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   want+=("${TEST_PKGS[@]}")
   # the LLM gateway test runs the official `openai` npm client: Debian's node
   # and npm, unless the machine has a node of its own

@@ -9,6 +9,9 @@
 #   e fake direct   the MCP double of the tests (C, tests/support/fake_mcp.c)
 #   f awooop fake   the double behind `awooop serve`: f - e is the gateway's own
 #                   cost, which node's own latency and its variance (a) hide
+#   g relay fake    the double behind nginx as a bare reverse proxy
+#                   (bench/relay.sh): what relaying alone costs here, the
+#                   ceiling for any gateway
 # awooop with all five gates on: key and tenant, policy and pin, an args
 # schema, a rate limit and the budget check, the approval check, an audit
 # record per call. Two clients: the official SDK client (one node process,
@@ -24,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${1:-10}
 
-scripts/deps.sh --test >/dev/null
+scripts/deps.sh --bench >/dev/null
 if ! command -v npm >/dev/null; then # Debian's node and npm, only when there are none
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >&2
@@ -65,6 +68,8 @@ PIDS+=($!)
 PIDS+=($!)
 wait_port "$PA"; wait_port "$PB"
 for _ in $(seq 1 50); do PE=$(head -1 "$OUT/fake.port"); [ -n "$PE" ] && break; sleep 0.1; done
+PG=$(bench/relay.sh "$OUT/relay" "$PE")
+PIDS+=("$(cat "$OUT/relay/nginx.pid")")
 
 ADMIN=$("$BIN" key generate)
 AW=$(free_port)
@@ -100,9 +105,11 @@ declare -A URLS=(
   [c]="$AWOOOP_URL/v1/projects/bench-stdio/mcp"
   [d]="$AWOOOP_URL/v1/projects/bench-http/mcp"
   [e]="http://127.0.0.1:$PE/mcp"
-  [f]="$AWOOOP_URL/v1/projects/bench-fake/mcp")
+  [f]="$AWOOOP_URL/v1/projects/bench-fake/mcp"
+  [g]="http://127.0.0.1:$PG/mcp")
 declare -A NAMES=([a]="a direct (HTTP)" [b]="b mcp-proxy (stdio)" [c]="c awooop (stdio)"
-  [d]="d awooop (HTTP)" [e]="e fake direct" [f]="f awooop -> fake")
+  [d]="d awooop (HTTP)" [e]="e fake direct" [f]="f awooop -> fake"
+  [g]="g relay -> fake")
 hdr_of() { case $1 in c) echo "Authorization: Bearer $KEY_stdio";; d) echo "Authorization: Bearer $KEY_http";;
   f) echo "Authorization: Bearer $KEY_fake";; *) echo "X-Bench: 1";; esac; }
 
@@ -114,7 +121,7 @@ run() { # run CLIENTKIND TARGET N
 }
 for kind in lean sdk; do
   for n in 1 32; do
-    for t in a b c d e f; do run $kind $t $n; done
+    for t in a b c d e f g; do run $kind $t $n; done
   done
 done
 
@@ -125,7 +132,7 @@ for kind in lean sdk; do
   echo
   echo "client: $([ $kind = lean ] && echo 'lean (bench/mcp/loadgen.c, libcurl keep-alive)' || echo 'official SDK (one node process)')"
   printf '%-22s %12s %10s %10s %12s %10s %10s %8s\n' path "1: calls/s" "p50 ms" "p99 ms" "32: calls/s" "p50 ms" "p99 ms" errors
-  for t in a b c d e f; do
+  for t in a b c d e f g; do
     printf '%-22s %12s %10s %10s %12s %10s %10s %8s\n' "${NAMES[$t]}" \
       "$(f $kind $t 1 calls_per_s)" "$(f $kind $t 1 p50_ms)" "$(f $kind $t 1 p99_ms)" \
       "$(f $kind $t 32 calls_per_s)" "$(f $kind $t 32 p50_ms)" "$(f $kind $t 32 p99_ms)" \
@@ -140,5 +147,9 @@ for kind in lean sdk; do
     own=$(echo "$(f $kind f $n p50_ms) - $(f $kind e $n p50_ms)" | bc -l)
     printf '%s, %2d clients: awooop adds %.3f ms p50 over server-everything (d - a), %.3f ms over the C double (f - e); awooop stdio = %.2fx mcp-proxy calls/s (c / b)\n' \
       "$kind" "$n" "$add" "$own" "$ratio"
+    printf '%s, %2d clients: in front of the C double awooop = %.2fx direct calls/s (f / e; target >= 0.5 at 32), the bare relay %.2fx (g / e) adding %.3f ms p50 (g - e)\n' \
+      "$kind" "$n" "$(echo "$(f $kind f $n calls_per_s) / $(f $kind e $n calls_per_s)" | bc -l)" \
+      "$(echo "$(f $kind g $n calls_per_s) / $(f $kind e $n calls_per_s)" | bc -l)" \
+      "$(echo "$(f $kind g $n p50_ms) - $(f $kind e $n p50_ms)" | bc -l)"
   done
 done
