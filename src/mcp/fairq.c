@@ -5,6 +5,13 @@
  * then for one with an upstream call that is under its bound while fewer
  * than workers - 1 calls run, takes the oldest, and moves the cursor past
  * that project. A project entry goes once it has nothing waiting or running.
+ *
+ * Wake-ups pass a baton, never a broadcast: a push or a finished item wakes
+ * one idle worker while items wait, and a worker that takes an item wakes
+ * the next while others still wait (a finished call may free both its
+ * project's bound and the calls' bound: two items may become runnable). A
+ * broadcast on every finished item woke all idle workers to find nothing:
+ * at 32 workers their lock and wake-ups were a quarter of the gateway's CPU.
  */
 #include "fairq.h"
 
@@ -32,6 +39,7 @@ struct aw_fairq {
 	pthread_cond_t cv;
 	const aw_bounds *per_project;
 	int workers, max_queued, calls_running, stopping;
+	long waiting; /* items waiting, over every project */
 	pq *ring; /* the cursor: the next project looked at */
 };
 
@@ -113,6 +121,7 @@ int fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 		p->h[k] = n;
 	p->t[k] = n;
 	p->waiting++;
+	q->waiting++;
 	pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	return 0;
@@ -151,6 +160,8 @@ void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
 			q->calls_running += k;
 			q->ring = p->next; /* round robin: the others first next time */
 			*t = (aw_fairq_ticket){p, k};
+			if (--q->waiting > 0) /* the baton: another may be runnable */
+				pthread_cond_signal(&q->cv);
 			pthread_mutex_unlock(&q->mu);
 			void *item = n->item;
 			free(n);
@@ -175,7 +186,8 @@ void fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
 	q->calls_running -= t->call;
 	if (!p->running && !p->waiting)
 		unlink_pq(q, p);
-	pthread_cond_broadcast(&q->cv); /* a bound freed: any waiting worker may go */
+	if (q->waiting > 0) /* a bound freed: a waiting item may go now */
+		pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 }
 
