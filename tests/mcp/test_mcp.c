@@ -1257,6 +1257,61 @@ static void test_fairq_model(void **state)
 	fairq_free(q);
 }
 
+typedef struct {
+	aw_fairq *q;
+	void *item;
+	aw_fairq_ticket t;
+	atomic_int *back;
+} popper;
+
+static void *pop_one(void *arg)
+{
+	popper *p = arg;
+	p->item = fairq_pop(p->q, &p->t);
+	atomic_fetch_add(p->back, 1);
+	return NULL;
+}
+
+/* Wake-ups pass a baton: one finished call that frees both its project's
+ * bound and the calls' bound lets two waiting items go, and both idle
+ * workers get one (a single wake-up without the baton would leave one
+ * item waiting with a worker idle). */
+static void test_fairq_baton(void **state)
+{
+	(void)state;
+	aw_bounds b;
+	aw_error err = {0};
+	assert_int_equal(aw_bounds_parse("1", 0, 1, 100, "x", &b, &err), AW_OK);
+	aw_fairq *q = fairq_new(3, &b, 8); /* at most 2 upstream calls at once */
+	int a1, b1, a2, c1;
+	aw_fairq_ticket ta, tb;
+	assert_int_equal(fairq_push(q, "pa", 0, &a1), 0);
+	assert_ptr_equal(fairq_pop(q, &ta), &a1);
+	assert_int_equal(fairq_push(q, "pb", 0, &b1), 0);
+	assert_ptr_equal(fairq_pop(q, &tb), &b1);
+	assert_int_equal(fairq_push(q, "pa", 1, &a2), 0); /* a's bound holds it */
+	assert_int_equal(fairq_push(q, "pc", 0, &c1), 0); /* the calls' bound holds it */
+	atomic_int back = 0;
+	popper p[2] = {{.q = q, .back = &back}, {.q = q, .back = &back}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, pop_one, &p[i]), 0);
+	usleep(100 * 1000);
+	assert_int_equal(atomic_load(&back), 0); /* both idle: nothing may go */
+	fairq_done(q, &ta);
+	for (int i = 0; i < 200 && atomic_load(&back) < 2; i++)
+		usleep(10 * 1000);
+	assert_int_equal(atomic_load(&back), 2);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_true((p[0].item == &a2 && p[1].item == &c1) ||
+		    (p[0].item == &c1 && p[1].item == &a2));
+	fairq_done(q, &tb);
+	fairq_done(q, &p[0].t);
+	fairq_done(q, &p[1].t);
+	fairq_free(q);
+}
+
 static void test_fair_workers(void **state)
 {
 	(void)state;
@@ -2372,6 +2427,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_session_caps),
 		cmocka_unit_test(test_cancellation),
 		cmocka_unit_test(test_fairq_model),
+		cmocka_unit_test(test_fairq_baton),
 		cmocka_unit_test(test_fair_workers),
 		cmocka_unit_test(test_rate_shared),
 		cmocka_unit_test(test_kill_in_flight),
