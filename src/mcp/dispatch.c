@@ -168,16 +168,16 @@ void *mcp_worker_main(void *arg)
 {
 	aw_mcp *g = arg;
 	pthread_setname_np(pthread_self(), "aw-mcp-worker");
+	aw_fairq_ticket t = {NULL, 0};
 	for (;;) {
-		aw_fairq_ticket t;
-		aw_mcp_call *c = fairq_pop(g->fq, &t);
+		aw_fairq_ticket done = t; /* the last call's, done with the next pop */
+		aw_mcp_call *c = fairq_next(g->fq, &done, &t);
 		if (!c)
 			break;
 		if (atomic_load(&g->stopping))
 			finish_stopping(c);
 		else
 			run_call(g, c);
-		fairq_done(g->fq, &t);
 		aw_mcp_release(c);
 	}
 	return NULL;

@@ -12,6 +12,8 @@
  * project's bound and the calls' bound: two items may become runnable). A
  * broadcast on every finished item woke all idle workers to find nothing:
  * at 32 workers their lock and wake-ups were a quarter of the gateway's CPU.
+ * A worker finishes its item and looks for the next under one lock
+ * (fairq_next), and signals after unlocking.
  */
 #include "fairq.h"
 
@@ -40,7 +42,7 @@ struct aw_fairq {
 	const aw_bounds *per_project;
 	int workers, max_queued, calls_running, stopping;
 	long waiting; /* items waiting, over every project */
-	pq *ring; /* the cursor: the next project looked at */
+	pq *ring;     /* the cursor: the next project looked at */
 };
 
 aw_fairq *fairq_new(int workers, const aw_bounds *per_project, int max_queued)
@@ -122,8 +124,9 @@ int fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 	p->t[k] = n;
 	p->waiting++;
 	q->waiting++;
-	pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
+	pthread_cond_signal(&q->cv); /* after the unlock: the woken worker takes
+					the lock at once */
 	return 0;
 }
 
@@ -143,9 +146,21 @@ static pq *next_runnable(aw_fairq *q, int k)
 	return NULL;
 }
 
-void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
+/* An item is done (holds q->mu): its project's running count goes down. */
+static void finish(aw_fairq *q, const aw_fairq_ticket *t)
+{
+	pq *p = t->p;
+	p->running--;
+	q->calls_running -= t->call;
+	if (!p->running && !p->waiting)
+		unlink_pq(q, p);
+}
+
+void *fairq_next(aw_fairq *q, const aw_fairq_ticket *done, aw_fairq_ticket *t)
 {
 	pthread_mutex_lock(&q->mu);
+	if (done && done->p) /* this worker looks next: no wake-up for the bound */
+		finish(q, done);
 	for (;;) {
 		int k = 0;
 		pq *p = next_runnable(q, 0);
@@ -160,9 +175,10 @@ void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
 			q->calls_running += k;
 			q->ring = p->next; /* round robin: the others first next time */
 			*t = (aw_fairq_ticket){p, k};
-			if (--q->waiting > 0) /* the baton: another may be runnable */
-				pthread_cond_signal(&q->cv);
+			int more = --q->waiting > 0;
 			pthread_mutex_unlock(&q->mu);
+			if (more) /* the baton: another may be runnable */
+				pthread_cond_signal(&q->cv);
 			void *item = n->item;
 			free(n);
 			return item;
@@ -176,19 +192,21 @@ void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
 	}
 }
 
+void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t)
+{
+	return fairq_next(q, NULL, t);
+}
+
 void fairq_done(aw_fairq *q, const aw_fairq_ticket *t)
 {
-	pq *p = t->p;
-	if (!p)
+	if (!t->p)
 		return;
 	pthread_mutex_lock(&q->mu);
-	p->running--;
-	q->calls_running -= t->call;
-	if (!p->running && !p->waiting)
-		unlink_pq(q, p);
-	if (q->waiting > 0) /* a bound freed: a waiting item may go now */
-		pthread_cond_signal(&q->cv);
+	finish(q, t);
+	int waiting = q->waiting > 0;
 	pthread_mutex_unlock(&q->mu);
+	if (waiting) /* a bound freed: a waiting item may go now */
+		pthread_cond_signal(&q->cv);
 }
 
 void fairq_stop(aw_fairq *q)

@@ -31,6 +31,9 @@ int fairq_push(aw_fairq *q, const char *project, int cheap, void *item);
 void *fairq_pop(aw_fairq *q, aw_fairq_ticket *t);
 /* The popped item is done: its project's running count goes down. */
 void fairq_done(aw_fairq *q, const aw_fairq_ticket *t);
+/* A worker's turn: fairq_done of done (NULL or an empty ticket: none), then
+ * fairq_pop, under one lock. */
+void *fairq_next(aw_fairq *q, const aw_fairq_ticket *done, aw_fairq_ticket *t);
 void fairq_stop(aw_fairq *q);
 /* Running and waiting requests of project (tests, metrics). */
 void fairq_counts(aw_fairq *q, const char *project, int *running, int *waiting);
