@@ -58,7 +58,8 @@ setup() {
     tools: [{name: "lookup", provider: "web", mode: "read_only"},
             {name: "echo", provider: "web", mode: "read_only"},
             {name: "effect", provider: "web", mode: "write", requires_approval: $appr},
-            {name: "effects", provider: "web", mode: "read_only"}]}}')
+            {name: "effects", provider: "web", mode: "read_only"},
+            {name: "slow", provider: "web", mode: "read_only"}]}}')
   rev=$(api POST "$base" "$OP1" "$body" | tee "$TMP/draft" | jq -r .revision_id)
   [ "$rev" != null ] || cat "$TMP/draft" >&2
   api POST "$base/$rev/publish" "$OP1" >/dev/null
@@ -176,6 +177,28 @@ check "cancelled mid-loop" "$(state "$R")" cancelled
 N1=$(stats | jq '[.turns | to_entries[] | select(.key | startswith("hello-6#")) | .value] | add')
 sleep 1
 check "no turn after the cancel" "$(stats | jq '[.turns | to_entries[] | select(.key | startswith("hello-6#")) | .value] | add')" "$N1"
+
+# --- a tool step waits on its call as an llm step does: its run's cancel and
+# its run's timeout cut the call in flight (the upstream is told, the call's
+# record says so at once), not when the tool answers 30 s later
+slow_rec() { # the mcp.call record of run $1, once written: its code
+  api GET "/v1/projects/agt/audit?action=mcp.call&order=desc&limit=50" "$OP1" |
+    jq -r --arg r "$1" '[.items[] | select(.payload.run_id == $r)][0].payload.code // empty'
+}
+SLOW='[{"name":"t","kind":"tool","args":{"tool":"slow__web","arguments":{"ms":30000}}}]'
+R=$(submit "{\"input\":{},\"max_attempts\":1,\"workflow\":$SLOW}")
+wait_until 20 in_state "$R" running
+sleep 1 # in the tool call
+req POST "/v1/platform/runs/$R/cancel" "$OP1" ""
+wait_until 3 "[ -n \"\$(slow_rec $R)\" ]"
+check "a tool call cut by its run's cancel" "$(slow_rec "$R")" E-MCP-004
+wait_until 10 finished "$R"
+check "its run cancelled" "$(state "$R")" cancelled
+R=$(submit "{\"input\":{},\"max_attempts\":1,\"timeout_s\":2,\"workflow\":$SLOW}")
+wait_until 6 "[ -n \"\$(slow_rec $R)\" ]"
+check "a tool call cut by its run's timeout" "$(slow_rec "$R")" E-MCP-004
+wait_until 10 finished "$R"
+check "its run timed out" "$(state "$R")" failed
 
 # --- a per-run budget refused mid-loop: the gateway's code, never retried
 setup agb
