@@ -1,6 +1,9 @@
 /*
  * call.h - what the agent-call doors (the LLM gateway, the MCP gateway) share:
- * the in-flight registry of a process.
+ * the call object each door's call embeds (its references, its lock, the
+ * answer as its client reads it: head, stream bytes, parking and waking,
+ * the client letting go), the in-flight registry of a process, and the
+ * recorder. docs/internals/call.md tells a call's life.
  *
  * Every call of a door is entered here while it runs. Per project the
  * registry counts each door's calls (a door's per-project bound is checked

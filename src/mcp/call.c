@@ -1,10 +1,10 @@
 /*
  * call.c - one request's way back to its client: the answer on its own or as
  * the last event of a stream, the events before it (SSE, bounded: a client
- * that does not read loses what does not fit), parking and waking the HTTP
- * thread that serves it, and the peer through which an upstream asks or
- * tells the call's client something while the call runs (sampling,
- * elicitation, roots; progress, log messages).
+ * that does not read loses what does not fit) on the call object (call.h)
+ * that parks and wakes the HTTP thread serving it, and the peer through
+ * which an upstream asks or tells the call's client something while the
+ * call runs (sampling, elicitation, roots; progress, log messages).
  */
 #include "mcp_gateway.h"
 

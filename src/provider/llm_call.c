@@ -5,8 +5,9 @@
  * by the engine (llm_finish, llm_emit); and the waited-for form (llm_wait,
  * aw_llm_complete).
  *
- * A call is reference-counted: its client (until aw_llm_release), the engine
- * (until the call is finished) and the recorder (until its record is written).
+ * A call is an aw_call (call.h): reference-counted - its client (until
+ * aw_llm_release), the engine (until the call is finished) and the recorder
+ * (until its record is written) - and read through it.
  */
 #include <stdarg.h>
 #include <stdio.h>
