@@ -19,11 +19,12 @@ cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DAWOOOP_SANITIZE=ON -DAWOOOP_
 cmake --build build-asan -j"$JOBS"
 # TSan: the suites with threads of their own (relay, bus, cache checker,
 # workers, concurrent audit appends, bootstrap races, the keys load thread, the
-# LLM gateway's engine and recorder, the trace exporter)
-TSAN_SUITES='^(adr113|audit|tenancy|runs|keys|llm|mcp|approval)_(sqlite|postgres)$|^otel_unit$'
+# LLM gateway's engine and recorder, the trace exporter, the call object's
+# reader and writer)
+TSAN_SUITES='^(adr113|audit|tenancy|runs|keys|llm|mcp|approval)_(sqlite|postgres)$|^(otel_unit|call_object)$'
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DAWOOOP_TSAN=ON -DAWOOOP_WERROR=ON \
   -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-tsan -j"$JOBS" --target test_adr113 test_audit test_tenancy test_run test_keys test_llm fake_llm test_mcp fake_mcp test_approval test_otel
+cmake --build build-tsan -j"$JOBS" --target test_adr113 test_audit test_tenancy test_run test_keys test_llm fake_llm test_mcp fake_mcp test_approval test_otel test_call
 
 # shellcheck source=scripts/services.sh
 . scripts/services.sh

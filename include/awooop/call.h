@@ -1,6 +1,9 @@
 /*
  * call.h - what the agent-call doors (the LLM gateway, the MCP gateway) share:
- * the in-flight registry of a process.
+ * the call object each door's call embeds (its references, its lock, the
+ * answer as its client reads it: head, stream bytes, parking and waking,
+ * the client letting go), the in-flight registry of a process, and the
+ * recorder. docs/internals/call.md tells a call's life.
  *
  * Every call of a door is entered here while it runs. Per project the
  * registry counts each door's calls (a door's per-project bound is checked
@@ -20,6 +23,8 @@
 #ifndef AWOOOP_CALL_H
 #define AWOOOP_CALL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -75,12 +80,52 @@ long aw_calls_busy(aw_calls *r, int door);
 int aw_calls_watched(aw_calls *r);
 void aw_calls_watch_now(aw_calls *r, int reap);
 
-/* ---- a call's answer as its client reads it (both doors): under the
- * call's own lock, n bytes from out at *off; 0 when there are none yet
- * (*parked set and park(pud) called: the door wakes the reader when it adds
- * some); -1 once eof and all read. */
-ssize_t aw_call_drain(aw_buf *out, size_t *off, int eof, int *parked, char *buf, size_t max,
-		      void (*park)(void *), void *pud);
+/* ---- the call object: what a call of either door is to its client. A
+ * door's call struct embeds it as its first member (a door gets its own
+ * struct back from the base by a cast). Its reference count: the last
+ * aw_call_put runs the door's destructor (which frees the door's own
+ * fields), then frees the base and the whole struct. Everything a client
+ * reads is under mu: the answer bytes out (read from out_off; eof once
+ * whole), parked while a reader waits for wake(wake_ud). gone: the client
+ * let go (aw_call_gone), read without the lock by the door's workers. */
+typedef struct aw_call aw_call;
+typedef void (*aw_call_fn)(void *ud);
+struct aw_call {
+	atomic_int refs;
+	pthread_mutex_t mu;
+	aw_buf out; /* what the client reads (mu) */
+	size_t out_off;
+	int eof, parked;
+	atomic_int gone;
+	aw_call_fn wake; /* wakes a parked reader; NULL: the reader polls */
+	void *wake_ud;
+	void (*destroy)(aw_call *c);
+};
+
+/* One reference (the caller's); out holds at most out_max bytes. */
+void aw_call_init(aw_call *c, size_t out_max, aw_call_fn wake, void *ud,
+		  void (*destroy)(aw_call *));
+void aw_call_hold(aw_call *c);
+/* NULL: nothing. */
+void aw_call_put(aw_call *c);
+/* Holding c->mu: appends pre, n bytes of data and post for the client,
+ * whole or not at all (past out's ceiling nothing is added: a client that
+ * does not read loses what does not fit), and wakes a parked reader. */
+void aw_call_add(aw_call *c, const char *pre, const char *data, size_t n, const char *post);
+/* Holding c->mu: wakes a parked reader. */
+void aw_call_wake(aw_call *c);
+/* What the client reads first, under c->mu: head(c, arg), the door's own
+ * decision (it hands out what it decided); when that is 0 (nothing decided
+ * yet) the reader is parked and park(pud) called (park may be NULL). */
+int aw_call_head(aw_call *c, int (*head)(aw_call *c, void *arg), void *arg, aw_call_fn park,
+		 void *pud);
+/* The answer bytes: n copied, 0 when there are none yet (parked, park(pud)
+ * called: the door wakes the reader when it adds some), -1 once eof and
+ * all read. */
+ssize_t aw_call_read(aw_call *c, char *buf, size_t max, aw_call_fn park, void *pud);
+/* The client lets go: it is not woken any more, gone is set. 1 when the
+ * answer was already whole (eof). The caller's reference is its own. */
+int aw_call_gone(aw_call *c);
 
 /* ---- the recorder: a door's background writer of what its calls leave
  * (audit records, budget settlements). Records are queued by the thread

@@ -1,10 +1,10 @@
 /*
  * call.c - one request's way back to its client: the answer on its own or as
  * the last event of a stream, the events before it (SSE, bounded: a client
- * that does not read loses what does not fit), parking and waking the HTTP
- * thread that serves it, and the peer through which an upstream asks or
- * tells the call's client something while the call runs (sampling,
- * elicitation, roots; progress, log messages).
+ * that does not read loses what does not fit) on the call object (call.h)
+ * that parks and wakes the HTTP thread serving it, and the peer through
+ * which an upstream asks or tells the call's client something while the
+ * call runs (sampling, elicitation, roots; progress, log messages).
  */
 #include "mcp_gateway.h"
 
@@ -26,26 +26,14 @@ void mcp_decorate(json_t *result, const aw_mcp_meta *m, int cacheable)
 	}
 }
 
-/* One message as an SSE event on the client's stream, whole or not at all:
- * a client that does not read loses what does not fit (holds c->mu). */
+/* One message as an SSE event on the client's stream, whole or not at all
+ * (aw_call_add; holds c->base.mu). */
 static void sse_add(aw_mcp_call *c, const json_t *msg)
 {
-	static const char head[] = "event: message\ndata: ";
 	char *d = aw_json_dumps(msg, JSON_COMPACT);
-	if (d && c->out.len + sizeof head + strlen(d) + 2 <= c->out.max) {
-		aw_buf_adds(&c->out, head);
-		aw_buf_adds(&c->out, d);
-		aw_buf_adds(&c->out, "\n\n");
-	}
+	if (d)
+		aw_call_add(&c->base, "event: message\ndata: ", d, strlen(d), "\n\n");
 	free(d);
-}
-
-void mcp_wake_client(aw_mcp_call *c) /* holds c->mu */
-{
-	if (c->parked && c->wake) {
-		c->parked = 0;
-		c->wake(c->ud);
-	}
 }
 
 /* 1 when the call's client can be sent messages before its answer: a
@@ -58,34 +46,33 @@ static int can_stream(const aw_mcp_call *c)
 /* A message to the client before the answer: the answer becomes a stream. */
 void mcp_emit(aw_mcp_call *c, const json_t *msg)
 {
-	pthread_mutex_lock(&c->mu);
-	if (!c->eof) {
-		sse_add(c, msg);
+	pthread_mutex_lock(&c->base.mu);
+	if (!c->base.eof) {
 		c->streaming = 1;
-		mcp_wake_client(c);
+		sse_add(c, msg);
 	}
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->base.mu);
 }
 
 /* The answer: the last event of a stream, or on its own - as a stream of one
  * event when the client lists text/event-stream before application/json. */
 void mcp_finish(aw_mcp_call *c, json_t *response, int status)
 {
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->base.mu);
 	if (!c->streaming && response && status == 200 && c->meta.accept_sse == 2)
 		c->streaming = 1;
 	if (c->streaming) {
 		if (response)
 			sse_add(c, response);
 		json_decref(response);
-		c->eof = 1;
+		c->base.eof = 1;
 	} else {
 		c->response = response;
 		c->status = status;
 	}
 	c->done = 1;
-	mcp_wake_client(c);
-	pthread_mutex_unlock(&c->mu);
+	aw_call_wake(&c->base);
+	pthread_mutex_unlock(&c->base.mu);
 }
 
 /* mcp_peer.request: an upstream's request during a call, asked of the
@@ -121,13 +108,13 @@ static json_t *peer_request(void *ud, const json_t *req)
 	mcp_emit(c, out);
 	json_decref(out);
 	int64_t until = aw_clock_mono_ns() + (int64_t)c->ask_timeout_ms * 1000000LL;
-	pthread_mutex_lock(&c->mu);
-	while (!a.answer && !atomic_load(&c->gone) && !atomic_load(&c->cancel) &&
+	pthread_mutex_lock(&c->base.mu);
+	while (!a.answer && !atomic_load(&c->base.gone) && !atomic_load(&c->cancel) &&
 	       aw_clock_mono_ns() < until) {
 		struct timespec ts = aw_clock_after(CLOCK_MONOTONIC, 50);
-		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		pthread_cond_timedwait(&c->cv, &c->base.mu, &ts);
 	}
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->base.mu);
 	pthread_mutex_lock(&g->mu);
 	for (ask **pp = &g->asks; *pp; pp = &(*pp)->next)
 		if (*pp == &a) {
@@ -210,64 +197,74 @@ void mcp_client_answer(aw_mcp *g, const aw_mcp_call *from)
 		    strcmp(c->ctx.project, from->ctx.project) ||
 		    strcmp(c->ctx.principal, from->ctx.principal))
 			continue;
-		pthread_mutex_lock(&c->mu);
+		pthread_mutex_lock(&c->base.mu);
 		if (!a->answer) /* a copy: the client's message is freed by its own thread */
 			a->answer = json_deep_copy(from->msg.doc);
 		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
+		pthread_mutex_unlock(&c->base.mu);
 		break;
 	}
 	pthread_mutex_unlock(&g->mu);
 }
 
+typedef struct {
+	json_t **response;
+	int *status;
+	const char **sess;
+} answer_to;
+
+/* aw_call_head's decision: 2 a stream, 1 the answer (handed out), 0 none
+ * yet. */
+static int answer_head(aw_call *b, void *arg)
+{
+	aw_mcp_call *c = (aw_mcp_call *)b;
+	answer_to *to = arg;
+	int r = c->streaming ? 2 : c->done;
+	if (r == 1) {
+		*to->response = c->response;
+		c->response = NULL;
+		*to->status = c->status;
+	}
+	*to->sess = c->session;
+	return r;
+}
+
 int aw_mcp_answer(aw_mcp_call *c, aw_mcp_park park, void *pud, json_t **response, int *status,
 		  const char **sess)
 {
-	pthread_mutex_lock(&c->mu);
-	int r = c->streaming ? 2 : c->done;
-	if (!r) {
-		c->parked = 1;
-		if (park)
-			park(pud);
-	} else if (r == 1) {
-		*response = c->response;
-		c->response = NULL;
-		*status = c->status;
-	}
-	*sess = c->session;
-	pthread_mutex_unlock(&c->mu);
-	return r;
+	return aw_call_head(&c->base, answer_head, &(answer_to){response, status, sess}, park, pud);
 }
 
 ssize_t aw_mcp_read(aw_mcp_call *c, char *buf, size_t max, aw_mcp_park park, void *pud)
 {
-	pthread_mutex_lock(&c->mu);
-	ssize_t n = aw_call_drain(&c->out, &c->out_off, c->eof, &c->parked, buf, max, park, pud);
-	pthread_mutex_unlock(&c->mu);
-	return n;
+	return aw_call_read(&c->base, buf, max, park, pud);
 }
 
 void aw_mcp_hangup(aw_mcp_call *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->mu);
-	atomic_store(&c->gone, 1);
-	c->parked = 0;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	aw_call_gone(&c->base);
+	pthread_cond_broadcast(&c->cv); /* its asks give up (they test base.gone) */
 	aw_mcp_release(c);
+}
+
+static void call_free(aw_call *b)
+{
+	aw_mcp_call *c = (aw_mcp_call *)b;
+	aw_mcp_msg_clear(&c->msg);
+	json_decref(c->response);
+	json_decref(c->progress);
+	pthread_cond_destroy(&c->cv);
+}
+
+void mcp_call_init(aw_mcp_call *c, size_t out_max, aw_mcp_wake wake, void *ud)
+{
+	aw_call_init(&c->base, out_max, wake, ud, call_free);
+	aw_clock_cond_init(&c->cv);
 }
 
 void aw_mcp_release(aw_mcp_call *c)
 {
-	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
-		return;
-	aw_mcp_msg_clear(&c->msg);
-	json_decref(c->response);
-	json_decref(c->progress);
-	aw_buf_free(&c->out);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-	free(c);
+	aw_call_put(c ? &c->base : NULL);
 }

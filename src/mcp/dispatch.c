@@ -276,7 +276,7 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	c->g = g;
-	atomic_init(&c->refs, 1);
+	mcp_call_init(c, AW_MCP_MAX_RESPONSE + 65536, wake, ud);
 	c->ctx = *ctx;
 	c->msg = *msg;
 	memset(msg, 0, sizeof *msg);
@@ -287,11 +287,6 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 	snprintf(c->req_session, sizeof c->req_session, "%s",
 		 meta->session && !meta->stateless ? meta->session : "");
 	c->meta.run_id = c->run_id;
-	c->wake = wake;
-	c->ud = ud;
-	pthread_mutex_init(&c->mu, NULL);
-	aw_clock_cond_init(&c->cv);
-	c->out = (aw_buf)AW_BUF_INIT(AW_MCP_MAX_RESPONSE + 65536);
 	*out = c;
 	if (answer_now(g, c))
 		return AW_OK;
@@ -299,7 +294,7 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 		finish_stopping(c);
 		return AW_OK;
 	}
-	atomic_fetch_add(&c->refs, 1); /* the worker's */
+	aw_call_hold(&c->base); /* the worker's */
 	int q = fairq_push(g->fq, c->ctx.project, cheap(c->msg.method), c);
 	if (q) { /* the project's own queue is full: it waits for itself */
 		aw_mcp_release(c);

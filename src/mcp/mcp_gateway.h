@@ -16,7 +16,7 @@
  *
  * The upstreams themselves (transports) are behind mcp_internal.h. Locks:
  * g->mu (catalogs, sessions, in-flight list, asks) is taken before a call's
- * mu, never after; g->rmu (recorder) on its own.
+ * base.mu, never after; g->rmu (recorder) on its own.
  */
 #ifndef AW_MCP_GATEWAY_H
 #define AW_MCP_GATEWAY_H
@@ -109,16 +109,13 @@ typedef struct record {
 } record;
 
 struct aw_mcp_call {
+	aw_call base; /* refs, mu, the client's event stream (call.h) */
 	aw_mcp *g;
-	atomic_int refs;
 	aw_ctx ctx;
 	aw_mcp_msg msg;
 	aw_mcp_meta meta;
 	char version[16], run_id[AW_UUID_STR_LEN + 1];
-	aw_mcp_wake wake;
-	void *ud;
-	pthread_mutex_t mu;
-	int done, parked, status;
+	int done, status; /* (base.mu) */
 	json_t *response;
 	char session[40];
 	/* cancellation: the legacy session the request came in (its client
@@ -129,13 +126,11 @@ struct aw_mcp_call {
 	atomic_int killed; /* cancelled because its project was suspended */
 	int64_t t0_ns;	   /* when a worker took it */
 	struct aw_mcp_call *inext;
-	/* the client's event stream (mu): the upstream's requests and
+	/* the client's event stream (base.out): the upstream's requests and
 	 * notifications during the call, then the answer, as SSE bytes */
-	aw_buf out;
-	size_t out_off;
-	int streaming, eof;
-	atomic_int gone;    /* the client hung up */
-	pthread_cond_t cv;  /* an answer to one of its asks arrived */
+	int streaming;	    /* (base.mu) */
+	pthread_cond_t cv;  /* an answer to one of its asks arrived, or the
+			       client hung up (base.gone) */
 	json_t *progress;   /* the client's progress token, or NULL */
 	char up_token[32];  /* the token the upstream is given in its place */
 	int ask_timeout_ms; /* how long an ask may wait for the client */
@@ -249,10 +244,11 @@ void mcp_upstream_event(void *ud, const char *project, const json_t *msg);
 
 /* call.c */
 void mcp_decorate(json_t *result, const aw_mcp_meta *m, int cacheable);
-void mcp_wake_client(aw_mcp_call *c);
 void mcp_emit(aw_mcp_call *c, const json_t *msg);
 void mcp_finish(aw_mcp_call *c, json_t *response, int status);
 mcp_peer mcp_call_peer(aw_mcp_call *c, json_t *up_params, int timeout_ms);
+/* A new call's base (call.h); aw_mcp_release is its last put. */
+void mcp_call_init(aw_mcp_call *c, size_t out_max, aw_mcp_wake wake, void *ud);
 void mcp_client_answer(aw_mcp *g, const aw_mcp_call *from);
 
 /* mcp_recorder.c */

@@ -26,10 +26,10 @@ static void listener_end(msession *s)
 	if (!l)
 		return;
 	s->listener = NULL;
-	pthread_mutex_lock(&l->mu);
-	l->eof = 1;
-	mcp_wake_client(l);
-	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_lock(&l->base.mu);
+	l->base.eof = 1;
+	aw_call_wake(&l->base);
+	pthread_mutex_unlock(&l->base.mu);
 	aw_mcp_release(l);
 }
 
@@ -205,26 +205,22 @@ aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake w
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	c->g = g;
-	atomic_init(&c->refs, 2); /* the session's and the caller's */
+	/* a client that reads nothing loses events */
+	mcp_call_init(c, 1 << 20, wake, ud);
 	c->ctx = *ctx;
-	c->wake = wake;
-	c->ud = ud;
 	c->streaming = 1;
-	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
-	c->out = (aw_buf)AW_BUF_INIT(1 << 20); /* a client that reads nothing loses events */
-	aw_buf_adds(&c->out, ": awooop session stream\n\n");
+	aw_buf_adds(&c->base.out, ": awooop session stream\n\n");
 	snprintf(c->req_session, sizeof c->req_session, "%s", id);
 	pthread_mutex_lock(&g->mu);
 	msession *s = session_of(g, c);
 	if (s) {
-		listener_end(s); /* one stream a session: the newest */
+		listener_end(s);	/* one stream a session: the newest */
+		aw_call_hold(&c->base); /* the session's */
 		s->listener = c;
 		s->used_ns = aw_clock_mono_ns();
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (!s) {
-		atomic_store(&c->refs, 1);
 		aw_mcp_release(c);
 		return aw_fail(err, AW_E_MCP_SESSION, "no such MCP session here; initialize again");
 	}

@@ -566,9 +566,9 @@ static void embedded(aw_llm *g, aw_llm_call *c)
 	char *s = json_dumps(resp, JSON_COMPACT);
 	json_decref(resp);
 	transfer_end(g, c);
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->base.mu);
 	c->answer = s;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->base.mu);
 	llm_finish(c, s ? AW_LLM_ANSWER : AW_LLM_FAILED, s ? "ok" : "error", s ? AW_OK : AW_E_NOMEM,
 		   "%s", s ? " " : "out of memory");
 }
@@ -658,9 +658,9 @@ static void answered(aw_llm *g, aw_llm_call *c)
 	}
 	char *s = aw_json_dumps(completion, JSON_COMPACT);
 	json_decref(completion);
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->base.mu);
 	c->answer = s;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->base.mu);
 	llm_finish(c, s ? AW_LLM_ANSWER : AW_LLM_FAILED, s ? "ok" : "error", s ? AW_OK : AW_E_NOMEM,
 		   "%s", s ? " " : "out of memory");
 }
@@ -790,10 +790,7 @@ static void sweep(aw_llm *g)
 	for (aw_llm_call *c = g->active; c; c = c->next) {
 		if (!c->easy || c->finished)
 			continue;
-		pthread_mutex_lock(&c->mu);
-		int gone = c->released;
-		pthread_mutex_unlock(&c->mu);
-		if (gone) {
+		if (atomic_load(&c->base.gone)) {
 			account(c, 1);
 			transfer_end(g, c);
 			llm_finish(c, AW_LLM_FAILED, "client_gone", AW_E_LLM_BROKEN,
@@ -831,7 +828,7 @@ static void reap(aw_llm *g)
 		if (c->finished) {
 			*pp = c->next;
 			transfer_end(g, c);
-			llm_call_put(c);
+			aw_call_put(&c->base);
 		} else {
 			pp = &c->next;
 		}
@@ -896,7 +893,7 @@ static void *engine_main(void *arg)
 
 void llm_submit(aw_llm *g, aw_llm_call *c)
 {
-	atomic_fetch_add(&c->refs, 1); /* the engine's */
+	aw_call_hold(&c->base); /* the engine's */
 	pthread_mutex_lock(&g->mu);
 	c->next = g->inbox;
 	g->inbox = c;

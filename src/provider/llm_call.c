@@ -5,8 +5,9 @@
  * by the engine (llm_finish, llm_emit); and the waited-for form (llm_wait,
  * aw_llm_complete).
  *
- * A call is reference-counted: its client (until aw_llm_release), the engine
- * (until the call is finished) and the recorder (until its record is written).
+ * A call is an aw_call (call.h): reference-counted - its client (until
+ * aw_llm_release), the engine (until the call is finished) and the recorder
+ * (until its record is written) - and read through it.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,35 +20,31 @@
 #include "awooop/wake.h"
 #include "provider_internal.h"
 
-void llm_call_put(aw_llm_call *c)
+static void call_free(aw_call *b)
 {
-	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
-		return;
+	aw_llm_call *c = (aw_llm_call *)b;
 	for (int i = 0; i < c->nt; i++)
 		llm_upstream_put(c->t[i].u);
 	json_decref(c->req);
 	json_decref(c->feedback);
 	aw_schema_free(c->schema);
 	free(c->answer);
-	aw_buf_free(&c->out);
 	aw_buf_free(&c->notes);
-	pthread_mutex_destroy(&c->mu);
-	free(c);
 }
 
 void llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
 		...)
 {
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->base.mu);
 	if (c->finished) {
-		pthread_mutex_unlock(&c->mu);
+		pthread_mutex_unlock(&c->base.mu);
 		return;
 	}
 	c->finished = 1;
 	if (st == AW_LLM_FAILED && c->state == AW_LLM_STREAM)
 		st = AW_LLM_STREAM; /* bytes went out: the stream just ends */
 	c->state = st;
-	c->eof = 1;
+	c->base.eof = 1;
 	if (e) {
 		va_list ap;
 		va_start(ap, fmt);
@@ -58,41 +55,26 @@ void llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, 
 	}
 	snprintf(c->outcome, sizeof c->outcome, "%s", outcome);
 	c->code = e ? aw_err_code(e) : NULL;
-	int parked = c->parked;
-	c->parked = 0;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->base.mu);
 	/* queued before the client wakes: records are in the order clients saw
 	 * their calls end, and a drain (aw_llm_flush) after a call sees it */
 	llm_inflight(c->g, c->ctx.project, -1, NULL);
 	llm_record_queue(c->g, c);
-	if (parked) { /* a parked client cannot release the call: wake it now */
-		pthread_mutex_lock(&c->mu);
-		if (!c->released)
-			c->wake(c->wake_ud);
-		pthread_mutex_unlock(&c->mu);
-	}
+	pthread_mutex_lock(&c->base.mu); /* a parked client cannot release the call */
+	aw_call_wake(&c->base);
+	pthread_mutex_unlock(&c->base.mu);
 }
 
-/* Appends pre + data + post for the client (one piece or none: past the
- * buffer's ceiling nothing is added) and wakes it. */
+/* Appends pre + data + post for the client (one piece or none) and wakes it. */
 static void emit(aw_llm_call *c, const char *pre, const char *data, size_t n, const char *post)
 {
-	size_t lp = strlen(pre), lq = strlen(post);
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->base.mu);
 	if (!c->bytes_out)
 		c->t_client_first_ns = aw_clock_mono_ns();
 	c->bytes_out = 1;
 	c->state = AW_LLM_STREAM;
-	if (c->out.len + lp + n + lq <= c->out.max) {
-		aw_buf_add(&c->out, pre, lp);
-		aw_buf_add(&c->out, data, n);
-		aw_buf_add(&c->out, post, lq);
-	}
-	if (c->parked) {
-		c->parked = 0;
-		c->wake(c->wake_ud);
-	}
-	pthread_mutex_unlock(&c->mu);
+	aw_call_add(&c->base, pre, data, n, post);
+	pthread_mutex_unlock(&c->base.mu);
 }
 
 void llm_emit(aw_llm_call *c, const char *data, size_t n)
@@ -105,53 +87,52 @@ void llm_emit_event(aw_llm_call *c, const char *data, size_t n)
 	emit(c, "data: ", data, n, "\n\n");
 }
 
+typedef struct {
+	char **body;
+	aw_error *err;
+} head_to;
+
+/* aw_call_head's decision: the state, and the answer or error it hands out. */
+static int head(aw_call *b, void *arg)
+{
+	aw_llm_call *c = (aw_llm_call *)b;
+	head_to *to = arg;
+	if (c->state == AW_LLM_ANSWER) {
+		*to->body = c->answer;
+		c->answer = NULL;
+	} else if (c->state == AW_LLM_FAILED) {
+		*to->err = c->error;
+	}
+	return c->state;
+}
+
 aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **body, aw_error *err)
 {
-	pthread_mutex_lock(&c->mu);
-	aw_llm_state st = c->state;
-	if (st == AW_LLM_WAIT) {
-		c->parked = 1;
-		park(pud);
-	} else if (st == AW_LLM_ANSWER) {
-		*body = c->answer;
-		c->answer = NULL;
-	} else if (st == AW_LLM_FAILED) {
-		*err = c->error;
-	}
-	pthread_mutex_unlock(&c->mu);
-	return st;
+	return aw_call_head(&c->base, head, &(head_to){body, err}, park, pud);
 }
 
 void aw_llm_call_said(aw_llm_call *c, char *route, size_t rcap, char *model, size_t mcap)
 {
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->base.mu);
 	snprintf(route, rcap, "%s", c->route);
 	/* a stream's headers go before it ends: the target streaming now */
 	const char *m = c->model_used[0] ? c->model_used : c->ti < c->nt ? c->t[c->ti].model : "";
 	snprintf(model, mcap, "%s", m);
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->base.mu);
 }
 
 ssize_t aw_llm_read(aw_llm_call *c, char *buf, size_t max, aw_llm_park park, void *pud)
 {
-	pthread_mutex_lock(&c->mu);
-	ssize_t n = aw_call_drain(&c->out, &c->out_off, c->eof, &c->parked, buf, max, park, pud);
-	pthread_mutex_unlock(&c->mu);
-	return n;
+	return aw_call_read(&c->base, buf, max, park, pud);
 }
 
 void aw_llm_release(aw_llm_call *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->mu);
-	c->released = 1;
-	c->parked = 0;
-	int running = !c->finished;
-	pthread_mutex_unlock(&c->mu);
-	if (running && c->g->multi)
+	if (!aw_call_gone(&c->base) && c->g->multi) /* the engine cuts the transfer */
 		curl_multi_wakeup(c->g->multi);
-	llm_call_put(c);
+	aw_call_put(&c->base);
 }
 
 aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
@@ -166,16 +147,12 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 			       ? aw_fail(err, AW_E_LLM_UNAVAILABLE, "the gateway is shutting down")
 			       : aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
-	atomic_init(&c->refs, 1);
-	pthread_mutex_init(&c->mu, NULL);
+	aw_call_init(&c->base, 64u << 20, wake, ud, call_free);
 	c->g = g;
 	c->ctx = *ctx;
 	memcpy(c->parent_span, ctx->trace.span_id, sizeof c->parent_span);
 	aw_trace_child(&ctx->trace, &c->ctx.trace); /* the call's span: the upstream's parent */
-	c->wake = wake;
-	c->wake_ud = ud;
 	c->t0_ns = aw_clock_mono_ns();
-	c->out = (aw_buf)AW_BUF_INIT(64u << 20);
 	c->notes = (aw_buf)AW_BUF_INIT(1500);
 	c->step_no = meta ? meta->step_no : 0;
 	char cid[AW_UUID_STR_LEN + 1];
@@ -239,7 +216,7 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 		c->code = aw_err_code(e);
 		aw_metrics_llm_event("refused", c->code);
 		llm_record_queue(g, c);
-		llm_call_put(c);
+		aw_call_put(&c->base);
 		return e;
 	}
 	c->up_stream = c->rq.stream && !c->schema;

@@ -16,7 +16,7 @@
 
 void llm_record_queue(aw_llm *g, aw_llm_call *c)
 {
-	atomic_fetch_add(&c->refs, 1);
+	aw_call_hold(&c->base);
 	double secs = (double)(aw_clock_mono_ns() - c->t0_ns) / 1e9;
 	/* labels: the policy's route name (a slug), never the client's model */
 	aw_metrics_llm_call(c->ctx.project, c->route[0] ? c->route : "-",
@@ -131,5 +131,5 @@ void llm_record_write(void *ud, aw_call_rec **recs, int n)
 		calls[i] = (aw_llm_call *)((char *)recs[i] - offsetof(aw_llm_call, rec));
 	record_batch(g, calls, n);
 	for (int i = 0; i < n; i++)
-		llm_call_put(calls[i]);
+		aw_call_put(&calls[i]->base);
 }

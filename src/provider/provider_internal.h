@@ -68,8 +68,8 @@ typedef struct {
 #define SCHEMA_PROBLEMS_MAX 512
 
 struct aw_llm_call {
+	aw_call base; /* refs, mu, what the client reads (call.h) */
 	aw_llm *g;
-	atomic_int refs;
 	struct aw_llm_call *next; /* the engine's inbox, then its active list */
 	aw_call_rec rec;	  /* the recorder's queue (call.h) */
 	/* the request */
@@ -106,16 +106,11 @@ struct aw_llm_call {
 	int own_failure; /* a try ended on the route's own timeout */
 	aw_buf notes;	 /* why each target failed, for the error detail */
 	int wire_skips;	 /* targets whose wire format cannot express the request */
-	/* what the client reads (mu) */
-	pthread_mutex_t mu;
+	/* what the client reads besides the stream (base.mu) */
 	aw_llm_state state;
 	char *answer;
 	aw_error error;
-	aw_buf out;
-	size_t out_off;
-	int eof, parked, released, finished;
-	aw_llm_wake wake;
-	void *wake_ud;
+	int finished;
 	/* the budget (lines 1-3) */
 	aw_budget_hold hold;
 	long long chunks;	 /* content events streamed by the current attempt */
@@ -197,7 +192,6 @@ upstream *llm_upstream_new(const char *name, int api, const char *url, const cha
 int llm_api_kind(const char *api);
 void llm_upstream_put(upstream *u);
 /* llm_call.c */
-void llm_call_put(aw_llm_call *c);
 /* Ends the call (engine thread or stop): sets what the client reads, wakes
  * it, queues the audit record. */
 void llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, const char *fmt,
