@@ -33,6 +33,7 @@
 #include "awooop/err.h"
 #include "awooop/policy.h"
 #include "awooop/store.h"
+#include "awooop/wake.h"
 
 typedef struct aw_calls aw_calls;
 
@@ -126,6 +127,15 @@ ssize_t aw_call_read(aw_call *c, char *buf, size_t max, aw_call_fn park, void *p
 /* The client lets go: it is not woken any more, gone is set. 1 when the
  * answer was already whole (eof). The caller's reference is its own. */
 int aw_call_gone(aw_call *c);
+
+/* An in-process caller's wait for its call (a run step's model or tool
+ * call, woken through w by the call's wake): returns AW_OK once woken, or
+ * the step's end - AW_E_RUN_CANCELLED once *stop is set, AW_E_RUN_TIMEOUT
+ * once deadline_ns (aw_clock_mono_ns; 0: none) has passed - seen within
+ * 100 ms. what names the call in the error ("model call", "tool call").
+ * Both doors' waited-for forms loop: head, then this, until decided. */
+aw_err aw_call_await(aw_wake *w, const atomic_bool *stop, int64_t deadline_ns, const char *what,
+		     aw_error *err);
 
 /* ---- the recorder: a door's background writer of what its calls leave
  * (audit records, budget settlements). Records are queued by the thread

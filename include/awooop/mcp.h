@@ -138,9 +138,14 @@ ssize_t aw_mcp_read(aw_mcp_call *c, char *buf, size_t max, aw_mcp_park park, voi
 void aw_mcp_release(aw_mcp_call *c);
 /* The HTTP client is gone: asks waiting for it give up; then released. */
 void aw_mcp_hangup(aw_mcp_call *c);
-/* The whole exchange, waiting (tests, the CLI). */
+/* The whole exchange, waiting (run steps, tests): the response and its
+ * HTTP status, or NULL with *err - the gateway refused the call at once, or
+ * the wait ended (aw_call_await: *stop set, deadline_ns passed), in which
+ * case the call is cancelled as its client's notifications/cancelled would
+ * (the upstream is told; the call is recorded E-MCP-004). stop may be NULL,
+ * deadline_ns 0 (none). */
 json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
-			int *status);
+			const atomic_bool *stop, int64_t deadline_ns, int *status, aw_error *err);
 
 /* Registers the "tool" step kind {"tool": federated name, "arguments"?: {}}:
  * one tools/call through g for the run's project (all five gates). A tool

@@ -208,8 +208,14 @@ static aw_err offer_tools(loop *l, const json_t *names, aw_error *err)
 	aw_mcp_meta meta = {
 		.version = AW_MCP_V_LEGACY, .run_id = l->c->run_id, .step_no = l->c->step_no};
 	int status = 0;
-	json_t *resp = aw_mcp_exchange(the_mcp, &l->ctx, &msg, &meta, &status);
+	aw_error why = {0};
+	json_t *resp = aw_mcp_exchange(the_mcp, &l->ctx, &msg, &meta, l->c->stop, l->c->deadline_ns,
+				       &status, &why);
 	aw_mcp_msg_clear(&msg);
+	if (!resp && (why.err == AW_E_RUN_CANCELLED || why.err == AW_E_RUN_TIMEOUT)) {
+		*err = why;
+		return why.err;
+	}
 	json_t *defs = json_object_get(json_object_get(resp, "result"), "tools");
 	if (!json_is_array(defs)) {
 		json_decref(resp);
@@ -333,10 +339,15 @@ static tool_end call_tool(loop *l, int seq, const json_t *tc, int approved, json
 			    .idem_key =
 				    json_is_true(json_object_get(l->read_only, name)) ? NULL : key};
 	int status = 0;
-	json_t *resp = aw_mcp_exchange(the_mcp, &ctx, &msg, &meta, &status);
+	aw_error why = {0};
+	json_t *resp = aw_mcp_exchange(the_mcp, &ctx, &msg, &meta, l->c->stop, l->c->deadline_ns,
+				       &status, &why);
 	aw_mcp_msg_clear(&msg);
-	if (!resp) {
-		aw_fail(err, AW_E_RUN_STEP, "the MCP gateway gave no answer");
+	if (!resp) { /* cancelled, out of time, or refused before any worker */
+		if (why.err)
+			*err = why;
+		else
+			aw_fail(err, AW_E_RUN_STEP, "the MCP gateway gave no answer");
 		return TOOL_FAIL;
 	}
 	json_t *res = json_object_get(resp, "result"), *er = json_object_get(resp, "error");

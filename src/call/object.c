@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "awooop/call.h"
+#include "awooop/clock.h"
 
 void aw_call_init(aw_call *c, size_t out_max, aw_call_fn wake, void *ud, void (*destroy)(aw_call *))
 {
@@ -89,4 +90,16 @@ int aw_call_gone(aw_call *c)
 	int whole = c->eof;
 	pthread_mutex_unlock(&c->mu);
 	return whole;
+}
+
+aw_err aw_call_await(aw_wake *w, const atomic_bool *stop, int64_t deadline_ns, const char *what,
+		     aw_error *err)
+{
+	while (!aw_wake_wait(w, 100)) {
+		if (stop && atomic_load(stop))
+			return aw_fail(err, AW_E_RUN_CANCELLED, "stopped while the %s ran", what);
+		if (deadline_ns && aw_clock_mono_ns() >= deadline_ns)
+			return aw_fail(err, AW_E_RUN_TIMEOUT, "the %s outlived its deadline", what);
+	}
+	return AW_OK;
 }

@@ -312,19 +312,24 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 }
 
 json_t *aw_mcp_exchange(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_meta *meta,
-			int *status)
+			const atomic_bool *stop, int64_t deadline_ns, int *status, aw_error *err)
 {
 	aw_wake w;
 	aw_wake_init(&w);
 	aw_mcp_call *c = NULL;
-	aw_error err = {0};
 	*status = 500;
 	json_t *resp = NULL;
 	const char *sess = NULL;
-	if (aw_mcp_start(g, ctx, msg, meta, aw_wake_signal, &w, &c, &err) == AW_OK) {
-		while (!aw_mcp_answer(c, NULL, NULL, &resp, status, &sess))
-			aw_wake_wait(&w, -1);
-		aw_mcp_release(c);
+	if (aw_mcp_start(g, ctx, msg, meta, aw_wake_signal, &w, &c, err) == AW_OK) {
+		aw_err e = AW_OK;
+		while (!e && !aw_mcp_answer(c, NULL, NULL, &resp, status, &sess))
+			e = aw_call_await(&w, stop, deadline_ns, "tool call", err);
+		if (e) {
+			atomic_store(&c->cancel, 1); /* the worker tells the upstream */
+			aw_mcp_hangup(c);
+		} else {
+			aw_mcp_release(c);
+		}
 	}
 	aw_wake_destroy(&w);
 	return resp;

@@ -72,10 +72,15 @@ static aw_err step_run(const aw_step_call *c, json_t **result, aw_error *err)
 			    .step_no = c->step_no,
 			    .approved = c->approved};
 	int status = 0;
-	json_t *resp = aw_mcp_exchange(the_gateway, &ctx, &msg, &meta, &status);
+	aw_error why = {0};
+	json_t *resp = aw_mcp_exchange(the_gateway, &ctx, &msg, &meta, c->stop, c->deadline_ns,
+				       &status, &why);
 	aw_mcp_msg_clear(&msg);
-	if (!resp)
-		return aw_fail(err, AW_E_RUN_STEP, "the MCP gateway gave no answer");
+	if (!resp) { /* cancelled, out of time, or refused before any worker */
+		*err = why;
+		return why.err ? why.err
+			       : aw_fail(err, AW_E_RUN_STEP, "the MCP gateway gave no answer");
+	}
 	json_t *res = json_object_get(resp, "result"), *er = json_object_get(resp, "error");
 	const char *code = json_string_value(json_object_get(json_object_get(er, "data"), "code"));
 	aw_err e = AW_OK;

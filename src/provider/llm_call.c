@@ -251,13 +251,7 @@ aw_err llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_me
 			e = err->err;
 			break;
 		}
-		while (!aw_wake_wait(&w, 100) && !(stop && atomic_load(stop)) &&
-		       (!deadline_ns || aw_clock_mono_ns() < deadline_ns))
-			; /* woken, stopped, or past the deadline */
-		if (stop && atomic_load(stop))
-			e = aw_fail(err, AW_E_RUN_CANCELLED, "stopped while the model call ran");
-		else if (deadline_ns && aw_clock_mono_ns() >= deadline_ns)
-			e = aw_fail(err, AW_E_RUN_TIMEOUT, "the model call outlived its deadline");
+		e = aw_call_await(&w, stop, deadline_ns, "model call", err);
 	}
 	aw_llm_release(c); /* cuts the transfer when the call was abandoned */
 	aw_wake_destroy(&w);

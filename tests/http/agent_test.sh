@@ -10,6 +10,8 @@
 #   - validation at submission (unknown member, bad tools) -> 422 + pointer;
 #   - max_turns -> E-RUN-014; a per-run budget refusal mid-loop -> the
 #     gateway's code, not retried; cancellation mid-loop;
+#   - a `tool` step's call in flight is cut by its run's cancel and by its
+#     run's timeout (the call's record says E-MCP-004 at once);
 #   - a tool that needs approval parks the run mid-loop, the approver's
 #     decision lets that call pass, and the next call that needs one parks
 #     again (one approval covers one call);

@@ -190,7 +190,7 @@ static json_t *call_on(aw_mcp *g, const char *project, const char *method, json_
 	aw_mcp_meta meta = {.stateless = stateless,
 			    .version = stateless ? AW_MCP_V_STATELESS : AW_MCP_V_LEGACY};
 	int status = 0;
-	json_t *r = aw_mcp_exchange(g, &ctx, &msg, &meta, &status);
+	json_t *r = aw_mcp_exchange(g, &ctx, &msg, &meta, NULL, 0, &status, &(aw_error){0});
 	assert_non_null(r);
 	return r;
 }
@@ -1117,7 +1117,7 @@ static json_t *in_session(const char *session, const char *text)
 	assert_int_equal(aw_mcp_parse(text, strlen(text), &msg, &re), 0);
 	aw_mcp_meta meta = {.version = AW_MCP_V_LEGACY, .session = session};
 	int status = 0;
-	return aw_mcp_exchange(G, &ctx, &msg, &meta, &status);
+	return aw_mcp_exchange(G, &ctx, &msg, &meta, NULL, 0, &status, &(aw_error){0});
 }
 
 typedef struct {
