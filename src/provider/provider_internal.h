@@ -180,6 +180,14 @@ struct aw_llm {
 
 /* Module-internal functions are named llm_* (aw_llm_* is llm.h's public API). */
 
+#define MAX_ANSWER (8u << 20)	   /* a non-streamed answer */
+#define MAX_ERROR_BODY (64u << 10) /* what an upstream's error keeps */
+#define MAX_EVENT (4u << 20)	   /* one SSE event or NDJSON line */
+
+/* transfer.c: one try at c->t[c->ti] (engine thread) */
+aw_err llm_transfer_begin(aw_llm *g, aw_llm_call *c, aw_error *err);
+void llm_transfer_end(aw_llm *g, aw_llm_call *c);
+
 /* engine.c */
 aw_err llm_engine_start(aw_llm *g, aw_error *err);
 void llm_engine_stop(aw_llm *g);
