@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "awooop/audit.h"
 #include "awooop/buf.h"
 #include "awooop/ctx.h"
 #include "awooop/err.h"
@@ -170,6 +171,15 @@ void aw_recorder_wake(aw_recorder *r);
 /* A record is coming (+1), or was put or will not come (-1): a flush waits
  * for the records coming too. */
 void aw_recorder_expect(aw_recorder *r, int delta);
+/* A door's write hook's transaction: n audit items of one project (the
+ * project of c0, whose context is used uncharged: background work) written
+ * in one transaction, after before(t, ud) (NULL: nothing; the LLM door
+ * settles its budget holds there); the items' payloads are redacted in
+ * place (aw_audit_record_many_spent). On failure nothing is written and
+ * `lost` is logged with the reason. */
+void aw_recorder_commit(aw_store *store, const aw_ctx *c0, const aw_audit_item *items, int n,
+			aw_err (*before)(aw_txn *t, void *ud, aw_error *err), void *ud,
+			const char *lost);
 /* Returns once everything queued (and coming) is written. */
 void aw_recorder_flush(aw_recorder *r);
 /* Writes what is queued, runs the chores a last time, stops the thread and

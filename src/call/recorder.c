@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "awooop/clock.h"
+#include "awooop/log.h"
 #include "awooop/metrics.h"
 
 struct aw_recorder {
@@ -166,4 +167,25 @@ void aw_recorder_stop(aw_recorder *r)
 	pthread_cond_destroy(&r->cv);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
+}
+
+void aw_recorder_commit(aw_store *store, const aw_ctx *c0, const aw_audit_item *items, int n,
+			aw_err (*before)(aw_txn *t, void *ud, aw_error *err), void *ud,
+			const char *lost)
+{
+	aw_ctx ctx; /* background work: not the project's connections */
+	aw_ctx_uncharged(c0, &ctx);
+	aw_txn *t = NULL;
+	aw_error err = {0};
+	aw_err e = aw_store_begin(store, &ctx, AW_TXN_WRITE, &t, &err);
+	if (!e && before)
+		e = before(t, ud, &err);
+	if (!e)
+		e = aw_audit_record_many_spent(t, &ctx, items, n, &err); /* built for it */
+	if (!e)
+		e = aw_store_commit(t, &err);
+	else if (t)
+		aw_store_rollback(t);
+	if (e)
+		aw_log(AW_LOG_ERROR, &ctx, lost, "detail", err.msg, NULL);
 }

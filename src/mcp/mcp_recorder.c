@@ -48,6 +48,8 @@ void mcp_record_write(void *ud, aw_call_rec **recs, int n)
 {
 	aw_mcp *g = ud;
 	record **rs = (record **)recs; /* rec is a record's first member */
+	if (n <= 0)
+		return;
 	aw_audit_item items[AW_RECORD_BATCH];
 	for (int i = 0; i < n; i++)
 		items[i] = (aw_audit_item){.action = rs[i]->action,
@@ -55,19 +57,7 @@ void mcp_record_write(void *ud, aw_call_rec **recs, int n)
 					   .trace_id = rs[i]->ctx.trace.trace_id,
 					   .payload = rs[i]->payload,
 					   .actor = rs[i]->ctx.principal};
-	aw_ctx ctx; /* background work: not the project's connections */
-	aw_ctx_uncharged(&rs[0]->ctx, &ctx);
-	aw_txn *t = NULL;
-	aw_error err = {0};
-	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);
-	if (!e)
-		e = aw_audit_record_many_spent(t, &ctx, items, n, &err); /* built for it */
-	if (!e)
-		e = aw_store_commit(t, &err);
-	else if (t)
-		aw_store_rollback(t);
-	if (e)
-		aw_log(AW_LOG_ERROR, &ctx, "mcp audit records lost", "detail", err.msg, NULL);
+	aw_recorder_commit(g->o.store, &rs[0]->ctx, items, n, NULL, NULL, "mcp audit records lost");
 	for (int i = 0; i < n; i++) {
 		json_decref(rs[i]->payload);
 		free(rs[i]);

@@ -87,9 +87,28 @@ static json_t *envelope(const aw_llm_call *c)
 	return p;
 }
 
+typedef struct {
+	aw_llm_call **calls;
+	int n;
+} settling;
+
+/* Line 2, in the records' transaction: settle what each call used. */
+static aw_err settle(aw_txn *t, void *ud, aw_error *err)
+{
+	settling *s = ud;
+	aw_err e = AW_OK;
+	for (int i = 0; i < s->n && !e; i++)
+		e = aw_budget_settle(t, &s->calls[i]->hold,
+				     s->calls[i]->spent_unknown ? NULL : &s->calls[i]->spent,
+				     s->calls[i]->model_charged, err);
+	return e;
+}
+
 /* One project's records and settlements in one transaction. */
 static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 {
+	if (n <= 0)
+		return;
 	aw_audit_item items[AW_RECORD_BATCH];
 	json_t *payloads[AW_RECORD_BATCH];
 	for (int i = 0; i < n; i++) {
@@ -100,25 +119,9 @@ static void record_batch(aw_llm *g, aw_llm_call **calls, int n)
 					   .payload = payloads[i],
 					   .actor = calls[i]->ctx.principal};
 	}
-	aw_ctx ctx; /* background work: not the project's connections */
-	aw_ctx_uncharged(&calls[0]->ctx, &ctx);
-	aw_txn *t = NULL;
-	aw_error err = {0};
-	aw_err e = aw_store_begin(g->o.store, &ctx, AW_TXN_WRITE, &t, &err);
-	for (int i = 0; i < n && !e; i++) /* line 2: settle what was used */
-		e = aw_budget_settle(t, &calls[i]->hold,
-				     calls[i]->spent_unknown ? NULL : &calls[i]->spent,
-				     calls[i]->model_charged, &err);
-	if (!e)
-		e = aw_audit_record_many_spent(t, &ctx, items, n, &err); /* built for it */
-	if (!e)
-		e = aw_store_commit(t, &err);
-	else if (t)
-		aw_store_rollback(t);
-	if (e)
-		aw_log(AW_LOG_ERROR, &ctx,
-		       "llm audit records and settlements lost (the reservations are reaped)",
-		       "detail", err.msg, NULL);
+	settling st = {calls, n};
+	aw_recorder_commit(g->o.store, &calls[0]->ctx, items, n, settle, &st,
+			   "llm audit records and settlements lost (the reservations are reaped)");
 	for (int i = 0; i < n; i++)
 		json_decref(payloads[i]);
 }
