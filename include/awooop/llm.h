@@ -154,10 +154,11 @@ void aw_llm_kill(aw_llm *g, const char *project);
 
 /* The same for a run step (llm, agent): a set *stop (may be NULL) or the
  * deadline (aw_clock_mono_ns; 0 = none) abandons the call with
- * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT (its upstream transfer cut). *body:
- * the chat.completion's JSON text (malloc'd). */
+ * AW_E_RUN_CANCELLED / AW_E_RUN_TIMEOUT (its upstream transfer cut).
+ * *answer: the step's answer, {content, finish_reason, usage, model,
+ * tool_calls?} (the caller's). */
 aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
-		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err);
+		   const atomic_bool *stop, int64_t deadline_ns, json_t **answer, aw_error *err);
 
 /* Registers the run runtime's `llm` step kind, calling g (one gateway per
  * process). */

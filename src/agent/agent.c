@@ -421,26 +421,10 @@ static aw_err ask_model(loop *l, const char *model, json_t **answer, aw_error *e
 			    .task = json_string_value(json_object_get(a, "task"))};
 	aw_ctx ctx = l->ctx;
 	snprintf(ctx.principal, sizeof ctx.principal, "run-worker");
-	char *body = NULL;
 	aw_err e =
-		aw_llm_wait(the_llm, &ctx, req, &meta, l->c->stop, l->c->deadline_ns, &body, err);
+		aw_llm_wait(the_llm, &ctx, req, &meta, l->c->stop, l->c->deadline_ns, answer, err);
 	json_decref(req);
-	if (e)
-		return e;
-	json_error_t je;
-	json_t *resp = json_loads(body, 0, &je);
-	free(body);
-	json_t *c0 = json_array_get(json_object_get(resp, "choices"), 0);
-	json_t *msg = json_object_get(c0, "message");
-	*answer =
-		json_pack("{s:O?, s:O?, s:O?, s:O?}", "content", json_object_get(msg, "content"),
-			  "finish_reason", json_object_get(c0, "finish_reason"), "usage",
-			  json_object_get(resp, "usage"), "model", json_object_get(resp, "model"));
-	json_t *tcs = json_object_get(msg, "tool_calls");
-	if (*answer && json_array_size(tcs))
-		json_object_set(*answer, "tool_calls", tcs);
-	json_decref(resp);
-	return *answer ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
+	return e;
 }
 
 /* The user's message: a text as it is, anything else as compact JSON. */

@@ -43,6 +43,24 @@ static aw_err step_validate(const json_t *args, aw_error *err)
 	return AW_OK;
 }
 
+/* A chat.completion as a step's answer: {content, finish_reason, usage,
+ * model, tool_calls?} (NULL: out of memory). */
+static json_t *step_answer(const char *body)
+{
+	json_t *resp = aw_json_loadb(body, strlen(body), 0, NULL);
+	json_t *c0 = json_array_get(json_object_get(resp, "choices"), 0);
+	json_t *msg = json_object_get(c0, "message");
+	json_t *a =
+		json_pack("{s:O?,s:O?,s:O?,s:O?}", "content", json_object_get(msg, "content"),
+			  "finish_reason", json_object_get(c0, "finish_reason"), "usage",
+			  json_object_get(resp, "usage"), "model", json_object_get(resp, "model"));
+	json_t *tcs = json_object_get(msg, "tool_calls");
+	if (a && json_array_size(tcs))
+		json_object_set(a, "tool_calls", tcs);
+	json_decref(resp);
+	return a;
+}
+
 static aw_err step_run(const aw_step_call *sc, json_t **result, aw_error *err)
 {
 	if (!the_gateway)
@@ -68,17 +86,8 @@ static aw_err step_run(const aw_step_call *sc, json_t **result, aw_error *err)
 		snprintf(msg, sizeof msg, "%s", err->msg);
 		return aw_fail(err, AW_E_RUN_STEP, "%s: %s", aw_err_code(e), msg);
 	}
-	json_t *resp = json_loads(body, 0, NULL);
+	*result = step_answer(body);
 	free(body);
-	json_t *c0 = json_array_get(json_object_get(resp, "choices"), 0);
-	json_t *msg = json_object_get(c0, "message");
-	*result =
-		json_pack("{s:O?,s:O?,s:O?,s:O?}", "content", json_object_get(msg, "content"),
-			  "finish_reason", json_object_get(c0, "finish_reason"), "usage",
-			  json_object_get(resp, "usage"), "model", json_object_get(resp, "model"));
-	if (*result && json_object_get(msg, "tool_calls"))
-		json_object_set(*result, "tool_calls", json_object_get(msg, "tool_calls"));
-	json_decref(resp);
 	return *result ? AW_OK : aw_fail(err, AW_E_NOMEM, "out of memory");
 }
 
@@ -88,9 +97,15 @@ static json_t *step_intent(const json_t *args)
 }
 
 aw_err aw_llm_wait(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_llm_meta *meta,
-		   const atomic_bool *stop, int64_t deadline_ns, char **body, aw_error *err)
+		   const atomic_bool *stop, int64_t deadline_ns, json_t **answer, aw_error *err)
 {
-	return llm_wait(g, ctx, req, meta, stop, deadline_ns, body, err);
+	char *body = NULL;
+	*answer = NULL;
+	aw_err e = llm_wait(g, ctx, req, meta, stop, deadline_ns, &body, err);
+	if (!e && !(*answer = step_answer(body)))
+		e = aw_fail(err, AW_E_NOMEM, "out of memory");
+	free(body);
+	return e;
 }
 
 static const aw_executor llm_executor = {
