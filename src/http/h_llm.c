@@ -212,18 +212,28 @@ static aw_llm_call *start_or_reply(aw_req *r, json_t **reqp, int embeddings, con
 	return e ? NULL : c;
 }
 
+/* 1 when r may call this process's gateway (a worker key, a JSON body, a
+ * gateway running here); else answered. */
+static int gateway_or_reply(aw_req *r)
+{
+	if (scope_or_reply(r) || json_body_or_reply(r))
+		return 0;
+	if (!r->opts->llm) {
+		aw_error err = {0};
+		aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no LLM gateway");
+		reply_problem(r, err.err, &err);
+		return 0;
+	}
+	return 1;
+}
+
 /* POST /v1/messages and POST /v1/responses: decoded, called, answered in
  * the API's own format. */
 static void other_api(aw_req *r, int api)
 {
-	if (scope_or_reply(r) || json_body_or_reply(r))
+	if (!gateway_or_reply(r))
 		return;
 	aw_error err = {0};
-	if (!r->opts->llm) {
-		aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no LLM gateway");
-		reply_problem(r, err.err, &err);
-		return;
-	}
 	json_t *in = NULL, *req = NULL;
 	aw_err e = aw_json_parse_object(r->body, r->body_len, &in, &err);
 	if (!e)
@@ -255,14 +265,9 @@ static void other_api(aw_req *r, int api)
 /* POST /v1/chat/completions (embeddings 0) and POST /v1/embeddings. */
 static void openai_call(aw_req *r, int embeddings)
 {
-	if (scope_or_reply(r) || json_body_or_reply(r))
+	if (!gateway_or_reply(r))
 		return;
 	aw_error err = {0};
-	if (!r->opts->llm) {
-		aw_fail(&err, AW_E_LLM_UNAVAILABLE, "this process runs no LLM gateway");
-		reply_problem(r, err.err, &err);
-		return;
-	}
 	json_t *req = NULL;
 	aw_err e = aw_json_parse_object(r->body, r->body_len, &req, &err);
 	aw_llm_call *c = start_or_reply(r, &req, embeddings, NULL, e, &err);
