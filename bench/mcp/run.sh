@@ -41,7 +41,14 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$OUT"; }
 trap cleanup EXIT
 
-NM=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}/mcp
+# The stdio server runs in awooop's sandbox, which shows the child only the
+# paths it was given, reachable by others: a cache under a home others may
+# not enter (root's, mode 700) is kept in /var/tmp instead.
+CACHE=${AWOOOP_NPM_CACHE:-$HOME/.cache/awooop-npm}
+if [ -z "${AWOOOP_NPM_CACHE:-}" ] && [ "$(($(stat -c %a "$HOME") % 10 & 1))" = 0 ]; then
+  CACHE=/var/tmp/awooop-npm-$(id -u)
+fi
+NM=$CACHE/mcp
 if [ ! -d "$NM/node_modules/mcp-proxy" ] || [ ! -d "$NM/node_modules/@modelcontextprotocol/server-everything" ]; then
   echo "installing @modelcontextprotocol/sdk, server-everything and mcp-proxy into $NM ..." >&2
   mkdir -p "$NM"
