@@ -29,6 +29,7 @@
 #include "awooop/redact.h"
 #include "awooop/run.h"
 #include "awooop/store/agent.h"
+#include "awooop/str.h"
 
 static aw_llm *the_llm;
 static aw_mcp *the_mcp;
@@ -51,8 +52,8 @@ static int is_ref(const json_t *v)
 static aw_err as_workflow(aw_error *err)
 {
 	char at[sizeof err->where], msg[sizeof err->msg];
-	snprintf(at, sizeof at, "%s", err->where);
-	snprintf(msg, sizeof msg, "%s", err->msg);
+	AW_COPY_ARRAY(at, err->where);
+	AW_COPY_ARRAY(msg, err->msg);
 	return aw_fail_at(err, AW_E_RUN_WORKFLOW, at, "%s", msg);
 }
 

@@ -30,6 +30,7 @@
 #include "awooop/json.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 #include "awooop/worker.h"
 #include "awooop/executor.h"
 #include "awooop/store/agent.h"
@@ -116,8 +117,8 @@ aw_err aw_approvals_mint(aw_approvals *a, const aw_ctx *ctx, const char *run_id,
 				  "ttl_s must be 1..%d (the approval policy's window_s)",
 				  p.window_s);
 	int64_t now = aw_clock_wall_ms() / 1000;
-	snprintf(c.iss, sizeof c.iss, "%s", a->issuer);
-	snprintf(c.aud, sizeof c.aud, "%s", ctx->project);
+	AW_COPY_ARRAY(c.iss, a->issuer);
+	AW_COPY_ARRAY(c.aud, ctx->project);
 	snprintf(c.sub, sizeof c.sub, "%s", sub);
 	snprintf(c.run_id, sizeof c.run_id, "%s", run_id);
 	snprintf(c.action, sizeof c.action, "%s", action);
@@ -308,7 +309,7 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 			 denied				      ? "failed"
 			 : strcmp(step.kind, "approval") == 0 ? "succeeded"
 							      : "approved");
-		snprintf(step.finished_at, sizeof step.finished_at, "%s", now);
+		AW_COPY_ARRAY(step.finished_at, now);
 		if (denied)
 			snprintf(step.error_code, sizeof step.error_code, "%s",
 				 aw_err_code(AW_E_RUN_REJECTED));
@@ -388,7 +389,7 @@ aw_err aw_approvals_decide_token(aw_approvals *a, const aw_ctx *ctx, const char 
 			       c.sub, ctx->principal);
 	aw_ctx as = *ctx;
 	if (!ctx->key_id[0])
-		snprintf(as.principal, sizeof as.principal, "%s", c.sub);
+		AW_COPY_ARRAY(as.principal, c.sub);
 	aw_approval_decision d = {.run_id = run_id,
 				  .principal = c.sub,
 				  .decision = c.action,

@@ -28,6 +28,7 @@
 #include "awooop/approval.h"
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 #define HEADER_MAX 1024

@@ -15,6 +15,7 @@
 #include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 static size_t field(char *dst, const char *s)
@@ -65,9 +66,9 @@ static aw_err fill_row(aw_audit_row *a, const aw_ctx *ctx, const char *action, c
 	if (!a->payload || !a->target)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_uuid7_str(a->event_id);
-	snprintf(a->project_id, sizeof a->project_id, "%s", ctx->project);
+	AW_COPY_ARRAY(a->project_id, ctx->project);
 	aw_clock_now(a->ts);
-	snprintf(a->actor, sizeof a->actor, "%s", ctx->principal);
+	AW_COPY_ARRAY(a->actor, ctx->principal);
 	snprintf(a->action, sizeof a->action, "%s", action);
 	snprintf(a->trace_id, sizeof a->trace_id, "%s", trace_id ? trace_id : ctx->trace.trace_id);
 	return AW_OK;

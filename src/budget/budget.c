@@ -26,6 +26,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 #include "budget_hooks.h"
 
 #define BUDGET_CONTRACT "default"
@@ -255,7 +256,7 @@ static aw_err suspend_in(aw_txn *t, const aw_ctx *ctx, const char *reason, const
 	st.suspended = 1;
 	snprintf(st.reason, sizeof st.reason, "%s", reason);
 	aw_clock_now(st.since);
-	snprintf(st.by, sizeof st.by, "%s", ctx->principal);
+	AW_COPY_ARRAY(st.by, ctx->principal);
 	snprintf(st.imposed_by, sizeof st.imposed_by, "%s", imposed_by);
 	e = aw_store_budget_state_set(t, &st, err);
 	json_t *p = json_pack("{s:s,s:s}", "reason", reason, "imposed_by", imposed_by);
@@ -695,7 +696,7 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	else
 		aw_budget_period_key(b.period, h->period_key);
 	snprintf(h->call_id, sizeof h->call_id, "%s", ask->call_id);
-	snprintf(h->project, sizeof h->project, "%s", ctx->project);
+	AW_COPY_ARRAY(h->project, ctx->project);
 	long long prompt = ask->prompt;
 	long long out = ask->max_out >= 0 ? ask->max_out : AW_BUDGET_DEFAULT_MAX_OUT;
 	int fits = 0, by_cost = 0;
@@ -849,7 +850,7 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amou
 			aw_metrics_budget(h->project, "released", (double)-over);
 		if (over > 0 || u.cost > h->reserved.cost) { /* the reservation under-counted */
 			char call[80], res[24], billed[24], cost[48];
-			snprintf(call, sizeof call, "%s", h->call_id);
+			AW_COPY_ARRAY(call, h->call_id);
 			snprintf(res, sizeof res, "%lld", h->reserved.tokens);
 			snprintf(billed, sizeof billed, "%lld", u.tokens);
 			snprintf(cost, sizeof cost, "%lld of %lld", u.cost, h->reserved.cost);
@@ -930,7 +931,7 @@ aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err)
 		st.suspended = 0;
 		snprintf(st.reason, sizeof st.reason, "resumed");
 		aw_clock_now(st.since);
-		snprintf(st.by, sizeof st.by, "%s", ctx->principal);
+		AW_COPY_ARRAY(st.by, ctx->principal);
 		st.imposed_by[0] = '\0';
 		e = aw_store_budget_state_set(t, &st, err);
 	}

@@ -9,6 +9,7 @@
 #include "bus_internal.h"
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 int bus_pattern_match(const char *pattern, const char *channel)
 {

@@ -24,6 +24,7 @@
 #include "awooop/metrics.h"
 #include "awooop/store/contract.h"
 #include "awooop/store/fleet.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 #define PRUNE_EVERY_MS 60000
@@ -214,7 +215,7 @@ aw_err aw_fleet_start(const aw_fleet_opts *o, aw_fleet **out, aw_error *err)
 		f->o.report_ms = 5000;
 	aw_uuid7_str(f->me.process_id);
 	snprintf(f->me.role, sizeof f->me.role, "%s", o->role ? o->role : "process");
-	snprintf(f->me.version, sizeof f->me.version, "%s", AWOOOP_VERSION);
+	AW_COPY_ARRAY(f->me.version, AWOOOP_VERSION);
 	aw_clock_now(f->me.started_at);
 	f->me.report_ms = f->o.report_ms;
 	pthread_mutex_init(&f->mu, NULL);

@@ -22,6 +22,7 @@
 #include "awooop/keys.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 
 #define MAX_LISTENERS 8
 
@@ -174,7 +175,7 @@ static aw_err refresh(aw_policy_cache *p, pstate *s, int cls, const char *source
 		pthread_cond_wait(&p->cv, &p->mu);
 	s->refreshing = 1;
 	char project[AW_PROJECT_MAX + 1];
-	snprintf(project, sizeof project, "%s", s->project);
+	AW_COPY_ARRAY(project, s->project);
 	pthread_mutex_unlock(&p->mu);
 
 	aw_ctx ctx;

@@ -14,6 +14,7 @@
 #include "awooop/pattern.h"
 #include "awooop/policy.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 #include "channel_internal.h"
 
@@ -104,7 +105,7 @@ hub_bot *hub_load_bots(aw_hub *h)
 			}
 			aw_policy_release(&pol);
 		}
-		snprintf(after, sizeof after, "%s", ps[np - 1].project_id);
+		AW_COPY_ARRAY(after, ps[np - 1].project_id);
 		free(ps);
 		if (np < 100)
 			break;

@@ -25,6 +25,7 @@
 #include "awooop/kv.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
 
 int64_t hub_now_ms(void)

@@ -16,6 +16,7 @@
 #include "awooop/redact.h"
 #include "awooop/run.h"
 #include "awooop/store/channel.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
 
 static const char *principal_of(const hub_bot *b, const char *user_id)
@@ -147,7 +148,7 @@ static void mirror_of(const char *project, pending *p, const char *action)
 	aw_tg_update *u = &p->u;
 	aw_conv_event *ev = &p->ev;
 	ev->update_id = u->update_id;
-	snprintf(ev->kind, sizeof ev->kind, "%s", u->kind);
+	AW_COPY_ARRAY(ev->kind, u->kind);
 	memcpy(ev->chat_id, u->chat_id, sizeof ev->chat_id);
 	memcpy(ev->user_id, u->user_id, sizeof ev->user_id);
 	p->redacted = aw_redact_str_for(project, u->text);

@@ -18,6 +18,7 @@
 #include "awooop/metrics.h"
 #include "awooop/secret.h"
 #include "awooop/store/channel.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
 
 /* the rates are kept with this margin: Telegram counts arrivals, and two

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 #include "cli.h"
 

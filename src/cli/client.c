@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "awooop/str.h"
 #include "awooop/trace.h"
 #include "awooop/buf.h"
 #include "awooop/secret.h"
@@ -135,7 +136,7 @@ static int say_problem(const aw_buf *s, long status, aw_cli_problem *quiet)
 		     json_string_value(json_object_get(doc, "detail")), text, sizeof text);
 	if (quiet) {
 		snprintf(quiet->code, sizeof quiet->code, "%s", code ? code : "E-CLI-002");
-		snprintf(quiet->text, sizeof quiet->text, "%s", text);
+		AW_COPY_ARRAY(quiet->text, text);
 		quiet->status = status;
 	} else {
 		const char *at = json_string_value(json_object_get(doc, "pointer"));

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "awooop/jcs.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 #include "cli.h"
 

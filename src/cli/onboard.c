@@ -28,6 +28,7 @@
 #include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
+#include "awooop/str.h"
 #include "cli.h"
 
 /* 1 when NAME is one of vars (",NAME,NAME,", as --var gave them). */

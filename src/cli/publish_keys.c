@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "cli.h"
 
 /*

@@ -15,6 +15,7 @@
 #include "awooop/mcp.h"
 #include "awooop/run.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 #include "cli.h"
 

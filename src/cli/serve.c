@@ -19,6 +19,7 @@
 
 #include "awooop/keyring.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "cli.h"
 #include "node.h"
 

@@ -12,6 +12,7 @@
 #include "awooop/ident.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
+#include "awooop/str.h"
 #include "cli.h"
 
 static int write_out(void *ud, const char *d, size_t n)

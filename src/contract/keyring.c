@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "awooop/crypto.h"
+#include "awooop/str.h"
 
 #define MAX_KEYS 16
 

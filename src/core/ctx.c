@@ -2,6 +2,7 @@
  * ctx.c - constructors for aw_ctx and the scope names (see ctx.h).
  */
 #include "awooop/ctx.h"
+#include "awooop/str.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * drift apart.
  */
 #include "awooop/err.h"
+#include "awooop/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>

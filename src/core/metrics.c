@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "awooop/clock.h"
+#include "awooop/str.h"
 
 #ifndef AWOOOP_VERSION
 #define AWOOOP_VERSION "0.0.0"

@@ -28,6 +28,7 @@
 #include <pcre2.h>
 
 #include "awooop/ctx.h"
+#include "awooop/str.h"
 #include "redact_custom.h"
 
 /* Streaming: bytes held back at the end of each flush so a secret split across

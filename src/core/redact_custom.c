@@ -34,6 +34,7 @@
 #include "awooop/ctx.h"
 #include "awooop/metrics.h"
 #include "awooop/pattern.h"
+#include "awooop/str.h"
 
 #define WINDOW 1024		  /* start positions per pcre2_match call */
 #define BUDGET_BASE_NS 10000000LL /* 10 ms a call */

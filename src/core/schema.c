@@ -22,6 +22,7 @@
 
 #include "awooop/json.h"
 #include "awooop/pattern.h"
+#include "awooop/str.h"
 
 #define MAX_DEPTH 128
 /* Evaluation steps per validation: self-referencing anyOf/oneOf can otherwise

@@ -20,6 +20,7 @@
 #include <openssl/crypto.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 
 #define SECRET_FILE_MAX 65536
 

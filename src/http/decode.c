@@ -10,6 +10,7 @@
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
 #include "awooop/json.h"
+#include "awooop/str.h"
 #include "http_internal.h"
 
 aw_err decode_project_create(const char *body, size_t len, aw_project_create_req *out,

@@ -14,6 +14,7 @@
 #include "awooop/json.h"
 #include "awooop/keys.h"
 #include "awooop/keymig.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 #include "http_internal.h"
 

@@ -24,6 +24,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "http_internal.h"
 
 #define MAX_CHAIN 8

@@ -18,6 +18,7 @@
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/redis.h"
+#include "awooop/str.h"
 
 typedef enum { PH_NONE, PH_A, PH_B, PH_C, PH_DONE } phase_t;
 static const char *const phase_names[] = {"none", "A", "B", "C", "done"};

@@ -26,6 +26,7 @@
 #include "awooop/jcs.h"
 #include "awooop/log.h"
 #include "awooop/schema.h"
+#include "awooop/str.h"
 
 #define DEFAULT_RESULT_BYTES 16384
 #define DEFAULT_ARGS_BYTES 65536

@@ -14,6 +14,7 @@
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "awooop/wake.h"
 
 /* A request is listed while a worker runs it, so that its client can cancel

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 typedef struct node {
 	void *item;

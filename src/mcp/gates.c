@@ -20,6 +20,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
+#include "awooop/str.h"
 
 #define AUDIT_ARGS_MAX 4096
 

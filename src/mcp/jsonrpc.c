@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "awooop/json.h"
+#include "awooop/str.h"
 
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 

@@ -11,6 +11,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/redact.h"
+#include "awooop/str.h"
 
 int aw_mcp_sandbox_probe(char *why, size_t n)
 {

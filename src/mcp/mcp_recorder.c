@@ -13,6 +13,7 @@
 #include "awooop/alloc.h"
 #include "awooop/audit.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 
 /* The envelope of a record of call: who made it, the revision that governed
  * it (c; NULL: none applied), its run step and latency (ms); how it ended

@@ -14,6 +14,7 @@
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
+#include "awooop/str.h"
 
 #define SESSION_IDLE_NS (3600LL * 1000000000LL)
 #define SESSIONS_MAX 10000

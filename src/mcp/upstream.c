@@ -17,6 +17,7 @@
 #include "awooop/alloc.h"
 #include "awooop/json.h"
 #include "awooop/mcp_wire.h"
+#include "awooop/str.h"
 
 #define SCRUBBED "[REDACTED:credential]"
 
@@ -223,7 +224,7 @@ aw_err mcp_up_new(const mcp_up_opts *o, mcp_up **out, aw_error *err)
 	u->stdio = !strcmp(json_string_value(json_object_get(o->config, "transport")), "stdio");
 	snprintf(u->url, sizeof u->url, "%s",
 		 json_string_value(json_object_get(o->config, "url")) ?: "");
-	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
+	AW_COPY_ARRAY(u->version, AW_MCP_V_LEGACY);
 	atomic_init(&u->next_id, 1);
 	u->event = o->event;
 	u->event_ud = o->event_ud;

@@ -33,6 +33,7 @@
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 
 #define MAX_ASKS 16 /* an upstream's requests answered per request of ours */
 
@@ -446,7 +447,7 @@ static aw_err http_init(mcp_up *u, int timeout_ms, aw_error *err)
 	long st;
 	pthread_mutex_lock(&u->mu);
 	u->session[0] = 0;
-	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
+	AW_COPY_ARRAY(u->version, AW_MCP_V_LEGACY);
 	pthread_mutex_unlock(&u->mu);
 	aw_err e =
 		http_post(u, line, atomic_load(&u->next_id) - 1, timeout_ms, NULL, &msg, &st, err);

@@ -26,6 +26,7 @@
 #include "awooop/crypto.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 #include "otel_internal.h"
 

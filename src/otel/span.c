@@ -14,6 +14,7 @@
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "otel_internal.h"
 
 otel_queue otel_q = {.mu = PTHREAD_MUTEX_INITIALIZER};

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 /* A schema retry resends the messages, the previous answer (at most the

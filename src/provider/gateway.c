@@ -16,6 +16,7 @@
 #include "awooop/alloc.h"
 #include "awooop/json.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 /* ------------------------------------------------------------ configuration */

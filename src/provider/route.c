@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 static int serves(const upstream *u, const char *model)
@@ -149,8 +150,8 @@ aw_err llm_route(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
 	}
 	snprintf(c->route, sizeof c->route, "%s",
 		 json_string_value(json_object_get(route, "name")));
-	snprintf(c->revision_id, sizeof c->revision_id, "%s", pol.revision_id);
-	snprintf(c->body_hash, sizeof c->body_hash, "%s", pol.body_hash);
+	AW_COPY_ARRAY(c->revision_id, pol.revision_id);
+	AW_COPY_ARRAY(c->body_hash, pol.body_hash);
 	json_t *limits = json_object_get(pol.body, "limits");
 	json_t *sr = json_object_get(limits, "schema_retries");
 	c->schema_retries = json_is_number(sr) ? (int)json_number_value(sr) : g->o.schema_retries;

@@ -13,6 +13,7 @@
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "provider_hooks.h"
 #include "provider_internal.h"
 
@@ -76,7 +77,7 @@ int llm_cap_take(aw_llm *g, const char *project)
 	long cap = g->emergency_cap, share = share_of(g, project, cap);
 	if (!g->o.kv) {
 		if (strcmp(date, g->cap_date)) {
-			snprintf(g->cap_date, sizeof g->cap_date, "%s", date);
+			AW_COPY_ARRAY(g->cap_date, date);
 			g->cap_count = 0;
 			g->nem = 0;
 		}

@@ -21,6 +21,7 @@
 #include "awooop/contract.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 /* the projects whose own upstreams are kept here at once (the oldest

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "awooop/json.h"
+#include "awooop/str.h"
 
 static aw_err bad(aw_error *err, const char *where, const char *msg)
 {
@@ -615,7 +616,7 @@ aw_err aw_llm_wire_fields(const json_t *req, const char *const *fields, const ch
 	aw_err e = aw_json_check_numbers(req, err);
 	if (!e && (e = aw_json_only(req, fields, err))) {
 		char where[sizeof err->where];
-		snprintf(where, sizeof where, "%s", err->where);
+		AW_COPY_ARRAY(where, err->where);
 		aw_fail_at(err, e, where,
 			   "%.200s is not %s field this gateway knows: an upstream may bill it, "
 			   "so it is not passed on",

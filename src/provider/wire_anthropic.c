@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "awooop/llm_wire.h"
+#include "awooop/str.h"
 
 static aw_err wire(aw_error *err, const char *where, const char *msg)
 {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "awooop/json.h"
+#include "awooop/str.h"
 
 static aw_err bad(aw_error *err, const char *where, const char *msg)
 {

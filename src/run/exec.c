@@ -27,6 +27,7 @@
 #include "awooop/run.h"
 #include "awooop/executor.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 #include "worker.h"
 
 #define MAX_EXECUTORS 32

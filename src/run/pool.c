@@ -16,6 +16,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 #include "awooop/worker.h"
 #include "notify.h"
 #include "worker.h"

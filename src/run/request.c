@@ -16,6 +16,7 @@
 #include "awooop/redact.h"
 #include "awooop/run.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 
 void aw_run_request_free(aw_run_request *r)
 {
@@ -49,7 +50,7 @@ static aw_err check_step(const json_t *wf, size_t i, aw_error *err)
 	aw_err e = aw_json_only(step, allowed, err);
 	if (e) {
 		char inner[sizeof err->where];
-		snprintf(inner, sizeof inner, "%s", err->where);
+		AW_COPY_ARRAY(inner, err->where);
 		snprintf(err->where, sizeof err->where, "%.40s%.80s", where, inner);
 		return e;
 	}
@@ -85,7 +86,7 @@ static aw_err check_step(const json_t *wf, size_t i, aw_error *err)
 	json_decref(empty);
 	if (e) {
 		char inner[sizeof err->where];
-		snprintf(inner, sizeof inner, "%s", err->where);
+		AW_COPY_ARRAY(inner, err->where);
 		snprintf(err->where, sizeof err->where, "%.40s/args%.80s", where, inner);
 		err->err = e = AW_E_RUN_WORKFLOW;
 	}

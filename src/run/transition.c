@@ -12,6 +12,7 @@
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 struct aw_run_pending {

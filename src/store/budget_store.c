@@ -10,6 +10,7 @@
 #include "store_internal.h"
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, const aw_budget_amount *limit,
 				     aw_error *err)

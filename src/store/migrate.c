@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "store_internal.h"
 
 #define MIGRATE_LOCK_KEY "727700113"

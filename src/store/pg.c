@@ -17,6 +17,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
+#include "awooop/str.h"
 #include "driver.h"
 
 #define TIMESTAMPTZOID 1184

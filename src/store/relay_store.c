@@ -11,6 +11,7 @@
 #include "store_internal.h"
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 aw_err aw_store_relay_begin(aw_store *s, aw_txn **out, aw_error *err)
 {

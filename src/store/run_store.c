@@ -11,6 +11,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/buf.h"
+#include "awooop/str.h"
 #include "store_internal.h"
 
 #define RUN_COLS                                                                              \
@@ -837,8 +838,7 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 	for (int i = 0; !e && i < *n; i++)
 		for (int k = 0; k < np; k++)
 			if (strcmp(ids[k], (*out)[i].run_id) == 0) {
-				snprintf((*out)[i].prev_state, sizeof(*out)[i].prev_state, "%s",
-					 prev[k]);
+				AW_COPY_ARRAY((*out)[i].prev_state, prev[k]);
 				(*out)[i].resumed = resumed[k];
 			}
 	if (!e && nhc) { /* the held ones after the claimed */

@@ -24,6 +24,7 @@
 #include "awooop/alloc.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "store_internal.h"
 
 static const aw_driver *driver_for(const char *url)

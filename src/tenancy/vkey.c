@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 
 void aw_key_limits_none(aw_key_limits *l)

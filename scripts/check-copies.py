@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Whole-string copies (run by check-style.sh): snprintf(dst, n, "%s", src) into
+a fixed buffer cuts a too-long src silently, and a cut identifier is another
+identifier (a project id, a model, a URL). In src/ such a copy is refused:
+AW_COPY_ARRAY(dst, src) where both are arrays (the bound proved at compile
+time), else aw_str_copy / AW_STR_COPY and an error on -1 (include/awooop/str.h).
+Text meant for people goes through a format with more than a bare "%s".
+
+ALLOWED lists the files not yet converted and how many such copies each still
+has; it may only shrink (a new copy in one of them is refused too)."""
+import os
+import re
+import sys
+
+ALLOWED = {
+    "src/agent/agent.c": 5,
+    "src/approval/approval.c": 11,
+    "src/approval/token.c": 1,
+    "src/audit/audit.c": 3,
+    "src/budget/budget.c": 7,
+    "src/bus/bus.c": 1,
+    "src/bus/redis_conn.c": 1,
+    "src/cache/fleet.c": 5,
+    "src/cache/policy.c": 12,
+    "src/call/inflight.c": 2,
+    "src/channel/bots.c": 2,
+    "src/channel/feedback.c": 1,
+    "src/channel/hub.c": 4,
+    "src/channel/inbound.c": 2,
+    "src/channel/outbound.c": 12,
+    "src/channel/telegram.c": 1,
+    "src/cli/admin.c": 1,
+    "src/cli/client.c": 4,
+    "src/cli/contract_cmd.c": 3,
+    "src/cli/onboard.c": 2,
+    "src/cli/publish_keys.c": 2,
+    "src/cli/run_cmd.c": 2,
+    "src/cli/serve.c": 1,
+    "src/cli/tools.c": 1,
+    "src/contract/contract.c": 12,
+    "src/contract/keyring.c": 2,
+    "src/contract/mcp_names.c": 1,
+    "src/core/ctx.c": 2,
+    "src/core/err.c": 1,
+    "src/core/metrics.c": 1,
+    "src/core/redact.c": 1,
+    "src/core/redact_custom.c": 1,
+    "src/core/schema.c": 2,
+    "src/core/secret.c": 1,
+    "src/http/decode.c": 2,
+    "src/http/h_mcp.c": 1,
+    "src/http/h_tenancy.c": 1,
+    "src/http/server.c": 6,
+    "src/http/tls.c": 2,
+    "src/keymig/keymig.c": 1,
+    "src/keys/keys.c": 1,
+    "src/keys/kv.c": 8,
+    "src/mcp/catalog.c": 3,
+    "src/mcp/dispatch.c": 5,
+    "src/mcp/fairq.c": 1,
+    "src/mcp/gates.c": 1,
+    "src/mcp/jsonrpc.c": 1,
+    "src/mcp/mcp.c": 1,
+    "src/mcp/mcp_recorder.c": 1,
+    "src/mcp/session.c": 1,
+    "src/mcp/stdio_sandbox.c": 1,
+    "src/mcp/upstream.c": 3,
+    "src/mcp/upstream_http.c": 1,
+    "src/otel/export.c": 3,
+    "src/otel/span.c": 4,
+    "src/provider/admit.c": 1,
+    "src/provider/engine.c": 14,
+    "src/provider/gateway.c": 2,
+    "src/provider/llm_call.c": 5,
+    "src/provider/route.c": 2,
+    "src/provider/topology.c": 4,
+    "src/provider/upstreams.c": 4,
+    "src/provider/wire.c": 1,
+    "src/provider/wire_anthropic.c": 1,
+    "src/provider/wire_messages.c": 2,
+    "src/provider/wire_responses.c": 5,
+    "src/run/exec.c": 1,
+    "src/run/pool.c": 1,
+    "src/run/reaper.c": 1,
+    "src/run/request.c": 1,
+    "src/run/rounds.c": 3,
+    "src/run/run.c": 7,
+    "src/run/schedule.c": 4,
+    "src/run/transition.c": 3,
+    "src/store/budget_store.c": 1,
+    "src/store/migrate.c": 1,
+    "src/store/pg.c": 1,
+    "src/store/relay_store.c": 1,
+    "src/store/run_store.c": 2,
+    "src/store/store.c": 1,
+    "src/tenancy/tenancy.c": 2,
+    "src/tenancy/vkey.c": 4,
+}
+
+
+def calls(text):
+    """(offset, argument text) of every snprintf( call, strings skipped."""
+    for m in re.finditer(r"\bsnprintf\s*\(", text):
+        i = j = m.end()
+        depth = 1
+        while depth and j < len(text):
+            c = text[j]
+            if c in "\"'":
+                j += 1
+                while text[j] != c:
+                    j += 2 if text[j] == "\\" else 1
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            j += 1
+        yield m.start(), text[i:j - 1]
+
+
+def args(s):
+    out, cur, depth, k = [], "", 0, 0
+    while k < len(s):
+        c = s[k]
+        if c in "\"'":
+            e = k + 1
+            while s[e] != c:
+                e += 2 if s[e] == "\\" else 1
+            cur += s[k:e + 1]
+            k = e + 1
+            continue
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+        k += 1
+    return out + [cur.strip()]
+
+
+os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+found = {}
+for root, _, files in os.walk("src"):
+    for f in sorted(files):
+        if not f.endswith((".c", ".h")):
+            continue
+        path = os.path.join(root, f)
+        text = open(path, encoding="utf-8").read()
+        for pos, body in calls(text):
+            a = args(body)
+            if len(a) == 4 and a[2] == '"%s"':
+                found.setdefault(path, []).append(text.count("\n", 0, pos) + 1)
+bad = 0
+for path in sorted(found):
+    lines = found[path]
+    if len(lines) > ALLOWED.get(path, 0):
+        bad = 1
+        for n in lines:
+            print(f'{path}:{n}: snprintf(dst, n, "%s", src) cuts a long src silently: '
+                  "AW_COPY_ARRAY (array to array) or aw_str_copy/AW_STR_COPY and an "
+                  "error on -1 (include/awooop/str.h)")
+for path, n in sorted(ALLOWED.items()):
+    if len(found.get(path, [])) < n:
+        bad = 1
+        print(f"scripts/check-copies.py: {path} has {len(found.get(path, []))} copies left, "
+              f"ALLOWED says {n}: lower it")
+sys.exit(bad)
