@@ -473,10 +473,10 @@ aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
 		return e;
 	aw_revision r = {0};
+	if (AW_STR_COPY(r.family, family) < 0 || AW_STR_COPY(r.contract_id, contract_id) < 0)
+		return aw_fail(err, AW_E_CONTRACT_ID, "family or contract id too long");
 	aw_uuid7_str(r.revision_id);
 	AW_COPY_ARRAY(r.project_id, ctx->project);
-	snprintf(r.family, sizeof r.family, "%s", family);
-	snprintf(r.contract_id, sizeof r.contract_id, "%s", contract_id);
 	snprintf(r.state, sizeof r.state, "draft");
 	aw_clock_now(r.created_at);
 	memcpy(r.updated_at, r.created_at, sizeof r.updated_at);
@@ -826,10 +826,10 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	aw_outbox_event ev = {0};
 	aw_uuid7_str(ev.event_id);
 	snprintf(ev.event_type, sizeof ev.event_type, "revision_activated");
-	snprintf(ev.family, sizeof ev.family, "%s", family);
-	snprintf(ev.contract_id, sizeof ev.contract_id, "%s", contract_id);
+	AW_COPY_ARRAY(ev.family, r.family); /* r: the revision family/contract_id/rev */
+	AW_COPY_ARRAY(ev.contract_id, r.contract_id);
 	memcpy(ev.old_revision_id, act.old_revision_id, sizeof ev.old_revision_id);
-	snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
+	AW_COPY_ARRAY(ev.new_revision_id, r.revision_id);
 	aw_clock_now(ev.created_at); /* as late as possible: the commit follows */
 	aw_activation_row hist = {0};
 	memcpy(hist.revision_id, ev.new_revision_id, sizeof hist.revision_id);
@@ -873,7 +873,9 @@ static aw_err rollback_target(aw_txn *t, const char *family, const char *contrac
 {
 	char want[AW_UUID_STR_LEN + 1] = "";
 	if (to && *to) {
-		snprintf(want, sizeof want, "%s", to);
+		if (AW_STR_COPY(want, to) < 0) /* the caller checked it is a UUID */
+			return aw_fail_at(err, AW_E_REQ_ID, "to",
+					  "the target revision id must be a UUID");
 	} else {
 		aw_activation_row *h = NULL;
 		int n = 0;
@@ -940,8 +942,8 @@ aw_err aw_contract_rollback(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	}
 	aw_uuid7_str(r.revision_id);
 	AW_COPY_ARRAY(r.project_id, ctx->project);
-	snprintf(r.family, sizeof r.family, "%s", family);
-	snprintf(r.contract_id, sizeof r.contract_id, "%s", contract_id);
+	AW_COPY_ARRAY(r.family, target.family); /* target: read by family, contract_id */
+	AW_COPY_ARRAY(r.contract_id, target.contract_id);
 	snprintf(r.state, sizeof r.state, "draft");
 	memcpy(r.rollback_of, target.revision_id, sizeof r.rollback_of);
 	aw_clock_now(r.created_at);
@@ -1025,10 +1027,10 @@ aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 		aw_outbox_event ev = {0};
 		aw_uuid7_str(ev.event_id);
 		snprintf(ev.event_type, sizeof ev.event_type, "revision_revoked");
-		snprintf(ev.family, sizeof ev.family, "%s", family);
-		snprintf(ev.contract_id, sizeof ev.contract_id, "%s", contract_id);
-		snprintf(ev.old_revision_id, sizeof ev.old_revision_id, "%s", rev);
-		snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
+		AW_COPY_ARRAY(ev.family, r.family); /* r: the revision family/contract_id/rev */
+		AW_COPY_ARRAY(ev.contract_id, r.contract_id);
+		AW_COPY_ARRAY(ev.old_revision_id, r.revision_id);
+		AW_COPY_ARRAY(ev.new_revision_id, r.revision_id);
 		memcpy(ev.created_at, now, sizeof now);
 		if (!(e = aw_store_active_clear(t, family, contract_id, err)))
 			e = aw_store_outbox_insert(t, &ev, err);

@@ -55,9 +55,7 @@ static aw_err vfail(aw_error *err, aw_err e, const char *where, const char *fmt,
 	err->retry_after_s = 0;
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 	where = where ? where : "";
-	if (strlen(where) < sizeof err->where) /* a pointer too long to keep says so */
-		snprintf(err->where, sizeof err->where, "%s", where);
-	else
+	if (AW_STR_COPY(err->where, where) < 0) /* a pointer too long to keep says so */
 		snprintf(err->where, sizeof err->where, "%.*s...", (int)sizeof err->where - 4,
 			 where);
 	return e;

@@ -122,6 +122,6 @@ out:
 	/* counters are per phase, so the new phase starts from zero; forget
 	 * cached phases so this process applies the new one at once */
 	aw_kv_phases_forget(kv);
-	snprintf(st->phase, sizeof st->phase, "%s", aw_kv_phase_name(want));
+	(void)!AW_STR_COPY(st->phase, aw_kv_phase_name(want)); /* "none".."done" */
 	return AW_OK;
 }

@@ -41,7 +41,7 @@ static int expire_one(aw_store *s, const aw_run_ref *ref, aw_error *err)
 	for (int i = 0; !e && i < n; i++)
 		if (!strcmp(st[i].state, "waiting")) {
 			snprintf(st[i].state, sizeof st[i].state, "failed");
-			snprintf(st[i].error_code, sizeof st[i].error_code, "%s", code);
+			(void)!AW_STR_COPY(st[i].error_code, code); /* an E-... code literal */
 			AW_COPY_ARRAY(st[i].finished_at, now);
 			e = aw_store_run_steps_put(t, &st[i], 1, err);
 		}

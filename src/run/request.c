@@ -138,8 +138,11 @@ aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, 
 			       AW_QUEUE_MAX);
 		goto out;
 	}
-	if (queue)
-		snprintf(out->queue, sizeof out->queue, "%s", queue);
+	if (queue && AW_STR_COPY(out->queue, queue) < 0) { /* checked above: fits */
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/queue", "queue is at most %d bytes",
+			       AW_QUEUE_MAX);
+		goto out;
+	}
 	json_t *wf = json_object_get(o, "workflow");
 	if (!json_is_array(wf) || json_array_size(wf) == 0 ||
 	    json_array_size(wf) > AW_RUN_MAX_STEPS) {

@@ -373,9 +373,11 @@ static void fill_step(const job *j, aw_run_step *st, const char *state)
 	memset(st, 0, sizeof *st);
 	memcpy(st->run_id, j->c->run_id, sizeof st->run_id);
 	st->step_no = j->next + 1;
-	snprintf(st->kind, sizeof st->kind, "%s",
-		 json_string_value(json_object_get(json_array_get(j->wf, j->next), "kind")));
-	snprintf(st->state, sizeof st->state, "%s", state);
+	/* kind: a registered step kind (the workflow was validated); state: a
+	 * literal of this file. "" rather than a cut name if ever not. */
+	(void)!AW_STR_COPY(st->kind, json_string_value(json_object_get(
+					     json_array_get(j->wf, j->next), "kind")));
+	(void)!AW_STR_COPY(st->state, state);
 	aw_run_step_key(j->c->run_id, st->step_no, st->idem_key, sizeof st->idem_key);
 	st->attempt = j->c->attempts;
 	st->tries = j->tries;
@@ -390,7 +392,7 @@ static void journal_entry(const job *j, aw_run_step *st, const char *state)
 	AW_COPY_ARRAY(st->finished_at, j->finished);
 	st->tries = j->tries + 1;
 	if (j->step_err)
-		snprintf(st->error_code, sizeof st->error_code, "%s", aw_err_code(j->step_err));
+		(void)!AW_STR_COPY(st->error_code, aw_err_code(j->step_err)); /* <= 17 bytes */
 	st->result = j->result ? aw_json_dump(j->result) : NULL;
 }
 

@@ -140,10 +140,12 @@ aw_err aw_schedule_request_decode(const char *body, size_t len, aw_schedule_requ
 	free(text);
 	if (e)
 		goto out;
-	snprintf(out->name, sizeof out->name, "%s", name);
-	snprintf(out->cron, sizeof out->cron, "%s", cron);
-	snprintf(out->timezone, sizeof out->timezone, "%s", tzn);
-	snprintf(out->catch_up, sizeof out->catch_up, "%s", cu);
+	/* each bounded above (name, cron, time zone and catch_up checks) */
+	if (AW_STR_COPY(out->name, name) < 0 || AW_STR_COPY(out->cron, cron) < 0 ||
+	    AW_STR_COPY(out->timezone, tzn) < 0 || AW_STR_COPY(out->catch_up, cu) < 0) {
+		e = aw_fail(err, AW_E_REQ_INVALID, "a schedule field is too long");
+		goto out;
+	}
 	out->run = json_incref(run);
 out:
 	json_decref(o);

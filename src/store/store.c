@@ -156,10 +156,8 @@ static int charge_slot(aw_store *s, const char *project, int make)
 		if (!s->charges[i].held && free_slot < 0)
 			free_slot = i;
 	}
-	if (!make || free_slot < 0)
-		return -1;
-	snprintf(s->charges[free_slot].project, sizeof s->charges[free_slot].project, "%s",
-		 project);
+	if (!make || free_slot < 0 || AW_STR_COPY(s->charges[free_slot].project, project) < 0)
+		return -1; /* project: a ctx's charge, which fits */
 	return free_slot;
 }
 

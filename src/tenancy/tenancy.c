@@ -85,7 +85,8 @@ aw_err aw_project_create(aw_store *s, const aw_ctx *ctx, const char *id, aw_proj
 	aw_ctx pc;
 	aw_ctx_with_project(ctx, id, &pc);
 	aw_project p = {0};
-	snprintf(p.project_id, sizeof p.project_id, "%s", id);
+	if (AW_STR_COPY(p.project_id, id) < 0) /* aw_ident_project_ok: at most 63 */
+		return aw_fail_at(err, AW_E_TENANT_SLUG, "/id", "project id is too long");
 	aw_clock_now(p.created_at);
 	AW_COPY_ARRAY(p.created_by, ctx->principal);
 	aw_txn *t = NULL;
@@ -185,7 +186,8 @@ static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name, aw_sc
 		return le;
 	aw_uuid7_str(k.key_id);
 	AW_COPY_ARRAY(k.project_id, ctx->project);
-	snprintf(k.name, sizeof k.name, "%s", name);
+	if (AW_STR_COPY(k.name, name) < 0) /* aw_ident_name_ok: at most 63 */
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/name", "key name is too long");
 	k.scope = scope;
 	aw_sha256_hex(secret, strlen(secret), k.key_hash);
 	snprintf(k.key_prefix, sizeof k.key_prefix, "%.12s", secret);
