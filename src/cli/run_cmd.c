@@ -285,7 +285,11 @@ int cmd_run(int argc, char **argv)
 			return rc;
 		if (cli_get(opts, "wait")) {
 			char id[AW_UUID_STR_LEN + 1];
-			snprintf(id, sizeof id, "%s", cli_str(doc, "run_id"));
+			if (AW_STR_COPY(id, cli_str(doc, "run_id")) < 0) {
+				json_decref(doc);
+				return cli_fail(AW_E_CLIENT,
+						"the server answered a malformed run id");
+			}
 			snprintf(path, sizeof path, "/v1/platform/runs/%s", id);
 			char shown[32] = "";
 			while (!rc && !terminal(json_string_value(json_object_get(doc, "state")))) {
@@ -293,7 +297,7 @@ int cmd_run(int argc, char **argv)
 				const char *st = json_string_value(json_object_get(doc, "state"));
 				if (st && strcmp(st, shown)) {
 					fprintf(stderr, "run %s: %s\n", id, st);
-					snprintf(shown, sizeof shown, "%s", st);
+					(void)!AW_STR_COPY(shown, st); /* "": said again */
 				}
 				struct timespec ts = {0, 200000000L};
 				nanosleep(&ts, NULL);
