@@ -14,6 +14,10 @@
  *   AW_COPY_ARRAY(dst, src)     array (or string literal) to array, the bound
  *                               proved at compile time: dst is at least as
  *                               large as src, so it cannot fail.
+ *   aw_str_show(dst, cap, src)  text for people only (a message, a log
+ *                               detail): a longer one is shortened visibly,
+ *                               ending "..." at a whole UTF-8 character.
+ *                               Never for a name a program reads back.
  *
  * scripts/check-style.sh refuses snprintf(dst, n, "%s", src) copies in src/.
  */
@@ -21,10 +25,15 @@
 #define AWOOOP_STR_H
 
 #include <stddef.h>
+#include "awooop/str.h"
 
 /* Copies src (NULL reads as "") with its NUL into dst[0..cap) and returns 0;
  * when strlen(src) >= cap writes "" (cap > 0) and returns -1. */
 int aw_str_copy(char *dst, size_t cap, const char *src) __attribute__((warn_unused_result));
+
+/* Copies src (NULL: "") into dst[0..cap) for people to read: whole, or its
+ * first bytes up to a whole UTF-8 character and then "..." (cap >= 4). */
+void aw_str_show(char *dst, size_t cap, const char *src);
 
 /* 1 when a is an array (or a string literal), 0 for a pointer: an array's
  * type differs from the type of a pointer to its first element. */

@@ -203,8 +203,7 @@ void aw_redis_url_redact(const char *url, char *out, size_t cap)
 		if (*q == '@')
 			at = q;
 	if (!at) {
-		if (aw_str_copy(out, cap, url) < 0)
-			snprintf(out, cap, "(a redis URL too long to show)");
+		aw_str_show(out, cap, url); /* for logs and messages */
 		return;
 	}
 	const char *colon = memchr(s, ':', (size_t)(at - s));

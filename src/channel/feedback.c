@@ -54,13 +54,8 @@ static int answer_text(const char *result, char *out, size_t cap)
 	json_t *res = result ? json_loads(result, 0, NULL) : NULL;
 	const char *a = json_string_value(json_object_get(res, "content"));
 	int ok = a && *a;
-	if (ok && aw_str_copy(out, cap, a) < 0) {
-		size_t end = cap - 4; /* a cut answer ends whole characters, then "..." */
-		while (end > 0 && ((unsigned char)a[end] & 0xC0) == 0x80)
-			end--;
-		memcpy(out, a, end);
-		memcpy(out + end, "...", 4);
-	}
+	if (ok)
+		aw_str_show(out, cap, a);
 	json_decref(res);
 	return ok;
 }

@@ -122,13 +122,10 @@ static void problem_text(const char *title, const char *detail, char *out, size_
 		sep = ": ";
 		b = detail;
 	}
-	/* words for people: a longer text ends at a whole character and "..." */
-	if ((size_t)snprintf(out, cap, "%s%s%s", a, sep, b) >= cap) {
-		size_t end = cap - 4;
-		while (end > 0 && ((unsigned char)out[end] & 0xC0) == 0x80)
-			end--;
-		memcpy(out + end, "...", 4);
-	}
+	aw_buf both = AW_BUF_INIT(1 << 16);
+	aw_buf_addf(&both, "%s%s%s", a, sep, b);
+	aw_str_show(out, cap, aw_buf_err(&both) ? a : aw_buf_str(&both)); /* for people */
+	aw_buf_free(&both);
 }
 
 /* A problem+json answer: said on stderr, or (quiet) its code and words

@@ -54,10 +54,7 @@ static aw_err vfail(aw_error *err, aw_err e, const char *where, const char *fmt,
 	err->err = e;
 	err->retry_after_s = 0;
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	where = where ? where : "";
-	if (AW_STR_COPY(err->where, where) < 0) /* a pointer too long to keep says so */
-		snprintf(err->where, sizeof err->where, "%.*s...", (int)sizeof err->where - 4,
-			 where);
+	aw_str_show(err->where, sizeof err->where, where); /* too long to keep: says so */
 	return e;
 }
 

@@ -668,10 +668,9 @@ aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *un
 								   project, sizeof project);
 			(*total)++;
 			if (!p) {
-				if (*unknown < 5 && aw_str_copy(unknown_sample[*unknown], 128,
-								keys->element[i]->str) < 0)
-					snprintf(unknown_sample[*unknown], 128, "%.120s...",
-						 keys->element[i]->str); /* shown to people */
+				if (*unknown < 5) /* shown to people */
+					aw_str_show(unknown_sample[*unknown], 128,
+						    keys->element[i]->str);
 				(*unknown)++;
 				continue;
 			}

@@ -205,6 +205,10 @@ aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake w
 	aw_mcp_call *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (AW_STR_COPY(c->req_session, id) < 0) { /* a cut id could be another session */
+		free(c);
+		return aw_fail(err, AW_E_MCP_SESSION, "no such MCP session");
+	}
 	c->g = g;
 	atomic_init(&c->refs, 2); /* the session's and the caller's */
 	c->ctx = *ctx;
@@ -215,7 +219,6 @@ aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake w
 	pthread_cond_init(&c->cv, NULL);
 	c->out = (aw_buf)AW_BUF_INIT(1 << 20); /* a client that reads nothing loses events */
 	aw_buf_adds(&c->out, ": awooop session stream\n\n");
-	snprintf(c->req_session, sizeof c->req_session, "%s", id);
 	pthread_mutex_lock(&g->mu);
 	msession *s = session_of(g, c);
 	if (s) {

@@ -107,11 +107,14 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	aw_llm *g = aw_calloc(1, sizeof *g);
 	if (!g)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (AW_STR_COPY(g->contract_id, o->contract_id ? o->contract_id : "default") < 0) {
+		free(g);
+		return aw_fail(err, AW_E_CONFIG, "the LLM contract id is at most %d bytes",
+			       AW_PROJECT_MAX);
+	}
 	g->o = *o;
 	g->config = o->config ? json_deep_copy(o->config) : json_object();
 	g->o.config = g->config;
-	snprintf(g->contract_id, sizeof g->contract_id, "%s",
-		 o->contract_id ? o->contract_id : "default");
 	g->o.contract_id = g->contract_id;
 #define DEF(f, v)        \
 	if (g->o.f <= 0) \
@@ -146,9 +149,13 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		upstream *u =
 			llm_upstream_new(name, kind, json_string_value(json_object_get(p, "url")),
 					 json_string_value(json_object_get(p, "api_key")), NULL);
-		if (u)
-			snprintf(u->api_version, sizeof u->api_version, "%s",
-				 json_string_value(json_object_get(p, "api_version")) ?: "");
+		/* aw_llm_config_check bounds api_version; one that does not fit is
+		 * no provider rather than a cut query parameter */
+		if (u && AW_STR_COPY(u->api_version,
+				     json_string_value(json_object_get(p, "api_version"))) < 0) {
+			llm_upstream_put(u);
+			u = NULL;
+		}
 		if (u && g->nproviders < 8)
 			g->providers[g->nproviders++] = u;
 	}

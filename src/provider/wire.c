@@ -593,7 +593,8 @@ const char *aw_llm_completion_usage(const json_t *resp, aw_llm_stream_state *st)
 aw_err aw_llm_completion_as_sse(const json_t *resp, int include_usage, aw_buf *out)
 {
 	aw_llm_stream_state st = {0};
-	snprintf(st.id, sizeof st.id, "%s", json_string_value(json_object_get(resp, "id")) ?: "");
+	if (AW_STR_COPY(st.id, json_string_value(json_object_get(resp, "id"))) < 0)
+		return AW_E_LLM_BROKEN; /* an id we did not make: never a cut one */
 	st.created = json_integer_value(json_object_get(resp, "created"));
 	st.model = json_string_value(json_object_get(resp, "model")) ?: "";
 	aw_llm_completion_usage(resp, &st);

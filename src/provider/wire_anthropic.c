@@ -502,7 +502,7 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 		const char *sr = json_string_value(
 			json_object_get(json_object_get(j, "delta"), "stop_reason"));
 		if (sr)
-			snprintf(st->finish, sizeof st->finish, "%s", finish_of(sr));
+			(void)!AW_STR_COPY(st->finish, finish_of(sr)); /* a literal of finish_of */
 		usage_of(json_object_get(j, "usage"), st, 1);
 	} else if (!strcmp(type, "message_stop")) {
 		*done = 1;

@@ -772,6 +772,16 @@ static void test_str_copy_whole_or_nothing(void **state)
 	const char *p = big;
 	assert_false(AW_IS_ARRAY(p));
 	(void)p;
+	/* text for people: whole, or visibly shortened at a whole character */
+	char s[8];
+	aw_str_show(s, sizeof s, "1234567");
+	assert_string_equal(s, "1234567");
+	aw_str_show(s, sizeof s, "12345678");
+	assert_string_equal(s, "1234...");
+	aw_str_show(s, sizeof s, "123\xc3\xa9\xc3\xa9\xc3\xa9"); /* e-acute: 2 bytes */
+	assert_string_equal(s, "123...");
+	aw_str_show(s, 3, "abcdef");
+	assert_string_equal(s, "");
 }
 
 int main(int argc, char **argv)
