@@ -56,8 +56,9 @@ aw_err aw_llm_config_check(const json_t *config, aw_error *err)
 	const char *name;
 	json_t *p;
 	json_object_foreach (ps, name, p) {
-		char where[64];
-		snprintf(where, sizeof where, "/providers/%.40s", name);
+		char where
+			[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+		snprintf(where, sizeof where, "/providers/%s", name);
 		int known = 0;
 		for (int i = 0; provider_names[i]; i++)
 			known |= !strcmp(name, provider_names[i]);

@@ -141,8 +141,9 @@ static aw_err check_billing(const json_t *req, aw_llm_req *out, aw_error *err)
 		for (int i = 0; known[i] && !ok; i++)
 			ok = !strcmp(key, known[i]);
 		if (!ok) {
-			char where[80];
-			snprintf(where, sizeof where, "/%.64s", key);
+			char where
+				[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+			snprintf(where, sizeof where, "/%s", key);
 			return aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, where,
 					  "%.64s is not a chat completion field this gateway "
 					  "knows: an upstream may bill it, so it is not passed on",

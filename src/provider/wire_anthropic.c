@@ -63,6 +63,9 @@ static aw_err blocks_of(const json_t *c, json_t *blocks, const char *where, aw_e
 		json_t *src;
 		if (b64) {
 			char mt[64];
+			if (b64 - url - 5 >= (long)sizeof mt) /* never a cut media type */
+				return wire(err, where,
+					    "a data URL's media type is at most 63 bytes");
 			snprintf(mt, sizeof mt, "%.*s", (int)(b64 - url - 5), url + 5);
 			src = json_pack("{s:s,s:s,s:s}", "type", "base64", "media_type", mt, "data",
 					b64 + 8);

@@ -49,9 +49,9 @@ static aw_err check_step(const json_t *wf, size_t i, aw_error *err)
 		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where, "a step must be an object");
 	aw_err e = aw_json_only(step, allowed, err);
 	if (e) {
-		char inner[sizeof err->where];
-		AW_COPY_ARRAY(inner, err->where);
-		snprintf(err->where, sizeof err->where, "%.40s%.80s", where, inner);
+		char both[sizeof where + sizeof err->where]; /* fits both whole */
+		snprintf(both, sizeof both, "%s%s", where, err->where);
+		aw_str_show(err->where, sizeof err->where, both); /* too long: says so */
 		return e;
 	}
 	json_t *kind = json_object_get(step, "kind");

@@ -127,8 +127,9 @@ static aw_err parse_budget(const json_t *b, aw_key_limits *out, aw_error *err)
 	const char *k;
 	const json_t *v;
 	json_object_foreach ((json_t *)b, k, v) {
-		char where[48];
-		snprintf(where, sizeof where, "/budget/%.32s", k);
+		char where
+			[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+		snprintf(where, sizeof where, "/budget/%s", k);
 		if (!strcmp(k, "tokens")) {
 			long long n = 0;
 			if (!count_ok(v, &n))
@@ -167,8 +168,9 @@ aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_li
 	const char *k;
 	const json_t *v;
 	json_object_foreach ((json_t *)doc, k, v) {
-		char where[48];
-		snprintf(where, sizeof where, "/%.40s", k);
+		char where
+			[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+		snprintf(where, sizeof where, "/%s", k);
 		if (skipped(k, skip) || json_is_null(v))
 			continue; /* null: no such limit */
 		if (!strcmp(k, "models")) {
@@ -215,8 +217,8 @@ aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_li
 			const char *mk;
 			const json_t *mv;
 			json_object_foreach ((json_t *)v, mk, mv) {
-				char at[64];
-				snprintf(at, sizeof at, "/metadata/%.32s", mk);
+				char at[160]; /* aw_fail_at shows a long one shortened */
+				snprintf(at, sizeof at, "/metadata/%s", mk);
 				if (strcmp(mk, "team") && strcmp(mk, "user"))
 					return bad(err, at, "metadata has team and user");
 				if (json_is_null(mv))
