@@ -433,8 +433,13 @@ void cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
 {
 	const char *v = rows_get(r, row, col);
 	size_t n = v ? strlen(v) : 0;
-	if (n >= cap)
+	if (n >= cap) { /* a field narrower than what was stored: said, never quietly */
+		char c[16];
+		snprintf(c, sizeof c, "%d", col);
+		aw_log(AW_LOG_ERROR, NULL, "a stored value is longer than its field: cut", "column",
+		       c, NULL);
 		n = cap - 1;
+	}
 	if (n)
 		memcpy(dst, v, n);
 	dst[n] = '\0';
