@@ -35,7 +35,7 @@ OWNER = {  # public header (include/awooop/NAME.h) -> folder, where not NAME
     "worker": "run",
 }
 for h in ("alloc bounds buf clock cron crypto ctx egress err ident jcs json log metrics pattern "
-          "redact schema secret trace tz uuid wake").split():
+          "redact schema secret str trace tz uuid wake").split():
     OWNER[h] = "core"
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

@@ -4,6 +4,7 @@
 #  - no Redis commands outside src/bus/ and (later) src/keys/;
 #  - every .c file starts with a comment saying what it is for;
 #  - no sprintf, strcpy, strcat, atoi or gets in src/ and include/;
+#  - no snprintf(dst, n, "%s", src) copies in src/ (scripts/check-copies.py);
 #  - includes point down the layers (scripts/check-layers.py has the table).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +34,8 @@ alloc=$(grep -rnP '(?<![\w.>])(malloc|calloc|realloc|strdup|strndup)\(' src --in
 if [ -n "$alloc" ]; then echo "bare allocation (use aw_malloc & co., alloc.h):"; echo "$alloc"; fail=1; fi
 # dependencies point down: a folder includes only folders below it
 python3 scripts/check-layers.py || fail=1
+# never cut silently: no snprintf(dst, n, "%s", src) string copies (str.h)
+python3 scripts/check-copies.py || fail=1
 # one name, one file: backtraces and logs name files without their folder
 dup=$(find src -name '*.[ch]' -printf '%f\n' | sort | uniq -d)
 if [ -n "$dup" ]; then echo "file names used twice under src/:"; echo "$dup"; fail=1; fi

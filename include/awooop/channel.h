@@ -42,12 +42,15 @@ typedef struct {
 	int64_t update_id;
 	char kind[16]; /* message | command | callback | other */
 	char chat_id[25], user_id[25];
-	char text[4097]; /* message text or callback data (Telegram: <= 4096) */
+	/* message text or callback data: Telegram's at most 4096 UTF-16 units,
+	 * at most 3 UTF-8 bytes each; longer is no Telegram update's */
+	char text[3 * 4096 + 1];
 	int64_t message_id;
 	char callback_id[65];
 } aw_tg_update;
 /* AW_E_CHANNEL_UPDATE unless u is an update object with an integer
- * update_id; anything it does not understand is kind "other". */
+ * update_id (or its text is longer than Telegram allows: never cut);
+ * anything it does not understand is kind "other". */
 aw_err aw_tg_update_parse(const json_t *u, aw_tg_update *out, aw_error *err);
 
 /* ---- the hub ---- */

@@ -43,10 +43,12 @@ typedef struct aw_ctx {
 } aw_ctx;
 
 /* A system context (principal "system", platform-admin, new trace and request
- * id) for background work and the CLI; project may be NULL. */
+ * id) for background work and the CLI; project may be NULL. A project longer
+ * than AW_PROJECT_MAX is never cut to a prefix (another tenant's id): it
+ * leaves "", no project, which sees no tenant rows (validate it first). */
 void aw_ctx_system(aw_ctx *ctx, const char *project);
 /* Copies ctx with another project (same principal, trace, deadline and
- * charge). */
+ * charge); a too-long project leaves "" as aw_ctx_system. */
 void aw_ctx_with_project(const aw_ctx *ctx, const char *project, aw_ctx *out);
 
 /* Copies ctx as background work: nothing it does counts against the

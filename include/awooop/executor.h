@@ -56,7 +56,7 @@ typedef struct aw_executor {
  * (aw_secret_tenant_resolve: env:NAME is AWOOOP_T_<PROJECT>__NAME, file:PATH
  * is DIR/<project>/PATH). NULL or "": file: references do not resolve. Call
  * before workers start. */
-void aw_run_secrets_dir(const char *dir);
+aw_err aw_run_secrets_dir(const char *dir, aw_error *err); /* AW_E_CONFIG: too long */
 
 /* Built-ins: noop, sleep {"ms"}, fail {"message"?}, http {"method", "url",
  * "body"?}; llm (llm.h), tool (mcp.h), agent (agent.h) and approval

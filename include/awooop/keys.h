@@ -21,7 +21,8 @@
 
 /* "platform:contract:invalidate:{project}"; AW_E_TENANT_SLUG for a bad project. */
 aw_err aw_keys_invalidate_channel(const char *project, char *out, size_t cap);
-/* The project of an invalidation channel name, or -1 if it is not one. */
+/* The project of an invalidation channel name, or -1 if it is not one (or
+ * it does not fit project[cap]: never a cut project). */
 int aw_keys_invalidate_project(const char *channel, char *project, size_t cap);
 
 typedef enum { AW_KEY_TENANT, AW_KEY_PLATFORM } aw_key_scope;

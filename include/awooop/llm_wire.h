@@ -85,6 +85,7 @@ aw_err aw_llm_to_ollama(const json_t *req, const char *model, int stream, json_t
 
 /* The content blocks of one Anthropic answer a stream may index. */
 #define AW_LLM_MAX_BLOCKS 128
+#define AW_LLM_MODEL_MAX 128 /* bytes of a model name (a route's, a key's) */
 
 typedef struct {
 	char id[48]; /* "chatcmpl-..." */
@@ -185,6 +186,8 @@ typedef struct {
 	char finish[24];
 	json_t *usage; /* the last usage chunk's */
 } aw_msgs_stream;
+/* model: the request's, which aw_llm_messages_to_chat bounds to
+ * AW_LLM_MODEL_MAX bytes ("" when longer: never a cut name). */
 void aw_msgs_stream_init(aw_msgs_stream *s, const char *model);
 /* One SSE event's data of the gateway's chunk stream ("[DONE]" included) as
  * named events appended to out ("event: NAME\ndata: {...}\n\n"): message_start
@@ -222,6 +225,7 @@ typedef struct {
 	json_t *resp;  /* the response as it grows (created at the first chunk) */
 	json_t *usage; /* the last usage chunk's */
 } aw_resp_stream;
+/* model: as aw_msgs_stream_init's (aw_llm_responses_to_chat bounds it). */
 void aw_resp_stream_init(aw_resp_stream *s, const char *model);
 /* One SSE event's data of the gateway's chunk stream ("[DONE]" included) as
  * the Responses API's named events appended to out, each with its

@@ -29,6 +29,7 @@
 #include "awooop/redact.h"
 #include "awooop/run.h"
 #include "awooop/store/agent.h"
+#include "awooop/str.h"
 
 static aw_llm *the_llm;
 static aw_mcp *the_mcp;
@@ -51,8 +52,8 @@ static int is_ref(const json_t *v)
 static aw_err as_workflow(aw_error *err)
 {
 	char at[sizeof err->where], msg[sizeof err->msg];
-	snprintf(at, sizeof at, "%s", err->where);
-	snprintf(msg, sizeof msg, "%s", err->msg);
+	AW_COPY_ARRAY(at, err->where);
+	AW_COPY_ARRAY(msg, err->msg);
 	return aw_fail_at(err, AW_E_RUN_WORKFLOW, at, "%s", msg);
 }
 
@@ -159,13 +160,14 @@ static aw_err put_row(loop *l, int seq, const char *kind, const char *name, cons
 		      const json_t *result, const char *code, aw_error *err)
 {
 	aw_run_call r = {0};
-	snprintf(r.run_id, sizeof r.run_id, "%s", l->c->run_id);
+	if (AW_STR_COPY(r.run_id, l->c->run_id) < 0 || AW_STR_COPY(r.kind, kind) < 0 ||
+	    AW_STR_COPY(r.state, state) < 0 || AW_STR_COPY(r.error_code, code) < 0)
+		return aw_fail(err, AW_E_INTERNAL, "an agent call row's field does not fit");
+	if (AW_STR_COPY(r.name, name) < 0) /* the model's or the tool's: recorded whole */
+		return aw_fail(err, AW_E_LIMIT, "a model or tool name is at most %d bytes",
+			       AW_RUN_CALL_NAME_MAX);
 	r.step_no = l->c->step_no;
 	r.seq = seq;
-	snprintf(r.kind, sizeof r.kind, "%s", kind);
-	snprintf(r.name, sizeof r.name, "%s", name);
-	snprintf(r.state, sizeof r.state, "%s", state);
-	snprintf(r.error_code, sizeof r.error_code, "%s", code ? code : "");
 	const aw_run_call *old = row_at(l, seq);
 	if (old)
 		memcpy(r.created_at, old->created_at, sizeof r.created_at);

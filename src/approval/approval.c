@@ -30,6 +30,7 @@
 #include "awooop/json.h"
 #include "awooop/kv.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 #include "awooop/worker.h"
 #include "awooop/executor.h"
 #include "awooop/store/agent.h"
@@ -57,7 +58,11 @@ aw_err aw_approvals_new(const aw_approvals_opts *o, const aw_keyring *keys, aw_a
 	a->store = o->store;
 	a->contracts = o->contracts;
 	a->kv = o->kv;
-	snprintf(a->issuer, sizeof a->issuer, "%s", o->issuer ? o->issuer : AW_APPROVAL_ISSUER);
+	if (AW_STR_COPY(a->issuer, o->issuer ? o->issuer : AW_APPROVAL_ISSUER) < 0) {
+		free(a);
+		return aw_fail(err, AW_E_CONFIG, "the approval issuer is at most %zu bytes",
+			       sizeof a->issuer - 1);
+	}
 	atomic_store(&a->keys, keys);
 	*out = a;
 	return AW_OK;
@@ -116,11 +121,11 @@ aw_err aw_approvals_mint(aw_approvals *a, const aw_ctx *ctx, const char *run_id,
 				  "ttl_s must be 1..%d (the approval policy's window_s)",
 				  p.window_s);
 	int64_t now = aw_clock_wall_ms() / 1000;
-	snprintf(c.iss, sizeof c.iss, "%s", a->issuer);
-	snprintf(c.aud, sizeof c.aud, "%s", ctx->project);
-	snprintf(c.sub, sizeof c.sub, "%s", sub);
-	snprintf(c.run_id, sizeof c.run_id, "%s", run_id);
-	snprintf(c.action, sizeof c.action, "%s", action);
+	AW_COPY_ARRAY(c.iss, a->issuer);
+	AW_COPY_ARRAY(c.aud, ctx->project);
+	if (AW_STR_COPY(c.sub, sub) < 0 || AW_STR_COPY(c.run_id, run_id) < 0 ||
+	    AW_STR_COPY(c.action, action) < 0) /* a token names them whole */
+		return aw_fail(err, AW_E_REQ_INVALID, "principal or run id too long for a token");
 	c.iat = c.nbf = now;
 	c.exp = now + ttl_s;
 	if ((e = aw_approval_mint(atomic_load(&a->keys), &c, tok, err)))
@@ -149,7 +154,8 @@ static aw_err waiting_step(aw_txn *t, const char *run_id, aw_run_step *step, jso
 			   aw_error *err)
 {
 	char ids[1][AW_UUID_STR_LEN + 1];
-	snprintf(ids[0], sizeof ids[0], "%s", run_id);
+	if (AW_STR_COPY(ids[0], run_id) < 0) /* a cut id could name another run */
+		return aw_fail(err, AW_E_REQ_ID, "run id must be a UUID");
 	aw_run_step *st = NULL;
 	int n = 0;
 	aw_err e = aw_store_run_steps(t, ids, 1, &st, &n, err);
@@ -199,8 +205,8 @@ static aw_err submitter_of(aw_txn *t, const char *run_id, char *out, size_t cap,
 	aw_audit_row *rows = NULL;
 	int n = 0;
 	aw_err e = aw_store_audit_by_target(t, run_id, 1, &rows, &n, err);
-	if (!e && n == 1)
-		snprintf(out, cap, "%s", rows[0].actor);
+	if (!e && n == 1 && aw_str_copy(out, cap, rows[0].actor) < 0)
+		e = aw_fail(err, AW_E_INTERNAL, "the submitter's name does not fit");
 	aw_audit_rows_free(rows, n);
 	return e;
 }
@@ -272,11 +278,14 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 		e = aw_fail(err, AW_E_APPROVAL_STATE, "the run's approval window closed");
 	if (!e && !(e = claim_jti(a, ctx, d, err))) {
 		aw_run_decision row = {0};
-		snprintf(row.principal, sizeof row.principal, "%s", d->principal);
-		snprintf(row.decision, sizeof row.decision, "%s", d->decision);
-		snprintf(row.via, sizeof row.via, "%s", d->via ? d->via : "api");
+		if (AW_STR_COPY(row.principal, d->principal) < 0 ||
+		    AW_STR_COPY(row.decision, d->decision) < 0 ||
+		    AW_STR_COPY(row.via, d->via ? d->via : "api") < 0)
+			e = aw_fail(err, AW_E_REQ_INVALID, "principal, decision or via too long");
 		memcpy(row.decided_at, now, sizeof row.decided_at);
-		e = aw_store_run_decision_add(t, d->run_id, step.step_no, sub, &row, d->jti, err);
+		if (!e)
+			e = aw_store_run_decision_add(t, d->run_id, step.step_no, sub, &row, d->jti,
+						      err);
 	}
 	if (!e)
 		e = aw_store_run_decisions(t, d->run_id, step.step_no, sub, &ds, &nd, err);
@@ -304,14 +313,15 @@ static aw_err decide_in(aw_approvals *a, aw_txn *t, const aw_ctx *ctx,
 		json_decref(res);
 		/* an approval step is done; another step that parked (a tool that needs
 		 * approval) runs again, now with the approval */
-		snprintf(step.state, sizeof step.state, "%s",
-			 denied				      ? "failed"
-			 : strcmp(step.kind, "approval") == 0 ? "succeeded"
-							      : "approved");
-		snprintf(step.finished_at, sizeof step.finished_at, "%s", now);
 		if (denied)
-			snprintf(step.error_code, sizeof step.error_code, "%s",
-				 aw_err_code(AW_E_RUN_REJECTED));
+			AW_COPY_ARRAY(step.state, "failed");
+		else if (strcmp(step.kind, "approval") == 0)
+			AW_COPY_ARRAY(step.state, "succeeded");
+		else
+			AW_COPY_ARRAY(step.state, "approved");
+		AW_COPY_ARRAY(step.finished_at, now);
+		if (denied)
+			AW_COPY_ARRAY(step.error_code, "E-RUN-009"); /* AW_E_RUN_REJECTED */
 		e = aw_store_run_steps_put(t, &step, 1, err);
 		free(step.result);
 		int marked = 0;
@@ -388,7 +398,7 @@ aw_err aw_approvals_decide_token(aw_approvals *a, const aw_ctx *ctx, const char 
 			       c.sub, ctx->principal);
 	aw_ctx as = *ctx;
 	if (!ctx->key_id[0])
-		snprintf(as.principal, sizeof as.principal, "%s", c.sub);
+		AW_COPY_ARRAY(as.principal, c.sub);
 	aw_approval_decision d = {.run_id = run_id,
 				  .principal = c.sub,
 				  .decision = c.action,

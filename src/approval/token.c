@@ -28,6 +28,7 @@
 #include "awooop/approval.h"
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 #define HEADER_MAX 1024
@@ -235,7 +236,8 @@ aw_err aw_approval_mint(const aw_keyring *k, aw_approval_claims *c, char **tok, 
 			return aw_fail(err, AW_E_INTERNAL, "no randomness available");
 		aw_base64url(raw, sizeof raw, c->jti);
 	}
-	snprintf(c->kid, sizeof c->kid, "%s", kid);
+	if (AW_STR_COPY(c->kid, kid) < 0) /* a key ring id: at most 63 */
+		return aw_fail(err, AW_E_APPROVAL_KEY, "the approval key id is too long");
 	json_t *h = json_pack("{s:s, s:s, s:s}", "alg", "HS256", "typ", "JWT", "kid", kid);
 	json_t *p = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "iss", c->iss, "aud",
 			      c->aud, "sub", c->sub, "run_id", c->run_id, "action", c->action,

@@ -15,6 +15,7 @@
 #include "awooop/json.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 static size_t field(char *dst, const char *s)
@@ -65,11 +66,15 @@ static aw_err fill_row(aw_audit_row *a, const aw_ctx *ctx, const char *action, c
 	if (!a->payload || !a->target)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_uuid7_str(a->event_id);
-	snprintf(a->project_id, sizeof a->project_id, "%s", ctx->project);
+	AW_COPY_ARRAY(a->project_id, ctx->project);
 	aw_clock_now(a->ts);
-	snprintf(a->actor, sizeof a->actor, "%s", ctx->principal);
-	snprintf(a->action, sizeof a->action, "%s", action);
-	snprintf(a->trace_id, sizeof a->trace_id, "%s", trace_id ? trace_id : ctx->trace.trace_id);
+	AW_COPY_ARRAY(a->actor, ctx->principal);
+	if (AW_STR_COPY(a->action, action) < 0)
+		return aw_fail(err, AW_E_INTERNAL, "audit action longer than %zu bytes",
+			       sizeof a->action - 1);
+	if (AW_STR_COPY(a->trace_id, trace_id ? trace_id : ctx->trace.trace_id) < 0)
+		return aw_fail(err, AW_E_INTERNAL, "audit trace id longer than %zu bytes",
+			       sizeof a->trace_id - 1);
 	return AW_OK;
 }
 
@@ -89,8 +94,10 @@ static aw_err prepare(aw_audit_row *a, const aw_ctx *ctx, const aw_audit_item *i
 	if (e)
 		return aw_fail(err, e, "audit payload could not be redacted");
 	aw_err f = fill_row(a, ctx, it->action, it->target, it->trace_id, payload, err);
-	if (!f && it->actor) /* the batch's records are not all ctx's principal's */
-		snprintf(a->actor, sizeof a->actor, "%s", it->actor);
+	if (!f && it->actor && /* the batch's records are not all ctx's principal's */
+	    AW_STR_COPY(a->actor, it->actor) < 0)
+		return aw_fail(err, AW_E_INTERNAL, "audit actor longer than %zu bytes",
+			       sizeof a->actor - 1);
 	return f;
 }
 

@@ -26,6 +26,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 #include "budget_hooks.h"
 
 #define BUDGET_CONTRACT "default"
@@ -137,8 +138,11 @@ static aw_err load(aw_policy_cache *pc, const aw_ctx *ctx, aw_budget_ask *ask, b
 	if (e)
 		return e;
 	const json_t *body = pol.body;
-	snprintf(b->period, sizeof b->period, "%s",
-		 json_string_value(json_object_get(body, "period")) ?: "day");
+	if (AW_STR_COPY(b->period, json_string_value(json_object_get(body, "period")) ?: "day") <
+	    0) { /* the schema allows day, month, total */
+		aw_policy_release(&pol);
+		return aw_fail(err, AW_E_CONTRACT_SCHEMA, "budget period is day, month or total");
+	}
 	json_t *v = json_object_get(body, "window_hours");
 	b->window_h = json_is_number(v) ? (int)json_number_value(v) : 24;
 	/* a whole number written 1e12 is an integer to the schema, a real to jansson */
@@ -201,7 +205,10 @@ static void seen_set(const char *project, int suspended)
 		if (seen[i].read_ns < seen[slot].read_ns) /* the oldest goes */
 			slot = i;
 	}
-	snprintf(seen[slot].project, sizeof seen[slot].project, "%s", project);
+	if (AW_STR_COPY(seen[slot].project, project) < 0) { /* not remembered: read again */
+		pthread_mutex_unlock(&seen_mu);
+		return;
+	}
 	seen[slot].suspended = suspended;
 	seen[slot].read_ns = aw_clock_mono_ns();
 	pthread_mutex_unlock(&seen_mu);
@@ -253,10 +260,12 @@ static aw_err suspend_in(aw_txn *t, const aw_ctx *ctx, const char *reason, const
 	if (st.suspended && !strcmp(st.imposed_by, "platform") && strcmp(imposed_by, "platform"))
 		return AW_OK;
 	st.suspended = 1;
-	snprintf(st.reason, sizeof st.reason, "%s", reason);
+	if (AW_STR_COPY(st.reason, reason) < 0 || AW_STR_COPY(st.imposed_by, imposed_by) < 0)
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/reason",
+				  "reason must be a string of at most %zu bytes",
+				  sizeof st.reason - 1);
 	aw_clock_now(st.since);
-	snprintf(st.by, sizeof st.by, "%s", ctx->principal);
-	snprintf(st.imposed_by, sizeof st.imposed_by, "%s", imposed_by);
+	AW_COPY_ARRAY(st.by, ctx->principal);
 	e = aw_store_budget_state_set(t, &st, err);
 	json_t *p = json_pack("{s:s,s:s}", "reason", reason, "imposed_by", imposed_by);
 	if (!e)
@@ -639,8 +648,7 @@ aw_err aw_budget_key_usage(aw_store *s, const aw_ctx *ctx, const aw_budget_key *
 			      (json_int_t)(tf ? tk.reserved.tokens : 0), "tokens_settled",
 			      (json_int_t)(tf ? tk.settled.tokens : 0));
 	if (o && (k->budget.tokens >= 0 || k->budget.cost >= 0)) {
-		char key[16];
-		snprintf(key, sizeof key, "%s", strrchr(brow, ':') + 1);
+		const char *key = strrchr(brow, ':') + 1;
 		json_t *bj = json_pack("{s:s,s:I,s:I,s:f,s:f}", "period", key, "tokens_settled",
 				       (json_int_t)(bf ? bk.settled.tokens : 0), "tokens_reserved",
 				       (json_int_t)(bf ? bk.reserved.tokens : 0),
@@ -694,8 +702,12 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 		snprintf(h->period_key, sizeof h->period_key, KEYS_PERIOD);
 	else
 		aw_budget_period_key(b.period, h->period_key);
-	snprintf(h->call_id, sizeof h->call_id, "%s", ask->call_id);
-	snprintf(h->project, sizeof h->project, "%s", ctx->project);
+	if (AW_STR_COPY(h->call_id, ask->call_id) < 0) {
+		e = aw_fail(err, AW_E_REQ_INVALID, "call id longer than %zu bytes",
+			    sizeof h->call_id - 1);
+		goto out;
+	}
+	AW_COPY_ARRAY(h->project, ctx->project);
 	long long prompt = ask->prompt;
 	long long out = ask->max_out >= 0 ? ask->max_out : AW_BUDGET_DEFAULT_MAX_OUT;
 	int fits = 0, by_cost = 0;
@@ -734,7 +746,11 @@ aw_err aw_budget_admit(aw_store *s, aw_policy_cache *pc, const aw_ctx *ctx, aw_b
 	if (b.per_run >= 0 &&
 	    (e = run_reserve(t, &b, h->period_key, ask->run_id, prompt, &out, err)))
 		goto out;
-	snprintf(rows[nrows++], sizeof rows[0], "%s", h->period_key);
+	if (AW_STR_COPY(rows[nrows], h->period_key) < 0) { /* a period key: fits */
+		e = aw_fail(err, AW_E_INTERNAL, "budget period key too long");
+		goto out;
+	}
+	nrows++;
 	if (b.per_run >= 0)
 		aw_budget_run_key(ask->run_id, rows[nrows++]);
 	if (key &&
@@ -849,7 +865,7 @@ aw_err aw_budget_settle(aw_txn *t, const aw_budget_hold *h, const aw_budget_amou
 			aw_metrics_budget(h->project, "released", (double)-over);
 		if (over > 0 || u.cost > h->reserved.cost) { /* the reservation under-counted */
 			char call[80], res[24], billed[24], cost[48];
-			snprintf(call, sizeof call, "%s", h->call_id);
+			AW_COPY_ARRAY(call, h->call_id);
 			snprintf(res, sizeof res, "%lld", h->reserved.tokens);
 			snprintf(billed, sizeof billed, "%lld", u.tokens);
 			snprintf(cost, sizeof cost, "%lld of %lld", u.cost, h->reserved.cost);
@@ -930,7 +946,7 @@ aw_err aw_budget_resume(aw_store *s, const aw_ctx *ctx, aw_error *err)
 		st.suspended = 0;
 		snprintf(st.reason, sizeof st.reason, "resumed");
 		aw_clock_now(st.since);
-		snprintf(st.by, sizeof st.by, "%s", ctx->principal);
+		AW_COPY_ARRAY(st.by, ctx->principal);
 		st.imposed_by[0] = '\0';
 		e = aw_store_budget_state_set(t, &st, err);
 	}

@@ -9,6 +9,7 @@
 #include "bus_internal.h"
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 int bus_pattern_match(const char *pattern, const char *channel)
 {
@@ -94,7 +95,11 @@ aw_err aw_bus_subscribe(aw_bus *b, const char *pattern, aw_bus_handler h, aw_bus
 		pthread_mutex_unlock(&b->mu);
 		return aw_fail(err, AW_E_INTERNAL, "one subscription per bus");
 	}
-	snprintf(b->pattern, sizeof b->pattern, "%s", pattern);
+	if (AW_STR_COPY(b->pattern, pattern) < 0) {
+		pthread_mutex_unlock(&b->mu);
+		return aw_fail(err, AW_E_INTERNAL, "bus pattern longer than %zu bytes",
+			       sizeof b->pattern - 1);
+	}
 	b->handler = h;
 	b->resync = resync;
 	b->ud = ud;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "awooop/crypto.h"
+#include "awooop/str.h"
 
 /* ------------------------------------------------------------ the URL */
 
@@ -202,7 +203,7 @@ void aw_redis_url_redact(const char *url, char *out, size_t cap)
 		if (*q == '@')
 			at = q;
 	if (!at) {
-		snprintf(out, cap, "%s", url);
+		aw_str_show(out, cap, url); /* for logs and messages */
 		return;
 	}
 	const char *colon = memchr(s, ':', (size_t)(at - s));

@@ -24,6 +24,7 @@
 #include "awooop/metrics.h"
 #include "awooop/store/contract.h"
 #include "awooop/store/fleet.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 #define PRUNE_EVERY_MS 60000
@@ -67,14 +68,19 @@ static void on_change(void *ud, const char *project, const char *family, const c
 		     strcmp(i->it.contract_id, cid)))
 		i = i->next;
 	if (!i && (i = aw_calloc(1, sizeof *i))) {
-		snprintf(i->project, sizeof i->project, "%s", project);
-		snprintf(i->it.family, sizeof i->it.family, "%s", family);
-		snprintf(i->it.contract_id, sizeof i->it.contract_id, "%s", cid);
-		i->next = f->items;
-		f->items = i;
+		if (AW_STR_COPY(i->project, project) < 0 || AW_STR_COPY(i->it.family, family) < 0 ||
+		    AW_STR_COPY(i->it.contract_id, cid) < 0) { /* the cache's names fit */
+			free(i);
+			i = NULL;
+		} else {
+			i->next = f->items;
+			f->items = i;
+		}
 	}
-	if (i && (strcmp(i->it.revision_id, rev) || !i->it.learned_at[0])) {
-		snprintf(i->it.revision_id, sizeof i->it.revision_id, "%s", rev);
+	/* rev: a revision id ("" when revoked); one that does not fit is not
+	 * reported rather than reported cut */
+	if (i && (strcmp(i->it.revision_id, rev) || !i->it.learned_at[0]) &&
+	    AW_STR_COPY(i->it.revision_id, rev) == 0) {
 		memcpy(i->it.learned_at, now, sizeof now);
 		if (i->nhist == HIST) /* a burst beyond HIST: the oldest go unrecorded */
 			memmove(i->hist, i->hist + 1, sizeof i->hist[0] * (HIST - 1));
@@ -213,8 +219,12 @@ aw_err aw_fleet_start(const aw_fleet_opts *o, aw_fleet **out, aw_error *err)
 	if (f->o.report_ms <= 0)
 		f->o.report_ms = 5000;
 	aw_uuid7_str(f->me.process_id);
-	snprintf(f->me.role, sizeof f->me.role, "%s", o->role ? o->role : "process");
-	snprintf(f->me.version, sizeof f->me.version, "%s", AWOOOP_VERSION);
+	if (AW_STR_COPY(f->me.role, o->role ? o->role : "process") < 0) {
+		free(f);
+		return aw_fail(err, AW_E_CONFIG, "a fleet role is at most %zu bytes",
+			       sizeof f->me.role - 1);
+	}
+	AW_COPY_ARRAY(f->me.version, AWOOOP_VERSION);
 	aw_clock_now(f->me.started_at);
 	f->me.report_ms = f->o.report_ms;
 	pthread_mutex_init(&f->mu, NULL);

@@ -22,6 +22,7 @@
 #include "awooop/keys.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 
 #define MAX_LISTENERS 8
 
@@ -102,11 +103,13 @@ static entry *find_entry(aw_policy_cache *p, const char *project, const char *fa
 	if (!create)
 		return NULL;
 	entry *e = aw_calloc(1, sizeof *e);
+	if (e && (AW_STR_COPY(e->project, project) < 0 || AW_STR_COPY(e->family, family) < 0 ||
+		  AW_STR_COPY(e->cid, cid) < 0)) { /* validated names fit: as out of memory */
+		free(e);
+		return NULL;
+	}
 	if (!e)
 		return NULL;
-	snprintf(e->project, sizeof e->project, "%s", project);
-	snprintf(e->family, sizeof e->family, "%s", family);
-	snprintf(e->cid, sizeof e->cid, "%s", cid);
 	e->next = p->entries;
 	p->entries = e;
 	return e;
@@ -120,9 +123,12 @@ static pstate *find_project(aw_policy_cache *p, const char *project, int create)
 	if (!create)
 		return NULL;
 	pstate *s = aw_calloc(1, sizeof *s);
+	if (s && AW_STR_COPY(s->project, project) < 0) { /* a ctx's project fits */
+		free(s);
+		return NULL;
+	}
 	if (!s)
 		return NULL;
-	snprintf(s->project, sizeof s->project, "%s", project);
 	s->refreshed_ns = AW_MONO_NEVER;
 	int64_t t = now_ns();
 	s->due_default_ns = t + jittered(p, p->o.interval_ms);
@@ -144,8 +150,9 @@ static void announce(aw_policy_cache *p, entry *e, const char *rev, const char *
 {
 	if (e->announced && !strcmp(e->known, rev))
 		return;
+	if (AW_STR_COPY(e->known, rev) < 0) /* a revision id: fits; else not announced */
+		return;
 	e->announced = 1;
-	snprintf(e->known, sizeof e->known, "%s", rev);
 	for (int i = 0; i < p->n_change; i++)
 		p->on_change[i].fn(p->on_change[i].ud, e->project, e->family, e->cid, rev, source);
 }
@@ -174,7 +181,7 @@ static aw_err refresh(aw_policy_cache *p, pstate *s, int cls, const char *source
 		pthread_cond_wait(&p->cv, &p->mu);
 	s->refreshing = 1;
 	char project[AW_PROJECT_MAX + 1];
-	snprintf(project, sizeof project, "%s", s->project);
+	AW_COPY_ARRAY(project, s->project);
 	pthread_mutex_unlock(&p->mu);
 
 	aw_ctx ctx;
@@ -240,7 +247,10 @@ aw_err aw_policy_effective(aw_policy_cache *p, const aw_ctx *ctx, const char *fa
 						(int64_t)p->o.max_staleness_ms * 1000000LL) &&
 			    (e = refresh(p, ps, -1, "guard", err)))
 				break;
-			snprintf(ptr, sizeof ptr, "%s", snapshot_rev(ps, family, contract_id));
+			if (AW_STR_COPY(ptr, snapshot_rev(ps, family, contract_id)) < 0) {
+				e = aw_fail(err, AW_E_INTERNAL, "a cached revision id too long");
+				break;
+			}
 		}
 		if (!ptr[0]) {
 			en->valid = 0;
@@ -322,14 +332,10 @@ int aw_invalidation_decode(const char *payload, size_t len, aw_invalidation *out
 	int ok = type && fam && cid && newr && aw_uuid_valid(newr) &&
 		 (!oldj || json_is_null(oldj) || (oldr && aw_uuid_valid(oldr))) &&
 		 (!strcmp(type, "revision_activated") || !strcmp(type, "revision_revoked")) &&
-		 strlen(fam) < sizeof out->family && strlen(cid) < sizeof out->contract_id;
-	if (ok) {
-		snprintf(out->event_type, sizeof out->event_type, "%s", type);
-		snprintf(out->family, sizeof out->family, "%s", fam);
-		snprintf(out->contract_id, sizeof out->contract_id, "%s", cid);
-		snprintf(out->new_revision_id, sizeof out->new_revision_id, "%s", newr);
-		snprintf(out->old_revision_id, sizeof out->old_revision_id, "%s", oldr ? oldr : "");
-	}
+		 AW_STR_COPY(out->event_type, type) == 0 && AW_STR_COPY(out->family, fam) == 0 &&
+		 AW_STR_COPY(out->contract_id, cid) == 0 &&
+		 AW_STR_COPY(out->new_revision_id, newr) == 0 &&
+		 AW_STR_COPY(out->old_revision_id, oldr) == 0;
 	json_decref(m);
 	return ok ? 0 : -1;
 }
@@ -380,9 +386,9 @@ static void on_message(void *ud, const char *channel, const char *payload, size_
 	int patched = 0;
 	for (int i = 0; ps && in_order && i < ps->nptrs; i++) {
 		if (!strcmp(ps->ptrs[i].family, fam) && !strcmp(ps->ptrs[i].contract_id, cid)) {
-			snprintf(ps->ptrs[i].revision_id, sizeof ps->ptrs[i].revision_id, "%s",
-				 active);
-			patched = 1;
+			/* active: "" or the event's revision id, which fits; else the
+			 * next guarded call re-reads the store */
+			patched = AW_STR_COPY(ps->ptrs[i].revision_id, active) == 0;
 		}
 	}
 	if (ps && !patched)

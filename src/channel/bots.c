@@ -14,6 +14,7 @@
 #include "awooop/pattern.h"
 #include "awooop/policy.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 #include "channel_internal.h"
 
@@ -35,10 +36,12 @@ hub_bot *hub_bot_from(const char *project, const aw_policy *pol, const json_t *c
 	const char *name = json_string_value(json_object_get(json_object_get(ch, "bot"), "name"));
 	json_t *interval = json_object_get(pol->body, "progress_interval_s");
 	hub_bot *b = name ? aw_calloc(1, sizeof *b) : NULL;
+	if (b && (AW_STR_COPY(b->project, project) < 0 || AW_STR_COPY(b->name, name) < 0)) {
+		free(b); /* the schema bounds bot names: one longer is no bot */
+		return NULL;
+	}
 	if (!b)
 		return NULL;
-	snprintf(b->project, sizeof b->project, "%s", project);
-	snprintf(b->name, sizeof b->name, "%s", name);
 	b->channel = json_deep_copy(ch);
 	b->templates = json_deep_copy(json_object_get(pol->body, "templates"));
 	b->silences = json_deep_copy(json_object_get(pol->body, "silences"));
@@ -104,7 +107,7 @@ hub_bot *hub_load_bots(aw_hub *h)
 			}
 			aw_policy_release(&pol);
 		}
-		snprintf(after, sizeof after, "%s", ps[np - 1].project_id);
+		AW_COPY_ARRAY(after, ps[np - 1].project_id);
 		free(ps);
 		if (np < 100)
 			break;

@@ -12,6 +12,7 @@
 
 #include "awooop/run.h"
 #include "awooop/store/channel.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
 
 static void short_id(const char *run_id, char out[9])
@@ -46,18 +47,15 @@ static void progress_text(const aw_run *r, int done, int total, char *out, size_
 }
 
 /* The text a run's last step answered with - an agent's or a model's
- * "content" - copied (cut at cap) into out: 1, else 0. */
+ * "content" - copied into out (shown to people: a longer one is cut at a
+ * whole character and ends "..."): 1, else 0. */
 static int answer_text(const char *result, char *out, size_t cap)
 {
 	json_t *res = result ? json_loads(result, 0, NULL) : NULL;
 	const char *a = json_string_value(json_object_get(res, "content"));
 	int ok = a && *a;
-	if (ok && (size_t)snprintf(out, cap, "%s", a) >= cap) {
-		size_t end = cap - 4; /* a cut answer ends whole characters, then "..." */
-		while (end > 0 && ((unsigned char)out[end] & 0xC0) == 0x80)
-			end--;
-		memcpy(out + end, "...", 4);
-	}
+	if (ok)
+		aw_str_show(out, cap, a);
 	json_decref(res);
 	return ok;
 }

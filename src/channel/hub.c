@@ -25,6 +25,7 @@
 #include "awooop/kv.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
 
 int64_t hub_now_ms(void)
@@ -180,7 +181,7 @@ static void *work(void *arg)
 			for (int i = 0; i < np; i++)
 				seen |= !strcmp(projects[i], b->project);
 			if (!seen)
-				snprintf(projects[np++], sizeof projects[0], "%s", b->project);
+				AW_COPY_ARRAY(projects[np++], b->project);
 		}
 		pthread_mutex_unlock(&h->mu);
 		int feedback = hub_now_ms() - last_feedback >= 250;
@@ -232,12 +233,17 @@ aw_err aw_hub_start(const aw_hub_opts *o, aw_hub **out, aw_error *err)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
 	h->o = *o;
-	snprintf(h->api, sizeof h->api, "%s",
-		 o->api_base ? o->api_base : "https://api.telegram.org");
-	snprintf(h->contract, sizeof h->contract, "%s",
-		 o->contract_id ? o->contract_id : "default");
-	snprintf(h->webhook_base, sizeof h->webhook_base, "%s",
-		 o->webhook_base ? o->webhook_base : "");
+	/* URLs to connect to and a contract id: whole, or refused */
+	if (AW_STR_COPY(h->api, o->api_base ? o->api_base : "https://api.telegram.org") < 0 ||
+	    AW_STR_COPY(h->contract, o->contract_id ? o->contract_id : "default") < 0 ||
+	    AW_STR_COPY(h->webhook_base, o->webhook_base) < 0) {
+		json_decref(h->edits);
+		json_decref(h->sent_fp);
+		free(h);
+		return aw_fail(
+			err, AW_E_CONFIG,
+			"the Telegram API base, webhook base or channel contract id is too long");
+	}
 	h->o.poll_timeout_s = o->poll_timeout_s > 0 ? o->poll_timeout_s : 25;
 	h->o.lease_ms = o->lease_ms > 0 ? o->lease_ms : 10000;
 	h->o.tick_ms = o->tick_ms > 0 ? o->tick_ms : 100;

@@ -16,6 +16,7 @@
 #include "awooop/redact.h"
 #include "awooop/run.h"
 #include "awooop/store/channel.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
 
 static const char *principal_of(const hub_bot *b, const char *user_id)
@@ -147,12 +148,12 @@ static void mirror_of(const char *project, pending *p, const char *action)
 	aw_tg_update *u = &p->u;
 	aw_conv_event *ev = &p->ev;
 	ev->update_id = u->update_id;
-	snprintf(ev->kind, sizeof ev->kind, "%s", u->kind);
+	AW_COPY_ARRAY(ev->kind, u->kind);
 	memcpy(ev->chat_id, u->chat_id, sizeof ev->chat_id);
 	memcpy(ev->user_id, u->user_id, sizeof ev->user_id);
 	p->redacted = aw_redact_str_for(project, u->text);
 	ev->text = p->redacted ? p->redacted : "";
-	snprintf(ev->action, sizeof ev->action, "%s", action);
+	(void)!AW_STR_COPY(ev->action, action); /* one of this file's action literals */
 }
 
 /* Decides what an update does; the runs and decisions it causes happen here
@@ -168,9 +169,9 @@ void hub_act(const aw_hub_opts *o, const hub_bot *b, pending *p)
 	const char *who = principal_of(b, u->user_id);
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, b->project);
-	if (who)
-		snprintf(ctx.principal, sizeof ctx.principal, "%s", who);
-	else
+	/* a mapped name that does not fit is no mapping: the user acts as
+	 * telegram-ID (never as a cut name, another principal) */
+	if (!who || AW_STR_COPY(ctx.principal, who) < 0)
 		snprintf(ctx.principal, sizeof ctx.principal, "telegram-%.40s", u->user_id);
 	aw_error err = {0};
 	if (!strcmp(u->kind, "callback")) {

@@ -18,6 +18,7 @@
 #include "awooop/metrics.h"
 #include "awooop/secret.h"
 #include "awooop/store/channel.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
 
 /* the rates are kept with this margin: Telegram counts arrivals, and two
@@ -33,15 +34,15 @@ aw_err hub_queue(aw_txn *t, const char *bot, const char *chat, const char *metho
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	aw_uuid7_str(m.msg_id);
-	snprintf(m.bot, sizeof m.bot, "%s", bot);
-	snprintf(m.chat_id, sizeof m.chat_id, "%s", chat);
-	snprintf(m.method, sizeof m.method, "%s", method);
-	snprintf(m.purpose, sizeof m.purpose, "%s", purpose);
+	if (AW_STR_COPY(m.bot, bot) < 0 || AW_STR_COPY(m.chat_id, chat) < 0 ||
+	    AW_STR_COPY(m.method, method) < 0 || AW_STR_COPY(m.purpose, purpose) < 0 ||
+	    AW_STR_COPY(m.target_id, target) < 0 || AW_STR_COPY(m.run_id, run_id) < 0 ||
+	    AW_STR_COPY(m.fingerprint, fingerprint) < 0)
+		return aw_fail(err, AW_E_REQ_INVALID,
+			       "a bot, chat, target, run id or fingerprint "
+			       "is too long for an outbound message");
 	m.text = (char *)text;
 	m.markup = markup ? json_dumps(markup, JSON_COMPACT) : NULL;
-	snprintf(m.target_id, sizeof m.target_id, "%s", target ? target : "");
-	snprintf(m.run_id, sizeof m.run_id, "%s", run_id ? run_id : "");
-	snprintf(m.fingerprint, sizeof m.fingerprint, "%s", fingerprint ? fingerprint : "");
 	memcpy(m.next_at, now, sizeof now);
 	memcpy(m.created_at, now, sizeof now);
 	aw_err e = aw_store_outbound_put(t, &m, err);
@@ -176,9 +177,11 @@ static int fp_holder(aw_hub *h, const hub_bot *b, const char *fp, char holder[AW
 		if (!c || hub_now_ms() - json_integer_value(json_object_get(c, "at")) >=
 				  (int64_t)FP_TTL_S * 1000)
 			return 0;
-		snprintf(holder, AW_UUID_STR_LEN + 1, "%s",
-			 json_string_value(json_object_get(c, "id")) ?: "");
-		return 1;
+		/* a message id, or unknown (never a cut one) */
+		return aw_str_copy(holder, AW_UUID_STR_LEN + 1,
+				   json_string_value(json_object_get(c, "id"))) < 0
+			       ? -1
+			       : 1;
 	}
 	aw_ctx ctx;
 	aw_ctx_system(&ctx, b->project);
@@ -187,10 +190,9 @@ static int fp_holder(aw_hub *h, const hub_bot *b, const char *fp, char holder[AW
 	aw_error err = {0};
 	if (aw_kv_get(h->o.kv, &ctx, "tg_sent", vals, 1, &v, &err))
 		return -1;
-	if (v)
-		snprintf(holder, AW_UUID_STR_LEN + 1, "%s", v);
+	int rc = !v ? 0 : aw_str_copy(holder, AW_UUID_STR_LEN + 1, v) < 0 ? -1 : 1;
 	free(v);
-	return v != NULL;
+	return rc;
 }
 
 /* Takes the fingerprint for m: only if nobody holds it (nx; *taken says
@@ -442,7 +444,7 @@ void hub_send_project(aw_hub *h, const char *project)
 		    (cs && hub_now_ms() - cs->last_ms < h->o.per_chat_ms + JITTER_MS) ||
 		    (!answer && !bot_budget(b, h->o.per_bot_per_s))) {
 			if (nb < 64)
-				snprintf(blocked[nb++], sizeof blocked[0], "%s", ck);
+				AW_COPY_ARRAY(blocked[nb++], ck);
 			continue;
 		}
 		if (!answer && silenced(h, b, m->chat_id)) {
@@ -456,7 +458,7 @@ void hub_send_project(aw_hub *h, const char *project)
 		}
 		if (c == FP_WAIT) { /* after the message that holds the claim */
 			if (nb < 64)
-				snprintf(blocked[nb++], sizeof blocked[0], "%s", ck);
+				AW_COPY_ARRAY(blocked[nb++], ck);
 			continue;
 		}
 		aw_buf tok = AW_BUF_INIT(4096);
@@ -476,7 +478,7 @@ void hub_send_project(aw_hub *h, const char *project)
 			fp_drop(h, b, m); /* not delivered: a retry (or the same text) may be */
 		mark(h, project, m, state, next_at, error, tg_id);
 		if (!strcmp(state, "pending") && nb < 64)
-			snprintf(blocked[nb++], sizeof blocked[0], "%s", ck);
+			AW_COPY_ARRAY(blocked[nb++], ck);
 	}
 	aw_outbound_free(ms, n);
 }

@@ -12,12 +12,8 @@
 #include "awooop/buf.h"
 #include "awooop/channel.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 #include "channel_internal.h"
-
-static void copy(char *dst, size_t cap, const char *s)
-{
-	snprintf(dst, cap, "%s", s ? s : "");
-}
 
 /* An id (chat, user) as decimal text: Telegram's are integers up to 52 bits. */
 static void id_text(char *dst, size_t cap, const json_t *v)
@@ -36,7 +32,7 @@ aw_err aw_tg_update_parse(const json_t *u, aw_tg_update *out, aw_error *err)
 		return aw_fail(err, AW_E_CHANNEL_UPDATE,
 			       "an update is an object with an update_id");
 	out->update_id = json_integer_value(id);
-	copy(out->kind, sizeof out->kind, "other");
+	AW_COPY_ARRAY(out->kind, "other");
 	json_t *msg = json_object_get(u, "message");
 	json_t *cb = json_object_get(u, "callback_query");
 	if (json_is_object(msg)) {
@@ -47,8 +43,14 @@ aw_err aw_tg_update_parse(const json_t *u, aw_tg_update *out, aw_error *err)
 		json_t *mid = json_object_get(msg, "message_id");
 		out->message_id = json_is_integer(mid) ? json_integer_value(mid) : 0;
 		if (text && out->chat_id[0]) {
-			copy(out->text, sizeof out->text, text);
-			copy(out->kind, sizeof out->kind, text[0] == '/' ? "command" : "message");
+			if (AW_STR_COPY(out->text, text) < 0)
+				return aw_fail(err, AW_E_CHANNEL_UPDATE,
+					       "a message text is at most %zu bytes",
+					       sizeof out->text - 1);
+			if (text[0] == '/')
+				AW_COPY_ARRAY(out->kind, "command");
+			else
+				AW_COPY_ARRAY(out->kind, "message");
 		}
 	} else if (json_is_object(cb)) {
 		json_t *from = json_object_get(cb, "from");
@@ -58,11 +60,13 @@ aw_err aw_tg_update_parse(const json_t *u, aw_tg_update *out, aw_error *err)
 		id_text(out->user_id, sizeof out->user_id, json_object_get(from, "id"));
 		id_text(out->chat_id, sizeof out->chat_id,
 			json_object_get(json_object_get(m, "chat"), "id"));
-		if (data && cid && *cid && strlen(cid) < sizeof out->callback_id &&
-		    out->user_id[0]) {
-			copy(out->callback_id, sizeof out->callback_id, cid);
-			copy(out->text, sizeof out->text, data);
-			copy(out->kind, sizeof out->kind, "callback");
+		if (data && cid && *cid && out->user_id[0] &&
+		    AW_STR_COPY(out->callback_id, cid) == 0) { /* else kind "other" */
+			if (AW_STR_COPY(out->text, data) < 0)
+				return aw_fail(err, AW_E_CHANNEL_UPDATE,
+					       "callback data is at most %zu bytes",
+					       sizeof out->text - 1);
+			AW_COPY_ARRAY(out->kind, "callback");
 		}
 	}
 	return AW_OK;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 #include "cli.h"
 
@@ -118,12 +119,13 @@ static json_t *limits_body(const aw_opt *opts)
 		if (!strcmp(v, "none")) {
 			json_object_set_new(o, "models", json_null());
 		} else {
-			json_t *a = json_array();
-			char buf[4096];
-			snprintf(buf, sizeof buf, "%s", v);
-			for (char *sv = NULL, *m = strtok_r(buf, ",", &sv); m;
-			     m = strtok_r(NULL, ",", &sv))
-				json_array_append_new(a, json_string(m));
+			json_t *a = json_array(); /* each name whole, however long */
+			for (const char *m = v; *m;) {
+				size_t n = strcspn(m, ",");
+				if (n)
+					json_array_append_new(a, json_stringn(m, n));
+				m += n + (m[n] == ',');
+			}
 			json_object_set_new(o, "models", a);
 		}
 	}

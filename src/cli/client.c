@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "awooop/str.h"
 #include "awooop/trace.h"
 #include "awooop/buf.h"
 #include "awooop/secret.h"
@@ -114,14 +115,17 @@ static int request_new(request *q, const char *method, const char *path, json_t 
 static void problem_text(const char *title, const char *detail, char *out, size_t cap)
 {
 	size_t tl = title ? strlen(title) : 0;
-	if (detail && *detail && (!tl || !strncasecmp(detail, title, tl)))
-		snprintf(out, cap, "%s", detail);
-	else if (detail && *detail && strcasestr(title, detail))
-		snprintf(out, cap, "%s", title);
-	else if (detail && *detail)
-		snprintf(out, cap, "%s: %s", title, detail);
-	else
-		snprintf(out, cap, "%s", tl ? title : "unexpected answer");
+	const char *a = tl ? title : "unexpected answer", *sep = "", *b = "";
+	if (detail && *detail && (!tl || !strncasecmp(detail, title, tl))) {
+		a = detail;
+	} else if (detail && *detail && !strcasestr(title, detail)) {
+		sep = ": ";
+		b = detail;
+	}
+	aw_buf both = AW_BUF_INIT(1 << 16);
+	aw_buf_addf(&both, "%s%s%s", a, sep, b);
+	aw_str_show(out, cap, aw_buf_err(&both) ? a : aw_buf_str(&both)); /* for people */
+	aw_buf_free(&both);
 }
 
 /* A problem+json answer: said on stderr, or (quiet) its code and words
@@ -134,8 +138,10 @@ static int say_problem(const aw_buf *s, long status, aw_cli_problem *quiet)
 	problem_text(json_string_value(json_object_get(doc, "title")),
 		     json_string_value(json_object_get(doc, "detail")), text, sizeof text);
 	if (quiet) {
-		snprintf(quiet->code, sizeof quiet->code, "%s", code ? code : "E-CLI-002");
-		snprintf(quiet->text, sizeof quiet->text, "%s", text);
+		/* a code that does not fit is no code of ours: never a cut one */
+		if (AW_STR_COPY(quiet->code, code ? code : "E-CLI-002") < 0)
+			AW_COPY_ARRAY(quiet->code, "E-CLI-002");
+		AW_COPY_ARRAY(quiet->text, text);
 		quiet->status = status;
 	} else {
 		const char *at = json_string_value(json_object_get(doc, "pointer"));

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "awooop/jcs.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 #include "cli.h"
 
@@ -57,10 +58,8 @@ static int resolve_rev(const target *t, const char *opt, const char *given, char
 	json_t *doc = NULL;
 	int rc;
 	const char *id = NULL;
-	if (aw_uuid_valid(given)) {
-		snprintf(out, AW_UUID_STR_LEN + 1, "%s", given);
+	if (aw_uuid_valid(given) && aw_str_copy(out, AW_UUID_STR_LEN + 1, given) == 0)
 		return 0;
-	}
 	if (!given ||
 	    (strcmp(given, "latest") && strcmp(given, "active") && strcmp(given, "previous"))) {
 		snprintf(msg, sizeof msg,
@@ -87,8 +86,8 @@ static int resolve_rev(const target *t, const char *opt, const char *given, char
 			if (!strcmp(given, "active") && !strcmp(cli_str(r, "state"), "active"))
 				id = json_string_value(json_object_get(r, "revision_id"));
 	}
-	if (id && aw_uuid_valid(id))
-		snprintf(out, AW_UUID_STR_LEN + 1, "%s", id);
+	if (id && aw_uuid_valid(id)) /* a UUID fits; else "", said below */
+		(void)!aw_str_copy(out, AW_UUID_STR_LEN + 1, id);
 	json_decref(doc);
 	if (aw_uuid_valid(out))
 		return 0;
@@ -285,9 +284,11 @@ static int apply(aw_opt *opts, const target *t)
 	json_decref(body);
 	if (rc)
 		return rc;
-	snprintf(rev, sizeof rev, "%s", cli_str(doc, "revision_id"));
+	rc = AW_STR_COPY(rev, cli_str(doc, "revision_id"));
 	json_decref(doc);
 	doc = NULL;
+	if (rc)
+		return cli_fail(AW_E_CLIENT, "the server answered a malformed revision id");
 	snprintf(path, sizeof path, "%s/revisions/%s/publish", t->base, rev);
 	if ((rc = client_call("POST", path, NULL, &doc))) {
 		char flags[400];

@@ -39,7 +39,7 @@ static aw_err start_base(node_cfg *c, node *n, aw_error *err)
 	if (!e)
 		e = aw_egress_grant(c->egress_private, err);
 	if (!e)
-		aw_run_secrets_dir(c->secrets_dir);
+		e = aw_run_secrets_dir(c->secrets_dir, err);
 	return e;
 }
 

@@ -28,6 +28,7 @@
 #include "awooop/alloc.h"
 #include "awooop/buf.h"
 #include "awooop/crypto.h"
+#include "awooop/str.h"
 #include "cli.h"
 
 /* 1 when NAME is one of vars (",NAME,NAME,", as --var gave them). */
@@ -104,8 +105,9 @@ static int mint(const char *project, const char *name, const char *scope, char *
 	json_decref(req);
 	if (!rc) {
 		*secret = aw_strdup(json_string_value(json_object_get(out, "key")) ?: "");
-		snprintf(key_id, idcap, "%s",
-			 json_string_value(json_object_get(out, "key_id")) ?: "");
+		if (aw_str_copy(key_id, idcap, json_string_value(json_object_get(out, "key_id"))) <
+		    0)
+			rc = cli_fail(AW_E_CLIENT, "the server answered a malformed key id");
 	}
 	json_decref(out);
 	return rc;
@@ -131,9 +133,8 @@ static int contract(const char *project, json_t *c, const char *pub, const char 
 	int rc = client_call("POST", base, req, &out);
 	json_decref(req);
 	char rev[64] = "";
-	if (!rc)
-		snprintf(rev, sizeof rev, "%s",
-			 json_string_value(json_object_get(out, "revision_id")) ?: "");
+	if (!rc && AW_STR_COPY(rev, json_string_value(json_object_get(out, "revision_id"))) < 0)
+		rc = cli_fail(AW_E_CLIENT, "the server answered a malformed revision id");
 	json_decref(out);
 	out = NULL;
 	snprintf(path, sizeof path, "%s/%s/publish", base, rev);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "cli.h"
 
 /*
@@ -37,12 +38,13 @@ aw_err cli_keyring(const char *what, const char *db, const char *file, int creat
 		aw_log(AW_LOG_WARN, NULL, "no key ring configured", "ring", what, "set", env, NULL);
 		return AW_OK;
 	}
-	char path[1024], name[64];
-	snprintf(name, sizeof name, "%s-keys.json", what);
-	snprintf(path, sizeof path, "%s", db + 7);
-	char *slash = strrchr(path, '/');
-	snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
-		 "%s", name);
+	/* WHAT-keys.json beside the database file: whole, or refused */
+	char path[1024];
+	const char *dbfile = db + 7, *slash = strrchr(dbfile, '/');
+	int dirlen = slash ? (int)(slash + 1 - dbfile) : 0;
+	if ((size_t)snprintf(path, sizeof path, "%.*s%s-keys.json", dirlen, dbfile, what) >=
+	    sizeof path)
+		return aw_fail(err, AW_E_CONFIG, "the database path is too long for a key file");
 	if (create && access(path, F_OK) != 0) {
 		aw_err e = aw_keyring_create_file(path, err);
 		if (e)

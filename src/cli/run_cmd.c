@@ -15,6 +15,7 @@
 #include "awooop/mcp.h"
 #include "awooop/run.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 #include "cli.h"
 
@@ -147,7 +148,9 @@ static int queues(const char *verb, const char *name, const aw_opt *opts, const 
 		    (!*conc || *end || n < 1 || n > AW_RUN_QUEUE_CONCURRENCY_MAX))
 			return cli_fail(AW_E_USAGE, "--concurrency: 1..100000 or none");
 		body = json_pack("{s:o}", "concurrency", n ? json_integer(n) : json_null());
-		snprintf(path + strlen(path), sizeof path - strlen(path), "/%.64s", name);
+		if (strlen(name) > AW_QUEUE_MAX) /* never a cut name: another queue */
+			return cli_fail(AW_E_USAGE, "a queue name is at most 64 bytes");
+		snprintf(path + strlen(path), sizeof path - strlen(path), "/%s", name);
 		rc = client_call("PUT", path, body, &doc);
 		json_decref(body);
 	} else {
@@ -268,14 +271,17 @@ int cmd_run(int argc, char **argv)
 		char ik[300], tp[128];
 		const char *hdr[3] = {NULL, NULL, NULL};
 		int nh = 0;
+		/* whole or refused: a cut key would be another run's key */
 		if (cli_get(opts, "idempotency-key")) {
-			snprintf(ik, sizeof ik, "Idempotency-Key: %.255s",
-				 cli_get(opts, "idempotency-key"));
+			if ((size_t)snprintf(ik, sizeof ik, "Idempotency-Key: %s",
+					     cli_get(opts, "idempotency-key")) >= sizeof ik)
+				return cli_fail(AW_E_USAGE, "--idempotency-key is too long");
 			hdr[nh++] = ik;
 		}
 		if (cli_get(opts, "traceparent")) {
-			snprintf(tp, sizeof tp, "traceparent: %.100s",
-				 cli_get(opts, "traceparent"));
+			if ((size_t)snprintf(tp, sizeof tp, "traceparent: %s",
+					     cli_get(opts, "traceparent")) >= sizeof tp)
+				return cli_fail(AW_E_USAGE, "--traceparent is too long");
 			hdr[nh++] = tp;
 		}
 		rc = client_call_h("POST", "/v1/platform/runs", body, hdr, &doc);
@@ -284,7 +290,11 @@ int cmd_run(int argc, char **argv)
 			return rc;
 		if (cli_get(opts, "wait")) {
 			char id[AW_UUID_STR_LEN + 1];
-			snprintf(id, sizeof id, "%s", cli_str(doc, "run_id"));
+			if (AW_STR_COPY(id, cli_str(doc, "run_id")) < 0) {
+				json_decref(doc);
+				return cli_fail(AW_E_CLIENT,
+						"the server answered a malformed run id");
+			}
 			snprintf(path, sizeof path, "/v1/platform/runs/%s", id);
 			char shown[32] = "";
 			while (!rc && !terminal(json_string_value(json_object_get(doc, "state")))) {
@@ -292,7 +302,7 @@ int cmd_run(int argc, char **argv)
 				const char *st = json_string_value(json_object_get(doc, "state"));
 				if (st && strcmp(st, shown)) {
 					fprintf(stderr, "run %s: %s\n", id, st);
-					snprintf(shown, sizeof shown, "%s", st);
+					(void)!AW_STR_COPY(shown, st); /* "": said again */
 				}
 				struct timespec ts = {0, 200000000L};
 				nanosleep(&ts, NULL);
@@ -319,14 +329,15 @@ int cmd_run(int argc, char **argv)
 			return rc;
 		as_json = 1;
 	} else if (!strcmp(verb, "list")) {
-		int o = snprintf(path, sizeof path, "/v1/platform/runs?limit=%.8s",
-				 cli_get(opts, "limit"));
-		if (cli_get(opts, "state"))
-			o += snprintf(path + o, sizeof path - (size_t)o, "&state=%.20s",
-				      cli_get(opts, "state"));
-		if (cli_get(opts, "cursor"))
-			snprintf(path + o, sizeof path - (size_t)o, "&cursor=%.40s",
-				 cli_get(opts, "cursor"));
+		const char *lim = cli_get(opts, "limit"), *st = cli_get(opts, "state"),
+			   *cur = cli_get(opts, "cursor");
+		if (strlen(lim) > 8 || (st && strlen(st) > 20) || (cur && strlen(cur) > 40))
+			return cli_fail(AW_E_USAGE, "--limit, --state or --cursor is too long");
+		int o = snprintf(path, sizeof path, "/v1/platform/runs?limit=%s", lim);
+		if (st)
+			o += snprintf(path + o, sizeof path - (size_t)o, "&state=%s", st);
+		if (cur)
+			snprintf(path + o, sizeof path - (size_t)o, "&cursor=%s", cur);
 		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
 		if (!as_json) {

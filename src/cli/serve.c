@@ -19,6 +19,7 @@
 
 #include "awooop/keyring.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "cli.h"
 #include "node.h"
 
@@ -28,7 +29,8 @@ static void ensure_sqlite_dir(const char *url)
 	if (strncmp(url, "sqlite:", 7) != 0)
 		return;
 	char dir[1024];
-	snprintf(dir, sizeof dir, "%s", url + 7);
+	if (AW_STR_COPY(dir, url + 7) < 0) /* the store's open says what is wrong */
+		return;
 	char *slash = strrchr(dir, '/');
 	if (!slash || slash == dir)
 		return;

@@ -12,6 +12,7 @@
 #include "awooop/ident.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
+#include "awooop/str.h"
 #include "cli.h"
 
 static int write_out(void *ud, const char *d, size_t n)
@@ -182,9 +183,11 @@ static int audit_api(const char *verb, const char *project, const aw_opt *opts)
 			fputc('\n', stdout);
 		}
 		const char *next = json_string_value(json_object_get(doc, "next_cursor"));
-		int more = next && strlen(next) < sizeof cursor;
-		if (more)
-			snprintf(cursor, sizeof cursor, "%s", next);
+		int more = next != NULL;
+		if (more && AW_STR_COPY(cursor, next) < 0) { /* never an export cut short */
+			json_decref(doc);
+			return cli_fail(AW_E_CLIENT, "the server answered a malformed cursor");
+		}
 		json_decref(doc);
 		doc = NULL;
 		if (!more)

@@ -26,6 +26,7 @@
 #include "awooop/json.h"
 #include "contract_hooks.h"
 #include "awooop/store/tenancy.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 
 #include <stdio.h>
@@ -472,14 +473,14 @@ aw_err aw_contract_create(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 	if (e || (e = aw_contract_validate(c, ctx->project, family, contract_id, body, err)))
 		return e;
 	aw_revision r = {0};
+	if (AW_STR_COPY(r.family, family) < 0 || AW_STR_COPY(r.contract_id, contract_id) < 0)
+		return aw_fail(err, AW_E_CONTRACT_ID, "family or contract id too long");
 	aw_uuid7_str(r.revision_id);
-	snprintf(r.project_id, sizeof r.project_id, "%s", ctx->project);
-	snprintf(r.family, sizeof r.family, "%s", family);
-	snprintf(r.contract_id, sizeof r.contract_id, "%s", contract_id);
+	AW_COPY_ARRAY(r.project_id, ctx->project);
 	snprintf(r.state, sizeof r.state, "draft");
 	aw_clock_now(r.created_at);
 	memcpy(r.updated_at, r.created_at, sizeof r.updated_at);
-	snprintf(r.created_by, sizeof r.created_by, "%s", ctx->principal);
+	AW_COPY_ARRAY(r.created_by, ctx->principal);
 	r.body = aw_jcs(body);
 	if (!r.body)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -606,7 +607,7 @@ aw_err aw_contract_publish(const aw_contracts *c, aw_store *s, const aw_ctx *ctx
 	if (!(e = finish(t, e, err)) && out) {
 		memcpy(r.published_at, now, sizeof now);
 		memcpy(r.updated_at, now, sizeof now);
-		snprintf(r.published_by, sizeof r.published_by, "%s", ctx->principal);
+		AW_COPY_ARRAY(r.published_by, ctx->principal);
 		*out = r;
 		return e;
 	}
@@ -720,7 +721,7 @@ aw_err aw_contract_approve_ex(const aw_contracts *c, aw_store *s, const aw_ctx *
 		e = aw_fail(err, AW_E_CONTRACT_APPROVER, "not an approver in the approval policy");
 	free(keys);
 	if (!e) {
-		snprintf(a.principal, sizeof a.principal, "%s", ctx->principal);
+		AW_COPY_ARRAY(a.principal, ctx->principal);
 		int64_t now = aw_clock_wall_ms();
 		aw_clock_format(now, a.approved_at);
 		aw_clock_format(now + (int64_t)p.window_s * 1000, a.expires_at);
@@ -825,16 +826,16 @@ aw_err aw_contract_activate(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 	aw_outbox_event ev = {0};
 	aw_uuid7_str(ev.event_id);
 	snprintf(ev.event_type, sizeof ev.event_type, "revision_activated");
-	snprintf(ev.family, sizeof ev.family, "%s", family);
-	snprintf(ev.contract_id, sizeof ev.contract_id, "%s", contract_id);
+	AW_COPY_ARRAY(ev.family, r.family); /* r: the revision family/contract_id/rev */
+	AW_COPY_ARRAY(ev.contract_id, r.contract_id);
 	memcpy(ev.old_revision_id, act.old_revision_id, sizeof ev.old_revision_id);
-	snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
+	AW_COPY_ARRAY(ev.new_revision_id, r.revision_id);
 	aw_clock_now(ev.created_at); /* as late as possible: the commit follows */
 	aw_activation_row hist = {0};
 	memcpy(hist.revision_id, ev.new_revision_id, sizeof hist.revision_id);
 	memcpy(hist.previous_revision_id, ev.old_revision_id, sizeof hist.previous_revision_id);
 	memcpy(hist.activated_at, ev.created_at, sizeof hist.activated_at);
-	snprintf(hist.activated_by, sizeof hist.activated_by, "%s", ctx->principal);
+	AW_COPY_ARRAY(hist.activated_by, ctx->principal);
 	if ((e = aw_store_outbox_insert(t, &ev, err)) ||
 	    (e = aw_store_activation_add(t, family, contract_id, &hist, err)))
 		goto done;
@@ -872,7 +873,9 @@ static aw_err rollback_target(aw_txn *t, const char *family, const char *contrac
 {
 	char want[AW_UUID_STR_LEN + 1] = "";
 	if (to && *to) {
-		snprintf(want, sizeof want, "%s", to);
+		if (AW_STR_COPY(want, to) < 0) /* the caller checked it is a UUID */
+			return aw_fail_at(err, AW_E_REQ_ID, "to",
+					  "the target revision id must be a UUID");
 	} else {
 		aw_activation_row *h = NULL;
 		int n = 0;
@@ -938,14 +941,14 @@ aw_err aw_contract_rollback(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		goto done;
 	}
 	aw_uuid7_str(r.revision_id);
-	snprintf(r.project_id, sizeof r.project_id, "%s", ctx->project);
-	snprintf(r.family, sizeof r.family, "%s", family);
-	snprintf(r.contract_id, sizeof r.contract_id, "%s", contract_id);
+	AW_COPY_ARRAY(r.project_id, ctx->project);
+	AW_COPY_ARRAY(r.family, target.family); /* target: read by family, contract_id */
+	AW_COPY_ARRAY(r.contract_id, target.contract_id);
 	snprintf(r.state, sizeof r.state, "draft");
 	memcpy(r.rollback_of, target.revision_id, sizeof r.rollback_of);
 	aw_clock_now(r.created_at);
 	memcpy(r.updated_at, r.created_at, sizeof r.updated_at);
-	snprintf(r.created_by, sizeof r.created_by, "%s", ctx->principal);
+	AW_COPY_ARRAY(r.created_by, ctx->principal);
 	if (!(r.body = aw_jcs(body)) || aw_jcs_sha256(body, r.body_hash) ||
 	    !(tuple = signed_tuple(ctx->project, &r, r.body_hash, 0))) {
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -966,7 +969,7 @@ aw_err aw_contract_rollback(const aw_contracts *c, aw_store *s, const aw_ctx *ct
 		goto done;
 	snprintf(r.state, sizeof r.state, "published");
 	memcpy(r.published_at, r.created_at, sizeof r.published_at);
-	snprintf(r.published_by, sizeof r.published_by, "%s", ctx->principal);
+	AW_COPY_ARRAY(r.published_by, ctx->principal);
 	json_object_set_new(ap, "state", json_string(r.state));
 	json_object_set_new(ap, "body_hash", json_string(r.body_hash));
 	json_object_set_new(ap, "key_id", json_string(r.sign_key_id));
@@ -1024,10 +1027,10 @@ aw_err aw_contract_revoke(const aw_contracts *c, aw_store *s, const aw_ctx *ctx,
 		aw_outbox_event ev = {0};
 		aw_uuid7_str(ev.event_id);
 		snprintf(ev.event_type, sizeof ev.event_type, "revision_revoked");
-		snprintf(ev.family, sizeof ev.family, "%s", family);
-		snprintf(ev.contract_id, sizeof ev.contract_id, "%s", contract_id);
-		snprintf(ev.old_revision_id, sizeof ev.old_revision_id, "%s", rev);
-		snprintf(ev.new_revision_id, sizeof ev.new_revision_id, "%s", rev);
+		AW_COPY_ARRAY(ev.family, r.family); /* r: the revision family/contract_id/rev */
+		AW_COPY_ARRAY(ev.contract_id, r.contract_id);
+		AW_COPY_ARRAY(ev.old_revision_id, r.revision_id);
+		AW_COPY_ARRAY(ev.new_revision_id, r.revision_id);
 		memcpy(ev.created_at, now, sizeof now);
 		if (!(e = aw_store_active_clear(t, family, contract_id, err)))
 			e = aw_store_outbox_insert(t, &ev, err);

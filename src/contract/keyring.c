@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "awooop/crypto.h"
+#include "awooop/str.h"
 
 #define MAX_KEYS 16
 
@@ -64,7 +65,8 @@ static aw_err add(aw_keyring *k, const char *id, const char *hex, aw_error *err)
 	if (unhex(hex, k->keys[k->n].secret, sizeof k->keys[k->n].secret, &len) || len < 32)
 		return aw_fail(err, AW_E_CONFIG, "key %s must be 64-256 hex characters (32+ bytes)",
 			       id);
-	snprintf(k->keys[k->n].id, sizeof k->keys[k->n].id, "%s", id);
+	if (AW_STR_COPY(k->keys[k->n].id, id) < 0) /* kid_ok: at most 63 */
+		return aw_fail(err, AW_E_CONFIG, "key id must match [A-Za-z0-9._-]{1,63}");
 	k->keys[k->n].len = len;
 	k->n++;
 	return AW_OK;
@@ -192,7 +194,8 @@ aw_err aw_keyring_sign(const aw_keyring *k, const char *msg, size_t len, char *k
 	uint8_t mac[AW_SHA256_LEN];
 	aw_hmac_sha256(k->keys[0].secret, k->keys[0].len, msg, len, mac);
 	aw_hex(mac, sizeof mac, sig);
-	snprintf(kid_out, kid_cap, "%s", k->keys[0].id);
+	if (aw_str_copy(kid_out, kid_cap, k->keys[0].id) < 0)
+		return aw_fail(err, AW_E_INTERNAL, "publish key id longer than its field");
 	return AW_OK;
 }
 

@@ -15,11 +15,13 @@
 #include "awooop/contract.h"
 #include "awooop/schema.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 
 int aw_mcp_tool_name(const char *tool, const char *provider, int suffix, char *out, size_t cap)
 {
-	int n = suffix ? snprintf(out, cap, "%s__%s", tool, provider)
-		       : snprintf(out, cap, "%s", tool);
+	if (!suffix)
+		return strlen(tool) > AW_MCP_NAME_MAX ? -1 : aw_str_copy(out, cap, tool);
+	int n = snprintf(out, cap, "%s__%s", tool, provider);
 	return n < 0 || (size_t)n >= cap || n > AW_MCP_NAME_MAX ? -1 : 0;
 }
 

@@ -2,6 +2,7 @@
  * ctx.c - constructors for aw_ctx and the scope names (see ctx.h).
  */
 #include "awooop/ctx.h"
+#include "awooop/str.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +19,7 @@ static const char *const scope_names[] = {
 void aw_ctx_system(aw_ctx *ctx, const char *project)
 {
 	memset(ctx, 0, sizeof *ctx);
-	snprintf(ctx->project, sizeof ctx->project, "%s", project ? project : "");
+	(void)!AW_STR_COPY(ctx->project, project); /* too long: "", no project (ctx.h) */
 	snprintf(ctx->principal, sizeof ctx->principal, "system");
 	ctx->scope = AW_SCOPE_PLATFORM_ADMIN;
 	aw_trace_new(&ctx->trace);
@@ -28,7 +29,7 @@ void aw_ctx_system(aw_ctx *ctx, const char *project)
 void aw_ctx_with_project(const aw_ctx *ctx, const char *project, aw_ctx *out)
 {
 	aw_ctx c = *ctx;
-	snprintf(c.project, sizeof c.project, "%s", project ? project : "");
+	(void)!AW_STR_COPY(c.project, project); /* too long: "", no project (ctx.h) */
 	*out = c;
 }
 

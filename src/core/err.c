@@ -4,6 +4,7 @@
  * drift apart.
  */
 #include "awooop/err.h"
+#include "awooop/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,12 +54,7 @@ static aw_err vfail(aw_error *err, aw_err e, const char *where, const char *fmt,
 	err->err = e;
 	err->retry_after_s = 0;
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	where = where ? where : "";
-	if (strlen(where) < sizeof err->where) /* a pointer too long to keep says so */
-		snprintf(err->where, sizeof err->where, "%s", where);
-	else
-		snprintf(err->where, sizeof err->where, "%.*s...", (int)sizeof err->where - 4,
-			 where);
+	aw_str_show(err->where, sizeof err->where, where); /* too long to keep: says so */
 	return e;
 }
 

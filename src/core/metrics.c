@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "awooop/clock.h"
+#include "awooop/str.h"
 
 #ifndef AWOOOP_VERSION
 #define AWOOOP_VERSION "0.0.0"
@@ -189,13 +190,14 @@ static series *get(const char *family, enum kind kind, const char *labels)
 		if (s->family == family && strcmp(s->labels, labels) == 0)
 			return s;
 	series *s = aw_calloc(1, sizeof *s);
-	if (!s)
+	if (!s || AW_STR_COPY(s->labels, labels) < 0) { /* not counted, as out of memory */
+		free(s);
 		return NULL;
+	}
 	s->family = family;
 	s->kind = kind;
 	s->bounds = buckets;
 	s->nb = NB;
-	snprintf(s->labels, sizeof s->labels, "%s", labels);
 	s->next = head;
 	head = s;
 	return s;

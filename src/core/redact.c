@@ -28,6 +28,7 @@
 #include <pcre2.h>
 
 #include "awooop/ctx.h"
+#include "awooop/str.h"
 #include "redact_custom.h"
 
 /* Streaming: bytes held back at the end of each flush so a secret split across
@@ -1568,8 +1569,12 @@ aw_redact_stream *aw_redact_stream_new_for(const char *project, aw_redact_sink s
 					   aw_redact_stats *stats)
 {
 	aw_redact_stream *s = aw_redact_stream_new(sink, ud, stats);
-	if (s && (s->set = rc_lookup(project)))
-		snprintf(s->project, sizeof s->project, "%s", project);
+	/* a project with a custom set was registered within AW_PROJECT_MAX */
+	if (s && (s->set = rc_lookup(project)) && AW_STR_COPY(s->project, project) < 0) {
+		rc_release(s->set);
+		free(s);
+		return NULL;
+	}
 	return s;
 }
 

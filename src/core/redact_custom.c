@@ -34,6 +34,7 @@
 #include "awooop/ctx.h"
 #include "awooop/metrics.h"
 #include "awooop/pattern.h"
+#include "awooop/str.h"
 
 #define WINDOW 1024		  /* start positions per pcre2_match call */
 #define BUDGET_BASE_NS 10000000LL /* 10 ms a call */
@@ -256,17 +257,18 @@ int aw_redact_custom_install(const char *project, int64_t version, aw_redact_cus
 		rc_release(set);
 		set = NULL;
 	}
-	if (!project || strlen(project) > AW_PROJECT_MAX) {
+	char key[AW_PROJECT_MAX + 1]; /* a longer project is no project's */
+	if (!project || AW_STR_COPY(key, project) < 0) {
 		rc_release(set);
 		return 0;
 	}
 	aw_redact_custom *old = NULL;
 	int done = 0;
 	pthread_rwlock_wrlock(&reg_mu);
-	reg *r = find(project);
+	reg *r = find(key);
 	if (!r && (r = aw_calloc(1, sizeof *r))) {
-		snprintf(r->project, sizeof r->project, "%s", project);
-		unsigned b = bucket(project);
+		AW_COPY_ARRAY(r->project, key);
+		unsigned b = bucket(key);
 		r->next = buckets[b];
 		buckets[b] = r;
 	}

@@ -22,6 +22,7 @@
 
 #include "awooop/json.h"
 #include "awooop/pattern.h"
+#include "awooop/str.h"
 
 #define MAX_DEPTH 128
 /* Evaluation steps per validation: self-referencing anyOf/oneOf can otherwise
@@ -307,7 +308,8 @@ static int report(vctx *c, const char *kw, const char *fmt, ...)
 		else /* never cut silently: a shortened pointer says so */
 			snprintf(e->pointer, sizeof e->pointer, "%.*s...",
 				 (int)sizeof e->pointer - 4, ptr);
-		snprintf(e->keyword, sizeof e->keyword, "%s", kw);
+		/* kw: a keyword literal of this file, none near 32 bytes */
+		(void)!AW_STR_COPY(e->keyword, kw);
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(e->message, sizeof e->message, fmt, ap);
@@ -626,11 +628,9 @@ static int validate(vctx *c, const json_t *inst, const json_t *sch, int depth)
 				ok |= type_matches(inst, json_string_value(t));
 		}
 		if (!ok) {
-			char want[96];
-			snprintf(want, sizeof want, "%s",
-				 json_is_string(v) ? json_string_value(v)
-						   : "one of the listed types");
-			report(c, "type", "must be %s, not %s", want, type_name(inst));
+			report(c, "type", "must be %s, not %s",
+			       json_is_string(v) ? json_string_value(v) : "one of the listed types",
+			       type_name(inst));
 			return c->n - before; /* the rest would only repeat it */
 		}
 	}

@@ -20,6 +20,7 @@
 #include <openssl/crypto.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 
 #define SECRET_FILE_MAX 65536
 
@@ -126,14 +127,14 @@ aw_err aw_secret_env(const char *name, const char **out, aw_error *err)
 		*out = env_files[slot].value;
 		goto done;
 	}
-	if (slot < 0 || strlen(name) >= sizeof env_files[0].name) {
+	if (slot < 0 || AW_STR_COPY(env_files[slot].name, name) < 0) {
 		e = aw_fail(err, AW_E_CONFIG, "too many *_FILE settings");
 		goto done;
 	}
 	char ref[1100];
-	snprintf(ref, sizeof ref, "file:%s", path);
 	aw_buf b = AW_BUF_INIT(SECRET_FILE_MAX);
-	if ((e = aw_secret_resolve(ref, &b, err))) {
+	if ((size_t)snprintf(ref, sizeof ref, "file:%s", path) >= sizeof ref || /* not a prefix */
+	    (e = aw_secret_resolve(ref, &b, err))) {
 		aw_secret_wipe(&b);
 		e = aw_fail(err, AW_E_CONFIG,
 			    "%s: %.300s is not an absolute path to a readable regular file of at "
@@ -145,7 +146,6 @@ aw_err aw_secret_env(const char *name, const char **out, aw_error *err)
 	if (stat(path, &st) == 0 && (st.st_mode & 077))
 		aw_log(AW_LOG_WARN, NULL, "a secret file is readable by its group or others",
 		       "setting", fname, "path", path, NULL);
-	snprintf(env_files[slot].name, sizeof env_files[slot].name, "%s", name);
 	env_files[slot].value = aw_strndup(b.p ? b.p : "", b.len);
 	aw_secret_wipe(&b);
 	if (!env_files[slot].value)

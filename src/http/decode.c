@@ -10,6 +10,7 @@
 #include "awooop/crypto.h"
 #include "awooop/ident.h"
 #include "awooop/json.h"
+#include "awooop/str.h"
 #include "http_internal.h"
 
 aw_err decode_project_create(const char *body, size_t len, aw_project_create_req *out,
@@ -23,12 +24,9 @@ aw_err decode_project_create(const char *body, size_t len, aw_project_create_req
 		return e;
 	if ((e = aw_json_only(o, allowed, err)) || (e = aw_json_str(o, "id", 1, &id, err)))
 		goto out;
-	if (!aw_ident_project_ok(id)) {
+	if (!aw_ident_project_ok(id) || AW_STR_COPY(out->id, id) < 0)
 		e = aw_fail_at(err, AW_E_TENANT_SLUG, "/id",
 			       "project id must match [a-z0-9][a-z0-9_-]{1,62}");
-		goto out;
-	}
-	snprintf(out->id, sizeof out->id, "%s", id);
 out:
 	json_decref(o);
 	return e;
@@ -60,7 +58,8 @@ aw_err decode_key_create(const char *body, size_t len, aw_key_create_req *out, a
 			       " worker, reader");
 		goto out;
 	}
-	snprintf(out->name, sizeof out->name, "%s", name);
+	if (AW_STR_COPY(out->name, name) < 0) /* aw_ident_name_ok above: at most 63 */
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/name", "name is too long");
 out:
 	json_decref(o);
 	return e;

@@ -10,6 +10,7 @@
 
 #include "awooop/json.h"
 #include "awooop/redaction.h"
+#include "awooop/str.h"
 #include "http_internal.h"
 
 static json_t *list_json(const char *project, const aw_redaction_list *l)
@@ -62,7 +63,7 @@ void h_redaction_put(aw_req *r)
 		/* the entry's pointer, from the body's root */
 		char where[sizeof err.where + 16];
 		snprintf(where, sizeof where, "/patterns%s", err.where);
-		snprintf(err.where, sizeof err.where, "%.*s", (int)sizeof err.where - 1, where);
+		aw_str_show(err.where, sizeof err.where, where); /* too long: says so */
 	}
 	json_decref(body);
 	if (e)

@@ -14,6 +14,7 @@
 #include "awooop/json.h"
 #include "awooop/keys.h"
 #include "awooop/keymig.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 #include "http_internal.h"
 
@@ -302,8 +303,14 @@ void h_audit_list(aw_req *r)
 	const char *cursor = audit_param(r, "cursor", 20, &bad);
 	if (bad)
 		return;
-	char actions[8 * 64 + 1];
-	snprintf(actions, sizeof actions, "%s", action ? action : "");
+	char actions[8 * 64 + 1]; /* audit_param: at most 8 * 64 bytes */
+	if (AW_STR_COPY(actions, action) < 0) {
+		aw_error ae;
+		aw_fail_at(&ae, AW_E_REQ_INVALID, "action", "action is at most %zu bytes",
+			   sizeof actions - 1);
+		reply_problem(r, ae.err, &ae);
+		return;
+	}
 	char *end = NULL, *save = NULL;
 	int64_t since_ms;
 	aw_err e = AW_OK;

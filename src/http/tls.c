@@ -24,6 +24,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "http_internal.h"
 
 #define MAX_CHAIN 8
@@ -129,9 +130,13 @@ aw_err tls_new(const char *cert, const char *key, const char *client_ca, aw_tls 
 	if (!t)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	pthread_mutex_init(&t->mu, NULL);
-	snprintf(t->cert_path, sizeof t->cert_path, "%s", cert);
-	snprintf(t->key_path, sizeof t->key_path, "%s", key);
-	aw_err e = load_gen(t, &t->current, err);
+	aw_err e = AW_OK;
+	if (AW_STR_COPY(t->cert_path, cert) < 0 || AW_STR_COPY(t->key_path, key) < 0)
+		e = aw_fail(err, AW_E_CONFIG,
+			    "--tls-cert and --tls-key are paths of at most %zu bytes",
+			    sizeof t->cert_path - 1);
+	else
+		e = load_gen(t, &t->current, err);
 	if (!e && client_ca) {
 		gnutls_datum_t ca = {0};
 		gnutls_x509_crt_t *list = NULL;

@@ -13,6 +13,7 @@
 #include "awooop/clock.h"
 #include "awooop/store/keymig.h"
 #include "awooop/store/tenancy.h"
+#include "awooop/str.h"
 
 enum { PH_NONE, PH_A, PH_B, PH_C, PH_DONE };
 
@@ -82,7 +83,7 @@ aw_err aw_keymig_step(aw_store *s, aw_kv *kv, const aw_ctx *ctx, const char *pat
 	if ((e = aw_store_keymig_get(t, p->name, name, sizeof name, st->since, err)))
 		goto out;
 	int have = aw_kv_phase_of(name);
-	snprintf(st->phase, sizeof st->phase, "%s", name);
+	AW_COPY_ARRAY(st->phase, name);
 	aw_kv_counters(kv, project, p->name, have, st);
 	if (want != have + 1) {
 		e = aw_fail(err, AW_E_KEYS_PHASE, "phase is %s; the next step is %s", name,
@@ -121,6 +122,6 @@ out:
 	/* counters are per phase, so the new phase starts from zero; forget
 	 * cached phases so this process applies the new one at once */
 	aw_kv_phases_forget(kv);
-	snprintf(st->phase, sizeof st->phase, "%s", aw_kv_phase_name(want));
+	(void)!AW_STR_COPY(st->phase, aw_kv_phase_name(want)); /* "none".."done" */
 	return AW_OK;
 }

@@ -10,6 +10,7 @@
 
 #include "awooop/ctx.h"
 #include "awooop/ident.h"
+#include "awooop/str.h"
 
 #define INVALIDATE_PREFIX "platform:contract:invalidate:"
 
@@ -230,6 +231,5 @@ int aw_keys_invalidate_project(const char *channel, char *project, size_t cap)
 	size_t n = strlen(INVALIDATE_PREFIX);
 	if (!channel || strncmp(channel, INVALIDATE_PREFIX, n) != 0 || !project_ok(channel + n))
 		return -1;
-	snprintf(project, cap, "%s", channel + n);
-	return 0;
+	return aw_str_copy(project, cap, channel + n);
 }

@@ -18,9 +18,10 @@
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/redis.h"
+#include "awooop/str.h"
 
 typedef enum { PH_NONE, PH_A, PH_B, PH_C, PH_DONE } phase_t;
-static const char *const phase_names[] = {"none", "A", "B", "C", "done"};
+static const char phase_names[][8] = {"none", "A", "B", "C", "done"}; /* aw_kv_status.phase */
 
 typedef struct cached {
 	struct cached *next;
@@ -95,8 +96,6 @@ aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv
 	kv->s = s;
 	if (o)
 		kv->o = *o;
-	snprintf(kv->legacy_project, sizeof kv->legacy_project, "%s",
-		 kv->o.legacy_project ? kv->o.legacy_project : "awoooi");
 	int *win[] = {&kv->o.window_a_s, &kv->o.window_b_s, &kv->o.window_c_s};
 	const int def_days[] = {30, 14, 7};
 	for (int i = 0; i < 3; i++)
@@ -106,6 +105,12 @@ aw_err aw_kv_open(const char *redis_url, aw_store *s, const aw_kv_opts *o, aw_kv
 	if (kv->o.phase_cache_ms <= 0)
 		kv->o.phase_cache_ms = 1000;
 	pthread_mutex_init(&kv->mu, NULL);
+	if (AW_STR_COPY(kv->legacy_project,
+			kv->o.legacy_project ? kv->o.legacy_project : "awoooi") < 0) {
+		aw_kv_close(kv);
+		return aw_fail(err, AW_E_CONFIG, "the legacy project is longer than %d bytes",
+			       AW_PROJECT_MAX);
+	}
 	kv->o.legacy_project = kv->legacy_project;
 	if (!(kv->c = aw_redis_connect(&kv->url, 2000, err))) {
 		aw_kv_close(kv);
@@ -183,9 +188,11 @@ static aw_err phase_for(aw_kv *kv, const aw_key_pattern *p, const char *project,
 		}
 	}
 	cached *c = aw_calloc(1, sizeof *c);
+	if (c && (AW_STR_COPY(c->project, project) < 0 || AW_STR_COPY(c->pattern, p->name) < 0)) {
+		free(c); /* not cached: read again next time */
+		c = NULL;
+	}
 	if (c) {
-		snprintf(c->project, sizeof c->project, "%s", project);
-		snprintf(c->pattern, sizeof c->pattern, "%s", p->name);
 		c->phase = *ph;
 		c->read_ns = now;
 		c->next = kv->phases;
@@ -581,7 +588,7 @@ aw_err aw_kv_status_get(aw_kv *kv, const aw_ctx *ctx, const char *pattern, aw_kv
 	aw_err e = read_phase(kv, project, p->name, &ph, st->since, err);
 	if (e)
 		return e;
-	snprintf(st->phase, sizeof st->phase, "%s", phase_names[ph]);
+	AW_COPY_ARRAY(st->phase, phase_names[ph]);
 	pthread_mutex_lock(&kv->mu);
 	read_counters(kv, project, p, ph, st);
 	pthread_mutex_unlock(&kv->mu);
@@ -645,7 +652,11 @@ aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *un
 			e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "SCAN failed");
 			break;
 		}
-		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+		if (AW_STR_COPY(cursor, r->element[0]->str) < 0) { /* a cut cursor skips keys */
+			freeReplyObject(r);
+			e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "SCAN answered a malformed cursor");
+			break;
+		}
 		redisReply *keys = r->element[1];
 		/* classify, then PTTL (pipelined) for keys that must expire */
 		int *want_ttl = aw_calloc(keys->elements + 1, sizeof *want_ttl);
@@ -657,9 +668,9 @@ aw_err aw_kv_inventory(const char *redis_url, aw_kv_inv_row *rows, long long *un
 								   project, sizeof project);
 			(*total)++;
 			if (!p) {
-				if (*unknown < 5)
-					snprintf(unknown_sample[*unknown], 128, "%s",
-						 keys->element[i]->str);
+				if (*unknown < 5) /* shown to people */
+					aw_str_show(unknown_sample[*unknown], 128,
+						    keys->element[i]->str);
 				(*unknown)++;
 				continue;
 			}
@@ -757,8 +768,8 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 	snprintf(ckey, sizeof ckey, "%s:keymig:%s:backfill_cursor", project, p->name);
 	pthread_mutex_lock(&kv->mu);
 	redisReply *r = cmd(kv, "GET %s", ckey);
-	if (r && r->type == REDIS_REPLY_STRING)
-		snprintf(cursor, sizeof cursor, "%s", r->str); /* resume */
+	if (r && r->type == REDIS_REPLY_STRING && AW_STR_COPY(cursor, r->str) < 0)
+		AW_COPY_ARRAY(cursor, "0"); /* not a cursor of ours: start over (idempotent) */
 	if (r)
 		freeReplyObject(r);
 	pthread_mutex_unlock(&kv->mu);
@@ -775,7 +786,12 @@ aw_err aw_kv_backfill(aw_kv *kv, const aw_ctx *ctx, const char *pattern, int rat
 			e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "SCAN failed");
 			break;
 		}
-		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+		if (AW_STR_COPY(cursor, r->element[0]->str) < 0) { /* a cut cursor skips keys */
+			freeReplyObject(r);
+			pthread_mutex_unlock(&kv->mu);
+			e = aw_fail(err, AW_E_BUS_UNAVAILABLE, "SCAN answered a malformed cursor");
+			break;
+		}
 		redisReply *keys = r->element[1];
 		/* one batch, pipelined: DUMP + PTTL of every legacy key, then RESTORE
 		 * (no REPLACE: an existing new key is newer and wins) */

@@ -26,6 +26,7 @@
 #include "awooop/jcs.h"
 #include "awooop/log.h"
 #include "awooop/schema.h"
+#include "awooop/str.h"
 
 #define DEFAULT_RESULT_BYTES 16384
 #define DEFAULT_ARGS_BYTES 65536
@@ -81,7 +82,12 @@ static upinst *upinst_for(aw_mcp *g, catalog *old, const char *project, const ch
 			    : !strcmp(r, "completion") ? RELAY_COMPLETION
 						       : RELAY_LOGGING;
 	}
-	snprintf(u->provider, sizeof u->provider, "%s", provider);
+	if (AW_STR_COPY(u->provider, provider) < 0) { /* the schema: at most 31 */
+		free(u);
+		aw_fail(err, AW_E_CONTRACT_SCHEMA, "a provider name is at most %zu bytes",
+			sizeof u->provider - 1);
+		return NULL;
+	}
 	memcpy(u->key, key, sizeof key);
 	mcp_rate_init(&u->rate, json_object_get(conf, "relay_rate_limit"));
 	snprintf(u->rate_name, sizeof u->rate_name, "@relay.%s", provider);
@@ -114,11 +120,15 @@ static catalog *catalog_build(aw_mcp *g, catalog *old, const char *project, cons
 			      aw_error *err)
 {
 	catalog *c = aw_calloc(1, sizeof *c);
+	if (c && AW_STR_COPY(c->project, project) < 0) { /* a ctx's project fits */
+		free(c);
+		aw_fail(err, AW_E_INTERNAL, "project id too long");
+		return NULL;
+	}
 	if (!c)
 		return NULL;
 	atomic_init(&c->refs, 1);
 	pthread_mutex_init(&c->mu, NULL);
-	snprintf(c->project, sizeof c->project, "%s", project);
 	memcpy(c->revision_id, pol->revision_id, sizeof c->revision_id);
 	memcpy(c->body_hash, pol->body_hash, sizeof c->body_hash);
 	c->body = json_deep_copy(pol->body);
@@ -305,11 +315,11 @@ aw_err mcp_defs_get(aw_mcp *g, upinst *u, int fresh, const char *name, const cha
 			u->fetched_ns = now;
 		}
 	}
-	if (!e && name)
-		snprintf(pin, AW_MCP_PIN_MAX, "%s",
-			 json_string_value(
-				 json_object_get(json_object_get(u->defs, name), pin_member(want)))
-				 ?: "");
+	if (!e && name &&
+	    aw_str_copy(pin, AW_MCP_PIN_MAX,
+			json_string_value(json_object_get(json_object_get(u->defs, name),
+							  pin_member(want)))) < 0)
+		e = aw_fail(err, AW_E_MCP_PIN, "the tool's definition pin is too long");
 	if (!e && copy)
 		*copy = json_deep_copy(u->defs);
 	pthread_mutex_unlock(&u->mu);

@@ -14,6 +14,7 @@
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "awooop/wake.h"
 
 /* A request is listed while a worker runs it, so that its client can cancel
@@ -90,9 +91,9 @@ static void recorded_answer(aw_mcp *g, aw_mcp_call *call, json_t *reply, int sta
 	if (rn && error) { /* read now: the answer is the client's once finished */
 		rn->error = 1;
 		rn->rpc_code = json_integer_value(json_object_get(error, "code"));
-		snprintf(rn->code, sizeof rn->code, "%s",
-			 json_string_value(json_object_get(json_object_get(error, "data"), "code"))
-				 ?: "");
+		/* the upstream's code: recorded whole, or not at all */
+		(void)!AW_STR_COPY(rn->code, json_string_value(json_object_get(
+						     json_object_get(error, "data"), "code")));
 	}
 	mcp_finish(call, reply, status);
 	if (rn)
@@ -240,10 +241,10 @@ static int answer_now(aw_mcp *g, aw_mcp_call *c)
 	}
 	if (!strcmp(meth, "initialize") && !c->meta.stateless) {
 		const char *want = json_string_value(json_object_get(m->params, "protocolVersion"));
-		snprintf(c->version, sizeof c->version, "%s",
-			 want && aw_mcp_version_supported(want) && strcmp(want, AW_MCP_V_STATELESS)
-				 ? want
-				 : AW_MCP_V_LEGACY);
+		/* a supported version is one of aw_mcp_versions: it fits */
+		if (!want || !aw_mcp_version_supported(want) || !strcmp(want, AW_MCP_V_STATELESS) ||
+		    AW_STR_COPY(c->version, want) < 0)
+			AW_COPY_ARRAY(c->version, AW_MCP_V_LEGACY);
 		res = json_pack("{s:s,s:o,s:o,s:s}", "protocolVersion", c->version, "capabilities",
 				capabilities(cat, 1), "serverInfo", server_info(), "instructions",
 				"The tools of this project, through the awooop gateway.");
@@ -275,17 +276,23 @@ aw_err aw_mcp_start(aw_mcp *g, const aw_ctx *ctx, aw_mcp_msg *msg, const aw_mcp_
 		aw_mcp_msg_clear(msg);
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	}
+	/* a client's header values: whole, or refused (a cut session id or run id
+	 * could name another session or run) */
+	if (AW_STR_COPY(c->version, meta->version) < 0 ||
+	    AW_STR_COPY(c->run_id, meta->run_id) < 0 ||
+	    AW_STR_COPY(c->req_session, meta->stateless ? NULL : meta->session) < 0) {
+		free(c);
+		aw_mcp_msg_clear(msg);
+		return aw_fail(err, AW_E_MCP_PROTOCOL,
+			       "a protocol version, run id or session id is too long");
+	}
 	c->g = g;
 	mcp_call_init(c, AW_MCP_MAX_RESPONSE + 65536, wake, ud);
 	c->ctx = *ctx;
 	c->msg = *msg;
 	memset(msg, 0, sizeof *msg);
 	c->meta = *meta;
-	snprintf(c->version, sizeof c->version, "%s", meta->version ? meta->version : "");
 	c->meta.version = c->version;
-	snprintf(c->run_id, sizeof c->run_id, "%s", meta->run_id ? meta->run_id : "");
-	snprintf(c->req_session, sizeof c->req_session, "%s",
-		 meta->session && !meta->stateless ? meta->session : "");
 	c->meta.run_id = c->run_id;
 	*out = c;
 	if (answer_now(g, c))

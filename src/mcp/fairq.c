@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 typedef struct node {
 	void *item;
@@ -95,12 +96,12 @@ int fairq_push(aw_fairq *q, const char *project, int cheap, void *item)
 	pthread_mutex_lock(&q->mu);
 	pq *p = find(q, project);
 	if (!p) {
-		if (!(p = aw_calloc(1, sizeof *p))) {
-			pthread_mutex_unlock(&q->mu);
+		if (!(p = aw_calloc(1, sizeof *p)) || AW_STR_COPY(p->project, project) < 0) {
+			pthread_mutex_unlock(&q->mu); /* a ctx's project fits: as out of memory */
+			free(p);
 			free(n);
 			return -2;
 		}
-		snprintf(p->project, sizeof p->project, "%s", project);
 		if (q->ring) { /* in behind the cursor: served after the others */
 			pq *last = q->ring;
 			while (last->next != q->ring)

@@ -20,6 +20,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/schema.h"
+#include "awooop/str.h"
 
 #define AUDIT_ARGS_MAX 4096
 
@@ -261,14 +262,13 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 	if (mcp_defs_get(g, t->u, 0, t->name, t->pin, pin, NULL, &err))
 		return refuse(n, id, 5, up_code(err.err), err.msg, NULL);
 	int same = t->pin && !strcmp(pin, t->pin), def = pin[0] != 0;
-	if (!same) {
-		snprintf(msg, sizeof msg, "%s",
-			 !t->pin ? "the tool has no pinned definition (publish pins it)"
-			 : !def	 ? "the upstream no longer offers the tool it was approved with"
-				 : "the upstream's definition of the tool changed since its "
-				   "revision was approved; a new revision must pin it");
-		return refuse(n, id, 2, AW_E_MCP_PIN, msg, NULL);
-	}
+	if (!same)
+		return refuse(n, id, 2, AW_E_MCP_PIN,
+			      !t->pin ? "the tool has no pinned definition (publish pins it)"
+			      : !def ? "the upstream no longer offers the tool it was approved with"
+				     : "the upstream's definition of the tool changed since its "
+				       "revision was approved; a new revision must pin it",
+			      NULL);
 	/* gate 3: arguments */
 	json_t *args = json_object_get(params, "arguments");
 	if (args && !json_is_object(args))

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "awooop/json.h"
+#include "awooop/str.h"
 
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 
@@ -38,7 +39,7 @@ json_t *aw_mcp_versions_json(int stateless)
 static int fail(aw_rpc_error *e, int code, const char *msg)
 {
 	e->code = code;
-	snprintf(e->msg, sizeof e->msg, "%s", msg);
+	aw_str_show(e->msg, sizeof e->msg, msg); /* words for people */
 	return -1;
 }
 

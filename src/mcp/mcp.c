@@ -11,6 +11,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/redact.h"
+#include "awooop/str.h"
 
 int aw_mcp_sandbox_probe(char *why, size_t n)
 {
@@ -43,8 +44,11 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 		g->o.timeout_ms = g->o.timeout_max_ms;
 	if (g->o.defs_ttl_ms <= 0)
 		g->o.defs_ttl_ms = 5000;
-	snprintf(g->contract_id, sizeof g->contract_id, "%s",
-		 o->contract_id ? o->contract_id : "default");
+	if (AW_STR_COPY(g->contract_id, o->contract_id ? o->contract_id : "default") < 0) {
+		free(g);
+		return aw_fail(err, AW_E_CONFIG, "the MCP contract id is at most %zu bytes",
+			       sizeof g->contract_id - 1);
+	}
 	g->secrets_dir = o->secrets_dir ? aw_strdup(o->secrets_dir) : NULL;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->dmu, NULL);

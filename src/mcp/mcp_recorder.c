@@ -13,6 +13,7 @@
 #include "awooop/alloc.h"
 #include "awooop/audit.h"
 #include "awooop/log.h"
+#include "awooop/str.h"
 
 /* The envelope of a record of call: who made it, the revision that governed
  * it (c; NULL: none applied), its run step and latency (ms); how it ended
@@ -38,7 +39,8 @@ void mcp_record_queue(aw_mcp *g, const aw_ctx *ctx, const char *action, const ch
 	r->ctx = *ctx;
 	r->rec.project = r->ctx.project;
 	r->action = action;
-	snprintf(r->tool, sizeof r->tool, "%s", target);
+	if (AW_STR_COPY(r->tool, target) < 0) /* a name is at most AW_MCP_NAME_MAX */
+		AW_COPY_ARRAY(r->tool, "-");  /* as when there is no tool: never a cut one */
 	r->payload = payload;
 	aw_recorder_put(g->rec, &r->rec);
 }

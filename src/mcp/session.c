@@ -14,6 +14,7 @@
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
+#include "awooop/str.h"
 
 #define SESSION_IDLE_NS (3600LL * 1000000000LL)
 #define SESSIONS_MAX 10000
@@ -204,13 +205,16 @@ aw_err aw_mcp_listen(aw_mcp *g, const aw_ctx *ctx, const char *id, aw_mcp_wake w
 	aw_mcp_call *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (AW_STR_COPY(c->req_session, id) < 0) { /* a cut id could be another session */
+		free(c);
+		return aw_fail(err, AW_E_MCP_SESSION, "no such MCP session");
+	}
 	c->g = g;
 	/* a client that reads nothing loses events */
 	mcp_call_init(c, 1 << 20, wake, ud);
 	c->ctx = *ctx;
 	c->streaming = 1;
 	aw_buf_adds(&c->base.out, ": awooop session stream\n\n");
-	snprintf(c->req_session, sizeof c->req_session, "%s", id);
 	pthread_mutex_lock(&g->mu);
 	msession *s = session_of(g, c);
 	if (s) {

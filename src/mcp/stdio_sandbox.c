@@ -43,6 +43,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/buf.h"
+#include "awooop/str.h"
 
 #define MAX_ENTRIES 256
 #define MAX_SHOW 64
@@ -819,6 +820,6 @@ int sbx_probe(char *why, size_t n)
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
 	if (e)
-		snprintf(why, n, "%s", err.msg);
+		aw_str_show(why, n, err.msg); /* words for people */
 	return e == AW_OK;
 }

@@ -17,6 +17,7 @@
 #include "awooop/alloc.h"
 #include "awooop/json.h"
 #include "awooop/mcp_wire.h"
+#include "awooop/str.h"
 
 #define SCRUBBED "[REDACTED:credential]"
 
@@ -209,8 +210,16 @@ aw_err mcp_up_new(const mcp_up_opts *o, mcp_up **out, aw_error *err)
 	mcp_up *u = aw_calloc(1, sizeof *u);
 	if (!u)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
-	snprintf(u->project, sizeof u->project, "%s", o->project);
-	snprintf(u->provider, sizeof u->provider, "%s", o->provider);
+	/* the URL to connect to, whole or not at all: the schema counts its
+	 * characters, so a URL of multibyte ones can be longer than u->url */
+	if (AW_STR_COPY(u->project, o->project) < 0 || AW_STR_COPY(u->provider, o->provider) < 0 ||
+	    AW_STR_COPY(u->url, json_string_value(json_object_get(o->config, "url"))) < 0) {
+		free(u);
+		return aw_fail(err, AW_E_CONTRACT_SCHEMA,
+			       "an upstream's url is at most %zu bytes (its provider name at "
+			       "most 31)",
+			       sizeof u->url - 1);
+	}
 	u->config = json_deep_copy(o->config);
 	u->secrets_dir = o->secrets_dir ? aw_strdup(o->secrets_dir) : NULL;
 	u->allow_private = o->allow_private;
@@ -221,9 +230,7 @@ aw_err mcp_up_new(const mcp_up_opts *o, mcp_up **out, aw_error *err)
 			: o->timeout_ms > 0 ? o->timeout_ms
 					    : 30000;
 	u->stdio = !strcmp(json_string_value(json_object_get(o->config, "transport")), "stdio");
-	snprintf(u->url, sizeof u->url, "%s",
-		 json_string_value(json_object_get(o->config, "url")) ?: "");
-	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
+	AW_COPY_ARRAY(u->version, AW_MCP_V_LEGACY);
 	atomic_init(&u->next_id, 1);
 	u->event = o->event;
 	u->event_ud = o->event_ud;

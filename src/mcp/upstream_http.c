@@ -33,6 +33,7 @@
 #include "awooop/log.h"
 #include "awooop/mcp_wire.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 
 #define MAX_ASKS 16 /* an upstream's requests answered per request of ours */
 
@@ -446,7 +447,7 @@ static aw_err http_init(mcp_up *u, int timeout_ms, aw_error *err)
 	long st;
 	pthread_mutex_lock(&u->mu);
 	u->session[0] = 0;
-	snprintf(u->version, sizeof u->version, "%s", AW_MCP_V_LEGACY);
+	AW_COPY_ARRAY(u->version, AW_MCP_V_LEGACY);
 	pthread_mutex_unlock(&u->mu);
 	aw_err e =
 		http_post(u, line, atomic_load(&u->next_id) - 1, timeout_ms, NULL, &msg, &st, err);
@@ -457,8 +458,10 @@ static aw_err http_init(mcp_up *u, int timeout_ms, aw_error *err)
 	if (!e && !(e = mcp_answer_of(msg, &res, NULL, err))) {
 		const char *v = json_string_value(json_object_get(res, "protocolVersion"));
 		pthread_mutex_lock(&u->mu);
-		if (v && aw_mcp_version_supported(v) && strcmp(v, AW_MCP_V_STATELESS))
-			snprintf(u->version, sizeof u->version, "%s", v);
+		/* a supported version is one of aw_mcp_versions: it fits */
+		if (v && aw_mcp_version_supported(v) && strcmp(v, AW_MCP_V_STATELESS) &&
+		    AW_STR_COPY(u->version, v) < 0)
+			AW_COPY_ARRAY(u->version, AW_MCP_V_LEGACY);
 		pthread_mutex_unlock(&u->mu);
 		char *note = mcp_request_line(-1, "notifications/initialized", NULL);
 		json_t *none = NULL;

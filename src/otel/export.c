@@ -26,6 +26,7 @@
 #include "awooop/crypto.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 #include "otel_internal.h"
 
@@ -185,9 +186,8 @@ static aw_err set_url(const char *base, const char *full, aw_error *err)
 {
 	const char *what = full ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "the OTLP endpoint";
 	if (full) {
-		if (strlen(full) >= sizeof ex.url)
+		if (AW_STR_COPY(ex.url, full) < 0)
 			return aw_fail(err, AW_E_CONFIG, "%s is too long", what);
-		snprintf(ex.url, sizeof ex.url, "%s", full);
 	} else {
 		size_t n = strlen(base);
 		while (n && base[n - 1] == '/')
@@ -227,9 +227,8 @@ static aw_err file_setting(const char *traces, const char *general, char *out, s
 	out[0] = '\0';
 	if (!v)
 		return AW_OK;
-	if (strlen(v) >= cap || access(v, R_OK) != 0)
+	if (access(v, R_OK) != 0 || aw_str_copy(out, cap, v) < 0)
 		return aw_fail(err, AW_E_CONFIG, "%s: cannot read the file it names", name);
-	snprintf(out, cap, "%s", v);
 	return AW_OK;
 }
 
@@ -504,7 +503,7 @@ static int post(CURL *h, const char *body, long timeout_ms, long *retry_ms, long
 	*rejected = 0;
 	*retry_ms = -1;
 	if (rc != CURLE_OK) {
-		snprintf(why, wn, "%s", curl_easy_strerror(rc));
+		aw_str_show(why, wn, curl_easy_strerror(rc)); /* words for people */
 		out = POST_RETRY;
 	} else if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status), status / 100 == 2) {
 		/* a partial success names how many spans it refused */

@@ -14,6 +14,7 @@
 #include "awooop/clock.h"
 #include "awooop/crypto.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "otel_internal.h"
 
 otel_queue otel_q = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -88,11 +89,16 @@ void aw_span_name(aw_span *s, const char *prefix, const char *suffix)
 	if (!s)
 		return;
 	char buf[256];
-	int n = suffix && suffix[0] ? snprintf(buf, sizeof buf, "%s %s", prefix, suffix)
-				    : snprintf(buf, sizeof buf, "%s", prefix);
-	if (n < 0 || (size_t)n >= sizeof buf) /* too long for a name: the prefix alone */
-		n = snprintf(buf, sizeof buf, "%s", prefix);
-	int off = text_put(s, buf, (size_t)n);
+	const char *name = prefix;
+	size_t len = strlen(prefix);
+	if (suffix && suffix[0]) { /* too long for a name: the prefix alone */
+		int n = snprintf(buf, sizeof buf, "%s %s", prefix, suffix);
+		if (n >= 0 && (size_t)n < sizeof buf) {
+			name = buf;
+			len = (size_t)n;
+		}
+	}
+	int off = text_put(s, name, len);
 	if (off >= 0)
 		s->name_off = off;
 }
@@ -136,9 +142,9 @@ void aw_span_int(aw_span *s, const char *key, long long value)
 
 void aw_span_project(aw_span *s, const char *project)
 {
-	if (!s || !project)
+	/* a project id too long to be one is no project: "" (never a cut id) */
+	if (!s || !project || AW_STR_COPY(s->project, project) < 0)
 		return;
-	snprintf(s->project, sizeof s->project, "%s", project);
 	if (project[0])
 		aw_span_str(s, "awooop.project", project);
 }
@@ -173,9 +179,12 @@ static share *share_of(const char *project, int make)
 	if (!make)
 		return NULL;
 	share *x = aw_calloc(1, sizeof *x);
+	if (x && AW_STR_COPY(x->project, project) < 0) { /* a span's project fits */
+		free(x);
+		return NULL;
+	}
 	if (!x)
 		return NULL;
-	snprintf(x->project, sizeof x->project, "%s", project);
 	x->next = *b;
 	*b = x;
 	return x;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 /* A schema retry resends the messages, the previous answer (at most the
@@ -56,8 +57,7 @@ aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *e
 	long long prompt = bytes + images;
 	int n = c->rq.n > 0 ? c->rq.n : 1;
 	int retries = c->schema ? c->schema_retries : 0;
-	char call_id[64];
-	snprintf(call_id, sizeof call_id, "%s", c->st.id + strlen("chatcmpl-"));
+	const char *call_id = c->st.id + strlen("chatcmpl-"); /* our "chatcmpl-<uuid>" */
 	const char *models[MAX_TARGETS];
 	aw_budget_price prices[MAX_TARGETS];
 	for (int i = 0; i < c->nt; i++)

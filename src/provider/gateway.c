@@ -16,6 +16,7 @@
 #include "awooop/alloc.h"
 #include "awooop/json.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 /* ------------------------------------------------------------ configuration */
@@ -55,8 +56,9 @@ aw_err aw_llm_config_check(const json_t *config, aw_error *err)
 	const char *name;
 	json_t *p;
 	json_object_foreach (ps, name, p) {
-		char where[64];
-		snprintf(where, sizeof where, "/providers/%.40s", name);
+		char where
+			[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+		snprintf(where, sizeof where, "/providers/%s", name);
 		int known = 0;
 		for (int i = 0; provider_names[i]; i++)
 			known |= !strcmp(name, provider_names[i]);
@@ -106,11 +108,14 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 	aw_llm *g = aw_calloc(1, sizeof *g);
 	if (!g)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
+	if (AW_STR_COPY(g->contract_id, o->contract_id ? o->contract_id : "default") < 0) {
+		free(g);
+		return aw_fail(err, AW_E_CONFIG, "the LLM contract id is at most %d bytes",
+			       AW_PROJECT_MAX);
+	}
 	g->o = *o;
 	g->config = o->config ? json_deep_copy(o->config) : json_object();
 	g->o.config = g->config;
-	snprintf(g->contract_id, sizeof g->contract_id, "%s",
-		 o->contract_id ? o->contract_id : "default");
 	g->o.contract_id = g->contract_id;
 #define DEF(f, v)        \
 	if (g->o.f <= 0) \
@@ -145,9 +150,13 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		upstream *u =
 			llm_upstream_new(name, kind, json_string_value(json_object_get(p, "url")),
 					 json_string_value(json_object_get(p, "api_key")), NULL);
-		if (u)
-			snprintf(u->api_version, sizeof u->api_version, "%s",
-				 json_string_value(json_object_get(p, "api_version")) ?: "");
+		/* aw_llm_config_check bounds api_version; one that does not fit is
+		 * no provider rather than a cut query parameter */
+		if (u && AW_STR_COPY(u->api_version,
+				     json_string_value(json_object_get(p, "api_version"))) < 0) {
+			llm_upstream_put(u);
+			u = NULL;
+		}
 		if (u && g->nproviders < 8)
 			g->providers[g->nproviders++] = u;
 	}

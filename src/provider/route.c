@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "awooop/log.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 static int serves(const upstream *u, const char *model)
@@ -31,10 +33,17 @@ static void add_target(aw_llm_call *c, upstream *u, const char *model, const jso
 {
 	if (!u || c->nt >= MAX_TARGETS)
 		return;
+	target *t = &c->t[c->nt];
+	/* the schema counts a model's characters, not its bytes: one that does
+	 * not fit is no target, never a cut (other) model */
+	if (AW_STR_COPY(t->model, model) < 0) {
+		aw_log(AW_LOG_WARN, &c->ctx, "a route's model name is too long: target skipped",
+		       NULL);
+		return;
+	}
 	atomic_fetch_add(&u->refs, 1);
-	target *t = &c->t[c->nt++];
+	c->nt++;
 	t->u = u;
-	snprintf(t->model, sizeof t->model, "%s", model);
 	t->timeout_ms = emergency ? 0 : (int)json_number_value(json_object_get(cand, "timeout_ms"));
 	t->emergency = emergency;
 	t->max_out = (long long)json_number_value(json_object_get(cand, "max_output_tokens"));
@@ -147,10 +156,12 @@ aw_err llm_route(aw_llm *g, aw_llm_call *c, const char *task, aw_error *err)
 				  "no route of policy revision %s serves model '%.64s'",
 				  pol.revision_id, c->rq.model);
 	}
-	snprintf(c->route, sizeof c->route, "%s",
-		 json_string_value(json_object_get(route, "name")));
-	snprintf(c->revision_id, sizeof c->revision_id, "%s", pol.revision_id);
-	snprintf(c->body_hash, sizeof c->body_hash, "%s", pol.body_hash);
+	if (AW_STR_COPY(c->route, json_string_value(json_object_get(route, "name"))) < 0) {
+		aw_policy_release(&pol);
+		return aw_fail(err, AW_E_LLM_ROUTE, "the route's name is too long");
+	}
+	AW_COPY_ARRAY(c->revision_id, pol.revision_id);
+	AW_COPY_ARRAY(c->body_hash, pol.body_hash);
 	json_t *limits = json_object_get(pol.body, "limits");
 	json_t *sr = json_object_get(limits, "schema_retries");
 	c->schema_retries = json_is_number(sr) ? (int)json_number_value(sr) : g->o.schema_retries;

@@ -18,6 +18,7 @@
 #include "awooop/json.h"
 #include "awooop/run.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 static aw_llm *the_gateway;
@@ -83,7 +84,7 @@ static aw_err step_run(const aw_step_call *sc, json_t **result, aw_error *err)
 		return e;
 	if (e) { /* keep the gateway's words */
 		char msg[sizeof err->msg];
-		snprintf(msg, sizeof msg, "%s", err->msg);
+		AW_COPY_ARRAY(msg, err->msg);
 		return aw_fail(err, AW_E_RUN_STEP, "%s: %s", aw_err_code(e), msg);
 	}
 	*result = step_answer(body);

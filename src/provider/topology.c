@@ -13,6 +13,7 @@
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "provider_hooks.h"
 #include "provider_internal.h"
 
@@ -56,8 +57,10 @@ static int em_take(aw_llm *g, const char *project, long share)
 		if (!n)
 			return 0;
 		g->em = n;
-		x = &g->em[g->nem++];
-		snprintf(x->project, sizeof x->project, "%s", project);
+		x = &g->em[g->nem];
+		if (AW_STR_COPY(x->project, project) < 0) /* a ctx's project fits */
+			return 0;
+		g->nem++;
 		x->count = 0;
 	}
 	return x->count++ < share;
@@ -76,7 +79,7 @@ int llm_cap_take(aw_llm *g, const char *project)
 	long cap = g->emergency_cap, share = share_of(g, project, cap);
 	if (!g->o.kv) {
 		if (strcmp(date, g->cap_date)) {
-			snprintf(g->cap_date, sizeof g->cap_date, "%s", date);
+			AW_COPY_ARRAY(g->cap_date, date);
 			g->cap_count = 0;
 			g->nem = 0;
 		}
@@ -160,12 +163,20 @@ static void topo_install(aw_llm *g, const aw_policy *pol)
 		g->topo[i] = u;
 	}
 	json_t *em = pol ? json_object_get(pol->body, "emergency_cloud") : NULL;
-	snprintf(g->emergency_provider, sizeof g->emergency_provider, "%s",
-		 json_string_value(json_object_get(em, "provider")) ?: "");
-	snprintf(g->emergency_model, sizeof g->emergency_model, "%s",
-		 json_string_value(json_object_get(em, "model")) ?: "");
+	/* the schema counts the model's characters, not its bytes: a model name
+	 * that does not fit leaves no emergency cloud, never a cut (other) model */
+	if (AW_STR_COPY(g->emergency_provider, json_string_value(json_object_get(em, "provider"))) <
+		    0 ||
+	    AW_STR_COPY(g->emergency_model, json_string_value(json_object_get(em, "model"))) < 0) {
+		AW_COPY_ARRAY(g->emergency_provider, "");
+		AW_COPY_ARRAY(g->emergency_model, "");
+		aw_log(AW_LOG_WARN, NULL,
+		       "llm emergency cloud provider or model name too long: none used", NULL);
+	}
 	g->emergency_cap = (long)json_number_value(json_object_get(em, "daily_cap"));
-	snprintf(g->topo_rev, sizeof g->topo_rev, "%s", pol ? pol->revision_id : "");
+	AW_COPY_ARRAY(g->topo_rev, "");
+	if (pol)
+		AW_COPY_ARRAY(g->topo_rev, pol->revision_id);
 	g->topo_dirty = 0;
 	aw_metrics_llm_event("pool_reset", "ollama");
 }

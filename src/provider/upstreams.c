@@ -21,6 +21,7 @@
 #include "awooop/contract.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 /* the projects whose own upstreams are kept here at once (the oldest
@@ -37,10 +38,13 @@ upstream *llm_upstream_of(const json_t *def, const char *project)
 		return NULL;
 	upstream *u = llm_upstream_new(name, kind, url,
 				       json_string_value(json_object_get(def, "api_key")), project);
+	if (u && AW_STR_COPY(u->api_version, /* the schema: at most 31 */
+			     json_string_value(json_object_get(def, "api_version"))) < 0) {
+		llm_upstream_put(u);
+		return NULL;
+	}
 	if (!u)
 		return NULL;
-	snprintf(u->api_version, sizeof u->api_version, "%s",
-		 json_string_value(json_object_get(def, "api_version")) ?: "");
 	u->timeout_ms = (int)json_number_value(json_object_get(def, "timeout_ms"));
 	u->max_conc = (int)json_number_value(json_object_get(def, "max_concurrency"));
 	u->def = json_dumps(def, JSON_COMPACT | JSON_SORT_KEYS);
@@ -121,7 +125,9 @@ static void plat_install(aw_llm *g, const aw_policy *pol)
 	put_all(g->plat, g->nplat); /* the removed and the redefined */
 	g->plat = next;
 	g->nplat = next ? n : 0;
-	snprintf(g->plat_rev, sizeof g->plat_rev, "%s", pol ? pol->revision_id : "");
+	AW_COPY_ARRAY(g->plat_rev, "");
+	if (pol)
+		AW_COPY_ARRAY(g->plat_rev, pol->revision_id);
 	g->plat_dirty = 0;
 	g->plat_read = 1;
 }
@@ -148,16 +154,18 @@ static void own_install(aw_llm *g, const char *project, const json_t *body, cons
 		if (!m)
 			return;
 		g->own = m;
-		o = &g->own[g->nown++];
+		o = &g->own[g->nown];
 		memset(o, 0, sizeof *o);
-		snprintf(o->project, sizeof o->project, "%s", project);
+		if (AW_STR_COPY(o->project, project) < 0) /* a ctx's project fits */
+			return;
+		g->nown++;
 	}
 	int n = 0;
 	upstream **next = rebuild(defs, project, o->u, o->n, &n, own_reset);
 	put_all(o->u, o->n);
 	o->u = next;
 	o->n = next ? n : 0;
-	snprintf(o->rev, sizeof o->rev, "%s", rev);
+	(void)!AW_STR_COPY(o->rev, rev); /* a revision id fits; "" is read again */
 }
 
 void llm_upstreams_refresh(aw_llm *g, const aw_ctx *ctx, const json_t *body, const char *rev)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "awooop/json.h"
+#include "awooop/str.h"
 
 static aw_err bad(aw_error *err, const char *where, const char *msg)
 {
@@ -140,8 +141,9 @@ static aw_err check_billing(const json_t *req, aw_llm_req *out, aw_error *err)
 		for (int i = 0; known[i] && !ok; i++)
 			ok = !strcmp(key, known[i]);
 		if (!ok) {
-			char where[80];
-			snprintf(where, sizeof where, "/%.64s", key);
+			char where
+				[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+			snprintf(where, sizeof where, "/%s", key);
 			return aw_fail_at(err, AW_E_REQ_UNKNOWN_FIELD, where,
 					  "%.64s is not a chat completion field this gateway "
 					  "knows: an upstream may bill it, so it is not passed on",
@@ -592,7 +594,8 @@ const char *aw_llm_completion_usage(const json_t *resp, aw_llm_stream_state *st)
 aw_err aw_llm_completion_as_sse(const json_t *resp, int include_usage, aw_buf *out)
 {
 	aw_llm_stream_state st = {0};
-	snprintf(st.id, sizeof st.id, "%s", json_string_value(json_object_get(resp, "id")) ?: "");
+	if (AW_STR_COPY(st.id, json_string_value(json_object_get(resp, "id"))) < 0)
+		return AW_E_LLM_BROKEN; /* an id we did not make: never a cut one */
 	st.created = json_integer_value(json_object_get(resp, "created"));
 	st.model = json_string_value(json_object_get(resp, "model")) ?: "";
 	aw_llm_completion_usage(resp, &st);
@@ -615,7 +618,7 @@ aw_err aw_llm_wire_fields(const json_t *req, const char *const *fields, const ch
 	aw_err e = aw_json_check_numbers(req, err);
 	if (!e && (e = aw_json_only(req, fields, err))) {
 		char where[sizeof err->where];
-		snprintf(where, sizeof where, "%s", err->where);
+		AW_COPY_ARRAY(where, err->where);
 		aw_fail_at(err, e, where,
 			   "%.200s is not %s field this gateway knows: an upstream may bill it, "
 			   "so it is not passed on",

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "awooop/llm_wire.h"
+#include "awooop/str.h"
 
 static aw_err wire(aw_error *err, const char *where, const char *msg)
 {
@@ -62,6 +63,9 @@ static aw_err blocks_of(const json_t *c, json_t *blocks, const char *where, aw_e
 		json_t *src;
 		if (b64) {
 			char mt[64];
+			if (b64 - url - 5 >= (long)sizeof mt) /* never a cut media type */
+				return wire(err, where,
+					    "a data URL's media type is at most 63 bytes");
 			snprintf(mt, sizeof mt, "%.*s", (int)(b64 - url - 5), url + 5);
 			src = json_pack("{s:s,s:s,s:s}", "type", "base64", "media_type", mt, "data",
 					b64 + 8);
@@ -501,7 +505,7 @@ aw_err aw_llm_event_from_anthropic(const char *data, size_t len, aw_llm_stream_s
 		const char *sr = json_string_value(
 			json_object_get(json_object_get(j, "delta"), "stop_reason"));
 		if (sr)
-			snprintf(st->finish, sizeof st->finish, "%s", finish_of(sr));
+			(void)!AW_STR_COPY(st->finish, finish_of(sr)); /* a literal of finish_of */
 		usage_of(json_object_get(j, "usage"), st, 1);
 	} else if (!strcmp(type, "message_stop")) {
 		*done = 1;

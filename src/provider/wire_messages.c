@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "awooop/json.h"
+#include "awooop/str.h"
 
 static aw_err bad(aw_error *err, const char *where, const char *msg)
 {
@@ -270,6 +271,8 @@ aw_err aw_llm_messages_to_chat(const json_t *req, json_t **out, aw_error *err)
 	json_t *mt = json_object_get(req, "max_tokens");
 	if (!json_is_string(model))
 		return bad(err, "/model", "model is required");
+	if (json_string_length(model) > AW_LLM_MODEL_MAX)
+		return bad(err, "/model", "model is at most 128 bytes");
 	if (!json_is_integer(mt) || json_integer_value(mt) < 1)
 		return bad(err, "/max_tokens", "max_tokens is required: an integer of at least 1");
 	json_t *msgs = json_object_get(req, "messages");
@@ -457,7 +460,7 @@ void aw_msgs_stream_init(aw_msgs_stream *s, const char *model)
 {
 	memset(s, 0, sizeof *s);
 	s->open = -1;
-	snprintf(s->model, sizeof s->model, "%s", model ? model : "");
+	(void)!AW_STR_COPY(s->model, model); /* aw_llm_messages_to_chat bounds it */
 }
 
 static aw_err event(aw_buf *out, const char *name, json_t *data)
@@ -608,10 +611,8 @@ aw_err aw_llm_chunk_to_anthropic(const char *data, size_t len, aw_msgs_stream *s
 				  out);
 	}
 	const char *fin = json_string_value(json_object_get(c0, "finish_reason"));
-	if (!e && fin) {
-		snprintf(s->finish, sizeof s->finish, "%s", fin);
-		e = stop_block(s, out);
-	}
+	if (!e && fin)
+		e = AW_STR_COPY(s->finish, fin) < 0 ? AW_E_LLM_BROKEN : stop_block(s, out);
 	json_decref(j);
 	return e;
 }

@@ -20,6 +20,7 @@
 
 #include "awooop/json.h"
 #include "awooop/llm_wire.h"
+#include "awooop/str.h"
 
 static aw_err bad(aw_error *err, const char *where, const char *msg)
 {
@@ -243,6 +244,8 @@ aw_err aw_llm_responses_to_chat(const json_t *req, json_t **out, aw_error *err)
 	json_t *model = json_object_get(req, "model");
 	if (!json_is_string(model))
 		return bad(err, "/model", "model is required");
+	if (json_string_length(model) > AW_LLM_MODEL_MAX)
+		return bad(err, "/model", "model is at most 128 bytes");
 	json_t *o = json_pack("{s:O,s:[]}", "model", model, "messages");
 	if (!o)
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -397,7 +400,7 @@ void aw_resp_stream_init(aw_resp_stream *s, const char *model)
 {
 	memset(s, 0, sizeof *s);
 	s->open = -1;
-	snprintf(s->model, sizeof s->model, "%s", model ? model : "");
+	(void)!AW_STR_COPY(s->model, model); /* aw_llm_responses_to_chat bounds it */
 }
 
 void aw_resp_stream_free(aw_resp_stream *s)
@@ -489,7 +492,11 @@ static aw_err open_item(aw_resp_stream *s, int kind, const char *call_id, const 
 		json_object_set_new(item, "content", json_array());
 		const char *iid = json_string_value(json_object_get(item, "id"));
 		char idb[96];
-		snprintf(idb, sizeof idb, "%s", iid ? iid : "");
+		if (AW_STR_COPY(idb, iid) < 0) { /* "msg_" and our response id: fits */
+			json_decref(item);
+			json_decref(part);
+			return AW_E_INTERNAL;
+		}
 		e = event(s, out, "response.output_item.added",
 			  json_pack("{s:i,s:o}", "output_index", s->open, "item", item));
 		if (!e)
@@ -500,8 +507,8 @@ static aw_err open_item(aw_resp_stream *s, int kind, const char *call_id, const 
 			json_decref(part);
 		return e;
 	}
-	snprintf(s->call_id, sizeof s->call_id, "%s", call_id ? call_id : "");
-	snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+	if (AW_STR_COPY(s->call_id, call_id) < 0 || AW_STR_COPY(s->name, name) < 0)
+		return AW_E_LLM_BROKEN; /* the upstream's tool call: whole, or refused */
 	return event(s, out, "response.output_item.added",
 		     json_pack("{s:i,s:o}", "output_index", s->open, "item",
 			       call_item(s->call_id, s->name, "", "in_progress")));
@@ -593,10 +600,8 @@ aw_err aw_llm_chunk_to_responses(const char *data, size_t len, aw_resp_stream *s
 		}
 	}
 	const char *fin = json_string_value(json_object_get(c0, "finish_reason"));
-	if (!e && fin) {
-		snprintf(s->finish, sizeof s->finish, "%s", fin);
-		e = close_item(s, out);
-	}
+	if (!e && fin)
+		e = AW_STR_COPY(s->finish, fin) < 0 ? AW_E_LLM_BROKEN : close_item(s, out);
 	json_decref(j);
 	return e;
 }

@@ -10,6 +10,7 @@
 
 #include "awooop/run.h"
 #include "awooop/store/agent.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 aw_err aw_run_agent_progress(aw_store *s, const aw_ctx *ctx, const char *run_id,
@@ -39,7 +40,7 @@ aw_err aw_run_agent_progress(aw_store *s, const aw_ctx *ctx, const char *run_id,
 				continue;
 			}
 			out->tool_calls++;
-			snprintf(out->tool, sizeof out->tool, "%s", rows[i].name);
+			AW_COPY_ARRAY(out->tool, rows[i].name);
 			out->calling = !strcmp(rows[i].state, "started") ||
 				       !strcmp(rows[i].state, "approved");
 			out->waiting = !strcmp(rows[i].state, "parked");

@@ -27,6 +27,7 @@
 #include "awooop/run.h"
 #include "awooop/executor.h"
 #include "awooop/secret.h"
+#include "awooop/str.h"
 #include "worker.h"
 
 #define MAX_EXECUTORS 32
@@ -149,9 +150,13 @@ static aw_err headers_validate(const json_t *h, aw_error *err)
 /* Where the project's file: references live (secret.h); set once at start. */
 static char secrets_root[1024];
 
-void aw_run_secrets_dir(const char *dir)
+aw_err aw_run_secrets_dir(const char *dir, aw_error *err)
 {
-	snprintf(secrets_root, sizeof secrets_root, "%s", dir ? dir : "");
+	if (AW_STR_COPY(secrets_root, dir) < 0) /* "": file: references do not resolve */
+		return aw_fail(err, AW_E_CONFIG,
+			       "the secrets directory is a path of at most %zu bytes",
+			       sizeof secrets_root - 1);
+	return AW_OK;
 }
 
 /* Adds the step's headers to *hdr, resolving secret references now, inside

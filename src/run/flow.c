@@ -17,6 +17,7 @@
 #include "awooop/ident.h"
 #include "awooop/json.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 
 /* ---- pointers (RFC 6901) ---- */
 
@@ -245,7 +246,7 @@ static aw_err only_members(const json_t *obj, const char *const *allowed, const 
 	if (!aw_json_only(obj, allowed, err))
 		return AW_OK;
 	char inner[sizeof err->where];
-	snprintf(inner, sizeof inner, "%s", err->where);
+	AW_COPY_ARRAY(inner, err->where);
 	snprintf(err->where, sizeof err->where, "%.60s%.60s", where, inner);
 	err->err = AW_E_RUN_WORKFLOW;
 	return AW_E_RUN_WORKFLOW;

@@ -16,6 +16,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 #include "awooop/worker.h"
 #include "notify.h"
 #include "worker.h"
@@ -359,7 +360,11 @@ aw_err aw_worker_start(aw_store *s, const aw_worker_opts *opts, aw_worker **out,
 	if (w->o.batch > 1000)
 		w->o.batch = 1000;
 	if (opts->id && *opts->id) {
-		snprintf(w->id, sizeof w->id, "%s", opts->id);
+		if (AW_STR_COPY(w->id, opts->id) < 0) { /* a cut id could be another worker's */
+			free(w);
+			return aw_fail(err, AW_E_CONFIG, "a worker id is at most %d bytes",
+				       AW_WORKER_ID_MAX);
+		}
 	} else {
 		char host[32] = "host";
 		gethostname(host, sizeof host - 1);

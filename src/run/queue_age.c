@@ -21,6 +21,7 @@
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 
 aw_err aw_run_queue_age_sample(aw_store *s, aw_run_queue_age **out, int *n, aw_error *err)
 {
@@ -51,8 +52,8 @@ aw_err aw_run_queue_age_sample(aw_store *s, aw_run_queue_age **out, int *n, aw_e
 		if (aw_clock_parse(rows[i].due_at, &due) != 0)
 			continue; /* the store wrote it: never seen, but never a guess */
 		aw_run_queue_age *a = &ages[k];
-		snprintf(a->project, sizeof a->project, "%s", rows[i].project_id);
-		snprintf(a->queue, sizeof a->queue, "%s", rows[i].queue);
+		AW_COPY_ARRAY(a->project, rows[i].project_id);
+		AW_COPY_ARRAY(a->queue, rows[i].queue);
 		a->age_s = due < now_ms ? (double)(now_ms - due) / 1000.0 : 0;
 		a->depth = rows[i].depth;
 		projects[k] = a->project;

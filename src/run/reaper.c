@@ -12,6 +12,7 @@
 
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "worker.h"
 
 /* Fails one run whose approval window closed; 1 when it moved. */
@@ -24,7 +25,7 @@ static int expire_one(aw_store *s, const aw_run_ref *ref, aw_error *err)
 	if (aw_store_begin(s, &ctx, AW_TXN_WRITE, &t, err))
 		return 0;
 	char ids[1][AW_UUID_STR_LEN + 1];
-	snprintf(ids[0], sizeof ids[0], "%s", ref->run_id);
+	AW_COPY_ARRAY(ids[0], ref->run_id);
 	char now[AW_TS_LEN + 1];
 	aw_clock_now(now);
 	const char *code = aw_err_code(AW_E_RUN_APPROVAL_EXPIRED);
@@ -40,8 +41,8 @@ static int expire_one(aw_store *s, const aw_run_ref *ref, aw_error *err)
 	for (int i = 0; !e && i < n; i++)
 		if (!strcmp(st[i].state, "waiting")) {
 			snprintf(st[i].state, sizeof st[i].state, "failed");
-			snprintf(st[i].error_code, sizeof st[i].error_code, "%s", code);
-			snprintf(st[i].finished_at, sizeof st[i].finished_at, "%s", now);
+			(void)!AW_STR_COPY(st[i].error_code, code); /* an E-... code literal */
+			AW_COPY_ARRAY(st[i].finished_at, now);
 			e = aw_store_run_steps_put(t, &st[i], 1, err);
 		}
 	aw_run_steps_free(st, n);

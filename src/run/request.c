@@ -16,6 +16,7 @@
 #include "awooop/redact.h"
 #include "awooop/run.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 
 void aw_run_request_free(aw_run_request *r)
 {
@@ -48,9 +49,9 @@ static aw_err check_step(const json_t *wf, size_t i, aw_error *err)
 		return aw_fail_at(err, AW_E_RUN_WORKFLOW, where, "a step must be an object");
 	aw_err e = aw_json_only(step, allowed, err);
 	if (e) {
-		char inner[sizeof err->where];
-		snprintf(inner, sizeof inner, "%s", err->where);
-		snprintf(err->where, sizeof err->where, "%.40s%.80s", where, inner);
+		char both[sizeof where + sizeof err->where]; /* fits both whole */
+		snprintf(both, sizeof both, "%s%s", where, err->where);
+		aw_str_show(err->where, sizeof err->where, both); /* too long: says so */
 		return e;
 	}
 	json_t *kind = json_object_get(step, "kind");
@@ -85,7 +86,7 @@ static aw_err check_step(const json_t *wf, size_t i, aw_error *err)
 	json_decref(empty);
 	if (e) {
 		char inner[sizeof err->where];
-		snprintf(inner, sizeof inner, "%s", err->where);
+		AW_COPY_ARRAY(inner, err->where);
 		snprintf(err->where, sizeof err->where, "%.40s/args%.80s", where, inner);
 		err->err = e = AW_E_RUN_WORKFLOW;
 	}
@@ -137,8 +138,11 @@ aw_err aw_run_request_decode(const char *body, size_t len, aw_run_request *out, 
 			       AW_QUEUE_MAX);
 		goto out;
 	}
-	if (queue)
-		snprintf(out->queue, sizeof out->queue, "%s", queue);
+	if (queue && AW_STR_COPY(out->queue, queue) < 0) { /* checked above: fits */
+		e = aw_fail_at(err, AW_E_REQ_INVALID, "/queue", "queue is at most %d bytes",
+			       AW_QUEUE_MAX);
+		goto out;
+	}
 	json_t *wf = json_object_get(o, "workflow");
 	if (!json_is_array(wf) || json_array_size(wf) == 0 ||
 	    json_array_size(wf) > AW_RUN_MAX_STEPS) {

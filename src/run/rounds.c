@@ -31,6 +31,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/executor.h"
+#include "awooop/str.h"
 #include "awooop/worker.h"
 #include "run_hooks.h"
 #include "run_span.h"
@@ -102,7 +103,7 @@ static aw_ctx project_ctx(const aw_worker *w, const char *project)
 {
 	aw_ctx c;
 	aw_ctx_system(&c, project);
-	snprintf(c.principal, sizeof c.principal, "%s", w->id);
+	AW_COPY_ARRAY(c.principal, w->id);
 	return c;
 }
 
@@ -308,9 +309,9 @@ static void prepare(job *j)
 		const aw_executor *x = kind ? aw_executor_find(kind) : NULL;
 		if (x && x->validate && x->validate(j->args, &err) != AW_OK) {
 			char msg[sizeof err.msg];
-			snprintf(msg, sizeof msg, "%s", err.msg);
+			AW_COPY_ARRAY(msg, err.msg);
 			char at[sizeof err.where];
-			snprintf(at, sizeof at, "%s", err.where);
+			AW_COPY_ARRAY(at, err.where);
 			j->ref_err = aw_fail(&err, AW_E_RUN_REF,
 					     "with its references resolved, the step's args are"
 					     " invalid at %.60s: %.80s",
@@ -372,13 +373,15 @@ static void fill_step(const job *j, aw_run_step *st, const char *state)
 	memset(st, 0, sizeof *st);
 	memcpy(st->run_id, j->c->run_id, sizeof st->run_id);
 	st->step_no = j->next + 1;
-	snprintf(st->kind, sizeof st->kind, "%s",
-		 json_string_value(json_object_get(json_array_get(j->wf, j->next), "kind")));
-	snprintf(st->state, sizeof st->state, "%s", state);
+	/* kind: a registered step kind (the workflow was validated); state: a
+	 * literal of this file. "" rather than a cut name if ever not. */
+	(void)!AW_STR_COPY(st->kind, json_string_value(json_object_get(
+					     json_array_get(j->wf, j->next), "kind")));
+	(void)!AW_STR_COPY(st->state, state);
 	aw_run_step_key(j->c->run_id, st->step_no, st->idem_key, sizeof st->idem_key);
 	st->attempt = j->c->attempts;
 	st->tries = j->tries;
-	snprintf(st->started_at, sizeof st->started_at, "%s", j->started);
+	AW_COPY_ARRAY(st->started_at, j->started);
 }
 
 /* The journal entry of j's executed step, in state `state`; its result is
@@ -386,10 +389,10 @@ static void fill_step(const job *j, aw_run_step *st, const char *state)
 static void journal_entry(const job *j, aw_run_step *st, const char *state)
 {
 	fill_step(j, st, state);
-	snprintf(st->finished_at, sizeof st->finished_at, "%s", j->finished);
+	AW_COPY_ARRAY(st->finished_at, j->finished);
 	st->tries = j->tries + 1;
 	if (j->step_err)
-		snprintf(st->error_code, sizeof st->error_code, "%s", aw_err_code(j->step_err));
+		(void)!AW_STR_COPY(st->error_code, aw_err_code(j->step_err)); /* <= 17 bytes */
 	st->result = j->result ? aw_json_dump(j->result) : NULL;
 }
 
@@ -452,8 +455,8 @@ static void execute(aw_worker *w, job *j)
 	char key[AW_UUID_STR_LEN + 16], tp[AW_TRACEPARENT_LEN + 1];
 	aw_run_step_key(j->c->run_id, j->next + 1, key, sizeof key);
 	aw_trace run_trace = {.flags = 1}, hop;
-	snprintf(run_trace.trace_id, sizeof run_trace.trace_id, "%s", j->c->trace_id);
-	snprintf(run_trace.span_id, sizeof run_trace.span_id, "%s", "0000000000000001");
+	AW_COPY_ARRAY(run_trace.trace_id, j->c->trace_id);
+	AW_COPY_ARRAY(run_trace.span_id, "0000000000000001");
 	aw_trace_child(&run_trace, &hop);
 	aw_trace_format(&hop, tp);
 	aw_step_call call = {.run_id = j->c->run_id,

@@ -15,6 +15,7 @@
 #include "awooop/jcs.h"
 #include "awooop/json.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 #include "awooop/worker.h"
 #include "awooop/executor.h"
 #include "awooop/store/agent.h"
@@ -116,26 +117,33 @@ static aw_err submit_in(aw_txn *t, const aw_ctx *ctx, const aw_run_request *req,
 			return e;
 	}
 	aw_uuid7_str(out->run_id);
-	snprintf(out->project_id, sizeof out->project_id, "%s", ctx->project);
-	snprintf(out->state, sizeof out->state, "%s", handoff ? "claimed" : "queued");
+	AW_COPY_ARRAY(out->project_id, ctx->project);
+	AW_COPY_ARRAY(out->state, "queued");
 	if (handoff) {
+		AW_COPY_ARRAY(out->state, "claimed");
 		out->attempts = 1;
-		snprintf(out->lease_owner, sizeof out->lease_owner, "%s", ho->holder);
+		if (AW_STR_COPY(out->lease_owner, ho->holder) < 0) /* a worker's id: fits */
+			return aw_fail(err, AW_E_INTERNAL, "worker id longer than %d bytes",
+				       AW_WORKER_ID_MAX);
 		aw_clock_format(ms + ho->lease_ms, out->lease_expires_at);
 	}
-	snprintf(out->mode, sizeof out->mode, "%s", req->shadow ? "shadow" : "live");
-	snprintf(out->queue, sizeof out->queue, "%s", req->queue);
+	AW_COPY_ARRAY(out->mode, "live");
+	if (req->shadow)
+		AW_COPY_ARRAY(out->mode, "shadow");
+	AW_COPY_ARRAY(out->queue, req->queue);
 	out->workflow = aw_json_dump(req->workflow);
 	out->input = req->input ? aw_json_dump(req->input) : NULL;
 	out->priority = req->priority;
 	out->max_attempts = req->max_attempts;
 	out->timeout_s = req->timeout_s;
-	snprintf(out->trace_id, sizeof out->trace_id, "%s", ctx->trace.trace_id);
+	AW_COPY_ARRAY(out->trace_id, ctx->trace.trace_id);
 	/* run_at: not before it; a time already past runs now */
-	snprintf(out->run_after, sizeof out->run_after, "%s",
-		 strcmp(req->run_at, now) > 0 ? req->run_at : now);
-	snprintf(out->created_at, sizeof out->created_at, "%s", now);
-	snprintf(out->updated_at, sizeof out->updated_at, "%s", now);
+	if (strcmp(req->run_at, now) > 0)
+		AW_COPY_ARRAY(out->run_after, req->run_at);
+	else
+		AW_COPY_ARRAY(out->run_after, now);
+	AW_COPY_ARRAY(out->created_at, now);
+	AW_COPY_ARRAY(out->updated_at, now);
 	if (!out->workflow || (req->input && !out->input))
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	if (pend && (!idem_key || pend->key_new))
@@ -389,13 +397,15 @@ static aw_run_claim *claim_of(const aw_run *r)
 	aw_run_claim *c = aw_calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
-	snprintf(c->project_id, sizeof c->project_id, "%s", r->project_id);
-	snprintf(c->run_id, sizeof c->run_id, "%s", r->run_id);
-	snprintf(c->queue, sizeof c->queue, "%s", r->queue[0] ? r->queue : "default");
+	AW_COPY_ARRAY(c->project_id, r->project_id);
+	AW_COPY_ARRAY(c->run_id, r->run_id);
+	AW_COPY_ARRAY(c->queue, r->queue);
+	if (!c->queue[0])
+		AW_COPY_ARRAY(c->queue, "default");
 	snprintf(c->prev_state, sizeof c->prev_state, "queued");
-	snprintf(c->mode, sizeof c->mode, "%s", r->mode);
-	snprintf(c->trace_id, sizeof c->trace_id, "%s", r->trace_id);
-	snprintf(c->claimed_at, sizeof c->claimed_at, "%s", r->created_at);
+	AW_COPY_ARRAY(c->mode, r->mode);
+	AW_COPY_ARRAY(c->trace_id, r->trace_id);
+	AW_COPY_ARRAY(c->claimed_at, r->created_at);
 	c->attempts = r->attempts;
 	c->max_attempts = r->max_attempts;
 	c->timeout_s = r->timeout_s;
@@ -455,7 +465,7 @@ aw_err aw_run_get(aw_store *s, const aw_ctx *ctx, const char *run_id, aw_run *ou
 	e = aw_store_run_get(t, run_id, out, err);
 	if (!e && steps) {
 		char id[1][AW_UUID_STR_LEN + 1];
-		snprintf(id[0], sizeof id[0], "%s", run_id);
+		AW_COPY_ARRAY(id[0], out->run_id); /* the run just read */
 		if ((e = aw_store_run_steps(t, id, 1, steps, nsteps, err)))
 			aw_run_free(out);
 	}
@@ -591,10 +601,11 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 	int nsteps = 0;
 	json_t *tr = NULL;
 	char id[1][AW_UUID_STR_LEN + 1];
-	snprintf(id[0], sizeof id[0], "%s", run_id);
 	aw_run_call *calls = NULL;
 	int ncalls = 0, agent = 0;
 	e = aw_store_run_get(t, run_id, &run, err);
+	if (!e)
+		AW_COPY_ARRAY(id[0], run.run_id); /* the run just read */
 	if (!e && !(e = aw_store_run_steps(t, id, 1, &steps, &nsteps, err)))
 		e = transitions_in(t, run_id, &tr, err);
 	for (int i = 0; !e && i < nsteps; i++)

@@ -32,6 +32,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/run.h"
+#include "awooop/str.h"
 #include "awooop/worker.h"
 #include "awooop/tz.h"
 #include "awooop/uuid.h"
@@ -139,10 +140,12 @@ aw_err aw_schedule_request_decode(const char *body, size_t len, aw_schedule_requ
 	free(text);
 	if (e)
 		goto out;
-	snprintf(out->name, sizeof out->name, "%s", name);
-	snprintf(out->cron, sizeof out->cron, "%s", cron);
-	snprintf(out->timezone, sizeof out->timezone, "%s", tzn);
-	snprintf(out->catch_up, sizeof out->catch_up, "%s", cu);
+	/* each bounded above (name, cron, time zone and catch_up checks) */
+	if (AW_STR_COPY(out->name, name) < 0 || AW_STR_COPY(out->cron, cron) < 0 ||
+	    AW_STR_COPY(out->timezone, tzn) < 0 || AW_STR_COPY(out->catch_up, cu) < 0) {
+		e = aw_fail(err, AW_E_REQ_INVALID, "a schedule field is too long");
+		goto out;
+	}
 	out->run = json_incref(run);
 out:
 	json_decref(o);
@@ -204,15 +207,15 @@ aw_err aw_schedule_create(aw_store *s, const aw_ctx *ctx, const aw_schedule_requ
 	aw_schedule_row row;
 	memset(&row, 0, sizeof row);
 	aw_uuid7_str(row.schedule_id);
-	snprintf(row.project_id, sizeof row.project_id, "%s", ctx->project);
-	snprintf(row.name, sizeof row.name, "%s", req->name);
-	snprintf(row.cron, sizeof row.cron, "%s", req->cron);
-	snprintf(row.timezone, sizeof row.timezone, "%s", req->timezone);
-	snprintf(row.catch_up, sizeof row.catch_up, "%s", req->catch_up);
-	snprintf(row.created_by, sizeof row.created_by, "%s", ctx->principal);
+	AW_COPY_ARRAY(row.project_id, ctx->project);
+	AW_COPY_ARRAY(row.name, req->name);
+	AW_COPY_ARRAY(row.cron, req->cron);
+	AW_COPY_ARRAY(row.timezone, req->timezone);
+	AW_COPY_ARRAY(row.catch_up, req->catch_up);
+	AW_COPY_ARRAY(row.created_by, ctx->principal);
 	int64_t now = aw_clock_wall_ms();
 	aw_clock_format(now, row.created_at);
-	snprintf(row.updated_at, sizeof row.updated_at, "%s", row.created_at);
+	AW_COPY_ARRAY(row.updated_at, row.created_at);
 	aw_err e = next_tick(req->cron, req->timezone, now, row.next_fire_at, err);
 	if (e)
 		return e;
@@ -400,9 +403,9 @@ static aw_err fire_tick(firing *f, int64_t tick, int missed, aw_error *err)
 		return e;
 	if (!replayed) { /* a replay: that tick has its run already */
 		aw_schedule_fire rec = {.missed = missed};
-		snprintf(rec.tick_at, sizeof rec.tick_at, "%s", at);
-		snprintf(rec.run_id, sizeof rec.run_id, "%s", run.run_id);
-		snprintf(rec.fired_at, sizeof rec.fired_at, "%s", now);
+		AW_COPY_ARRAY(rec.tick_at, at);
+		AW_COPY_ARRAY(rec.run_id, run.run_id);
+		AW_COPY_ARRAY(rec.fired_at, now);
 		e = aw_store_schedule_fire_put(f->t, f->row->schedule_id, &rec, err);
 	}
 	if (!e && !replayed) {
@@ -414,8 +417,8 @@ static aw_err fire_tick(firing *f, int64_t tick, int missed, aw_error *err)
 		json_decref(p);
 		f->fired++;
 	}
-	snprintf(f->last_tick, sizeof f->last_tick, "%s", at);
-	snprintf(f->last_run, sizeof f->last_run, "%s", run.run_id);
+	AW_COPY_ARRAY(f->last_tick, at);
+	AW_COPY_ARRAY(f->last_run, run.run_id);
 	aw_run_free(&run);
 	return e;
 }

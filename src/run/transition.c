@@ -12,6 +12,7 @@
 #include "awooop/audit.h"
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "awooop/uuid.h"
 
 struct aw_run_pending {
@@ -88,7 +89,8 @@ static aw_err queue(aw_run_txn *x, const aw_run_mover *m, const char *action, js
 	aw_run_pending *r = &x->recs[x->n++];
 	*r = (aw_run_pending){
 		.run_id = m->run_id, .trace_id = m->trace_id, .action = action, .payload = p};
-	snprintf(r->queue, sizeof r->queue, "%s", m->queue ? m->queue : "");
+	if (AW_STR_COPY(r->queue, m->queue) < 0) /* a run's queue: fits */
+		return aw_fail(err, AW_E_INTERNAL, "queue name longer than %d bytes", AW_QUEUE_MAX);
 	return AW_OK;
 }
 
@@ -121,7 +123,10 @@ aw_err run_move(aw_run_txn *x, const aw_run_mover *m, int n, const aw_run_state 
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		snprintf(ids[i], sizeof ids[i], "%s", m[i].run_id);
+		if (AW_STR_COPY(ids[i], m[i].run_id) < 0) {
+			e = aw_fail(err, AW_E_REQ_ID, "run id must be a UUID");
+			goto out;
+		}
 		ok[i] = 0;
 	}
 	if ((e = aw_store_run_cas_many(x->t, ids, n, aw_run_state_name(path[0]),
@@ -194,7 +199,10 @@ static aw_err queues_needed(aw_run_txn *x, aw_error *err)
 	k = 0;
 	for (int i = 0; i < x->n; i++)
 		if (!x->recs[i].queue[0] && final_of(x->recs[i].action) >= 0) {
-			snprintf(ids[k], sizeof ids[k], "%s", x->recs[i].run_id);
+			if (AW_STR_COPY(ids[k], x->recs[i].run_id) < 0) {
+				e = aw_fail(err, AW_E_REQ_ID, "run id must be a UUID");
+				goto out;
+			}
 			at[k++] = i;
 		}
 	if ((e = aw_store_run_queues_of(x->t, ids, k, qs, err)))

@@ -10,6 +10,7 @@
 #include "store_internal.h"
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 aw_err aw_store_budget_period_ensure(aw_txn *t, const char *period, const aw_budget_amount *limit,
 				     aw_error *err)
@@ -34,9 +35,10 @@ aw_err aw_store_budget_period_get(aw_txn *t, const char *period, aw_budget_perio
 			    " cost_settled FROM budget_periods"
 			    " WHERE project_id = $1 AND period_key = $2",
 			    2, p, &r, err);
-	*found = !e && r->nrows;
 	memset(out, 0, sizeof *out);
-	snprintf(out->period_key, sizeof out->period_key, "%s", period);
+	if (!e && AW_STR_COPY(out->period_key, period) < 0) /* read by its whole key */
+		e = aw_fail(err, AW_E_INTERNAL, "budget period key too long");
+	*found = !e && r->nrows;
 	out->limit.cost = -1;
 	if (*found) {
 		out->limit = (aw_budget_amount){cell_ll(r, 0, 0), cell_ll(r, 0, 3)};

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "store_internal.h"
 
 #define MIGRATE_LOCK_KEY "727700113"
@@ -158,8 +159,9 @@ aw_err aw_store_migrate(aw_store *s, const char *app_role, aw_error *err)
 		if (recorded(have, list[i].version))
 			continue;
 		if ((e = s->drv->script(c, list[i].sql, err))) {
-			char msg[sizeof err->msg];
-			snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+			char msg[sizeof err->msg] = "";
+			if (err)
+				AW_COPY_ARRAY(msg, err->msg);
 			aw_fail(err, e, "migration %04d_%s failed: %s", list[i].version,
 				list[i].name, msg);
 			break;

@@ -17,6 +17,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/clock.h"
+#include "awooop/str.h"
 #include "driver.h"
 
 #define TIMESTAMPTZOID 1184
@@ -491,10 +492,11 @@ static aw_err pg_defer(aw_conn *c, const char *sql, int n, const aw_val *p,
 static aw_err pg_begin(aw_conn *c, const char *project, int write, aw_error *err)
 {
 	(void)write;
-	(void)err;
 	clear_pending(c);
+	if (AW_STR_COPY(c->project, project) < 0) /* a ctx's project: fits */
+		return aw_fail(err, AW_E_INTERNAL, "project id longer than %zu bytes",
+			       sizeof c->project - 1);
 	c->begin_pending = 1;
-	snprintf(c->project, sizeof c->project, "%s", project ? project : "");
 	return AW_OK;
 }
 

@@ -11,6 +11,7 @@
 #include "store_internal.h"
 
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 
 aw_err aw_store_relay_begin(aw_store *s, aw_txn **out, aw_error *err)
 {
@@ -151,11 +152,14 @@ aw_store_listener *aw_store_listen(aw_store *s, const char *channel, int others_
 	if (!s->drv->listen)
 		return NULL;
 	aw_store_listener *l = aw_calloc(1, sizeof *l);
+	if (l && AW_STR_COPY(l->channel, channel) < 0) { /* as if out of memory */
+		free(l);
+		return NULL;
+	}
 	if (!l)
 		return NULL;
 	l->s = s;
 	l->others_only = others_only;
-	snprintf(l->channel, sizeof l->channel, "%s", channel);
 	listener_connect(l); /* retried in wait() if the database is down now */
 	return l;
 }

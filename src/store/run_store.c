@@ -11,6 +11,7 @@
 
 #include "awooop/alloc.h"
 #include "awooop/buf.h"
+#include "awooop/str.h"
 #include "store_internal.h"
 
 #define RUN_COLS                                                                              \
@@ -542,7 +543,8 @@ aw_err aw_store_run_cas(aw_txn *t, const char *run_id, const char *from, const c
 			const aw_run_change *c, aw_error *err)
 {
 	char id[1][AW_UUID_STR_LEN + 1];
-	snprintf(id[0], sizeof id[0], "%s", run_id);
+	if (AW_STR_COPY(id[0], run_id) < 0) /* a cut id could name another run */
+		return aw_fail(err, AW_E_REQ_ID, "run id must be a UUID");
 	int ok = 0;
 	aw_err e = cas(t, id, 1, from, to, c, &ok, err);
 	if (!e && !ok)
@@ -673,7 +675,9 @@ static aw_ctx worker_ctx(const char *who)
 {
 	aw_ctx sys;
 	aw_ctx_system(&sys, NULL);
-	snprintf(sys.principal, sizeof sys.principal, "%s", who);
+	char p[sizeof sys.principal];
+	if (AW_STR_COPY(p, who) == 0) /* a worker id (AW_WORKER_ID_MAX) fits; else "system" */
+		AW_COPY_ARRAY(sys.principal, p);
 	return sys;
 }
 
@@ -837,8 +841,7 @@ static aw_err sqlite_claim(aw_store *s, const char *worker, int lease_ms, int li
 	for (int i = 0; !e && i < *n; i++)
 		for (int k = 0; k < np; k++)
 			if (strcmp(ids[k], (*out)[i].run_id) == 0) {
-				snprintf((*out)[i].prev_state, sizeof(*out)[i].prev_state, "%s",
-					 prev[k]);
+				AW_COPY_ARRAY((*out)[i].prev_state, prev[k]);
 				(*out)[i].resumed = resumed[k];
 			}
 	if (!e && nhc) { /* the held ones after the claimed */

@@ -24,6 +24,7 @@
 #include "awooop/alloc.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 #include "store_internal.h"
 
 static const aw_driver *driver_for(const char *url)
@@ -155,10 +156,8 @@ static int charge_slot(aw_store *s, const char *project, int make)
 		if (!s->charges[i].held && free_slot < 0)
 			free_slot = i;
 	}
-	if (!make || free_slot < 0)
-		return -1;
-	snprintf(s->charges[free_slot].project, sizeof s->charges[free_slot].project, "%s",
-		 project);
+	if (!make || free_slot < 0 || AW_STR_COPY(s->charges[free_slot].project, project) < 0)
+		return -1; /* project: a ctx's charge, which fits */
 	return free_slot;
 }
 
@@ -434,8 +433,13 @@ void cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col)
 {
 	const char *v = rows_get(r, row, col);
 	size_t n = v ? strlen(v) : 0;
-	if (n >= cap)
+	if (n >= cap) { /* a field narrower than what was stored: said, never quietly */
+		char c[16];
+		snprintf(c, sizeof c, "%d", col);
+		aw_log(AW_LOG_ERROR, NULL, "a stored value is longer than its field: cut", "column",
+		       c, NULL);
 		n = cap - 1;
+	}
 	if (n)
 		memcpy(dst, v, n);
 	dst[n] = '\0';

@@ -88,7 +88,9 @@ void outbox_from_row(aw_outbox_event *v, const aw_rows *r, int i, int relay_atte
  * the schema never stores, reads as 0 too). */
 long long cell_ll(const aw_rows *r, int row, int col);
 
-/* Copies a cell into a fixed buffer ("" for NULL). */
+/* Copies a cell into a fixed buffer dst[cap] ("" for NULL). A value longer than the field is cut and
+ * logged as an error (the field is too narrow for what the store holds: widen
+ * it); the value itself is never logged. */
 void cell_copy(char *dst, size_t cap, const aw_rows *r, int row, int col);
 
 /* Appends "$first, $first+1, ..." (n placeholders) at sql + *o. */

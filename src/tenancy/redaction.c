@@ -22,6 +22,7 @@
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
 #include "awooop/store/tenancy.h"
+#include "awooop/str.h"
 
 void aw_redaction_list_clear(aw_redaction_list *l)
 {
@@ -120,7 +121,7 @@ aw_err aw_redaction_set(aw_store *s, const aw_ctx *ctx, const json_t *patterns,
 	if (out) {
 		aw_redaction_row row = {.version = version, .patterns = text};
 		memcpy(row.updated_at, now, sizeof row.updated_at);
-		snprintf(row.updated_by, sizeof row.updated_by, "%s", ctx->principal);
+		AW_COPY_ARRAY(row.updated_by, ctx->principal);
 		e = list_of(&row, out, err);
 	}
 	free(text);

@@ -3,6 +3,7 @@
  * touch, and the project and key lifecycle. Written against store.h only.
  */
 #include "awooop/alloc.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 
 #include <stdio.h>
@@ -52,9 +53,9 @@ aw_err aw_tenancy_authenticate_key(aw_store *s, const char *secret, aw_ctx *ctx,
 		return aw_fail(err, AW_E_AUTH_EXPIRED, "this API key expired at %s", l.expires_at);
 	if (lim)
 		*lim = l;
-	snprintf(ctx->project, sizeof ctx->project, "%s", k.project_id);
-	snprintf(ctx->principal, sizeof ctx->principal, "%s", k.name);
-	snprintf(ctx->key_id, sizeof ctx->key_id, "%s", k.key_id);
+	AW_COPY_ARRAY(ctx->project, k.project_id);
+	AW_COPY_ARRAY(ctx->principal, k.name);
+	AW_COPY_ARRAY(ctx->key_id, k.key_id);
 	ctx->scope = k.scope;
 	return AW_OK;
 }
@@ -84,9 +85,10 @@ aw_err aw_project_create(aw_store *s, const aw_ctx *ctx, const char *id, aw_proj
 	aw_ctx pc;
 	aw_ctx_with_project(ctx, id, &pc);
 	aw_project p = {0};
-	snprintf(p.project_id, sizeof p.project_id, "%s", id);
+	if (AW_STR_COPY(p.project_id, id) < 0) /* aw_ident_project_ok: at most 63 */
+		return aw_fail_at(err, AW_E_TENANT_SLUG, "/id", "project id is too long");
 	aw_clock_now(p.created_at);
-	snprintf(p.created_by, sizeof p.created_by, "%s", ctx->principal);
+	AW_COPY_ARRAY(p.created_by, ctx->principal);
 	aw_txn *t = NULL;
 	aw_err e = aw_store_begin(s, &pc, AW_TXN_WRITE, &t, err);
 	if (e)
@@ -170,7 +172,7 @@ static aw_err limits_into(const aw_key_limits *lim, aw_apikey *k, aw_error *err)
 	free(txt);
 	if (n >= sizeof k->limits)
 		return aw_fail_at(err, AW_E_KEY_LIMITS, "", "the key's limits are too long");
-	snprintf(k->expires_at, sizeof k->expires_at, "%s", lim->expires_at);
+	AW_COPY_ARRAY(k->expires_at, lim->expires_at);
 	return AW_OK;
 }
 
@@ -183,13 +185,14 @@ static aw_err insert_key(aw_store *s, const aw_ctx *ctx, const char *name, aw_sc
 	if (le)
 		return le;
 	aw_uuid7_str(k.key_id);
-	snprintf(k.project_id, sizeof k.project_id, "%s", ctx->project);
-	snprintf(k.name, sizeof k.name, "%s", name);
+	AW_COPY_ARRAY(k.project_id, ctx->project);
+	if (AW_STR_COPY(k.name, name) < 0) /* aw_ident_name_ok: at most 63 */
+		return aw_fail_at(err, AW_E_REQ_INVALID, "/name", "key name is too long");
 	k.scope = scope;
 	aw_sha256_hex(secret, strlen(secret), k.key_hash);
 	snprintf(k.key_prefix, sizeof k.key_prefix, "%.12s", secret);
 	aw_clock_now(k.created_at);
-	snprintf(k.created_by, sizeof k.created_by, "%s", ctx->principal);
+	AW_COPY_ARRAY(k.created_by, ctx->principal);
 
 	aw_txn *t = NULL;
 	aw_err e = aw_store_begin(s, ctx, AW_TXN_WRITE, &t, err);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "awooop/log.h"
+#include "awooop/str.h"
 #include "awooop/tenancy.h"
 
 void aw_key_limits_none(aw_key_limits *l)
@@ -126,8 +127,9 @@ static aw_err parse_budget(const json_t *b, aw_key_limits *out, aw_error *err)
 	const char *k;
 	const json_t *v;
 	json_object_foreach ((json_t *)b, k, v) {
-		char where[48];
-		snprintf(where, sizeof where, "/budget/%.32s", k);
+		char where
+			[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+		snprintf(where, sizeof where, "/budget/%s", k);
 		if (!strcmp(k, "tokens")) {
 			long long n = 0;
 			if (!count_ok(v, &n))
@@ -142,9 +144,9 @@ static aw_err parse_budget(const json_t *b, aw_key_limits *out, aw_error *err)
 			out->budget_cost = llround(d * 1e6);
 		} else if (!strcmp(k, "period")) {
 			const char *p = json_string_value(v);
-			if (!p || (strcmp(p, "day") && strcmp(p, "month") && strcmp(p, "total")))
+			if (!p || (strcmp(p, "day") && strcmp(p, "month") && strcmp(p, "total")) ||
+			    AW_STR_COPY(out->budget_period, p) < 0)
 				return bad(err, where, "period is day, month or total");
-			snprintf(out->budget_period, sizeof out->budget_period, "%s", p);
 		} else {
 			return bad(err, where,
 				   "unknown member: a budget has tokens, cost_usd and period");
@@ -166,8 +168,9 @@ aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_li
 	const char *k;
 	const json_t *v;
 	json_object_foreach ((json_t *)doc, k, v) {
-		char where[48];
-		snprintf(where, sizeof where, "/%.40s", k);
+		char where
+			[160]; /* longer than aw_error.where: aw_fail_at shows it shortened with "..." */
+		snprintf(where, sizeof where, "/%s", k);
 		if (skipped(k, skip) || json_is_null(v))
 			continue; /* null: no such limit */
 		if (!strcmp(k, "models")) {
@@ -187,8 +190,8 @@ aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_li
 				for (int j = 0; j < out->nmodels; j++)
 					if (!strcmp(out->models[j], name))
 						return bad(err, at, "a model is listed once");
-				snprintf(out->models[out->nmodels++], AW_KEY_MODEL_MAX + 1, "%s",
-					 name);
+				if (AW_STR_COPY(out->models[out->nmodels++], name) < 0)
+					return bad(err, at, "a model is at most 128 characters");
 			}
 			if (out->nmodels == 0)
 				return bad(err, where,
@@ -214,8 +217,8 @@ aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_li
 			const char *mk;
 			const json_t *mv;
 			json_object_foreach ((json_t *)v, mk, mv) {
-				char at[64];
-				snprintf(at, sizeof at, "/metadata/%.32s", mk);
+				char at[160]; /* aw_fail_at shows a long one shortened */
+				snprintf(at, sizeof at, "/metadata/%s", mk);
 				if (strcmp(mk, "team") && strcmp(mk, "user"))
 					return bad(err, at, "metadata has team and user");
 				if (json_is_null(mv))
@@ -225,8 +228,10 @@ aw_err aw_key_limits_parse(const json_t *doc, const char *const *skip, aw_key_li
 						err, at,
 						"team and user are 1-64 characters of "
 						"[A-Za-z0-9._@-], starting with a letter or digit");
-				snprintf(mk[0] == 't' ? out->team : out->user, AW_KEY_META_MAX + 1,
-					 "%s", json_string_value(mv));
+				if (aw_str_copy(mk[0] == 't' ? out->team : out->user,
+						AW_KEY_META_MAX + 1, json_string_value(mv)) < 0)
+					return bad(err, at,
+						   "team and user are at most 64 characters");
 			}
 		} else {
 			return bad(err, where,
@@ -282,7 +287,10 @@ void aw_key_limits_load(const char *stored, const char *expires_at, aw_key_limit
 		aw_key_limits_none(out);
 	}
 	json_decref(doc);
-	snprintf(out->expires_at, sizeof out->expires_at, "%s", expires_at ? expires_at : "");
+	/* "" is never: a stored time that does not fit expires the key, never
+	 * the other way round */
+	if (AW_STR_COPY(out->expires_at, expires_at) < 0)
+		AW_COPY_ARRAY(out->expires_at, "1970-01-01T00:00:00Z");
 }
 
 int aw_key_allows(const aw_key_limits *l, const char *model)

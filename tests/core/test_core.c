@@ -31,6 +31,7 @@
 #include "awooop/metrics.h"
 #include "awooop/pattern.h"
 #include "awooop/schema.h"
+#include "awooop/str.h"
 #include "awooop/trace.h"
 #include "awooop/uuid.h"
 #include "http/http_internal.h"
@@ -737,9 +738,56 @@ static void test_listen_parse(void **state)
 	assert_int_equal(aw_http_listen_parse("[::1]:80", 0, &sa, &len, &err), AW_OK);
 }
 
+/* A copy either fits whole or leaves "" and says -1: never a cut prefix
+ * (a project id cut to another tenant's name). */
+static void test_str_copy_whole_or_nothing(void **state)
+{
+	char d[5];
+	memset(d, 'x', sizeof d);
+	assert_int_equal(aw_str_copy(d, sizeof d, "abc"), 0); /* fits */
+	assert_string_equal(d, "abc");
+	assert_int_equal(aw_str_copy(d, sizeof d, "abcd"), 0); /* exactly fits: 4 + NUL */
+	assert_string_equal(d, "abcd");
+	memset(d, 'x', sizeof d);
+	assert_int_equal(aw_str_copy(d, sizeof d, "abcde"), -1); /* one too long */
+	assert_string_equal(d, "");
+	assert_int_equal(aw_str_copy(d, sizeof d, "a much longer string"), -1);
+	assert_string_equal(d, "");
+	assert_int_equal(aw_str_copy(d, sizeof d, ""), 0); /* empty */
+	assert_string_equal(d, "");
+	assert_int_equal(aw_str_copy(d, sizeof d, NULL), 0); /* NULL reads as "" */
+	assert_string_equal(d, "");
+	assert_int_equal(aw_str_copy(d, 0, "a"), -1); /* no room at all: nothing written */
+	assert_int_equal(aw_str_copy(d, 1, ""), 0);
+	/* the macros: the array's own size; arrays proved at compile time */
+	char big[8], small[4] = "xyz";
+	assert_int_equal(AW_STR_COPY(big, "1234567"), 0);
+	assert_int_equal(AW_STR_COPY(big, "12345678"), -1);
+	assert_string_equal(big, "");
+	AW_COPY_ARRAY(big, small);
+	assert_string_equal(big, "xyz");
+	AW_COPY_ARRAY(big, "lit");
+	assert_string_equal(big, "lit");
+	assert_true(AW_IS_ARRAY(big));
+	const char *p = big;
+	assert_false(AW_IS_ARRAY(p));
+	(void)p;
+	/* text for people: whole, or visibly shortened at a whole character */
+	char s[8];
+	aw_str_show(s, sizeof s, "1234567");
+	assert_string_equal(s, "1234567");
+	aw_str_show(s, sizeof s, "12345678");
+	assert_string_equal(s, "1234...");
+	aw_str_show(s, sizeof s, "123\xc3\xa9\xc3\xa9\xc3\xa9"); /* e-acute: 2 bytes */
+	assert_string_equal(s, "123...");
+	aw_str_show(s, 3, "abcdef");
+	assert_string_equal(s, "");
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_str_copy_whole_or_nothing),
 		cmocka_unit_test(test_error_catalogue),
 		cmocka_unit_test(test_errors_doc_lists_every_code),
 		cmocka_unit_test(test_uuid7_layout_and_order),

@@ -50,6 +50,17 @@ req POST /v1/projects/beta/contracts/mcp_tool/default/revisions "$BOP1" "{\"body
 BREV=$(jbody .revision_id)
 req POST "/v1/projects/beta/contracts/mcp_tool/default/revisions/$BREV/publish" "$BOP1" ""
 expect "publish of a tool the upstream lacks" 400 .code E-MCP-001
+# a URL within the schema's 2048 characters whose bytes (2 a character) do
+# not fit the upstream's buffer: refused whole, never cut to another URL
+LONGQ=$(printf '\xc3\xa9%.0s' $(seq 1 1900))
+LBODY="{\"upstreams\":{\"web\":{\"transport\":\"http\",\"url\":\"http://127.0.0.1:$FPORT/mcp?q=$LONGQ\"}},
+  \"tools\":[{\"name\":\"echo\",\"provider\":\"web\",\"mode\":\"read_only\"}]}"
+req POST /v1/projects/beta/contracts/mcp_tool/default/revisions "$BOP1" "{\"body\": $LBODY}"
+expect "a draft whose URL is 1,930 characters, 3,830 bytes" 201
+LREV=$(jbody .revision_id)
+req POST "/v1/projects/beta/contracts/mcp_tool/default/revisions/$LREV/publish" "$BOP1" ""
+expect "its publish: the URL refused whole, not cut" 422 .code E-CONTRACT-001
+check "the answer says the URL is too long" "$(jbody .detail | grep -c 'url is at most')" 1
 # gamma: no operator grant of private egress. A contract cannot grant it
 # (the field is gone: the schema refuses it), and publish never reaches the
 # loopback upstream (refused at connect, the same answer open port or not)

@@ -2117,7 +2117,14 @@ static void test_secrets_by_reference(void **state)
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(path, sizeof path, "%s/rt-other/escape", dir);
 	assert_int_equal(symlink("../rt-main/file-token", path), 0);
-	aw_run_secrets_dir(dir);
+	/* a directory too long to keep is refused, not cut to its parent */
+	char longdir[1100];
+	memset(longdir, 'd', sizeof longdir - 1);
+	longdir[0] = '/';
+	longdir[sizeof longdir - 1] = '\0';
+	aw_error le = {0};
+	assert_int_equal(aw_run_secrets_dir(longdir, &le), AW_E_CONFIG);
+	assert_int_equal(aw_run_secrets_dir(dir, NULL), AW_OK);
 	assert_int_equal(aw_secret_tenant_env_name("rt-main", "HOOK_TOKEN", var, sizeof var), 0);
 	setenv(var, "canary-7c1f9e", 1);
 	setenv("HOOK_TOKEN", "canary-server-own", 1);
@@ -2176,7 +2183,7 @@ static void test_secrets_by_reference(void **state)
 		aw_run_free(&r);
 		aw_run_steps_free(steps, n);
 	}
-	aw_run_secrets_dir(NULL);
+	assert_int_equal(aw_run_secrets_dir(NULL, NULL), AW_OK);
 	unsetenv(var);
 	unsetenv("HOOK_TOKEN");
 	unsetenv("AWOOOP_BOOTSTRAP_KEY");

@@ -17,7 +17,9 @@ typedef struct {
 } aw_budget_amount;
 
 typedef struct {
-	char period_key[16];
+	/* the row's whole key: a period ("2026-12-05"), "run:<run id>" or a
+	 * key's row ("kb:<key id>:<when>"), as the budget's rows[] hold them */
+	char period_key[96];
 	aw_budget_amount limit, reserved, settled;
 } aw_budget_period;
 
