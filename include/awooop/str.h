@@ -25,7 +25,6 @@
 #define AWOOOP_STR_H
 
 #include <stddef.h>
-#include "awooop/str.h"
 
 /* Copies src (NULL reads as "") with its NUL into dst[0..cap) and returns 0;
  * when strlen(src) >= cap writes "" (cap > 0) and returns -1. */

@@ -19,6 +19,7 @@
 #include "awooop/clock.h"
 #include "awooop/log.h"
 #include "awooop/metrics.h"
+#include "awooop/str.h"
 
 #define WATCH_MS 500
 #define WATCH_BUS_MS 5000
@@ -85,7 +86,13 @@ static proj *get(aw_calls *r, const char *project)
 	memmove(&r->projs[i + 1], &r->projs[i], (size_t)(r->nprojs - i) * sizeof *r->projs);
 	r->nprojs++;
 	memset(&r->projs[i], 0, sizeof r->projs[i]);
-	snprintf(r->projs[i].project, sizeof r->projs[i].project, "%s", project);
+	if (AW_STR_COPY(r->projs[i].project, project) < 0) { /* a project id is at most
+								 AW_PROJECT_MAX: never */
+		memmove(&r->projs[i], &r->projs[i + 1],
+			(size_t)(r->nprojs - 1 - i) * sizeof *r->projs);
+		r->nprojs--;
+		return NULL;
+	}
 	return &r->projs[i];
 }
 
@@ -265,7 +272,8 @@ void aw_calls_watch_now(aw_calls *r, int reap)
 	for (int i = 0; projects && busy && i < r->nprojs; i++)
 		if (total(&r->projs[i]) || reap) {
 			busy[n] = total(&r->projs[i]) > 0;
-			snprintf(projects[n++], sizeof projects[0], "%s", r->projs[i].project);
+			AW_COPY_ARRAY(projects[n], r->projs[i].project);
+			n++;
 		}
 	pthread_mutex_unlock(&r->mu);
 	if (listed && (!projects || !busy)) /* the next pass tries again */

@@ -19,6 +19,7 @@
 
 #include "awooop/mcp.h"
 #include "awooop/tenancy.h"
+#include "awooop/str.h"
 #include "http_internal.h"
 
 static void reply_rpc(aw_req *r, int status, json_t *msg)
@@ -148,7 +149,7 @@ void h_mcp_post(aw_req *r)
 			aw_mcp_msg_clear(&m);
 			return;
 		}
-		snprintf(version, sizeof version, "%s", AW_MCP_V_STATELESS);
+		AW_COPY_ARRAY(version, AW_MCP_V_STATELESS);
 	} else if (hv && !aw_mcp_version_supported(hv)) {
 		reply_error(r, 400, m.id, AW_RPC_UNSUPPORTED_VERSION,
 			    "unsupported MCP-Protocol-Version", AW_E_MCP_PROTOCOL);

@@ -62,6 +62,7 @@
 #include "awooop/redact.h"
 #include "awooop/tenancy.h"
 #include "awooop/llm_wire.h"
+#include "awooop/str.h"
 #include "http_internal.h"
 
 /* How a connection is being ended (track.closing; GONE: its peer hung up). */
@@ -359,8 +360,12 @@ void req_header(aw_req *r, const char *name, const char *value)
 {
 	if (r->nxhdr >= (int)(sizeof r->xhdr / sizeof r->xhdr[0]))
 		return;
-	r->xhdr[r->nxhdr].name = name;
-	snprintf(r->xhdr[r->nxhdr++].value, sizeof r->xhdr[0].value, "%s", value);
+	if (AW_STR_COPY(r->xhdr[r->nxhdr].value, value) < 0) { /* whole or not at all */
+		aw_log(AW_LOG_ERROR, &r->ctx, "a response header too long was left out", "header",
+		       name, NULL);
+		return;
+	}
+	r->xhdr[r->nxhdr++].name = name;
 }
 
 /* A connection being ended is never suspended again: the caller returns as
@@ -442,7 +447,7 @@ static aw_err authenticated(aw_req *r, const char *secret, aw_error *err)
 	if (!e) {
 		r->authenticated = 1;
 		/* the request's store connections count against its key's project */
-		snprintf(r->ctx.charge, sizeof r->ctx.charge, "%s", r->ctx.project);
+		AW_COPY_ARRAY(r->ctx.charge, r->ctx.project);
 	}
 	return e;
 }
@@ -477,9 +482,7 @@ int selected_project_or_reply(aw_req *r, aw_scope need, aw_ctx *scoped)
 		return own_project_or_reply(r, need, scoped);
 	if (auth_or_reply(r) || project_segment_or_reply(r, p))
 		return -1;
-	char project[AW_PROJECT_MAX + 1];
-	snprintf(project, sizeof project, "%s", p);
-	return project_or_reply(r, project, need, scoped);
+	return project_or_reply(r, p, need, scoped); /* a valid segment: a whole id */
 }
 
 int project_or_reply(aw_req *r, const char *project, aw_scope need, aw_ctx *scoped)
@@ -572,7 +575,10 @@ static body_acct *acct_get(aw_http *h, const char *project)
 	body_acct *a = aw_calloc(1, sizeof *a);
 	if (!a)
 		return NULL;
-	snprintf(a->project, sizeof a->project, "%s", project);
+	if (AW_STR_COPY(a->project, project) < 0) { /* an authorized project id: never */
+		free(a);
+		return NULL;
+	}
 	a->next = h->accts[b];
 	h->accts[b] = a;
 	return a;
@@ -1235,8 +1241,11 @@ aw_err aw_http_start(const aw_http_opts *opts, aw_store *store, aw_http **out, a
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	h->store = store;
 	h->opts = *opts;
-	snprintf(h->listen, sizeof h->listen, "%s", opts->listen ? opts->listen : "127.0.0.1:8080");
-	snprintf(h->redis, sizeof h->redis, "%s", opts->redis_url ? opts->redis_url : "");
+	if (AW_STR_COPY(h->listen, opts->listen ? opts->listen : "127.0.0.1:8080") < 0 ||
+	    AW_STR_COPY(h->redis, opts->redis_url) < 0) {
+		free(h);
+		return aw_fail(err, AW_E_CONFIG, "--listen or --redis is too long");
+	}
 	h->opts.listen = h->listen;
 	h->opts.redis_url = h->redis[0] ? h->redis : NULL;
 	if (!h->opts.body_limit)

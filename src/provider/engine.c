@@ -24,6 +24,7 @@
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "awooop/redact.h"
+#include "awooop/str.h"
 #include "awooop/egress.h"
 #include "provider_internal.h"
 
@@ -34,18 +35,24 @@ upstream *llm_upstream_new(const char *name, int api, const char *url, const cha
 	if (!u)
 		return NULL;
 	atomic_init(&u->refs, 1);
-	snprintf(u->name, sizeof u->name, "%s", name);
-	snprintf(u->project, sizeof u->project, "%s", project ? project : "");
-	if (project)
-		snprintf(u->label, sizeof u->label, "%s/%s", project, name);
-	else
-		snprintf(u->label, sizeof u->label, "%s", name);
+	/* whole or no upstream: a cut URL reaches another address, a cut
+	 * secret reference names another secret (the contracts' schemas bound
+	 * them; this is the last line) */
+	int cut = AW_STR_COPY(u->name, name) < 0 || AW_STR_COPY(u->project, project) < 0 ||
+		  AW_STR_COPY(u->url, url) < 0 || AW_STR_COPY(u->key_ref, key_ref) < 0;
+	int n = project ? snprintf(u->label, sizeof u->label, "%s/%s", project, name)
+			: (AW_STR_COPY(u->label, name) < 0 ? -1 : 0);
+	if (cut || n < 0 || (size_t)n >= sizeof u->label) {
+		aw_log(AW_LOG_ERROR, NULL,
+		       "llm upstream refused: a name, URL or key reference too long", "upstream",
+		       u->name[0] ? u->name : "-", NULL);
+		free(u);
+		return NULL;
+	}
 	u->api = api;
-	snprintf(u->url, sizeof u->url, "%s", url);
-	size_t n = strlen(u->url);
-	while (n && u->url[n - 1] == '/')
-		u->url[--n] = '\0';
-	snprintf(u->key_ref, sizeof u->key_ref, "%s", key_ref ? key_ref : "");
+	size_t len = strlen(u->url);
+	while (len && u->url[len - 1] == '/')
+		u->url[--len] = '\0';
 	u->share = curl_share_init();
 	if (!u->share) {
 		free(u);
@@ -118,7 +125,7 @@ static void own_timeout(upstream *u)
 static void account(aw_llm_call *c, int streamed)
 {
 	long long in, out;
-	snprintf(c->model_charged, sizeof c->model_charged, "%s", c->t[c->ti].model);
+	AW_COPY_ARRAY(c->model_charged, c->t[c->ti].model);
 	if (c->st.usage_seen)
 		in = c->st.tokens_in, out = c->st.tokens_out;
 	else if (streamed) { /* counted by its events: the role and finish events
@@ -272,8 +279,8 @@ static void embedded(aw_llm *g, aw_llm_call *c)
 	}
 	account(c, 0);
 	breaker_result(g, t->u, 1);
-	snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
-	snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
+	AW_COPY_ARRAY(c->upstream_name, t->u->name);
+	AW_COPY_ARRAY(c->model_used, t->model);
 	json_object_set_new(resp, "model", json_string(c->rq.model));
 	char *s = json_dumps(resp, JSON_COMPACT);
 	json_decref(resp);
@@ -323,8 +330,8 @@ static void answered(aw_llm *g, aw_llm_call *c)
 		return;
 	}
 	breaker_result(g, t->u, 1);
-	snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
-	snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
+	AW_COPY_ARRAY(c->upstream_name, t->u->name);
+	AW_COPY_ARRAY(c->model_used, t->model);
 	if (c->schema && content) { /* a call of tools is no answer yet: the schema
 				       is the final answer's (an agent step's loop) */
 		aw_buf problems = AW_BUF_INIT(SCHEMA_PROBLEMS_MAX);
@@ -392,7 +399,7 @@ static void refused(aw_llm *g, aw_llm_call *c)
 							  : "no message");
 	long st = c->status;
 	char name[48];
-	snprintf(name, sizeof name, "%s", c->t[c->ti].u->name);
+	AW_COPY_ARRAY(name, c->t[c->ti].u->name);
 	json_decref(j);
 	llm_transfer_end(g, c);
 	llm_finish(c, AW_LLM_FAILED, "refused", AW_E_LLM_REFUSED,
@@ -428,8 +435,8 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 		else {
 			account(c, 1);
 			breaker_result(g, t->u, 1);
-			snprintf(c->upstream_name, sizeof c->upstream_name, "%s", t->u->name);
-			snprintf(c->model_used, sizeof c->model_used, "%s", t->model);
+			AW_COPY_ARRAY(c->upstream_name, t->u->name);
+			AW_COPY_ARRAY(c->model_used, t->model);
 			llm_transfer_end(g, c);
 			llm_finish(c, AW_LLM_STREAM, "ok", AW_OK, " ");
 		}
@@ -442,7 +449,7 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 		own_timeout(t->u); /* gives a half-open probe back */
 		failover(g, c, why);
 	} else if (res != CURLE_OK) {
-		snprintf(why, sizeof why, "%s", curl_easy_strerror(res));
+		aw_str_show(why, sizeof why, curl_easy_strerror(res));
 		breaker_result(g, t->u, 0);
 		failover(g, c, why);
 	} else if (c->status >= 500 || c->status == 429) {

@@ -18,6 +18,7 @@
 #include "awooop/clock.h"
 #include "awooop/metrics.h"
 #include "awooop/wake.h"
+#include "awooop/str.h"
 #include "provider_internal.h"
 
 static void call_free(aw_call *b)
@@ -53,7 +54,7 @@ void llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, 
 		va_end(ap);
 		aw_fail(&c->error, e, "%s", msg);
 	}
-	snprintf(c->outcome, sizeof c->outcome, "%s", outcome);
+	(void)!AW_STR_COPY(c->outcome, outcome); /* the engine's own words, all shorter */
 	c->code = e ? aw_err_code(e) : NULL;
 	pthread_mutex_unlock(&c->base.mu);
 	/* queued before the client wakes: records are in the order clients saw
@@ -114,10 +115,10 @@ aw_llm_state aw_llm_head(aw_llm_call *c, aw_llm_park park, void *pud, char **bod
 void aw_llm_call_said(aw_llm_call *c, char *route, size_t rcap, char *model, size_t mcap)
 {
 	pthread_mutex_lock(&c->base.mu);
-	snprintf(route, rcap, "%s", c->route);
+	(void)!aw_str_copy(route, rcap, c->route); /* a header: whole or none */
 	/* a stream's headers go before it ends: the target streaming now */
 	const char *m = c->model_used[0] ? c->model_used : c->ti < c->nt ? c->t[c->ti].model : "";
-	snprintf(model, mcap, "%s", m);
+	(void)!aw_str_copy(model, mcap, m);
 	pthread_mutex_unlock(&c->base.mu);
 }
 
@@ -158,16 +159,15 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	char cid[AW_UUID_STR_LEN + 1];
 	aw_uuid7_str(cid); /* the call's id: a request may make several (run steps) */
 	snprintf(c->st.id, sizeof c->st.id, "chatcmpl-%s", cid);
-	snprintf(c->run_id, sizeof c->run_id, "%s", meta && meta->run_id ? meta->run_id : "");
+	int bad_run = AW_STR_COPY(c->run_id, meta ? meta->run_id : NULL) < 0;
 	if (meta && meta->key) {
 		c->key = *meta->key;
 		c->keyed = 1;
 	}
-	snprintf(c->api, sizeof c->api, "%s",
-		 meta && meta->api	    ? meta->api
-		 : meta && meta->embeddings ? "embeddings"
-					    : "chat.completions");
-	aw_err e = AW_OK;
+	(void)!AW_STR_COPY(c->api, meta && meta->api	      ? meta->api /* the doors' own names */
+				   : meta && meta->embeddings ? "embeddings"
+							      : "chat.completions");
+	aw_err e = bad_run ? aw_fail(err, AW_E_REQ_ID, "a run id is a UUID") : AW_OK;
 	/* the call's own copy: jansson's reference counts may not be shared
 	 * between threads (the caller drops its reference while the engine
 	 * works; TSan reports the shared count) */
