@@ -68,12 +68,15 @@ static int find(const aw_calls *r, const char *project)
 	return -lo - 1;
 }
 
-/* Caller holds mu. project's entry, added when absent (NULL: no memory). */
+/* Caller holds mu. project's entry, added when absent (NULL: no memory, or
+ * not a project id: longer than AW_PROJECT_MAX, never listed cut). */
 static proj *get(aw_calls *r, const char *project)
 {
 	int i = find(r, project);
 	if (i >= 0)
 		return &r->projs[i];
+	if (strlen(project) >= sizeof r->projs[0].project)
+		return NULL;
 	i = -i - 1;
 	if (r->nprojs == r->cap) {
 		int cap = r->cap ? r->cap * 2 : 16;
@@ -86,13 +89,7 @@ static proj *get(aw_calls *r, const char *project)
 	memmove(&r->projs[i + 1], &r->projs[i], (size_t)(r->nprojs - i) * sizeof *r->projs);
 	r->nprojs++;
 	memset(&r->projs[i], 0, sizeof r->projs[i]);
-	if (AW_STR_COPY(r->projs[i].project, project) < 0) { /* a project id is at most
-								 AW_PROJECT_MAX: never */
-		memmove(&r->projs[i], &r->projs[i + 1],
-			(size_t)(r->nprojs - 1 - i) * sizeof *r->projs);
-		r->nprojs--;
-		return NULL;
-	}
+	(void)!AW_STR_COPY(r->projs[i].project, project); /* fits: checked above */
 	return &r->projs[i];
 }
 
