@@ -62,7 +62,11 @@ async function api(key, method, path, body) {
 }
 
 const status = () => page.locator('#status').textContent();
-const waitStatus = (re, timeout) => page.waitForFunction((s) => new RegExp(s).test(document.querySelector('#status').textContent), re.source, { timeout: timeout || 10000 });
+/* How long to wait for the server to get somewhere (a run to end, a poll to
+ * come round, watch processes to converge): generous, since `make test` runs
+ * this beside another browser and a sanitizer build on two cores. */
+const SLOW = 30000;
+const waitStatus = (re) => page.waitForFunction((s) => new RegExp(s).test(document.querySelector('#status').textContent), re.source, { timeout: SLOW });
 const views = [];
 
 /* A view as it stands: a screenshot, axe, no stray "null" outside JSON. */
@@ -176,7 +180,7 @@ try {
   ok(ids.join() === [...ids].sort().reverse().join(), 'runs are listed newest first');
   // a run submitted meanwhile by another client appears without a reload
   const sleeper = await api(C.op1, 'POST', '/v1/platform/runs', { workflow: [{ kind: 'sleep', args: { ms: 60000 } }] });
-  await page.waitForSelector(`#runs-table a[href="#/runs/${sleeper.run_id}"]`, { timeout: 10000 });
+  await page.waitForSelector(`#runs-table a[href="#/runs/${sleeper.run_id}"]`, { timeout: SLOW });
   ok(await page.evaluate(() => window.__noReload === 1), 'a new run appeared in the list without a reload');
   // filters, all applied by the server: state, text, queue, created
   await page.selectOption('#run-state', 'failed');
@@ -219,7 +223,7 @@ try {
   await check('04-run-waiting');
   await page.click('section.callout button:text("Approve")');
   await waitStatus(/approved: it goes on/);
-  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'succeeded', null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'succeeded', null, { timeout: SLOW });
   const byCol = (await cells('table:has(caption:text("Newest first"))', 4)).join(',');
   ok(byCol.includes('bootstrap'), `approved as the signed-in principal, shown in the transitions (${byCol})`);
   ok(await page.evaluate(() => window.__noReload === 1), 'the run page followed the run to its end without a reload');
@@ -244,7 +248,7 @@ try {
   await waitStatus(/Rerun of .*: new run .* submitted/);
   await page.waitForFunction((old) => location.hash.startsWith('#/runs/') && !location.hash.endsWith(old), C.llm_run);
   const rerunId = page.url().split('/').pop();
-  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'succeeded', null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#run-state') && document.querySelector('#run-state').textContent === 'succeeded', null, { timeout: SLOW });
   const rerun = await api(C.op1, 'GET', `/v1/platform/runs/${rerunId}`);
   const orig = await api(C.op1, 'GET', `/v1/platform/runs/${C.llm_run}`);
   ok(JSON.stringify(rerun.workflow) === JSON.stringify(orig.workflow) && JSON.stringify(rerun.input) === JSON.stringify(orig.input) && rerun.project === 'alpha',
@@ -292,7 +296,7 @@ try {
   const n0 = (await seqOf()).length;
   await api(C.agent, 'POST', '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'live' }] });
   await page.waitForFunction((t) => [...document.querySelectorAll('#calls-table tbody tr')].some((tr) =>
-    Number(tr.querySelector('a').getAttribute('href').split('/').pop()) > t && tr.children[2].textContent === 'agent'), top, { timeout: 15000 });
+    Number(tr.querySelector('a').getAttribute('href').split('/').pop()) > t && tr.children[2].textContent === 'agent'), top, { timeout: SLOW });
   ok((await seqOf()).length > n0, 'the older calls stay listed under the new one');
   ok(await page.evaluate(() => window.__noReload === 1), 'a new call appeared in the log without a reload');
   await check('06-calls');
@@ -393,7 +397,7 @@ try {
   await waitStatus(/activated\./);
   let conv = '';
   try {
-    await page.waitForFunction(() => { const s = document.querySelector('#conv-summary'); return s && /^2 of 2 processes/.test(s.textContent) && s.className === 'ok'; }, null, { timeout: 20000 });
+    await page.waitForFunction(() => { const s = document.querySelector('#conv-summary'); return s && /^2 of 2 processes/.test(s.textContent) && s.className === 'ok'; }, null, { timeout: 2 * SLOW });
     conv = await page.locator('#conv-summary').textContent();
   } catch (e) { conv = String(await page.locator('#convergence').textContent()); }
   ok(/^2 of 2 processes serve .* \(100%\)/.test(conv), `convergence reached 100% with two watch processes in ${Date.now() - t0} ms: ${conv}`);
@@ -445,14 +449,14 @@ try {
   await page.click('#revisions button:text("Revoke")');
   await confirm('Revoke revision');
   await waitStatus(/revoked\./);
-  await page.waitForFunction(() => /was revoked: no revision is active/.test((document.querySelector('#conv-summary') || {}).textContent || ''), null, { timeout: 10000 });
+  await page.waitForFunction(() => /was revoked: no revision is active/.test((document.querySelector('#conv-summary') || {}).textContent || ''), null, { timeout: SLOW });
   ok(true, 'after a revoke the convergence panel says: ' + await page.locator('#conv-summary').textContent());
   ok((await page.locator('#active-summary').textContent()).startsWith('No revision is active'), 'and no revision is active');
   await page.waitForFunction(() => {
     const c = [...document.querySelectorAll('#convergence caption')].find((x) => x.textContent === 'Recent activations');
     const t = c && c.closest('table').querySelector('tbody tr');
     return t && /revoked/.test(t.children[1].textContent) && /^2 of 2$/.test(t.children[3].textContent) && /^0 of 2$/.test(t.children[4].textContent);
-  }, null, { timeout: 10000 });
+  }, null, { timeout: SLOW });
   ok(true, 'the revoked activation: learned by 2 of 2 once, serving now 0 of 2');
 
   // ---------------------------------------------------------------- the phone's width

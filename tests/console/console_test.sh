@@ -92,7 +92,7 @@ AGENT_RUN=$(run '{"workflow":[{"name":"answer","kind":"agent","args":{"model":"a
 APPROVE_RUN=$(run '{"workflow":[{"kind":"noop"},{"kind":"approval","args":{"summary":"deploy to prod"}},{"kind":"noop"}]}')
 DENY_RUN=$(run "{\"workflow\":[{\"kind\":\"approval\",\"args\":{\"summary\":\"drop the table $XSS\"}}]}")
 for r in "$APPROVE_RUN" "$DENY_RUN" "$LLM_RUN" "$AGENT_RUN"; do
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 300); do
     s=$(api GET "/v1/platform/runs/$r" "$AOP1" | jq -r .state)
     [ "$s" = waiting_approval ] || [ "$s" = succeeded ] || [ "$s" = failed ] && break
     sleep 0.1
@@ -124,6 +124,8 @@ export AW_CONSOLE=$(jq -n --arg url "$URL" --arg admin "$ADMIN" --arg other_run 
   --arg agent "$AW" --arg op1 "$AOP1" '$ARGS.named')
 (cd "$NM" && node console.mjs) >"$TMP/browser.out" 2>&1
 rc=$?
+# what failed first (CI shows the head of a failed test's output), then all
+grep -E '^FAIL' "$TMP/browser.out" >&2
 cat "$TMP/browser.out"
 check "browser run" "$rc" 0
 aw_done "console_$BACKEND"
