@@ -5,14 +5,15 @@
  * the client letting go), the in-flight registry of a process, and the
  * recorder. docs/internals/call.md tells a call's life.
  *
- * Every call of a door is entered here while it runs. Per project the
- * registry counts each door's calls (a door's per-project bound is checked
- * at entry), remembers when the project was last suspended, and watches it:
- * a watcher thread reads, for every project with calls here, whether it is
- * suspended, and cuts its calls in every door (each door registers a cut
- * hook); it renews this process's budget reservations (the holder id is the
- * registry's), reaps those of dead holders and forgets a project once it has
- * had no call here for watch_idle_ms and no reservation left open.
+ * Every call of a door is entered here while it runs: listed under its
+ * project, counted per door (a door's per-project bound is checked at
+ * entry). A door is a static table (aw_door): its name and how to cancel one
+ * of its calls. A watcher thread reads, for every project with calls here,
+ * whether it is suspended, and cuts its calls (each once, through its
+ * door's cancel); it renews this process's budget reservations (the holder
+ * id is the registry's), reaps those of dead holders and forgets a project
+ * once it has had no call here for watch_idle_ms and no reservation left
+ * open.
  *
  * A suspension made here (an operator's, budget line 3) cuts at once and is
  * announced on the invalidations' bus (policy.h); every other process's
@@ -37,6 +38,7 @@
 #include "awooop/wake.h"
 
 typedef struct aw_calls aw_calls;
+typedef struct aw_call aw_call;
 
 typedef struct {
 	aw_store *store;	 /* suspensions and reservations; borrowed */
@@ -54,29 +56,43 @@ void aw_calls_free(aw_calls *r);
 /* This process's name for its budget reservations ("host-pid"). */
 const char *aw_calls_holder(const aw_calls *r);
 
-/* A door's cut hook: end project's calls that started before seen_ns
- * (aw_clock_mono_ns). It runs on the watcher's or the suspending thread,
- * holding no lock of the registry. */
-typedef void (*aw_calls_cut)(void *ud, const char *project, int64_t seen_ns);
-#define AW_CALLS_DOORS 4
-/* Registers a door: its number (0..AW_CALLS_DOORS-1), or -1 when full. */
-int aw_calls_door(aw_calls *r, aw_calls_cut cut, void *ud);
-/* After it returns the hook is not running and will not run. */
-void aw_calls_door_off(aw_calls *r, int door);
+/* A door: what the registry asks of a call of it. Each door has one static
+ * table (the LLM gateway's llm_door, the MCP gateway's mcp_door). */
+typedef struct aw_door {
+	const char *name; /* "llm", "mcp": the registry's log lines */
+	/* Cuts c, whose project was suspended (c->cut is set already): the door
+	 * wakes whatever runs the call, which ends it with the door's own
+	 * error. Runs holding the registry's lock: it may not block, nor call
+	 * the registry. */
+	void (*cancel)(aw_call *c);
+} aw_door;
 
-/* A call of project starts in door: 0, or 1 (not entered) when the project
- * has bound calls of this door in flight here (bound 0: none), -1 out of
- * memory. *held (may be NULL): the door's calls of project now. */
-int aw_calls_enter(aw_calls *r, int door, const char *project, long bound, long *held);
-/* The call ended; *held as above. */
-void aw_calls_leave(aw_calls *r, int door, const char *project, long *held);
-/* 1 when project was suspended after t0_ns (a call started then is cut). */
-int aw_calls_killed(aw_calls *r, const char *project, int64_t t0_ns);
+#define AW_CALLS_DOORS 4
+/* Registers a door: its slot (0..AW_CALLS_DOORS-1), or -1 when full. A
+ * gateway registers its door once; two gateways of one door take two
+ * slots. */
+int aw_calls_door(aw_calls *r, const aw_door *d);
+/* After it returns no cancel of the slot runs, nor will. */
+void aw_calls_door_off(aw_calls *r, int slot);
+
+/* Call c of project starts in the door of slot: it is listed (a suspension
+ * of project cuts it, aw_calls_each finds it) and counted. 0, or 1 (not
+ * entered) when the project has bound calls of this slot in flight here
+ * (bound 0: none), -1 out of memory or not a project id. *held (may be
+ * NULL): the slot's calls of project now. project must live as long as the
+ * call is listed (the door's own copy). */
+int aw_calls_enter(aw_calls *r, int slot, aw_call *c, const char *project, long bound, long *held);
+/* The call ended (entered, or nothing); *held as above. */
+void aw_calls_leave(aw_calls *r, aw_call *c, long *held);
+/* fn(c, ud) for each call of project listed by slot, under the registry's
+ * lock (fn may not block, nor call the registry). */
+void aw_calls_each(aw_calls *r, int slot, const char *project, void (*fn)(aw_call *c, void *ud),
+		   void *ud);
 /* Suspended here: every door's calls of project are cut now and the
  * suspension is announced to the other processes. */
 void aw_calls_kill(aw_calls *r, const char *project);
-/* Calls of door in flight here (-1: of every door), over every project. */
-long aw_calls_busy(aw_calls *r, int door);
+/* Calls of slot in flight here (-1: of every door), over every project. */
+long aw_calls_busy(aw_calls *r, int slot);
 
 /* Tests: projects watched; one watcher pass now (reap: renew and reap too). */
 int aw_calls_watched(aw_calls *r);
@@ -90,7 +106,6 @@ void aw_calls_watch_now(aw_calls *r, int reap);
  * reads is under mu: the answer bytes out (read from out_off; eof once
  * whole), parked while a reader waits for wake(wake_ud). gone: the client
  * let go (aw_call_gone), read without the lock by the door's workers. */
-typedef struct aw_call aw_call;
 typedef void (*aw_call_fn)(void *ud);
 struct aw_call {
 	atomic_int refs;
@@ -102,6 +117,13 @@ struct aw_call {
 	aw_call_fn wake; /* wakes a parked reader; NULL: the reader polls */
 	void *wake_ud;
 	void (*destroy)(aw_call *c);
+	/* in the registry, from aw_calls_enter to aw_calls_leave (its lock) */
+	const aw_door *door; /* NULL: not entered */
+	int slot;
+	const char *project;
+	int64_t t0_ns;		/* when it entered */
+	atomic_int cut;		/* its project was suspended after it entered */
+	aw_call *rnext, *rprev; /* its project's calls */
 };
 
 /* One reference (the caller's); out holds at most out_max bytes. */

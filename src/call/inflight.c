@@ -1,7 +1,8 @@
 /*
  * inflight.c - the in-flight registry every door of a process shares (see
- * call.h): the projects with calls here, per door, their last suspension,
- * and the watcher thread that cuts, renews, reaps and forgets.
+ * call.h): the projects with calls here, each with its calls (every door's,
+ * listed) and their count per door, and the watcher thread that cuts,
+ * renews, reaps and forgets.
  */
 #include "awooop/alloc.h"
 #include "awooop/call.h"
@@ -27,24 +28,18 @@
 typedef struct {
 	char project[AW_PROJECT_MAX + 1];
 	long calls[AW_CALLS_DOORS];
-	int64_t kill_ns; /* the last suspension seen; 0: none */
-	int64_t idle_ns; /* when its calls here last went to 0 */
+	int64_t idle_ns;   /* when its calls here last went to 0 */
+	aw_call *calls_in; /* its calls here, every door's (rnext, rprev) */
 } proj;
-
-typedef struct {
-	aw_calls_cut cut; /* NULL: a free slot */
-	void *ud;
-	int running; /* cuts of it under way (mu) */
-} door_slot;
 
 struct aw_calls {
 	aw_calls_opts o;
 	char holder[96];
-	pthread_mutex_t mu; /* projs, doors */
-	pthread_cond_t cv;  /* the watcher's wake-up; a door's cuts ended */
+	pthread_mutex_t mu; /* projs, doors, the calls' registry fields */
+	pthread_cond_t cv;  /* the watcher's wake-up */
 	proj *projs;	    /* sorted by name */
 	int nprojs, cap;
-	door_slot doors[AW_CALLS_DOORS];
+	const aw_door *doors[AW_CALLS_DOORS]; /* NULL: a free slot */
 	int stop, check_now;
 	pthread_t th;
 	int started;
@@ -101,44 +96,68 @@ static long total(const proj *p)
 	return n;
 }
 
-int aw_calls_enter(aw_calls *r, int door, const char *project, long bound, long *held)
+int aw_calls_enter(aw_calls *r, int slot, aw_call *c, const char *project, long bound, long *held)
 {
-	if (door < 0 || door >= AW_CALLS_DOORS)
+	if (held)
+		*held = 0;
+	if (slot < 0 || slot >= AW_CALLS_DOORS)
 		return -1;
 	pthread_mutex_lock(&r->mu);
-	proj *p = get(r, project);
-	int rc = !p ? -1 : bound > 0 && p->calls[door] >= bound ? 1 : 0;
-	if (!rc)
-		p->calls[door]++;
-	if (held)
-		*held = p ? p->calls[door] : 0;
+	proj *p = r->doors[slot] ? get(r, project) : NULL;
+	int rc = !p ? -1 : bound > 0 && p->calls[slot] >= bound ? 1 : 0;
+	if (!rc) {
+		p->calls[slot]++;
+		c->door = r->doors[slot];
+		c->slot = slot;
+		c->project = project;
+		c->t0_ns = aw_clock_mono_ns();
+		c->rprev = NULL;
+		c->rnext = p->calls_in;
+		if (p->calls_in)
+			p->calls_in->rprev = c;
+		p->calls_in = c;
+	}
+	if (held && p)
+		*held = p->calls[slot];
 	pthread_mutex_unlock(&r->mu);
 	return rc;
 }
 
-void aw_calls_leave(aw_calls *r, int door, const char *project, long *held)
+void aw_calls_leave(aw_calls *r, aw_call *c, long *held)
 {
 	if (held)
 		*held = 0;
-	if (door < 0 || door >= AW_CALLS_DOORS)
+	if (!c->door)
 		return;
 	pthread_mutex_lock(&r->mu);
-	int i = find(r, project);
+	int i = find(r, c->project); /* listed: its entry is there */
 	proj *p = i >= 0 ? &r->projs[i] : NULL;
-	if (p && p->calls[door] > 0 && --p->calls[door] == 0 && !total(p))
-		p->idle_ns = aw_clock_mono_ns();
-	if (held)
-		*held = p ? p->calls[door] : 0;
+	if (p) {
+		if (c->rprev)
+			c->rprev->rnext = c->rnext;
+		else
+			p->calls_in = c->rnext;
+		if (c->rnext)
+			c->rnext->rprev = c->rprev;
+		if (--p->calls[c->slot] == 0 && !total(p))
+			p->idle_ns = aw_clock_mono_ns();
+		if (held)
+			*held = p->calls[c->slot];
+	}
+	c->door = NULL;
+	c->rnext = c->rprev = NULL;
 	pthread_mutex_unlock(&r->mu);
 }
 
-int aw_calls_killed(aw_calls *r, const char *project, int64_t t0_ns)
+void aw_calls_each(aw_calls *r, int slot, const char *project, void (*fn)(aw_call *c, void *ud),
+		   void *ud)
 {
 	pthread_mutex_lock(&r->mu);
 	int i = find(r, project);
-	int k = i >= 0 && r->projs[i].kill_ns && t0_ns < r->projs[i].kill_ns;
+	for (aw_call *c = i >= 0 ? r->projs[i].calls_in : NULL; c; c = c->rnext)
+		if (c->slot == slot)
+			fn(c, ud);
 	pthread_mutex_unlock(&r->mu);
-	return k;
 }
 
 long aw_calls_busy(aw_calls *r, int door)
@@ -178,56 +197,49 @@ static void drop(aw_calls *r, const char *project)
 
 /* ------------------------------------------------------------ doors, kills */
 
-int aw_calls_door(aw_calls *r, aw_calls_cut cut, void *ud)
+int aw_calls_door(aw_calls *r, const aw_door *d)
 {
 	pthread_mutex_lock(&r->mu);
-	int d = 0;
-	while (d < AW_CALLS_DOORS && r->doors[d].cut)
-		d++;
-	if (d < AW_CALLS_DOORS)
-		r->doors[d] = (door_slot){cut, ud, 0};
+	int slot = 0;
+	while (slot < AW_CALLS_DOORS && r->doors[slot])
+		slot++;
+	if (slot < AW_CALLS_DOORS)
+		r->doors[slot] = d;
 	pthread_mutex_unlock(&r->mu);
-	return d < AW_CALLS_DOORS ? d : -1;
+	return slot < AW_CALLS_DOORS ? slot : -1;
 }
 
-void aw_calls_door_off(aw_calls *r, int d)
+void aw_calls_door_off(aw_calls *r, int slot)
 {
-	if (d < 0 || d >= AW_CALLS_DOORS)
+	if (slot < 0 || slot >= AW_CALLS_DOORS)
 		return;
-	pthread_mutex_lock(&r->mu);
-	while (r->doors[d].running)
-		pthread_cond_wait(&r->cv, &r->mu);
-	r->doors[d].cut = NULL;
-	r->doors[d].ud = NULL;
+	pthread_mutex_lock(&r->mu); /* cancels run under it */
+	r->doors[slot] = NULL;
 	pthread_mutex_unlock(&r->mu);
 }
 
-/* Records the suspension seen at seen_ns and has every door cut the calls
- * that started before it. */
+/* Records the suspension seen at seen_ns and cuts every call of project
+ * that entered before it, each through its door's cancel. */
 static void cut(aw_calls *r, const char *project, int64_t seen_ns)
 {
-	aw_calls_cut fn[AW_CALLS_DOORS];
-	void *ud[AW_CALLS_DOORS];
+	int n[AW_CALLS_DOORS] = {0};
+	const aw_door *d[AW_CALLS_DOORS];
 	pthread_mutex_lock(&r->mu);
+	memcpy(d, r->doors, sizeof d);
 	int i = find(r, project); /* no entry: no call of it here */
-	if (i >= 0 && seen_ns > r->projs[i].kill_ns)
-		r->projs[i].kill_ns = seen_ns;
-	for (int d = 0; d < AW_CALLS_DOORS; d++) {
-		fn[d] = i >= 0 ? r->doors[d].cut : NULL;
-		ud[d] = r->doors[d].ud;
-		if (fn[d])
-			r->doors[d].running++;
-	}
+	for (aw_call *c = i >= 0 ? r->projs[i].calls_in : NULL; c; c = c->rnext)
+		if (c->t0_ns < seen_ns && r->doors[c->slot] && !atomic_exchange(&c->cut, 1)) {
+			c->door->cancel(c);
+			n[c->slot]++;
+		}
 	pthread_mutex_unlock(&r->mu);
-	for (int d = 0; d < AW_CALLS_DOORS; d++)
-		if (fn[d])
-			fn[d](ud[d], project, seen_ns);
-	pthread_mutex_lock(&r->mu);
-	for (int d = 0; d < AW_CALLS_DOORS; d++)
-		if (fn[d])
-			r->doors[d].running--;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	for (int s = 0; s < AW_CALLS_DOORS; s++)
+		if (n[s]) {
+			char count[16];
+			snprintf(count, sizeof count, "%d", n[s]);
+			aw_log(AW_LOG_WARN, NULL, "calls of a suspended project cut", "project",
+			       project, "door", d[s]->name, "count", count, NULL);
+		}
 }
 
 void aw_calls_kill(aw_calls *r, const char *project)

@@ -17,68 +17,45 @@
 #include "awooop/str.h"
 #include "awooop/wake.h"
 
-/* A request is listed while a worker runs it, so that its client can cancel
- * it (a legacy session's: notifications/cancelled names the session's
- * request id) and a suspension of its project can cut it; the registry
- * counts it. */
+/* A request is listed in the registry while a worker runs it, so that its
+ * client can cancel it (a legacy session's: notifications/cancelled names
+ * the session's request id) and a suspension of its project can cut it. */
 static void inflight(aw_mcp *g, aw_mcp_call *call, int on)
 {
-	if (on) {
-		call->t0_ns = aw_clock_mono_ns();
-		aw_calls_enter(g->calls, g->door, call->ctx.project, 0, NULL);
-	} else {
-		aw_calls_leave(g->calls, g->door, call->ctx.project, NULL);
-	}
-	pthread_mutex_lock(&g->mu);
-	if (on) {
-		call->inext = g->inflight;
-		g->inflight = call;
-	} else {
-		for (aw_mcp_call **pp = &g->inflight; *pp; pp = &(*pp)->inext)
-			if (*pp == call) {
-				*pp = call->inext;
-				break;
-			}
-	}
-	pthread_mutex_unlock(&g->mu);
+	if (on)
+		aw_calls_enter(g->calls, g->door, &call->base, call->ctx.project, 0, NULL);
+	else
+		aw_calls_leave(g->calls, &call->base, NULL);
+}
+
+/* aw_calls_each: the call notifications/cancelled (note) names is given up. */
+static void cancel_named(aw_call *b, void *ud)
+{
+	aw_mcp_call *c = (aw_mcp_call *)b;
+	const aw_mcp_call *note = ud;
+	if (!strcmp(c->req_session, note->req_session) &&
+	    !strcmp(c->ctx.principal, note->ctx.principal) &&
+	    json_equal((json_t *)c->msg.id, json_object_get(note->msg.params, "requestId")))
+		atomic_store(&c->cancel, 1);
 }
 
 /* notifications/cancelled of ctx's session: the request it names, if it is
  * still running, is given up (its upstream told so). */
-static void cancel_request(aw_mcp *g, const aw_mcp_call *note)
+static void cancel_request(aw_mcp *g, aw_mcp_call *note)
 {
 	const json_t *rid = json_object_get(note->msg.params, "requestId");
-	if (!note->req_session[0] || !(json_is_string(rid) || json_is_integer(rid)))
-		return;
-	pthread_mutex_lock(&g->mu);
-	for (aw_mcp_call *c = g->inflight; c; c = c->inext)
-		if (!strcmp(c->req_session, note->req_session) &&
-		    !strcmp(c->ctx.project, note->ctx.project) &&
-		    !strcmp(c->ctx.principal, note->ctx.principal) &&
-		    json_equal((json_t *)c->msg.id, (json_t *)rid))
-			atomic_store(&c->cancel, 1);
-	pthread_mutex_unlock(&g->mu);
+	if (note->req_session[0] && (json_is_string(rid) || json_is_integer(rid)))
+		aw_calls_each(g->calls, g->door, note->ctx.project, cancel_named, note);
 }
 
-/* The registry's cut hook: project was suspended at seen_ns; its requests
- * taken before are given up (their upstreams told so) and answered
- * E-MCP-GATE-007. */
-void mcp_cut(void *ud, const char *project, int64_t seen_ns)
+/* The registry cut a call (its project was suspended): it is given up (its
+ * upstream told so) and answered E-MCP-GATE-007. */
+static void cancel(aw_call *b)
 {
-	aw_mcp *g = ud;
-	int n = 0;
-	pthread_mutex_lock(&g->mu);
-	for (aw_mcp_call *c = g->inflight; c; c = c->inext)
-		if (!strcmp(c->ctx.project, project) && c->t0_ns < seen_ns &&
-		    !atomic_exchange(&c->killed, 1)) {
-			atomic_store(&c->cancel, 1);
-			n++;
-		}
-	pthread_mutex_unlock(&g->mu);
-	if (n)
-		aw_log(AW_LOG_WARN, NULL, "mcp calls of a suspended project cut", "project",
-		       project, NULL);
+	atomic_store(&((aw_mcp_call *)b)->cancel, 1);
 }
+
+const aw_door mcp_door = {.name = "mcp", .cancel = cancel};
 
 /* Answers a call that leaves an audit record (a tools/call's n or a relayed
  * method's rn): the client first, the record right after - a flush waits for

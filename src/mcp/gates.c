@@ -328,7 +328,7 @@ json_t *mcp_tools_call(aw_mcp *g, aw_mcp_call *call, catalog *c, call_note *n)
 	aw_err e = mcp_up_request(t->u->up, "tools/call", up_params, timeout_ms, &peer, &res, &rpc,
 				  &err);
 	json_decref(up_params);
-	if (e == AW_E_MCP_CANCELLED && atomic_load(&call->killed)) {
+	if (e == AW_E_MCP_CANCELLED && atomic_load(&call->base.cut)) {
 		reply = refuse(n, id, 4, AW_E_MCP_BUDGET,
 			       "the project was suspended: its calls in flight were cut", NULL);
 		n->outcome = "cancelled";

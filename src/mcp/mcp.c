@@ -68,7 +68,7 @@ aw_err aw_mcp_new(const aw_mcp_opts *o, aw_mcp **out, aw_error *err)
 			g->calls = g->own_calls;
 	}
 	g->door = -1;
-	if (!e && (g->door = aw_calls_door(g->calls, mcp_cut, g)) < 0)
+	if (!e && (g->door = aw_calls_door(g->calls, &mcp_door)) < 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many doors in the call registry");
 	if (!e && aw_policy_on_change(o->policy, mcp_on_change, g) != 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many policy listeners");

@@ -119,13 +119,11 @@ struct aw_mcp_call {
 	json_t *response;
 	char session[40];
 	/* cancellation: the legacy session the request came in (its client
-	 * names it in notifications/cancelled), set once it is cancelled;
-	 * listed in g->inflight (g->mu) while a worker runs it */
+	 * names it in notifications/cancelled), set once it is cancelled (by
+	 * its client, its run step, or a suspension: base.cut); listed in the
+	 * registry while a worker runs it */
 	char req_session[40];
 	atomic_int cancel;
-	atomic_int killed; /* cancelled because its project was suspended */
-	int64_t t0_ns;	   /* when a worker took it */
-	struct aw_mcp_call *inext;
 	/* the client's event stream (base.out): the upstream's requests and
 	 * notifications during the call, then the answer, as SSE bytes */
 	int streaming;	    /* (base.mu) */
@@ -154,10 +152,9 @@ struct aw_mcp {
 	catalog *catalogs;
 	msession *sessions;
 	int nsessions;
-	aw_mcp_call *inflight; /* requests being run on a worker */
-	aw_calls *calls;       /* the in-flight registry (o.calls or own_calls) */
+	aw_calls *calls; /* the in-flight registry (o.calls or own_calls) */
 	aw_calls *own_calls;
-	int door;	     /* ours in calls */
+	int door;	     /* ours in calls (mcp_door) */
 	ask *asks;	     /* upstream requests waiting for a client's answer */
 	atomic_llong serial; /* asks' ids and progress tokens */
 	/* workers, fed fairly between projects (fairq.h) */
@@ -260,8 +257,8 @@ void mcp_record_write(void *ud, aw_call_rec **recs, int n);
 void mcp_record_chores(void *ud);
 
 /* dispatch.c */
-/* The in-flight registry's cut hook (dispatch.c): project was suspended. */
-void mcp_cut(void *ud, const char *project, int64_t seen_ns);
+/* The door's table in the in-flight registry (dispatch.c). */
+extern const aw_door mcp_door;
 void *mcp_worker_main(void *arg);
 
 #endif

@@ -174,7 +174,7 @@ json_t *mcp_relay(aw_mcp *g, aw_mcp_call *call, catalog *c, int kind, relay_note
 		json_decref(merged);
 	if (!res && sub) /* no upstream took it */
 		mcp_session_sub(g, call, uri, 0);
-	if (!res && err.err == AW_E_MCP_CANCELLED && atomic_load(&call->killed)) {
+	if (!res && err.err == AW_E_MCP_CANCELLED && atomic_load(&call->base.cut)) {
 		rn->outcome = "cancelled";
 		json_decref(rpc);
 		return aw_rpc_error_json(id, AW_RPC_GATE,

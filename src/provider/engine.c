@@ -467,12 +467,6 @@ static void done(aw_llm *g, aw_llm_call *c, CURLcode res)
 	}
 }
 
-/* 1 when c's project was suspended after c started (line 3). */
-static int killed(aw_llm *g, const aw_llm_call *c)
-{
-	return llm_killed(g, c->ctx.project, c->t0_ns);
-}
-
 /* Line 3: the calls of a suspended project end now; a stream gets a last
  * event with the code, the upstream connection is closed. */
 static void cut_killed(aw_llm *g)
@@ -482,7 +476,7 @@ static void cut_killed(aw_llm *g)
 		return;
 	g->kill_seen = gen;
 	for (aw_llm_call *c = g->active; c; c = c->next) {
-		if (c->finished || !killed(g, c))
+		if (c->finished || !atomic_load(&c->base.cut))
 			continue;
 		if (c->bytes_out) {
 			static const char ev[] =
@@ -568,6 +562,10 @@ static void take_inbox(aw_llm *g, aw_llm_call **older)
 		in = in->next;
 		c->next = g->active;
 		g->active = c;
+		/* cut before it got here (the registry lists a call from its
+		 * admission): this turn's sweep looks */
+		if (atomic_load(&c->base.cut))
+			g->kill_seen = atomic_load(&g->kill_gen) - 1;
 	}
 }
 

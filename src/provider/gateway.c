@@ -171,7 +171,7 @@ aw_err aw_llm_new(const aw_llm_opts *o, aw_llm **out, aw_error *err)
 		if (!(e = aw_calls_new(&co, &g->own_calls, err)))
 			g->calls = g->own_calls;
 	}
-	if (!e && (g->door = aw_calls_door(g->calls, llm_cut, g)) < 0)
+	if (!e && (g->door = aw_calls_door(g->calls, &llm_door)) < 0)
 		e = aw_fail(err, AW_E_INTERNAL, "too many doors in the call registry");
 	if (!e)
 		e = llm_engine_start(g, err);

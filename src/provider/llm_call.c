@@ -59,7 +59,7 @@ void llm_finish(aw_llm_call *c, aw_llm_state st, const char *outcome, aw_err e, 
 	pthread_mutex_unlock(&c->base.mu);
 	/* queued before the client wakes: records are in the order clients saw
 	 * their calls end, and a drain (aw_llm_flush) after a call sees it */
-	llm_inflight(c->g, c->ctx.project, -1, NULL);
+	llm_inflight(c, -1, NULL);
 	llm_record_queue(c->g, c);
 	pthread_mutex_lock(&c->base.mu); /* a parked client cannot release the call */
 	aw_call_wake(&c->base);
@@ -199,7 +199,7 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	 * keeps the project listed: a dead holder's reservations are reaped
 	 * here) */
 	long held = 0;
-	int counted = !e && !(e = llm_inflight(g, c->ctx.project, 1, &held));
+	int counted = !e && !(e = llm_inflight(c, 1, &held));
 	if (e == AW_E_NOMEM)
 		aw_fail(err, e, "out of memory (the projects in flight)");
 	else if (e == AW_E_LLM_BUSY)
@@ -211,7 +211,7 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 		e = llm_admit(g, c, meta, err);
 	if (e) { /* refused before any upstream: recorded all the same */
 		if (counted)
-			llm_inflight(g, c->ctx.project, -1, NULL);
+			llm_inflight(c, -1, NULL);
 		snprintf(c->outcome, sizeof c->outcome, "refused");
 		c->code = aw_err_code(e);
 		aw_metrics_llm_event("refused", c->code);

@@ -1,37 +1,33 @@
 /*
  * llm_inflight.c - the LLM door in the process's call registry (call.h): a
  * call of a project enters it (bounded per project: one tenant's calls never
- * hold every shared connection) and leaves it; the registry's cut hook wakes
- * the engine, which ends the calls of a suspended project that started
- * before the suspension was seen (line 3).
+ * hold every shared connection) and leaves it; the door's cancel wakes the
+ * engine, which ends the calls the registry cut (a suspended project's that
+ * entered before the suspension was seen: budget line 3).
  */
 #include "awooop/log.h"
 #include "awooop/metrics.h"
 #include "provider_internal.h"
 
-aw_err llm_inflight(aw_llm *g, const char *project, int delta, long *held)
+aw_err llm_inflight(aw_llm_call *c, int delta, long *held)
 {
+	aw_llm *g = c->g;
 	long n = 0;
 	if (delta > 0) {
-		int rc = aw_calls_enter(g->calls, g->door, project,
-					aw_bounds_of(&g->per_project, project), &n);
+		int rc = aw_calls_enter(g->calls, g->door, &c->base, c->ctx.project,
+					aw_bounds_of(&g->per_project, c->ctx.project), &n);
 		if (rc) {
 			if (held)
 				*held = n;
 			return rc > 0 ? AW_E_LLM_BUSY : AW_E_NOMEM;
 		}
 	} else {
-		aw_calls_leave(g->calls, g->door, project, &n);
+		aw_calls_leave(g->calls, &c->base, &n);
 	}
-	aw_metrics_llm_inflight(project, n);
+	aw_metrics_llm_inflight(c->ctx.project, n);
 	if (held)
 		*held = n;
 	return AW_OK;
-}
-
-int llm_killed(aw_llm *g, const char *project, int64_t t0_ns)
-{
-	return aw_calls_killed(g->calls, project, t0_ns);
 }
 
 int llm_test_watched(aw_llm *g)
@@ -44,12 +40,13 @@ void aw_llm_kill(aw_llm *g, const char *project)
 	aw_calls_kill(g->calls, project);
 }
 
-void llm_cut(void *ud, const char *project, int64_t seen_ns)
+/* A call cut (base.cut is set): the engine looks at its calls. */
+static void cancel(aw_call *b)
 {
-	aw_llm *g = ud;
-	(void)seen_ns; /* the engine asks llm_killed of each call */
+	aw_llm *g = ((aw_llm_call *)b)->g;
 	atomic_fetch_add(&g->kill_gen, 1);
 	if (g->multi)
 		curl_multi_wakeup(g->multi);
-	aw_log(AW_LOG_WARN, NULL, "llm calls of a suspended project cut", "project", project, NULL);
 }
+
+const aw_door llm_door = {.name = "llm", .cancel = cancel};

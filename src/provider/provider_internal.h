@@ -169,8 +169,8 @@ struct aw_llm {
 	aw_llm_call *inbox;
 	aw_llm_call *active; /* engine thread */
 	/* the calls in flight: the process's registry (o.calls, or own_calls),
-	 * which watches their projects, cuts suspended ones (llm_cut bumps
-	 * kill_gen), renews and reaps reservations under its holder id */
+	 * which watches their projects, cuts suspended ones (llm_door's cancel
+	 * bumps kill_gen), renews and reaps reservations under its holder id */
 	aw_calls *calls, *own_calls;
 	int door, door_off; /* ours in calls; 1 once it left (aw_llm_stop) */
 	atomic_uint kill_gen;
@@ -250,12 +250,10 @@ upstream *llm_upstream_of(const json_t *def, const char *project);
 aw_err llm_admit(aw_llm *g, aw_llm_call *c, const aw_llm_meta *meta, aw_error *err);
 /* llm_span.c: the ended call's trace span (otel.h). */
 void llm_span(const aw_llm_call *c);
-/* llm_inflight.c: a call of project starts (+1, bounded) or ends (-1). */
-aw_err llm_inflight(aw_llm *g, const char *project, int delta, long *held);
-/* 1 when project was suspended after t0_ns. */
-int llm_killed(aw_llm *g, const char *project, int64_t t0_ns);
-/* The registry's cut hook: the engine looks at its calls. */
-void llm_cut(void *ud, const char *project, int64_t seen_ns);
+/* llm_inflight.c: the door's table in the registry; a call starts (+1,
+ * bounded per project) or ends (-1). */
+extern const aw_door llm_door;
+aw_err llm_inflight(aw_llm_call *c, int delta, long *held);
 /* llm_recorder.c: queues an ended (or refused) call's record; the
  * recorder's write hook. */
 void llm_record_queue(aw_llm *g, aw_llm_call *c);

@@ -3,7 +3,10 @@
  * an empty call is woken by a writer on another thread and reads whole
  * events in order, then the end; the ceiling drops an event whole; the head
  * parks until the door decides; a client gone is woken no more; the door's
- * destructor runs once, at the last put.
+ * destructor runs once, at the last put. The in-flight registry: calls
+ * listed per project and counted per door, a door's bound, a suspension
+ * cutting each call of the project that entered before it once through its
+ * own door's cancel, aw_calls_each, leaving in any order, a door let go.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 #include "awooop/alloc.h"
 #include "awooop/call.h"
 #include "awooop/wake.h"
+#include "support.h"
 
 typedef struct {
 	aw_call base;
@@ -182,12 +186,104 @@ static void test_head_gone(void **state)
 	aw_wake_destroy(&w);
 }
 
+/* ------------------------------------------------------------ the registry */
+
+static int cancels[2];
+static void cancel_a(aw_call *c)
+{
+	assert_int_equal(atomic_load(&c->cut), 1); /* set before the door is told */
+	cancels[0]++;
+}
+static void cancel_b(aw_call *c)
+{
+	(void)c;
+	cancels[1]++;
+}
+static const aw_door door_a = {.name = "a", .cancel = cancel_a};
+static const aw_door door_b = {.name = "b", .cancel = cancel_b};
+
+static void visit(aw_call *c, void *ud)
+{
+	aw_call **seen = ud;
+	while (*seen)
+		seen++;
+	*seen = c;
+}
+
+static void test_registry(void **state)
+{
+	(void)state;
+	aw_test_db db;
+	aw_test_db_create("sqlite", &db);
+	aw_store *s = aw_test_store_open(&db);
+	aw_calls *r = NULL;
+	aw_error err = {0};
+	assert_int_equal(aw_calls_new(&(aw_calls_opts){.store = s}, &r, &err), AW_OK);
+	int sa = aw_calls_door(r, &door_a), sb = aw_calls_door(r, &door_b);
+	assert_true(sa >= 0 && sb >= 0 && sa != sb);
+	aw_call c[6] = {0};
+	long held = -1;
+	assert_int_equal(aw_calls_enter(r, sa, &c[0], "p1", 1, &held), 0);
+	assert_int_equal(held, 1);
+	assert_int_equal(aw_calls_enter(r, sb, &c[1], "p1", 0, NULL), 0);
+	assert_int_equal(aw_calls_enter(r, sa, &c[2], "p2", 0, NULL), 0);
+	assert_int_equal(aw_calls_enter(r, sa, &c[3], "p1", 1, &held), 1); /* past a's bound */
+	assert_int_equal(held, 1);
+	assert_null(c[3].door);
+	char longid[AW_PROJECT_MAX + 8];
+	memset(longid, 'x', sizeof longid - 1);
+	longid[sizeof longid - 1] = 0;
+	assert_int_equal(aw_calls_enter(r, sa, &c[3], longid, 0, NULL), -1);
+	assert_int_equal(aw_calls_busy(r, sa), 2);
+	assert_int_equal(aw_calls_busy(r, -1), 3);
+	aw_call *seen[4] = {0};
+	aw_calls_each(r, sa, "p1", visit, seen);
+	assert_ptr_equal(seen[0], &c[0]);
+	assert_null(seen[1]);
+	/* a suspension of p1: both doors' calls of p1, each once, none of p2 */
+	aw_calls_kill(r, "p1");
+	assert_int_equal(cancels[0], 1);
+	assert_int_equal(cancels[1], 1);
+	assert_true(c[0].cut && c[1].cut && !c[2].cut);
+	aw_calls_kill(r, "p1");
+	assert_int_equal(cancels[0] + cancels[1], 2);
+	/* a call entered after it is not cut by it; the next suspension cuts it */
+	assert_int_equal(aw_calls_enter(r, sb, &c[4], "p1", 0, NULL), 0);
+	assert_int_equal(c[4].cut, 0);
+	aw_calls_kill(r, "p1");
+	assert_int_equal(c[4].cut, 1);
+	assert_int_equal(cancels[1], 2);
+	/* leaving from the middle of a list, then the rest */
+	assert_int_equal(aw_calls_enter(r, sb, &c[5], "p1", 0, NULL), 0);
+	aw_calls_leave(r, &c[4], &held);
+	assert_int_equal(held, 2); /* c[1], c[5] */
+	memset(seen, 0, sizeof seen);
+	aw_calls_each(r, sb, "p1", visit, seen);
+	assert_ptr_equal(seen[0], &c[5]);
+	assert_ptr_equal(seen[1], &c[1]);
+	assert_null(seen[2]);
+	for (int i = 0; i < 6; i++)
+		aw_calls_leave(r, &c[i], NULL); /* c[3], c[4]: not entered (any more) */
+	assert_int_equal(aw_calls_busy(r, -1), 0);
+	memset(seen, 0, sizeof seen);
+	aw_calls_each(r, sb, "p1", visit, seen);
+	assert_null(seen[0]);
+	/* a door let go: no call enters it */
+	aw_calls_door_off(r, sb);
+	assert_int_equal(aw_calls_enter(r, sb, &c[1], "p1", 0, NULL), -1);
+	aw_calls_door_off(r, sa);
+	aw_calls_free(r);
+	aw_store_close(s);
+	aw_test_db_drop(&db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_park_wake_read),
 		cmocka_unit_test(test_whole_or_nothing),
 		cmocka_unit_test(test_head_gone),
+		cmocka_unit_test(test_registry),
 	};
 	return cmocka_run_group_tests_name("call_object", tests, NULL, NULL);
 }
