@@ -470,6 +470,7 @@ static void execute(aw_worker *w, job *j)
 			     .deadline_ns = j->deadline_ns,
 			     .stop = &j->sl->stop,
 			     .store = w->s,
+			     .holder = w->id,
 			     .outcome = &j->outcome,
 			     .approved = j->approved};
 	aw_error err = {0};

@@ -86,7 +86,7 @@ static void put(const aw_ctx *ctx, const char *run, int step, int seq, const cha
 	aw_txn *t = NULL;
 	aw_error err = {0};
 	assert_int_equal(aw_store_begin(S, ctx, AW_TXN_WRITE, &t, &err), AW_OK);
-	assert_int_equal(aw_store_run_call_put(t, &c, &err), AW_OK);
+	assert_int_equal(aw_store_run_call_put(t, &c, NULL, &err), AW_OK);
 	assert_int_equal(aw_store_commit(t, &err), AW_OK);
 }
 
@@ -205,6 +205,66 @@ static void test_journal_progress_view(void **state)
 	json_decref(v);
 }
 
+/* The journal is fenced by the run's lease: the worker holding it writes,
+ * one that lost it (or another project's) writes nothing. */
+static void test_journal_fenced(void **state)
+{
+	(void)state;
+	aw_ctx a, b;
+	aw_test_ctx(&a, "ag-a", AW_SCOPE_OPERATOR, "op");
+	aw_test_ctx(&b, "ag-b", AW_SCOPE_OPERATOR, "op");
+	static const char body[] = "{\"workflow\":[{\"kind\":\"agent\",\"args\":{\"model\":"
+				   "\"m\",\"input\":\"x\"}}]}";
+	aw_run_request req;
+	aw_error err = {0};
+	assert_int_equal(aw_run_request_decode(body, strlen(body), &req, &err), AW_OK);
+	aw_run run;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, &a, &req, NULL, &run, &replayed, &err), AW_OK);
+	aw_run_request_free(&req);
+	char id[AW_UUID_STR_LEN + 1], sql[200];
+	snprintf(id, sizeof id, "%s", run.run_id);
+	aw_run_free(&run);
+	snprintf(sql, sizeof sql, "UPDATE %%Truns SET lease_owner = 'w1' WHERE run_id = '%s'", id);
+	aw_test_raw_sql(&aw_fx.db, sql);
+	aw_run_call c = {0};
+	snprintf(c.run_id, sizeof c.run_id, "%s", id);
+	c.step_no = 1;
+	c.seq = 1;
+	snprintf(c.kind, sizeof c.kind, "model");
+	snprintf(c.name, sizeof c.name, "m");
+	snprintf(c.state, sizeof c.state, "started");
+	aw_clock_now(c.created_at);
+	struct {
+		const aw_ctx *ctx;
+		const char *holder, *state;
+		aw_err want;
+	} w[] = {{&a, "w1", "started", AW_OK},
+		 {&a, "w2", "done", AW_E_RUN_STATE}, /* lost its lease: the row stays */
+		 {&a, "", "done", AW_E_RUN_STATE},
+		 {&b, "w1", "done", AW_E_RUN_STATE}}; /* not its run */
+	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+		snprintf(c.state, sizeof c.state, "%s", w[i].state);
+		aw_txn *t = NULL;
+		assert_int_equal(aw_store_begin(S, w[i].ctx, AW_TXN_WRITE, &t, &err), AW_OK);
+		assert_int_equal(aw_store_run_call_put(t, &c, w[i].holder, &err), w[i].want);
+		if (w[i].want)
+			aw_store_rollback(t);
+		else
+			assert_int_equal(aw_store_commit(t, &err), AW_OK);
+	}
+	assert_non_null(strstr(err.msg, "not journaled"));
+	aw_txn *t = NULL;
+	aw_run_call *rows = NULL;
+	int n = -1;
+	assert_int_equal(aw_store_begin(S, &a, AW_TXN_READ, &t, &err), AW_OK);
+	assert_int_equal(aw_store_run_calls(t, id, 1, &rows, &n, &err), AW_OK);
+	aw_store_rollback(t);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].state, "started");
+	aw_run_calls_free(rows, n);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -227,6 +287,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_journal_progress_view),
+		cmocka_unit_test(test_journal_fenced),
 	};
 	return AW_TEST_MAIN("agent", tests, setup, teardown);
 }
