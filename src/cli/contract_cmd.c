@@ -198,6 +198,10 @@ static int convergence(aw_opt *opts, const target *t)
 		json_t *doc = NULL;
 		if ((rc = client_call("GET", path, NULL, &doc)))
 			return rc;
+		json_t *newest = json_array_get(json_object_get(doc, "activations"), 0);
+		long long live = json_integer_value(json_object_get(doc, "live")),
+			  learned = json_integer_value(json_object_get(newest, "learned")),
+			  of = json_integer_value(json_object_get(newest, "of"));
 		int done;
 		if (cli_get(opts, "json")) {
 			cli_print_json(doc);
@@ -212,7 +216,22 @@ static int convergence(aw_opt *opts, const target *t)
 		if (!wait_s || done)
 			return AW_EXIT_OK;
 		if (now.tv_sec - t0.tv_sec >= wait_s) {
-			fprintf(stderr, "not converged after %ld s\n", wait_s);
+			/* why: nothing to learn, nobody to learn it, or some did not */
+			if (!newest)
+				fprintf(stderr,
+					"not converged after %ld s: the contract has no "
+					"activation\n",
+					wait_s);
+			else if (!live)
+				fprintf(stderr,
+					"not converged after %ld s: no live process serves this "
+					"contract (none reported within its fleet window)\n",
+					wait_s);
+			else
+				fprintf(stderr,
+					"not converged after %ld s: %lld of %lld processes learned "
+					"the newest activation\n",
+					wait_s, learned, of);
 			return AW_EXIT_FAIL;
 		}
 		struct timespec half = {0, 500000000L};

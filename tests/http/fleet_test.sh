@@ -104,6 +104,10 @@ check "cli exit" $? 0
 grep -q "$LAST .* 2/2 .* converged" "$TMP/cli" && ok || bad "cli table: $(cat "$TMP/cli")"
 AWOOOP_KEY=$RD "$BIN" contract convergence --project flt --family policy_routing --contract default --limit 0 >/dev/null 2>&1
 check "cli limit 0" $? 2
+# --wait-s that runs out says why: here, nothing was ever activated
+AWOOOP_KEY=$OTHER "$BIN" contract convergence --project flt2 --family policy_routing --contract default --wait-s 1 >/dev/null 2>"$TMP/cli.err"
+check "cli: not converged, exit" $? 1
+grep -q "not converged after 1 s: the contract has no activation" "$TMP/cli.err" && ok || bad "cli: why not converged: $(cat "$TMP/cli.err")"
 
 # refusals
 req GET "$BASE/convergence" "$OTHER"
