@@ -70,7 +70,7 @@ typedef struct aw_door {
 #define AW_CALLS_DOORS 4
 /* Registers a door: its slot (0..AW_CALLS_DOORS-1), or -1 when full. A
  * gateway registers its door once; two gateways of one door take two
- * slots. */
+ * slots. A slot let go is taken again only once its calls have left. */
 int aw_calls_door(aw_calls *r, const aw_door *d);
 /* After it returns no cancel of the slot runs, nor will. */
 void aw_calls_door_off(aw_calls *r, int slot);
@@ -78,7 +78,8 @@ void aw_calls_door_off(aw_calls *r, int slot);
 /* Call c of project starts in the door of slot: it is listed (a suspension
  * of project cuts it, aw_calls_each finds it) and counted. 0, or 1 (not
  * entered) when the project has bound calls of this slot in flight here
- * (bound 0: none), -1 out of memory or not a project id. *held (may be
+ * (bound 0: none), 2 when the slot's door left (aw_calls_door_off), -1 out
+ * of memory or not a project id. *held (may be
  * NULL): the slot's calls of project now. project must live as long as the
  * call is listed (the door's own copy). */
 int aw_calls_enter(aw_calls *r, int slot, aw_call *c, const char *project, long bound, long *held);

@@ -104,7 +104,7 @@ int aw_calls_enter(aw_calls *r, int slot, aw_call *c, const char *project, long 
 		return -1;
 	pthread_mutex_lock(&r->mu);
 	proj *p = r->doors[slot] ? get(r, project) : NULL;
-	int rc = !p ? -1 : bound > 0 && p->calls[slot] >= bound ? 1 : 0;
+	int rc = !r->doors[slot] ? 2 : !p ? -1 : bound > 0 && p->calls[slot] >= bound ? 1 : 0;
 	if (!rc) {
 		p->calls[slot]++;
 		c->door = r->doors[slot];
@@ -200,8 +200,14 @@ static void drop(aw_calls *r, const char *project)
 int aw_calls_door(aw_calls *r, const aw_door *d)
 {
 	pthread_mutex_lock(&r->mu);
+	/* a slot whose old door still has calls listed stays out of use (the
+	 * cut would run the old door's cancel on them) */
+	long busy[AW_CALLS_DOORS] = {0};
+	for (int i = 0; i < r->nprojs; i++)
+		for (int k = 0; k < AW_CALLS_DOORS; k++)
+			busy[k] += r->projs[i].calls[k];
 	int slot = 0;
-	while (slot < AW_CALLS_DOORS && r->doors[slot])
+	while (slot < AW_CALLS_DOORS && (r->doors[slot] || busy[slot]))
 		slot++;
 	if (slot < AW_CALLS_DOORS)
 		r->doors[slot] = d;

@@ -18,6 +18,9 @@ void aw_call_init(aw_call *c, size_t out_max, aw_call_fn wake, void *ud, void (*
 	c->wake = wake;
 	c->wake_ud = ud;
 	c->destroy = destroy;
+	c->door = NULL; /* not in a registry yet */
+	c->rnext = c->rprev = NULL;
+	atomic_init(&c->cut, 0);
 }
 
 void aw_call_hold(aw_call *c)

@@ -20,12 +20,12 @@
 /* A request is listed in the registry while a worker runs it, so that its
  * client can cancel it (a legacy session's: notifications/cancelled names
  * the session's request id) and a suspension of its project can cut it. */
-static void inflight(aw_mcp *g, aw_mcp_call *call, int on)
+static int inflight(aw_mcp *g, aw_mcp_call *call, int on)
 {
 	if (on)
-		aw_calls_enter(g->calls, g->door, &call->base, call->ctx.project, 0, NULL);
-	else
-		aw_calls_leave(g->calls, &call->base, NULL);
+		return aw_calls_enter(g->calls, g->door, &call->base, call->ctx.project, 0, NULL);
+	aw_calls_leave(g->calls, &call->base, NULL);
+	return 0;
 }
 
 /* aw_calls_each: the call notifications/cancelled (note) names is given up. */
@@ -83,8 +83,18 @@ static void recorded_answer(aw_mcp *g, aw_mcp_call *call, json_t *reply, int sta
 /* The methods that touch upstreams (on a worker). */
 static void run_call(aw_mcp *g, aw_mcp_call *call)
 {
-	inflight(g, call, 1);
 	const json_t *id = call->msg.id;
+	int in = inflight(g, call, 1);
+	if (in) { /* not listed: nothing could cut it, so it does not run */
+		aw_err e = in == 2 ? AW_E_MCP_UNAVAILABLE : AW_E_NOMEM;
+		mcp_finish(call,
+			   aw_rpc_error_json(id, AW_RPC_INTERNAL,
+					     in == 2 ? "the gateway is shutting down"
+						     : "out of memory (the calls in flight)",
+					     aw_err_code(e)),
+			   503);
+		return;
+	}
 	int64_t t0 = aw_clock_mono_ns();
 	aw_err e;
 	aw_error err = {0};

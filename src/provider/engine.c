@@ -563,7 +563,7 @@ static void take_inbox(aw_llm *g, aw_llm_call **older)
 		c->next = g->active;
 		g->active = c;
 		/* cut before it got here (the registry lists a call from its
-		 * admission): this turn's sweep looks */
+		 * admission): it is not started, and this turn's sweep ends it */
 		if (atomic_load(&c->base.cut))
 			g->kill_seen = atomic_load(&g->kill_gen) - 1;
 	}
@@ -577,7 +577,8 @@ static void *engine_main(void *arg)
 		aw_llm_call *older;
 		take_inbox(g, &older);
 		for (aw_llm_call *c = g->active; c != older; c = c->next)
-			advance(g, c);
+			if (!atomic_load(&c->base.cut)) /* cut: no request goes out */
+				advance(g, c);
 		int running = 0;
 		curl_multi_perform(g->multi, &running);
 		CURLMsg *m;

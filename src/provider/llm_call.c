@@ -202,6 +202,8 @@ aw_err aw_llm_start(aw_llm *g, const aw_ctx *ctx, const json_t *req, const aw_ll
 	int counted = !e && !(e = llm_inflight(c, 1, &held));
 	if (e == AW_E_NOMEM)
 		aw_fail(err, e, "out of memory (the projects in flight)");
+	else if (e == AW_E_LLM_UNAVAILABLE)
+		aw_fail(err, e, "the gateway is shutting down");
 	else if (e == AW_E_LLM_BUSY)
 		aw_fail(err, e,
 			"this project has %ld model calls in flight, its bound here (shared "

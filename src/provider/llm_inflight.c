@@ -19,7 +19,9 @@ aw_err llm_inflight(aw_llm_call *c, int delta, long *held)
 		if (rc) {
 			if (held)
 				*held = n;
-			return rc > 0 ? AW_E_LLM_BUSY : AW_E_NOMEM;
+			return rc == 1	 ? AW_E_LLM_BUSY
+			       : rc == 2 ? AW_E_LLM_UNAVAILABLE
+					 : AW_E_NOMEM;
 		}
 	} else {
 		aw_calls_leave(g->calls, &c->base, &n);
