@@ -30,8 +30,9 @@ typedef struct {
 	int64_t deadline_ns;	  /* aw_clock_mono_ns() deadline of the attempt */
 	const atomic_bool *stop;  /* true: cancelled or shutting down; return */
 	aw_store *store;	  /* the worker's store */
-	const char *holder;	  /* the worker holding the run's lease: what the
-				     step writes of its own is fenced by it */
+	const char *holder;	  /* the worker holding the run's lease, and */
+	int attempt;		  /* the claim's attempt: what fences the step's
+				     own writes (the agent's journal) */
 	aw_step_outcome *outcome; /* parking executors set it (AW_STEP_NEXT preset) */
 	int approved;		  /* the step parked before and was approved */
 } aw_step_call;

@@ -180,7 +180,7 @@ static aw_err put_row(loop *l, int seq, const char *kind, const char *name, cons
 		return aw_fail(err, AW_E_NOMEM, "out of memory");
 	aw_txn *t = NULL;
 	aw_err e = aw_store_begin(l->c->store, &l->ctx, AW_TXN_WRITE, &t, err);
-	if (!e && (e = aw_store_run_call_put(t, &r, l->c->holder, err)))
+	if (!e && (e = aw_store_run_call_put(t, &r, l->c->holder, l->c->attempt, err)))
 		aw_store_rollback(t);
 	else if (!e)
 		e = aw_store_commit(t, err);

@@ -471,6 +471,7 @@ static void execute(aw_worker *w, job *j)
 			     .stop = &j->sl->stop,
 			     .store = w->s,
 			     .holder = w->id,
+			     .attempt = j->c->attempts,
 			     .outcome = &j->outcome,
 			     .approved = j->approved};
 	aw_error err = {0};

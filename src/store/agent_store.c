@@ -66,36 +66,35 @@ aw_err aw_store_run_calls(aw_txn *t, const char *run_id, int step_no, aw_run_cal
 	return AW_OK;
 }
 
-/* 1 when run_id's lease is holder's, its row locked on PostgreSQL until the
- * transaction ends (a worker taking the run over waits for it); 0 when not,
- * -1 on error. */
-static int held_by(aw_txn *t, const char *run_id, const char *holder, aw_error *err)
+/* AW_OK when run_id is held by holder in attempt (its row locked on
+ * PostgreSQL until the transaction ends: a worker taking the run over waits
+ * for it), AW_E_RUN_STATE when not. */
+static aw_err held_by(aw_txn *t, const char *run_id, const char *holder, int attempt, aw_error *err)
 {
-	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_TEXT(holder)};
+	aw_val v[] = {AW_TEXT(t->ctx.project), AW_TEXT(run_id), AW_TEXT(holder), AW_INT(attempt)};
 	aw_rows *r = NULL;
-	if (txn_exec(t,
-		     txn_dialect(t) == AW_DIALECT_PG
-			     ? "SELECT 1 FROM runs WHERE project_id = $1 AND run_id = $2 AND"
-			       " lease_owner = $3 FOR UPDATE"
-			     : "SELECT 1 FROM runs WHERE project_id = $1 AND run_id = $2 AND"
-			       " lease_owner = $3",
-		     3, v, &r, err))
-		return -1;
-	int held = r->nrows > 0;
+	aw_err e = txn_exec(t,
+			    txn_dialect(t) == AW_DIALECT_PG
+				    ? "SELECT 1 FROM runs WHERE project_id = $1 AND run_id = $2 AND"
+				      " lease_owner = $3 AND attempts = $4 FOR UPDATE"
+				    : "SELECT 1 FROM runs WHERE project_id = $1 AND run_id = $2 AND"
+				      " lease_owner = $3 AND attempts = $4",
+			    4, v, &r, err);
+	if (!e && !r->nrows)
+		e = aw_fail(err, AW_E_RUN_STATE,
+			    "run %s is no longer held by this attempt (its lease was lost, or it "
+			    "ended): the agent's call is not journaled",
+			    run_id);
 	rows_free(r);
-	return held;
+	return e;
 }
 
-aw_err aw_store_run_call_put(aw_txn *t, const aw_run_call *c, const char *holder, aw_error *err)
+aw_err aw_store_run_call_put(aw_txn *t, const aw_run_call *c, const char *holder, int attempt,
+			     aw_error *err)
 {
-	int held = holder ? held_by(t, c->run_id, holder, err) : 1;
-	if (held < 0)
-		return err->err;
-	if (!held)
-		return aw_fail(err, AW_E_RUN_STATE,
-			       "run %s is no longer this worker's (its lease was lost, or it "
-			       "ended): the agent's call is not journaled",
-			       c->run_id);
+	aw_err e = holder ? held_by(t, c->run_id, holder, attempt, err) : AW_OK;
+	if (e)
+		return e;
 	aw_val v[] = {AW_TEXT(t->ctx.project),
 		      AW_TEXT(c->run_id),
 		      AW_INT(c->step_no),

@@ -86,7 +86,7 @@ static void put(const aw_ctx *ctx, const char *run, int step, int seq, const cha
 	aw_txn *t = NULL;
 	aw_error err = {0};
 	assert_int_equal(aw_store_begin(S, ctx, AW_TXN_WRITE, &t, &err), AW_OK);
-	assert_int_equal(aw_store_run_call_put(t, &c, NULL, &err), AW_OK);
+	assert_int_equal(aw_store_run_call_put(t, &c, NULL, 0, &err), AW_OK);
 	assert_int_equal(aw_store_commit(t, &err), AW_OK);
 }
 
@@ -205,8 +205,9 @@ static void test_journal_progress_view(void **state)
 	json_decref(v);
 }
 
-/* The journal is fenced by the run's lease: the worker holding it writes,
- * one that lost it (or another project's) writes nothing. */
+/* The journal is fenced by the run's claim: the worker holding its lease in
+ * that attempt writes; another worker, an earlier claim of the same worker,
+ * or another project's, writes nothing. */
 static void test_journal_fenced(void **state)
 {
 	(void)state;
@@ -225,7 +226,8 @@ static void test_journal_fenced(void **state)
 	char id[AW_UUID_STR_LEN + 1], sql[200];
 	snprintf(id, sizeof id, "%s", run.run_id);
 	aw_run_free(&run);
-	snprintf(sql, sizeof sql, "UPDATE %%Truns SET lease_owner = 'w1' WHERE run_id = '%s'", id);
+	snprintf(sql, sizeof sql,
+		 "UPDATE %%Truns SET lease_owner = 'w1', attempts = 2 WHERE run_id = '%s'", id);
 	aw_test_raw_sql(&aw_fx.db, sql);
 	aw_run_call c = {0};
 	snprintf(c.run_id, sizeof c.run_id, "%s", id);
@@ -238,16 +240,19 @@ static void test_journal_fenced(void **state)
 	struct {
 		const aw_ctx *ctx;
 		const char *holder, *state;
+		int attempt;
 		aw_err want;
-	} w[] = {{&a, "w1", "started", AW_OK},
-		 {&a, "w2", "done", AW_E_RUN_STATE}, /* lost its lease: the row stays */
-		 {&a, "", "done", AW_E_RUN_STATE},
-		 {&b, "w1", "done", AW_E_RUN_STATE}}; /* not its run */
+	} w[] = {{&a, "w1", "started", 2, AW_OK},
+		 {&a, "w2", "done", 2, AW_E_RUN_STATE}, /* lost its lease: the row stays */
+		 {&a, "w1", "done", 1, AW_E_RUN_STATE}, /* the same worker's earlier claim */
+		 {&a, "", "done", 2, AW_E_RUN_STATE},
+		 {&b, "w1", "done", 2, AW_E_RUN_STATE}}; /* not its run */
 	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
 		snprintf(c.state, sizeof c.state, "%s", w[i].state);
 		aw_txn *t = NULL;
 		assert_int_equal(aw_store_begin(S, w[i].ctx, AW_TXN_WRITE, &t, &err), AW_OK);
-		assert_int_equal(aw_store_run_call_put(t, &c, w[i].holder, &err), w[i].want);
+		assert_int_equal(aw_store_run_call_put(t, &c, w[i].holder, w[i].attempt, &err),
+				 w[i].want);
 		if (w[i].want)
 			aw_store_rollback(t);
 		else

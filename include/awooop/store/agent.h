@@ -27,12 +27,14 @@ void aw_run_calls_free(aw_run_call *c, int n);
 /* The calls of the run's step (step_no 0: of every step), by step and seq. */
 aw_err aw_store_run_calls(aw_txn *t, const char *run_id, int step_no, aw_run_call **out, int *n,
 			  aw_error *err);
-/* Upserts one call (by run, step and seq), fenced: only while the run's
- * lease is holder's (the worker running the step) - else AW_E_RUN_STATE
- * and nothing is written (a worker that lost its lease may not touch the
- * journal of the worker that took the run over). holder NULL: not fenced
- * (a test's own row). */
-aw_err aw_store_run_call_put(aw_txn *t, const aw_run_call *c, const char *holder, aw_error *err);
+/* Upserts one call (by run, step and seq), fenced: only while the run is
+ * held by the claim that runs the step - its lease is holder's and it is
+ * in that claim's attempt - else AW_E_RUN_STATE and nothing is written (a
+ * claim that lost its lease may not touch the journal of the one that took
+ * the run over, even in the same process). holder NULL: not fenced (a
+ * test's own row). */
+aw_err aw_store_run_call_put(aw_txn *t, const aw_run_call *c, const char *holder, int attempt,
+			     aw_error *err);
 /* A parked call approved: "parked" -> "approved" (the decision's
  * transaction). *moved: 1 when the row was parked. */
 aw_err aw_store_run_call_approve(aw_txn *t, const char *run_id, int step_no, int seq, int *moved,
