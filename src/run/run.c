@@ -588,12 +588,16 @@ static void add_calls(json_t *steps, const aw_run_call *c, int n)
 	}
 }
 
-aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out, aw_error *err)
+/* One read of the view: the run, its steps, their history (and an agent
+ * step's calls). *moved: the history does not end in the state read - a
+ * move committed between the statements (each sees what is committed when
+ * it runs) - and nothing is made. */
+static aw_err view_once(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out,
+			int *moved, aw_error *err)
 {
-	aw_err e = check_id(run_id, err);
+	*moved = 0;
 	aw_txn *t = NULL;
-	if (!e)
-		e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
+	aw_err e = aw_store_begin(s, ctx, AW_TXN_READ, &t, err);
 	if (e)
 		return e;
 	aw_run run = {0};
@@ -614,11 +618,11 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 		e = aw_store_run_calls(t, run_id, 0, &calls, &ncalls, err);
 	aw_store_rollback(t);
 	if (!e) {
-		/* one snapshot: the history ends in the state shown, or the answer
-		 * would show a state without the moves that led to it - but for a
-		 * claim, which is audited with its start (a worker writes no tenant
-		 * row while it claims across projects): a run "claimed" ends its
-		 * history in a state it may be claimed from */
+		/* the history ends in the state shown, or the answer would show a
+		 * state without the moves that led to it - but for a claim, which
+		 * is audited with its start (a worker writes no tenant row while
+		 * it claims across projects): a run "claimed" ends its history in
+		 * a state it may be claimed from */
 		size_t n = json_array_size(tr);
 		const char *last = NULL; /* the last move (a decision that moved
 					    nothing, an N-of-M vote, has no "to") */
@@ -628,10 +632,12 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 		int claim_unaudited = last && !strcmp(run.state, "claimed") &&
 				      aw_run_state_parse(last, &from) == 0 &&
 				      aw_run_fsm_event(from, AW_RUN_CLAIMED);
-		if (!n || !last || (strcmp(last, run.state) != 0 && !claim_unaudited))
+		if (!n || !last || (strcmp(last, run.state) != 0 && !claim_unaudited)) {
+			*moved = 1;
 			e = aw_fail(err, AW_E_INTERNAL,
 				    "the run's audit history does not end in its state %s",
 				    run.state);
+		}
 	}
 	if (!e && !(*out = aw_run_json(&run, steps, nsteps)))
 		e = aw_fail(err, AW_E_NOMEM, "out of memory");
@@ -643,6 +649,20 @@ aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **
 	aw_run_free(&run);
 	aw_run_steps_free(steps, nsteps);
 	aw_run_calls_free(calls, ncalls);
+	return e;
+}
+
+aw_err aw_run_view(aw_store *s, const aw_ctx *ctx, const char *run_id, json_t **out, aw_error *err)
+{
+	aw_err e = check_id(run_id, err);
+	/* a run that moved while it was read is read again: a move and its
+	 * record commit together, so a read between two moves agrees */
+	int moved = 0, tries = 0;
+	if (e)
+		return e;
+	do
+		e = view_once(s, ctx, run_id, out, &moved, err);
+	while (e && moved && ++tries < 3);
 	return e;
 }
 
