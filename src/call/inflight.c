@@ -160,14 +160,21 @@ void aw_calls_each(aw_calls *r, int slot, const char *project, void (*fn)(aw_cal
 	pthread_mutex_unlock(&r->mu);
 }
 
-long aw_calls_busy(aw_calls *r, int door)
+/* Caller holds mu. The calls of slot (-1: of every door) over every project. */
+static long busy(const aw_calls *r, int slot)
 {
 	long n = 0;
-	pthread_mutex_lock(&r->mu);
 	for (int i = 0; i < r->nprojs; i++)
-		n += door < 0		     ? total(&r->projs[i])
-		     : door < AW_CALLS_DOORS ? r->projs[i].calls[door]
+		n += slot < 0		     ? total(&r->projs[i])
+		     : slot < AW_CALLS_DOORS ? r->projs[i].calls[slot]
 					     : 0;
+	return n;
+}
+
+long aw_calls_busy(aw_calls *r, int slot)
+{
+	pthread_mutex_lock(&r->mu);
+	long n = busy(r, slot);
 	pthread_mutex_unlock(&r->mu);
 	return n;
 }
@@ -202,12 +209,8 @@ int aw_calls_door(aw_calls *r, const aw_door *d)
 	pthread_mutex_lock(&r->mu);
 	/* a slot whose old door still has calls listed stays out of use (the
 	 * cut would run the old door's cancel on them) */
-	long busy[AW_CALLS_DOORS] = {0};
-	for (int i = 0; i < r->nprojs; i++)
-		for (int k = 0; k < AW_CALLS_DOORS; k++)
-			busy[k] += r->projs[i].calls[k];
 	int slot = 0;
-	while (slot < AW_CALLS_DOORS && (r->doors[slot] || busy[slot]))
+	while (slot < AW_CALLS_DOORS && (r->doors[slot] || busy(r, slot)))
 		slot++;
 	if (slot < AW_CALLS_DOORS)
 		r->doors[slot] = d;

@@ -205,9 +205,7 @@ static int convergence(aw_opt *opts, const target *t)
 		int done;
 		if (cli_get(opts, "json")) {
 			cli_print_json(doc);
-			done = json_is_true(json_object_get(
-				json_array_get(json_object_get(doc, "activations"), 0),
-				"converged"));
+			done = json_is_true(json_object_get(newest, "converged"));
 		} else {
 			done = print_convergence(doc);
 		}

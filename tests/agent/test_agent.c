@@ -96,25 +96,32 @@ static void progress(const aw_ctx *ctx, const char *run, aw_run_agent_status *st
 	assert_int_equal(aw_run_agent_progress(S, ctx, run, st, &err), AW_OK);
 }
 
+/* Submits body in ctx's project; its run id in id. */
+static void submit(const aw_ctx *ctx, const char *body, char *id)
+{
+	aw_run_request req;
+	aw_error err = {0};
+	assert_int_equal(aw_run_request_decode(body, strlen(body), &req, &err), AW_OK);
+	aw_run run;
+	int replayed = 0;
+	assert_int_equal(aw_run_submit(S, ctx, &req, NULL, &run, &replayed, &err), AW_OK);
+	aw_run_request_free(&req);
+	snprintf(id, AW_UUID_STR_LEN + 1, "%s", run.run_id);
+	aw_run_free(&run);
+}
+
 static void test_journal_progress_view(void **state)
 {
 	(void)state;
 	aw_ctx a, b;
 	aw_test_ctx(&a, "ag-a", AW_SCOPE_OPERATOR, "op");
 	aw_test_ctx(&b, "ag-b", AW_SCOPE_OPERATOR, "op");
-	static const char body[] =
-		"{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"agent\",\"args\":{\"model\":\"m\","
-		"\"input\":\"x\",\"max_turns\":6,\"tools\":[\"lookup__web\"]}}]}";
-	aw_run_request req;
-	aw_error err = {0};
-	assert_int_equal(aw_run_request_decode(body, strlen(body), &req, &err), AW_OK);
-	aw_run run;
-	int replayed = 0;
-	assert_int_equal(aw_run_submit(S, &a, &req, NULL, &run, &replayed, &err), AW_OK);
-	aw_run_request_free(&req);
 	char id[AW_UUID_STR_LEN + 1];
-	snprintf(id, sizeof id, "%s", run.run_id);
-	aw_run_free(&run);
+	submit(&a,
+	       "{\"workflow\":[{\"kind\":\"noop\"},{\"kind\":\"agent\",\"args\":{\"model\":\"m\","
+	       "\"input\":\"x\",\"max_turns\":6,\"tools\":[\"lookup__web\"]}}]}",
+	       id);
+	aw_error err = {0};
 
 	aw_run_agent_status st;
 	progress(&a, id, &st);
@@ -214,18 +221,11 @@ static void test_journal_fenced(void **state)
 	aw_ctx a, b;
 	aw_test_ctx(&a, "ag-a", AW_SCOPE_OPERATOR, "op");
 	aw_test_ctx(&b, "ag-b", AW_SCOPE_OPERATOR, "op");
-	static const char body[] = "{\"workflow\":[{\"kind\":\"agent\",\"args\":{\"model\":"
-				   "\"m\",\"input\":\"x\"}}]}";
-	aw_run_request req;
-	aw_error err = {0};
-	assert_int_equal(aw_run_request_decode(body, strlen(body), &req, &err), AW_OK);
-	aw_run run;
-	int replayed = 0;
-	assert_int_equal(aw_run_submit(S, &a, &req, NULL, &run, &replayed, &err), AW_OK);
-	aw_run_request_free(&req);
 	char id[AW_UUID_STR_LEN + 1], sql[200];
-	snprintf(id, sizeof id, "%s", run.run_id);
-	aw_run_free(&run);
+	submit(&a,
+	       "{\"workflow\":[{\"kind\":\"agent\",\"args\":{\"model\":\"m\",\"input\":\"x\"}}]}",
+	       id);
+	aw_error err = {0};
 	snprintf(sql, sizeof sql,
 		 "UPDATE %%Truns SET lease_owner = 'w1', attempts = 2 WHERE run_id = '%s'", id);
 	aw_test_raw_sql(&aw_fx.db, sql);
